@@ -1,0 +1,139 @@
+// Command agentassistant-mcp is an MCP stdio server that lets an AI agent
+// ask its person questions and report finished tasks through
+// agentassistant-srv. stdout carries only MCP; logs go to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/mcpbridge"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "agentassistant-mcp:", err)
+		os.Exit(1)
+	}
+}
+
+// fileConfig is agentassistant-mcp.toml.
+type fileConfig struct {
+	Host     string `toml:"agentassistant_server_host"`
+	Port     int    `toml:"agentassistant_server_port"`
+	Token    string `toml:"agentassistant_server_token"`
+	LogLevel string `toml:"log_level"`
+}
+
+const configName = "agentassistant-mcp.toml"
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, LogLevel: "info"}
+	fs := flag.NewFlagSet("agentassistant-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
+	host := fs.String("host", cfg.Host, "agentassistant-srv host")
+	port := fs.Int("port", cfg.Port, "agentassistant-srv port")
+	token := fs.String("token", "", "token (default: the one agentassistant-srv generated on this machine)")
+	web := fs.Bool("web", false, "open the server's web UI in the browser")
+	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path, err := config.Find(*configPath, configName)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		if err := config.Load(path, &cfg); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "host":
+			cfg.Host = *host
+		case "port":
+			cfg.Port = *port
+		case "token":
+			cfg.Token = *token
+		case "log-level":
+			cfg.LogLevel = *logLevel
+		}
+	})
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	if cfg.Token == "" {
+		// Same machine, default data directory: use the server's own token.
+		if tok, err := auth.Load(config.AppDir()); err == nil {
+			cfg.Token = tok
+		} else {
+			logger.Warn("no token configured and none found from a local agentassistant-srv; calls will be rejected",
+				"hint", "set agentassistant_server_token or -token")
+		}
+	}
+
+	base := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}
+	httpClient := &http.Client{Transport: &http.Transport{
+		Proxy:               nil, // the server is local or on a LAN; never send the token through a proxy
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     90 * time.Second,
+	}}
+	dir, _ := os.Getwd()
+	s := mcpbridge.New(mcpbridge.Options{
+		Client:           agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
+		Token:            cfg.Token,
+		ServerURL:        base.String(),
+		Logger:           logger,
+		Version:          version,
+		ProjectDirectory: dir,
+	})
+
+	if *web {
+		u := base
+		u.Path = "/"
+		u.RawQuery = url.Values{"token": {cfg.Token}}.Encode()
+		if err := openBrowser(u.String()); err != nil {
+			logger.Warn("could not open the browser", "err", err)
+		}
+	}
+
+	logger.Info("serving MCP on stdio", "server", base.String())
+	stdio := server.NewStdioServer(s)
+	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
+	err = stdio.Listen(ctx, stdin, stdout)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	return nil
+}

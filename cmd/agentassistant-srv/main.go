@@ -1,0 +1,168 @@
+// Command agentassistant-srv delivers agents' questions and task reports to
+// every browser logged in under the same token, and their answers back.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "agentassistant-srv:", err)
+		os.Exit(1)
+	}
+}
+
+// fileConfig is agentassistant-srv.toml.
+type fileConfig struct {
+	Host           string   `toml:"agentassistant_server_host"`
+	Port           int      `toml:"agentassistant_server_port"`
+	Token          string   `toml:"agentassistant_server_token"`
+	DataDir        string   `toml:"data_dir"`
+	AllowedHosts   []string `toml:"allowed_hosts"`
+	AllowedOrigins []string `toml:"allowed_origins"`
+	LogLevel       string   `toml:"log_level"`
+}
+
+const configName = "agentassistant-srv.toml"
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
+	fs := flag.NewFlagSet("agentassistant-srv", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
+	host := fs.String("host", cfg.Host, "address to listen on; anything but loopback needs a configured token")
+	port := fs.Int("port", cfg.Port, "port to listen on (0 picks a free one)")
+	token := fs.String("token", "", "token clients must present (default: generated once and kept in the data directory)")
+	dataDir := fs.String("data", cfg.DataDir, "data directory (generated token, logs)")
+	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path, err := config.Find(*configPath, configName)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		if err := config.Load(path, &cfg); err != nil {
+			return err
+		}
+	}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "host":
+			cfg.Host = *host
+		case "port":
+			cfg.Port = *port
+		case "token":
+			cfg.Token = *token
+		case "data":
+			cfg.DataDir = *dataDir
+		case "log-level":
+			cfg.LogLevel = *logLevel
+		}
+	})
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	loopback := isLoopback(cfg.Host)
+	if cfg.Token == "" && !loopback {
+		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token", cfg.Host)
+	}
+	if cfg.Token == "" {
+		tok, created, err := auth.LoadOrCreate(cfg.DataDir)
+		if err != nil {
+			return fmt.Errorf("token: %w", err)
+		}
+		if created {
+			log.Info("generated a new token", "file", cfg.DataDir+string(os.PathSeparator)+auth.TokenFile)
+		}
+		cfg.Token = tok
+	}
+	tokens, err := auth.NewTokens(cfg.Token)
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	guard := &auth.Guard{Hosts: cfg.AllowedHosts, Origins: cfg.AllowedOrigins}
+	if !loopback && cfg.Host != "" && cfg.Host != "0.0.0.0" && cfg.Host != "::" {
+		guard.Hosts = append(guard.Hosts, cfg.Host)
+	}
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log})
+	hs := &http.Server{
+		Handler:           server.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+
+	addr := ln.Addr().(*net.TCPAddr)
+	urlHost := cfg.Host
+	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
+		urlHost = "127.0.0.1"
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(urlHost, strconv.Itoa(addr.Port)), Path: "/",
+		RawQuery: url.Values{"token": {cfg.Token}}.Encode()}
+	log.Info("listening", "addr", addr.String())
+	fmt.Fprintf(stdout, "agentassistant-srv is running. Open this URL to answer your agents:\n\n  %s\n\n", u.String())
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		server.Close()
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	server.Close() // first, so waiting agent calls return and the HTTP server can drain
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = hs.Shutdown(sctx)
+	if err != nil {
+		hs.Close()
+	}
+	<-errc
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

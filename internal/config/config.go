@@ -1,0 +1,63 @@
+// Package config finds and reads the TOML files of both binaries. Only the
+// mains use it: libraries take typed option structs.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// AppDir is the per-user directory, under os.UserConfigDir, where both
+// binaries look for their config and the server keeps its data by default.
+func AppDir() string {
+	d, err := os.UserConfigDir()
+	if err != nil {
+		d = "."
+	}
+	return filepath.Join(d, "agentassistant")
+}
+
+// Find returns the config file to read: explicit when given (it must
+// exist), else name in the working directory, else name in AppDir. It
+// returns "" when there is none, which is fine: flags and defaults apply.
+func Find(explicit, name string) (string, error) {
+	if explicit != "" {
+		if _, err := os.Stat(explicit); err != nil {
+			return "", fmt.Errorf("config file: %w", err)
+		}
+		return explicit, nil
+	}
+	for _, p := range []string{name, filepath.Join(AppDir(), name)} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", nil
+}
+
+// Load decodes the TOML file at path into v. Unknown keys are an error, so
+// a misspelt setting does not pass silently.
+func Load(path string, v any) error {
+	md, err := toml.DecodeFile(path, v)
+	if err != nil {
+		return fmt.Errorf("read config %s: %w", path, err)
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		keys := make([]string, len(und))
+		for i, k := range und {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+	}
+	return nil
+}
+
+// ErrHelp is returned by the mains' flag parsing when -h was asked for.
+var ErrHelp = errors.New("help requested")

@@ -1,0 +1,173 @@
+// Package wstest is a /ws client for tests and benchmarks: it logs in and
+// collects the frames the server sends.
+package wstest
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+// Client is a logged-in (or refused) /ws connection.
+type Client struct {
+	Conn     *websocket.Conn
+	ID       string // client_id from UserLoginResponse
+	Login    *pb.UserLoginResponse
+	frames   chan *pb.WebsocketMessage
+	readErr  chan error
+	writeMu  sync.Mutex
+	closeErr error
+}
+
+// Dial connects to baseURL's /ws (http:// or ws://) and sends UserLogin.
+// It waits for the UserLoginResponse; a refused login is returned with
+// Login.Success false and no error.
+func Dial(baseURL, token, nickname string, header http.Header) (*Client, error) {
+	u := strings.Replace(strings.TrimSuffix(baseURL, "/"), "http", "ws", 1) + "/ws"
+	conn, _, err := websocket.DefaultDialer.Dial(u, header)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", u, err)
+	}
+	c := &Client{Conn: conn, frames: make(chan *pb.WebsocketMessage, 1024), readErr: make(chan error, 1)}
+	go c.readLoop()
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname}); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	m, err := c.Expect("UserLogin", 5*time.Second)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	c.Login = m.GetUserLoginResponse()
+	c.ID = c.Login.GetClientId()
+	return c, nil
+}
+
+func (c *Client) readLoop() {
+	for {
+		_, data, err := c.Conn.ReadMessage()
+		if err != nil {
+			c.readErr <- err
+			close(c.frames)
+			return
+		}
+		var m pb.WebsocketMessage
+		if err := proto.Unmarshal(data, &m); err != nil {
+			c.readErr <- fmt.Errorf("server sent an undecodable frame: %w", err)
+			close(c.frames)
+			return
+		}
+		c.frames <- &m
+	}
+}
+
+// Send writes one frame.
+func (c *Client) Send(m *pb.WebsocketMessage) error {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return c.SendRaw(websocket.BinaryMessage, b)
+}
+
+// SendRaw writes bytes as they are, for malformed-input tests.
+func (c *Client) SendRaw(typ int, b []byte) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.Conn.WriteMessage(typ, b)
+}
+
+// Next returns the next frame, whatever it is.
+func (c *Client) Next(timeout time.Duration) (*pb.WebsocketMessage, error) {
+	select {
+	case m, ok := <-c.frames:
+		if !ok {
+			return nil, fmt.Errorf("connection closed: %w", c.closeError())
+		}
+		return m, nil
+	case <-time.After(timeout):
+		return nil, fmt.Errorf("no frame within %s", timeout)
+	}
+}
+
+func (c *Client) closeError() error {
+	if c.closeErr == nil {
+		c.closeErr = <-c.readErr
+	}
+	return c.closeErr
+}
+
+// Expect returns the next frame with the given Cmd, skipping presence
+// notifications and failing on any other frame.
+func (c *Client) Expect(cmd string, timeout time.Duration) (*pb.WebsocketMessage, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		m, err := c.Next(time.Until(deadline))
+		if err != nil {
+			return nil, fmt.Errorf("waiting for %s: %w", cmd, err)
+		}
+		if m.Cmd == cmd {
+			return m, nil
+		}
+		if m.Cmd == "UserConnectionStatusNotification" {
+			continue
+		}
+		return nil, fmt.Errorf("waiting for %s: got %s (%v)", cmd, m.Cmd, m)
+	}
+}
+
+// Quiet reports an error if a frame other than a presence notification
+// arrives within d.
+func (c *Client) Quiet(d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		m, err := c.Next(time.Until(deadline))
+		if err != nil {
+			if strings.Contains(err.Error(), "no frame within") {
+				return nil
+			}
+			return err
+		}
+		if m.Cmd != "UserConnectionStatusNotification" {
+			return fmt.Errorf("unexpected %s frame: %v", m.Cmd, m)
+		}
+	}
+}
+
+// Closed waits for the server to close the connection and returns the
+// read error (a *websocket.CloseError when it sent a close frame).
+func (c *Client) Closed(timeout time.Duration) (error, bool) {
+	deadline := time.After(timeout)
+	for {
+		select {
+		case _, ok := <-c.frames:
+			if !ok {
+				return c.closeError(), true
+			}
+		case <-deadline:
+			return nil, false
+		}
+	}
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.Conn.Close() }
+
+// TextReply builds an AskQuestionReply frame answering id with text.
+func TextReply(id, text string) *pb.WebsocketMessage {
+	return &pb.WebsocketMessage{
+		Cmd:                "AskQuestionReply",
+		AskQuestionRequest: &pb.AskQuestionRequest{ID: id},
+		AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: []*pb.McpResultContent{
+			{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}},
+		}},
+	}
+}

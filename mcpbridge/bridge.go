@@ -1,0 +1,86 @@
+// Package mcpbridge is agentassistant-mcp's MCP server: the tools an LLM
+// client sees, each backed by a Connect call to agentassistant-srv.
+package mcpbridge
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+)
+
+// Options configure the bridge.
+type Options struct {
+	// Client reaches agentassistant-srv. Required.
+	Client agentassistprotoconnect.SrvAgentAssistClient
+	// Token is sent as UserToken with every request.
+	Token string
+	// ServerURL is the server's base URL, used in messages to the agent
+	// ("could not reach http://127.0.0.1:22080").
+	ServerURL string
+	Logger    *slog.Logger
+	// Version is reported to the MCP client.
+	Version string
+	// ProjectDirectory is used when a call names none (default: none).
+	ProjectDirectory string
+
+	// DefaultTimeout applies when a call gives none (default 600s).
+	DefaultTimeout time.Duration
+	// MinTimeout and MaxTimeout clamp a call's timeout (default 60s and
+	// 24h): an LLM asking for one second must not make the tool useless.
+	MinTimeout, MaxTimeout time.Duration
+	// ProgressInterval is how often a waiting call sends progress to a
+	// client that asked for it with a progressToken (default 10s).
+	ProgressInterval time.Duration
+}
+
+func (o *Options) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.DefaultTimeout, 600*time.Second)
+	def(&o.MinTimeout, 60*time.Second)
+	def(&o.MaxTimeout, 24*time.Hour)
+	def(&o.ProgressInterval, 10*time.Second)
+}
+
+// New returns the MCP server with its tools registered.
+func New(o Options) *server.MCPServer {
+	o.defaults()
+	s := server.NewMCPServer("agentassistant", o.Version,
+		server.WithToolCapabilities(true),
+		server.WithInstructions(instructions),
+	)
+	b := &bridge{o: o, log: o.Logger}
+	b.register(s)
+	return s
+}
+
+const instructions = `agentassistant connects you with the person you work for, on their PC or phone.
+Use ask_question whenever you need a decision, a clarification or information only they have, instead of guessing or stopping.
+Use task_finish when you have completed the task, with a summary, to get their feedback or next instruction.
+Both tools wait until the person answers; the answer is the tool result.`
+
+type bridge struct {
+	o   Options
+	log *slog.Logger
+}
+
+// timeout turns the seconds an LLM passed into the duration to wait.
+func (b *bridge) timeout(sec float64) time.Duration {
+	if sec <= 0 {
+		return b.o.DefaultTimeout
+	}
+	d := time.Duration(sec * float64(time.Second))
+	return min(max(d, b.o.MinTimeout), b.o.MaxTimeout)
+}

@@ -1,0 +1,221 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+func (b *bridge) register(s *server.MCPServer) {
+	timeoutOpt := mcp.WithNumber("timeout",
+		mcp.Description(fmt.Sprintf("Seconds to wait for the person (default %d, allowed %d to %d). Leave it out unless you have a reason.",
+			int(b.o.DefaultTimeout.Seconds()), int(b.o.MinTimeout.Seconds()), int(b.o.MaxTimeout.Seconds()))),
+	)
+	dirOpt := mcp.WithString("project_directory",
+		mcp.Description("Absolute path of the project you are working in, so the person knows which agent is asking."),
+	)
+	s.AddTool(mcp.NewTool("ask_question",
+		mcp.WithDescription("Ask the person you work for a question and wait for their answer. "+
+			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
+			"rather than guessing or stopping. Markdown is rendered. The answer may contain text and images."),
+		mcp.WithString("question", mcp.Required(),
+			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see.")),
+		dirOpt, timeoutOpt,
+		mcp.WithTitleAnnotation("Ask the user"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(true),
+	), b.askQuestion)
+	s.AddTool(mcp.NewTool("task_finish",
+		mcp.WithDescription("Report to the person you work for that you have finished the task, and wait for their feedback: "+
+			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did."),
+		mcp.WithString("summary", mcp.Required(),
+			mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open.")),
+		dirOpt, timeoutOpt,
+		mcp.WithTitleAnnotation("Report the finished task"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithOpenWorldHintAnnotation(true),
+	), b.taskFinish)
+}
+
+func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	q, err := req.RequireString("question")
+	if err != nil || strings.TrimSpace(q) == "" {
+		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
+	}
+	timeout := b.timeout(req.GetFloat("timeout", 0))
+	id := hub.NewID()
+	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
+		ProjectDirectory: b.dir(req), Question: q, Timeout: int32(timeout / time.Second),
+	}}
+	return b.wait(ctx, req, hub.AskQuestion, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+		return b.o.Client.AskQuestion(ctx, call)
+	})
+}
+
+func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	sum, err := req.RequireString("summary")
+	if err != nil || strings.TrimSpace(sum) == "" {
+		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
+	}
+	timeout := b.timeout(req.GetFloat("timeout", 0))
+	id := hub.NewID()
+	call := &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
+		ProjectDirectory: b.dir(req), Summary: sum, Timeout: int32(timeout / time.Second),
+	}}
+	return b.wait(ctx, req, hub.TaskFinish, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+		r, err := b.o.Client.TaskFinish(ctx, call)
+		if err != nil {
+			return nil, err
+		}
+		// Same shape on the wire; one conversion path for both kinds.
+		return &pb.AskQuestionResponse{ID: r.ID, IsError: r.IsError, Meta: r.Meta, Contents: r.Contents}, nil
+	})
+}
+
+func (b *bridge) dir(req mcp.CallToolRequest) string {
+	return req.GetString("project_directory", b.o.ProjectDirectory)
+}
+
+// wait makes the call, sending progress while it is open, and turns every
+// outcome into text the agent can act on.
+func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kind, timeout time.Duration,
+	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
+	stop := b.progress(ctx, req, timeout)
+	defer stop()
+	// The server enforces the timeout and says so; this deadline only
+	// guards against a server that never answers.
+	cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	defer cancel()
+	start := time.Now()
+	resp, err := call(cctx)
+	if err != nil {
+		b.log.Info("call ended without an answer", "kind", kind, "err", err)
+		return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), err)), nil
+	}
+	b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
+	return toResult(kind, resp), nil
+}
+
+func (b *bridge) explain(ctx context.Context, kind hub.Kind, timeout, waited time.Duration, err error) string {
+	what := "question"
+	if kind == hub.TaskFinish {
+		what = "task report"
+	}
+	if ctx.Err() != nil {
+		return fmt.Sprintf("The call was cancelled after %s; the %s was withdrawn from the person's screens.", waited.Round(time.Second), what)
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeDeadlineExceeded:
+		return fmt.Sprintf("No one answered the %s within %d seconds, so it was withdrawn. "+
+			"The person may be away: continue with your best judgement where that is safe, or ask again later.", what, int(timeout.Seconds()))
+	case connect.CodeUnauthenticated:
+		return fmt.Sprintf("agentassistant-srv at %s rejected the token. Set agentassistant_server_token (or -token) "+
+			"in agentassistant-mcp's configuration to the server's token.", b.o.ServerURL)
+	case connect.CodeUnavailable, connect.CodeUnknown:
+		if isConnError(err) {
+			return fmt.Sprintf("Could not reach agentassistant-srv at %s (%s). The person has not seen the %s. "+
+				"Ask them to start agentassistant-srv, then try again.", b.o.ServerURL, rootCause(err), what)
+		}
+		if connect.CodeOf(err) == connect.CodeUnavailable {
+			return fmt.Sprintf("agentassistant-srv at %s went away before anyone answered the %s (%s). Try again when it is back.",
+				b.o.ServerURL, what, connectMessage(err))
+		}
+	case connect.CodeCanceled:
+		return fmt.Sprintf("The %s was cancelled before anyone answered it.", what)
+	case connect.CodeInvalidArgument:
+		return fmt.Sprintf("agentassistant-srv refused the %s: %s", what, connectMessage(err))
+	}
+	return fmt.Sprintf("The %s failed: agentassistant-srv at %s answered %s: %s", what, b.o.ServerURL, connect.CodeOf(err), connectMessage(err))
+}
+
+func connectMessage(err error) string {
+	var ce *connect.Error
+	if errors.As(err, &ce) && ce.Message() != "" {
+		return ce.Message()
+	}
+	return err.Error()
+}
+
+// isConnError reports a failure to reach the server at all, as opposed
+// to an error the server answered with.
+func isConnError(err error) bool {
+	var ce *connect.Error
+	if errors.As(err, &ce) && ce.Meta().Get("Content-Type") != "" {
+		return false // the server answered
+	}
+	s := err.Error()
+	for _, m := range []string{"connection refused", "no such host", "dial tcp", "connection reset", "EOF", "i/o timeout", "network is unreachable"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+func rootCause(err error) string {
+	for {
+		u := errors.Unwrap(err)
+		if u == nil {
+			return err.Error()
+		}
+		err = u
+	}
+}
+
+// toResult turns a person's reply into MCP content: text as text, images
+// as images.
+func toResult(kind hub.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{IsError: r.GetIsError()}
+	for _, c := range r.GetContents() {
+		switch {
+		case c.GetText() != nil || c.GetType() == 1:
+			if t := c.GetText().GetText(); t != "" {
+				res.Content = append(res.Content, mcp.NewTextContent(t))
+			}
+		case c.GetImage() != nil || c.GetType() == 2:
+			if im := c.GetImage(); im.GetData() != "" {
+				res.Content = append(res.Content, mcp.NewImageContent(im.GetData(), orDefault(im.GetMimeType(), "image/png")))
+			}
+		case c.GetAudio() != nil || c.GetType() == 3:
+			if a := c.GetAudio(); a.GetData() != "" {
+				res.Content = append(res.Content, mcp.NewAudioContent(a.GetData(), orDefault(a.GetMimeType(), "audio/wav")))
+			}
+		case c.GetEmbeddedResource() != nil || c.GetType() == 4:
+			if e := c.GetEmbeddedResource(); e != nil {
+				res.Content = append(res.Content, embedded(e))
+			}
+		}
+	}
+	if len(res.Content) == 0 {
+		msg := "The person answered with an empty reply."
+		if kind == hub.TaskFinish {
+			msg = "The person acknowledged the task report without further instructions."
+		}
+		res.Content = append(res.Content, mcp.NewTextContent(msg))
+	}
+	return res
+}
+
+func embedded(e *pb.EmbeddedResource) mcp.Content {
+	mime := orDefault(e.GetMimeType(), "application/octet-stream")
+	if strings.HasPrefix(mime, "text/") || mime == "application/json" {
+		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: e.GetUri(), MIMEType: mime, Text: string(e.GetData())})
+	}
+	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64Std(e.GetData())})
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

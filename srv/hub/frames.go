@@ -1,0 +1,156 @@
+package hub
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+// Cmd values of WebsocketMessage.
+const (
+	CmdUserLogin                        = "UserLogin"
+	CmdAskQuestion                      = "AskQuestion"
+	CmdTaskFinish                       = "TaskFinish"
+	CmdAskQuestionReply                 = "AskQuestionReply"
+	CmdTaskFinishReply                  = "TaskFinishReply"
+	CmdAskQuestionReplyNotification     = "AskQuestionReplyNotification"
+	CmdTaskFinishReplyNotification      = "TaskFinishReplyNotification"
+	CmdCheckMessageValidity             = "CheckMessageValidity"
+	CmdGetPendingMessages               = "GetPendingMessages"
+	CmdRequestCancelled                 = "RequestCancelled"
+	CmdGetOnlineUsers                   = "GetOnlineUsers"
+	CmdSendChatMessage                  = "SendChatMessage"
+	CmdChatMessageNotification          = "ChatMessageNotification"
+	CmdUserConnectionStatusNotification = "UserConnectionStatusNotification"
+	CmdError                            = "Error"
+)
+
+func marshal(m *pb.WebsocketMessage) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil { // only on invalid UTF-8 in a string field, which we never build
+		panic(fmt.Sprintf("marshal %s frame: %v", m.Cmd, err))
+	}
+	return b
+}
+
+// AskQuestionRequest rebuilds the wire form of an AskQuestion request.
+func askRequest(p *pending) *pb.AskQuestionRequest {
+	return &pb.AskQuestionRequest{
+		ID:        p.req.ID,
+		UserToken: p.token,
+		Request: &pb.McpAskQuestionRequest{
+			ProjectDirectory: p.req.ProjectDirectory,
+			Question:         p.req.Text,
+			Timeout:          int32(p.req.Timeout / time.Second),
+		},
+	}
+}
+
+func taskRequest(p *pending) *pb.TaskFinishRequest {
+	return &pb.TaskFinishRequest{
+		ID:        p.req.ID,
+		UserToken: p.token,
+		Request: &pb.McpTaskFinishRequest{
+			ProjectDirectory: p.req.ProjectDirectory,
+			Summary:          p.req.Text,
+			Timeout:          int32(p.req.Timeout / time.Second),
+		},
+	}
+}
+
+func requestFrame(p *pending) *pb.WebsocketMessage {
+	m := &pb.WebsocketMessage{Cmd: p.req.Kind.String()}
+	if p.req.Kind == AskQuestion {
+		m.AskQuestionRequest = askRequest(p)
+	} else {
+		m.TaskFinishRequest = taskRequest(p)
+	}
+	return m
+}
+
+func replyNotificationFrame(p *pending, rep *Reply) *pb.WebsocketMessage {
+	who := rep.Nickname
+	if who == "" {
+		who = rep.ClientID
+	}
+	if p.req.Kind == AskQuestion {
+		return &pb.WebsocketMessage{
+			Cmd:                 CmdAskQuestionReplyNotification,
+			AskQuestionRequest:  askRequest(p),
+			AskQuestionResponse: AskResponse(p.req.ID, rep),
+			StrParam:            "Response received from client " + who,
+			Nickname:            rep.Nickname,
+		}
+	}
+	return &pb.WebsocketMessage{
+		Cmd:                CmdTaskFinishReplyNotification,
+		TaskFinishRequest:  taskRequest(p),
+		TaskFinishResponse: TaskResponse(p.req.ID, rep),
+		StrParam:           "Task completion confirmed by client " + who,
+		Nickname:           rep.Nickname,
+	}
+}
+
+// AskResponse is rep in its AskQuestion wire form.
+func AskResponse(id string, rep *Reply) *pb.AskQuestionResponse {
+	return &pb.AskQuestionResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}
+}
+
+// TaskResponse is rep in its TaskFinish wire form.
+func TaskResponse(id string, rep *Reply) *pb.TaskFinishResponse {
+	return &pb.TaskFinishResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}
+}
+
+func cancelledFrame(p *pending, reason string) *pb.WebsocketMessage {
+	return &pb.WebsocketMessage{
+		Cmd: CmdRequestCancelled,
+		RequestCancelledNotification: &pb.RequestCancelledNotification{
+			RequestId:   p.req.ID,
+			Reason:      reason,
+			MessageType: p.req.Kind.String(),
+		},
+	}
+}
+
+func pendingMessage(p *pending) *pb.PendingMessage {
+	m := &pb.PendingMessage{
+		MessageType: p.req.Kind.String(),
+		CreatedAt:   p.createdAt.UnixMilli(),
+		Timeout:     int32(p.req.Timeout / time.Second),
+	}
+	if p.req.Kind == AskQuestion {
+		m.AskQuestionRequest = askRequest(p)
+	} else {
+		m.TaskFinishRequest = taskRequest(p)
+	}
+	return m
+}
+
+func onlineUser(c Client) *pb.OnlineUser {
+	return &pb.OnlineUser{ClientId: c.ID(), Nickname: c.Nickname(), ConnectedAt: c.ConnectedAt().UnixMilli()}
+}
+
+func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
+	return &pb.WebsocketMessage{
+		Cmd: CmdUserConnectionStatusNotification,
+		UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
+			User:      onlineUser(c),
+			Status:    status,
+			Timestamp: now.UnixMilli(),
+		},
+	}
+}
+
+func newID() string {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// NewID returns a random 96-bit hex identifier for requests and clients.
+func NewID() string { return newID() }

@@ -1,0 +1,144 @@
+// Package rpc serves the Connect services agents and non-/ws clients call.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Options configure the services.
+type Options struct {
+	Hub    *hub.Hub
+	Tokens *auth.Tokens
+	Logger *slog.Logger
+	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
+	DefaultTimeout time.Duration
+	// MaxTimeout caps a request's Timeout (default 24h).
+	MaxTimeout time.Duration
+	// MaxMessage bounds a request message (default 16 MiB).
+	MaxMessage int
+}
+
+// Mount registers the Connect services on mux.
+func Mount(mux *http.ServeMux, o Options) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.DefaultTimeout <= 0 {
+		o.DefaultTimeout = 600 * time.Second
+	}
+	if o.MaxTimeout <= 0 {
+		o.MaxTimeout = 24 * time.Hour
+	}
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = 16 << 20
+	}
+	opts := []connect.HandlerOption{
+		connect.WithInterceptors(authInterceptor{o.Tokens}),
+		connect.WithReadMaxBytes(o.MaxMessage),
+	}
+	s := &service{o: o}
+	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
+	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
+}
+
+type service struct{ o Options }
+
+func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	r := req.GetRequest()
+	rep, id, err := s.ask(ctx, hub.AskQuestion, req.GetID(), r.GetProjectDirectory(), r.GetQuestion(), r.GetTimeout())
+	if err != nil {
+		return nil, err
+	}
+	return hub.AskResponse(id, rep), nil
+}
+
+func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
+	r := req.GetRequest()
+	rep, id, err := s.ask(ctx, hub.TaskFinish, req.GetID(), r.GetProjectDirectory(), r.GetSummary(), r.GetTimeout())
+	if err != nil {
+		return nil, err
+	}
+	return hub.TaskResponse(id, rep), nil
+}
+
+const maxIDLen = 128
+
+func (s *service) ask(ctx context.Context, kind hub.Kind, id, dir, text string, timeoutSec int32) (*hub.Reply, string, error) {
+	if strings.TrimSpace(text) == "" {
+		what := "Question"
+		if kind == hub.TaskFinish {
+			what = "Summary"
+		}
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is empty", what))
+	}
+	if len(id) > maxIDLen {
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("ID longer than %d bytes", maxIDLen))
+	}
+	if id == "" {
+		id = hub.NewID()
+	}
+	timeout := time.Duration(timeoutSec) * time.Second
+	if timeout <= 0 {
+		timeout = s.o.DefaultTimeout
+	}
+	timeout = min(timeout, s.o.MaxTimeout)
+	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), hub.Request{
+		Kind: kind, ID: id, ProjectDirectory: dir, Text: text, Timeout: timeout,
+	})
+	switch {
+	case err == nil:
+		return rep, id, nil
+	case errors.Is(err, hub.ErrTimeout):
+		return nil, "", connect.NewError(connect.CodeDeadlineExceeded,
+			fmt.Errorf("no reply within %s; the request was withdrawn", timeout))
+	case errors.Is(err, hub.ErrDuplicate):
+		return nil, "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("request %s: %w", id, err))
+	case errors.Is(err, hub.ErrClosed):
+		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return nil, "", connect.NewError(connect.CodeCanceled, err)
+	}
+	return nil, "", connect.NewError(connect.CodeInternal, err)
+}
+
+// replyService answers requests for clients that are not on /ws.
+type replyService struct{ s *service }
+
+func (r replyService) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) (*pb.MsgEmpty, error) {
+	resp := req.GetResponse()
+	return r.answer(ctx, hub.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+}
+
+func (r replyService) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) (*pb.MsgEmpty, error) {
+	resp := req.GetResponse()
+	return r.answer(ctx, hub.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+}
+
+func (r replyService) answer(ctx context.Context, kind hub.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
+	if id == "" {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
+	}
+	if nick == "" {
+		nick = "rpc"
+	}
+	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick,
+	})
+	if err != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", id, err))
+	}
+	return &pb.MsgEmpty{}, nil
+}

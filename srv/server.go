@@ -1,0 +1,90 @@
+// Package srv composes agentassistant-srv's single http.Handler: the Connect
+// services, /ws, /health and the embedded UI, behind the Host guard.
+package srv
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/rpc"
+	"github.com/agentassistant/agentassistant/srv/webui"
+)
+
+// Options configure a Server. Tokens is required.
+type Options struct {
+	Tokens *auth.Tokens
+	Guard  *auth.Guard // nil: loopback names only
+	Logger *slog.Logger
+	// Inbox tunes /ws; its Hub, Tokens, Guard and Logger are filled in.
+	Inbox inbox.Options
+	// RPC tunes the Connect services; Hub, Tokens and Logger are filled in.
+	RPC rpc.Options
+}
+
+// Server is the composed handler and the state behind it.
+type Server struct {
+	hub     *hub.Hub
+	inbox   *inbox.Handler
+	handler http.Handler
+	tokens  *auth.Tokens
+	started time.Time
+}
+
+// New builds the server.
+func New(o Options) *Server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Guard == nil {
+		o.Guard = &auth.Guard{}
+	}
+	s := &Server{tokens: o.Tokens, started: time.Now()}
+	s.hub = hub.New(hub.Options{Logger: o.Logger.With("component", "hub")})
+
+	io := o.Inbox
+	io.Hub, io.Tokens, io.Guard, io.Logger = s.hub, o.Tokens, o.Guard, o.Logger.With("component", "ws")
+	s.inbox = inbox.New(io)
+
+	ro := o.RPC
+	ro.Hub, ro.Tokens, ro.Logger = s.hub, o.Tokens, o.Logger.With("component", "rpc")
+
+	mux := http.NewServeMux()
+	rpc.Mount(mux, ro)
+	mux.Handle("/ws", s.inbox)
+	mux.HandleFunc("GET /health", s.health)
+	mux.Handle("/", webui.Handler())
+	s.handler = o.Guard.Wrap(mux)
+	return s
+}
+
+// Handler is everything the server serves.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Hub exposes the token rooms, for tests and embedding.
+func (s *Server) Hub() *hub.Hub { return s.hub }
+
+// Close ends the waiting agent calls (Unavailable) and every WebSocket
+// connection, and waits for them. Idempotent.
+func (s *Server) Close() error {
+	s.hub.Close()
+	return s.inbox.Close()
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if !s.tokens.Valid(rpc.TokenFrom(nil, r.Header)) && !s.tokens.Valid(r.URL.Query().Get("token")) {
+		http.Error(w, "missing or invalid token", http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"status":        "ok",
+		"uptimeSeconds": int64(time.Since(s.started).Seconds()),
+		"wsConnections": s.inbox.Count(),
+	})
+}
