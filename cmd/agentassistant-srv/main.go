@@ -40,6 +40,7 @@ type fileConfig struct {
 	Host           string   `toml:"agentassistant_server_host"`
 	Port           int      `toml:"agentassistant_server_port"`
 	Token          string   `toml:"agentassistant_server_token"`
+	Tokens         []string `toml:"tokens"`
 	DataDir        string   `toml:"data_dir"`
 	AllowedHosts   []string `toml:"allowed_hosts"`
 	AllowedOrigins []string `toml:"allowed_origins"`
@@ -105,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.Token = tok
 	}
-	tokens, err := auth.NewTokens(cfg.Token)
+	tokens, err := auth.NewTokens(append([]string{cfg.Token}, cfg.Tokens...)...)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}

@@ -1,0 +1,168 @@
+// Package e2e drives the real binaries: agentassistant-srv as a process on
+// a free port, agentassistant-mcp through mcp-go's stdio client, and /ws
+// clients speaking the wire protocol.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aa-e2e-bin")
+	if err != nil {
+		panic(err)
+	}
+	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "../cmd/agentassistant-srv", "../cmd/agentassistant-mcp")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build binaries:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type server struct {
+	URL   string // http://127.0.0.1:PORT
+	Host  string
+	Port  string
+	Token string
+	Data  string
+	cmd   *exec.Cmd
+	log   *strings.Builder
+}
+
+var urlLine = regexp.MustCompile(`http://[^\s]+/\?token=[^\s]+`)
+
+// startServer runs agentassistant-srv on a free port with the given tokens
+// (the first is the main one) and returns once it prints its URL.
+func startServer(t *testing.T, tokens ...string) *server {
+	t.Helper()
+	data := t.TempDir()
+	cfg := filepath.Join(data, "srv.toml")
+	quoted := make([]string, len(tokens))
+	for i, tok := range tokens {
+		quoted[i] = fmt.Sprintf("%q", tok)
+	}
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("tokens = [%s]\n", strings.Join(quoted, ","))), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-port", "0", "-data", data, "-config", cfg, "-log-level", "debug"}
+	if len(tokens) > 0 {
+		args = append(args, "-token", tokens[0])
+	}
+	cmd := exec.Command(filepath.Join(binDir, "agentassistant-srv"), args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	cmd.Stderr = &lockedWriter{b: &logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, Data: data, log: &logs}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Error("agentassistant-srv did not stop within 10s of SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if m := urlLine.FindString(sc.Text()); m != "" {
+				found <- m
+			}
+		}
+	}()
+	select {
+	case line := <-found:
+		u, err := url.Parse(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Host, s.Port = u.Hostname(), u.Port()
+		s.URL = "http://" + u.Host
+		s.Token = u.Query().Get("token")
+	case <-time.After(10 * time.Second):
+		t.Fatalf("server printed no URL; log:\n%s", logs.String())
+	}
+	return s
+}
+
+// startMCP launches agentassistant-mcp against s with token and
+// initializes an MCP session with it.
+func startMCP(t *testing.T, s *server, token string, extra ...string) *client.Client {
+	t.Helper()
+	args := append([]string{"-host", s.Host, "-port", s.Port, "-token", token}, extra...)
+	// HOME and XDG point at an empty directory so no user config is read.
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	c, err := client.NewStdioMCPClientWithOptions(filepath.Join(binDir, "agentassistant-mcp"), env, args,
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env = env
+			cmd.Dir = home
+			return cmd, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return c
+}
+
+func callTool(ctx context.Context, c *client.Client, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	return c.CallTool(ctx, req)
+}
+
+// resultText joins the text items of r.
+func resultText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

@@ -1,0 +1,17 @@
+package e2e
+
+import (
+	"strings"
+	"sync"
+)
+
+type lockedWriter struct {
+	mu sync.Mutex
+	b  *strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}

@@ -1,0 +1,169 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+// fakeSrv stands in for agentassistant-srv's Connect client.
+type fakeSrv struct {
+	mu   sync.Mutex
+	asks []*pb.AskQuestionRequest
+	ask  func(context.Context, *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error)
+}
+
+func (f *fakeSrv) AskQuestion(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	f.mu.Lock()
+	f.asks = append(f.asks, r)
+	f.mu.Unlock()
+	return f.ask(ctx, r)
+}
+
+func (f *fakeSrv) TaskFinish(ctx context.Context, r *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+}
+
+func newClient(t *testing.T, f *fakeSrv, o Options) *client.Client {
+	t.Helper()
+	o.Client, o.Token, o.ServerURL = f, "tok-123456789", "http://127.0.0.1:22080"
+	c, err := client.NewInProcessClient(New(o))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func call(t *testing.T, c *client.Client, name string, args map[string]any, progress any) *mcp.CallToolResult {
+	t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name, req.Params.Arguments = name, args
+	if progress != nil {
+		req.Params.Meta = &mcp.Meta{ProgressToken: progress}
+	}
+	r, err := c.CallTool(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func text(r *mcp.CallToolResult) string {
+	var s []string
+	for _, c := range r.Content {
+		if tc, ok := mcp.AsTextContent(c); ok {
+			s = append(s, tc.Text)
+		}
+	}
+	return strings.Join(s, "\n")
+}
+
+func TestTimeoutClampAndText(t *testing.T) {
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, errors.New("no reply"))
+	}}
+	c := newClient(t, f, Options{})
+	for _, tc := range []struct {
+		timeout any
+		want    int32
+	}{
+		{nil, 600}, {1, 60}, {0, 600}, {300, 300}, {1e9, 86400}, {-5, 600},
+	} {
+		args := map[string]any{"question": "q"}
+		if tc.timeout != nil {
+			args["timeout"] = tc.timeout
+		}
+		r := call(t, c, "ask_question", args, nil)
+		f.mu.Lock()
+		got := f.asks[len(f.asks)-1]
+		f.mu.Unlock()
+		if got.GetRequest().GetTimeout() != tc.want {
+			t.Errorf("timeout %v sent as %d, want %d", tc.timeout, got.GetRequest().GetTimeout(), tc.want)
+		}
+		if got.GetUserToken() != "tok-123456789" || got.GetID() == "" {
+			t.Errorf("request = %v", got)
+		}
+		want := "No one answered the question within " + strconv.Itoa(int(tc.want)) + " seconds"
+		if !r.IsError || !strings.Contains(text(r), want) {
+			t.Errorf("result %q, want it to contain %q", text(r), want)
+		}
+	}
+}
+
+func TestUnreachableText(t *testing.T) {
+	c := newClient(t, &fakeSrv{}, Options{})
+	r := call(t, c, "task_finish", map[string]any{"summary": "done"}, nil)
+	if !r.IsError || !strings.Contains(text(r), "Could not reach agentassistant-srv at http://127.0.0.1:22080") ||
+		!strings.Contains(text(r), "connection refused") {
+		t.Errorf("result %q", text(r))
+	}
+}
+
+func TestProgressWhileWaiting(t *testing.T) {
+	release := make(chan struct{})
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &pb.AskQuestionResponse{ID: r.ID, Contents: []*pb.McpResultContent{
+			{Type: 1, Text: &pb.TextContent{Text: "yes"}},
+			{Type: 3, Audio: &pb.AudioContent{Data: "AAAA", MimeType: "audio/ogg"}},
+			{Type: 4, EmbeddedResource: &pb.EmbeddedResource{Uri: "file:///notes.txt", MimeType: "text/plain", Data: []byte("note")}},
+		}}, nil
+	}}
+	c := newClient(t, f, Options{ProgressInterval: 20 * time.Millisecond})
+	var mu sync.Mutex
+	var progress []mcp.JSONRPCNotification
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method == "notifications/progress" {
+			mu.Lock()
+			progress = append(progress, n)
+			if len(progress) == 3 {
+				close(release)
+			}
+			mu.Unlock()
+		}
+	})
+	r := call(t, c, "ask_question", map[string]any{"question": "q"}, "p-1")
+	if r.IsError || len(r.Content) != 3 || text(r) != "yes" {
+		t.Fatalf("result = %+v", r)
+	}
+	if a, ok := r.Content[1].(mcp.AudioContent); !ok || a.Data != "AAAA" || a.MIMEType != "audio/ogg" {
+		t.Errorf("audio = %+v", r.Content[1])
+	}
+	if e, ok := r.Content[2].(mcp.EmbeddedResource); !ok {
+		t.Errorf("resource = %+v", r.Content[2])
+	} else if tr, ok := e.Resource.(mcp.TextResourceContents); !ok || tr.Text != "note" {
+		t.Errorf("resource = %+v", e.Resource)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(progress) < 3 {
+		t.Fatalf("%d progress notifications", len(progress))
+	}
+	if tok := progress[0].Params.AdditionalFields["progressToken"]; tok != "p-1" {
+		t.Errorf("progress token = %v", tok)
+	}
+}

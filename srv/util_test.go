@@ -1,0 +1,25 @@
+package srv_test
+
+import (
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+func protoMarshal(m *pb.WebsocketMessage) ([]byte, error) { return proto.Marshal(m) }
+
+func readFrame(t *testing.T, ws *websocket.Conn) *pb.WebsocketMessage {
+	t.Helper()
+	_, b, err := ws.ReadMessage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m pb.WebsocketMessage
+	if err := proto.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return &m
+}
