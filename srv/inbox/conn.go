@@ -1,9 +1,7 @@
 package inbox
 
 import (
-	"errors"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -12,128 +10,49 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
-// conn is one /ws connection. The handler goroutine reads; one writer
-// goroutine, owned and awaited by run, writes.
+// conn is one /ws connection: the handler goroutine reads, the embedded
+// wsconn.Conn writes.
 type conn struct {
-	h  *Handler
-	ws *websocket.Conn
+	*wsconn.Conn
+	h *Handler
 
 	id          string
 	connectedAt time.Time
 	// set once at login, read-only afterwards
 	token    string
 	nickname string
-
-	send chan []byte
-	done chan struct{}
-
-	closeOnce sync.Once
-	closeMsg  []byte // close frame the writer sends on its way out
-}
-
-func newConn(h *Handler, ws *websocket.Conn) *conn {
-	return &conn{
-		h:           h,
-		ws:          ws,
-		id:          hub.NewID()[:16],
-		connectedAt: time.Now(),
-		send:        make(chan []byte, h.o.SendQueue),
-		done:        make(chan struct{}),
-	}
 }
 
 func (c *conn) ID() string             { return c.id }
 func (c *conn) Nickname() string       { return c.nickname }
 func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
-// Send queues frame without blocking. A client whose queue is full is too
-// slow to keep: it is disconnected so it cannot hold up anyone else.
-func (c *conn) Send(frame []byte) bool {
-	select {
-	case c.send <- frame:
-		return true
-	case <-c.done:
-		return false
-	default:
-		c.h.log.Warn("client too slow, disconnecting", "client", c.id)
-		c.shutdown(websocket.ClosePolicyViolation, "send queue full")
-		return false
-	}
-}
-
-// shutdown ends the connection; the writer sends the close frame. Safe to
-// call from any goroutine, any number of times.
-func (c *conn) shutdown(code int, text string) {
-	c.closeOnce.Do(func() {
-		c.closeMsg = websocket.FormatCloseMessage(code, text)
-		close(c.done)
-	})
-}
-
 func (c *conn) run() {
-	var wg sync.WaitGroup
-	wg.Go(c.writeLoop)
 	c.readLoop()
-	c.shutdown(websocket.CloseNormalClosure, "")
-	wg.Wait()
-	c.ws.Close()
+	c.Finish()
 	if c.token != "" {
 		c.h.o.Hub.Leave(c.token, c)
 		c.h.log.Info("client left", "client", c.id)
 	}
 }
 
-func (c *conn) writeLoop() {
-	o := &c.h.o
-	ping := time.NewTicker(o.PingInterval)
-	defer ping.Stop()
-	for {
-		select {
-		case frame := <-c.send:
-			_ = c.ws.SetWriteDeadline(time.Now().Add(o.WriteWait))
-			if err := c.ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
-				c.shutdown(websocket.CloseAbnormalClosure, "")
-				c.ws.Close() // unblock the reader
-				return
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(o.WriteWait)); err != nil {
-				c.shutdown(websocket.CloseAbnormalClosure, "")
-				c.ws.Close()
-				return
-			}
-		case <-c.done:
-			_ = c.ws.WriteControl(websocket.CloseMessage, c.closeMsg, time.Now().Add(o.WriteWait))
-			// The reader may be blocked; closing the socket ends it. A
-			// short grace lets the peer see the close frame first.
-			time.AfterFunc(100*time.Millisecond, func() { c.ws.Close() })
-			return
-		}
-	}
-}
-
 func (c *conn) readLoop() {
 	o := &c.h.o
-	c.ws.SetReadLimit(loginFrameLimit)
-	_ = c.ws.SetReadDeadline(time.Now().Add(o.LoginTimeout))
-	c.ws.SetPongHandler(func(string) error {
-		if c.token != "" {
-			return c.ws.SetReadDeadline(time.Now().Add(o.PongWait))
-		}
-		return nil
-	})
+	c.WS.SetReadLimit(loginFrameLimit)
+	_ = c.WS.SetReadDeadline(time.Now().Add(o.LoginTimeout))
 	for {
-		typ, data, err := c.ws.ReadMessage()
+		typ, data, err := c.WS.ReadMessage()
 		if err != nil {
-			if c.token == "" && isTimeout(err) {
-				c.shutdown(websocket.ClosePolicyViolation, "login timeout")
+			if c.token == "" && wsconn.IsTimeout(err) {
+				c.Shutdown(websocket.ClosePolicyViolation, "login timeout")
 			}
 			return
 		}
 		if c.token != "" {
-			_ = c.ws.SetReadDeadline(time.Now().Add(o.PongWait))
+			c.ExtendRead()
 		}
 		if typ != websocket.BinaryMessage {
 			c.sendError("malformed_frame", "frames must be binary protobuf WebsocketMessage", "", "")
@@ -155,11 +74,6 @@ func (c *conn) readLoop() {
 	}
 }
 
-func isTimeout(err error) bool {
-	var ne interface{ Timeout() bool }
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
 // login handles frames before the client is logged in. It reports false
 // when the connection must end.
 func (c *conn) login(m *pb.WebsocketMessage) bool {
@@ -174,13 +88,13 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 			Cmd:               hub.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: "invalid token"},
 		})
-		c.shutdown(websocket.ClosePolicyViolation, "invalid token")
+		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
 		return false
 	}
 	c.nickname = cleanNickname(m.Nickname, c.id)
 	c.token = m.StrParam
-	c.ws.SetReadLimit(o.MaxFrame)
-	_ = c.ws.SetReadDeadline(time.Now().Add(o.PongWait))
+	c.WS.SetReadLimit(o.MaxFrame)
+	c.KeepAlive()
 	c.reply(&pb.WebsocketMessage{
 		Cmd:               hub.CmdUserLogin,
 		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true},

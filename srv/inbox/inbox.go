@@ -6,13 +6,13 @@ package inbox
 import (
 	"log/slog"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
 // Options configure the endpoint. Zero durations and sizes take the
@@ -67,21 +67,22 @@ type Handler struct {
 	o        Options
 	log      *slog.Logger
 	upgrader websocket.Upgrader
-
-	mu     sync.Mutex
-	conns  map[*conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	conns    wsconn.Set
+	wsOpts   wsconn.Options
 }
 
 // New returns the endpoint.
 func New(o Options) *Handler {
 	o.defaults()
-	h := &Handler{o: o, log: o.Logger, conns: make(map[*conn]struct{})}
+	h := &Handler{o: o, log: o.Logger}
 	h.upgrader = websocket.Upgrader{
 		ReadBufferSize:  4096,
 		WriteBufferSize: 4096,
 		CheckOrigin:     o.Guard.OriginAllowed,
+	}
+	h.wsOpts = wsconn.Options{
+		PingInterval: o.PingInterval, PongWait: o.PongWait, WriteWait: o.WriteWait,
+		SendQueue: o.SendQueue, MessageType: websocket.BinaryMessage, Logger: o.Logger,
 	}
 	return h
 }
@@ -95,49 +96,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered
 	}
-	c := newConn(h, ws)
-	if !h.track(c) {
-		ws.Close()
+	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now()}
+	if !h.conns.Add(c.Conn) {
+		c.Finish()
 		return
 	}
-	defer h.untrack(c)
+	defer h.conns.Remove(c.Conn)
 	c.run()
-}
-
-func (h *Handler) track(c *conn) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.conns[c] = struct{}{}
-	h.wg.Add(1)
-	return true
-}
-
-func (h *Handler) untrack(c *conn) {
-	h.mu.Lock()
-	delete(h.conns, c)
-	h.mu.Unlock()
-	h.wg.Done()
 }
 
 // Close disconnects every client and waits for their goroutines. It is
 // idempotent.
 func (h *Handler) Close() error {
-	h.mu.Lock()
-	h.closed = true
-	for c := range h.conns {
-		c.shutdown(websocket.CloseGoingAway, "server shutting down")
-	}
-	h.mu.Unlock()
-	h.wg.Wait()
+	h.conns.Close()
 	return nil
 }
 
 // Count reports the open connections.
-func (h *Handler) Count() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.conns)
-}
+func (h *Handler) Count() int { return h.conns.Len() }
