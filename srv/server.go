@@ -11,7 +11,9 @@ import (
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
+	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/webui"
 )
 
@@ -22,14 +24,21 @@ type Options struct {
 	Logger *slog.Logger
 	// Inbox tunes /ws; its Hub, Tokens, Guard and Logger are filled in.
 	Inbox inbox.Options
-	// RPC tunes the Connect services; Hub, Tokens and Logger are filled in.
+	// RPC tunes the Connect services; Hub, Relay, Tokens and Logger are
+	// filled in.
 	RPC rpc.Options
+	// Relay tunes /agent/ws; Tokens, Guard, Logger and Logs are filled in.
+	Relay relay.Options
+	// StudyLogs is where relay sessions are logged; nil refuses
+	// session.start.
+	StudyLogs *studylog.Dir
 }
 
 // Server is the composed handler and the state behind it.
 type Server struct {
 	hub     *hub.Hub
 	inbox   *inbox.Handler
+	relay   *relay.Relay
 	handler http.Handler
 	tokens  *auth.Tokens
 	started time.Time
@@ -50,12 +59,17 @@ func New(o Options) *Server {
 	io.Hub, io.Tokens, io.Guard, io.Logger = s.hub, o.Tokens, o.Guard, o.Logger.With("component", "ws")
 	s.inbox = inbox.New(io)
 
+	rlo := o.Relay
+	rlo.Tokens, rlo.Guard, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Logger.With("component", "relay"), o.StudyLogs
+	s.relay = relay.New(rlo)
+
 	ro := o.RPC
-	ro.Hub, ro.Tokens, ro.Logger = s.hub, o.Tokens, o.Logger.With("component", "rpc")
+	ro.Hub, ro.Relay, ro.Tokens, ro.Logger = s.hub, s.relay, o.Tokens, o.Logger.With("component", "rpc")
 
 	mux := http.NewServeMux()
 	rpc.Mount(mux, ro)
 	mux.Handle("/ws", s.inbox)
+	mux.Handle("/agent/ws", s.relay)
 	mux.HandleFunc("GET /health", s.health)
 	mux.Handle("/", webui.Handler())
 	s.handler = o.Guard.Wrap(mux)
@@ -72,6 +86,7 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {
 	s.hub.Close()
+	s.relay.Close()
 	return s.inbox.Close()
 }
 

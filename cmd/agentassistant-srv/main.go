@@ -21,6 +21,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
 func main() {
@@ -45,6 +46,7 @@ type fileConfig struct {
 	AllowedHosts   []string `toml:"allowed_hosts"`
 	AllowedOrigins []string `toml:"allowed_origins"`
 	LogLevel       string   `toml:"log_level"`
+	StudyLogSync   bool     `toml:"study_log_fsync"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -119,7 +121,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log})
+	logs, err := studylog.Open(cfg.DataDir, studylog.Options{Sync: cfg.StudyLogSync})
+	if err != nil {
+		return err
+	}
+	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs})
 	hs := &http.Server{
 		Handler:           server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

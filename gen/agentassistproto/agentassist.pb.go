@@ -1949,6 +1949,781 @@ func (x *TaskFinishReplyRequest) GetNickname() string {
 	return ""
 }
 
+type RelayError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// INVALID_MESSAGE, SESSION_NOT_ACTIVE, UNKNOWN_TOOL, INVALID_PARAMS,
+	// NO_ACTIVE_SPEC, TOOL_EXECUTION_FAILED.
+	Code          string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelayError) Reset() {
+	*x = RelayError{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelayError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayError) ProtoMessage() {}
+
+func (x *RelayError) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
+func (*RelayError) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *RelayError) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+func (x *RelayError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// UIState is the host's visible state; JSON fields hold the seed's objects
+// with backendData removed.
+type UIState struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	UiSpecJson         string                 `protobuf:"bytes,1,opt,name=ui_spec_json,json=uiSpecJson,proto3" json:"ui_spec_json,omitempty"`
+	MessageHistoryJson string                 `protobuf:"bytes,2,opt,name=message_history_json,json=messageHistoryJson,proto3" json:"message_history_json,omitempty"`
+	// The tools allowed now (the current stage's toolSchema).
+	ToolSchemaJson string `protobuf:"bytes,3,opt,name=tool_schema_json,json=toolSchemaJson,proto3" json:"tool_schema_json,omitempty"`
+	// Every tool the host has declared in any stage, a JSON array.
+	AllToolsJson string `protobuf:"bytes,4,opt,name=all_tools_json,json=allToolsJson,proto3" json:"all_tools_json,omitempty"`
+	HostOnline   bool   `protobuf:"varint,5,opt,name=host_online,json=hostOnline,proto3" json:"host_online,omitempty"`
+	// The active study session (s-YYYYMMDD-NNN), empty when none.
+	StudySessionId string `protobuf:"bytes,6,opt,name=study_session_id,json=studySessionId,proto3" json:"study_session_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UIState) Reset() {
+	*x = UIState{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UIState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UIState) ProtoMessage() {}
+
+func (x *UIState) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UIState.ProtoReflect.Descriptor instead.
+func (*UIState) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *UIState) GetUiSpecJson() string {
+	if x != nil {
+		return x.UiSpecJson
+	}
+	return ""
+}
+
+func (x *UIState) GetMessageHistoryJson() string {
+	if x != nil {
+		return x.MessageHistoryJson
+	}
+	return ""
+}
+
+func (x *UIState) GetToolSchemaJson() string {
+	if x != nil {
+		return x.ToolSchemaJson
+	}
+	return ""
+}
+
+func (x *UIState) GetAllToolsJson() string {
+	if x != nil {
+		return x.AllToolsJson
+	}
+	return ""
+}
+
+func (x *UIState) GetHostOnline() bool {
+	if x != nil {
+		return x.HostOnline
+	}
+	return false
+}
+
+func (x *UIState) GetStudySessionId() string {
+	if x != nil {
+		return x.StudySessionId
+	}
+	return ""
+}
+
+type StartSessionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The relay session (relay.join's sessionId); empty means "default".
+	RelaySession  string `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	StudyId       string `protobuf:"bytes,2,opt,name=study_id,json=studyId,proto3" json:"study_id,omitempty"`
+	ParticipantId string `protobuf:"bytes,3,opt,name=participant_id,json=participantId,proto3" json:"participant_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartSessionRequest) Reset() {
+	*x = StartSessionRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartSessionRequest) ProtoMessage() {}
+
+func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
+func (*StartSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *StartSessionRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *StartSessionRequest) GetStudyId() string {
+	if x != nil {
+		return x.StudyId
+	}
+	return ""
+}
+
+func (x *StartSessionRequest) GetParticipantId() string {
+	if x != nil {
+		return x.ParticipantId
+	}
+	return ""
+}
+
+type EndSessionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RelaySession  string                 `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *EndSessionRequest) Reset() {
+	*x = EndSessionRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *EndSessionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*EndSessionRequest) ProtoMessage() {}
+
+func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
+func (*EndSessionRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *EndSessionRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *EndSessionRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type SessionResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Error          *RelayError            `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	StudySessionId string                 `protobuf:"bytes,2,opt,name=study_session_id,json=studySessionId,proto3" json:"study_session_id,omitempty"`
+	// Relative to the server's data directory: logs/study/<id>.jsonl.
+	LogFile       string `protobuf:"bytes,3,opt,name=log_file,json=logFile,proto3" json:"log_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionResponse) Reset() {
+	*x = SessionResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionResponse) ProtoMessage() {}
+
+func (x *SessionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
+func (*SessionResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SessionResponse) GetError() *RelayError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *SessionResponse) GetStudySessionId() string {
+	if x != nil {
+		return x.StudySessionId
+	}
+	return ""
+}
+
+func (x *SessionResponse) GetLogFile() string {
+	if x != nil {
+		return x.LogFile
+	}
+	return ""
+}
+
+type GetUIStateRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RelaySession string                 `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	// Ask the host for a fresh snapshot (snapshot.get) instead of the last
+	// published state.
+	Refresh       bool `protobuf:"varint,2,opt,name=refresh,proto3" json:"refresh,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUIStateRequest) Reset() {
+	*x = GetUIStateRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUIStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUIStateRequest) ProtoMessage() {}
+
+func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
+func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *GetUIStateRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *GetUIStateRequest) GetRefresh() bool {
+	if x != nil {
+		return x.Refresh
+	}
+	return false
+}
+
+type GetUIStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *RelayError            `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	State         *UIState               `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUIStateResponse) Reset() {
+	*x = GetUIStateResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUIStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUIStateResponse) ProtoMessage() {}
+
+func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
+func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *GetUIStateResponse) GetError() *RelayError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *GetUIStateResponse) GetState() *UIState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type CallUIToolRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RelaySession string                 `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	ToolName     string                 `protobuf:"bytes,2,opt,name=tool_name,json=toolName,proto3" json:"tool_name,omitempty"`
+	// A JSON object.
+	ParamsJson string `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	// Why the agent takes this action; required by the protocol.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallUIToolRequest) Reset() {
+	*x = CallUIToolRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallUIToolRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallUIToolRequest) ProtoMessage() {}
+
+func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
+func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CallUIToolRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *CallUIToolRequest) GetToolName() string {
+	if x != nil {
+		return x.ToolName
+	}
+	return ""
+}
+
+func (x *CallUIToolRequest) GetParamsJson() string {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return ""
+}
+
+func (x *CallUIToolRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CallUIToolResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Error *RelayError            `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// The tool.result payload.
+	ResultJson string `protobuf:"bytes,2,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// The state after the call: the result's uiSpec, or the state.updated
+	// that followed it.
+	State         *UIState `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallUIToolResponse) Reset() {
+	*x = CallUIToolResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallUIToolResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallUIToolResponse) ProtoMessage() {}
+
+func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
+func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CallUIToolResponse) GetError() *RelayError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+func (x *CallUIToolResponse) GetResultJson() string {
+	if x != nil {
+		return x.ResultJson
+	}
+	return ""
+}
+
+func (x *CallUIToolResponse) GetState() *UIState {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type AgentMessageRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RelaySession  string                 `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	Text          string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentMessageRequest) Reset() {
+	*x = AgentMessageRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentMessageRequest) ProtoMessage() {}
+
+func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
+func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *AgentMessageRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *AgentMessageRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type AgentMessageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         *RelayError            `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentMessageResponse) Reset() {
+	*x = AgentMessageResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentMessageResponse) ProtoMessage() {}
+
+func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
+func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *AgentMessageResponse) GetError() *RelayError {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
+type WaitUserMessageRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RelaySession string                 `protobuf:"bytes,1,opt,name=relay_session,json=relaySession,proto3" json:"relay_session,omitempty"`
+	// How long to wait; 0 means 30 seconds, at most 10 minutes.
+	TimeoutMs     int32 `protobuf:"varint,2,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitUserMessageRequest) Reset() {
+	*x = WaitUserMessageRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitUserMessageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitUserMessageRequest) ProtoMessage() {}
+
+func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
+func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *WaitUserMessageRequest) GetRelaySession() string {
+	if x != nil {
+		return x.RelaySession
+	}
+	return ""
+}
+
+func (x *WaitUserMessageRequest) GetTimeoutMs() int32 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type WaitUserMessageResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Received bool                   `protobuf:"varint,1,opt,name=received,proto3" json:"received,omitempty"`
+	Text     string                 `protobuf:"bytes,2,opt,name=text,proto3" json:"text,omitempty"`
+	// The stage the participant was in.
+	Stage string `protobuf:"bytes,3,opt,name=stage,proto3" json:"stage,omitempty"`
+	// The whole user.message payload.
+	PayloadJson   string `protobuf:"bytes,4,opt,name=payload_json,json=payloadJson,proto3" json:"payload_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitUserMessageResponse) Reset() {
+	*x = WaitUserMessageResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitUserMessageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitUserMessageResponse) ProtoMessage() {}
+
+func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
+func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *WaitUserMessageResponse) GetReceived() bool {
+	if x != nil {
+		return x.Received
+	}
+	return false
+}
+
+func (x *WaitUserMessageResponse) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *WaitUserMessageResponse) GetStage() string {
+	if x != nil {
+		return x.Stage
+	}
+	return ""
+}
+
+func (x *WaitUserMessageResponse) GetPayloadJson() string {
+	if x != nil {
+		return x.PayloadJson
+	}
+	return ""
+}
+
 var File_agentassistproto_agentassist_proto protoreflect.FileDescriptor
 
 const file_agentassistproto_agentassist_proto_rawDesc = "" +
@@ -2104,14 +2879,80 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x16TaskFinishReplyRequest\x12\x1c\n" +
 	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12@\n" +
 	"\bResponse\x18\x02 \x01(\v2$.agentassistproto.TaskFinishResponseR\bResponse\x12\x1a\n" +
-	"\bNickname\x18\x03 \x01(\tR\bNickname2\xc5\x01\n" +
+	"\bNickname\x18\x03 \x01(\tR\bNickname\":\n" +
+	"\n" +
+	"RelayError\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\tR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xf8\x01\n" +
+	"\aUIState\x12 \n" +
+	"\fui_spec_json\x18\x01 \x01(\tR\n" +
+	"uiSpecJson\x120\n" +
+	"\x14message_history_json\x18\x02 \x01(\tR\x12messageHistoryJson\x12(\n" +
+	"\x10tool_schema_json\x18\x03 \x01(\tR\x0etoolSchemaJson\x12$\n" +
+	"\x0eall_tools_json\x18\x04 \x01(\tR\fallToolsJson\x12\x1f\n" +
+	"\vhost_online\x18\x05 \x01(\bR\n" +
+	"hostOnline\x12(\n" +
+	"\x10study_session_id\x18\x06 \x01(\tR\x0estudySessionId\"|\n" +
+	"\x13StartSessionRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x19\n" +
+	"\bstudy_id\x18\x02 \x01(\tR\astudyId\x12%\n" +
+	"\x0eparticipant_id\x18\x03 \x01(\tR\rparticipantId\"P\n" +
+	"\x11EndSessionRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x8a\x01\n" +
+	"\x0fSessionResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.agentassistproto.RelayErrorR\x05error\x12(\n" +
+	"\x10study_session_id\x18\x02 \x01(\tR\x0estudySessionId\x12\x19\n" +
+	"\blog_file\x18\x03 \x01(\tR\alogFile\"R\n" +
+	"\x11GetUIStateRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x18\n" +
+	"\arefresh\x18\x02 \x01(\bR\arefresh\"y\n" +
+	"\x12GetUIStateResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.agentassistproto.RelayErrorR\x05error\x12/\n" +
+	"\x05state\x18\x02 \x01(\v2\x19.agentassistproto.UIStateR\x05state\"\x8e\x01\n" +
+	"\x11CallUIToolRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x1b\n" +
+	"\ttool_name\x18\x02 \x01(\tR\btoolName\x12\x1f\n" +
+	"\vparams_json\x18\x03 \x01(\tR\n" +
+	"paramsJson\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\x9a\x01\n" +
+	"\x12CallUIToolResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.agentassistproto.RelayErrorR\x05error\x12\x1f\n" +
+	"\vresult_json\x18\x02 \x01(\tR\n" +
+	"resultJson\x12/\n" +
+	"\x05state\x18\x03 \x01(\v2\x19.agentassistproto.UIStateR\x05state\"N\n" +
+	"\x13AgentMessageRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\"J\n" +
+	"\x14AgentMessageResponse\x122\n" +
+	"\x05error\x18\x01 \x01(\v2\x1c.agentassistproto.RelayErrorR\x05error\"\\\n" +
+	"\x16WaitUserMessageRequest\x12#\n" +
+	"\rrelay_session\x18\x01 \x01(\tR\frelaySession\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x02 \x01(\x05R\ttimeoutMs\"\x82\x01\n" +
+	"\x17WaitUserMessageResponse\x12\x1a\n" +
+	"\breceived\x18\x01 \x01(\bR\breceived\x12\x12\n" +
+	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
+	"\x05stage\x18\x03 \x01(\tR\x05stage\x12!\n" +
+	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson2\xc5\x01\n" +
 	"\x0eSrvAgentAssist\x12Z\n" +
 	"\vAskQuestion\x12$.agentassistproto.AskQuestionRequest\x1a%.agentassistproto.AskQuestionResponse\x12W\n" +
 	"\n" +
 	"TaskFinish\x12#.agentassistproto.TaskFinishRequest\x1a$.agentassistproto.TaskFinishResponse2\xc9\x01\n" +
 	"\x13SrvAgentAssistReply\x12Y\n" +
 	"\x10AskQuestionReply\x12).agentassistproto.AskQuestionReplyRequest\x1a\x1a.agentassistproto.MsgEmpty\x12W\n" +
-	"\x0fTaskFinishReply\x12(.agentassistproto.TaskFinishReplyRequest\x1a\x1a.agentassistproto.MsgEmptyBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
+	"\x0fTaskFinishReply\x12(.agentassistproto.TaskFinishReplyRequest\x1a\x1a.agentassistproto.MsgEmpty2\xb9\x04\n" +
+	"\n" +
+	"SrvUIRelay\x12X\n" +
+	"\fStartSession\x12%.agentassistproto.StartSessionRequest\x1a!.agentassistproto.SessionResponse\x12T\n" +
+	"\n" +
+	"EndSession\x12#.agentassistproto.EndSessionRequest\x1a!.agentassistproto.SessionResponse\x12W\n" +
+	"\n" +
+	"GetUIState\x12#.agentassistproto.GetUIStateRequest\x1a$.agentassistproto.GetUIStateResponse\x12W\n" +
+	"\n" +
+	"CallUITool\x12#.agentassistproto.CallUIToolRequest\x1a$.agentassistproto.CallUIToolResponse\x12a\n" +
+	"\x10PostAgentMessage\x12%.agentassistproto.AgentMessageRequest\x1a&.agentassistproto.AgentMessageResponse\x12f\n" +
+	"\x0fWaitUserMessage\x12(.agentassistproto.WaitUserMessageRequest\x1a).agentassistproto.WaitUserMessageResponseBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
 
 var (
 	file_agentassistproto_agentassist_proto_rawDescOnce sync.Once
@@ -2125,7 +2966,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -2157,9 +2998,22 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*WebsocketMessage)(nil),                 // 27: agentassistproto.WebsocketMessage
 	(*AskQuestionReplyRequest)(nil),          // 28: agentassistproto.AskQuestionReplyRequest
 	(*TaskFinishReplyRequest)(nil),           // 29: agentassistproto.TaskFinishReplyRequest
-	nil,                                      // 30: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 31: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 32: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*RelayError)(nil),                       // 30: agentassistproto.RelayError
+	(*UIState)(nil),                          // 31: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 32: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 33: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 34: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 35: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 36: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 37: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 38: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 39: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 40: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 41: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 42: agentassistproto.WaitUserMessageResponse
+	nil,                                      // 43: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 44: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 45: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -2167,12 +3021,12 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	30, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	43, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	31, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	44, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	32, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	45, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
@@ -2197,19 +3051,37 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	26, // 32: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
 	8,  // 33: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
 	11, // 34: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	7,  // 35: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 36: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	28, // 37: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	29, // 38: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	8,  // 39: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 40: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 41: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 42: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	39, // [39:43] is the sub-list for method output_type
-	35, // [35:39] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	30, // 35: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	30, // 36: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	31, // 37: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	30, // 38: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	31, // 39: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	30, // 40: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	7,  // 41: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 42: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	28, // 43: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	29, // 44: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	32, // 45: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	33, // 46: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	35, // 47: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	37, // 48: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	39, // 49: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	41, // 50: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	8,  // 51: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 52: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	5,  // 53: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 54: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	34, // 55: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	34, // 56: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	36, // 57: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	38, // 58: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	40, // 59: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	42, // 60: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	51, // [51:61] is the sub-list for method output_type
+	41, // [41:51] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -2223,9 +3095,9 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   33,
+			NumMessages:   46,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_agentassistproto_agentassist_proto_goTypes,
 		DependencyIndexes: file_agentassistproto_agentassist_proto_depIdxs,

@@ -16,11 +16,13 @@ import (
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
 // Options configure the services.
 type Options struct {
 	Hub    *hub.Hub
+	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
 	Logger *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
@@ -52,6 +54,9 @@ func Mount(mux *http.ServeMux, o Options) {
 	s := &service{o: o}
 	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
 	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
+	if o.Relay != nil {
+		mux.Handle(agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...))
+	}
 }
 
 type service struct{ o Options }

@@ -28,6 +28,8 @@ const (
 	SrvAgentAssistName = "agentassistproto.SrvAgentAssist"
 	// SrvAgentAssistReplyName is the fully-qualified name of the SrvAgentAssistReply service.
 	SrvAgentAssistReplyName = "agentassistproto.SrvAgentAssistReply"
+	// SrvUIRelayName is the fully-qualified name of the SrvUIRelay service.
+	SrvUIRelayName = "agentassistproto.SrvUIRelay"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -50,6 +52,20 @@ const (
 	// SrvAgentAssistReplyTaskFinishReplyProcedure is the fully-qualified name of the
 	// SrvAgentAssistReply's TaskFinishReply RPC.
 	SrvAgentAssistReplyTaskFinishReplyProcedure = "/agentassistproto.SrvAgentAssistReply/TaskFinishReply"
+	// SrvUIRelayStartSessionProcedure is the fully-qualified name of the SrvUIRelay's StartSession RPC.
+	SrvUIRelayStartSessionProcedure = "/agentassistproto.SrvUIRelay/StartSession"
+	// SrvUIRelayEndSessionProcedure is the fully-qualified name of the SrvUIRelay's EndSession RPC.
+	SrvUIRelayEndSessionProcedure = "/agentassistproto.SrvUIRelay/EndSession"
+	// SrvUIRelayGetUIStateProcedure is the fully-qualified name of the SrvUIRelay's GetUIState RPC.
+	SrvUIRelayGetUIStateProcedure = "/agentassistproto.SrvUIRelay/GetUIState"
+	// SrvUIRelayCallUIToolProcedure is the fully-qualified name of the SrvUIRelay's CallUITool RPC.
+	SrvUIRelayCallUIToolProcedure = "/agentassistproto.SrvUIRelay/CallUITool"
+	// SrvUIRelayPostAgentMessageProcedure is the fully-qualified name of the SrvUIRelay's
+	// PostAgentMessage RPC.
+	SrvUIRelayPostAgentMessageProcedure = "/agentassistproto.SrvUIRelay/PostAgentMessage"
+	// SrvUIRelayWaitUserMessageProcedure is the fully-qualified name of the SrvUIRelay's
+	// WaitUserMessage RPC.
+	SrvUIRelayWaitUserMessageProcedure = "/agentassistproto.SrvUIRelay/WaitUserMessage"
 )
 
 // SrvAgentAssistClient is a client for the agentassistproto.SrvAgentAssist service.
@@ -259,4 +275,228 @@ func (UnimplementedSrvAgentAssistReplyHandler) AskQuestionReply(context.Context,
 
 func (UnimplementedSrvAgentAssistReplyHandler) TaskFinishReply(context.Context, *agentassistproto.TaskFinishReplyRequest) (*agentassistproto.MsgEmpty, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssistReply.TaskFinishReply is not implemented"))
+}
+
+// SrvUIRelayClient is a client for the agentassistproto.SrvUIRelay service.
+type SrvUIRelayClient interface {
+	StartSession(context.Context, *agentassistproto.StartSessionRequest) (*agentassistproto.SessionResponse, error)
+	EndSession(context.Context, *agentassistproto.EndSessionRequest) (*agentassistproto.SessionResponse, error)
+	GetUIState(context.Context, *agentassistproto.GetUIStateRequest) (*agentassistproto.GetUIStateResponse, error)
+	CallUITool(context.Context, *agentassistproto.CallUIToolRequest) (*agentassistproto.CallUIToolResponse, error)
+	PostAgentMessage(context.Context, *agentassistproto.AgentMessageRequest) (*agentassistproto.AgentMessageResponse, error)
+	WaitUserMessage(context.Context, *agentassistproto.WaitUserMessageRequest) (*agentassistproto.WaitUserMessageResponse, error)
+}
+
+// NewSrvUIRelayClient constructs a client for the agentassistproto.SrvUIRelay service. By default,
+// it uses the Connect protocol with the binary Protobuf Codec, asks for gzipped responses, and
+// sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply the connect.WithGRPC()
+// or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewSrvUIRelayClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) SrvUIRelayClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	srvUIRelayMethods := agentassistproto.File_agentassistproto_agentassist_proto.Services().ByName("SrvUIRelay").Methods()
+	return &srvUIRelayClient{
+		startSession: connect.NewClient[agentassistproto.StartSessionRequest, agentassistproto.SessionResponse](
+			httpClient,
+			baseURL+SrvUIRelayStartSessionProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("StartSession")),
+			connect.WithClientOptions(opts...),
+		),
+		endSession: connect.NewClient[agentassistproto.EndSessionRequest, agentassistproto.SessionResponse](
+			httpClient,
+			baseURL+SrvUIRelayEndSessionProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("EndSession")),
+			connect.WithClientOptions(opts...),
+		),
+		getUIState: connect.NewClient[agentassistproto.GetUIStateRequest, agentassistproto.GetUIStateResponse](
+			httpClient,
+			baseURL+SrvUIRelayGetUIStateProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("GetUIState")),
+			connect.WithClientOptions(opts...),
+		),
+		callUITool: connect.NewClient[agentassistproto.CallUIToolRequest, agentassistproto.CallUIToolResponse](
+			httpClient,
+			baseURL+SrvUIRelayCallUIToolProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("CallUITool")),
+			connect.WithClientOptions(opts...),
+		),
+		postAgentMessage: connect.NewClient[agentassistproto.AgentMessageRequest, agentassistproto.AgentMessageResponse](
+			httpClient,
+			baseURL+SrvUIRelayPostAgentMessageProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("PostAgentMessage")),
+			connect.WithClientOptions(opts...),
+		),
+		waitUserMessage: connect.NewClient[agentassistproto.WaitUserMessageRequest, agentassistproto.WaitUserMessageResponse](
+			httpClient,
+			baseURL+SrvUIRelayWaitUserMessageProcedure,
+			connect.WithSchema(srvUIRelayMethods.ByName("WaitUserMessage")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// srvUIRelayClient implements SrvUIRelayClient.
+type srvUIRelayClient struct {
+	startSession     *connect.Client[agentassistproto.StartSessionRequest, agentassistproto.SessionResponse]
+	endSession       *connect.Client[agentassistproto.EndSessionRequest, agentassistproto.SessionResponse]
+	getUIState       *connect.Client[agentassistproto.GetUIStateRequest, agentassistproto.GetUIStateResponse]
+	callUITool       *connect.Client[agentassistproto.CallUIToolRequest, agentassistproto.CallUIToolResponse]
+	postAgentMessage *connect.Client[agentassistproto.AgentMessageRequest, agentassistproto.AgentMessageResponse]
+	waitUserMessage  *connect.Client[agentassistproto.WaitUserMessageRequest, agentassistproto.WaitUserMessageResponse]
+}
+
+// StartSession calls agentassistproto.SrvUIRelay.StartSession.
+func (c *srvUIRelayClient) StartSession(ctx context.Context, req *agentassistproto.StartSessionRequest) (*agentassistproto.SessionResponse, error) {
+	response, err := c.startSession.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// EndSession calls agentassistproto.SrvUIRelay.EndSession.
+func (c *srvUIRelayClient) EndSession(ctx context.Context, req *agentassistproto.EndSessionRequest) (*agentassistproto.SessionResponse, error) {
+	response, err := c.endSession.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// GetUIState calls agentassistproto.SrvUIRelay.GetUIState.
+func (c *srvUIRelayClient) GetUIState(ctx context.Context, req *agentassistproto.GetUIStateRequest) (*agentassistproto.GetUIStateResponse, error) {
+	response, err := c.getUIState.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// CallUITool calls agentassistproto.SrvUIRelay.CallUITool.
+func (c *srvUIRelayClient) CallUITool(ctx context.Context, req *agentassistproto.CallUIToolRequest) (*agentassistproto.CallUIToolResponse, error) {
+	response, err := c.callUITool.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// PostAgentMessage calls agentassistproto.SrvUIRelay.PostAgentMessage.
+func (c *srvUIRelayClient) PostAgentMessage(ctx context.Context, req *agentassistproto.AgentMessageRequest) (*agentassistproto.AgentMessageResponse, error) {
+	response, err := c.postAgentMessage.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// WaitUserMessage calls agentassistproto.SrvUIRelay.WaitUserMessage.
+func (c *srvUIRelayClient) WaitUserMessage(ctx context.Context, req *agentassistproto.WaitUserMessageRequest) (*agentassistproto.WaitUserMessageResponse, error) {
+	response, err := c.waitUserMessage.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SrvUIRelayHandler is an implementation of the agentassistproto.SrvUIRelay service.
+type SrvUIRelayHandler interface {
+	StartSession(context.Context, *agentassistproto.StartSessionRequest) (*agentassistproto.SessionResponse, error)
+	EndSession(context.Context, *agentassistproto.EndSessionRequest) (*agentassistproto.SessionResponse, error)
+	GetUIState(context.Context, *agentassistproto.GetUIStateRequest) (*agentassistproto.GetUIStateResponse, error)
+	CallUITool(context.Context, *agentassistproto.CallUIToolRequest) (*agentassistproto.CallUIToolResponse, error)
+	PostAgentMessage(context.Context, *agentassistproto.AgentMessageRequest) (*agentassistproto.AgentMessageResponse, error)
+	WaitUserMessage(context.Context, *agentassistproto.WaitUserMessageRequest) (*agentassistproto.WaitUserMessageResponse, error)
+}
+
+// NewSrvUIRelayHandler builds an HTTP handler from the service implementation. It returns the path
+// on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewSrvUIRelayHandler(svc SrvUIRelayHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	srvUIRelayMethods := agentassistproto.File_agentassistproto_agentassist_proto.Services().ByName("SrvUIRelay").Methods()
+	srvUIRelayStartSessionHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayStartSessionProcedure,
+		svc.StartSession,
+		connect.WithSchema(srvUIRelayMethods.ByName("StartSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvUIRelayEndSessionHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayEndSessionProcedure,
+		svc.EndSession,
+		connect.WithSchema(srvUIRelayMethods.ByName("EndSession")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvUIRelayGetUIStateHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayGetUIStateProcedure,
+		svc.GetUIState,
+		connect.WithSchema(srvUIRelayMethods.ByName("GetUIState")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvUIRelayCallUIToolHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayCallUIToolProcedure,
+		svc.CallUITool,
+		connect.WithSchema(srvUIRelayMethods.ByName("CallUITool")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvUIRelayPostAgentMessageHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayPostAgentMessageProcedure,
+		svc.PostAgentMessage,
+		connect.WithSchema(srvUIRelayMethods.ByName("PostAgentMessage")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvUIRelayWaitUserMessageHandler := connect.NewUnaryHandlerSimple(
+		SrvUIRelayWaitUserMessageProcedure,
+		svc.WaitUserMessage,
+		connect.WithSchema(srvUIRelayMethods.ByName("WaitUserMessage")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/agentassistproto.SrvUIRelay/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case SrvUIRelayStartSessionProcedure:
+			srvUIRelayStartSessionHandler.ServeHTTP(w, r)
+		case SrvUIRelayEndSessionProcedure:
+			srvUIRelayEndSessionHandler.ServeHTTP(w, r)
+		case SrvUIRelayGetUIStateProcedure:
+			srvUIRelayGetUIStateHandler.ServeHTTP(w, r)
+		case SrvUIRelayCallUIToolProcedure:
+			srvUIRelayCallUIToolHandler.ServeHTTP(w, r)
+		case SrvUIRelayPostAgentMessageProcedure:
+			srvUIRelayPostAgentMessageHandler.ServeHTTP(w, r)
+		case SrvUIRelayWaitUserMessageProcedure:
+			srvUIRelayWaitUserMessageHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedSrvUIRelayHandler returns CodeUnimplemented from all methods.
+type UnimplementedSrvUIRelayHandler struct{}
+
+func (UnimplementedSrvUIRelayHandler) StartSession(context.Context, *agentassistproto.StartSessionRequest) (*agentassistproto.SessionResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.StartSession is not implemented"))
+}
+
+func (UnimplementedSrvUIRelayHandler) EndSession(context.Context, *agentassistproto.EndSessionRequest) (*agentassistproto.SessionResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.EndSession is not implemented"))
+}
+
+func (UnimplementedSrvUIRelayHandler) GetUIState(context.Context, *agentassistproto.GetUIStateRequest) (*agentassistproto.GetUIStateResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.GetUIState is not implemented"))
+}
+
+func (UnimplementedSrvUIRelayHandler) CallUITool(context.Context, *agentassistproto.CallUIToolRequest) (*agentassistproto.CallUIToolResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.CallUITool is not implemented"))
+}
+
+func (UnimplementedSrvUIRelayHandler) PostAgentMessage(context.Context, *agentassistproto.AgentMessageRequest) (*agentassistproto.AgentMessageResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.PostAgentMessage is not implemented"))
+}
+
+func (UnimplementedSrvUIRelayHandler) WaitUserMessage(context.Context, *agentassistproto.WaitUserMessageRequest) (*agentassistproto.WaitUserMessageResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.WaitUserMessage is not implemented"))
 }

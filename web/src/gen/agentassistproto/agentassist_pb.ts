@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentassistproto/agentassist.proto.
  */
 export const file_agentassistproto_agentassist: GenFile = /*@__PURE__*/
-  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IlQKFU1jcEFza1F1ZXN0aW9uUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEhAKCFF1ZXN0aW9uGAIgASgJEg8KB1RpbWVvdXQYAyABKAUibQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3Qi1AEKE0Fza1F1ZXN0aW9uUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI9CgRNZXRhGAMgAygLMi8uYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJSChRNY3BUYXNrRmluaXNoUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBSJrChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3Qi0gEKElRhc2tGaW5pc2hSZXNwb25zZRIKCgJJRBgBIAEoCRIPCgdJc0Vycm9yGAIgASgIEjwKBE1ldGEYAyADKAsyLi5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0EhMKC3JlcXVlc3RfaWRzGAEgAygJIp8BChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KCHZhbGlkaXR5GAEgAygLMjwuYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlLlZhbGlkaXR5RW50cnkaLwoNVmFsaWRpdHlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIi8KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSLRAQoOUGVuZGluZ01lc3NhZ2USFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIPCgd0aW1lb3V0GAUgASgFIm0KGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlEjoKEHBlbmRpbmdfbWVzc2FnZXMYASADKAsyIC5hZ2VudGFzc2lzdHByb3RvLlBlbmRpbmdNZXNzYWdlEhMKC3RvdGFsX2NvdW50GAIgASgFIlgKHFJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24SEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSFAoMbWVzc2FnZV90eXBlGAMgASgJIkcKCk9ubGluZVVzZXISEQoJY2xpZW50X2lkGAEgASgJEhAKCG5pY2tuYW1lGAIgASgJEhQKDGNvbm5lY3RlZF9hdBgDIAEoAyIrChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSJhChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEjIKDG9ubGluZV91c2VycxgBIAMoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchITCgt0b3RhbF9jb3VudBgCIAEoBSKtAQoLQ2hhdE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIYChBzZW5kZXJfY2xpZW50X2lkGAIgASgJEhcKD3NlbmRlcl9uaWNrbmFtZRgDIAEoCRIaChJyZWNlaXZlcl9jbGllbnRfaWQYBCABKAkSGQoRcmVjZWl2ZXJfbmlja25hbWUYBSABKAkSDwoHY29udGVudBgGIAEoCRIPCgdzZW50X2F0GAcgASgDIkUKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSGgoScmVjZWl2ZXJfY2xpZW50X2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiTgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SMwoMY2hhdF9tZXNzYWdlGAEgASgLMh0uYWdlbnRhc3Npc3Rwcm90by5DaGF0TWVzc2FnZSJOChFVc2VyTG9naW5SZXNwb25zZRIRCgljbGllbnRfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJInEKIFVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uEioKBHVzZXIYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLk9ubGluZVVzZXISDgoGc3RhdHVzGAIgASgJEhEKCXRpbWVzdGFtcBgDIAEoAyJTChFFcnJvck5vdGlmaWNhdGlvbhIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRILCgNjbWQYBCABKAki5wkKEFdlYnNvY2tldE1lc3NhZ2USCwoDQ21kGAEgASgJEkAKEkFza1F1ZXN0aW9uUmVxdWVzdBgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0Ej4KEVRhc2tGaW5pc2hSZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBJCChNBc2tRdWVzdGlvblJlc3BvbnNlGAQgASgLMiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlEkAKElRhc2tGaW5pc2hSZXNwb25zZRgFIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCFN0clBhcmFtGAwgASgJElIKG0NoZWNrTWVzc2FnZVZhbGlkaXR5UmVxdWVzdBgNIAEoCzItLmFnZW50YXNzaXN0cHJvdG8uQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0ElQKHENoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2UYDiABKAsyLi5hZ2VudGFzc2lzdHByb3RvLkNoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2USTgoZR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBgPIAEoCzIrLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBJQChpHZXRQZW5kaW5nTWVzc2FnZXNSZXNwb25zZRgQIAEoCzIsLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2USVAocUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhgRIAEoCzIuLmFnZW50YXNzaXN0cHJvdG8uUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhIQCghOaWNrbmFtZRgSIAEoCRJGChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QYEyABKAsyJy5hZ2VudGFzc2lzdHByb3RvLkdldE9ubGluZVVzZXJzUmVxdWVzdBJIChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlGBQgASgLMiguYWdlbnRhc3Npc3Rwcm90by5HZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEkgKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QYFSABKAsyKC5hZ2VudGFzc2lzdHByb3RvLlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSSgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24YFiABKAsyKS5hZ2VudGFzc2lzdHByb3RvLkNoYXRNZXNzYWdlTm90aWZpY2F0aW9uEj4KEVVzZXJMb2dpblJlc3BvbnNlGBcgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5Vc2VyTG9naW5SZXNwb25zZRJcCiBVc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhgYIAEoCzIyLmFnZW50YXNzaXN0cHJvdG8uVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24SMgoFRXJyb3IYGSABKAsyIy5hZ2VudGFzc2lzdHByb3RvLkVycm9yTm90aWZpY2F0aW9uIncKF0Fza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI3CghSZXNwb25zZRgCIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRIQCghOaWNrbmFtZRgDIAEoCSJ1ChZUYXNrRmluaXNoUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI2CghSZXNwb25zZRgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCE5pY2tuYW1lGAMgASgJMsUBCg5TcnZBZ2VudEFzc2lzdBJaCgtBc2tRdWVzdGlvbhIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0GiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlElcKClRhc2tGaW5pc2gSIy5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXF1ZXN0GiQuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2UyyQEKE1NydkFnZW50QXNzaXN0UmVwbHkSWQoQQXNrUXVlc3Rpb25SZXBseRIpLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXBseVJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5ElcKD1Rhc2tGaW5pc2hSZXBseRIoLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcGx5UmVxdWVzdBoaLmFnZW50YXNzaXN0cHJvdG8uTXNnRW1wdHlCUFpOZ2l0aHViLmNvbS9hZ2VudGFzc2lzdGFudC9hZ2VudGFzc2lzdGFudC9nZW4vYWdlbnRhc3Npc3Rwcm90bzthZ2VudGFzc2lzdHByb3RvYgZwcm90bzM");
+  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IlQKFU1jcEFza1F1ZXN0aW9uUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEhAKCFF1ZXN0aW9uGAIgASgJEg8KB1RpbWVvdXQYAyABKAUibQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3Qi1AEKE0Fza1F1ZXN0aW9uUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI9CgRNZXRhGAMgAygLMi8uYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJSChRNY3BUYXNrRmluaXNoUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBSJrChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3Qi0gEKElRhc2tGaW5pc2hSZXNwb25zZRIKCgJJRBgBIAEoCRIPCgdJc0Vycm9yGAIgASgIEjwKBE1ldGEYAyADKAsyLi5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0EhMKC3JlcXVlc3RfaWRzGAEgAygJIp8BChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KCHZhbGlkaXR5GAEgAygLMjwuYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlLlZhbGlkaXR5RW50cnkaLwoNVmFsaWRpdHlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIi8KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSLRAQoOUGVuZGluZ01lc3NhZ2USFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIPCgd0aW1lb3V0GAUgASgFIm0KGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlEjoKEHBlbmRpbmdfbWVzc2FnZXMYASADKAsyIC5hZ2VudGFzc2lzdHByb3RvLlBlbmRpbmdNZXNzYWdlEhMKC3RvdGFsX2NvdW50GAIgASgFIlgKHFJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24SEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSFAoMbWVzc2FnZV90eXBlGAMgASgJIkcKCk9ubGluZVVzZXISEQoJY2xpZW50X2lkGAEgASgJEhAKCG5pY2tuYW1lGAIgASgJEhQKDGNvbm5lY3RlZF9hdBgDIAEoAyIrChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSJhChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEjIKDG9ubGluZV91c2VycxgBIAMoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchITCgt0b3RhbF9jb3VudBgCIAEoBSKtAQoLQ2hhdE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIYChBzZW5kZXJfY2xpZW50X2lkGAIgASgJEhcKD3NlbmRlcl9uaWNrbmFtZRgDIAEoCRIaChJyZWNlaXZlcl9jbGllbnRfaWQYBCABKAkSGQoRcmVjZWl2ZXJfbmlja25hbWUYBSABKAkSDwoHY29udGVudBgGIAEoCRIPCgdzZW50X2F0GAcgASgDIkUKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSGgoScmVjZWl2ZXJfY2xpZW50X2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiTgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SMwoMY2hhdF9tZXNzYWdlGAEgASgLMh0uYWdlbnRhc3Npc3Rwcm90by5DaGF0TWVzc2FnZSJOChFVc2VyTG9naW5SZXNwb25zZRIRCgljbGllbnRfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJInEKIFVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uEioKBHVzZXIYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLk9ubGluZVVzZXISDgoGc3RhdHVzGAIgASgJEhEKCXRpbWVzdGFtcBgDIAEoAyJTChFFcnJvck5vdGlmaWNhdGlvbhIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRILCgNjbWQYBCABKAki5wkKEFdlYnNvY2tldE1lc3NhZ2USCwoDQ21kGAEgASgJEkAKEkFza1F1ZXN0aW9uUmVxdWVzdBgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0Ej4KEVRhc2tGaW5pc2hSZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBJCChNBc2tRdWVzdGlvblJlc3BvbnNlGAQgASgLMiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlEkAKElRhc2tGaW5pc2hSZXNwb25zZRgFIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCFN0clBhcmFtGAwgASgJElIKG0NoZWNrTWVzc2FnZVZhbGlkaXR5UmVxdWVzdBgNIAEoCzItLmFnZW50YXNzaXN0cHJvdG8uQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0ElQKHENoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2UYDiABKAsyLi5hZ2VudGFzc2lzdHByb3RvLkNoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2USTgoZR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBgPIAEoCzIrLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBJQChpHZXRQZW5kaW5nTWVzc2FnZXNSZXNwb25zZRgQIAEoCzIsLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2USVAocUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhgRIAEoCzIuLmFnZW50YXNzaXN0cHJvdG8uUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhIQCghOaWNrbmFtZRgSIAEoCRJGChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QYEyABKAsyJy5hZ2VudGFzc2lzdHByb3RvLkdldE9ubGluZVVzZXJzUmVxdWVzdBJIChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlGBQgASgLMiguYWdlbnRhc3Npc3Rwcm90by5HZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEkgKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QYFSABKAsyKC5hZ2VudGFzc2lzdHByb3RvLlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSSgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24YFiABKAsyKS5hZ2VudGFzc2lzdHByb3RvLkNoYXRNZXNzYWdlTm90aWZpY2F0aW9uEj4KEVVzZXJMb2dpblJlc3BvbnNlGBcgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5Vc2VyTG9naW5SZXNwb25zZRJcCiBVc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhgYIAEoCzIyLmFnZW50YXNzaXN0cHJvdG8uVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24SMgoFRXJyb3IYGSABKAsyIy5hZ2VudGFzc2lzdHByb3RvLkVycm9yTm90aWZpY2F0aW9uIncKF0Fza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI3CghSZXNwb25zZRgCIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRIQCghOaWNrbmFtZRgDIAEoCSJ1ChZUYXNrRmluaXNoUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI2CghSZXNwb25zZRgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCE5pY2tuYW1lGAMgASgJIisKClJlbGF5RXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIp4BCgdVSVN0YXRlEhQKDHVpX3NwZWNfanNvbhgBIAEoCRIcChRtZXNzYWdlX2hpc3RvcnlfanNvbhgCIAEoCRIYChB0b29sX3NjaGVtYV9qc29uGAMgASgJEhYKDmFsbF90b29sc19qc29uGAQgASgJEhMKC2hvc3Rfb25saW5lGAUgASgIEhgKEHN0dWR5X3Nlc3Npb25faWQYBiABKAkiVgoTU3RhcnRTZXNzaW9uUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhAKCHN0dWR5X2lkGAIgASgJEhYKDnBhcnRpY2lwYW50X2lkGAMgASgJIjoKEUVuZFNlc3Npb25SZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDgoGcmVhc29uGAIgASgJImoKD1Nlc3Npb25SZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvchIYChBzdHVkeV9zZXNzaW9uX2lkGAIgASgJEhAKCGxvZ19maWxlGAMgASgJIjsKEUdldFVJU3RhdGVSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDwoHcmVmcmVzaBgCIAEoCCJrChJHZXRVSVN0YXRlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISKAoFc3RhdGUYAiABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiYgoRQ2FsbFVJVG9vbFJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSEwoLcGFyYW1zX2pzb24YAyABKAkSDgoGcmVhc29uGAQgASgJIoABChJDYWxsVUlUb29sUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISEwoLcmVzdWx0X2pzb24YAiABKAkSKAoFc3RhdGUYAyABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiOgoTQWdlbnRNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEgwKBHRleHQYAiABKAkiQwoUQWdlbnRNZXNzYWdlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3IiQwoWV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhIKCnRpbWVvdXRfbXMYAiABKAUiXgoXV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAgSDAoEdGV4dBgCIAEoCRINCgVzdGFnZRgDIAEoCRIUCgxwYXlsb2FkX2pzb24YBCABKAkyxQEKDlNydkFnZW50QXNzaXN0EloKC0Fza1F1ZXN0aW9uEiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QaJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USVwoKVGFza0ZpbmlzaBIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZTLJAQoTU3J2QWdlbnRBc3Npc3RSZXBseRJZChBBc2tRdWVzdGlvblJlcGx5EikuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcGx5UmVxdWVzdBoaLmFnZW50YXNzaXN0cHJvdG8uTXNnRW1wdHkSVwoPVGFza0ZpbmlzaFJlcGx5EiguYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVwbHlSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eTK5BAoKU3J2VUlSZWxheRJYCgxTdGFydFNlc3Npb24SJS5hZ2VudGFzc2lzdHByb3RvLlN0YXJ0U2Vzc2lvblJlcXVlc3QaIS5hZ2VudGFzc2lzdHByb3RvLlNlc3Npb25SZXNwb25zZRJUCgpFbmRTZXNzaW9uEiMuYWdlbnRhc3Npc3Rwcm90by5FbmRTZXNzaW9uUmVxdWVzdBohLmFnZW50YXNzaXN0cHJvdG8uU2Vzc2lvblJlc3BvbnNlElcKCkdldFVJU3RhdGUSIy5hZ2VudGFzc2lzdHByb3RvLkdldFVJU3RhdGVSZXF1ZXN0GiQuYWdlbnRhc3Npc3Rwcm90by5HZXRVSVN0YXRlUmVzcG9uc2USVwoKQ2FsbFVJVG9vbBIjLmFnZW50YXNzaXN0cHJvdG8uQ2FsbFVJVG9vbFJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLkNhbGxVSVRvb2xSZXNwb25zZRJhChBQb3N0QWdlbnRNZXNzYWdlEiUuYWdlbnRhc3Npc3Rwcm90by5BZ2VudE1lc3NhZ2VSZXF1ZXN0GiYuYWdlbnRhc3Npc3Rwcm90by5BZ2VudE1lc3NhZ2VSZXNwb25zZRJmCg9XYWl0VXNlck1lc3NhZ2USKC5hZ2VudGFzc2lzdHByb3RvLldhaXRVc2VyTWVzc2FnZVJlcXVlc3QaKS5hZ2VudGFzc2lzdHByb3RvLldhaXRVc2VyTWVzc2FnZVJlc3BvbnNlQlBaTmdpdGh1Yi5jb20vYWdlbnRhc3Npc3RhbnQvYWdlbnRhc3Npc3RhbnQvZ2VuL2FnZW50YXNzaXN0cHJvdG87YWdlbnRhc3Npc3Rwcm90b2IGcHJvdG8z");
 
 /**
  * TextContent is text from the human, type "text".
@@ -947,6 +947,376 @@ export const TaskFinishReplyRequestSchema: GenMessage<TaskFinishReplyRequest> = 
   messageDesc(file_agentassistproto_agentassist, 29);
 
 /**
+ * @generated from message agentassistproto.RelayError
+ */
+export type RelayError = Message<"agentassistproto.RelayError"> & {
+  /**
+   * INVALID_MESSAGE, SESSION_NOT_ACTIVE, UNKNOWN_TOOL, INVALID_PARAMS,
+   * NO_ACTIVE_SPEC, TOOL_EXECUTION_FAILED.
+   *
+   * @generated from field: string code = 1;
+   */
+  code: string;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message agentassistproto.RelayError.
+ * Use `create(RelayErrorSchema)` to create a new message.
+ */
+export const RelayErrorSchema: GenMessage<RelayError> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 30);
+
+/**
+ * UIState is the host's visible state; JSON fields hold the seed's objects
+ * with backendData removed.
+ *
+ * @generated from message agentassistproto.UIState
+ */
+export type UIState = Message<"agentassistproto.UIState"> & {
+  /**
+   * @generated from field: string ui_spec_json = 1;
+   */
+  uiSpecJson: string;
+
+  /**
+   * @generated from field: string message_history_json = 2;
+   */
+  messageHistoryJson: string;
+
+  /**
+   * The tools allowed now (the current stage's toolSchema).
+   *
+   * @generated from field: string tool_schema_json = 3;
+   */
+  toolSchemaJson: string;
+
+  /**
+   * Every tool the host has declared in any stage, a JSON array.
+   *
+   * @generated from field: string all_tools_json = 4;
+   */
+  allToolsJson: string;
+
+  /**
+   * @generated from field: bool host_online = 5;
+   */
+  hostOnline: boolean;
+
+  /**
+   * The active study session (s-YYYYMMDD-NNN), empty when none.
+   *
+   * @generated from field: string study_session_id = 6;
+   */
+  studySessionId: string;
+};
+
+/**
+ * Describes the message agentassistproto.UIState.
+ * Use `create(UIStateSchema)` to create a new message.
+ */
+export const UIStateSchema: GenMessage<UIState> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 31);
+
+/**
+ * @generated from message agentassistproto.StartSessionRequest
+ */
+export type StartSessionRequest = Message<"agentassistproto.StartSessionRequest"> & {
+  /**
+   * The relay session (relay.join's sessionId); empty means "default".
+   *
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * @generated from field: string study_id = 2;
+   */
+  studyId: string;
+
+  /**
+   * @generated from field: string participant_id = 3;
+   */
+  participantId: string;
+};
+
+/**
+ * Describes the message agentassistproto.StartSessionRequest.
+ * Use `create(StartSessionRequestSchema)` to create a new message.
+ */
+export const StartSessionRequestSchema: GenMessage<StartSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 32);
+
+/**
+ * @generated from message agentassistproto.EndSessionRequest
+ */
+export type EndSessionRequest = Message<"agentassistproto.EndSessionRequest"> & {
+  /**
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message agentassistproto.EndSessionRequest.
+ * Use `create(EndSessionRequestSchema)` to create a new message.
+ */
+export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 33);
+
+/**
+ * @generated from message agentassistproto.SessionResponse
+ */
+export type SessionResponse = Message<"agentassistproto.SessionResponse"> & {
+  /**
+   * @generated from field: agentassistproto.RelayError error = 1;
+   */
+  error?: RelayError | undefined;
+
+  /**
+   * @generated from field: string study_session_id = 2;
+   */
+  studySessionId: string;
+
+  /**
+   * Relative to the server's data directory: logs/study/<id>.jsonl.
+   *
+   * @generated from field: string log_file = 3;
+   */
+  logFile: string;
+};
+
+/**
+ * Describes the message agentassistproto.SessionResponse.
+ * Use `create(SessionResponseSchema)` to create a new message.
+ */
+export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 34);
+
+/**
+ * @generated from message agentassistproto.GetUIStateRequest
+ */
+export type GetUIStateRequest = Message<"agentassistproto.GetUIStateRequest"> & {
+  /**
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * Ask the host for a fresh snapshot (snapshot.get) instead of the last
+   * published state.
+   *
+   * @generated from field: bool refresh = 2;
+   */
+  refresh: boolean;
+};
+
+/**
+ * Describes the message agentassistproto.GetUIStateRequest.
+ * Use `create(GetUIStateRequestSchema)` to create a new message.
+ */
+export const GetUIStateRequestSchema: GenMessage<GetUIStateRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 35);
+
+/**
+ * @generated from message agentassistproto.GetUIStateResponse
+ */
+export type GetUIStateResponse = Message<"agentassistproto.GetUIStateResponse"> & {
+  /**
+   * @generated from field: agentassistproto.RelayError error = 1;
+   */
+  error?: RelayError | undefined;
+
+  /**
+   * @generated from field: agentassistproto.UIState state = 2;
+   */
+  state?: UIState | undefined;
+};
+
+/**
+ * Describes the message agentassistproto.GetUIStateResponse.
+ * Use `create(GetUIStateResponseSchema)` to create a new message.
+ */
+export const GetUIStateResponseSchema: GenMessage<GetUIStateResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 36);
+
+/**
+ * @generated from message agentassistproto.CallUIToolRequest
+ */
+export type CallUIToolRequest = Message<"agentassistproto.CallUIToolRequest"> & {
+  /**
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * @generated from field: string tool_name = 2;
+   */
+  toolName: string;
+
+  /**
+   * A JSON object.
+   *
+   * @generated from field: string params_json = 3;
+   */
+  paramsJson: string;
+
+  /**
+   * Why the agent takes this action; required by the protocol.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message agentassistproto.CallUIToolRequest.
+ * Use `create(CallUIToolRequestSchema)` to create a new message.
+ */
+export const CallUIToolRequestSchema: GenMessage<CallUIToolRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 37);
+
+/**
+ * @generated from message agentassistproto.CallUIToolResponse
+ */
+export type CallUIToolResponse = Message<"agentassistproto.CallUIToolResponse"> & {
+  /**
+   * @generated from field: agentassistproto.RelayError error = 1;
+   */
+  error?: RelayError | undefined;
+
+  /**
+   * The tool.result payload.
+   *
+   * @generated from field: string result_json = 2;
+   */
+  resultJson: string;
+
+  /**
+   * The state after the call: the result's uiSpec, or the state.updated
+   * that followed it.
+   *
+   * @generated from field: agentassistproto.UIState state = 3;
+   */
+  state?: UIState | undefined;
+};
+
+/**
+ * Describes the message agentassistproto.CallUIToolResponse.
+ * Use `create(CallUIToolResponseSchema)` to create a new message.
+ */
+export const CallUIToolResponseSchema: GenMessage<CallUIToolResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 38);
+
+/**
+ * @generated from message agentassistproto.AgentMessageRequest
+ */
+export type AgentMessageRequest = Message<"agentassistproto.AgentMessageRequest"> & {
+  /**
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message agentassistproto.AgentMessageRequest.
+ * Use `create(AgentMessageRequestSchema)` to create a new message.
+ */
+export const AgentMessageRequestSchema: GenMessage<AgentMessageRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 39);
+
+/**
+ * @generated from message agentassistproto.AgentMessageResponse
+ */
+export type AgentMessageResponse = Message<"agentassistproto.AgentMessageResponse"> & {
+  /**
+   * @generated from field: agentassistproto.RelayError error = 1;
+   */
+  error?: RelayError | undefined;
+};
+
+/**
+ * Describes the message agentassistproto.AgentMessageResponse.
+ * Use `create(AgentMessageResponseSchema)` to create a new message.
+ */
+export const AgentMessageResponseSchema: GenMessage<AgentMessageResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 40);
+
+/**
+ * @generated from message agentassistproto.WaitUserMessageRequest
+ */
+export type WaitUserMessageRequest = Message<"agentassistproto.WaitUserMessageRequest"> & {
+  /**
+   * @generated from field: string relay_session = 1;
+   */
+  relaySession: string;
+
+  /**
+   * How long to wait; 0 means 30 seconds, at most 10 minutes.
+   *
+   * @generated from field: int32 timeout_ms = 2;
+   */
+  timeoutMs: number;
+};
+
+/**
+ * Describes the message agentassistproto.WaitUserMessageRequest.
+ * Use `create(WaitUserMessageRequestSchema)` to create a new message.
+ */
+export const WaitUserMessageRequestSchema: GenMessage<WaitUserMessageRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 41);
+
+/**
+ * @generated from message agentassistproto.WaitUserMessageResponse
+ */
+export type WaitUserMessageResponse = Message<"agentassistproto.WaitUserMessageResponse"> & {
+  /**
+   * @generated from field: bool received = 1;
+   */
+  received: boolean;
+
+  /**
+   * @generated from field: string text = 2;
+   */
+  text: string;
+
+  /**
+   * The stage the participant was in.
+   *
+   * @generated from field: string stage = 3;
+   */
+  stage: string;
+
+  /**
+   * The whole user.message payload.
+   *
+   * @generated from field: string payload_json = 4;
+   */
+  payloadJson: string;
+};
+
+/**
+ * Describes the message agentassistproto.WaitUserMessageResponse.
+ * Use `create(WaitUserMessageResponseSchema)` to create a new message.
+ */
+export const WaitUserMessageResponseSchema: GenMessage<WaitUserMessageResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 42);
+
+/**
  * SrvAgentAssist is called by agentassistant-mcp. Each call stays open until
  * a person answers, the request times out, or the caller cancels.
  *
@@ -996,4 +1366,59 @@ export const SrvAgentAssistReply: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentassistproto_agentassist, 1);
+
+/**
+ * @generated from service agentassistproto.SrvUIRelay
+ */
+export const SrvUIRelay: GenService<{
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.StartSession
+   */
+  startSession: {
+    methodKind: "unary";
+    input: typeof StartSessionRequestSchema;
+    output: typeof SessionResponseSchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.EndSession
+   */
+  endSession: {
+    methodKind: "unary";
+    input: typeof EndSessionRequestSchema;
+    output: typeof SessionResponseSchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.GetUIState
+   */
+  getUIState: {
+    methodKind: "unary";
+    input: typeof GetUIStateRequestSchema;
+    output: typeof GetUIStateResponseSchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.CallUITool
+   */
+  callUITool: {
+    methodKind: "unary";
+    input: typeof CallUIToolRequestSchema;
+    output: typeof CallUIToolResponseSchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.PostAgentMessage
+   */
+  postAgentMessage: {
+    methodKind: "unary";
+    input: typeof AgentMessageRequestSchema;
+    output: typeof AgentMessageResponseSchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvUIRelay.WaitUserMessage
+   */
+  waitUserMessage: {
+    methodKind: "unary";
+    input: typeof WaitUserMessageRequestSchema;
+    output: typeof WaitUserMessageResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_agentassistproto_agentassist, 2);
 

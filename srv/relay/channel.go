@@ -1,0 +1,475 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/studylog"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
+)
+
+// peer is one side of a relay session: a WebSocket host or agent, or an
+// in-process agent call (local) made for the MCP bridge.
+type peer struct {
+	role  string // "host" or "agent"
+	id    string
+	conn  *wsconn.Conn
+	local chan Envelope // in-process: receives the reply
+}
+
+func (p *peer) deliver(env Envelope) bool {
+	if p.conn != nil {
+		return p.conn.Send(encode(env))
+	}
+	select {
+	case p.local <- env:
+		return true
+	default:
+		return false
+	}
+}
+
+// call is a request forwarded to the host and not yet answered.
+type call struct {
+	from   *peer
+	origID string // the id the agent used; restored in the reply's replyTo
+	typ    string
+	at     time.Time
+}
+
+const (
+	maxInflight = 1024
+	maxMailbox  = 256
+)
+
+// channel is one relay session: everything under one (token, sessionId).
+type channel struct {
+	r     *Relay
+	token string
+	name  string
+
+	mu       sync.Mutex
+	host     *peer
+	agents   map[*peer]struct{}
+	log      *studylog.Log // the active study session, nil when none
+	inflight map[string]*call
+	seq      uint64
+
+	// The host's visible state as last published (backendData stripped).
+	uiSpec, messageHistory, toolSchema json.RawMessage
+	stateVersion                       uint64
+	stateWake                          chan struct{} // closed on every state.updated
+	tools                              []json.RawMessage
+	toolIndex                          map[string]int
+
+	mailbox     []Envelope // user.message for in-process agents
+	mailboxWake chan struct{}
+}
+
+func newChannel(r *Relay, token, name string) *channel {
+	return &channel{
+		r: r, token: token, name: name,
+		agents:      make(map[*peer]struct{}),
+		inflight:    make(map[string]*call),
+		toolIndex:   make(map[string]int),
+		stateWake:   make(chan struct{}),
+		mailboxWake: make(chan struct{}),
+	}
+}
+
+// record appends an event to the active session's log. Called with mu
+// held, before the event is forwarded, so what was relayed is on disk.
+func (ch *channel) record(direction string, env Envelope) {
+	if ch.log == nil {
+		return
+	}
+	if err := ch.log.Append(ch.r.now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload); err != nil {
+		ch.r.log.Error("study log", "session", ch.log.ID(), "err", err)
+	}
+}
+
+// fail answers env's sender with a protocol error.
+func (ch *channel) fail(to *peer, replyTo string, e *Error) {
+	env := Envelope{Type: TypeError, ReplyTo: replyTo, Payload: mustJSON(e)}
+	ch.record(studylog.Internal, env)
+	to.deliver(env)
+}
+
+func (ch *channel) fromAgent(p *peer, env Envelope) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	switch env.Type {
+	case TypeSessionStart, TypeSnapshotGet, TypeToolCall, TypeAgentMessage, TypeSessionEnd:
+	case TypeJoin:
+		ch.fail(p, env.ID, errorf(InvalidMessage, "already joined"))
+		return
+	default:
+		ch.fail(p, env.ID, errorf(InvalidMessage, "unknown message type %q for an agent", truncate(env.Type, 64)))
+		return
+	}
+	if e := checkAgentPayload(env); e != nil {
+		ch.fail(p, env.ID, e)
+		return
+	}
+	if ch.host == nil {
+		ch.fail(p, env.ID, errorf(NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
+		return
+	}
+	switch env.Type {
+	case TypeSessionStart:
+		if ch.log != nil {
+			ch.fail(p, env.ID, errorf(InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
+			return
+		}
+		if !ch.openSession(p, env.ID) {
+			return
+		}
+		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+	case TypeToolCall, TypeAgentMessage, TypeSessionEnd:
+		if ch.log == nil {
+			ch.fail(p, env.ID, errorf(SessionNotActive, "no study session is active in relay session %q: send session.start first", ch.name))
+			return
+		}
+	}
+	hostID, ok := ch.track(p, env)
+	if !ok {
+		ch.fail(p, env.ID, errorf(ToolExecutionFailed, "too many requests waiting for the host"))
+		return
+	}
+	env.ID = hostID
+	ch.record(studylog.In, env)
+	ch.host.deliver(env)
+}
+
+// checkAgentPayload validates what the relay can check before the host.
+func checkAgentPayload(env Envelope) *Error {
+	switch env.Type {
+	case TypeToolCall:
+		var p struct {
+			ToolName json.RawMessage `json:"toolName"`
+			Params   json.RawMessage `json:"params"`
+			Reason   json.RawMessage `json:"reason"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		var name, reason string
+		if json.Unmarshal(p.ToolName, &name) != nil || strings.TrimSpace(name) == "" {
+			return errorf(InvalidParams, "tool.call needs payload.toolName (a non-empty string)")
+		}
+		if json.Unmarshal(p.Reason, &reason) != nil || strings.TrimSpace(reason) == "" {
+			return errorf(InvalidParams, "tool.call needs payload.reason: say why you take this action")
+		}
+		if ps := strings.TrimSpace(string(p.Params)); ps != "" && ps != "null" && ps[0] != '{' {
+			return errorf(InvalidParams, "tool.call payload.params must be an object")
+		}
+	case TypeAgentMessage:
+		var p struct {
+			Text json.RawMessage `json:"text"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		var text string
+		if json.Unmarshal(p.Text, &text) != nil || strings.TrimSpace(text) == "" {
+			return errorf(InvalidParams, "agent.message needs payload.text (a non-empty string)")
+		}
+	}
+	return nil
+}
+
+// track registers a request to the host and returns the id to send it
+// under: the agent's own id unless another request in flight uses it.
+func (ch *channel) track(p *peer, env Envelope) (string, bool) {
+	if env.ID == "" && p.local == nil && env.Type == TypeAgentMessage {
+		return "", true // fire-and-forget; nothing to route back
+	}
+	if len(ch.inflight) >= maxInflight/4 {
+		cut := ch.r.now().Add(-2 * time.Minute)
+		for id, c := range ch.inflight {
+			if c.at.Before(cut) {
+				delete(ch.inflight, id)
+			}
+		}
+	}
+	if len(ch.inflight) >= maxInflight {
+		return "", false
+	}
+	id := env.ID
+	if _, busy := ch.inflight[id]; id == "" || busy {
+		ch.seq++
+		id = "relay-" + strconv.FormatUint(ch.seq, 10)
+		if env.ID != "" {
+			id = env.ID + "~" + strconv.FormatUint(ch.seq, 10)
+		}
+	}
+	ch.inflight[id] = &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
+	return id, true
+}
+
+func (ch *channel) openSession(p *peer, replyTo string) bool {
+	if ch.r.o.Logs == nil {
+		ch.fail(p, replyTo, errorf(ToolExecutionFailed, "study logs are not configured on this server"))
+		return false
+	}
+	l, err := ch.r.o.Logs.Create(ch.r.now())
+	if err != nil {
+		ch.r.log.Error("open study log", "err", err)
+		ch.fail(p, replyTo, errorf(ToolExecutionFailed, "cannot open the study log"))
+		return false
+	}
+	ch.log = l
+	ch.r.log.Info("study session started", "session", l.ID(), "relay", ch.name)
+	return true
+}
+
+func (ch *channel) closeSession() {
+	if ch.log == nil {
+		return
+	}
+	if err := ch.log.Close(); err != nil {
+		ch.r.log.Error("close study log", "session", ch.log.ID(), "err", err)
+	}
+	ch.r.log.Info("study session ended", "session", ch.log.ID(), "relay", ch.name)
+	ch.log = nil
+}
+
+func (ch *channel) fromHost(p *peer, env Envelope) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if p != ch.host {
+		return // replaced; its connection is closing
+	}
+	switch env.Type {
+	case TypeSessionStarted, TypeSnapshotState, TypeToolResult, TypeStateUpdated,
+		TypeUserMessage, TypeSessionEnded, TypeError:
+	default:
+		ch.fail(p, env.ID, errorf(InvalidMessage, "unknown message type %q for a host", truncate(env.Type, 64)))
+		return
+	}
+	env.Payload = stripBackendData(env.Payload)
+	broadcast := false
+	switch env.Type {
+	case TypeSessionStarted:
+		if ch.log == nil && !ch.openSession(p, env.ID) { // started from the host's own UI
+			return
+		}
+		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+		broadcast = true
+	case TypeSnapshotState:
+		ch.absorbState(env.Payload, false)
+		if ch.log != nil {
+			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+		}
+	case TypeToolResult:
+		ch.absorbState(env.Payload, false)
+	case TypeStateUpdated:
+		ch.absorbState(env.Payload, true)
+		broadcast = true
+	case TypeUserMessage:
+		ch.post(env)
+		broadcast = true
+	case TypeSessionEnded:
+		if ch.log != nil {
+			env.Payload = setFields(env.Payload, map[string]any{
+				"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true,
+			})
+		}
+		broadcast = true
+	}
+	ch.record(studylog.Out, env)
+	if c := ch.inflight[env.ReplyTo]; env.Type == TypeError && c != nil && c.typ == TypeSessionStart {
+		ch.closeSession() // the host refused to start it
+	}
+	if env.Type == TypeSessionEnded {
+		ch.closeSession()
+	}
+	ch.route(env, broadcast)
+}
+
+// route sends a host message to the agent whose request it answers, and
+// pushes (or answers nobody claims) to every agent.
+func (ch *channel) route(env Envelope, broadcast bool) {
+	var to *peer
+	if env.ReplyTo != "" {
+		if c := ch.inflight[env.ReplyTo]; c != nil {
+			delete(ch.inflight, env.ReplyTo)
+			to = c.from
+			reply := env
+			reply.ReplyTo = c.origID
+			to.deliver(reply)
+		} else {
+			broadcast = true
+		}
+	}
+	if to == nil {
+		broadcast = true
+	}
+	if broadcast {
+		push := env
+		push.ReplyTo = ""
+		for a := range ch.agents {
+			if a != to {
+				a.deliver(push)
+			}
+		}
+	}
+}
+
+// absorbState keeps the host's latest published state. state.updated is
+// authoritative (it bumps the version waiters watch); snapshots and tool
+// results refresh what they carry.
+func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) {
+	var p struct {
+		UISpec         json.RawMessage `json:"uiSpec"`
+		MessageHistory json.RawMessage `json:"messageHistory"`
+		ToolSchema     json.RawMessage `json:"toolSchema"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return
+	}
+	if len(p.UISpec) > 0 && string(p.UISpec) != "null" {
+		ch.uiSpec = p.UISpec
+	}
+	if len(p.MessageHistory) > 0 && string(p.MessageHistory) != "null" {
+		ch.messageHistory = p.MessageHistory
+	}
+	if len(p.ToolSchema) > 0 && string(p.ToolSchema) != "null" {
+		ch.toolSchema = p.ToolSchema
+		ch.learnTools(p.ToolSchema)
+	}
+	if authoritative {
+		ch.stateVersion++
+		close(ch.stateWake)
+		ch.stateWake = make(chan struct{})
+	}
+}
+
+// learnTools adds the tools of a stage-filtered toolSchema to the set of
+// every tool the host has declared, which is what the MCP bridge exposes.
+func (ch *channel) learnTools(schema json.RawMessage) {
+	var entries []json.RawMessage
+	if json.Unmarshal(schema, &entries) != nil {
+		return
+	}
+	for _, e := range entries {
+		name := ToolName(e)
+		if name == "" {
+			continue
+		}
+		if i, ok := ch.toolIndex[name]; ok {
+			ch.tools[i] = e
+			continue
+		}
+		if len(ch.tools) >= 256 {
+			return
+		}
+		ch.toolIndex[name] = len(ch.tools)
+		ch.tools = append(ch.tools, e)
+	}
+}
+
+// ToolName reads a toolSchema entry's name: "name", or "function.name" in
+// the OpenAI function-calling shape.
+func ToolName(entry json.RawMessage) string {
+	var e struct {
+		Name     string `json:"name"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if json.Unmarshal(entry, &e) != nil {
+		return ""
+	}
+	if e.Name != "" {
+		return e.Name
+	}
+	return e.Function.Name
+}
+
+func (ch *channel) post(env Envelope) {
+	if len(ch.mailbox) >= maxMailbox {
+		ch.r.log.Warn("user message mailbox full, dropping the oldest", "relay", ch.name)
+		ch.mailbox = ch.mailbox[1:]
+	}
+	ch.mailbox = append(ch.mailbox, env)
+	close(ch.mailboxWake)
+	ch.mailboxWake = make(chan struct{})
+}
+
+func (ch *channel) joinHost(p *peer) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if old := ch.host; old != nil {
+		old.deliver(Envelope{Type: TypeReplaced, Payload: mustJSON(map[string]any{
+			"reason": "a newer host joined this relay session",
+		})})
+		if old.conn != nil {
+			old.conn.Shutdown(4001, "replaced by a newer host")
+		}
+		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
+		ch.record(studylog.Internal, Envelope{Type: "relay.host.replaced", Payload: json.RawMessage("{}")})
+	}
+	ch.host = p
+	ch.record(studylog.Internal, Envelope{Type: "relay.host.joined", Payload: json.RawMessage("{}")})
+	ch.presence()
+}
+
+func (ch *channel) joinAgent(p *peer) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.agents[p] = struct{}{}
+}
+
+func (ch *channel) leave(p *peer) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if p.role == "host" {
+		if ch.host != p {
+			return
+		}
+		ch.host = nil
+		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
+		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
+		ch.presence()
+		return
+	}
+	delete(ch.agents, p)
+	ch.forget(p)
+}
+
+// forget drops p's requests in flight; their answers go nowhere.
+func (ch *channel) forget(p *peer) {
+	for id, c := range ch.inflight {
+		if c.from == p {
+			delete(ch.inflight, id)
+		}
+	}
+}
+
+func (ch *channel) failInflight(msg string) {
+	for id, c := range ch.inflight {
+		delete(ch.inflight, id)
+		ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+	}
+}
+
+func (ch *channel) presence() {
+	env := Envelope{Type: TypePresence, Payload: mustJSON(map[string]any{"host": ch.host != nil})}
+	for a := range ch.agents {
+		a.deliver(env)
+	}
+}
+
+// joinedPayload describes the relay session to a peer that just joined.
+func (ch *channel) joinedPayload(role string) json.RawMessage {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	m := map[string]any{"role": role, "sessionId": ch.name, "hostOnline": ch.host != nil}
+	if ch.log != nil {
+		m["activeSession"] = ch.log.ID()
+	}
+	return mustJSON(m)
+}
+
+func (ch *channel) String() string { return fmt.Sprintf("relay session %q", ch.name) }

@@ -1,0 +1,138 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Local is an in-process agent of one relay session: the MCP bridge's
+// Connect service acts through it, with the same checks, routing and
+// logging as an agent on /agent/ws.
+type Local struct{ ch *channel }
+
+// Local returns the in-process agent of (token, session).
+func (r *Relay) Local(token, session string) *Local {
+	if session == "" {
+		session = DefaultSession
+	}
+	return &Local{ch: r.channel(token, session)}
+}
+
+// ValidSession reports whether name may name a relay session.
+func ValidSession(name string) bool { return name == "" || namePattern.MatchString(name) }
+
+// Request sends typ with payload to the host and returns the answer: the
+// host's reply, or an "error" envelope from the relay or the host. It
+// returns ctx.Err() if ctx ends first; the request is then forgotten.
+func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage) (Envelope, error) {
+	p := &peer{role: "agent", local: make(chan Envelope, 1)}
+	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
+	defer l.forget(p)
+	select {
+	case env := <-p.local:
+		return env, nil
+	case <-ctx.Done():
+		return Envelope{}, ctx.Err()
+	}
+}
+
+// Post sends a message that gets no reply (agent.message). It returns the
+// error envelope if the relay or the host refuses it within grace.
+func (l *Local) Post(ctx context.Context, typ string, payload json.RawMessage, grace time.Duration) (Envelope, bool) {
+	p := &peer{role: "agent", local: make(chan Envelope, 1)}
+	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
+	defer l.forget(p)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case env := <-p.local:
+		return env, env.Type == TypeError
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return Envelope{}, false
+}
+
+func (l *Local) forget(p *peer) {
+	l.ch.mu.Lock()
+	l.ch.forget(p)
+	l.ch.mu.Unlock()
+}
+
+// State is the host's latest published state, backendData stripped.
+type State struct {
+	UISpec         json.RawMessage
+	MessageHistory json.RawMessage
+	// ToolSchema is the tools allowed now (the current stage's).
+	ToolSchema json.RawMessage
+	// Tools is every tool the host has declared in any stage.
+	Tools         []json.RawMessage
+	HostOnline    bool
+	ActiveSession string
+	// Version counts state.updated pushes.
+	Version uint64
+}
+
+// State returns the latest state.
+func (l *Local) State() State {
+	l.ch.mu.Lock()
+	defer l.ch.mu.Unlock()
+	return l.ch.stateLocked()
+}
+
+func (ch *channel) stateLocked() State {
+	s := State{
+		UISpec: ch.uiSpec, MessageHistory: ch.messageHistory, ToolSchema: ch.toolSchema,
+		Tools: append([]json.RawMessage(nil), ch.tools...), HostOnline: ch.host != nil, Version: ch.stateVersion,
+	}
+	if ch.log != nil {
+		s.ActiveSession = ch.log.ID()
+	}
+	return s
+}
+
+// WaitState waits until a state.updated newer than version arrives, for at
+// most d, and returns the latest state either way.
+func (l *Local) WaitState(ctx context.Context, version uint64, d time.Duration) State {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		l.ch.mu.Lock()
+		s := l.ch.stateLocked()
+		wake := l.ch.stateWake
+		l.ch.mu.Unlock()
+		if s.Version > version {
+			return s
+		}
+		select {
+		case <-wake:
+		case <-t.C:
+			return l.State()
+		case <-ctx.Done():
+			return l.State()
+		}
+	}
+}
+
+// NextUserMessage returns the oldest user.message not yet taken, waiting
+// for one until ctx ends. Messages typed while no one was waiting are kept
+// (up to 256) so nothing a participant typed is lost.
+func (l *Local) NextUserMessage(ctx context.Context) (Envelope, bool) {
+	for {
+		l.ch.mu.Lock()
+		if len(l.ch.mailbox) > 0 {
+			env := l.ch.mailbox[0]
+			l.ch.mailbox = l.ch.mailbox[1:]
+			l.ch.mu.Unlock()
+			return env, true
+		}
+		wake := l.ch.mailboxWake
+		l.ch.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return Envelope{}, false
+		}
+	}
+}

@@ -1,0 +1,232 @@
+// Package relay serves /agent/ws, the External Agent Protocol (mvp-0.2)
+// relay between a host UI and external agents, and lets in-process agents
+// (the MCP bridge's Connect service) take part like any other agent.
+//
+// A relay session is scoped by (token, sessionId): nothing crosses tokens.
+// One host per relay session (a newer one takes over, the older is told and
+// closed), any number of agents. Agents' requests go to the host with their
+// ids kept; the host's replies go back to the agent that asked, its pushes
+// to every agent. backendData never leaves the host. While a study session
+// is active every event is written to its JSONL log before it is forwarded.
+package relay
+
+import (
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
+)
+
+// Options configure the relay.
+type Options struct {
+	Tokens *auth.Tokens
+	Guard  *auth.Guard
+	Logger *slog.Logger
+	// Logs is where study sessions are logged; nil refuses session.start.
+	Logs *studylog.Dir
+	// JoinTimeout closes a connection that has not joined (default 5s).
+	JoinTimeout time.Duration
+	// MaxFrame bounds a frame (default 4 MiB); larger ones close with 1009.
+	MaxFrame int64
+	// Conn tunes the connections (heartbeat, queue).
+	Conn wsconn.Options
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Relay is the /agent/ws endpoint and its relay sessions.
+type Relay struct {
+	o        Options
+	log      *slog.Logger
+	upgrader websocket.Upgrader
+	conns    wsconn.Set
+
+	mu       sync.Mutex
+	channels map[string]*channel
+}
+
+// New returns the relay.
+func New(o Options) *Relay {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Guard == nil {
+		o.Guard = &auth.Guard{}
+	}
+	if o.JoinTimeout <= 0 {
+		o.JoinTimeout = 5 * time.Second
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = 4 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Conn.MessageType = websocket.TextMessage
+	o.Conn.Logger = o.Logger
+	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
+	r.upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096, CheckOrigin: o.Guard.OriginAllowed}
+	return r
+}
+
+func (r *Relay) now() time.Time { return r.o.Now() }
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// DefaultSession is the relay session joined when none is named.
+const DefaultSession = "default"
+
+func (r *Relay) channel(token, name string) *channel {
+	key := token + "\x00" + name
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.channels[key]
+	if ch == nil {
+		ch = newChannel(r, token, name)
+		r.channels[key] = ch
+	}
+	return ch
+}
+
+// Close ends every connection and waits for them. Idempotent.
+func (r *Relay) Close() error {
+	r.conns.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, ch := range r.channels {
+		ch.mu.Lock()
+		ch.closeSession()
+		ch.mu.Unlock()
+	}
+	return nil
+}
+
+// Count reports open /agent/ws connections.
+func (r *Relay) Count() int { return r.conns.Len() }
+
+func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	if !r.o.Guard.OriginAllowed(req) {
+		http.Error(w, "forbidden origin", http.StatusForbidden)
+		return
+	}
+	ws, err := r.upgrader.Upgrade(w, req, nil)
+	if err != nil {
+		return
+	}
+	c := wsconn.New(ws, r.o.Conn)
+	if !r.conns.Add(c) {
+		c.Finish()
+		return
+	}
+	defer r.conns.Remove(c)
+	defer c.Finish()
+	ws.SetReadLimit(r.o.MaxFrame)
+	_ = ws.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
+
+	var (
+		p  *peer
+		ch *channel
+	)
+	defer func() {
+		if ch != nil {
+			ch.leave(p)
+		}
+	}()
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if ch == nil && wsconn.IsTimeout(err) {
+				c.Shutdown(websocket.ClosePolicyViolation, "relay.join timeout")
+			}
+			return
+		}
+		if ch != nil {
+			c.ExtendRead()
+		}
+		env, perr := Parse(data)
+		if perr != nil {
+			send(c, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
+			if ch != nil {
+				ch.mu.Lock()
+				ch.record(studylog.Internal, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
+				ch.mu.Unlock()
+			}
+			continue
+		}
+		if ch == nil {
+			var ok bool
+			p, ch, ok = r.join(c, env)
+			if !ok {
+				return
+			}
+			continue
+		}
+		if p.role == "host" {
+			ch.fromHost(p, env)
+		} else {
+			ch.fromAgent(p, env)
+		}
+	}
+}
+
+func send(c *wsconn.Conn, env Envelope) { c.Send(encode(env)) }
+
+type joinPayload struct {
+	Role      string `json:"role"`
+	SessionID string `json:"sessionId"`
+	Token     string `json:"token"`
+}
+
+// join handles frames before relay.join succeeded. ok is false when the
+// connection must close.
+func (r *Relay) join(c *wsconn.Conn, env Envelope) (*peer, *channel, bool) {
+	fail := func(code, msg string) {
+		send(c, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(&Error{Code: code, Message: msg})})
+	}
+	if env.Type != TypeJoin {
+		fail(InvalidMessage, "send relay.join first")
+		return nil, nil, true
+	}
+	var jp joinPayload
+	if err := json.Unmarshal(env.Payload, &jp); err != nil {
+		fail(InvalidMessage, "relay.join payload: role, sessionId and token must be strings")
+		return nil, nil, true
+	}
+	if jp.Role != "host" && jp.Role != "agent" {
+		fail(InvalidMessage, `relay.join payload.role must be "host" or "agent"`)
+		return nil, nil, true
+	}
+	if jp.SessionID == "" {
+		jp.SessionID = DefaultSession
+	}
+	if !namePattern.MatchString(jp.SessionID) {
+		fail(InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
+		return nil, nil, true
+	}
+	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {
+		r.log.Info("relay.join refused: wrong token", "role", jp.Role)
+		fail(InvalidMessage, "relay.join: missing or invalid token")
+		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
+		return nil, nil, false
+	}
+	ch := r.channel(jp.Token, jp.SessionID)
+	p := &peer{role: jp.Role, id: hub.NewID()[:12], conn: c}
+	c.KeepAlive()
+	send(c, Envelope{Type: TypeJoined, ReplyTo: env.ID, Payload: ch.joinedPayload(jp.Role)})
+	if jp.Role == "host" {
+		ch.joinHost(p)
+	} else {
+		ch.joinAgent(p)
+	}
+	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id)
+	return p, ch, true
+}

@@ -1,0 +1,435 @@
+package srv_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agentassistant/agentassistant/internal/testhost"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+)
+
+// newRelayServer serves the whole server with study logs in a temp dir.
+func newRelayServer(t *testing.T, ro relay.Options) (url, dataDir string) {
+	t.Helper()
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir = t.TempDir()
+	logs, err := studylog.Open(dataDir, studylog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks, StudyLogs: logs, Relay: ro})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.Close()
+		ts.Close()
+	})
+	return ts.URL, dataDir
+}
+
+// agent is a raw /agent/ws client written from the seed.
+type agent struct {
+	t      *testing.T
+	ws     *websocket.Conn
+	in     chan map[string]any
+	endErr error // why the read loop ended; set before in is closed
+}
+
+func dialAgent(t *testing.T, url string) *agent {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(url, "http", "ws", 1)+"/agent/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &agent{t: t, ws: ws, in: make(chan map[string]any, 256)}
+	go func() {
+		defer close(a.in)
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				a.endErr = err
+				return
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Errorf("relay sent non-JSON: %q", b)
+				return
+			}
+			a.in <- m
+		}
+	}()
+	t.Cleanup(func() { ws.Close() })
+	return a
+}
+
+func joinAgent(t *testing.T, url, token, session string) *agent {
+	a := dialAgent(t, url)
+	a.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"join-001","payload":{"role":"agent","sessionId":"` + session + `","token":"` + token + `"}}`)
+	j := a.expect("relay.joined")
+	if j["replyTo"] != "join-001" {
+		t.Fatalf("joined = %v", j)
+	}
+	return a
+}
+
+func (a *agent) sendJSON(s string) {
+	a.t.Helper()
+	if err := a.ws.WriteMessage(websocket.TextMessage, []byte(s)); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// expect returns the next envelope of type typ, skipping pushes
+// (state.updated, relay.presence) in between.
+func (a *agent) expect(typ string) map[string]any {
+	a.t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m, ok := <-a.in:
+			if !ok {
+				a.t.Fatalf("connection closed waiting for %s", typ)
+			}
+			if m["type"] == typ {
+				return m
+			}
+			if m["type"] == "state.updated" || m["type"] == "relay.presence" {
+				continue
+			}
+			a.t.Fatalf("waiting for %s, got %v", typ, m)
+		case <-deadline:
+			a.t.Fatalf("no %s within 5s", typ)
+		}
+	}
+}
+
+// expectError returns the payload of the next error envelope and checks
+// its code and replyTo.
+func (a *agent) expectError(code, replyTo string) map[string]any {
+	a.t.Helper()
+	m := a.expect("error")
+	p := m["payload"].(map[string]any)
+	if p["code"] != code || (m["replyTo"] != nil && m["replyTo"] != replyTo) || (replyTo != "" && m["replyTo"] != replyTo) {
+		a.t.Fatalf("error = %v, want code %s replyTo %q", m, code, replyTo)
+	}
+	if msg, _ := p["message"].(string); msg == "" {
+		a.t.Fatalf("error without message: %v", m)
+	}
+	return p
+}
+
+func (a *agent) quiet(d time.Duration) {
+	a.t.Helper()
+	select {
+	case m := <-a.in:
+		if m != nil && m["type"] != "state.updated" && m["type"] != "relay.presence" {
+			a.t.Fatalf("unexpected %v", m)
+		}
+	case <-time.After(d):
+	}
+}
+
+func hostFor(t *testing.T, url, token string, o testhost.Options) *testhost.Host {
+	t.Helper()
+	h, err := testhost.Dial(url, token, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// TestSeedExamples sends the seed's section 4 envelopes, as written there,
+// and checks the seed's replies.
+func TestSeedExamples(t *testing.T) {
+	url, data := newRelayServer(t, relay.Options{})
+	hostFor(t, url, tokA, testhost.Options{})
+	a := joinAgent(t, url, tokA, "default")
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"req-001","payload":{"studyId":"pilot-01","participantId":"P07"}}`)
+	st := a.expect("session.started")
+	sid, _ := st["payload"].(map[string]any)["sessionId"].(string)
+	if st["replyTo"] != "req-001" || !regexp.MustCompile(`^s-\d{8}-001$`).MatchString(sid) {
+		t.Fatalf("session.started = %v", st)
+	}
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"req-002","payload":{}}`)
+	snap := a.expect("snapshot.state")
+	sp := snap["payload"].(map[string]any)
+	if snap["replyTo"] != "req-002" || sp["sessionId"] != sid || sp["uiSpec"] == nil || sp["messageHistory"] == nil || sp["toolSchema"] == nil {
+		t.Fatalf("snapshot.state = %v", snap)
+	}
+	if _, leaked := sp["uiSpec"].(map[string]any)["backendData"]; leaked {
+		t.Fatal("backendData reached the agent in snapshot.state")
+	}
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"req-003","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"Pick the first available movie option to continue the flow."}}`)
+	res := a.expect("tool.result")
+	rp := res["payload"].(map[string]any)
+	if res["replyTo"] != "req-003" || rp["ok"] != true || rp["toolName"] != "select" {
+		t.Fatalf("tool.result = %v", res)
+	}
+	if spec := rp["uiSpec"].(map[string]any); spec["backendData"] != nil || spec["selections"].(map[string]any)["movie"] != "m1" {
+		t.Fatalf("tool.result uiSpec = %v", spec)
+	}
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","id":"req-004","payload":{"text":"I will choose a date next to narrow available showtimes."}}`)
+	// The host shows it; its state.updated carries it in messageHistory.
+	for {
+		m := <-a.in
+		if m["type"] != "state.updated" {
+			continue
+		}
+		hist, _ := json.Marshal(m["payload"].(map[string]any)["messageHistory"])
+		if strings.Contains(string(hist), "narrow available showtimes") {
+			if m["payload"].(map[string]any)["uiSpec"].(map[string]any)["backendData"] != nil {
+				t.Fatal("backendData in state.updated")
+			}
+			break
+		}
+	}
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.end","id":"req-999","payload":{"reason":"study-complete"}}`)
+	end := a.expect("session.ended")
+	ep := end["payload"].(map[string]any)
+	if end["replyTo"] != "req-999" || ep["sessionId"] != sid || ep["logFile"] != "logs/study/"+sid+".jsonl" || ep["stateReset"] != true {
+		t.Fatalf("session.ended = %v", end)
+	}
+
+	events := readLog(t, filepath.Join(data, filepath.FromSlash(ep["logFile"].(string))))
+	wantTypes := []string{"session.start", "session.started", "snapshot.get", "snapshot.state", "tool.call", "tool.result",
+		"agent.message", "session.end", "session.ended"}
+	var got []string
+	for i, e := range events {
+		if int(e["eventIndex"].(float64)) != i || e["sessionId"] != sid {
+			t.Errorf("event %d: %v", i, e)
+		}
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z07:00", e["timestamp"].(string)); err != nil {
+			t.Errorf("event %d timestamp %v", i, e["timestamp"])
+		}
+		switch e["direction"] {
+		case "in", "out", "internal":
+		default:
+			t.Errorf("event %d direction %v", i, e["direction"])
+		}
+		if e["payload"] == nil || e["type"] == "" {
+			t.Errorf("event %d: %v", i, e)
+		}
+		if e["type"] != "state.updated" {
+			got = append(got, e["type"].(string))
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(wantTypes, ",") {
+		t.Errorf("logged %v, want %v (plus state.updated)", got, wantTypes)
+	}
+	raw, _ := os.ReadFile(filepath.Join(data, filepath.FromSlash(ep["logFile"].(string))))
+	if strings.Contains(string(raw), "backendData") || strings.Contains(string(raw), "secret-seat-map") || strings.Contains(string(raw), tokA) {
+		t.Error("the study log holds backendData or the token")
+	}
+}
+
+func readLog(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("log line %d: %v", len(out), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// TestErrorCodes produces every error code from the input that should
+// produce it; none closes the connection.
+func TestErrorCodes(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	a := joinAgent(t, url, tokA, "codes")
+
+	a.sendJSON(`{not json`)
+	a.expectError(relay.InvalidMessage, "")
+	a.sendJSON(`{"v":"mvp-0.1","type":"snapshot.get","id":"e1","payload":{}}`)
+	a.expectError(relay.InvalidMessage, "e1")
+	a.sendJSON(`{"v":"mvp-0.2","id":"e2","payload":{}}`)
+	a.expectError(relay.InvalidMessage, "e2")
+	a.sendJSON(`{"v":"mvp-0.2","type":42,"id":"e3"}`)
+	a.expectError(relay.InvalidMessage, "e3")
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e4","payload":[1,2]}`)
+	a.expectError(relay.InvalidMessage, "e4")
+	a.sendJSON(`{"v":"mvp-0.2","type":"launch.missiles","id":"e5","payload":{}}`)
+	a.expectError(relay.InvalidMessage, "e5")
+	if err := a.ws.WriteMessage(websocket.TextMessage, []byte("{\"v\":\"mvp-0.2\",\"type\":\"x\xff\"}")); err != nil {
+		t.Fatal(err)
+	}
+	a.expectError(relay.InvalidMessage, "")
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e6","payload":{"toolName":"select","params":{"itemId":"m1"}}}`)
+	a.expectError(relay.InvalidParams, "e6")
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e7","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"   "}}`)
+	a.expectError(relay.InvalidParams, "e7")
+
+	// No host: answered at once.
+	start := time.Now()
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e8","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
+	a.expectError(relay.NoActiveSpec, "e8")
+	if time.Since(start) > time.Second {
+		t.Errorf("no-host error took %s", time.Since(start))
+	}
+
+	hostFor(t, url, tokA, testhost.Options{Session: "codes"})
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e9","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
+	a.expectError(relay.SessionNotActive, "e9")
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"s1","payload":{}}`)
+	a.expect("session.started")
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e10","payload":{"toolName":"setQuantity","params":{"quantity":2},"reason":"r"}}`)
+	p := a.expectError(relay.UnknownTool, "e10")
+	if !strings.Contains(p["message"].(string), "allowed now: select, next, postMessage") {
+		t.Errorf("UNKNOWN_TOOL message should list the allowed tools: %v", p)
+	}
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e11","payload":{"toolName":"select","params":{"itemId":"nope"},"reason":"r"}}`)
+	a.expectError(relay.InvalidParams, "e11")
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e12","payload":{"toolName":"next","params":{},"reason":"r"}}`)
+	a.expectError(relay.ToolExecutionFailed, "e12")
+	// Still joined and working after all of it.
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"ok1","payload":{"toolName":"select","params":{"itemId":"m2"},"reason":"r"}}`)
+	if r := a.expect("tool.result"); r["replyTo"] != "ok1" {
+		t.Fatalf("after errors: %v", r)
+	}
+}
+
+func TestJoinGuards(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{JoinTimeout: 300 * time.Millisecond})
+	// Anything before relay.join is refused; the connection closes at the
+	// join deadline.
+	a := dialAgent(t, url)
+	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"x1","payload":{}}`)
+	a.expectError(relay.InvalidMessage, "x1")
+	select {
+	case _, ok := <-a.in:
+		if ok {
+			t.Fatal("got a frame instead of the close")
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("not closed after the join deadline")
+	}
+	for _, tok := range []string{"", "wrong-token-123", tokA + "x", tokA[:len(tokA)-1]} {
+		b := dialAgent(t, url)
+		b.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"` + tok + `"}}`)
+		b.expectError(relay.InvalidMessage, "j")
+		if _, ok := <-b.in; ok {
+			t.Errorf("token %q: connection not closed", tok)
+		}
+	}
+	c := dialAgent(t, url)
+	c.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"spy","token":"` + tokA + `"}}`)
+	c.expectError(relay.InvalidMessage, "j")
+	c.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j2","payload":{"role":"agent","sessionId":"../../etc","token":"` + tokA + `"}}`)
+	c.expectError(relay.InvalidMessage, "j2")
+}
+
+// TestHostTakeoverAndDisconnect: a newer host takes over and the older is
+// told; a host vanishing mid-call fails the call at once.
+func TestHostTakeoverAndDisconnect(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	old := hostFor(t, url, tokA, testhost.Options{})
+	a := joinAgent(t, url, tokA, "default")
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"s1","payload":{}}`)
+	a.expect("session.started")
+
+	hostFor(t, url, tokA, testhost.Options{DropOn: "next"})
+	select {
+	case <-old.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the older host was not closed")
+	}
+	told := false
+	for _, m := range old.Seen() {
+		if m["type"] == "relay.replaced" {
+			told = true
+		}
+	}
+	if !told {
+		t.Error("the older host was not told it was replaced")
+	}
+	// The session carries on with the new host.
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c1","payload":{"toolName":"select","params":{"itemId":"m3"},"reason":"r"}}`)
+	a.expect("tool.result")
+
+	start := time.Now()
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c2","payload":{"toolName":"next","params":{},"reason":"r"}}`)
+	p := a.expectError(relay.ToolExecutionFailed, "c2")
+	if !strings.Contains(p["message"].(string), "may or may not have happened") || time.Since(start) > 2*time.Second {
+		t.Errorf("mid-call disconnect: %v after %s", p, time.Since(start))
+	}
+	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"c3","payload":{}}`)
+	a.expectError(relay.NoActiveSpec, "c3")
+}
+
+// TestTwoAgentsAndIsolation: replies go to the agent that asked, even when
+// both use the same id; pushes reach both; another token sees nothing.
+func TestTwoAgentsAndIsolation(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := hostFor(t, url, tokA, testhost.Options{})
+	a := joinAgent(t, url, tokA, "default")
+	b := joinAgent(t, url, tokA, "default")
+	x := joinAgent(t, url, tokB, "default")
+
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"same","payload":{}}`)
+	if m := a.expect("session.started"); m["replyTo"] != "same" {
+		t.Fatalf("a: %v", m)
+	}
+	if m := b.expect("session.started"); m["replyTo"] != nil {
+		t.Fatalf("b sees the start as a push: %v", m)
+	}
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"same","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"a"}}`)
+	b.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"same","payload":{"toolName":"select","params":{"itemId":"m2"},"reason":"b"}}`)
+	ra, rb := a.expect("tool.result"), b.expect("tool.result")
+	if ra["replyTo"] != "same" || rb["replyTo"] != "same" {
+		t.Fatalf("replies: %v / %v", ra, rb)
+	}
+	h.SayUser("I prefer evening showtimes.")
+	for _, ag := range []*agent{a, b} {
+		m := ag.expect("user.message")
+		if p := m["payload"].(map[string]any); p["text"] != "I prefer evening showtimes." || p["stage"] != "movie" {
+			t.Errorf("user.message = %v", m)
+		}
+	}
+	x.quiet(300 * time.Millisecond)
+	x.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"peek","payload":{}}`)
+	x.expectError(relay.NoActiveSpec, "peek")
+}
+
+func TestOversizedFrame(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{MaxFrame: 1024})
+	a := joinAgent(t, url, tokA, "default")
+	b := joinAgent(t, url, tokA, "default")
+	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","payload":{"text":"` + strings.Repeat("x", 2048) + `"}}`)
+	for range a.in {
+	}
+	if ce, ok := a.endErr.(*websocket.CloseError); !ok || ce.Code != websocket.CloseMessageTooBig {
+		t.Errorf("oversized frame: %v, want close 1009", a.endErr)
+	}
+	b.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"still","payload":{}}`)
+	b.expectError(relay.NoActiveSpec, "still")
+}

@@ -1,0 +1,212 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/relay"
+)
+
+// Timeouts of the relay calls: well under the ~60s an MCP client allows.
+const (
+	hostCallTimeout  = 20 * time.Second
+	followUpWait     = 1500 * time.Millisecond // for the state.updated after a result without uiSpec
+	defaultUserWait  = 30 * time.Second
+	maxUserWait      = 10 * time.Minute
+	agentMsgGrace    = 300 * time.Millisecond
+	hostTimeoutError = "the host did not answer within %s; the action may or may not have happened"
+)
+
+type uiRelay struct{ r *relay.Relay }
+
+func (u uiRelay) local(ctx context.Context, session string) (*relay.Local, error) {
+	if !relay.ValidSession(session) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: 1 to 64 letters, digits, '.', '_' or '-'"))
+	}
+	return u.r.Local(tokenOf(ctx), session), nil
+}
+
+// request makes one call to the host and splits the answer into the reply
+// or the protocol error.
+func request(ctx context.Context, l *relay.Local, typ string, payload any, timeout time.Duration) (relay.Envelope, *pb.RelayError) {
+	b, err := json.Marshal(payload)
+	if err != nil {
+		return relay.Envelope{}, &pb.RelayError{Code: relay.InvalidParams, Message: err.Error()}
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	env, err := l.Request(cctx, typ, b)
+	if err != nil {
+		if ctx.Err() != nil {
+			return env, &pb.RelayError{Code: relay.ToolExecutionFailed, Message: "cancelled by the agent; the action may or may not have happened"}
+		}
+		return env, &pb.RelayError{Code: relay.ToolExecutionFailed, Message: fmt.Sprintf(hostTimeoutError, timeout)}
+	}
+	if env.Type == relay.TypeError {
+		return env, relayError(env.Payload)
+	}
+	return env, nil
+}
+
+func relayError(p json.RawMessage) *pb.RelayError {
+	var e relay.Error
+	_ = json.Unmarshal(p, &e)
+	if e.Code == "" {
+		e.Code = relay.ToolExecutionFailed
+	}
+	return &pb.RelayError{Code: e.Code, Message: e.Message}
+}
+
+func (u uiRelay) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	env, rerr := request(ctx, l, relay.TypeSessionStart, map[string]string{
+		"studyId": req.GetStudyId(), "participantId": req.GetParticipantId(),
+	}, hostCallTimeout)
+	if rerr != nil {
+		return &pb.SessionResponse{Error: rerr}, nil
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	_ = json.Unmarshal(env.Payload, &p)
+	return &pb.SessionResponse{StudySessionId: p.SessionID}, nil
+}
+
+func (u uiRelay) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	reason := req.GetReason()
+	if reason == "" {
+		reason = "ended-by-agent"
+	}
+	env, rerr := request(ctx, l, relay.TypeSessionEnd, map[string]string{"reason": reason}, hostCallTimeout)
+	if rerr != nil {
+		return &pb.SessionResponse{Error: rerr}, nil
+	}
+	var p struct {
+		SessionID string `json:"sessionId"`
+		LogFile   string `json:"logFile"`
+	}
+	_ = json.Unmarshal(env.Payload, &p)
+	return &pb.SessionResponse{StudySessionId: p.SessionID, LogFile: p.LogFile}, nil
+}
+
+func (u uiRelay) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	if req.GetRefresh() {
+		if _, rerr := request(ctx, l, relay.TypeSnapshotGet, struct{}{}, hostCallTimeout); rerr != nil {
+			return &pb.GetUIStateResponse{Error: rerr, State: uiState(l.State())}, nil
+		}
+	}
+	return &pb.GetUIStateResponse{State: uiState(l.State())}, nil
+}
+
+func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb.CallUIToolResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	params := json.RawMessage(strings.TrimSpace(req.GetParamsJson()))
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if !json.Valid(params) || params[0] != '{' {
+		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: relay.InvalidParams, Message: "params must be a JSON object"}}, nil
+	}
+	before := l.State().Version
+	env, rerr := request(ctx, l, relay.TypeToolCall, map[string]any{
+		"toolName": req.GetToolName(), "params": params, "reason": req.GetReason(),
+	}, hostCallTimeout)
+	if rerr != nil {
+		return &pb.CallUIToolResponse{Error: rerr, State: uiState(l.State())}, nil
+	}
+	var res struct {
+		OK      *bool           `json:"ok"`
+		UISpec  json.RawMessage `json:"uiSpec"`
+		Code    string          `json:"code"`
+		Message string          `json:"message"`
+	}
+	_ = json.Unmarshal(env.Payload, &res)
+	out := &pb.CallUIToolResponse{ResultJson: string(env.Payload)}
+	if res.OK != nil && !*res.OK {
+		code := res.Code
+		if code == "" {
+			code = relay.ToolExecutionFailed
+		}
+		out.Error = &pb.RelayError{Code: code, Message: res.Message}
+	}
+	st := l.State()
+	if len(res.UISpec) == 0 || string(res.UISpec) == "null" {
+		// next, prev and postMessage may confirm with ok alone: the new
+		// state comes in the state.updated that follows.
+		st = l.WaitState(ctx, before, followUpWait)
+	}
+	out.State = uiState(st)
+	return out, nil
+}
+
+func (u uiRelay) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(map[string]string{"text": req.GetText()})
+	if env, failed := l.Post(ctx, relay.TypeAgentMessage, b, agentMsgGrace); failed {
+		return &pb.AgentMessageResponse{Error: relayError(env.Payload)}, nil
+	}
+	return &pb.AgentMessageResponse{}, nil
+}
+
+func (u uiRelay) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	l, err := u.local(ctx, req.GetRelaySession())
+	if err != nil {
+		return nil, err
+	}
+	d := time.Duration(req.GetTimeoutMs()) * time.Millisecond
+	if d <= 0 {
+		d = defaultUserWait
+	}
+	d = min(d, maxUserWait)
+	cctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	env, ok := l.NextUserMessage(cctx)
+	if !ok {
+		return &pb.WaitUserMessageResponse{}, nil
+	}
+	var p struct {
+		Text  string `json:"text"`
+		Stage string `json:"stage"`
+	}
+	_ = json.Unmarshal(env.Payload, &p)
+	return &pb.WaitUserMessageResponse{Received: true, Text: p.Text, Stage: p.Stage, PayloadJson: string(env.Payload)}, nil
+}
+
+func uiState(s relay.State) *pb.UIState {
+	tools, _ := json.Marshal(s.Tools)
+	if s.Tools == nil {
+		tools = []byte("[]")
+	}
+	return &pb.UIState{
+		UiSpecJson:         string(s.UISpec),
+		MessageHistoryJson: string(s.MessageHistory),
+		ToolSchemaJson:     string(s.ToolSchema),
+		AllToolsJson:       string(tools),
+		HostOnline:         s.HostOnline,
+		StudySessionId:     s.ActiveSession,
+	}
+}
