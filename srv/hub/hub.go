@@ -113,7 +113,7 @@ func (h *Hub) room(token string) *room {
 	defer h.mu.Unlock()
 	r := h.rooms[token]
 	if r == nil {
-		r = &room{clients: make(map[string]Client), pending: make(map[string]*pending)}
+		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending)}
 		h.rooms[token] = r
 	}
 	return r
@@ -220,6 +220,8 @@ func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessa
 type room struct {
 	mu      sync.Mutex
 	clients map[string]Client
+	joined  map[string]uint64 // client id -> join order
+	joins   uint64
 	// snapshot is clients as a slice for broadcasts; nil after a change
 	// and rebuilt on the next broadcast.
 	snapshot []Client
@@ -282,6 +284,8 @@ func (r *room) answer(kind Kind, id string, rep Reply) error {
 func (r *room) join(c Client, now time.Time) {
 	r.mu.Lock()
 	r.clients[c.ID()] = c
+	r.joins++
+	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
 	cs := r.clientsLocked()
 	r.mu.Unlock()
@@ -295,6 +299,7 @@ func (r *room) leave(c Client, now time.Time) {
 		return
 	}
 	delete(r.clients, c.ID())
+	delete(r.joined, c.ID())
 	r.snapshot = nil
 	cs := r.clientsLocked()
 	r.mu.Unlock()
@@ -336,20 +341,20 @@ func (r *room) validity(ids []string) map[string]bool {
 	return out
 }
 
+// onlineUsers lists the room's clients in the order they joined.
 func (r *room) onlineUsers() []*pb.OnlineUser {
 	r.mu.Lock()
-	cs := r.clientsLocked()
+	cs := append([]Client(nil), r.clientsLocked()...)
+	order := make(map[string]uint64, len(cs))
+	for _, c := range cs {
+		order[c.ID()] = r.joined[c.ID()]
+	}
 	r.mu.Unlock()
+	sort.Slice(cs, func(i, j int) bool { return order[cs[i].ID()] < order[cs[j].ID()] })
 	out := make([]*pb.OnlineUser, len(cs))
 	for i, c := range cs {
 		out[i] = onlineUser(c)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].ConnectedAt != out[j].ConnectedAt {
-			return out[i].ConnectedAt < out[j].ConnectedAt
-		}
-		return out[i].ClientId < out[j].ClientId
-	})
 	return out
 }
 

@@ -397,7 +397,11 @@ func (ch *channel) post(env Envelope) {
 	ch.mailboxWake = make(chan struct{})
 }
 
-func (ch *channel) joinHost(p *peer) {
+// joinHost makes p the host and acknowledges its relay.join (joinID).
+// Registration and acknowledgement happen under one lock: whatever the
+// peer, or anyone it tells, does after relay.joined finds it in place, and
+// nothing reaches it before relay.joined.
+func (ch *channel) joinHost(p *peer, joinID string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if old := ch.host; old != nil {
@@ -411,14 +415,17 @@ func (ch *channel) joinHost(p *peer) {
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.replaced", Payload: json.RawMessage("{}")})
 	}
 	ch.host = p
+	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")})
 	ch.record(studylog.Internal, Envelope{Type: "relay.host.joined", Payload: json.RawMessage("{}")})
 	ch.presence()
 }
 
-func (ch *channel) joinAgent(p *peer) {
+// joinAgent adds p to the agents and acknowledges, as joinHost does.
+func (ch *channel) joinAgent(p *peer, joinID string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.agents[p] = struct{}{}
+	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
 }
 
 func (ch *channel) leave(p *peer) {
@@ -462,9 +469,7 @@ func (ch *channel) presence() {
 }
 
 // joinedPayload describes the relay session to a peer that just joined.
-func (ch *channel) joinedPayload(role string) json.RawMessage {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
+func (ch *channel) joinedPayloadLocked(role string) json.RawMessage {
 	m := map[string]any{"role": role, "sessionId": ch.name, "hostOnline": ch.host != nil}
 	if ch.log != nil {
 		m["activeSession"] = ch.log.ID()

@@ -221,11 +221,10 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope) (*peer, *channel, bool) {
 	ch := r.channel(jp.Token, jp.SessionID)
 	p := &peer{role: jp.Role, id: hub.NewID()[:12], conn: c}
 	c.KeepAlive()
-	send(c, Envelope{Type: TypeJoined, ReplyTo: env.ID, Payload: ch.joinedPayload(jp.Role)})
 	if jp.Role == "host" {
-		ch.joinHost(p)
+		ch.joinHost(p, env.ID)
 	} else {
-		ch.joinAgent(p)
+		ch.joinAgent(p, env.ID)
 	}
 	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id)
 	return p, ch, true
