@@ -187,8 +187,10 @@ func (h *Hub) Answer(token string, kind Kind, id string, rep Reply) error {
 }
 
 // Join adds c to the room of token and tells the others it is online.
-func (h *Hub) Join(token string, c Client) {
-	h.room(token).join(c, h.now())
+// welcome, when not nil, is queued to c first, atomically with joining: c
+// gets it before any broadcast and misses none made after it.
+func (h *Hub) Join(token string, c Client, welcome []byte) {
+	h.room(token).join(c, welcome, h.now())
 }
 
 // Leave removes c from the room of token and tells the others.
@@ -281,8 +283,11 @@ func (r *room) answer(kind Kind, id string, rep Reply) error {
 	return nil
 }
 
-func (r *room) join(c Client, now time.Time) {
+func (r *room) join(c Client, welcome []byte, now time.Time) {
 	r.mu.Lock()
+	if welcome != nil {
+		c.Send(welcome)
+	}
 	r.clients[c.ID()] = c
 	r.joins++
 	r.joined[c.ID()] = r.joins

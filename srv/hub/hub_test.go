@@ -87,9 +87,9 @@ func ask(h *Hub, token, id string, timeout time.Duration, ctx context.Context) (
 func TestFirstAnswerWins(t *testing.T) {
 	h := New(Options{})
 	a, b, other := newFake("a"), newFake("b"), newFake("x")
-	h.Join("tok", a)
-	h.Join("tok", b)
-	h.Join("other", other)
+	h.Join("tok", a, nil)
+	h.Join("tok", b, nil)
+	h.Join("other", other, nil)
 
 	rc, ec := ask(h, "tok", "r1", time.Minute, context.Background())
 	a.waitFor(t, CmdAskQuestion)
@@ -131,7 +131,7 @@ func TestFirstAnswerWins(t *testing.T) {
 func TestTimeoutAndCancel(t *testing.T) {
 	h := New(Options{})
 	c := newFake("c")
-	h.Join("tok", c)
+	h.Join("tok", c, nil)
 
 	_, ec := ask(h, "tok", "slow", 50*time.Millisecond, context.Background())
 	if err := <-ec; !errors.Is(err, ErrTimeout) {
@@ -176,7 +176,7 @@ func TestPendingBeforeLoginAndDuplicates(t *testing.T) {
 		t.Fatal("pending leaked to another token")
 	}
 	late := newFake("late")
-	h.Join("tok", late)
+	h.Join("tok", late, nil)
 	if err := h.Answer("tok", AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestPendingBeforeLoginAndDuplicates(t *testing.T) {
 func TestClose(t *testing.T) {
 	h := New(Options{})
 	c := newFake("c")
-	h.Join("tok", c)
+	h.Join("tok", c, nil)
 	_, ec := ask(h, "tok", "r", time.Minute, context.Background())
 	c.waitFor(t, CmdAskQuestion)
 	h.Close()
@@ -204,9 +204,9 @@ func TestClose(t *testing.T) {
 func TestPresenceAndChat(t *testing.T) {
 	h := New(Options{})
 	a, b, x := newFake("a"), newFake("b"), newFake("x")
-	h.Join("tok", a)
-	h.Join("tok", b)
-	h.Join("other", x)
+	h.Join("tok", a, nil)
+	h.Join("tok", b, nil)
+	h.Join("other", x, nil)
 	st := a.waitFor(t, CmdUserConnectionStatusNotification)
 	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "online" {
 		t.Errorf("status = %v", u)

@@ -95,12 +95,12 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.token = m.StrParam
 	c.WS.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
-	c.reply(&pb.WebsocketMessage{
+	welcome, _ := proto.Marshal(&pb.WebsocketMessage{
 		Cmd:               hub.CmdUserLogin,
 		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true},
 		Nickname:          c.nickname,
 	})
-	o.Hub.Join(c.token, c)
+	o.Hub.Join(c.token, c, welcome)
 	c.h.log.Info("client logged in", "client", c.id, "nickname", c.nickname)
 	return true
 }

@@ -137,7 +137,22 @@ func (c *Conn) writeLoop() {
 				return
 			}
 		case <-c.done:
-			_ = c.WS.WriteControl(websocket.CloseMessage, c.closeMsg, time.Now().Add(c.o.WriteWait))
+			// Flush what was queued before the shutdown (a refusal sent
+			// just before closing must arrive), within one write deadline.
+			deadline := time.Now().Add(c.o.WriteWait)
+			_ = c.WS.SetWriteDeadline(deadline)
+		flush:
+			for {
+				select {
+				case frame := <-c.send:
+					if c.WS.WriteMessage(c.o.MessageType, frame) != nil {
+						break flush
+					}
+				default:
+					break flush
+				}
+			}
+			_ = c.WS.WriteControl(websocket.CloseMessage, c.closeMsg, deadline)
 			// Give the peer a moment to see the close frame, then end the
 			// reader by closing the socket.
 			_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
