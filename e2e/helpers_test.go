@@ -140,6 +140,11 @@ func startMCP(t *testing.T, s *server, token string, extra ...string) *client.Cl
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	// The constructor starts the transport; Start also attaches the
+	// notification handlers (progress, list_changed).
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	init.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}

@@ -3,9 +3,11 @@
 package mcpbridge
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -15,6 +17,10 @@ import (
 type Options struct {
 	// Client reaches agentassistant-srv. Required.
 	Client agentassistprotoconnect.SrvAgentAssistClient
+	// UI reaches the server's relay; nil leaves out the web UI tools.
+	UI agentassistprotoconnect.SrvUIRelayClient
+	// RelaySession is the relay session to act in ("" is "default").
+	RelaySession string
 	// Token is sent as UserToken with every request.
 	Token string
 	// ServerURL is the server's base URL, used in messages to the agent
@@ -57,19 +63,30 @@ func (o *Options) defaults() {
 // New returns the MCP server with its tools registered.
 func New(o Options) *server.MCPServer {
 	o.defaults()
+	hooks := &server.Hooks{}
 	s := server.NewMCPServer("agentassistant", o.Version,
 		server.WithToolCapabilities(true),
 		server.WithInstructions(instructions),
+		server.WithHooks(hooks),
 	)
 	b := &bridge{o: o, log: o.Logger}
 	b.register(s)
+	if o.UI != nil {
+		u := &uiTools{b: b, srv: s, registered: make(map[string]bool)}
+		u.register()
+		// Before every tools/list, learn the host tools the server has
+		// seen, so clients that list once still see all it knows.
+		hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { u.refresh(ctx) })
+		u.refresh(context.Background()) // and once now, for clients that call before listing
+	}
 	return s
 }
 
 const instructions = `agentassistant connects you with the person you work for, on their PC or phone.
 Use ask_question whenever you need a decision, a clarification or information only they have, instead of guessing or stopping.
 Use task_finish when you have completed the task, with a summary, to get their feedback or next instruction.
-Both tools wait until the person answers; the answer is the tool result.`
+Both tools wait until the person answers; the answer is the tool result.
+When a web UI (the booking host) is connected, get_ui_state shows what the participant sees and its own tools (select, next, ...) act on it; every UI action needs a reason.`
 
 type bridge struct {
 	o   Options

@@ -32,6 +32,7 @@ func (b *bridge) register(s *server.MCPServer) {
 		dirOpt, timeoutOpt,
 		mcp.WithTitleAnnotation("Ask the user"),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
 	), b.askQuestion)
 	s.AddTool(mcp.NewTool("task_finish",
@@ -42,6 +43,7 @@ func (b *bridge) register(s *server.MCPServer) {
 		dirOpt, timeoutOpt,
 		mcp.WithTitleAnnotation("Report the finished task"),
 		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
 	), b.taskFinish)
 }

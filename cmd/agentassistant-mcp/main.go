@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -47,6 +48,7 @@ type fileConfig struct {
 	Host     string `toml:"agentassistant_server_host"`
 	Port     int    `toml:"agentassistant_server_port"`
 	Token    string `toml:"agentassistant_server_token"`
+	Session  string `toml:"relay_session"`
 	LogLevel string `toml:"log_level"`
 }
 
@@ -61,6 +63,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	port := fs.Int("port", cfg.Port, "agentassistant-srv port")
 	token := fs.String("token", "", "token (default: the one agentassistant-srv generated on this machine)")
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
+	session := fs.String("session", "", "relay session of the web UI to drive (default \"default\")")
 	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -82,6 +85,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			cfg.Port = *port
 		case "token":
 			cfg.Token = *token
+		case "session":
+			cfg.Session = *session
 		case "log-level":
 			cfg.LogLevel = *logLevel
 		}
@@ -103,15 +108,22 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	base := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}
-	httpClient := &http.Client{Transport: &http.Transport{
+	transport := &http.Transport{
 		Proxy:               nil, // the server is local or on a LAN; never send the token through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
-	}}
+	}
+	// Questions wait for a person as long as their timeout says; UI calls
+	// answer within the server's own limits, so a hung one is cut at 60s.
+	httpClient := &http.Client{Transport: transport}
+	uiHTTP := &http.Client{Transport: transport, Timeout: 60 * time.Second}
 	dir, _ := os.Getwd()
 	s := mcpbridge.New(mcpbridge.Options{
-		Client:           agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
+		Client: agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
+		UI: agentassistprotoconnect.NewSrvUIRelayClient(uiHTTP, base.String(),
+			connect.WithInterceptors(tokenHeader(cfg.Token))),
+		RelaySession:     cfg.Session,
 		Token:            cfg.Token,
 		ServerURL:        base.String(),
 		Logger:           logger,
@@ -136,4 +148,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	return nil
+}
+
+// tokenHeader sends the token as a header, how the services whose messages
+// carry no UserToken authenticate.
+func tokenHeader(token string) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(auth.TokenHeader, token)
+			return next(ctx, req)
+		}
+	}
 }

@@ -54,6 +54,10 @@ func (t *Tokens) Valid(tok string) bool {
 	return ok == 1
 }
 
+// TokenHeader carries the token on HTTP requests whose messages have no
+// UserToken field (our newer Connect services, status endpoints).
+const TokenHeader = "X-Agentassistant-Token"
+
 // MaxLen bounds a token's length; anything longer is rejected unread.
 const MaxLen = 256
 

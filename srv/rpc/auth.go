@@ -10,10 +10,6 @@ import (
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
-// TokenHeader carries the token for services whose messages have no
-// UserToken field.
-const TokenHeader = "X-Agentassistant-Token"
-
 // tokenCarrier is any request message with a UserToken field, which is how
 // existing agentassistant clients authenticate.
 type tokenCarrier interface{ GetUserToken() string }
@@ -27,7 +23,7 @@ func TokenFrom(msg any, h interface{ Get(string) string }) string {
 			return t
 		}
 	}
-	if t := h.Get(TokenHeader); t != "" {
+	if t := h.Get(auth.TokenHeader); t != "" {
 		return t
 	}
 	if a := h.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
