@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -32,6 +33,8 @@ type Options struct {
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
 	StudyLogs *studylog.Dir
+	// Catalog is the booking host's catalog JSON; nil serves the default.
+	Catalog []byte
 }
 
 // Server is the composed handler and the state behind it.
@@ -71,6 +74,11 @@ func New(o Options) *Server {
 	mux.Handle("/ws", s.inbox)
 	mux.Handle("/agent/ws", s.relay)
 	mux.HandleFunc("GET /health", s.health)
+	cat := o.Catalog
+	if cat == nil {
+		cat, _ = catalog.Load("")
+	}
+	mux.Handle("GET /api/catalog", catalog.Handler(cat, s.authorized))
 	mux.Handle("/", webui.Handler())
 	s.handler = o.Guard.Wrap(mux)
 	return s
@@ -90,8 +98,14 @@ func (s *Server) Close() error {
 	return s.inbox.Close()
 }
 
+// authorized checks the token of a plain HTTP request: the
+// X-Agentassistant-Token or Authorization header, or ?token=.
+func (s *Server) authorized(r *http.Request) bool {
+	return s.tokens.Valid(rpc.TokenFrom(nil, r.Header)) || s.tokens.Valid(r.URL.Query().Get("token"))
+}
+
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	if !s.tokens.Valid(rpc.TokenFrom(nil, r.Header)) && !s.tokens.Valid(r.URL.Query().Get("token")) {
+	if !s.authorized(r) {
 		http.Error(w, "missing or invalid token", http.StatusUnauthorized)
 		return
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -47,6 +48,7 @@ type fileConfig struct {
 	AllowedOrigins []string `toml:"allowed_origins"`
 	LogLevel       string   `toml:"log_level"`
 	StudyLogSync   bool     `toml:"study_log_fsync"`
+	Catalog        string   `toml:"booking_catalog"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -125,7 +127,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs})
+	cat, err := catalog.Load(cfg.Catalog)
+	if err != nil {
+		return err
+	}
+	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat})
 	hs := &http.Server{
 		Handler:           server.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

@@ -220,7 +220,20 @@ func (ch *channel) openSession(p *peer, replyTo string) bool {
 	}
 	ch.log = l
 	ch.r.log.Info("study session started", "session", l.ID(), "relay", ch.name)
+	ch.tellHost()
 	return true
+}
+
+// tellHost lets the host show the study session, however it was started.
+func (ch *channel) tellHost() {
+	if ch.host == nil {
+		return
+	}
+	p := map[string]any{"active": ch.log != nil, "sessionId": ""}
+	if ch.log != nil {
+		p["sessionId"] = ch.log.ID()
+	}
+	ch.host.deliver(Envelope{Type: TypeSession, Payload: mustJSON(p)})
 }
 
 func (ch *channel) closeSession() {
@@ -232,6 +245,7 @@ func (ch *channel) closeSession() {
 	}
 	ch.r.log.Info("study session ended", "session", ch.log.ID(), "relay", ch.name)
 	ch.log = nil
+	ch.tellHost()
 }
 
 func (ch *channel) fromHost(p *peer, env Envelope) {

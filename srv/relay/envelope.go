@@ -27,6 +27,7 @@ const (
 	TypeJoined         = "relay.joined"
 	TypeReplaced       = "relay.replaced" // ours: the older host is told a newer one took over
 	TypePresence       = "relay.presence" // ours: agents learn when the host comes and goes
+	TypeSession        = "relay.session"  // ours: the host learns the study session id, however it started
 	TypeSessionStart   = "session.start"
 	TypeSessionStarted = "session.started"
 	TypeSnapshotGet    = "snapshot.get"

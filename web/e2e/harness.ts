@@ -1,0 +1,96 @@
+// Test harness: the real agentassistant-srv binary (with the embedded UI)
+// on a free port, the real agentassistant-mcp binary behind the official
+// MCP client over stdio, and Debian's Chromium driven by playwright-core.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { chromium, type Browser } from 'playwright-core'
+import { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
+
+const BIN = resolve(__dirname, '../../bin')
+export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium'
+
+export interface Server {
+  url: string
+  host: string
+  port: string
+  token: string
+  data: string
+  proc: ChildProcess
+  stop(): Promise<void>
+}
+
+export async function startServer(): Promise<Server> {
+  const data = mkdtempSync(join(tmpdir(), 'aa-e2e-'))
+  const token = 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
+  const proc = spawn(join(BIN, 'agentassistant-srv'), ['-port', '0', '-data', data, '-token', token, '-config', '/dev/null'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let log = ''
+  proc.stderr!.on('data', (b) => (log += b))
+  const url = await new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error('server printed no URL:\n' + log)), 10000)
+    let out = ''
+    proc.stdout!.on('data', (b) => {
+      out += b
+      const m = /http:\/\/\S+\/\?token=\S+/.exec(out)
+      if (m) {
+        clearTimeout(timer)
+        ok(m[0])
+      }
+    })
+    proc.on('exit', (c) => fail(new Error(`server exited ${c}:\n${log}`)))
+  })
+  const u = new URL(url)
+  return {
+    url: u.origin,
+    host: u.hostname,
+    port: u.port,
+    token,
+    data,
+    proc,
+    async stop() {
+      proc.kill('SIGINT')
+      await new Promise((r) => proc.once('exit', r))
+      rmSync(data, { recursive: true, force: true })
+    },
+  }
+}
+
+export async function startMCP(s: Server): Promise<Client> {
+  const home = mkdtempSync(join(tmpdir(), 'aa-home-'))
+  const transport = new StdioClientTransport({
+    command: join(BIN, 'agentassistant-mcp'),
+    args: ['-host', s.host, '-port', s.port, '-token', s.token],
+    env: { HOME: home, XDG_CONFIG_HOME: home, PATH: process.env.PATH ?? '' },
+    cwd: home,
+    stderr: 'ignore',
+  })
+  const client = new Client({ name: 'e2e', version: '1.0.0' })
+  await client.connect(transport)
+  return client
+}
+
+export async function launch(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  })
+}
+
+export type ToolResult = { isError?: boolean; content: { type: string; text?: string; data?: string; mimeType?: string }[] }
+
+export function text(r: ToolResult): string {
+  return r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n')
+}
+
+// A 2x2 red PNG.
+export const PNG = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP8z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg==',
+  'base64',
+)
+
+export const SHOTS = process.env.AA_SCREENSHOTS // directory for README screenshots, when set

@@ -1,0 +1,110 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, Page } from 'playwright-core'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { launch, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+let srv: Server
+let mcp: Client
+let browser: Browser
+
+beforeAll(async () => {
+  srv = await startServer()
+  mcp = await startMCP(srv)
+  browser = await launch()
+})
+
+afterAll(async () => {
+  await browser?.close()
+  await mcp?.close()
+  await srv?.stop()
+})
+
+async function openInbox(nickname: string, viewport = { width: 1200, height: 850 }): Promise<Page> {
+  const ctx = await browser.newContext({ viewport, locale: 'en-US' })
+  await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), nickname)
+  const page = await ctx.newPage()
+  await page.goto(`${srv.url}/?token=${srv.token}`)
+  await page.locator('[data-testid=conn][data-state=online]').waitFor()
+  return page
+}
+
+function ask(args: Record<string, unknown>, tool = 'ask_question') {
+  return mcp.callTool({ name: tool, arguments: args }, undefined, { timeout: 120_000 }) as Promise<ToolResult>
+}
+
+describe('inbox in a real browser', () => {
+  it('shows a question, takes a text and image reply, and the MCP result carries both', async () => {
+    const page = await openInbox('laptop')
+    expect(page.url()).toBe(`${srv.url}/`) // the token left the address bar
+    const call = ask({ question: 'Which **database**?\n\n```sql\nSELECT 1;\n```\n<img src=x onerror="window.pwned=1">', project_directory: '/home/me/shop' })
+    const item = page.locator('[data-status=waiting]', { hasText: 'database' })
+    await item.waitFor()
+    await expect(item.locator('[data-testid=question] strong').textContent()).resolves.toBe('database')
+    await expect(item.locator('[data-testid=question] pre code').textContent()).resolves.toContain('SELECT 1;')
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    // The reply box has focus as the question arrives.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.tagName)).toBe('TEXTAREA')
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-desktop.png` })
+
+    await page.locator('textarea[data-testid=reply-input]').fill('PostgreSQL, please.')
+    await page.locator('[data-testid=file]').setInputFiles({ name: 'shot.png', mimeType: 'image/png', buffer: PNG })
+    await page.locator('[data-testid=thumb]').waitFor()
+    await page.keyboard.press('Control+Enter')
+
+    const r = await call
+    expect(r.isError).toBeFalsy()
+    expect(text(r)).toBe('PostgreSQL, please.')
+    const img = r.content.find((c) => c.type === 'image')
+    expect(img?.mimeType).toBe('image/png')
+    expect(Buffer.from(img!.data!, 'base64').equals(PNG)).toBe(true)
+    await page.locator('[data-status=answeredHere]').waitFor()
+    await page.context().close()
+  })
+
+  it('two devices: one answers, the other shows it as answered elsewhere', async () => {
+    const pc = await openInbox('pc')
+    const phone = await openInbox('phone', { width: 390, height: 844 })
+    await pc.getByText('phone', { exact: false }).first().waitFor() // online users under the title bar
+    const call = ask({ summary: 'Refactored the **payment** module; all tests pass.', project_directory: '/home/me/shop' }, 'task_finish')
+    await pc.locator('[data-status=waiting]', { hasText: 'payment' }).waitFor()
+    await phone.locator('[data-status=waiting]', { hasText: 'payment' }).waitFor()
+    if (SHOTS) await phone.screenshot({ path: `${SHOTS}/inbox-phone.png` })
+    await phone.getByText('Please continue').click()
+    const r = await call
+    expect(text(r)).toBe('Please continue')
+    const item = pc.locator('[data-status=answeredElsewhere]', { hasText: 'payment' })
+    await item.waitFor()
+    await expect(item.locator('[data-testid=status]').textContent()).resolves.toContain('another device')
+    await expect(item.locator('[data-testid=reply]').textContent()).resolves.toContain('Please continue')
+    await pc.context().close()
+    await phone.context().close()
+  })
+
+  it('a pending question survives a reload and can still be answered', async () => {
+    const page = await openInbox('reloader')
+    const call = ask({ question: 'Deploy to production now?' })
+    await page.locator('[data-status=waiting]', { hasText: 'Deploy to production' }).waitFor()
+    await page.reload()
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    const item = page.locator('[data-status=waiting]', { hasText: 'Deploy to production' })
+    await item.waitFor()
+    await page.locator('textarea[data-testid=reply-input]').fill('Not yet, wait for QA.')
+    await page.locator('[data-testid=send]').click()
+    expect(text(await call)).toBe('Not yet, wait for QA.')
+    // History survives a reload too.
+    await page.reload()
+    await page.locator('[data-status=answeredHere]', { hasText: 'Deploy to production' }).waitFor()
+    await page.context().close()
+  })
+
+  it('cancelling the MCP call withdraws the question from the page', async () => {
+    const page = await openInbox('watcher')
+    const ac = new AbortController()
+    const call = mcp.callTool({ name: 'ask_question', arguments: { question: 'Should I wait?' } }, undefined, { signal: ac.signal, timeout: 120_000 })
+    await page.locator('[data-status=waiting]', { hasText: 'Should I wait?' }).waitFor()
+    ac.abort()
+    await expect(call).rejects.toThrow()
+    await page.locator('[data-status=cancelled]', { hasText: 'Should I wait?' }).waitFor()
+    await page.context().close()
+  })
+})

@@ -1,0 +1,37 @@
+// The token arrives once in ?token=; it is then kept for this tab and this
+// device (so reloads and bookmarks without it work) and removed from the
+// address bar so it is not shared, bookmarked or sent in a Referer.
+const KEY = 'aa.token'
+
+export function takeToken(loc: Location = location, hist: History = history): string | null {
+  const url = new URL(loc.href)
+  const fromURL = url.searchParams.get('token')
+  if (fromURL) {
+    sessionStorage.setItem(KEY, fromURL)
+    localStorage.setItem(KEY, fromURL)
+    url.searchParams.delete('token')
+    hist.replaceState(hist.state, '', url.pathname + url.search + url.hash)
+    return fromURL
+  }
+  return sessionStorage.getItem(KEY) ?? localStorage.getItem(KEY)
+}
+
+export function forgetToken() {
+  sessionStorage.removeItem(KEY)
+  localStorage.removeItem(KEY)
+}
+
+// A short, stable, non-reversible tag of the token, to key what is stored
+// per token (history) without writing the token into more keys.
+export function tokenTag(token: string): string {
+  let h = 0x811c9dc5
+  for (let i = 0; i < token.length; i++) {
+    h ^= token.charCodeAt(i)
+    h = Math.imul(h, 0x01000193)
+  }
+  return (h >>> 0).toString(36)
+}
+
+export function wsURL(path: string, loc: Location = location): string {
+  return (loc.protocol === 'https:' ? 'wss://' : 'ws://') + loc.host + path
+}
