@@ -8,7 +8,7 @@ WEB     := web
 BUF     := $(WEB)/node_modules/.bin/buf
 RUNARGS ?=
 
-.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean
+.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots
 
 all: build
 
@@ -28,7 +28,7 @@ web-deps: $(WEB)/node_modules/.package-lock.json
 
 ## web: build the UI into srv/webui/dist (embedded by go build)
 web: web-deps
-	@if [ -f $(WEB)/vite.config.ts ]; then cd $(WEB) && $(NPM) run build; fi
+	cd $(WEB) && $(NPM) run build
 
 ## generate: regenerate gen/ and the UI's protobuf-es code from proto/
 generate: web-deps
@@ -44,9 +44,16 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
 
-## test: everything CI runs
-test: checkgenerate vet
+## test: everything CI runs: Go (race detector), the UI's unit tests, and
+## the browser tests (Debian's chromium; set CHROMIUM to use another)
+test: checkgenerate vet build
 	$(GO) test -race -count=1 ./...
+	cd $(WEB) && $(NPM) test
+	cd $(WEB) && $(NPM) run e2e
+
+## screenshots: refresh docs/*.png from the browser tests
+screenshots: build
+	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')

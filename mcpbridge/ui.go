@@ -75,7 +75,6 @@ func (u *uiTools) register() {
 	), u.endSession)
 }
 
-
 // sync registers the host tools in state that are not registered yet.
 func (u *uiTools) sync(st *pb.UIState) {
 	if st == nil || st.GetAllToolsJson() == "" {
