@@ -2,13 +2,15 @@
 # runs every test. Both work on a fresh clone with Go and Node.js installed.
 
 GO      ?= go
+GOLANGCI_LINT ?= $(GO) run github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+GOVULNCHECK   ?= $(GO) run golang.org/x/vuln/cmd/govulncheck@v1.1.4
 NPM     ?= npm
 BIN     := bin
 WEB     := web
 BUF     := $(WEB)/node_modules/.bin/buf
 RUNARGS ?=
 
-.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots
+.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz
 
 all: build
 
@@ -54,6 +56,22 @@ test: checkgenerate vet build
 ## screenshots: refresh docs/*.png from the browser tests
 screenshots: build
 	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
+
+## lint: golangci-lint (with gosec) and govulncheck; govulncheck needs to
+## reach vuln.go.dev and says so when it cannot
+lint:
+	$(GOLANGCI_LINT) run ./...
+	@out=$$($(GOVULNCHECK) ./... 2>&1); rc=$$?; echo "$$out" | tail -20; \
+	if [ $$rc -ne 0 ] && echo "$$out" | grep -q "fetching vulnerabilities"; then \
+		echo "govulncheck: vulnerability database unreachable from here; dependencies NOT checked"; \
+	elif [ $$rc -ne 0 ]; then exit $$rc; fi
+
+## fuzz: a longer fuzzing run of every target (FUZZTIME each, default 1m)
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime $(FUZZTIME) ./srv/relay/
+	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./srv/auth/
+	$(GO) test -run '^$$' -fuzz FuzzWSFrame -fuzztime $(FUZZTIME) ./srv/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')

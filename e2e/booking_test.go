@@ -161,7 +161,7 @@ func TestBookingThroughMCP(t *testing.T) {
 		t.Error("the host never got the agent message")
 	}
 
-	out = step(t, agent, "end_session", map[string]any{"reason": "study-complete"}, false, "Study session "+sid+" ended", "logs/study/"+sid+".jsonl")
+	step(t, agent, "end_session", map[string]any{"reason": "study-complete"}, false, "Study session "+sid+" ended", "logs/study/"+sid+".jsonl")
 	if spec := h.UISpec(); spec["stage"] != "movie" || spec["booked"] != false {
 		t.Errorf("host not reset after session.end: %v", spec)
 	}

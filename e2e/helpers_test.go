@@ -94,6 +94,11 @@ func startServer(t *testing.T, tokens ...string) *server {
 		if t.Failed() {
 			t.Logf("server log:\n%s", logs.String())
 		}
+		for _, tok := range tokens {
+			if strings.Contains(logs.String(), tok) {
+				t.Errorf("the server log holds a token")
+			}
+		}
 	})
 	found := make(chan string, 1)
 	go func() {

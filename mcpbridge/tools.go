@@ -49,14 +49,14 @@ func (b *bridge) register(s *server.MCPServer) {
 }
 
 func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	q, err := req.RequireString("question")
-	if err != nil || strings.TrimSpace(q) == "" {
+	q := req.GetString("question", "")
+	if strings.TrimSpace(q) == "" {
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	id := hub.NewID()
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
-		ProjectDirectory: b.dir(req), Question: q, Timeout: int32(timeout / time.Second),
+		ProjectDirectory: b.dir(req), Question: q, Timeout: hub.Seconds(timeout),
 	}}
 	return b.wait(ctx, req, hub.AskQuestion, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
@@ -64,14 +64,14 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 }
 
 func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	sum, err := req.RequireString("summary")
-	if err != nil || strings.TrimSpace(sum) == "" {
+	sum := req.GetString("summary", "")
+	if strings.TrimSpace(sum) == "" {
 		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	id := hub.NewID()
 	call := &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
-		ProjectDirectory: b.dir(req), Summary: sum, Timeout: int32(timeout / time.Second),
+		ProjectDirectory: b.dir(req), Summary: sum, Timeout: hub.Seconds(timeout),
 	}}
 	return b.wait(ctx, req, hub.TaskFinish, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		r, err := b.o.Client.TaskFinish(ctx, call)

@@ -427,7 +427,7 @@ func TestOversizedFrame(t *testing.T) {
 	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","payload":{"text":"` + strings.Repeat("x", 2048) + `"}}`)
 	for range a.in {
 	}
-	if ce, ok := a.endErr.(*websocket.CloseError); !ok || ce.Code != websocket.CloseMessageTooBig {
+	if !websocket.IsCloseError(a.endErr, websocket.CloseMessageTooBig) {
 		t.Errorf("oversized frame: %v, want close 1009", a.endErr)
 	}
 	b.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"still","payload":{}}`)

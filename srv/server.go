@@ -1,5 +1,6 @@
 // Package srv composes agentassistant-srv's single http.Handler: the Connect
-// services, /ws, /health and the embedded UI, behind the Host guard.
+// services, /ws, /agent/ws, the token-protected HTTP endpoints and the
+// embedded UI, behind the Host guard.
 package srv
 
 import (
@@ -23,18 +24,38 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard // nil: loopback names only
 	Logger *slog.Logger
-	// Inbox tunes /ws; its Hub, Tokens, Guard and Logger are filled in.
-	Inbox inbox.Options
-	// RPC tunes the Connect services; Hub, Relay, Tokens and Logger are
+	// Limiter counts failed logins per address on every surface; nil
+	// means 20 failures a minute.
+	Limiter *auth.Limiter
+	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter and Logger are
 	// filled in.
+	Inbox inbox.Options
+	// RPC tunes the Connect services; Hub, Relay, Tokens, Limiter and
+	// Logger are filled in.
 	RPC rpc.Options
-	// Relay tunes /agent/ws; Tokens, Guard, Logger and Logs are filled in.
+	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Logger and Logs are
+	// filled in.
 	Relay relay.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
 	StudyLogs *studylog.Dir
 	// Catalog is the booking host's catalog JSON; nil serves the default.
 	Catalog []byte
+}
+
+// Guard kinds of a route: how it checks the token.
+const (
+	GuardHeader  = "header"  // X-Agentassistant-Token / Authorization / ?token=
+	GuardConnect = "connect" // the Connect interceptor (UserToken or header)
+	GuardLogin   = "login"   // /ws: UserLogin's StrParam
+	GuardJoin    = "join"    // /agent/ws: relay.join's payload.token
+	GuardPublic  = "public"  // static UI files, which hold no data
+)
+
+// Route is one registered pattern and how it is guarded.
+type Route struct {
+	Pattern string
+	Guard   string
 }
 
 // Server is the composed handler and the state behind it.
@@ -44,8 +65,14 @@ type Server struct {
 	relay   *relay.Relay
 	handler http.Handler
 	tokens  *auth.Tokens
+	limiter *auth.Limiter
+	routes  []Route
+	mux     *http.ServeMux
 	started time.Time
 }
+
+// MaxBody bounds any request body (Connect messages carry images).
+const MaxBody = 17 << 20
 
 // New builds the server.
 func New(o Options) *Server {
@@ -55,34 +82,52 @@ func New(o Options) *Server {
 	if o.Guard == nil {
 		o.Guard = &auth.Guard{}
 	}
-	s := &Server{tokens: o.Tokens, started: time.Now()}
+	if o.Limiter == nil {
+		o.Limiter = auth.NewLimiter(0, 0)
+	}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux()}
 	s.hub = hub.New(hub.Options{Logger: o.Logger.With("component", "hub")})
 
 	io := o.Inbox
-	io.Hub, io.Tokens, io.Guard, io.Logger = s.hub, o.Tokens, o.Guard, o.Logger.With("component", "ws")
+	io.Hub, io.Tokens, io.Guard, io.Limiter, io.Logger = s.hub, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "ws")
 	s.inbox = inbox.New(io)
 
 	rlo := o.Relay
-	rlo.Tokens, rlo.Guard, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Logger.With("component", "relay"), o.StudyLogs
+	rlo.Tokens, rlo.Guard, rlo.Limiter, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "relay"), o.StudyLogs
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC
-	ro.Hub, ro.Relay, ro.Tokens, ro.Logger = s.hub, s.relay, o.Tokens, o.Logger.With("component", "rpc")
+	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	for _, path := range rpc.Mount(s.mux, ro) {
+		s.routes = append(s.routes, Route{Pattern: path, Guard: GuardConnect})
+	}
 
-	mux := http.NewServeMux()
-	rpc.Mount(mux, ro)
-	mux.Handle("/ws", s.inbox)
-	mux.Handle("/agent/ws", s.relay)
-	mux.HandleFunc("GET /health", s.health)
 	cat := o.Catalog
 	if cat == nil {
 		cat, _ = catalog.Load("")
 	}
-	mux.Handle("GET /api/catalog", catalog.Handler(cat, s.authorized))
-	mux.Handle("/", webui.Handler())
-	s.handler = o.Guard.Wrap(mux)
+	s.handle("/ws", GuardLogin, s.inbox)
+	s.handle("/agent/ws", GuardJoin, s.relay)
+	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
+	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
+	s.handle("/", GuardPublic, webui.Handler())
+	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body != nil {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		}
+		s.mux.ServeHTTP(w, r)
+	}))
 	return s
 }
+
+func (s *Server) handle(pattern, guard string, h http.Handler) {
+	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
+	s.mux.Handle(pattern, h)
+}
+
+// Routes lists every registered route with its guard, so tests can check
+// that each one refuses a request without the token.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
 // Handler is everything the server serves.
 func (s *Server) Handler() http.Handler { return s.handler }
@@ -94,26 +139,68 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {
 	s.hub.Close()
-	s.relay.Close()
+	_ = s.relay.Close()
 	return s.inbox.Close()
 }
 
-// authorized checks the token of a plain HTTP request: the
-// X-Agentassistant-Token or Authorization header, or ?token=.
-func (s *Server) authorized(r *http.Request) bool {
-	return s.tokens.Valid(rpc.TokenFrom(nil, r.Header)) || s.tokens.Valid(r.URL.Query().Get("token"))
+// requireToken guards a plain HTTP endpoint: the token in the
+// X-Agentassistant-Token or Authorization header, or in ?token=.
+func (s *Server) requireToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.limiter.Allowed(r.RemoteAddr) {
+			http.Error(w, "too many failed attempts; try again in a minute", http.StatusTooManyRequests)
+			return
+		}
+		tok := rpc.TokenFrom(nil, r.Header)
+		if tok == "" {
+			tok = r.URL.Query().Get("token")
+		}
+		if !s.tokens.Valid(tok) {
+			s.limiter.Failed(r.RemoteAddr)
+			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
 }
 
-func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	if !s.authorized(r) {
-		http.Error(w, "missing or invalid token", http.StatusUnauthorized)
-		return
-	}
+func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":        "ok",
-		"uptimeSeconds": int64(time.Since(s.started).Seconds()),
-		"wsConnections": s.inbox.Count(),
+		"status":           "ok",
+		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
+		"wsConnections":    s.inbox.Count(),
+		"relayConnections": s.relay.Count(),
 	})
+}
+
+// HTTPOptions are the timeouts of the http.Server; zero values take the
+// defaults.
+type HTTPOptions struct {
+	ReadHeaderTimeout time.Duration // default 10s: slow headers (slowloris) are cut off
+	IdleTimeout       time.Duration // default 120s
+	ErrorLog          *slog.Logger
+}
+
+// NewHTTPServer returns the http.Server for h with the server's limits.
+// No ReadTimeout or WriteTimeout: agent calls wait for a person for many
+// minutes and WebSockets live for hours; their own deadlines apply.
+func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
+	if o.ReadHeaderTimeout <= 0 {
+		o.ReadHeaderTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 120 * time.Second
+	}
+	hs := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: o.ReadHeaderTimeout,
+		IdleTimeout:       o.IdleTimeout,
+		MaxHeaderBytes:    64 << 10,
+	}
+	if o.ErrorLog != nil {
+		hs.ErrorLog = slog.NewLogLogger(o.ErrorLog.Handler(), slog.LevelDebug)
+	}
+	return hs
 }

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/rpc"
 )
 
 func protoMarshal(m *pb.WebsocketMessage) ([]byte, error) { return proto.Marshal(m) }
@@ -23,3 +24,5 @@ func readFrame(t *testing.T, ws *websocket.Conn) *pb.WebsocketMessage {
 	}
 	return &m
 }
+
+func rpcOpts(max int) rpc.Options { return rpc.Options{MaxMessage: max} }

@@ -22,6 +22,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -49,6 +50,9 @@ type fileConfig struct {
 	LogLevel       string   `toml:"log_level"`
 	StudyLogSync   bool     `toml:"study_log_fsync"`
 	Catalog        string   `toml:"booking_catalog"`
+	TLSCert        string   `toml:"tls_cert"`
+	TLSKey         string   `toml:"tls_key"`
+	MaxPerToken    int      `toml:"max_connections_per_token"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -63,6 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", "", "token clients must present (default: generated once and kept in the data directory)")
 	dataDir := fs.String("data", cfg.DataDir, "data directory (generated token, logs)")
 	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
+	tlsKey := fs.String("tls-key", "", "TLS key file (PEM)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -87,6 +93,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			cfg.DataDir = *dataDir
 		case "log-level":
 			cfg.LogLevel = *logLevel
+		case "tls-cert":
+			cfg.TLSCert = *tlsCert
+		case "tls-key":
+			cfg.TLSKey = *tlsKey
 		}
 	})
 
@@ -131,12 +141,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat})
-	hs := &http.Server{
-		Handler:           server.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
+		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken}})
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return errors.New("TLS needs both tls_cert and tls_key")
+	}
+	hs := srv.NewHTTPServer(server.Handler(), srv.HTTPOptions{ErrorLog: log})
+	scheme := "http"
+	if cfg.TLSCert != "" {
+		scheme = "https"
 	}
 
 	addr := ln.Addr().(*net.TCPAddr)
@@ -144,28 +157,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
 		urlHost = "127.0.0.1"
 	}
-	u := url.URL{Scheme: "http", Host: net.JoinHostPort(urlHost, strconv.Itoa(addr.Port)), Path: "/",
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(urlHost, strconv.Itoa(addr.Port)), Path: "/",
 		RawQuery: url.Values{"token": {cfg.Token}}.Encode()}
 	log.Info("listening", "addr", addr.String())
-	fmt.Fprintf(stdout, "agentassistant-srv is running. Open this URL to answer your agents:\n\n  %s\n\n", u.String())
+	_, _ = fmt.Fprintf(stdout, "agentassistant-srv is running. Open this URL to answer your agents:\n\n  %s\n\n", u.String())
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if cfg.TLSCert != "" {
+			errc <- hs.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
-		server.Close()
+		_ = server.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	server.Close() // first, so waiting agent calls return and the HTTP server can drain
+	_ = server.Close() // first, so waiting agent calls return and the HTTP server can drain
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err = hs.Shutdown(sctx)
 	if err != nil {
-		hs.Close()
+		_ = hs.Close()
 	}
-	<-errc
+	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
+		err = serr
+	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

@@ -44,11 +44,11 @@ func Dial(baseURL, token string, o Options) (*Host, error) {
 	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var joined map[string]any
 	if err := ws.ReadJSON(&joined); err != nil {
-		ws.Close()
+		_ = ws.Close()
 		return nil, fmt.Errorf("relay.join: %w", err)
 	}
 	if joined["type"] != "relay.joined" {
-		ws.Close()
+		_ = ws.Close()
 		return nil, fmt.Errorf("relay.join answered %v", joined)
 	}
 	_ = ws.SetReadDeadline(time.Time{})
@@ -58,7 +58,7 @@ func Dial(baseURL, token string, o Options) (*Host, error) {
 }
 
 // Close leaves the relay.
-func (h *Host) Close() { h.ws.Close(); <-h.done }
+func (h *Host) Close() { _ = h.ws.Close(); <-h.done }
 
 // Done is closed when the connection has ended.
 func (h *Host) Done() <-chan struct{} { return h.done }
@@ -159,7 +159,7 @@ func (h *Host) handle(typ, id string, payload json.RawMessage) {
 		}
 		_ = json.Unmarshal(payload, &p)
 		if h.dropOn != "" && p.ToolName == h.dropOn {
-			h.ws.Close()
+			_ = h.ws.Close()
 			return
 		}
 		h.mu.Lock()

@@ -31,19 +31,22 @@ type Client struct {
 // Login.Success false and no error.
 func Dial(baseURL, token, nickname string, header http.Header) (*Client, error) {
 	u := strings.Replace(strings.TrimSuffix(baseURL, "/"), "http", "ws", 1) + "/ws"
-	conn, _, err := websocket.DefaultDialer.Dial(u, header)
+	conn, resp, err := websocket.DefaultDialer.Dial(u, header)
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", u, err)
 	}
 	c := &Client{Conn: conn, frames: make(chan *pb.WebsocketMessage, 1024), readErr: make(chan error, 1)}
 	go c.readLoop()
 	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname}); err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return nil, err
 	}
 	m, err := c.Expect("UserLogin", 5*time.Second)
 	if err != nil {
-		conn.Close()
+		_ = conn.Close()
 		return nil, err
 	}
 	c.Login = m.GetUserLoginResponse()

@@ -85,7 +85,11 @@ func (g *Guard) OriginAllowed(r *http.Request) bool {
 		}
 	}
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.User != nil {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	if err != nil || u.Scheme != scheme || u.User != nil || u.Path != "" {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host) && g.HostAllowed(u.Host)

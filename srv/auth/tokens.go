@@ -101,8 +101,8 @@ func LoadOrCreate(dir string) (tok string, created bool, err error) {
 		return "", false, fmt.Errorf("create data directory: %w", err)
 	}
 	tok = Generate()
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, os.ErrExist) { // another process won the race
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // #nosec G304 -- the operator's data directory
+	if errors.Is(err, os.ErrExist) {                                      // another process won the race
 		tok, err = Load(dir)
 		return tok, false, err
 	}
@@ -110,7 +110,7 @@ func LoadOrCreate(dir string) (tok string, created bool, err error) {
 		return "", false, fmt.Errorf("create token file: %w", err)
 	}
 	if _, err := f.WriteString(tok + "\n"); err != nil {
-		f.Close()
+		_ = f.Close()
 		return "", false, fmt.Errorf("write token file: %w", err)
 	}
 	if err := f.Close(); err != nil {
@@ -121,7 +121,7 @@ func LoadOrCreate(dir string) (tok string, created bool, err error) {
 
 // Load reads the token kept in dir.
 func Load(dir string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, TokenFile))
+	b, err := os.ReadFile(filepath.Join(dir, TokenFile)) // #nosec G304 -- the operator's data directory
 	if err != nil {
 		return "", fmt.Errorf("read token file: %w", err)
 	}

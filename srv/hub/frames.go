@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -46,7 +47,7 @@ func askRequest(p *pending) *pb.AskQuestionRequest {
 		Request: &pb.McpAskQuestionRequest{
 			ProjectDirectory: p.req.ProjectDirectory,
 			Question:         p.req.Text,
-			Timeout:          int32(p.req.Timeout / time.Second),
+			Timeout:          Seconds(p.req.Timeout),
 		},
 	}
 }
@@ -58,7 +59,7 @@ func taskRequest(p *pending) *pb.TaskFinishRequest {
 		Request: &pb.McpTaskFinishRequest{
 			ProjectDirectory: p.req.ProjectDirectory,
 			Summary:          p.req.Text,
-			Timeout:          int32(p.req.Timeout / time.Second),
+			Timeout:          Seconds(p.req.Timeout),
 		},
 	}
 }
@@ -121,7 +122,7 @@ func pendingMessage(p *pending) *pb.PendingMessage {
 	m := &pb.PendingMessage{
 		MessageType: p.req.Kind.String(),
 		CreatedAt:   p.createdAt.UnixMilli(),
-		Timeout:     int32(p.req.Timeout / time.Second),
+		Timeout:     Seconds(p.req.Timeout),
 	}
 	if p.req.Kind == AskQuestion {
 		m.AskQuestionRequest = askRequest(p)
@@ -154,3 +155,13 @@ func newID() string {
 
 // NewID returns a random 96-bit hex identifier for requests and clients.
 func NewID() string { return newID() }
+
+// Seconds is d in whole seconds for the wire's int32 fields, saturating.
+func Seconds(d time.Duration) int32 {
+	return Count(int(d / time.Second))
+}
+
+// Count is n for the wire's int32 fields, saturating.
+func Count(n int) int32 {
+	return int32(min(max(n, 0), math.MaxInt32)) // #nosec G115 -- clamped to int32's range
+}

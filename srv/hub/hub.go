@@ -208,6 +208,14 @@ func (h *Hub) Validity(token string, ids []string) map[string]bool {
 	return h.room(token).validity(ids)
 }
 
+// Count reports the clients logged in under token.
+func (h *Hub) Count(token string) int {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clients)
+}
+
 // OnlineUsers lists the clients of token, earliest first.
 func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
 	return h.room(token).onlineUsers()

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -21,6 +22,7 @@ type conn struct {
 
 	id          string
 	connectedAt time.Time
+	remote      string
 	// set once at login, read-only afterwards
 	token    string
 	nickname string
@@ -82,14 +84,26 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.sendError("not_logged_in", "send UserLogin with the token first", "", m.Cmd)
 		return true
 	}
-	if !o.Tokens.Valid(m.StrParam) {
-		c.h.log.Info("login refused: wrong token", "client", c.id)
+	refuse := func(msg string) bool {
 		c.reply(&pb.WebsocketMessage{
 			Cmd:               hub.CmdUserLogin,
-			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: "invalid token"},
+			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: msg},
 		})
-		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
+		c.Shutdown(websocket.ClosePolicyViolation, msg)
 		return false
+	}
+	if !o.Limiter.Allowed(c.remote) {
+		c.h.log.Warn("login refused: too many failed logins", "remote", auth.Key(c.remote))
+		return refuse("too many failed logins from this address; try again in a minute")
+	}
+	if !o.Tokens.Valid(m.StrParam) {
+		o.Limiter.Failed(c.remote)
+		c.h.log.Info("login refused: wrong token", "client", c.id, "remote", auth.Key(c.remote))
+		return refuse("invalid token")
+	}
+	if o.Hub.Count(m.StrParam) >= o.MaxPerToken {
+		c.h.log.Warn("login refused: connection cap reached", "client", c.id, "cap", o.MaxPerToken)
+		return refuse("too many connections for this token")
 	}
 	c.nickname = cleanNickname(m.Nickname, c.id)
 	c.token = m.StrParam
@@ -151,13 +165,13 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		ps := hb.PendingMessages(c.token)
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
-			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: int32(len(ps))},
+			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: hub.Count(len(ps))},
 		})
 	case hub.CmdGetOnlineUsers:
 		us := hb.OnlineUsers(c.token)
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                    m.Cmd,
-			GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: int32(len(us))},
+			GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: hub.Count(len(us))},
 		})
 	case hub.CmdSendChatMessage:
 		req := m.GetSendChatMessageRequest()

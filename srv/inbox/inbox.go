@@ -22,6 +22,10 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
+	// Limiter refuses addresses with too many failed logins; nil: none.
+	Limiter *auth.Limiter
+	// MaxPerToken caps the clients logged in under one token (default 256).
+	MaxPerToken int
 
 	LoginTimeout time.Duration // default 10s: time to send UserLogin
 	PingInterval time.Duration // default 30s
@@ -58,6 +62,9 @@ func (o *Options) defaults() {
 	}
 	if o.SendQueue <= 0 {
 		o.SendQueue = 256
+	}
+	if o.MaxPerToken <= 0 {
+		o.MaxPerToken = 256
 	}
 }
 
@@ -96,7 +103,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the upgrader has answered
 	}
-	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now()}
+	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
 	if !h.conns.Add(c.Conn) {
 		c.Finish()
 		return

@@ -44,6 +44,7 @@ type call struct {
 const (
 	maxInflight = 1024
 	maxMailbox  = 256
+	maxAgents   = 64 // per relay session
 )
 
 // channel is one relay session: everything under one (token, sessionId).
@@ -435,11 +436,16 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 }
 
 // joinAgent adds p to the agents and acknowledges, as joinHost does.
-func (ch *channel) joinAgent(p *peer, joinID string) {
+func (ch *channel) joinAgent(p *peer, joinID string) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	if len(ch.agents) >= maxAgents {
+		p.deliver(Envelope{Type: TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))})
+		return false
+	}
 	ch.agents[p] = struct{}{}
 	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
+	return true
 }
 
 func (ch *channel) leave(p *peer) {

@@ -31,6 +31,8 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
+	// Limiter refuses addresses with too many failed joins; nil: none.
+	Limiter *auth.Limiter
 	// Logs is where study sessions are logged; nil refuses session.start.
 	Logs *studylog.Dir
 	// JoinTimeout closes a connection that has not joined (default 5s).
@@ -164,7 +166,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		if ch == nil {
 			var ok bool
-			p, ch, ok = r.join(c, env)
+			p, ch, ok = r.join(c, env, req.RemoteAddr)
 			if !ok {
 				return
 			}
@@ -188,7 +190,7 @@ type joinPayload struct {
 
 // join handles frames before relay.join succeeded. ok is false when the
 // connection must close.
-func (r *Relay) join(c *wsconn.Conn, env Envelope) (*peer, *channel, bool) {
+func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *channel, bool) {
 	fail := func(code, msg string) {
 		send(c, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(&Error{Code: code, Message: msg})})
 	}
@@ -212,8 +214,15 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope) (*peer, *channel, bool) {
 		fail(InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
 		return nil, nil, true
 	}
+	if !r.o.Limiter.Allowed(remote) {
+		r.log.Warn("relay.join refused: too many failed joins", "remote", auth.Key(remote))
+		fail(InvalidMessage, "relay.join: too many failed attempts from this address; try again in a minute")
+		c.Shutdown(websocket.ClosePolicyViolation, "too many failed joins")
+		return nil, nil, false
+	}
 	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {
-		r.log.Info("relay.join refused: wrong token", "role", jp.Role)
+		r.o.Limiter.Failed(remote)
+		r.log.Info("relay.join refused: wrong token", "role", jp.Role, "remote", auth.Key(remote))
 		fail(InvalidMessage, "relay.join: missing or invalid token")
 		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
 		return nil, nil, false
@@ -223,8 +232,9 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope) (*peer, *channel, bool) {
 	c.KeepAlive()
 	if jp.Role == "host" {
 		ch.joinHost(p, env.ID)
-	} else {
-		ch.joinAgent(p, env.ID)
+	} else if !ch.joinAgent(p, env.ID) {
+		c.Shutdown(websocket.ClosePolicyViolation, "too many agents")
+		return nil, nil, false
 	}
 	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id)
 	return p, ch, true

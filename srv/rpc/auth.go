@@ -43,13 +43,30 @@ func tokenOf(ctx context.Context) string {
 var errBadToken = errors.New("missing or invalid token")
 
 // authInterceptor is the single place every Connect call's token is checked.
-type authInterceptor struct{ tokens *auth.Tokens }
+type authInterceptor struct {
+	tokens  *auth.Tokens
+	limiter *auth.Limiter
+}
+
+var errTooMany = errors.New("too many failed attempts from this address; try again in a minute")
+
+// check is the token check every call goes through.
+func (a authInterceptor) check(tok, remote string) error {
+	if !a.limiter.Allowed(remote) {
+		return connect.NewError(connect.CodeResourceExhausted, errTooMany)
+	}
+	if !a.tokens.Valid(tok) {
+		a.limiter.Failed(remote)
+		return connect.NewError(connect.CodeUnauthenticated, errBadToken)
+	}
+	return nil
+}
 
 func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		tok := TokenFrom(req.Any(), req.Header())
-		if !a.tokens.Valid(tok) {
-			return nil, connect.NewError(connect.CodeUnauthenticated, errBadToken)
+		if err := a.check(tok, req.Peer().Addr); err != nil {
+			return nil, err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), req)
 	}
@@ -64,8 +81,8 @@ func (authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) con
 func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		tok := TokenFrom(nil, conn.RequestHeader())
-		if !a.tokens.Valid(tok) {
-			return connect.NewError(connect.CodeUnauthenticated, errBadToken)
+		if err := a.check(tok, conn.Peer().Addr); err != nil {
+			return err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), conn)
 	}

@@ -24,7 +24,9 @@ type Options struct {
 	Hub    *hub.Hub
 	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
-	Logger *slog.Logger
+	// Limiter refuses addresses with too many failed calls; nil: none.
+	Limiter *auth.Limiter
+	Logger  *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
 	DefaultTimeout time.Duration
 	// MaxTimeout caps a request's Timeout (default 24h).
@@ -33,8 +35,8 @@ type Options struct {
 	MaxMessage int
 }
 
-// Mount registers the Connect services on mux.
-func Mount(mux *http.ServeMux, o Options) {
+// Mount registers the Connect services on mux and returns their paths.
+func Mount(mux *http.ServeMux, o Options) []string {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -48,15 +50,21 @@ func Mount(mux *http.ServeMux, o Options) {
 		o.MaxMessage = 16 << 20
 	}
 	opts := []connect.HandlerOption{
-		connect.WithInterceptors(authInterceptor{o.Tokens}),
+		connect.WithInterceptors(authInterceptor{tokens: o.Tokens, limiter: o.Limiter}),
 		connect.WithReadMaxBytes(o.MaxMessage),
 	}
 	s := &service{o: o}
-	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
-	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
-	if o.Relay != nil {
-		mux.Handle(agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...))
+	var paths []string
+	mount := func(path string, h http.Handler) {
+		mux.Handle(path, h)
+		paths = append(paths, path)
 	}
+	mount(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
+	mount(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
+	if o.Relay != nil {
+		mount(agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...))
+	}
+	return paths
 }
 
 type service struct{ o Options }

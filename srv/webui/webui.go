@@ -32,7 +32,7 @@ func Handler() http.Handler {
 		if p != "/" && p != "/index.html" {
 			if f, err := sub.Open(strings.TrimPrefix(p, "/")); err == nil {
 				st, _ := f.Stat()
-				f.Close()
+				_ = f.Close()
 				if st != nil && !st.IsDir() {
 					if strings.HasPrefix(p, "/assets/") {
 						w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")

@@ -101,7 +101,7 @@ func (c *Conn) Shutdown(code int, text string) {
 func (c *Conn) Finish() {
 	c.Shutdown(websocket.CloseNormalClosure, "")
 	c.writer.Wait()
-	c.WS.Close()
+	_ = c.WS.Close()
 }
 
 // ExtendRead pushes the read deadline out by PongWait; owners call it on
@@ -121,7 +121,7 @@ func (c *Conn) writeLoop() {
 	defer ping.Stop()
 	fail := func() {
 		c.Shutdown(websocket.CloseAbnormalClosure, "")
-		c.WS.Close() // unblock the reader
+		_ = c.WS.Close() // unblock the reader
 	}
 	for {
 		select {
@@ -156,7 +156,7 @@ func (c *Conn) writeLoop() {
 			// Give the peer a moment to see the close frame, then end the
 			// reader by closing the socket.
 			_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			time.AfterFunc(100*time.Millisecond, func() { c.WS.Close() })
+			time.AfterFunc(100*time.Millisecond, func() { _ = c.WS.Close() })
 			return
 		}
 	}
