@@ -18,15 +18,25 @@ type peer struct {
 	role  string // "host" or "agent"
 	id    string
 	conn  *wsconn.Conn
-	local chan Envelope // in-process: receives the reply
+	local chan Reply // in-process: receives the reply
 }
 
-func (p *peer) deliver(env Envelope) bool {
+// Reply is what an in-process request gets back: the envelope, and the
+// state version when it was routed, so a caller can wait for the
+// state.updated that follows it (and not take an earlier one).
+type Reply struct {
+	Envelope
+	StateVersion uint64
+}
+
+func (p *peer) deliver(env Envelope) bool { return p.deliverAt(env, 0) }
+
+func (p *peer) deliverAt(env Envelope, version uint64) bool {
 	if p.conn != nil {
 		return p.conn.Send(encode(env))
 	}
 	select {
-	case p.local <- env:
+	case p.local <- Reply{Envelope: env, StateVersion: version}:
 		return true
 	default:
 		return false
@@ -312,7 +322,7 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 			to = c.from
 			reply := env
 			reply.ReplyTo = c.origID
-			to.deliver(reply)
+			to.deliverAt(reply, ch.stateVersion)
 		} else {
 			broadcast = true
 		}

@@ -25,29 +25,29 @@ func ValidSession(name string) bool { return name == "" || namePattern.MatchStri
 // Request sends typ with payload to the host and returns the answer: the
 // host's reply, or an "error" envelope from the relay or the host. It
 // returns ctx.Err() if ctx ends first; the request is then forgotten.
-func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage) (Envelope, error) {
-	p := &peer{role: "agent", local: make(chan Envelope, 1)}
+func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage) (Reply, error) {
+	p := &peer{role: "agent", local: make(chan Reply, 1)}
 	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	select {
-	case env := <-p.local:
-		return env, nil
+	case r := <-p.local:
+		return r, nil
 	case <-ctx.Done():
-		return Envelope{}, ctx.Err()
+		return Reply{}, ctx.Err()
 	}
 }
 
 // Post sends a message that gets no reply (agent.message). It returns the
 // error envelope if the relay or the host refuses it within grace.
 func (l *Local) Post(ctx context.Context, typ string, payload json.RawMessage, grace time.Duration) (Envelope, bool) {
-	p := &peer{role: "agent", local: make(chan Envelope, 1)}
+	p := &peer{role: "agent", local: make(chan Reply, 1)}
 	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case env := <-p.local:
-		return env, env.Type == TypeError
+	case r := <-p.local:
+		return r.Envelope, r.Type == TypeError
 	case <-t.C:
 	case <-ctx.Done():
 	}

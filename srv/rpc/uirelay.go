@@ -35,10 +35,10 @@ func (u uiRelay) local(ctx context.Context, session string) (*relay.Local, error
 
 // request makes one call to the host and splits the answer into the reply
 // or the protocol error.
-func request(ctx context.Context, l *relay.Local, typ string, payload any, timeout time.Duration) (relay.Envelope, *pb.RelayError) {
+func request(ctx context.Context, l *relay.Local, typ string, payload any, timeout time.Duration) (relay.Reply, *pb.RelayError) {
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return relay.Envelope{}, &pb.RelayError{Code: relay.InvalidParams, Message: err.Error()}
+		return relay.Reply{}, &pb.RelayError{Code: relay.InvalidParams, Message: err.Error()}
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -128,7 +128,6 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 	if !json.Valid(params) || params[0] != '{' {
 		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: relay.InvalidParams, Message: "params must be a JSON object"}}, nil
 	}
-	before := l.State().Version
 	env, rerr := request(ctx, l, relay.TypeToolCall, map[string]any{
 		"toolName": req.GetToolName(), "params": params, "reason": req.GetReason(),
 	}, hostCallTimeout)
@@ -154,7 +153,7 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 	if len(res.UISpec) == 0 || string(res.UISpec) == "null" {
 		// next, prev and postMessage may confirm with ok alone: the new
 		// state comes in the state.updated that follows.
-		st = l.WaitState(ctx, before, followUpWait)
+		st = l.WaitState(ctx, env.StateVersion, followUpWait)
 	}
 	out.State = uiState(st)
 	return out, nil
