@@ -10,7 +10,7 @@ WEB     := web
 BUF     := $(WEB)/node_modules/.bin/buf
 RUNARGS ?=
 
-.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz
+.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz bench
 
 all: build
 
@@ -56,6 +56,10 @@ test: checkgenerate vet build
 ## screenshots: refresh docs/*.png from the browser tests
 screenshots: build
 	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
+
+## bench: measure every hop against the transport floor (bench/results.json)
+bench: build
+	$(GO) run ./bench
 
 ## lint: golangci-lint (with gosec) and govulncheck; govulncheck needs to
 ## reach vuln.go.dev and says so when it cannot

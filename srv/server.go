@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -172,6 +173,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
 		"wsConnections":    s.inbox.Count(),
 		"relayConnections": s.relay.Count(),
+		"goroutines":       runtime.NumGoroutine(),
 	})
 }
 

@@ -82,7 +82,15 @@ type Options struct {
 	Logger *slog.Logger // nil: discard
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// PresenceDelay gathers joins and leaves before they are announced
+	// (default 50ms), so a crowd arriving or leaving at once costs O(N)
+	// frames, not O(N²).
+	PresenceDelay time.Duration
 }
+
+// presenceBatch is the most changes announced one by one; past it the
+// room gets one online-users list instead.
+const presenceBatch = 16
 
 // Hub is safe for concurrent use.
 type Hub struct {
@@ -94,11 +102,15 @@ type Hub struct {
 
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed
 	closeOnce sync.Once
+	delay     time.Duration
 }
 
 // New returns an empty hub.
 func New(o Options) *Hub {
-	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{})}
+	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay}
+	if h.delay <= 0 {
+		h.delay = 50 * time.Millisecond
+	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -113,7 +125,7 @@ func (h *Hub) room(token string) *room {
 	defer h.mu.Unlock()
 	r := h.rooms[token]
 	if r == nil {
-		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending)}
+		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), delay: h.delay}
 		h.rooms[token] = r
 	}
 	return r
@@ -236,6 +248,18 @@ type room struct {
 	// and rebuilt on the next broadcast.
 	snapshot []Client
 	pending  map[string]*pending
+
+	// Presence changes waiting to be announced, in order; the timer that
+	// announces them is armed while the list is not empty.
+	delay    time.Duration
+	presence []presenceChange
+	flushing bool
+}
+
+type presenceChange struct {
+	c      Client
+	status string
+	at     time.Time
 }
 
 func (r *room) add(p *pending) error {
@@ -300,9 +324,8 @@ func (r *room) join(c Client, welcome []byte, now time.Time) {
 	r.joins++
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
-	cs := r.clientsLocked()
+	r.announceLocked(c, "online", now)
 	r.mu.Unlock()
-	broadcast(cs, marshal(statusFrame(c, "online", now)), c.ID())
 }
 
 func (r *room) leave(c Client, now time.Time) {
@@ -314,9 +337,44 @@ func (r *room) leave(c Client, now time.Time) {
 	delete(r.clients, c.ID())
 	delete(r.joined, c.ID())
 	r.snapshot = nil
+	r.announceLocked(c, "offline", now)
+	r.mu.Unlock()
+}
+
+// announceLocked queues a presence change; the first one of a batch arms
+// the flush.
+func (r *room) announceLocked(c Client, status string, now time.Time) {
+	r.presence = append(r.presence, presenceChange{c: c, status: status, at: now})
+	if !r.flushing {
+		r.flushing = true
+		time.AfterFunc(r.delay, r.flushPresence)
+	}
+}
+
+// flushPresence announces the gathered changes: each one to everyone but
+// its subject when there are few, else the whole online list, encoded once,
+// to everyone.
+func (r *room) flushPresence() {
+	r.mu.Lock()
+	changes := r.presence
+	r.presence = nil
+	r.flushing = false
 	cs := r.clientsLocked()
 	r.mu.Unlock()
-	broadcast(cs, marshal(statusFrame(c, "offline", now)), "")
+	if len(cs) == 0 || len(changes) == 0 {
+		return
+	}
+	if len(changes) <= presenceBatch {
+		for _, ch := range changes {
+			broadcast(cs, marshal(statusFrame(ch.c, ch.status, ch.at)), ch.c.ID())
+		}
+		return
+	}
+	us := r.onlineUsers()
+	broadcast(cs, marshal(&pb.WebsocketMessage{
+		Cmd:                    CmdGetOnlineUsers,
+		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: Count(len(us))},
+	}), "")
 }
 
 func (r *room) clientsLocked() []Client {

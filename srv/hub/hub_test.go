@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -228,13 +229,44 @@ func TestPresenceAndChat(t *testing.T) {
 		t.Errorf("other token got %v", got)
 	}
 	h.Leave("tok", b)
-	var off bool
-	for _, m := range a.got {
-		if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "offline" && u.GetUser().GetClientId() == "b" {
-			off = true
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		a.mu.Lock()
+		off := false
+		for _, m := range a.got {
+			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "offline" && u.GetUser().GetClientId() == "b" {
+				off = true
+			}
 		}
+		a.mu.Unlock()
+		if off {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no offline notification")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if !off {
-		t.Error("no offline notification")
+}
+
+// TestPresenceCoalesced: a crowd joining at once costs each client one
+// online-users list, not a frame per arrival.
+func TestPresenceCoalesced(t *testing.T) {
+	h := New(Options{PresenceDelay: 30 * time.Millisecond})
+	watcher := newFake("watcher")
+	h.Join("tok", watcher, nil)
+	time.Sleep(60 * time.Millisecond)
+	for i := range 500 {
+		h.Join("tok", newFake(fmt.Sprint("c", i)), nil)
+	}
+	m := watcher.waitFor(t, CmdGetOnlineUsers)
+	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 501 {
+		t.Errorf("list of %d", n)
+	}
+	time.Sleep(60 * time.Millisecond)
+	watcher.mu.Lock()
+	defer watcher.mu.Unlock()
+	if len(watcher.got) > 3 {
+		t.Errorf("the watcher got %d frames for 500 arrivals", len(watcher.got))
 	}
 }

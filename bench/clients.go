@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+// wsClient is a bare /ws client: logged in, reading on its own goroutine.
+type wsClient struct {
+	ws *websocket.Conn
+	id string
+}
+
+// dialWS logs in and then calls onFrame for every frame until the
+// connection ends. onFrame runs on the reading goroutine and may write.
+func dialWS(ctx context.Context, s *server, nick string, onFrame func(*wsClient, *pb.WebsocketMessage)) (*wsClient, error) {
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
+	ws, _, err := d.DialContext(ctx, strings.Replace(s.url, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		return nil, err
+	}
+	c := &wsClient{ws: ws}
+	b, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: s.token, Nickname: nick})
+	if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		ws.Close()
+		return nil, err
+	}
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			ws.Close()
+			return nil, fmt.Errorf("login: %w", err)
+		}
+		var m pb.WebsocketMessage
+		if proto.Unmarshal(data, &m) == nil && m.Cmd == "UserLogin" {
+			if !m.GetUserLoginResponse().GetSuccess() {
+				ws.Close()
+				return nil, fmt.Errorf("login refused: %s", m.GetUserLoginResponse().GetErrorMessage())
+			}
+			c.id = m.GetUserLoginResponse().GetClientId()
+			break
+		}
+	}
+	_ = ws.SetReadDeadline(time.Time{})
+	go func() {
+		for {
+			_, data, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if onFrame == nil {
+				continue
+			}
+			var m pb.WebsocketMessage
+			if proto.Unmarshal(data, &m) == nil {
+				onFrame(c, &m)
+			}
+		}
+	}()
+	return c, nil
+}
+
+// answer replies to a request at once, with a short text.
+func answer(c *wsClient, m *pb.WebsocketMessage) {
+	var reply *pb.WebsocketMessage
+	text := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "ok"}}}
+	switch m.Cmd {
+	case "AskQuestion":
+		id := m.GetAskQuestionRequest().GetID()
+		reply = &pb.WebsocketMessage{Cmd: "AskQuestionReply", AskQuestionRequest: &pb.AskQuestionRequest{ID: id},
+			AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: text}}
+	case "TaskFinish":
+		id := m.GetTaskFinishRequest().GetID()
+		reply = &pb.WebsocketMessage{Cmd: "TaskFinishReply", TaskFinishRequest: &pb.TaskFinishRequest{ID: id},
+			TaskFinishResponse: &pb.TaskFinishResponse{ID: id, Contents: text}}
+	default:
+		return
+	}
+	b, _ := proto.Marshal(reply)
+	_ = c.ws.WriteMessage(websocket.BinaryMessage, b)
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+)
+
+// The floor of this run: what the transports cost with no work at all.
+var floorWS, floorConnect float64
+
+// floor measures a bare gorilla WebSocket echo and a bare connect-go unary
+// call over HTTP/1.1 on loopback, in this process.
+func floor(ctx context.Context, c config, r *report) error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	up := websocket.Upgrader{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
+		ws, err := up.Upgrade(w, req, nil)
+		if err != nil {
+			return
+		}
+		defer ws.Close()
+		for {
+			t, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			if ws.WriteMessage(t, b) != nil {
+				return
+			}
+		}
+	})
+	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(noop{}))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	base := "http://" + ln.Addr().String()
+
+	ws, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+ln.Addr().String()+"/echo", nil)
+	if err != nil {
+		return err
+	}
+	defer ws.Close()
+	msg := make([]byte, 64)
+	var ds []time.Duration
+	for i := range c.seq + 200 {
+		t0 := time.Now()
+		if err := ws.WriteMessage(websocket.BinaryMessage, msg); err != nil {
+			return err
+		}
+		if _, _, err := ws.ReadMessage(); err != nil {
+			return err
+		}
+		if i >= 200 { // warm-up
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	floorWS = pct(ds, 50)
+	r.add("floor: WebSocket echo p50", floorWS, "µs")
+	r.add("floor: WebSocket echo p99", pct(ds, 99), "µs")
+
+	client := agentassistprotoconnect.NewSrvAgentAssistClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, base)
+	ds = ds[:0]
+	for i := range c.seq + 200 {
+		t0 := time.Now()
+		if _, err := client.AskQuestion(ctx, &pb.AskQuestionRequest{ID: fmt.Sprint(i)}); err != nil {
+			return err
+		}
+		if i >= 200 {
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	floorConnect = pct(ds, 50)
+	r.add("floor: connect-go unary (HTTP/1.1) p50", floorConnect, "µs")
+	r.add("floor: connect-go unary (HTTP/1.1) p99", pct(ds, 99), "µs")
+	return nil
+}
+
+type noop struct{}
+
+func (noop) AskQuestion(context.Context, *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	return &pb.AskQuestionResponse{}, nil
+}
+
+func (noop) TaskFinish(context.Context, *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
+	return &pb.TaskFinishResponse{}, nil
+}

@@ -1,0 +1,495 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/testhost"
+)
+
+func httpClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0}}
+}
+
+// askRoundTrip: Connect AskQuestion → /ws client that answers at once →
+// response; sequential, then concurrent.
+func askRoundTrip(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if _, err := dialWS(ctx, s, "answerer", answer); err != nil {
+		return err
+	}
+	cl := agentassistprotoconnect.NewSrvAgentAssistClient(httpClient(), s.url)
+	call := func(id string) error {
+		_, err := cl.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: s.token, Request: &pb.McpAskQuestionRequest{Question: "q?", Timeout: 60}})
+		return err
+	}
+	var ds []time.Duration
+	for i := range c.seq + 200 {
+		t0 := time.Now()
+		if err := call(fmt.Sprint("s", i)); err != nil {
+			return err
+		}
+		if i >= 200 {
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	p50 := pct(ds, 50)
+	r.add("ask_question round trip p50 (sequential)", p50, "µs")
+	r.add("ask_question round trip p99 (sequential)", pct(ds, 99), "µs").target("≤ 1000 µs", pct(ds, 99) <= 1000)
+	ratio := p50 / (floorWS + floorConnect)
+	r.add("ask_question p50 / (floor WS p50 + floor Connect p50)", ratio, "×").target("≤ 1.5×", ratio <= 1.5)
+	r.add("ask_question calls/s (sequential)", float64(len(ds))/sum(ds).Seconds(), "calls/s")
+
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(c.duration)
+	start := time.Now()
+	var mu sync.Mutex
+	var cds []time.Duration
+	for w := range c.concurrent {
+		wg.Go(func() {
+			var local []time.Duration
+			for i := 0; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				if call(fmt.Sprintf("c%d-%d", w, i)) != nil {
+					return
+				}
+				local = append(local, time.Since(t0))
+				n.Add(1)
+			}
+			mu.Lock()
+			cds = append(cds, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	r.add(fmt.Sprintf("ask_question calls/s (%d concurrent callers)", c.concurrent), float64(n.Load())/time.Since(start).Seconds(), "calls/s")
+	r.add(fmt.Sprintf("ask_question p99 (%d concurrent callers)", c.concurrent), pct(cds, 99), "µs")
+	return nil
+}
+
+func sum(ds []time.Duration) (t time.Duration) {
+	for _, d := range ds {
+		t += d
+	}
+	return t
+}
+
+// throughMCP: an MCP client over stdio calling ask_question on the real
+// agentassistant-mcp; then select on the relay with a host that answers.
+func throughMCP(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if _, err := dialWS(ctx, s, "answerer", answer); err != nil {
+		return err
+	}
+	h, err := testhost.Dial(s.url, s.token, testhost.Options{})
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	home, _ := os.MkdirTemp("", "aa-bench-home-")
+	defer os.RemoveAll(home)
+	mc, err := client.NewStdioMCPClientWithOptions(filepath.Join(c.bin, "agentassistant-mcp"),
+		[]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home}, []string{"-host", s.host, "-port", s.port, "-token", s.token, "-log-level", "warn"},
+		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+			cmd := exec.CommandContext(ctx, command, args...)
+			cmd.Env, cmd.Dir = env, home
+			return cmd, nil
+		}))
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	_ = mc.Start(ctx)
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := mc.Initialize(ctx, init); err != nil {
+		return err
+	}
+	callTool := func(name string, args map[string]any) (time.Duration, error) {
+		req := mcp.CallToolRequest{}
+		req.Params.Name, req.Params.Arguments = name, args
+		t0 := time.Now()
+		res, err := mc.CallTool(ctx, req)
+		if err == nil && res.IsError {
+			b, _ := json.Marshal(res.Content)
+			err = fmt.Errorf("%s: %s", name, b)
+		}
+		return time.Since(t0), err
+	}
+	var ds []time.Duration
+	for i := range c.mcpCalls + 50 {
+		d, err := callTool("ask_question", map[string]any{"question": "q?"})
+		if err != nil {
+			return err
+		}
+		if i >= 50 {
+			ds = append(ds, d)
+		}
+	}
+	r.add("through MCP: ask_question p50", pct(ds, 50), "µs")
+	r.add("through MCP: ask_question p99", pct(ds, 99), "µs")
+
+	if _, err := callTool("start_session", map[string]any{"study_id": "bench"}); err != nil {
+		return err
+	}
+	ds = ds[:0]
+	for i := range c.mcpCalls + 50 {
+		d, err := callTool("select", map[string]any{"itemId": []string{"m1", "m2", "m3"}[i%3], "reason": "bench"})
+		if err != nil {
+			return err
+		}
+		if i >= 50 {
+			ds = append(ds, d)
+		}
+	}
+	r.add("through MCP: relay select p50", pct(ds, 50), "µs")
+	r.add("through MCP: relay select p99", pct(ds, 99), "µs")
+	return nil
+}
+
+// fanOut: one question to N /ws clients of one token; time until the last
+// one has it.
+func fanOut(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	var got atomic.Int64
+	var last atomic.Int64 // unix nanos of the latest receipt
+	onFrame := func(_ *wsClient, m *pb.WebsocketMessage) {
+		if m.Cmd == "AskQuestion" {
+			now := time.Now().UnixNano()
+			for {
+				old := last.Load()
+				if now <= old || last.CompareAndSwap(old, now) {
+					break
+				}
+			}
+			got.Add(1)
+		}
+	}
+	conns, err := dialMany(ctx, s, c.fanout, onFrame)
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	time.Sleep(300 * time.Millisecond) // presence settles
+	ask := agentassistprotoconnect.NewSrvAgentAssistClient(httpClient(), s.url)
+	reply := agentassistprotoconnect.NewSrvAgentAssistReplyClient(httpClient(), s.url)
+	var ds []time.Duration
+	for q := range c.fanoutQs {
+		got.Store(0)
+		last.Store(0)
+		id := fmt.Sprint("fan-", q)
+		done := make(chan error, 1)
+		t0 := time.Now()
+		go func() {
+			_, err := ask.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: s.token, Request: &pb.McpAskQuestionRequest{Question: "all of you?", Timeout: 60}})
+			done <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); got.Load() < int64(c.fanout); time.Sleep(200 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("question %d reached %d of %d clients", q, got.Load(), c.fanout)
+			}
+		}
+		ds = append(ds, time.Unix(0, last.Load()).Sub(t0))
+		if _, err := reply.AskQuestionReply(ctx, &pb.AskQuestionReplyRequest{UserToken: s.token, Response: &pb.AskQuestionResponse{ID: id}}); err != nil {
+			return err
+		}
+		if err := <-done; err != nil {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond) // let the reply notifications drain
+	}
+	name := fmt.Sprintf("fan-out to %d clients", c.fanout)
+	r.add(name+": last one has it, p50", pct(ds, 50)/1000, "ms")
+	r.add(name+": last one has it, p99", pct(ds, 99)/1000, "ms").target("≤ 10 ms", pct(ds, 99)/1000 <= 10)
+	return nil
+}
+
+// dialMany logs in n clients, 64 at a time.
+func dialMany(ctx context.Context, s *server, n int, onFrame func(*wsClient, *pb.WebsocketMessage)) ([]*wsClient, error) {
+	out := make([]*wsClient, n)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var first error
+	var mu sync.Mutex
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, err := dialWS(ctx, s, fmt.Sprint("c", i), onFrame)
+			if err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+				return
+			}
+			out[i] = c
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		closeAll(out)
+		return nil, first
+	}
+	return out, nil
+}
+
+func closeAll(cs []*wsClient) {
+	for _, c := range cs {
+		if c != nil {
+			_ = c.ws.NetConn().Close()
+		}
+	}
+}
+
+// idleMemory: server RSS with N logged-in idle /ws connections, and after
+// they all leave.
+func idleMemory(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	time.Sleep(time.Second)
+	rss0, err := s.rssKB()
+	if err != nil {
+		return err
+	}
+	conns, err := dialMany(ctx, s, c.idle, nil)
+	if err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	rss1, _ := s.rssKB()
+	per := float64(rss1-rss0) * 1024 / float64(c.idle) / 1024
+	r.add("idle: server RSS at start", float64(rss0)/1024, "MiB")
+	r.add(fmt.Sprintf("idle: server RSS with %d connections", c.idle), float64(rss1)/1024, "MiB")
+	r.add(fmt.Sprintf("idle: RSS per connection (%d connections)", c.idle), per, "KiB").target("≤ 16 KiB", per <= 16)
+	closeAll(conns)
+	var rss2 int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		rss2, _ = s.rssKB()
+		if h, err := s.health(ctx); err == nil && h.WS == 0 && float64(rss2) <= 1.2*float64(rss0) {
+			break
+		}
+	}
+	back := float64(rss2) / float64(rss0)
+	res := r.add("idle: RSS after they all left, vs start", back, "×")
+	res.target("≤ 1.2×", back <= 1.2)
+	res.Note = fmt.Sprintf("%.1f MiB after leaving", float64(rss2)/1024)
+	return nil
+}
+
+// churn: N clients of one token disconnect at once; time until the server
+// has no connection left and its goroutines are back to the baseline.
+func churn(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	time.Sleep(200 * time.Millisecond)
+	h0, err := s.health(ctx)
+	if err != nil {
+		return err
+	}
+	var frames atomic.Int64
+	conns, err := dialMany(ctx, s, c.churn, func(*wsClient, *pb.WebsocketMessage) { frames.Add(1) })
+	if err != nil {
+		return err
+	}
+	time.Sleep(time.Second)
+	joinFrames := frames.Load()
+	t0 := time.Now()
+	// Half leave at once while the other half watch: presence must cost
+	// O(N) frames, not O(N²).
+	half := len(conns) / 2
+	frames.Store(0)
+	closeAll(conns[:half])
+	var settled time.Duration
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		h, err := s.health(ctx)
+		if err == nil && h.WS == len(conns)-half {
+			settled = time.Since(t0)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("half the clients left, still %d connections after 60s", h.WS)
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	leaveFrames := frames.Load()
+	t1 := time.Now()
+	closeAll(conns[half:])
+	var gone time.Duration
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		h, err := s.health(ctx)
+		if err == nil && h.WS == 0 && h.Goroutines <= h0.Goroutines+2 {
+			gone = time.Since(t1)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after everyone left: %d connections, %d goroutines (baseline %d)", h.WS, h.Goroutines, h0.Goroutines)
+		}
+	}
+	r.add(fmt.Sprintf("churn: %d of %d disconnect at once, settled in", half, len(conns)), float64(settled.Milliseconds()), "ms").
+		target("≤ 2000 ms", settled <= 2*time.Second)
+	r.add(fmt.Sprintf("churn: the other %d disconnect, connections 0 and goroutines at baseline in", len(conns)-half), float64(gone.Milliseconds()), "ms").
+		target("≤ 2000 ms", gone <= 2*time.Second)
+	res := r.add(fmt.Sprintf("churn: frames each remaining client got for %d departures", half), float64(leaveFrames)/float64(len(conns)-half), "frames")
+	res.Note = fmt.Sprintf("%.1f frames per client for %d arrivals", float64(joinFrames)/float64(len(conns)), len(conns))
+	return nil
+}
+
+// relayThroughput: tool calls/s through /agent/ws with P concurrent
+// (token, session) pairs, each a host that answers at once and an agent
+// calling in a loop, with the study log on.
+func relayThroughput(ctx context.Context, c config, r *report) error {
+	s, err := startServer(c)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	wsURL := strings.Replace(s.url, "http", "ws", 1) + "/agent/ws"
+	dial := func(role, session string) (*websocket.Conn, error) {
+		ws, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		join := fmt.Sprintf(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":%q,"sessionId":%q,"token":%q}}`, role, session, s.token)
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(join)); err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		if err := ws.ReadJSON(&m); err != nil || m["type"] != "relay.joined" {
+			return nil, fmt.Errorf("join %s: %v %v", role, m, err)
+		}
+		return ws, nil
+	}
+	type env struct {
+		Type    string          `json:"type"`
+		ID      string          `json:"id"`
+		ReplyTo string          `json:"replyTo"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	var total atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	var wg sync.WaitGroup
+	errc := make(chan error, c.relayPairs*2)
+	deadline := time.Now().Add(c.duration)
+	for p := range c.relayPairs {
+		session := fmt.Sprint("bench-", p)
+		host, err := dial("host", session)
+		if err != nil {
+			return err
+		}
+		defer host.Close()
+		go func() { // the host: answers every request at once
+			for {
+				var e env
+				if host.ReadJSON(&e) != nil {
+					return
+				}
+				var out string
+				switch e.Type {
+				case "session.start":
+					out = fmt.Sprintf(`{"v":"mvp-0.2","type":"session.started","replyTo":%q,"payload":{}}`, e.ID)
+				case "tool.call":
+					out = fmt.Sprintf(`{"v":"mvp-0.2","type":"tool.result","replyTo":%q,"payload":{"ok":true,"toolName":"select","uiSpec":{"stage":"movie","items":[{"id":"m1","label":"Dune","selected":true}],"backendData":{"secret":1}}}}`, e.ID)
+				default:
+					continue
+				}
+				if host.WriteMessage(websocket.TextMessage, []byte(out)) != nil {
+					return
+				}
+			}
+		}()
+		agent, err := dial("agent", session)
+		if err != nil {
+			return err
+		}
+		defer agent.Close()
+		wg.Go(func() {
+			read := func(want string) error {
+				for {
+					var e env
+					if err := agent.ReadJSON(&e); err != nil {
+						return err
+					}
+					if e.Type == want {
+						return nil
+					}
+					if e.Type == "error" {
+						return fmt.Errorf("relay error: %s", e.Payload)
+					}
+				}
+			}
+			_ = agent.WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"session.start","id":"s","payload":{}}`))
+			if err := read("session.started"); err != nil {
+				errc <- err
+				return
+			}
+			var local []time.Duration
+			for i := 0; time.Now().Before(deadline); i++ {
+				t0 := time.Now()
+				call := fmt.Sprintf(`{"v":"mvp-0.2","type":"tool.call","id":"c%d","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"bench"}}`, i)
+				if err := agent.WriteMessage(websocket.TextMessage, []byte(call)); err != nil {
+					errc <- err
+					return
+				}
+				if err := read("tool.result"); err != nil {
+					errc <- err
+					return
+				}
+				local = append(local, time.Since(t0))
+				total.Add(1)
+			}
+			mu.Lock()
+			all = append(all, local...)
+			mu.Unlock()
+		})
+	}
+	start := time.Now()
+	wg.Wait()
+	elapsed := time.Since(start)
+	select {
+	case err := <-errc:
+		return err
+	default:
+	}
+	rate := float64(total.Load()) / elapsed.Seconds()
+	r.add(fmt.Sprintf("relay: tool calls/s, %d (token, session) pairs, study log on", c.relayPairs), rate, "calls/s").target("≥ 5000", rate >= 5000)
+	r.add("relay: tool call p99", pct(all, 99)/1000, "ms").target("≤ 20 ms", pct(all, 99)/1000 <= 20)
+	return nil
+}

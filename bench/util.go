@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// server is a running agentassistant-srv.
+type server struct {
+	url, host, port, token, data string
+	cmd                          *exec.Cmd
+}
+
+var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
+
+func startServer(c config) (*server, error) {
+	data, err := os.MkdirTemp("", "aa-bench-")
+	if err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(data, "srv.toml")
+	if err := os.WriteFile(cfg, []byte("max_connections_per_token = 50000\nlog_level = \"warn\"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	token := "bench-token-0123456789abcdef"
+	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (run make build first): %w", cmd.Path, err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := urlLine.FindString(sc.Text()); m != "" {
+				found <- m
+			}
+		}
+	}()
+	select {
+	case line := <-found:
+		u, _ := url.Parse(line)
+		return &server{url: "http://" + u.Host, host: u.Hostname(), port: u.Port(), token: token, data: data, cmd: cmd}, nil
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		return nil, errors.New("server printed no URL")
+	}
+}
+
+func (s *server) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-done
+	}
+	_ = os.RemoveAll(s.data)
+}
+
+// rssKB reads the server's resident set size.
+func (s *server) rssKB() (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "VmRSS:") {
+			return strconv.Atoi(strings.Fields(l)[1])
+		}
+	}
+	return 0, errors.New("no VmRSS")
+}
+
+type health struct {
+	WS         int `json:"wsConnections"`
+	Goroutines int `json:"goroutines"`
+}
+
+func (s *server) health(ctx context.Context) (health, error) {
+	req, _ := http.NewRequestWithContext(ctx, "GET", s.url+"/health", nil)
+	req.Header.Set("X-Agentassistant-Token", s.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return health{}, err
+	}
+	defer resp.Body.Close()
+	var h health
+	return h, json.NewDecoder(resp.Body).Decode(&h)
+}
+
+// pct returns the p-th percentile (0..100) of ds in microseconds.
+func pct(ds []time.Duration, p float64) float64 {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return float64(s[i].Nanoseconds()) / 1e3
+}
