@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -70,12 +71,23 @@ func (res *Result) target(desc string, met bool) {
 
 var smoke bool
 
+var only string
+
 func main() {
 	var c config
 	flag.StringVar(&c.bin, "bin", "bin", "directory with agentassistant-srv and agentassistant-mcp")
 	flag.StringVar(&c.out, "out", "bench/results.json", "where to write the JSON results")
 	flag.BoolVar(&c.smoke, "smoke", false, "a few seconds with small numbers, no targets")
+	serveFloor := flag.Bool("serve-floor", false, "internal: serve the floor endpoints and print the address")
+	flag.StringVar(&only, "only", "", "run only the steps whose name contains this (floor always runs)")
 	flag.Parse()
+	if *serveFloor {
+		if err := runFloorServer(); err != nil {
+			fmt.Fprintln(os.Stderr, "floor server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	smoke = c.smoke
 	if c.smoke {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 200, 8, time.Second, 50, 50, 5, 200, 200, 4
@@ -113,6 +125,9 @@ func run(ctx context.Context, c config) error {
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if only != "" && s.name != "floor" && !strings.Contains(s.name, only) {
+			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench: %s…\n", s.name)
 		if err := s.fn(ctx, c, rep); err != nil {

@@ -24,6 +24,10 @@ type server struct {
 	cmd                          *exec.Cmd
 }
 
+// extraServerEnv is added to the server's environment (experiments:
+// AA_BENCH_SERVER_ENV="GOGC=50").
+var extraServerEnv = strings.Fields(os.Getenv("AA_BENCH_SERVER_ENV"))
+
 var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
 
 func startServer(c config) (*server, error) {
@@ -37,6 +41,7 @@ func startServer(c config) (*server, error) {
 	}
 	token := "bench-token-0123456789abcdef"
 	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token)
+	cmd.Env = append(os.Environ(), extraServerEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

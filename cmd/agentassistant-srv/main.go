@@ -129,6 +129,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		guard.Hosts = append(guard.Hosts, cfg.Host)
 	}
 
+	if addr := os.Getenv("AGENTASSISTANT_PPROF"); addr != "" {
+		stop, err := servePprof(addr, log)
+		if err != nil {
+			return fmt.Errorf("pprof: %w", err)
+		}
+		defer stop()
+	}
 	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

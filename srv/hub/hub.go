@@ -88,9 +88,19 @@ type Options struct {
 	PresenceDelay time.Duration
 }
 
-// presenceBatch is the most changes announced one by one; past it the
-// room gets one online-users list instead.
-const presenceBatch = 16
+// Presence in a room: up to presenceBatch changes are announced one by one,
+// more as one online-users list. A room of more than bigRoom clients (far
+// beyond a person's devices) gets a bare "changed" notice instead, at most
+// every bigRoomDelay: telling everyone about everyone is N² bytes however
+// it is framed, so clients of big rooms ask for the list when they want it.
+const (
+	presenceBatch = 16
+	bigRoom       = 64
+	bigRoomDelay  = 250 * time.Millisecond
+)
+
+// StatusChanged is the status of the bare presence notice of big rooms.
+const StatusChanged = "changed"
 
 // Hub is safe for concurrent use.
 type Hub struct {
@@ -347,7 +357,11 @@ func (r *room) announceLocked(c Client, status string, now time.Time) {
 	r.presence = append(r.presence, presenceChange{c: c, status: status, at: now})
 	if !r.flushing {
 		r.flushing = true
-		time.AfterFunc(r.delay, r.flushPresence)
+		d := r.delay
+		if len(r.clients) > bigRoom {
+			d = max(d, bigRoomDelay)
+		}
+		time.AfterFunc(d, r.flushPresence)
 	}
 }
 
@@ -362,6 +376,15 @@ func (r *room) flushPresence() {
 	cs := r.clientsLocked()
 	r.mu.Unlock()
 	if len(cs) == 0 || len(changes) == 0 {
+		return
+	}
+	if len(cs) > bigRoom {
+		broadcast(cs, marshal(&pb.WebsocketMessage{
+			Cmd: CmdUserConnectionStatusNotification,
+			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
+				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.UnixMilli(),
+			},
+		}), "")
 		return
 	}
 	if len(changes) <= presenceBatch {

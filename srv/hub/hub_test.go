@@ -249,24 +249,49 @@ func TestPresenceAndChat(t *testing.T) {
 	}
 }
 
-// TestPresenceCoalesced: a crowd joining at once costs each client one
-// online-users list, not a frame per arrival.
+// TestPresenceCoalesced: a crowd joining a small room at once costs each
+// client one online-users list, not a frame per arrival.
 func TestPresenceCoalesced(t *testing.T) {
 	h := New(Options{PresenceDelay: 30 * time.Millisecond})
 	watcher := newFake("watcher")
 	h.Join("tok", watcher, nil)
 	time.Sleep(60 * time.Millisecond)
-	for i := range 500 {
+	for i := range 40 {
 		h.Join("tok", newFake(fmt.Sprint("c", i)), nil)
 	}
 	m := watcher.waitFor(t, CmdGetOnlineUsers)
-	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 501 {
+	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 41 {
 		t.Errorf("list of %d", n)
 	}
 	time.Sleep(60 * time.Millisecond)
 	watcher.mu.Lock()
 	defer watcher.mu.Unlock()
 	if len(watcher.got) > 3 {
-		t.Errorf("the watcher got %d frames for 500 arrivals", len(watcher.got))
+		t.Errorf("the watcher got %d frames for 40 arrivals", len(watcher.got))
+	}
+}
+
+// TestBigRoomPresence: past bigRoom clients, a crowd costs each client one
+// small "changed" notice, not the list.
+func TestBigRoomPresence(t *testing.T) {
+	h := New(Options{PresenceDelay: 10 * time.Millisecond})
+	watcher := newFake("watcher")
+	h.Join("tok", watcher, nil)
+	for i := range bigRoom + 10 {
+		h.Join("tok", newFake(fmt.Sprint("c", i)), nil)
+	}
+	time.Sleep(bigRoomDelay + 100*time.Millisecond)
+	watcher.mu.Lock()
+	before := len(watcher.got)
+	watcher.mu.Unlock()
+	for i := range 200 {
+		h.Join("tok", newFake(fmt.Sprint("d", i)), nil)
+	}
+	time.Sleep(bigRoomDelay + 100*time.Millisecond)
+	watcher.mu.Lock()
+	defer watcher.mu.Unlock()
+	got := watcher.got[before:]
+	if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != StatusChanged {
+		t.Fatalf("200 arrivals in a big room gave the watcher %d frames: %v", len(got), got)
 	}
 }

@@ -82,11 +82,7 @@ type Handler struct {
 func New(o Options) *Handler {
 	o.defaults()
 	h := &Handler{o: o, log: o.Logger}
-	h.upgrader = websocket.Upgrader{
-		ReadBufferSize:  4096,
-		WriteBufferSize: 4096,
-		CheckOrigin:     o.Guard.OriginAllowed,
-	}
+	h.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed)
 	h.wsOpts = wsconn.Options{
 		PingInterval: o.PingInterval, PongWait: o.PongWait, WriteWait: o.WriteWait,
 		SendQueue: o.SendQueue, MessageType: websocket.BinaryMessage, Logger: o.Logger,
@@ -108,8 +104,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		c.Finish()
 		return
 	}
-	defer h.conns.Remove(c.Conn)
-	c.run()
+	// Read on a fresh goroutine, owned by the set, and let the HTTP
+	// server's goroutine (whose stack grew deep parsing the request) end:
+	// an idle connection then costs a small stack.
+	go func() {
+		defer h.conns.Remove(c.Conn)
+		c.run()
+	}()
 }
 
 // Close disconnects every client and waits for their goroutines. It is

@@ -76,7 +76,7 @@ func New(o Options) *Relay {
 	o.Conn.MessageType = websocket.TextMessage
 	o.Conn.Logger = o.Logger
 	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
-	r.upgrader = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 4096, CheckOrigin: o.Guard.OriginAllowed}
+	r.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed)
 	return r
 }
 
@@ -129,8 +129,18 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		c.Finish()
 		return
 	}
-	defer r.conns.Remove(c)
+	// Read on a fresh goroutine owned by the set; the HTTP goroutine ends
+	// (see inbox: an idle connection then costs a small stack).
+	go func() {
+		defer r.conns.Remove(c)
+		r.serve(c, req.RemoteAddr)
+	}()
+}
+
+// serve reads one connection until it ends.
+func (r *Relay) serve(c *wsconn.Conn, remote string) {
 	defer c.Finish()
+	ws := c.WS
 	ws.SetReadLimit(r.o.MaxFrame)
 	_ = ws.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
 
@@ -166,7 +176,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		}
 		if ch == nil {
 			var ok bool
-			p, ch, ok = r.join(c, env, req.RemoteAddr)
+			p, ch, ok = r.join(c, env, remote)
 			if !ok {
 				return
 			}

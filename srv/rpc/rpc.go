@@ -52,6 +52,9 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	opts := []connect.HandlerOption{
 		connect.WithInterceptors(authInterceptor{tokens: o.Tokens, limiter: o.Limiter}),
 		connect.WithReadMaxBytes(o.MaxMessage),
+		// Gzip costs more than it saves on small messages (most are a few
+		// hundred bytes, over loopback); replies with images still shrink.
+		connect.WithCompressMinBytes(CompressMinBytes),
 	}
 	s := &service{o: o}
 	var paths []string
@@ -66,6 +69,9 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	}
 	return paths
 }
+
+// CompressMinBytes is the smallest response the services gzip.
+const CompressMinBytes = 16 << 10
 
 type service struct{ o Options }
 

@@ -1,12 +1,19 @@
 // Package wsconn holds what every WebSocket endpoint of the server shares:
-// one writer goroutine per connection behind a bounded queue, slow
-// consumers disconnected rather than waited for, heartbeats, and a set that
-// owns the connections so shutdown can end and await them all.
+// a bounded send queue per connection drained by a writer goroutine that
+// exists only while there is something to write, slow consumers
+// disconnected rather than waited for, one heartbeat goroutine per
+// endpoint, and a set that owns the connections so shutdown can end and
+// await them all.
+//
+// An idle connection holds its socket, gorilla's read buffer and the
+// goroutine that reads it; nothing else.
 package wsconn
 
 import (
 	"errors"
 	"log/slog"
+	"net/http"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -18,7 +25,7 @@ type Options struct {
 	PingInterval time.Duration // default 30s
 	PongWait     time.Duration // default 60s
 	WriteWait    time.Duration // default 10s
-	SendQueue    int           // default 256 frames
+	SendQueue    int           // frames queued before the peer counts as too slow; default 256
 	// MessageType is what Send writes: websocket.BinaryMessage (default)
 	// or websocket.TextMessage.
 	MessageType int
@@ -46,54 +53,89 @@ func (o *Options) Defaults() {
 	}
 }
 
-// Conn is one WebSocket connection. Its owner reads (ReadMessage) on its
-// own goroutine; Send may be called from any goroutine.
+// writeBuffers is shared by every connection: a buffer is held only while
+// a frame is written.
+var writeBuffers = &sync.Pool{}
+
+// Upgrader returns the upgrader the endpoints use: a 1 KiB read buffer per
+// connection and write buffers from the shared pool.
+func Upgrader(checkOrigin func(*http.Request) bool) websocket.Upgrader {
+	// A small read buffer of its own lets the HTTP server's 4 KiB one go;
+	// bigger frames just take more reads.
+	return websocket.Upgrader{CheckOrigin: checkOrigin, ReadBufferSize: 1024, WriteBufferPool: writeBuffers}
+}
+
+type item struct {
+	data []byte
+	kind int // 0 a frame, 1 a ping, 2 the close frame
+}
+
+// Conn is one WebSocket connection. Its owner reads (WS.ReadMessage) on
+// its own goroutine; Send may be called from any goroutine.
 type Conn struct {
 	WS *websocket.Conn
 	o  Options
 
-	send      chan []byte
-	done      chan struct{}
-	closeOnce sync.Once
-	closeMsg  []byte
-	writer    sync.WaitGroup
+	mu       sync.Mutex
+	queue    []item
+	writing  bool // a writer goroutine is draining the queue
+	closing  bool // Shutdown was called; only the close frame is still queued
+	closeMsg []byte
+	done     chan struct{}
+	writer   sync.WaitGroup
 }
 
-// New wraps ws and starts its writer. The caller must call Finish when its
-// read loop ends.
+// New wraps ws. The caller must call Finish when its read loop ends.
 func New(ws *websocket.Conn, o Options) *Conn {
 	o.Defaults()
-	c := &Conn{WS: ws, o: o, send: make(chan []byte, o.SendQueue), done: make(chan struct{})}
-	c.writer.Go(c.writeLoop)
-	return c
+	return &Conn{WS: ws, o: o, done: make(chan struct{})}
 }
 
 // Send queues frame without blocking. A connection whose queue is full is
 // too slow to keep: it is shut down so it cannot hold up anyone else.
-func (c *Conn) Send(frame []byte) bool {
-	select {
-	case c.send <- frame:
-		return true
-	case <-c.done:
+func (c *Conn) Send(frame []byte) bool { return c.enqueue(item{data: frame}) }
+
+func (c *Conn) enqueue(it item) bool {
+	c.mu.Lock()
+	if c.closing {
+		c.mu.Unlock()
 		return false
-	default:
+	}
+	if len(c.queue) >= c.o.SendQueue {
+		c.mu.Unlock()
 		c.o.Logger.Warn("peer too slow, disconnecting")
 		c.Shutdown(websocket.ClosePolicyViolation, "send queue full")
 		return false
+	}
+	c.pushLocked(it)
+	c.mu.Unlock()
+	return true
+}
+
+// pushLocked appends and makes sure a writer is draining.
+func (c *Conn) pushLocked(it item) {
+	c.queue = append(c.queue, it)
+	if !c.writing {
+		c.writing = true
+		c.writer.Go(c.writeLoop)
 	}
 }
 
 // Done is closed once the connection is shutting down.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
-// Shutdown ends the connection: the writer flushes nothing more, sends a
-// close frame with code and text, and closes the socket so the reader
-// returns. Safe from any goroutine, any number of times.
+// Shutdown ends the connection: what is already queued is still written,
+// then a close frame with code and text, then the socket is closed so the
+// reader returns. Safe from any goroutine, any number of times.
 func (c *Conn) Shutdown(code int, text string) {
-	c.closeOnce.Do(func() {
-		c.closeMsg = websocket.FormatCloseMessage(code, text)
-		close(c.done)
-	})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.closing = true
+	close(c.done)
+	c.pushLocked(item{kind: 2, data: websocket.FormatCloseMessage(code, text)})
 }
 
 // Finish is called by the owner when its read loop has returned: it shuts
@@ -116,48 +158,51 @@ func (c *Conn) KeepAlive() {
 	c.ExtendRead()
 }
 
+func (c *Conn) ping() { c.enqueue(item{kind: 1}) }
+
+// writeLoop drains the queue, then exits; the next Send starts another.
 func (c *Conn) writeLoop() {
-	ping := time.NewTicker(c.o.PingInterval)
-	defer ping.Stop()
-	fail := func() {
-		c.Shutdown(websocket.CloseAbnormalClosure, "")
-		_ = c.WS.Close() // unblock the reader
-	}
 	for {
-		select {
-		case frame := <-c.send:
-			_ = c.WS.SetWriteDeadline(time.Now().Add(c.o.WriteWait))
-			if err := c.WS.WriteMessage(c.o.MessageType, frame); err != nil {
-				fail()
-				return
-			}
-		case <-ping.C:
-			if err := c.WS.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.o.WriteWait)); err != nil {
-				fail()
-				return
-			}
-		case <-c.done:
-			// Flush what was queued before the shutdown (a refusal sent
-			// just before closing must arrive), within one write deadline.
-			deadline := time.Now().Add(c.o.WriteWait)
-			_ = c.WS.SetWriteDeadline(deadline)
-		flush:
-			for {
-				select {
-				case frame := <-c.send:
-					if c.WS.WriteMessage(c.o.MessageType, frame) != nil {
-						break flush
-					}
-				default:
-					break flush
-				}
-			}
-			_ = c.WS.WriteControl(websocket.CloseMessage, c.closeMsg, deadline)
-			// Give the peer a moment to see the close frame, then end the
-			// reader by closing the socket.
-			_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-			time.AfterFunc(100*time.Millisecond, func() { _ = c.WS.Close() })
+		c.mu.Lock()
+		batch := c.queue
+		c.queue = nil
+		if len(batch) == 0 {
+			c.writing = false
+			c.mu.Unlock()
 			return
+		}
+		c.mu.Unlock()
+		for _, it := range batch {
+			deadline := time.Now().Add(c.o.WriteWait)
+			var err error
+			switch it.kind {
+			case 0:
+				_ = c.WS.SetWriteDeadline(deadline)
+				err = c.WS.WriteMessage(c.o.MessageType, it.data)
+			case 1:
+				err = c.WS.WriteControl(websocket.PingMessage, nil, deadline)
+			case 2:
+				_ = c.WS.WriteControl(websocket.CloseMessage, it.data, deadline)
+				// Give the peer a moment to answer the close, then end the
+				// reader by closing the socket.
+				_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+				time.AfterFunc(100*time.Millisecond, func() { _ = c.WS.Close() })
+				c.mu.Lock()
+				c.queue, c.writing = nil, false
+				c.mu.Unlock()
+				return
+			}
+			if err != nil {
+				c.mu.Lock()
+				c.queue, c.writing = nil, false
+				if !c.closing {
+					c.closing = true
+					close(c.done)
+				}
+				c.mu.Unlock()
+				_ = c.WS.Close() // unblock the reader
+				return
+			}
 		}
 	}
 }
@@ -168,13 +213,24 @@ func IsTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-// Set owns the connections of one endpoint.
+// Set owns the connections of one endpoint and pings them all from one
+// goroutine, which runs while the set has connections.
 type Set struct {
-	mu     sync.Mutex
-	conns  map[*Conn]struct{}
-	closed bool
-	wg     sync.WaitGroup
+	mu       sync.Mutex
+	conns    map[*Conn]struct{}
+	closed   bool
+	wg       sync.WaitGroup // the connections' owners
+	pinger   sync.WaitGroup
+	pinging  bool
+	stopPing chan struct{}
+	peak     int  // most connections since the set was last empty
+	trimAt   int  // trim when the count falls to this (or to zero)
+	trimming bool // a trim is scheduled
 }
+
+// trimPeak is the crowd size after whose departure memory is returned to
+// the OS at once, rather than as the runtime's scavenger gets to it.
+const trimPeak = 1000
 
 // Add registers c; it reports false once the set is closed, and the caller
 // must then drop the connection.
@@ -188,7 +244,17 @@ func (s *Set) Add(c *Conn) bool {
 		s.conns = make(map[*Conn]struct{})
 	}
 	s.conns[c] = struct{}{}
+	if len(s.conns) > s.peak {
+		s.peak = len(s.conns)
+		s.trimAt = s.peak / 2
+	}
 	s.wg.Add(1)
+	if !s.pinging {
+		s.pinging = true
+		s.stopPing = make(chan struct{})
+		interval := c.o.PingInterval
+		s.pinger.Go(func() { s.pingLoop(interval, s.stopPing) })
+	}
 	return true
 }
 
@@ -196,8 +262,50 @@ func (s *Set) Add(c *Conn) bool {
 func (s *Set) Remove(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	n := len(s.conns)
+	if s.peak >= trimPeak && !s.trimming && (n <= s.trimAt || n == 0) {
+		// A crowd left: give its memory back once things settle.
+		s.trimming = true
+		s.trimAt = n / 2
+		if n == 0 {
+			s.peak = 0
+		}
+		time.AfterFunc(time.Second, func() {
+			debug.FreeOSMemory()
+			s.mu.Lock()
+			s.trimming = false
+			s.mu.Unlock()
+		})
+	}
 	s.mu.Unlock()
 	s.wg.Done()
+}
+
+func (s *Set) pingLoop(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var batch []*Conn
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		if len(s.conns) == 0 {
+			s.pinging = false
+			s.mu.Unlock()
+			return
+		}
+		batch = batch[:0]
+		for c := range s.conns {
+			batch = append(batch, c)
+		}
+		s.mu.Unlock()
+		for _, c := range batch {
+			c.ping()
+		}
+	}
 }
 
 // Len is the number of open connections.
@@ -207,13 +315,19 @@ func (s *Set) Len() int {
 	return len(s.conns)
 }
 
-// Close shuts every connection down and waits for their owners. Idempotent.
+// Close shuts every connection down and waits for their owners and the
+// pinger. Idempotent.
 func (s *Set) Close() {
 	s.mu.Lock()
+	first := !s.closed
 	s.closed = true
 	for c := range s.conns {
 		c.Shutdown(websocket.CloseGoingAway, "server shutting down")
 	}
+	if first && s.pinging {
+		close(s.stopPing)
+	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.pinger.Wait()
 }

@@ -172,6 +172,7 @@ export function createStore(storageKey: string) {
         break
       case 'UserConnectionStatusNotification': {
         const n = m.UserConnectionStatusNotification
+        if (n?.status === 'changed') return 'presence-changed' // a big room: the view fetches the list
         if (!n?.user) break
         state.users = state.users.filter((u) => u.clientId !== n.user!.clientId)
         if (n.status === 'online')
