@@ -17,6 +17,9 @@ import (
 type Options struct {
 	// Client reaches agentassistant-srv. Required.
 	Client agentassistprotoconnect.SrvAgentAssistClient
+	// Control withdraws requests when the MCP client cancels; nil: a
+	// cancelled request is withdrawn after the server's orphan grace.
+	Control agentassistprotoconnect.SrvAgentAssistControlClient
 	// UI reaches the server's relay; nil leaves out the web UI tools.
 	UI agentassistprotoconnect.SrvUIRelayClient
 	// RelaySession is the relay session to act in ("" is "default").
@@ -40,6 +43,12 @@ type Options struct {
 	// ProgressInterval is how often a waiting call sends progress to a
 	// client that asked for it with a progressToken (default 10s).
 	ProgressInterval time.Duration
+	// Reconnect is the backoff while the server is away mid-call
+	// (default 1s, doubling up to MaxReconnect, default 30s).
+	Reconnect, MaxReconnect time.Duration
+	// FirstContact is how long a call keeps trying a server it has not
+	// reached yet before saying it cannot (default 5s).
+	FirstContact time.Duration
 }
 
 func (o *Options) defaults() {
@@ -58,6 +67,9 @@ func (o *Options) defaults() {
 	def(&o.MinTimeout, 60*time.Second)
 	def(&o.MaxTimeout, 24*time.Hour)
 	def(&o.ProgressInterval, 10*time.Second)
+	def(&o.Reconnect, time.Second)
+	def(&o.MaxReconnect, 30*time.Second)
+	def(&o.FirstContact, 5*time.Second)
 }
 
 // New returns the MCP server with its tools registered.

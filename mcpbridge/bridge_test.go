@@ -111,7 +111,7 @@ func TestTimeoutClampAndText(t *testing.T) {
 }
 
 func TestUnreachableText(t *testing.T) {
-	c := newClient(t, &fakeSrv{}, Options{})
+	c := newClient(t, &fakeSrv{}, Options{FirstContact: 200 * time.Millisecond, Reconnect: 50 * time.Millisecond})
 	r := call(t, c, "task_finish", map[string]any{"summary": "done"}, nil)
 	if !r.IsError || !strings.Contains(text(r), "Could not reach agentassistant-srv at http://127.0.0.1:22080") ||
 		!strings.Contains(text(r), "connection refused") {

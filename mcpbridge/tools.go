@@ -58,7 +58,7 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
 		ProjectDirectory: b.dir(req), Question: q, Timeout: hub.Seconds(timeout),
 	}}
-	return b.wait(ctx, req, hub.AskQuestion, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.wait(ctx, req, hub.AskQuestion, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
 	})
 }
@@ -73,7 +73,7 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	call := &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
 		ProjectDirectory: b.dir(req), Summary: sum, Timeout: hub.Seconds(timeout),
 	}}
-	return b.wait(ctx, req, hub.TaskFinish, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.wait(ctx, req, hub.TaskFinish, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		r, err := b.o.Client.TaskFinish(ctx, call)
 		if err != nil {
 			return nil, err
@@ -89,22 +89,84 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 
 // wait makes the call, sending progress while it is open, and turns every
 // outcome into text the agent can act on.
-func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kind, timeout time.Duration,
+//
+// If the server goes away mid-call (restarted, link cut), the call is made
+// again with the same request ID, with backoff, until the request's own
+// deadline: the server re-attaches it to the pending request, or hands over
+// the answer given meanwhile, so the tool call does not fail. A server never
+// reached is reported after FirstContact. When the MCP client cancels, the
+// request is withdrawn explicitly.
+func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kind, id string, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
 	defer stop()
+	start := time.Now()
 	// The server enforces the timeout and says so; this deadline only
 	// guards against a server that never answers.
-	cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
+	deadline := start.Add(timeout + 30*time.Second)
+	cctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
-	start := time.Now()
-	resp, err := call(cctx)
-	if err != nil {
-		b.log.Info("call ended without an answer", "kind", kind, "err", err)
-		return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), err)), nil
+	delay := b.o.Reconnect
+	reached := false
+	var lostAt time.Time
+	for {
+		resp, err := call(cctx)
+		if err == nil {
+			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
+			return toResult(kind, resp), nil
+		}
+		if ctx.Err() != nil {
+			b.withdraw(id)
+			return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), err)), nil
+		}
+		reached = reached || !isDialError(err)
+		retry := isConnError(err) || connect.CodeOf(err) == connect.CodeUnavailable
+		limit := deadline
+		if !reached {
+			limit = start.Add(b.o.FirstContact)
+		}
+		if !retry || time.Now().Add(delay).After(limit) {
+			b.log.Info("call ended without an answer", "kind", kind, "err", err)
+			msg := b.explain(ctx, kind, timeout, time.Since(start), err)
+			if !lostAt.IsZero() {
+				msg = fmt.Sprintf("Lost agentassistant-srv at %s %s ago and could not re-attach to the %s before its deadline. %s",
+					b.o.ServerURL, time.Since(lostAt).Round(time.Second), kindWord(kind), msg)
+			}
+			return mcp.NewToolResultError(msg), nil
+		}
+		if lostAt.IsZero() {
+			lostAt = time.Now()
+		}
+		b.log.Warn("server unreachable mid-call; will re-attach", "kind", kind, "id", id, "retry_in", delay, "err", err)
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			b.withdraw(id)
+			return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), ctx.Err())), nil
+		}
+		delay = min(delay*2, b.o.MaxReconnect)
 	}
-	b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
-	return toResult(kind, resp), nil
+}
+
+func kindWord(k hub.Kind) string {
+	if k == hub.TaskFinish {
+		return "task report"
+	}
+	return "question"
+}
+
+// withdraw tells the server the agent no longer waits, so the question
+// leaves the person's screens at once. Best effort: if it fails, the
+// server withdraws it after its orphan grace.
+func (b *bridge) withdraw(id string) {
+	if b.o.Control == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := b.o.Control.CancelRequest(ctx, &pb.CancelRequestRequest{UserToken: b.o.Token, ID: id}); err != nil {
+		b.log.Debug("withdraw request", "id", id, "err", err)
+	}
 }
 
 func (b *bridge) explain(ctx context.Context, kind hub.Kind, timeout, waited time.Duration, err error) string {
@@ -132,7 +194,7 @@ func (b *bridge) explain(ctx context.Context, kind hub.Kind, timeout, waited tim
 				b.o.ServerURL, what, connectMessage(err))
 		}
 	case connect.CodeCanceled:
-		return fmt.Sprintf("The %s was cancelled before anyone answered it.", what)
+		return fmt.Sprintf("The %s was withdrawn before anyone answered it (cancelled, or its agent went away for too long).", what)
 	case connect.CodeInvalidArgument:
 		return fmt.Sprintf("agentassistant-srv refused the %s: %s", what, connectMessage(err))
 	}
@@ -145,6 +207,18 @@ func connectMessage(err error) string {
 		return ce.Message()
 	}
 	return err.Error()
+}
+
+// isDialError reports that the request never left: the server could not
+// be connected to at all.
+func isDialError(err error) bool {
+	s := err.Error()
+	for _, m := range []string{"connection refused", "no such host", "dial tcp", "network is unreachable"} {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // isConnError reports a failure to reach the server at all, as opposed

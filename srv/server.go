@@ -42,6 +42,9 @@ type Options struct {
 	StudyLogs *studylog.Dir
 	// Catalog is the booking host's catalog JSON; nil serves the default.
 	Catalog []byte
+	// Hub tunes the requests (Store, OrphanGrace, Retention, PresenceDelay);
+	// its Logger is filled in.
+	Hub hub.Options
 }
 
 // Guard kinds of a route: how it checks the token.
@@ -87,7 +90,9 @@ func New(o Options) *Server {
 		o.Limiter = auth.NewLimiter(0, 0)
 	}
 	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux()}
-	s.hub = hub.New(hub.Options{Logger: o.Logger.With("component", "hub")})
+	ho := o.Hub
+	ho.Logger = o.Logger.With("component", "hub")
+	s.hub = hub.New(ho)
 
 	io := o.Inbox
 	io.Hub, io.Tokens, io.Guard, io.Limiter, io.Logger = s.hub, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "ws")

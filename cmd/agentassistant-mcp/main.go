@@ -120,7 +120,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	uiHTTP := &http.Client{Transport: transport, Timeout: 60 * time.Second}
 	dir, _ := os.Getwd()
 	s := mcpbridge.New(mcpbridge.Options{
-		Client: agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
+		Client:  agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
+		Control: agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String()),
 		UI: agentassistprotoconnect.NewSrvUIRelayClient(uiHTTP, base.String(),
 			connect.WithInterceptors(tokenHeader(cfg.Token))),
 		RelaySession:     cfg.Session,

@@ -22,7 +22,9 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -53,6 +55,8 @@ type fileConfig struct {
 	TLSCert        string   `toml:"tls_cert"`
 	TLSKey         string   `toml:"tls_key"`
 	MaxPerToken    int      `toml:"max_connections_per_token"`
+	DBSync         bool     `toml:"db_fsync"`
+	OrphanGrace    int      `toml:"orphan_grace_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -148,8 +152,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	db, err := store.Open(cfg.DataDir, store.Options{Sync: cfg.DBSync})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = db.Close() }()
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
-		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken}})
+		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken},
+		Hub:   hub.Options{Store: db, OrphanGrace: time.Duration(cfg.OrphanGrace) * time.Second}})
+	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
+		return fmt.Errorf("restore requests: %w", err)
+	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("TLS needs both tls_cert and tls_key")
 	}

@@ -2724,6 +2724,59 @@ func (x *WaitUserMessageResponse) GetPayloadJson() string {
 	return ""
 }
 
+type CancelRequestRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	UserToken string                 `protobuf:"bytes,1,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	// The ID of the AskQuestion or TaskFinish request to withdraw.
+	ID            string `protobuf:"bytes,2,opt,name=ID,proto3" json:"ID,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CancelRequestRequest) Reset() {
+	*x = CancelRequestRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CancelRequestRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CancelRequestRequest) ProtoMessage() {}
+
+func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
+func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CancelRequestRequest) GetUserToken() string {
+	if x != nil {
+		return x.UserToken
+	}
+	return ""
+}
+
+func (x *CancelRequestRequest) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
 var File_agentassistproto_agentassist_proto protoreflect.FileDescriptor
 
 const file_agentassistproto_agentassist_proto_rawDesc = "" +
@@ -2934,7 +2987,10 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\breceived\x18\x01 \x01(\bR\breceived\x12\x12\n" +
 	"\x04text\x18\x02 \x01(\tR\x04text\x12\x14\n" +
 	"\x05stage\x18\x03 \x01(\tR\x05stage\x12!\n" +
-	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson2\xc5\x01\n" +
+	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson\"D\n" +
+	"\x14CancelRequestRequest\x12\x1c\n" +
+	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12\x0e\n" +
+	"\x02ID\x18\x02 \x01(\tR\x02ID2\xc5\x01\n" +
 	"\x0eSrvAgentAssist\x12Z\n" +
 	"\vAskQuestion\x12$.agentassistproto.AskQuestionRequest\x1a%.agentassistproto.AskQuestionResponse\x12W\n" +
 	"\n" +
@@ -2952,7 +3008,9 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\n" +
 	"CallUITool\x12#.agentassistproto.CallUIToolRequest\x1a$.agentassistproto.CallUIToolResponse\x12a\n" +
 	"\x10PostAgentMessage\x12%.agentassistproto.AgentMessageRequest\x1a&.agentassistproto.AgentMessageResponse\x12f\n" +
-	"\x0fWaitUserMessage\x12(.agentassistproto.WaitUserMessageRequest\x1a).agentassistproto.WaitUserMessageResponseBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
+	"\x0fWaitUserMessage\x12(.agentassistproto.WaitUserMessageRequest\x1a).agentassistproto.WaitUserMessageResponse2l\n" +
+	"\x15SrvAgentAssistControl\x12S\n" +
+	"\rCancelRequest\x12&.agentassistproto.CancelRequestRequest\x1a\x1a.agentassistproto.MsgEmptyBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
 
 var (
 	file_agentassistproto_agentassist_proto_rawDescOnce sync.Once
@@ -2966,7 +3024,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -3011,9 +3069,10 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*AgentMessageResponse)(nil),             // 40: agentassistproto.AgentMessageResponse
 	(*WaitUserMessageRequest)(nil),           // 41: agentassistproto.WaitUserMessageRequest
 	(*WaitUserMessageResponse)(nil),          // 42: agentassistproto.WaitUserMessageResponse
-	nil,                                      // 43: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 44: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 45: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*CancelRequestRequest)(nil),             // 43: agentassistproto.CancelRequestRequest
+	nil,                                      // 44: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 45: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 46: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -3021,12 +3080,12 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	43, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	44, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	44, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	45, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	45, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	46, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
@@ -3067,18 +3126,20 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	37, // 48: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
 	39, // 49: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
 	41, // 50: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	8,  // 51: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 52: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 53: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 54: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	34, // 55: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	34, // 56: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	36, // 57: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	38, // 58: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	40, // 59: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	42, // 60: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	51, // [51:61] is the sub-list for method output_type
-	41, // [41:51] is the sub-list for method input_type
+	43, // 51: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	8,  // 52: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 53: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	5,  // 54: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 55: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	34, // 56: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	34, // 57: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	36, // 58: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	38, // 59: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	40, // 60: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	42, // 61: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 62: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	52, // [52:63] is the sub-list for method output_type
+	41, // [41:52] is the sub-list for method input_type
 	41, // [41:41] is the sub-list for extension type_name
 	41, // [41:41] is the sub-list for extension extendee
 	0,  // [0:41] is the sub-list for field type_name
@@ -3095,9 +3156,9 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   47,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_agentassistproto_agentassist_proto_goTypes,
 		DependencyIndexes: file_agentassistproto_agentassist_proto_depIdxs,

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // Client is one logged-in /ws connection as the hub sees it.
@@ -75,6 +76,7 @@ var (
 	ErrNotPending = errors.New("request is not pending: it was answered, cancelled or timed out")
 	ErrNoReceiver = errors.New("receiver is not online under this token")
 	ErrClosed     = errors.New("server is shutting down")
+	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
 )
 
 // Options configure a Hub. The zero value is usable.
@@ -82,6 +84,14 @@ type Options struct {
 	Logger *slog.Logger // nil: discard
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Store keeps requests across restarts; nil keeps them in memory.
+	Store *store.Store
+	// OrphanGrace is how long a request whose every caller went away
+	// (without cancelling) stays pending for one to come back (default 2m).
+	OrphanGrace time.Duration
+	// Retention is how long an outcome is kept for callers that re-attach
+	// (default 10m).
+	Retention time.Duration
 	// PresenceDelay gathers joins and leaves before they are announced
 	// (default 50ms), so a crowd arriving or leaving at once costs O(N)
 	// frames, not O(N²).
@@ -113,11 +123,21 @@ type Hub struct {
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed
 	closeOnce sync.Once
 	delay     time.Duration
+	store     *store.Store
+	grace     time.Duration
+	retention time.Duration
 }
 
 // New returns an empty hub.
 func New(o Options) *Hub {
-	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay}
+	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
+		store: o.Store, grace: o.OrphanGrace, retention: o.Retention}
+	if h.grace <= 0 {
+		h.grace = 2 * time.Minute
+	}
+	if h.retention <= 0 {
+		h.retention = 10 * time.Minute
+	}
 	if h.delay <= 0 {
 		h.delay = 50 * time.Millisecond
 	}
@@ -135,7 +155,7 @@ func (h *Hub) room(token string) *room {
 	defer h.mu.Unlock()
 	r := h.rooms[token]
 	if r == nil {
-		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), delay: h.delay}
+		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), delay: h.delay}
 		h.rooms[token] = r
 	}
 	return r
@@ -146,14 +166,38 @@ type pending struct {
 	req       Request
 	token     string
 	createdAt time.Time
-	frame     []byte // the encoded broadcast, reused for late joiners' lists
+	deadline  time.Time
+	frame     []byte // the encoded broadcast
 	done      chan struct{}
-	reply     *Reply // set before done is closed
+	reply     *Reply // set, with err, before done is closed
+	err       error
+	waiters   int         // Ask calls waiting on it now
+	expiry    *time.Timer // fires at the deadline
+	orphan    *time.Timer // fires OrphanGrace after the last waiter left
+}
+
+// settled is the outcome of a request that is no longer pending, kept for
+// Retention so a caller that re-attaches (same ID) still gets it.
+type settled struct {
+	kind  Kind
+	reply *Reply
+	err   error
+	at    time.Time
 }
 
 // Ask delivers req to every client of token and waits until one answers,
-// the request times out (ErrTimeout), or ctx ends (ctx.Err()). On timeout
-// or cancellation the request is withdrawn and every client is told.
+// the request times out (ErrTimeout) or is withdrawn (ErrWithdrawn), or
+// ctx ends (ctx.Err()).
+//
+// Asking again with the ID of a pending request re-attaches to it instead
+// of asking twice; with the ID of one settled within Retention, it returns
+// that outcome. That is how an agent whose connection or server went away
+// gets its answer after all.
+//
+// When the last caller waiting on a request goes away without cancelling
+// (its connection dropped; the server cannot tell that from a cancel), the
+// request stays pending, orphaned, for OrphanGrace, then is withdrawn.
+// Cancel withdraws it at once.
 func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error) {
 	select {
 	case <-h.quit:
@@ -161,51 +205,192 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	default:
 	}
 	r := h.room(token)
-	p := &pending{req: req, token: token, createdAt: h.now(), done: make(chan struct{})}
-	p.frame = marshal(requestFrame(p))
-	if err := r.add(p); err != nil {
-		return nil, err
+	r.mu.Lock()
+	p := r.pending[req.ID]
+	switch {
+	case p != nil && p.req.Kind != req.Kind:
+		r.mu.Unlock()
+		return nil, ErrDuplicate
+	case p != nil:
+		p.waiters++
+		stopTimer(&p.orphan)
+		r.mu.Unlock()
+		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
+	default:
+		if s := r.settled[req.ID]; s != nil && s.kind == req.Kind {
+			r.mu.Unlock()
+			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)
+			return s.reply, s.err
+		}
+		now := h.now()
+		p = &pending{req: req, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
+		p.frame = marshal(requestFrame(p))
+		r.pending[req.ID] = p
+		h.persist(r, p, store.Pending, nil, "")
+		h.arm(r, p)
+		cs := r.clientsLocked()
+		r.mu.Unlock()
+		broadcast(cs, p.frame, "")
+		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 	}
-	h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
 	select {
 	case <-p.done:
-		return p.reply, nil
-	case <-timeout:
-		if r.withdraw(p, "timeout") {
-			h.log.Info("request timed out", "kind", req.Kind, "id", req.ID)
-			return nil, ErrTimeout
-		}
+		return p.reply, p.err
 	case <-h.quit:
-		// Not withdrawn: the clients are told nothing, since the server
-		// is going away, not the request.
-		r.remove(p)
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if r.withdraw(p, "cancelled") {
-			h.log.Info("request cancelled by the agent", "kind", req.Kind, "id", req.ID)
-			return nil, ctx.Err()
+		h.detach(r, p)
+		return nil, ctx.Err()
+	}
+}
+
+// arm starts the deadline timer. Called with r.mu held.
+func (h *Hub) arm(r *room, p *pending) {
+	if p.req.Timeout > 0 {
+		p.expiry = time.AfterFunc(time.Until(p.deadline), func() {
+			if h.settle(r, p, nil, ErrTimeout, "timeout") {
+				h.log.Info("request timed out", "kind", p.req.Kind, "id", p.req.ID)
+			}
+		})
+	}
+}
+
+// detach drops one waiter; the last one leaving orphans the request.
+func (h *Hub) detach(r *room, p *pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[p.req.ID] != p {
+		return
+	}
+	p.waiters--
+	if p.waiters <= 0 {
+		h.orphanLocked(r, p)
+	}
+}
+
+func (h *Hub) orphanLocked(r *room, p *pending) {
+	stopTimer(&p.orphan)
+	p.orphan = time.AfterFunc(h.grace, func() {
+		r.mu.Lock()
+		alone := r.pending[p.req.ID] == p && p.waiters <= 0
+		r.mu.Unlock()
+		if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") {
+			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
+		}
+	})
+}
+
+func stopTimer(t **time.Timer) {
+	if *t != nil {
+		(*t).Stop()
+		*t = nil
+	}
+}
+
+// settle ends p with its outcome, tells the clients and keeps the outcome
+// for callers that re-attach. It reports false when p was already settled.
+func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) bool {
+	select {
+	case <-h.quit:
+		return false // shutting down: the request stays pending in the store
+	default:
+	}
+	r.mu.Lock()
+	if r.pending[p.req.ID] != p {
+		r.mu.Unlock()
+		return false
+	}
+	delete(r.pending, p.req.ID)
+	stopTimer(&p.expiry)
+	stopTimer(&p.orphan)
+	p.reply, p.err = rep, err
+	close(p.done)
+	now := h.now()
+	r.keepSettled(p.req.ID, &settled{kind: p.req.Kind, reply: rep, err: err, at: now}, now.Add(-h.retention))
+	status := store.Answered
+	switch {
+	case errors.Is(err, ErrTimeout):
+		status = store.TimedOut
+	case err != nil:
+		status = store.Cancelled
+	}
+	h.persist(r, p, status, rep, reason)
+	cs := r.clientsLocked()
+	r.mu.Unlock()
+	if rep != nil {
+		broadcast(cs, marshal(replyNotificationFrame(p, rep)), rep.ClientID)
+	} else {
+		broadcast(cs, marshal(cancelledFrame(p, reason)), "")
+	}
+	return true
+}
+
+// keepSettled records an outcome and forgets those older than cutoff.
+func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
+	if len(r.settled) >= 256 {
+		for k, old := range r.settled {
+			if old.at.Before(cutoff) {
+				delete(r.settled, k)
+			}
 		}
 	}
-	<-p.done // answered in the same instant it was withdrawn: the answer wins
-	return p.reply, nil
+	r.settled[id] = s
 }
 
-// Close makes every waiting and future Ask return ErrClosed. Idempotent.
-func (h *Hub) Close() {
-	h.closeOnce.Do(func() { close(h.quit) })
+// persist writes p's state. Called with r.mu held, so the store sees the
+// changes of a request in the order they happened.
+func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) {
+	if h.store == nil {
+		return
+	}
+	rec := store.Record{
+		Room: store.Room(p.token), ID: p.req.ID, Kind: int(p.req.Kind),
+		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
+		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
+		Status: status, ClosedNote: note,
+	}
+	if status != store.Pending {
+		rec.ClosedAt = h.now()
+	}
+	if rep != nil {
+		rec.Reply = encodeReply(rep)
+	}
+	if err := h.store.Put(rec); err != nil {
+		h.log.Error("store request", "id", p.req.ID, "err", err)
+	}
 }
 
-// Answer records c's reply to the request id of the given kind. The first
+// Answer records a reply to the request id of the given kind. The first
 // answer wins; the other clients of the room get a reply notification.
 func (h *Hub) Answer(token string, kind Kind, id string, rep Reply) error {
-	return h.room(token).answer(kind, id, rep)
+	r := h.room(token)
+	r.mu.Lock()
+	p := r.pending[id]
+	r.mu.Unlock()
+	if p == nil || p.req.Kind != kind || !h.settle(r, p, &rep, nil, "") {
+		return ErrNotPending
+	}
+	return nil
+}
+
+// Cancel withdraws a pending request of token at the agent's wish.
+func (h *Hub) Cancel(token, id string) error {
+	r := h.room(token)
+	r.mu.Lock()
+	p := r.pending[id]
+	r.mu.Unlock()
+	if p == nil || !h.settle(r, p, nil, ErrWithdrawn, "cancelled") {
+		return ErrNotPending
+	}
+	h.log.Info("request cancelled by the agent", "kind", p.req.Kind, "id", id)
+	return nil
+}
+
+// Close makes every waiting and future Ask return ErrClosed; pending
+// requests stay pending in the store for the next start. Idempotent.
+func (h *Hub) Close() {
+	h.closeOnce.Do(func() { close(h.quit) })
 }
 
 // Join adds c to the room of token and tells the others it is online.
@@ -258,6 +443,7 @@ type room struct {
 	// and rebuilt on the next broadcast.
 	snapshot []Client
 	pending  map[string]*pending
+	settled  map[string]*settled
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.
@@ -270,59 +456,6 @@ type presenceChange struct {
 	c      Client
 	status string
 	at     time.Time
-}
-
-func (r *room) add(p *pending) error {
-	r.mu.Lock()
-	if _, dup := r.pending[p.req.ID]; dup {
-		r.mu.Unlock()
-		return ErrDuplicate
-	}
-	r.pending[p.req.ID] = p
-	cs := r.clientsLocked()
-	r.mu.Unlock()
-	broadcast(cs, p.frame, "")
-	return nil
-}
-
-// withdraw removes p if it is still pending and tells every client why.
-// It reports false when p was already answered.
-func (r *room) withdraw(p *pending, reason string) bool {
-	r.mu.Lock()
-	if r.pending[p.req.ID] != p {
-		r.mu.Unlock()
-		return false
-	}
-	delete(r.pending, p.req.ID)
-	close(p.done)
-	cs := r.clientsLocked()
-	r.mu.Unlock()
-	broadcast(cs, marshal(cancelledFrame(p, reason)), "")
-	return true
-}
-
-func (r *room) remove(p *pending) {
-	r.mu.Lock()
-	if r.pending[p.req.ID] == p {
-		delete(r.pending, p.req.ID)
-	}
-	r.mu.Unlock()
-}
-
-func (r *room) answer(kind Kind, id string, rep Reply) error {
-	r.mu.Lock()
-	p := r.pending[id]
-	if p == nil || p.req.Kind != kind {
-		r.mu.Unlock()
-		return ErrNotPending
-	}
-	delete(r.pending, id)
-	p.reply = &rep
-	close(p.done)
-	cs := r.clientsLocked()
-	r.mu.Unlock()
-	broadcast(cs, marshal(replyNotificationFrame(p, &rep)), rep.ClientID)
-	return nil
 }
 
 func (r *room) join(c Client, welcome []byte, now time.Time) {

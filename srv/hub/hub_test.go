@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 type fakeClient struct {
@@ -129,8 +130,8 @@ func TestFirstAnswerWins(t *testing.T) {
 	}
 }
 
-func TestTimeoutAndCancel(t *testing.T) {
-	h := New(Options{})
+func TestTimeoutCancelAndOrphan(t *testing.T) {
+	h := New(Options{OrphanGrace: 100 * time.Millisecond})
 	c := newFake("c")
 	h.Join("tok", c, nil)
 
@@ -143,31 +144,65 @@ func TestTimeoutAndCancel(t *testing.T) {
 		t.Errorf("cancel notification = %v", n)
 	}
 
+	// The caller going away (a dropped connection looks the same) leaves
+	// the request pending, orphaned, for the grace period.
 	ctx, cancel := context.WithCancel(context.Background())
 	_, ec = ask(h, "tok", "gone", time.Minute, ctx)
-	c.waitFor(t, CmdAskQuestion)
-	for len(h.PendingMessages("tok")) == 0 {
+	for !h.Validity("tok", []string{"gone"})["gone"] {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
 	if err := <-ec; !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if v := h.Validity("tok", []string{"gone", "slow"}); v["gone"] || v["slow"] {
-		t.Errorf("validity after cancel = %v", v)
+	if v := h.Validity("tok", []string{"gone"}); !v["gone"] {
+		t.Fatal("withdrawn at once; it should wait for its agent to come back")
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for h.Validity("tok", []string{"gone"})["gone"] {
+		if time.Now().After(deadline) {
+			t.Fatal("orphan never withdrawn")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reason := ""
+	for reason == "" && time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, m := range c.got {
+			if n := m.GetRequestCancelledNotification(); n.GetRequestId() == "gone" {
+				reason = n.GetReason()
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if reason != "abandoned" {
+		t.Errorf("orphan withdrawn with reason %q", reason)
+	}
+
+	// An explicit cancel withdraws at once.
+	_, ec = ask(h, "tok", "cancel-me", time.Minute, context.Background())
+	for !h.Validity("tok", []string{"cancel-me"})["cancel-me"] {
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.Cancel("other", "cancel-me"); !errors.Is(err, ErrNotPending) {
+		t.Errorf("cancel from another token: %v", err)
+	}
+	if err := h.Cancel("tok", "cancel-me"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ec; !errors.Is(err, ErrWithdrawn) {
+		t.Fatalf("err = %v, want ErrWithdrawn", err)
 	}
 }
 
-func TestPendingBeforeLoginAndDuplicates(t *testing.T) {
+func TestPendingBeforeLogin(t *testing.T) {
 	h := New(Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rc, _ := ask(h, "tok", "early", time.Minute, ctx)
 	for len(h.PendingMessages("tok")) == 0 {
 		time.Sleep(time.Millisecond)
-	}
-	if _, err := h.Ask(ctx, "tok", Request{Kind: AskQuestion, ID: "early", Text: "again"}); !errors.Is(err, ErrDuplicate) {
-		t.Fatalf("duplicate ID: %v", err)
 	}
 	ps := h.PendingMessages("tok")
 	if len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "early" || ps[0].GetTimeout() != 60 {
@@ -176,13 +211,101 @@ func TestPendingBeforeLoginAndDuplicates(t *testing.T) {
 	if len(h.PendingMessages("other")) != 0 {
 		t.Fatal("pending leaked to another token")
 	}
-	late := newFake("late")
-	h.Join("tok", late, nil)
+	h.Join("tok", newFake("late"), nil)
 	if err := h.Answer("tok", AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-rc; r.ClientID != "late" {
 		t.Fatalf("reply from %q", r.ClientID)
+	}
+}
+
+func TestReattach(t *testing.T) {
+	h := New(Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	_, ec := ask(h, "tok", "r1", time.Minute, ctx)
+	for !h.Validity("tok", []string{"r1"})["r1"] {
+		time.Sleep(time.Millisecond)
+	}
+	cancel() // the agent's connection dropped
+	<-ec
+	// It asks again with the same ID: re-attached, not asked twice.
+	rc, ec2 := ask(h, "tok", "r1", time.Minute, context.Background())
+	time.Sleep(20 * time.Millisecond)
+	if ps := h.PendingMessages("tok"); len(ps) != 1 {
+		t.Fatalf("pending = %v", ps)
+	}
+	if err := h.Answer("tok", AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-rc; r.ClientID != "phone" || <-ec2 != nil {
+		t.Fatalf("re-attached call got %+v", r)
+	}
+	// Answered while the agent was away: asking again hands the answer over.
+	r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "r1", Text: "q?", Timeout: time.Minute})
+	if err != nil || r.ClientID != "phone" {
+		t.Fatalf("after the answer: %+v %v", r, err)
+	}
+	// A pending ID asked as the other kind is refused.
+	_, _ = ask(h, "tok", "r2", time.Minute, context.Background())
+	for !h.Validity("tok", []string{"r2"})["r2"] {
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := h.Ask(context.Background(), "tok", Request{Kind: TaskFinish, ID: "r2", Text: "q?", Timeout: time.Minute}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("the same ID as another kind: %v", err)
+	}
+}
+
+func TestRestoreAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Store: db})
+	ctx, cancel := context.WithCancel(context.Background())
+	_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
+	_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
+	for len(h.PendingMessages("tok")) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
+	if err := h.Answer("tok", AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
+		t.Fatal(err)
+	}
+	<-ec2
+	h.Close() // the server stops; "survivor" stays pending in the store
+	cancel()
+	<-ec
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h2 := New(Options{Store: db})
+	p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
+	if err != nil || p != 1 || s != 1 {
+		t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
+	}
+	h2.Join("tok", newFake("late"), nil)
+	if ps := h2.PendingMessages("tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
+		t.Fatalf("pending after restart = %v", ps)
+	}
+	rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
+	time.Sleep(20 * time.Millisecond)
+	if err := h2.Answer("tok", AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
+		t.Fatalf("after restart: %+v", r)
+	}
+	r, err := h2.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
+	if err != nil || r.Nickname != "laptop" || r.Contents[0].GetImage().GetData() != "AAAA" {
+		t.Fatalf("answer kept across the restart: %+v %v", r, err)
 	}
 }
 

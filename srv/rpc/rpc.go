@@ -64,6 +64,7 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	}
 	mount(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
 	mount(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
+	mount(agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, opts...))
 	if o.Relay != nil {
 		mount(agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...))
 	}
@@ -125,6 +126,8 @@ func (s *service) ask(ctx context.Context, kind hub.Kind, id, dir, text string, 
 			fmt.Errorf("no reply within %s; the request was withdrawn", timeout))
 	case errors.Is(err, hub.ErrDuplicate):
 		return nil, "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("request %s: %w", id, err))
+	case errors.Is(err, hub.ErrWithdrawn):
+		return nil, "", connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, hub.ErrClosed):
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -158,6 +161,16 @@ func (r replyService) answer(ctx context.Context, kind hub.Kind, id, nick string
 	})
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", id, err))
+	}
+	return &pb.MsgEmpty{}, nil
+}
+
+// controlService withdraws requests at the agent's wish.
+type controlService struct{ s *service }
+
+func (c controlService) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
+	if err := c.s.o.Hub.Cancel(tokenOf(ctx), req.GetID()); err != nil {
+		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", req.GetID(), err))
 	}
 	return &pb.MsgEmpty{}, nil
 }

@@ -30,6 +30,8 @@ const (
 	SrvAgentAssistReplyName = "agentassistproto.SrvAgentAssistReply"
 	// SrvUIRelayName is the fully-qualified name of the SrvUIRelay service.
 	SrvUIRelayName = "agentassistproto.SrvUIRelay"
+	// SrvAgentAssistControlName is the fully-qualified name of the SrvAgentAssistControl service.
+	SrvAgentAssistControlName = "agentassistproto.SrvAgentAssistControl"
 )
 
 // These constants are the fully-qualified names of the RPCs defined in this package. They're
@@ -66,6 +68,9 @@ const (
 	// SrvUIRelayWaitUserMessageProcedure is the fully-qualified name of the SrvUIRelay's
 	// WaitUserMessage RPC.
 	SrvUIRelayWaitUserMessageProcedure = "/agentassistproto.SrvUIRelay/WaitUserMessage"
+	// SrvAgentAssistControlCancelRequestProcedure is the fully-qualified name of the
+	// SrvAgentAssistControl's CancelRequest RPC.
+	SrvAgentAssistControlCancelRequestProcedure = "/agentassistproto.SrvAgentAssistControl/CancelRequest"
 )
 
 // SrvAgentAssistClient is a client for the agentassistproto.SrvAgentAssist service.
@@ -499,4 +504,79 @@ func (UnimplementedSrvUIRelayHandler) PostAgentMessage(context.Context, *agentas
 
 func (UnimplementedSrvUIRelayHandler) WaitUserMessage(context.Context, *agentassistproto.WaitUserMessageRequest) (*agentassistproto.WaitUserMessageResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvUIRelay.WaitUserMessage is not implemented"))
+}
+
+// SrvAgentAssistControlClient is a client for the agentassistproto.SrvAgentAssistControl service.
+type SrvAgentAssistControlClient interface {
+	CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error)
+}
+
+// NewSrvAgentAssistControlClient constructs a client for the agentassistproto.SrvAgentAssistControl
+// service. By default, it uses the Connect protocol with the binary Protobuf Codec, asks for
+// gzipped responses, and sends uncompressed requests. To use the gRPC or gRPC-Web protocols, supply
+// the connect.WithGRPC() or connect.WithGRPCWeb() options.
+//
+// The URL supplied here should be the base URL for the Connect or gRPC server (for example,
+// http://api.acme.com or https://acme.com/grpc).
+func NewSrvAgentAssistControlClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) SrvAgentAssistControlClient {
+	baseURL = strings.TrimRight(baseURL, "/")
+	srvAgentAssistControlMethods := agentassistproto.File_agentassistproto_agentassist_proto.Services().ByName("SrvAgentAssistControl").Methods()
+	return &srvAgentAssistControlClient{
+		cancelRequest: connect.NewClient[agentassistproto.CancelRequestRequest, agentassistproto.MsgEmpty](
+			httpClient,
+			baseURL+SrvAgentAssistControlCancelRequestProcedure,
+			connect.WithSchema(srvAgentAssistControlMethods.ByName("CancelRequest")),
+			connect.WithClientOptions(opts...),
+		),
+	}
+}
+
+// srvAgentAssistControlClient implements SrvAgentAssistControlClient.
+type srvAgentAssistControlClient struct {
+	cancelRequest *connect.Client[agentassistproto.CancelRequestRequest, agentassistproto.MsgEmpty]
+}
+
+// CancelRequest calls agentassistproto.SrvAgentAssistControl.CancelRequest.
+func (c *srvAgentAssistControlClient) CancelRequest(ctx context.Context, req *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error) {
+	response, err := c.cancelRequest.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SrvAgentAssistControlHandler is an implementation of the agentassistproto.SrvAgentAssistControl
+// service.
+type SrvAgentAssistControlHandler interface {
+	CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error)
+}
+
+// NewSrvAgentAssistControlHandler builds an HTTP handler from the service implementation. It
+// returns the path on which to mount the handler and the handler itself.
+//
+// By default, handlers support the Connect, gRPC, and gRPC-Web protocols with the binary Protobuf
+// and JSON codecs. They also support gzip compression.
+func NewSrvAgentAssistControlHandler(svc SrvAgentAssistControlHandler, opts ...connect.HandlerOption) (string, http.Handler) {
+	srvAgentAssistControlMethods := agentassistproto.File_agentassistproto_agentassist_proto.Services().ByName("SrvAgentAssistControl").Methods()
+	srvAgentAssistControlCancelRequestHandler := connect.NewUnaryHandlerSimple(
+		SrvAgentAssistControlCancelRequestProcedure,
+		svc.CancelRequest,
+		connect.WithSchema(srvAgentAssistControlMethods.ByName("CancelRequest")),
+		connect.WithHandlerOptions(opts...),
+	)
+	return "/agentassistproto.SrvAgentAssistControl/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case SrvAgentAssistControlCancelRequestProcedure:
+			srvAgentAssistControlCancelRequestHandler.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// UnimplementedSrvAgentAssistControlHandler returns CodeUnimplemented from all methods.
+type UnimplementedSrvAgentAssistControlHandler struct{}
+
+func (UnimplementedSrvAgentAssistControlHandler) CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssistControl.CancelRequest is not implemented"))
 }

@@ -1,0 +1,101 @@
+package hub
+
+import (
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Restore loads what the store kept: pending requests come back pending
+// (orphaned until their agent re-attaches, or withdrawn after OrphanGrace;
+// expired ones as timed out), recent outcomes come back for re-attaching
+// callers. tokens are the server's tokens: records of any other token are
+// left alone. Call it before serving.
+func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
+	if h.store == nil {
+		return 0, 0, nil
+	}
+	byRoom := make(map[string]string, len(tokens))
+	for _, t := range tokens {
+		byRoom[store.Room(t)] = t
+	}
+	now := h.now()
+	if _, err := h.store.Prune(now.Add(-h.retention)); err != nil {
+		return 0, 0, err
+	}
+	var recs []store.Record
+	if err := h.store.All(func(r store.Record) error {
+		if _, ok := byRoom[r.Room]; ok {
+			recs = append(recs, r)
+		}
+		return nil
+	}); err != nil {
+		return 0, 0, err
+	}
+	for _, rec := range recs {
+		token := byRoom[rec.Room]
+		r := h.room(token)
+		req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
+		if rec.Status != store.Pending {
+			s := &settled{kind: req.Kind, at: rec.ClosedAt}
+			switch rec.Status {
+			case store.Answered:
+				s.reply = decodeReply(rec.Reply)
+			case store.TimedOut:
+				s.err = ErrTimeout
+			default:
+				s.err = ErrWithdrawn
+			}
+			r.mu.Lock()
+			r.settled[rec.ID] = s
+			r.mu.Unlock()
+			settledN++
+			continue
+		}
+		p := &pending{req: req, token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p.frame = marshal(requestFrame(p))
+		r.mu.Lock()
+		r.pending[rec.ID] = p
+		if req.Timeout > 0 && !now.Before(rec.Deadline) {
+			r.mu.Unlock()
+			h.settle(r, p, nil, ErrTimeout, "timeout")
+			continue
+		}
+		h.arm(r, p)
+		h.orphanLocked(r, p)
+		r.mu.Unlock()
+		pendingN++
+	}
+	h.log.Info("restored requests", "pending", pendingN, "settled", settledN)
+	return pendingN, settledN, nil
+}
+
+// encodeReply stores a reply as the wire's response message; who answered
+// travels in its Meta under reserved keys.
+func encodeReply(rep *Reply) []byte {
+	meta := make(map[string]string, len(rep.Meta)+2)
+	for k, v := range rep.Meta {
+		meta[k] = v
+	}
+	meta["\x00clientId"], meta["\x00nickname"] = rep.ClientID, rep.Nickname
+	b, _ := proto.Marshal(&pb.AskQuestionResponse{IsError: rep.IsError, Meta: meta, Contents: rep.Contents})
+	return b
+}
+
+func decodeReply(b []byte) *Reply {
+	var m pb.AskQuestionResponse
+	if proto.Unmarshal(b, &m) != nil {
+		return &Reply{}
+	}
+	rep := &Reply{IsError: m.IsError, Contents: m.Contents, ClientID: m.Meta["\x00clientId"], Nickname: m.Meta["\x00nickname"]}
+	delete(m.Meta, "\x00clientId")
+	delete(m.Meta, "\x00nickname")
+	if len(m.Meta) > 0 {
+		rep.Meta = m.Meta
+	}
+	return rep
+}
