@@ -7,12 +7,14 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,13 +43,36 @@ func TestMain(m *testing.M) {
 }
 
 type server struct {
-	URL   string // http://127.0.0.1:PORT
-	Host  string
-	Port  string
-	Token string
-	Data  string
-	cmd   *exec.Cmd
-	log   *strings.Builder
+	URL    string // http://127.0.0.1:PORT
+	Host   string
+	Port   string
+	Token  string
+	Data   string
+	cmd    *exec.Cmd
+	log    *strings.Builder
+	killed bool
+}
+
+// kill9 kills the server the hard way: no shutdown, no flush.
+func (s *server) kill9(t *testing.T) {
+	t.Helper()
+	s.killed = true
+	if err := s.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = s.cmd.Wait()
+}
+
+// freePort returns a loopback port nothing listens on now.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
 }
 
 var urlLine = regexp.MustCompile(`http://[^\s]+/\?token=[^\s]+`)
@@ -56,7 +81,13 @@ var urlLine = regexp.MustCompile(`http://[^\s]+/\?token=[^\s]+`)
 // (the first is the main one) and returns once it prints its URL.
 func startServer(t *testing.T, tokens ...string) *server {
 	t.Helper()
-	data := t.TempDir()
+	return startServerWith(t, "0", t.TempDir(), nil, tokens...)
+}
+
+// startServerWith runs agentassistant-srv on port with data as its data
+// directory (to restart one where it was) and extra flags.
+func startServerWith(t *testing.T, port, data string, extra []string, tokens ...string) *server {
+	t.Helper()
 	cfg := filepath.Join(data, "srv.toml")
 	quoted := make([]string, len(tokens))
 	for i, tok := range tokens {
@@ -65,7 +96,7 @@ func startServer(t *testing.T, tokens ...string) *server {
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("tokens = [%s]\n", strings.Join(quoted, ","))), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-port", "0", "-data", data, "-config", cfg, "-log-level", "debug"}
+	args := append([]string{"-port", port, "-data", data, "-config", cfg, "-log-level", "debug"}, extra...)
 	if len(tokens) > 0 {
 		args = append(args, "-token", tokens[0])
 	}
@@ -81,6 +112,9 @@ func startServer(t *testing.T, tokens ...string) *server {
 	}
 	s := &server{cmd: cmd, Data: data, log: &logs}
 	t.Cleanup(func() {
+		if s.killed {
+			return
+		}
 		_ = cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
 		go func() { cmd.Wait(); close(done) }()

@@ -120,7 +120,9 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kin
 			return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), err)), nil
 		}
 		reached = reached || !isDialError(err)
-		retry := isConnError(err) || connect.CodeOf(err) == connect.CodeUnavailable
+		// Retry what the network did, not what the server said: connect
+		// reports a reset link as "canceled", which is not a withdrawal.
+		retry := !serverAnswered(err) && (isConnError(err) || connect.CodeOf(err) == connect.CodeUnavailable || connect.CodeOf(err) == connect.CodeCanceled)
 		limit := deadline
 		if !reached {
 			limit = start.Add(b.o.FirstContact)
@@ -129,8 +131,8 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kin
 			b.log.Info("call ended without an answer", "kind", kind, "err", err)
 			msg := b.explain(ctx, kind, timeout, time.Since(start), err)
 			if !lostAt.IsZero() {
-				msg = fmt.Sprintf("Lost agentassistant-srv at %s %s ago and could not re-attach to the %s before its deadline. %s",
-					b.o.ServerURL, time.Since(lostAt).Round(time.Second), kindWord(kind), msg)
+				msg = fmt.Sprintf("Lost agentassistant-srv at %s %s ago (%s) and could not re-attach to the %s before its deadline. %s",
+					b.o.ServerURL, time.Since(lostAt).Round(time.Second), rootCause(err), kindWord(kind), msg)
 			}
 			return mcp.NewToolResultError(msg), nil
 		}
@@ -209,6 +211,13 @@ func connectMessage(err error) string {
 	return err.Error()
 }
 
+// serverAnswered reports an error the server itself sent (as opposed to one
+// the client made up from a broken connection).
+func serverAnswered(err error) bool {
+	var ce *connect.Error
+	return errors.As(err, &ce) && ce.Meta().Get("Content-Type") != ""
+}
+
 // isDialError reports that the request never left: the server could not
 // be connected to at all.
 func isDialError(err error) bool {
@@ -224,9 +233,8 @@ func isDialError(err error) bool {
 // isConnError reports a failure to reach the server at all, as opposed
 // to an error the server answered with.
 func isConnError(err error) bool {
-	var ce *connect.Error
-	if errors.As(err, &ce) && ce.Meta().Get("Content-Type") != "" {
-		return false // the server answered
+	if serverAnswered(err) {
+		return false
 	}
 	s := err.Error()
 	for _, m := range []string{"connection refused", "no such host", "dial tcp", "connection reset", "EOF", "i/o timeout", "network is unreachable"} {
