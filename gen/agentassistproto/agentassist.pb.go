@@ -1437,10 +1437,15 @@ func (x *ChatMessageNotification) GetChatMessage() *ChatMessage {
 }
 
 type UserLoginResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ClientId      string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
-	Success       bool                   `protobuf:"varint,2,opt,name=success,proto3" json:"success,omitempty"`
-	ErrorMessage  string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ClientId     string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	Success      bool                   `protobuf:"varint,2,opt,name=success,proto3" json:"success,omitempty"`
+	ErrorMessage string                 `protobuf:"bytes,3,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	// Identifies this run of the server; send it back with ResumeFrom.
+	Epoch string `protobuf:"bytes,4,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// True when the events missed since ResumeFrom follow this response;
+	// false means a full resync (GetPendingMessages) is needed.
+	Resumed       bool `protobuf:"varint,5,opt,name=resumed,proto3" json:"resumed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1494,6 +1499,20 @@ func (x *UserLoginResponse) GetErrorMessage() string {
 		return x.ErrorMessage
 	}
 	return ""
+}
+
+func (x *UserLoginResponse) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
+}
+
+func (x *UserLoginResponse) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
 }
 
 type UserConnectionStatusNotification struct {
@@ -1660,8 +1679,16 @@ type WebsocketMessage struct {
 	UserLoginResponse                *UserLoginResponse                `protobuf:"bytes,23,opt,name=UserLoginResponse,proto3" json:"UserLoginResponse,omitempty"`
 	UserConnectionStatusNotification *UserConnectionStatusNotification `protobuf:"bytes,24,opt,name=UserConnectionStatusNotification,proto3" json:"UserConnectionStatusNotification,omitempty"`
 	Error                            *ErrorNotification                `protobuf:"bytes,25,opt,name=Error,proto3" json:"Error,omitempty"`
-	unknownFields                    protoimpl.UnknownFields
-	sizeCache                        protoimpl.SizeCache
+	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
+	// notifications, RequestCancelled) in order; the GetPendingMessages
+	// response carries the room's latest.
+	Seq uint64 `protobuf:"varint,26,opt,name=Seq,proto3" json:"Seq,omitempty"`
+	// In UserLogin: the last Seq this device saw, to get what it missed.
+	ResumeFrom uint64 `protobuf:"varint,27,opt,name=ResumeFrom,proto3" json:"ResumeFrom,omitempty"`
+	// In UserLogin with ResumeFrom: the epoch of the server that numbered it.
+	Epoch         string `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
@@ -1825,6 +1852,27 @@ func (x *WebsocketMessage) GetError() *ErrorNotification {
 		return x.Error
 	}
 	return nil
+}
+
+func (x *WebsocketMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WebsocketMessage) GetResumeFrom() uint64 {
+	if x != nil {
+		return x.ResumeFrom
+	}
+	return 0
+}
+
+func (x *WebsocketMessage) GetEpoch() string {
+	if x != nil {
+		return x.Epoch
+	}
+	return ""
 }
 
 type AskQuestionReplyRequest struct {
@@ -2890,11 +2938,13 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x12receiver_client_id\x18\x01 \x01(\tR\x10receiverClientId\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\"[\n" +
 	"\x17ChatMessageNotification\x12@\n" +
-	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"o\n" +
+	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"\x9f\x01\n" +
 	"\x11UserLoginResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
 	"\asuccess\x18\x02 \x01(\bR\asuccess\x12#\n" +
-	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\"\x8a\x01\n" +
+	"\rerror_message\x18\x03 \x01(\tR\ferrorMessage\x12\x14\n" +
+	"\x05epoch\x18\x04 \x01(\tR\x05epoch\x12\x18\n" +
+	"\aresumed\x18\x05 \x01(\bR\aresumed\"\x8a\x01\n" +
 	" UserConnectionStatusNotification\x120\n" +
 	"\x04user\x18\x01 \x01(\v2\x1c.agentassistproto.OnlineUserR\x04user\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1c\n" +
@@ -2904,7 +2954,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x10\n" +
-	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xfc\f\n" +
+	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xc4\r\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -2924,7 +2974,12 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x17ChatMessageNotification\x18\x16 \x01(\v2).agentassistproto.ChatMessageNotificationR\x17ChatMessageNotification\x12Q\n" +
 	"\x11UserLoginResponse\x18\x17 \x01(\v2#.agentassistproto.UserLoginResponseR\x11UserLoginResponse\x12~\n" +
 	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x129\n" +
-	"\x05Error\x18\x19 \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\"\x96\x01\n" +
+	"\x05Error\x18\x19 \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12\x10\n" +
+	"\x03Seq\x18\x1a \x01(\x04R\x03Seq\x12\x1e\n" +
+	"\n" +
+	"ResumeFrom\x18\x1b \x01(\x04R\n" +
+	"ResumeFrom\x12\x14\n" +
+	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\"\x96\x01\n" +
 	"\x17AskQuestionReplyRequest\x12\x1c\n" +
 	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12A\n" +
 	"\bResponse\x18\x02 \x01(\v2%.agentassistproto.AskQuestionResponseR\bResponse\x12\x1a\n" +

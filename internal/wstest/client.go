@@ -30,6 +30,12 @@ type Client struct {
 // It waits for the UserLoginResponse; a refused login is returned with
 // Login.Success false and no error.
 func Dial(baseURL, token, nickname string, header http.Header) (*Client, error) {
+	return DialResume(baseURL, token, nickname, header, "", 0)
+}
+
+// DialResume logs in asking for the events after seq from the server run
+// epoch.
+func DialResume(baseURL, token, nickname string, header http.Header, epoch string, from uint64) (*Client, error) {
 	u := strings.Replace(strings.TrimSuffix(baseURL, "/"), "http", "ws", 1) + "/ws"
 	conn, resp, err := websocket.DefaultDialer.Dial(u, header)
 	if resp != nil && resp.Body != nil {
@@ -40,7 +46,7 @@ func Dial(baseURL, token, nickname string, header http.Header) (*Client, error) 
 	}
 	c := &Client{Conn: conn, frames: make(chan *pb.WebsocketMessage, 1024), readErr: make(chan error, 1)}
 	go c.readLoop()
-	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname}); err != nil {
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname, Epoch: epoch, ResumeFrom: from}); err != nil {
 		_ = conn.Close()
 		return nil, err
 	}

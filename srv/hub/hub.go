@@ -126,12 +126,27 @@ type Hub struct {
 	store     *store.Store
 	grace     time.Duration
 	retention time.Duration
+	epoch     string // this run's name for the rooms' sequence numbers
+}
+
+// Replay window: a client that comes back gets the events it missed if
+// they are among a room's last replayEvents and younger than replayAge.
+const (
+	replayEvents = 1024
+	replayAge    = 5 * time.Minute
+)
+
+// event is a numbered request event kept for replay.
+type event struct {
+	seq   uint64
+	frame []byte
+	at    time.Time
 }
 
 // New returns an empty hub.
 func New(o Options) *Hub {
 	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
-		store: o.Store, grace: o.OrphanGrace, retention: o.Retention}
+		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, epoch: newID()[:12]}
 	if h.grace <= 0 {
 		h.grace = 2 * time.Minute
 	}
@@ -167,7 +182,6 @@ type pending struct {
 	token     string
 	createdAt time.Time
 	deadline  time.Time
-	frame     []byte // the encoded broadcast
 	done      chan struct{}
 	reply     *Reply // set, with err, before done is closed
 	err       error
@@ -224,13 +238,13 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		}
 		now := h.now()
 		p = &pending{req: req, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
-		p.frame = marshal(requestFrame(p))
 		r.pending[req.ID] = p
 		h.persist(r, p, store.Pending, nil, "")
 		h.arm(r, p)
+		frame := r.emitLocked(requestFrame(p), now)
 		cs := r.clientsLocked()
 		r.mu.Unlock()
-		broadcast(cs, p.frame, "")
+		broadcast(cs, frame, "")
 		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 	}
 
@@ -316,14 +330,55 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 		status = store.Cancelled
 	}
 	h.persist(r, p, status, rep, reason)
+	except := ""
+	var frame []byte
+	if rep != nil {
+		frame, except = r.emitLocked(replyNotificationFrame(p, rep), now), rep.ClientID
+	} else {
+		frame = r.emitLocked(cancelledFrame(p, reason), now)
+	}
 	cs := r.clientsLocked()
 	r.mu.Unlock()
-	if rep != nil {
-		broadcast(cs, marshal(replyNotificationFrame(p, rep)), rep.ClientID)
-	} else {
-		broadcast(cs, marshal(cancelledFrame(p, reason)), "")
-	}
+	broadcast(cs, frame, except)
 	return true
+}
+
+// emitLocked numbers a request event, keeps it for replay and returns its
+// encoding. Called with r.mu held, so numbers follow the order of events.
+func (r *room) emitLocked(m *pb.WebsocketMessage, now time.Time) []byte {
+	r.seq++
+	m.Seq = r.seq
+	b := marshal(m)
+	if len(r.events) >= replayEvents {
+		copy(r.events, r.events[1:])
+		r.events = r.events[:len(r.events)-1]
+	}
+	r.events = append(r.events, event{seq: r.seq, frame: b, at: now})
+	return b
+}
+
+// replayLocked returns the events after from, or false when they are no
+// longer all kept (the client needs a full resync).
+func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
+	if from > r.seq {
+		return nil, false
+	}
+	if from == r.seq {
+		return nil, true
+	}
+	if len(r.events) == 0 || r.events[0].seq > from+1 {
+		return nil, false
+	}
+	var out [][]byte
+	for _, e := range r.events {
+		if e.seq > from {
+			if now.Sub(e.at) > replayAge {
+				return nil, false
+			}
+			out = append(out, e.frame)
+		}
+	}
+	return out, true
 }
 
 // keepSettled records an outcome and forgets those older than cutoff.
@@ -393,11 +448,23 @@ func (h *Hub) Close() {
 	h.closeOnce.Do(func() { close(h.quit) })
 }
 
+// Resume is what a returning client last saw: the epoch of the server and
+// the last Seq.
+type Resume struct {
+	Epoch string
+	From  uint64
+}
+
+// Epoch names this run of the hub; clients send it back to resume.
+func (h *Hub) Epoch() string { return h.epoch }
+
 // Join adds c to the room of token and tells the others it is online.
-// welcome, when not nil, is queued to c first, atomically with joining: c
-// gets it before any broadcast and misses none made after it.
-func (h *Hub) Join(token string, c Client, welcome []byte) {
-	h.room(token).join(c, welcome, h.now())
+// welcome, when not nil, builds the first frame queued to c (told whether
+// the resume worked); then, for a client resuming within the replay
+// window, the events it missed; all atomically with joining, so c misses
+// nothing and gets nothing twice.
+func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) {
+	h.room(token).join(c, welcome, resume, h.epoch, h.now())
 }
 
 // Leave removes c from the room of token and tells the others.
@@ -405,8 +472,9 @@ func (h *Hub) Leave(token string, c Client) {
 	h.room(token).leave(c, h.now())
 }
 
-// PendingMessages lists the requests of token still waiting, oldest first.
-func (h *Hub) PendingMessages(token string) []*pb.PendingMessage {
+// PendingMessages lists the requests of token still waiting, oldest first,
+// and the number of the room's latest event, from which to resume.
+func (h *Hub) PendingMessages(token string) ([]*pb.PendingMessage, uint64) {
 	return h.room(token).pendingMessages()
 }
 
@@ -444,6 +512,8 @@ type room struct {
 	snapshot []Client
 	pending  map[string]*pending
 	settled  map[string]*settled
+	seq      uint64  // the last request event's number
+	events   []event // the last replayEvents of them
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.
@@ -458,10 +528,18 @@ type presenceChange struct {
 	at     time.Time
 }
 
-func (r *room) join(c Client, welcome []byte, now time.Time) {
+func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) {
 	r.mu.Lock()
+	var missed [][]byte
+	resumed := false
+	if resume.From > 0 && resume.Epoch == epoch {
+		missed, resumed = r.replayLocked(resume.From, now)
+	}
 	if welcome != nil {
-		c.Send(welcome)
+		c.Send(welcome(resumed))
+	}
+	for _, f := range missed {
+		c.Send(f)
 	}
 	r.clients[c.ID()] = c
 	r.joins++
@@ -543,19 +621,20 @@ func (r *room) clientsLocked() []Client {
 	return r.snapshot
 }
 
-func (r *room) pendingMessages() []*pb.PendingMessage {
+func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
 	r.mu.Lock()
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
 		ps = append(ps, p)
 	}
+	seq := r.seq
 	r.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
 	out := make([]*pb.PendingMessage, len(ps))
 	for i, p := range ps {
 		out[i] = pendingMessage(p)
 	}
-	return out
+	return out, seq
 }
 
 func (r *room) validity(ids []string) map[string]bool {

@@ -89,9 +89,9 @@ func ask(h *Hub, token, id string, timeout time.Duration, ctx context.Context) (
 func TestFirstAnswerWins(t *testing.T) {
 	h := New(Options{})
 	a, b, other := newFake("a"), newFake("b"), newFake("x")
-	h.Join("tok", a, nil)
-	h.Join("tok", b, nil)
-	h.Join("other", other, nil)
+	h.Join("tok", a, nil, Resume{})
+	h.Join("tok", b, nil, Resume{})
+	h.Join("other", other, nil, Resume{})
 
 	rc, ec := ask(h, "tok", "r1", time.Minute, context.Background())
 	a.waitFor(t, CmdAskQuestion)
@@ -125,7 +125,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	if got := other.cmds(); len(got) != 0 {
 		t.Errorf("client of another token got %v", got)
 	}
-	if ps := h.PendingMessages("tok"); len(ps) != 0 {
+	if ps := pendingOf(h, "tok"); len(ps) != 0 {
 		t.Errorf("still pending: %v", ps)
 	}
 }
@@ -133,7 +133,7 @@ func TestFirstAnswerWins(t *testing.T) {
 func TestTimeoutCancelAndOrphan(t *testing.T) {
 	h := New(Options{OrphanGrace: 100 * time.Millisecond})
 	c := newFake("c")
-	h.Join("tok", c, nil)
+	h.Join("tok", c, nil, Resume{})
 
 	_, ec := ask(h, "tok", "slow", 50*time.Millisecond, context.Background())
 	if err := <-ec; !errors.Is(err, ErrTimeout) {
@@ -201,17 +201,17 @@ func TestPendingBeforeLogin(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	rc, _ := ask(h, "tok", "early", time.Minute, ctx)
-	for len(h.PendingMessages("tok")) == 0 {
+	for len(pendingOf(h, "tok")) == 0 {
 		time.Sleep(time.Millisecond)
 	}
-	ps := h.PendingMessages("tok")
+	ps := pendingOf(h, "tok")
 	if len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "early" || ps[0].GetTimeout() != 60 {
 		t.Fatalf("pending = %v", ps)
 	}
-	if len(h.PendingMessages("other")) != 0 {
+	if len(pendingOf(h, "other")) != 0 {
 		t.Fatal("pending leaked to another token")
 	}
-	h.Join("tok", newFake("late"), nil)
+	h.Join("tok", newFake("late"), nil, Resume{})
 	if err := h.Answer("tok", AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestReattach(t *testing.T) {
 	// It asks again with the same ID: re-attached, not asked twice.
 	rc, ec2 := ask(h, "tok", "r1", time.Minute, context.Background())
 	time.Sleep(20 * time.Millisecond)
-	if ps := h.PendingMessages("tok"); len(ps) != 1 {
+	if ps := pendingOf(h, "tok"); len(ps) != 1 {
 		t.Fatalf("pending = %v", ps)
 	}
 	if err := h.Answer("tok", AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
@@ -266,7 +266,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
 	_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
-	for len(h.PendingMessages("tok")) < 2 {
+	for len(pendingOf(h, "tok")) < 2 {
 		time.Sleep(time.Millisecond)
 	}
 	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
@@ -291,8 +291,8 @@ func TestRestoreAcrossRestart(t *testing.T) {
 	if err != nil || p != 1 || s != 1 {
 		t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
 	}
-	h2.Join("tok", newFake("late"), nil)
-	if ps := h2.PendingMessages("tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
+	h2.Join("tok", newFake("late"), nil, Resume{})
+	if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
 		t.Fatalf("pending after restart = %v", ps)
 	}
 	rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
@@ -312,7 +312,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 func TestClose(t *testing.T) {
 	h := New(Options{})
 	c := newFake("c")
-	h.Join("tok", c, nil)
+	h.Join("tok", c, nil, Resume{})
 	_, ec := ask(h, "tok", "r", time.Minute, context.Background())
 	c.waitFor(t, CmdAskQuestion)
 	h.Close()
@@ -328,9 +328,9 @@ func TestClose(t *testing.T) {
 func TestPresenceAndChat(t *testing.T) {
 	h := New(Options{})
 	a, b, x := newFake("a"), newFake("b"), newFake("x")
-	h.Join("tok", a, nil)
-	h.Join("tok", b, nil)
-	h.Join("other", x, nil)
+	h.Join("tok", a, nil, Resume{})
+	h.Join("tok", b, nil, Resume{})
+	h.Join("other", x, nil, Resume{})
 	st := a.waitFor(t, CmdUserConnectionStatusNotification)
 	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "online" {
 		t.Errorf("status = %v", u)
@@ -377,10 +377,10 @@ func TestPresenceAndChat(t *testing.T) {
 func TestPresenceCoalesced(t *testing.T) {
 	h := New(Options{PresenceDelay: 30 * time.Millisecond})
 	watcher := newFake("watcher")
-	h.Join("tok", watcher, nil)
+	h.Join("tok", watcher, nil, Resume{})
 	time.Sleep(60 * time.Millisecond)
 	for i := range 40 {
-		h.Join("tok", newFake(fmt.Sprint("c", i)), nil)
+		h.Join("tok", newFake(fmt.Sprint("c", i)), nil, Resume{})
 	}
 	m := watcher.waitFor(t, CmdGetOnlineUsers)
 	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 41 {
@@ -399,16 +399,16 @@ func TestPresenceCoalesced(t *testing.T) {
 func TestBigRoomPresence(t *testing.T) {
 	h := New(Options{PresenceDelay: 10 * time.Millisecond})
 	watcher := newFake("watcher")
-	h.Join("tok", watcher, nil)
+	h.Join("tok", watcher, nil, Resume{})
 	for i := range bigRoom + 10 {
-		h.Join("tok", newFake(fmt.Sprint("c", i)), nil)
+		h.Join("tok", newFake(fmt.Sprint("c", i)), nil, Resume{})
 	}
 	time.Sleep(bigRoomDelay + 100*time.Millisecond)
 	watcher.mu.Lock()
 	before := len(watcher.got)
 	watcher.mu.Unlock()
 	for i := range 200 {
-		h.Join("tok", newFake(fmt.Sprint("d", i)), nil)
+		h.Join("tok", newFake(fmt.Sprint("d", i)), nil, Resume{})
 	}
 	time.Sleep(bigRoomDelay + 100*time.Millisecond)
 	watcher.mu.Lock()
@@ -417,4 +417,9 @@ func TestBigRoomPresence(t *testing.T) {
 	if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != StatusChanged {
 		t.Fatalf("200 arrivals in a big room gave the watcher %d frames: %v", len(got), got)
 	}
+}
+
+func pendingOf(h *Hub, token string) []*pb.PendingMessage {
+	ps, _ := h.PendingMessages(token)
+	return ps
 }

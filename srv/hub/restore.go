@@ -57,7 +57,6 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			continue
 		}
 		p := &pending{req: req, token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
-		p.frame = marshal(requestFrame(p))
 		r.mu.Lock()
 		r.pending[rec.ID] = p
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {

@@ -109,12 +109,15 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.token = m.StrParam
 	c.WS.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
-	welcome, _ := proto.Marshal(&pb.WebsocketMessage{
-		Cmd:               hub.CmdUserLogin,
-		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true},
-		Nickname:          c.nickname,
-	})
-	o.Hub.Join(c.token, c, welcome)
+	welcome := func(resumed bool) []byte {
+		b, _ := proto.Marshal(&pb.WebsocketMessage{
+			Cmd:               hub.CmdUserLogin,
+			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
+			Nickname:          c.nickname,
+		})
+		return b
+	}
+	o.Hub.Join(c.token, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
 	c.h.log.Info("client logged in", "client", c.id, "nickname", c.nickname)
 	return true
 }
@@ -162,10 +165,11 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			},
 		})
 	case hub.CmdGetPendingMessages:
-		ps := hb.PendingMessages(c.token)
+		ps, seq := hb.PendingMessages(c.token)
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
 			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: hub.Count(len(ps))},
+			Seq:                        seq,
 		})
 	case hub.CmdGetOnlineUsers:
 		us := hb.OnlineUsers(c.token)

@@ -94,3 +94,45 @@ export const PNG = Buffer.from(
 )
 
 export const SHOTS = process.env.AA_SCREENSHOTS // directory for README screenshots, when set
+
+// A loopback TCP proxy that can drop every connection and refuse new ones:
+// a browser going offline and coming back.
+export interface Proxy {
+  port: number
+  setDown(down: boolean): void
+  close(): Promise<void>
+}
+
+export async function startProxy(targetPort: number): Promise<Proxy> {
+  const net = await import('node:net')
+  const sockets = new Set<import('node:net').Socket>()
+  let down = false
+  const server = net.createServer((client) => {
+    if (down) return client.destroy()
+    const up = net.connect(targetPort, '127.0.0.1')
+    sockets.add(client)
+    sockets.add(up)
+    const drop = () => {
+      client.destroy()
+      up.destroy()
+      sockets.delete(client)
+      sockets.delete(up)
+    }
+    client.on('error', drop).on('close', drop)
+    up.on('error', drop).on('close', drop)
+    client.pipe(up)
+    up.pipe(client)
+  })
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  return {
+    port: (server.address() as import('node:net').AddressInfo).port,
+    setDown(d: boolean) {
+      down = d
+      if (d) for (const s of sockets) s.resetAndDestroy()
+    },
+    close: () => new Promise<void>((ok) => {
+      for (const s of sockets) s.destroy()
+      server.close(() => ok())
+    }),
+  }
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { launch, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, PNG, SHOTS, startMCP, startProxy, startServer, text, type Server, type ToolResult } from './harness'
 
 let srv: Server
 let mcp: Client
@@ -106,5 +106,51 @@ describe('inbox in a real browser', () => {
     await expect(call).rejects.toThrow()
     await page.locator('[data-status=cancelled]', { hasText: 'Should I wait?' }).waitFor()
     await page.context().close()
+  })
+
+  it('offline for 5 s and back: what it missed, once each, in order', async () => {
+    const proxy = await startProxy(Number(srv.port))
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 850 }, locale: 'en-US' })
+    const page = await ctx.newPage()
+    await page.goto(`http://127.0.0.1:${proxy.port}/?token=${srv.token}`)
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    const phone = await openInbox('phone-online')
+
+    const first = ask({ question: 'Offline one: keep the cache?' })
+    await page.locator('[data-status=waiting]', { hasText: 'Offline one' }).waitFor()
+    proxy.setDown(true)
+    await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+    const second = ask({ question: 'Offline two: rename the table?' })
+    await phone.locator('[data-status=waiting]', { hasText: 'Offline one' }).waitFor()
+    await phone.locator('[data-status=waiting]', { hasText: 'Offline two' }).waitFor()
+    // Answered on the phone while the PC is offline.
+    await phone.locator('[data-status=waiting]', { hasText: 'Offline one' }).click()
+    await phone.locator('textarea[data-testid=reply-input]').fill('Keep it.')
+    await phone.locator('[data-testid=send]').click()
+    expect(text(await first)).toBe('Keep it.')
+    const third = ask({ question: 'Offline three: bump the version?' })
+    await phone.locator('[data-status=waiting]', { hasText: 'Offline three' }).waitFor()
+    await new Promise((r) => setTimeout(r, 5000 - 1500))
+    proxy.setDown(false)
+
+    await page.locator('[data-testid=conn][data-state=online]').waitFor({ timeout: 20_000 })
+    await page.locator('[data-status=answeredElsewhere]', { hasText: 'Offline one' }).waitFor()
+    await page.locator('[data-status=waiting]', { hasText: 'Offline two' }).waitFor()
+    await page.locator('[data-status=waiting]', { hasText: 'Offline three' }).waitFor()
+    const order = await page.locator('[data-request-id]').evaluateAll((els) => els.map((e) => e.textContent ?? ''))
+    const mine = order.filter((t) => t.includes('Offline'))
+    expect(mine.map((t) => /Offline (one|two|three)/.exec(t)![1])).toEqual(['one', 'two', 'three'])
+    const ids = await page.locator('[data-request-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')))
+    expect(new Set(ids).size).toBe(ids.length) // no duplicates
+
+    for (const [call, which, answer] of [[second, 'Offline two', 'Yes, rename it.'], [third, 'Offline three', 'Not yet.']] as const) {
+      await page.locator('[data-status=waiting]', { hasText: which }).click()
+      await page.locator('textarea[data-testid=reply-input]').fill(answer)
+      await page.locator('[data-testid=send]').click()
+      expect(text(await call)).toBe(answer)
+    }
+    await ctx.close()
+    await phone.context().close()
+    await proxy.close()
   })
 })

@@ -14,6 +14,9 @@ export type Init = Parameters<typeof create<typeof WebsocketMessageSchema>>[1]
 export class InboxClient {
   state: ConnState = 'connecting'
   clientId = ''
+  // What this page last saw, so a reconnect gets exactly what it missed.
+  private epoch = ''
+  private lastSeq = 0n
   private ws: WebSocket | null = null
   private backoff = new Backoff()
   private timer: ReturnType<typeof setTimeout> | undefined
@@ -26,7 +29,7 @@ export class InboxClient {
     private on: {
       message: (m: WebsocketMessage) => void
       state: (s: ConnState) => void
-      login: (clientId: string) => void
+      login: (clientId: string, resumed: boolean) => void
     },
   ) {}
 
@@ -69,7 +72,10 @@ export class InboxClient {
       ws.send(
         toBinary(
           WebsocketMessageSchema,
-          create(WebsocketMessageSchema, { Cmd: 'UserLogin', StrParam: this.token, Nickname: this.nickname() }),
+          create(WebsocketMessageSchema, {
+            Cmd: 'UserLogin', StrParam: this.token, Nickname: this.nickname(),
+            Epoch: this.epoch, ResumeFrom: this.lastSeq,
+          }),
         ),
       )
     }
@@ -88,11 +94,14 @@ export class InboxClient {
           return
         }
         this.clientId = m.UserLoginResponse.clientId
+        if (m.UserLoginResponse.epoch !== this.epoch) this.lastSeq = 0n
+        this.epoch = m.UserLoginResponse.epoch
         this.backoff.reset()
         this.setState('online')
-        this.on.login(this.clientId)
+        this.on.login(this.clientId, m.UserLoginResponse.resumed)
         return
       }
+      if (m.Seq > this.lastSeq) this.lastSeq = m.Seq
       this.on.message(m)
     }
     ws.onclose = () => {

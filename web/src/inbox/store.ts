@@ -151,6 +151,7 @@ export function createStore(storageKey: string) {
       case 'TaskFinishReplyNotification': {
         const id = m.AskQuestionRequest?.ID || m.TaskFinishRequest?.ID || ''
         const resp = m.AskQuestionResponse ?? m.TaskFinishResponse
+        if (find(id)?.status === 'answeredHere') break // our own answer, replayed after a reconnect
         setStatus(id, 'answeredElsewhere', {
           reply: contentsToParts(resp?.contents),
           answeredBy: m.Nickname || m.StrParam,
