@@ -116,6 +116,8 @@ func New(o Options) *Server {
 	s.handle("/agent/ws", GuardJoin, s.relay)
 	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
+	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
+	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil {
@@ -157,11 +159,7 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 			http.Error(w, "too many failed attempts; try again in a minute", http.StatusTooManyRequests)
 			return
 		}
-		tok := rpc.TokenFrom(nil, r.Header)
-		if tok == "" {
-			tok = r.URL.Query().Get("token")
-		}
-		if !s.tokens.Valid(tok) {
+		if !s.tokens.Valid(s.tokenOf(r)) {
 			s.limiter.Failed(r.RemoteAddr)
 			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
 			return

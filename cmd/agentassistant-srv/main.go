@@ -24,8 +24,10 @@ import (
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
 func main() {
@@ -57,6 +59,10 @@ type fileConfig struct {
 	MaxPerToken    int      `toml:"max_connections_per_token"`
 	DBSync         bool     `toml:"db_fsync"`
 	OrphanGrace    int      `toml:"orphan_grace_seconds"`
+	PingInterval   int      `toml:"ping_interval_seconds"`
+	PongWait       int      `toml:"pong_wait_seconds"`
+	WriteWait      int      `toml:"write_wait_seconds"`
+	LoginTimeout   int      `toml:"login_timeout_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -158,8 +164,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer func() { _ = db.Close() }()
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
-		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken},
-		Hub:   hub.Options{Store: db, OrphanGrace: time.Duration(cfg.OrphanGrace) * time.Second}})
+		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
+			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
+		Relay: relay.Options{Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
+			WriteWait: secs(cfg.WriteWait)}},
+		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace)}})
 	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
 	}
@@ -212,6 +221,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+func secs(n int) time.Duration { return time.Duration(n) * time.Second }
 
 func isLoopback(host string) bool {
 	if host == "localhost" {

@@ -346,6 +346,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 // emitLocked numbers a request event, keeps it for replay and returns its
 // encoding. Called with r.mu held, so numbers follow the order of events.
 func (r *room) emitLocked(m *pb.WebsocketMessage, now time.Time) []byte {
+	r.activity = now
 	r.seq++
 	m.Seq = r.seq
 	b := marshal(m)
@@ -483,6 +484,15 @@ func (h *Hub) Validity(token string, ids []string) map[string]bool {
 	return h.room(token).validity(ids)
 }
 
+// Status reports the clients logged in under token and when the room last
+// saw a login or a request event.
+func (h *Hub) Status(token string) (clients int, lastActivity time.Time) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clients), r.activity
+}
+
 // Count reports the clients logged in under token.
 func (h *Hub) Count(token string) int {
 	r := h.room(token)
@@ -514,6 +524,7 @@ type room struct {
 	settled  map[string]*settled
 	seq      uint64  // the last request event's number
 	events   []event // the last replayEvents of them
+	activity time.Time
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.
@@ -542,6 +553,7 @@ func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch st
 		c.Send(f)
 	}
 	r.clients[c.ID()] = c
+	r.activity = now
 	r.joins++
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil

@@ -79,6 +79,7 @@ type channel struct {
 
 	mailbox     []Envelope // user.message for in-process agents
 	mailboxWake chan struct{}
+	activity    time.Time // the last message through the relay session
 }
 
 func newChannel(r *Relay, token, name string) *channel {
@@ -113,6 +114,7 @@ func (ch *channel) fail(to *peer, replyTo string, e *Error) {
 func (ch *channel) fromAgent(p *peer, env Envelope) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	ch.activity = ch.r.now()
 	switch env.Type {
 	case TypeSessionStart, TypeSnapshotGet, TypeToolCall, TypeAgentMessage, TypeSessionEnd:
 	case TypeJoin:
@@ -262,6 +264,7 @@ func (ch *channel) closeSession() {
 func (ch *channel) fromHost(p *peer, env Envelope) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
+	ch.activity = ch.r.now()
 	if p != ch.host {
 		return // replaced; its connection is closing
 	}

@@ -3,7 +3,10 @@ package relay
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
 // Local is an in-process agent of one relay session: the MCP bridge's
@@ -135,4 +138,36 @@ func (l *Local) NextUserMessage(ctx context.Context) (Envelope, bool) {
 			return Envelope{}, false
 		}
 	}
+}
+
+// ErrClientOffline: no host is connected to the relay session.
+var ErrClientOffline = errors.New("client_offline")
+
+// Status reports the relay session of (token, session): whether its host
+// is connected, how many peers are, and when it last saw a message.
+func (r *Relay) Status(token, session string) (hostOnline bool, conns int, lastActivity time.Time) {
+	ch := r.channel(token, session)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	conns = len(ch.agents)
+	if ch.host != nil {
+		conns++
+	}
+	return ch.host != nil, conns, ch.activity
+}
+
+// Push delivers an event from an external orchestrator to the host of
+// (token, session), as the relay's own message; ErrClientOffline when no
+// host is connected. backendData is never involved: this goes to the host.
+func (r *Relay) Push(token, session string, typ string, payload json.RawMessage) error {
+	ch := r.channel(token, session)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.host == nil {
+		return ErrClientOffline
+	}
+	env := Envelope{Type: typ, Payload: payload}
+	ch.record(studylog.In, env)
+	ch.host.deliver(env)
+	return nil
 }

@@ -1,0 +1,85 @@
+package srv
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/agentassistant/agentassistant/srv/rpc"
+)
+
+// InboxSession names the /ws room of a token in the internal API; any
+// other session id is a relay session (relay.join's sessionId).
+const InboxSession = "inbox"
+
+// sessionStatus: GET /internal/sessions/{id}/status (seed 003's internal
+// API), for the token presented.
+func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
+	tok := s.tokenOf(r)
+	id := r.PathValue("id")
+	var online bool
+	var conns int
+	var last time.Time
+	if id == InboxSession {
+		conns, last = s.hub.Status(tok)
+		online = conns > 0
+	} else {
+		if !relay.ValidSession(id) {
+			http.Error(w, "bad session id", http.StatusBadRequest)
+			return
+		}
+		online, conns, last = s.relay.Status(tok, id)
+	}
+	out := map[string]any{"session_id": id, "online": online, "connection_count": conns, "last_activity_at": int64(0)}
+	if !last.IsZero() {
+		out["last_activity_at"] = last.UnixMilli()
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// send: POST /internal/send {"session_id", "event": {"type", ...}} pushes
+// an event to the host of a relay session; client_offline when none is
+// connected (seed 003).
+func (s *Server) send(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		SessionID string          `json:"session_id"`
+		Event     json.RawMessage `json:"event"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
+		return
+	}
+	var ev struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(req.Event, &ev) != nil || ev.Type == "" || !relay.ValidSession(req.SessionID) || req.SessionID == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
+			"message": "need session_id (a relay session) and event with a type"})
+		return
+	}
+	err := s.relay.Push(s.tokenOf(r), req.SessionID, ev.Type, req.Event)
+	switch {
+	case errors.Is(err, relay.ErrClientOffline):
+		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
+			"message": "session " + req.SessionID + " has no active connections"})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	}
+}
+
+func (s *Server) tokenOf(r *http.Request) string {
+	if tok := rpc.TokenFrom(nil, r.Header); tok != "" {
+		return tok
+	}
+	return r.URL.Query().Get("token")
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

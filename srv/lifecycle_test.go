@@ -1,0 +1,95 @@
+package srv_test
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/inbox"
+)
+
+func health(t *testing.T, base string) (ws int) {
+	t.Helper()
+	_, m := call(t, "GET", base+"/internal/sessions/inbox/status", "")
+	return int(m["connection_count"].(float64))
+}
+
+// TestHeartbeat: a peer that stops answering pings (half-open) is closed
+// after PongWait; one that answers stays, however long it is idle.
+func TestHeartbeat(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{Inbox: inbox.Options{PingInterval: 50 * time.Millisecond, PongWait: 250 * time.Millisecond}})
+	alive := login(t, base, tokA, "alive") // its reader answers pings
+
+	ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	b, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "half-open"})
+	if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ws.ReadMessage(); err != nil { // the login response; then silence
+		t.Fatal(err)
+	}
+	if n := health(t, base); n != 2 {
+		t.Fatalf("%d connections", n)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for health(t, base) != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the half-open connection was not closed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(600 * time.Millisecond) // several PongWaits
+	if err := alive.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers"}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, alive, "GetOnlineUsers")
+}
+
+// TestNoGoroutineLeak: many connect, login, disconnect cycles on both
+// WebSocket endpoints leave the goroutine count where it was.
+func TestNoGoroutineLeak(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{Inbox: inbox.Options{PingInterval: 20 * time.Millisecond}})
+	http.DefaultClient.CloseIdleConnections()
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	for i := range 150 {
+		c, err := wstest.Dial(base, tokA, fmt.Sprint("cycle", i), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%3 == 0 {
+			_ = c.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers"})
+		}
+		c.Close()
+		a := dialAgent(t, base)
+		a.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"` + tokA + `"}}`)
+		a.expect("relay.joined")
+		a.ws.Close()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		http.DefaultClient.CloseIdleConnections()
+		now := runtime.NumGoroutine()
+		if now <= before+3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", now, before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
