@@ -22,27 +22,30 @@ type wsClient struct {
 // connection ends. onFrame runs on the reading goroutine and may write.
 func dialWS(ctx context.Context, s *server, nick string, onFrame func(*wsClient, *pb.WebsocketMessage)) (*wsClient, error) {
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-	ws, _, err := d.DialContext(ctx, strings.Replace(s.url, "http", "ws", 1)+"/ws", nil)
+	ws, resp, err := d.DialContext(ctx, strings.Replace(s.url, "http", "ws", 1)+"/ws", nil)
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		return nil, err
 	}
 	c := &wsClient{ws: ws}
 	b, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: s.token, Nickname: nick})
 	if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
-		ws.Close()
+		_ = ws.Close()
 		return nil, err
 	}
 	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
 	for {
 		_, data, err := ws.ReadMessage()
 		if err != nil {
-			ws.Close()
+			_ = ws.Close()
 			return nil, fmt.Errorf("login: %w", err)
 		}
 		var m pb.WebsocketMessage
 		if proto.Unmarshal(data, &m) == nil && m.Cmd == "UserLogin" {
 			if !m.GetUserLoginResponse().GetSuccess() {
-				ws.Close()
+				_ = ws.Close()
 				return nil, fmt.Errorf("login refused: %s", m.GetUserLoginResponse().GetErrorMessage())
 			}
 			c.id = m.GetUserLoginResponse().GetClientId()

@@ -30,7 +30,7 @@ func floor(ctx context.Context, c config, r *report) error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, self, "-serve-floor")
+	cmd := exec.CommandContext(ctx, self, "-serve-floor") // #nosec G204 -- this very binary
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -47,11 +47,14 @@ func floor(ctx context.Context, c config, r *report) error {
 	addr = strings.TrimSpace(addr)
 	base := "http://" + addr
 
-	ws, _, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+"/echo", nil)
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+"/echo", nil)
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
 	if err != nil {
 		return err
 	}
-	defer ws.Close()
+	defer func() { _ = ws.Close() }()
 	msg := make([]byte, 64)
 	var ds []time.Duration
 	for i := range c.seq + 200 {
@@ -100,7 +103,7 @@ func runFloorServer() error {
 		if err != nil {
 			return
 		}
-		defer ws.Close()
+		defer func() { _ = ws.Close() }()
 		for {
 			t, b, err := ws.ReadMessage()
 			if err != nil {

@@ -136,11 +136,11 @@ func run(ctx context.Context, c config) error {
 	}
 	rep.Duration = time.Since(rep.Started).Round(time.Second).String()
 	printTable(rep)
-	if err := os.MkdirAll(filepath.Dir(c.out), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(c.out), 0o750); err != nil {
 		return err
 	}
 	b, _ := json.MarshalIndent(rep, "", "  ")
-	return os.WriteFile(c.out, append(b, '\n'), 0o644)
+	return os.WriteFile(c.out, append(b, '\n'), 0o600)
 }
 
 func printTable(r *report) {

@@ -112,18 +112,18 @@ func throughMCP(ctx context.Context, c config, r *report) error {
 	}
 	defer h.Close()
 	home, _ := os.MkdirTemp("", "aa-bench-home-")
-	defer os.RemoveAll(home)
+	defer func() { _ = os.RemoveAll(home) }()
 	mc, err := client.NewStdioMCPClientWithOptions(filepath.Join(c.bin, "agentassistant-mcp"),
 		[]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home}, []string{"-host", s.host, "-port", s.port, "-token", s.token, "-log-level", "warn"},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
+			cmd := exec.CommandContext(ctx, command, args...) // #nosec G204 -- the built agentassistant-mcp
 			cmd.Env, cmd.Dir = env, home
 			return cmd, nil
 		}))
 	if err != nil {
 		return err
 	}
-	defer mc.Close()
+	defer func() { _ = mc.Close() }()
 	_ = mc.Start(ctx)
 	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
@@ -382,7 +382,10 @@ func relayThroughput(ctx context.Context, c config, r *report) error {
 	defer s.stop()
 	wsURL := strings.Replace(s.url, "http", "ws", 1) + "/agent/ws"
 	dial := func(role, session string) (*websocket.Conn, error) {
-		ws, _, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil)
+		ws, resp, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -392,7 +395,7 @@ func relayThroughput(ctx context.Context, c config, r *report) error {
 		}
 		var m map[string]any
 		if err := ws.ReadJSON(&m); err != nil || m["type"] != "relay.joined" {
-			return nil, fmt.Errorf("join %s: %v %v", role, m, err)
+			return nil, fmt.Errorf("join %s: %v: %w", role, m, err)
 		}
 		return ws, nil
 	}
@@ -414,7 +417,7 @@ func relayThroughput(ctx context.Context, c config, r *report) error {
 		if err != nil {
 			return err
 		}
-		defer host.Close()
+		defer func() { _ = host.Close() }()
 		go func() { // the host: answers every request at once
 			for {
 				var e env
@@ -439,7 +442,7 @@ func relayThroughput(ctx context.Context, c config, r *report) error {
 		if err != nil {
 			return err
 		}
-		defer agent.Close()
+		defer func() { _ = agent.Close() }()
 		wg.Go(func() {
 			read := func(want string) error {
 				for {

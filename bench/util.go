@@ -40,7 +40,7 @@ func startServer(c config) (*server, error) {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
-	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token)
+	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token) // #nosec G204 -- the built server
 	cmd.Env = append(os.Environ(), extraServerEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -108,7 +108,7 @@ func (s *server) health(ctx context.Context) (health, error) {
 	if err != nil {
 		return health{}, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var h health
 	return h, json.NewDecoder(resp.Body).Decode(&h)
 }

@@ -117,10 +117,10 @@ func (s *Store) All(fn func(Record) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(requests).ForEach(func(_, v []byte) error {
 			var r Record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return nil // a damaged record is skipped, not fatal
+			if json.Unmarshal(v, &r) == nil {
+				return fn(r)
 			}
-			return fn(r)
+			return nil // a damaged record is skipped, not fatal
 		})
 	})
 }

@@ -76,13 +76,12 @@ type Conn struct {
 	WS *websocket.Conn
 	o  Options
 
-	mu       sync.Mutex
-	queue    []item
-	writing  bool // a writer goroutine is draining the queue
-	closing  bool // Shutdown was called; only the close frame is still queued
-	closeMsg []byte
-	done     chan struct{}
-	writer   sync.WaitGroup
+	mu      sync.Mutex
+	queue   []item
+	writing bool // a writer goroutine is draining the queue
+	closing bool // Shutdown was called; only the close frame is still queued
+	done    chan struct{}
+	writer  sync.WaitGroup
 }
 
 // New wraps ws. The caller must call Finish when its read loop ends.
