@@ -132,6 +132,25 @@ func (a *agent) expectError(code, replyTo string) map[string]any {
 	return p
 }
 
+// waitPresence waits for the relay to report the host online or gone.
+func (a *agent) waitPresence(online bool) {
+	a.t.Helper()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case m, ok := <-a.in:
+			if !ok {
+				a.t.Fatal("connection closed")
+			}
+			if m["type"] == "relay.presence" && m["payload"].(map[string]any)["host"] == online {
+				return
+			}
+		case <-deadline:
+			a.t.Fatalf("no relay.presence host=%v", online)
+		}
+	}
+}
+
 func (a *agent) quiet(d time.Duration) {
 	a.t.Helper()
 	select {
@@ -143,14 +162,26 @@ func (a *agent) quiet(d time.Duration) {
 	}
 }
 
+var liveHosts []*testhost.Host
+
 func hostFor(t *testing.T, url, token string, o testhost.Options) *testhost.Host {
 	t.Helper()
 	h, err := testhost.Dial(url, token, o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	liveHosts = append(liveHosts, h)
 	t.Cleanup(h.Close)
 	return h
+}
+
+// closeHosts disconnects every test host opened so far.
+func closeHosts(t *testing.T) {
+	t.Helper()
+	for _, h := range liveHosts {
+		h.Close()
+	}
+	liveHosts = nil
 }
 
 // TestSeedExamples sends the seed's section 4 envelopes, as written there,
@@ -432,4 +463,42 @@ func TestOversizedFrame(t *testing.T) {
 	}
 	b.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"still","payload":{}}`)
 	b.expectError(relay.NoActiveSpec, "still")
+}
+
+// TestHostComesBack: a host that drops and rejoins within the grace
+// resumes the same study session; one that stays away past it ends the
+// session, and its log is closed.
+func TestHostComesBack(t *testing.T) {
+	url, data := newRelayServer(t, relay.Options{HostGrace: 300 * time.Millisecond})
+	h := hostFor(t, url, tokA, testhost.Options{})
+	a := joinAgent(t, url, tokA, "default")
+	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"s1","payload":{}}`)
+	sid := a.expect("session.started")["payload"].(map[string]any)["sessionId"].(string)
+
+	h.Close()
+	a.waitPresence(false)
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c1","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
+	a.expectError(relay.NoActiveSpec, "c1") // at once, while it is away
+	hostFor(t, url, tokA, testhost.Options{})
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c2","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
+	if r := a.expect("tool.result"); r["replyTo"] != "c2" {
+		t.Fatalf("after the host came back: %v", r)
+	}
+	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"g","payload":{}}`)
+	if p := a.expect("snapshot.state")["payload"].(map[string]any); p["sessionId"] != sid {
+		t.Fatalf("session after the host came back: %v", p["sessionId"])
+	}
+
+	// Now it goes for good.
+	closeHosts(t)
+	end := a.expect("session.ended")
+	if p := end["payload"].(map[string]any); p["sessionId"] != sid || p["reason"] != "host_gone" || p["stateReset"] != true {
+		t.Fatalf("session.ended = %v", end)
+	}
+	events := readLog(t, filepath.Join(data, "logs", "study", sid+".jsonl"))
+	if last := events[len(events)-1]; last["type"] != "session.ended" || last["direction"] != "internal" {
+		t.Errorf("last logged event = %v", last)
+	}
+	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c3","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
+	a.expectError(relay.NoActiveSpec, "c3")
 }

@@ -63,6 +63,7 @@ type fileConfig struct {
 	PongWait       int      `toml:"pong_wait_seconds"`
 	WriteWait      int      `toml:"write_wait_seconds"`
 	LoginTimeout   int      `toml:"login_timeout_seconds"`
+	HostGrace      int      `toml:"host_grace_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -166,7 +167,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
-		Relay: relay.Options{Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
+		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait)}},
 		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace)}})
 	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {

@@ -79,7 +79,8 @@ type channel struct {
 
 	mailbox     []Envelope // user.message for in-process agents
 	mailboxWake chan struct{}
-	activity    time.Time // the last message through the relay session
+	activity    time.Time   // the last message through the relay session
+	hostGone    *time.Timer // ends the active session unless a host comes back
 }
 
 func newChannel(r *Relay, token, name string) *channel {
@@ -443,6 +444,10 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.replaced", Payload: json.RawMessage("{}")})
 	}
 	ch.host = p
+	if ch.hostGone != nil {
+		ch.hostGone.Stop() // came back in time: the session goes on
+		ch.hostGone = nil
+	}
 	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")})
 	ch.record(studylog.Internal, Envelope{Type: "relay.host.joined", Payload: json.RawMessage("{}")})
 	ch.presence()
@@ -472,10 +477,32 @@ func (ch *channel) leave(p *peer) {
 		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
 		ch.presence()
+		if ch.log != nil {
+			ch.hostGone = time.AfterFunc(ch.r.o.HostGrace, ch.endForLostHost)
+		}
 		return
 	}
 	delete(ch.agents, p)
 	ch.forget(p)
+}
+
+// endForLostHost ends the active study session when its host stayed away
+// past the grace: the log is closed and the agents are told.
+func (ch *channel) endForLostHost() {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.hostGone = nil
+	if ch.host != nil || ch.log == nil {
+		return
+	}
+	env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
+		"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
+	})}
+	ch.record(studylog.Internal, env)
+	ch.closeSession()
+	for a := range ch.agents {
+		a.deliver(env)
+	}
 }
 
 // forget drops p's requests in flight; their answers go nowhere.

@@ -39,6 +39,10 @@ type Options struct {
 	JoinTimeout time.Duration
 	// MaxFrame bounds a frame (default 4 MiB); larger ones close with 1009.
 	MaxFrame int64
+	// HostGrace is how long an active study session waits for its host to
+	// come back (a reload, a network blip) before it is ended and its log
+	// closed (default 2m).
+	HostGrace time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
 	// Now is the clock; nil means time.Now.
@@ -69,6 +73,9 @@ func New(o Options) *Relay {
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 4 << 20
+	}
+	if o.HostGrace <= 0 {
+		o.HostGrace = 2 * time.Minute
 	}
 	if o.Now == nil {
 		o.Now = time.Now
