@@ -64,6 +64,7 @@ type fileConfig struct {
 	WriteWait      int      `toml:"write_wait_seconds"`
 	LoginTimeout   int      `toml:"login_timeout_seconds"`
 	HostGrace      int      `toml:"host_grace_seconds"`
+	HistoryDays    int      `toml:"history_days"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -169,7 +170,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait)}},
-		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace)}})
+		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace),
+			HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour}})
 	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
 	}

@@ -1686,9 +1686,11 @@ type WebsocketMessage struct {
 	// In UserLogin: the last Seq this device saw, to get what it missed.
 	ResumeFrom uint64 `protobuf:"varint,27,opt,name=ResumeFrom,proto3" json:"ResumeFrom,omitempty"`
 	// In UserLogin with ResumeFrom: the epoch of the server that numbered it.
-	Epoch         string `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Epoch              string              `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
+	GetHistoryRequest  *GetHistoryRequest  `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
+	GetHistoryResponse *GetHistoryResponse `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
@@ -1875,6 +1877,234 @@ func (x *WebsocketMessage) GetEpoch() string {
 	return ""
 }
 
+func (x *WebsocketMessage) GetGetHistoryRequest() *GetHistoryRequest {
+	if x != nil {
+		return x.GetHistoryRequest
+	}
+	return nil
+}
+
+func (x *WebsocketMessage) GetGetHistoryResponse() *GetHistoryResponse {
+	if x != nil {
+		return x.GetHistoryResponse
+	}
+	return nil
+}
+
+// GetHistory (Cmd "GetHistory") pages through the token's settled
+// requests, newest first. ClearHistory (Cmd "ClearHistory", no body)
+// deletes them; the reply's StrParam says how many went.
+type GetHistoryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only requests created before this (Unix milliseconds); 0 means now.
+	Before int64 `protobuf:"varint,1,opt,name=before,proto3" json:"before,omitempty"`
+	// At most this many (default 30, at most 200).
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetHistoryRequest) Reset() {
+	*x = GetHistoryRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHistoryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHistoryRequest) ProtoMessage() {}
+
+func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
+func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetHistoryRequest) GetBefore() int64 {
+	if x != nil {
+		return x.Before
+	}
+	return 0
+}
+
+func (x *GetHistoryRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type HistoryItem struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "AskQuestion" or "TaskFinish".
+	MessageType        string              `protobuf:"bytes,1,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
+	AskQuestionRequest *AskQuestionRequest `protobuf:"bytes,2,opt,name=ask_question_request,json=askQuestionRequest,proto3" json:"ask_question_request,omitempty"`
+	TaskFinishRequest  *TaskFinishRequest  `protobuf:"bytes,3,opt,name=task_finish_request,json=taskFinishRequest,proto3" json:"task_finish_request,omitempty"`
+	// Unix milliseconds.
+	CreatedAt int64 `protobuf:"varint,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	// "answered", "cancelled" or "timeout".
+	Status string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// The answer, when answered (the same shape for both kinds).
+	Response      *AskQuestionResponse `protobuf:"bytes,6,opt,name=response,proto3" json:"response,omitempty"`
+	AnsweredBy    string               `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	ClosedAt      int64                `protobuf:"varint,8,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryItem) Reset() {
+	*x = HistoryItem{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryItem) ProtoMessage() {}
+
+func (x *HistoryItem) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
+func (*HistoryItem) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *HistoryItem) GetMessageType() string {
+	if x != nil {
+		return x.MessageType
+	}
+	return ""
+}
+
+func (x *HistoryItem) GetAskQuestionRequest() *AskQuestionRequest {
+	if x != nil {
+		return x.AskQuestionRequest
+	}
+	return nil
+}
+
+func (x *HistoryItem) GetTaskFinishRequest() *TaskFinishRequest {
+	if x != nil {
+		return x.TaskFinishRequest
+	}
+	return nil
+}
+
+func (x *HistoryItem) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
+func (x *HistoryItem) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *HistoryItem) GetResponse() *AskQuestionResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *HistoryItem) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
+func (x *HistoryItem) GetClosedAt() int64 {
+	if x != nil {
+		return x.ClosedAt
+	}
+	return 0
+}
+
+type GetHistoryResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Items []*HistoryItem         `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	// More, older items exist.
+	More          bool `protobuf:"varint,2,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetHistoryResponse) Reset() {
+	*x = GetHistoryResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetHistoryResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetHistoryResponse) ProtoMessage() {}
+
+func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
+func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetHistoryResponse) GetItems() []*HistoryItem {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+func (x *GetHistoryResponse) GetMore() bool {
+	if x != nil {
+		return x.More
+	}
+	return false
+}
+
 type AskQuestionReplyRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	UserToken string                 `protobuf:"bytes,1,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
@@ -1888,7 +2118,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1900,7 +2130,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1913,7 +2143,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -1948,7 +2178,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1960,7 +2190,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1973,7 +2203,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -2009,7 +2239,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2251,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2264,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *RelayError) GetCode() string {
@@ -2070,7 +2300,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2312,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2325,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -2152,7 +2382,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2394,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2407,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -2211,7 +2441,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2223,7 +2453,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2236,7 +2466,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -2265,7 +2495,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2277,7 +2507,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2290,7 +2520,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -2326,7 +2556,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2338,7 +2568,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2351,7 +2581,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -2378,7 +2608,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2390,7 +2620,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2403,7 +2633,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -2434,7 +2664,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2676,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2689,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -2504,7 +2734,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2516,7 +2746,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2529,7 +2759,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -2563,7 +2793,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2805,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2818,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -2614,7 +2844,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2626,7 +2856,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2639,7 +2869,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -2660,7 +2890,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2672,7 +2902,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2685,7 +2915,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -2716,7 +2946,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2728,7 +2958,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2741,7 +2971,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -2783,7 +3013,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2795,7 +3025,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2808,7 +3038,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -2954,7 +3184,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x10\n" +
-	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xc4\r\n" +
+	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xed\x0e\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -2979,7 +3209,26 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\n" +
 	"ResumeFrom\x18\x1b \x01(\x04R\n" +
 	"ResumeFrom\x12\x14\n" +
-	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\"\x96\x01\n" +
+	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\x12Q\n" +
+	"\x11GetHistoryRequest\x18\x1d \x01(\v2#.agentassistproto.GetHistoryRequestR\x11GetHistoryRequest\x12T\n" +
+	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\"A\n" +
+	"\x11GetHistoryRequest\x12\x16\n" +
+	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x95\x03\n" +
+	"\vHistoryItem\x12!\n" +
+	"\fmessage_type\x18\x01 \x01(\tR\vmessageType\x12V\n" +
+	"\x14ask_question_request\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12askQuestionRequest\x12S\n" +
+	"\x13task_finish_request\x18\x03 \x01(\v2#.agentassistproto.TaskFinishRequestR\x11taskFinishRequest\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12A\n" +
+	"\bresponse\x18\x06 \x01(\v2%.agentassistproto.AskQuestionResponseR\bresponse\x12\x1f\n" +
+	"\vanswered_by\x18\a \x01(\tR\n" +
+	"answeredBy\x12\x1b\n" +
+	"\tclosed_at\x18\b \x01(\x03R\bclosedAt\"]\n" +
+	"\x12GetHistoryResponse\x123\n" +
+	"\x05items\x18\x01 \x03(\v2\x1d.agentassistproto.HistoryItemR\x05items\x12\x12\n" +
+	"\x04more\x18\x02 \x01(\bR\x04more\"\x96\x01\n" +
 	"\x17AskQuestionReplyRequest\x12\x1c\n" +
 	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12A\n" +
 	"\bResponse\x18\x02 \x01(\v2%.agentassistproto.AskQuestionResponseR\bResponse\x12\x1a\n" +
@@ -3079,7 +3328,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -3109,25 +3358,28 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*UserConnectionStatusNotification)(nil), // 25: agentassistproto.UserConnectionStatusNotification
 	(*ErrorNotification)(nil),                // 26: agentassistproto.ErrorNotification
 	(*WebsocketMessage)(nil),                 // 27: agentassistproto.WebsocketMessage
-	(*AskQuestionReplyRequest)(nil),          // 28: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 29: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 30: agentassistproto.RelayError
-	(*UIState)(nil),                          // 31: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 32: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 33: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 34: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 35: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 36: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 37: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 38: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 39: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 40: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 41: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 42: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 43: agentassistproto.CancelRequestRequest
-	nil,                                      // 44: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 45: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 46: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*GetHistoryRequest)(nil),                // 28: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 29: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 30: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 31: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 32: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 33: agentassistproto.RelayError
+	(*UIState)(nil),                          // 34: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 35: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 36: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 37: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 38: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 39: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 40: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 41: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 42: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 43: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 44: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 45: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 46: agentassistproto.CancelRequestRequest
+	nil,                                      // 47: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 48: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 49: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -3135,12 +3387,12 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	44, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	47, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	45, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	48, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	46, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	49, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
@@ -3163,41 +3415,47 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	24, // 30: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
 	25, // 31: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
 	26, // 32: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	8,  // 33: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 34: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	30, // 35: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	30, // 36: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	31, // 37: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	30, // 38: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	31, // 39: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	30, // 40: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	7,  // 41: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 42: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	28, // 43: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	29, // 44: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	32, // 45: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	33, // 46: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	35, // 47: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	37, // 48: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	39, // 49: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	41, // 50: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	43, // 51: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	8,  // 52: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 53: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 54: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 55: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	34, // 56: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	34, // 57: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	36, // 58: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	38, // 59: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	40, // 60: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	42, // 61: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 62: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	52, // [52:63] is the sub-list for method output_type
-	41, // [41:52] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	28, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	30, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	7,  // 35: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 36: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 37: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	29, // 38: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	8,  // 39: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	11, // 40: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	33, // 41: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	33, // 42: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	34, // 43: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	33, // 44: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	34, // 45: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	33, // 46: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	7,  // 47: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 48: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	31, // 49: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	32, // 50: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	35, // 51: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	36, // 52: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	38, // 53: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	40, // 54: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	42, // 55: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	44, // 56: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	46, // 57: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	8,  // 58: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 59: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	5,  // 60: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 61: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	37, // 62: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	37, // 63: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	39, // 64: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	41, // 65: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	43, // 66: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	45, // 67: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 68: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	58, // [58:69] is the sub-list for method output_type
+	47, // [47:58] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -3211,7 +3469,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   47,
+			NumMessages:   50,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

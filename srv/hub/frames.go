@@ -29,6 +29,8 @@ const (
 	CmdChatMessageNotification          = "ChatMessageNotification"
 	CmdUserConnectionStatusNotification = "UserConnectionStatusNotification"
 	CmdError                            = "Error"
+	CmdGetHistory                       = "GetHistory"
+	CmdClearHistory                     = "ClearHistory"
 )
 
 func marshal(m *pb.WebsocketMessage) []byte {

@@ -92,6 +92,9 @@ type Options struct {
 	// Retention is how long an outcome is kept for callers that re-attach
 	// (default 10m).
 	Retention time.Duration
+	// HistoryRetention is how long settled requests stay in the store's
+	// history (default 30 days).
+	HistoryRetention time.Duration
 	// PresenceDelay gathers joins and leaves before they are announced
 	// (default 50ms), so a crowd arriving or leaving at once costs O(N)
 	// frames, not O(N²).
@@ -127,6 +130,7 @@ type Hub struct {
 	grace     time.Duration
 	retention time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
+	history   time.Duration
 }
 
 // Replay window: a client that comes back gets the events it missed if
@@ -152,6 +156,10 @@ func New(o Options) *Hub {
 	}
 	if h.retention <= 0 {
 		h.retention = 10 * time.Minute
+	}
+	h.history = o.HistoryRetention
+	if h.history <= 0 {
+		h.history = 30 * 24 * time.Hour
 	}
 	if h.delay <= 0 {
 		h.delay = 50 * time.Millisecond

@@ -23,7 +23,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		byRoom[store.Room(t)] = t
 	}
 	now := h.now()
-	if _, err := h.store.Prune(now.Add(-h.retention)); err != nil {
+	if _, err := h.store.Prune(now.Add(-h.history)); err != nil {
 		return 0, 0, err
 	}
 	var recs []store.Record
@@ -41,6 +41,9 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
 		if rec.Status != store.Pending {
+			if rec.ClosedAt.Before(now.Add(-h.retention)) {
+				continue // history only; too old to re-attach to
+			}
 			s := &settled{kind: req.Kind, at: rec.ClosedAt}
 			switch rec.Status {
 			case store.Answered:
@@ -97,4 +100,41 @@ func decodeReply(b []byte) *Reply {
 		rep.Meta = m.Meta
 	}
 	return rep
+}
+
+// History pages through the settled requests of token, newest first.
+func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryItem, bool, error) {
+	if h.store == nil {
+		return nil, false, nil
+	}
+	recs, more, err := h.store.History(store.Room(token), before, limit)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]*pb.HistoryItem, 0, len(recs))
+	for _, rec := range recs {
+		p := &pending{req: Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}, token: token}
+		it := &pb.HistoryItem{MessageType: p.req.Kind.String(), CreatedAt: rec.CreatedAt.UnixMilli(), Status: rec.Status, ClosedAt: rec.ClosedAt.UnixMilli()}
+		if p.req.Kind == AskQuestion {
+			it.AskQuestionRequest = askRequest(p)
+		} else {
+			it.TaskFinishRequest = taskRequest(p)
+		}
+		if rec.Status == store.Answered {
+			rep := decodeReply(rec.Reply)
+			it.Response = AskResponse(rec.ID, rep)
+			it.AnsweredBy = rep.Nickname
+		}
+		out = append(out, it)
+	}
+	return out, more, nil
+}
+
+// ClearHistory deletes the settled requests of token.
+func (h *Hub) ClearHistory(token string) (int, error) {
+	if h.store == nil {
+		return 0, nil
+	}
+	return h.store.Clear(store.Room(token))
 }

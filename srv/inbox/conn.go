@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -186,6 +187,31 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if _, err := hb.Chat(c.token, c, req.GetReceiverClientId(), req.GetContent()); err != nil {
 			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
 		}
+	case hub.CmdGetHistory:
+		req := m.GetGetHistoryRequest()
+		before := time.Now()
+		if req.GetBefore() > 0 {
+			before = time.UnixMilli(req.GetBefore())
+		}
+		limit := int(req.GetLimit())
+		if limit <= 0 {
+			limit = 30
+		}
+		items, more, err := hb.History(c.token, before, min(limit, 200))
+		if err != nil {
+			c.h.log.Error("history", "err", err)
+			c.sendError("internal", "history unavailable", "", m.Cmd)
+			return
+		}
+		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, GetHistoryResponse: &pb.GetHistoryResponse{Items: items, More: more}})
+	case hub.CmdClearHistory:
+		n, err := hb.ClearHistory(c.token)
+		if err != nil {
+			c.h.log.Error("clear history", "err", err)
+			c.sendError("internal", "history not cleared", "", m.Cmd)
+			return
+		}
+		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, StrParam: strconv.Itoa(n)})
 	case hub.CmdUserLogin:
 		c.sendError("invalid_request", "already logged in", "", m.Cmd)
 	default:

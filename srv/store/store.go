@@ -5,12 +5,14 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -138,6 +140,52 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 				}
 				n++
 			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// History returns the settled records of room created before before,
+// newest first, at most limit, and whether there are more.
+func (s *Store) History(room string, before time.Time, limit int) ([]Record, bool, error) {
+	var all []Record
+	prefix := []byte(room + "/")
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(requests).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r Record
+			if json.Unmarshal(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
+				all = append(all, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
+	if len(all) > limit {
+		return all[:limit], true, nil
+	}
+	return all, false, nil
+}
+
+// Clear deletes the settled records of room; pending ones stay.
+func (s *Store) Clear(room string) (int, error) {
+	n := 0
+	prefix := []byte(room + "/")
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(requests).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r Record
+			if json.Unmarshal(v, &r) == nil && r.Status == Pending {
+				continue
+			}
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
 		}
 		return nil
 	})

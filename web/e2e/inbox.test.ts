@@ -153,4 +153,39 @@ describe('inbox in a real browser', () => {
     await phone.context().close()
     await proxy.close()
   })
+
+  it('history comes from the server on a new device, older pages on reaching the top, and clears', async () => {
+    // 35 questions asked and answered through the Connect API.
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${srv.url}/agentassistproto.${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body: JSON.stringify(body) })
+    for (let i = 0; i < 35; i++) {
+      const id = `hist-${String(i).padStart(2, '0')}`
+      const asked = post('SrvAgentAssist/AskQuestion', { ID: id, UserToken: srv.token, Request: { Question: `History question ${id}`, Timeout: 60 } })
+      for (let tries = 0; ; tries++) {
+        const r = await post('SrvAgentAssistReply/AskQuestionReply', { UserToken: srv.token, Response: { ID: id, contents: [{ type: 1, text: { type: 'text', text: `answer ${id}` } }] } })
+        if (r.ok) break
+        if (tries > 100) throw new Error(`could not answer ${id}`)
+        await new Promise((r) => setTimeout(r, 10))
+      }
+      expect((await asked).ok).toBe(true)
+    }
+    const page = await openInbox('new-device') // empty storage: all from the server
+    const items = page.locator('[data-request-id^=hist-]')
+    await expect.poll(() => items.count()).toBe(30)
+    expect(await items.first().getAttribute('data-request-id')).toBe('hist-05')
+    await page.locator('[data-testid=load-older]').scrollIntoViewIfNeeded()
+    await expect.poll(() => items.count(), { timeout: 10_000 }).toBe(35)
+    expect(await items.first().getAttribute('data-request-id')).toBe('hist-00')
+    await expect(page.locator('[data-request-id=hist-00] [data-testid=reply]').textContent()).resolves.toContain('answer hist-00')
+
+    // Clearing clears it on the server: another new device sees none.
+    await page.locator('button[aria-label=Settings]').click()
+    await page.locator('[data-testid=clear-history]').click()
+    await expect.poll(() => items.count()).toBe(0)
+    const other = await openInbox('another-new-device')
+    await other.locator('[data-testid=empty]').waitFor()
+    expect(await other.locator('[data-request-id^=hist-]').count()).toBe(0)
+    await page.context().close()
+    await other.context().close()
+  })
 })

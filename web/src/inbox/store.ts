@@ -55,6 +55,7 @@ export function createStore(storageKey: string) {
     chats: [] as ChatLine[],
     unreadChat: {} as Record<string, number>,
     selected: '' as string,
+    historyMore: true, // the server may have older items
   })
 
   try {
@@ -157,6 +158,30 @@ export function createStore(storageKey: string) {
           answeredBy: m.Nickname || m.StrParam,
           answeredAt: Date.now(),
         })
+        break
+      }
+      case 'GetHistory': {
+        const h = m.GetHistoryResponse
+        for (const it of h?.items ?? []) {
+          const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
+          if (!req || find(req.ID)) continue
+          const r = req.Request as { ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number } | undefined
+          state.items.push({
+            id: req.ID,
+            kind: it.messageType as Kind,
+            project: r?.ProjectDirectory ?? '',
+            text: (it.messageType === 'TaskFinish' ? r?.Summary : r?.Question) ?? '',
+            createdAt: Number(it.createdAt),
+            timeout: r?.Timeout ?? 0,
+            status: it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled',
+            reply: contentsToParts(it.response?.contents),
+            answeredBy: it.answeredBy || undefined,
+            answeredAt: Number(it.closedAt) || undefined,
+          })
+        }
+        state.items.sort((a, b) => a.createdAt - b.createdAt)
+        state.historyMore = !!h?.more
+        save()
         break
       }
       case 'RequestCancelled': {

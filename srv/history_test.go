@@ -1,0 +1,84 @@
+package srv_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// TestHistoryPagedAndCleared: settled requests come back newest first, a
+// page at a time, only for their own token, and can be cleared.
+func TestHistoryPagedAndCleared(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, base := newGuarded(t, srv.Options{Hub: hub.Options{Store: db}})
+	h := s.Hub()
+	ui := login(t, base, tokA, "pc")
+	for i := range 7 {
+		id := fmt.Sprint("h", i)
+		go func() {
+			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: hub.AskQuestion, ID: id, Text: "question " + id, Timeout: time.Minute})
+		}()
+		expect(t, ui, "AskQuestion")
+		if i == 6 {
+			break // stays pending: not history
+		}
+		if err := ui.Send(wstest.TextReply(id, "answer "+id)); err != nil {
+			t.Fatal(err)
+		}
+		for h.Validity(tokA, []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(2 * time.Millisecond) // distinct creation times
+	}
+	page := func(before int64) *pb.GetHistoryResponse {
+		if err := ui.Send(&pb.WebsocketMessage{Cmd: "GetHistory", GetHistoryRequest: &pb.GetHistoryRequest{Before: before, Limit: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			m := expect(t, ui, "GetHistory")
+			return m.GetGetHistoryResponse()
+		}
+	}
+	p1 := page(0)
+	if len(p1.GetItems()) != 4 || !p1.GetMore() || p1.GetItems()[0].GetAskQuestionRequest().GetID() != "h5" {
+		t.Fatalf("first page: %v", p1)
+	}
+	it := p1.GetItems()[0]
+	if it.GetStatus() != "answered" || it.GetResponse().GetContents()[0].GetText().GetText() != "answer h5" || it.GetAnsweredBy() != "pc" {
+		t.Errorf("item = %v", it)
+	}
+	p2 := page(p1.GetItems()[3].GetCreatedAt())
+	if len(p2.GetItems()) != 2 || p2.GetMore() || p2.GetItems()[1].GetAskQuestionRequest().GetID() != "h0" {
+		t.Fatalf("second page: %v", p2)
+	}
+	other := login(t, base, tokB, "stranger")
+	if err := other.Send(&pb.WebsocketMessage{Cmd: "GetHistory"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(expect(t, other, "GetHistory").GetGetHistoryResponse().GetItems()); n != 0 {
+		t.Errorf("another token sees %d items", n)
+	}
+	if err := ui.Send(&pb.WebsocketMessage{Cmd: "ClearHistory"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := expect(t, ui, "ClearHistory"); m.GetStrParam() != "6" {
+		t.Errorf("cleared %s", m.GetStrParam())
+	}
+	if p := page(0); len(p.GetItems()) != 0 {
+		t.Errorf("after clearing: %v", p)
+	}
+	if ps, _ := h.PendingMessages(tokA); len(ps) != 1 {
+		t.Errorf("clearing history touched the pending request: %v", ps)
+	}
+}
