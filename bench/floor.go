@@ -56,33 +56,27 @@ func floor(ctx context.Context, c config, r *report) error {
 	}
 	defer func() { _ = ws.Close() }()
 	msg := make([]byte, 64)
-	var ds []time.Duration
-	for i := range c.seq + 200 {
-		t0 := time.Now()
+	ds, err := timed(c.seq, 200, func(int) error {
 		if err := ws.WriteMessage(websocket.BinaryMessage, msg); err != nil {
 			return err
 		}
-		if _, _, err := ws.ReadMessage(); err != nil {
-			return err
-		}
-		if i >= 200 { // warm-up
-			ds = append(ds, time.Since(t0))
-		}
+		_, _, err := ws.ReadMessage()
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	floorWS = pct(ds, 50)
 	r.add("floor: WebSocket echo p50", floorWS, "µs")
 	r.add("floor: WebSocket echo p99", pct(ds, 99), "µs")
 
 	client := agentassistprotoconnect.NewSrvAgentAssistClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, base)
-	ds = ds[:0]
-	for i := range c.seq + 200 {
-		t0 := time.Now()
-		if _, err := client.AskQuestion(ctx, &pb.AskQuestionRequest{ID: fmt.Sprint(i)}); err != nil {
-			return err
-		}
-		if i >= 200 {
-			ds = append(ds, time.Since(t0))
-		}
+	ds, err = timed(c.seq, 200, func(i int) error {
+		_, err := client.AskQuestion(ctx, &pb.AskQuestionRequest{ID: fmt.Sprint(i)})
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	floorConnect = pct(ds, 50)
 	r.add("floor: connect-go unary (HTTP/1.1) p50", floorConnect, "µs")

@@ -43,15 +43,9 @@ func askRoundTrip(ctx context.Context, c config, r *report) error {
 		_, err := cl.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: s.token, Request: &pb.McpAskQuestionRequest{Question: "q?", Timeout: 60}})
 		return err
 	}
-	var ds []time.Duration
-	for i := range c.seq + 200 {
-		t0 := time.Now()
-		if err := call(fmt.Sprint("s", i)); err != nil {
-			return err
-		}
-		if i >= 200 {
-			ds = append(ds, time.Since(t0))
-		}
+	ds, err := timed(c.seq, 200, func(i int) error { return call(fmt.Sprint("s", i)) })
+	if err != nil {
+		return err
 	}
 	p50 := pct(ds, 50)
 	r.add("ask_question round trip p50 (sequential)", p50, "µs")
@@ -130,42 +124,31 @@ func throughMCP(ctx context.Context, c config, r *report) error {
 	if _, err := mc.Initialize(ctx, init); err != nil {
 		return err
 	}
-	callTool := func(name string, args map[string]any) (time.Duration, error) {
+	callTool := func(name string, args map[string]any) error {
 		req := mcp.CallToolRequest{}
 		req.Params.Name, req.Params.Arguments = name, args
-		t0 := time.Now()
 		res, err := mc.CallTool(ctx, req)
 		if err == nil && res.IsError {
 			b, _ := json.Marshal(res.Content)
 			err = fmt.Errorf("%s: %s", name, b)
 		}
-		return time.Since(t0), err
+		return err
 	}
-	var ds []time.Duration
-	for i := range c.mcpCalls + 50 {
-		d, err := callTool("ask_question", map[string]any{"question": "q?"})
-		if err != nil {
-			return err
-		}
-		if i >= 50 {
-			ds = append(ds, d)
-		}
+	ds, err := timed(c.mcpCalls, 50, func(int) error { return callTool("ask_question", map[string]any{"question": "q?"}) })
+	if err != nil {
+		return err
 	}
 	r.add("through MCP: ask_question p50", pct(ds, 50), "µs")
 	r.add("through MCP: ask_question p99", pct(ds, 99), "µs")
 
-	if _, err := callTool("start_session", map[string]any{"study_id": "bench"}); err != nil {
+	if err := callTool("start_session", map[string]any{"study_id": "bench"}); err != nil {
 		return err
 	}
-	ds = ds[:0]
-	for i := range c.mcpCalls + 50 {
-		d, err := callTool("select", map[string]any{"itemId": []string{"m1", "m2", "m3"}[i%3], "reason": "bench"})
-		if err != nil {
-			return err
-		}
-		if i >= 50 {
-			ds = append(ds, d)
-		}
+	ds, err = timed(c.mcpCalls, 50, func(i int) error {
+		return callTool("select", map[string]any{"itemId": []string{"m1", "m2", "m3"}[i%3], "reason": "bench"})
+	})
+	if err != nil {
+		return err
 	}
 	r.add("through MCP: relay select p50", pct(ds, 50), "µs")
 	r.add("through MCP: relay select p99", pct(ds, 99), "µs")

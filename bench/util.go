@@ -123,3 +123,19 @@ func pct(ds []time.Duration, p float64) float64 {
 	i := int(float64(len(s)-1) * p / 100)
 	return float64(s[i].Nanoseconds()) / 1e3
 }
+
+// timed runs fn warm times unmeasured, then n times, and returns how long
+// each measured call took.
+func timed(n, warm int, fn func(i int) error) ([]time.Duration, error) {
+	ds := make([]time.Duration, 0, n)
+	for i := range warm + n {
+		t0 := time.Now()
+		if err := fn(i); err != nil {
+			return nil, err
+		}
+		if i >= warm {
+			ds = append(ds, time.Since(t0))
+		}
+	}
+	return ds, nil
+}

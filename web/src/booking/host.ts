@@ -1,4 +1,4 @@
-import { Backoff } from '../lib/backoff'
+import { Reconnecting } from '../lib/reconnecting'
 import { envelope, parseEnvelope, type Envelope } from './protocol'
 import type { Booking, Source } from './machine'
 
@@ -7,31 +7,18 @@ export type HostState = 'connecting' | 'online' | 'offline' | 'replaced' | 'refu
 // HostClient is the booking page's side of the relay: it joins /agent/ws
 // as host, publishes the state on every change, whoever made it, and
 // executes the agent's requests on the booking machine.
-export class HostClient {
+export class HostClient extends Reconnecting {
   state: HostState = 'connecting'
   sessionId = ''
-  private ws: WebSocket | null = null
-  private backoff = new Backoff()
-  private timer: ReturnType<typeof setTimeout> | undefined
-  private stopped = false
 
   constructor(
-    private url: string,
+    url: string,
     private token: string,
     private relaySession: string,
     private booking: Booking,
     private on: { state: (s: HostState) => void; change: () => void },
-  ) {}
-
-  start() {
-    this.stopped = false
-    this.open()
-  }
-
-  stop() {
-    this.stopped = true
-    clearTimeout(this.timer)
-    this.ws?.close()
+  ) {
+    super(url)
   }
 
   private setState(s: HostState) {
@@ -81,25 +68,30 @@ export class HostClient {
     this.publish('host')
   }
 
-  private open() {
+  protected connecting() {
     this.setState('connecting')
-    const ws = new WebSocket(this.url)
-    this.ws = ws
-    ws.onopen = () =>
-      ws.send(envelope('relay.join', { role: 'host', sessionId: this.relaySession, token: this.token }, { id: 'join' }))
-    ws.onmessage = (ev) => {
-      const e = parseEnvelope(ev.data)
-      if (e) this.handle(e)
+  }
+
+  protected opened(ws: WebSocket) {
+    ws.send(envelope('relay.join', { role: 'host', sessionId: this.relaySession, token: this.token }, { id: 'join' }))
+  }
+
+  protected received(data: unknown) {
+    const e = parseEnvelope(data)
+    if (e) this.handle(e)
+  }
+
+  protected dropped(ev: CloseEvent): boolean {
+    if (ev.code === 4001) {
+      this.setState('replaced')
+      return false
     }
-    ws.onclose = (ev) => {
-      if (this.ws !== ws) return
-      this.ws = null
-      if (this.stopped) return
-      if (ev.code === 4001) return this.setState('replaced')
-      if (ev.code === 1008 && this.state === 'connecting') return this.setState('refused')
-      this.setState('offline')
-      this.timer = setTimeout(() => this.open(), this.backoff.next())
+    if (ev.code === 1008 && this.state === 'connecting') {
+      this.setState('refused')
+      return false
     }
+    this.setState('offline')
+    return true
   }
 
   private handle(e: Envelope) {

@@ -1,0 +1,53 @@
+import { Backoff } from './backoff'
+
+// Reconnecting keeps one WebSocket open: on every drop it waits (1 s, ×2,
+// up to 30 s) and opens a new one, until stopped or told the drop is final.
+// Subclasses log in on open and read the frames.
+export abstract class Reconnecting {
+  protected ws: WebSocket | null = null
+  protected backoff = new Backoff()
+  protected stopped = false
+  private timer: ReturnType<typeof setTimeout> | undefined
+
+  constructor(private url: string, private binary = false) {}
+
+  start() {
+    this.stopped = false
+    this.open()
+  }
+
+  stop() {
+    this.stopped = true
+    clearTimeout(this.timer)
+    this.ws?.close()
+  }
+
+  // reconnectNow skips the wait, e.g. when the browser comes back online.
+  reconnectNow() {
+    if (this.ws === null && !this.stopped) {
+      clearTimeout(this.timer)
+      this.open()
+    }
+  }
+
+  protected abstract connecting(): void
+  protected abstract opened(ws: WebSocket): void
+  protected abstract received(data: unknown): void
+  // dropped reports whether to reconnect after the socket closed with ev.
+  protected abstract dropped(ev: CloseEvent): boolean
+
+  private open() {
+    this.connecting()
+    const ws = new WebSocket(this.url)
+    if (this.binary) ws.binaryType = 'arraybuffer'
+    this.ws = ws
+    ws.onopen = () => this.opened(ws)
+    ws.onmessage = (ev) => this.received(ev.data)
+    ws.onclose = (ev) => {
+      if (this.ws !== ws) return
+      this.ws = null
+      if (this.stopped || !this.dropped(ev)) return
+      this.timer = setTimeout(() => this.open(), this.backoff.next())
+    }
+  }
+}
