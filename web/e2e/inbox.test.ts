@@ -188,4 +188,35 @@ describe('inbox in a real browser', () => {
     await page.context().close()
     await other.context().close()
   })
+
+  it('online devices chat live; the language follows the browser and can be switched', async () => {
+    const pc = await openInbox('desk-pc')
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'zh-CN' })
+    await ctx.addInitScript(() => localStorage.setItem('aa.nickname', 'my-phone'))
+    const phone = await ctx.newPage()
+    await phone.goto(`${srv.url}/?token=${srv.token}`)
+    await phone.locator('[data-testid=conn][data-state=online]').waitFor()
+    expect(await phone.locator('.q-toolbar__title').textContent()).toContain('Agent 助手')
+
+    // The PC lists the phone under the title bar; clicking it opens a chat.
+    await pc.locator('[data-testid=users]').getByText('my-phone').click()
+    await pc.locator('input[data-testid=chat-input]').fill('Dictate the commit message for me?')
+    await pc.keyboard.press('Enter')
+    // The phone sees an unread badge on the PC's name, opens the chat, answers.
+    const badge = phone.locator('[data-testid=users]').getByText('desk-pc')
+    await badge.waitFor()
+    await expect.poll(() => phone.locator('[data-testid=users] .q-badge').textContent()).toBe('1')
+    await badge.click()
+    await phone.locator('[data-testid=chat]').getByText('Dictate the commit message for me?').waitFor()
+    await phone.locator('input[data-testid=chat-input]').fill('fix: keep answers across restarts')
+    await phone.keyboard.press('Enter')
+    await pc.locator('[data-testid=chat]').getByText('fix: keep answers across restarts').waitFor()
+
+    // Switch the phone to English.
+    await phone.keyboard.press('Escape')
+    await phone.locator('button[aria-label="语言"]').click()
+    await expect.poll(() => phone.locator('.q-toolbar__title').textContent()).toContain('Agent Assistant')
+    await pc.context().close()
+    await ctx.close()
+  })
 })
