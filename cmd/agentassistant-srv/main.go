@@ -165,6 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
+	db.OnError = func(err error) { log.Error("store", "err", err) }
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},

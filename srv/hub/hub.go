@@ -390,16 +390,28 @@ func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
 	return out, true
 }
 
-// keepSettled records an outcome and forgets those older than cutoff.
+// maxSettled caps the outcomes a room keeps in memory for re-attaching
+// callers (the store keeps them all, as history).
+const maxSettled = 4096
+
+// keepSettled records an outcome and forgets those older than cutoff, or
+// beyond maxSettled: outcomes arrive in time order, so the oldest are at
+// the front of settledOrder and each is dropped once.
 func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
-	if len(r.settled) >= 256 {
-		for k, old := range r.settled {
-			if old.at.Before(cutoff) {
-				delete(r.settled, k)
-			}
-		}
-	}
 	r.settled[id] = s
+	r.settledOrder = append(r.settledOrder, id)
+	for len(r.settledOrder) > 0 {
+		old := r.settledOrder[0]
+		o := r.settled[old]
+		if o != nil && !o.at.Before(cutoff) && len(r.settledOrder) <= maxSettled {
+			break
+		}
+		if o != nil && o != s {
+			delete(r.settled, old)
+		}
+		r.settledOrder[0] = ""
+		r.settledOrder = r.settledOrder[1:]
+	}
 }
 
 // persist writes p's state. Called with r.mu held, so the store sees the
@@ -420,9 +432,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 	if rep != nil {
 		rec.Reply = encodeReply(rep)
 	}
-	if err := h.store.Put(rec); err != nil {
-		h.log.Error("store request", "id", p.req.ID, "err", err)
-	}
+	h.store.Enqueue(rec)
 }
 
 // Answer records a reply to the request id of the given kind. The first
@@ -452,9 +462,13 @@ func (h *Hub) Cancel(token, id string) error {
 }
 
 // Close makes every waiting and future Ask return ErrClosed; pending
-// requests stay pending in the store for the next start. Idempotent.
+// requests stay pending in the store for the next start, which Close
+// flushes. Idempotent.
 func (h *Hub) Close() {
 	h.closeOnce.Do(func() { close(h.quit) })
+	if h.store != nil {
+		h.store.Flush()
+	}
 }
 
 // Resume is what a returning client last saw: the epoch of the server and
@@ -530,9 +544,11 @@ type room struct {
 	snapshot []Client
 	pending  map[string]*pending
 	settled  map[string]*settled
-	seq      uint64  // the last request event's number
-	events   []event // the last replayEvents of them
-	activity time.Time
+	// settledOrder is the IDs of settled, oldest first.
+	settledOrder []string
+	seq          uint64  // the last request event's number
+	events       []event // the last replayEvents of them
+	activity     time.Time
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.

@@ -54,7 +54,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 				s.err = ErrWithdrawn
 			}
 			r.mu.Lock()
-			r.settled[rec.ID] = s
+			r.keepSettled(rec.ID, s, now.Add(-h.retention))
 			r.mu.Unlock()
 			settledN++
 			continue

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -50,8 +51,22 @@ type Record struct {
 	ClosedNote string    `json:"closedNote,omitempty"`
 }
 
-// Store is safe for concurrent use.
-type Store struct{ db *bolt.DB }
+// Store is safe for concurrent use. Writes made with Enqueue are
+// committed by one writer goroutine, owned by the Store, in order, many per
+// transaction (group commit); Close drains them.
+type Store struct {
+	db *bolt.DB
+
+	mu      sync.Mutex
+	queue   []Record
+	wake    chan struct{} // signalled when the queue gets records
+	idle    *sync.Cond    // broadcast when the writer has emptied the queue
+	writing bool
+	closed  bool
+	writer  sync.WaitGroup
+	// OnError, if set, hears about failed background commits.
+	OnError func(error)
+}
 
 // Options for Open.
 type Options struct {
@@ -62,7 +77,11 @@ type Options struct {
 
 // Open opens (creating if needed) the database in dir.
 func Open(dir string, o Options) (*Store, error) {
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{Timeout: 2 * time.Second, NoSync: !o.Sync})
+	// The freelist is rebuilt on open rather than written with every
+	// commit: cheaper commits for a write-heavy store.
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
+		Timeout: 2 * time.Second, NoSync: !o.Sync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -73,11 +92,99 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	return &Store{db: db}, nil
+	s := &Store{db: db, wake: make(chan struct{}, 1)}
+	s.idle = sync.NewCond(&s.mu)
+	s.writer.Go(s.writeLoop)
+	return s, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+// Close commits what is queued, stops the writer and closes the database.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.wake)
+	s.writer.Wait()
+	return s.db.Close()
+}
+
+// Enqueue queues r to be written, after every record queued before it.
+// It does not wait: a crash can lose the last ~millisecond of records.
+func (s *Store) Enqueue(r Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.queue = append(s.queue, r)
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Flush waits until every record queued so far is committed.
+func (s *Store) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for (len(s.queue) > 0 || s.writing) && !s.closed {
+		s.idle.Wait()
+	}
+}
+
+func (s *Store) writeLoop() {
+	for range s.wake {
+		for {
+			s.mu.Lock()
+			batch := s.queue
+			s.queue = nil
+			s.writing = len(batch) > 0
+			if !s.writing {
+				s.idle.Broadcast()
+				s.mu.Unlock()
+				break
+			}
+			s.mu.Unlock()
+			if err := s.putAll(batch); err != nil && s.OnError != nil {
+				s.OnError(err)
+			}
+		}
+	}
+	// Closed: commit what is left.
+	s.mu.Lock()
+	batch := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	if len(batch) > 0 {
+		if err := s.putAll(batch); err != nil && s.OnError != nil {
+			s.OnError(err)
+		}
+	}
+	s.mu.Lock()
+	s.writing = false
+	s.idle.Broadcast()
+	s.mu.Unlock()
+}
+
+func (s *Store) putAll(rs []Record) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(requests)
+		for _, r := range rs {
+			v, err := json.Marshal(r)
+			if err != nil {
+				return fmt.Errorf("encode record: %w", err)
+			}
+			if err := b.Put(key(r.Room, r.ID), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
 
 // Room returns the room key of a token.
 func Room(token string) string {
