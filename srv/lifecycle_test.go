@@ -93,3 +93,41 @@ func TestNoGoroutineLeak(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestLifecycleStates: CREATED on upgrade, AUTHENTICATING once the login
+// frame is in, ACTIVE after it; gone from the counts when CLOSED.
+func TestLifecycleStates(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{Inbox: inbox.Options{LoginTimeout: 5 * time.Second}})
+	states := func() map[string]any {
+		_, m := call(t, "GET", base+"/health", "")
+		return m["wsStates"].(map[string]any)
+	}
+	ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	waitState := func(name string, n float64) {
+		t.Helper()
+		deadline := time.Now().Add(2 * time.Second)
+		count := func() float64 { v, _ := states()[name].(float64); return v }
+		for count() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("states = %v, want %s=%v", states(), name, n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitState("CREATED", 1)
+	b, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "GetOnlineUsers"}) // not a login: still checking
+	_ = ws.WriteMessage(websocket.BinaryMessage, b)
+	waitState("AUTHENTICATING", 1)
+	b, _ = proto.Marshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA})
+	_ = ws.WriteMessage(websocket.BinaryMessage, b)
+	waitState("ACTIVE", 1)
+	ws.Close()
+	waitState("ACTIVE", 0)
+	if len(states()) != 0 {
+		t.Errorf("after close: %v", states())
+	}
+}

@@ -176,6 +176,8 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
 		"wsConnections":    s.inbox.Count(),
 		"relayConnections": s.relay.Count(),
+		"wsStates":         s.inbox.States(),
+		"relayStates":      s.relay.States(),
 		"goroutines":       runtime.NumGoroutine(),
 	})
 }

@@ -81,6 +81,7 @@ func (c *conn) readLoop() {
 // when the connection must end.
 func (c *conn) login(m *pb.WebsocketMessage) bool {
 	o := &c.h.o
+	c.SetState(wsconn.Authenticating)
 	if m.Cmd != hub.CmdUserLogin {
 		c.sendError("not_logged_in", "send UserLogin with the token first", "", m.Cmd)
 		return true
@@ -108,6 +109,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	}
 	c.nickname = cleanNickname(m.Nickname, c.id)
 	c.token = m.StrParam
+	c.SetState(wsconn.Active)
 	c.WS.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
 	welcome := func(resumed bool) []byte {

@@ -122,3 +122,6 @@ func (h *Handler) Close() error {
 
 // Count reports the open connections.
 func (h *Handler) Count() int { return h.conns.Len() }
+
+// States counts the open connections by lifecycle state.
+func (h *Handler) States() map[string]int { return h.conns.States() }

@@ -122,6 +122,9 @@ func (r *Relay) Close() error {
 // Count reports open /agent/ws connections.
 func (r *Relay) Count() int { return r.conns.Len() }
 
+// States counts the open /agent/ws connections by lifecycle state.
+func (r *Relay) States() map[string]int { return r.conns.States() }
+
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !r.o.Guard.OriginAllowed(req) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
@@ -182,6 +185,7 @@ func (r *Relay) serve(c *wsconn.Conn, remote string) {
 			continue
 		}
 		if ch == nil {
+			c.SetState(wsconn.Authenticating)
 			var ok bool
 			p, ch, ok = r.join(c, env, remote)
 			if !ok {
@@ -247,6 +251,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 	ch := r.channel(jp.Token, jp.SessionID)
 	p := &peer{role: jp.Role, id: hub.NewID()[:12], conn: c}
 	c.KeepAlive()
+	c.SetState(wsconn.Active)
 	if jp.Role == "host" {
 		ch.joinHost(p, env.ID)
 	} else if !ch.joinAgent(p, env.ID) {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -65,6 +66,20 @@ func Upgrader(checkOrigin func(*http.Request) bool) websocket.Upgrader {
 	return websocket.Upgrader{CheckOrigin: checkOrigin, ReadBufferSize: 1024, WriteBufferPool: writeBuffers}
 }
 
+// State is where a connection is in its life (seed 003).
+type State int32
+
+const (
+	Created        State = iota // upgraded, nothing received yet
+	Authenticating              // its first frame (login or join) is being checked
+	Active                      // logged in / joined
+	Closed                      // ended
+)
+
+func (s State) String() string {
+	return [...]string{"CREATED", "AUTHENTICATING", "ACTIVE", "CLOSED"}[s]
+}
+
 type item struct {
 	data []byte
 	kind int // 0 a frame, 1 a ping, 2 the close frame
@@ -73,8 +88,9 @@ type item struct {
 // Conn is one WebSocket connection. Its owner reads (WS.ReadMessage) on
 // its own goroutine; Send may be called from any goroutine.
 type Conn struct {
-	WS *websocket.Conn
-	o  Options
+	WS    *websocket.Conn
+	o     Options
+	state atomic.Int32
 
 	mu      sync.Mutex
 	queue   []item
@@ -120,6 +136,20 @@ func (c *Conn) pushLocked(it item) {
 	}
 }
 
+// State returns where the connection is in its life.
+func (c *Conn) State() State { return State(c.state.Load()) }
+
+// SetState moves the connection on: Created → Authenticating → Active →
+// Closed. It never moves back.
+func (c *Conn) SetState(s State) {
+	for {
+		old := c.state.Load()
+		if State(old) >= s || c.state.CompareAndSwap(old, int32(s)) {
+			return
+		}
+	}
+}
+
 // Done is closed once the connection is shutting down.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
@@ -143,6 +173,7 @@ func (c *Conn) Finish() {
 	c.Shutdown(websocket.CloseNormalClosure, "")
 	c.writer.Wait()
 	_ = c.WS.Close()
+	c.SetState(Closed)
 }
 
 // ExtendRead pushes the read deadline out by PongWait; owners call it on
@@ -305,6 +336,17 @@ func (s *Set) pingLoop(interval time.Duration, stop <-chan struct{}) {
 			c.ping()
 		}
 	}
+}
+
+// States counts the open connections by state.
+func (s *Set) States() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for c := range s.conns {
+		out[c.State().String()]++
+	}
+	return out
 }
 
 // Len is the number of open connections.
