@@ -270,7 +270,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 // arm starts the deadline timer. Called with r.mu held.
 func (h *Hub) arm(r *room, p *pending) {
 	if p.req.Timeout > 0 {
-		p.expiry = time.AfterFunc(time.Until(p.deadline), func() {
+		p.expiry = time.AfterFunc(p.deadline.Sub(h.now()), func() {
 			if h.settle(r, p, nil, ErrTimeout, "timeout") {
 				h.log.Info("request timed out", "kind", p.req.Kind, "id", p.req.ID)
 			}

@@ -9,7 +9,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -205,33 +204,6 @@ func Room(token string) string {
 
 func key(room, id string) []byte { return []byte(room + "/" + id) }
 
-// Put writes r, replacing what was stored under its room and ID.
-func (s *Store) Put(r Record) error {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return fmt.Errorf("encode record: %w", err)
-	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(requests).Put(key(r.Room, r.ID), b)
-	})
-}
-
-// Get reads one record.
-func (s *Store) Get(room, id string) (Record, error) {
-	var r Record
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket(requests).Get(key(room, id))
-		if b == nil {
-			return ErrNotFound
-		}
-		return json.Unmarshal(b, &r)
-	})
-	return r, err
-}
-
-// ErrNotFound is returned by Get.
-var ErrNotFound = errors.New("no such request")
-
 // All calls fn for every record, in key order.
 func (s *Store) All(fn func(Record) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
@@ -265,8 +237,10 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 }
 
 // History returns the settled records of room created before before,
-// newest first, at most limit, and whether there are more.
+// newest first, at most limit, and whether there are more. Queued records
+// are committed first, so a request settled a moment ago is there.
 func (s *Store) History(room string, before time.Time, limit int) ([]Record, bool, error) {
+	s.Flush()
 	var all []Record
 	prefix := []byte(room + "/")
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -289,8 +263,10 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	return all, false, nil
 }
 
-// Clear deletes the settled records of room; pending ones stay.
+// Clear deletes the settled records of room; pending ones stay. Queued
+// records are committed first, so none comes back after the clear.
 func (s *Store) Clear(room string) (int, error) {
+	s.Flush()
 	n := 0
 	prefix := []byte(room + "/")
 	err := s.db.Update(func(tx *bolt.Tx) error {
