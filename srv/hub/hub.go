@@ -147,6 +147,27 @@ type event struct {
 	at    time.Time
 }
 
+// events keeps the last replayEvents events, oldest first, in a ring: a
+// new event overwrites the oldest instead of moving the others.
+type events struct {
+	buf   []event // grows to replayEvents, then wraps
+	start int     // index of the oldest once full
+}
+
+func (q *events) push(e event) {
+	if len(q.buf) < replayEvents {
+		q.buf = append(q.buf, e)
+		return
+	}
+	q.buf[q.start] = e
+	q.start = (q.start + 1) % len(q.buf)
+}
+
+func (q *events) len() int { return len(q.buf) }
+
+// at returns the i-th oldest event.
+func (q *events) at(i int) *event { return &q.buf[(q.start+i)%len(q.buf)] }
+
 // New returns an empty hub.
 func New(o Options) *Hub {
 	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
@@ -178,7 +199,7 @@ func (h *Hub) room(token string) *room {
 	defer h.mu.Unlock()
 	r := h.rooms[token]
 	if r == nil {
-		r = &room{clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), delay: h.delay}
+		r = &room{digest: store.Room(token), clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), delay: h.delay}
 		h.rooms[token] = r
 	}
 	return r
@@ -358,11 +379,7 @@ func (r *room) emitLocked(m *pb.WebsocketMessage, now time.Time) []byte {
 	r.seq++
 	m.Seq = r.seq
 	b := marshal(m)
-	if len(r.events) >= replayEvents {
-		copy(r.events, r.events[1:])
-		r.events = r.events[:len(r.events)-1]
-	}
-	r.events = append(r.events, event{seq: r.seq, frame: b, at: now})
+	r.events.push(event{seq: r.seq, frame: b, at: now})
 	return b
 }
 
@@ -375,12 +392,13 @@ func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
 	if from == r.seq {
 		return nil, true
 	}
-	if len(r.events) == 0 || r.events[0].seq > from+1 {
+	n := r.events.len()
+	if n == 0 || r.events.at(0).seq > from+1 {
 		return nil, false
 	}
 	var out [][]byte
-	for _, e := range r.events {
-		if e.seq > from {
+	for i := range n {
+		if e := r.events.at(i); e.seq > from {
 			if now.Sub(e.at) > replayAge {
 				return nil, false
 			}
@@ -421,7 +439,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 		return
 	}
 	rec := store.Record{
-		Room: store.Room(p.token), ID: p.req.ID, Kind: int(p.req.Kind),
+		Room: r.digest, ID: p.req.ID, Kind: int(p.req.Kind),
 		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
 		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
 		Status: status, ClosedNote: note,
@@ -535,6 +553,7 @@ func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessa
 
 // room is everything under one token.
 type room struct {
+	digest  string // the store's name for the room (a digest of its token)
 	mu      sync.Mutex
 	clients map[string]Client
 	joined  map[string]uint64 // client id -> join order
@@ -546,8 +565,8 @@ type room struct {
 	settled  map[string]*settled
 	// settledOrder is the IDs of settled, oldest first.
 	settledOrder []string
-	seq          uint64  // the last request event's number
-	events       []event // the last replayEvents of them
+	seq          uint64 // the last request event's number
+	events       events // the last replayEvents of them
 	activity     time.Time
 
 	// Presence changes waiting to be announced, in order; the timer that

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -31,7 +30,10 @@ const (
 	TimedOut  = "timeout"
 )
 
-// Record is one request and, once it has one, its outcome.
+// Record is one request and, once it has one, its outcome. It is stored
+// under its room, creation time and ID, so a room's records follow each
+// other in the order they were made: commits add to the end of the tree
+// rather than all over it, and history reads them in order.
 type Record struct {
 	// Room is a digest of the token: the token itself is not stored.
 	Room             string    `json:"room"`
@@ -90,7 +92,10 @@ func Open(dir string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(requests)
+		if _, err := tx.CreateBucketIfNotExists(requests); err != nil {
+			return err
+		}
+		_, err := upgrade(tx)
 		return err
 	}); err != nil {
 		_ = db.Close()
@@ -180,15 +185,23 @@ func (s *Store) writeLoop() {
 	s.mu.Unlock()
 }
 
+// putAll commits rs in one transaction. A record that a later one in rs
+// replaces (a request and its answer within one gather) is not written.
 func (s *Store) putAll(rs []Record) error {
+	keys := make([][]byte, len(rs))
+	last := make(map[string]int, len(rs))
+	for i := range rs {
+		keys[i] = rs[i].Key()
+		last[string(keys[i])] = i
+	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(requests)
-		for _, r := range rs {
-			v, err := json.Marshal(r)
-			if err != nil {
-				return fmt.Errorf("encode record: %w", err)
+		b.FillPercent = fillPercent
+		for i := range rs {
+			if last[string(keys[i])] != i {
+				continue
 			}
-			if err := b.Put(key(r.Room, r.ID), v); err != nil {
+			if err := b.Put(keys[i], encode(&rs[i])); err != nil {
 				return err
 			}
 		}
@@ -196,20 +209,33 @@ func (s *Store) putAll(rs []Record) error {
 	})
 }
 
+// fillPercent: records are mostly added at the end of a room's range, so
+// pages are split nearly full instead of in halves.
+const fillPercent = 0.9
+
 // Room returns the room key of a token.
 func Room(token string) string {
 	d := sha256.Sum256([]byte("agentassistant room\x00" + token))
 	return hex.EncodeToString(d[:16])
 }
 
-func key(room, id string) []byte { return []byte(room + "/" + id) }
+// Key is where r is stored: room, creation time (16 hex digits of Unix
+// nanoseconds, so keys sort by time) and ID.
+func (r *Record) Key() []byte {
+	k := make([]byte, 0, len(r.Room)+len(r.ID)+18)
+	k = append(k, r.Room...)
+	k = append(k, '/')
+	k = fmt.Appendf(k, "%016x", uint64(r.CreatedAt.UnixNano())) // #nosec G115 -- any time after 1970 is positive
+	k = append(k, '/')
+	return append(k, r.ID...)
+}
 
 // All calls fn for every record, in key order.
 func (s *Store) All(fn func(Record) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(requests).ForEach(func(_, v []byte) error {
 			var r Record
-			if json.Unmarshal(v, &r) == nil {
+			if decode(v, &r) == nil {
 				return fn(r)
 			}
 			return nil // a damaged record is skipped, not fatal
@@ -224,7 +250,7 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			var r Record
-			if json.Unmarshal(v, &r) != nil || (r.Status != Pending && r.ClosedAt.Before(cutoff)) {
+			if decode(v, &r) != nil || (r.Status != Pending && r.ClosedAt.Before(cutoff)) {
 				if err := c.Delete(); err != nil {
 					return err
 				}
@@ -247,7 +273,7 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r Record
-			if json.Unmarshal(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
+			if decode(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
 				all = append(all, r)
 			}
 		}
@@ -273,7 +299,7 @@ func (s *Store) Clear(room string) (int, error) {
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r Record
-			if json.Unmarshal(v, &r) == nil && r.Status == Pending {
+			if decode(v, &r) == nil && r.Status == Pending {
 				continue
 			}
 			if err := c.Delete(); err != nil {

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// A record is stored as a format byte followed by protobuf wire-format
+// fields (numbers below): compact, cheap to encode, and unknown fields
+// are skipped, so later versions can add fields. Stores written before
+// this format hold JSON (first byte '{'); they are rewritten on Open.
+const formatWire = 1
+
+const (
+	fRoom protowire.Number = iota + 1
+	fID
+	fKind
+	fProjectDirectory
+	fText
+	fTimeoutSeconds
+	fCreatedAt // Unix nanoseconds
+	fDeadline  // Unix nanoseconds
+	fStatus
+	fReply
+	fClosedAt // Unix nanoseconds; absent while pending
+	fClosedNote
+)
+
+func encode(r *Record) []byte {
+	b := make([]byte, 1, 64+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote))
+	b[0] = formatWire
+	str := func(n protowire.Number, v string) {
+		if v != "" {
+			b = protowire.AppendTag(b, n, protowire.BytesType)
+			b = protowire.AppendString(b, v)
+		}
+	}
+	num := func(n protowire.Number, v int64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, n, protowire.VarintType)
+			b = protowire.AppendVarint(b, protowire.EncodeZigZag(v))
+		}
+	}
+	at := func(n protowire.Number, t time.Time) {
+		if !t.IsZero() {
+			num(n, t.UnixNano())
+		}
+	}
+	str(fRoom, r.Room)
+	str(fID, r.ID)
+	num(fKind, int64(r.Kind))
+	str(fProjectDirectory, r.ProjectDirectory)
+	str(fText, r.Text)
+	num(fTimeoutSeconds, r.TimeoutSeconds)
+	at(fCreatedAt, r.CreatedAt)
+	at(fDeadline, r.Deadline)
+	str(fStatus, r.Status)
+	if len(r.Reply) > 0 {
+		b = protowire.AppendTag(b, fReply, protowire.BytesType)
+		b = protowire.AppendBytes(b, r.Reply)
+	}
+	at(fClosedAt, r.ClosedAt)
+	str(fClosedNote, r.ClosedNote)
+	return b
+}
+
+var errDamaged = errors.New("damaged record")
+
+// decode reads a record in either format. Strings and the reply are
+// copied: v belongs to the database.
+func decode(v []byte, r *Record) error {
+	if len(v) > 0 && v[0] == '{' {
+		return json.Unmarshal(v, r)
+	}
+	if len(v) == 0 || v[0] != formatWire {
+		return errDamaged
+	}
+	*r = Record{}
+	for b := v[1:]; len(b) > 0; {
+		n, typ, l := protowire.ConsumeTag(b)
+		if l < 0 {
+			return errDamaged
+		}
+		b = b[l:]
+		switch typ {
+		case protowire.BytesType:
+			val, l := protowire.ConsumeBytes(b)
+			if l < 0 {
+				return errDamaged
+			}
+			b = b[l:]
+			switch n {
+			case fRoom:
+				r.Room = string(val)
+			case fID:
+				r.ID = string(val)
+			case fProjectDirectory:
+				r.ProjectDirectory = string(val)
+			case fText:
+				r.Text = string(val)
+			case fStatus:
+				r.Status = string(val)
+			case fReply:
+				r.Reply = append([]byte(nil), val...)
+			case fClosedNote:
+				r.ClosedNote = string(val)
+			}
+		case protowire.VarintType:
+			u, l := protowire.ConsumeVarint(b)
+			if l < 0 {
+				return errDamaged
+			}
+			b = b[l:]
+			x := protowire.DecodeZigZag(u)
+			at := time.Time{} // 0 is never written: it stands for no time
+			if x != 0 {
+				at = time.Unix(0, x)
+			}
+			switch n {
+			case fKind:
+				r.Kind = int(x)
+			case fTimeoutSeconds:
+				r.TimeoutSeconds = x
+			case fCreatedAt:
+				r.CreatedAt = at
+			case fDeadline:
+				r.Deadline = at
+			case fClosedAt:
+				r.ClosedAt = at
+			}
+		default:
+			l := protowire.ConsumeFieldValue(n, typ, b)
+			if l < 0 {
+				return errDamaged
+			}
+			b = b[l:]
+		}
+	}
+	return nil
+}
+
+// upgrade rewrites records of the earlier layout (JSON under room/id) in
+// the current one (wire format under Record.Key). Idempotent.
+func upgrade(tx *bolt.Tx) (int, error) {
+	b := tx.Bucket(requests)
+	type move struct {
+		old []byte
+		r   Record
+	}
+	var moves []move
+	err := b.ForEach(func(k, v []byte) error {
+		if len(v) > 0 && v[0] == '{' {
+			var r Record
+			if json.Unmarshal(v, &r) == nil {
+				moves = append(moves, move{old: append([]byte(nil), k...), r: r})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range moves {
+		if err := b.Delete(m.old); err != nil {
+			return 0, err
+		}
+		if err := b.Put(m.r.Key(), encode(&m.r)); err != nil {
+			return 0, fmt.Errorf("upgrade record: %w", err)
+		}
+	}
+	return len(moves), nil
+}
