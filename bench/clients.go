@@ -90,3 +90,36 @@ func answer(c *wsClient, m *pb.WebsocketMessage) {
 	b, _ := proto.Marshal(reply)
 	_ = c.ws.WriteMessage(websocket.BinaryMessage, b)
 }
+
+// dialFan connects n clients to the floor's broadcast, one after another;
+// onFrame runs for every frame on the client's reading goroutine, as for
+// the server's clients.
+func dialFan(ctx context.Context, n int, onFrame func(*wsClient, *pb.WebsocketMessage)) ([]*wsClient, error) {
+	out := make([]*wsClient, 0, n)
+	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
+	for range n {
+		ws, resp, err := d.DialContext(ctx, "ws://"+fl.addr+"/fan", nil)
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		if err != nil {
+			closeAll(out)
+			return nil, err
+		}
+		c := &wsClient{ws: ws}
+		out = append(out, c)
+		go func() {
+			for {
+				_, data, err := ws.ReadMessage()
+				if err != nil {
+					return
+				}
+				var m pb.WebsocketMessage
+				if proto.Unmarshal(data, &m) == nil {
+					onFrame(c, &m)
+				}
+			}
+		}()
+	}
+	return out, nil
+}

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -22,59 +24,98 @@ import (
 // The floor of this run: what the transports cost with no work at all.
 var floorWS, floorConnect float64
 
-// floor measures a bare gorilla WebSocket echo and a bare connect-go unary
-// call over HTTP/1.1 on loopback. The floor servers run in a process of
-// their own, as agentassistant-srv does, so both pay the same hops.
-func floor(ctx context.Context, c config, r *report) error {
+// floorServer is the bare floor process, up for the whole run so that
+// other steps can measure the floor alongside what they measure.
+type floorServer struct {
+	addr    string
+	cmd     *exec.Cmd
+	ws      *websocket.Conn
+	connect agentassistprotoconnect.SrvAgentAssistClient
+	http    *http.Client
+}
+
+var fl *floorServer
+
+func (f *floorServer) stop() {
+	_ = f.ws.Close()
+	_ = f.cmd.Process.Kill()
+	_ = f.cmd.Wait()
+}
+
+var echoMsg = make([]byte, 64)
+
+// echo is one WebSocket round trip on the floor.
+func (f *floorServer) echo(int) error {
+	if err := f.ws.WriteMessage(websocket.BinaryMessage, echoMsg); err != nil {
+		return err
+	}
+	_, _, err := f.ws.ReadMessage()
+	return err
+}
+
+// unary is one connect-go call on the floor.
+func (f *floorServer) unary(ctx context.Context, i int) error {
+	_, err := f.connect.AskQuestion(ctx, &pb.AskQuestionRequest{ID: fmt.Sprint(i)})
+	return err
+}
+
+// startFloor starts the floor process: this very binary, serving a bare
+// gorilla WebSocket echo, a bare connect-go handler and a bare broadcast.
+// It runs in a process of its own, as agentassistant-srv does, so both pay
+// the same hops.
+func startFloor(ctx context.Context) (*floorServer, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, self, "-serve-floor") // #nosec G204 -- this very binary
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	f := &floorServer{cmd: cmd}
 	addr, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
-		return fmt.Errorf("floor server: %w", err)
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("floor server: %w", err)
 	}
-	addr = strings.TrimSpace(addr)
-	base := "http://" + addr
-
-	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+addr+"/echo", nil)
+	f.addr = strings.TrimSpace(addr)
+	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+f.addr+"/echo", nil)
 	if resp != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	f.ws = ws
+	f.http = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	f.connect = agentassistprotoconnect.NewSrvAgentAssistClient(f.http, "http://"+f.addr)
+	return f, nil
+}
+
+// floor measures a bare gorilla WebSocket echo and a bare connect-go unary
+// call over HTTP/1.1 on loopback, and leaves the floor process running for
+// the other steps.
+func floor(ctx context.Context, c config, r *report) error {
+	var err error
+	if fl, err = startFloor(ctx); err != nil {
 		return err
 	}
-	defer func() { _ = ws.Close() }()
-	msg := make([]byte, 64)
-	ds, err := timed(c.seq, 200, func(int) error {
-		if err := ws.WriteMessage(websocket.BinaryMessage, msg); err != nil {
-			return err
-		}
-		_, _, err := ws.ReadMessage()
-		return err
-	})
+	ds, err := timed(c.seq, 200, fl.echo)
 	if err != nil {
 		return err
 	}
 	floorWS = pct(ds, 50)
 	r.add("floor: WebSocket echo p50", floorWS, "µs")
 	r.add("floor: WebSocket echo p99", pct(ds, 99), "µs")
-
-	client := agentassistprotoconnect.NewSrvAgentAssistClient(&http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}, base)
-	ds, err = timed(c.seq, 200, func(i int) error {
-		_, err := client.AskQuestion(ctx, &pb.AskQuestionRequest{ID: fmt.Sprint(i)})
-		return err
-	})
+	ds, err = timed(c.seq, 200, func(i int) error { return fl.unary(ctx, i) })
 	if err != nil {
 		return err
 	}
@@ -82,6 +123,59 @@ func floor(ctx context.Context, c config, r *report) error {
 	r.add("floor: connect-go unary (HTTP/1.1) p50", floorConnect, "µs")
 	r.add("floor: connect-go unary (HTTP/1.1) p99", pct(ds, 99), "µs")
 	return nil
+}
+
+// fanFrame is what the floor broadcasts: an AskQuestion frame like the
+// server's, so the clients do the same work for both.
+func fanFrame() []byte {
+	b, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "AskQuestion", Seq: 1, AskQuestionRequest: &pb.AskQuestionRequest{
+		ID: "fan-0", UserToken: "bench-token-0123456789abcdef", Request: &pb.McpAskQuestionRequest{Question: "all of you?", Timeout: 60}}})
+	return b
+}
+
+// fanFloor is the bare broadcast: each /fan connection has the writer
+// goroutine and channel of gorilla's own hub example, and POST /fan/go
+// hands one frame to every one of them.
+type fanFloor struct {
+	mu    sync.Mutex
+	sends []chan []byte
+}
+
+func (f *fanFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader) {
+	ws, err := up.Upgrade(w, req, nil)
+	if err != nil {
+		return
+	}
+	ch := make(chan []byte, 16)
+	f.mu.Lock()
+	f.sends = append(f.sends, ch)
+	f.mu.Unlock()
+	go func() {
+		for b := range ch {
+			if ws.WriteMessage(websocket.BinaryMessage, b) != nil {
+				return
+			}
+		}
+	}()
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			_ = ws.Close()
+			return
+		}
+	}
+}
+
+func (f *fanFloor) broadcast(w http.ResponseWriter, _ *http.Request) {
+	b := fanFrame()
+	f.mu.Lock()
+	for _, ch := range f.sends {
+		select {
+		case ch <- b:
+		default:
+		}
+	}
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // runFloorServer serves the floor endpoints until killed.
@@ -92,6 +186,9 @@ func runFloorServer() error {
 	}
 	up := websocket.Upgrader{}
 	mux := http.NewServeMux()
+	var fan fanFloor
+	mux.HandleFunc("/fan", func(w http.ResponseWriter, req *http.Request) { fan.join(w, req, &up) })
+	mux.HandleFunc("POST /fan/go", fan.broadcast)
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
 		ws, err := up.Upgrade(w, req, nil)
 		if err != nil {

@@ -122,6 +122,11 @@ func run(ctx context.Context, c config) error {
 		{"churn", churn},
 		{"relay", relayThroughput},
 	}
+	defer func() {
+		if fl != nil {
+			fl.stop()
+		}
+	}()
 	for _, s := range steps {
 		if ctx.Err() != nil {
 			return ctx.Err()

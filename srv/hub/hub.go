@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -744,6 +746,26 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 
 // broadcast sends frame to every client but the one with id except.
 func broadcast(cs []Client, frame []byte, except string) {
+	// Sends to idle connections are writes on this goroutine; a crowd is
+	// split among one goroutine per CPU, which the writes keep busy.
+	parts := min(runtime.GOMAXPROCS(0), len(cs)/crowdPart)
+	if parts < 2 {
+		sendAll(cs, frame, except)
+		return
+	}
+	var wg sync.WaitGroup
+	size := (len(cs) + parts - 1) / parts
+	for part := range slices.Chunk(cs, size) {
+		wg.Go(func() { sendAll(part, frame, except) })
+	}
+	wg.Wait()
+}
+
+// crowdPart is the fewest clients worth a goroutine of their own in a
+// broadcast.
+const crowdPart = 128
+
+func sendAll(cs []Client, frame []byte, except string) {
 	for _, c := range cs {
 		if c.ID() != except {
 			c.Send(frame)

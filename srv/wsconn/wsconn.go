@@ -5,17 +5,27 @@
 // endpoint, and a set that owns the connections so shutdown can end and
 // await them all.
 //
+// A frame sent while nothing is queued is written at once by the sender,
+// without blocking: one attempt on the socket, and only what the socket
+// does not take goes to a writer goroutine. A broadcast to many idle
+// connections therefore wakes no goroutine at all, and a stuck peer still
+// holds up no one.
+//
 // An idle connection holds its socket, gorilla's read buffer and the
 // goroutine that reads it; nothing else.
 package wsconn
 
 import (
+	"encoding/binary"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -82,7 +92,7 @@ func (s State) String() string {
 
 type item struct {
 	data []byte
-	kind int // 0 a frame, 1 a ping, 2 the close frame
+	kind int // 0 a frame, 1 a ping, 2 the close frame, 3 the rest of a frame already begun
 }
 
 // Conn is one WebSocket connection. Its owner reads (WS.ReadMessage) on
@@ -91,6 +101,7 @@ type Conn struct {
 	WS    *websocket.Conn
 	o     Options
 	state atomic.Int32
+	raw   syscall.RawConn // the socket, for writes that must not block; nil under TLS
 
 	mu      sync.Mutex
 	queue   []item
@@ -103,7 +114,11 @@ type Conn struct {
 // New wraps ws. The caller must call Finish when its read loop ends.
 func New(ws *websocket.Conn, o Options) *Conn {
 	o.Defaults()
-	return &Conn{WS: ws, o: o, done: make(chan struct{})}
+	c := &Conn{WS: ws, o: o, done: make(chan struct{})}
+	if sc, ok := ws.NetConn().(syscall.Conn); ok {
+		c.raw, _ = sc.SyscallConn()
+	}
+	return c
 }
 
 // Send queues frame without blocking. A connection whose queue is full is
@@ -122,9 +137,100 @@ func (c *Conn) enqueue(it item) bool {
 		c.Shutdown(websocket.ClosePolicyViolation, "send queue full")
 		return false
 	}
+	if it.kind == 0 && !c.writing && c.raw != nil {
+		// Nothing is being written: try this frame now, on this goroutine.
+		c.writing = true
+		c.mu.Unlock()
+		rest, err := c.writeNow(it.data)
+		c.mu.Lock()
+		switch {
+		case err != nil:
+			c.failLocked()
+			c.mu.Unlock()
+			_ = c.WS.Close() // unblock the reader
+			return false
+		case rest != nil: // the socket is full: the rest goes first, by a writer
+			c.queue = append([]item{{kind: 3, data: rest}}, c.queue...)
+		}
+		if len(c.queue) > 0 {
+			c.writer.Go(c.writeLoop)
+		} else {
+			c.writing = false
+		}
+		c.mu.Unlock()
+		return true
+	}
 	c.pushLocked(it)
 	c.mu.Unlock()
 	return true
+}
+
+// framePool holds the buffers writeNow frames into.
+var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+// writeNow writes payload as one unmasked, unfragmented frame (RFC 6455
+// 5.2) with a single non-blocking write. It returns what the socket did
+// not take, or nil when it took everything.
+func (c *Conn) writeNow(payload []byte) ([]byte, error) {
+	bp := framePool.Get().(*[]byte)
+	defer framePool.Put(bp)
+	b := append((*bp)[:0], byte(0x80|c.o.MessageType)) // FIN and the opcode (1 text, 2 binary)
+	switch n := len(payload); {
+	case n < 126:
+		b = append(b, byte(n))
+	case n <= math.MaxUint16:
+		b = append(b, 126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	b = append(b, payload...)
+	*bp = b
+	var n int
+	var werr error
+	called := false
+	err := c.raw.Write(func(fd uintptr) bool {
+		called = true
+		for n < len(b) {
+			m, e := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+			}
+			if e == syscall.EINTR {
+				continue
+			}
+			if e != nil && e != syscall.EAGAIN {
+				werr = e
+			}
+			break
+		}
+		return true // one attempt only: never wait for the socket here
+	})
+	if !called && errors.Is(err, os.ErrDeadlineExceeded) {
+		// An earlier write's deadline has passed; this write has none.
+		_ = c.WS.NetConn().SetWriteDeadline(time.Time{})
+		return c.writeNow(payload)
+	}
+	if err == nil {
+		err = werr
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case n == len(b):
+		return nil, nil
+	}
+	return append([]byte(nil), b[n:]...), nil
+}
+
+// failLocked marks the connection as failed after a write error.
+func (c *Conn) failLocked() {
+	c.queue, c.writing = nil, false
+	if !c.closing {
+		c.closing = true
+		close(c.done)
+	}
 }
 
 // pushLocked appends and makes sure a writer is draining.
@@ -209,6 +315,9 @@ func (c *Conn) writeLoop() {
 			case 0:
 				_ = c.WS.SetWriteDeadline(deadline)
 				err = c.WS.WriteMessage(c.o.MessageType, it.data)
+			case 3:
+				_ = c.WS.NetConn().SetWriteDeadline(deadline)
+				_, err = c.WS.NetConn().Write(it.data)
 			case 1:
 				err = c.WS.WriteControl(websocket.PingMessage, nil, deadline)
 			case 2:
@@ -224,11 +333,7 @@ func (c *Conn) writeLoop() {
 			}
 			if err != nil {
 				c.mu.Lock()
-				c.queue, c.writing = nil, false
-				if !c.closing {
-					c.closing = true
-					close(c.done)
-				}
+				c.failLocked()
 				c.mu.Unlock()
 				_ = c.WS.Close() // unblock the reader
 				return

@@ -1,0 +1,175 @@
+package wsconn
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// pair returns a server-side Conn and the client's end of it.
+func pair(t *testing.T, o Options, sndbuf int) (*Conn, *websocket.Conn) {
+	t.Helper()
+	got := make(chan *Conn, 1)
+	up := Upgrader(func(*http.Request) bool { return true })
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		if sndbuf > 0 {
+			_ = ws.NetConn().(*net.TCPConn).SetWriteBuffer(sndbuf)
+		}
+		got <- New(ws, o)
+	}))
+	t.Cleanup(srv.Close)
+	d := websocket.Dialer{ReadBufferSize: 1024}
+	cl, _, err := d.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	c := <-got
+	t.Cleanup(func() { c.Shutdown(websocket.CloseNormalClosure, ""); _ = c.WS.Close(); c.writer.Wait() })
+	return c, cl
+}
+
+func frame(i int) []byte {
+	sizes := []int{0, 1, 125, 126, 127, 4000, 65535, 65536, 70000}
+	return bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)]+i)
+}
+
+func expect(t *testing.T, cl *websocket.Conn, typ, i int) {
+	t.Helper()
+	_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	mt, b, err := cl.ReadMessage()
+	if err != nil {
+		t.Fatalf("frame %d: %v", i, err)
+	}
+	if mt != typ || !bytes.Equal(b, frame(i)) {
+		t.Fatalf("frame %d: type %d, %d bytes; want type %d, %d bytes", i, mt, len(b), typ, len(frame(i)))
+	}
+}
+
+func TestFramesOfEverySizeArriveWhole(t *testing.T) {
+	for _, typ := range []int{websocket.BinaryMessage, websocket.TextMessage} {
+		t.Run(fmt.Sprint(typ), func(t *testing.T) {
+			c, cl := pair(t, Options{MessageType: typ}, 0)
+			for i := range 18 {
+				if !c.Send(frame(i)) {
+					t.Fatalf("send %d refused", i)
+				}
+				expect(t, cl, typ, i)
+			}
+		})
+	}
+}
+
+// A peer that does not read fills the socket: what the socket does not take
+// is queued, and every frame still arrives whole and in order once it reads.
+func TestFramesKeepTheirOrderWhenTheSocketIsFull(t *testing.T) {
+	c, cl := pair(t, Options{SendQueue: 10000}, 4096)
+	const n = 300
+	for i := range n {
+		if !c.Send(frame(i)) {
+			t.Fatalf("send %d refused", i)
+		}
+	}
+	c.mu.Lock()
+	queued := len(c.queue)
+	c.mu.Unlock()
+	if queued == 0 {
+		t.Fatal("nothing was queued: the socket never filled, so the test proves nothing")
+	}
+	for i := range n {
+		expect(t, cl, websocket.BinaryMessage, i)
+	}
+}
+
+func TestAPeerThatNeverReadsIsDisconnected(t *testing.T) {
+	c, _ := pair(t, Options{SendQueue: 4}, 4096)
+	refused := false
+	for i := 0; i < 10000 && !refused; i++ {
+		refused = !c.Send(frame(7))
+	}
+	if !refused {
+		t.Fatal("the sends never stopped being accepted")
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow connection was not shut down")
+	}
+}
+
+// A write through the writer leaves a deadline on the socket; once it has
+// passed, the next direct write must still go out.
+func TestADirectWriteAfterAnExpiredDeadline(t *testing.T) {
+	c, cl := pair(t, Options{WriteWait: 20 * time.Millisecond}, 0)
+	cl.SetPingHandler(func(string) error { return nil })
+	c.ping() // written by the writer goroutine, with a deadline
+	time.Sleep(60 * time.Millisecond)
+	if !c.Send(frame(3)) {
+		t.Fatal("send refused")
+	}
+	expect(t, cl, websocket.BinaryMessage, 3)
+}
+
+func TestAfterShutdownNothingIsSent(t *testing.T) {
+	c, cl := pair(t, Options{}, 0)
+	c.Shutdown(websocket.CloseGoingAway, "bye")
+	if c.Send(frame(1)) {
+		t.Fatal("a send after shutdown was accepted")
+	}
+	_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, _, err := cl.ReadMessage()
+	if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+		t.Fatalf("read %v, want the close frame", err)
+	}
+}
+
+// Senders on several goroutines while the socket fills: each frame arrives
+// whole, and each sender's frames in the order it sent them.
+func TestConcurrentSendersWithAFullSocket(t *testing.T) {
+	c, cl := pair(t, Options{SendQueue: 100000}, 4096)
+	const senders, each = 4, 200
+	done := make(chan struct{})
+	for s := range senders {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				body := fmt.Appendf(nil, "%d %d ", s, i)
+				body = append(body, bytes.Repeat([]byte{'x'}, (i*997)%9000)...)
+				if !c.Send(body) {
+					t.Errorf("sender %d: send %d refused", s, i)
+					return
+				}
+			}
+		}()
+	}
+	next := make([]int, senders)
+	for range senders * each {
+		_ = cl.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, b, err := cl.ReadMessage()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s, i int
+		if _, err := fmt.Sscanf(string(b), "%d %d ", &s, &i); err != nil || s < 0 || s >= senders {
+			t.Fatalf("a frame arrived mangled: %.40q", b)
+		}
+		if i != next[s] {
+			t.Fatalf("sender %d: frame %d arrived, want %d", s, i, next[s])
+		}
+		next[s]++
+	}
+	for range senders {
+		<-done
+	}
+}
