@@ -3,6 +3,7 @@ package hub
 import (
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -79,12 +80,19 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 // encodeReply stores a reply as the wire's response message; who answered
 // travels in its Meta under reserved keys.
 func encodeReply(rep *Reply) []byte {
-	meta := make(map[string]string, len(rep.Meta)+2)
-	for k, v := range rep.Meta {
-		meta[k] = v
+	b, _ := proto.Marshal(&pb.AskQuestionResponse{IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents})
+	// The reserved keys are appended as two more entries of the Meta map
+	// (field 3): the same message as if they were in the map, without
+	// copying it.
+	for _, kv := range [2][2]string{{"\x00clientId", rep.ClientID}, {"\x00nickname", rep.Nickname}} {
+		var entry []byte
+		entry = protowire.AppendTag(entry, 1, protowire.BytesType)
+		entry = protowire.AppendString(entry, kv[0])
+		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+		entry = protowire.AppendString(entry, kv[1])
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendBytes(b, entry)
 	}
-	meta["\x00clientId"], meta["\x00nickname"] = rep.ClientID, rep.Nickname
-	b, _ := proto.Marshal(&pb.AskQuestionResponse{IsError: rep.IsError, Meta: meta, Contents: rep.Contents})
 	return b
 }
 

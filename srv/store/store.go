@@ -60,6 +60,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	queue   []Record
+	spare   []Record      // the last batch's array, handed back for the next queue
 	wake    chan struct{} // signalled when the queue gets records
 	idle    *sync.Cond    // broadcast when the writer has emptied the queue
 	writing bool
@@ -156,7 +157,7 @@ func (s *Store) writeLoop() {
 		for {
 			s.mu.Lock()
 			batch := s.queue
-			s.queue = nil
+			s.queue, s.spare = s.spare, nil
 			s.writing = len(batch) > 0
 			if !s.writing {
 				s.idle.Broadcast()
@@ -167,6 +168,10 @@ func (s *Store) writeLoop() {
 			if err := s.putAll(batch); err != nil && s.OnError != nil {
 				s.OnError(err)
 			}
+			clear(batch) // let go of the texts and replies
+			s.mu.Lock()
+			s.spare = batch[:0]
+			s.mu.Unlock()
 		}
 	}
 	// Closed: commit what is left.
