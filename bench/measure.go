@@ -313,13 +313,21 @@ func closeAll(cs []*wsClient) {
 // idleMemory: server RSS with N logged-in idle /ws connections, and after
 // they all leave.
 func idleMemory(ctx context.Context, c config, r *report) error {
-	s, err := startServer(c)
+	prof, err := freeLoopbackAddr()
+	if err != nil {
+		return err
+	}
+	s, err := startServer(c, "AGENTASSISTANT_PPROF="+prof)
 	if err != nil {
 		return err
 	}
 	defer s.stop()
 	time.Sleep(time.Second)
 	rss0, err := s.rssKB()
+	if err != nil {
+		return err
+	}
+	mem0, err := readMemory(ctx, prof)
 	if err != nil {
 		return err
 	}
@@ -345,6 +353,17 @@ func idleMemory(ctx context.Context, c config, r *report) error {
 	res := r.add("idle: RSS after they all left, vs start", back, "×")
 	res.target("≤ 1.2×", back <= 1.2)
 	res.Note = fmt.Sprintf("%.1f MiB after leaving", float64(rss2)/1024)
+	mem2, err := readMemory(ctx, prof)
+	if err != nil {
+		return err
+	}
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	r.add("idle: after leaving, Go heap objects", mib(mem2.objects), "MiB").Note =
+		fmt.Sprintf("%.1f MiB at start", mib(mem0.objects))
+	r.add("idle: after leaving, heap free but not yet returned", mib(mem2.idle), "MiB").Note =
+		fmt.Sprintf("%.1f MiB at start", mib(mem0.idle))
+	r.add("idle: after leaving, the runtime's own memory", mib(mem2.runtime), "MiB").Note =
+		fmt.Sprintf("%.1f MiB at start (stacks, span and GC metadata, poll descriptors)", mib(mem0.runtime))
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,7 +31,7 @@ var extraServerEnv = strings.Fields(os.Getenv("AA_BENCH_SERVER_ENV"))
 
 var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
 
-func startServer(c config) (*server, error) {
+func startServer(c config, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func startServer(c config) (*server, error) {
 	}
 	token := "bench-token-0123456789abcdef"
 	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token) // #nosec G204 -- the built server
-	cmd.Env = append(os.Environ(), extraServerEnv...)
+	cmd.Env = append(append(os.Environ(), extraServerEnv...), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -138,4 +139,48 @@ func timed(n, warm int, fn func(i int) error) ([]time.Duration, error) {
 		}
 	}
 	return ds, nil
+}
+
+// freeLoopbackAddr returns a loopback address with a port free just now.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+// memory is the server's memory by the runtime's classes, grouped.
+type memory struct {
+	objects uint64 // live and not yet swept heap objects
+	idle    uint64 // heap memory free but not returned to the OS
+	runtime uint64 // the runtime's own: stacks, span and GC metadata, descriptors
+}
+
+// readMemory asks the server's profiling listener for /debug/memory.
+func readMemory(ctx context.Context, addr string) (memory, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/debug/memory", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return memory{}, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var m map[string]uint64
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		return memory{}, err
+	}
+	var out memory
+	for k, v := range m {
+		switch {
+		case k == "/memory/classes/heap/objects:bytes":
+			out.objects += v
+		case k == "/memory/classes/heap/free:bytes", k == "/memory/classes/heap/unused:bytes":
+			out.idle += v
+		case k == "/memory/classes/heap/released:bytes", k == "/memory/classes/total:bytes":
+		default:
+			out.runtime += v
+		}
+	}
+	return out, nil
 }

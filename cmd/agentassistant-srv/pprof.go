@@ -1,16 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime/metrics"
+	"strings"
 	"time"
 )
 
 // servePprof serves the runtime profiles on addr (loopback only), for
 // maintainers measuring the server: AGENTASSISTANT_PPROF=127.0.0.1:6060.
+// /debug/memory gives where the process's memory is, by the runtime's
+// memory classes, as JSON (bytes).
 func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -23,6 +28,7 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/memory", memoryClasses)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -31,4 +37,21 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	go func() { _ = hs.Serve(ln) }()
 	log.Warn("serving profiles", "addr", ln.Addr().String())
 	return func() { _ = hs.Close() }, nil
+}
+
+// memoryClasses writes runtime/metrics' /memory/classes/ figures.
+func memoryClasses(w http.ResponseWriter, _ *http.Request) {
+	var samples []metrics.Sample
+	for _, d := range metrics.All() {
+		if strings.HasPrefix(d.Name, "/memory/classes/") && d.Kind == metrics.KindUint64 {
+			samples = append(samples, metrics.Sample{Name: d.Name})
+		}
+	}
+	metrics.Read(samples)
+	out := make(map[string]uint64, len(samples))
+	for _, s := range samples {
+		out[s.Name] = s.Value.Uint64()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
 }

@@ -614,6 +614,10 @@ func (r *room) leave(c Client, now time.Time) {
 	}
 	delete(r.clients, c.ID())
 	delete(r.joined, c.ID())
+	if len(r.clients) == 0 {
+		// Maps never shrink: start afresh, or a crowd's buckets stay.
+		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
+	}
 	r.snapshot = nil
 	r.announceLocked(c, "offline", now)
 	r.mu.Unlock()

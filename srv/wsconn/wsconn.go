@@ -398,6 +398,9 @@ func (s *Set) Remove(c *Conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	n := len(s.conns)
+	if n == 0 {
+		s.conns = nil // maps never shrink: a crowd's buckets go with it
+	}
 	if s.peak >= trimPeak && !s.trimming && (n <= s.trimAt || n == 0) {
 		// A crowd left: give its memory back once things settle.
 		s.trimming = true
