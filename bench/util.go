@@ -172,12 +172,12 @@ func readMemory(ctx context.Context, addr string) (memory, error) {
 	}
 	var out memory
 	for k, v := range m {
-		switch {
-		case k == "/memory/classes/heap/objects:bytes":
+		switch k {
+		case "/memory/classes/heap/objects:bytes":
 			out.objects += v
-		case k == "/memory/classes/heap/free:bytes", k == "/memory/classes/heap/unused:bytes":
+		case "/memory/classes/heap/free:bytes", "/memory/classes/heap/unused:bytes":
 			out.idle += v
-		case k == "/memory/classes/heap/released:bytes", k == "/memory/classes/total:bytes":
+		case "/memory/classes/heap/released:bytes", "/memory/classes/total:bytes":
 		default:
 			out.runtime += v
 		}

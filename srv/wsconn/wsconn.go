@@ -174,7 +174,11 @@ var framePool = sync.Pool{New: func() any { return new([]byte) }}
 func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 	bp := framePool.Get().(*[]byte)
 	defer framePool.Put(bp)
-	b := append((*bp)[:0], byte(0x80|c.o.MessageType)) // FIN and the opcode (1 text, 2 binary)
+	head := byte(0x82) // FIN, opcode 2: binary
+	if c.o.MessageType == websocket.TextMessage {
+		head = 0x81 // FIN, opcode 1: text
+	}
+	b := append((*bp)[:0], head)
 	switch n := len(payload); {
 	case n < 126:
 		b = append(b, byte(n))
