@@ -138,10 +138,16 @@ func (c *Conn) enqueue(it item) bool {
 		return false
 	}
 	if it.kind == 0 && !c.writing && c.raw != nil {
-		// Nothing is being written: try this frame now, on this goroutine.
+		// Nothing is being written: try this frame now, on this goroutine,
+		// which counts as a writer until it is done (Finish waits for it).
 		c.writing = true
+		c.writer.Add(1)
+		defer c.writer.Done()
 		c.mu.Unlock()
 		rest, err := c.writeNow(it.data)
+		if testHookWroteNow != nil {
+			testHookWroteNow()
+		}
 		c.mu.Lock()
 		switch {
 		case err != nil:
@@ -164,6 +170,9 @@ func (c *Conn) enqueue(it item) bool {
 	c.mu.Unlock()
 	return true
 }
+
+// testHookWroteNow, when set by a test, runs after a sender's own write.
+var testHookWroteNow func()
 
 // framePool holds the buffers writeNow frames into.
 var framePool = sync.Pool{New: func() any { return new([]byte) }}

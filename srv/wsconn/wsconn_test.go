@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,5 +172,24 @@ func TestConcurrentSendersWithAFullSocket(t *testing.T) {
 	}
 	for range senders {
 		<-done
+	}
+}
+
+// A sender writing a frame itself counts as a writer: Finish waits for it.
+func TestFinishWaitsForASenderWriting(t *testing.T) {
+	c, _ := pair(t, Options{WriteWait: 50 * time.Millisecond}, 0)
+	inWrite := make(chan struct{})
+	var senderDone atomic.Int64
+	testHookWroteNow = func() {
+		close(inWrite)
+		time.Sleep(50 * time.Millisecond)
+		senderDone.Store(time.Now().UnixNano())
+	}
+	defer func() { testHookWroteNow = nil }()
+	go c.Send(frame(1))
+	<-inWrite
+	c.Finish()
+	if done := senderDone.Load(); done == 0 || done > time.Now().UnixNano() {
+		t.Fatal("Finish returned while a sender was still writing")
 	}
 }
