@@ -9,8 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -224,13 +224,25 @@ func Room(token string) string {
 	return hex.EncodeToString(d[:16])
 }
 
+// stamp is t in Unix nanoseconds for keys, clamped to what int64 holds
+// (1970 to 2262), so any time, even one a client made up, has a place.
+func stamp(t time.Time) uint64 {
+	switch {
+	case t.Before(time.Unix(0, 0)):
+		return 0
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano()) // #nosec G115 -- not negative, checked above
+}
+
 // Key is where r is stored: room, creation time (16 hex digits of Unix
 // nanoseconds, so keys sort by time) and ID.
 func (r *Record) Key() []byte {
 	k := make([]byte, 0, len(r.Room)+len(r.ID)+18)
 	k = append(k, r.Room...)
 	k = append(k, '/')
-	k = fmt.Appendf(k, "%016x", uint64(r.CreatedAt.UnixNano())) // #nosec G115 -- any time after 1970 is positive
+	k = fmt.Appendf(k, "%016x", stamp(r.CreatedAt))
 	k = append(k, '/')
 	return append(k, r.ID...)
 }
@@ -272,14 +284,23 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 // are committed first, so a request settled a moment ago is there.
 func (s *Store) History(room string, before time.Time, limit int) ([]Record, bool, error) {
 	s.Flush()
-	var all []Record
+	var out []Record
 	prefix := []byte(room + "/")
+	// Keys sort by creation time within a room: walk back from before and
+	// stop after one more than a page.
+	start := fmt.Appendf(append([]byte(nil), prefix...), "%016x", stamp(before))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(requests).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		k, v := c.Seek(start)
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) <= limit; k, v = c.Prev() {
 			var r Record
 			if decode(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
-				all = append(all, r)
+				out = append(out, r)
 			}
 		}
 		return nil
@@ -287,11 +308,10 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	if err != nil {
 		return nil, false, err
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].CreatedAt.After(all[j].CreatedAt) })
-	if len(all) > limit {
-		return all[:limit], true, nil
+	if len(out) > limit {
+		return out[:limit], true, nil
 	}
-	return all, false, nil
+	return out, false, nil
 }
 
 // Clear deletes the settled records of room; pending ones stay. Queued

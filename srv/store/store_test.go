@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -180,6 +181,14 @@ func TestHistoryClearAndPrune(t *testing.T) {
 	page, more, err = s.History("r", page[2].CreatedAt, 3)
 	if err != nil || more || len(page) != 2 || page[0].ID != "s1" {
 		t.Fatalf("second page %v more %v err %v", ids(page), more, err)
+	}
+
+	// A made-up cursor far in the future or before 1970 is harmless.
+	if page, _, err := s.History("r", time.UnixMilli(math.MaxInt64), 10); err != nil || len(page) != 5 {
+		t.Fatalf("history before the end of time: %v, %v", ids(page), err)
+	}
+	if page, _, err := s.History("r", time.UnixMilli(math.MinInt64), 10); err != nil || len(page) != 0 {
+		t.Fatalf("history before 1970: %v, %v", ids(page), err)
 	}
 
 	if n, err := s.Prune(t0.Add(2*time.Minute + 2*time.Second)); err != nil || n != 4 { // s0, s1, s2 and other/x
