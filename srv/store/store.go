@@ -291,8 +291,8 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	start := fmt.Appendf(append([]byte(nil), prefix...), "%016x", stamp(before))
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(requests).Cursor()
-		k, v := c.Seek(start)
-		if k == nil {
+		var k, v []byte
+		if first, _ := c.Seek(start); first == nil {
 			k, v = c.Last()
 		} else {
 			k, v = c.Prev()
