@@ -174,15 +174,22 @@ func (c *Conn) enqueue(it item) bool {
 // testHookWroteNow, when set by a test, runs after a sender's own write.
 var testHookWroteNow func()
 
-// framePool holds the buffers writeNow frames into.
+// framePool holds the buffers writeNow frames into; a buffer grown by a
+// big frame (an image) is left to the collector rather than kept.
 var framePool = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledFrame = 64 << 10
 
 // writeNow writes payload as one unmasked, unfragmented frame (RFC 6455
 // 5.2) with a single non-blocking write. It returns what the socket did
 // not take, or nil when it took everything.
 func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 	bp := framePool.Get().(*[]byte)
-	defer framePool.Put(bp)
+	defer func() {
+		if cap(*bp) <= maxPooledFrame {
+			framePool.Put(bp)
+		}
+	}()
 	head := byte(0x82) // FIN, opcode 2: binary
 	if c.o.MessageType == websocket.TextMessage {
 		head = 0x81 // FIN, opcode 1: text
@@ -205,18 +212,23 @@ func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 	called := false
 	err := c.raw.Write(func(fd uintptr) bool {
 		called = true
-		for n < len(b) {
+		for n < len(b) { // until the socket is full
 			m, e := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
 			if e == syscall.EINTR {
 				continue
 			}
-			if e != nil && e != syscall.EAGAIN {
-				werr = e
+			if m > 0 {
+				n += m
 			}
-			break
+			if e != nil {
+				if e != syscall.EAGAIN {
+					werr = e
+				}
+				break
+			}
+			if m <= 0 {
+				break
+			}
 		}
 		return true // one attempt only: never wait for the socket here
 	})
