@@ -53,22 +53,26 @@ func dialWS(ctx context.Context, s *server, nick string, onFrame func(*wsClient,
 		}
 	}
 	_ = ws.SetReadDeadline(time.Time{})
-	go func() {
-		for {
-			_, data, err := ws.ReadMessage()
-			if err != nil {
-				return
-			}
-			if onFrame == nil {
-				continue
-			}
-			var m pb.WebsocketMessage
-			if proto.Unmarshal(data, &m) == nil {
-				onFrame(c, &m)
-			}
-		}
-	}()
+	go c.read(onFrame)
 	return c, nil
+}
+
+// read calls onFrame (if set) for every frame until the connection ends;
+// it ends with it.
+func (c *wsClient) read(onFrame func(*wsClient, *pb.WebsocketMessage)) {
+	for {
+		_, data, err := c.ws.ReadMessage()
+		if err != nil {
+			return
+		}
+		if onFrame == nil {
+			continue
+		}
+		var m pb.WebsocketMessage
+		if proto.Unmarshal(data, &m) == nil {
+			onFrame(c, &m)
+		}
+	}
 }
 
 // answer replies to a request at once, with a short text.
@@ -108,18 +112,7 @@ func dialFan(ctx context.Context, n int, onFrame func(*wsClient, *pb.WebsocketMe
 		}
 		c := &wsClient{ws: ws}
 		out = append(out, c)
-		go func() {
-			for {
-				_, data, err := ws.ReadMessage()
-				if err != nil {
-					return
-				}
-				var m pb.WebsocketMessage
-				if proto.Unmarshal(data, &m) == nil {
-					onFrame(c, &m)
-				}
-			}
-		}()
+		go c.read(onFrame)
 	}
 	return out, nil
 }

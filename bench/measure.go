@@ -211,48 +211,53 @@ func fanOut(ctx context.Context, c config, r *report) error {
 	}
 	defer closeAll(floorConns)
 	time.Sleep(300 * time.Millisecond) // presence settles
-	// The floor's broadcast, alternating with the server's questions.
-	var floorDs []time.Duration
-	floorQuestion := func() error {
+	// reachAll starts a broadcast with send and returns how long until the
+	// last of the clients had it.
+	reachAll := func(what string, send func() error) (time.Duration, error) {
 		got.Store(0)
 		last.Store(0)
 		t0 := time.Now()
-		resp, err := fl.http.Post("http://"+fl.addr+"/fan/go", "", nil)
-		if err != nil {
-			return err
+		if err := send(); err != nil {
+			return 0, err
 		}
-		_ = resp.Body.Close()
 		for deadline := time.Now().Add(10 * time.Second); got.Load() < int64(c.fanout); time.Sleep(200 * time.Microsecond) {
 			if time.Now().After(deadline) {
-				return fmt.Errorf("the floor's broadcast reached %d of %d clients", got.Load(), c.fanout)
+				return 0, fmt.Errorf("%s reached %d of %d clients", what, got.Load(), c.fanout)
 			}
 		}
-		floorDs = append(floorDs, time.Unix(0, last.Load()).Sub(t0))
-		time.Sleep(20 * time.Millisecond)
-		return nil
+		return time.Unix(0, last.Load()).Sub(t0), nil
+	}
+	// The floor's broadcast, alternating with the server's questions.
+	floorBroadcast := func() error {
+		resp, err := fl.http.Post("http://"+fl.addr+"/fan/go", "", nil)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		return err
 	}
 	ask := agentassistprotoconnect.NewSrvAgentAssistClient(httpClient(), s.url)
 	reply := agentassistprotoconnect.NewSrvAgentAssistReplyClient(httpClient(), s.url)
-	var ds []time.Duration
+	var ds, floorDs []time.Duration
 	for q := range c.fanoutQs {
-		if err := floorQuestion(); err != nil {
+		d, err := reachAll("the floor's broadcast", floorBroadcast)
+		if err != nil {
 			return err
 		}
-		got.Store(0)
-		last.Store(0)
+		floorDs = append(floorDs, d)
+		time.Sleep(20 * time.Millisecond)
 		id := fmt.Sprint("fan-", q)
 		done := make(chan error, 1)
-		t0 := time.Now()
-		go func() {
-			_, err := ask.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: s.token, Request: &pb.McpAskQuestionRequest{Question: "all of you?", Timeout: 60}})
-			done <- err
-		}()
-		for deadline := time.Now().Add(10 * time.Second); got.Load() < int64(c.fanout); time.Sleep(200 * time.Microsecond) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("question %d reached %d of %d clients", q, got.Load(), c.fanout)
-			}
+		d, err = reachAll("question "+id, func() error {
+			go func() {
+				_, err := ask.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: s.token, Request: &pb.McpAskQuestionRequest{Question: "all of you?", Timeout: 60}})
+				done <- err
+			}()
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		ds = append(ds, time.Unix(0, last.Load()).Sub(t0))
+		ds = append(ds, d)
 		if _, err := reply.AskQuestionReply(ctx, &pb.AskQuestionReplyRequest{UserToken: s.token, Response: &pb.AskQuestionResponse{ID: id}}); err != nil {
 			return err
 		}

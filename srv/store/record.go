@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,16 +145,32 @@ func decode(v []byte, r *Record) error {
 	return nil
 }
 
+// layoutKey, in the meta bucket, names the layout the records are in;
+// a store without it may hold records of the earlier one.
+var (
+	meta      = []byte("meta")
+	layoutKey = []byte("layout")
+	layout    = []byte("2")
+)
+
 // upgrade rewrites records of the earlier layout (JSON under room/id) in
-// the current one (wire format under Record.Key). Idempotent.
+// the current one (wire format under Record.Key), once: the store then
+// says so in its meta bucket.
 func upgrade(tx *bolt.Tx) (int, error) {
+	m, err := tx.CreateBucketIfNotExists(meta)
+	if err != nil {
+		return 0, err
+	}
+	if bytes.Equal(m.Get(layoutKey), layout) {
+		return 0, nil
+	}
 	b := tx.Bucket(requests)
 	type move struct {
 		old []byte
 		r   Record
 	}
 	var moves []move
-	err := b.ForEach(func(k, v []byte) error {
+	err = b.ForEach(func(k, v []byte) error {
 		if len(v) > 0 && v[0] == '{' {
 			var r Record
 			if json.Unmarshal(v, &r) == nil {
@@ -173,5 +190,5 @@ func upgrade(tx *bolt.Tx) (int, error) {
 			return 0, fmt.Errorf("upgrade record: %w", err)
 		}
 	}
-	return len(moves), nil
+	return len(moves), m.Put(layoutKey, layout)
 }

@@ -152,6 +152,9 @@ func TestStoresOfTheEarlierLayoutAreUpgraded(t *testing.T) {
 			if v := b.Get(old.Key()); len(v) == 0 || v[0] != formatWire {
 				return fmt.Errorf("the record is not under its new key in the current format")
 			}
+			if got := tx.Bucket(meta).Get(layoutKey); string(got) != string(layout) {
+				return fmt.Errorf("layout %q recorded, want %q", got, layout)
+			}
 			return nil
 		}); err != nil {
 			t.Fatal(err)
