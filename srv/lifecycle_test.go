@@ -94,6 +94,47 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 }
 
+// TestQuietClientsHoldNoGoroutine: logged-in clients that have gone quiet
+// cost no goroutine; they still get broadcasts, and what they send next is
+// answered.
+func TestQuietClientsHoldNoGoroutine(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parking needs epoll")
+	}
+	_, base := newGuarded(t, srv.Options{Inbox: inbox.Options{ParkAfter: 20 * time.Millisecond}})
+	first := login(t, base, tokA, "first")
+	http.DefaultClient.CloseIdleConnections()
+	time.Sleep(100 * time.Millisecond)
+	before := runtime.NumGoroutine()
+	var cs []*wstest.Client
+	for i := range 40 {
+		cs = append(cs, login(t, base, tokA, fmt.Sprint("quiet", i)))
+	}
+	// The test's own clients each hold a reader goroutine; the server's
+	// should add nothing once its connections are parked.
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before+len(cs)+3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines with %d quiet clients, %d before", runtime.NumGoroutine(), len(cs), before)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range cs {
+		if err := first.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: c.ID, Content: "still there?"}}); err != nil {
+			t.Fatal(err)
+		}
+		if m := expect(t, c, "ChatMessageNotification"); m.GetChatMessageNotification().GetChatMessage().GetContent() != "still there?" {
+			t.Fatalf("chat %v", m)
+		}
+		if err := c.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers"}); err != nil {
+			t.Fatal(err)
+		}
+		for n := int32(0); n != int32(len(cs)+1); { // lists pushed for the crowd's arrival come first
+			n = expect(t, c, "GetOnlineUsers").GetGetOnlineUsersResponse().GetTotalCount()
+		}
+	}
+}
+
 // TestLifecycleStates: CREATED on upgrade, AUTHENTICATING once the login
 // frame is in, ACTIVE after it; gone from the counts when CLOSED.
 func TestLifecycleStates(t *testing.T) {

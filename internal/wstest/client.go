@@ -115,7 +115,8 @@ func (c *Client) closeError() error {
 }
 
 // Expect returns the next frame with the given Cmd, skipping presence
-// notifications and failing on any other frame.
+// notifications (and the online list a crowd's presence comes as) and
+// failing on any other frame.
 func (c *Client) Expect(cmd string, timeout time.Duration) (*pb.WebsocketMessage, error) {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -126,8 +127,8 @@ func (c *Client) Expect(cmd string, timeout time.Duration) (*pb.WebsocketMessage
 		if m.Cmd == cmd {
 			return m, nil
 		}
-		if m.Cmd == "UserConnectionStatusNotification" {
-			continue
+		if m.Cmd == "UserConnectionStatusNotification" || m.Cmd == "GetOnlineUsers" && m.GetGetOnlineUsersResponse() != nil {
+			continue // presence: one by one, or a crowd's as a list
 		}
 		return nil, fmt.Errorf("waiting for %s: got %s (%v)", cmd, m.Cmd, m)
 	}

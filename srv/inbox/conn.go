@@ -15,8 +15,8 @@ import (
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
-// conn is one /ws connection: the handler goroutine reads, the embedded
-// wsconn.Conn writes.
+// conn is one /ws connection: the endpoint's set reads it (message), the
+// embedded wsconn.Conn writes.
 type conn struct {
 	*wsconn.Conn
 	h *Handler
@@ -33,48 +33,38 @@ func (c *conn) ID() string             { return c.id }
 func (c *conn) Nickname() string       { return c.nickname }
 func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
-func (c *conn) run() {
-	c.readLoop()
-	c.Finish()
+// ended runs once the connection is over.
+func (c *conn) ended() {
 	if c.token != "" {
 		c.h.o.Hub.Leave(c.token, c)
 		c.h.log.Info("client left", "client", c.id)
 	}
 }
 
-func (c *conn) readLoop() {
-	o := &c.h.o
-	c.WS.SetReadLimit(loginFrameLimit)
-	_ = c.WS.SetReadDeadline(time.Now().Add(o.LoginTimeout))
-	for {
-		typ, data, err := c.WS.ReadMessage()
-		if err != nil {
-			if c.token == "" && wsconn.IsTimeout(err) {
-				c.Shutdown(websocket.ClosePolicyViolation, "login timeout")
-			}
-			return
-		}
-		if c.token != "" {
-			c.ExtendRead()
-		}
-		if typ != websocket.BinaryMessage {
-			c.sendError("malformed_frame", "frames must be binary protobuf WebsocketMessage", "", "")
-			continue
-		}
-		var m pb.WebsocketMessage
-		if err := proto.Unmarshal(data, &m); err != nil {
-			c.h.log.Debug("malformed frame", "client", c.id, "err", err)
-			c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
-			continue
-		}
-		if c.token == "" {
-			if !c.login(&m) {
-				return
-			}
-			continue
-		}
-		c.dispatch(&m)
+// timedOut runs when the client missed its read deadline.
+func (c *conn) timedOut() {
+	if c.token == "" {
+		c.Shutdown(websocket.ClosePolicyViolation, "login timeout")
 	}
+}
+
+// message handles one frame from the client; false ends the connection.
+func (c *conn) message(text bool, data []byte) bool {
+	if text {
+		c.sendError("malformed_frame", "frames must be binary protobuf WebsocketMessage", "", "")
+		return true
+	}
+	var m pb.WebsocketMessage
+	if err := proto.Unmarshal(data, &m); err != nil {
+		c.h.log.Debug("malformed frame", "client", c.id, "err", err)
+		c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
+		return true
+	}
+	if c.token == "" {
+		return c.login(&m)
+	}
+	c.dispatch(&m)
+	return true
 }
 
 // login handles frames before the client is logged in. It reports false
@@ -110,7 +100,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.nickname = cleanNickname(m.Nickname, c.id)
 	c.token = m.StrParam
 	c.SetState(wsconn.Active)
-	c.WS.SetReadLimit(o.MaxFrame)
+	c.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
 	welcome := func(resumed bool) []byte {
 		b, _ := proto.Marshal(&pb.WebsocketMessage{

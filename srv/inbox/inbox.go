@@ -29,8 +29,11 @@ type Options struct {
 
 	LoginTimeout time.Duration // default 10s: time to send UserLogin
 	PingInterval time.Duration // default 30s
-	PongWait     time.Duration // default 60s: silence after which a peer is dead
-	WriteWait    time.Duration // default 10s: per frame write deadline
+	// ParkAfter is how long a logged-in client stays quiet before its
+	// reading goroutine ends (the socket is then watched by epoll); 100ms.
+	ParkAfter time.Duration
+	PongWait  time.Duration // default 60s: silence after which a peer is dead
+	WriteWait time.Duration // default 10s: per frame write deadline
 	// MaxFrame bounds a frame after login (default 16 MiB: replies carry
 	// images). Before login the bound is 64 KiB.
 	MaxFrame int64
@@ -82,9 +85,9 @@ type Handler struct {
 func New(o Options) *Handler {
 	o.defaults()
 	h := &Handler{o: o, log: o.Logger}
-	h.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed)
+	h.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed, true)
 	h.wsOpts = wsconn.Options{
-		PingInterval: o.PingInterval, PongWait: o.PongWait, WriteWait: o.WriteWait,
+		PingInterval: o.PingInterval, PongWait: o.PongWait, WriteWait: o.WriteWait, ParkAfter: o.ParkAfter,
 		SendQueue: o.SendQueue, MessageType: websocket.BinaryMessage, Logger: o.Logger,
 	}
 	return h
@@ -100,17 +103,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered
 	}
 	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
+	c.SetReadLimit(loginFrameLimit)
+	c.SetReadDeadline(time.Now().Add(h.o.LoginTimeout))
 	if !h.conns.Add(c.Conn) {
 		c.Finish()
 		return
 	}
-	// Read on a fresh goroutine, owned by the set, and let the HTTP
-	// server's goroutine (whose stack grew deep parsing the request) end:
-	// an idle connection then costs a small stack.
-	go func() {
-		defer h.conns.Remove(c.Conn)
-		c.run()
-	}()
+	// The set reads on this goroutine until the client, logged in, goes
+	// quiet; then the goroutine ends and epoll watches the socket.
+	h.conns.Serve(c.Conn, wsconn.Reader{Message: c.message, Timeout: c.timedOut, End: c.ended})
 }
 
 // Close disconnects every client and waits for their goroutines. It is

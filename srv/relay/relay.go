@@ -83,7 +83,7 @@ func New(o Options) *Relay {
 	o.Conn.MessageType = websocket.TextMessage
 	o.Conn.Logger = o.Logger
 	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
-	r.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed)
+	r.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed, false)
 	return r
 }
 

@@ -11,8 +11,11 @@
 // connections therefore wakes no goroutine at all, and a stuck peer still
 // holds up no one.
 //
-// An idle connection holds its socket, gorilla's read buffer and the
-// goroutine that reads it; nothing else.
+// Reading is the owner's, either on a goroutine of its own with gorilla's
+// reader (the relay's few connections) or through Set.Serve, which reads
+// frames itself and parks a quiet connection on an epoll set: an idle
+// /ws connection then holds its socket and its small structs, and no
+// goroutine or buffer.
 package wsconn
 
 import (
@@ -37,6 +40,11 @@ type Options struct {
 	PongWait     time.Duration // default 60s
 	WriteWait    time.Duration // default 10s
 	SendQueue    int           // frames queued before the peer counts as too slow; default 256
+	// ParkAfter is how long a served connection stays quiet after a
+	// message before its reading goroutine ends (Set.Serve); default
+	// 100ms: longer than the gaps in an agent's burst of requests, far
+	// shorter than a person's pauses.
+	ParkAfter time.Duration
 	// MessageType is what Send writes: websocket.BinaryMessage (default)
 	// or websocket.TextMessage.
 	MessageType int
@@ -53,6 +61,7 @@ func (o *Options) Defaults() {
 	def(&o.PingInterval, 30*time.Second)
 	def(&o.PongWait, 60*time.Second)
 	def(&o.WriteWait, 10*time.Second)
+	def(&o.ParkAfter, 100*time.Millisecond)
 	if o.SendQueue <= 0 {
 		o.SendQueue = 256
 	}
@@ -68,12 +77,18 @@ func (o *Options) Defaults() {
 // a frame is written.
 var writeBuffers = &sync.Pool{}
 
-// Upgrader returns the upgrader the endpoints use: a 1 KiB read buffer per
-// connection and write buffers from the shared pool.
-func Upgrader(checkOrigin func(*http.Request) bool) websocket.Upgrader {
+// Upgrader returns the upgrader the endpoints use: write buffers from the
+// shared pool, and a 1 KiB read buffer per connection for gorilla's
+// reader, or gorilla's smallest (never used) for connections read by
+// Set.Serve.
+func Upgrader(checkOrigin func(*http.Request) bool, served bool) websocket.Upgrader {
 	// A small read buffer of its own lets the HTTP server's 4 KiB one go;
 	// bigger frames just take more reads.
-	return websocket.Upgrader{CheckOrigin: checkOrigin, ReadBufferSize: 1024, WriteBufferPool: writeBuffers}
+	size := 1024
+	if served {
+		size = 1
+	}
+	return websocket.Upgrader{CheckOrigin: checkOrigin, ReadBufferSize: size, WriteBufferPool: writeBuffers}
 }
 
 // State is where a connection is in its life (seed 003).
@@ -92,11 +107,12 @@ func (s State) String() string {
 
 type item struct {
 	data []byte
-	kind int // 0 a frame, 1 a ping, 2 the close frame, 3 the rest of a frame already begun
+	kind int // 0 a frame, 1 a ping, 2 the close frame, 3 the rest of a frame already begun, 4 a pong
 }
 
-// Conn is one WebSocket connection. Its owner reads (WS.ReadMessage) on
-// its own goroutine; Send may be called from any goroutine.
+// Conn is one WebSocket connection. Its owner reads, with gorilla's
+// reader on a goroutine of its own or through Set.Serve; Send may be
+// called from any goroutine.
 type Conn struct {
 	WS    *websocket.Conn
 	o     Options
@@ -107,19 +123,42 @@ type Conn struct {
 	queue   []item
 	writing bool // a writer goroutine is draining the queue
 	closing bool // Shutdown was called; only the close frame is still queued
+	shut    atomic.Bool
 	done    chan struct{}
 	writer  sync.WaitGroup
+
+	// Reading through Set.Serve (read.go). The fields below rmu belong to
+	// whichever goroutine is reading; there is at most one.
+	served    atomic.Bool
+	keepAlive atomic.Bool  // any frame extends the deadline by PongWait
+	limit     atomic.Int64 // largest message
+	readBy    atomic.Int64 // read deadline, Unix nanoseconds
+	reader    Reader
+	set       *Set
+	poll      *poller
+	rmu       sync.Mutex
+	rstate    int
+	pollID    uint64 // under rmu
+	armed     bool   // under rmu
+	buf       []byte // bytes read and not yet taken
+	msg       []byte // a fragmented message so far
+	msgOp     byte
+	inMsg     bool
 }
 
 // New wraps ws. The caller must call Finish when its read loop ends.
 func New(ws *websocket.Conn, o Options) *Conn {
 	o.Defaults()
 	c := &Conn{WS: ws, o: o, done: make(chan struct{})}
-	if sc, ok := ws.NetConn().(syscall.Conn); ok {
+	c.limit.Store(defaultReadLimit)
+	if sc, ok := ws.NetConn().(syscall.Conn); ok && inlineWrites {
 		c.raw, _ = sc.SyscallConn()
 	}
 	return c
 }
+
+// defaultReadLimit is the largest message until the owner says otherwise.
+const defaultReadLimit = 16 << 20
 
 // Send queues frame without blocking. A connection whose queue is full is
 // too slow to keep: it is shut down so it cannot hold up anyone else.
@@ -153,7 +192,7 @@ func (c *Conn) enqueue(it item) bool {
 		case err != nil:
 			c.failLocked()
 			c.mu.Unlock()
-			_ = c.WS.Close() // unblock the reader
+			c.closeSocket()
 			return false
 		case rest != nil: // the socket is full: the rest goes first, by a writer
 			c.queue = append([]item{{kind: 3, data: rest}}, c.queue...)
@@ -213,7 +252,7 @@ func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 	err := c.raw.Write(func(fd uintptr) bool {
 		called = true
 		for n < len(b) { // until the socket is full
-			m, e := syscall.Write(int(fd), b[n:])
+			m, e := sockWrite(fd, b[n:])
 			if e == syscall.EINTR {
 				continue
 			}
@@ -254,8 +293,30 @@ func (c *Conn) failLocked() {
 	c.queue, c.writing = nil, false
 	if !c.closing {
 		c.closing = true
+		c.shut.Store(true)
 		close(c.done)
 	}
+}
+
+// drop ends a connection whose peer has gone away: nothing more is
+// written, and the socket is closed at once.
+func (c *Conn) drop() {
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		c.shut.Store(true)
+		close(c.done)
+	}
+	c.queue = nil
+	c.mu.Unlock()
+	_ = c.WS.Close()
+}
+
+// closeSocket closes the socket (a failed write, a close sent), which ends the
+// reader; a parked connection gets one started to see it.
+func (c *Conn) closeSocket() {
+	_ = c.WS.Close()
+	c.wake()
 }
 
 // pushLocked appends and makes sure a writer is draining.
@@ -289,13 +350,16 @@ func (c *Conn) Done() <-chan struct{} { return c.done }
 // reader returns. Safe from any goroutine, any number of times.
 func (c *Conn) Shutdown(code int, text string) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closing {
+		c.mu.Unlock()
 		return
 	}
 	c.closing = true
+	c.shut.Store(true)
 	close(c.done)
 	c.pushLocked(item{kind: 2, data: websocket.FormatCloseMessage(code, text)})
+	c.mu.Unlock()
+	c.wake() // a parked connection needs a reader to see the socket close
 }
 
 // Finish is called by the owner when its read loop has returned: it shuts
@@ -307,16 +371,29 @@ func (c *Conn) Finish() {
 	c.SetState(Closed)
 }
 
-// ExtendRead pushes the read deadline out by PongWait; owners call it on
-// every frame once the peer is authenticated.
+// ExtendRead pushes the read deadline out by PongWait; owners reading
+// with gorilla call it on every frame once the peer is authenticated
+// (Set.Serve does it itself after KeepAlive).
 func (c *Conn) ExtendRead() {
-	_ = c.WS.SetReadDeadline(time.Now().Add(c.o.PongWait))
+	t := time.Now().Add(c.o.PongWait)
+	if c.served.Load() {
+		c.readBy.Store(t.UnixNano())
+		return
+	}
+	_ = c.WS.SetReadDeadline(t)
 }
 
-// KeepAlive makes pongs extend the read deadline.
+// KeepAlive makes pongs (and, for served connections, every frame) extend
+// the read deadline.
 func (c *Conn) KeepAlive() {
+	c.keepAlive.Store(true)
 	c.WS.SetPongHandler(func(string) error { c.ExtendRead(); return nil })
 	c.ExtendRead()
+}
+
+// expired reports a served connection whose read deadline has passed.
+func (c *Conn) expired(now time.Time) bool {
+	return c.served.Load() && now.UnixNano() > c.readBy.Load()
 }
 
 func (c *Conn) ping() { c.enqueue(item{kind: 1}) }
@@ -345,12 +422,14 @@ func (c *Conn) writeLoop() {
 				_, err = c.WS.NetConn().Write(it.data)
 			case 1:
 				err = c.WS.WriteControl(websocket.PingMessage, nil, deadline)
+			case 4:
+				err = c.WS.WriteControl(websocket.PongMessage, it.data, deadline)
 			case 2:
 				_ = c.WS.WriteControl(websocket.CloseMessage, it.data, deadline)
 				// Give the peer a moment to answer the close, then end the
 				// reader by closing the socket.
 				_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
-				time.AfterFunc(100*time.Millisecond, func() { _ = c.WS.Close() })
+				time.AfterFunc(100*time.Millisecond, c.closeSocket)
 				c.mu.Lock()
 				c.queue, c.writing = nil, false
 				c.mu.Unlock()
@@ -360,7 +439,7 @@ func (c *Conn) writeLoop() {
 				c.mu.Lock()
 				c.failLocked()
 				c.mu.Unlock()
-				_ = c.WS.Close() // unblock the reader
+				c.closeSocket()
 				return
 			}
 		}
@@ -380,6 +459,8 @@ type Set struct {
 	conns    map[*Conn]struct{}
 	closed   bool
 	wg       sync.WaitGroup // the connections' owners
+	poll     *poller        // parked connections' sockets; made on first need
+	noPoll   bool           // the platform has none
 	pinger   sync.WaitGroup
 	pinging  bool
 	stopPing chan struct{}
@@ -465,8 +546,13 @@ func (s *Set) pingLoop(interval time.Duration, stop <-chan struct{}) {
 			batch = append(batch, c)
 		}
 		s.mu.Unlock()
-		for _, c := range batch {
+		now := time.Now()
+		for i, c := range batch {
 			c.ping()
+			if c.expired(now) {
+				c.wake() // parked past its deadline: a reader sees it out
+			}
+			batch[i] = nil
 		}
 	}
 }
@@ -504,4 +590,23 @@ func (s *Set) Close() {
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.pinger.Wait()
+	s.mu.Lock()
+	p := s.poll
+	s.poll = nil
+	s.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
+}
+
+// poller returns the set's poller, starting it on first use; nil where
+// there is none.
+func (s *Set) poller() *poller {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.poll == nil && !s.noPoll && !s.closed {
+		s.poll = newPoller()
+		s.noPoll = s.poll == nil
+	}
+	return s.poll
 }

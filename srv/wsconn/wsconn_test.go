@@ -18,7 +18,7 @@ import (
 func pair(t *testing.T, o Options, sndbuf int) (*Conn, *websocket.Conn) {
 	t.Helper()
 	got := make(chan *Conn, 1)
-	up := Upgrader(func(*http.Request) bool { return true })
+	up := Upgrader(func(*http.Request) bool { return true }, false)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := up.Upgrade(w, r, nil)
 		if err != nil {
@@ -41,7 +41,7 @@ func pair(t *testing.T, o Options, sndbuf int) (*Conn, *websocket.Conn) {
 	return c, cl
 }
 
-func frame(i int) []byte {
+func payloadN(i int) []byte {
 	sizes := []int{0, 1, 125, 126, 127, 4000, 65535, 65536, 70000}
 	return bytes.Repeat([]byte{byte('a' + i%26)}, sizes[i%len(sizes)]+i)
 }
@@ -53,8 +53,8 @@ func expect(t *testing.T, cl *websocket.Conn, typ, i int) {
 	if err != nil {
 		t.Fatalf("frame %d: %v", i, err)
 	}
-	if mt != typ || !bytes.Equal(b, frame(i)) {
-		t.Fatalf("frame %d: type %d, %d bytes; want type %d, %d bytes", i, mt, len(b), typ, len(frame(i)))
+	if mt != typ || !bytes.Equal(b, payloadN(i)) {
+		t.Fatalf("frame %d: type %d, %d bytes; want type %d, %d bytes", i, mt, len(b), typ, len(payloadN(i)))
 	}
 }
 
@@ -63,7 +63,7 @@ func TestFramesOfEverySizeArriveWhole(t *testing.T) {
 		t.Run(fmt.Sprint(typ), func(t *testing.T) {
 			c, cl := pair(t, Options{MessageType: typ}, 0)
 			for i := range 18 {
-				if !c.Send(frame(i)) {
+				if !c.Send(payloadN(i)) {
 					t.Fatalf("send %d refused", i)
 				}
 				expect(t, cl, typ, i)
@@ -78,7 +78,7 @@ func TestFramesKeepTheirOrderWhenTheSocketIsFull(t *testing.T) {
 	c, cl := pair(t, Options{SendQueue: 10000}, 4096)
 	const n = 300
 	for i := range n {
-		if !c.Send(frame(i)) {
+		if !c.Send(payloadN(i)) {
 			t.Fatalf("send %d refused", i)
 		}
 	}
@@ -97,7 +97,7 @@ func TestAPeerThatNeverReadsIsDisconnected(t *testing.T) {
 	c, _ := pair(t, Options{SendQueue: 4}, 4096)
 	refused := false
 	for i := 0; i < 10000 && !refused; i++ {
-		refused = !c.Send(frame(7))
+		refused = !c.Send(payloadN(7))
 	}
 	if !refused {
 		t.Fatal("the sends never stopped being accepted")
@@ -116,7 +116,7 @@ func TestADirectWriteAfterAnExpiredDeadline(t *testing.T) {
 	cl.SetPingHandler(func(string) error { return nil })
 	c.ping() // written by the writer goroutine, with a deadline
 	time.Sleep(60 * time.Millisecond)
-	if !c.Send(frame(3)) {
+	if !c.Send(payloadN(3)) {
 		t.Fatal("send refused")
 	}
 	expect(t, cl, websocket.BinaryMessage, 3)
@@ -125,7 +125,7 @@ func TestADirectWriteAfterAnExpiredDeadline(t *testing.T) {
 func TestAfterShutdownNothingIsSent(t *testing.T) {
 	c, cl := pair(t, Options{}, 0)
 	c.Shutdown(websocket.CloseGoingAway, "bye")
-	if c.Send(frame(1)) {
+	if c.Send(payloadN(1)) {
 		t.Fatal("a send after shutdown was accepted")
 	}
 	_ = cl.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -186,7 +186,7 @@ func TestFinishWaitsForASenderWriting(t *testing.T) {
 		senderDone.Store(time.Now().UnixNano())
 	}
 	defer func() { testHookWroteNow = nil }()
-	go c.Send(frame(1))
+	go c.Send(payloadN(1))
 	<-inWrite
 	c.Finish()
 	if done := senderDone.Load(); done == 0 || done > time.Now().UnixNano() {

@@ -1,0 +1,121 @@
+package wsconn
+
+import (
+	"os"
+	"sync"
+	"syscall"
+)
+
+// poller watches parked connections' sockets with an epoll set of its
+// own. The epoll descriptor is itself waited on through the runtime's
+// network poller, so the poller's goroutine sleeps like any reader and no
+// thread is held; it ends when the set closes it.
+type poller struct {
+	f    *os.File
+	raw  syscall.RawConn
+	mu   sync.Mutex
+	byID map[uint64]*Conn
+	next uint64
+	done sync.WaitGroup
+}
+
+func newPoller() *poller {
+	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return nil
+	}
+	f := os.NewFile(uintptr(fd), "wsconn-epoll")
+	raw, err := f.SyscallConn()
+	if err != nil {
+		_ = f.Close()
+		return nil
+	}
+	p := &poller{f: f, raw: raw, byID: make(map[uint64]*Conn)}
+	p.done.Go(p.run)
+	return p
+}
+
+// arm asks for one wake when c's socket has something to read (or is
+// closed): registered the first time, re-armed after.
+func (p *poller) arm(c *Conn) bool {
+	p.mu.Lock()
+	if c.pollID == 0 {
+		p.next++
+		c.pollID = p.next
+		p.byID[c.pollID] = c
+	}
+	id := c.pollID
+	op := syscall.EPOLL_CTL_MOD
+	if !c.armed {
+		op = syscall.EPOLL_CTL_ADD
+	}
+	p.mu.Unlock()
+	ev := syscall.EpollEvent{
+		Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT,
+		Fd:     int32(uint32(id)),
+		Pad:    int32(uint32(id >> 32)),
+	}
+	var err error
+	cerr := p.raw.Control(func(epfd uintptr) {
+		err = c.raw.Control(func(fd uintptr) {
+			err = syscall.EpollCtl(int(epfd), op, int(fd), &ev)
+		})
+	})
+	if cerr != nil || err != nil {
+		return false
+	}
+	c.armed = true
+	return true
+}
+
+// forget drops an ended connection. Its socket is closed, which takes it
+// out of the epoll set.
+func (p *poller) forget(c *Conn) {
+	p.mu.Lock()
+	delete(p.byID, c.pollID)
+	if len(p.byID) == 0 {
+		p.byID = make(map[uint64]*Conn) // maps never shrink: let a crowd's go
+	}
+	p.mu.Unlock()
+}
+
+func (p *poller) run() {
+	events := make([]syscall.EpollEvent, 128)
+	woken := make([]*Conn, 0, len(events))
+	for {
+		var n int
+		var werr error
+		err := p.raw.Read(func(epfd uintptr) bool {
+			n, werr = syscall.EpollWait(int(epfd), events, 0)
+			if werr == syscall.EINTR || werr == syscall.EAGAIN {
+				n, werr = 0, nil
+			}
+			return n > 0 || werr != nil // none ready: wait until the epoll descriptor is
+		})
+		if err != nil || werr != nil {
+			return // closed
+		}
+		p.mu.Lock()
+		for _, ev := range events[:n] {
+			if c := p.byID[uint64(uint32(ev.Fd))|uint64(uint32(ev.Pad))<<32]; c != nil {
+				woken = append(woken, c)
+			}
+		}
+		p.mu.Unlock()
+		for i, c := range woken {
+			c.wake()
+			woken[i] = nil
+		}
+		woken = woken[:0]
+	}
+}
+
+// close stops the poller; the set calls it once its connections are gone.
+func (p *poller) close() {
+	_ = p.f.Close()
+	p.done.Wait()
+}

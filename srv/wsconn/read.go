@@ -1,0 +1,300 @@
+package wsconn
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+// Reader is what a served connection's messages and end go to.
+type Reader struct {
+	// Message gets each complete data message, in order, on a goroutine
+	// that may block; data is valid only during the call. Returning false
+	// ends the connection.
+	Message func(text bool, data []byte) bool
+	// Timeout runs when the read deadline has passed, before the
+	// connection is shut down.
+	Timeout func()
+	// End runs once, after the connection has ended and Finish is done.
+	End func()
+}
+
+// Read states of a served connection.
+const (
+	readRunning = iota // a goroutine is reading it
+	readParked         // no goroutine: the set's poller watches the socket
+)
+
+var (
+	errParked     = errors.New("parked")
+	errPeerClosed = errors.New("websocket: closed by the peer")
+	errEnded      = errors.New("ended by its owner")
+)
+
+// readChunk is the buffer a reading connection borrows; bigger frames
+// grow it for as long as they take.
+const readChunk = 4 << 10
+
+var readBuffers = sync.Pool{New: func() any { b := make([]byte, 0, readChunk); return &b }}
+
+// Serve reads c, which the caller has added to s, and hands its messages
+// to r. While the peer talks a goroutine reads the connection, at first
+// the caller's (Serve returns when the connection first parks or ends);
+// once it has been quiet for ParkAfter (at once after a bare ping or
+// pong) and is logged in (Active), the goroutine ends and the set's
+// poller watches the socket instead, starting a new one when something
+// arrives. An idle connection thus holds no goroutine and no read
+// buffer. Where the platform or the socket (TLS) offers no poller, a
+// goroutine of its own reads it for its whole life and Serve returns at
+// once.
+func (s *Set) Serve(c *Conn, r Reader) {
+	c.reader = r
+	c.set = s
+	if c.raw != nil {
+		c.poll = s.poller()
+	}
+	if c.readBy.Load() == 0 {
+		c.readBy.Store(time.Now().Add(c.o.PongWait).UnixNano())
+	}
+	c.served.Store(true)
+	if c.poll == nil {
+		go c.serve() // reads for the connection's life: on a fresh, small stack
+		return
+	}
+	c.serve() // until the connection parks, on the caller's goroutine
+}
+
+// serve reads until the connection parks or ends; on the end it finishes
+// the connection and tells the owner.
+func (c *Conn) serve() {
+	err := c.readLoop()
+	if err == errParked {
+		return
+	}
+	var pe *ProtocolError
+	switch {
+	case errors.As(err, &pe):
+		c.o.Logger.Debug("websocket protocol error", "err", err)
+		c.Shutdown(pe.Code, pe.Msg)
+	case IsTimeout(err) && c.reader.Timeout != nil:
+		c.reader.Timeout()
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		c.drop() // the peer has gone: no close frame to send it
+	}
+	c.Finish()
+	c.releaseBuf()
+	c.msg = nil
+	if c.poll != nil {
+		c.poll.forget(c)
+	}
+	if c.reader.End != nil {
+		c.reader.End()
+	}
+	c.set.Remove(c)
+}
+
+// readLoop reads and dispatches frames until the connection ends (an
+// error) or parks (errParked).
+func (c *Conn) readLoop() error {
+	nc := c.WS.NetConn()
+	fresh := true   // nothing read since (re)starting: read before parking
+	linger := false // a data message came: stay ParkAfter before parking
+	var quietFrom time.Time
+	for {
+		if err := c.takeFrames(&linger, &quietFrom); err != nil {
+			return err
+		}
+		deadline := time.Unix(0, c.readBy.Load())
+		idle := false
+		if c.parkable() {
+			if !linger && !fresh {
+				if c.park() {
+					return errParked
+				}
+			} else if t := quietFrom.Add(c.o.ParkAfter); linger && t.Before(deadline) {
+				deadline, idle = t, true
+			}
+		}
+		fresh = false
+		if c.buf == nil {
+			c.buf = *readBuffers.Get().(*[]byte)
+		}
+		if len(c.buf) == cap(c.buf) {
+			c.grow(len(c.buf) + readChunk)
+		}
+		_ = nc.SetReadDeadline(deadline)
+		n, err := nc.Read(c.buf[len(c.buf):cap(c.buf)])
+		c.buf = c.buf[:len(c.buf)+n]
+		if err != nil {
+			if idle && IsTimeout(err) && time.Now().UnixNano() < c.readBy.Load() {
+				linger = false // quiet long enough: park on the next turn
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// takeFrames handles every whole frame buffered and keeps the rest.
+func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
+	off := 0
+	defer func() {
+		if off > 0 {
+			c.buf = c.buf[:copy(c.buf, c.buf[off:])]
+		}
+	}()
+	for {
+		limit := c.limit.Load()
+		if c.inMsg {
+			limit -= int64(len(c.msg))
+		}
+		f, n, need, err := parseFrame(c.buf[off:], limit)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if need > cap(c.buf) {
+				c.grow(need)
+			}
+			return nil
+		}
+		off += n
+		if c.keepAlive.Load() {
+			c.ExtendRead()
+		}
+		msg, text, err := c.take(f)
+		if err != nil {
+			return err
+		}
+		if f.op < opClose {
+			*linger, *quietFrom = true, time.Now()
+		}
+		if msg != nil && !c.reader.Message(text, msg) {
+			return errEnded
+		}
+	}
+}
+
+// take handles one frame and returns the message it completes, if any.
+func (c *Conn) take(f frame) (msg []byte, text bool, err error) {
+	switch f.op {
+	case opPing:
+		c.enqueue(item{kind: 4, data: append([]byte(nil), f.payload...)})
+		return nil, false, nil
+	case opPong:
+		return nil, false, nil
+	case opClose:
+		code, err := closePayload(f.payload)
+		if err != nil {
+			return nil, false, err
+		}
+		c.Shutdown(code, "")
+		return nil, false, errPeerClosed
+	case opText, opBinary:
+		if c.inMsg {
+			return nil, false, protoErr(closeProtocolError, "a new message began before the last one ended")
+		}
+		if !f.fin {
+			c.inMsg, c.msgOp = true, f.op
+			c.msg = append(c.msg[:0], f.payload...)
+			return nil, false, nil
+		}
+		msg, text = f.payload, f.op == opText
+	default: // continuation
+		if !c.inMsg {
+			return nil, false, protoErr(closeProtocolError, "a continuation frame without a message")
+		}
+		c.msg = append(c.msg, f.payload...)
+		if !f.fin {
+			return nil, false, nil
+		}
+		c.inMsg = false
+		msg, text = c.msg, c.msgOp == opText
+		if cap(c.msg) > readChunk {
+			c.msg = nil // a big message's buffer is not kept
+		}
+	}
+	if text && !utf8.Valid(msg) {
+		return nil, false, protoErr(closeInvalidPayload, "text message is not UTF-8")
+	}
+	if msg == nil {
+		msg = []byte{}
+	}
+	return msg, text, nil
+}
+
+// grow makes room for at least n buffered bytes.
+func (c *Conn) grow(n int) {
+	nb := make([]byte, len(c.buf), max(n, 2*cap(c.buf)))
+	copy(nb, c.buf)
+	c.releaseBuf()
+	c.buf = nb
+}
+
+// releaseBuf gives the read buffer back (its bytes are not needed).
+func (c *Conn) releaseBuf() {
+	if c.buf != nil && cap(c.buf) == readChunk {
+		b := c.buf[:0]
+		readBuffers.Put(&b)
+	}
+	c.buf = nil
+}
+
+// parkable: nothing half-read, logged in, not closing, and a poller.
+func (c *Conn) parkable() bool {
+	return c.poll != nil && len(c.buf) == 0 && !c.inMsg && c.State() == Active && !c.shut.Load()
+}
+
+// park hands the socket to the poller; the caller's goroutine then ends.
+func (c *Conn) park() bool {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.shut.Load() {
+		return false
+	}
+	c.releaseBuf()
+	c.rstate = readParked // before arming: the event may come at once
+	if !c.poll.arm(c) {
+		c.rstate = readRunning
+		return false
+	}
+	return true
+}
+
+// wake starts a reader for a parked connection: the poller saw data, the
+// connection is shutting down, or its deadline has passed.
+func (c *Conn) wake() {
+	if !c.served.Load() {
+		return
+	}
+	c.rmu.Lock()
+	if c.rstate != readParked {
+		c.rmu.Unlock()
+		return
+	}
+	c.rstate = readRunning
+	c.rmu.Unlock()
+	go c.serve()
+}
+
+// Parked reports whether no goroutine is reading the connection.
+func (c *Conn) Parked() bool {
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	return c.rstate == readParked
+}
+
+// SetReadLimit sets the largest message the peer may send.
+func (c *Conn) SetReadLimit(n int64) {
+	c.limit.Store(n)
+	c.WS.SetReadLimit(n)
+}
+
+// SetReadDeadline sets when the connection ends if nothing arrives.
+func (c *Conn) SetReadDeadline(t time.Time) {
+	c.readBy.Store(t.UnixNano())
+	_ = c.WS.SetReadDeadline(t)
+}
