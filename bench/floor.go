@@ -125,6 +125,76 @@ func floor(ctx context.Context, c config, r *report) error {
 	return nil
 }
 
+// idleFloor is the memory floor for idle connections: a fresh floor
+// process (gorilla's usual server: a goroutine and gorilla's buffers per
+// connection) holding n connections that each sent a login-sized frame and
+// got it back; its RSS per connection, and after they leave vs its start.
+func idleFloor(ctx context.Context, n int) (perKiB, back, afterMiB float64, err error) {
+	f, err := startFloor(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer f.stop()
+	pid := f.cmd.Process.Pid
+	time.Sleep(time.Second)
+	rss0, err := rssKB(pid)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	conns := make([]*websocket.Conn, n)
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	msg := make([]byte, 60)
+	for i := range conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
+			ws, resp, derr := d.DialContext(ctx, "ws://"+f.addr+"/echo", nil)
+			if resp != nil {
+				_ = resp.Body.Close()
+			}
+			if derr == nil {
+				if derr = ws.WriteMessage(websocket.BinaryMessage, msg); derr == nil {
+					_, _, derr = ws.ReadMessage()
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if derr != nil && err == nil {
+				err = derr
+			}
+			conns[i] = ws
+		})
+	}
+	wg.Wait()
+	defer func() {
+		for _, ws := range conns {
+			if ws != nil {
+				_ = ws.NetConn().Close()
+			}
+		}
+	}()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	time.Sleep(2 * time.Second)
+	rss1, _ := rssKB(pid)
+	for i, ws := range conns {
+		_ = ws.NetConn().Close()
+		conns[i] = nil
+	}
+	// As long as the server is given: until within 1.2× or 20 s.
+	var rss2 int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if rss2, _ = rssKB(pid); float64(rss2) <= 1.2*float64(rss0) {
+			break
+		}
+	}
+	return float64(rss1-rss0) / float64(n), float64(rss2) / float64(rss0), float64(rss2) / 1024, nil
+}
+
 // fanFrame is what the floor broadcasts: an AskQuestion frame like the
 // server's, so the clients do the same work for both.
 func fanFrame() []byte {

@@ -358,6 +358,13 @@ func idleMemory(ctx context.Context, c config, r *report) error {
 	res := r.add("idle: RSS after they all left, vs start", back, "×")
 	res.target("≤ 1.2×", back <= 1.2)
 	res.Note = fmt.Sprintf("%.1f MiB after leaving", float64(rss2)/1024)
+	fper, fback, fafter, err := idleFloor(ctx, c.idle)
+	if err != nil {
+		return fmt.Errorf("idle floor: %w", err)
+	}
+	r.add(fmt.Sprintf("floor: bare gorilla server, RSS per idle connection (%d)", c.idle), fper, "KiB")
+	r.add("floor: bare gorilla server, RSS after they all left, vs start", fback, "×").Note =
+		fmt.Sprintf("%.1f MiB after leaving", fafter)
 	mem2, err := readMemory(ctx, prof)
 	if err != nil {
 		return err

@@ -84,8 +84,11 @@ func (s *server) stop() {
 }
 
 // rssKB reads the server's resident set size.
-func (s *server) rssKB() (int, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func (s *server) rssKB() (int, error) { return rssKB(s.cmd.Process.Pid) }
+
+// rssKB reads a process's resident set size.
+func rssKB(pid int) (int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
