@@ -102,7 +102,7 @@ func (c *Conn) readLoop() error {
 	nc := c.WS.NetConn()
 	fresh := true   // nothing read since (re)starting: read before parking
 	linger := false // a data message came: stay ParkAfter before parking
-	var quietFrom time.Time
+	quietFrom := time.Now()
 	for {
 		if err := c.takeFrames(&linger, &quietFrom); err != nil {
 			return err
@@ -114,7 +114,9 @@ func (c *Conn) readLoop() error {
 				if c.park() {
 					return errParked
 				}
-			} else if t := quietFrom.Add(c.o.ParkAfter); linger && t.Before(deadline) {
+			} else if t := quietFrom.Add(c.o.ParkAfter); t.Before(deadline) {
+				// Lingering after a message, or the first read after a
+				// wake, which may find nothing (a stale event).
 				deadline, idle = t, true
 			}
 		}
