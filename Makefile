@@ -45,6 +45,8 @@ checkgenerate: generate
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '^gen/'); echo "gofmt needed"; exit 1; }
 	$(GO) vet ./...
+	GOOS=windows $(GO) vet ./...
+	GOOS=darwin $(GO) vet ./...
 
 ## test: everything CI runs: Go (race detector), the UI's unit tests, and
 ## the browser tests (Debian's chromium; set CHROMIUM to use another)
@@ -77,6 +79,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./srv/auth/
 	$(GO) test -run '^$$' -fuzz FuzzWSFrame -fuzztime $(FUZZTIME) ./srv/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./srv/store/
+	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime $(FUZZTIME) ./srv/wsconn/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')
