@@ -14,8 +14,8 @@ type poller struct {
 	f    *os.File
 	raw  syscall.RawConn
 	mu   sync.Mutex
-	byID map[uint64]*Conn
-	next uint64
+	byID map[int32]*Conn // by the ID in the epoll event's data
+	next int32
 	done sync.WaitGroup
 }
 
@@ -34,7 +34,7 @@ func newPoller() *poller {
 		_ = f.Close()
 		return nil
 	}
-	p := &poller{f: f, raw: raw, byID: make(map[uint64]*Conn)}
+	p := &poller{f: f, raw: raw, byID: make(map[int32]*Conn)}
 	p.done.Go(p.run)
 	return p
 }
@@ -44,7 +44,15 @@ func newPoller() *poller {
 func (p *poller) arm(c *Conn) bool {
 	p.mu.Lock()
 	if c.pollID == 0 {
-		p.next++
+		for { // the next free ID; they wrap after 2³¹ connections
+			p.next++
+			if p.next <= 0 {
+				p.next = 1
+			}
+			if p.byID[p.next] == nil {
+				break
+			}
+		}
 		c.pollID = p.next
 		p.byID[c.pollID] = c
 	}
@@ -56,8 +64,7 @@ func (p *poller) arm(c *Conn) bool {
 	p.mu.Unlock()
 	ev := syscall.EpollEvent{
 		Events: syscall.EPOLLIN | syscall.EPOLLRDHUP | syscall.EPOLLONESHOT,
-		Fd:     int32(uint32(id)),
-		Pad:    int32(uint32(id >> 32)),
+		Fd:     id,
 	}
 	var err error
 	cerr := p.raw.Control(func(epfd uintptr) {
@@ -78,7 +85,7 @@ func (p *poller) forget(c *Conn) {
 	p.mu.Lock()
 	delete(p.byID, c.pollID)
 	if len(p.byID) == 0 {
-		p.byID = make(map[uint64]*Conn) // maps never shrink: let a crowd's go
+		p.byID = make(map[int32]*Conn) // maps never shrink: let a crowd's go
 	}
 	p.mu.Unlock()
 }
@@ -101,7 +108,7 @@ func (p *poller) run() {
 		}
 		p.mu.Lock()
 		for _, ev := range events[:n] {
-			if c := p.byID[uint64(uint32(ev.Fd))|uint64(uint32(ev.Pad))<<32]; c != nil {
+			if c := p.byID[ev.Fd]; c != nil {
 				woken = append(woken, c)
 			}
 		}

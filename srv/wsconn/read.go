@@ -71,7 +71,7 @@ func (s *Set) Serve(c *Conn, r Reader) {
 // the connection and tells the owner.
 func (c *Conn) serve() {
 	err := c.readLoop()
-	if err == errParked {
+	if errors.Is(err, errParked) {
 		return
 	}
 	var pe *ProtocolError

@@ -138,7 +138,7 @@ type Conn struct {
 	poll      *poller
 	rmu       sync.Mutex
 	rstate    int
-	pollID    uint64 // under rmu
+	pollID    int32  // under rmu; 0: not yet registered
 	armed     bool   // under rmu
 	buf       []byte // bytes read and not yet taken
 	msg       []byte // a fragmented message so far
@@ -253,14 +253,14 @@ func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 		called = true
 		for n < len(b) { // until the socket is full
 			m, e := sockWrite(fd, b[n:])
-			if e == syscall.EINTR {
+			if errors.Is(e, syscall.EINTR) {
 				continue
 			}
 			if m > 0 {
 				n += m
 			}
 			if e != nil {
-				if e != syscall.EAGAIN {
+				if !errors.Is(e, syscall.EAGAIN) {
 					werr = e
 				}
 				break
