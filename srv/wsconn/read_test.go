@@ -25,6 +25,22 @@ type served struct {
 	timely chan struct{}
 }
 
+// wsServer serves upgrades for connections read by Set.Serve, handing
+// each new Conn to serve; it returns the ws:// URL.
+func wsServer(t *testing.T, o Options, serve func(c *Conn)) string {
+	t.Helper()
+	up := Upgrader(func(*http.Request) bool { return true }, true)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		serve(New(ws, o))
+	}))
+	t.Cleanup(srv.Close)
+	return "ws" + strings.TrimPrefix(srv.URL, "http")
+}
+
 // servePair starts a server whose connections are read by Set.Serve and
 // logged in at once (Active), and dials it. reply, if set, answers each
 // message.
@@ -32,13 +48,7 @@ func servePair(t *testing.T, o Options, reply func(c *Conn, data []byte) bool) *
 	t.Helper()
 	s := &served{set: &Set{}, msgs: make(chan string, 64), ended: make(chan struct{}), timely: make(chan struct{}, 1)}
 	got := make(chan *Conn, 1)
-	up := Upgrader(func(*http.Request) bool { return true }, true)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := New(ws, o)
+	url := wsServer(t, o, func(c *Conn) {
 		c.SetState(Active)
 		c.KeepAlive()
 		if !s.set.Add(c) {
@@ -57,9 +67,8 @@ func servePair(t *testing.T, o Options, reply func(c *Conn, data []byte) bool) *
 			Timeout: func() { s.timely <- struct{}{} },
 			End:     func() { close(s.ended) },
 		})
-	}))
-	t.Cleanup(srv.Close)
-	cl, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	})
+	cl, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,13 +339,7 @@ func TestServeManyParkAndWake(t *testing.T) {
 	set := &Set{}
 	var mu sync.Mutex
 	counts := map[*Conn]int{}
-	up := Upgrader(func(*http.Request) bool { return true }, true)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := New(ws, Options{ParkAfter: time.Millisecond})
+	url := wsServer(t, Options{ParkAfter: time.Millisecond}, func(c *Conn) {
 		c.SetState(Active)
 		c.KeepAlive()
 		if !set.Add(c) {
@@ -353,14 +356,13 @@ func TestServeManyParkAndWake(t *testing.T) {
 			}
 			return c.Send(data)
 		}})
-	}))
-	defer srv.Close()
+	})
 	const conns, msgs = 20, 30
 	var wg sync.WaitGroup
 	errs := make(chan error, conns)
 	for range conns {
 		wg.Go(func() {
-			cl, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+			cl, _, err := websocket.DefaultDialer.Dial(url, nil)
 			if err != nil {
 				errs <- err
 				return
@@ -398,13 +400,7 @@ func TestServeLoginDeadline(t *testing.T) {
 	set := &Set{}
 	defer set.Close()
 	timedOut, ended := make(chan struct{}), make(chan struct{})
-	up := Upgrader(func(*http.Request) bool { return true }, true)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
-		if err != nil {
-			return
-		}
-		c := New(ws, Options{ParkAfter: time.Millisecond})
+	url := wsServer(t, Options{ParkAfter: time.Millisecond}, func(c *Conn) {
 		c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 		set.Add(c)
 		set.Serve(c, Reader{
@@ -412,9 +408,8 @@ func TestServeLoginDeadline(t *testing.T) {
 			Timeout: func() { c.Shutdown(websocket.ClosePolicyViolation, "login timeout"); close(timedOut) },
 			End:     func() { close(ended) },
 		})
-	}))
-	defer srv.Close()
-	cl, _, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	})
+	cl, _, err := websocket.DefaultDialer.Dial(url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
