@@ -176,14 +176,21 @@ func (c *Conn) enqueue(it item) bool {
 		c.Shutdown(websocket.ClosePolicyViolation, "send queue full")
 		return false
 	}
-	if it.kind == 0 && !c.writing && c.raw != nil {
+	if (it.kind == 0 || it.kind == 1) && !c.writing && c.raw != nil {
 		// Nothing is being written: try this frame now, on this goroutine,
 		// which counts as a writer until it is done (Finish waits for it).
 		c.writing = true
 		c.writer.Add(1)
 		defer c.writer.Done()
 		c.mu.Unlock()
-		rest, err := c.writeNow(it.data)
+		op := byte(opBinary)
+		switch {
+		case it.kind == 1:
+			op = opPing // the pinger's, to every connection: no goroutine each
+		case c.o.MessageType == websocket.TextMessage:
+			op = opText
+		}
+		rest, err := c.writeNow(op, it.data)
 		if testHookWroteNow != nil {
 			testHookWroteNow()
 		}
@@ -219,21 +226,17 @@ var framePool = sync.Pool{New: func() any { return new([]byte) }}
 
 const maxPooledFrame = 64 << 10
 
-// writeNow writes payload as one unmasked, unfragmented frame (RFC 6455
+// writeNow writes payload as one unmasked, unfragmented frame of opcode op (RFC 6455
 // 5.2) with a single non-blocking write. It returns what the socket did
 // not take, or nil when it took everything.
-func (c *Conn) writeNow(payload []byte) ([]byte, error) {
+func (c *Conn) writeNow(op byte, payload []byte) ([]byte, error) {
 	bp := framePool.Get().(*[]byte)
 	defer func() {
 		if cap(*bp) <= maxPooledFrame {
 			framePool.Put(bp)
 		}
 	}()
-	head := byte(0x82) // FIN, opcode 2: binary
-	if c.o.MessageType == websocket.TextMessage {
-		head = 0x81 // FIN, opcode 1: text
-	}
-	b := append((*bp)[:0], head)
+	b := append((*bp)[:0], 0x80|op) // FIN and the opcode
 	switch n := len(payload); {
 	case n < 126:
 		b = append(b, byte(n))
@@ -274,7 +277,7 @@ func (c *Conn) writeNow(payload []byte) ([]byte, error) {
 	if !called && errors.Is(err, os.ErrDeadlineExceeded) {
 		// An earlier write's deadline has passed; this write has none.
 		_ = c.WS.NetConn().SetWriteDeadline(time.Time{})
-		return c.writeNow(payload)
+		return c.writeNow(op, payload)
 	}
 	if err == nil {
 		err = werr

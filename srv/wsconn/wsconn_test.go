@@ -193,3 +193,24 @@ func TestFinishWaitsForASenderWriting(t *testing.T) {
 		t.Fatal("Finish returned while a sender was still writing")
 	}
 }
+
+// The pinger's pings are written by the pinger itself when nothing is
+// queued: a ping to every connection starts no goroutine per connection.
+func TestPingWrittenInline(t *testing.T) {
+	c, cl := pair(t, Options{}, 0)
+	pinged := make(chan struct{}, 1)
+	cl.SetPingHandler(func(string) error { pinged <- struct{}{}; return nil })
+	go func() { _, _, _ = cl.ReadMessage() }()
+	c.ping()
+	c.mu.Lock()
+	writing := c.writing
+	c.mu.Unlock()
+	if writing {
+		t.Fatal("a ping to an idle connection started a writer")
+	}
+	select {
+	case <-pinged:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no ping arrived")
+	}
+}
