@@ -8,8 +8,10 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -52,9 +54,11 @@ type Record struct {
 	ClosedNote string    `json:"closedNote,omitempty"`
 }
 
-// Store is safe for concurrent use. Writes made with Enqueue are
-// committed by one writer goroutine, owned by the Store, in order, many per
-// transaction (group commit); Close drains them.
+// Store is safe for concurrent use. Writes made with Enqueue are written
+// by one writer goroutine, owned by the Store, in order: appended to the
+// journal a gathered batch at a time, and folded from there into the
+// database many per transaction (journal.go). Readers fold first; Close
+// folds everything.
 type Store struct {
 	db *bolt.DB
 
@@ -65,20 +69,25 @@ type Store struct {
 	idle    *sync.Cond    // broadcast when the writer has emptied the queue
 	writing bool
 	closed  bool
+	unfold  int  // records in the journal and not yet in the database
+	foldNow bool // a reader wants everything in the database
 	delay   time.Duration
+	sync    bool
 	writer  sync.WaitGroup
-	// OnError, if set, hears about failed background commits.
+	journal *os.File // the writer's
+	// OnError, if set, hears about failed background writes.
 	OnError func(error)
 }
 
 // Options for Open.
 type Options struct {
-	// Sync makes every change fsync'd before it is acknowledged. Without
-	// it a change survives a crash of the server but not of the machine.
+	// Sync fsyncs the journal after every append and the database at
+	// every fold. Without it a change survives a crash of the server but
+	// not of the machine.
 	Sync bool
-	// GroupDelay is how long the writer gathers records before a commit
-	// (default 2ms): fewer, larger transactions under load, at the cost of
-	// that much more in the crash window. Negative: commit at once.
+	// GroupDelay is how long the writer gathers records before an append
+	// to the journal (default 2ms): fewer, larger writes under load, at
+	// the cost of that much more in the crash window. Negative: at once.
 	GroupDelay time.Duration
 }
 
@@ -102,9 +111,13 @@ func Open(dir string, o Options) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{db: db, wake: make(chan struct{}, 1), delay: o.GroupDelay}
+	s := &Store{db: db, wake: make(chan struct{}, 1), delay: o.GroupDelay, sync: o.Sync}
 	if s.delay == 0 {
 		s.delay = 2 * time.Millisecond
+	}
+	if err := s.openJournal(dir); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.writer.Go(s.writeLoop)
@@ -122,7 +135,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.wake)
 	s.writer.Wait()
-	return s.db.Close()
+	return errors.Join(s.journal.Close(), s.db.Close())
 }
 
 // Enqueue queues r to be written, after every record queued before it.
@@ -140,54 +153,179 @@ func (s *Store) Enqueue(r Record) {
 	}
 }
 
-// Flush waits until every record queued so far is committed.
+// Flush waits until every record queued so far is in the database.
 func (s *Store) Flush() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for (len(s.queue) > 0 || s.writing) && !s.closed {
+	for (len(s.queue) > 0 || s.writing || s.unfold > 0) && !s.closed {
+		s.foldNow = true
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
 		s.idle.Wait()
 	}
 }
 
+// How long and how much the writer lets gather in the journal before a
+// fold into the database.
+const (
+	foldEvery   = time.Second
+	foldRecords = 4096
+	foldBytes   = 8 << 20
+)
+
+// writeLoop appends what is queued to the journal in gathered batches and
+// folds the journal into the database now and then; at Close it folds
+// everything.
 func (s *Store) writeLoop() {
-	for range s.wake {
-		if s.delay > 0 {
-			time.Sleep(s.delay) // gather: one commit for what arrives meanwhile
+	timer := time.NewTimer(foldEvery)
+	timer.Stop()
+	armed := false
+	var unfolded []entry
+	size := 0
+	for {
+		closing, due := false, false
+		select {
+		case _, ok := <-s.wake:
+			closing = !ok
+			if !closing && s.delay > 0 {
+				time.Sleep(s.delay) // gather: one append for what arrives meanwhile
+			}
+		case <-timer.C:
+			armed, due = false, true
 		}
 		for {
 			s.mu.Lock()
 			batch := s.queue
 			s.queue, s.spare = s.spare, nil
-			s.writing = len(batch) > 0
-			if !s.writing {
-				s.idle.Broadcast()
-				s.mu.Unlock()
+			s.writing = len(batch) > 0 || len(unfolded) > 0
+			s.mu.Unlock()
+			if len(batch) == 0 {
 				break
 			}
-			s.mu.Unlock()
-			if err := s.putAll(batch); err != nil && s.OnError != nil {
-				s.OnError(err)
-			}
+			es := entries(batch)
 			clear(batch) // let go of the texts and replies
 			s.mu.Lock()
 			s.spare = batch[:0]
 			s.mu.Unlock()
+			for _, e := range es {
+				size += len(e.val)
+			}
+			unfolded = append(unfolded, es...)
+			if closing {
+				continue // folded below, at once
+			}
+			if err := s.appendJournal(es); err != nil {
+				if s.OnError != nil {
+					s.OnError(err)
+				}
+				size = foldBytes // fold now: the journal cannot be trusted with them
+			}
+		}
+		s.mu.Lock()
+		want := s.foldNow
+		s.foldNow = false
+		s.mu.Unlock()
+		switch {
+		case len(unfolded) == 0:
+		case due || closing || want || len(unfolded) >= foldRecords || size >= foldBytes:
+			if armed {
+				timer.Stop()
+				armed = false
+			}
+			if err := s.fold(unfolded); err != nil {
+				if s.OnError != nil {
+					s.OnError(err)
+				}
+				if size < 4*foldBytes && !closing {
+					timer.Reset(foldEvery) // keep them (the journal has them too) and try again
+					armed = true
+					break
+				}
+			}
+			clear(unfolded)
+			unfolded, size = unfolded[:0], 0
+		case !armed: // the first since the last fold: fold within a second
+			timer.Reset(foldEvery)
+			armed = true
+		}
+		s.mu.Lock()
+		s.writing = false
+		s.unfold = len(unfolded)
+		s.idle.Broadcast()
+		s.mu.Unlock()
+		if closing {
+			return
 		}
 	}
-	// Closed: commit what is left.
-	s.mu.Lock()
-	batch := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	if len(batch) > 0 {
-		if err := s.putAll(batch); err != nil && s.OnError != nil {
-			s.OnError(err)
+}
+
+// entries encodes rs for the database; of records with the same key (a
+// request and its answer within one gather) only the last is kept.
+func entries(rs []Record) []entry {
+	out := make([]entry, 0, len(rs))
+	at := make(map[string]int, len(rs))
+	for i := range rs {
+		e := entry{key: rs[i].Key(), val: encode(&rs[i])}
+		if j, ok := at[string(e.key)]; ok {
+			out[j] = e
+			continue
+		}
+		at[string(e.key)] = len(out)
+		out = append(out, e)
+	}
+	return out
+}
+
+// appendJournal writes es to the journal in one write.
+func (s *Store) appendJournal(es []entry) error {
+	n := 0
+	for _, e := range es {
+		n += 8 + len(e.val)
+	}
+	b := make([]byte, 0, n)
+	for _, e := range es {
+		b = journalEntry(b, e.val)
+	}
+	if _, err := s.journal.Write(b); err != nil {
+		return fmt.Errorf("append to journal: %w", err)
+	}
+	if s.sync {
+		if err := s.journal.Sync(); err != nil {
+			return fmt.Errorf("sync journal: %w", err)
 		}
 	}
-	s.mu.Lock()
-	s.writing = false
-	s.idle.Broadcast()
-	s.mu.Unlock()
+	return nil
+}
+
+// fold puts es into the database in one transaction, then empties the
+// journal.
+func (s *Store) fold(es []entry) error {
+	last := make(map[string]int, len(es))
+	for i := range es {
+		last[string(es[i].key)] = i
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(requests)
+		b.FillPercent = fillPercent
+		for i := range es {
+			if last[string(es[i].key)] != i {
+				continue
+			}
+			if err := b.Put(es[i].key, es[i].val); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("fold journal: %w", err)
+	}
+	if err := s.journal.Truncate(0); err != nil {
+		return fmt.Errorf("empty journal: %w", err)
+	}
+	return nil
 }
 
 // putAll commits rs in one transaction. A record that a later one in rs
@@ -249,6 +387,7 @@ func (r *Record) Key() []byte {
 
 // All calls fn for every record, in key order.
 func (s *Store) All(fn func(Record) error) error {
+	s.Flush()
 	return s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(requests).ForEach(func(_, v []byte) error {
 			var r Record
@@ -262,6 +401,7 @@ func (s *Store) All(fn func(Record) error) error {
 
 // Prune deletes settled records closed before cutoff.
 func (s *Store) Prune(cutoff time.Time) (int, error) {
+	s.Flush()
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		c := tx.Bucket(requests).Cursor()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -230,4 +231,97 @@ func FuzzDecode(f *testing.F) {
 		}
 		same(t, again, r)
 	})
+}
+
+// Records reach the journal in one append per gather and the database at
+// the next fold; a reader (History, Flush) folds at once.
+func TestJournalThenFold(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	r := sample("r1", "a", t0)
+	r.Status, r.ClosedAt = Answered, t0.Add(time.Second)
+	s.Enqueue(r)
+	journal := filepath.Join(dir, JournalName)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the record never reached the journal")
+		}
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(requests).Stats().KeyN != 0 {
+			return fmt.Errorf("the record is in the database before a fold")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := s.History("r1", t0.Add(time.Hour), 10)
+	if err != nil || len(got) != 1 || got[0].ID != "a" {
+		t.Fatalf("history %v %v", got, err)
+	}
+	if fi, err := os.Stat(journal); err != nil || fi.Size() != 0 {
+		t.Fatalf("the journal was not emptied by the fold: %v %v", fi, err)
+	}
+	// Without a reader, the fold comes within a second.
+	s.Enqueue(sample("r1", "b", t0.Add(time.Minute)))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		n := 0
+		_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(requests).Stats().KeyN; return nil })
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no fold within seconds")
+		}
+	}
+}
+
+// A journal left by a server that stopped before its fold is put into the
+// database on Open, up to a torn or damaged entry.
+func TestJournalReplayedOnOpen(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	a, b, c := sample("r1", "a", t0), sample("r1", "b", t0.Add(time.Second)), sample("r1", "c", t0.Add(2*time.Second))
+	b.Status, b.Reply, b.ClosedAt = Answered, []byte("yes"), t0.Add(3*time.Second)
+	var j []byte
+	j = journalEntry(j, encode(&a))
+	j = journalEntry(j, encode(&b))
+	damaged := journalEntry(nil, encode(&c))
+	damaged[len(damaged)-1] ^= 0xff
+	j = append(j, damaged...)
+	j = journalEntry(j, encode(&c)) // after damage: not trusted
+	if err := os.WriteFile(filepath.Join(dir, JournalName), j, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := open(t, dir)
+	got := all(t, s)
+	if len(got) != 2 {
+		t.Fatalf("%d records, want the 2 before the damage", len(got))
+	}
+	same(t, got[0], a)
+	same(t, got[1], b)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A torn last entry (the write was cut short) is skipped the same way.
+	whole := journalEntry(nil, encode(&c))
+	if err := os.WriteFile(filepath.Join(dir, JournalName), whole[:len(whole)-3], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, dir)
+	defer s.Close()
+	if got := all(t, s); len(got) != 2 {
+		t.Fatalf("%d records after a torn entry, want 2", len(got))
+	}
+	if fi, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || fi.Size() != 0 {
+		t.Fatalf("journal not emptied on open: %v %v", fi, err)
+	}
 }
