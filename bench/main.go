@@ -79,8 +79,16 @@ func main() {
 	flag.StringVar(&c.out, "out", "bench/results.json", "where to write the JSON results")
 	flag.BoolVar(&c.smoke, "smoke", false, "a few seconds with small numbers, no targets")
 	serveFloor := flag.Bool("serve-floor", false, "internal: serve the floor endpoints and print the address")
+	holdSockets := flag.Bool("hold-sockets", false, "internal: accept and hold TCP sockets until told on stdin to close them")
 	flag.StringVar(&only, "only", "", "run only the steps whose name contains this (floor always runs)")
 	flag.Parse()
+	if *holdSockets {
+		if err := runSocketHolder(); err != nil {
+			fmt.Fprintln(os.Stderr, "socket holder:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *serveFloor {
 		if err := runFloorServer(); err != nil {
 			fmt.Fprintln(os.Stderr, "floor server:", err)

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+)
+
+// runSocketHolder is the floor under the idle-memory figures: a process
+// that only accepts TCP connections through Go's net package and holds
+// them, without reading, goroutines or buffers, until a line on stdin
+// tells it to close them all and give memory back. What it keeps after
+// that is what any Go server keeps for having had those sockets.
+func runSocketHolder() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	fmt.Println(ln.Addr().String())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		mu.Lock()
+		for _, c := range held {
+			_ = c.Close()
+		}
+		held = nil
+		mu.Unlock()
+		debug.FreeOSMemory()
+		fmt.Println("closed")
+	}
+	return nil
+}
+
+// socketFloor starts a socket holder, connects n clients, and returns its
+// RSS per socket and, after they are closed, vs its start and above it.
+func socketFloor(ctx context.Context, n int) (perKiB, back, keptMiB float64, err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	cmd := exec.CommandContext(ctx, self, "-hold-sockets") // #nosec G204 -- this very binary
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return 0, 0, 0, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	out := bufio.NewReader(stdout)
+	addr, err := out.ReadString('\n')
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	time.Sleep(time.Second)
+	pid := cmd.Process.Pid
+	rss0, err := rssKB(pid)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	conns := make([]net.Conn, 0, n)
+	defer func() {
+		for _, c := range conns {
+			_ = c.Close()
+		}
+	}()
+	var d net.Dialer
+	for range n {
+		c, err := d.DialContext(ctx, "tcp", strings.TrimSpace(addr))
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		conns = append(conns, c)
+	}
+	time.Sleep(2 * time.Second)
+	rss1, _ := rssKB(pid)
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	conns = conns[:0]
+	if _, err := fmt.Fprintln(stdin, "close"); err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := out.ReadString('\n'); err != nil {
+		return 0, 0, 0, err
+	}
+	rss2, _ := rssKB(pid)
+	return float64(rss1-rss0) / float64(n), float64(rss2) / float64(rss0), float64(rss2-rss0) / 1024, nil
+}
