@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"syscall"
 	"time"
@@ -65,9 +66,28 @@ type fileConfig struct {
 	LoginTimeout   int      `toml:"login_timeout_seconds"`
 	HostGrace      int      `toml:"host_grace_seconds"`
 	HistoryDays    int      `toml:"history_days"`
+	Procs          int      `toml:"procs"`
 }
 
 const configName = "agentassistant-srv.toml"
+
+// procs is how many CPUs to run Go code on at once, or 0 to leave it: the
+// GOMAXPROCS environment variable wins, then the procs setting, then half
+// of what the runtime would use (at least one). The server shares its
+// machine with its clients (browsers, agents, the LLM client), and each
+// CPU more it may wake costs a request a cross-CPU wake-up: with one of
+// two CPUs, ask_question's round trip came out 0.2x of the transport
+// floor faster, with the same throughput under 64 callers (see
+// docs/benchmarks.md).
+func procs(configured int) int {
+	switch {
+	case os.Getenv("GOMAXPROCS") != "":
+		return 0
+	case configured > 0:
+		return configured
+	}
+	return max(1, runtime.GOMAXPROCS(0)/2)
+}
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
@@ -117,6 +137,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("log level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if n := procs(cfg.Procs); n > 0 {
+		runtime.GOMAXPROCS(n)
+	}
+	log.Debug("running Go code on", "cpus", runtime.GOMAXPROCS(0), "of", runtime.NumCPU())
 
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
