@@ -2,6 +2,7 @@ package wsconn
 
 import (
 	"os"
+	"runtime"
 	"sync"
 	"syscall"
 )
@@ -116,6 +117,11 @@ func (p *poller) run() {
 		for i, c := range woken {
 			c.wake()
 			woken[i] = nil
+			// Let the reader just started run before starting the next:
+			// when a crowd leaves at once, each is done in a moment, and
+			// a few goroutines serve them all instead of one each, whose
+			// descriptors the runtime would keep.
+			runtime.Gosched()
 		}
 		woken = woken[:0]
 	}
