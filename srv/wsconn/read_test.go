@@ -428,3 +428,49 @@ func TestServeLoginDeadline(t *testing.T) {
 		}
 	}
 }
+
+// Under TLS there is no socket to hand to epoll: the connection keeps its
+// reading goroutine, and frames and sends work as on plain TCP.
+func TestServeOverTLS(t *testing.T) {
+	set := &Set{}
+	got := make(chan *Conn, 1)
+	up := Upgrader(func(*http.Request) bool { return true }, true)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := up.Upgrade(w, r, nil)
+		if err != nil {
+			return
+		}
+		c := New(ws, Options{ParkAfter: time.Millisecond})
+		c.SetState(Active)
+		c.KeepAlive()
+		if !set.Add(c) {
+			c.Finish()
+			return
+		}
+		got <- c
+		set.Serve(c, Reader{Message: func(_ bool, data []byte) bool { return echo(c, data) }})
+	}))
+	defer srv.Close()
+	d := websocket.Dialer{TLSClientConfig: srv.Client().Transport.(*http.Transport).TLSClientConfig}
+	cl, _, err := d.Dial("wss"+strings.TrimPrefix(srv.URL, "https"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cl.Close() }()
+	c := <-got
+	for i := range 3 {
+		want := strings.Repeat("t", i*3000)
+		if err := cl.WriteMessage(websocket.BinaryMessage, []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readBack(t, cl); got != "re:"+want {
+			t.Fatalf("reply %d: %d bytes", i, len(got))
+		}
+		time.Sleep(5 * time.Millisecond)
+		if c.Parked() {
+			t.Fatal("a TLS connection was parked")
+		}
+	}
+	_ = cl.Close()
+	closeSet(t, set)
+}
