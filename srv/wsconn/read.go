@@ -153,14 +153,13 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 		if c.inMsg {
 			limit -= int64(len(c.msg))
 		}
-		f, n, need, err := parseFrame(c.buf[off:], limit)
+		f, n, _, err := parseFrame(c.buf[off:], limit)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			if need > cap(c.buf) {
-				c.grow(need)
-			}
+			// The buffer grows as bytes arrive (readLoop), never to the
+			// length a header claims: a few bytes must not buy megabytes.
 			return nil
 		}
 		off += n

@@ -474,3 +474,22 @@ func TestServeOverTLS(t *testing.T) {
 	_ = cl.Close()
 	closeSet(t, set)
 }
+
+// A header claiming a huge frame makes the server buffer what arrives,
+// not what is claimed.
+func TestServeBuffersWhatArrives(t *testing.T) {
+	s := servePair(t, Options{}, nil)
+	s.c.SetReadLimit(1 << 30)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	head := []byte{0x82, 0xff, 0, 0, 0, 0, 0x3f, 0xff, 0xff, 0xff, 1, 2, 3, 4} // 1 GiB - 1, masked
+	if _, err := s.cl.NetConn().Write(append(head, make([]byte, 100)...)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
+		t.Fatalf("the heap grew by %d MiB for a 114-byte claim", grew>>20)
+	}
+}
