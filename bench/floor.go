@@ -125,21 +125,36 @@ func floor(ctx context.Context, c config, r *report) error {
 	return nil
 }
 
+// memFloor is a floor process's memory around n idle connections.
+type memFloor struct{ perKiB, back, keptMiB float64 }
+
+// newMemFloor takes RSS (KiB) at the start, with the n connections and
+// after they left.
+func newMemFloor(n, rss0, rss1, rss2 int) memFloor {
+	return memFloor{float64(rss1-rss0) / float64(n), float64(rss2) / float64(rss0), float64(rss2-rss0) / 1024}
+}
+
+func (m memFloor) report(r *report, name string, n int) {
+	r.add(fmt.Sprintf("floor: %s, RSS per idle connection (%d)", name, n), m.perKiB, "KiB")
+	r.add(fmt.Sprintf("floor: %s, RSS after they all left, vs start", name), m.back, "×").Note =
+		fmt.Sprintf("%.1f MiB kept above its start", m.keptMiB)
+}
+
 // idleFloor is the memory floor for idle connections: a fresh floor
 // process (gorilla's usual server: a goroutine and gorilla's buffers per
 // connection) holding n connections that each sent a login-sized frame and
 // got it back; its RSS per connection, and after they leave vs its start.
-func idleFloor(ctx context.Context, n int) (perKiB, back, afterMiB float64, err error) {
+func idleFloor(ctx context.Context, n int) (m memFloor, err error) {
 	f, err := startFloor(ctx)
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	defer f.stop()
 	pid := f.cmd.Process.Pid
 	time.Sleep(time.Second)
 	rss0, err := rssKB(pid)
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	conns := make([]*websocket.Conn, n)
 	sem := make(chan struct{}, 64)
@@ -177,7 +192,7 @@ func idleFloor(ctx context.Context, n int) (perKiB, back, afterMiB float64, err 
 		}
 	}()
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	time.Sleep(2 * time.Second)
 	rss1, _ := rssKB(pid)
@@ -192,7 +207,7 @@ func idleFloor(ctx context.Context, n int) (perKiB, back, afterMiB float64, err 
 			break
 		}
 	}
-	return float64(rss1-rss0) / float64(n), float64(rss2) / float64(rss0), float64(rss2) / 1024, nil
+	return newMemFloor(n, rss0, rss1, rss2), nil
 }
 
 // fanFrame is what the floor broadcasts: an AskQuestion frame like the

@@ -358,20 +358,16 @@ func idleMemory(ctx context.Context, c config, r *report) error {
 	res := r.add("idle: RSS after they all left, vs start", back, "×")
 	res.target("≤ 1.2×", back <= 1.2)
 	res.Note = fmt.Sprintf("%.1f MiB after leaving", float64(rss2)/1024)
-	fper, fback, fafter, err := idleFloor(ctx, c.idle)
+	gorilla, err := idleFloor(ctx, c.idle)
 	if err != nil {
 		return fmt.Errorf("idle floor: %w", err)
 	}
-	r.add(fmt.Sprintf("floor: bare gorilla server, RSS per idle connection (%d)", c.idle), fper, "KiB")
-	r.add("floor: bare gorilla server, RSS after they all left, vs start", fback, "×").Note =
-		fmt.Sprintf("%.1f MiB after leaving", fafter)
-	sper, sback, skept, err := socketFloor(ctx, c.idle)
+	gorilla.report(r, "bare gorilla server", c.idle)
+	sockets, err := socketFloor(ctx, c.idle)
 	if err != nil {
 		return fmt.Errorf("socket floor: %w", err)
 	}
-	r.add(fmt.Sprintf("floor: Go sockets alone, accepted and held, RSS per socket (%d)", c.idle), sper, "KiB")
-	r.add("floor: Go sockets alone, RSS after they are closed, vs start", sback, "×").Note =
-		fmt.Sprintf("%.1f MiB kept above its start: what the Go runtime keeps for having had them", skept)
+	sockets.report(r, "Go sockets alone, accepted and held", c.idle)
 	r.add("idle: RSS kept above the start after they all left", float64(rss2-rss0)/1024, "MiB")
 	mem2, err := readMemory(ctx, prof)
 	if err != nil {

@@ -52,36 +52,36 @@ func runSocketHolder() error {
 }
 
 // socketFloor starts a socket holder, connects n clients, and returns its
-// RSS per socket and, after they are closed, vs its start and above it.
-func socketFloor(ctx context.Context, n int) (perKiB, back, keptMiB float64, err error) {
+// memory around them.
+func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	cmd := exec.CommandContext(ctx, self, "-hold-sockets") // #nosec G204 -- this very binary
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	out := bufio.NewReader(stdout)
 	addr, err := out.ReadString('\n')
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	time.Sleep(time.Second)
 	pid := cmd.Process.Pid
 	rss0, err := rssKB(pid)
 	if err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	conns := make([]net.Conn, 0, n)
 	defer func() {
@@ -93,7 +93,7 @@ func socketFloor(ctx context.Context, n int) (perKiB, back, keptMiB float64, err
 	for range n {
 		c, err := d.DialContext(ctx, "tcp", strings.TrimSpace(addr))
 		if err != nil {
-			return 0, 0, 0, err
+			return m, err
 		}
 		conns = append(conns, c)
 	}
@@ -104,11 +104,11 @@ func socketFloor(ctx context.Context, n int) (perKiB, back, keptMiB float64, err
 	}
 	conns = conns[:0]
 	if _, err := fmt.Fprintln(stdin, "close"); err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	if _, err := out.ReadString('\n'); err != nil {
-		return 0, 0, 0, err
+		return m, err
 	}
 	rss2, _ := rssKB(pid)
-	return float64(rss1-rss0) / float64(n), float64(rss2) / float64(rss0), float64(rss2-rss0) / 1024, nil
+	return newMemFloor(n, rss0, rss1, rss2), nil
 }
