@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -28,7 +24,7 @@ var floorWS, floorConnect float64
 // other steps can measure the floor alongside what they measure.
 type floorServer struct {
 	addr    string
-	cmd     *exec.Cmd
+	proc    *child
 	ws      *websocket.Conn
 	connect agentassistprotoconnect.SrvAgentAssistClient
 	http    *http.Client
@@ -38,8 +34,7 @@ var fl *floorServer
 
 func (f *floorServer) stop() {
 	_ = f.ws.Close()
-	_ = f.cmd.Process.Kill()
-	_ = f.cmd.Wait()
+	f.proc.stop()
 }
 
 var echoMsg = make([]byte, 64)
@@ -64,34 +59,17 @@ func (f *floorServer) unary(ctx context.Context, i int) error {
 // It runs in a process of its own, as agentassistant-srv does, so both pay
 // the same hops.
 func startFloor(ctx context.Context) (*floorServer, error) {
-	self, err := os.Executable()
+	proc, err := startChild(ctx, "-serve-floor")
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, self, "-serve-floor") // #nosec G204 -- this very binary
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	f := &floorServer{cmd: cmd}
-	addr, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
 		return nil, fmt.Errorf("floor server: %w", err)
 	}
-	f.addr = strings.TrimSpace(addr)
+	f := &floorServer{proc: proc, addr: proc.addr}
 	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+f.addr+"/echo", nil)
 	if resp != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		proc.stop()
 		return nil, err
 	}
 	f.ws = ws
@@ -150,7 +128,7 @@ func idleFloor(ctx context.Context, n int) (m memFloor, err error) {
 		return m, err
 	}
 	defer f.stop()
-	pid := f.cmd.Process.Pid
+	pid := f.proc.cmd.Process.Pid
 	time.Sleep(time.Second)
 	rss0, err := rssKB(pid)
 	if err != nil {

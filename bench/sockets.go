@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"time"
 )
@@ -54,31 +52,13 @@ func runSocketHolder() error {
 // socketFloor starts a socket holder, connects n clients, and returns its
 // memory around them.
 func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
-	self, err := os.Executable()
+	proc, err := startChild(ctx, "-hold-sockets")
 	if err != nil {
 		return m, err
 	}
-	cmd := exec.CommandContext(ctx, self, "-hold-sockets") // #nosec G204 -- this very binary
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return m, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return m, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return m, err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	out := bufio.NewReader(stdout)
-	addr, err := out.ReadString('\n')
-	if err != nil {
-		return m, err
-	}
+	defer proc.stop()
 	time.Sleep(time.Second)
-	pid := cmd.Process.Pid
+	pid := proc.cmd.Process.Pid
 	rss0, err := rssKB(pid)
 	if err != nil {
 		return m, err
@@ -91,7 +71,7 @@ func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
 	}()
 	var d net.Dialer
 	for range n {
-		c, err := d.DialContext(ctx, "tcp", strings.TrimSpace(addr))
+		c, err := d.DialContext(ctx, "tcp", proc.addr)
 		if err != nil {
 			return m, err
 		}
@@ -103,10 +83,10 @@ func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
 		_ = c.Close()
 	}
 	conns = conns[:0]
-	if _, err := fmt.Fprintln(stdin, "close"); err != nil {
+	if _, err := fmt.Fprintln(proc.in, "close"); err != nil {
 		return m, err
 	}
-	if _, err := out.ReadString('\n'); err != nil {
+	if _, err := proc.out.ReadString('\n'); err != nil {
 		return m, err
 	}
 	rss2, _ := rssKB(pid)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -186,4 +187,46 @@ func readMemory(ctx context.Context, addr string) (memory, error) {
 		}
 	}
 	return out, nil
+}
+
+// child is this very binary run in one of its internal modes (the floor
+// server, the socket holder), which prints its address first.
+type child struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	addr string
+}
+
+func startChild(ctx context.Context, mode string) (*child, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, mode) // #nosec G204 -- this very binary
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, in: in, out: bufio.NewReader(stdout)}
+	addr, err := c.out.ReadString('\n')
+	if err != nil {
+		c.stop()
+		return nil, err
+	}
+	c.addr = strings.TrimSpace(addr)
+	return c, nil
+}
+
+func (c *child) stop() {
+	_ = c.cmd.Process.Kill()
+	_ = c.cmd.Wait()
 }
