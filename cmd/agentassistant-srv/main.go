@@ -66,6 +66,7 @@ type fileConfig struct {
 	LoginTimeout   int      `toml:"login_timeout_seconds"`
 	HostGrace      int      `toml:"host_grace_seconds"`
 	HistoryDays    int      `toml:"history_days"`
+	MissedHours    int      `toml:"missed_answer_hours"`
 	Procs          int      `toml:"procs"`
 }
 
@@ -196,7 +197,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait)}},
 		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace),
-			HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour}})
+			HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour,
+			MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour}})
 	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
 	}

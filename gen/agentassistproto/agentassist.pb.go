@@ -906,7 +906,11 @@ type PendingMessage struct {
 	// Unix milliseconds.
 	CreatedAt int64 `protobuf:"varint,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	// Seconds.
-	Timeout       int32 `protobuf:"varint,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout int32 `protobuf:"varint,5,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// No agent is waiting for the answer now (its call went away without
+	// cancelling). The request stays answerable; an answer is kept for the
+	// agent's next call from the same project.
+	AgentGone     bool `protobuf:"varint,40,opt,name=agent_gone,json=agentGone,proto3" json:"agent_gone,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -974,6 +978,13 @@ func (x *PendingMessage) GetTimeout() int32 {
 		return x.Timeout
 	}
 	return 0
+}
+
+func (x *PendingMessage) GetAgentGone() bool {
+	if x != nil {
+		return x.AgentGone
+	}
+	return false
 }
 
 type GetPendingMessagesResponse struct {
@@ -1651,13 +1662,77 @@ func (x *ErrorNotification) GetCmd() string {
 	return ""
 }
 
+// RequestAgentStatusNotification (Cmd "RequestAgentStatus") tells the
+// clients that the agent of a pending request went away (agent_gone) or
+// came back for it.
+type RequestAgentStatusNotification struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// "AskQuestion" or "TaskFinish".
+	MessageType   string `protobuf:"bytes,2,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
+	AgentGone     bool   `protobuf:"varint,3,opt,name=agent_gone,json=agentGone,proto3" json:"agent_gone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAgentStatusNotification) Reset() {
+	*x = RequestAgentStatusNotification{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAgentStatusNotification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAgentStatusNotification) ProtoMessage() {}
+
+func (x *RequestAgentStatusNotification) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAgentStatusNotification.ProtoReflect.Descriptor instead.
+func (*RequestAgentStatusNotification) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RequestAgentStatusNotification) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestAgentStatusNotification) GetMessageType() string {
+	if x != nil {
+		return x.MessageType
+	}
+	return ""
+}
+
+func (x *RequestAgentStatusNotification) GetAgentGone() bool {
+	if x != nil {
+		return x.AgentGone
+	}
+	return false
+}
+
 // WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
 // UserLogin (StrParam = token, Nickname), AskQuestion, TaskFinish,
 // AskQuestionReply, TaskFinishReply (request plus response),
 // AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
 // which client answered), CheckMessageValidity, GetPendingMessages,
-// RequestCancelled, GetOnlineUsers, SendChatMessage, ChatMessageNotification,
-// UserConnectionStatusNotification, Error.
+// RequestCancelled, RequestAgentStatus, GetOnlineUsers, SendChatMessage,
+// ChatMessageNotification, UserConnectionStatusNotification, Error.
 type WebsocketMessage struct {
 	state                            protoimpl.MessageState            `protogen:"open.v1"`
 	Cmd                              string                            `protobuf:"bytes,1,opt,name=Cmd,proto3" json:"Cmd,omitempty"`
@@ -1680,22 +1755,23 @@ type WebsocketMessage struct {
 	UserConnectionStatusNotification *UserConnectionStatusNotification `protobuf:"bytes,24,opt,name=UserConnectionStatusNotification,proto3" json:"UserConnectionStatusNotification,omitempty"`
 	Error                            *ErrorNotification                `protobuf:"bytes,25,opt,name=Error,proto3" json:"Error,omitempty"`
 	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
-	// notifications, RequestCancelled) in order; the GetPendingMessages
+	// notifications, RequestCancelled, RequestAgentStatus) in order; the GetPendingMessages
 	// response carries the room's latest.
 	Seq uint64 `protobuf:"varint,26,opt,name=Seq,proto3" json:"Seq,omitempty"`
 	// In UserLogin: the last Seq this device saw, to get what it missed.
 	ResumeFrom uint64 `protobuf:"varint,27,opt,name=ResumeFrom,proto3" json:"ResumeFrom,omitempty"`
 	// In UserLogin with ResumeFrom: the epoch of the server that numbered it.
-	Epoch              string              `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
-	GetHistoryRequest  *GetHistoryRequest  `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
-	GetHistoryResponse *GetHistoryResponse `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	Epoch                          string                          `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
+	GetHistoryRequest              *GetHistoryRequest              `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
+	GetHistoryResponse             *GetHistoryResponse             `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
+	RequestAgentStatusNotification *RequestAgentStatusNotification `protobuf:"bytes,40,opt,name=RequestAgentStatusNotification,proto3" json:"RequestAgentStatusNotification,omitempty"`
+	unknownFields                  protoimpl.UnknownFields
+	sizeCache                      protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
 	*x = WebsocketMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1707,7 +1783,7 @@ func (x *WebsocketMessage) String() string {
 func (*WebsocketMessage) ProtoMessage() {}
 
 func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1720,7 +1796,7 @@ func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebsocketMessage.ProtoReflect.Descriptor instead.
 func (*WebsocketMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WebsocketMessage) GetCmd() string {
@@ -1891,6 +1967,13 @@ func (x *WebsocketMessage) GetGetHistoryResponse() *GetHistoryResponse {
 	return nil
 }
 
+func (x *WebsocketMessage) GetRequestAgentStatusNotification() *RequestAgentStatusNotification {
+	if x != nil {
+		return x.RequestAgentStatusNotification
+	}
+	return nil
+}
+
 // GetHistory (Cmd "GetHistory") pages through the token's settled
 // requests, newest first. ClearHistory (Cmd "ClearHistory", no body)
 // deletes them; the reply's StrParam says how many went.
@@ -1906,7 +1989,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2001,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2014,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetHistoryRequest) GetBefore() int64 {
@@ -1968,7 +2051,7 @@ type HistoryItem struct {
 
 func (x *HistoryItem) Reset() {
 	*x = HistoryItem{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1980,7 +2063,7 @@ func (x *HistoryItem) String() string {
 func (*HistoryItem) ProtoMessage() {}
 
 func (x *HistoryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1993,7 +2076,7 @@ func (x *HistoryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
 func (*HistoryItem) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HistoryItem) GetMessageType() string {
@@ -2063,7 +2146,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2158,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2171,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetHistoryResponse) GetItems() []*HistoryItem {
@@ -2118,7 +2201,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2130,7 +2213,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2143,7 +2226,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -2178,7 +2261,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2190,7 +2273,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2203,7 +2286,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -2239,7 +2322,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2251,7 +2334,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2264,7 +2347,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RelayError) GetCode() string {
@@ -2300,7 +2383,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2312,7 +2395,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2325,7 +2408,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -2382,7 +2465,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2394,7 +2477,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2407,7 +2490,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -2441,7 +2524,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2453,7 +2536,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2466,7 +2549,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -2495,7 +2578,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2507,7 +2590,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2520,7 +2603,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -2556,7 +2639,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2651,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2664,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -2608,7 +2691,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2620,7 +2703,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2633,7 +2716,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -2664,7 +2747,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2676,7 +2759,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2689,7 +2772,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -2734,7 +2817,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2829,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2842,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -2793,7 +2876,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2805,7 +2888,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2818,7 +2901,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -2844,7 +2927,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2856,7 +2939,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2869,7 +2952,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -2890,7 +2973,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +2985,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +2998,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -2946,7 +3029,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2958,7 +3041,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2971,7 +3054,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -3013,7 +3096,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3025,7 +3108,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3038,7 +3121,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -3053,6 +3136,212 @@ func (x *CancelRequestRequest) GetID() string {
 		return x.ID
 	}
 	return ""
+}
+
+type TakeMissedAnswersRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	UserToken string                 `protobuf:"bytes,1,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	// The project whose answers to take (the requests' ProjectDirectory,
+	// compared exactly; empty is a project of its own).
+	ProjectDirectory string `protobuf:"bytes,2,opt,name=ProjectDirectory,proto3" json:"ProjectDirectory,omitempty"`
+	// Requests the caller is still waiting on itself: it gets their answers
+	// by re-attaching, so they are left alone.
+	ExceptIds     []string `protobuf:"bytes,3,rep,name=except_ids,json=exceptIds,proto3" json:"except_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeMissedAnswersRequest) Reset() {
+	*x = TakeMissedAnswersRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeMissedAnswersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeMissedAnswersRequest) ProtoMessage() {}
+
+func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeMissedAnswersRequest.ProtoReflect.Descriptor instead.
+func (*TakeMissedAnswersRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *TakeMissedAnswersRequest) GetUserToken() string {
+	if x != nil {
+		return x.UserToken
+	}
+	return ""
+}
+
+func (x *TakeMissedAnswersRequest) GetProjectDirectory() string {
+	if x != nil {
+		return x.ProjectDirectory
+	}
+	return ""
+}
+
+func (x *TakeMissedAnswersRequest) GetExceptIds() []string {
+	if x != nil {
+		return x.ExceptIds
+	}
+	return nil
+}
+
+// MissedAnswer is an answer given while no agent was waiting for it.
+type MissedAnswer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "AskQuestion" or "TaskFinish".
+	MessageType string `protobuf:"bytes,1,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
+	ID          string `protobuf:"bytes,2,opt,name=ID,proto3" json:"ID,omitempty"`
+	// The question or the summary, markdown.
+	Text string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	// Unix milliseconds.
+	CreatedAt  int64 `protobuf:"varint,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	AnsweredAt int64 `protobuf:"varint,5,opt,name=answered_at,json=answeredAt,proto3" json:"answered_at,omitempty"`
+	// The answer (the same shape for both kinds).
+	Response      *AskQuestionResponse `protobuf:"bytes,6,opt,name=response,proto3" json:"response,omitempty"`
+	AnsweredBy    string               `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MissedAnswer) Reset() {
+	*x = MissedAnswer{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MissedAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MissedAnswer) ProtoMessage() {}
+
+func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MissedAnswer.ProtoReflect.Descriptor instead.
+func (*MissedAnswer) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *MissedAnswer) GetMessageType() string {
+	if x != nil {
+		return x.MessageType
+	}
+	return ""
+}
+
+func (x *MissedAnswer) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *MissedAnswer) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *MissedAnswer) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
+func (x *MissedAnswer) GetAnsweredAt() int64 {
+	if x != nil {
+		return x.AnsweredAt
+	}
+	return 0
+}
+
+func (x *MissedAnswer) GetResponse() *AskQuestionResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *MissedAnswer) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
+type TakeMissedAnswersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first; at most a few per call (call again for more).
+	Answers       []*MissedAnswer `protobuf:"bytes,1,rep,name=answers,proto3" json:"answers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TakeMissedAnswersResponse) Reset() {
+	*x = TakeMissedAnswersResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TakeMissedAnswersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TakeMissedAnswersResponse) ProtoMessage() {}
+
+func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TakeMissedAnswersResponse.ProtoReflect.Descriptor instead.
+func (*TakeMissedAnswersResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *TakeMissedAnswersResponse) GetAnswers() []*MissedAnswer {
+	if x != nil {
+		return x.Answers
+	}
+	return nil
 }
 
 var File_agentassistproto_agentassist_proto protoreflect.FileDescriptor
@@ -3126,14 +3415,16 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\":\n" +
 	"\x19GetPendingMessagesRequest\x12\x1d\n" +
 	"\n" +
-	"user_token\x18\x01 \x01(\tR\tuserToken\"\x99\x02\n" +
+	"user_token\x18\x01 \x01(\tR\tuserToken\"\xb8\x02\n" +
 	"\x0ePendingMessage\x12!\n" +
 	"\fmessage_type\x18\x01 \x01(\tR\vmessageType\x12V\n" +
 	"\x14ask_question_request\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12askQuestionRequest\x12S\n" +
 	"\x13task_finish_request\x18\x03 \x01(\v2#.agentassistproto.TaskFinishRequestR\x11taskFinishRequest\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x18\n" +
-	"\atimeout\x18\x05 \x01(\x05R\atimeout\"\x8a\x01\n" +
+	"\atimeout\x18\x05 \x01(\x05R\atimeout\x12\x1d\n" +
+	"\n" +
+	"agent_gone\x18( \x01(\bR\tagentGone\"\x8a\x01\n" +
 	"\x1aGetPendingMessagesResponse\x12K\n" +
 	"\x10pending_messages\x18\x01 \x03(\v2 .agentassistproto.PendingMessageR\x0fpendingMessages\x12\x1f\n" +
 	"\vtotal_count\x18\x02 \x01(\x05R\n" +
@@ -3184,7 +3475,13 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x10\n" +
-	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xed\x0e\n" +
+	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\x81\x01\n" +
+	"\x1eRequestAgentStatusNotification\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
+	"\fmessage_type\x18\x02 \x01(\tR\vmessageType\x12\x1d\n" +
+	"\n" +
+	"agent_gone\x18\x03 \x01(\bR\tagentGone\"\xe7\x0f\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -3211,7 +3508,8 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"ResumeFrom\x12\x14\n" +
 	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\x12Q\n" +
 	"\x11GetHistoryRequest\x18\x1d \x01(\v2#.agentassistproto.GetHistoryRequestR\x11GetHistoryRequest\x12T\n" +
-	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\"A\n" +
+	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x12x\n" +
+	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x95\x03\n" +
@@ -3294,7 +3592,25 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\fpayload_json\x18\x04 \x01(\tR\vpayloadJson\"D\n" +
 	"\x14CancelRequestRequest\x12\x1c\n" +
 	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12\x0e\n" +
-	"\x02ID\x18\x02 \x01(\tR\x02ID2\xc5\x01\n" +
+	"\x02ID\x18\x02 \x01(\tR\x02ID\"\x83\x01\n" +
+	"\x18TakeMissedAnswersRequest\x12\x1c\n" +
+	"\tUserToken\x18\x01 \x01(\tR\tUserToken\x12*\n" +
+	"\x10ProjectDirectory\x18\x02 \x01(\tR\x10ProjectDirectory\x12\x1d\n" +
+	"\n" +
+	"except_ids\x18\x03 \x03(\tR\texceptIds\"\xf9\x01\n" +
+	"\fMissedAnswer\x12!\n" +
+	"\fmessage_type\x18\x01 \x01(\tR\vmessageType\x12\x0e\n" +
+	"\x02ID\x18\x02 \x01(\tR\x02ID\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x1f\n" +
+	"\vanswered_at\x18\x05 \x01(\x03R\n" +
+	"answeredAt\x12A\n" +
+	"\bresponse\x18\x06 \x01(\v2%.agentassistproto.AskQuestionResponseR\bresponse\x12\x1f\n" +
+	"\vanswered_by\x18\a \x01(\tR\n" +
+	"answeredBy\"U\n" +
+	"\x19TakeMissedAnswersResponse\x128\n" +
+	"\aanswers\x18\x01 \x03(\v2\x1e.agentassistproto.MissedAnswerR\aanswers2\xc5\x01\n" +
 	"\x0eSrvAgentAssist\x12Z\n" +
 	"\vAskQuestion\x12$.agentassistproto.AskQuestionRequest\x1a%.agentassistproto.AskQuestionResponse\x12W\n" +
 	"\n" +
@@ -3312,9 +3628,10 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\n" +
 	"CallUITool\x12#.agentassistproto.CallUIToolRequest\x1a$.agentassistproto.CallUIToolResponse\x12a\n" +
 	"\x10PostAgentMessage\x12%.agentassistproto.AgentMessageRequest\x1a&.agentassistproto.AgentMessageResponse\x12f\n" +
-	"\x0fWaitUserMessage\x12(.agentassistproto.WaitUserMessageRequest\x1a).agentassistproto.WaitUserMessageResponse2l\n" +
+	"\x0fWaitUserMessage\x12(.agentassistproto.WaitUserMessageRequest\x1a).agentassistproto.WaitUserMessageResponse2\xda\x01\n" +
 	"\x15SrvAgentAssistControl\x12S\n" +
-	"\rCancelRequest\x12&.agentassistproto.CancelRequestRequest\x1a\x1a.agentassistproto.MsgEmptyBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
+	"\rCancelRequest\x12&.agentassistproto.CancelRequestRequest\x1a\x1a.agentassistproto.MsgEmpty\x12l\n" +
+	"\x11TakeMissedAnswers\x12*.agentassistproto.TakeMissedAnswersRequest\x1a+.agentassistproto.TakeMissedAnswersResponseBPZNgithub.com/agentassistant/agentassistant/gen/agentassistproto;agentassistprotob\x06proto3"
 
 var (
 	file_agentassistproto_agentassist_proto_rawDescOnce sync.Once
@@ -3328,7 +3645,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -3357,29 +3674,33 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*UserLoginResponse)(nil),                // 24: agentassistproto.UserLoginResponse
 	(*UserConnectionStatusNotification)(nil), // 25: agentassistproto.UserConnectionStatusNotification
 	(*ErrorNotification)(nil),                // 26: agentassistproto.ErrorNotification
-	(*WebsocketMessage)(nil),                 // 27: agentassistproto.WebsocketMessage
-	(*GetHistoryRequest)(nil),                // 28: agentassistproto.GetHistoryRequest
-	(*HistoryItem)(nil),                      // 29: agentassistproto.HistoryItem
-	(*GetHistoryResponse)(nil),               // 30: agentassistproto.GetHistoryResponse
-	(*AskQuestionReplyRequest)(nil),          // 31: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 32: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 33: agentassistproto.RelayError
-	(*UIState)(nil),                          // 34: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 35: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 36: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 37: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 38: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 39: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 40: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 41: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 42: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 43: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 44: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 45: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 46: agentassistproto.CancelRequestRequest
-	nil,                                      // 47: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 48: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 49: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*RequestAgentStatusNotification)(nil),   // 27: agentassistproto.RequestAgentStatusNotification
+	(*WebsocketMessage)(nil),                 // 28: agentassistproto.WebsocketMessage
+	(*GetHistoryRequest)(nil),                // 29: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 30: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 31: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 32: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 33: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 34: agentassistproto.RelayError
+	(*UIState)(nil),                          // 35: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 36: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 37: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 38: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 39: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 40: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 41: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 42: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 43: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 44: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 45: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 46: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 47: agentassistproto.CancelRequestRequest
+	(*TakeMissedAnswersRequest)(nil),         // 48: agentassistproto.TakeMissedAnswersRequest
+	(*MissedAnswer)(nil),                     // 49: agentassistproto.MissedAnswer
+	(*TakeMissedAnswersResponse)(nil),        // 50: agentassistproto.TakeMissedAnswersResponse
+	nil,                                      // 51: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 52: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 53: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -3387,12 +3708,12 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	47, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	51, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	48, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	52, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	49, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	53, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
@@ -3415,47 +3736,52 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	24, // 30: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
 	25, // 31: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
 	26, // 32: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	28, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
-	30, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
-	7,  // 35: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 36: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 37: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
-	29, // 38: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
-	8,  // 39: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 40: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	33, // 41: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	33, // 42: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	34, // 43: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	33, // 44: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	34, // 45: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	33, // 46: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	7,  // 47: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 48: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	31, // 49: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	32, // 50: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	35, // 51: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	36, // 52: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	38, // 53: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	40, // 54: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	42, // 55: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	44, // 56: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	46, // 57: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	8,  // 58: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 59: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 60: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 61: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	37, // 62: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	37, // 63: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	39, // 64: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	41, // 65: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	43, // 66: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	45, // 67: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 68: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	58, // [58:69] is the sub-list for method output_type
-	47, // [47:58] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	29, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	31, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	27, // 35: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
+	7,  // 36: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 37: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 38: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	30, // 39: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	8,  // 40: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	11, // 41: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	34, // 42: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	34, // 43: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	35, // 44: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	34, // 45: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	35, // 46: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	34, // 47: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	8,  // 48: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
+	49, // 49: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
+	7,  // 50: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 51: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	32, // 52: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	33, // 53: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	36, // 54: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	37, // 55: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	39, // 56: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	41, // 57: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	43, // 58: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	45, // 59: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	47, // 60: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	48, // 61: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
+	8,  // 62: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 63: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	5,  // 64: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 65: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	38, // 66: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	38, // 67: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	40, // 68: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	42, // 69: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	44, // 70: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	46, // 71: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 72: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	50, // 73: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
+	62, // [62:74] is the sub-list for method output_type
+	50, // [50:62] is the sub-list for method input_type
+	50, // [50:50] is the sub-list for extension type_name
+	50, // [50:50] is the sub-list for extension extendee
+	0,  // [0:50] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -3469,7 +3795,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

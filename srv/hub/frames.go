@@ -24,6 +24,7 @@ const (
 	CmdCheckMessageValidity             = "CheckMessageValidity"
 	CmdGetPendingMessages               = "GetPendingMessages"
 	CmdRequestCancelled                 = "RequestCancelled"
+	CmdRequestAgentStatus               = "RequestAgentStatus"
 	CmdGetOnlineUsers                   = "GetOnlineUsers"
 	CmdSendChatMessage                  = "SendChatMessage"
 	CmdChatMessageNotification          = "ChatMessageNotification"
@@ -120,11 +121,23 @@ func cancelledFrame(p *pending, reason string) *pb.WebsocketMessage {
 	}
 }
 
+func agentStatusFrame(p *pending, gone bool) *pb.WebsocketMessage {
+	return &pb.WebsocketMessage{
+		Cmd: CmdRequestAgentStatus,
+		RequestAgentStatusNotification: &pb.RequestAgentStatusNotification{
+			RequestId:   p.req.ID,
+			MessageType: p.req.Kind.String(),
+			AgentGone:   gone,
+		},
+	}
+}
+
 func pendingMessage(p *pending) *pb.PendingMessage {
 	m := &pb.PendingMessage{
 		MessageType: p.req.Kind.String(),
 		CreatedAt:   p.createdAt.UnixMilli(),
 		Timeout:     Seconds(p.req.Timeout),
+		AgentGone:   p.gone.Load(),
 	}
 	if p.req.Kind == AskQuestion {
 		m.AskQuestionRequest = askRequest(p)

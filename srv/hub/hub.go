@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -94,6 +95,14 @@ type Options struct {
 	// Retention is how long an outcome is kept for callers that re-attach
 	// (default 10m).
 	Retention time.Duration
+	// OrphanNotice is how long a request goes without a waiting caller
+	// before the clients are told no agent waits for it (default 5s): a
+	// caller re-attaching within it (a blip, a server restart) is not
+	// shown as gone.
+	OrphanNotice time.Duration
+	// MissedRetention is how long an answer given while no caller waited
+	// is kept for the next call from the same project (default 24h).
+	MissedRetention time.Duration
 	// HistoryRetention is how long settled requests stay in the store's
 	// history (default 30 days).
 	HistoryRetention time.Duration
@@ -131,6 +140,8 @@ type Hub struct {
 	store     *store.Store
 	grace     time.Duration
 	retention time.Duration
+	notice    time.Duration
+	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
 }
@@ -173,7 +184,13 @@ func (q *events) at(i int) *event { return &q.buf[(q.start+i)%len(q.buf)] }
 // New returns an empty hub.
 func New(o Options) *Hub {
 	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
-		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, epoch: newID()[:12]}
+		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention, epoch: newID()[:12]}
+	if h.notice <= 0 {
+		h.notice = 5 * time.Second
+	}
+	if h.missedFor <= 0 {
+		h.missedFor = 24 * time.Hour
+	}
 	if h.grace <= 0 {
 		h.grace = 2 * time.Minute
 	}
@@ -201,7 +218,7 @@ func (h *Hub) room(token string) *room {
 	defer h.mu.Unlock()
 	r := h.rooms[token]
 	if r == nil {
-		r = &room{digest: store.Room(token), clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), delay: h.delay}
+		r = &room{digest: store.Room(token), clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), missed: make(map[string]*missed), delay: h.delay}
 		h.rooms[token] = r
 	}
 	return r
@@ -219,6 +236,10 @@ type pending struct {
 	waiters   int         // Ask calls waiting on it now
 	expiry    *time.Timer // fires at the deadline
 	orphan    *time.Timer // fires OrphanGrace after the last waiter left
+	notice    *time.Timer // fires OrphanNotice after the last waiter left
+	// gone: the clients were told no agent waits for it. Read without
+	// the room's lock when listing the pending requests.
+	gone atomic.Bool
 }
 
 // settled is the outcome of a request that is no longer pending, kept for
@@ -259,13 +280,24 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	case p != nil:
 		p.waiters++
 		stopTimer(&p.orphan)
+		back, cs := h.backLocked(r, p), r.clientsLocked()
 		r.mu.Unlock()
+		if back != nil {
+			broadcast(cs, back, "")
+		}
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	default:
 		if s := r.settled[req.ID]; s != nil && s.kind == req.Kind {
+			h.handedOverLocked(r, req.ID)
 			r.mu.Unlock()
 			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)
 			return s.reply, s.err
+		}
+		if m := r.missed[req.ID]; m != nil && m.p.req.Kind == req.Kind {
+			h.handedOverLocked(r, req.ID)
+			r.mu.Unlock()
+			h.log.Info("re-attached to an answer kept for its agent", "kind", req.Kind, "id", req.ID)
+			return m.reply, nil
 		}
 		now := h.now()
 		p = &pending{req: req, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
@@ -316,6 +348,7 @@ func (h *Hub) detach(r *room, p *pending) {
 
 func (h *Hub) orphanLocked(r *room, p *pending) {
 	stopTimer(&p.orphan)
+	h.noticeLocked(r, p)
 	p.orphan = time.AfterFunc(h.grace, func() {
 		r.mu.Lock()
 		alone := r.pending[p.req.ID] == p && p.waiters <= 0
@@ -349,10 +382,16 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	delete(r.pending, p.req.ID)
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
+	stopTimer(&p.notice)
 	p.reply, p.err = rep, err
 	close(p.done)
 	now := h.now()
 	r.keepSettled(p.req.ID, &settled{kind: p.req.Kind, reply: rep, err: err, at: now}, now.Add(-h.retention))
+	if rep != nil && p.waiters <= 0 {
+		// No agent waits for this answer: keep it for the next call.
+		reason = NoteUndelivered
+		h.keepMissedLocked(r, p, rep, now)
+	}
 	status := store.Answered
 	switch {
 	case errors.Is(err, ErrTimeout):
@@ -570,6 +609,12 @@ type room struct {
 	seq          uint64 // the last request event's number
 	events       events // the last replayEvents of them
 	activity     time.Time
+
+	// missed holds answers given while no agent waited, by request ID,
+	// until an agent takes them (missed.go); missedOrder is their IDs,
+	// oldest first.
+	missed      map[string]*missed
+	missedOrder []string
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.

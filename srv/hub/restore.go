@@ -13,7 +13,8 @@ import (
 // Restore loads what the store kept: pending requests come back pending
 // (orphaned until their agent re-attaches, or withdrawn after OrphanGrace;
 // expired ones as timed out), recent outcomes come back for re-attaching
-// callers. tokens are the server's tokens: records of any other token are
+// callers, answers no agent has taken yet come back for the next call of
+// their project. tokens are the server's tokens: records of any other token are
 // left alone. Call it before serving.
 func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	if h.store == nil {
@@ -42,6 +43,9 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
 		if rec.Status != store.Pending {
+			if rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor)) {
+				h.restoreMissed(r, token, rec)
+			}
 			if rec.ClosedAt.Before(now.Add(-h.retention)) {
 				continue // history only; too old to re-attach to
 			}

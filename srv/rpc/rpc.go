@@ -174,3 +174,26 @@ func (c controlService) CancelRequest(ctx context.Context, req *pb.CancelRequest
 	}
 	return &pb.MsgEmpty{}, nil
 }
+
+// Bounds of a TakeMissedAnswers call: answers per response (each may hold
+// images), request IDs to leave alone.
+const (
+	maxMissedPerCall = 8
+	maxExceptIDs     = 256
+)
+
+func (c controlService) TakeMissedAnswers(ctx context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
+	if len(req.GetExceptIds()) > maxExceptIDs {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("more than %d except_ids", maxExceptIDs))
+	}
+	ms := c.s.o.Hub.TakeMissed(tokenOf(ctx), req.GetProjectDirectory(), req.GetExceptIds(), maxMissedPerCall)
+	out := &pb.TakeMissedAnswersResponse{Answers: make([]*pb.MissedAnswer, len(ms))}
+	for i, m := range ms {
+		out.Answers[i] = &pb.MissedAnswer{
+			MessageType: m.Kind.String(), ID: m.ID, Text: m.Text,
+			CreatedAt: m.CreatedAt.UnixMilli(), AnsweredAt: m.AnsweredAt.UnixMilli(),
+			Response: hub.AskResponse(m.ID, m.Reply), AnsweredBy: m.Reply.Nickname,
+		}
+	}
+	return out, nil
+}

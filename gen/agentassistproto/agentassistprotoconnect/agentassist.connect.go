@@ -71,6 +71,9 @@ const (
 	// SrvAgentAssistControlCancelRequestProcedure is the fully-qualified name of the
 	// SrvAgentAssistControl's CancelRequest RPC.
 	SrvAgentAssistControlCancelRequestProcedure = "/agentassistproto.SrvAgentAssistControl/CancelRequest"
+	// SrvAgentAssistControlTakeMissedAnswersProcedure is the fully-qualified name of the
+	// SrvAgentAssistControl's TakeMissedAnswers RPC.
+	SrvAgentAssistControlTakeMissedAnswersProcedure = "/agentassistproto.SrvAgentAssistControl/TakeMissedAnswers"
 )
 
 // SrvAgentAssistClient is a client for the agentassistproto.SrvAgentAssist service.
@@ -509,6 +512,7 @@ func (UnimplementedSrvUIRelayHandler) WaitUserMessage(context.Context, *agentass
 // SrvAgentAssistControlClient is a client for the agentassistproto.SrvAgentAssistControl service.
 type SrvAgentAssistControlClient interface {
 	CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error)
+	TakeMissedAnswers(context.Context, *agentassistproto.TakeMissedAnswersRequest) (*agentassistproto.TakeMissedAnswersResponse, error)
 }
 
 // NewSrvAgentAssistControlClient constructs a client for the agentassistproto.SrvAgentAssistControl
@@ -528,12 +532,19 @@ func NewSrvAgentAssistControlClient(httpClient connect.HTTPClient, baseURL strin
 			connect.WithSchema(srvAgentAssistControlMethods.ByName("CancelRequest")),
 			connect.WithClientOptions(opts...),
 		),
+		takeMissedAnswers: connect.NewClient[agentassistproto.TakeMissedAnswersRequest, agentassistproto.TakeMissedAnswersResponse](
+			httpClient,
+			baseURL+SrvAgentAssistControlTakeMissedAnswersProcedure,
+			connect.WithSchema(srvAgentAssistControlMethods.ByName("TakeMissedAnswers")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // srvAgentAssistControlClient implements SrvAgentAssistControlClient.
 type srvAgentAssistControlClient struct {
-	cancelRequest *connect.Client[agentassistproto.CancelRequestRequest, agentassistproto.MsgEmpty]
+	cancelRequest     *connect.Client[agentassistproto.CancelRequestRequest, agentassistproto.MsgEmpty]
+	takeMissedAnswers *connect.Client[agentassistproto.TakeMissedAnswersRequest, agentassistproto.TakeMissedAnswersResponse]
 }
 
 // CancelRequest calls agentassistproto.SrvAgentAssistControl.CancelRequest.
@@ -545,10 +556,20 @@ func (c *srvAgentAssistControlClient) CancelRequest(ctx context.Context, req *ag
 	return nil, err
 }
 
+// TakeMissedAnswers calls agentassistproto.SrvAgentAssistControl.TakeMissedAnswers.
+func (c *srvAgentAssistControlClient) TakeMissedAnswers(ctx context.Context, req *agentassistproto.TakeMissedAnswersRequest) (*agentassistproto.TakeMissedAnswersResponse, error) {
+	response, err := c.takeMissedAnswers.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // SrvAgentAssistControlHandler is an implementation of the agentassistproto.SrvAgentAssistControl
 // service.
 type SrvAgentAssistControlHandler interface {
 	CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error)
+	TakeMissedAnswers(context.Context, *agentassistproto.TakeMissedAnswersRequest) (*agentassistproto.TakeMissedAnswersResponse, error)
 }
 
 // NewSrvAgentAssistControlHandler builds an HTTP handler from the service implementation. It
@@ -564,10 +585,18 @@ func NewSrvAgentAssistControlHandler(svc SrvAgentAssistControlHandler, opts ...c
 		connect.WithSchema(srvAgentAssistControlMethods.ByName("CancelRequest")),
 		connect.WithHandlerOptions(opts...),
 	)
+	srvAgentAssistControlTakeMissedAnswersHandler := connect.NewUnaryHandlerSimple(
+		SrvAgentAssistControlTakeMissedAnswersProcedure,
+		svc.TakeMissedAnswers,
+		connect.WithSchema(srvAgentAssistControlMethods.ByName("TakeMissedAnswers")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/agentassistproto.SrvAgentAssistControl/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SrvAgentAssistControlCancelRequestProcedure:
 			srvAgentAssistControlCancelRequestHandler.ServeHTTP(w, r)
+		case SrvAgentAssistControlTakeMissedAnswersProcedure:
+			srvAgentAssistControlTakeMissedAnswersHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -579,4 +608,8 @@ type UnimplementedSrvAgentAssistControlHandler struct{}
 
 func (UnimplementedSrvAgentAssistControlHandler) CancelRequest(context.Context, *agentassistproto.CancelRequestRequest) (*agentassistproto.MsgEmpty, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssistControl.CancelRequest is not implemented"))
+}
+
+func (UnimplementedSrvAgentAssistControlHandler) TakeMissedAnswers(context.Context, *agentassistproto.TakeMissedAnswersRequest) (*agentassistproto.TakeMissedAnswersResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssistControl.TakeMissedAnswers is not implemented"))
 }

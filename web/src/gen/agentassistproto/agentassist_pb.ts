@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentassistproto/agentassist.proto.
  */
 export const file_agentassistproto_agentassist: GenFile = /*@__PURE__*/
-  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IlQKFU1jcEFza1F1ZXN0aW9uUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEhAKCFF1ZXN0aW9uGAIgASgJEg8KB1RpbWVvdXQYAyABKAUibQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3Qi1AEKE0Fza1F1ZXN0aW9uUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI9CgRNZXRhGAMgAygLMi8uYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJSChRNY3BUYXNrRmluaXNoUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBSJrChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3Qi0gEKElRhc2tGaW5pc2hSZXNwb25zZRIKCgJJRBgBIAEoCRIPCgdJc0Vycm9yGAIgASgIEjwKBE1ldGEYAyADKAsyLi5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0EhMKC3JlcXVlc3RfaWRzGAEgAygJIp8BChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KCHZhbGlkaXR5GAEgAygLMjwuYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlLlZhbGlkaXR5RW50cnkaLwoNVmFsaWRpdHlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIi8KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSLRAQoOUGVuZGluZ01lc3NhZ2USFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIPCgd0aW1lb3V0GAUgASgFIm0KGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlEjoKEHBlbmRpbmdfbWVzc2FnZXMYASADKAsyIC5hZ2VudGFzc2lzdHByb3RvLlBlbmRpbmdNZXNzYWdlEhMKC3RvdGFsX2NvdW50GAIgASgFIlgKHFJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24SEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSFAoMbWVzc2FnZV90eXBlGAMgASgJIkcKCk9ubGluZVVzZXISEQoJY2xpZW50X2lkGAEgASgJEhAKCG5pY2tuYW1lGAIgASgJEhQKDGNvbm5lY3RlZF9hdBgDIAEoAyIrChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSJhChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEjIKDG9ubGluZV91c2VycxgBIAMoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchITCgt0b3RhbF9jb3VudBgCIAEoBSKtAQoLQ2hhdE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIYChBzZW5kZXJfY2xpZW50X2lkGAIgASgJEhcKD3NlbmRlcl9uaWNrbmFtZRgDIAEoCRIaChJyZWNlaXZlcl9jbGllbnRfaWQYBCABKAkSGQoRcmVjZWl2ZXJfbmlja25hbWUYBSABKAkSDwoHY29udGVudBgGIAEoCRIPCgdzZW50X2F0GAcgASgDIkUKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSGgoScmVjZWl2ZXJfY2xpZW50X2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiTgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SMwoMY2hhdF9tZXNzYWdlGAEgASgLMh0uYWdlbnRhc3Npc3Rwcm90by5DaGF0TWVzc2FnZSJuChFVc2VyTG9naW5SZXNwb25zZRIRCgljbGllbnRfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJEg0KBWVwb2NoGAQgASgJEg8KB3Jlc3VtZWQYBSABKAgicQogVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24SKgoEdXNlchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchIOCgZzdGF0dXMYAiABKAkSEQoJdGltZXN0YW1wGAMgASgDIlMKEUVycm9yTm90aWZpY2F0aW9uEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJEgsKA2NtZBgEIAEoCSKZCwoQV2Vic29ja2V0TWVzc2FnZRILCgNDbWQYASABKAkSQAoSQXNrUXVlc3Rpb25SZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSPgoRVGFza0ZpbmlzaFJlcXVlc3QYAyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXF1ZXN0EkIKE0Fza1F1ZXN0aW9uUmVzcG9uc2UYBCABKAsyJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USQAoSVGFza0ZpbmlzaFJlc3BvbnNlGAUgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2USEAoIU3RyUGFyYW0YDCABKAkSUgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0GA0gASgLMi0uYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlcXVlc3QSVAocQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXNwb25zZRgOIAEoCzIuLmFnZW50YXNzaXN0cHJvdG8uQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXNwb25zZRJOChlHZXRQZW5kaW5nTWVzc2FnZXNSZXF1ZXN0GA8gASgLMisuYWdlbnRhc3Npc3Rwcm90by5HZXRQZW5kaW5nTWVzc2FnZXNSZXF1ZXN0ElAKGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlGBAgASgLMiwuYWdlbnRhc3Npc3Rwcm90by5HZXRQZW5kaW5nTWVzc2FnZXNSZXNwb25zZRJUChxSZXF1ZXN0Q2FuY2VsbGVkTm90aWZpY2F0aW9uGBEgASgLMi4uYWdlbnRhc3Npc3Rwcm90by5SZXF1ZXN0Q2FuY2VsbGVkTm90aWZpY2F0aW9uEhAKCE5pY2tuYW1lGBIgASgJEkYKFUdldE9ubGluZVVzZXJzUmVxdWVzdBgTIAEoCzInLmFnZW50YXNzaXN0cHJvdG8uR2V0T25saW5lVXNlcnNSZXF1ZXN0EkgKFkdldE9ubGluZVVzZXJzUmVzcG9uc2UYFCABKAsyKC5hZ2VudGFzc2lzdHByb3RvLkdldE9ubGluZVVzZXJzUmVzcG9uc2USSAoWU2VuZENoYXRNZXNzYWdlUmVxdWVzdBgVIAEoCzIoLmFnZW50YXNzaXN0cHJvdG8uU2VuZENoYXRNZXNzYWdlUmVxdWVzdBJKChdDaGF0TWVzc2FnZU5vdGlmaWNhdGlvbhgWIAEoCzIpLmFnZW50YXNzaXN0cHJvdG8uQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SPgoRVXNlckxvZ2luUmVzcG9uc2UYFyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLlVzZXJMb2dpblJlc3BvbnNlElwKIFVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uGBggASgLMjIuYWdlbnRhc3Npc3Rwcm90by5Vc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhIyCgVFcnJvchgZIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uRXJyb3JOb3RpZmljYXRpb24SCwoDU2VxGBogASgEEhIKClJlc3VtZUZyb20YGyABKAQSDQoFRXBvY2gYHCABKAkSPgoRR2V0SGlzdG9yeVJlcXVlc3QYHSABKAsyIy5hZ2VudGFzc2lzdHByb3RvLkdldEhpc3RvcnlSZXF1ZXN0EkAKEkdldEhpc3RvcnlSZXNwb25zZRgeIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uR2V0SGlzdG9yeVJlc3BvbnNlIjIKEUdldEhpc3RvcnlSZXF1ZXN0Eg4KBmJlZm9yZRgBIAEoAxINCgVsaW1pdBgCIAEoBSKuAgoLSGlzdG9yeUl0ZW0SFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIOCgZzdGF0dXMYBSABKAkSNwoIcmVzcG9uc2UYBiABKAsyJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USEwoLYW5zd2VyZWRfYnkYByABKAkSEQoJY2xvc2VkX2F0GAggASgDIlAKEkdldEhpc3RvcnlSZXNwb25zZRIsCgVpdGVtcxgBIAMoCzIdLmFnZW50YXNzaXN0cHJvdG8uSGlzdG9yeUl0ZW0SDAoEbW9yZRgCIAEoCCJ3ChdBc2tRdWVzdGlvblJlcGx5UmVxdWVzdBIRCglVc2VyVG9rZW4YASABKAkSNwoIUmVzcG9uc2UYAiABKAsyJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USEAoITmlja25hbWUYAyABKAkidQoWVGFza0ZpbmlzaFJlcGx5UmVxdWVzdBIRCglVc2VyVG9rZW4YASABKAkSNgoIUmVzcG9uc2UYAiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZRIQCghOaWNrbmFtZRgDIAEoCSIrCgpSZWxheUVycm9yEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCSKeAQoHVUlTdGF0ZRIUCgx1aV9zcGVjX2pzb24YASABKAkSHAoUbWVzc2FnZV9oaXN0b3J5X2pzb24YAiABKAkSGAoQdG9vbF9zY2hlbWFfanNvbhgDIAEoCRIWCg5hbGxfdG9vbHNfanNvbhgEIAEoCRITCgtob3N0X29ubGluZRgFIAEoCBIYChBzdHVkeV9zZXNzaW9uX2lkGAYgASgJIlYKE1N0YXJ0U2Vzc2lvblJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIQCghzdHVkeV9pZBgCIAEoCRIWCg5wYXJ0aWNpcGFudF9pZBgDIAEoCSI6ChFFbmRTZXNzaW9uUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEg4KBnJlYXNvbhgCIAEoCSJqCg9TZXNzaW9uUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISGAoQc3R1ZHlfc2Vzc2lvbl9pZBgCIAEoCRIQCghsb2dfZmlsZRgDIAEoCSI7ChFHZXRVSVN0YXRlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEg8KB3JlZnJlc2gYAiABKAgiawoSR2V0VUlTdGF0ZVJlc3BvbnNlEisKBWVycm9yGAEgASgLMhwuYWdlbnRhc3Npc3Rwcm90by5SZWxheUVycm9yEigKBXN0YXRlGAIgASgLMhkuYWdlbnRhc3Npc3Rwcm90by5VSVN0YXRlImIKEUNhbGxVSVRvb2xSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSEQoJdG9vbF9uYW1lGAIgASgJEhMKC3BhcmFtc19qc29uGAMgASgJEg4KBnJlYXNvbhgEIAEoCSKAAQoSQ2FsbFVJVG9vbFJlc3BvbnNlEisKBWVycm9yGAEgASgLMhwuYWdlbnRhc3Npc3Rwcm90by5SZWxheUVycm9yEhMKC3Jlc3VsdF9qc29uGAIgASgJEigKBXN0YXRlGAMgASgLMhkuYWdlbnRhc3Npc3Rwcm90by5VSVN0YXRlIjoKE0FnZW50TWVzc2FnZVJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIMCgR0ZXh0GAIgASgJIkMKFEFnZW50TWVzc2FnZVJlc3BvbnNlEisKBWVycm9yGAEgASgLMhwuYWdlbnRhc3Npc3Rwcm90by5SZWxheUVycm9yIkMKFldhaXRVc2VyTWVzc2FnZVJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRISCgp0aW1lb3V0X21zGAIgASgFIl4KF1dhaXRVc2VyTWVzc2FnZVJlc3BvbnNlEhAKCHJlY2VpdmVkGAEgASgIEgwKBHRleHQYAiABKAkSDQoFc3RhZ2UYAyABKAkSFAoMcGF5bG9hZF9qc29uGAQgASgJIjUKFENhbmNlbFJlcXVlc3RSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRIKCgJJRBgCIAEoCTLFAQoOU3J2QWdlbnRBc3Npc3QSWgoLQXNrUXVlc3Rpb24SJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBolLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRJXCgpUYXNrRmluaXNoEiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlMskBChNTcnZBZ2VudEFzc2lzdFJlcGx5ElkKEEFza1F1ZXN0aW9uUmVwbHkSKS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eRJXCg9UYXNrRmluaXNoUmVwbHkSKC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXBseVJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5MrkECgpTcnZVSVJlbGF5ElgKDFN0YXJ0U2Vzc2lvbhIlLmFnZW50YXNzaXN0cHJvdG8uU3RhcnRTZXNzaW9uUmVxdWVzdBohLmFnZW50YXNzaXN0cHJvdG8uU2Vzc2lvblJlc3BvbnNlElQKCkVuZFNlc3Npb24SIy5hZ2VudGFzc2lzdHByb3RvLkVuZFNlc3Npb25SZXF1ZXN0GiEuYWdlbnRhc3Npc3Rwcm90by5TZXNzaW9uUmVzcG9uc2USVwoKR2V0VUlTdGF0ZRIjLmFnZW50YXNzaXN0cHJvdG8uR2V0VUlTdGF0ZVJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLkdldFVJU3RhdGVSZXNwb25zZRJXCgpDYWxsVUlUb29sEiMuYWdlbnRhc3Npc3Rwcm90by5DYWxsVUlUb29sUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uQ2FsbFVJVG9vbFJlc3BvbnNlEmEKEFBvc3RBZ2VudE1lc3NhZ2USJS5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlcXVlc3QaJi5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlc3BvbnNlEmYKD1dhaXRVc2VyTWVzc2FnZRIoLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBopLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2UybAoVU3J2QWdlbnRBc3Npc3RDb250cm9sElMKDUNhbmNlbFJlcXVlc3QSJi5hZ2VudGFzc2lzdHByb3RvLkNhbmNlbFJlcXVlc3RSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eUJQWk5naXRodWIuY29tL2FnZW50YXNzaXN0YW50L2FnZW50YXNzaXN0YW50L2dlbi9hZ2VudGFzc2lzdHByb3RvO2FnZW50YXNzaXN0cHJvdG9iBnByb3RvMw");
+  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IlQKFU1jcEFza1F1ZXN0aW9uUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEhAKCFF1ZXN0aW9uGAIgASgJEg8KB1RpbWVvdXQYAyABKAUibQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3Qi1AEKE0Fza1F1ZXN0aW9uUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI9CgRNZXRhGAMgAygLMi8uYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJSChRNY3BUYXNrRmluaXNoUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBSJrChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3Qi0gEKElRhc2tGaW5pc2hSZXNwb25zZRIKCgJJRBgBIAEoCRIPCgdJc0Vycm9yGAIgASgIEjwKBE1ldGEYAyADKAsyLi5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0EhMKC3JlcXVlc3RfaWRzGAEgAygJIp8BChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KCHZhbGlkaXR5GAEgAygLMjwuYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlLlZhbGlkaXR5RW50cnkaLwoNVmFsaWRpdHlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIi8KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSLlAQoOUGVuZGluZ01lc3NhZ2USFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIPCgd0aW1lb3V0GAUgASgFEhIKCmFnZW50X2dvbmUYKCABKAgibQoaR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2USOgoQcGVuZGluZ19tZXNzYWdlcxgBIAMoCzIgLmFnZW50YXNzaXN0cHJvdG8uUGVuZGluZ01lc3NhZ2USEwoLdG90YWxfY291bnQYAiABKAUiWAocUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIUCgxtZXNzYWdlX3R5cGUYAyABKAkiRwoKT25saW5lVXNlchIRCgljbGllbnRfaWQYASABKAkSEAoIbmlja25hbWUYAiABKAkSFAoMY29ubmVjdGVkX2F0GAMgASgDIisKFUdldE9ubGluZVVzZXJzUmVxdWVzdBISCgp1c2VyX3Rva2VuGAEgASgJImEKFkdldE9ubGluZVVzZXJzUmVzcG9uc2USMgoMb25saW5lX3VzZXJzGAEgAygLMhwuYWdlbnRhc3Npc3Rwcm90by5PbmxpbmVVc2VyEhMKC3RvdGFsX2NvdW50GAIgASgFIq0BCgtDaGF0TWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhgKEHNlbmRlcl9jbGllbnRfaWQYAiABKAkSFwoPc2VuZGVyX25pY2tuYW1lGAMgASgJEhoKEnJlY2VpdmVyX2NsaWVudF9pZBgEIAEoCRIZChFyZWNlaXZlcl9uaWNrbmFtZRgFIAEoCRIPCgdjb250ZW50GAYgASgJEg8KB3NlbnRfYXQYByABKAMiRQoWU2VuZENoYXRNZXNzYWdlUmVxdWVzdBIaChJyZWNlaXZlcl9jbGllbnRfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSJOChdDaGF0TWVzc2FnZU5vdGlmaWNhdGlvbhIzCgxjaGF0X21lc3NhZ2UYASABKAsyHS5hZ2VudGFzc2lzdHByb3RvLkNoYXRNZXNzYWdlIm4KEVVzZXJMb2dpblJlc3BvbnNlEhEKCWNsaWVudF9pZBgBIAEoCRIPCgdzdWNjZXNzGAIgASgIEhUKDWVycm9yX21lc3NhZ2UYAyABKAkSDQoFZXBvY2gYBCABKAkSDwoHcmVzdW1lZBgFIAEoCCJxCiBVc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhIqCgR1c2VyGAEgASgLMhwuYWdlbnRhc3Npc3Rwcm90by5PbmxpbmVVc2VyEg4KBnN0YXR1cxgCIAEoCRIRCgl0aW1lc3RhbXAYAyABKAMiUwoRRXJyb3JOb3RpZmljYXRpb24SDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSCwoDY21kGAQgASgJIl4KHlJlcXVlc3RBZ2VudFN0YXR1c05vdGlmaWNhdGlvbhISCgpyZXF1ZXN0X2lkGAEgASgJEhQKDG1lc3NhZ2VfdHlwZRgCIAEoCRISCgphZ2VudF9nb25lGAMgASgIIvMLChBXZWJzb2NrZXRNZXNzYWdlEgsKA0NtZBgBIAEoCRJAChJBc2tRdWVzdGlvblJlcXVlc3QYAiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBI+ChFUYXNrRmluaXNoUmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSQgoTQXNrUXVlc3Rpb25SZXNwb25zZRgEIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRJAChJUYXNrRmluaXNoUmVzcG9uc2UYBSABKAsyJC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZRIQCghTdHJQYXJhbRgMIAEoCRJSChtDaGVja01lc3NhZ2VWYWxpZGl0eVJlcXVlc3QYDSABKAsyLS5hZ2VudGFzc2lzdHByb3RvLkNoZWNrTWVzc2FnZVZhbGlkaXR5UmVxdWVzdBJUChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlGA4gASgLMi4uYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QYDyABKAsyKy5hZ2VudGFzc2lzdHByb3RvLkdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSUAoaR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2UYECABKAsyLC5hZ2VudGFzc2lzdHByb3RvLkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlElQKHFJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24YESABKAsyLi5hZ2VudGFzc2lzdHByb3RvLlJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24SEAoITmlja25hbWUYEiABKAkSRgoVR2V0T25saW5lVXNlcnNSZXF1ZXN0GBMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5HZXRPbmxpbmVVc2Vyc1JlcXVlc3QSSAoWR2V0T25saW5lVXNlcnNSZXNwb25zZRgUIAEoCzIoLmFnZW50YXNzaXN0cHJvdG8uR2V0T25saW5lVXNlcnNSZXNwb25zZRJIChZTZW5kQ2hhdE1lc3NhZ2VSZXF1ZXN0GBUgASgLMiguYWdlbnRhc3Npc3Rwcm90by5TZW5kQ2hhdE1lc3NhZ2VSZXF1ZXN0EkoKF0NoYXRNZXNzYWdlTm90aWZpY2F0aW9uGBYgASgLMikuYWdlbnRhc3Npc3Rwcm90by5DaGF0TWVzc2FnZU5vdGlmaWNhdGlvbhI+ChFVc2VyTG9naW5SZXNwb25zZRgXIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVXNlckxvZ2luUmVzcG9uc2USXAogVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24YGCABKAsyMi5hZ2VudGFzc2lzdHByb3RvLlVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uEjIKBUVycm9yGBkgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5FcnJvck5vdGlmaWNhdGlvbhILCgNTZXEYGiABKAQSEgoKUmVzdW1lRnJvbRgbIAEoBBINCgVFcG9jaBgcIAEoCRI+ChFHZXRIaXN0b3J5UmVxdWVzdBgdIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uR2V0SGlzdG9yeVJlcXVlc3QSQAoSR2V0SGlzdG9yeVJlc3BvbnNlGB4gASgLMiQuYWdlbnRhc3Npc3Rwcm90by5HZXRIaXN0b3J5UmVzcG9uc2USWAoeUmVxdWVzdEFnZW50U3RhdHVzTm90aWZpY2F0aW9uGCggASgLMjAuYWdlbnRhc3Npc3Rwcm90by5SZXF1ZXN0QWdlbnRTdGF0dXNOb3RpZmljYXRpb24iMgoRR2V0SGlzdG9yeVJlcXVlc3QSDgoGYmVmb3JlGAEgASgDEg0KBWxpbWl0GAIgASgFIq4CCgtIaXN0b3J5SXRlbRIUCgxtZXNzYWdlX3R5cGUYASABKAkSQgoUYXNrX3F1ZXN0aW9uX3JlcXVlc3QYAiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBJAChN0YXNrX2ZpbmlzaF9yZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBISCgpjcmVhdGVkX2F0GAQgASgDEg4KBnN0YXR1cxgFIAEoCRI3CghyZXNwb25zZRgGIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRITCgthbnN3ZXJlZF9ieRgHIAEoCRIRCgljbG9zZWRfYXQYCCABKAMiUAoSR2V0SGlzdG9yeVJlc3BvbnNlEiwKBWl0ZW1zGAEgAygLMh0uYWdlbnRhc3Npc3Rwcm90by5IaXN0b3J5SXRlbRIMCgRtb3JlGAIgASgIIncKF0Fza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI3CghSZXNwb25zZRgCIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRIQCghOaWNrbmFtZRgDIAEoCSJ1ChZUYXNrRmluaXNoUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI2CghSZXNwb25zZRgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCE5pY2tuYW1lGAMgASgJIisKClJlbGF5RXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIp4BCgdVSVN0YXRlEhQKDHVpX3NwZWNfanNvbhgBIAEoCRIcChRtZXNzYWdlX2hpc3RvcnlfanNvbhgCIAEoCRIYChB0b29sX3NjaGVtYV9qc29uGAMgASgJEhYKDmFsbF90b29sc19qc29uGAQgASgJEhMKC2hvc3Rfb25saW5lGAUgASgIEhgKEHN0dWR5X3Nlc3Npb25faWQYBiABKAkiVgoTU3RhcnRTZXNzaW9uUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhAKCHN0dWR5X2lkGAIgASgJEhYKDnBhcnRpY2lwYW50X2lkGAMgASgJIjoKEUVuZFNlc3Npb25SZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDgoGcmVhc29uGAIgASgJImoKD1Nlc3Npb25SZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvchIYChBzdHVkeV9zZXNzaW9uX2lkGAIgASgJEhAKCGxvZ19maWxlGAMgASgJIjsKEUdldFVJU3RhdGVSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDwoHcmVmcmVzaBgCIAEoCCJrChJHZXRVSVN0YXRlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISKAoFc3RhdGUYAiABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiYgoRQ2FsbFVJVG9vbFJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSEwoLcGFyYW1zX2pzb24YAyABKAkSDgoGcmVhc29uGAQgASgJIoABChJDYWxsVUlUb29sUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISEwoLcmVzdWx0X2pzb24YAiABKAkSKAoFc3RhdGUYAyABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiOgoTQWdlbnRNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEgwKBHRleHQYAiABKAkiQwoUQWdlbnRNZXNzYWdlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3IiQwoWV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhIKCnRpbWVvdXRfbXMYAiABKAUiXgoXV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAgSDAoEdGV4dBgCIAEoCRINCgVzdGFnZRgDIAEoCRIUCgxwYXlsb2FkX2pzb24YBCABKAkiNQoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEQoJVXNlclRva2VuGAEgASgJEgoKAklEGAIgASgJIlsKGFRha2VNaXNzZWRBbnN3ZXJzUmVxdWVzdBIRCglVc2VyVG9rZW4YASABKAkSGAoQUHJvamVjdERpcmVjdG9yeRgCIAEoCRISCgpleGNlcHRfaWRzGAMgAygJIrUBCgxNaXNzZWRBbnN3ZXISFAoMbWVzc2FnZV90eXBlGAEgASgJEgoKAklEGAIgASgJEgwKBHRleHQYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoAxITCgthbnN3ZXJlZF9hdBgFIAEoAxI3CghyZXNwb25zZRgGIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRITCgthbnN3ZXJlZF9ieRgHIAEoCSJMChlUYWtlTWlzc2VkQW5zd2Vyc1Jlc3BvbnNlEi8KB2Fuc3dlcnMYASADKAsyHi5hZ2VudGFzc2lzdHByb3RvLk1pc3NlZEFuc3dlcjLFAQoOU3J2QWdlbnRBc3Npc3QSWgoLQXNrUXVlc3Rpb24SJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBolLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRJXCgpUYXNrRmluaXNoEiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlMskBChNTcnZBZ2VudEFzc2lzdFJlcGx5ElkKEEFza1F1ZXN0aW9uUmVwbHkSKS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eRJXCg9UYXNrRmluaXNoUmVwbHkSKC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXBseVJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5MrkECgpTcnZVSVJlbGF5ElgKDFN0YXJ0U2Vzc2lvbhIlLmFnZW50YXNzaXN0cHJvdG8uU3RhcnRTZXNzaW9uUmVxdWVzdBohLmFnZW50YXNzaXN0cHJvdG8uU2Vzc2lvblJlc3BvbnNlElQKCkVuZFNlc3Npb24SIy5hZ2VudGFzc2lzdHByb3RvLkVuZFNlc3Npb25SZXF1ZXN0GiEuYWdlbnRhc3Npc3Rwcm90by5TZXNzaW9uUmVzcG9uc2USVwoKR2V0VUlTdGF0ZRIjLmFnZW50YXNzaXN0cHJvdG8uR2V0VUlTdGF0ZVJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLkdldFVJU3RhdGVSZXNwb25zZRJXCgpDYWxsVUlUb29sEiMuYWdlbnRhc3Npc3Rwcm90by5DYWxsVUlUb29sUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uQ2FsbFVJVG9vbFJlc3BvbnNlEmEKEFBvc3RBZ2VudE1lc3NhZ2USJS5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlcXVlc3QaJi5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlc3BvbnNlEmYKD1dhaXRVc2VyTWVzc2FnZRIoLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBopLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2Uy2gEKFVNydkFnZW50QXNzaXN0Q29udHJvbBJTCg1DYW5jZWxSZXF1ZXN0EiYuYWdlbnRhc3Npc3Rwcm90by5DYW5jZWxSZXF1ZXN0UmVxdWVzdBoaLmFnZW50YXNzaXN0cHJvdG8uTXNnRW1wdHkSbAoRVGFrZU1pc3NlZEFuc3dlcnMSKi5hZ2VudGFzc2lzdHByb3RvLlRha2VNaXNzZWRBbnN3ZXJzUmVxdWVzdBorLmFnZW50YXNzaXN0cHJvdG8uVGFrZU1pc3NlZEFuc3dlcnNSZXNwb25zZUJQWk5naXRodWIuY29tL2FnZW50YXNzaXN0YW50L2FnZW50YXNzaXN0YW50L2dlbi9hZ2VudGFzc2lzdHByb3RvO2FnZW50YXNzaXN0cHJvdG9iBnByb3RvMw");
 
 /**
  * TextContent is text from the human, type "text".
@@ -455,6 +455,15 @@ export type PendingMessage = Message<"agentassistproto.PendingMessage"> & {
    * @generated from field: int32 timeout = 5;
    */
   timeout: number;
+
+  /**
+   * No agent is waiting for the answer now (its call went away without
+   * cancelling). The request stays answerable; an answer is kept for the
+   * agent's next call from the same project.
+   *
+   * @generated from field: bool agent_gone = 40;
+   */
+  agentGone: boolean;
 };
 
 /**
@@ -789,13 +798,46 @@ export const ErrorNotificationSchema: GenMessage<ErrorNotification> = /*@__PURE_
   messageDesc(file_agentassistproto_agentassist, 26);
 
 /**
+ * RequestAgentStatusNotification (Cmd "RequestAgentStatus") tells the
+ * clients that the agent of a pending request went away (agent_gone) or
+ * came back for it.
+ *
+ * @generated from message agentassistproto.RequestAgentStatusNotification
+ */
+export type RequestAgentStatusNotification = Message<"agentassistproto.RequestAgentStatusNotification"> & {
+  /**
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * "AskQuestion" or "TaskFinish".
+   *
+   * @generated from field: string message_type = 2;
+   */
+  messageType: string;
+
+  /**
+   * @generated from field: bool agent_gone = 3;
+   */
+  agentGone: boolean;
+};
+
+/**
+ * Describes the message agentassistproto.RequestAgentStatusNotification.
+ * Use `create(RequestAgentStatusNotificationSchema)` to create a new message.
+ */
+export const RequestAgentStatusNotificationSchema: GenMessage<RequestAgentStatusNotification> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 27);
+
+/**
  * WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
  * UserLogin (StrParam = token, Nickname), AskQuestion, TaskFinish,
  * AskQuestionReply, TaskFinishReply (request plus response),
  * AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
  * which client answered), CheckMessageValidity, GetPendingMessages,
- * RequestCancelled, GetOnlineUsers, SendChatMessage, ChatMessageNotification,
- * UserConnectionStatusNotification, Error.
+ * RequestCancelled, RequestAgentStatus, GetOnlineUsers, SendChatMessage,
+ * ChatMessageNotification, UserConnectionStatusNotification, Error.
  *
  * @generated from message agentassistproto.WebsocketMessage
  */
@@ -897,7 +939,7 @@ export type WebsocketMessage = Message<"agentassistproto.WebsocketMessage"> & {
 
   /**
    * Seq numbers a room's request events (AskQuestion, TaskFinish, reply
-   * notifications, RequestCancelled) in order; the GetPendingMessages
+   * notifications, RequestCancelled, RequestAgentStatus) in order; the GetPendingMessages
    * response carries the room's latest.
    *
    * @generated from field: uint64 Seq = 26;
@@ -927,6 +969,11 @@ export type WebsocketMessage = Message<"agentassistproto.WebsocketMessage"> & {
    * @generated from field: agentassistproto.GetHistoryResponse GetHistoryResponse = 30;
    */
   GetHistoryResponse?: GetHistoryResponse | undefined;
+
+  /**
+   * @generated from field: agentassistproto.RequestAgentStatusNotification RequestAgentStatusNotification = 40;
+   */
+  RequestAgentStatusNotification?: RequestAgentStatusNotification | undefined;
 };
 
 /**
@@ -934,7 +981,7 @@ export type WebsocketMessage = Message<"agentassistproto.WebsocketMessage"> & {
  * Use `create(WebsocketMessageSchema)` to create a new message.
  */
 export const WebsocketMessageSchema: GenMessage<WebsocketMessage> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 27);
+  messageDesc(file_agentassistproto_agentassist, 28);
 
 /**
  * GetHistory (Cmd "GetHistory") pages through the token's settled
@@ -964,7 +1011,7 @@ export type GetHistoryRequest = Message<"agentassistproto.GetHistoryRequest"> & 
  * Use `create(GetHistoryRequestSchema)` to create a new message.
  */
 export const GetHistoryRequestSchema: GenMessage<GetHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 28);
+  messageDesc(file_agentassistproto_agentassist, 29);
 
 /**
  * @generated from message agentassistproto.HistoryItem
@@ -1024,7 +1071,7 @@ export type HistoryItem = Message<"agentassistproto.HistoryItem"> & {
  * Use `create(HistoryItemSchema)` to create a new message.
  */
 export const HistoryItemSchema: GenMessage<HistoryItem> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 29);
+  messageDesc(file_agentassistproto_agentassist, 30);
 
 /**
  * @generated from message agentassistproto.GetHistoryResponse
@@ -1048,7 +1095,7 @@ export type GetHistoryResponse = Message<"agentassistproto.GetHistoryResponse"> 
  * Use `create(GetHistoryResponseSchema)` to create a new message.
  */
 export const GetHistoryResponseSchema: GenMessage<GetHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 30);
+  messageDesc(file_agentassistproto_agentassist, 31);
 
 /**
  * @generated from message agentassistproto.AskQuestionReplyRequest
@@ -1079,7 +1126,7 @@ export type AskQuestionReplyRequest = Message<"agentassistproto.AskQuestionReply
  * Use `create(AskQuestionReplyRequestSchema)` to create a new message.
  */
 export const AskQuestionReplyRequestSchema: GenMessage<AskQuestionReplyRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 31);
+  messageDesc(file_agentassistproto_agentassist, 32);
 
 /**
  * @generated from message agentassistproto.TaskFinishReplyRequest
@@ -1106,7 +1153,7 @@ export type TaskFinishReplyRequest = Message<"agentassistproto.TaskFinishReplyRe
  * Use `create(TaskFinishReplyRequestSchema)` to create a new message.
  */
 export const TaskFinishReplyRequestSchema: GenMessage<TaskFinishReplyRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 32);
+  messageDesc(file_agentassistproto_agentassist, 33);
 
 /**
  * @generated from message agentassistproto.RelayError
@@ -1131,7 +1178,7 @@ export type RelayError = Message<"agentassistproto.RelayError"> & {
  * Use `create(RelayErrorSchema)` to create a new message.
  */
 export const RelayErrorSchema: GenMessage<RelayError> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 33);
+  messageDesc(file_agentassistproto_agentassist, 34);
 
 /**
  * UIState is the host's visible state; JSON fields hold the seed's objects
@@ -1182,7 +1229,7 @@ export type UIState = Message<"agentassistproto.UIState"> & {
  * Use `create(UIStateSchema)` to create a new message.
  */
 export const UIStateSchema: GenMessage<UIState> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 34);
+  messageDesc(file_agentassistproto_agentassist, 35);
 
 /**
  * @generated from message agentassistproto.StartSessionRequest
@@ -1211,7 +1258,7 @@ export type StartSessionRequest = Message<"agentassistproto.StartSessionRequest"
  * Use `create(StartSessionRequestSchema)` to create a new message.
  */
 export const StartSessionRequestSchema: GenMessage<StartSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 35);
+  messageDesc(file_agentassistproto_agentassist, 36);
 
 /**
  * @generated from message agentassistproto.EndSessionRequest
@@ -1233,7 +1280,7 @@ export type EndSessionRequest = Message<"agentassistproto.EndSessionRequest"> & 
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 36);
+  messageDesc(file_agentassistproto_agentassist, 37);
 
 /**
  * @generated from message agentassistproto.SessionResponse
@@ -1262,7 +1309,7 @@ export type SessionResponse = Message<"agentassistproto.SessionResponse"> & {
  * Use `create(SessionResponseSchema)` to create a new message.
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 37);
+  messageDesc(file_agentassistproto_agentassist, 38);
 
 /**
  * @generated from message agentassistproto.GetUIStateRequest
@@ -1287,7 +1334,7 @@ export type GetUIStateRequest = Message<"agentassistproto.GetUIStateRequest"> & 
  * Use `create(GetUIStateRequestSchema)` to create a new message.
  */
 export const GetUIStateRequestSchema: GenMessage<GetUIStateRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 38);
+  messageDesc(file_agentassistproto_agentassist, 39);
 
 /**
  * @generated from message agentassistproto.GetUIStateResponse
@@ -1309,7 +1356,7 @@ export type GetUIStateResponse = Message<"agentassistproto.GetUIStateResponse"> 
  * Use `create(GetUIStateResponseSchema)` to create a new message.
  */
 export const GetUIStateResponseSchema: GenMessage<GetUIStateResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 39);
+  messageDesc(file_agentassistproto_agentassist, 40);
 
 /**
  * @generated from message agentassistproto.CallUIToolRequest
@@ -1345,7 +1392,7 @@ export type CallUIToolRequest = Message<"agentassistproto.CallUIToolRequest"> & 
  * Use `create(CallUIToolRequestSchema)` to create a new message.
  */
 export const CallUIToolRequestSchema: GenMessage<CallUIToolRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 40);
+  messageDesc(file_agentassistproto_agentassist, 41);
 
 /**
  * @generated from message agentassistproto.CallUIToolResponse
@@ -1377,7 +1424,7 @@ export type CallUIToolResponse = Message<"agentassistproto.CallUIToolResponse"> 
  * Use `create(CallUIToolResponseSchema)` to create a new message.
  */
 export const CallUIToolResponseSchema: GenMessage<CallUIToolResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 41);
+  messageDesc(file_agentassistproto_agentassist, 42);
 
 /**
  * @generated from message agentassistproto.AgentMessageRequest
@@ -1399,7 +1446,7 @@ export type AgentMessageRequest = Message<"agentassistproto.AgentMessageRequest"
  * Use `create(AgentMessageRequestSchema)` to create a new message.
  */
 export const AgentMessageRequestSchema: GenMessage<AgentMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 42);
+  messageDesc(file_agentassistproto_agentassist, 43);
 
 /**
  * @generated from message agentassistproto.AgentMessageResponse
@@ -1416,7 +1463,7 @@ export type AgentMessageResponse = Message<"agentassistproto.AgentMessageRespons
  * Use `create(AgentMessageResponseSchema)` to create a new message.
  */
 export const AgentMessageResponseSchema: GenMessage<AgentMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 43);
+  messageDesc(file_agentassistproto_agentassist, 44);
 
 /**
  * @generated from message agentassistproto.WaitUserMessageRequest
@@ -1440,7 +1487,7 @@ export type WaitUserMessageRequest = Message<"agentassistproto.WaitUserMessageRe
  * Use `create(WaitUserMessageRequestSchema)` to create a new message.
  */
 export const WaitUserMessageRequestSchema: GenMessage<WaitUserMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 44);
+  messageDesc(file_agentassistproto_agentassist, 45);
 
 /**
  * @generated from message agentassistproto.WaitUserMessageResponse
@@ -1476,7 +1523,7 @@ export type WaitUserMessageResponse = Message<"agentassistproto.WaitUserMessageR
  * Use `create(WaitUserMessageResponseSchema)` to create a new message.
  */
 export const WaitUserMessageResponseSchema: GenMessage<WaitUserMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 45);
+  messageDesc(file_agentassistproto_agentassist, 46);
 
 /**
  * @generated from message agentassistproto.CancelRequestRequest
@@ -1500,7 +1547,116 @@ export type CancelRequestRequest = Message<"agentassistproto.CancelRequestReques
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 46);
+  messageDesc(file_agentassistproto_agentassist, 47);
+
+/**
+ * @generated from message agentassistproto.TakeMissedAnswersRequest
+ */
+export type TakeMissedAnswersRequest = Message<"agentassistproto.TakeMissedAnswersRequest"> & {
+  /**
+   * @generated from field: string UserToken = 1;
+   */
+  UserToken: string;
+
+  /**
+   * The project whose answers to take (the requests' ProjectDirectory,
+   * compared exactly; empty is a project of its own).
+   *
+   * @generated from field: string ProjectDirectory = 2;
+   */
+  ProjectDirectory: string;
+
+  /**
+   * Requests the caller is still waiting on itself: it gets their answers
+   * by re-attaching, so they are left alone.
+   *
+   * @generated from field: repeated string except_ids = 3;
+   */
+  exceptIds: string[];
+};
+
+/**
+ * Describes the message agentassistproto.TakeMissedAnswersRequest.
+ * Use `create(TakeMissedAnswersRequestSchema)` to create a new message.
+ */
+export const TakeMissedAnswersRequestSchema: GenMessage<TakeMissedAnswersRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 48);
+
+/**
+ * MissedAnswer is an answer given while no agent was waiting for it.
+ *
+ * @generated from message agentassistproto.MissedAnswer
+ */
+export type MissedAnswer = Message<"agentassistproto.MissedAnswer"> & {
+  /**
+   * "AskQuestion" or "TaskFinish".
+   *
+   * @generated from field: string message_type = 1;
+   */
+  messageType: string;
+
+  /**
+   * @generated from field: string ID = 2;
+   */
+  ID: string;
+
+  /**
+   * The question or the summary, markdown.
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * Unix milliseconds.
+   *
+   * @generated from field: int64 created_at = 4;
+   */
+  createdAt: bigint;
+
+  /**
+   * @generated from field: int64 answered_at = 5;
+   */
+  answeredAt: bigint;
+
+  /**
+   * The answer (the same shape for both kinds).
+   *
+   * @generated from field: agentassistproto.AskQuestionResponse response = 6;
+   */
+  response?: AskQuestionResponse | undefined;
+
+  /**
+   * @generated from field: string answered_by = 7;
+   */
+  answeredBy: string;
+};
+
+/**
+ * Describes the message agentassistproto.MissedAnswer.
+ * Use `create(MissedAnswerSchema)` to create a new message.
+ */
+export const MissedAnswerSchema: GenMessage<MissedAnswer> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 49);
+
+/**
+ * @generated from message agentassistproto.TakeMissedAnswersResponse
+ */
+export type TakeMissedAnswersResponse = Message<"agentassistproto.TakeMissedAnswersResponse"> & {
+  /**
+   * Oldest first; at most a few per call (call again for more).
+   *
+   * @generated from field: repeated agentassistproto.MissedAnswer answers = 1;
+   */
+  answers: MissedAnswer[];
+};
+
+/**
+ * Describes the message agentassistproto.TakeMissedAnswersResponse.
+ * Use `create(TakeMissedAnswersResponseSchema)` to create a new message.
+ */
+export const TakeMissedAnswersResponseSchema: GenMessage<TakeMissedAnswersResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 50);
 
 /**
  * SrvAgentAssist is called by agentassistant-mcp. Each call stays open until
@@ -1614,6 +1770,10 @@ export const SrvUIRelay: GenService<{
  * network, and the agent re-attaches by asking again with the same ID); a
  * request with no caller left is withdrawn after a grace period.
  *
+ * TakeMissedAnswers hands over, once, the answers given to a project's
+ * requests while no agent was waiting for them (its agentassistant-mcp
+ * restarted, say), and forgets them.
+ *
  * @generated from service agentassistproto.SrvAgentAssistControl
  */
 export const SrvAgentAssistControl: GenService<{
@@ -1624,6 +1784,14 @@ export const SrvAgentAssistControl: GenService<{
     methodKind: "unary";
     input: typeof CancelRequestRequestSchema;
     output: typeof MsgEmptySchema;
+  },
+  /**
+   * @generated from rpc agentassistproto.SrvAgentAssistControl.TakeMissedAnswers
+   */
+  takeMissedAnswers: {
+    methodKind: "unary";
+    input: typeof TakeMissedAnswersRequestSchema;
+    output: typeof TakeMissedAnswersResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentassistproto_agentassist, 3);

@@ -1,0 +1,184 @@
+package hub
+
+import (
+	"slices"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Answers no agent waited for.
+//
+// A request outlives its agent's call: the call may go away (the LLM
+// client restarted agentassistant-mcp, the link stayed down past the
+// deadline) while the question stays on the screens, and the person may
+// still answer it. Such an answer is kept, in the store and here, for
+// MissedRetention, and handed over once: to the agent that re-attaches
+// with the request's ID, or to the next agent that asks for the missed
+// answers of the same token and project (TakeMissed).
+//
+// While a pending request has no caller, the clients are told after
+// OrphanNotice (RequestAgentStatus, agent_gone), and told again when a
+// caller re-attaches.
+
+// Notes of answered records in the store.
+const (
+	// NoteUndelivered marks an answer given while no agent waited for it.
+	NoteUndelivered = "undelivered"
+	// NoteHandedOver marks such an answer once an agent has it.
+	NoteHandedOver = "handed over"
+)
+
+// maxMissed caps the answers a room keeps for absent agents; past it the
+// oldest is no longer offered (it stays in the history).
+const maxMissed = 256
+
+// missed is an answer kept for an absent agent.
+type missed struct {
+	p     *pending
+	reply *Reply
+	at    time.Time // when it was answered
+}
+
+// Missed is an answer given while no agent waited for it.
+type Missed struct {
+	Kind       Kind
+	ID         string
+	Text       string // the question or the summary
+	CreatedAt  time.Time
+	AnsweredAt time.Time
+	Reply      *Reply
+}
+
+// TakeMissed hands over the answers kept for absent agents of token whose
+// requests came from project, oldest first, at most limit (0: all), except
+// those of the request IDs in except (the caller still waits on them and
+// gets them by re-attaching). Each is handed over once.
+func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Missed {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h.pruneMissedLocked(r, h.now())
+	var out []Missed
+	for _, id := range r.missedOrder {
+		m := r.missed[id]
+		if m.p.req.ProjectDirectory != project || slices.Contains(except, id) {
+			continue
+		}
+		out = append(out, Missed{Kind: m.p.req.Kind, ID: id, Text: m.p.req.Text, CreatedAt: m.p.createdAt, AnsweredAt: m.at, Reply: m.reply})
+		if len(out) == limit {
+			break
+		}
+	}
+	for _, m := range out {
+		h.handedOverLocked(r, m.ID)
+	}
+	if len(out) > 0 {
+		h.log.Info("handed over answers kept for an absent agent", "count", len(out))
+	}
+	return out
+}
+
+// keepMissedLocked keeps rep, the answer to p given at when no agent
+// waited. Called with r.mu held.
+func (h *Hub) keepMissedLocked(r *room, p *pending, rep *Reply, at time.Time) {
+	id := p.req.ID
+	if _, ok := r.missed[id]; !ok {
+		// In order of answer time; restored ones may come in any order.
+		i, _ := slices.BinarySearchFunc(r.missedOrder, at, func(x string, t time.Time) int { return r.missed[x].at.Compare(t) })
+		r.missedOrder = slices.Insert(r.missedOrder, i, id)
+	}
+	r.missed[id] = &missed{p: p, reply: rep, at: at}
+	h.pruneMissedLocked(r, h.now())
+}
+
+// pruneMissedLocked forgets kept answers past MissedRetention, and the
+// oldest beyond maxMissed.
+func (h *Hub) pruneMissedLocked(r *room, now time.Time) {
+	cutoff := now.Add(-h.missedFor)
+	drop := 0
+	for drop < len(r.missedOrder) && (r.missed[r.missedOrder[drop]].at.Before(cutoff) || len(r.missedOrder)-drop > maxMissed) {
+		if !r.missed[r.missedOrder[drop]].at.Before(cutoff) {
+			h.log.Warn("too many answers kept for absent agents; the oldest is no longer offered", "id", r.missedOrder[drop])
+		}
+		delete(r.missed, r.missedOrder[drop])
+		drop++
+	}
+	if drop > 0 {
+		r.missedOrder = slices.Delete(r.missedOrder, 0, drop)
+	}
+}
+
+// handedOverLocked marks the kept answer to id, if any, as handed to an
+// agent. Called with r.mu held.
+func (h *Hub) handedOverLocked(r *room, id string) {
+	m := r.missed[id]
+	if m == nil {
+		return
+	}
+	delete(r.missed, id)
+	if i := slices.Index(r.missedOrder, id); i >= 0 {
+		r.missedOrder = slices.Delete(r.missedOrder, i, i+1)
+	}
+	if h.store != nil {
+		h.store.Enqueue(missedRecord(r, m, NoteHandedOver))
+	}
+}
+
+func missedRecord(r *room, m *missed, note string) store.Record {
+	return store.Record{
+		Room: r.digest, ID: m.p.req.ID, Kind: int(m.p.req.Kind),
+		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
+		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
+		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
+	}
+}
+
+// noticeLocked arms the timer that tells the clients no agent waits for
+// p. Called with r.mu held, when p's last caller left.
+func (h *Hub) noticeLocked(r *room, p *pending) {
+	stopTimer(&p.notice)
+	if p.gone.Load() {
+		return
+	}
+	p.notice = time.AfterFunc(h.notice, func() {
+		select {
+		case <-h.quit:
+			return
+		default:
+		}
+		r.mu.Lock()
+		if r.pending[p.req.ID] != p || p.waiters > 0 || p.gone.Load() {
+			r.mu.Unlock()
+			return
+		}
+		p.gone.Store(true)
+		frame := r.emitLocked(agentStatusFrame(p, true), h.now())
+		cs := r.clientsLocked()
+		r.mu.Unlock()
+		broadcast(cs, frame, "")
+		h.log.Info("no agent waits for a request", "kind", p.req.Kind, "id", p.req.ID)
+	})
+}
+
+// backLocked stops telling the clients p has no agent; it returns the
+// frame to broadcast when they had been told. Called with r.mu held, when
+// a caller re-attached.
+func (h *Hub) backLocked(r *room, p *pending) []byte {
+	stopTimer(&p.notice)
+	if !p.gone.Load() {
+		return nil
+	}
+	p.gone.Store(false)
+	return r.emitLocked(agentStatusFrame(p, false), h.now())
+}
+
+// restoreMissed brings back an answer kept for an absent agent from the
+// store.
+func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
+	p := &pending{req: Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+		Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}, token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
+	r.mu.Lock()
+	h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
+	r.mu.Unlock()
+}

@@ -1,0 +1,218 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// askIn asks id from project in the background; cancel stands for the
+// agent's call going away (a dropped connection looks the same).
+func askIn(h *Hub, id, project string) (cancel context.CancelFunc, reply chan *Reply) {
+	ctx, cancel := context.WithCancel(context.Background())
+	reply = make(chan *Reply, 1)
+	go func() {
+		r, _ := h.Ask(ctx, "tok", Request{Kind: AskQuestion, ID: id, ProjectDirectory: project, Text: "q " + id + "?", Timeout: time.Hour})
+		reply <- r
+	}()
+	return cancel, reply
+}
+
+// agentStatus lists the RequestAgentStatus frames c got, as gone flags.
+func agentStatus(c *fakeClient, id string) []bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []bool
+	for _, m := range c.got {
+		if n := m.GetRequestAgentStatusNotification(); m.Cmd == CmdRequestAgentStatus && n.GetRequestId() == id {
+			out = append(out, n.GetAgentGone())
+		}
+	}
+	return out
+}
+
+func textReply(s string) Reply {
+	return Reply{ClientID: "phone", Nickname: "phone", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: s}}}}
+}
+
+// TestAgentGoneNotice: the screens learn that no agent waits for a request
+// OrphanNotice after its last caller left, and that one came back; a caller
+// back within the notice (a blip, a server restart) is never shown as gone.
+func TestAgentGoneNotice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanNotice: 5 * time.Second, OrphanGrace: time.Hour})
+		c := newFake("c")
+		h.Join("tok", c, nil, Resume{})
+		cancel, _ := askIn(h, "r1", "/p")
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		time.Sleep(4 * time.Second)
+		cancel, _ = askIn(h, "r1", "/p") // back within the notice
+		synctest.Wait()
+		time.Sleep(time.Minute)
+		if got := agentStatus(c, "r1"); len(got) != 0 {
+			t.Fatalf("a blip was announced: %v", got)
+		}
+		cancel()
+		synctest.Wait()
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		if got := agentStatus(c, "r1"); len(got) != 1 || !got[0] {
+			t.Fatalf("after the notice: %v, want [true]", got)
+		}
+		if ps := pendingOf(h, "tok"); len(ps) != 1 || !ps[0].GetAgentGone() {
+			t.Fatalf("pending = %v", ps)
+		}
+		_, reply := askIn(h, "r1", "/p") // the agent re-attaches
+		synctest.Wait()
+		if got := agentStatus(c, "r1"); len(got) != 2 || got[1] {
+			t.Fatalf("after re-attaching: %v, want [true false]", got)
+		}
+		if ps := pendingOf(h, "tok"); ps[0].GetAgentGone() {
+			t.Fatal("still listed as gone")
+		}
+		if err := h.Answer("tok", AskQuestion, "r1", textReply("yes")); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-reply; r == nil || r.Contents[0].GetText().GetText() != "yes" {
+			t.Fatalf("reply = %v", r)
+		}
+		// Answered while its agent waited: nothing kept for another call.
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("kept %v", ms)
+		}
+	})
+}
+
+// TestMissedAnswerHandedOverOnce: an answer given while no agent waited is
+// kept for the next call of the same token and project, handed over once,
+// never to another project or token, and forgotten after MissedRetention.
+func TestMissedAnswerHandedOverOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanGrace: time.Hour, MissedRetention: 24 * time.Hour})
+		for _, id := range []string{"r1", "r2", "r3"} {
+			project := "/p"
+			if id == "r3" {
+				project = "/other"
+			}
+			cancel, _ := askIn(h, id, project)
+			synctest.Wait()
+			cancel()
+			synctest.Wait()
+			time.Sleep(time.Second)
+			if err := h.Answer("tok", AskQuestion, id, textReply("answer "+id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ms := h.TakeMissed("other-token", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("another token got %v", ms)
+		}
+		if ms := h.TakeMissed("tok", "/p", []string{"r1"}, 0); len(ms) != 1 || ms[0].ID != "r2" {
+			t.Fatalf("except r1: %v", ms)
+		}
+		ms := h.TakeMissed("tok", "/p", nil, 0)
+		if len(ms) != 1 || ms[0].ID != "r1" || ms[0].Text != "q r1?" || ms[0].Reply.Contents[0].GetText().GetText() != "answer r1" {
+			t.Fatalf("took %+v", ms)
+		}
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("handed over twice: %v", ms)
+		}
+		time.Sleep(24*time.Hour + time.Second)
+		if ms := h.TakeMissed("tok", "/other", nil, 0); len(ms) != 0 {
+			t.Fatalf("kept past MissedRetention: %v", ms)
+		}
+	})
+}
+
+// TestMissedAnswerAcrossRestart: a kept answer survives a server restart,
+// and so does its hand-over; an agent re-attaching by ID gets it too.
+func TestMissedAnswerAcrossRestart(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*store.Store, *Hub) {
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: db})
+		if _, _, err := h.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		return db, h
+	}
+	db, h := open()
+	for _, id := range []string{"gone1", "gone2", "waited"} {
+		cancel, reply := askIn(h, id, "/p")
+		for !h.Validity("tok", []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+		if id != "waited" {
+			cancel()
+			<-reply // Ask returns once the call is detached
+		}
+		if err := h.Answer("tok", AskQuestion, id, textReply("answer "+id)); err != nil {
+			t.Fatal(err)
+		}
+		if id == "waited" {
+			<-reply
+		}
+		cancel()
+	}
+	h.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, h = open()
+	// The agent of gone2 re-attaches by ID: it gets its answer, which is
+	// then no longer offered to other calls.
+	if r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
+		r.Contents[0].GetText().GetText() != "answer gone2" {
+		t.Fatalf("re-attached: %v %v", r, err)
+	}
+	ms := h.TakeMissed("tok", "/p", nil, 0)
+	if len(ms) != 1 || ms[0].ID != "gone1" || ms[0].Reply.Contents[0].GetText().GetText() != "answer gone1" || ms[0].Reply.Nickname != "phone" {
+		t.Fatalf("after a restart: %+v", ms)
+	}
+	h.Close()
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, h = open()
+	defer db.Close()
+	if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+		t.Fatalf("handed over again after a restart: %+v", ms)
+	}
+	// The history still has every answer.
+	items, _, err := h.History("tok", time.Now().Add(time.Hour), 10)
+	if err != nil || len(items) != 3 {
+		t.Fatalf("history: %d items, %v", len(items), err)
+	}
+}
+
+// TestMissedBounded: a room keeps at most maxMissed answers for absent
+// agents, the newest.
+func TestMissedBounded(t *testing.T) {
+	now := time.Unix(1000, 0)
+	h := New(Options{Now: func() time.Time { return now }})
+	r := h.room("tok")
+	r.mu.Lock()
+	for i := range maxMissed + 10 {
+		p := &pending{req: Request{Kind: AskQuestion, ID: fmt.Sprint("m", i), ProjectDirectory: "/p"}}
+		h.keepMissedLocked(r, p, &Reply{}, now.Add(time.Duration(i)*time.Second))
+	}
+	r.mu.Unlock()
+	ms := h.TakeMissed("tok", "/p", nil, 0)
+	if len(ms) != maxMissed || ms[0].ID != "m10" || ms[len(ms)-1].ID != fmt.Sprint("m", maxMissed+9) {
+		t.Fatalf("kept %d, from %s", len(ms), ms[0].ID)
+	}
+	if len(r.missed) != 0 || len(r.missedOrder) != 0 {
+		t.Fatalf("left %d, order %d", len(r.missed), len(r.missedOrder))
+	}
+}
