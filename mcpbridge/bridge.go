@@ -5,6 +5,7 @@ package mcpbridge
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,9 +18,16 @@ import (
 type Options struct {
 	// Client reaches agentassistant-srv. Required.
 	Client agentassistprotoconnect.SrvAgentAssistClient
-	// Control withdraws requests when the MCP client cancels; nil: a
-	// cancelled request is withdrawn after the server's orphan grace.
+	// Control withdraws requests when the MCP client cancels (nil: a
+	// cancelled request is withdrawn after the server's orphan grace) and
+	// fetches the answers given while no agent waited (nil: none).
 	Control agentassistprotoconnect.SrvAgentAssistControlClient
+	// Done is closed when the MCP session ends (stdin closed, the process
+	// stopping). Calls it cuts short leave their requests pending, so the
+	// person can still answer and the next agentassistant-mcp of the
+	// project gets the answer; nil: every cut-short call withdraws its
+	// request.
+	Done <-chan struct{}
 	// UI reaches the server's relay; nil leaves out the web UI tools.
 	UI agentassistprotoconnect.SrvUIRelayClient
 	// RelaySession is the relay session to act in ("" is "default").
@@ -81,7 +89,7 @@ func New(o Options) *server.MCPServer {
 		server.WithInstructions(instructions),
 		server.WithHooks(hooks),
 	)
-	b := &bridge{o: o, log: o.Logger}
+	b := newBridge(o)
 	b.register(s)
 	if o.UI != nil {
 		u := &uiTools{b: b, srv: s, registered: make(map[string]bool)}
@@ -103,6 +111,13 @@ When a web UI (the booking host) is connected, get_ui_state shows what the parti
 type bridge struct {
 	o   Options
 	log *slog.Logger
+
+	mu      sync.Mutex
+	waiting map[string]struct{} // request IDs of the calls waiting now
+}
+
+func newBridge(o Options) *bridge {
+	return &bridge{o: o, log: o.Logger, waiting: make(map[string]struct{})}
 }
 
 // timeout turns the seconds an LLM passed into the duration to wait.

@@ -54,6 +54,9 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
+	if res := b.handOver(ctx, hub.AskQuestion, b.dir(req)); res != nil {
+		return res, nil
+	}
 	id := hub.NewID()
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
 		ProjectDirectory: b.dir(req), Question: q, Timeout: hub.Seconds(timeout),
@@ -69,6 +72,9 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
+	if res := b.handOver(ctx, hub.TaskFinish, b.dir(req)); res != nil {
+		return res, nil
+	}
 	id := hub.NewID()
 	call := &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
 		ProjectDirectory: b.dir(req), Summary: sum, Timeout: hub.Seconds(timeout),
@@ -90,25 +96,31 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 // wait makes the call, sending progress while it is open, and turns every
 // outcome into text the agent can act on.
 //
-// If the server goes away mid-call (restarted, link cut), the call is made
-// again with the same request ID, with backoff, until the request's own
-// deadline: the server re-attaches it to the pending request, or hands over
-// the answer given meanwhile, so the tool call does not fail. A server never
-// reached is reported after FirstContact. When the MCP client cancels, the
-// request is withdrawn explicitly.
+// If the server goes away mid-call (restarted, cleanly or not; link cut),
+// the call is made again with the same request ID, with backoff, until the
+// request's own deadline: the server re-attaches it to the pending request,
+// or hands over the answer given meanwhile, so the tool call does not fail.
+// A server never reached is reported after FirstContact. When the MCP
+// client cancels, the request is withdrawn explicitly; when the MCP
+// session ends (Options.Done), it is left pending for the next
+// agentassistant-mcp of the project.
 func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kind, id string, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
 	defer stop()
+	b.track(id, true)
+	defer b.track(id, false)
 	start := time.Now()
-	// The server enforces the timeout and says so; this deadline only
-	// guards against a server that never answers.
-	deadline := start.Add(timeout + 30*time.Second)
-	cctx, cancel := context.WithDeadline(ctx, deadline)
+	// The request's deadline is the server's: it says when no one
+	// answered. The call's own deadline, a little later, only guards
+	// against a server that never answers.
+	due := start.Add(timeout)
+	cctx, cancel := context.WithDeadline(ctx, due.Add(30*time.Second))
 	defer cancel()
 	delay := b.o.Reconnect
 	reached := false
-	var lostAt time.Time
+	var lostAt time.Time // when a reached server went away
+	var lostErr error
 	for {
 		resp, err := call(cctx)
 		if err == nil {
@@ -116,37 +128,97 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kin
 			return toResult(kind, resp), nil
 		}
 		if ctx.Err() != nil {
-			b.withdraw(id)
-			return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), err)), nil
+			return mcp.NewToolResultError(b.cancelled(kind, id, time.Since(start))), nil
 		}
-		reached = reached || !isDialError(err)
-		// Retry what the network did, not what the server said: connect
-		// reports a reset link as "canceled", which is not a withdrawal.
-		retry := !serverAnswered(err) && (isConnError(err) || connect.CodeOf(err) == connect.CodeUnavailable || connect.CodeOf(err) == connect.CodeCanceled)
-		limit := deadline
+		if !retryable(err) {
+			b.log.Info("call ended without an answer", "kind", kind, "err", err)
+			return mcp.NewToolResultError(b.explain(kind, timeout, err)), nil
+		}
+		if !isDialError(err) {
+			// The server was there (it answered, or the link broke
+			// mid-call): it went away now, and a fresh loss starts the
+			// backoff afresh.
+			reached, lostAt, lostErr, delay = true, time.Now(), err, b.o.Reconnect
+		}
+		limit := due
 		if !reached {
 			limit = start.Add(b.o.FirstContact)
 		}
-		if !retry || time.Now().Add(delay).After(limit) {
+		now := time.Now()
+		if !now.Before(limit) {
 			b.log.Info("call ended without an answer", "kind", kind, "err", err)
-			msg := b.explain(ctx, kind, timeout, time.Since(start), err)
-			if !lostAt.IsZero() {
-				msg = fmt.Sprintf("Lost agentassistant-srv at %s %s ago (%s) and could not re-attach to the %s before its deadline. %s",
-					b.o.ServerURL, time.Since(lostAt).Round(time.Second), rootCause(err), kindWord(kind), msg)
-			}
-			return mcp.NewToolResultError(msg), nil
-		}
-		if lostAt.IsZero() {
-			lostAt = time.Now()
+			return mcp.NewToolResultError(b.gaveUp(kind, timeout, now.Sub(start), lostAt, lostErr, err)), nil
 		}
 		b.log.Warn("server unreachable mid-call; will re-attach", "kind", kind, "id", id, "retry_in", delay, "err", err)
 		select {
-		case <-time.After(delay):
+		case <-time.After(min(delay, limit.Sub(now))): // the last try is at the limit itself
 		case <-ctx.Done():
-			b.withdraw(id)
-			return mcp.NewToolResultError(b.explain(ctx, kind, timeout, time.Since(start), ctx.Err())), nil
+			return mcp.NewToolResultError(b.cancelled(kind, id, time.Since(start))), nil
 		}
 		delay = min(delay*2, b.o.MaxReconnect)
+	}
+}
+
+// retryable reports an error after which the request may still be
+// pending: the network failed, or the server said it is going away
+// (Unavailable, as a server shutting down does; it keeps the request).
+func retryable(err error) bool {
+	if connect.CodeOf(err) == connect.CodeUnavailable {
+		return true
+	}
+	// Connect reports a reset link as "canceled", which is not a
+	// withdrawal; a server's own Canceled is.
+	return !serverAnswered(err) && (isConnError(err) || connect.CodeOf(err) == connect.CodeCanceled)
+}
+
+// cancelled ends a call whose MCP request ended: withdrawn when the client
+// cancelled it, left pending when the whole session is ending (the client
+// is restarting agentassistant-mcp), so the person can still answer and
+// the next agentassistant-mcp of the project gets the answer.
+func (b *bridge) cancelled(kind hub.Kind, id string, waited time.Duration) string {
+	select {
+	case <-b.o.Done:
+		b.log.Info("MCP session ended; the request stays pending for the next call from this project", "kind", kind, "id", id)
+		return fmt.Sprintf("agentassistant-mcp stopped after %s; the %s stays on the person's screens and their answer is kept for the next call from this project.",
+			waited.Round(time.Second), kindWord(kind))
+	default:
+	}
+	b.withdraw(id)
+	return fmt.Sprintf("The call was cancelled after %s; the %s was withdrawn from the person's screens.", waited.Round(time.Second), kindWord(kind))
+}
+
+// gaveUp says why a call that kept failing to reach the server ended: a
+// server never reached within FirstContact, or one that went away at
+// lostAt (lostErr) and was not back by the request's deadline.
+func (b *bridge) gaveUp(kind hub.Kind, timeout, waited time.Duration, lostAt time.Time, lostErr, last error) string {
+	what := kindWord(kind)
+	if lostAt.IsZero() {
+		return fmt.Sprintf("Could not reach agentassistant-srv at %s (%s; tried for %s). The person has not seen the %s. "+
+			"Ask them to start agentassistant-srv, then try again.", b.o.ServerURL, rootCause(last), waited.Round(time.Second), what)
+	}
+	return fmt.Sprintf("Lost agentassistant-srv at %s %s ago (%s) and it was not back within the %s's %d-second timeout (last try: %s), "+
+		"so no answer can arrive through this call. If the person answered meanwhile, the answer is kept: "+
+		"your next ask_question or task_finish from this project gets it.",
+		b.o.ServerURL, time.Since(lostAt).Round(time.Second), lossCause(lostErr), what, int(timeout.Seconds()), rootCause(last))
+}
+
+// lossCause is what a lost server said, or what broke the link.
+func lossCause(err error) string {
+	if serverAnswered(err) {
+		return connectMessage(err)
+	}
+	return rootCause(err)
+}
+
+// track records the requests this process waits on now: the answers kept
+// for absent agents must not include them (they come by re-attaching).
+func (b *bridge) track(id string, waiting bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if waiting {
+		b.waiting[id] = struct{}{}
+	} else {
+		delete(b.waiting, id)
 	}
 }
 
@@ -171,14 +243,10 @@ func (b *bridge) withdraw(id string) {
 	}
 }
 
-func (b *bridge) explain(ctx context.Context, kind hub.Kind, timeout, waited time.Duration, err error) string {
-	what := "question"
-	if kind == hub.TaskFinish {
-		what = "task report"
-	}
-	if ctx.Err() != nil {
-		return fmt.Sprintf("The call was cancelled after %s; the %s was withdrawn from the person's screens.", waited.Round(time.Second), what)
-	}
+// explain turns an error the call cannot recover from into text for the
+// agent.
+func (b *bridge) explain(kind hub.Kind, timeout time.Duration, err error) string {
+	what := kindWord(kind)
 	switch connect.CodeOf(err) {
 	case connect.CodeDeadlineExceeded:
 		return fmt.Sprintf("No one answered the %s within %d seconds, so it was withdrawn. "+
@@ -186,15 +254,6 @@ func (b *bridge) explain(ctx context.Context, kind hub.Kind, timeout, waited tim
 	case connect.CodeUnauthenticated:
 		return fmt.Sprintf("agentassistant-srv at %s rejected the token. Set agentassistant_server_token (or -token) "+
 			"in agentassistant-mcp's configuration to the server's token.", b.o.ServerURL)
-	case connect.CodeUnavailable, connect.CodeUnknown:
-		if isConnError(err) {
-			return fmt.Sprintf("Could not reach agentassistant-srv at %s (%s). The person has not seen the %s. "+
-				"Ask them to start agentassistant-srv, then try again.", b.o.ServerURL, rootCause(err), what)
-		}
-		if connect.CodeOf(err) == connect.CodeUnavailable {
-			return fmt.Sprintf("agentassistant-srv at %s went away before anyone answered the %s (%s). Try again when it is back.",
-				b.o.ServerURL, what, connectMessage(err))
-		}
 	case connect.CodeCanceled:
 		return fmt.Sprintf("The %s was withdrawn before anyone answered it (cancelled, or its agent went away for too long).", what)
 	case connect.CodeInvalidArgument:

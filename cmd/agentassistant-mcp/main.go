@@ -119,6 +119,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	httpClient := &http.Client{Transport: transport}
 	uiHTTP := &http.Client{Transport: transport, Timeout: 60 * time.Second}
 	dir, _ := os.Getwd()
+	// The session ends with stdin (the client closed it) or with ctx (a
+	// signal). Calls it cuts short leave their questions pending for the
+	// next agentassistant-mcp of the project rather than withdrawing them.
+	sess, endSession := context.WithCancel(ctx)
+	defer endSession()
+	stdin = &endReader{r: stdin, end: endSession}
 	s := mcpbridge.New(mcpbridge.Options{
 		Client:  agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
 		Control: agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String()),
@@ -130,6 +136,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:           logger,
 		Version:          version,
 		ProjectDirectory: dir,
+		Done:             sess.Done(),
 	})
 
 	if *web {
@@ -144,11 +151,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	logger.Info("serving MCP on stdio", "server", base.String())
 	stdio := server.NewStdioServer(s)
 	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
-	err = stdio.Listen(ctx, stdin, stdout)
+	err = stdio.Listen(sess, stdin, stdout)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	return nil
+}
+
+// endReader calls end when its reader fails or ends, before it says so.
+type endReader struct {
+	r   io.Reader
+	end func()
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.end()
+	}
+	return n, err
 }
 
 // tokenHeader sends the token as a header, how the services whose messages
