@@ -108,6 +108,45 @@ describe('inbox in a real browser', () => {
     await page.context().close()
   })
 
+  it('the agent restarts mid-question: the page says no agent waits, the answer goes to its next call', async () => {
+    const page = await openInbox('restart-pc')
+    const phone = await openInbox('restart-phone', { width: 390, height: 844 })
+    const old = await startMCP(srv)
+    const args = { question: 'Keep the **staging** database, or drop it?', project_directory: '/home/me/shop' }
+    const first = old.callTool({ name: 'ask_question', arguments: args }, undefined, { timeout: 120_000 }).catch((e: unknown) => e)
+    await page.locator('[data-status=waiting]', { hasText: 'staging' }).waitFor()
+    await old.close() // the MCP client restarts its server
+    await first
+
+    const gone = page.locator('[data-status=waiting][data-agent-gone=true]', { hasText: 'staging' })
+    await gone.waitFor({ timeout: 20_000 })
+    await expect(gone.locator('[data-testid=status]').textContent()).resolves.toContain('No agent waiting')
+    await expect(gone.locator('[data-testid=agent-gone]').textContent()).resolves.toContain("kept for the agent's next call")
+    await phone.locator('[data-status=waiting][data-agent-gone=true]', { hasText: 'staging' }).waitFor()
+    if (SHOTS) {
+      for (const p of [page, phone]) await p.locator('[data-agent-gone=true]', { hasText: 'staging' }).evaluate((e) => e.scrollIntoView({ block: 'center' }))
+      await page.screenshot({ path: `${SHOTS}/inbox-agent-gone-desktop.png` })
+      await phone.screenshot({ path: `${SHOTS}/inbox-agent-gone-phone.png` })
+    }
+    await gone.click()
+    await page.locator('textarea[data-testid=reply-input]').fill('Keep it until Friday.')
+    await page.locator('[data-testid=send]').click()
+    await page.locator('[data-status=answeredHere]', { hasText: 'staging' }).waitFor()
+
+    // The restarted server's next call from the project gets the answer
+    // instead of asking.
+    const again = await startMCP(srv)
+    const r = (await again.callTool({ name: 'ask_question', arguments: { question: 'Which staging host?', project_directory: '/home/me/shop' } },
+      undefined, { timeout: 30_000 })) as ToolResult
+    expect(r.isError).toBeFalsy()
+    expect(text(r)).toContain('Keep the **staging** database, or drop it?')
+    expect(text(r)).toContain('Keep it until Friday.')
+    expect(await page.locator('[data-request-id]', { hasText: 'Which staging host?' }).count()).toBe(0)
+    await again.close()
+    await page.context().close()
+    await phone.context().close()
+  })
+
   it('offline for 5 s and back: what it missed, once each, in order', async () => {
     const proxy = await startProxy(Number(srv.port))
     const ctx = await browser.newContext({ viewport: { width: 1200, height: 850 }, locale: 'en-US' })

@@ -27,6 +27,9 @@ export interface Item {
   reply?: ReplyPart[]
   answeredBy?: string
   answeredAt?: number
+  // No agent waits for the answer now; the server keeps it for the
+  // agent's next call from the project.
+  agentGone?: boolean
 }
 
 export interface ChatLine {
@@ -141,6 +144,8 @@ export function createStore(storageKey: string) {
           if (!req) continue
           pending.add(req.ID)
           if (upsert(p.messageType as Kind, req, Number(p.createdAt), p.timeout)) fresh = req.ID
+          const it = find(req.ID)
+          if (it) it.agentGone = p.agentGone
         }
         // What this device thought was waiting but the server no longer
         // has was settled while we were away.
@@ -182,6 +187,15 @@ export function createStore(storageKey: string) {
         state.items.sort((a, b) => a.createdAt - b.createdAt)
         state.historyMore = !!h?.more
         save()
+        break
+      }
+      case 'RequestAgentStatus': {
+        const n = m.RequestAgentStatusNotification
+        const it = n && find(n.requestId)
+        if (it) {
+          it.agentGone = n.agentGone
+          save()
+        }
         break
       }
       case 'RequestCancelled': {
