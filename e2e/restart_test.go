@@ -13,9 +13,9 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wstest"
 )
 
-// stop stops the server the clean way (SIGTERM, as a service manager or
-// Ctrl+C would) and waits for it to exit.
-func (s *server) stop(t *testing.T) {
+// stopCleanly stops the server the clean way (SIGTERM, as a service
+// manager or Ctrl+C would) and waits for it to exit.
+func (s *server) stopCleanly(t *testing.T) {
 	t.Helper()
 	s.killed = true
 	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -24,8 +24,8 @@ func (s *server) stop(t *testing.T) {
 	_ = s.cmd.Wait()
 }
 
-// askIn calls ask_question from project dir in the background.
-func askIn(agent interface {
+// askFromProject calls ask_question from project dir in the background.
+func askFromProject(agent interface {
 	CallTool(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error)
 }, question, dir string) chan callResult {
 	done := make(chan callResult, 1)
@@ -49,7 +49,7 @@ func TestServerStoppedCleanlyWithQuestionPending(t *testing.T) {
 	done := askAsync(agent, "Survive a clean stop?")
 	_, id := pendingQuestion(t, s, "Survive a clean stop?")
 
-	s.stop(t)
+	s.stopCleanly(t)
 	s2 := startServerWith(t, port, data, nil, tokenA)
 	ui, id2 := pendingQuestion(t, s2, "Survive a clean stop?")
 	if id2 != id {
@@ -76,7 +76,7 @@ func TestMCPRestartKeepsTheAnswer(t *testing.T) {
 	s := startServer(t, tokenA)
 	const project = "/home/me/shop"
 	agent := startMCP(t, s, tokenA)
-	done := askIn(agent, "Which port should the shop listen on?", project)
+	done := askFromProject(agent, "Which port should the shop listen on?", project)
 	ui, id := pendingQuestion(t, s, "Which port should the shop listen on?")
 
 	// The client restarts its MCP server: stdin closes, the process exits.
@@ -118,7 +118,7 @@ func TestMCPRestartKeepsTheAnswer(t *testing.T) {
 	agent2 := startMCP(t, s, tokenA)
 	var r callResult
 	select {
-	case r = <-askIn(agent2, "Which host name should the shop use?", project):
+	case r = <-askFromProject(agent2, "Which host name should the shop use?", project):
 	case <-time.After(30 * time.Second):
 		t.Fatal("the next call waits: it was asked instead of getting the kept answer")
 	}
@@ -137,7 +137,7 @@ func TestMCPRestartKeepsTheAnswer(t *testing.T) {
 	}
 
 	// Handed over once: the next call is asked as usual.
-	done = askIn(agent2, "Which host name should the shop use?", project)
+	done = askFromProject(agent2, "Which host name should the shop use?", project)
 	m, err = ui.Expect("AskQuestion", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
