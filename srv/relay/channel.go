@@ -43,7 +43,9 @@ func (p *peer) deliverAt(env Envelope, version uint64) bool {
 	}
 }
 
-// call is a request forwarded to the host and not yet answered.
+// call is a request forwarded to the host and not yet answered. from is
+// nil once its agent has gone: the call keeps its id taken until the host
+// answers it (or leaves), so the late answer reaches no one else.
 type call struct {
 	from   *peer
 	origID string // the id the agent used; restored in the reply's replyTo
@@ -193,7 +195,8 @@ func checkAgentPayload(env Envelope) *Error {
 }
 
 // track registers a request to the host and returns the id to send it
-// under: the agent's own id unless another request in flight uses it.
+// under: the agent's own id unless another call to the host uses it (one
+// in flight, or one whose agent has gone and whose answer may still come).
 func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if env.ID == "" && p.local == nil && env.Type == TypeAgentMessage {
 		return "", true // fire-and-forget; nothing to route back
@@ -209,8 +212,11 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if len(ch.inflight) >= maxInflight {
 		return "", false
 	}
+	// A new name is checked too: an agent may already use it for a call
+	// of its own ("x~1"), and two calls of one name would mix up replies.
+	// At most len(inflight)+1 names are tried.
 	id := env.ID
-	if _, busy := ch.inflight[id]; id == "" || busy {
+	for _, busy := ch.inflight[id]; id == "" || busy; _, busy = ch.inflight[id] {
 		ch.seq++
 		id = "relay-" + strconv.FormatUint(ch.seq, 10)
 		if env.ID != "" {
@@ -317,22 +323,22 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 }
 
 // route sends a host message to the agent whose request it answers, and
-// pushes (or answers nobody claims) to every agent.
+// pushes to every agent. A reply is never anyone else's: one to a call
+// whose agent has gone, or to no call at all, goes nowhere unless it is
+// also an event everyone sees (session.started, state.updated, ...).
 func (ch *channel) route(env Envelope, broadcast bool) {
 	var to *peer
-	if env.ReplyTo != "" {
-		if c := ch.inflight[env.ReplyTo]; c != nil {
-			delete(ch.inflight, env.ReplyTo)
-			to = c.from
+	if env.ReplyTo == "" {
+		broadcast = true
+	} else if c := ch.inflight[env.ReplyTo]; c != nil {
+		delete(ch.inflight, env.ReplyTo)
+		if to = c.from; to != nil {
 			reply := env
 			reply.ReplyTo = c.origID
 			to.deliverAt(reply, ch.stateVersion)
-		} else {
-			broadcast = true
 		}
-	}
-	if to == nil {
-		broadcast = true
+	} else if !broadcast {
+		ch.r.log.Debug("host reply to no call in flight dropped", "relay", ch.name, "type", env.Type)
 	}
 	if broadcast {
 		push := env
@@ -505,11 +511,12 @@ func (ch *channel) endForLostHost() {
 	}
 }
 
-// forget drops p's requests in flight; their answers go nowhere.
+// forget disowns p's requests in flight; their answers go nowhere, and
+// their ids stay taken until the host answers (see call).
 func (ch *channel) forget(p *peer) {
-	for id, c := range ch.inflight {
+	for _, c := range ch.inflight {
 		if c.from == p {
-			delete(ch.inflight, id)
+			c.from = nil
 		}
 	}
 }
@@ -517,7 +524,9 @@ func (ch *channel) forget(p *peer) {
 func (ch *channel) failInflight(msg string) {
 	for id, c := range ch.inflight {
 		delete(ch.inflight, id)
-		ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+		if c.from != nil {
+			ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+		}
 	}
 }
 
