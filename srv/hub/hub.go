@@ -7,6 +7,8 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,7 +76,7 @@ type Reply struct {
 // their wire codes.
 var (
 	ErrTimeout    = errors.New("no reply before the timeout")
-	ErrDuplicate  = errors.New("a request with this ID is already pending")
+	ErrDuplicate  = errors.New("the request ID is in use by a different request (another kind, question or project directory)")
 	ErrNotPending = errors.New("request is not pending: it was answered, cancelled or timed out")
 	ErrNoReceiver = errors.New("receiver is not online under this token")
 	ErrClosed     = errors.New("server is shutting down")
@@ -210,6 +212,7 @@ func (h *Hub) room(token string) *room {
 // pending is a request waiting for its outcome.
 type pending struct {
 	req       Request
+	sum       digest // of req, for callers that re-attach
 	token     string
 	createdAt time.Time
 	deadline  time.Time
@@ -222,9 +225,10 @@ type pending struct {
 }
 
 // settled is the outcome of a request that is no longer pending, kept for
-// Retention so a caller that re-attaches (same ID) still gets it.
+// Retention so a caller that re-attaches (same ID, same request) still
+// gets it.
 type settled struct {
-	kind  Kind
+	sum   digest // of the request
 	reply *Reply
 	err   error
 	at    time.Time
@@ -237,7 +241,9 @@ type settled struct {
 // Asking again with the ID of a pending request re-attaches to it instead
 // of asking twice; with the ID of one settled within Retention, it returns
 // that outcome. That is how an agent whose connection or server went away
-// gets its answer after all.
+// gets its answer after all. Only the same request re-attaches (same kind,
+// project directory and text, under the same token): another one with
+// that ID gets ErrDuplicate, never the answer to a question it did not ask.
 //
 // When the last caller waiting on a request goes away without cancelling
 // (its connection dropped; the server cannot tell that from a cancel), the
@@ -249,11 +255,12 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		return nil, ErrClosed
 	default:
 	}
+	sum := req.digest() // outside the lock: the text may be long
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
 	switch {
-	case p != nil && p.req.Kind != req.Kind:
+	case p != nil && p.sum != sum:
 		r.mu.Unlock()
 		return nil, ErrDuplicate
 	case p != nil:
@@ -262,13 +269,16 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		r.mu.Unlock()
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	default:
-		if s := r.settled[req.ID]; s != nil && s.kind == req.Kind {
+		if s := r.settled[req.ID]; s != nil {
 			r.mu.Unlock()
+			if s.sum != sum {
+				return nil, ErrDuplicate
+			}
 			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)
 			return s.reply, s.err
 		}
 		now := h.now()
-		p = &pending{req: req, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
+		p = &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
 		r.pending[req.ID] = p
 		h.persist(r, p, store.Pending, nil, "")
 		h.arm(r, p)
@@ -352,7 +362,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	p.reply, p.err = rep, err
 	close(p.done)
 	now := h.now()
-	r.keepSettled(p.req.ID, &settled{kind: p.req.Kind, reply: rep, err: err, at: now}, now.Add(-h.retention))
+	r.keepSettled(p.req.ID, &settled{sum: p.sum, reply: rep, err: err, at: now}, now.Add(-h.retention))
 	status := store.Answered
 	switch {
 	case errors.Is(err, ErrTimeout):
@@ -453,6 +463,23 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 		rec.Reply = encodeReply(rep)
 	}
 	h.store.Enqueue(rec)
+}
+
+// digest identifies a request's content, so a caller re-attaching by ID
+// can be told from another request that reuses the ID.
+type digest [sha256.Size]byte
+
+func (q *Request) digest() digest {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range []string{q.Kind.String(), q.ProjectDirectory, q.Text} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
 }
 
 // Answer records a reply to the request id of the given kind. The first
