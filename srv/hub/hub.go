@@ -81,6 +81,7 @@ var (
 	ErrNoReceiver = errors.New("receiver is not online under this token")
 	ErrClosed     = errors.New("server is shutting down")
 	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
+	ErrRoomFull   = errors.New("too many connections for this token")
 )
 
 // Options configure a Hub. The zero value is usable.
@@ -534,7 +535,15 @@ func (h *Hub) Epoch() string { return h.epoch }
 // window, the events it missed; all atomically with joining, so c misses
 // nothing and gets nothing twice.
 func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) {
-	h.room(token).join(c, welcome, resume, h.epoch, h.now())
+	h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+}
+
+// JoinAtMost is Join into a room of at most limit clients: when the room
+// is full, c is not added, welcome is not called and ErrRoomFull is
+// returned. The check and the join are one step, so a burst of logins
+// cannot overshoot the limit.
+func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) error {
+	return h.room(token).join(c, limit, welcome, resume, h.epoch, h.now())
 }
 
 // Leave removes c from the room of token and tells the others.
@@ -611,8 +620,13 @@ type presenceChange struct {
 	at     time.Time
 }
 
-func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) {
+// join adds c unless the room already has limit clients (0: no limit).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) error {
 	r.mu.Lock()
+	if limit > 0 && len(r.clients) >= limit {
+		r.mu.Unlock()
+		return ErrRoomFull
+	}
 	var missed [][]byte
 	resumed := false
 	if resume.From > 0 && resume.Epoch == epoch {
@@ -631,6 +645,7 @@ func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch st
 	r.snapshot = nil
 	r.announceLocked(c, "online", now)
 	r.mu.Unlock()
+	return nil
 }
 
 func (r *room) leave(c Client, now time.Time) {
