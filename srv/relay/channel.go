@@ -60,10 +60,13 @@ const (
 )
 
 // channel is one relay session: everything under one (token, sessionId).
+// It is freed when it holds nothing (sessions.go).
 type channel struct {
 	r     *Relay
 	token string
 	name  string
+	key   string // in Relay.channels
+	refs  int    // callers using it now; guarded by Relay.mu
 
 	mu       sync.Mutex
 	host     *peer
@@ -82,7 +85,8 @@ type channel struct {
 	mailbox     []Envelope // user.message for in-process agents
 	mailboxWake chan struct{}
 	activity    time.Time   // the last message through the relay session
-	hostGone    *time.Timer // ends the active session unless a host comes back
+	hostGone    *time.Timer // armed while the host is away: see leave
+	hostLeft    uint64      // counts the host's departures; names hostGone's round
 }
 
 func newChannel(r *Relay, token, name string) *channel {
@@ -472,7 +476,9 @@ func (ch *channel) joinAgent(p *peer, joinID string) bool {
 	return true
 }
 
-func (ch *channel) leave(p *peer) {
+// remove takes p out of the relay session; a host leaving starts the
+// grace within which it may come back.
+func (ch *channel) remove(p *peer) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if p.role == "host" {
@@ -483,32 +489,45 @@ func (ch *channel) leave(p *peer) {
 		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
 		ch.presence()
-		if ch.log != nil {
-			ch.hostGone = time.AfterFunc(ch.r.o.HostGrace, ch.endForLostHost)
-		}
+		// For the grace the host may come back (a reload): the study
+		// session goes on and the last state stays for the agents.
+		ch.hostLeft++
+		round := ch.hostLeft
+		ch.hostGone = time.AfterFunc(ch.r.o.HostGrace, func() { ch.endForLostHost(round) })
 		return
 	}
 	delete(ch.agents, p)
 	ch.forget(p)
 }
 
-// endForLostHost ends the active study session when its host stayed away
-// past the grace: the log is closed and the agents are told.
-func (ch *channel) endForLostHost() {
+// leave removes p and frees the relay session if that left it empty.
+func (ch *channel) leave(p *peer) {
+	ch.remove(p)
+	ch.r.tidy(ch)
+}
+
+// endForLostHost ends the grace of the host's departure number round:
+// the active study session, if any, ends (its log is closed and the
+// agents are told), and the relay session is freed if it holds nothing.
+func (ch *channel) endForLostHost(round uint64) {
 	ch.mu.Lock()
-	defer ch.mu.Unlock()
+	if round != ch.hostLeft || ch.hostGone == nil {
+		ch.mu.Unlock()
+		return // the host came back, maybe to leave again
+	}
 	ch.hostGone = nil
-	if ch.host != nil || ch.log == nil {
-		return
+	if ch.host == nil && ch.log != nil {
+		env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
+			"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
+		})}
+		ch.record(studylog.Internal, env)
+		ch.closeSession()
+		for a := range ch.agents {
+			a.deliver(env)
+		}
 	}
-	env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
-		"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
-	})}
-	ch.record(studylog.Internal, env)
-	ch.closeSession()
-	for a := range ch.agents {
-		a.deliver(env)
-	}
+	ch.mu.Unlock()
+	ch.r.tidy(ch)
 }
 
 // forget disowns p's requests in flight; their answers go nowhere, and
