@@ -176,6 +176,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
 		"wsConnections":    s.inbox.Count(),
 		"relayConnections": s.relay.Count(),
+		"relaySessions":    s.relay.Sessions(),
 		"wsStates":         s.inbox.States(),
 		"relayStates":      s.relay.States(),
 		"goroutines":       runtime.NumGoroutine(),

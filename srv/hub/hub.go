@@ -7,6 +7,8 @@ package hub
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -75,11 +77,12 @@ type Reply struct {
 // their wire codes.
 var (
 	ErrTimeout    = errors.New("no reply before the timeout")
-	ErrDuplicate  = errors.New("a request with this ID is already pending")
+	ErrDuplicate  = errors.New("the request ID is in use by a different request (another kind, question or project directory)")
 	ErrNotPending = errors.New("request is not pending: it was answered, cancelled or timed out")
 	ErrNoReceiver = errors.New("receiver is not online under this token")
 	ErrClosed     = errors.New("server is shutting down")
 	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
+	ErrRoomFull   = errors.New("too many connections for this token")
 )
 
 // Options configure a Hub. The zero value is usable.
@@ -227,6 +230,7 @@ func (h *Hub) room(token string) *room {
 // pending is a request waiting for its outcome.
 type pending struct {
 	req       Request
+	sum       digest // of req, for callers that re-attach
 	token     string
 	createdAt time.Time
 	deadline  time.Time
@@ -243,9 +247,10 @@ type pending struct {
 }
 
 // settled is the outcome of a request that is no longer pending, kept for
-// Retention so a caller that re-attaches (same ID) still gets it.
+// Retention so a caller that re-attaches (same ID, same request) still
+// gets it.
 type settled struct {
-	kind  Kind
+	sum   digest // of the request
 	reply *Reply
 	err   error
 	at    time.Time
@@ -258,7 +263,9 @@ type settled struct {
 // Asking again with the ID of a pending request re-attaches to it instead
 // of asking twice; with the ID of one settled within Retention, it returns
 // that outcome. That is how an agent whose connection or server went away
-// gets its answer after all.
+// gets its answer after all. Only the same request re-attaches (same kind,
+// project directory and text, under the same token): another one with
+// that ID gets ErrDuplicate, never the answer to a question it did not ask.
 //
 // When the last caller waiting on a request goes away without cancelling
 // (its connection dropped; the server cannot tell that from a cancel), the
@@ -270,11 +277,12 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		return nil, ErrClosed
 	default:
 	}
+	sum := req.digest() // outside the lock: the text may be long
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
 	switch {
-	case p != nil && p.req.Kind != req.Kind:
+	case p != nil && p.sum != sum:
 		r.mu.Unlock()
 		return nil, ErrDuplicate
 	case p != nil:
@@ -287,20 +295,28 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		}
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	default:
-		if s := r.settled[req.ID]; s != nil && s.kind == req.Kind {
+		if s := r.settled[req.ID]; s != nil {
+			if s.sum != sum {
+				r.mu.Unlock()
+				return nil, ErrDuplicate
+			}
 			h.handedOverLocked(r, req.ID)
 			r.mu.Unlock()
 			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)
 			return s.reply, s.err
 		}
-		if m := r.missed[req.ID]; m != nil && m.p.req.Kind == req.Kind {
+		if m := r.missed[req.ID]; m != nil {
+			if m.p.sum != sum {
+				r.mu.Unlock()
+				return nil, ErrDuplicate
+			}
 			h.handedOverLocked(r, req.ID)
 			r.mu.Unlock()
 			h.log.Info("re-attached to an answer kept for its agent", "kind", req.Kind, "id", req.ID)
 			return m.reply, nil
 		}
 		now := h.now()
-		p = &pending{req: req, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
+		p = &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
 		r.pending[req.ID] = p
 		h.persist(r, p, store.Pending, nil, "")
 		h.arm(r, p)
@@ -386,7 +402,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	p.reply, p.err = rep, err
 	close(p.done)
 	now := h.now()
-	r.keepSettled(p.req.ID, &settled{kind: p.req.Kind, reply: rep, err: err, at: now}, now.Add(-h.retention))
+	r.keepSettled(p.req.ID, &settled{sum: p.sum, reply: rep, err: err, at: now}, now.Add(-h.retention))
 	if rep != nil && p.waiters <= 0 {
 		// No agent waits for this answer: keep it for the next call.
 		reason = NoteUndelivered
@@ -494,6 +510,23 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 	h.store.Enqueue(rec)
 }
 
+// digest identifies a request's content, so a caller re-attaching by ID
+// can be told from another request that reuses the ID.
+type digest [sha256.Size]byte
+
+func (q *Request) digest() digest {
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range []string{q.Kind.String(), q.ProjectDirectory, q.Text} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
+		h.Write(n[:])
+		h.Write([]byte(f))
+	}
+	var d digest
+	h.Sum(d[:0])
+	return d
+}
+
 // Answer records a reply to the request id of the given kind. The first
 // answer wins; the other clients of the room get a reply notification.
 func (h *Hub) Answer(token string, kind Kind, id string, rep Reply) error {
@@ -546,7 +579,15 @@ func (h *Hub) Epoch() string { return h.epoch }
 // window, the events it missed; all atomically with joining, so c misses
 // nothing and gets nothing twice.
 func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) {
-	h.room(token).join(c, welcome, resume, h.epoch, h.now())
+	h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+}
+
+// JoinAtMost is Join into a room of at most limit clients: when the room
+// is full, c is not added, welcome is not called and ErrRoomFull is
+// returned. The check and the join are one step, so a burst of logins
+// cannot overshoot the limit.
+func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) error {
+	return h.room(token).join(c, limit, welcome, resume, h.epoch, h.now())
 }
 
 // Leave removes c from the room of token and tells the others.
@@ -629,8 +670,13 @@ type presenceChange struct {
 	at     time.Time
 }
 
-func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) {
+// join adds c unless the room already has limit clients (0: no limit).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) error {
 	r.mu.Lock()
+	if limit > 0 && len(r.clients) >= limit {
+		r.mu.Unlock()
+		return ErrRoomFull
+	}
 	var missed [][]byte
 	resumed := false
 	if resume.From > 0 && resume.Epoch == epoch {
@@ -649,6 +695,7 @@ func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch st
 	r.snapshot = nil
 	r.announceLocked(c, "online", now)
 	r.mu.Unlock()
+	return nil
 }
 
 func (r *room) leave(c Client, now time.Time) {

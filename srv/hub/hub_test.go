@@ -431,13 +431,13 @@ func TestSettledBounded(t *testing.T) {
 	h := New(Options{Now: func() time.Time { return now }, Retention: time.Minute})
 	r := h.room("tok")
 	for i := range maxSettled + 10 {
-		r.keepSettled(fmt.Sprint("s", i), &settled{kind: AskQuestion, at: now}, now.Add(-time.Minute))
+		r.keepSettled(fmt.Sprint("s", i), &settled{at: now}, now.Add(-time.Minute))
 	}
 	if len(r.settled) != maxSettled || r.settled["s0"] != nil || r.settled[fmt.Sprint("s", maxSettled+9)] == nil {
 		t.Fatalf("kept %d; s0 %v", len(r.settled), r.settled["s0"] != nil)
 	}
 	now = now.Add(2 * time.Minute)
-	r.keepSettled("fresh", &settled{kind: AskQuestion, at: now}, now.Add(-time.Minute))
+	r.keepSettled("fresh", &settled{at: now}, now.Add(-time.Minute))
 	if len(r.settled) != 1 || r.settled["fresh"] == nil || len(r.settledOrder) != 1 {
 		t.Fatalf("after they aged: %d kept, order %d", len(r.settled), len(r.settledOrder))
 	}
@@ -494,5 +494,77 @@ func TestStoredRepliesKeepWhoAnswered(t *testing.T) {
 		if rep.Meta != nil && len(rep.Meta) != 1 {
 			t.Fatal("encoding changed the caller's map")
 		}
+	}
+}
+
+// TestReattachAfterRestartMustMatch: after a restart, a request restored
+// pending or answered re-attaches only the same request; another one
+// reusing its ID is refused, not attached to it or handed its answer.
+func TestReattachAfterRestartMustMatch(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Store: db})
+	asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
+		ec := make(chan error, 1)
+		go func() {
+			_, err := h.Ask(ctx, "tok", Request{Kind: AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
+			ec <- err
+		}()
+		return ec
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ec := asked(h, "waiting", "/p", "Merge it?", ctx)
+	ec2 := asked(h, "done", "/p", "Ship it?", context.Background())
+	for len(pendingOf(h, "tok")) < 2 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := h.Answer("tok", AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+		t.Fatal(err)
+	}
+	<-ec2
+	h.Close()
+	cancel()
+	<-ec
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h2 := New(Options{Store: db})
+	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ id, dir, text string }{
+		{"waiting", "/p", "Drop the table?"},
+		{"waiting", "/other", "Merge it?"},
+		{"done", "/p", "Drop the table?"},
+		{"done", "", "Ship it?"},
+	} {
+		select {
+		case err := <-asked(h2, c.id, c.dir, c.text, context.Background()):
+			if !errors.Is(err, ErrDuplicate) {
+				t.Errorf("%s asked as %q in %q: %v, want ErrDuplicate", c.id, c.text, c.dir, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s asked as %q in %q: attached to the pending request", c.id, c.text, c.dir)
+		}
+	}
+	r, err := h2.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
+	if err != nil || r.Nickname != "laptop" {
+		t.Fatalf("the same request after the restart: %+v %v", r, err)
+	}
+	ec3 := asked(h2, "waiting", "/p", "Merge it?", context.Background())
+	for len(pendingOf(h2, "tok")) != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	if err := h2.Answer("tok", AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
+		t.Fatalf("the same pending request after the restart: %v", err)
 	}
 }

@@ -176,8 +176,9 @@ func (h *Hub) backLocked(r *room, p *pending) []byte {
 // restoreMissed brings back an answer kept for an absent agent from the
 // store.
 func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
-	p := &pending{req: Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
-		Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}, token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
+	req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+		Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
+	p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
 	r.mu.Lock()
 	h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
 	r.mu.Unlock()

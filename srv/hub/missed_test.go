@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -169,9 +170,13 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 	}
 
 	db, h = open()
-	// The agent of gone2 re-attaches by ID: it gets its answer, which is
-	// then no longer offered to other calls.
-	if r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
+	// Another request reusing gone2's ID gets nothing; gone2's agent
+	// re-attaching by ID gets its answer, which is then no longer offered
+	// to other calls.
+	if _, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "another?", Timeout: time.Hour}); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("another request with gone2's ID: %v", err)
+	}
+	if r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
 		r.Contents[0].GetText().GetText() != "answer gone2" {
 		t.Fatalf("re-attached: %v %v", r, err)
 	}

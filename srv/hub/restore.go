@@ -49,7 +49,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			if rec.ClosedAt.Before(now.Add(-h.retention)) {
 				continue // history only; too old to re-attach to
 			}
-			s := &settled{kind: req.Kind, at: rec.ClosedAt}
+			s := &settled{sum: req.digest(), at: rec.ClosedAt}
 			switch rec.Status {
 			case store.Answered:
 				s.reply = decodeReply(rec.Reply)
@@ -64,7 +64,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			settledN++
 			continue
 		}
-		p := &pending{req: req, token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
 		r.mu.Lock()
 		r.pending[rec.ID] = p
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {

@@ -93,15 +93,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.h.log.Info("login refused: wrong token", "client", c.id, "remote", auth.Key(c.remote))
 		return refuse("invalid token")
 	}
-	if o.Hub.Count(m.StrParam) >= o.MaxPerToken {
-		c.h.log.Warn("login refused: connection cap reached", "client", c.id, "cap", o.MaxPerToken)
-		return refuse("too many connections for this token")
-	}
 	c.nickname = cleanNickname(m.Nickname, c.id)
-	c.token = m.StrParam
-	c.SetState(wsconn.Active)
-	c.SetReadLimit(o.MaxFrame)
-	c.KeepAlive()
 	welcome := func(resumed bool) []byte {
 		b, _ := proto.Marshal(&pb.WebsocketMessage{
 			Cmd:               hub.CmdUserLogin,
@@ -110,7 +102,16 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		})
 		return b
 	}
-	o.Hub.Join(c.token, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
+	// The cap is checked as the client joins, in one step: a burst of
+	// logins cannot all pass the check before any of them has joined.
+	if err := o.Hub.JoinAtMost(m.StrParam, o.MaxPerToken, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()}); err != nil {
+		c.h.log.Warn("login refused: connection cap reached", "client", c.id, "cap", o.MaxPerToken)
+		return refuse(err.Error())
+	}
+	c.token = m.StrParam
+	c.SetState(wsconn.Active)
+	c.SetReadLimit(o.MaxFrame)
+	c.KeepAlive()
 	c.h.log.Info("client logged in", "client", c.id, "nickname", c.nickname)
 	return true
 }

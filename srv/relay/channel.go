@@ -43,7 +43,9 @@ func (p *peer) deliverAt(env Envelope, version uint64) bool {
 	}
 }
 
-// call is a request forwarded to the host and not yet answered.
+// call is a request forwarded to the host and not yet answered. from is
+// nil once its agent has gone: the call keeps its id taken until the host
+// answers it (or leaves), so the late answer reaches no one else.
 type call struct {
 	from   *peer
 	origID string // the id the agent used; restored in the reply's replyTo
@@ -58,10 +60,13 @@ const (
 )
 
 // channel is one relay session: everything under one (token, sessionId).
+// It is freed when it holds nothing (sessions.go).
 type channel struct {
 	r     *Relay
 	token string
 	name  string
+	key   string // in Relay.channels
+	refs  int    // callers using it now; guarded by Relay.mu
 
 	mu       sync.Mutex
 	host     *peer
@@ -80,7 +85,8 @@ type channel struct {
 	mailbox     []Envelope // user.message for in-process agents
 	mailboxWake chan struct{}
 	activity    time.Time   // the last message through the relay session
-	hostGone    *time.Timer // ends the active session unless a host comes back
+	hostGone    *time.Timer // armed while the host is away: see leave
+	hostLeft    uint64      // counts the host's departures; names hostGone's round
 }
 
 func newChannel(r *Relay, token, name string) *channel {
@@ -193,7 +199,8 @@ func checkAgentPayload(env Envelope) *Error {
 }
 
 // track registers a request to the host and returns the id to send it
-// under: the agent's own id unless another request in flight uses it.
+// under: the agent's own id unless another call to the host uses it (one
+// in flight, or one whose agent has gone and whose answer may still come).
 func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if env.ID == "" && p.local == nil && env.Type == TypeAgentMessage {
 		return "", true // fire-and-forget; nothing to route back
@@ -209,8 +216,11 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if len(ch.inflight) >= maxInflight {
 		return "", false
 	}
+	// A new name is checked too: an agent may already use it for a call
+	// of its own ("x~1"), and two calls of one name would mix up replies.
+	// At most len(inflight)+1 names are tried.
 	id := env.ID
-	if _, busy := ch.inflight[id]; id == "" || busy {
+	for _, busy := ch.inflight[id]; id == "" || busy; _, busy = ch.inflight[id] {
 		ch.seq++
 		id = "relay-" + strconv.FormatUint(ch.seq, 10)
 		if env.ID != "" {
@@ -317,22 +327,22 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 }
 
 // route sends a host message to the agent whose request it answers, and
-// pushes (or answers nobody claims) to every agent.
+// pushes to every agent. A reply is never anyone else's: one to a call
+// whose agent has gone, or to no call at all, goes nowhere unless it is
+// also an event everyone sees (session.started, state.updated, ...).
 func (ch *channel) route(env Envelope, broadcast bool) {
 	var to *peer
-	if env.ReplyTo != "" {
-		if c := ch.inflight[env.ReplyTo]; c != nil {
-			delete(ch.inflight, env.ReplyTo)
-			to = c.from
+	if env.ReplyTo == "" {
+		broadcast = true
+	} else if c := ch.inflight[env.ReplyTo]; c != nil {
+		delete(ch.inflight, env.ReplyTo)
+		if to = c.from; to != nil {
 			reply := env
 			reply.ReplyTo = c.origID
 			to.deliverAt(reply, ch.stateVersion)
-		} else {
-			broadcast = true
 		}
-	}
-	if to == nil {
-		broadcast = true
+	} else if !broadcast {
+		ch.r.log.Debug("host reply to no call in flight dropped", "relay", ch.name, "type", env.Type)
 	}
 	if broadcast {
 		push := env
@@ -466,7 +476,9 @@ func (ch *channel) joinAgent(p *peer, joinID string) bool {
 	return true
 }
 
-func (ch *channel) leave(p *peer) {
+// remove takes p out of the relay session; a host leaving starts the
+// grace within which it may come back.
+func (ch *channel) remove(p *peer) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if p.role == "host" {
@@ -477,39 +489,53 @@ func (ch *channel) leave(p *peer) {
 		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
 		ch.presence()
-		if ch.log != nil {
-			ch.hostGone = time.AfterFunc(ch.r.o.HostGrace, ch.endForLostHost)
-		}
+		// For the grace the host may come back (a reload): the study
+		// session goes on and the last state stays for the agents.
+		ch.hostLeft++
+		round := ch.hostLeft
+		ch.hostGone = time.AfterFunc(ch.r.o.HostGrace, func() { ch.endForLostHost(round) })
 		return
 	}
 	delete(ch.agents, p)
 	ch.forget(p)
 }
 
-// endForLostHost ends the active study session when its host stayed away
-// past the grace: the log is closed and the agents are told.
-func (ch *channel) endForLostHost() {
-	ch.mu.Lock()
-	defer ch.mu.Unlock()
-	ch.hostGone = nil
-	if ch.host != nil || ch.log == nil {
-		return
-	}
-	env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
-		"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
-	})}
-	ch.record(studylog.Internal, env)
-	ch.closeSession()
-	for a := range ch.agents {
-		a.deliver(env)
-	}
+// leave removes p and frees the relay session if that left it empty.
+func (ch *channel) leave(p *peer) {
+	ch.remove(p)
+	ch.r.tidy(ch)
 }
 
-// forget drops p's requests in flight; their answers go nowhere.
+// endForLostHost ends the grace of the host's departure number round:
+// the active study session, if any, ends (its log is closed and the
+// agents are told), and the relay session is freed if it holds nothing.
+func (ch *channel) endForLostHost(round uint64) {
+	ch.mu.Lock()
+	if round != ch.hostLeft || ch.hostGone == nil {
+		ch.mu.Unlock()
+		return // the host came back, maybe to leave again
+	}
+	ch.hostGone = nil
+	if ch.host == nil && ch.log != nil {
+		env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
+			"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
+		})}
+		ch.record(studylog.Internal, env)
+		ch.closeSession()
+		for a := range ch.agents {
+			a.deliver(env)
+		}
+	}
+	ch.mu.Unlock()
+	ch.r.tidy(ch)
+}
+
+// forget disowns p's requests in flight; their answers go nowhere, and
+// their ids stay taken until the host answers (see call).
 func (ch *channel) forget(p *peer) {
-	for id, c := range ch.inflight {
+	for _, c := range ch.inflight {
 		if c.from == p {
-			delete(ch.inflight, id)
+			c.from = nil
 		}
 	}
 }
@@ -517,7 +543,9 @@ func (ch *channel) forget(p *peer) {
 func (ch *channel) failInflight(msg string) {
 	for id, c := range ch.inflight {
 		delete(ch.inflight, id)
-		ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+		if c.from != nil {
+			ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+		}
 	}
 }
 

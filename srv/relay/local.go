@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -12,14 +13,24 @@ import (
 // Local is an in-process agent of one relay session: the MCP bridge's
 // Connect service acts through it, with the same checks, routing and
 // logging as an agent on /agent/ws.
-type Local struct{ ch *channel }
+type Local struct {
+	ch     *channel
+	closed sync.Once
+}
 
-// Local returns the in-process agent of (token, session).
+// Local returns the in-process agent of (token, session). It holds the
+// relay session until Close: call Close when done.
 func (r *Relay) Local(token, session string) *Local {
 	if session == "" {
 		session = DefaultSession
 	}
-	return &Local{ch: r.channel(token, session)}
+	return &Local{ch: r.acquire(token, session)}
+}
+
+// Close lets go of the relay session; l is not to be used afterwards.
+// Idempotent.
+func (l *Local) Close() {
+	l.closed.Do(func() { l.ch.r.release(l.ch) })
 }
 
 // ValidSession reports whether name may name a relay session.
@@ -146,7 +157,11 @@ var ErrClientOffline = errors.New("client_offline")
 // Status reports the relay session of (token, session): whether its host
 // is connected, how many peers are, and when it last saw a message.
 func (r *Relay) Status(token, session string) (hostOnline bool, conns int, lastActivity time.Time) {
-	ch := r.channel(token, session)
+	ch := r.lookup(token, session)
+	if ch == nil {
+		return false, 0, time.Time{}
+	}
+	defer r.release(ch)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	conns = len(ch.agents)
@@ -160,7 +175,11 @@ func (r *Relay) Status(token, session string) (hostOnline bool, conns int, lastA
 // (token, session), as the relay's own message; ErrClientOffline when no
 // host is connected. backendData is never involved: this goes to the host.
 func (r *Relay) Push(token, session string, typ string, payload json.RawMessage) error {
-	ch := r.channel(token, session)
+	ch := r.lookup(token, session)
+	if ch == nil {
+		return ErrClientOffline
+	}
+	defer r.release(ch)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if ch.host == nil {

@@ -94,18 +94,6 @@ var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // DefaultSession is the relay session joined when none is named.
 const DefaultSession = "default"
 
-func (r *Relay) channel(token, name string) *channel {
-	key := token + "\x00" + name
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ch := r.channels[key]
-	if ch == nil {
-		ch = newChannel(r, token, name)
-		r.channels[key] = ch
-	}
-	return ch
-}
-
 // Close ends every connection and waits for them. Idempotent.
 func (r *Relay) Close() error {
 	r.conns.Close()
@@ -114,6 +102,9 @@ func (r *Relay) Close() error {
 	for _, ch := range r.channels {
 		ch.mu.Lock()
 		ch.closeSession()
+		if ch.hostGone != nil {
+			ch.hostGone.Stop()
+		}
 		ch.mu.Unlock()
 	}
 	return nil
@@ -121,6 +112,13 @@ func (r *Relay) Close() error {
 
 // Count reports open /agent/ws connections.
 func (r *Relay) Count() int { return r.conns.Len() }
+
+// Sessions counts the relay sessions held in memory.
+func (r *Relay) Sessions() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.channels)
+}
 
 // States counts the open /agent/ws connections by lifecycle state.
 func (r *Relay) States() map[string]int { return r.conns.States() }
@@ -248,7 +246,8 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
 		return nil, nil, false
 	}
-	ch := r.channel(jp.Token, jp.SessionID)
+	ch := r.acquire(jp.Token, jp.SessionID)
+	defer r.release(ch) // once joined, the peer holds it
 	p := &peer{role: jp.Role, id: hub.NewID()[:12], conn: c}
 	c.KeepAlive()
 	c.SetState(wsconn.Active)

@@ -30,7 +30,7 @@ func (u uiRelay) local(ctx context.Context, session string) (*relay.Local, error
 	if !relay.ValidSession(session) {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: 1 to 64 letters, digits, '.', '_' or '-'"))
 	}
-	return u.r.Local(tokenOf(ctx), session), nil
+	return u.r.Local(tokenOf(ctx), session), nil // the caller closes it
 }
 
 // request makes one call to the host and splits the answer into the reply
@@ -69,6 +69,7 @@ func (u uiRelay) StartSession(ctx context.Context, req *pb.StartSessionRequest) 
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	env, rerr := request(ctx, l, relay.TypeSessionStart, map[string]string{
 		"studyId": req.GetStudyId(), "participantId": req.GetParticipantId(),
 	}, hostCallTimeout)
@@ -87,6 +88,7 @@ func (u uiRelay) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	reason := req.GetReason()
 	if reason == "" {
 		reason = "ended-by-agent"
@@ -108,6 +110,7 @@ func (u uiRelay) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	if req.GetRefresh() {
 		if _, rerr := request(ctx, l, relay.TypeSnapshotGet, struct{}{}, hostCallTimeout); rerr != nil {
 			return &pb.GetUIStateResponse{Error: rerr, State: uiState(l.State())}, nil
@@ -121,6 +124,7 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	params := json.RawMessage(strings.TrimSpace(req.GetParamsJson()))
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
@@ -164,6 +168,7 @@ func (u uiRelay) PostAgentMessage(ctx context.Context, req *pb.AgentMessageReque
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	b, _ := json.Marshal(map[string]string{"text": req.GetText()})
 	if env, failed := l.Post(ctx, relay.TypeAgentMessage, b, agentMsgGrace); failed {
 		return &pb.AgentMessageResponse{Error: relayError(env.Payload)}, nil
@@ -176,6 +181,7 @@ func (u uiRelay) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageReq
 	if err != nil {
 		return nil, err
 	}
+	defer l.Close()
 	d := time.Duration(req.GetTimeoutMs()) * time.Millisecond
 	if d <= 0 {
 		d = defaultUserWait

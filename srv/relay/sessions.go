@@ -1,0 +1,63 @@
+package relay
+
+// A relay session (channel) lives in Relay.channels while it holds
+// something: a host, agents, a study session, calls in flight, queued
+// user messages, the grace of a host that left (which keeps its last
+// state), or a caller in the middle of using it. Then it is freed, so
+// looking a session up, or a peer passing through, costs nothing lasting.
+//
+// Lock order: Relay.mu before channel.mu.
+
+// acquire returns the relay session of (token, name), made if need be,
+// held until release so it is not freed while the caller uses it.
+func (r *Relay) acquire(token, name string) *channel {
+	key := token + "\x00" + name
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.channels[key]
+	if ch == nil {
+		ch = newChannel(r, token, name)
+		ch.key = key
+		r.channels[key] = ch
+	}
+	ch.refs++
+	return ch
+}
+
+// lookup is acquire for a relay session that exists: nil when none does.
+func (r *Relay) lookup(token, name string) *channel {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch := r.channels[token+"\x00"+name]
+	if ch != nil {
+		ch.refs++
+	}
+	return ch
+}
+
+// release lets go of a relay session from acquire or lookup.
+func (r *Relay) release(ch *channel) { r.unhold(ch, 1) }
+
+// tidy frees ch if it holds nothing; called when something has left it.
+func (r *Relay) tidy(ch *channel) { r.unhold(ch, 0) }
+
+func (r *Relay) unhold(ch *channel, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ch.refs -= n
+	ch.mu.Lock()
+	idle := ch.idleLocked()
+	ch.mu.Unlock()
+	if idle && r.channels[ch.key] == ch {
+		delete(r.channels, ch.key)
+		if len(r.channels) == 0 {
+			r.channels = make(map[string]*channel) // maps never shrink
+		}
+	}
+}
+
+// idleLocked reports whether ch holds nothing. Called with both locks.
+func (ch *channel) idleLocked() bool {
+	return ch.refs == 0 && ch.host == nil && len(ch.agents) == 0 && ch.log == nil &&
+		len(ch.inflight) == 0 && len(ch.mailbox) == 0 && ch.hostGone == nil
+}
