@@ -1518,7 +1518,8 @@ func (x *UserLoginResponse) GetResumed() bool {
 type UserConnectionStatusNotification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	User  *OnlineUser            `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	// "online" or "offline".
+	// "connected" (also sent again after a rename, with the new nickname) or
+	// "disconnected"; "changed" (no user) in rooms of more than 64 clients.
 	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
 	// Unix milliseconds.
 	Timestamp     int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`

@@ -114,8 +114,15 @@ const (
 	bigRoomDelay  = 250 * time.Millisecond
 )
 
-// StatusChanged is the status of the bare presence notice of big rooms.
-const StatusChanged = "changed"
+// Statuses of UserConnectionStatusNotification. Connected and disconnected
+// are the words existing agentassistant clients act on; a rename is
+// announced as connected again, with the new nickname. StatusChanged is the
+// bare presence notice of big rooms.
+const (
+	StatusConnected    = "connected"
+	StatusDisconnected = "disconnected"
+	StatusChanged      = "changed"
+)
 
 // Hub is safe for concurrent use.
 type Hub struct {
@@ -602,7 +609,7 @@ func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch st
 	r.joins++
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
-	r.announceLocked(c, "online", now)
+	r.announceLocked(c, StatusConnected, now)
 	r.mu.Unlock()
 }
 
@@ -619,7 +626,7 @@ func (r *room) leave(c Client, now time.Time) {
 		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
 	}
 	r.snapshot = nil
-	r.announceLocked(c, "offline", now)
+	r.announceLocked(c, StatusDisconnected, now)
 	r.mu.Unlock()
 }
 

@@ -332,7 +332,7 @@ func TestPresenceAndChat(t *testing.T) {
 	h.Join("tok", b, nil, Resume{})
 	h.Join("other", x, nil, Resume{})
 	st := a.waitFor(t, CmdUserConnectionStatusNotification)
-	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "online" {
+	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "connected" {
 		t.Errorf("status = %v", u)
 	}
 	if us := h.OnlineUsers("tok"); len(us) != 2 || us[0].GetClientId() != "a" || us[1].GetClientId() != "b" {
@@ -357,7 +357,7 @@ func TestPresenceAndChat(t *testing.T) {
 		a.mu.Lock()
 		off := false
 		for _, m := range a.got {
-			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "offline" && u.GetUser().GetClientId() == "b" {
+			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "disconnected" && u.GetUser().GetClientId() == "b" {
 				off = true
 			}
 		}

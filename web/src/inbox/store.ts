@@ -201,7 +201,7 @@ export function createStore(storageKey: string) {
         if (n?.status === 'changed') return 'presence-changed' // a big room: the view fetches the list
         if (!n?.user) break
         state.users = state.users.filter((u) => u.clientId !== n.user!.clientId)
-        if (n.status === 'online')
+        if (n.status === 'connected')
           state.users.push({ clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) })
         break
       }

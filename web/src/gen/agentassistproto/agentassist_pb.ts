@@ -725,7 +725,8 @@ export type UserConnectionStatusNotification = Message<"agentassistproto.UserCon
   user?: OnlineUser | undefined;
 
   /**
-   * "online" or "offline".
+   * "connected" (also sent again after a rename, with the new nickname) or
+   * "disconnected"; "changed" (no user) in rooms of more than 64 clients.
    *
    * @generated from field: string status = 2;
    */

@@ -1,0 +1,42 @@
+package srv_test
+
+// Frames as the existing agentassistant clients (its web UI and Flutter app,
+// TaskFinish and WorkReport generations) send and read them.
+
+import (
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv/inbox"
+)
+
+// nextStatus returns the next presence notification about client id.
+func nextStatus(t *testing.T, c *wstest.Client, id string) *pb.UserConnectionStatusNotification {
+	t.Helper()
+	for {
+		m, err := c.Next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for the presence of %s: %v", id, err)
+		}
+		if n := m.GetUserConnectionStatusNotification(); n != nil && n.GetUser().GetClientId() == id {
+			return n
+		}
+	}
+}
+
+// Upstream clients add a device to their online list on "connected" and
+// drop it on "disconnected"; they ignore every other status.
+func TestUpstreamPresenceStatus(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	if n := nextStatus(t, a, b.ID); n.GetStatus() != "connected" || n.GetUser().GetNickname() != "phone" {
+		t.Errorf("join: %v, want status \"connected\"", n)
+	}
+	b.Close()
+	if n := nextStatus(t, a, b.ID); n.GetStatus() != "disconnected" {
+		t.Errorf("leave: %v, want status \"disconnected\"", n)
+	}
+}
