@@ -40,3 +40,33 @@ func TestUpstreamPresenceStatus(t *testing.T) {
 		t.Errorf("leave: %v, want status \"disconnected\"", n)
 	}
 }
+
+// Upstream sends connected_at, sent_at and the presence timestamp in Unix
+// seconds.
+func TestUpstreamTimesInSeconds(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	before := time.Now().Unix()
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	inSeconds := func(what string, v int64) {
+		t.Helper()
+		if after := time.Now().Unix(); v < before || v > after {
+			t.Errorf("%s = %d, want Unix seconds in [%d, %d]", what, v, before, after)
+		}
+	}
+	n := nextStatus(t, a, b.ID)
+	inSeconds("UserConnectionStatusNotification.user.connected_at", n.GetUser().GetConnectedAt())
+	inSeconds("UserConnectionStatusNotification.timestamp", n.GetTimestamp())
+
+	if err := a.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range expect(t, a, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers() {
+		inSeconds("OnlineUser.connected_at of "+u.GetNickname(), u.GetConnectedAt())
+	}
+
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: a.ID, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	inSeconds("ChatMessage.sent_at", expect(t, a, "ChatMessageNotification").GetChatMessageNotification().GetChatMessage().GetSentAt())
+}

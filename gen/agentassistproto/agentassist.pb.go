@@ -1093,7 +1093,7 @@ type OnlineUser struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	Nickname string                 `protobuf:"bytes,2,opt,name=nickname,proto3" json:"nickname,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	ConnectedAt   int64 `protobuf:"varint,3,opt,name=connected_at,json=connectedAt,proto3" json:"connected_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1255,7 +1255,7 @@ type ChatMessage struct {
 	ReceiverClientId string                 `protobuf:"bytes,4,opt,name=receiver_client_id,json=receiverClientId,proto3" json:"receiver_client_id,omitempty"`
 	ReceiverNickname string                 `protobuf:"bytes,5,opt,name=receiver_nickname,json=receiverNickname,proto3" json:"receiver_nickname,omitempty"`
 	Content          string                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	SentAt        int64 `protobuf:"varint,7,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1521,7 +1521,7 @@ type UserConnectionStatusNotification struct {
 	// "connected" (also sent again after a rename, with the new nickname) or
 	// "disconnected"; "changed" (no user) in rooms of more than 64 clients.
 	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	Timestamp     int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

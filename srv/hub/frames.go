@@ -135,7 +135,7 @@ func pendingMessage(p *pending) *pb.PendingMessage {
 }
 
 func onlineUser(c Client) *pb.OnlineUser {
-	return &pb.OnlineUser{ClientId: c.ID(), Nickname: c.Nickname(), ConnectedAt: c.ConnectedAt().UnixMilli()}
+	return &pb.OnlineUser{ClientId: c.ID(), Nickname: c.Nickname(), ConnectedAt: c.ConnectedAt().Unix()}
 }
 
 func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
@@ -144,7 +144,7 @@ func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
 		UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
 			User:      onlineUser(c),
 			Status:    status,
-			Timestamp: now.UnixMilli(),
+			Timestamp: now.Unix(),
 		},
 	}
 }

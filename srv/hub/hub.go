@@ -661,7 +661,7 @@ func (r *room) flushPresence() {
 		broadcast(cs, marshal(&pb.WebsocketMessage{
 			Cmd: CmdUserConnectionStatusNotification,
 			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
-				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.UnixMilli(),
+				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
 			},
 		}), "")
 		return
@@ -746,7 +746,7 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 		ReceiverClientId: recv.ID(),
 		ReceiverNickname: recv.Nickname(),
 		Content:          content,
-		SentAt:           now.UnixMilli(),
+		SentAt:           now.Unix(),
 	}
 	recv.Send(marshal(&pb.WebsocketMessage{
 		Cmd:                     CmdChatMessageNotification,

@@ -35,13 +35,13 @@ export interface ChatLine {
   from: string // nickname
   mine: boolean
   text: string
-  at: number
+  at: number // ms (the wire has seconds)
 }
 
 export interface OnlineUser {
   clientId: string
   nickname: string
-  connectedAt: number
+  connectedAt: number // ms (the wire has seconds)
 }
 
 const MAX_ITEMS = 500
@@ -193,7 +193,7 @@ export function createStore(storageKey: string) {
         state.users = (m.GetOnlineUsersResponse?.onlineUsers ?? []).map((u) => ({
           clientId: u.clientId,
           nickname: u.nickname,
-          connectedAt: Number(u.connectedAt),
+          connectedAt: Number(u.connectedAt) * 1000,
         }))
         break
       case 'UserConnectionStatusNotification': {
@@ -202,13 +202,13 @@ export function createStore(storageKey: string) {
         if (!n?.user) break
         state.users = state.users.filter((u) => u.clientId !== n.user!.clientId)
         if (n.status === 'connected')
-          state.users.push({ clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) })
+          state.users.push({ clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) * 1000 })
         break
       }
       case 'ChatMessageNotification': {
         const c = m.ChatMessageNotification?.chatMessage
         if (!c) break
-        state.chats.push({ id: c.messageId, peer: c.senderClientId, from: c.senderNickname, mine: false, text: c.content, at: Number(c.sentAt) })
+        state.chats.push({ id: c.messageId, peer: c.senderClientId, from: c.senderNickname, mine: false, text: c.content, at: Number(c.sentAt) * 1000 })
         state.unreadChat[c.senderClientId] = (state.unreadChat[c.senderClientId] ?? 0) + 1
         break
       }

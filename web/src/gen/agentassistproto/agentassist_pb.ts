@@ -530,7 +530,7 @@ export type OnlineUser = Message<"agentassistproto.OnlineUser"> & {
   nickname: string;
 
   /**
-   * Unix milliseconds.
+   * Unix seconds, as existing clients read it.
    *
    * @generated from field: int64 connected_at = 3;
    */
@@ -620,7 +620,7 @@ export type ChatMessage = Message<"agentassistproto.ChatMessage"> & {
   content: string;
 
   /**
-   * Unix milliseconds.
+   * Unix seconds, as existing clients read it.
    *
    * @generated from field: int64 sent_at = 7;
    */
@@ -733,7 +733,7 @@ export type UserConnectionStatusNotification = Message<"agentassistproto.UserCon
   status: string;
 
   /**
-   * Unix milliseconds.
+   * Unix seconds, as existing clients read it.
    *
    * @generated from field: int64 timestamp = 3;
    */
