@@ -70,3 +70,48 @@ func TestUpstreamTimesInSeconds(t *testing.T) {
 	}
 	inSeconds("ChatMessage.sent_at", expect(t, a, "ChatMessageNotification").GetChatMessageNotification().GetChatMessage().GetSentAt())
 }
+
+// Upstream's web UI changes the nickname by sending UserLogin again on the
+// open connection. The server answers with a login response for the same
+// client and tells the others with a "connected" notification carrying the
+// new nickname, which everything after uses.
+func TestUpstreamRenameByLogin(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	nextStatus(t, a, b.ID)
+
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "  kitchen tablet "}); err != nil {
+		t.Fatal(err)
+	}
+	r := expect(t, b, "UserLogin").GetUserLoginResponse()
+	if !r.GetSuccess() || r.GetClientId() != b.ID || r.GetErrorMessage() != "" {
+		t.Fatalf("rename answered %v, want success for client %s", r, b.ID)
+	}
+	n := nextStatus(t, a, b.ID)
+	if n.GetStatus() != "connected" || n.GetUser().GetNickname() != "kitchen tablet" {
+		t.Errorf("the others were told %v, want \"connected\" with the new nickname", n)
+	}
+
+	if err := a.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	us := expect(t, a, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers()
+	if len(us) != 2 || us[1].GetClientId() != b.ID || us[1].GetNickname() != "kitchen tablet" {
+		t.Errorf("online users after the rename = %v", us)
+	}
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: a.ID, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if cm := expect(t, a, "ChatMessageNotification").GetChatMessageNotification().GetChatMessage(); cm.GetSenderNickname() != "kitchen tablet" {
+		t.Errorf("chat after the rename comes from %q", cm.GetSenderNickname())
+	}
+
+	// The room stays the one the connection logged in to.
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokB, Nickname: "hopper"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := expect(t, b, "Error").GetError(); e.GetCode() != "invalid_request" || e.GetCmd() != "UserLogin" {
+		t.Errorf("login with another token on an open connection: %v", e)
+	}
+}

@@ -522,6 +522,12 @@ func (h *Hub) Leave(token string, c Client) {
 	h.room(token).leave(c, h.now())
 }
 
+// Rename tells the others of token that c, already in the room, has a new
+// nickname (c.Nickname() returns it by now).
+func (h *Hub) Rename(token string, c Client) {
+	h.room(token).rename(c, h.now())
+}
+
 // PendingMessages lists the requests of token still waiting, oldest first,
 // and the number of the room's latest event, from which to resume.
 func (h *Hub) PendingMessages(token string) ([]*pb.PendingMessage, uint64) {
@@ -628,6 +634,14 @@ func (r *room) leave(c Client, now time.Time) {
 	r.snapshot = nil
 	r.announceLocked(c, StatusDisconnected, now)
 	r.mu.Unlock()
+}
+
+func (r *room) rename(c Client, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients[c.ID()] == c {
+		r.announceLocked(c, StatusConnected, now)
+	}
 }
 
 // announceLocked queues a presence change; the first one of a batch arms

@@ -1,8 +1,10 @@
 package inbox
 
 import (
+	"crypto/subtle"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -25,12 +27,19 @@ type conn struct {
 	connectedAt time.Time
 	remote      string
 	// set once at login, read-only afterwards
-	token    string
-	nickname string
+	token string
+	// set at login and by a rename (UserLogin again); the hub reads it
+	// from other goroutines
+	nickname atomic.Pointer[string]
 }
 
-func (c *conn) ID() string             { return c.id }
-func (c *conn) Nickname() string       { return c.nickname }
+func (c *conn) ID() string { return c.id }
+func (c *conn) Nickname() string {
+	if n := c.nickname.Load(); n != nil {
+		return *n
+	}
+	return ""
+}
 func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
 // ended runs once the connection is over.
@@ -97,7 +106,8 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.h.log.Warn("login refused: connection cap reached", "client", c.id, "cap", o.MaxPerToken)
 		return refuse("too many connections for this token")
 	}
-	c.nickname = cleanNickname(m.Nickname, c.id)
+	nick := cleanNickname(m.Nickname, c.id)
+	c.nickname.Store(&nick)
 	c.token = m.StrParam
 	c.SetState(wsconn.Active)
 	c.SetReadLimit(o.MaxFrame)
@@ -106,12 +116,12 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		b, _ := proto.Marshal(&pb.WebsocketMessage{
 			Cmd:               hub.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
-			Nickname:          c.nickname,
+			Nickname:          nick,
 		})
 		return b
 	}
 	o.Hub.Join(c.token, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
-	c.h.log.Info("client logged in", "client", c.id, "nickname", c.nickname)
+	c.h.log.Info("client logged in", "client", c.id, "nickname", nick)
 	return true
 }
 
@@ -205,10 +215,32 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, StrParam: strconv.Itoa(n)})
 	case hub.CmdUserLogin:
-		c.sendError("invalid_request", "already logged in", "", m.Cmd)
+		c.rename(m)
 	default:
 		c.sendError("unknown_cmd", "unknown Cmd "+quote(m.Cmd), "", m.Cmd)
 	}
+}
+
+// rename handles UserLogin on a logged-in connection, which is how existing
+// agentassistant clients change their nickname: the same answer as a login,
+// and the others are told the device is "connected" under its new name.
+// The token must be the one it logged in with: a connection never changes
+// rooms.
+func (c *conn) rename(m *pb.WebsocketMessage) {
+	if subtle.ConstantTimeCompare([]byte(m.StrParam), []byte(c.token)) != 1 {
+		c.sendError("invalid_request", "already logged in with another token; open a new connection to use this one", "", m.Cmd)
+		return
+	}
+	nick := cleanNickname(m.Nickname, c.id)
+	c.nickname.Store(&nick)
+	hb := c.h.o.Hub
+	c.reply(&pb.WebsocketMessage{
+		Cmd:               hub.CmdUserLogin,
+		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: hb.Epoch(), Resumed: true},
+		Nickname:          nick,
+	})
+	hb.Rename(c.token, c)
+	c.h.log.Info("client renamed", "client", c.id, "nickname", nick)
 }
 
 func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {
@@ -217,7 +249,7 @@ func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string
 		return
 	}
 	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
-		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.nickname,
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(),
 	})
 	if err != nil {
 		c.sendError("not_pending", err.Error(), id, cmd)

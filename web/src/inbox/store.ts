@@ -200,9 +200,11 @@ export function createStore(storageKey: string) {
         const n = m.UserConnectionStatusNotification
         if (n?.status === 'changed') return 'presence-changed' // a big room: the view fetches the list
         if (!n?.user) break
-        state.users = state.users.filter((u) => u.clientId !== n.user!.clientId)
-        if (n.status === 'connected')
-          state.users.push({ clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) * 1000 })
+        const u = { clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) * 1000 }
+        const at = state.users.findIndex((x) => x.clientId === u.clientId)
+        if (n.status !== 'connected') state.users = state.users.filter((x) => x.clientId !== u.clientId)
+        else if (at >= 0) state.users[at] = u // connected again: a rename
+        else state.users.push(u)
         break
       }
       case 'ChatMessageNotification': {

@@ -791,7 +791,8 @@ export const ErrorNotificationSchema: GenMessage<ErrorNotification> = /*@__PURE_
 
 /**
  * WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
- * UserLogin (StrParam = token, Nickname), AskQuestion, TaskFinish,
+ * UserLogin (StrParam = token, Nickname; sent again on a logged-in
+ * connection with the same token, it renames the device), AskQuestion, TaskFinish,
  * AskQuestionReply, TaskFinishReply (request plus response),
  * AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
  * which client answered), CheckMessageValidity, GetPendingMessages,
