@@ -7,6 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv/inbox"
@@ -114,4 +118,87 @@ func TestUpstreamRenameByLogin(t *testing.T) {
 	if e := expect(t, b, "Error").GetError(); e.GetCode() != "invalid_request" || e.GetCmd() != "UserLogin" {
 		t.Errorf("login with another token on an open connection: %v", e)
 	}
+}
+
+// topFields splits an encoded message into its top-level fields.
+func topFields(t *testing.T, b []byte) map[protowire.Number][][]byte {
+	t.Helper()
+	out := map[protowire.Number][][]byte{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatalf("bad tag: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			t.Fatalf("bad field %d: %v", num, protowire.ParseError(m))
+		}
+		v := b[:m]
+		if typ == protowire.BytesType {
+			v, _ = protowire.ConsumeBytes(v)
+		}
+		out[num] = append(out[num], v)
+		b = b[m:]
+	}
+	return out
+}
+
+// reencode is a received frame's bytes again (unknown fields kept).
+func reencode(t *testing.T, m *pb.WebsocketMessage) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Upstream's generated code of the TaskFinish era has SendBackspaceRequest
+// (receiver_client_id = 1) at WebsocketMessage field 25, Cmd
+// "SendBackspace": the remote-input backspace. The server routes it to the
+// receiver like a chat message, and its own frames never use field 25 for
+// anything else.
+func TestUpstreamField25IsSendBackspace(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	pc := login(t, url, tokA, "pc")
+	phone := login(t, url, tokA, "phone")
+	nextStatus(t, pc, phone.ID)
+
+	// An Error frame (here: chat to a device that is not there) does not
+	// use field 25.
+	if err := phone.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: "gone", Content: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	e := expect(t, phone, "Error")
+	if f := topFields(t, reencode(t, e)); len(f[25]) != 0 {
+		t.Errorf("the Error frame uses field 25, which upstream clients decode as SendBackspaceRequest: %v", e)
+	}
+
+	// As upstream's code encodes it: Cmd = 1, SendBackspaceRequest = 25.
+	var frame []byte
+	frame = protowire.AppendTag(frame, 1, protowire.BytesType)
+	frame = protowire.AppendString(frame, "SendBackspace")
+	var req []byte
+	req = protowire.AppendTag(req, 1, protowire.BytesType)
+	req = protowire.AppendString(req, pc.ID)
+	frame = protowire.AppendTag(frame, 25, protowire.BytesType)
+	frame = protowire.AppendBytes(frame, req)
+	if err := phone.SendRaw(websocket.BinaryMessage, frame); err != nil {
+		t.Fatal(err)
+	}
+	got := expect(t, pc, "SendBackspace")
+	f := topFields(t, reencode(t, got))
+	if len(f[25]) != 1 {
+		t.Errorf("the receiver got %v, want field 25", got)
+	} else if r := topFields(t, f[25][0])[1]; len(r) != 1 || string(r[0]) != pc.ID {
+		t.Errorf("the receiver got %v, want receiver_client_id %s in field 25", got, pc.ID)
+	}
+	if got.GetStrParam() != phone.ID || got.GetNickname() != "phone" {
+		t.Errorf("the receiver cannot tell who sent it: StrParam %q, Nickname %q", got.GetStrParam(), got.GetNickname())
+	}
+	if err := phone.Quiet(100 * time.Millisecond); err != nil {
+		t.Errorf("the sender: %v", err)
+	}
+
 }

@@ -1436,6 +1436,52 @@ func (x *ChatMessageNotification) GetChatMessage() *ChatMessage {
 	return nil
 }
 
+// SendBackspaceRequest (Cmd "SendBackspace") asks a remote-input client to
+// press backspace once, as upstream's TaskFinish-era clients defined it.
+type SendBackspaceRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ReceiverClientId string                 `protobuf:"bytes,1,opt,name=receiver_client_id,json=receiverClientId,proto3" json:"receiver_client_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SendBackspaceRequest) Reset() {
+	*x = SendBackspaceRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBackspaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBackspaceRequest) ProtoMessage() {}
+
+func (x *SendBackspaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBackspaceRequest.ProtoReflect.Descriptor instead.
+func (*SendBackspaceRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SendBackspaceRequest) GetReceiverClientId() string {
+	if x != nil {
+		return x.ReceiverClientId
+	}
+	return ""
+}
+
 type UserLoginResponse struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	ClientId     string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
@@ -1452,7 +1498,7 @@ type UserLoginResponse struct {
 
 func (x *UserLoginResponse) Reset() {
 	*x = UserLoginResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1510,7 @@ func (x *UserLoginResponse) String() string {
 func (*UserLoginResponse) ProtoMessage() {}
 
 func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1523,7 @@ func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLoginResponse.ProtoReflect.Descriptor instead.
 func (*UserLoginResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UserLoginResponse) GetClientId() string {
@@ -1529,7 +1575,7 @@ type UserConnectionStatusNotification struct {
 
 func (x *UserConnectionStatusNotification) Reset() {
 	*x = UserConnectionStatusNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1541,7 +1587,7 @@ func (x *UserConnectionStatusNotification) String() string {
 func (*UserConnectionStatusNotification) ProtoMessage() {}
 
 func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1554,7 +1600,7 @@ func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserConnectionStatusNotification.ProtoReflect.Descriptor instead.
 func (*UserConnectionStatusNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *UserConnectionStatusNotification) GetUser() *OnlineUser {
@@ -1596,7 +1642,7 @@ type ErrorNotification struct {
 
 func (x *ErrorNotification) Reset() {
 	*x = ErrorNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1654,7 @@ func (x *ErrorNotification) String() string {
 func (*ErrorNotification) ProtoMessage() {}
 
 func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1667,7 @@ func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorNotification.ProtoReflect.Descriptor instead.
 func (*ErrorNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ErrorNotification) GetCode() string {
@@ -1659,7 +1705,7 @@ func (x *ErrorNotification) GetCmd() string {
 // AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
 // which client answered), CheckMessageValidity, GetPendingMessages,
 // RequestCancelled, GetOnlineUsers, SendChatMessage, ChatMessageNotification,
-// UserConnectionStatusNotification, Error.
+// UserConnectionStatusNotification, SendBackspace, Error.
 type WebsocketMessage struct {
 	state                            protoimpl.MessageState            `protogen:"open.v1"`
 	Cmd                              string                            `protobuf:"bytes,1,opt,name=Cmd,proto3" json:"Cmd,omitempty"`
@@ -1680,7 +1726,10 @@ type WebsocketMessage struct {
 	ChatMessageNotification          *ChatMessageNotification          `protobuf:"bytes,22,opt,name=ChatMessageNotification,proto3" json:"ChatMessageNotification,omitempty"`
 	UserLoginResponse                *UserLoginResponse                `protobuf:"bytes,23,opt,name=UserLoginResponse,proto3" json:"UserLoginResponse,omitempty"`
 	UserConnectionStatusNotification *UserConnectionStatusNotification `protobuf:"bytes,24,opt,name=UserConnectionStatusNotification,proto3" json:"UserConnectionStatusNotification,omitempty"`
-	Error                            *ErrorNotification                `protobuf:"bytes,25,opt,name=Error,proto3" json:"Error,omitempty"`
+	// Cmd "SendBackspace": routed to receiver_client_id like a chat message;
+	// the receiver gets the same Cmd and message, with StrParam = the
+	// sender's client_id and Nickname = its nickname.
+	SendBackspaceRequest *SendBackspaceRequest `protobuf:"bytes,25,opt,name=SendBackspaceRequest,proto3" json:"SendBackspaceRequest,omitempty"`
 	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
 	// notifications, RequestCancelled) in order; the GetPendingMessages
 	// response carries the room's latest.
@@ -1691,13 +1740,17 @@ type WebsocketMessage struct {
 	Epoch              string              `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
 	GetHistoryRequest  *GetHistoryRequest  `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
 	GetHistoryResponse *GetHistoryResponse `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// Error was field 25 until that number turned out to be upstream's
+	// SendBackspaceRequest; 31 is used by no upstream generation. Never reuse
+	// 25 for anything else.
+	Error         *ErrorNotification `protobuf:"bytes,31,opt,name=Error,proto3" json:"Error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
 	*x = WebsocketMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1709,7 +1762,7 @@ func (x *WebsocketMessage) String() string {
 func (*WebsocketMessage) ProtoMessage() {}
 
 func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1722,7 +1775,7 @@ func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebsocketMessage.ProtoReflect.Descriptor instead.
 func (*WebsocketMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *WebsocketMessage) GetCmd() string {
@@ -1851,9 +1904,9 @@ func (x *WebsocketMessage) GetUserConnectionStatusNotification() *UserConnection
 	return nil
 }
 
-func (x *WebsocketMessage) GetError() *ErrorNotification {
+func (x *WebsocketMessage) GetSendBackspaceRequest() *SendBackspaceRequest {
 	if x != nil {
-		return x.Error
+		return x.SendBackspaceRequest
 	}
 	return nil
 }
@@ -1893,6 +1946,13 @@ func (x *WebsocketMessage) GetGetHistoryResponse() *GetHistoryResponse {
 	return nil
 }
 
+func (x *WebsocketMessage) GetError() *ErrorNotification {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 // GetHistory (Cmd "GetHistory") pages through the token's settled
 // requests, newest first. ClearHistory (Cmd "ClearHistory", no body)
 // deletes them; the reply's StrParam says how many went.
@@ -1908,7 +1968,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1920,7 +1980,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1933,7 +1993,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetHistoryRequest) GetBefore() int64 {
@@ -1970,7 +2030,7 @@ type HistoryItem struct {
 
 func (x *HistoryItem) Reset() {
 	*x = HistoryItem{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1982,7 +2042,7 @@ func (x *HistoryItem) String() string {
 func (*HistoryItem) ProtoMessage() {}
 
 func (x *HistoryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1995,7 +2055,7 @@ func (x *HistoryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
 func (*HistoryItem) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *HistoryItem) GetMessageType() string {
@@ -2065,7 +2125,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2077,7 +2137,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2090,7 +2150,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *GetHistoryResponse) GetItems() []*HistoryItem {
@@ -2120,7 +2180,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2132,7 +2192,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2145,7 +2205,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -2180,7 +2240,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2192,7 +2252,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2205,7 +2265,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -2241,7 +2301,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2253,7 +2313,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2266,7 +2326,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RelayError) GetCode() string {
@@ -2302,7 +2362,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2314,7 +2374,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2327,7 +2387,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -2384,7 +2444,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2396,7 +2456,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2409,7 +2469,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -2443,7 +2503,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2515,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2528,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -2497,7 +2557,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2509,7 +2569,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2522,7 +2582,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -2558,7 +2618,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2630,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2643,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -2610,7 +2670,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2622,7 +2682,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2635,7 +2695,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -2666,7 +2726,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2678,7 +2738,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2691,7 +2751,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -2736,7 +2796,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2748,7 +2808,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2761,7 +2821,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -2795,7 +2855,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2807,7 +2867,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2820,7 +2880,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -2846,7 +2906,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2858,7 +2918,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2871,7 +2931,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -2892,7 +2952,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2904,7 +2964,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2917,7 +2977,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -2948,7 +3008,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2960,7 +3020,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2973,7 +3033,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -3015,7 +3075,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3027,7 +3087,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3040,7 +3100,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -3170,7 +3230,9 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x12receiver_client_id\x18\x01 \x01(\tR\x10receiverClientId\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\"[\n" +
 	"\x17ChatMessageNotification\x12@\n" +
-	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"\x9f\x01\n" +
+	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"D\n" +
+	"\x14SendBackspaceRequest\x12,\n" +
+	"\x12receiver_client_id\x18\x01 \x01(\tR\x10receiverClientId\"\x9f\x01\n" +
 	"\x11UserLoginResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
 	"\asuccess\x18\x02 \x01(\bR\asuccess\x12#\n" +
@@ -3186,7 +3248,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x10\n" +
-	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xed\x0e\n" +
+	"\x03cmd\x18\x04 \x01(\tR\x03cmd\"\xc9\x0f\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -3205,15 +3267,16 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x16SendChatMessageRequest\x18\x15 \x01(\v2(.agentassistproto.SendChatMessageRequestR\x16SendChatMessageRequest\x12c\n" +
 	"\x17ChatMessageNotification\x18\x16 \x01(\v2).agentassistproto.ChatMessageNotificationR\x17ChatMessageNotification\x12Q\n" +
 	"\x11UserLoginResponse\x18\x17 \x01(\v2#.agentassistproto.UserLoginResponseR\x11UserLoginResponse\x12~\n" +
-	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x129\n" +
-	"\x05Error\x18\x19 \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12\x10\n" +
+	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x12Z\n" +
+	"\x14SendBackspaceRequest\x18\x19 \x01(\v2&.agentassistproto.SendBackspaceRequestR\x14SendBackspaceRequest\x12\x10\n" +
 	"\x03Seq\x18\x1a \x01(\x04R\x03Seq\x12\x1e\n" +
 	"\n" +
 	"ResumeFrom\x18\x1b \x01(\x04R\n" +
 	"ResumeFrom\x12\x14\n" +
 	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\x12Q\n" +
 	"\x11GetHistoryRequest\x18\x1d \x01(\v2#.agentassistproto.GetHistoryRequestR\x11GetHistoryRequest\x12T\n" +
-	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\"A\n" +
+	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x129\n" +
+	"\x05Error\x18\x1f \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x95\x03\n" +
@@ -3330,7 +3393,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 50)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -3356,32 +3419,33 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*ChatMessage)(nil),                      // 21: agentassistproto.ChatMessage
 	(*SendChatMessageRequest)(nil),           // 22: agentassistproto.SendChatMessageRequest
 	(*ChatMessageNotification)(nil),          // 23: agentassistproto.ChatMessageNotification
-	(*UserLoginResponse)(nil),                // 24: agentassistproto.UserLoginResponse
-	(*UserConnectionStatusNotification)(nil), // 25: agentassistproto.UserConnectionStatusNotification
-	(*ErrorNotification)(nil),                // 26: agentassistproto.ErrorNotification
-	(*WebsocketMessage)(nil),                 // 27: agentassistproto.WebsocketMessage
-	(*GetHistoryRequest)(nil),                // 28: agentassistproto.GetHistoryRequest
-	(*HistoryItem)(nil),                      // 29: agentassistproto.HistoryItem
-	(*GetHistoryResponse)(nil),               // 30: agentassistproto.GetHistoryResponse
-	(*AskQuestionReplyRequest)(nil),          // 31: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 32: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 33: agentassistproto.RelayError
-	(*UIState)(nil),                          // 34: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 35: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 36: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 37: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 38: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 39: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 40: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 41: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 42: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 43: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 44: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 45: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 46: agentassistproto.CancelRequestRequest
-	nil,                                      // 47: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 48: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 49: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*SendBackspaceRequest)(nil),             // 24: agentassistproto.SendBackspaceRequest
+	(*UserLoginResponse)(nil),                // 25: agentassistproto.UserLoginResponse
+	(*UserConnectionStatusNotification)(nil), // 26: agentassistproto.UserConnectionStatusNotification
+	(*ErrorNotification)(nil),                // 27: agentassistproto.ErrorNotification
+	(*WebsocketMessage)(nil),                 // 28: agentassistproto.WebsocketMessage
+	(*GetHistoryRequest)(nil),                // 29: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 30: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 31: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 32: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 33: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 34: agentassistproto.RelayError
+	(*UIState)(nil),                          // 35: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 36: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 37: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 38: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 39: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 40: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 41: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 42: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 43: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 44: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 45: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 46: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 47: agentassistproto.CancelRequestRequest
+	nil,                                      // 48: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 49: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 50: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -3389,12 +3453,12 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	47, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	48, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	48, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	49, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	49, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	50, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
@@ -3414,50 +3478,51 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	20, // 27: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
 	22, // 28: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
 	23, // 29: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
-	24, // 30: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
-	25, // 31: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
-	26, // 32: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	28, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
-	30, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
-	7,  // 35: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 36: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 37: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
-	29, // 38: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
-	8,  // 39: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 40: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	33, // 41: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	33, // 42: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	34, // 43: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	33, // 44: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	34, // 45: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	33, // 46: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	7,  // 47: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 48: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	31, // 49: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	32, // 50: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	35, // 51: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	36, // 52: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	38, // 53: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	40, // 54: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	42, // 55: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	44, // 56: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	46, // 57: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	8,  // 58: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 59: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 60: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 61: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	37, // 62: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	37, // 63: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	39, // 64: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	41, // 65: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	43, // 66: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	45, // 67: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 68: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	58, // [58:69] is the sub-list for method output_type
-	47, // [47:58] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	25, // 30: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
+	26, // 31: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
+	24, // 32: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
+	29, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	31, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	27, // 35: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
+	7,  // 36: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 37: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 38: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	30, // 39: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	8,  // 40: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	11, // 41: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	34, // 42: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	34, // 43: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	35, // 44: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	34, // 45: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	35, // 46: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	34, // 47: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	7,  // 48: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 49: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	32, // 50: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	33, // 51: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	36, // 52: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	37, // 53: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	39, // 54: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	41, // 55: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	43, // 56: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	45, // 57: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	47, // 58: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	8,  // 59: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 60: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	5,  // 61: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 62: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	38, // 63: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	38, // 64: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	40, // 65: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	42, // 66: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	44, // 67: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	46, // 68: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 69: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	59, // [59:70] is the sub-list for method output_type
+	48, // [48:59] is the sub-list for method input_type
+	48, // [48:48] is the sub-list for extension type_name
+	48, // [48:48] is the sub-list for extension extendee
+	0,  // [0:48] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -3471,7 +3536,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   50,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

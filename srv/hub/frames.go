@@ -28,6 +28,7 @@ const (
 	CmdSendChatMessage                  = "SendChatMessage"
 	CmdChatMessageNotification          = "ChatMessageNotification"
 	CmdUserConnectionStatusNotification = "UserConnectionStatusNotification"
+	CmdSendBackspace                    = "SendBackspace"
 	CmdError                            = "Error"
 	CmdGetHistory                       = "GetHistory"
 	CmdClearHistory                     = "ClearHistory"

@@ -566,6 +566,25 @@ func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessa
 	return h.room(token).chat(from, to, content, h.now())
 }
 
+// Backspace forwards a remote-input backspace from one client of token to
+// another: the receiver gets Cmd SendBackspace naming the sender.
+func (h *Hub) Backspace(token string, from Client, to string) error {
+	r := h.room(token)
+	r.mu.Lock()
+	recv := r.clients[to]
+	r.mu.Unlock()
+	if recv == nil {
+		return ErrNoReceiver
+	}
+	recv.Send(marshal(&pb.WebsocketMessage{
+		Cmd:                  CmdSendBackspace,
+		SendBackspaceRequest: &pb.SendBackspaceRequest{ReceiverClientId: to},
+		StrParam:             from.ID(),
+		Nickname:             from.Nickname(),
+	}))
+	return nil
+}
+
 // room is everything under one token.
 type room struct {
 	digest  string // the store's name for the room (a digest of its token)

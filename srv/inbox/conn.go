@@ -189,6 +189,15 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if _, err := hb.Chat(c.token, c, req.GetReceiverClientId(), req.GetContent()); err != nil {
 			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
 		}
+	case hub.CmdSendBackspace:
+		to := m.GetSendBackspaceRequest().GetReceiverClientId()
+		if to == "" {
+			c.sendError("invalid_request", "SendBackspace needs receiver_client_id", "", m.Cmd)
+			return
+		}
+		if err := hb.Backspace(c.token, c, to); err != nil {
+			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
+		}
 	case hub.CmdGetHistory:
 		req := m.GetGetHistoryRequest()
 		before := time.Now()
