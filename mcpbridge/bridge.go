@@ -5,6 +5,7 @@ package mcpbridge
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -103,6 +104,9 @@ When a web UI (the booking host) is connected, get_ui_state shows what the parti
 type bridge struct {
 	o   Options
 	log *slog.Logger
+	// taskFinishOnly is set once the server turned out to be of the
+	// TaskFinish generation (no WorkReport).
+	taskFinishOnly atomic.Bool
 }
 
 // timeout turns the seconds an LLM passed into the duration to wait.

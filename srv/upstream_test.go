@@ -4,14 +4,18 @@ package srv_test
 // TaskFinish and WorkReport generations) send and read them.
 
 import (
+	"context"
+	"net/http"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/gorilla/websocket"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 )
@@ -201,4 +205,148 @@ func TestUpstreamField25IsSendBackspace(t *testing.T) {
 		t.Errorf("the sender: %v", err)
 	}
 
+}
+
+func agentClient(url string) agentassistprotoconnect.SrvAgentAssistClient {
+	return agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url)
+}
+
+// msInRange checks a Unix-milliseconds timestamp.
+func msInRange(t *testing.T, what string, v int64, from, to time.Time) {
+	t.Helper()
+	if v < from.UnixMilli() || v > to.UnixMilli() {
+		t.Errorf("%s = %d, want Unix ms in [%d, %d]", what, v, from.UnixMilli(), to.UnixMilli())
+	}
+}
+
+// The current upstream generation: its MCP binary calls WorkReport with the
+// agent's, model's and MCP client's names; its web UI and app read the
+// WorkReport Cmds and answer with WorkReportReply. The TaskFinish
+// generation, on the same server at the same time, keeps its names.
+func TestUpstreamWorkReportGeneration(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	current := login(t, url, tokA, "current web")
+	old := login(t, url, tokA, "old app")
+	nextStatus(t, current, old.ID)
+	ag := agentClient(url)
+
+	start := time.Now()
+	type result struct {
+		r   *pb.WorkReportResponse
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := ag.WorkReport(context.Background(), &pb.WorkReportRequest{
+			ID: "wr-1", UserToken: tokA, Timestamp: 12345,
+			Request: &pb.McpWorkReportRequest{
+				ProjectDirectory: "/home/me/shop", Summary: "Refactored the payment module.", Timeout: 600,
+				AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code",
+			},
+		})
+		done <- result{r, err}
+	}()
+
+	// Each client finds the request under the name it knows; the same
+	// event has the same Seq under both.
+	var seq uint64
+	for _, c := range []*wstest.Client{current, old} {
+		tf := expect(t, c, "TaskFinish")
+		wr := expect(t, c, "WorkReport")
+		if tf.GetSeq() == 0 || tf.GetSeq() != wr.GetSeq() || (seq != 0 && tf.GetSeq() != seq) {
+			t.Errorf("Seq: TaskFinish %d, WorkReport %d", tf.GetSeq(), wr.GetSeq())
+		}
+		seq = tf.GetSeq()
+		for _, m := range []*pb.WebsocketMessage{tf, wr} {
+			req := m.GetTaskFinishRequest() // field 3: upstream's WorkReportRequest
+			r := req.GetRequest()
+			if req.GetID() != "wr-1" || r.GetSummary() != "Refactored the payment module." || r.GetProjectDirectory() != "/home/me/shop" ||
+				r.GetAgentName() != "Claude Code" || r.GetReasoningModelName() != "claude-opus-4" || r.GetMcpClientName() != "claude-code" {
+				t.Errorf("%s frame: %v", m.Cmd, req)
+			}
+			msInRange(t, m.Cmd+".Timestamp", req.GetTimestamp(), start, time.Now())
+		}
+	}
+
+	// A device that opens now lists it under both names.
+	late := login(t, url, tokA, "late")
+	if err := late.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := expect(t, late, "GetPendingMessages").GetGetPendingMessagesResponse()
+	types := map[string]*pb.TaskFinishRequest{}
+	for _, p := range ps.GetPendingMessages() {
+		types[p.GetMessageType()] = p.GetTaskFinishRequest()
+	}
+	for _, typ := range []string{"TaskFinish", "WorkReport"} {
+		if r := types[typ]; r.GetID() != "wr-1" || r.GetRequest().GetAgentName() != "Claude Code" {
+			t.Errorf("pending %s: %v (all: %v)", typ, r, ps)
+		}
+	}
+
+	// The current generation answers with WorkReportReply (fields 3 and 5).
+	if err := current.Send(&pb.WebsocketMessage{
+		Cmd:                "WorkReportReply",
+		TaskFinishRequest:  &pb.TaskFinishRequest{ID: "wr-1"},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: "wr-1", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Looks good."}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.r.GetID() != "wr-1" || len(res.r.GetContents()) != 1 || res.r.GetContents()[0].GetText().GetText() != "Looks good." {
+		t.Fatalf("WorkReport returned %v, %v", res.r, res.err)
+	}
+	for _, cmd := range []string{"TaskFinishReplyNotification", "WorkReportReplyNotification"} {
+		n := expect(t, old, cmd)
+		if n.GetTaskFinishRequest().GetID() != "wr-1" || n.GetTaskFinishResponse().GetContents()[0].GetText().GetText() != "Looks good." || n.GetNickname() != "current web" {
+			t.Errorf("%s: %v", cmd, n)
+		}
+	}
+
+	// The TaskFinish generation still works: its RPC, its reply.
+	go func() {
+		r, err := ag.TaskFinish(context.Background(), &pb.TaskFinishRequest{ID: "tf-1", UserToken: tokA,
+			Request: &pb.McpTaskFinishRequest{Summary: "Done.", Timeout: 600}})
+		done <- result{&pb.WorkReportResponse{ID: r.GetID(), Contents: r.GetContents()}, err}
+	}()
+	expect(t, old, "TaskFinish")
+	expect(t, old, "WorkReport")
+	if err := old.Send(&pb.WebsocketMessage{
+		Cmd:                "TaskFinishReply",
+		TaskFinishRequest:  &pb.TaskFinishRequest{ID: "tf-1"},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: "tf-1", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "ok"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil || res.r.GetID() != "tf-1" {
+		t.Fatalf("TaskFinish returned %v, %v", res.r, res.err)
+	}
+
+	// The questions of the current generation carry the names too.
+	go func() {
+		_, err := ag.AskQuestion(context.Background(), &pb.AskQuestionRequest{ID: "q-1", UserToken: tokA,
+			Request: &pb.McpAskQuestionRequest{Question: "Which database?", AgentName: "Cursor", ReasoningModelName: "gpt-5", McpClientName: "cursor-vscode"}})
+		done <- result{nil, err}
+	}()
+	q := expect(t, old, "AskQuestion").GetAskQuestionRequest()
+	if r := q.GetRequest(); r.GetAgentName() != "Cursor" || r.GetReasoningModelName() != "gpt-5" || r.GetMcpClientName() != "cursor-vscode" {
+		t.Errorf("AskQuestion frame: %v", q)
+	}
+	msInRange(t, "AskQuestionRequest.Timestamp", q.GetTimestamp(), start, time.Now())
+	if err := old.Send(wstest.TextReply("q-1", "Postgres")); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil {
+		t.Fatal(res.err)
+	}
+
+	// SendMcpClientInfo is accepted (with the token, like every call).
+	info := &pb.McpClientInfoRequest{ID: "i-1", UserToken: tokA, Request: &pb.McpClientInfoData{ClientName: "windsurf", ClientVersion: "1.2", ProtocolVersion: "2025-06-18"}}
+	if r, err := ag.SendMcpClientInfo(context.Background(), info); err != nil || !r.GetSuccess() {
+		t.Errorf("SendMcpClientInfo: %v, %v", r, err)
+	}
+	info.UserToken = "wrong"
+	if _, err := ag.SendMcpClientInfo(context.Background(), info); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("SendMcpClientInfo with a wrong token: %v", err)
+	}
 }

@@ -57,6 +57,9 @@ type Request struct {
 	// Text is the question or the summary, markdown.
 	Text    string
 	Timeout time.Duration
+	// Who asks, when the agent says: the agent (e.g. Cursor), the model it
+	// runs and the MCP client's name. Shown to the person.
+	AgentName, ReasoningModelName, McpClientName string
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse
@@ -149,11 +152,12 @@ const (
 	replayAge    = 5 * time.Minute
 )
 
-// event is a numbered request event kept for replay.
+// event is a numbered request event kept for replay: its frames, more
+// than one when it goes out under each generation's Cmd.
 type event struct {
-	seq   uint64
-	frame []byte
-	at    time.Time
+	seq    uint64
+	frames [][]byte
+	at     time.Time
 }
 
 // events keeps the last replayEvents events, oldest first, in a ring: a
@@ -369,7 +373,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	}
 	h.persist(r, p, status, rep, reason)
 	except := ""
-	var frame []byte
+	var frame [][]byte
 	if rep != nil {
 		frame, except = r.emitLocked(replyNotificationFrame(p, rep), now), rep.ClientID
 	} else {
@@ -381,15 +385,19 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	return true
 }
 
-// emitLocked numbers a request event, keeps it for replay and returns its
-// encoding. Called with r.mu held, so numbers follow the order of events.
-func (r *room) emitLocked(m *pb.WebsocketMessage, now time.Time) []byte {
+// emitLocked numbers a request event (its frames share the number), keeps
+// it for replay and returns its encoding. Called with r.mu held, so numbers
+// follow the order of events.
+func (r *room) emitLocked(ms []*pb.WebsocketMessage, now time.Time) [][]byte {
 	r.activity = now
 	r.seq++
-	m.Seq = r.seq
-	b := marshal(m)
-	r.events.push(event{seq: r.seq, frame: b, at: now})
-	return b
+	bs := make([][]byte, len(ms))
+	for i, m := range ms {
+		m.Seq = r.seq
+		bs[i] = marshal(m)
+	}
+	r.events.push(event{seq: r.seq, frames: bs, at: now})
+	return bs
 }
 
 // replayLocked returns the events after from, or false when they are no
@@ -411,7 +419,7 @@ func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
 			if now.Sub(e.at) > replayAge {
 				return nil, false
 			}
-			out = append(out, e.frame)
+			out = append(out, e.frames...)
 		}
 	}
 	return out, true
@@ -452,6 +460,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
 		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
 		Status: status, ClosedNote: note,
+		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
 	}
 	if status != store.Pending {
 		rec.ClosedAt = h.now()
@@ -691,25 +700,25 @@ func (r *room) flushPresence() {
 		return
 	}
 	if len(cs) > bigRoom {
-		broadcast(cs, marshal(&pb.WebsocketMessage{
+		broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
 			Cmd: CmdUserConnectionStatusNotification,
 			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
 				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
 			},
-		}), "")
+		})}, "")
 		return
 	}
 	if len(changes) <= presenceBatch {
 		for _, ch := range changes {
-			broadcast(cs, marshal(statusFrame(ch.c, ch.status, ch.at)), ch.c.ID())
+			broadcast(cs, [][]byte{marshal(statusFrame(ch.c, ch.status, ch.at))}, ch.c.ID())
 		}
 		return
 	}
 	us := r.onlineUsers()
-	broadcast(cs, marshal(&pb.WebsocketMessage{
+	broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
 		Cmd:                    CmdGetOnlineUsers,
 		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: Count(len(us))},
-	}), "")
+	})}, "")
 }
 
 func (r *room) clientsLocked() []Client {
@@ -731,9 +740,9 @@ func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
 	seq := r.seq
 	r.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
-	out := make([]*pb.PendingMessage, len(ps))
-	for i, p := range ps {
-		out[i] = pendingMessage(p)
+	out := make([]*pb.PendingMessage, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, pendingMessages(p)...)
 	}
 	return out, seq
 }
@@ -788,8 +797,9 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 	return msg, nil
 }
 
-// broadcast sends frame to every client but the one with id except.
-func broadcast(cs []Client, frame []byte, except string) {
+// broadcast sends the frames, in order, to every client but the one with
+// id except.
+func broadcast(cs []Client, frame [][]byte, except string) {
 	// Sends to idle connections are writes on this goroutine; a crowd is
 	// split among one goroutine per CPU, which the writes keep busy.
 	parts := min(runtime.GOMAXPROCS(0), len(cs)/crowdPart)
@@ -809,10 +819,12 @@ func broadcast(cs []Client, frame []byte, except string) {
 // broadcast.
 const crowdPart = 128
 
-func sendAll(cs []Client, frame []byte, except string) {
+func sendAll(cs []Client, frames [][]byte, except string) {
 	for _, c := range cs {
 		if c.ID() != except {
-			c.Send(frame)
+			for _, f := range frames {
+				c.Send(f)
+			}
 		}
 	}
 }

@@ -153,7 +153,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		}
 		r := m.GetAskQuestionResponse()
 		c.answer(hub.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
-	case hub.CmdTaskFinishReply:
+	case hub.CmdTaskFinishReply, hub.CmdWorkReportReply:
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()

@@ -27,6 +27,8 @@ export interface Item {
   reply?: ReplyPart[]
   answeredBy?: string
   answeredAt?: number
+  agent?: string // the agent (or its MCP client) that asked
+  model?: string // the model it runs
 }
 
 export interface ChatLine {
@@ -80,13 +82,24 @@ export function createStore(storageKey: string) {
     }
   }
 
+  type Req = {
+    ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number
+    AgentName?: string; ReasoningModelName?: string; McpClientName?: string
+  }
+
+  // who names the agent and model of a request, when it says.
+  function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
+    const agent = r?.AgentName || r?.McpClientName
+    return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
+  }
+
   function find(id: string) {
     return state.items.find((i) => i.id === id)
   }
 
   // upsert records a request; returns true when it is new to this device.
   function upsert(kind: Kind, req: AskQuestionRequest | TaskFinishRequest, createdAt?: number, timeout?: number): boolean {
-    const r = req.Request as { ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number } | undefined
+    const r = req.Request as Req | undefined
     const existing = find(req.ID)
     if (existing) {
       if (existing.status !== 'waiting' && existing.status !== 'answeredHere') existing.status = 'waiting'
@@ -100,6 +113,7 @@ export function createStore(storageKey: string) {
       createdAt: createdAt ?? Date.now(),
       timeout: timeout ?? r?.Timeout ?? 0,
       status: 'waiting',
+      ...who(r),
     })
     state.items.sort((a, b) => a.createdAt - b.createdAt)
     save()
@@ -131,16 +145,18 @@ export function createStore(storageKey: string) {
         if (m.AskQuestionRequest && upsert('AskQuestion', m.AskQuestionRequest)) return m.AskQuestionRequest.ID
         break
       case 'TaskFinish':
+      case 'WorkReport': // the same report under the current upstream name; upsert keeps one
         if (m.TaskFinishRequest && upsert('TaskFinish', m.TaskFinishRequest)) return m.TaskFinishRequest.ID
         break
       case 'GetPendingMessages': {
         let fresh: string | undefined
         const pending = new Set<string>()
         for (const p of m.GetPendingMessagesResponse?.pendingMessages ?? []) {
-          const req = p.messageType === 'TaskFinish' ? p.taskFinishRequest : p.askQuestionRequest
+          const kind: Kind = p.messageType === 'AskQuestion' ? 'AskQuestion' : 'TaskFinish' // TaskFinish or WorkReport
+          const req = kind === 'TaskFinish' ? p.taskFinishRequest : p.askQuestionRequest
           if (!req) continue
           pending.add(req.ID)
-          if (upsert(p.messageType as Kind, req, Number(p.createdAt), p.timeout)) fresh = req.ID
+          if (upsert(kind, req, Number(p.createdAt), p.timeout)) fresh = req.ID
         }
         // What this device thought was waiting but the server no longer
         // has was settled while we were away.
@@ -149,7 +165,8 @@ export function createStore(storageKey: string) {
         return fresh
       }
       case 'AskQuestionReplyNotification':
-      case 'TaskFinishReplyNotification': {
+      case 'TaskFinishReplyNotification':
+      case 'WorkReportReplyNotification': {
         const id = m.AskQuestionRequest?.ID || m.TaskFinishRequest?.ID || ''
         const resp = m.AskQuestionResponse ?? m.TaskFinishResponse
         if (find(id)?.status === 'answeredHere') break // our own answer, replayed after a reconnect
@@ -165,7 +182,7 @@ export function createStore(storageKey: string) {
         for (const it of h?.items ?? []) {
           const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
           if (!req || find(req.ID)) continue
-          const r = req.Request as { ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number } | undefined
+          const r = req.Request as Req | undefined
           state.items.push({
             id: req.ID,
             kind: it.messageType as Kind,
@@ -177,6 +194,7 @@ export function createStore(storageKey: string) {
             reply: contentsToParts(it.response?.contents),
             answeredBy: it.answeredBy || undefined,
             answeredAt: Number(it.closedAt) || undefined,
+            ...who(r),
           })
         }
         state.items.sort((a, b) => a.createdAt - b.createdAt)

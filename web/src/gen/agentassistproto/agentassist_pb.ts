@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file agentassistproto/agentassist.proto.
  */
 export const file_agentassistproto_agentassist: GenFile = /*@__PURE__*/
-  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IlQKFU1jcEFza1F1ZXN0aW9uUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEhAKCFF1ZXN0aW9uGAIgASgJEg8KB1RpbWVvdXQYAyABKAUibQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3Qi1AEKE0Fza1F1ZXN0aW9uUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI9CgRNZXRhGAMgAygLMi8uYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJSChRNY3BUYXNrRmluaXNoUmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBSJrChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3Qi0gEKElRhc2tGaW5pc2hSZXNwb25zZRIKCgJJRBgBIAEoCRIPCgdJc0Vycm9yGAIgASgIEjwKBE1ldGEYAyADKAsyLi5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0EhMKC3JlcXVlc3RfaWRzGAEgAygJIp8BChxDaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlEk4KCHZhbGlkaXR5GAEgAygLMjwuYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlc3BvbnNlLlZhbGlkaXR5RW50cnkaLwoNVmFsaWRpdHlFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAg6AjgBIi8KGUdldFBlbmRpbmdNZXNzYWdlc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSLRAQoOUGVuZGluZ01lc3NhZ2USFAoMbWVzc2FnZV90eXBlGAEgASgJEkIKFGFza19xdWVzdGlvbl9yZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSQAoTdGFza19maW5pc2hfcmVxdWVzdBgDIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QSEgoKY3JlYXRlZF9hdBgEIAEoAxIPCgd0aW1lb3V0GAUgASgFIm0KGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlEjoKEHBlbmRpbmdfbWVzc2FnZXMYASADKAsyIC5hZ2VudGFzc2lzdHByb3RvLlBlbmRpbmdNZXNzYWdlEhMKC3RvdGFsX2NvdW50GAIgASgFIlgKHFJlcXVlc3RDYW5jZWxsZWROb3RpZmljYXRpb24SEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSFAoMbWVzc2FnZV90eXBlGAMgASgJIkcKCk9ubGluZVVzZXISEQoJY2xpZW50X2lkGAEgASgJEhAKCG5pY2tuYW1lGAIgASgJEhQKDGNvbm5lY3RlZF9hdBgDIAEoAyIrChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QSEgoKdXNlcl90b2tlbhgBIAEoCSJhChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEjIKDG9ubGluZV91c2VycxgBIAMoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchITCgt0b3RhbF9jb3VudBgCIAEoBSKtAQoLQ2hhdE1lc3NhZ2USEgoKbWVzc2FnZV9pZBgBIAEoCRIYChBzZW5kZXJfY2xpZW50X2lkGAIgASgJEhcKD3NlbmRlcl9uaWNrbmFtZRgDIAEoCRIaChJyZWNlaXZlcl9jbGllbnRfaWQYBCABKAkSGQoRcmVjZWl2ZXJfbmlja25hbWUYBSABKAkSDwoHY29udGVudBgGIAEoCRIPCgdzZW50X2F0GAcgASgDIkUKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSGgoScmVjZWl2ZXJfY2xpZW50X2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiTgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SMwoMY2hhdF9tZXNzYWdlGAEgASgLMh0uYWdlbnRhc3Npc3Rwcm90by5DaGF0TWVzc2FnZSIyChRTZW5kQmFja3NwYWNlUmVxdWVzdBIaChJyZWNlaXZlcl9jbGllbnRfaWQYASABKAkibgoRVXNlckxvZ2luUmVzcG9uc2USEQoJY2xpZW50X2lkGAEgASgJEg8KB3N1Y2Nlc3MYAiABKAgSFQoNZXJyb3JfbWVzc2FnZRgDIAEoCRINCgVlcG9jaBgEIAEoCRIPCgdyZXN1bWVkGAUgASgIInEKIFVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uEioKBHVzZXIYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLk9ubGluZVVzZXISDgoGc3RhdHVzGAIgASgJEhEKCXRpbWVzdGFtcBgDIAEoAyJTChFFcnJvck5vdGlmaWNhdGlvbhIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRILCgNjbWQYBCABKAki3wsKEFdlYnNvY2tldE1lc3NhZ2USCwoDQ21kGAEgASgJEkAKEkFza1F1ZXN0aW9uUmVxdWVzdBgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0Ej4KEVRhc2tGaW5pc2hSZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBJCChNBc2tRdWVzdGlvblJlc3BvbnNlGAQgASgLMiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlEkAKElRhc2tGaW5pc2hSZXNwb25zZRgFIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCFN0clBhcmFtGAwgASgJElIKG0NoZWNrTWVzc2FnZVZhbGlkaXR5UmVxdWVzdBgNIAEoCzItLmFnZW50YXNzaXN0cHJvdG8uQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0ElQKHENoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2UYDiABKAsyLi5hZ2VudGFzc2lzdHByb3RvLkNoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2USTgoZR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBgPIAEoCzIrLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBJQChpHZXRQZW5kaW5nTWVzc2FnZXNSZXNwb25zZRgQIAEoCzIsLmFnZW50YXNzaXN0cHJvdG8uR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2USVAocUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhgRIAEoCzIuLmFnZW50YXNzaXN0cHJvdG8uUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhIQCghOaWNrbmFtZRgSIAEoCRJGChVHZXRPbmxpbmVVc2Vyc1JlcXVlc3QYEyABKAsyJy5hZ2VudGFzc2lzdHByb3RvLkdldE9ubGluZVVzZXJzUmVxdWVzdBJIChZHZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlGBQgASgLMiguYWdlbnRhc3Npc3Rwcm90by5HZXRPbmxpbmVVc2Vyc1Jlc3BvbnNlEkgKFlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QYFSABKAsyKC5hZ2VudGFzc2lzdHByb3RvLlNlbmRDaGF0TWVzc2FnZVJlcXVlc3QSSgoXQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24YFiABKAsyKS5hZ2VudGFzc2lzdHByb3RvLkNoYXRNZXNzYWdlTm90aWZpY2F0aW9uEj4KEVVzZXJMb2dpblJlc3BvbnNlGBcgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5Vc2VyTG9naW5SZXNwb25zZRJcCiBVc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhgYIAEoCzIyLmFnZW50YXNzaXN0cHJvdG8uVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24SRAoUU2VuZEJhY2tzcGFjZVJlcXVlc3QYGSABKAsyJi5hZ2VudGFzc2lzdHByb3RvLlNlbmRCYWNrc3BhY2VSZXF1ZXN0EgsKA1NlcRgaIAEoBBISCgpSZXN1bWVGcm9tGBsgASgEEg0KBUVwb2NoGBwgASgJEj4KEUdldEhpc3RvcnlSZXF1ZXN0GB0gASgLMiMuYWdlbnRhc3Npc3Rwcm90by5HZXRIaXN0b3J5UmVxdWVzdBJAChJHZXRIaXN0b3J5UmVzcG9uc2UYHiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLkdldEhpc3RvcnlSZXNwb25zZRIyCgVFcnJvchgfIAEoCzIjLmFnZW50YXNzaXN0cHJvdG8uRXJyb3JOb3RpZmljYXRpb24iMgoRR2V0SGlzdG9yeVJlcXVlc3QSDgoGYmVmb3JlGAEgASgDEg0KBWxpbWl0GAIgASgFIq4CCgtIaXN0b3J5SXRlbRIUCgxtZXNzYWdlX3R5cGUYASABKAkSQgoUYXNrX3F1ZXN0aW9uX3JlcXVlc3QYAiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBJAChN0YXNrX2ZpbmlzaF9yZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBISCgpjcmVhdGVkX2F0GAQgASgDEg4KBnN0YXR1cxgFIAEoCRI3CghyZXNwb25zZRgGIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRITCgthbnN3ZXJlZF9ieRgHIAEoCRIRCgljbG9zZWRfYXQYCCABKAMiUAoSR2V0SGlzdG9yeVJlc3BvbnNlEiwKBWl0ZW1zGAEgAygLMh0uYWdlbnRhc3Npc3Rwcm90by5IaXN0b3J5SXRlbRIMCgRtb3JlGAIgASgIIncKF0Fza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI3CghSZXNwb25zZRgCIAEoCzIlLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZRIQCghOaWNrbmFtZRgDIAEoCSJ1ChZUYXNrRmluaXNoUmVwbHlSZXF1ZXN0EhEKCVVzZXJUb2tlbhgBIAEoCRI2CghSZXNwb25zZRgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlc3BvbnNlEhAKCE5pY2tuYW1lGAMgASgJIisKClJlbGF5RXJyb3ISDAoEY29kZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIp4BCgdVSVN0YXRlEhQKDHVpX3NwZWNfanNvbhgBIAEoCRIcChRtZXNzYWdlX2hpc3RvcnlfanNvbhgCIAEoCRIYChB0b29sX3NjaGVtYV9qc29uGAMgASgJEhYKDmFsbF90b29sc19qc29uGAQgASgJEhMKC2hvc3Rfb25saW5lGAUgASgIEhgKEHN0dWR5X3Nlc3Npb25faWQYBiABKAkiVgoTU3RhcnRTZXNzaW9uUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhAKCHN0dWR5X2lkGAIgASgJEhYKDnBhcnRpY2lwYW50X2lkGAMgASgJIjoKEUVuZFNlc3Npb25SZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDgoGcmVhc29uGAIgASgJImoKD1Nlc3Npb25SZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvchIYChBzdHVkeV9zZXNzaW9uX2lkGAIgASgJEhAKCGxvZ19maWxlGAMgASgJIjsKEUdldFVJU3RhdGVSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDwoHcmVmcmVzaBgCIAEoCCJrChJHZXRVSVN0YXRlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISKAoFc3RhdGUYAiABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiYgoRQ2FsbFVJVG9vbFJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIRCgl0b29sX25hbWUYAiABKAkSEwoLcGFyYW1zX2pzb24YAyABKAkSDgoGcmVhc29uGAQgASgJIoABChJDYWxsVUlUb29sUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3ISEwoLcmVzdWx0X2pzb24YAiABKAkSKAoFc3RhdGUYAyABKAsyGS5hZ2VudGFzc2lzdHByb3RvLlVJU3RhdGUiOgoTQWdlbnRNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEgwKBHRleHQYAiABKAkiQwoUQWdlbnRNZXNzYWdlUmVzcG9uc2USKwoFZXJyb3IYASABKAsyHC5hZ2VudGFzc2lzdHByb3RvLlJlbGF5RXJyb3IiQwoWV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhIKCnRpbWVvdXRfbXMYAiABKAUiXgoXV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2USEAoIcmVjZWl2ZWQYASABKAgSDAoEdGV4dBgCIAEoCRINCgVzdGFnZRgDIAEoCRIUCgxwYXlsb2FkX2pzb24YBCABKAkiNQoUQ2FuY2VsUmVxdWVzdFJlcXVlc3QSEQoJVXNlclRva2VuGAEgASgJEgoKAklEGAIgASgJMsUBCg5TcnZBZ2VudEFzc2lzdBJaCgtBc2tRdWVzdGlvbhIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0GiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlElcKClRhc2tGaW5pc2gSIy5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXF1ZXN0GiQuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2UyyQEKE1NydkFnZW50QXNzaXN0UmVwbHkSWQoQQXNrUXVlc3Rpb25SZXBseRIpLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXBseVJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5ElcKD1Rhc2tGaW5pc2hSZXBseRIoLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcGx5UmVxdWVzdBoaLmFnZW50YXNzaXN0cHJvdG8uTXNnRW1wdHkyuQQKClNydlVJUmVsYXkSWAoMU3RhcnRTZXNzaW9uEiUuYWdlbnRhc3Npc3Rwcm90by5TdGFydFNlc3Npb25SZXF1ZXN0GiEuYWdlbnRhc3Npc3Rwcm90by5TZXNzaW9uUmVzcG9uc2USVAoKRW5kU2Vzc2lvbhIjLmFnZW50YXNzaXN0cHJvdG8uRW5kU2Vzc2lvblJlcXVlc3QaIS5hZ2VudGFzc2lzdHByb3RvLlNlc3Npb25SZXNwb25zZRJXCgpHZXRVSVN0YXRlEiMuYWdlbnRhc3Npc3Rwcm90by5HZXRVSVN0YXRlUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uR2V0VUlTdGF0ZVJlc3BvbnNlElcKCkNhbGxVSVRvb2wSIy5hZ2VudGFzc2lzdHByb3RvLkNhbGxVSVRvb2xSZXF1ZXN0GiQuYWdlbnRhc3Npc3Rwcm90by5DYWxsVUlUb29sUmVzcG9uc2USYQoQUG9zdEFnZW50TWVzc2FnZRIlLmFnZW50YXNzaXN0cHJvdG8uQWdlbnRNZXNzYWdlUmVxdWVzdBomLmFnZW50YXNzaXN0cHJvdG8uQWdlbnRNZXNzYWdlUmVzcG9uc2USZgoPV2FpdFVzZXJNZXNzYWdlEiguYWdlbnRhc3Npc3Rwcm90by5XYWl0VXNlck1lc3NhZ2VSZXF1ZXN0GikuYWdlbnRhc3Npc3Rwcm90by5XYWl0VXNlck1lc3NhZ2VSZXNwb25zZTJsChVTcnZBZ2VudEFzc2lzdENvbnRyb2wSUwoNQ2FuY2VsUmVxdWVzdBImLmFnZW50YXNzaXN0cHJvdG8uQ2FuY2VsUmVxdWVzdFJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5QlBaTmdpdGh1Yi5jb20vYWdlbnRhc3Npc3RhbnQvYWdlbnRhc3Npc3RhbnQvZ2VuL2FnZW50YXNzaXN0cHJvdG87YWdlbnRhc3Npc3Rwcm90b2IGcHJvdG8z");
+  fileDesc("CiJhZ2VudGFzc2lzdHByb3RvL2FnZW50YXNzaXN0LnByb3RvEhBhZ2VudGFzc2lzdHByb3RvIikKC1RleHRDb250ZW50EgwKBHR5cGUYASABKAkSDAoEdGV4dBgCIAEoCSI9CgxJbWFnZUNvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSI9CgxBdWRpb0NvbnRlbnQSDAoEdHlwZRgBIAEoCRIMCgRkYXRhGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCSJOChBFbWJlZGRlZFJlc291cmNlEgwKBHR5cGUYASABKAkSCwoDdXJpGAIgASgJEhEKCW1pbWVfdHlwZRgDIAEoCRIMCgRkYXRhGAQgASgMIuoBChBNY3BSZXN1bHRDb250ZW50EgwKBHR5cGUYASABKAUSKwoEdGV4dBgCIAEoCzIdLmFnZW50YXNzaXN0cHJvdG8uVGV4dENvbnRlbnQSLQoFaW1hZ2UYAyABKAsyHi5hZ2VudGFzc2lzdHByb3RvLkltYWdlQ29udGVudBItCgVhdWRpbxgEIAEoCzIeLmFnZW50YXNzaXN0cHJvdG8uQXVkaW9Db250ZW50Ej0KEWVtYmVkZGVkX3Jlc291cmNlGAUgASgLMiIuYWdlbnRhc3Npc3Rwcm90by5FbWJlZGRlZFJlc291cmNlIgoKCE1zZ0VtcHR5IpoBChVNY3BBc2tRdWVzdGlvblJlcXVlc3QSGAoQUHJvamVjdERpcmVjdG9yeRgBIAEoCRIQCghRdWVzdGlvbhgCIAEoCRIPCgdUaW1lb3V0GAMgASgFEhEKCUFnZW50TmFtZRgEIAEoCRIaChJSZWFzb25pbmdNb2RlbE5hbWUYBSABKAkSFQoNTWNwQ2xpZW50TmFtZRgGIAEoCSKAAQoSQXNrUXVlc3Rpb25SZXF1ZXN0EgoKAklEGAEgASgJEhEKCVVzZXJUb2tlbhgCIAEoCRI4CgdSZXF1ZXN0GAMgASgLMicuYWdlbnRhc3Npc3Rwcm90by5NY3BBc2tRdWVzdGlvblJlcXVlc3QSEQoJVGltZXN0YW1wGAQgASgDItQBChNBc2tRdWVzdGlvblJlc3BvbnNlEgoKAklEGAEgASgJEg8KB0lzRXJyb3IYAiABKAgSPQoETWV0YRgDIAMoCzIvLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXNwb25zZS5NZXRhRW50cnkSNAoIY29udGVudHMYBCADKAsyIi5hZ2VudGFzc2lzdHByb3RvLk1jcFJlc3VsdENvbnRlbnQaKwoJTWV0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEimAEKFE1jcFRhc2tGaW5pc2hSZXF1ZXN0EhgKEFByb2plY3REaXJlY3RvcnkYASABKAkSDwoHU3VtbWFyeRgCIAEoCRIPCgdUaW1lb3V0GAMgASgFEhEKCUFnZW50TmFtZRgEIAEoCRIaChJSZWFzb25pbmdNb2RlbE5hbWUYBSABKAkSFQoNTWNwQ2xpZW50TmFtZRgGIAEoCSJ+ChFUYXNrRmluaXNoUmVxdWVzdBIKCgJJRBgBIAEoCRIRCglVc2VyVG9rZW4YAiABKAkSNwoHUmVxdWVzdBgDIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uTWNwVGFza0ZpbmlzaFJlcXVlc3QSEQoJVGltZXN0YW1wGAQgASgDItIBChJUYXNrRmluaXNoUmVzcG9uc2USCgoCSUQYASABKAkSDwoHSXNFcnJvchgCIAEoCBI8CgRNZXRhGAMgAygLMi4uYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2UuTWV0YUVudHJ5EjQKCGNvbnRlbnRzGAQgAygLMiIuYWdlbnRhc3Npc3Rwcm90by5NY3BSZXN1bHRDb250ZW50GisKCU1ldGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIpgBChRNY3BXb3JrUmVwb3J0UmVxdWVzdBIYChBQcm9qZWN0RGlyZWN0b3J5GAEgASgJEg8KB1N1bW1hcnkYAiABKAkSDwoHVGltZW91dBgDIAEoBRIRCglBZ2VudE5hbWUYBCABKAkSGgoSUmVhc29uaW5nTW9kZWxOYW1lGAUgASgJEhUKDU1jcENsaWVudE5hbWUYBiABKAkifgoRV29ya1JlcG9ydFJlcXVlc3QSCgoCSUQYASABKAkSEQoJVXNlclRva2VuGAIgASgJEjcKB1JlcXVlc3QYAyABKAsyJi5hZ2VudGFzc2lzdHByb3RvLk1jcFdvcmtSZXBvcnRSZXF1ZXN0EhEKCVRpbWVzdGFtcBgEIAEoAyLSAQoSV29ya1JlcG9ydFJlc3BvbnNlEgoKAklEGAEgASgJEg8KB0lzRXJyb3IYAiABKAgSPAoETWV0YRgDIAMoCzIuLmFnZW50YXNzaXN0cHJvdG8uV29ya1JlcG9ydFJlc3BvbnNlLk1ldGFFbnRyeRI0Cghjb250ZW50cxgEIAMoCzIiLmFnZW50YXNzaXN0cHJvdG8uTWNwUmVzdWx0Q29udGVudBorCglNZXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJxChFNY3BDbGllbnRJbmZvRGF0YRIXCg9Qcm90b2NvbFZlcnNpb24YASABKAkSGAoQQ2FwYWJpbGl0aWVzSnNvbhgCIAEoCRISCgpDbGllbnROYW1lGAMgASgJEhUKDUNsaWVudFZlcnNpb24YBCABKAkifgoUTWNwQ2xpZW50SW5mb1JlcXVlc3QSCgoCSUQYASABKAkSEQoJVXNlclRva2VuGAIgASgJEjQKB1JlcXVlc3QYAyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLk1jcENsaWVudEluZm9EYXRhEhEKCVRpbWVzdGFtcBgEIAEoAyIoChVNY3BDbGllbnRJbmZvUmVzcG9uc2USDwoHU3VjY2VzcxgBIAEoCCIyChtDaGVja01lc3NhZ2VWYWxpZGl0eVJlcXVlc3QSEwoLcmVxdWVzdF9pZHMYASADKAkinwEKHENoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2USTgoIdmFsaWRpdHkYASADKAsyPC5hZ2VudGFzc2lzdHByb3RvLkNoZWNrTWVzc2FnZVZhbGlkaXR5UmVzcG9uc2UuVmFsaWRpdHlFbnRyeRovCg1WYWxpZGl0eUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCDoCOAEiLwoZR2V0UGVuZGluZ01lc3NhZ2VzUmVxdWVzdBISCgp1c2VyX3Rva2VuGAEgASgJItEBCg5QZW5kaW5nTWVzc2FnZRIUCgxtZXNzYWdlX3R5cGUYASABKAkSQgoUYXNrX3F1ZXN0aW9uX3JlcXVlc3QYAiABKAsyJC5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVxdWVzdBJAChN0YXNrX2ZpbmlzaF9yZXF1ZXN0GAMgASgLMiMuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVxdWVzdBISCgpjcmVhdGVkX2F0GAQgASgDEg8KB3RpbWVvdXQYBSABKAUibQoaR2V0UGVuZGluZ01lc3NhZ2VzUmVzcG9uc2USOgoQcGVuZGluZ19tZXNzYWdlcxgBIAMoCzIgLmFnZW50YXNzaXN0cHJvdG8uUGVuZGluZ01lc3NhZ2USEwoLdG90YWxfY291bnQYAiABKAUiWAocUmVxdWVzdENhbmNlbGxlZE5vdGlmaWNhdGlvbhISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIUCgxtZXNzYWdlX3R5cGUYAyABKAkiRwoKT25saW5lVXNlchIRCgljbGllbnRfaWQYASABKAkSEAoIbmlja25hbWUYAiABKAkSFAoMY29ubmVjdGVkX2F0GAMgASgDIisKFUdldE9ubGluZVVzZXJzUmVxdWVzdBISCgp1c2VyX3Rva2VuGAEgASgJImEKFkdldE9ubGluZVVzZXJzUmVzcG9uc2USMgoMb25saW5lX3VzZXJzGAEgAygLMhwuYWdlbnRhc3Npc3Rwcm90by5PbmxpbmVVc2VyEhMKC3RvdGFsX2NvdW50GAIgASgFIq0BCgtDaGF0TWVzc2FnZRISCgptZXNzYWdlX2lkGAEgASgJEhgKEHNlbmRlcl9jbGllbnRfaWQYAiABKAkSFwoPc2VuZGVyX25pY2tuYW1lGAMgASgJEhoKEnJlY2VpdmVyX2NsaWVudF9pZBgEIAEoCRIZChFyZWNlaXZlcl9uaWNrbmFtZRgFIAEoCRIPCgdjb250ZW50GAYgASgJEg8KB3NlbnRfYXQYByABKAMiRQoWU2VuZENoYXRNZXNzYWdlUmVxdWVzdBIaChJyZWNlaXZlcl9jbGllbnRfaWQYASABKAkSDwoHY29udGVudBgCIAEoCSJOChdDaGF0TWVzc2FnZU5vdGlmaWNhdGlvbhIzCgxjaGF0X21lc3NhZ2UYASABKAsyHS5hZ2VudGFzc2lzdHByb3RvLkNoYXRNZXNzYWdlIjIKFFNlbmRCYWNrc3BhY2VSZXF1ZXN0EhoKEnJlY2VpdmVyX2NsaWVudF9pZBgBIAEoCSJuChFVc2VyTG9naW5SZXNwb25zZRIRCgljbGllbnRfaWQYASABKAkSDwoHc3VjY2VzcxgCIAEoCBIVCg1lcnJvcl9tZXNzYWdlGAMgASgJEg0KBWVwb2NoGAQgASgJEg8KB3Jlc3VtZWQYBSABKAgicQogVXNlckNvbm5lY3Rpb25TdGF0dXNOb3RpZmljYXRpb24SKgoEdXNlchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uT25saW5lVXNlchIOCgZzdGF0dXMYAiABKAkSEQoJdGltZXN0YW1wGAMgASgDIlMKEUVycm9yTm90aWZpY2F0aW9uEgwKBGNvZGUYASABKAkSDwoHbWVzc2FnZRgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJEgsKA2NtZBgEIAEoCSLfCwoQV2Vic29ja2V0TWVzc2FnZRILCgNDbWQYASABKAkSQAoSQXNrUXVlc3Rpb25SZXF1ZXN0GAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QSPgoRVGFza0ZpbmlzaFJlcXVlc3QYAyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXF1ZXN0EkIKE0Fza1F1ZXN0aW9uUmVzcG9uc2UYBCABKAsyJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USQAoSVGFza0ZpbmlzaFJlc3BvbnNlGAUgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2USEAoIU3RyUGFyYW0YDCABKAkSUgobQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXF1ZXN0GA0gASgLMi0uYWdlbnRhc3Npc3Rwcm90by5DaGVja01lc3NhZ2VWYWxpZGl0eVJlcXVlc3QSVAocQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXNwb25zZRgOIAEoCzIuLmFnZW50YXNzaXN0cHJvdG8uQ2hlY2tNZXNzYWdlVmFsaWRpdHlSZXNwb25zZRJOChlHZXRQZW5kaW5nTWVzc2FnZXNSZXF1ZXN0GA8gASgLMisuYWdlbnRhc3Npc3Rwcm90by5HZXRQZW5kaW5nTWVzc2FnZXNSZXF1ZXN0ElAKGkdldFBlbmRpbmdNZXNzYWdlc1Jlc3BvbnNlGBAgASgLMiwuYWdlbnRhc3Npc3Rwcm90by5HZXRQZW5kaW5nTWVzc2FnZXNSZXNwb25zZRJUChxSZXF1ZXN0Q2FuY2VsbGVkTm90aWZpY2F0aW9uGBEgASgLMi4uYWdlbnRhc3Npc3Rwcm90by5SZXF1ZXN0Q2FuY2VsbGVkTm90aWZpY2F0aW9uEhAKCE5pY2tuYW1lGBIgASgJEkYKFUdldE9ubGluZVVzZXJzUmVxdWVzdBgTIAEoCzInLmFnZW50YXNzaXN0cHJvdG8uR2V0T25saW5lVXNlcnNSZXF1ZXN0EkgKFkdldE9ubGluZVVzZXJzUmVzcG9uc2UYFCABKAsyKC5hZ2VudGFzc2lzdHByb3RvLkdldE9ubGluZVVzZXJzUmVzcG9uc2USSAoWU2VuZENoYXRNZXNzYWdlUmVxdWVzdBgVIAEoCzIoLmFnZW50YXNzaXN0cHJvdG8uU2VuZENoYXRNZXNzYWdlUmVxdWVzdBJKChdDaGF0TWVzc2FnZU5vdGlmaWNhdGlvbhgWIAEoCzIpLmFnZW50YXNzaXN0cHJvdG8uQ2hhdE1lc3NhZ2VOb3RpZmljYXRpb24SPgoRVXNlckxvZ2luUmVzcG9uc2UYFyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLlVzZXJMb2dpblJlc3BvbnNlElwKIFVzZXJDb25uZWN0aW9uU3RhdHVzTm90aWZpY2F0aW9uGBggASgLMjIuYWdlbnRhc3Npc3Rwcm90by5Vc2VyQ29ubmVjdGlvblN0YXR1c05vdGlmaWNhdGlvbhJEChRTZW5kQmFja3NwYWNlUmVxdWVzdBgZIAEoCzImLmFnZW50YXNzaXN0cHJvdG8uU2VuZEJhY2tzcGFjZVJlcXVlc3QSCwoDU2VxGBogASgEEhIKClJlc3VtZUZyb20YGyABKAQSDQoFRXBvY2gYHCABKAkSPgoRR2V0SGlzdG9yeVJlcXVlc3QYHSABKAsyIy5hZ2VudGFzc2lzdHByb3RvLkdldEhpc3RvcnlSZXF1ZXN0EkAKEkdldEhpc3RvcnlSZXNwb25zZRgeIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uR2V0SGlzdG9yeVJlc3BvbnNlEjIKBUVycm9yGB8gASgLMiMuYWdlbnRhc3Npc3Rwcm90by5FcnJvck5vdGlmaWNhdGlvbiIyChFHZXRIaXN0b3J5UmVxdWVzdBIOCgZiZWZvcmUYASABKAMSDQoFbGltaXQYAiABKAUirgIKC0hpc3RvcnlJdGVtEhQKDG1lc3NhZ2VfdHlwZRgBIAEoCRJCChRhc2tfcXVlc3Rpb25fcmVxdWVzdBgCIAEoCzIkLmFnZW50YXNzaXN0cHJvdG8uQXNrUXVlc3Rpb25SZXF1ZXN0EkAKE3Rhc2tfZmluaXNoX3JlcXVlc3QYAyABKAsyIy5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXF1ZXN0EhIKCmNyZWF0ZWRfYXQYBCABKAMSDgoGc3RhdHVzGAUgASgJEjcKCHJlc3BvbnNlGAYgASgLMiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlEhMKC2Fuc3dlcmVkX2J5GAcgASgJEhEKCWNsb3NlZF9hdBgIIAEoAyJQChJHZXRIaXN0b3J5UmVzcG9uc2USLAoFaXRlbXMYASADKAsyHS5hZ2VudGFzc2lzdHByb3RvLkhpc3RvcnlJdGVtEgwKBG1vcmUYAiABKAgidwoXQXNrUXVlc3Rpb25SZXBseVJlcXVlc3QSEQoJVXNlclRva2VuGAEgASgJEjcKCFJlc3BvbnNlGAIgASgLMiUuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlc3BvbnNlEhAKCE5pY2tuYW1lGAMgASgJInUKFlRhc2tGaW5pc2hSZXBseVJlcXVlc3QSEQoJVXNlclRva2VuGAEgASgJEjYKCFJlc3BvbnNlGAIgASgLMiQuYWdlbnRhc3Npc3Rwcm90by5UYXNrRmluaXNoUmVzcG9uc2USEAoITmlja25hbWUYAyABKAkiKwoKUmVsYXlFcnJvchIMCgRjb2RlGAEgASgJEg8KB21lc3NhZ2UYAiABKAkingEKB1VJU3RhdGUSFAoMdWlfc3BlY19qc29uGAEgASgJEhwKFG1lc3NhZ2VfaGlzdG9yeV9qc29uGAIgASgJEhgKEHRvb2xfc2NoZW1hX2pzb24YAyABKAkSFgoOYWxsX3Rvb2xzX2pzb24YBCABKAkSEwoLaG9zdF9vbmxpbmUYBSABKAgSGAoQc3R1ZHlfc2Vzc2lvbl9pZBgGIAEoCSJWChNTdGFydFNlc3Npb25SZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSEAoIc3R1ZHlfaWQYAiABKAkSFgoOcGFydGljaXBhbnRfaWQYAyABKAkiOgoRRW5kU2Vzc2lvblJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIOCgZyZWFzb24YAiABKAkiagoPU2Vzc2lvblJlc3BvbnNlEisKBWVycm9yGAEgASgLMhwuYWdlbnRhc3Npc3Rwcm90by5SZWxheUVycm9yEhgKEHN0dWR5X3Nlc3Npb25faWQYAiABKAkSEAoIbG9nX2ZpbGUYAyABKAkiOwoRR2V0VUlTdGF0ZVJlcXVlc3QSFQoNcmVsYXlfc2Vzc2lvbhgBIAEoCRIPCgdyZWZyZXNoGAIgASgIImsKEkdldFVJU3RhdGVSZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvchIoCgVzdGF0ZRgCIAEoCzIZLmFnZW50YXNzaXN0cHJvdG8uVUlTdGF0ZSJiChFDYWxsVUlUb29sUmVxdWVzdBIVCg1yZWxheV9zZXNzaW9uGAEgASgJEhEKCXRvb2xfbmFtZRgCIAEoCRITCgtwYXJhbXNfanNvbhgDIAEoCRIOCgZyZWFzb24YBCABKAkigAEKEkNhbGxVSVRvb2xSZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvchITCgtyZXN1bHRfanNvbhgCIAEoCRIoCgVzdGF0ZRgDIAEoCzIZLmFnZW50YXNzaXN0cHJvdG8uVUlTdGF0ZSI6ChNBZ2VudE1lc3NhZ2VSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSDAoEdGV4dBgCIAEoCSJDChRBZ2VudE1lc3NhZ2VSZXNwb25zZRIrCgVlcnJvchgBIAEoCzIcLmFnZW50YXNzaXN0cHJvdG8uUmVsYXlFcnJvciJDChZXYWl0VXNlck1lc3NhZ2VSZXF1ZXN0EhUKDXJlbGF5X3Nlc3Npb24YASABKAkSEgoKdGltZW91dF9tcxgCIAEoBSJeChdXYWl0VXNlck1lc3NhZ2VSZXNwb25zZRIQCghyZWNlaXZlZBgBIAEoCBIMCgR0ZXh0GAIgASgJEg0KBXN0YWdlGAMgASgJEhQKDHBheWxvYWRfanNvbhgEIAEoCSI1ChRDYW5jZWxSZXF1ZXN0UmVxdWVzdBIRCglVc2VyVG9rZW4YASABKAkSCgoCSUQYAiABKAkyhAMKDlNydkFnZW50QXNzaXN0EloKC0Fza1F1ZXN0aW9uEiQuYWdlbnRhc3Npc3Rwcm90by5Bc2tRdWVzdGlvblJlcXVlc3QaJS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVzcG9uc2USVwoKVGFza0ZpbmlzaBIjLmFnZW50YXNzaXN0cHJvdG8uVGFza0ZpbmlzaFJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXNwb25zZRJXCgpXb3JrUmVwb3J0EiMuYWdlbnRhc3Npc3Rwcm90by5Xb3JrUmVwb3J0UmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uV29ya1JlcG9ydFJlc3BvbnNlEmQKEVNlbmRNY3BDbGllbnRJbmZvEiYuYWdlbnRhc3Npc3Rwcm90by5NY3BDbGllbnRJbmZvUmVxdWVzdBonLmFnZW50YXNzaXN0cHJvdG8uTWNwQ2xpZW50SW5mb1Jlc3BvbnNlMskBChNTcnZBZ2VudEFzc2lzdFJlcGx5ElkKEEFza1F1ZXN0aW9uUmVwbHkSKS5hZ2VudGFzc2lzdHByb3RvLkFza1F1ZXN0aW9uUmVwbHlSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eRJXCg9UYXNrRmluaXNoUmVwbHkSKC5hZ2VudGFzc2lzdHByb3RvLlRhc2tGaW5pc2hSZXBseVJlcXVlc3QaGi5hZ2VudGFzc2lzdHByb3RvLk1zZ0VtcHR5MrkECgpTcnZVSVJlbGF5ElgKDFN0YXJ0U2Vzc2lvbhIlLmFnZW50YXNzaXN0cHJvdG8uU3RhcnRTZXNzaW9uUmVxdWVzdBohLmFnZW50YXNzaXN0cHJvdG8uU2Vzc2lvblJlc3BvbnNlElQKCkVuZFNlc3Npb24SIy5hZ2VudGFzc2lzdHByb3RvLkVuZFNlc3Npb25SZXF1ZXN0GiEuYWdlbnRhc3Npc3Rwcm90by5TZXNzaW9uUmVzcG9uc2USVwoKR2V0VUlTdGF0ZRIjLmFnZW50YXNzaXN0cHJvdG8uR2V0VUlTdGF0ZVJlcXVlc3QaJC5hZ2VudGFzc2lzdHByb3RvLkdldFVJU3RhdGVSZXNwb25zZRJXCgpDYWxsVUlUb29sEiMuYWdlbnRhc3Npc3Rwcm90by5DYWxsVUlUb29sUmVxdWVzdBokLmFnZW50YXNzaXN0cHJvdG8uQ2FsbFVJVG9vbFJlc3BvbnNlEmEKEFBvc3RBZ2VudE1lc3NhZ2USJS5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlcXVlc3QaJi5hZ2VudGFzc2lzdHByb3RvLkFnZW50TWVzc2FnZVJlc3BvbnNlEmYKD1dhaXRVc2VyTWVzc2FnZRIoLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVxdWVzdBopLmFnZW50YXNzaXN0cHJvdG8uV2FpdFVzZXJNZXNzYWdlUmVzcG9uc2UybAoVU3J2QWdlbnRBc3Npc3RDb250cm9sElMKDUNhbmNlbFJlcXVlc3QSJi5hZ2VudGFzc2lzdHByb3RvLkNhbmNlbFJlcXVlc3RSZXF1ZXN0GhouYWdlbnRhc3Npc3Rwcm90by5Nc2dFbXB0eUJQWk5naXRodWIuY29tL2FnZW50YXNzaXN0YW50L2FnZW50YXNzaXN0YW50L2dlbi9hZ2VudGFzc2lzdHByb3RvO2FnZW50YXNzaXN0cHJvdG9iBnByb3RvMw");
 
 /**
  * TextContent is text from the human, type "text".
@@ -210,6 +210,25 @@ export type McpAskQuestionRequest = Message<"agentassistproto.McpAskQuestionRequ
    * @generated from field: int32 Timeout = 3;
    */
   Timeout: number;
+
+  /**
+   * Who asks, as the current upstream generation defined it: the agent
+   * (e.g. Claude Code, Cursor), the model it runs, and the MCP client's
+   * name from its initialize request. Optional; shown in the inbox.
+   *
+   * @generated from field: string AgentName = 4;
+   */
+  AgentName: string;
+
+  /**
+   * @generated from field: string ReasoningModelName = 5;
+   */
+  ReasoningModelName: string;
+
+  /**
+   * @generated from field: string McpClientName = 6;
+   */
+  McpClientName: string;
 };
 
 /**
@@ -237,6 +256,14 @@ export type AskQuestionRequest = Message<"agentassistproto.AskQuestionRequest"> 
    * @generated from field: agentassistproto.McpAskQuestionRequest Request = 3;
    */
   Request?: McpAskQuestionRequest | undefined;
+
+  /**
+   * Unix milliseconds (UTC) when the server received the request; the
+   * server sets it.
+   *
+   * @generated from field: int64 Timestamp = 4;
+   */
+  Timestamp: bigint;
 };
 
 /**
@@ -298,6 +325,25 @@ export type McpTaskFinishRequest = Message<"agentassistproto.McpTaskFinishReques
    * @generated from field: int32 Timeout = 3;
    */
   Timeout: number;
+
+  /**
+   * Who asks, as the current upstream generation defined it: the agent
+   * (e.g. Claude Code, Cursor), the model it runs, and the MCP client's
+   * name from its initialize request. Optional; shown in the inbox.
+   *
+   * @generated from field: string AgentName = 4;
+   */
+  AgentName: string;
+
+  /**
+   * @generated from field: string ReasoningModelName = 5;
+   */
+  ReasoningModelName: string;
+
+  /**
+   * @generated from field: string McpClientName = 6;
+   */
+  McpClientName: string;
 };
 
 /**
@@ -325,6 +371,14 @@ export type TaskFinishRequest = Message<"agentassistproto.TaskFinishRequest"> & 
    * @generated from field: agentassistproto.McpTaskFinishRequest Request = 3;
    */
   Request?: McpTaskFinishRequest | undefined;
+
+  /**
+   * Unix milliseconds (UTC) when the server received the request; the
+   * server sets it.
+   *
+   * @generated from field: int64 Timestamp = 4;
+   */
+  Timestamp: bigint;
 };
 
 /**
@@ -367,6 +421,203 @@ export const TaskFinishResponseSchema: GenMessage<TaskFinishResponse> = /*@__PUR
   messageDesc(file_agentassistproto_agentassist, 11);
 
 /**
+ * The current upstream generation renamed TaskFinish to WorkReport: the
+ * RPC SrvAgentAssist/WorkReport and the /ws Cmds WorkReport, WorkReportReply
+ * and WorkReportReplyNotification. Its messages have the same fields and
+ * numbers as the TaskFinish ones, so on /ws the TaskFinishRequest and
+ * TaskFinishResponse fields (3 and 5) carry both generations.
+ *
+ * @generated from message agentassistproto.McpWorkReportRequest
+ */
+export type McpWorkReportRequest = Message<"agentassistproto.McpWorkReportRequest"> & {
+  /**
+   * @generated from field: string ProjectDirectory = 1;
+   */
+  ProjectDirectory: string;
+
+  /**
+   * @generated from field: string Summary = 2;
+   */
+  Summary: string;
+
+  /**
+   * @generated from field: int32 Timeout = 3;
+   */
+  Timeout: number;
+
+  /**
+   * @generated from field: string AgentName = 4;
+   */
+  AgentName: string;
+
+  /**
+   * @generated from field: string ReasoningModelName = 5;
+   */
+  ReasoningModelName: string;
+
+  /**
+   * @generated from field: string McpClientName = 6;
+   */
+  McpClientName: string;
+};
+
+/**
+ * Describes the message agentassistproto.McpWorkReportRequest.
+ * Use `create(McpWorkReportRequestSchema)` to create a new message.
+ */
+export const McpWorkReportRequestSchema: GenMessage<McpWorkReportRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 12);
+
+/**
+ * @generated from message agentassistproto.WorkReportRequest
+ */
+export type WorkReportRequest = Message<"agentassistproto.WorkReportRequest"> & {
+  /**
+   * @generated from field: string ID = 1;
+   */
+  ID: string;
+
+  /**
+   * @generated from field: string UserToken = 2;
+   */
+  UserToken: string;
+
+  /**
+   * @generated from field: agentassistproto.McpWorkReportRequest Request = 3;
+   */
+  Request?: McpWorkReportRequest | undefined;
+
+  /**
+   * @generated from field: int64 Timestamp = 4;
+   */
+  Timestamp: bigint;
+};
+
+/**
+ * Describes the message agentassistproto.WorkReportRequest.
+ * Use `create(WorkReportRequestSchema)` to create a new message.
+ */
+export const WorkReportRequestSchema: GenMessage<WorkReportRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 13);
+
+/**
+ * @generated from message agentassistproto.WorkReportResponse
+ */
+export type WorkReportResponse = Message<"agentassistproto.WorkReportResponse"> & {
+  /**
+   * @generated from field: string ID = 1;
+   */
+  ID: string;
+
+  /**
+   * @generated from field: bool IsError = 2;
+   */
+  IsError: boolean;
+
+  /**
+   * @generated from field: map<string, string> Meta = 3;
+   */
+  Meta: { [key: string]: string };
+
+  /**
+   * @generated from field: repeated agentassistproto.McpResultContent contents = 4;
+   */
+  contents: McpResultContent[];
+};
+
+/**
+ * Describes the message agentassistproto.WorkReportResponse.
+ * Use `create(WorkReportResponseSchema)` to create a new message.
+ */
+export const WorkReportResponseSchema: GenMessage<WorkReportResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 14);
+
+/**
+ * McpClientInfoData is what the MCP client said in its initialize request.
+ *
+ * @generated from message agentassistproto.McpClientInfoData
+ */
+export type McpClientInfoData = Message<"agentassistproto.McpClientInfoData"> & {
+  /**
+   * @generated from field: string ProtocolVersion = 1;
+   */
+  ProtocolVersion: string;
+
+  /**
+   * mcp.InitializeParams.capabilities as JSON.
+   *
+   * @generated from field: string CapabilitiesJson = 2;
+   */
+  CapabilitiesJson: string;
+
+  /**
+   * @generated from field: string ClientName = 3;
+   */
+  ClientName: string;
+
+  /**
+   * @generated from field: string ClientVersion = 4;
+   */
+  ClientVersion: string;
+};
+
+/**
+ * Describes the message agentassistproto.McpClientInfoData.
+ * Use `create(McpClientInfoDataSchema)` to create a new message.
+ */
+export const McpClientInfoDataSchema: GenMessage<McpClientInfoData> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 15);
+
+/**
+ * @generated from message agentassistproto.McpClientInfoRequest
+ */
+export type McpClientInfoRequest = Message<"agentassistproto.McpClientInfoRequest"> & {
+  /**
+   * @generated from field: string ID = 1;
+   */
+  ID: string;
+
+  /**
+   * @generated from field: string UserToken = 2;
+   */
+  UserToken: string;
+
+  /**
+   * @generated from field: agentassistproto.McpClientInfoData Request = 3;
+   */
+  Request?: McpClientInfoData | undefined;
+
+  /**
+   * @generated from field: int64 Timestamp = 4;
+   */
+  Timestamp: bigint;
+};
+
+/**
+ * Describes the message agentassistproto.McpClientInfoRequest.
+ * Use `create(McpClientInfoRequestSchema)` to create a new message.
+ */
+export const McpClientInfoRequestSchema: GenMessage<McpClientInfoRequest> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 16);
+
+/**
+ * @generated from message agentassistproto.McpClientInfoResponse
+ */
+export type McpClientInfoResponse = Message<"agentassistproto.McpClientInfoResponse"> & {
+  /**
+   * @generated from field: bool Success = 1;
+   */
+  Success: boolean;
+};
+
+/**
+ * Describes the message agentassistproto.McpClientInfoResponse.
+ * Use `create(McpClientInfoResponseSchema)` to create a new message.
+ */
+export const McpClientInfoResponseSchema: GenMessage<McpClientInfoResponse> = /*@__PURE__*/
+  messageDesc(file_agentassistproto_agentassist, 17);
+
+/**
  * @generated from message agentassistproto.CheckMessageValidityRequest
  */
 export type CheckMessageValidityRequest = Message<"agentassistproto.CheckMessageValidityRequest"> & {
@@ -381,7 +632,7 @@ export type CheckMessageValidityRequest = Message<"agentassistproto.CheckMessage
  * Use `create(CheckMessageValidityRequestSchema)` to create a new message.
  */
 export const CheckMessageValidityRequestSchema: GenMessage<CheckMessageValidityRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 12);
+  messageDesc(file_agentassistproto_agentassist, 18);
 
 /**
  * @generated from message agentassistproto.CheckMessageValidityResponse
@@ -400,7 +651,7 @@ export type CheckMessageValidityResponse = Message<"agentassistproto.CheckMessag
  * Use `create(CheckMessageValidityResponseSchema)` to create a new message.
  */
 export const CheckMessageValidityResponseSchema: GenMessage<CheckMessageValidityResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 13);
+  messageDesc(file_agentassistproto_agentassist, 19);
 
 /**
  * @generated from message agentassistproto.GetPendingMessagesRequest
@@ -419,14 +670,16 @@ export type GetPendingMessagesRequest = Message<"agentassistproto.GetPendingMess
  * Use `create(GetPendingMessagesRequestSchema)` to create a new message.
  */
 export const GetPendingMessagesRequestSchema: GenMessage<GetPendingMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 14);
+  messageDesc(file_agentassistproto_agentassist, 20);
 
 /**
  * @generated from message agentassistproto.PendingMessage
  */
 export type PendingMessage = Message<"agentassistproto.PendingMessage"> & {
   /**
-   * "AskQuestion" or "TaskFinish".
+   * "AskQuestion", "TaskFinish" or "WorkReport". A task report is listed
+   * twice, once under each of its names, for clients of either generation;
+   * task_finish_request (upstream's work_report_request) carries both.
    *
    * @generated from field: string message_type = 1;
    */
@@ -462,7 +715,7 @@ export type PendingMessage = Message<"agentassistproto.PendingMessage"> & {
  * Use `create(PendingMessageSchema)` to create a new message.
  */
 export const PendingMessageSchema: GenMessage<PendingMessage> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 15);
+  messageDesc(file_agentassistproto_agentassist, 21);
 
 /**
  * @generated from message agentassistproto.GetPendingMessagesResponse
@@ -484,7 +737,7 @@ export type GetPendingMessagesResponse = Message<"agentassistproto.GetPendingMes
  * Use `create(GetPendingMessagesResponseSchema)` to create a new message.
  */
 export const GetPendingMessagesResponseSchema: GenMessage<GetPendingMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 16);
+  messageDesc(file_agentassistproto_agentassist, 22);
 
 /**
  * @generated from message agentassistproto.RequestCancelledNotification
@@ -513,7 +766,7 @@ export type RequestCancelledNotification = Message<"agentassistproto.RequestCanc
  * Use `create(RequestCancelledNotificationSchema)` to create a new message.
  */
 export const RequestCancelledNotificationSchema: GenMessage<RequestCancelledNotification> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 17);
+  messageDesc(file_agentassistproto_agentassist, 23);
 
 /**
  * @generated from message agentassistproto.OnlineUser
@@ -542,7 +795,7 @@ export type OnlineUser = Message<"agentassistproto.OnlineUser"> & {
  * Use `create(OnlineUserSchema)` to create a new message.
  */
 export const OnlineUserSchema: GenMessage<OnlineUser> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 18);
+  messageDesc(file_agentassistproto_agentassist, 24);
 
 /**
  * @generated from message agentassistproto.GetOnlineUsersRequest
@@ -561,7 +814,7 @@ export type GetOnlineUsersRequest = Message<"agentassistproto.GetOnlineUsersRequ
  * Use `create(GetOnlineUsersRequestSchema)` to create a new message.
  */
 export const GetOnlineUsersRequestSchema: GenMessage<GetOnlineUsersRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 19);
+  messageDesc(file_agentassistproto_agentassist, 25);
 
 /**
  * @generated from message agentassistproto.GetOnlineUsersResponse
@@ -583,7 +836,7 @@ export type GetOnlineUsersResponse = Message<"agentassistproto.GetOnlineUsersRes
  * Use `create(GetOnlineUsersResponseSchema)` to create a new message.
  */
 export const GetOnlineUsersResponseSchema: GenMessage<GetOnlineUsersResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 20);
+  messageDesc(file_agentassistproto_agentassist, 26);
 
 /**
  * @generated from message agentassistproto.ChatMessage
@@ -632,7 +885,7 @@ export type ChatMessage = Message<"agentassistproto.ChatMessage"> & {
  * Use `create(ChatMessageSchema)` to create a new message.
  */
 export const ChatMessageSchema: GenMessage<ChatMessage> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 21);
+  messageDesc(file_agentassistproto_agentassist, 27);
 
 /**
  * @generated from message agentassistproto.SendChatMessageRequest
@@ -654,7 +907,7 @@ export type SendChatMessageRequest = Message<"agentassistproto.SendChatMessageRe
  * Use `create(SendChatMessageRequestSchema)` to create a new message.
  */
 export const SendChatMessageRequestSchema: GenMessage<SendChatMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 22);
+  messageDesc(file_agentassistproto_agentassist, 28);
 
 /**
  * @generated from message agentassistproto.ChatMessageNotification
@@ -671,7 +924,7 @@ export type ChatMessageNotification = Message<"agentassistproto.ChatMessageNotif
  * Use `create(ChatMessageNotificationSchema)` to create a new message.
  */
 export const ChatMessageNotificationSchema: GenMessage<ChatMessageNotification> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 23);
+  messageDesc(file_agentassistproto_agentassist, 29);
 
 /**
  * SendBackspaceRequest (Cmd "SendBackspace") asks a remote-input client to
@@ -691,7 +944,7 @@ export type SendBackspaceRequest = Message<"agentassistproto.SendBackspaceReques
  * Use `create(SendBackspaceRequestSchema)` to create a new message.
  */
 export const SendBackspaceRequestSchema: GenMessage<SendBackspaceRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 24);
+  messageDesc(file_agentassistproto_agentassist, 30);
 
 /**
  * @generated from message agentassistproto.UserLoginResponse
@@ -733,7 +986,7 @@ export type UserLoginResponse = Message<"agentassistproto.UserLoginResponse"> & 
  * Use `create(UserLoginResponseSchema)` to create a new message.
  */
 export const UserLoginResponseSchema: GenMessage<UserLoginResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 25);
+  messageDesc(file_agentassistproto_agentassist, 31);
 
 /**
  * @generated from message agentassistproto.UserConnectionStatusNotification
@@ -765,7 +1018,7 @@ export type UserConnectionStatusNotification = Message<"agentassistproto.UserCon
  * Use `create(UserConnectionStatusNotificationSchema)` to create a new message.
  */
 export const UserConnectionStatusNotificationSchema: GenMessage<UserConnectionStatusNotification> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 26);
+  messageDesc(file_agentassistproto_agentassist, 32);
 
 /**
  * ErrorNotification answers a frame the server could not act on. The
@@ -807,7 +1060,7 @@ export type ErrorNotification = Message<"agentassistproto.ErrorNotification"> & 
  * Use `create(ErrorNotificationSchema)` to create a new message.
  */
 export const ErrorNotificationSchema: GenMessage<ErrorNotification> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 27);
+  messageDesc(file_agentassistproto_agentassist, 33);
 
 /**
  * WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
@@ -815,7 +1068,10 @@ export const ErrorNotificationSchema: GenMessage<ErrorNotification> = /*@__PURE_
  * connection with the same token, it renames the device), AskQuestion, TaskFinish,
  * AskQuestionReply, TaskFinishReply (request plus response),
  * AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
- * which client answered), CheckMessageValidity, GetPendingMessages,
+ * which client answered), WorkReport, WorkReportReply,
+ * WorkReportReplyNotification (the current upstream names of the TaskFinish
+ * ones; the server sends every task-report event under both names, each
+ * with the same Seq, and accepts either reply), CheckMessageValidity, GetPendingMessages,
  * RequestCancelled, GetOnlineUsers, SendChatMessage, ChatMessageNotification,
  * UserConnectionStatusNotification, SendBackspace, Error.
  *
@@ -969,7 +1225,7 @@ export type WebsocketMessage = Message<"agentassistproto.WebsocketMessage"> & {
  * Use `create(WebsocketMessageSchema)` to create a new message.
  */
 export const WebsocketMessageSchema: GenMessage<WebsocketMessage> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 28);
+  messageDesc(file_agentassistproto_agentassist, 34);
 
 /**
  * GetHistory (Cmd "GetHistory") pages through the token's settled
@@ -999,7 +1255,7 @@ export type GetHistoryRequest = Message<"agentassistproto.GetHistoryRequest"> & 
  * Use `create(GetHistoryRequestSchema)` to create a new message.
  */
 export const GetHistoryRequestSchema: GenMessage<GetHistoryRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 29);
+  messageDesc(file_agentassistproto_agentassist, 35);
 
 /**
  * @generated from message agentassistproto.HistoryItem
@@ -1059,7 +1315,7 @@ export type HistoryItem = Message<"agentassistproto.HistoryItem"> & {
  * Use `create(HistoryItemSchema)` to create a new message.
  */
 export const HistoryItemSchema: GenMessage<HistoryItem> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 30);
+  messageDesc(file_agentassistproto_agentassist, 36);
 
 /**
  * @generated from message agentassistproto.GetHistoryResponse
@@ -1083,7 +1339,7 @@ export type GetHistoryResponse = Message<"agentassistproto.GetHistoryResponse"> 
  * Use `create(GetHistoryResponseSchema)` to create a new message.
  */
 export const GetHistoryResponseSchema: GenMessage<GetHistoryResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 31);
+  messageDesc(file_agentassistproto_agentassist, 37);
 
 /**
  * @generated from message agentassistproto.AskQuestionReplyRequest
@@ -1114,7 +1370,7 @@ export type AskQuestionReplyRequest = Message<"agentassistproto.AskQuestionReply
  * Use `create(AskQuestionReplyRequestSchema)` to create a new message.
  */
 export const AskQuestionReplyRequestSchema: GenMessage<AskQuestionReplyRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 32);
+  messageDesc(file_agentassistproto_agentassist, 38);
 
 /**
  * @generated from message agentassistproto.TaskFinishReplyRequest
@@ -1141,7 +1397,7 @@ export type TaskFinishReplyRequest = Message<"agentassistproto.TaskFinishReplyRe
  * Use `create(TaskFinishReplyRequestSchema)` to create a new message.
  */
 export const TaskFinishReplyRequestSchema: GenMessage<TaskFinishReplyRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 33);
+  messageDesc(file_agentassistproto_agentassist, 39);
 
 /**
  * @generated from message agentassistproto.RelayError
@@ -1166,7 +1422,7 @@ export type RelayError = Message<"agentassistproto.RelayError"> & {
  * Use `create(RelayErrorSchema)` to create a new message.
  */
 export const RelayErrorSchema: GenMessage<RelayError> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 34);
+  messageDesc(file_agentassistproto_agentassist, 40);
 
 /**
  * UIState is the host's visible state; JSON fields hold the seed's objects
@@ -1217,7 +1473,7 @@ export type UIState = Message<"agentassistproto.UIState"> & {
  * Use `create(UIStateSchema)` to create a new message.
  */
 export const UIStateSchema: GenMessage<UIState> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 35);
+  messageDesc(file_agentassistproto_agentassist, 41);
 
 /**
  * @generated from message agentassistproto.StartSessionRequest
@@ -1246,7 +1502,7 @@ export type StartSessionRequest = Message<"agentassistproto.StartSessionRequest"
  * Use `create(StartSessionRequestSchema)` to create a new message.
  */
 export const StartSessionRequestSchema: GenMessage<StartSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 36);
+  messageDesc(file_agentassistproto_agentassist, 42);
 
 /**
  * @generated from message agentassistproto.EndSessionRequest
@@ -1268,7 +1524,7 @@ export type EndSessionRequest = Message<"agentassistproto.EndSessionRequest"> & 
  * Use `create(EndSessionRequestSchema)` to create a new message.
  */
 export const EndSessionRequestSchema: GenMessage<EndSessionRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 37);
+  messageDesc(file_agentassistproto_agentassist, 43);
 
 /**
  * @generated from message agentassistproto.SessionResponse
@@ -1297,7 +1553,7 @@ export type SessionResponse = Message<"agentassistproto.SessionResponse"> & {
  * Use `create(SessionResponseSchema)` to create a new message.
  */
 export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 38);
+  messageDesc(file_agentassistproto_agentassist, 44);
 
 /**
  * @generated from message agentassistproto.GetUIStateRequest
@@ -1322,7 +1578,7 @@ export type GetUIStateRequest = Message<"agentassistproto.GetUIStateRequest"> & 
  * Use `create(GetUIStateRequestSchema)` to create a new message.
  */
 export const GetUIStateRequestSchema: GenMessage<GetUIStateRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 39);
+  messageDesc(file_agentassistproto_agentassist, 45);
 
 /**
  * @generated from message agentassistproto.GetUIStateResponse
@@ -1344,7 +1600,7 @@ export type GetUIStateResponse = Message<"agentassistproto.GetUIStateResponse"> 
  * Use `create(GetUIStateResponseSchema)` to create a new message.
  */
 export const GetUIStateResponseSchema: GenMessage<GetUIStateResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 40);
+  messageDesc(file_agentassistproto_agentassist, 46);
 
 /**
  * @generated from message agentassistproto.CallUIToolRequest
@@ -1380,7 +1636,7 @@ export type CallUIToolRequest = Message<"agentassistproto.CallUIToolRequest"> & 
  * Use `create(CallUIToolRequestSchema)` to create a new message.
  */
 export const CallUIToolRequestSchema: GenMessage<CallUIToolRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 41);
+  messageDesc(file_agentassistproto_agentassist, 47);
 
 /**
  * @generated from message agentassistproto.CallUIToolResponse
@@ -1412,7 +1668,7 @@ export type CallUIToolResponse = Message<"agentassistproto.CallUIToolResponse"> 
  * Use `create(CallUIToolResponseSchema)` to create a new message.
  */
 export const CallUIToolResponseSchema: GenMessage<CallUIToolResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 42);
+  messageDesc(file_agentassistproto_agentassist, 48);
 
 /**
  * @generated from message agentassistproto.AgentMessageRequest
@@ -1434,7 +1690,7 @@ export type AgentMessageRequest = Message<"agentassistproto.AgentMessageRequest"
  * Use `create(AgentMessageRequestSchema)` to create a new message.
  */
 export const AgentMessageRequestSchema: GenMessage<AgentMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 43);
+  messageDesc(file_agentassistproto_agentassist, 49);
 
 /**
  * @generated from message agentassistproto.AgentMessageResponse
@@ -1451,7 +1707,7 @@ export type AgentMessageResponse = Message<"agentassistproto.AgentMessageRespons
  * Use `create(AgentMessageResponseSchema)` to create a new message.
  */
 export const AgentMessageResponseSchema: GenMessage<AgentMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 44);
+  messageDesc(file_agentassistproto_agentassist, 50);
 
 /**
  * @generated from message agentassistproto.WaitUserMessageRequest
@@ -1475,7 +1731,7 @@ export type WaitUserMessageRequest = Message<"agentassistproto.WaitUserMessageRe
  * Use `create(WaitUserMessageRequestSchema)` to create a new message.
  */
 export const WaitUserMessageRequestSchema: GenMessage<WaitUserMessageRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 45);
+  messageDesc(file_agentassistproto_agentassist, 51);
 
 /**
  * @generated from message agentassistproto.WaitUserMessageResponse
@@ -1511,7 +1767,7 @@ export type WaitUserMessageResponse = Message<"agentassistproto.WaitUserMessageR
  * Use `create(WaitUserMessageResponseSchema)` to create a new message.
  */
 export const WaitUserMessageResponseSchema: GenMessage<WaitUserMessageResponse> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 46);
+  messageDesc(file_agentassistproto_agentassist, 52);
 
 /**
  * @generated from message agentassistproto.CancelRequestRequest
@@ -1535,7 +1791,7 @@ export type CancelRequestRequest = Message<"agentassistproto.CancelRequestReques
  * Use `create(CancelRequestRequestSchema)` to create a new message.
  */
 export const CancelRequestRequestSchema: GenMessage<CancelRequestRequest> = /*@__PURE__*/
-  messageDesc(file_agentassistproto_agentassist, 47);
+  messageDesc(file_agentassistproto_agentassist, 53);
 
 /**
  * SrvAgentAssist is called by agentassistant-mcp. Each call stays open until
@@ -1559,6 +1815,26 @@ export const SrvAgentAssist: GenService<{
     methodKind: "unary";
     input: typeof TaskFinishRequestSchema;
     output: typeof TaskFinishResponseSchema;
+  },
+  /**
+   * The current upstream generation's name for TaskFinish.
+   *
+   * @generated from rpc agentassistproto.SrvAgentAssist.WorkReport
+   */
+  workReport: {
+    methodKind: "unary";
+    input: typeof WorkReportRequestSchema;
+    output: typeof WorkReportResponseSchema;
+  },
+  /**
+   * Tells the server which MCP client the agent runs in; it is logged.
+   *
+   * @generated from rpc agentassistproto.SrvAgentAssist.SendMcpClientInfo
+   */
+  sendMcpClientInfo: {
+    methodKind: "unary";
+    input: typeof McpClientInfoRequestSchema;
+    output: typeof McpClientInfoResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_agentassistproto_agentassist, 0);
