@@ -6,6 +6,7 @@ package srv_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 )
 
@@ -348,5 +350,82 @@ func TestUpstreamWorkReportGeneration(t *testing.T) {
 	info.UserToken = "wrong"
 	if _, err := ag.SendMcpClientInfo(context.Background(), info); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Errorf("SendMcpClientInfo with a wrong token: %v", err)
+	}
+}
+
+// until collects the frames before the next one with Cmd cmd, skipping
+// presence notifications.
+func until(t *testing.T, c *wstest.Client, cmd string) []string {
+	t.Helper()
+	var out []string
+	for {
+		m, err := c.Next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for %s after %v: %v", cmd, out, err)
+		}
+		switch {
+		case m.Cmd == cmd:
+			return out
+		case m.Cmd != "UserConnectionStatusNotification":
+			out = append(out, m.Cmd+" "+m.GetAskQuestionRequest().GetID()+m.GetTaskFinishRequest().GetID())
+		}
+	}
+}
+
+// Upstream's web UI never asks for pending messages: after login it asks
+// only for the online users. The server pushes it what was asked before it
+// came, once; clients that ask (GetPendingMessages first, like upstream's
+// app and our inbox) get the list and no push.
+func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
+	s, url := newServer(t, inbox.Options{})
+	h := s.Hub()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ask := func(kind hub.Kind, id string) {
+		go func() {
+			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: kind, ID: id, Text: "about " + id, Timeout: time.Hour})
+		}()
+		for !h.Validity(tokA, []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ask(hub.AskQuestion, "early-q")
+	ask(hub.TaskFinish, "early-t")
+	web := login(t, url, tokA, "upstream web")
+	app := login(t, url, tokA, "upstream app")
+	ask(hub.AskQuestion, "live-q") // delivered live: must not come twice
+	for _, c := range []*wstest.Client{web, app} {
+		if q := expect(t, c, "AskQuestion").GetAskQuestionRequest(); q.GetID() != "live-q" {
+			t.Fatalf("live: %v", q)
+		}
+	}
+
+	// The web UI's first request after login is GetOnlineUsers.
+	for range 2 { // and the second time nothing more
+		if err := web.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := until(t, web, "GetOnlineUsers")
+	want := []string{"AskQuestion early-q", "TaskFinish early-t", "WorkReport early-t"}
+	if !slices.Equal(got, want) {
+		t.Errorf("pushed before the first answer: %v, want %v", got, want)
+	}
+	if got := until(t, web, "GetOnlineUsers"); len(got) != 0 {
+		t.Errorf("pushed again: %v", got)
+	}
+
+	// The app asks, and gets the list only.
+	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(expect(t, app, "GetPendingMessages").GetGetPendingMessagesResponse().GetPendingMessages()); n != 4 {
+		t.Errorf("pending list of %d, want early-q, early-t twice, live-q", n)
+	}
+	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := until(t, app, "GetOnlineUsers"); len(got) != 0 {
+		t.Errorf("a client that asked got a push as well: %v", got)
 	}
 }

@@ -227,6 +227,7 @@ type pending struct {
 	done      chan struct{}
 	reply     *Reply // set, with err, before done is closed
 	err       error
+	seq       uint64      // the event that delivered it; 0 when restored
 	waiters   int         // Ask calls waiting on it now
 	expiry    *time.Timer // fires at the deadline
 	orphan    *time.Timer // fires OrphanGrace after the last waiter left
@@ -284,6 +285,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		h.persist(r, p, store.Pending, nil, "")
 		h.arm(r, p)
 		frame := r.emitLocked(requestFrame(p), now)
+		p.seq = r.seq
 		cs := r.clientsLocked()
 		r.mu.Unlock()
 		broadcast(cs, frame, "")
@@ -521,9 +523,32 @@ func (h *Hub) Epoch() string { return h.epoch }
 // welcome, when not nil, builds the first frame queued to c (told whether
 // the resume worked); then, for a client resuming within the replay
 // window, the events it missed; all atomically with joining, so c misses
-// nothing and gets nothing twice.
-func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) {
-	h.room(token).join(c, welcome, resume, h.epoch, h.now())
+// nothing and gets nothing twice. It returns the number of the room's
+// last event when c joined, for PushPending.
+func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) uint64 {
+	return h.room(token).join(c, welcome, resume, h.epoch, h.now())
+}
+
+// PushPending sends c the requests of token that were pending before it
+// joined (event number upTo, from Join) and are still pending, oldest
+// first, as the frames that announced them: for clients that never ask
+// for the pending list. Requests asked since reached c when they were.
+func (h *Hub) PushPending(token string, c Client, upTo uint64) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
+	ps := make([]*pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.seq <= upTo {
+			ps = append(ps, p)
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	for _, p := range ps {
+		for _, m := range requestFrame(p) {
+			c.Send(marshal(m))
+		}
+	}
 }
 
 // Leave removes c from the room of token and tells the others.
@@ -625,8 +650,9 @@ type presenceChange struct {
 	at     time.Time
 }
 
-func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) {
+func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) uint64 {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	var missed [][]byte
 	resumed := false
 	if resume.From > 0 && resume.Epoch == epoch {
@@ -644,7 +670,7 @@ func (r *room) join(c Client, welcome func(bool) []byte, resume Resume, epoch st
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
 	r.announceLocked(c, StatusConnected, now)
-	r.mu.Unlock()
+	return r.seq
 }
 
 func (r *room) leave(c Client, now time.Time) {

@@ -31,6 +31,13 @@ type conn struct {
 	// set at login and by a rename (UserLogin again); the hub reads it
 	// from other goroutines
 	nickname atomic.Pointer[string]
+	// After a login that did not resume, the first request decides: a
+	// client whose first request is not GetPendingMessages (upstream's web
+	// UI) never asks, so the requests pending since before its login (up
+	// to event pushUpTo) are pushed to it then. Read and written by the
+	// frame handler only.
+	pushArmed bool
+	pushUpTo  uint64
 }
 
 func (c *conn) ID() string { return c.id }
@@ -112,7 +119,9 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.SetState(wsconn.Active)
 	c.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
+	resumedLogin := false
 	welcome := func(resumed bool) []byte {
+		resumedLogin = resumed
 		b, _ := proto.Marshal(&pb.WebsocketMessage{
 			Cmd:               hub.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
@@ -120,7 +129,8 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		})
 		return b
 	}
-	o.Hub.Join(c.token, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
+	c.pushUpTo = o.Hub.Join(c.token, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
+	c.pushArmed = !resumedLogin
 	c.h.log.Info("client logged in", "client", c.id, "nickname", nick)
 	return true
 }
@@ -145,6 +155,12 @@ func cleanNickname(n, id string) string {
 
 func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	hb := c.h.o.Hub
+	if c.pushArmed {
+		c.pushArmed = false
+		if m.Cmd != hub.CmdGetPendingMessages {
+			hb.PushPending(c.token, c, c.pushUpTo)
+		}
+	}
 	switch m.Cmd {
 	case hub.CmdAskQuestionReply:
 		id := m.GetAskQuestionRequest().GetID()
