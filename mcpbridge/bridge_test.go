@@ -45,7 +45,7 @@ func (f *fakeSrv) SendMcpClientInfo(ctx context.Context, r *pb.McpClientInfoRequ
 func newClient(t *testing.T, f *fakeSrv, o Options) *client.Client {
 	t.Helper()
 	o.Client, o.Token, o.ServerURL = f, "tok-123456789", "http://127.0.0.1:22080"
-	c, err := client.NewInProcessClient(New(o))
+	c, err := client.NewInProcessClient(New(o).MCPServer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func TestBothServerGenerations(t *testing.T) {
 			c, err := client.NewInProcessClient(New(Options{
 				Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url),
 				Token:  "tok-123456789", ServerURL: url,
-			}))
+			}).MCPServer)
 			if err != nil {
 				t.Fatal(err)
 			}

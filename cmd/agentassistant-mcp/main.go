@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -50,6 +51,9 @@ type fileConfig struct {
 	Token    string `toml:"agentassistant_server_token"`
 	Session  string `toml:"relay_session"`
 	LogLevel string `toml:"log_level"`
+	// HostGraceSeconds: how long the web UI's tools stay listed after its
+	// host left (0: the default, 120).
+	HostGraceSeconds int `toml:"host_grace_seconds"`
 }
 
 const configName = "agentassistant-mcp.toml"
@@ -130,6 +134,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Logger:           logger,
 		Version:          version,
 		ProjectDirectory: dir,
+		HostGrace:        time.Duration(cfg.HostGraceSeconds) * time.Second,
 	})
 
 	if *web {
@@ -142,9 +147,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	logger.Info("serving MCP on stdio", "server", base.String())
-	stdio := server.NewStdioServer(s)
+	watch, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Run(watch) }) // the web UI's tools follow its host
+	stdio := server.NewStdioServer(s.MCPServer)
 	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
 	err = stdio.Listen(ctx, stdin, stdout)
+	stopWatch()
+	wg.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
