@@ -25,12 +25,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
-
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -69,7 +68,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
 	session := fs.String("session", "", "relay session of the web UI to drive (default \"default\")")
 	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-mcp"))
 		return err
 	}
 	path, err := config.Find(*configPath, configName)
@@ -132,7 +136,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Token:            cfg.Token,
 		ServerURL:        base.String(),
 		Logger:           logger,
-		Version:          version,
+		Version:          buildinfo.Version(),
 		ProjectDirectory: dir,
 		HostGrace:        time.Duration(cfg.HostGraceSeconds) * time.Second,
 	})
