@@ -276,7 +276,9 @@ func runFloorServer() error {
 	return hs.Serve(ln)
 }
 
-type noop struct{}
+type noop struct {
+	agentassistprotoconnect.UnimplementedSrvAgentAssistHandler
+}
 
 func (noop) AskQuestion(context.Context, *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
 	return &pb.AskQuestionResponse{}, nil

@@ -318,6 +318,7 @@ func TestReplyService(t *testing.T) {
 		done <- r
 	}()
 	must[*pb.WebsocketMessage](t)(ui.Expect("TaskFinish", 10*time.Second))
+	must[*pb.WebsocketMessage](t)(ui.Expect("WorkReport", 5*time.Second)) // the same, for the current upstream generation
 	answer := &pb.TaskFinishResponse{ID: "tf-1", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "ok"}}}}
 
 	_, err := reply.TaskFinishReply(context.Background(), &pb.TaskFinishReplyRequest{UserToken: tokenB, Response: answer})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -57,6 +58,13 @@ type Options struct {
 	// FirstContact is how long a call keeps trying a server it has not
 	// reached yet before saying it cannot (default 5s).
 	FirstContact time.Duration
+	// HostGrace is how long the web UI's own tools stay listed after its
+	// host (the booking page) went away: a reload or a network blip keeps
+	// them; past it they leave the tool list until the host returns
+	// (default 2m, the server's own grace for a study session's host).
+	HostGrace time.Duration
+	// HostPoll is how often Run looks at the host's presence (default 5s).
+	HostPoll time.Duration
 }
 
 func (o *Options) defaults() {
@@ -78,10 +86,19 @@ func (o *Options) defaults() {
 	def(&o.Reconnect, time.Second)
 	def(&o.MaxReconnect, 30*time.Second)
 	def(&o.FirstContact, 5*time.Second)
+	def(&o.HostGrace, 2*time.Minute)
+	def(&o.HostPoll, 5*time.Second)
+}
+
+// Server is the MCP server with its tools. Run keeps the web UI's tools in
+// step with its host.
+type Server struct {
+	*server.MCPServer
+	ui *uiTools // nil without Options.UI
 }
 
 // New returns the MCP server with its tools registered.
-func New(o Options) *server.MCPServer {
+func New(o Options) *Server {
 	o.defaults()
 	hooks := &server.Hooks{}
 	s := server.NewMCPServer("agentassistant", o.Version,
@@ -91,6 +108,7 @@ func New(o Options) *server.MCPServer {
 	)
 	b := newBridge(o)
 	b.register(s)
+	out := &Server{MCPServer: s}
 	if o.UI != nil {
 		u := &uiTools{b: b, srv: s, registered: make(map[string]bool)}
 		u.register()
@@ -98,8 +116,30 @@ func New(o Options) *server.MCPServer {
 		// seen, so clients that list once still see all it knows.
 		hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { u.refresh(ctx) })
 		u.refresh(context.Background()) // and once now, for clients that call before listing
+		out.ui = u
 	}
-	return s
+	return out
+}
+
+// Run follows the web UI's host until ctx ends, every HostPoll: its tools
+// leave the tool list once it has been gone for HostGrace and come back
+// when it returns, each change announced with tools/list_changed. Without
+// a UI it only waits for ctx.
+func (s *Server) Run(ctx context.Context) error {
+	if s.ui == nil {
+		<-ctx.Done()
+		return nil
+	}
+	t := time.NewTicker(s.ui.b.o.HostPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			s.ui.refresh(ctx)
+		}
+	}
 }
 
 const instructions = `agentassistant connects you with the person you work for, on their PC or phone.
@@ -111,6 +151,9 @@ When a web UI (the booking host) is connected, get_ui_state shows what the parti
 type bridge struct {
 	o   Options
 	log *slog.Logger
+	// taskFinishOnly is set once the server turned out to be of the
+	// TaskFinish generation (no WorkReport).
+	taskFinishOnly atomic.Bool
 
 	mu      sync.Mutex
 	waiting map[string]struct{} // request IDs of the calls waiting now

@@ -34,10 +34,18 @@ func (f *fakeSrv) TaskFinish(ctx context.Context, r *pb.TaskFinishRequest) (*pb.
 	return nil, connect.NewError(connect.CodeUnavailable, errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
 }
 
+func (f *fakeSrv) WorkReport(ctx context.Context, r *pb.WorkReportRequest) (*pb.WorkReportResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errors.New("dial tcp 127.0.0.1:1: connect: connection refused"))
+}
+
+func (f *fakeSrv) SendMcpClientInfo(ctx context.Context, r *pb.McpClientInfoRequest) (*pb.McpClientInfoResponse, error) {
+	return &pb.McpClientInfoResponse{Success: true}, nil
+}
+
 func newClient(t *testing.T, f *fakeSrv, o Options) *client.Client {
 	t.Helper()
 	o.Client, o.Token, o.ServerURL = f, "tok-123456789", "http://127.0.0.1:22080"
-	c, err := client.NewInProcessClient(New(o))
+	c, err := client.NewInProcessClient(New(o).MCPServer)
 	if err != nil {
 		t.Fatal(err)
 	}

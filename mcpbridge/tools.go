@@ -23,13 +23,19 @@ func (b *bridge) register(s *server.MCPServer) {
 	dirOpt := mcp.WithString("project_directory",
 		mcp.Description("Absolute path of the project you are working in, so the person knows which agent is asking."),
 	)
+	agentOpt := mcp.WithString("agent_name",
+		mcp.Description("Your name as an agent or the tool you run in (e.g. Claude Code, Cursor, Cascade); shown to the person."),
+	)
+	modelOpt := mcp.WithString("reasoning_model_name",
+		mcp.Description("The model you run on (e.g. claude-sonnet-4, gpt-5); shown to the person."),
+	)
 	s.AddTool(mcp.NewTool("ask_question",
 		mcp.WithDescription("Ask the person you work for a question and wait for their answer. "+
 			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
 			"rather than guessing or stopping. Markdown is rendered. The answer may contain text and images."),
 		mcp.WithString("question", mcp.Required(),
 			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see.")),
-		dirOpt, timeoutOpt,
+		dirOpt, timeoutOpt, agentOpt, modelOpt,
 		mcp.WithTitleAnnotation("Ask the user"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -40,7 +46,7 @@ func (b *bridge) register(s *server.MCPServer) {
 			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did."),
 		mcp.WithString("summary", mcp.Required(),
 			mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open.")),
-		dirOpt, timeoutOpt,
+		dirOpt, timeoutOpt, agentOpt, modelOpt,
 		mcp.WithTitleAnnotation("Report the finished task"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -60,6 +66,8 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	id := hub.NewID()
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
 		ProjectDirectory: b.dir(req), Question: q, Timeout: hub.Seconds(timeout),
+		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
+		McpClientName: mcpClientName(ctx),
 	}}
 	return b.wait(ctx, req, hub.AskQuestion, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
@@ -76,17 +84,49 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return res, nil
 	}
 	id := hub.NewID()
-	call := &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
+	report := &pb.McpWorkReportRequest{
 		ProjectDirectory: b.dir(req), Summary: sum, Timeout: hub.Seconds(timeout),
-	}}
+		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
+		McpClientName: mcpClientName(ctx),
+	}
 	return b.wait(ctx, req, hub.TaskFinish, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		r, err := b.o.Client.TaskFinish(ctx, call)
-		if err != nil {
-			return nil, err
-		}
-		// Same shape on the wire; one conversion path for both kinds.
-		return &pb.AskQuestionResponse{ID: r.ID, IsError: r.IsError, Meta: r.Meta, Contents: r.Contents}, nil
+		return b.report(ctx, id, report)
 	})
+}
+
+// report makes the task-report call in the server's generation: WorkReport
+// (the current upstream name), or TaskFinish on servers that do not have
+// it (they answer Unimplemented, an HTTP 404), which is then used for the
+// rest of the process's life. The two carry the same fields.
+func (b *bridge) report(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
+	if !b.taskFinishOnly.Load() {
+		resp, err := b.o.Client.WorkReport(ctx, &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: r})
+		if connect.CodeOf(err) != connect.CodeUnimplemented {
+			if err != nil {
+				return nil, err
+			}
+			// Same shape on the wire; one conversion path for every kind.
+			return &pb.AskQuestionResponse{ID: resp.ID, IsError: resp.IsError, Meta: resp.Meta, Contents: resp.Contents}, nil
+		}
+		b.taskFinishOnly.Store(true)
+		b.log.Info("the server has no WorkReport; reporting with TaskFinish", "server", b.o.ServerURL)
+	}
+	resp, err := b.o.Client.TaskFinish(ctx, &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
+		ProjectDirectory: r.ProjectDirectory, Summary: r.Summary, Timeout: r.Timeout,
+		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName,
+	}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.AskQuestionResponse{ID: resp.ID, IsError: resp.IsError, Meta: resp.Meta, Contents: resp.Contents}, nil
+}
+
+// mcpClientName is the name the MCP client gave in its initialize request.
+func mcpClientName(ctx context.Context) string {
+	if s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo); ok {
+		return s.GetClientInfo().Name
+	}
+	return ""
 }
 
 func (b *bridge) dir(req mcp.CallToolRequest) string {

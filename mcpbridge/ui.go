@@ -25,6 +25,7 @@ type uiTools struct {
 
 	mu         sync.Mutex
 	registered map[string]bool
+	lastOnline time.Time // when a state last showed the host online
 }
 
 // Names of our own tools; a host tool with one of these names is skipped.
@@ -75,21 +76,49 @@ func (u *uiTools) register() {
 	), u.endSession)
 }
 
-// sync registers the host tools in state that are not registered yet.
+// sync makes the listed host tools those of state while the host is there
+// or has been gone for less than HostGrace, and none after: it registers
+// the new ones and removes the others (each change notifies
+// tools/list_changed).
 func (u *uiTools) sync(st *pb.UIState) {
-	if st == nil || st.GetAllToolsJson() == "" {
+	if st == nil {
 		return
 	}
-	var entries []json.RawMessage
-	if json.Unmarshal([]byte(st.GetAllToolsJson()), &entries) != nil {
-		return
-	}
+	now := time.Now()
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if st.GetHostOnline() {
+		u.lastOnline = now
+	}
+	want := map[string]json.RawMessage{}
+	if !u.lastOnline.IsZero() && now.Sub(u.lastOnline) < u.b.o.HostGrace {
+		var entries []json.RawMessage
+		if st.GetAllToolsJson() != "" && json.Unmarshal([]byte(st.GetAllToolsJson()), &entries) != nil {
+			return
+		}
+		for _, e := range entries {
+			name, _, _ := describeHostTool(e)
+			if _, dup := want[name]; !dup && toolNamePattern.MatchString(name) && !slices.Contains(ownTools, name) {
+				want[name] = e
+			}
+		}
+	}
+	var gone []string
+	for name := range u.registered {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+			delete(u.registered, name)
+		}
+	}
+	if len(gone) > 0 {
+		slices.Sort(gone)
+		u.srv.DeleteTools(gone...) // notifies tools/list_changed
+		u.b.log.Info("the web UI's host is gone; its tools left the tool list", "tools", gone)
+	}
 	var add []server.ServerTool
-	for _, e := range entries {
+	for _, e := range want {
 		name, desc, schema := describeHostTool(e)
-		if !toolNamePattern.MatchString(name) || slices.Contains(ownTools, name) || u.registered[name] {
+		if u.registered[name] {
 			continue
 		}
 		u.registered[name] = true
@@ -101,6 +130,7 @@ func (u *uiTools) sync(st *pb.UIState) {
 	if len(add) == 0 {
 		return
 	}
+	slices.SortFunc(add, func(a, b server.ServerTool) int { return strings.Compare(a.Tool.Name, b.Tool.Name) })
 	func() {
 		defer func() {
 			if r := recover(); r != nil { // a hostile schema must not take the bridge down

@@ -173,7 +173,7 @@ func TestPresenceAndChat(t *testing.T) {
 	x := login(t, url, tokB, "stranger")
 
 	st := expect(t, a, "UserConnectionStatusNotification").GetUserConnectionStatusNotification()
-	if st.GetStatus() != "online" || st.GetUser().GetNickname() != "phone" || st.GetUser().GetClientId() != b.ID {
+	if st.GetStatus() != "connected" || st.GetUser().GetNickname() != "phone" || st.GetUser().GetClientId() != b.ID {
 		t.Errorf("status = %v", st)
 	}
 	if err := a.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{UserToken: tokB}}); err != nil {
@@ -208,7 +208,7 @@ func TestPresenceAndChat(t *testing.T) {
 
 	b.Close()
 	st = expect(t, a, "UserConnectionStatusNotification").GetUserConnectionStatusNotification()
-	if st.GetStatus() != "offline" || st.GetUser().GetClientId() != b.ID {
+	if st.GetStatus() != "disconnected" || st.GetUser().GetClientId() != b.ID {
 		t.Errorf("status after leave = %v", st)
 	}
 }

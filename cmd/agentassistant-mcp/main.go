@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,12 +25,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
-
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -50,6 +50,9 @@ type fileConfig struct {
 	Token    string `toml:"agentassistant_server_token"`
 	Session  string `toml:"relay_session"`
 	LogLevel string `toml:"log_level"`
+	// HostGraceSeconds: how long the web UI's tools stay listed after its
+	// host left (0: the default, 120).
+	HostGraceSeconds int `toml:"host_grace_seconds"`
 }
 
 const configName = "agentassistant-mcp.toml"
@@ -65,7 +68,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
 	session := fs.String("session", "", "relay session of the web UI to drive (default \"default\")")
 	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-mcp"))
 		return err
 	}
 	path, err := config.Find(*configPath, configName)
@@ -134,9 +142,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		Token:            cfg.Token,
 		ServerURL:        base.String(),
 		Logger:           logger,
-		Version:          version,
+		Version:          buildinfo.Version(),
 		ProjectDirectory: dir,
 		Done:             sess.Done(),
+		HostGrace:        time.Duration(cfg.HostGraceSeconds) * time.Second,
 	})
 
 	if *web {
@@ -149,9 +158,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	logger.Info("serving MCP on stdio", "server", base.String())
-	stdio := server.NewStdioServer(s)
+	watch, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = s.Run(watch) }) // the web UI's tools follow its host
+	stdio := server.NewStdioServer(s.MCPServer)
 	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
 	err = stdio.Listen(sess, stdin, stdout)
+	stopWatch()
+	wg.Wait()
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("serve stdio: %w", err)
 	}

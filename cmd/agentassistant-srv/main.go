@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -102,7 +103,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
 	tlsKey := fs.String("tls-key", "", "TLS key file (PEM)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-srv"))
 		return err
 	}
 	path, err := config.Find(*configPath, configName)

@@ -390,9 +390,15 @@ type McpAskQuestionRequest struct {
 	// The question, markdown.
 	Question string `protobuf:"bytes,2,opt,name=Question,proto3" json:"Question,omitempty"`
 	// Seconds the agent waits for an answer; 0 means the server default.
-	Timeout       int32 `protobuf:"varint,3,opt,name=Timeout,proto3" json:"Timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Timeout int32 `protobuf:"varint,3,opt,name=Timeout,proto3" json:"Timeout,omitempty"`
+	// Who asks, as the current upstream generation defined it: the agent
+	// (e.g. Claude Code, Cursor), the model it runs, and the MCP client's
+	// name from its initialize request. Optional; shown in the inbox.
+	AgentName          string `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
+	ReasoningModelName string `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
+	McpClientName      string `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *McpAskQuestionRequest) Reset() {
@@ -446,11 +452,35 @@ func (x *McpAskQuestionRequest) GetTimeout() int32 {
 	return 0
 }
 
+func (x *McpAskQuestionRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *McpAskQuestionRequest) GetReasoningModelName() string {
+	if x != nil {
+		return x.ReasoningModelName
+	}
+	return ""
+}
+
+func (x *McpAskQuestionRequest) GetMcpClientName() string {
+	if x != nil {
+		return x.McpClientName
+	}
+	return ""
+}
+
 type AskQuestionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
-	UserToken     string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
-	Request       *McpAskQuestionRequest `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ID        string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	UserToken string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	Request   *McpAskQuestionRequest `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	// Unix milliseconds (UTC) when the server received the request; the
+	// server sets it.
+	Timestamp     int64 `protobuf:"varint,4,opt,name=Timestamp,proto3" json:"Timestamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -504,6 +534,13 @@ func (x *AskQuestionRequest) GetRequest() *McpAskQuestionRequest {
 		return x.Request
 	}
 	return nil
+}
+
+func (x *AskQuestionRequest) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
 }
 
 type AskQuestionResponse struct {
@@ -578,10 +615,16 @@ type McpTaskFinishRequest struct {
 	state            protoimpl.MessageState `protogen:"open.v1"`
 	ProjectDirectory string                 `protobuf:"bytes,1,opt,name=ProjectDirectory,proto3" json:"ProjectDirectory,omitempty"`
 	// What the agent finished, markdown.
-	Summary       string `protobuf:"bytes,2,opt,name=Summary,proto3" json:"Summary,omitempty"`
-	Timeout       int32  `protobuf:"varint,3,opt,name=Timeout,proto3" json:"Timeout,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Summary string `protobuf:"bytes,2,opt,name=Summary,proto3" json:"Summary,omitempty"`
+	Timeout int32  `protobuf:"varint,3,opt,name=Timeout,proto3" json:"Timeout,omitempty"`
+	// Who asks, as the current upstream generation defined it: the agent
+	// (e.g. Claude Code, Cursor), the model it runs, and the MCP client's
+	// name from its initialize request. Optional; shown in the inbox.
+	AgentName          string `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
+	ReasoningModelName string `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
+	McpClientName      string `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *McpTaskFinishRequest) Reset() {
@@ -635,11 +678,35 @@ func (x *McpTaskFinishRequest) GetTimeout() int32 {
 	return 0
 }
 
+func (x *McpTaskFinishRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *McpTaskFinishRequest) GetReasoningModelName() string {
+	if x != nil {
+		return x.ReasoningModelName
+	}
+	return ""
+}
+
+func (x *McpTaskFinishRequest) GetMcpClientName() string {
+	if x != nil {
+		return x.McpClientName
+	}
+	return ""
+}
+
 type TaskFinishRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
-	UserToken     string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
-	Request       *McpTaskFinishRequest  `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ID        string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	UserToken string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	Request   *McpTaskFinishRequest  `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	// Unix milliseconds (UTC) when the server received the request; the
+	// server sets it.
+	Timestamp     int64 `protobuf:"varint,4,opt,name=Timestamp,proto3" json:"Timestamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -693,6 +760,13 @@ func (x *TaskFinishRequest) GetRequest() *McpTaskFinishRequest {
 		return x.Request
 	}
 	return nil
+}
+
+func (x *TaskFinishRequest) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
 }
 
 type TaskFinishResponse struct {
@@ -763,6 +837,413 @@ func (x *TaskFinishResponse) GetContents() []*McpResultContent {
 	return nil
 }
 
+// The current upstream generation renamed TaskFinish to WorkReport: the
+// RPC SrvAgentAssist/WorkReport and the /ws Cmds WorkReport, WorkReportReply
+// and WorkReportReplyNotification. Its messages have the same fields and
+// numbers as the TaskFinish ones, so on /ws the TaskFinishRequest and
+// TaskFinishResponse fields (3 and 5) carry both generations.
+type McpWorkReportRequest struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	ProjectDirectory   string                 `protobuf:"bytes,1,opt,name=ProjectDirectory,proto3" json:"ProjectDirectory,omitempty"`
+	Summary            string                 `protobuf:"bytes,2,opt,name=Summary,proto3" json:"Summary,omitempty"`
+	Timeout            int32                  `protobuf:"varint,3,opt,name=Timeout,proto3" json:"Timeout,omitempty"`
+	AgentName          string                 `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
+	ReasoningModelName string                 `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
+	McpClientName      string                 `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *McpWorkReportRequest) Reset() {
+	*x = McpWorkReportRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpWorkReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpWorkReportRequest) ProtoMessage() {}
+
+func (x *McpWorkReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpWorkReportRequest.ProtoReflect.Descriptor instead.
+func (*McpWorkReportRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *McpWorkReportRequest) GetProjectDirectory() string {
+	if x != nil {
+		return x.ProjectDirectory
+	}
+	return ""
+}
+
+func (x *McpWorkReportRequest) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *McpWorkReportRequest) GetTimeout() int32 {
+	if x != nil {
+		return x.Timeout
+	}
+	return 0
+}
+
+func (x *McpWorkReportRequest) GetAgentName() string {
+	if x != nil {
+		return x.AgentName
+	}
+	return ""
+}
+
+func (x *McpWorkReportRequest) GetReasoningModelName() string {
+	if x != nil {
+		return x.ReasoningModelName
+	}
+	return ""
+}
+
+func (x *McpWorkReportRequest) GetMcpClientName() string {
+	if x != nil {
+		return x.McpClientName
+	}
+	return ""
+}
+
+type WorkReportRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	UserToken     string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	Request       *McpWorkReportRequest  `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,4,opt,name=Timestamp,proto3" json:"Timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkReportRequest) Reset() {
+	*x = WorkReportRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkReportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkReportRequest) ProtoMessage() {}
+
+func (x *WorkReportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkReportRequest.ProtoReflect.Descriptor instead.
+func (*WorkReportRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *WorkReportRequest) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *WorkReportRequest) GetUserToken() string {
+	if x != nil {
+		return x.UserToken
+	}
+	return ""
+}
+
+func (x *WorkReportRequest) GetRequest() *McpWorkReportRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *WorkReportRequest) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+type WorkReportResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	IsError       bool                   `protobuf:"varint,2,opt,name=IsError,proto3" json:"IsError,omitempty"`
+	Meta          map[string]string      `protobuf:"bytes,3,rep,name=Meta,proto3" json:"Meta,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Contents      []*McpResultContent    `protobuf:"bytes,4,rep,name=contents,proto3" json:"contents,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkReportResponse) Reset() {
+	*x = WorkReportResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkReportResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkReportResponse) ProtoMessage() {}
+
+func (x *WorkReportResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkReportResponse.ProtoReflect.Descriptor instead.
+func (*WorkReportResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *WorkReportResponse) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *WorkReportResponse) GetIsError() bool {
+	if x != nil {
+		return x.IsError
+	}
+	return false
+}
+
+func (x *WorkReportResponse) GetMeta() map[string]string {
+	if x != nil {
+		return x.Meta
+	}
+	return nil
+}
+
+func (x *WorkReportResponse) GetContents() []*McpResultContent {
+	if x != nil {
+		return x.Contents
+	}
+	return nil
+}
+
+// McpClientInfoData is what the MCP client said in its initialize request.
+type McpClientInfoData struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ProtocolVersion string                 `protobuf:"bytes,1,opt,name=ProtocolVersion,proto3" json:"ProtocolVersion,omitempty"`
+	// mcp.InitializeParams.capabilities as JSON.
+	CapabilitiesJson string `protobuf:"bytes,2,opt,name=CapabilitiesJson,proto3" json:"CapabilitiesJson,omitempty"`
+	ClientName       string `protobuf:"bytes,3,opt,name=ClientName,proto3" json:"ClientName,omitempty"`
+	ClientVersion    string `protobuf:"bytes,4,opt,name=ClientVersion,proto3" json:"ClientVersion,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *McpClientInfoData) Reset() {
+	*x = McpClientInfoData{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpClientInfoData) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpClientInfoData) ProtoMessage() {}
+
+func (x *McpClientInfoData) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpClientInfoData.ProtoReflect.Descriptor instead.
+func (*McpClientInfoData) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *McpClientInfoData) GetProtocolVersion() string {
+	if x != nil {
+		return x.ProtocolVersion
+	}
+	return ""
+}
+
+func (x *McpClientInfoData) GetCapabilitiesJson() string {
+	if x != nil {
+		return x.CapabilitiesJson
+	}
+	return ""
+}
+
+func (x *McpClientInfoData) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+func (x *McpClientInfoData) GetClientVersion() string {
+	if x != nil {
+		return x.ClientVersion
+	}
+	return ""
+}
+
+type McpClientInfoRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
+	UserToken     string                 `protobuf:"bytes,2,opt,name=UserToken,proto3" json:"UserToken,omitempty"`
+	Request       *McpClientInfoData     `protobuf:"bytes,3,opt,name=Request,proto3" json:"Request,omitempty"`
+	Timestamp     int64                  `protobuf:"varint,4,opt,name=Timestamp,proto3" json:"Timestamp,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpClientInfoRequest) Reset() {
+	*x = McpClientInfoRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpClientInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpClientInfoRequest) ProtoMessage() {}
+
+func (x *McpClientInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpClientInfoRequest.ProtoReflect.Descriptor instead.
+func (*McpClientInfoRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *McpClientInfoRequest) GetID() string {
+	if x != nil {
+		return x.ID
+	}
+	return ""
+}
+
+func (x *McpClientInfoRequest) GetUserToken() string {
+	if x != nil {
+		return x.UserToken
+	}
+	return ""
+}
+
+func (x *McpClientInfoRequest) GetRequest() *McpClientInfoData {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+func (x *McpClientInfoRequest) GetTimestamp() int64 {
+	if x != nil {
+		return x.Timestamp
+	}
+	return 0
+}
+
+type McpClientInfoResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Success       bool                   `protobuf:"varint,1,opt,name=Success,proto3" json:"Success,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *McpClientInfoResponse) Reset() {
+	*x = McpClientInfoResponse{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *McpClientInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*McpClientInfoResponse) ProtoMessage() {}
+
+func (x *McpClientInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use McpClientInfoResponse.ProtoReflect.Descriptor instead.
+func (*McpClientInfoResponse) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *McpClientInfoResponse) GetSuccess() bool {
+	if x != nil {
+		return x.Success
+	}
+	return false
+}
+
 type CheckMessageValidityRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	RequestIds    []string               `protobuf:"bytes,1,rep,name=request_ids,json=requestIds,proto3" json:"request_ids,omitempty"`
@@ -772,7 +1253,7 @@ type CheckMessageValidityRequest struct {
 
 func (x *CheckMessageValidityRequest) Reset() {
 	*x = CheckMessageValidityRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -784,7 +1265,7 @@ func (x *CheckMessageValidityRequest) String() string {
 func (*CheckMessageValidityRequest) ProtoMessage() {}
 
 func (x *CheckMessageValidityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -797,7 +1278,7 @@ func (x *CheckMessageValidityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckMessageValidityRequest.ProtoReflect.Descriptor instead.
 func (*CheckMessageValidityRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{12}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CheckMessageValidityRequest) GetRequestIds() []string {
@@ -817,7 +1298,7 @@ type CheckMessageValidityResponse struct {
 
 func (x *CheckMessageValidityResponse) Reset() {
 	*x = CheckMessageValidityResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -829,7 +1310,7 @@ func (x *CheckMessageValidityResponse) String() string {
 func (*CheckMessageValidityResponse) ProtoMessage() {}
 
 func (x *CheckMessageValidityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -842,7 +1323,7 @@ func (x *CheckMessageValidityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckMessageValidityResponse.ProtoReflect.Descriptor instead.
 func (*CheckMessageValidityResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{13}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CheckMessageValidityResponse) GetValidity() map[string]bool {
@@ -862,7 +1343,7 @@ type GetPendingMessagesRequest struct {
 
 func (x *GetPendingMessagesRequest) Reset() {
 	*x = GetPendingMessagesRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +1355,7 @@ func (x *GetPendingMessagesRequest) String() string {
 func (*GetPendingMessagesRequest) ProtoMessage() {}
 
 func (x *GetPendingMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +1368,7 @@ func (x *GetPendingMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingMessagesRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{14}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetPendingMessagesRequest) GetUserToken() string {
@@ -899,7 +1380,9 @@ func (x *GetPendingMessagesRequest) GetUserToken() string {
 
 type PendingMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// "AskQuestion" or "TaskFinish".
+	// "AskQuestion", "TaskFinish" or "WorkReport". A task report is listed
+	// twice, once under each of its names, for clients of either generation;
+	// task_finish_request (upstream's work_report_request) carries both.
 	MessageType        string              `protobuf:"bytes,1,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
 	AskQuestionRequest *AskQuestionRequest `protobuf:"bytes,2,opt,name=ask_question_request,json=askQuestionRequest,proto3" json:"ask_question_request,omitempty"`
 	TaskFinishRequest  *TaskFinishRequest  `protobuf:"bytes,3,opt,name=task_finish_request,json=taskFinishRequest,proto3" json:"task_finish_request,omitempty"`
@@ -917,7 +1400,7 @@ type PendingMessage struct {
 
 func (x *PendingMessage) Reset() {
 	*x = PendingMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -929,7 +1412,7 @@ func (x *PendingMessage) String() string {
 func (*PendingMessage) ProtoMessage() {}
 
 func (x *PendingMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -942,7 +1425,7 @@ func (x *PendingMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingMessage.ProtoReflect.Descriptor instead.
 func (*PendingMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{15}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PendingMessage) GetMessageType() string {
@@ -997,7 +1480,7 @@ type GetPendingMessagesResponse struct {
 
 func (x *GetPendingMessagesResponse) Reset() {
 	*x = GetPendingMessagesResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1009,7 +1492,7 @@ func (x *GetPendingMessagesResponse) String() string {
 func (*GetPendingMessagesResponse) ProtoMessage() {}
 
 func (x *GetPendingMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1022,7 +1505,7 @@ func (x *GetPendingMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingMessagesResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{16}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetPendingMessagesResponse) GetPendingMessages() []*PendingMessage {
@@ -1051,7 +1534,7 @@ type RequestCancelledNotification struct {
 
 func (x *RequestCancelledNotification) Reset() {
 	*x = RequestCancelledNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1546,7 @@ func (x *RequestCancelledNotification) String() string {
 func (*RequestCancelledNotification) ProtoMessage() {}
 
 func (x *RequestCancelledNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1559,7 @@ func (x *RequestCancelledNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestCancelledNotification.ProtoReflect.Descriptor instead.
 func (*RequestCancelledNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{17}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RequestCancelledNotification) GetRequestId() string {
@@ -1104,7 +1587,7 @@ type OnlineUser struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ClientId string                 `protobuf:"bytes,1,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
 	Nickname string                 `protobuf:"bytes,2,opt,name=nickname,proto3" json:"nickname,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	ConnectedAt   int64 `protobuf:"varint,3,opt,name=connected_at,json=connectedAt,proto3" json:"connected_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1112,7 +1595,7 @@ type OnlineUser struct {
 
 func (x *OnlineUser) Reset() {
 	*x = OnlineUser{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1124,7 +1607,7 @@ func (x *OnlineUser) String() string {
 func (*OnlineUser) ProtoMessage() {}
 
 func (x *OnlineUser) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1137,7 +1620,7 @@ func (x *OnlineUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnlineUser.ProtoReflect.Descriptor instead.
 func (*OnlineUser) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{18}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *OnlineUser) GetClientId() string {
@@ -1171,7 +1654,7 @@ type GetOnlineUsersRequest struct {
 
 func (x *GetOnlineUsersRequest) Reset() {
 	*x = GetOnlineUsersRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1666,7 @@ func (x *GetOnlineUsersRequest) String() string {
 func (*GetOnlineUsersRequest) ProtoMessage() {}
 
 func (x *GetOnlineUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1679,7 @@ func (x *GetOnlineUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOnlineUsersRequest.ProtoReflect.Descriptor instead.
 func (*GetOnlineUsersRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{19}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetOnlineUsersRequest) GetUserToken() string {
@@ -1216,7 +1699,7 @@ type GetOnlineUsersResponse struct {
 
 func (x *GetOnlineUsersResponse) Reset() {
 	*x = GetOnlineUsersResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1711,7 @@ func (x *GetOnlineUsersResponse) String() string {
 func (*GetOnlineUsersResponse) ProtoMessage() {}
 
 func (x *GetOnlineUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1724,7 @@ func (x *GetOnlineUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOnlineUsersResponse.ProtoReflect.Descriptor instead.
 func (*GetOnlineUsersResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{20}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *GetOnlineUsersResponse) GetOnlineUsers() []*OnlineUser {
@@ -1266,7 +1749,7 @@ type ChatMessage struct {
 	ReceiverClientId string                 `protobuf:"bytes,4,opt,name=receiver_client_id,json=receiverClientId,proto3" json:"receiver_client_id,omitempty"`
 	ReceiverNickname string                 `protobuf:"bytes,5,opt,name=receiver_nickname,json=receiverNickname,proto3" json:"receiver_nickname,omitempty"`
 	Content          string                 `protobuf:"bytes,6,opt,name=content,proto3" json:"content,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	SentAt        int64 `protobuf:"varint,7,opt,name=sent_at,json=sentAt,proto3" json:"sent_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1274,7 +1757,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1769,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1782,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{21}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ChatMessage) GetMessageId() string {
@@ -1361,7 +1844,7 @@ type SendChatMessageRequest struct {
 
 func (x *SendChatMessageRequest) Reset() {
 	*x = SendChatMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1373,7 +1856,7 @@ func (x *SendChatMessageRequest) String() string {
 func (*SendChatMessageRequest) ProtoMessage() {}
 
 func (x *SendChatMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1386,7 +1869,7 @@ func (x *SendChatMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendChatMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendChatMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{22}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SendChatMessageRequest) GetReceiverClientId() string {
@@ -1412,7 +1895,7 @@ type ChatMessageNotification struct {
 
 func (x *ChatMessageNotification) Reset() {
 	*x = ChatMessageNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1907,7 @@ func (x *ChatMessageNotification) String() string {
 func (*ChatMessageNotification) ProtoMessage() {}
 
 func (x *ChatMessageNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1920,7 @@ func (x *ChatMessageNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessageNotification.ProtoReflect.Descriptor instead.
 func (*ChatMessageNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{23}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChatMessageNotification) GetChatMessage() *ChatMessage {
@@ -1445,6 +1928,52 @@ func (x *ChatMessageNotification) GetChatMessage() *ChatMessage {
 		return x.ChatMessage
 	}
 	return nil
+}
+
+// SendBackspaceRequest (Cmd "SendBackspace") asks a remote-input client to
+// press backspace once, as upstream's TaskFinish-era clients defined it.
+type SendBackspaceRequest struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	ReceiverClientId string                 `protobuf:"bytes,1,opt,name=receiver_client_id,json=receiverClientId,proto3" json:"receiver_client_id,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SendBackspaceRequest) Reset() {
+	*x = SendBackspaceRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SendBackspaceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SendBackspaceRequest) ProtoMessage() {}
+
+func (x *SendBackspaceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SendBackspaceRequest.ProtoReflect.Descriptor instead.
+func (*SendBackspaceRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SendBackspaceRequest) GetReceiverClientId() string {
+	if x != nil {
+		return x.ReceiverClientId
+	}
+	return ""
 }
 
 type UserLoginResponse struct {
@@ -1463,7 +1992,7 @@ type UserLoginResponse struct {
 
 func (x *UserLoginResponse) Reset() {
 	*x = UserLoginResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1475,7 +2004,7 @@ func (x *UserLoginResponse) String() string {
 func (*UserLoginResponse) ProtoMessage() {}
 
 func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1488,7 +2017,7 @@ func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLoginResponse.ProtoReflect.Descriptor instead.
 func (*UserLoginResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UserLoginResponse) GetClientId() string {
@@ -1529,9 +2058,10 @@ func (x *UserLoginResponse) GetResumed() bool {
 type UserConnectionStatusNotification struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	User  *OnlineUser            `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
-	// "online" or "offline".
+	// "connected" (also sent again after a rename, with the new nickname) or
+	// "disconnected"; "changed" (no user) in rooms of more than 64 clients.
 	Status string `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	// Unix milliseconds.
+	// Unix seconds, as existing clients read it.
 	Timestamp     int64 `protobuf:"varint,3,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1539,7 +2069,7 @@ type UserConnectionStatusNotification struct {
 
 func (x *UserConnectionStatusNotification) Reset() {
 	*x = UserConnectionStatusNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +2081,7 @@ func (x *UserConnectionStatusNotification) String() string {
 func (*UserConnectionStatusNotification) ProtoMessage() {}
 
 func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +2094,7 @@ func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserConnectionStatusNotification.ProtoReflect.Descriptor instead.
 func (*UserConnectionStatusNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *UserConnectionStatusNotification) GetUser() *OnlineUser {
@@ -1606,7 +2136,7 @@ type ErrorNotification struct {
 
 func (x *ErrorNotification) Reset() {
 	*x = ErrorNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1618,7 +2148,7 @@ func (x *ErrorNotification) String() string {
 func (*ErrorNotification) ProtoMessage() {}
 
 func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1631,7 +2161,7 @@ func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorNotification.ProtoReflect.Descriptor instead.
 func (*ErrorNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ErrorNotification) GetCode() string {
@@ -1677,7 +2207,7 @@ type RequestAgentStatusNotification struct {
 
 func (x *RequestAgentStatusNotification) Reset() {
 	*x = RequestAgentStatusNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +2219,7 @@ func (x *RequestAgentStatusNotification) String() string {
 func (*RequestAgentStatusNotification) ProtoMessage() {}
 
 func (x *RequestAgentStatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +2232,7 @@ func (x *RequestAgentStatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAgentStatusNotification.ProtoReflect.Descriptor instead.
 func (*RequestAgentStatusNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *RequestAgentStatusNotification) GetRequestId() string {
@@ -1727,12 +2257,16 @@ func (x *RequestAgentStatusNotification) GetAgentGone() bool {
 }
 
 // WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
-// UserLogin (StrParam = token, Nickname), AskQuestion, TaskFinish,
+// UserLogin (StrParam = token, Nickname; sent again on a logged-in
+// connection with the same token, it renames the device), AskQuestion, TaskFinish,
 // AskQuestionReply, TaskFinishReply (request plus response),
 // AskQuestionReplyNotification, TaskFinishReplyNotification (StrParam says
-// which client answered), CheckMessageValidity, GetPendingMessages,
+// which client answered), WorkReport, WorkReportReply,
+// WorkReportReplyNotification (the current upstream names of the TaskFinish
+// ones; the server sends every task-report event under both names, each
+// with the same Seq, and accepts either reply), CheckMessageValidity, GetPendingMessages,
 // RequestCancelled, RequestAgentStatus, GetOnlineUsers, SendChatMessage,
-// ChatMessageNotification, UserConnectionStatusNotification, Error.
+// ChatMessageNotification, UserConnectionStatusNotification, SendBackspace, Error.
 type WebsocketMessage struct {
 	state                            protoimpl.MessageState            `protogen:"open.v1"`
 	Cmd                              string                            `protobuf:"bytes,1,opt,name=Cmd,proto3" json:"Cmd,omitempty"`
@@ -1753,7 +2287,10 @@ type WebsocketMessage struct {
 	ChatMessageNotification          *ChatMessageNotification          `protobuf:"bytes,22,opt,name=ChatMessageNotification,proto3" json:"ChatMessageNotification,omitempty"`
 	UserLoginResponse                *UserLoginResponse                `protobuf:"bytes,23,opt,name=UserLoginResponse,proto3" json:"UserLoginResponse,omitempty"`
 	UserConnectionStatusNotification *UserConnectionStatusNotification `protobuf:"bytes,24,opt,name=UserConnectionStatusNotification,proto3" json:"UserConnectionStatusNotification,omitempty"`
-	Error                            *ErrorNotification                `protobuf:"bytes,25,opt,name=Error,proto3" json:"Error,omitempty"`
+	// Cmd "SendBackspace": routed to receiver_client_id like a chat message;
+	// the receiver gets the same Cmd and message, with StrParam = the
+	// sender's client_id and Nickname = its nickname.
+	SendBackspaceRequest *SendBackspaceRequest `protobuf:"bytes,25,opt,name=SendBackspaceRequest,proto3" json:"SendBackspaceRequest,omitempty"`
 	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
 	// notifications, RequestCancelled, RequestAgentStatus) in order; the GetPendingMessages
 	// response carries the room's latest.
@@ -1761,9 +2298,13 @@ type WebsocketMessage struct {
 	// In UserLogin: the last Seq this device saw, to get what it missed.
 	ResumeFrom uint64 `protobuf:"varint,27,opt,name=ResumeFrom,proto3" json:"ResumeFrom,omitempty"`
 	// In UserLogin with ResumeFrom: the epoch of the server that numbered it.
-	Epoch                          string                          `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
-	GetHistoryRequest              *GetHistoryRequest              `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
-	GetHistoryResponse             *GetHistoryResponse             `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
+	Epoch              string              `protobuf:"bytes,28,opt,name=Epoch,proto3" json:"Epoch,omitempty"`
+	GetHistoryRequest  *GetHistoryRequest  `protobuf:"bytes,29,opt,name=GetHistoryRequest,proto3" json:"GetHistoryRequest,omitempty"`
+	GetHistoryResponse *GetHistoryResponse `protobuf:"bytes,30,opt,name=GetHistoryResponse,proto3" json:"GetHistoryResponse,omitempty"`
+	// Error was field 25 until that number turned out to be upstream's
+	// SendBackspaceRequest; 31 is used by no upstream generation. Never reuse
+	// 25 for anything else.
+	Error                          *ErrorNotification              `protobuf:"bytes,31,opt,name=Error,proto3" json:"Error,omitempty"`
 	RequestAgentStatusNotification *RequestAgentStatusNotification `protobuf:"bytes,40,opt,name=RequestAgentStatusNotification,proto3" json:"RequestAgentStatusNotification,omitempty"`
 	unknownFields                  protoimpl.UnknownFields
 	sizeCache                      protoimpl.SizeCache
@@ -1771,7 +2312,7 @@ type WebsocketMessage struct {
 
 func (x *WebsocketMessage) Reset() {
 	*x = WebsocketMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1783,7 +2324,7 @@ func (x *WebsocketMessage) String() string {
 func (*WebsocketMessage) ProtoMessage() {}
 
 func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1796,7 +2337,7 @@ func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebsocketMessage.ProtoReflect.Descriptor instead.
 func (*WebsocketMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *WebsocketMessage) GetCmd() string {
@@ -1925,9 +2466,9 @@ func (x *WebsocketMessage) GetUserConnectionStatusNotification() *UserConnection
 	return nil
 }
 
-func (x *WebsocketMessage) GetError() *ErrorNotification {
+func (x *WebsocketMessage) GetSendBackspaceRequest() *SendBackspaceRequest {
 	if x != nil {
-		return x.Error
+		return x.SendBackspaceRequest
 	}
 	return nil
 }
@@ -1967,6 +2508,13 @@ func (x *WebsocketMessage) GetGetHistoryResponse() *GetHistoryResponse {
 	return nil
 }
 
+func (x *WebsocketMessage) GetError() *ErrorNotification {
+	if x != nil {
+		return x.Error
+	}
+	return nil
+}
+
 func (x *WebsocketMessage) GetRequestAgentStatusNotification() *RequestAgentStatusNotification {
 	if x != nil {
 		return x.RequestAgentStatusNotification
@@ -1989,7 +2537,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2549,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2562,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetHistoryRequest) GetBefore() int64 {
@@ -2051,7 +2599,7 @@ type HistoryItem struct {
 
 func (x *HistoryItem) Reset() {
 	*x = HistoryItem{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2063,7 +2611,7 @@ func (x *HistoryItem) String() string {
 func (*HistoryItem) ProtoMessage() {}
 
 func (x *HistoryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2076,7 +2624,7 @@ func (x *HistoryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
 func (*HistoryItem) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *HistoryItem) GetMessageType() string {
@@ -2146,7 +2694,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2158,7 +2706,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2171,7 +2719,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetHistoryResponse) GetItems() []*HistoryItem {
@@ -2201,7 +2749,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2213,7 +2761,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2226,7 +2774,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -2261,7 +2809,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2821,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2834,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -2322,7 +2870,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2882,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2895,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *RelayError) GetCode() string {
@@ -2383,7 +2931,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2395,7 +2943,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2408,7 +2956,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -2465,7 +3013,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2477,7 +3025,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2490,7 +3038,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -2524,7 +3072,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2536,7 +3084,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2549,7 +3097,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -2578,7 +3126,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +3138,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +3151,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -2639,7 +3187,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2651,7 +3199,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2664,7 +3212,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -2691,7 +3239,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +3251,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +3264,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -2747,7 +3295,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2759,7 +3307,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2772,7 +3320,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -2817,7 +3365,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2829,7 +3377,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2842,7 +3390,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -2876,7 +3424,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2888,7 +3436,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2901,7 +3449,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -2927,7 +3475,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2939,7 +3487,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2952,7 +3500,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -2973,7 +3521,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2985,7 +3533,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2998,7 +3546,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -3029,7 +3577,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3041,7 +3589,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3054,7 +3602,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -3096,7 +3644,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3108,7 +3656,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3121,7 +3669,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -3153,7 +3701,7 @@ type TakeMissedAnswersRequest struct {
 
 func (x *TakeMissedAnswersRequest) Reset() {
 	*x = TakeMissedAnswersRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3165,7 +3713,7 @@ func (x *TakeMissedAnswersRequest) String() string {
 func (*TakeMissedAnswersRequest) ProtoMessage() {}
 
 func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3178,7 +3726,7 @@ func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersRequest.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *TakeMissedAnswersRequest) GetUserToken() string {
@@ -3222,7 +3770,7 @@ type MissedAnswer struct {
 
 func (x *MissedAnswer) Reset() {
 	*x = MissedAnswer{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3234,7 +3782,7 @@ func (x *MissedAnswer) String() string {
 func (*MissedAnswer) ProtoMessage() {}
 
 func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3247,7 +3795,7 @@ func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissedAnswer.ProtoReflect.Descriptor instead.
 func (*MissedAnswer) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *MissedAnswer) GetMessageType() string {
@@ -3309,7 +3857,7 @@ type TakeMissedAnswersResponse struct {
 
 func (x *TakeMissedAnswersResponse) Reset() {
 	*x = TakeMissedAnswersResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3321,7 +3869,7 @@ func (x *TakeMissedAnswersResponse) String() string {
 func (*TakeMissedAnswersResponse) ProtoMessage() {}
 
 func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3334,7 +3882,7 @@ func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersResponse.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TakeMissedAnswersResponse) GetAnswers() []*MissedAnswer {
@@ -3372,15 +3920,19 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x05audio\x18\x04 \x01(\v2\x1e.agentassistproto.AudioContentR\x05audio\x12O\n" +
 	"\x11embedded_resource\x18\x05 \x01(\v2\".agentassistproto.EmbeddedResourceR\x10embeddedResource\"\n" +
 	"\n" +
-	"\bMsgEmpty\"y\n" +
+	"\bMsgEmpty\"\xed\x01\n" +
 	"\x15McpAskQuestionRequest\x12*\n" +
 	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x1a\n" +
 	"\bQuestion\x18\x02 \x01(\tR\bQuestion\x12\x18\n" +
-	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\"\x85\x01\n" +
+	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
+	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
+	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa3\x01\n" +
 	"\x12AskQuestionRequest\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
 	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12A\n" +
-	"\aRequest\x18\x03 \x01(\v2'.agentassistproto.McpAskQuestionRequestR\aRequest\"\xfd\x01\n" +
+	"\aRequest\x18\x03 \x01(\v2'.agentassistproto.McpAskQuestionRequestR\aRequest\x12\x1c\n" +
+	"\tTimestamp\x18\x04 \x01(\x03R\tTimestamp\"\xfd\x01\n" +
 	"\x13AskQuestionResponse\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x18\n" +
 	"\aIsError\x18\x02 \x01(\bR\aIsError\x12C\n" +
@@ -3388,15 +3940,19 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\bcontents\x18\x04 \x03(\v2\".agentassistproto.McpResultContentR\bcontents\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"v\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
 	"\x14McpTaskFinishRequest\x12*\n" +
 	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x18\n" +
 	"\aSummary\x18\x02 \x01(\tR\aSummary\x12\x18\n" +
-	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\"\x83\x01\n" +
+	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
+	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
+	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa1\x01\n" +
 	"\x11TaskFinishRequest\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
 	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12@\n" +
-	"\aRequest\x18\x03 \x01(\v2&.agentassistproto.McpTaskFinishRequestR\aRequest\"\xfb\x01\n" +
+	"\aRequest\x18\x03 \x01(\v2&.agentassistproto.McpTaskFinishRequestR\aRequest\x12\x1c\n" +
+	"\tTimestamp\x18\x04 \x01(\x03R\tTimestamp\"\xfb\x01\n" +
 	"\x12TaskFinishResponse\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x18\n" +
 	"\aIsError\x18\x02 \x01(\bR\aIsError\x12B\n" +
@@ -3404,7 +3960,41 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\bcontents\x18\x04 \x03(\v2\".agentassistproto.McpResultContentR\bcontents\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\">\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
+	"\x14McpWorkReportRequest\x12*\n" +
+	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x18\n" +
+	"\aSummary\x18\x02 \x01(\tR\aSummary\x12\x18\n" +
+	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
+	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
+	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa1\x01\n" +
+	"\x11WorkReportRequest\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
+	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12@\n" +
+	"\aRequest\x18\x03 \x01(\v2&.agentassistproto.McpWorkReportRequestR\aRequest\x12\x1c\n" +
+	"\tTimestamp\x18\x04 \x01(\x03R\tTimestamp\"\xfb\x01\n" +
+	"\x12WorkReportResponse\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x18\n" +
+	"\aIsError\x18\x02 \x01(\bR\aIsError\x12B\n" +
+	"\x04Meta\x18\x03 \x03(\v2..agentassistproto.WorkReportResponse.MetaEntryR\x04Meta\x12>\n" +
+	"\bcontents\x18\x04 \x03(\v2\".agentassistproto.McpResultContentR\bcontents\x1a7\n" +
+	"\tMetaEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xaf\x01\n" +
+	"\x11McpClientInfoData\x12(\n" +
+	"\x0fProtocolVersion\x18\x01 \x01(\tR\x0fProtocolVersion\x12*\n" +
+	"\x10CapabilitiesJson\x18\x02 \x01(\tR\x10CapabilitiesJson\x12\x1e\n" +
+	"\n" +
+	"ClientName\x18\x03 \x01(\tR\n" +
+	"ClientName\x12$\n" +
+	"\rClientVersion\x18\x04 \x01(\tR\rClientVersion\"\xa1\x01\n" +
+	"\x14McpClientInfoRequest\x12\x0e\n" +
+	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
+	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12=\n" +
+	"\aRequest\x18\x03 \x01(\v2#.agentassistproto.McpClientInfoDataR\aRequest\x12\x1c\n" +
+	"\tTimestamp\x18\x04 \x01(\x03R\tTimestamp\"1\n" +
+	"\x15McpClientInfoResponse\x12\x18\n" +
+	"\aSuccess\x18\x01 \x01(\bR\aSuccess\">\n" +
 	"\x1bCheckMessageValidityRequest\x12\x1f\n" +
 	"\vrequest_ids\x18\x01 \x03(\tR\n" +
 	"requestIds\"\xb5\x01\n" +
@@ -3459,7 +4049,9 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x12receiver_client_id\x18\x01 \x01(\tR\x10receiverClientId\x12\x18\n" +
 	"\acontent\x18\x02 \x01(\tR\acontent\"[\n" +
 	"\x17ChatMessageNotification\x12@\n" +
-	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"\x9f\x01\n" +
+	"\fchat_message\x18\x01 \x01(\v2\x1d.agentassistproto.ChatMessageR\vchatMessage\"D\n" +
+	"\x14SendBackspaceRequest\x12,\n" +
+	"\x12receiver_client_id\x18\x01 \x01(\tR\x10receiverClientId\"\x9f\x01\n" +
 	"\x11UserLoginResponse\x12\x1b\n" +
 	"\tclient_id\x18\x01 \x01(\tR\bclientId\x12\x18\n" +
 	"\asuccess\x18\x02 \x01(\bR\asuccess\x12#\n" +
@@ -3481,7 +4073,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
 	"\fmessage_type\x18\x02 \x01(\tR\vmessageType\x12\x1d\n" +
 	"\n" +
-	"agent_gone\x18\x03 \x01(\bR\tagentGone\"\xe7\x0f\n" +
+	"agent_gone\x18\x03 \x01(\bR\tagentGone\"\xc3\x10\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -3500,15 +4092,16 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x16SendChatMessageRequest\x18\x15 \x01(\v2(.agentassistproto.SendChatMessageRequestR\x16SendChatMessageRequest\x12c\n" +
 	"\x17ChatMessageNotification\x18\x16 \x01(\v2).agentassistproto.ChatMessageNotificationR\x17ChatMessageNotification\x12Q\n" +
 	"\x11UserLoginResponse\x18\x17 \x01(\v2#.agentassistproto.UserLoginResponseR\x11UserLoginResponse\x12~\n" +
-	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x129\n" +
-	"\x05Error\x18\x19 \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12\x10\n" +
+	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x12Z\n" +
+	"\x14SendBackspaceRequest\x18\x19 \x01(\v2&.agentassistproto.SendBackspaceRequestR\x14SendBackspaceRequest\x12\x10\n" +
 	"\x03Seq\x18\x1a \x01(\x04R\x03Seq\x12\x1e\n" +
 	"\n" +
 	"ResumeFrom\x18\x1b \x01(\x04R\n" +
 	"ResumeFrom\x12\x14\n" +
 	"\x05Epoch\x18\x1c \x01(\tR\x05Epoch\x12Q\n" +
 	"\x11GetHistoryRequest\x18\x1d \x01(\v2#.agentassistproto.GetHistoryRequestR\x11GetHistoryRequest\x12T\n" +
-	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x12x\n" +
+	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x129\n" +
+	"\x05Error\x18\x1f \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12x\n" +
 	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
@@ -3610,11 +4203,14 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\vanswered_by\x18\a \x01(\tR\n" +
 	"answeredBy\"U\n" +
 	"\x19TakeMissedAnswersResponse\x128\n" +
-	"\aanswers\x18\x01 \x03(\v2\x1e.agentassistproto.MissedAnswerR\aanswers2\xc5\x01\n" +
+	"\aanswers\x18\x01 \x03(\v2\x1e.agentassistproto.MissedAnswerR\aanswers2\x84\x03\n" +
 	"\x0eSrvAgentAssist\x12Z\n" +
 	"\vAskQuestion\x12$.agentassistproto.AskQuestionRequest\x1a%.agentassistproto.AskQuestionResponse\x12W\n" +
 	"\n" +
-	"TaskFinish\x12#.agentassistproto.TaskFinishRequest\x1a$.agentassistproto.TaskFinishResponse2\xc9\x01\n" +
+	"TaskFinish\x12#.agentassistproto.TaskFinishRequest\x1a$.agentassistproto.TaskFinishResponse\x12W\n" +
+	"\n" +
+	"WorkReport\x12#.agentassistproto.WorkReportRequest\x1a$.agentassistproto.WorkReportResponse\x12d\n" +
+	"\x11SendMcpClientInfo\x12&.agentassistproto.McpClientInfoRequest\x1a'.agentassistproto.McpClientInfoResponse2\xc9\x01\n" +
 	"\x13SrvAgentAssistReply\x12Y\n" +
 	"\x10AskQuestionReply\x12).agentassistproto.AskQuestionReplyRequest\x1a\x1a.agentassistproto.MsgEmpty\x12W\n" +
 	"\x0fTaskFinishReply\x12(.agentassistproto.TaskFinishReplyRequest\x1a\x1a.agentassistproto.MsgEmpty2\xb9\x04\n" +
@@ -3645,7 +4241,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -3659,48 +4255,56 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*McpTaskFinishRequest)(nil),             // 9: agentassistproto.McpTaskFinishRequest
 	(*TaskFinishRequest)(nil),                // 10: agentassistproto.TaskFinishRequest
 	(*TaskFinishResponse)(nil),               // 11: agentassistproto.TaskFinishResponse
-	(*CheckMessageValidityRequest)(nil),      // 12: agentassistproto.CheckMessageValidityRequest
-	(*CheckMessageValidityResponse)(nil),     // 13: agentassistproto.CheckMessageValidityResponse
-	(*GetPendingMessagesRequest)(nil),        // 14: agentassistproto.GetPendingMessagesRequest
-	(*PendingMessage)(nil),                   // 15: agentassistproto.PendingMessage
-	(*GetPendingMessagesResponse)(nil),       // 16: agentassistproto.GetPendingMessagesResponse
-	(*RequestCancelledNotification)(nil),     // 17: agentassistproto.RequestCancelledNotification
-	(*OnlineUser)(nil),                       // 18: agentassistproto.OnlineUser
-	(*GetOnlineUsersRequest)(nil),            // 19: agentassistproto.GetOnlineUsersRequest
-	(*GetOnlineUsersResponse)(nil),           // 20: agentassistproto.GetOnlineUsersResponse
-	(*ChatMessage)(nil),                      // 21: agentassistproto.ChatMessage
-	(*SendChatMessageRequest)(nil),           // 22: agentassistproto.SendChatMessageRequest
-	(*ChatMessageNotification)(nil),          // 23: agentassistproto.ChatMessageNotification
-	(*UserLoginResponse)(nil),                // 24: agentassistproto.UserLoginResponse
-	(*UserConnectionStatusNotification)(nil), // 25: agentassistproto.UserConnectionStatusNotification
-	(*ErrorNotification)(nil),                // 26: agentassistproto.ErrorNotification
-	(*RequestAgentStatusNotification)(nil),   // 27: agentassistproto.RequestAgentStatusNotification
-	(*WebsocketMessage)(nil),                 // 28: agentassistproto.WebsocketMessage
-	(*GetHistoryRequest)(nil),                // 29: agentassistproto.GetHistoryRequest
-	(*HistoryItem)(nil),                      // 30: agentassistproto.HistoryItem
-	(*GetHistoryResponse)(nil),               // 31: agentassistproto.GetHistoryResponse
-	(*AskQuestionReplyRequest)(nil),          // 32: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 33: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 34: agentassistproto.RelayError
-	(*UIState)(nil),                          // 35: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 36: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 37: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 38: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 39: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 40: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 41: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 42: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 43: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 44: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 45: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 46: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 47: agentassistproto.CancelRequestRequest
-	(*TakeMissedAnswersRequest)(nil),         // 48: agentassistproto.TakeMissedAnswersRequest
-	(*MissedAnswer)(nil),                     // 49: agentassistproto.MissedAnswer
-	(*TakeMissedAnswersResponse)(nil),        // 50: agentassistproto.TakeMissedAnswersResponse
-	nil,                                      // 51: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 52: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 53: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*McpWorkReportRequest)(nil),             // 12: agentassistproto.McpWorkReportRequest
+	(*WorkReportRequest)(nil),                // 13: agentassistproto.WorkReportRequest
+	(*WorkReportResponse)(nil),               // 14: agentassistproto.WorkReportResponse
+	(*McpClientInfoData)(nil),                // 15: agentassistproto.McpClientInfoData
+	(*McpClientInfoRequest)(nil),             // 16: agentassistproto.McpClientInfoRequest
+	(*McpClientInfoResponse)(nil),            // 17: agentassistproto.McpClientInfoResponse
+	(*CheckMessageValidityRequest)(nil),      // 18: agentassistproto.CheckMessageValidityRequest
+	(*CheckMessageValidityResponse)(nil),     // 19: agentassistproto.CheckMessageValidityResponse
+	(*GetPendingMessagesRequest)(nil),        // 20: agentassistproto.GetPendingMessagesRequest
+	(*PendingMessage)(nil),                   // 21: agentassistproto.PendingMessage
+	(*GetPendingMessagesResponse)(nil),       // 22: agentassistproto.GetPendingMessagesResponse
+	(*RequestCancelledNotification)(nil),     // 23: agentassistproto.RequestCancelledNotification
+	(*OnlineUser)(nil),                       // 24: agentassistproto.OnlineUser
+	(*GetOnlineUsersRequest)(nil),            // 25: agentassistproto.GetOnlineUsersRequest
+	(*GetOnlineUsersResponse)(nil),           // 26: agentassistproto.GetOnlineUsersResponse
+	(*ChatMessage)(nil),                      // 27: agentassistproto.ChatMessage
+	(*SendChatMessageRequest)(nil),           // 28: agentassistproto.SendChatMessageRequest
+	(*ChatMessageNotification)(nil),          // 29: agentassistproto.ChatMessageNotification
+	(*SendBackspaceRequest)(nil),             // 30: agentassistproto.SendBackspaceRequest
+	(*UserLoginResponse)(nil),                // 31: agentassistproto.UserLoginResponse
+	(*UserConnectionStatusNotification)(nil), // 32: agentassistproto.UserConnectionStatusNotification
+	(*ErrorNotification)(nil),                // 33: agentassistproto.ErrorNotification
+	(*RequestAgentStatusNotification)(nil),   // 34: agentassistproto.RequestAgentStatusNotification
+	(*WebsocketMessage)(nil),                 // 35: agentassistproto.WebsocketMessage
+	(*GetHistoryRequest)(nil),                // 36: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 37: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 38: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 39: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 40: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 41: agentassistproto.RelayError
+	(*UIState)(nil),                          // 42: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 43: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 44: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 45: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 46: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 47: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 48: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 49: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 50: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 51: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 52: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 53: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 54: agentassistproto.CancelRequestRequest
+	(*TakeMissedAnswersRequest)(nil),         // 55: agentassistproto.TakeMissedAnswersRequest
+	(*MissedAnswer)(nil),                     // 56: agentassistproto.MissedAnswer
+	(*TakeMissedAnswersResponse)(nil),        // 57: agentassistproto.TakeMissedAnswersResponse
+	nil,                                      // 58: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 59: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 60: agentassistproto.WorkReportResponse.MetaEntry
+	nil,                                      // 61: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -3708,80 +4312,89 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	51, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	58, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	52, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	59, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	53, // 10: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
-	7,  // 11: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 12: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	15, // 13: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
-	18, // 14: agentassistproto.GetOnlineUsersResponse.online_users:type_name -> agentassistproto.OnlineUser
-	21, // 15: agentassistproto.ChatMessageNotification.chat_message:type_name -> agentassistproto.ChatMessage
-	18, // 16: agentassistproto.UserConnectionStatusNotification.user:type_name -> agentassistproto.OnlineUser
-	7,  // 17: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
-	10, // 18: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 19: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
-	11, // 20: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
-	12, // 21: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
-	13, // 22: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
-	14, // 23: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
-	16, // 24: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
-	17, // 25: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
-	19, // 26: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
-	20, // 27: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
-	22, // 28: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
-	23, // 29: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
-	24, // 30: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
-	25, // 31: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
-	26, // 32: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	29, // 33: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
-	31, // 34: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
-	27, // 35: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
-	7,  // 36: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 37: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 38: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
-	30, // 39: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
-	8,  // 40: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 41: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	34, // 42: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	34, // 43: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	35, // 44: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	34, // 45: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	35, // 46: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	34, // 47: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	8,  // 48: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
-	49, // 49: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
-	7,  // 50: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 51: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	32, // 52: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	33, // 53: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	36, // 54: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	37, // 55: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	39, // 56: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	41, // 57: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	43, // 58: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	45, // 59: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	47, // 60: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	48, // 61: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
-	8,  // 62: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 63: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	5,  // 64: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 65: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	38, // 66: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	38, // 67: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	40, // 68: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	42, // 69: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	44, // 70: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	46, // 71: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 72: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	50, // 73: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
-	62, // [62:74] is the sub-list for method output_type
-	50, // [50:62] is the sub-list for method input_type
-	50, // [50:50] is the sub-list for extension type_name
-	50, // [50:50] is the sub-list for extension extendee
-	0,  // [0:50] is the sub-list for field type_name
+	12, // 10: agentassistproto.WorkReportRequest.Request:type_name -> agentassistproto.McpWorkReportRequest
+	60, // 11: agentassistproto.WorkReportResponse.Meta:type_name -> agentassistproto.WorkReportResponse.MetaEntry
+	4,  // 12: agentassistproto.WorkReportResponse.contents:type_name -> agentassistproto.McpResultContent
+	15, // 13: agentassistproto.McpClientInfoRequest.Request:type_name -> agentassistproto.McpClientInfoData
+	61, // 14: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	7,  // 15: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 16: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	21, // 17: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
+	24, // 18: agentassistproto.GetOnlineUsersResponse.online_users:type_name -> agentassistproto.OnlineUser
+	27, // 19: agentassistproto.ChatMessageNotification.chat_message:type_name -> agentassistproto.ChatMessage
+	24, // 20: agentassistproto.UserConnectionStatusNotification.user:type_name -> agentassistproto.OnlineUser
+	7,  // 21: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
+	10, // 22: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 23: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
+	11, // 24: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
+	18, // 25: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
+	19, // 26: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
+	20, // 27: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
+	22, // 28: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
+	23, // 29: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
+	25, // 30: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
+	26, // 31: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
+	28, // 32: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
+	29, // 33: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
+	31, // 34: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
+	32, // 35: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
+	30, // 36: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
+	36, // 37: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	38, // 38: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	33, // 39: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
+	34, // 40: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
+	7,  // 41: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 42: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 43: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	37, // 44: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	8,  // 45: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	11, // 46: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	41, // 47: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	41, // 48: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	42, // 49: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	41, // 50: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	42, // 51: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	41, // 52: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	8,  // 53: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
+	56, // 54: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
+	7,  // 55: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 56: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	13, // 57: agentassistproto.SrvAgentAssist.WorkReport:input_type -> agentassistproto.WorkReportRequest
+	16, // 58: agentassistproto.SrvAgentAssist.SendMcpClientInfo:input_type -> agentassistproto.McpClientInfoRequest
+	39, // 59: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	40, // 60: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	43, // 61: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	44, // 62: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	46, // 63: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	48, // 64: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	50, // 65: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	52, // 66: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	54, // 67: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	55, // 68: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
+	8,  // 69: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 70: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	14, // 71: agentassistproto.SrvAgentAssist.WorkReport:output_type -> agentassistproto.WorkReportResponse
+	17, // 72: agentassistproto.SrvAgentAssist.SendMcpClientInfo:output_type -> agentassistproto.McpClientInfoResponse
+	5,  // 73: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 74: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	45, // 75: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	45, // 76: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	47, // 77: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	49, // 78: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	51, // 79: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	53, // 80: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 81: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	57, // 82: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
+	69, // [69:83] is the sub-list for method output_type
+	55, // [55:69] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -3795,7 +4408,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   54,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -29,9 +29,18 @@ const (
 	CmdSendChatMessage                  = "SendChatMessage"
 	CmdChatMessageNotification          = "ChatMessageNotification"
 	CmdUserConnectionStatusNotification = "UserConnectionStatusNotification"
+	CmdSendBackspace                    = "SendBackspace"
 	CmdError                            = "Error"
 	CmdGetHistory                       = "GetHistory"
 	CmdClearHistory                     = "ClearHistory"
+)
+
+// The current upstream generation's names of the TaskFinish Cmds; the
+// frames are the same (fields 3 and 5).
+const (
+	CmdWorkReport                  = "WorkReport"
+	CmdWorkReportReply             = "WorkReportReply"
+	CmdWorkReportReplyNotification = "WorkReportReplyNotification"
 )
 
 func marshal(m *pb.WebsocketMessage) []byte {
@@ -48,10 +57,14 @@ func askRequest(p *pending) *pb.AskQuestionRequest {
 		ID:        p.req.ID,
 		UserToken: p.token,
 		Request: &pb.McpAskQuestionRequest{
-			ProjectDirectory: p.req.ProjectDirectory,
-			Question:         p.req.Text,
-			Timeout:          Seconds(p.req.Timeout),
+			ProjectDirectory:   p.req.ProjectDirectory,
+			Question:           p.req.Text,
+			Timeout:            Seconds(p.req.Timeout),
+			AgentName:          p.req.AgentName,
+			ReasoningModelName: p.req.ReasoningModelName,
+			McpClientName:      p.req.McpClientName,
 		},
+		Timestamp: p.createdAt.UnixMilli(),
 	}
 }
 
@@ -60,44 +73,58 @@ func taskRequest(p *pending) *pb.TaskFinishRequest {
 		ID:        p.req.ID,
 		UserToken: p.token,
 		Request: &pb.McpTaskFinishRequest{
-			ProjectDirectory: p.req.ProjectDirectory,
-			Summary:          p.req.Text,
-			Timeout:          Seconds(p.req.Timeout),
+			ProjectDirectory:   p.req.ProjectDirectory,
+			Summary:            p.req.Text,
+			Timeout:            Seconds(p.req.Timeout),
+			AgentName:          p.req.AgentName,
+			ReasoningModelName: p.req.ReasoningModelName,
+			McpClientName:      p.req.McpClientName,
 		},
+		Timestamp: p.createdAt.UnixMilli(),
 	}
 }
 
-func requestFrame(p *pending) *pb.WebsocketMessage {
-	m := &pb.WebsocketMessage{Cmd: p.req.Kind.String()}
+// bothGenerations returns a task-report frame and its twin under the
+// current upstream generation's Cmd: clients of either act on the one
+// they know and ignore the other.
+func bothGenerations(m *pb.WebsocketMessage, current string) []*pb.WebsocketMessage {
+	return []*pb.WebsocketMessage{m, {
+		Cmd:                current,
+		TaskFinishRequest:  m.TaskFinishRequest,
+		TaskFinishResponse: m.TaskFinishResponse,
+		StrParam:           m.StrParam,
+		Nickname:           m.Nickname,
+	}}
+}
+
+func requestFrame(p *pending) []*pb.WebsocketMessage {
 	if p.req.Kind == AskQuestion {
-		m.AskQuestionRequest = askRequest(p)
-	} else {
-		m.TaskFinishRequest = taskRequest(p)
+		return []*pb.WebsocketMessage{{Cmd: CmdAskQuestion, AskQuestionRequest: askRequest(p)}}
 	}
-	return m
+	return bothGenerations(&pb.WebsocketMessage{Cmd: CmdTaskFinish, TaskFinishRequest: taskRequest(p)}, CmdWorkReport)
 }
 
-func replyNotificationFrame(p *pending, rep *Reply) *pb.WebsocketMessage {
+func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
 	who := rep.Nickname
 	if who == "" {
 		who = rep.ClientID
 	}
 	if p.req.Kind == AskQuestion {
-		return &pb.WebsocketMessage{
+		return []*pb.WebsocketMessage{{
 			Cmd:                 CmdAskQuestionReplyNotification,
 			AskQuestionRequest:  askRequest(p),
 			AskQuestionResponse: AskResponse(p.req.ID, rep),
 			StrParam:            "Response received from client " + who,
 			Nickname:            rep.Nickname,
-		}
+		}}
 	}
-	return &pb.WebsocketMessage{
+	return bothGenerations(&pb.WebsocketMessage{
 		Cmd:                CmdTaskFinishReplyNotification,
 		TaskFinishRequest:  taskRequest(p),
 		TaskFinishResponse: TaskResponse(p.req.ID, rep),
 		StrParam:           "Task completion confirmed by client " + who,
 		Nickname:           rep.Nickname,
-	}
+	}, CmdWorkReportReplyNotification)
 }
 
 // AskResponse is rep in its AskQuestion wire form.
@@ -110,15 +137,15 @@ func TaskResponse(id string, rep *Reply) *pb.TaskFinishResponse {
 	return &pb.TaskFinishResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}
 }
 
-func cancelledFrame(p *pending, reason string) *pb.WebsocketMessage {
-	return &pb.WebsocketMessage{
+func cancelledFrame(p *pending, reason string) []*pb.WebsocketMessage {
+	return []*pb.WebsocketMessage{{
 		Cmd: CmdRequestCancelled,
 		RequestCancelledNotification: &pb.RequestCancelledNotification{
 			RequestId:   p.req.ID,
 			Reason:      reason,
 			MessageType: p.req.Kind.String(),
 		},
-	}
+	}}
 }
 
 func agentStatusFrame(p *pending, gone bool) *pb.WebsocketMessage {
@@ -132,7 +159,9 @@ func agentStatusFrame(p *pending, gone bool) *pb.WebsocketMessage {
 	}
 }
 
-func pendingMessage(p *pending) *pb.PendingMessage {
+// pendingMessages lists p for GetPendingMessages: a task report under both
+// generations' names.
+func pendingMessages(p *pending) []*pb.PendingMessage {
 	m := &pb.PendingMessage{
 		MessageType: p.req.Kind.String(),
 		CreatedAt:   p.createdAt.UnixMilli(),
@@ -141,14 +170,14 @@ func pendingMessage(p *pending) *pb.PendingMessage {
 	}
 	if p.req.Kind == AskQuestion {
 		m.AskQuestionRequest = askRequest(p)
-	} else {
-		m.TaskFinishRequest = taskRequest(p)
+		return []*pb.PendingMessage{m}
 	}
-	return m
+	m.TaskFinishRequest = taskRequest(p)
+	return []*pb.PendingMessage{m, {MessageType: CmdWorkReport, TaskFinishRequest: m.TaskFinishRequest, CreatedAt: m.CreatedAt, Timeout: m.Timeout}}
 }
 
 func onlineUser(c Client) *pb.OnlineUser {
-	return &pb.OnlineUser{ClientId: c.ID(), Nickname: c.Nickname(), ConnectedAt: c.ConnectedAt().UnixMilli()}
+	return &pb.OnlineUser{ClientId: c.ID(), Nickname: c.Nickname(), ConnectedAt: c.ConnectedAt().Unix()}
 }
 
 func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
@@ -157,7 +186,7 @@ func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
 		UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
 			User:      onlineUser(c),
 			Status:    status,
-			Timestamp: now.UnixMilli(),
+			Timestamp: now.Unix(),
 		},
 	}
 }

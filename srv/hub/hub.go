@@ -60,6 +60,9 @@ type Request struct {
 	// Text is the question or the summary, markdown.
 	Text    string
 	Timeout time.Duration
+	// Who asks, when the agent says: the agent (e.g. Cursor), the model it
+	// runs and the MCP client's name. Shown to the person.
+	AgentName, ReasoningModelName, McpClientName string
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse
@@ -126,8 +129,15 @@ const (
 	bigRoomDelay  = 250 * time.Millisecond
 )
 
-// StatusChanged is the status of the bare presence notice of big rooms.
-const StatusChanged = "changed"
+// Statuses of UserConnectionStatusNotification. Connected and disconnected
+// are the words existing agentassistant clients act on; a rename is
+// announced as connected again, with the new nickname. StatusChanged is the
+// bare presence notice of big rooms.
+const (
+	StatusConnected    = "connected"
+	StatusDisconnected = "disconnected"
+	StatusChanged      = "changed"
+)
 
 // Hub is safe for concurrent use.
 type Hub struct {
@@ -156,11 +166,12 @@ const (
 	replayAge    = 5 * time.Minute
 )
 
-// event is a numbered request event kept for replay.
+// event is a numbered request event kept for replay: its frames, more
+// than one when it goes out under each generation's Cmd.
 type event struct {
-	seq   uint64
-	frame []byte
-	at    time.Time
+	seq    uint64
+	frames [][]byte
+	at     time.Time
 }
 
 // events keeps the last replayEvents events, oldest first, in a ring: a
@@ -237,6 +248,7 @@ type pending struct {
 	done      chan struct{}
 	reply     *Reply // set, with err, before done is closed
 	err       error
+	seq       uint64      // the event that delivered it; 0 when restored
 	waiters   int         // Ask calls waiting on it now
 	expiry    *time.Timer // fires at the deadline
 	orphan    *time.Timer // fires OrphanGrace after the last waiter left
@@ -321,6 +333,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		h.persist(r, p, store.Pending, nil, "")
 		h.arm(r, p)
 		frame := r.emitLocked(requestFrame(p), now)
+		p.seq = r.seq
 		cs := r.clientsLocked()
 		r.mu.Unlock()
 		broadcast(cs, frame, "")
@@ -417,7 +430,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	}
 	h.persist(r, p, status, rep, reason)
 	except := ""
-	var frame []byte
+	var frame [][]byte
 	if rep != nil {
 		frame, except = r.emitLocked(replyNotificationFrame(p, rep), now), rep.ClientID
 	} else {
@@ -429,15 +442,19 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	return true
 }
 
-// emitLocked numbers a request event, keeps it for replay and returns its
-// encoding. Called with r.mu held, so numbers follow the order of events.
-func (r *room) emitLocked(m *pb.WebsocketMessage, now time.Time) []byte {
+// emitLocked numbers a request event (its frames share the number), keeps
+// it for replay and returns its encoding. Called with r.mu held, so numbers
+// follow the order of events.
+func (r *room) emitLocked(ms []*pb.WebsocketMessage, now time.Time) [][]byte {
 	r.activity = now
 	r.seq++
-	m.Seq = r.seq
-	b := marshal(m)
-	r.events.push(event{seq: r.seq, frame: b, at: now})
-	return b
+	bs := make([][]byte, len(ms))
+	for i, m := range ms {
+		m.Seq = r.seq
+		bs[i] = marshal(m)
+	}
+	r.events.push(event{seq: r.seq, frames: bs, at: now})
+	return bs
 }
 
 // replayLocked returns the events after from, or false when they are no
@@ -459,7 +476,7 @@ func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
 			if now.Sub(e.at) > replayAge {
 				return nil, false
 			}
-			out = append(out, e.frame)
+			out = append(out, e.frames...)
 		}
 	}
 	return out, true
@@ -500,6 +517,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
 		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
 		Status: status, ClosedNote: note,
+		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
 	}
 	if status != store.Pending {
 		rec.ClosedAt = h.now()
@@ -577,22 +595,52 @@ func (h *Hub) Epoch() string { return h.epoch }
 // welcome, when not nil, builds the first frame queued to c (told whether
 // the resume worked); then, for a client resuming within the replay
 // window, the events it missed; all atomically with joining, so c misses
-// nothing and gets nothing twice.
-func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) {
-	h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+// nothing and gets nothing twice. It returns the number of the room's
+// last event when c joined, for PushPending.
+func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) uint64 {
+	seq, _ := h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+	return seq
 }
 
 // JoinAtMost is Join into a room of at most limit clients: when the room
 // is full, c is not added, welcome is not called and ErrRoomFull is
 // returned. The check and the join are one step, so a burst of logins
 // cannot overshoot the limit.
-func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) error {
+func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
 	return h.room(token).join(c, limit, welcome, resume, h.epoch, h.now())
+}
+
+// PushPending sends c the requests of token that were pending before it
+// joined (event number upTo, from Join) and are still pending, oldest
+// first, as the frames that announced them: for clients that never ask
+// for the pending list. Requests asked since reached c when they were.
+func (h *Hub) PushPending(token string, c Client, upTo uint64) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
+	ps := make([]*pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.seq <= upTo {
+			ps = append(ps, p)
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	for _, p := range ps {
+		for _, m := range requestFrame(p) {
+			c.Send(marshal(m))
+		}
+	}
 }
 
 // Leave removes c from the room of token and tells the others.
 func (h *Hub) Leave(token string, c Client) {
 	h.room(token).leave(c, h.now())
+}
+
+// Rename tells the others of token that c, already in the room, has a new
+// nickname (c.Nickname() returns it by now).
+func (h *Hub) Rename(token string, c Client) {
+	h.room(token).rename(c, h.now())
 }
 
 // PendingMessages lists the requests of token still waiting, oldest first,
@@ -633,6 +681,25 @@ func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessa
 	return h.room(token).chat(from, to, content, h.now())
 }
 
+// Backspace forwards a remote-input backspace from one client of token to
+// another: the receiver gets Cmd SendBackspace naming the sender.
+func (h *Hub) Backspace(token string, from Client, to string) error {
+	r := h.room(token)
+	r.mu.Lock()
+	recv := r.clients[to]
+	r.mu.Unlock()
+	if recv == nil {
+		return ErrNoReceiver
+	}
+	recv.Send(marshal(&pb.WebsocketMessage{
+		Cmd:                  CmdSendBackspace,
+		SendBackspaceRequest: &pb.SendBackspaceRequest{ReceiverClientId: to},
+		StrParam:             from.ID(),
+		Nickname:             from.Nickname(),
+	}))
+	return nil
+}
+
 // room is everything under one token.
 type room struct {
 	digest  string // the store's name for the room (a digest of its token)
@@ -671,11 +738,11 @@ type presenceChange struct {
 }
 
 // join adds c unless the room already has limit clients (0: no limit).
-func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) error {
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) (uint64, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if limit > 0 && len(r.clients) >= limit {
-		r.mu.Unlock()
-		return ErrRoomFull
+		return 0, ErrRoomFull
 	}
 	var missed [][]byte
 	resumed := false
@@ -693,9 +760,8 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	r.joins++
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
-	r.announceLocked(c, "online", now)
-	r.mu.Unlock()
-	return nil
+	r.announceLocked(c, StatusConnected, now)
+	return r.seq, nil
 }
 
 func (r *room) leave(c Client, now time.Time) {
@@ -711,8 +777,16 @@ func (r *room) leave(c Client, now time.Time) {
 		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
 	}
 	r.snapshot = nil
-	r.announceLocked(c, "offline", now)
+	r.announceLocked(c, StatusDisconnected, now)
 	r.mu.Unlock()
+}
+
+func (r *room) rename(c Client, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients[c.ID()] == c {
+		r.announceLocked(c, StatusConnected, now)
+	}
 }
 
 // announceLocked queues a presence change; the first one of a batch arms
@@ -743,25 +817,25 @@ func (r *room) flushPresence() {
 		return
 	}
 	if len(cs) > bigRoom {
-		broadcast(cs, marshal(&pb.WebsocketMessage{
+		broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
 			Cmd: CmdUserConnectionStatusNotification,
 			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
-				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.UnixMilli(),
+				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
 			},
-		}), "")
+		})}, "")
 		return
 	}
 	if len(changes) <= presenceBatch {
 		for _, ch := range changes {
-			broadcast(cs, marshal(statusFrame(ch.c, ch.status, ch.at)), ch.c.ID())
+			broadcast(cs, [][]byte{marshal(statusFrame(ch.c, ch.status, ch.at))}, ch.c.ID())
 		}
 		return
 	}
 	us := r.onlineUsers()
-	broadcast(cs, marshal(&pb.WebsocketMessage{
+	broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
 		Cmd:                    CmdGetOnlineUsers,
 		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: Count(len(us))},
-	}), "")
+	})}, "")
 }
 
 func (r *room) clientsLocked() []Client {
@@ -783,9 +857,9 @@ func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
 	seq := r.seq
 	r.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
-	out := make([]*pb.PendingMessage, len(ps))
-	for i, p := range ps {
-		out[i] = pendingMessage(p)
+	out := make([]*pb.PendingMessage, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, pendingMessages(p)...)
 	}
 	return out, seq
 }
@@ -831,7 +905,7 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 		ReceiverClientId: recv.ID(),
 		ReceiverNickname: recv.Nickname(),
 		Content:          content,
-		SentAt:           now.UnixMilli(),
+		SentAt:           now.Unix(),
 	}
 	recv.Send(marshal(&pb.WebsocketMessage{
 		Cmd:                     CmdChatMessageNotification,
@@ -840,8 +914,9 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 	return msg, nil
 }
 
-// broadcast sends frame to every client but the one with id except.
-func broadcast(cs []Client, frame []byte, except string) {
+// broadcast sends the frames, in order, to every client but the one with
+// id except.
+func broadcast(cs []Client, frame [][]byte, except string) {
 	// Sends to idle connections are writes on this goroutine; a crowd is
 	// split among one goroutine per CPU, which the writes keep busy.
 	parts := min(runtime.GOMAXPROCS(0), len(cs)/crowdPart)
@@ -861,10 +936,12 @@ func broadcast(cs []Client, frame []byte, except string) {
 // broadcast.
 const crowdPart = 128
 
-func sendAll(cs []Client, frame []byte, except string) {
+func sendAll(cs []Client, frames [][]byte, except string) {
 	for _, c := range cs {
 		if c.ID() != except {
-			c.Send(frame)
+			for _, f := range frames {
+				c.Send(f)
+			}
 		}
 	}
 }

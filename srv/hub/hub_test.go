@@ -332,7 +332,7 @@ func TestPresenceAndChat(t *testing.T) {
 	h.Join("tok", b, nil, Resume{})
 	h.Join("other", x, nil, Resume{})
 	st := a.waitFor(t, CmdUserConnectionStatusNotification)
-	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "online" {
+	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "connected" {
 		t.Errorf("status = %v", u)
 	}
 	if us := h.OnlineUsers("tok"); len(us) != 2 || us[0].GetClientId() != "a" || us[1].GetClientId() != "b" {
@@ -357,7 +357,7 @@ func TestPresenceAndChat(t *testing.T) {
 		a.mu.Lock()
 		off := false
 		for _, m := range a.got {
-			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "offline" && u.GetUser().GetClientId() == "b" {
+			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "disconnected" && u.GetUser().GetClientId() == "b" {
 				off = true
 			}
 		}
@@ -448,7 +448,7 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	now := time.Now()
 	total := replayEvents + 300
 	for i := 1; i <= total; i++ {
-		r.emitLocked(&pb.WebsocketMessage{Cmd: fmt.Sprint("e", i)}, now)
+		r.emitLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, now)
 	}
 	oldest := uint64(total - replayEvents + 1)
 	check := func(from uint64, want int) {
@@ -567,4 +567,60 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 	if err := h2.Answer("tok", AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
 		t.Fatalf("the same pending request after the restart: %v", err)
 	}
+}
+
+// TestAgentNamesKept: the agent's, model's and MCP client's names travel
+// with a request through the store, a restart and the history.
+func TestAgentNamesKept(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := New(Options{Store: db})
+	req := Request{Kind: TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
+		AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
+	ctx, cancel := context.WithCancel(context.Background())
+	ec := make(chan error, 1)
+	go func() { _, err := h.Ask(ctx, "tok", req); ec <- err }()
+	for len(pendingOf(h, "tok")) == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	h.Close()
+	cancel()
+	<-ec
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db, err = store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h2 := New(Options{Store: db})
+	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+		t.Fatal(err)
+	}
+	named := func(what string, r *pb.McpTaskFinishRequest) {
+		t.Helper()
+		if r.GetAgentName() != req.AgentName || r.GetReasoningModelName() != req.ReasoningModelName || r.GetMcpClientName() != req.McpClientName {
+			t.Errorf("%s: %v", what, r)
+		}
+	}
+	ps := pendingOf(h2, "tok")
+	if len(ps) != 2 {
+		t.Fatalf("pending after restart = %v, want the task report under both names", ps)
+	}
+	for _, p := range ps {
+		named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
+	}
+	if err := h2.Answer("tok", TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
+		t.Fatal(err)
+	}
+	items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)
+	if err != nil || len(items) != 1 {
+		t.Fatalf("history = %v, %v", items, err)
+	}
+	named("history", items[0].GetTaskFinishRequest().GetRequest())
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -153,7 +154,7 @@ func (h *Hub) noticeLocked(r *room, p *pending) {
 			return
 		}
 		p.gone.Store(true)
-		frame := r.emitLocked(agentStatusFrame(p, true), h.now())
+		frame := r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, true)}, h.now())
 		cs := r.clientsLocked()
 		r.mu.Unlock()
 		broadcast(cs, frame, "")
@@ -164,13 +165,13 @@ func (h *Hub) noticeLocked(r *room, p *pending) {
 // backLocked stops telling the clients p has no agent; it returns the
 // frame to broadcast when they had been told. Called with r.mu held, when
 // a caller re-attached.
-func (h *Hub) backLocked(r *room, p *pending) []byte {
+func (h *Hub) backLocked(r *room, p *pending) [][]byte {
 	stopTimer(&p.notice)
 	if !p.gone.Load() {
 		return nil
 	}
 	p.gone.Store(false)
-	return r.emitLocked(agentStatusFrame(p, false), h.now())
+	return r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, false)}, h.now())
 }
 
 // restoreMissed brings back an answer kept for an absent agent from the

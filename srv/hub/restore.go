@@ -40,8 +40,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	for _, rec := range recs {
 		token := byRoom[rec.Room]
 		r := h.room(token)
-		req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
-			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
+		req := requestOf(rec)
 		if rec.Status != store.Pending {
 			if rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor)) {
 				h.restoreMissed(r, token, rec)
@@ -79,6 +78,13 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	}
 	h.log.Info("restored requests", "pending", pendingN, "settled", settledN)
 	return pendingN, settledN, nil
+}
+
+// requestOf is the request a record keeps.
+func requestOf(rec store.Record) Request {
+	return Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
+		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName}
 }
 
 // encodeReply stores a reply as the wire's response message; who answered
@@ -125,8 +131,7 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryI
 	}
 	out := make([]*pb.HistoryItem, 0, len(recs))
 	for _, rec := range recs {
-		p := &pending{req: Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
-			Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}, token: token}
+		p := &pending{req: requestOf(rec), token: token, createdAt: rec.CreatedAt}
 		it := &pb.HistoryItem{MessageType: p.req.Kind.String(), CreatedAt: rec.CreatedAt.UnixMilli(), Status: rec.Status, ClosedAt: rec.ClosedAt.UnixMilli()}
 		if p.req.Kind == AskQuestion {
 			it.AskQuestionRequest = askRequest(p)

@@ -1,8 +1,10 @@
 package inbox
 
 import (
+	"crypto/subtle"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -25,12 +27,26 @@ type conn struct {
 	connectedAt time.Time
 	remote      string
 	// set once at login, read-only afterwards
-	token    string
-	nickname string
+	token string
+	// set at login and by a rename (UserLogin again); the hub reads it
+	// from other goroutines
+	nickname atomic.Pointer[string]
+	// After a login that did not resume, the first request decides: a
+	// client whose first request is not GetPendingMessages (upstream's web
+	// UI) never asks, so the requests pending since before its login (up
+	// to event pushUpTo) are pushed to it then. Read and written by the
+	// frame handler only.
+	pushArmed bool
+	pushUpTo  uint64
 }
 
-func (c *conn) ID() string             { return c.id }
-func (c *conn) Nickname() string       { return c.nickname }
+func (c *conn) ID() string { return c.id }
+func (c *conn) Nickname() string {
+	if n := c.nickname.Load(); n != nil {
+		return *n
+	}
+	return ""
+}
 func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
 // ended runs once the connection is over.
@@ -93,18 +109,22 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.h.log.Info("login refused: wrong token", "client", c.id, "remote", auth.Key(c.remote))
 		return refuse("invalid token")
 	}
-	c.nickname = cleanNickname(m.Nickname, c.id)
+	nick := cleanNickname(m.Nickname, c.id)
+	c.nickname.Store(&nick)
+	resumedLogin := false
 	welcome := func(resumed bool) []byte {
+		resumedLogin = resumed
 		b, _ := proto.Marshal(&pb.WebsocketMessage{
 			Cmd:               hub.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
-			Nickname:          c.nickname,
+			Nickname:          nick,
 		})
 		return b
 	}
 	// The cap is checked as the client joins, in one step: a burst of
 	// logins cannot all pass the check before any of them has joined.
-	if err := o.Hub.JoinAtMost(m.StrParam, o.MaxPerToken, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()}); err != nil {
+	pushUpTo, err := o.Hub.JoinAtMost(m.StrParam, o.MaxPerToken, c, welcome, hub.Resume{Epoch: m.GetEpoch(), From: m.GetResumeFrom()})
+	if err != nil {
 		c.h.log.Warn("login refused: connection cap reached", "client", c.id, "cap", o.MaxPerToken)
 		return refuse(err.Error())
 	}
@@ -112,7 +132,9 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.SetState(wsconn.Active)
 	c.SetReadLimit(o.MaxFrame)
 	c.KeepAlive()
-	c.h.log.Info("client logged in", "client", c.id, "nickname", c.nickname)
+	c.pushUpTo = pushUpTo
+	c.pushArmed = !resumedLogin
+	c.h.log.Info("client logged in", "client", c.id, "nickname", nick)
 	return true
 }
 
@@ -136,6 +158,12 @@ func cleanNickname(n, id string) string {
 
 func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	hb := c.h.o.Hub
+	if c.pushArmed {
+		c.pushArmed = false
+		if m.Cmd != hub.CmdGetPendingMessages {
+			hb.PushPending(c.token, c, c.pushUpTo)
+		}
+	}
 	switch m.Cmd {
 	case hub.CmdAskQuestionReply:
 		id := m.GetAskQuestionRequest().GetID()
@@ -144,7 +172,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		}
 		r := m.GetAskQuestionResponse()
 		c.answer(hub.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
-	case hub.CmdTaskFinishReply:
+	case hub.CmdTaskFinishReply, hub.CmdWorkReportReply:
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()
@@ -180,6 +208,15 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if _, err := hb.Chat(c.token, c, req.GetReceiverClientId(), req.GetContent()); err != nil {
 			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
 		}
+	case hub.CmdSendBackspace:
+		to := m.GetSendBackspaceRequest().GetReceiverClientId()
+		if to == "" {
+			c.sendError("invalid_request", "SendBackspace needs receiver_client_id", "", m.Cmd)
+			return
+		}
+		if err := hb.Backspace(c.token, c, to); err != nil {
+			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
+		}
 	case hub.CmdGetHistory:
 		req := m.GetGetHistoryRequest()
 		before := time.Now()
@@ -206,10 +243,32 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, StrParam: strconv.Itoa(n)})
 	case hub.CmdUserLogin:
-		c.sendError("invalid_request", "already logged in", "", m.Cmd)
+		c.rename(m)
 	default:
 		c.sendError("unknown_cmd", "unknown Cmd "+quote(m.Cmd), "", m.Cmd)
 	}
+}
+
+// rename handles UserLogin on a logged-in connection, which is how existing
+// agentassistant clients change their nickname: the same answer as a login,
+// and the others are told the device is "connected" under its new name.
+// The token must be the one it logged in with: a connection never changes
+// rooms.
+func (c *conn) rename(m *pb.WebsocketMessage) {
+	if subtle.ConstantTimeCompare([]byte(m.StrParam), []byte(c.token)) != 1 {
+		c.sendError("invalid_request", "already logged in with another token; open a new connection to use this one", "", m.Cmd)
+		return
+	}
+	nick := cleanNickname(m.Nickname, c.id)
+	c.nickname.Store(&nick)
+	hb := c.h.o.Hub
+	c.reply(&pb.WebsocketMessage{
+		Cmd:               hub.CmdUserLogin,
+		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: hb.Epoch(), Resumed: true},
+		Nickname:          nick,
+	})
+	hb.Rename(c.token, c)
+	c.h.log.Info("client renamed", "client", c.id, "nickname", nick)
 }
 
 func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {
@@ -218,7 +277,7 @@ func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string
 		return
 	}
 	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
-		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.nickname,
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(),
 	})
 	if err != nil {
 		c.sendError("not_pending", err.Error(), id, cmd)

@@ -78,7 +78,10 @@ type service struct{ o Options }
 
 func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
 	r := req.GetRequest()
-	rep, id, err := s.ask(ctx, hub.AskQuestion, req.GetID(), r.GetProjectDirectory(), r.GetQuestion(), r.GetTimeout())
+	rep, id, err := s.ask(ctx, hub.Request{
+		Kind: hub.AskQuestion, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetQuestion(),
+		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+	}, r.GetTimeout())
 	if err != nil {
 		return nil, err
 	}
@@ -87,17 +90,55 @@ func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (
 
 func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
 	r := req.GetRequest()
-	rep, id, err := s.ask(ctx, hub.TaskFinish, req.GetID(), r.GetProjectDirectory(), r.GetSummary(), r.GetTimeout())
+	rep, id, err := s.ask(ctx, hub.Request{
+		Kind: hub.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
+		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+	}, r.GetTimeout())
 	if err != nil {
 		return nil, err
 	}
 	return hub.TaskResponse(id, rep), nil
 }
 
-const maxIDLen = 128
+// WorkReport is TaskFinish under the current upstream generation's name.
+func (s *service) WorkReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.WorkReportResponse, error) {
+	r := req.GetRequest()
+	rep, id, err := s.ask(ctx, hub.Request{
+		Kind: hub.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
+		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+	}, r.GetTimeout())
+	if err != nil {
+		return nil, err
+	}
+	return &pb.WorkReportResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}, nil
+}
 
-func (s *service) ask(ctx context.Context, kind hub.Kind, id, dir, text string, timeoutSec int32) (*hub.Reply, string, error) {
-	if strings.TrimSpace(text) == "" {
+// SendMcpClientInfo records which MCP client an agent runs in: in the log,
+// since the requests carry its name themselves.
+func (s *service) SendMcpClientInfo(ctx context.Context, req *pb.McpClientInfoRequest) (*pb.McpClientInfoResponse, error) {
+	d := req.GetRequest()
+	s.o.Logger.Info("MCP client", "name", clip(d.GetClientName()), "version", clip(d.GetClientVersion()),
+		"protocol", clip(d.GetProtocolVersion()))
+	return &pb.McpClientInfoResponse{Success: true}, nil
+}
+
+const (
+	maxIDLen   = 128
+	maxNameLen = 128 // agent, model and MCP client names
+)
+
+// clip shortens a name to maxNameLen bytes, on a character boundary.
+func clip(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) <= maxNameLen {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxNameLen], "")
+}
+
+func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*hub.Reply, string, error) {
+	kind, id := req.Kind, req.ID
+	if strings.TrimSpace(req.Text) == "" {
 		what := "Question"
 		if kind == hub.TaskFinish {
 			what = "Summary"
@@ -115,9 +156,9 @@ func (s *service) ask(ctx context.Context, kind hub.Kind, id, dir, text string, 
 		timeout = s.o.DefaultTimeout
 	}
 	timeout = min(timeout, s.o.MaxTimeout)
-	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), hub.Request{
-		Kind: kind, ID: id, ProjectDirectory: dir, Text: text, Timeout: timeout,
-	})
+	req.ID, req.Timeout = id, timeout
+	req.AgentName, req.ReasoningModelName, req.McpClientName = clip(req.AgentName), clip(req.ReasoningModelName), clip(req.McpClientName)
+	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), req)
 	switch {
 	case err == nil:
 		return rep, id, nil

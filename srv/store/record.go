@@ -30,10 +30,14 @@ const (
 	fReply
 	fClosedAt // Unix nanoseconds; absent while pending
 	fClosedNote
+	fAgentName
+	fReasoningModelName
+	fMcpClientName
 )
 
 func encode(r *Record) []byte {
-	b := make([]byte, 1, 64+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote))
+	b := make([]byte, 1, 64+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote)+
+		len(r.AgentName)+len(r.ReasoningModelName)+len(r.McpClientName))
 	b[0] = formatWire
 	str := func(n protowire.Number, v string) {
 		if v != "" {
@@ -67,6 +71,9 @@ func encode(r *Record) []byte {
 	}
 	at(fClosedAt, r.ClosedAt)
 	str(fClosedNote, r.ClosedNote)
+	str(fAgentName, r.AgentName)
+	str(fReasoningModelName, r.ReasoningModelName)
+	str(fMcpClientName, r.McpClientName)
 	return b
 }
 
@@ -110,6 +117,12 @@ func decode(v []byte, r *Record) error {
 				r.Reply = append([]byte(nil), val...)
 			case fClosedNote:
 				r.ClosedNote = string(val)
+			case fAgentName:
+				r.AgentName = string(val)
+			case fReasoningModelName:
+				r.ReasoningModelName = string(val)
+			case fMcpClientName:
+				r.McpClientName = string(val)
 			}
 		case protowire.VarintType:
 			u, l := protowire.ConsumeVarint(b)

@@ -52,6 +52,10 @@ type Record struct {
 	Reply      []byte    `json:"reply,omitempty"`
 	ClosedAt   time.Time `json:"closedAt,omitzero"`
 	ClosedNote string    `json:"closedNote,omitempty"`
+	// Who asked, when the agent said: the agent, its model, its MCP client.
+	AgentName          string `json:"agentName,omitempty"`
+	ReasoningModelName string `json:"reasoningModelName,omitempty"`
+	McpClientName      string `json:"mcpClientName,omitempty"`
 }
 
 // Store is safe for concurrent use. Writes made with Enqueue are written

@@ -36,9 +36,12 @@ describe('inbox in a real browser', () => {
   it('shows a question, takes a text and image reply, and the MCP result carries both', async () => {
     const page = await openInbox('laptop')
     expect(page.url()).toBe(`${srv.url}/`) // the token left the address bar
-    const call = ask({ question: 'Which **database**?\n\n```sql\nSELECT 1;\n```\n<img src=x onerror="window.pwned=1">', project_directory: '/home/me/shop' })
+    const call = ask({ question: 'Which **database**?\n\n```sql\nSELECT 1;\n```\n<img src=x onerror="window.pwned=1">', project_directory: '/home/me/shop',
+      agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4' })
     const item = page.locator('[data-status=waiting]', { hasText: 'database' })
     await item.waitFor()
+    // The card names the agent and the model that ask.
+    await expect(item.locator('[data-testid=who]').textContent()).resolves.toBe('Claude Code · claude-opus-4')
     await expect(item.locator('[data-testid=question] strong').textContent()).resolves.toBe('database')
     await expect(item.locator('[data-testid=question] pre code').textContent()).resolves.toContain('SELECT 1;')
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
@@ -65,9 +68,14 @@ describe('inbox in a real browser', () => {
     const pc = await openInbox('pc')
     const phone = await openInbox('phone', { width: 390, height: 844 })
     await pc.getByText('phone', { exact: false }).first().waitFor() // online users under the title bar
-    const call = ask({ summary: 'Refactored the **payment** module; all tests pass.', project_directory: '/home/me/shop' }, 'task_finish')
+    const call = ask({ summary: 'Refactored the **payment** module; all tests pass.', project_directory: '/home/me/shop',
+      agent_name: 'Cursor', reasoning_model_name: 'gpt-5' }, 'task_finish')
     await pc.locator('[data-status=waiting]', { hasText: 'payment' }).waitFor()
-    await phone.locator('[data-status=waiting]', { hasText: 'payment' }).waitFor()
+    const onPhone = phone.locator('[data-status=waiting]', { hasText: 'payment' })
+    await onPhone.waitFor()
+    // One card for the report, though it arrives under both generations' names.
+    await expect(phone.locator('[data-status=waiting]', { hasText: 'payment' }).count()).resolves.toBe(1)
+    await expect(onPhone.locator('[data-testid=who]').textContent()).resolves.toBe('Cursor · gpt-5')
     if (SHOTS) await phone.screenshot({ path: `${SHOTS}/inbox-phone.png` })
     await phone.getByText('Please continue').click()
     const r = await call

@@ -48,6 +48,12 @@ const (
 	// SrvAgentAssistTaskFinishProcedure is the fully-qualified name of the SrvAgentAssist's TaskFinish
 	// RPC.
 	SrvAgentAssistTaskFinishProcedure = "/agentassistproto.SrvAgentAssist/TaskFinish"
+	// SrvAgentAssistWorkReportProcedure is the fully-qualified name of the SrvAgentAssist's WorkReport
+	// RPC.
+	SrvAgentAssistWorkReportProcedure = "/agentassistproto.SrvAgentAssist/WorkReport"
+	// SrvAgentAssistSendMcpClientInfoProcedure is the fully-qualified name of the SrvAgentAssist's
+	// SendMcpClientInfo RPC.
+	SrvAgentAssistSendMcpClientInfoProcedure = "/agentassistproto.SrvAgentAssist/SendMcpClientInfo"
 	// SrvAgentAssistReplyAskQuestionReplyProcedure is the fully-qualified name of the
 	// SrvAgentAssistReply's AskQuestionReply RPC.
 	SrvAgentAssistReplyAskQuestionReplyProcedure = "/agentassistproto.SrvAgentAssistReply/AskQuestionReply"
@@ -80,6 +86,10 @@ const (
 type SrvAgentAssistClient interface {
 	AskQuestion(context.Context, *agentassistproto.AskQuestionRequest) (*agentassistproto.AskQuestionResponse, error)
 	TaskFinish(context.Context, *agentassistproto.TaskFinishRequest) (*agentassistproto.TaskFinishResponse, error)
+	// The current upstream generation's name for TaskFinish.
+	WorkReport(context.Context, *agentassistproto.WorkReportRequest) (*agentassistproto.WorkReportResponse, error)
+	// Tells the server which MCP client the agent runs in; it is logged.
+	SendMcpClientInfo(context.Context, *agentassistproto.McpClientInfoRequest) (*agentassistproto.McpClientInfoResponse, error)
 }
 
 // NewSrvAgentAssistClient constructs a client for the agentassistproto.SrvAgentAssist service. By
@@ -105,13 +115,27 @@ func NewSrvAgentAssistClient(httpClient connect.HTTPClient, baseURL string, opts
 			connect.WithSchema(srvAgentAssistMethods.ByName("TaskFinish")),
 			connect.WithClientOptions(opts...),
 		),
+		workReport: connect.NewClient[agentassistproto.WorkReportRequest, agentassistproto.WorkReportResponse](
+			httpClient,
+			baseURL+SrvAgentAssistWorkReportProcedure,
+			connect.WithSchema(srvAgentAssistMethods.ByName("WorkReport")),
+			connect.WithClientOptions(opts...),
+		),
+		sendMcpClientInfo: connect.NewClient[agentassistproto.McpClientInfoRequest, agentassistproto.McpClientInfoResponse](
+			httpClient,
+			baseURL+SrvAgentAssistSendMcpClientInfoProcedure,
+			connect.WithSchema(srvAgentAssistMethods.ByName("SendMcpClientInfo")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // srvAgentAssistClient implements SrvAgentAssistClient.
 type srvAgentAssistClient struct {
-	askQuestion *connect.Client[agentassistproto.AskQuestionRequest, agentassistproto.AskQuestionResponse]
-	taskFinish  *connect.Client[agentassistproto.TaskFinishRequest, agentassistproto.TaskFinishResponse]
+	askQuestion       *connect.Client[agentassistproto.AskQuestionRequest, agentassistproto.AskQuestionResponse]
+	taskFinish        *connect.Client[agentassistproto.TaskFinishRequest, agentassistproto.TaskFinishResponse]
+	workReport        *connect.Client[agentassistproto.WorkReportRequest, agentassistproto.WorkReportResponse]
+	sendMcpClientInfo *connect.Client[agentassistproto.McpClientInfoRequest, agentassistproto.McpClientInfoResponse]
 }
 
 // AskQuestion calls agentassistproto.SrvAgentAssist.AskQuestion.
@@ -132,10 +156,32 @@ func (c *srvAgentAssistClient) TaskFinish(ctx context.Context, req *agentassistp
 	return nil, err
 }
 
+// WorkReport calls agentassistproto.SrvAgentAssist.WorkReport.
+func (c *srvAgentAssistClient) WorkReport(ctx context.Context, req *agentassistproto.WorkReportRequest) (*agentassistproto.WorkReportResponse, error) {
+	response, err := c.workReport.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
+// SendMcpClientInfo calls agentassistproto.SrvAgentAssist.SendMcpClientInfo.
+func (c *srvAgentAssistClient) SendMcpClientInfo(ctx context.Context, req *agentassistproto.McpClientInfoRequest) (*agentassistproto.McpClientInfoResponse, error) {
+	response, err := c.sendMcpClientInfo.CallUnary(ctx, connect.NewRequest(req))
+	if response != nil {
+		return response.Msg, err
+	}
+	return nil, err
+}
+
 // SrvAgentAssistHandler is an implementation of the agentassistproto.SrvAgentAssist service.
 type SrvAgentAssistHandler interface {
 	AskQuestion(context.Context, *agentassistproto.AskQuestionRequest) (*agentassistproto.AskQuestionResponse, error)
 	TaskFinish(context.Context, *agentassistproto.TaskFinishRequest) (*agentassistproto.TaskFinishResponse, error)
+	// The current upstream generation's name for TaskFinish.
+	WorkReport(context.Context, *agentassistproto.WorkReportRequest) (*agentassistproto.WorkReportResponse, error)
+	// Tells the server which MCP client the agent runs in; it is logged.
+	SendMcpClientInfo(context.Context, *agentassistproto.McpClientInfoRequest) (*agentassistproto.McpClientInfoResponse, error)
 }
 
 // NewSrvAgentAssistHandler builds an HTTP handler from the service implementation. It returns the
@@ -157,12 +203,28 @@ func NewSrvAgentAssistHandler(svc SrvAgentAssistHandler, opts ...connect.Handler
 		connect.WithSchema(srvAgentAssistMethods.ByName("TaskFinish")),
 		connect.WithHandlerOptions(opts...),
 	)
+	srvAgentAssistWorkReportHandler := connect.NewUnaryHandlerSimple(
+		SrvAgentAssistWorkReportProcedure,
+		svc.WorkReport,
+		connect.WithSchema(srvAgentAssistMethods.ByName("WorkReport")),
+		connect.WithHandlerOptions(opts...),
+	)
+	srvAgentAssistSendMcpClientInfoHandler := connect.NewUnaryHandlerSimple(
+		SrvAgentAssistSendMcpClientInfoProcedure,
+		svc.SendMcpClientInfo,
+		connect.WithSchema(srvAgentAssistMethods.ByName("SendMcpClientInfo")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/agentassistproto.SrvAgentAssist/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SrvAgentAssistAskQuestionProcedure:
 			srvAgentAssistAskQuestionHandler.ServeHTTP(w, r)
 		case SrvAgentAssistTaskFinishProcedure:
 			srvAgentAssistTaskFinishHandler.ServeHTTP(w, r)
+		case SrvAgentAssistWorkReportProcedure:
+			srvAgentAssistWorkReportHandler.ServeHTTP(w, r)
+		case SrvAgentAssistSendMcpClientInfoProcedure:
+			srvAgentAssistSendMcpClientInfoHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -178,6 +240,14 @@ func (UnimplementedSrvAgentAssistHandler) AskQuestion(context.Context, *agentass
 
 func (UnimplementedSrvAgentAssistHandler) TaskFinish(context.Context, *agentassistproto.TaskFinishRequest) (*agentassistproto.TaskFinishResponse, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssist.TaskFinish is not implemented"))
+}
+
+func (UnimplementedSrvAgentAssistHandler) WorkReport(context.Context, *agentassistproto.WorkReportRequest) (*agentassistproto.WorkReportResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssist.WorkReport is not implemented"))
+}
+
+func (UnimplementedSrvAgentAssistHandler) SendMcpClientInfo(context.Context, *agentassistproto.McpClientInfoRequest) (*agentassistproto.McpClientInfoResponse, error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("agentassistproto.SrvAgentAssist.SendMcpClientInfo is not implemented"))
 }
 
 // SrvAgentAssistReplyClient is a client for the agentassistproto.SrvAgentAssistReply service.

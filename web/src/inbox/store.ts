@@ -30,6 +30,8 @@ export interface Item {
   // No agent waits for the answer now; the server keeps it for the
   // agent's next call from the project.
   agentGone?: boolean
+  agent?: string // the agent (or its MCP client) that asked
+  model?: string // the model it runs
 }
 
 export interface ChatLine {
@@ -38,13 +40,13 @@ export interface ChatLine {
   from: string // nickname
   mine: boolean
   text: string
-  at: number
+  at: number // ms (the wire has seconds)
 }
 
 export interface OnlineUser {
   clientId: string
   nickname: string
-  connectedAt: number
+  connectedAt: number // ms (the wire has seconds)
 }
 
 const MAX_ITEMS = 500
@@ -83,13 +85,24 @@ export function createStore(storageKey: string) {
     }
   }
 
+  type Req = {
+    ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number
+    AgentName?: string; ReasoningModelName?: string; McpClientName?: string
+  }
+
+  // who names the agent and model of a request, when it says.
+  function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
+    const agent = r?.AgentName || r?.McpClientName
+    return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
+  }
+
   function find(id: string) {
     return state.items.find((i) => i.id === id)
   }
 
   // upsert records a request; returns true when it is new to this device.
   function upsert(kind: Kind, req: AskQuestionRequest | TaskFinishRequest, createdAt?: number, timeout?: number): boolean {
-    const r = req.Request as { ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number } | undefined
+    const r = req.Request as Req | undefined
     const existing = find(req.ID)
     if (existing) {
       if (existing.status !== 'waiting' && existing.status !== 'answeredHere') existing.status = 'waiting'
@@ -103,6 +116,7 @@ export function createStore(storageKey: string) {
       createdAt: createdAt ?? Date.now(),
       timeout: timeout ?? r?.Timeout ?? 0,
       status: 'waiting',
+      ...who(r),
     })
     state.items.sort((a, b) => a.createdAt - b.createdAt)
     save()
@@ -134,16 +148,18 @@ export function createStore(storageKey: string) {
         if (m.AskQuestionRequest && upsert('AskQuestion', m.AskQuestionRequest)) return m.AskQuestionRequest.ID
         break
       case 'TaskFinish':
+      case 'WorkReport': // the same report under the current upstream name; upsert keeps one
         if (m.TaskFinishRequest && upsert('TaskFinish', m.TaskFinishRequest)) return m.TaskFinishRequest.ID
         break
       case 'GetPendingMessages': {
         let fresh: string | undefined
         const pending = new Set<string>()
         for (const p of m.GetPendingMessagesResponse?.pendingMessages ?? []) {
-          const req = p.messageType === 'TaskFinish' ? p.taskFinishRequest : p.askQuestionRequest
+          const kind: Kind = p.messageType === 'AskQuestion' ? 'AskQuestion' : 'TaskFinish' // TaskFinish or WorkReport
+          const req = kind === 'TaskFinish' ? p.taskFinishRequest : p.askQuestionRequest
           if (!req) continue
           pending.add(req.ID)
-          if (upsert(p.messageType as Kind, req, Number(p.createdAt), p.timeout)) fresh = req.ID
+          if (upsert(kind, req, Number(p.createdAt), p.timeout)) fresh = req.ID
           const it = find(req.ID)
           if (it) it.agentGone = p.agentGone
         }
@@ -154,7 +170,8 @@ export function createStore(storageKey: string) {
         return fresh
       }
       case 'AskQuestionReplyNotification':
-      case 'TaskFinishReplyNotification': {
+      case 'TaskFinishReplyNotification':
+      case 'WorkReportReplyNotification': {
         const id = m.AskQuestionRequest?.ID || m.TaskFinishRequest?.ID || ''
         const resp = m.AskQuestionResponse ?? m.TaskFinishResponse
         if (find(id)?.status === 'answeredHere') break // our own answer, replayed after a reconnect
@@ -170,7 +187,7 @@ export function createStore(storageKey: string) {
         for (const it of h?.items ?? []) {
           const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
           if (!req || find(req.ID)) continue
-          const r = req.Request as { ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number } | undefined
+          const r = req.Request as Req | undefined
           state.items.push({
             id: req.ID,
             kind: it.messageType as Kind,
@@ -182,6 +199,7 @@ export function createStore(storageKey: string) {
             reply: contentsToParts(it.response?.contents),
             answeredBy: it.answeredBy || undefined,
             answeredAt: Number(it.closedAt) || undefined,
+            ...who(r),
           })
         }
         state.items.sort((a, b) => a.createdAt - b.createdAt)
@@ -207,22 +225,24 @@ export function createStore(storageKey: string) {
         state.users = (m.GetOnlineUsersResponse?.onlineUsers ?? []).map((u) => ({
           clientId: u.clientId,
           nickname: u.nickname,
-          connectedAt: Number(u.connectedAt),
+          connectedAt: Number(u.connectedAt) * 1000,
         }))
         break
       case 'UserConnectionStatusNotification': {
         const n = m.UserConnectionStatusNotification
         if (n?.status === 'changed') return 'presence-changed' // a big room: the view fetches the list
         if (!n?.user) break
-        state.users = state.users.filter((u) => u.clientId !== n.user!.clientId)
-        if (n.status === 'online')
-          state.users.push({ clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) })
+        const u = { clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) * 1000 }
+        const at = state.users.findIndex((x) => x.clientId === u.clientId)
+        if (n.status !== 'connected') state.users = state.users.filter((x) => x.clientId !== u.clientId)
+        else if (at >= 0) state.users[at] = u // connected again: a rename
+        else state.users.push(u)
         break
       }
       case 'ChatMessageNotification': {
         const c = m.ChatMessageNotification?.chatMessage
         if (!c) break
-        state.chats.push({ id: c.messageId, peer: c.senderClientId, from: c.senderNickname, mine: false, text: c.content, at: Number(c.sentAt) })
+        state.chats.push({ id: c.messageId, peer: c.senderClientId, from: c.senderNickname, mine: false, text: c.content, at: Number(c.sentAt) * 1000 })
         state.unreadChat[c.senderClientId] = (state.unreadChat[c.senderClientId] ?? 0) + 1
         break
       }

@@ -1,0 +1,121 @@
+package mcpbridge
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+)
+
+// generationSrv is a server of one agentassistant generation: the
+// procedures of the other are not there (HTTP 404, as on upstream's
+// servers). It answers every request at once and keeps what it got.
+type generationSrv struct {
+	agentassistprotoconnect.UnimplementedSrvAgentAssistHandler
+	mu      sync.Mutex
+	reports []*pb.McpWorkReportRequest // both generations' requests, as the current one names them
+	asks    []*pb.McpAskQuestionRequest
+}
+
+func (g *generationSrv) AskQuestion(_ context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	g.mu.Lock()
+	g.asks = append(g.asks, r.GetRequest())
+	g.mu.Unlock()
+	return &pb.AskQuestionResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "answered"}}}}, nil
+}
+
+func (g *generationSrv) WorkReport(_ context.Context, r *pb.WorkReportRequest) (*pb.WorkReportResponse, error) {
+	g.mu.Lock()
+	g.reports = append(g.reports, r.GetRequest())
+	g.mu.Unlock()
+	return &pb.WorkReportResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "report seen"}}}}, nil
+}
+
+func (g *generationSrv) TaskFinish(_ context.Context, r *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
+	q := r.GetRequest()
+	g.mu.Lock()
+	g.reports = append(g.reports, &pb.McpWorkReportRequest{ProjectDirectory: q.GetProjectDirectory(), Summary: q.GetSummary(), Timeout: q.GetTimeout(),
+		AgentName: q.GetAgentName(), ReasoningModelName: q.GetReasoningModelName(), McpClientName: q.GetMcpClientName()})
+	g.mu.Unlock()
+	return &pb.TaskFinishResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "report seen"}}}}, nil
+}
+
+// serve runs g with the procedure missing (404) and returns its URL.
+func (g *generationSrv) serve(t *testing.T, missing string) string {
+	t.Helper()
+	mux := http.NewServeMux()
+	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(g))
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == missing {
+			http.NotFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// TestBothServerGenerations: the bridge reports a finished task to a
+// server of the current upstream generation (WorkReport only) and of the
+// TaskFinish generation (TaskFinish only), and tells either who asks: the
+// agent and model the LLM names, the MCP client from its initialize.
+func TestBothServerGenerations(t *testing.T) {
+	for _, tc := range []struct{ name, missing string }{
+		{"current (WorkReport)", agentassistprotoconnect.SrvAgentAssistTaskFinishProcedure},
+		{"TaskFinish era", agentassistprotoconnect.SrvAgentAssistWorkReportProcedure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &generationSrv{}
+			url := g.serve(t, tc.missing)
+			c, err := client.NewInProcessClient(New(Options{
+				Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url),
+				Token:  "tok-123456789", ServerURL: url,
+			}).MCPServer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			ctx := context.Background()
+			if err := c.Start(ctx); err != nil {
+				t.Fatal(err)
+			}
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.ClientInfo = mcp.Implementation{Name: "claude-code", Version: "2.1"}
+			if _, err := c.Initialize(ctx, init); err != nil {
+				t.Fatal(err)
+			}
+			for range 2 { // the second call goes straight to the procedure that is there
+				r := call(t, c, "task_finish", map[string]any{"summary": "Done.", "agent_name": "Claude Code", "reasoning_model_name": "claude-opus-4"}, nil)
+				if r.IsError || text(r) != "report seen" {
+					t.Fatalf("task_finish: %q (error %v)", text(r), r.IsError)
+				}
+			}
+			r := call(t, c, "ask_question", map[string]any{"question": "Which?", "agent_name": "Claude Code", "reasoning_model_name": "claude-opus-4"}, nil)
+			if r.IsError {
+				t.Fatalf("ask_question: %q", text(r))
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if len(g.reports) != 2 {
+				t.Fatalf("the server got %d reports", len(g.reports))
+			}
+			for _, q := range g.reports {
+				if q.GetSummary() != "Done." || q.GetAgentName() != "Claude Code" || q.GetReasoningModelName() != "claude-opus-4" || q.GetMcpClientName() != "claude-code" {
+					t.Errorf("report = %v", q)
+				}
+			}
+			if q := g.asks[0]; q.GetAgentName() != "Claude Code" || q.GetReasoningModelName() != "claude-opus-4" || q.GetMcpClientName() != "claude-code" {
+				t.Errorf("question = %v", q)
+			}
+		})
+	}
+}

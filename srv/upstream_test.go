@@ -1,0 +1,431 @@
+package srv_test
+
+// Frames as the existing agentassistant clients (its web UI and Flutter app,
+// TaskFinish and WorkReport generations) send and read them.
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/inbox"
+)
+
+// nextStatus returns the next presence notification about client id.
+func nextStatus(t *testing.T, c *wstest.Client, id string) *pb.UserConnectionStatusNotification {
+	t.Helper()
+	for {
+		m, err := c.Next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for the presence of %s: %v", id, err)
+		}
+		if n := m.GetUserConnectionStatusNotification(); n != nil && n.GetUser().GetClientId() == id {
+			return n
+		}
+	}
+}
+
+// Upstream clients add a device to their online list on "connected" and
+// drop it on "disconnected"; they ignore every other status.
+func TestUpstreamPresenceStatus(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	if n := nextStatus(t, a, b.ID); n.GetStatus() != "connected" || n.GetUser().GetNickname() != "phone" {
+		t.Errorf("join: %v, want status \"connected\"", n)
+	}
+	b.Close()
+	if n := nextStatus(t, a, b.ID); n.GetStatus() != "disconnected" {
+		t.Errorf("leave: %v, want status \"disconnected\"", n)
+	}
+}
+
+// Upstream sends connected_at, sent_at and the presence timestamp in Unix
+// seconds.
+func TestUpstreamTimesInSeconds(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	before := time.Now().Unix()
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	inSeconds := func(what string, v int64) {
+		t.Helper()
+		if after := time.Now().Unix(); v < before || v > after {
+			t.Errorf("%s = %d, want Unix seconds in [%d, %d]", what, v, before, after)
+		}
+	}
+	n := nextStatus(t, a, b.ID)
+	inSeconds("UserConnectionStatusNotification.user.connected_at", n.GetUser().GetConnectedAt())
+	inSeconds("UserConnectionStatusNotification.timestamp", n.GetTimestamp())
+
+	if err := a.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range expect(t, a, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers() {
+		inSeconds("OnlineUser.connected_at of "+u.GetNickname(), u.GetConnectedAt())
+	}
+
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: a.ID, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	inSeconds("ChatMessage.sent_at", expect(t, a, "ChatMessageNotification").GetChatMessageNotification().GetChatMessage().GetSentAt())
+}
+
+// Upstream's web UI changes the nickname by sending UserLogin again on the
+// open connection. The server answers with a login response for the same
+// client and tells the others with a "connected" notification carrying the
+// new nickname, which everything after uses.
+func TestUpstreamRenameByLogin(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	a := login(t, url, tokA, "laptop")
+	b := login(t, url, tokA, "phone")
+	nextStatus(t, a, b.ID)
+
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "  kitchen tablet "}); err != nil {
+		t.Fatal(err)
+	}
+	r := expect(t, b, "UserLogin").GetUserLoginResponse()
+	if !r.GetSuccess() || r.GetClientId() != b.ID || r.GetErrorMessage() != "" {
+		t.Fatalf("rename answered %v, want success for client %s", r, b.ID)
+	}
+	n := nextStatus(t, a, b.ID)
+	if n.GetStatus() != "connected" || n.GetUser().GetNickname() != "kitchen tablet" {
+		t.Errorf("the others were told %v, want \"connected\" with the new nickname", n)
+	}
+
+	if err := a.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	us := expect(t, a, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers()
+	if len(us) != 2 || us[1].GetClientId() != b.ID || us[1].GetNickname() != "kitchen tablet" {
+		t.Errorf("online users after the rename = %v", us)
+	}
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: a.ID, Content: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if cm := expect(t, a, "ChatMessageNotification").GetChatMessageNotification().GetChatMessage(); cm.GetSenderNickname() != "kitchen tablet" {
+		t.Errorf("chat after the rename comes from %q", cm.GetSenderNickname())
+	}
+
+	// The room stays the one the connection logged in to.
+	if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokB, Nickname: "hopper"}); err != nil {
+		t.Fatal(err)
+	}
+	if e := expect(t, b, "Error").GetError(); e.GetCode() != "invalid_request" || e.GetCmd() != "UserLogin" {
+		t.Errorf("login with another token on an open connection: %v", e)
+	}
+}
+
+// topFields splits an encoded message into its top-level fields.
+func topFields(t *testing.T, b []byte) map[protowire.Number][][]byte {
+	t.Helper()
+	out := map[protowire.Number][][]byte{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			t.Fatalf("bad tag: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			t.Fatalf("bad field %d: %v", num, protowire.ParseError(m))
+		}
+		v := b[:m]
+		if typ == protowire.BytesType {
+			v, _ = protowire.ConsumeBytes(v)
+		}
+		out[num] = append(out[num], v)
+		b = b[m:]
+	}
+	return out
+}
+
+// reencode is a received frame's bytes again (unknown fields kept).
+func reencode(t *testing.T, m *pb.WebsocketMessage) []byte {
+	t.Helper()
+	b, err := proto.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// Upstream's generated code of the TaskFinish era has SendBackspaceRequest
+// (receiver_client_id = 1) at WebsocketMessage field 25, Cmd
+// "SendBackspace": the remote-input backspace. The server routes it to the
+// receiver like a chat message, and its own frames never use field 25 for
+// anything else.
+func TestUpstreamField25IsSendBackspace(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	pc := login(t, url, tokA, "pc")
+	phone := login(t, url, tokA, "phone")
+	nextStatus(t, pc, phone.ID)
+
+	// An Error frame (here: chat to a device that is not there) does not
+	// use field 25.
+	if err := phone.Send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: "gone", Content: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	e := expect(t, phone, "Error")
+	if f := topFields(t, reencode(t, e)); len(f[25]) != 0 {
+		t.Errorf("the Error frame uses field 25, which upstream clients decode as SendBackspaceRequest: %v", e)
+	}
+
+	// As upstream's code encodes it: Cmd = 1, SendBackspaceRequest = 25.
+	var frame []byte
+	frame = protowire.AppendTag(frame, 1, protowire.BytesType)
+	frame = protowire.AppendString(frame, "SendBackspace")
+	var req []byte
+	req = protowire.AppendTag(req, 1, protowire.BytesType)
+	req = protowire.AppendString(req, pc.ID)
+	frame = protowire.AppendTag(frame, 25, protowire.BytesType)
+	frame = protowire.AppendBytes(frame, req)
+	if err := phone.SendRaw(websocket.BinaryMessage, frame); err != nil {
+		t.Fatal(err)
+	}
+	got := expect(t, pc, "SendBackspace")
+	f := topFields(t, reencode(t, got))
+	if len(f[25]) != 1 {
+		t.Errorf("the receiver got %v, want field 25", got)
+	} else if r := topFields(t, f[25][0])[1]; len(r) != 1 || string(r[0]) != pc.ID {
+		t.Errorf("the receiver got %v, want receiver_client_id %s in field 25", got, pc.ID)
+	}
+	if got.GetStrParam() != phone.ID || got.GetNickname() != "phone" {
+		t.Errorf("the receiver cannot tell who sent it: StrParam %q, Nickname %q", got.GetStrParam(), got.GetNickname())
+	}
+	if err := phone.Quiet(100 * time.Millisecond); err != nil {
+		t.Errorf("the sender: %v", err)
+	}
+
+}
+
+func agentClient(url string) agentassistprotoconnect.SrvAgentAssistClient {
+	return agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url)
+}
+
+// msInRange checks a Unix-milliseconds timestamp.
+func msInRange(t *testing.T, what string, v int64, from, to time.Time) {
+	t.Helper()
+	if v < from.UnixMilli() || v > to.UnixMilli() {
+		t.Errorf("%s = %d, want Unix ms in [%d, %d]", what, v, from.UnixMilli(), to.UnixMilli())
+	}
+}
+
+// The current upstream generation: its MCP binary calls WorkReport with the
+// agent's, model's and MCP client's names; its web UI and app read the
+// WorkReport Cmds and answer with WorkReportReply. The TaskFinish
+// generation, on the same server at the same time, keeps its names.
+func TestUpstreamWorkReportGeneration(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	current := login(t, url, tokA, "current web")
+	old := login(t, url, tokA, "old app")
+	nextStatus(t, current, old.ID)
+	ag := agentClient(url)
+
+	start := time.Now()
+	type result struct {
+		r   *pb.WorkReportResponse
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := ag.WorkReport(context.Background(), &pb.WorkReportRequest{
+			ID: "wr-1", UserToken: tokA, Timestamp: 12345,
+			Request: &pb.McpWorkReportRequest{
+				ProjectDirectory: "/home/me/shop", Summary: "Refactored the payment module.", Timeout: 600,
+				AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code",
+			},
+		})
+		done <- result{r, err}
+	}()
+
+	// Each client finds the request under the name it knows; the same
+	// event has the same Seq under both.
+	var seq uint64
+	for _, c := range []*wstest.Client{current, old} {
+		tf := expect(t, c, "TaskFinish")
+		wr := expect(t, c, "WorkReport")
+		if tf.GetSeq() == 0 || tf.GetSeq() != wr.GetSeq() || (seq != 0 && tf.GetSeq() != seq) {
+			t.Errorf("Seq: TaskFinish %d, WorkReport %d", tf.GetSeq(), wr.GetSeq())
+		}
+		seq = tf.GetSeq()
+		for _, m := range []*pb.WebsocketMessage{tf, wr} {
+			req := m.GetTaskFinishRequest() // field 3: upstream's WorkReportRequest
+			r := req.GetRequest()
+			if req.GetID() != "wr-1" || r.GetSummary() != "Refactored the payment module." || r.GetProjectDirectory() != "/home/me/shop" ||
+				r.GetAgentName() != "Claude Code" || r.GetReasoningModelName() != "claude-opus-4" || r.GetMcpClientName() != "claude-code" {
+				t.Errorf("%s frame: %v", m.Cmd, req)
+			}
+			msInRange(t, m.Cmd+".Timestamp", req.GetTimestamp(), start, time.Now())
+		}
+	}
+
+	// A device that opens now lists it under both names.
+	late := login(t, url, tokA, "late")
+	if err := late.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := expect(t, late, "GetPendingMessages").GetGetPendingMessagesResponse()
+	types := map[string]*pb.TaskFinishRequest{}
+	for _, p := range ps.GetPendingMessages() {
+		types[p.GetMessageType()] = p.GetTaskFinishRequest()
+	}
+	for _, typ := range []string{"TaskFinish", "WorkReport"} {
+		if r := types[typ]; r.GetID() != "wr-1" || r.GetRequest().GetAgentName() != "Claude Code" {
+			t.Errorf("pending %s: %v (all: %v)", typ, r, ps)
+		}
+	}
+
+	// The current generation answers with WorkReportReply (fields 3 and 5).
+	if err := current.Send(&pb.WebsocketMessage{
+		Cmd:                "WorkReportReply",
+		TaskFinishRequest:  &pb.TaskFinishRequest{ID: "wr-1"},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: "wr-1", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Looks good."}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.r.GetID() != "wr-1" || len(res.r.GetContents()) != 1 || res.r.GetContents()[0].GetText().GetText() != "Looks good." {
+		t.Fatalf("WorkReport returned %v, %v", res.r, res.err)
+	}
+	for _, cmd := range []string{"TaskFinishReplyNotification", "WorkReportReplyNotification"} {
+		n := expect(t, old, cmd)
+		if n.GetTaskFinishRequest().GetID() != "wr-1" || n.GetTaskFinishResponse().GetContents()[0].GetText().GetText() != "Looks good." || n.GetNickname() != "current web" {
+			t.Errorf("%s: %v", cmd, n)
+		}
+	}
+
+	// The TaskFinish generation still works: its RPC, its reply.
+	go func() {
+		r, err := ag.TaskFinish(context.Background(), &pb.TaskFinishRequest{ID: "tf-1", UserToken: tokA,
+			Request: &pb.McpTaskFinishRequest{Summary: "Done.", Timeout: 600}})
+		done <- result{&pb.WorkReportResponse{ID: r.GetID(), Contents: r.GetContents()}, err}
+	}()
+	expect(t, old, "TaskFinish")
+	expect(t, old, "WorkReport")
+	if err := old.Send(&pb.WebsocketMessage{
+		Cmd:                "TaskFinishReply",
+		TaskFinishRequest:  &pb.TaskFinishRequest{ID: "tf-1"},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: "tf-1", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "ok"}}}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil || res.r.GetID() != "tf-1" {
+		t.Fatalf("TaskFinish returned %v, %v", res.r, res.err)
+	}
+
+	// The questions of the current generation carry the names too.
+	go func() {
+		_, err := ag.AskQuestion(context.Background(), &pb.AskQuestionRequest{ID: "q-1", UserToken: tokA,
+			Request: &pb.McpAskQuestionRequest{Question: "Which database?", AgentName: "Cursor", ReasoningModelName: "gpt-5", McpClientName: "cursor-vscode"}})
+		done <- result{nil, err}
+	}()
+	q := expect(t, old, "AskQuestion").GetAskQuestionRequest()
+	if r := q.GetRequest(); r.GetAgentName() != "Cursor" || r.GetReasoningModelName() != "gpt-5" || r.GetMcpClientName() != "cursor-vscode" {
+		t.Errorf("AskQuestion frame: %v", q)
+	}
+	msInRange(t, "AskQuestionRequest.Timestamp", q.GetTimestamp(), start, time.Now())
+	if err := old.Send(wstest.TextReply("q-1", "Postgres")); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil {
+		t.Fatal(res.err)
+	}
+
+	// SendMcpClientInfo is accepted (with the token, like every call).
+	info := &pb.McpClientInfoRequest{ID: "i-1", UserToken: tokA, Request: &pb.McpClientInfoData{ClientName: "windsurf", ClientVersion: "1.2", ProtocolVersion: "2025-06-18"}}
+	if r, err := ag.SendMcpClientInfo(context.Background(), info); err != nil || !r.GetSuccess() {
+		t.Errorf("SendMcpClientInfo: %v, %v", r, err)
+	}
+	info.UserToken = "wrong"
+	if _, err := ag.SendMcpClientInfo(context.Background(), info); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("SendMcpClientInfo with a wrong token: %v", err)
+	}
+}
+
+// until collects the frames before the next one with Cmd cmd, skipping
+// presence notifications.
+func until(t *testing.T, c *wstest.Client, cmd string) []string {
+	t.Helper()
+	var out []string
+	for {
+		m, err := c.Next(5 * time.Second)
+		if err != nil {
+			t.Fatalf("waiting for %s after %v: %v", cmd, out, err)
+		}
+		switch {
+		case m.Cmd == cmd:
+			return out
+		case m.Cmd != "UserConnectionStatusNotification":
+			out = append(out, m.Cmd+" "+m.GetAskQuestionRequest().GetID()+m.GetTaskFinishRequest().GetID())
+		}
+	}
+}
+
+// Upstream's web UI never asks for pending messages: after login it asks
+// only for the online users. The server pushes it what was asked before it
+// came, once; clients that ask (GetPendingMessages first, like upstream's
+// app and our inbox) get the list and no push.
+func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
+	s, url := newServer(t, inbox.Options{})
+	h := s.Hub()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ask := func(kind hub.Kind, id string) {
+		go func() {
+			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: kind, ID: id, Text: "about " + id, Timeout: time.Hour})
+		}()
+		for !h.Validity(tokA, []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	ask(hub.AskQuestion, "early-q")
+	ask(hub.TaskFinish, "early-t")
+	web := login(t, url, tokA, "upstream web")
+	app := login(t, url, tokA, "upstream app")
+	ask(hub.AskQuestion, "live-q") // delivered live: must not come twice
+	for _, c := range []*wstest.Client{web, app} {
+		if q := expect(t, c, "AskQuestion").GetAskQuestionRequest(); q.GetID() != "live-q" {
+			t.Fatalf("live: %v", q)
+		}
+	}
+
+	// The web UI's first request after login is GetOnlineUsers.
+	for range 2 { // and the second time nothing more
+		if err := web.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := until(t, web, "GetOnlineUsers")
+	want := []string{"AskQuestion early-q", "TaskFinish early-t", "WorkReport early-t"}
+	if !slices.Equal(got, want) {
+		t.Errorf("pushed before the first answer: %v, want %v", got, want)
+	}
+	if got := until(t, web, "GetOnlineUsers"); len(got) != 0 {
+		t.Errorf("pushed again: %v", got)
+	}
+
+	// The app asks, and gets the list only.
+	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(expect(t, app, "GetPendingMessages").GetGetPendingMessagesResponse().GetPendingMessages()); n != 4 {
+		t.Errorf("pending list of %d, want early-q, early-t twice, live-q", n)
+	}
+	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := until(t, app, "GetOnlineUsers"); len(got) != 0 {
+		t.Errorf("a client that asked got a push as well: %v", got)
+	}
+}
