@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -85,6 +86,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		}
 	}
+	tokenFrom := "" // where the token came from, for messages that must not show it
+	if cfg.Token != "" {
+		tokenFrom = "agentassistant_server_token in " + path
+	}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
 		case "host":
@@ -93,6 +98,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			cfg.Port = *port
 		case "token":
 			cfg.Token = *token
+			tokenFrom = "the -token flag"
 		case "session":
 			cfg.Session = *session
 		case "log-level":
@@ -109,6 +115,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Same machine, default data directory: use the server's own token.
 		if tok, err := auth.Load(config.AppDir()); err == nil {
 			cfg.Token = tok
+			tokenFrom = "the URL agentassistant-srv printed (its token file " + filepath.Join(config.AppDir(), auth.TokenFile) + ")"
 		} else {
 			logger.Warn("no token configured and none found from a local agentassistant-srv; calls will be rejected",
 				"hint", "set agentassistant_server_token or -token")
@@ -149,12 +156,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	})
 
 	if *web {
-		u := base
-		u.Path = "/"
-		u.RawQuery = url.Values{"token": {cfg.Token}}.Encode()
-		if err := openBrowser(u.String()); err != nil {
-			logger.Warn("could not open the browser", "err", err)
-		}
+		// The opener is ours: run waits for it, and stops it if stdio ends first.
+		var openers sync.WaitGroup
+		defer openers.Wait()
+		openCtx, stopOpener := context.WithCancel(ctx)
+		defer stopOpener()
+		openWeb(openCtx, &openers, base, cfg.Token, tokenFrom, logger)
 	}
 
 	logger.Info("serving MCP on stdio", "server", base.String())

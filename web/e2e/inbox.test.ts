@@ -20,7 +20,8 @@ afterAll(async () => {
 })
 
 async function openInbox(nickname: string, viewport = { width: 1200, height: 850 }): Promise<Page> {
-  const ctx = await browser.newContext({ viewport, locale: 'en-US' })
+  const phone = viewport.width < 600 // a touch screen, as on a phone
+  const ctx = await browser.newContext({ viewport, locale: 'en-US', isMobile: phone, hasTouch: phone })
   await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), nickname)
   const page = await ctx.newPage()
   await page.goto(`${srv.url}/?token=${srv.token}`)

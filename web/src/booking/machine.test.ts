@@ -19,6 +19,14 @@ function book() {
 }
 
 describe('Booking', () => {
+  it("names the agent's item as the screen does", () => {
+    const b = book()
+    b.apply('select', { itemId: 'm2' }, 'agent', 'They asked for **Beta**.')
+    expect(b.uiSpec().lastAgentAction).toEqual({ tool: 'select', itemId: 'm2', itemLabel: 'Beta', reason: 'They asked for **Beta**.', at: 1000 })
+    b.apply('next', {}, 'agent', 'on')
+    expect(b.uiSpec().lastAgentAction).toMatchObject({ tool: 'next', itemId: undefined, itemLabel: undefined })
+  })
+
   it('walks the whole flow', () => {
     const b = book()
     expect(b.apply('select', { itemId: 'm1' }, 'agent', 'r')).toEqual({ ok: true, withSpec: true })
@@ -77,7 +85,7 @@ describe('Booking', () => {
   it('records the agent action with its reason, not the user one', () => {
     const b = book()
     b.apply('select', { itemId: 'm2' }, 'agent', 'shorter film')
-    expect(b.uiSpec().lastAgentAction).toEqual({ tool: 'select', itemId: 'm2', reason: 'shorter film', at: 1000 })
+    expect(b.uiSpec().lastAgentAction).toEqual({ tool: 'select', itemId: 'm2', itemLabel: 'Beta', reason: 'shorter film', at: 1000 })
     b.apply('select', { itemId: 'm1' }, 'user')
     expect(b.lastAgentAction?.itemId).toBe('m2')
   })

@@ -25,6 +25,7 @@ export interface ChatMessage {
 export interface AgentAction {
   tool: string
   itemId?: string
+  itemLabel?: string // what the screen calls the item: a movie's title, a date, a seat
   reason: string
   at: number
 }
@@ -187,10 +188,10 @@ export class Booking {
     if (!TOOLS[tool]) return { ok: false, code: 'UNKNOWN_TOOL', message: `no tool "${tool}"; tools: ${Object.keys(TOOLS).join(', ')}` }
     if (!this.allowedTools().includes(tool))
       return { ok: false, code: 'UNKNOWN_TOOL', message: `${tool} is not available on the ${this.stage} step; allowed now: ${this.allowedTools().join(', ')}` }
+    const itemId = typeof params.itemId === 'string' ? params.itemId : undefined
+    const itemLabel = itemId ? this.items().find((i) => i.id === itemId)?.label : undefined
     const out = this.run(tool, params)
-    if (out.ok && source === 'agent') {
-      this.lastAgentAction = { tool, itemId: typeof params.itemId === 'string' ? params.itemId : undefined, reason, at: this.now() }
-    }
+    if (out.ok && source === 'agent') this.lastAgentAction = { tool, itemId, itemLabel, reason, at: this.now() }
     return out
   }
 
