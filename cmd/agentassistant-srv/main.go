@@ -166,7 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if addr := os.Getenv("AGENTASSISTANT_PPROF"); addr != "" {
-		stop, err := servePprof(addr, log)
+		stop, err := servePprof(addr, guard, log)
 		if err != nil {
 			return fmt.Errorf("pprof: %w", err)
 		}
