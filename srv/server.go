@@ -25,8 +25,9 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard // nil: loopback names only
 	Logger *slog.Logger
-	// Limiter counts failed logins per address on every surface; nil
-	// means 20 failures a minute.
+	// Limiter counts failed logins per address on every surface and
+	// slows down the failures past its budget; nil means 20 failures a
+	// minute.
 	Limiter *auth.Limiter
 	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter and Logger are
 	// filled in.
@@ -155,12 +156,8 @@ func (s *Server) Close() error {
 // X-Agentassistant-Token or Authorization header, or in ?token=.
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.limiter.Allowed(r.RemoteAddr) {
-			http.Error(w, "too many failed attempts; try again in a minute", http.StatusTooManyRequests)
-			return
-		}
 		if !s.tokens.Valid(s.tokenOf(r)) {
-			s.limiter.Failed(r.RemoteAddr)
+			s.limiter.Fail(r.Context().Done(), r.RemoteAddr) // past the budget, the answer waits
 			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
 			return
 		}

@@ -22,7 +22,7 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
-	// Limiter refuses addresses with too many failed logins; nil: none.
+	// Limiter slows down addresses with too many failed logins; nil: none.
 	Limiter *auth.Limiter
 	// MaxPerToken caps the clients logged in under one token (default 256).
 	MaxPerToken int

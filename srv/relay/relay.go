@@ -31,7 +31,7 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
-	// Limiter refuses addresses with too many failed joins; nil: none.
+	// Limiter slows down addresses with too many failed joins; nil: none.
 	Limiter *auth.Limiter
 	// Logs is where study sessions are logged; nil refuses session.start.
 	Logs *studylog.Dir
@@ -235,14 +235,8 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		fail(InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
 		return nil, nil, true
 	}
-	if !r.o.Limiter.Allowed(remote) {
-		r.log.Warn("relay.join refused: too many failed joins", "remote", auth.Key(remote))
-		fail(InvalidMessage, "relay.join: too many failed attempts from this address; try again in a minute")
-		c.Shutdown(websocket.ClosePolicyViolation, "too many failed joins")
-		return nil, nil, false
-	}
 	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {
-		r.o.Limiter.Failed(remote)
+		r.o.Limiter.Fail(c.Done(), remote) // past the budget, the answer waits
 		r.log.Info("relay.join refused: wrong token", "role", jp.Role, "remote", auth.Key(remote))
 		fail(InvalidMessage, "relay.join: missing or invalid token")
 		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")

@@ -24,7 +24,7 @@ type Options struct {
 	Hub    *hub.Hub
 	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
-	// Limiter refuses addresses with too many failed calls; nil: none.
+	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
 	Logger  *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
