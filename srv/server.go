@@ -29,14 +29,22 @@ type Options struct {
 	// slows down the failures past its budget; nil means 20 failures a
 	// minute.
 	Limiter *auth.Limiter
-	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter and Logger are
-	// filled in.
+	// Pending caps the WebSocket connections (/ws, /agent/ws together)
+	// that have not logged in yet; nil means 256, 64 per address.
+	Pending *auth.Pending
+	// MaxUnauthMessage bounds what a client sends before its token is
+	// checked: a /ws frame before UserLogin, an /agent/ws frame before
+	// relay.join (default 64 KiB). Inbox.MaxLoginFrame and
+	// Relay.MaxJoinFrame, when set, win.
+	MaxUnauthMessage int
+	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
+	// Logger are filled in.
 	Inbox inbox.Options
 	// RPC tunes the Connect services; Hub, Relay, Tokens, Limiter and
 	// Logger are filled in.
 	RPC rpc.Options
-	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Logger and Logs are
-	// filled in.
+	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
+	// Logs are filled in.
 	Relay relay.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
@@ -90,6 +98,12 @@ func New(o Options) *Server {
 	if o.Limiter == nil {
 		o.Limiter = auth.NewLimiter(0, 0)
 	}
+	if o.Pending == nil {
+		o.Pending = auth.NewPending(0, 0)
+	}
+	if o.MaxUnauthMessage <= 0 {
+		o.MaxUnauthMessage = 64 << 10
+	}
 	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux()}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
@@ -97,10 +111,18 @@ func New(o Options) *Server {
 
 	io := o.Inbox
 	io.Hub, io.Tokens, io.Guard, io.Limiter, io.Logger = s.hub, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "ws")
+	io.Pending = o.Pending
+	if io.MaxLoginFrame <= 0 {
+		io.MaxLoginFrame = int64(o.MaxUnauthMessage)
+	}
 	s.inbox = inbox.New(io)
 
 	rlo := o.Relay
 	rlo.Tokens, rlo.Guard, rlo.Limiter, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "relay"), o.StudyLogs
+	rlo.Pending = o.Pending
+	if rlo.MaxJoinFrame <= 0 {
+		rlo.MaxJoinFrame = int64(o.MaxUnauthMessage)
+	}
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC

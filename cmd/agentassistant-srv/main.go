@@ -67,6 +67,10 @@ type fileConfig struct {
 	HostGrace      int      `toml:"host_grace_seconds"`
 	HistoryDays    int      `toml:"history_days"`
 	Procs          int      `toml:"procs"`
+	// What a client may cost before it has shown the token.
+	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
+	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
+	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -191,6 +195,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer func() { _ = db.Close() }()
 	db.OnError = func(err error) { log.Error("store", "err", err) }
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
+		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
+		MaxUnauthMessage: cfg.MaxUnauthMessage,
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -79,4 +80,37 @@ func TestLimiterHoldsFailuresBack(t *testing.T) {
 	done := make(chan struct{})
 	close(done)
 	l.Fail(done, "10.0.0.2:1")
+}
+
+func TestPending(t *testing.T) {
+	p := NewPending(4, 2)
+	var rel []func()
+	for _, a := range []string{"10.0.0.1:1", "10.0.0.1:2", "10.0.0.2:1", "10.0.0.2:2"} {
+		r, err := p.Acquire(a)
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		rel = append(rel, r)
+	}
+	if _, err := p.Acquire("10.0.0.1:3"); !errors.Is(err, ErrPendingAddr) {
+		t.Errorf("third from one address: %v", err)
+	}
+	if _, err := p.Acquire("10.0.0.3:1"); !errors.Is(err, ErrPendingFull) {
+		t.Errorf("fifth in all: %v", err)
+	}
+	rel[0]()
+	rel[0]() // twice is once
+	if p.Len() != 3 {
+		t.Errorf("Len = %d, want 3", p.Len())
+	}
+	if _, err := p.Acquire("10.0.0.3:1"); err != nil {
+		t.Errorf("after a release: %v", err)
+	}
+	if _, err := p.Acquire("127.0.0.5:1"); !errors.Is(err, ErrPendingFull) {
+		t.Errorf("full again: %v", err)
+	}
+	var none *Pending
+	if r, err := none.Acquire("x"); err != nil || r == nil {
+		t.Errorf("nil Pending: %v", err)
+	}
 }

@@ -33,12 +33,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Limiter slows down addresses with too many failed joins; nil: none.
 	Limiter *auth.Limiter
+	// Pending caps the connections that have not joined yet (shared with
+	// the other endpoints); nil: no cap.
+	Pending *auth.Pending
 	// Logs is where study sessions are logged; nil refuses session.start.
 	Logs *studylog.Dir
 	// JoinTimeout closes a connection that has not joined (default 5s).
 	JoinTimeout time.Duration
-	// MaxFrame bounds a frame (default 4 MiB); larger ones close with 1009.
+	// MaxFrame bounds a frame after relay.join (default 4 MiB); larger
+	// ones close with 1009.
 	MaxFrame int64
+	// MaxJoinFrame bounds a frame before relay.join (default 64 KiB).
+	MaxJoinFrame int64
 	// HostGrace is how long an active study session waits for its host to
 	// come back (a reload, a network blip) before it is ended and its log
 	// closed (default 2m).
@@ -73,6 +79,9 @@ func New(o Options) *Relay {
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 4 << 20
+	}
+	if o.MaxJoinFrame <= 0 {
+		o.MaxJoinFrame = 64 << 10
 	}
 	if o.HostGrace <= 0 {
 		o.HostGrace = 2 * time.Minute
@@ -130,11 +139,19 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
+	release, err := r.o.Pending.Acquire(req.RemoteAddr)
+	if err != nil {
+		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
+		auth.RefusePending(w, err)
+		return
+	}
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
+		release()
 		return
 	}
 	c := wsconn.New(ws, r.o.Conn)
+	c.UntilActive(release)
 	if !r.conns.Add(c) {
 		c.Finish()
 		return
@@ -151,7 +168,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *Relay) serve(c *wsconn.Conn, remote string) {
 	defer c.Finish()
 	ws := c.WS
-	ws.SetReadLimit(r.o.MaxFrame)
+	ws.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
 	_ = ws.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
 
 	var (
@@ -190,6 +207,9 @@ func (r *Relay) serve(c *wsconn.Conn, remote string) {
 			p, ch, ok = r.join(c, env, remote)
 			if !ok {
 				return
+			}
+			if ch != nil {
+				ws.SetReadLimit(r.o.MaxFrame)
 			}
 			continue
 		}

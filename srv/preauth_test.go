@@ -1,0 +1,232 @@
+package srv_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// rawDial opens a WebSocket on base+path and sends nothing. A refusal
+// before the upgrade comes back as its HTTP status.
+func rawDial(base, path string) (*websocket.Conn, int, error) {
+	ws, resp, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http", "ws", 1)+path, nil)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		if resp != nil {
+			return nil, resp.StatusCode, err
+		}
+		return nil, 0, err
+	}
+	return ws, http.StatusSwitchingProtocols, nil
+}
+
+// frameHeader is the header of a final, masked client frame of n payload
+// bytes. The mask key is zero, so the payload goes out as it is.
+func frameHeader(op byte, n int) []byte {
+	b := []byte{0x80 | op}
+	switch {
+	case n < 126:
+		b = append(b, 0x80|byte(n))
+	case n <= 0xffff:
+		b = append(b, 0x80|126)
+		b = binary.BigEndian.AppendUint16(b, uint16(n))
+	default:
+		b = append(b, 0x80|127)
+		b = binary.BigEndian.AppendUint64(b, uint64(n))
+	}
+	return append(b, 0, 0, 0, 0)
+}
+
+// closeCode reads until the server closes ws and returns the close code
+// (0 when the connection ended without one).
+func closeCode(ws *websocket.Conn) int {
+	_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for {
+		if _, _, err := ws.ReadMessage(); err != nil {
+			var ce *websocket.CloseError
+			if errors.As(err, &ce) {
+				return ce.Code
+			}
+			return 0
+		}
+	}
+}
+
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestUnauthenticatedSocketsAreBounded is the outside tester's attack:
+// 150 WebSockets that never log in, each sending one frame of 4 MiB - 1
+// bytes. Connections beyond the cap are refused before the upgrade with
+// an HTTP status, every admitted one is closed with 1009 as soon as its
+// frame header claims more than the pre-login limit, and the server
+// allocates a bounded amount of memory for all of it.
+func TestUnauthenticatedSocketsAreBounded(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	const n = 150
+	frame := append(frameHeader(websocket.TextMessage, 4<<20-1), make([]byte, 4<<20-1)...)
+	runtime.GC()
+	before := heapAllocs()
+
+	var admitted []*websocket.Conn
+	refused := map[int]int{}
+	for i := range n {
+		path := "/agent/ws"
+		if i%2 == 1 {
+			path = "/ws"
+		}
+		ws, status, err := rawDial(base, path)
+		switch {
+		case err == nil:
+			admitted = append(admitted, ws)
+		case status != 0:
+			refused[status]++
+		default:
+			t.Fatalf("dial %d: %v", i, err)
+		}
+	}
+	// All come from loopback: the per-address cap is the one reached.
+	if len(admitted) != auth.DefaultMaxPendingPerAddr || refused[http.StatusTooManyRequests] != n-auth.DefaultMaxPendingPerAddr {
+		t.Errorf("%d admitted, refused %v: want %d admitted, the rest refused with 429 before the upgrade", len(admitted), refused, auth.DefaultMaxPendingPerAddr)
+	}
+	codes := make([]int, len(admitted))
+	var wg sync.WaitGroup
+	for i, ws := range admitted {
+		wg.Go(func() {
+			defer ws.Close()
+			nc := ws.NetConn()
+			_ = nc.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			go func() { _, _ = nc.Write(frame) }() // the server may close before taking it all
+			codes[i] = closeCode(ws)
+		})
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != websocket.CloseMessageTooBig {
+			t.Errorf("connection %d: close %d, want 1009 (frame over the pre-login limit)", i, c)
+		}
+	}
+	grew := heapAllocs() - before
+	t.Logf("allocated %d KiB", grew>>10)
+	if grew > 32<<20 {
+		t.Errorf("the server allocated %d MiB for %d unauthenticated connections", grew>>20, n)
+	}
+	// The places are given back: a new connection is admitted and logs in.
+	c, err := wstest.Dial(base, tokA, "after", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if !c.Login.GetSuccess() {
+		t.Errorf("login after the attack: %v", c.Login)
+	}
+}
+
+// TestPendingCap: the cap counts connections from before their upgrade
+// until they log in or end, on both WebSocket endpoints together; past it
+// the upgrade is refused with 429 (this address) or 503 (the server).
+func TestPendingCap(t *testing.T) {
+	pending := auth.NewPending(10, 3)
+	_, base := newGuarded(t, srv.Options{Pending: pending})
+	var held []*websocket.Conn
+	for _, path := range []string{"/ws", "/agent/ws", "/ws"} {
+		ws, _, err := rawDial(base, path)
+		if err != nil {
+			t.Fatalf("%s within the cap: %v", path, err)
+		}
+		held = append(held, ws)
+	}
+	for _, path := range []string{"/ws", "/agent/ws"} {
+		if _, status, err := rawDial(base, path); err == nil || status != http.StatusTooManyRequests {
+			t.Errorf("%s past the cap: %d %v, want 429", path, status, err)
+		}
+	}
+	// A connection that logs in gives its place back...
+	if err := held[1].WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"`+tokA+`"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := held[1].ReadMessage(); err != nil || !strings.Contains(string(b), "relay.joined") {
+		t.Fatalf("join: %s %v", b, err)
+	}
+	ws, _, err := rawDial(base, "/agent/ws")
+	if err != nil {
+		t.Fatalf("after a login: %v", err)
+	}
+	held = append(held, ws)
+	// ...and so does one that ends.
+	held[0].Close()
+	for pending.Len() == 3 {
+		time.Sleep(5 * time.Millisecond) // until the server has seen the close
+	}
+	ws, _, err = rawDial(base, "/ws")
+	if err != nil {
+		t.Fatalf("after a close: %v", err)
+	}
+	held = append(held, ws)
+	// Logged-in connections never count.
+	held[2].Close()
+	for pending.Len() == 3 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	login(t, base, tokA, "in")
+	if n := pending.Len(); n != 2 {
+		t.Errorf("%d connections counted as waiting to log in, want 2", n)
+	}
+	for _, ws := range held {
+		ws.Close()
+	}
+
+	// The server-wide cap answers 503.
+	_, base2 := newGuarded(t, srv.Options{Pending: auth.NewPending(2, 10)})
+	for range 2 {
+		ws, _, err := rawDial(base2, "/ws")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ws.Close()
+	}
+	if _, status, err := rawDial(base2, "/agent/ws"); err == nil || status != http.StatusServiceUnavailable {
+		t.Errorf("past the server's cap: %d %v, want 503", status, err)
+	}
+}
+
+// TestAgentWSFrameLimitBeforeJoin: before relay.join, /agent/ws takes
+// frames of the same small size as /ws before UserLogin; the close comes
+// from the frame's header, before its payload is sent.
+func TestAgentWSFrameLimitBeforeJoin(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	for _, path := range []string{"/agent/ws", "/ws"} {
+		ws, _, err := rawDial(base, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ws.NetConn().Write(frameHeader(websocket.TextMessage, 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if c := closeCode(ws); c != websocket.CloseMessageTooBig {
+			t.Errorf("%s: a 100 KiB frame before login closed with %d, want 1009", path, c)
+		}
+		ws.Close()
+	}
+	// After the join the relay's own limit applies.
+	a := joinAgent(t, base, tokA, "default")
+	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","id":"big","payload":{"text":"` + strings.Repeat("x", 100<<10) + `"}}`)
+	a.expectError("NO_ACTIVE_SPEC", "big")
+}
