@@ -1,18 +1,25 @@
 package srv_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -229,4 +236,106 @@ func TestAgentWSFrameLimitBeforeJoin(t *testing.T) {
 	a := joinAgent(t, base, tokA, "default")
 	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","id":"big","payload":{"text":"` + strings.Repeat("x", 100<<10) + `"}}`)
 	a.expectError("NO_ACTIVE_SPEC", "big")
+}
+
+func gzipped(t *testing.T, b []byte) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// postConnect sends a Connect unary call with a binary protobuf body.
+func postConnect(t *testing.T, base, path string, body []byte, header map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/proto")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestGzipBombOnConnect: a gzip-compressed body that inflates far beyond
+// the message limit costs the server only the limit, token or not, and a
+// wrong token in the header is refused before the body is touched.
+func TestGzipBombOnConnect(t *testing.T) {
+	lim := auth.NewLimiter(1_000_000, time.Minute)
+	_, base := newGuarded(t, srv.Options{Limiter: lim})
+	const inflated = 32 << 20
+	bomb := gzipped(t, make([]byte, inflated))
+	size := fmt.Sprint(inflated)
+	const path = "/agentassistproto.SrvAgentAssistControl/CancelRequest"
+	gz := map[string]string{"Content-Encoding": "gzip"}
+	with := func(k, v string) map[string]string {
+		return map[string]string{"Content-Encoding": "gzip", k: v}
+	}
+
+	code, body := postConnect(t, base, path, bomb, with(auth.TokenHeader, "wrong-token-123456"))
+	if code != http.StatusUnauthorized || !strings.Contains(body, "unauthenticated") {
+		t.Errorf("bomb with a wrong header token: %d %s, want 401 unauthenticated", code, body)
+	}
+	for name, h := range map[string]map[string]string{
+		"no token":           gz,
+		"the token":          with(auth.TokenHeader, tokA),
+		"the token (bearer)": with("Authorization", "Bearer "+tokA),
+	} {
+		code, body := postConnect(t, base, path, bomb, h)
+		if !strings.Contains(body, "resource_exhausted") || strings.Contains(body, size) {
+			t.Errorf("bomb with %s: %d %s: want resource_exhausted without inflating all %s bytes", name, code, body, size)
+		}
+	}
+	// Compressed messages within the limits still work, the token in the
+	// message (older clients) or in the header.
+	msg, _ := proto.Marshal(&pb.CancelRequestRequest{UserToken: tokA, ID: "no-such-request"})
+	for name, h := range map[string]map[string]string{"in the message": gz, "in the header": with(auth.TokenHeader, tokB)} {
+		code, body := postConnect(t, base, path, gzipped(t, msg), h)
+		if code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
+			t.Errorf("compressed call, token %s: %d %s", name, code, body)
+		}
+	}
+
+	// Bombs without a token count as failed logins: past the budget, the
+	// next failure is held back.
+	lim2 := auth.NewLimiter(2, time.Minute)
+	var holds atomic.Int32
+	lim2.Hold = func(time.Duration, <-chan struct{}) { holds.Add(1) }
+	_, base2 := newGuarded(t, srv.Options{Limiter: lim2})
+	for range 2 {
+		postConnect(t, base2, path, bomb, gz)
+	}
+	if code, _ := postConnect(t, base2, path, bomb, with(auth.TokenHeader, "wrong-token-123456")); code != http.StatusUnauthorized || holds.Load() != 1 {
+		t.Errorf("a wrong token after two bombs: %d, held back %d times, want 401 held once", code, holds.Load())
+	}
+}
+
+// TestBigMessagesNeedTheHeaderToken: a message whose token is only inside
+// it is read with the small pre-login limit; with the token in a header
+// the full message limit applies.
+func TestBigMessagesNeedTheHeaderToken(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	const path = "/agentassistproto.SrvAgentAssistReply/AskQuestionReply"
+	msg, _ := proto.Marshal(&pb.AskQuestionReplyRequest{UserToken: tokA, Response: &pb.AskQuestionResponse{
+		ID: "no-such-request", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: strings.Repeat("a", 200<<10)}}},
+	}})
+	code, body := postConnect(t, base, path, msg, nil)
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "resource_exhausted") || !strings.Contains(body, auth.TokenHeader) {
+		t.Errorf("200 KiB with the token only inside: %d %.300s", code, body)
+	}
+	code, body = postConnect(t, base, path, msg, map[string]string{auth.TokenHeader: tokA})
+	if code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
+		t.Errorf("200 KiB with the header token: %d %.300s", code, body)
+	}
 }

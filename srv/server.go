@@ -34,8 +34,9 @@ type Options struct {
 	Pending *auth.Pending
 	// MaxUnauthMessage bounds what a client sends before its token is
 	// checked: a /ws frame before UserLogin, an /agent/ws frame before
-	// relay.join (default 64 KiB). Inbox.MaxLoginFrame and
-	// Relay.MaxJoinFrame, when set, win.
+	// relay.join, a Connect message without a valid header token (default
+	// 64 KiB). Inbox.MaxLoginFrame, Relay.MaxJoinFrame and
+	// RPC.MaxUnauthMessage, when set, win.
 	MaxUnauthMessage int
 	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
 	// Logger are filled in.
@@ -127,6 +128,9 @@ func New(o Options) *Server {
 
 	ro := o.RPC
 	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	if ro.MaxUnauthMessage <= 0 {
+		ro.MaxUnauthMessage = o.MaxUnauthMessage
+	}
 	for _, path := range rpc.Mount(s.mux, ro) {
 		s.routes = append(s.routes, Route{Pattern: path, Guard: GuardConnect})
 	}

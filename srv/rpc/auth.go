@@ -23,6 +23,12 @@ func TokenFrom(msg any, h interface{ Get(string) string }) string {
 			return t
 		}
 	}
+	return headerToken(h)
+}
+
+// headerToken is the token in the X-Agentassistant-Token header, else in
+// a bearer Authorization header.
+func headerToken(h interface{ Get(string) string }) string {
 	if t := h.Get(auth.TokenHeader); t != "" {
 		return t
 	}
@@ -52,6 +58,7 @@ type authInterceptor struct {
 // answer is held back once the address has spent its budget of failures;
 // the right one is never refused or delayed.
 func (a authInterceptor) check(ctx context.Context, tok, remote string) error {
+	markChecked(ctx)
 	if !a.tokens.Valid(tok) {
 		a.limiter.Fail(ctx.Done(), remote)
 		return connect.NewError(connect.CodeUnauthenticated, errBadToken)
