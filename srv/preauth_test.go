@@ -1,12 +1,14 @@
 package srv_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"runtime/metrics"
@@ -338,4 +340,72 @@ func TestBigMessagesNeedTheHeaderToken(t *testing.T) {
 	if code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
 		t.Errorf("200 KiB with the header token: %d %.300s", code, body)
 	}
+}
+
+// TestSlowBodyIsCut: a Connect body that trickles in (one byte at a time)
+// is cut off at the body deadline, as slow headers are.
+func TestSlowBodyIsCut(t *testing.T) {
+	const bodyTimeout = 300 * time.Millisecond
+	s, base := newGuarded(t, srv.Options{BodyTimeout: bodyTimeout})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /agentassistproto.SrvAgentAssist/AskQuestion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/proto\r\nContent-Length: 100000\r\n\r\n")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(stop)
+	wg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if _, err := conn.Write([]byte{0x0a}); err != nil {
+					return
+				}
+			}
+		}
+	})
+	_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("the server never answered the slow body: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK || !strings.Contains(string(b), "deadline_exceeded") {
+		t.Errorf("slow body: %d %s", resp.StatusCode, b)
+	}
+
+	// A body that arrived in time leaves the call to wait for its answer
+	// as long as it takes, past the body deadline.
+	c := login(t, base, tokA, "answers")
+	done := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest("POST", base+"/agentassistproto.SrvAgentAssist/AskQuestion",
+			strings.NewReader(`{"UserToken":"`+tokA+`","ID":"slow-answer","Request":{"Question":"?"}}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				err = fmt.Errorf("%d %s", resp.StatusCode, b)
+			}
+		}
+		done <- err
+	}()
+	expect(t, c, "AskQuestion")
+	time.Sleep(3 * bodyTimeout) // the body deadline, had it stayed, would have passed
+	if err := c.Send(wstest.TextReply("slow-answer", "late but fine")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("a call answered after the body deadline: %v", err)
+	}
+	_ = s
 }

@@ -38,6 +38,10 @@ type Options struct {
 	// 64 KiB). Inbox.MaxLoginFrame, Relay.MaxJoinFrame and
 	// RPC.MaxUnauthMessage, when set, win.
 	MaxUnauthMessage int
+	// BodyTimeout is how long a request body may take to arrive, from the
+	// end of its headers (default 30s); a body still arriving then is cut
+	// off, as ReadHeaderTimeout cuts off slow headers.
+	BodyTimeout time.Duration
 	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
 	// Logger are filled in.
 	Inbox inbox.Options
@@ -83,6 +87,7 @@ type Server struct {
 	routes  []Route
 	mux     *http.ServeMux
 	started time.Time
+	bodyBy  time.Duration
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -105,7 +110,10 @@ func New(o Options) *Server {
 	if o.MaxUnauthMessage <= 0 {
 		o.MaxUnauthMessage = 64 << 10
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux()}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
@@ -147,8 +155,8 @@ func New(o Options) *Server {
 	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
 		s.mux.ServeHTTP(w, r)
 	}))

@@ -71,6 +71,7 @@ type fileConfig struct {
 	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
+	BodyTimeout      int `toml:"body_timeout_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -196,7 +197,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	db.OnError = func(err error) { log.Error("store", "err", err) }
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
-		MaxUnauthMessage: cfg.MaxUnauthMessage,
+		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

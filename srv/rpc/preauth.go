@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
@@ -33,6 +34,7 @@ type preauth struct {
 
 func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if tok := headerToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
+		r.Body = &callBody{ReadCloser: r.Body}
 		p.full.ServeHTTP(w, r)
 		return
 	}
@@ -66,8 +68,8 @@ func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.
 	return nil, nil
 }
 
-// callBody gives a body over the small limit a Connect error of its own,
-// which connect-go passes on as it is.
+// callBody gives the two ways a body read can fail a Connect error of
+// their own, which connect-go passes on as it is.
 type callBody struct {
 	io.ReadCloser
 	small int // > 0: the limit of a call without a header token
@@ -80,6 +82,8 @@ func (b *callBody) Read(p []byte) (int, error) {
 	case err == nil || errors.Is(err, io.EOF):
 	case b.small > 0 && errors.As(err, &tooBig):
 		err = connect.NewError(connect.CodeResourceExhausted, errNeedsHeader(b.small))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request body did not arrive in time"))
 	}
 	return n, err
 }
