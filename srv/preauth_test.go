@@ -309,16 +309,19 @@ func TestGzipBombOnConnect(t *testing.T) {
 		}
 	}
 
-	// Bombs without a token count as failed logins: past the budget, the
-	// next failure is held back.
+	// Bombs without a token count as failed logins, before they are
+	// answered: past the budget, the next failure is held back. (Each on
+	// a connection of its own, so nothing orders them but the server.)
 	lim2 := auth.NewLimiter(2, time.Minute)
 	var holds atomic.Int32
 	lim2.Hold = func(time.Duration, <-chan struct{}) { holds.Add(1) }
 	_, base2 := newGuarded(t, srv.Options{Limiter: lim2})
 	for range 2 {
-		postConnect(t, base2, path, bomb, gz)
+		postConnect(t, base2, path, bomb, with("Connection", "close"))
 	}
-	if code, _ := postConnect(t, base2, path, bomb, with(auth.TokenHeader, "wrong-token-123456")); code != http.StatusUnauthorized || holds.Load() != 1 {
+	wrong := with(auth.TokenHeader, "wrong-token-123456")
+	wrong["Connection"] = "close"
+	if code, _ := postConnect(t, base2, path, bomb, wrong); code != http.StatusUnauthorized || holds.Load() != 1 {
 		t.Errorf("a wrong token after two bombs: %d, held back %d times, want 401 held once", code, holds.Load())
 	}
 }

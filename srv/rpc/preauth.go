@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"connectrpc.com/connect"
@@ -41,13 +42,44 @@ func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := &callState{}
 	r = r.WithContext(context.WithValue(r.Context(), callStateKey{}, st))
 	r.Body = &callBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(p.smallMax)), small: p.smallMax}
-	p.small.ServeHTTP(w, r)
-	if !st.checked.Load() {
-		// Refused before its token could be read (too big, malformed,
-		// badly compressed): it counts as a failed login all the same.
-		p.a.limiter.Failed(r.RemoteAddr)
+	cw := &countingWriter{ResponseWriter: w, answer: func() {
+		if !st.checked.Load() {
+			// Refused before its token could be read (too big, malformed,
+			// badly compressed): it counts as a failed login all the
+			// same, before the client hears of it.
+			p.a.limiter.Failed(r.RemoteAddr)
+		}
+	}}
+	p.small.ServeHTTP(cw, r)
+	cw.once.Do(cw.answer)
+}
+
+// countingWriter runs answer once, before the first byte of the response.
+type countingWriter struct {
+	http.ResponseWriter
+	answer func()
+	once   sync.Once
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	w.once.Do(w.answer)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.once.Do(w.answer)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *countingWriter) Flush() {
+	w.once.Do(w.answer)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // callState tells ServeHTTP whether the token check ran.
 type callState struct{ checked atomic.Bool }
