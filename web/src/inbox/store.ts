@@ -36,6 +36,7 @@ export interface ChatLine {
   mine: boolean
   text: string
   at: number
+  control?: boolean // a command to a remote-input PC (undo, clear, enter)
 }
 
 export interface OnlineUser {
