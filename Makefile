@@ -18,7 +18,7 @@ all: build
 run: build
 	./$(BIN)/agentassistant-srv $(RUNARGS)
 
-## build: the UI, then both binaries into bin/
+## build: the UI, then the binaries into bin/
 build: web
 	$(GO) build -o $(BIN)/ ./cmd/...
 

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/BurntSushi/toml"
+
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/remoteinput"
 	"github.com/agentassistant/agentassistant/internal/typing"
@@ -44,14 +46,13 @@ func main() {
 	}
 }
 
-// fileConfig is agentassistant-mcp.toml: the companion talks to the same
-// server as the MCP binary, so it reads the same file (and ignores the keys
-// only the MCP binary uses).
+// fileConfig is what the companion takes from agentassistant-mcp.toml: it
+// talks to the same server as the MCP binary, so it reads the same file,
+// and leaves the keys it does not know to their owner.
 type fileConfig struct {
 	Host     string `toml:"agentassistant_server_host"`
 	Port     int    `toml:"agentassistant_server_port"`
 	Token    string `toml:"agentassistant_server_token"`
-	Session  string `toml:"relay_session"`
 	LogLevel string `toml:"log_level"`
 }
 
@@ -121,8 +122,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if path != "" {
-		if err := config.Load(path, &cfg); err != nil {
-			return err
+		if _, err := toml.DecodeFile(path, &cfg); err != nil {
+			return fmt.Errorf("read config %s: %w", path, err)
 		}
 	}
 	if set["host"] {

@@ -4,15 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/internal/xvfbtest"
 	"github.com/agentassistant/agentassistant/srv"
@@ -181,5 +186,70 @@ func TestListenIntoXterm(t *testing.T) {
 	chat(" line", "✓ typed 5 characters")
 	if got, want := x.Close(t), "hello 你好\nsecond line"; got != want {
 		t.Errorf("the xterm got %q, want %q", got, want)
+	}
+}
+
+// TestListenReadsTheMCPConfig: with no flags but -listen, the server comes
+// from agentassistant-mcp.toml (whose other keys are left alone) and the
+// token from the server's data directory, as agentassistant-mcp does.
+func TestListenReadsTheMCPConfig(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("a shell script stands in for xdotool")
+	}
+	isolate(t)
+	toks, _ := auth.NewTokens(token)
+	s := srv.New(srv.Options{Tokens: toks})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	defer s.Close()
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(ts.URL, "http://"))
+	cfg := fmt.Sprintf("agentassistant_server_host = %q\nagentassistant_server_port = %s\nrelay_session = \"study\"\nsome_future_key = 1\n", host, port)
+	if err := os.WriteFile("agentassistant-mcp.toml", []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(config.AppDir(), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(config.AppDir(), auth.TokenFile), []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "xdotool"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"-listen", "-backend", "xdotool"}, &logs, &logs) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("run: %v", err)
+		}
+	}()
+	phone, err := wstest.Dial(ts.URL, token, "phone", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer phone.Close()
+	hostname, _ := os.Hostname()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if err := phone.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := phone.Expect("GetOnlineUsers", 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users := m.GetGetOnlineUsersResponse().GetOnlineUsers()
+		if slices.ContainsFunc(users, func(u *pb.OnlineUser) bool { return u.GetNickname() == "⌨ PC input ("+hostname+")" }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the companion did not come online as ⌨ PC input (%s); online: %v; its log:\n%s", hostname, users, logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
