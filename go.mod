@@ -6,6 +6,7 @@ require (
 	connectrpc.com/connect v1.21.1
 	github.com/BurntSushi/toml v1.6.0
 	github.com/gorilla/websocket v1.5.3
+	github.com/jezek/xgb v1.1.1
 	github.com/mark3labs/mcp-go v1.2.1
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.45.0

@@ -78,8 +78,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *showVersion {
-		fmt.Fprintln(stdout, "agentassistant-input", version)
-		return nil
+		_, err := fmt.Fprintln(stdout, "agentassistant-input", version)
+		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q (the text goes after -input)", fs.Arg(0))
@@ -100,6 +100,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	kb, err := typing.New(typing.Options{Backend: *backend})
 	if err != nil {
 		return fmt.Errorf("cannot type here: %w", err)
+	}
+	if c, ok := kb.(io.Closer); ok {
+		defer func() { _ = c.Close() }()
 	}
 
 	if !*listen {

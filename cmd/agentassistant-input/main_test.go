@@ -56,18 +56,25 @@ func TestNoWayToTypeSaysWhatToInstall(t *testing.T) {
 		t.Skip("the X11/Wayland choice")
 	}
 	isolate(t)
-	t.Setenv("WAYLAND_DISPLAY", "")
-	t.Setenv("DISPLAY", ":99")
-	t.Setenv("PATH", t.TempDir()) // no xdotool
+	t.Setenv("PATH", t.TempDir()) // no wtype, no xdotool
 	var out, errs bytes.Buffer
-	err := run(context.Background(), []string{"-input", "hello"}, &out, &errs)
-	if err == nil || !strings.Contains(err.Error(), "xdotool is not on PATH: install xdotool (Debian/Ubuntu: sudo apt install xdotool") {
-		t.Errorf("err = %v", err)
+	for _, tc := range []struct{ wayland, display, want string }{
+		{"wayland-0", "", "this is a Wayland session and wtype is not on PATH: install wtype (Debian/Ubuntu: sudo apt install wtype"},
+		{"", ":54321", `cannot reach the X display ":54321"`},
+		{"", "", "no graphical session here"},
+	} {
+		t.Setenv("WAYLAND_DISPLAY", tc.wayland)
+		t.Setenv("DISPLAY", tc.display)
+		for _, args := range [][]string{{"-input", "hello"}, {"-listen", "-token", token}} {
+			err := run(context.Background(), args, &out, &errs)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%v with WAYLAND_DISPLAY=%q DISPLAY=%q: %v, want %q", args, tc.wayland, tc.display, err, tc.want)
+			}
+		}
 	}
-	t.Setenv("DISPLAY", "")
-	err = run(context.Background(), []string{"-listen", "-token", token}, &out, &errs)
-	if err == nil || !strings.Contains(err.Error(), "no graphical session") {
-		t.Errorf("-listen without a session: %v", err)
+	if err := run(context.Background(), []string{"-input", "x", "-backend", "xdotool"}, &out, &errs); err == nil ||
+		!strings.Contains(err.Error(), "xdotool was not found on PATH: install xdotool") {
+		t.Errorf("-backend xdotool without it: %v", err)
 	}
 }
 

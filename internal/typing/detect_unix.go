@@ -2,11 +2,17 @@
 
 package typing
 
-// Linux and the BSDs: wtype under Wayland, xdotool under X11.
+// Linux and the BSDs: XTEST under X11, wtype under Wayland.
 
-var platformBackends []string
+var platformBackends = []string{"xtest"}
 
-func platform(string) (Keyboard, bool) { return nil, false }
+func platform(name string, o Options) (Keyboard, bool, error) {
+	if name != "xtest" {
+		return nil, false, nil
+	}
+	kb, err := o.openX11(o.Getenv("DISPLAY"))
+	return kb, true, err
+}
 
 func detect(o Options) (Keyboard, error) {
 	wayland, x11 := o.Getenv("WAYLAND_DISPLAY") != "", o.Getenv("DISPLAY") != ""
@@ -16,25 +22,23 @@ func detect(o Options) (Keyboard, error) {
 			return kb, nil
 		}
 		if x11 {
-			// GNOME has no virtual-keyboard protocol: xdotool through
+			// GNOME has no virtual-keyboard protocol: XTEST through
 			// XWayland is all there is, and reaches X11 windows only.
-			if kb, err := tool(o, "xdotool", tools["xdotool"]); err == nil {
-				return &named{kb, "xdotool (X11 windows only; for Wayland windows " + installHint["wtype"] + ")"}, nil
+			if kb, err := o.openX11(o.Getenv("DISPLAY")); err == nil {
+				return &named{kb, "xtest (X11 windows only; for Wayland windows " + installHint["wtype"] + ")"}, nil
 			}
 		}
 		return nil, &Unavailable{Why: "this is a Wayland session and wtype is not on PATH", Hint: installHint["wtype"]}
 	case x11:
-		kb, err := tool(o, "xdotool", tools["xdotool"])
-		if err != nil {
-			return nil, &Unavailable{Why: "this is an X11 session (DISPLAY=" + o.Getenv("DISPLAY") + ") and xdotool is not on PATH", Hint: installHint["xdotool"]}
-		}
-		return kb, nil
+		return o.openX11(o.Getenv("DISPLAY"))
 	}
 	return nil, &Unavailable{
 		Why:  "no graphical session here: neither WAYLAND_DISPLAY nor DISPLAY is set",
 		Hint: "run agentassistant-input inside your desktop session (or set DISPLAY to your X display)",
 	}
 }
+
+func defaultOpenX11(display string) (Keyboard, error) { return newXTest(display) }
 
 // named is a Keyboard whose Name says more.
 type named struct {
@@ -43,3 +47,11 @@ type named struct {
 }
 
 func (n *named) Name() string { return n.name }
+
+// Close closes the Keyboard inside, when it has anything to close.
+func (n *named) Close() error {
+	if c, ok := n.Keyboard.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}

@@ -4,11 +4,15 @@ package typing
 
 var platformBackends = []string{"sendinput"}
 
-func platform(name string) (Keyboard, bool) {
+func platform(name string, _ Options) (Keyboard, bool, error) {
 	if name == "sendinput" {
-		return sendInput{}, true
+		return sendInput{}, true, nil
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 func detect(Options) (Keyboard, error) { return sendInput{}, nil }
+
+func defaultOpenX11(string) (Keyboard, error) {
+	return nil, &Unavailable{Why: "X11 typing is for Linux and the BSDs"}
+}

@@ -1,8 +1,9 @@
 // Package typing types text into the window that has the keyboard focus,
-// through whatever the platform offers: xdotool on X11, wtype on Wayland,
-// System Events (osascript) on macOS, SendInput on Windows. New picks one
-// at run time; a platform without one gets an error that names what to
-// install, never a keyboard that silently does nothing.
+// through whatever the platform offers: XTEST on X11 (or xdotool), wtype
+// on Wayland, System Events (osascript) on macOS, SendInput on Windows.
+// New picks one at run time; a platform without one gets an error that
+// names what to install, never a keyboard that silently does nothing. A
+// Keyboard that holds resources is also an io.Closer.
 package typing
 
 import (
@@ -56,9 +57,14 @@ type Options struct {
 	// Getenv and LookPath stand in for os.Getenv and exec.LookPath (tests).
 	Getenv   func(string) string
 	LookPath func(string) (string, error)
+	// openX11 connects to an X display (tests stand in for it).
+	openX11 func(display string) (Keyboard, error)
 }
 
 func (o *Options) fill() {
+	if o.openX11 == nil {
+		o.openX11 = defaultOpenX11
+	}
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -115,8 +121,8 @@ func New(o Options) (Keyboard, error) {
 	if mk, ok := tools[o.Backend]; ok {
 		return tool(o, o.Backend, mk)
 	}
-	if kb, ok := platform(o.Backend); ok {
-		return kb, nil
+	if kb, ok, err := platform(o.Backend, o); ok {
+		return kb, err
 	}
 	return nil, fmt.Errorf("unknown typing backend %q (one of %s)", o.Backend, strings.Join(Backends(), ", "))
 }

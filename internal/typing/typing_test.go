@@ -103,6 +103,12 @@ func TestDetect(t *testing.T) {
 	if runtime.GOOS == "darwin" || runtime.GOOS == "windows" {
 		t.Skip("the X11/Wayland choice is made on Linux and the BSDs")
 	}
+	x11 := func(display string) (Keyboard, error) {
+		if display == ":9" {
+			return nil, &Unavailable{Why: "cannot reach the X display \":9\""}
+		}
+		return &recorder{}, nil
+	}
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -111,18 +117,19 @@ func TestDetect(t *testing.T) {
 		want    string // the Keyboard's name, or text the error must hold
 		wantErr bool
 	}{
-		{"x11 with xdotool", map[string]string{"DISPLAY": ":0"}, []string{"xdotool"}, "", "xdotool", false},
-		{"x11 without xdotool", map[string]string{"DISPLAY": ":0"}, nil, "", "apt install xdotool", true},
+		{"x11", map[string]string{"DISPLAY": ":0"}, nil, "", "recorder", false},
+		{"x11 unreachable", map[string]string{"DISPLAY": ":9"}, []string{"xdotool"}, "", `cannot reach the X display ":9"`, true},
 		{"wayland with wtype", map[string]string{"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}, []string{"wtype", "xdotool"}, "", "wtype", false},
-		{"wayland without wtype, xwayland", map[string]string{"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}, []string{"xdotool"}, "", "X11 windows only", false},
-		{"wayland with nothing", map[string]string{"WAYLAND_DISPLAY": "wayland-0"}, nil, "", "apt install wtype", true},
+		{"wayland without wtype, xwayland", map[string]string{"WAYLAND_DISPLAY": "wayland-0", "DISPLAY": ":0"}, nil, "", "X11 windows only", false},
+		{"wayland with nothing", map[string]string{"WAYLAND_DISPLAY": "wayland-0"}, []string{"xdotool"}, "", "apt install wtype", true},
 		{"no session", nil, []string{"xdotool", "wtype"}, "", "neither WAYLAND_DISPLAY nor DISPLAY", true},
-		{"forced xdotool", nil, []string{"xdotool"}, "xdotool", "xdotool", false},
-		{"forced but missing", nil, nil, "wtype", "wtype was not found on PATH: install wtype", true},
+		{"forced xdotool", map[string]string{"DISPLAY": ":0"}, []string{"xdotool"}, "xdotool", "xdotool", false},
+		{"forced xtest", map[string]string{"DISPLAY": ":0"}, nil, "xtest", "recorder", false},
+		{"forced but missing", nil, nil, "xdotool", "xdotool was not found on PATH: install xdotool (Debian/Ubuntu: sudo apt install xdotool", true},
 		{"unknown", nil, nil, "robot", `unknown typing backend "robot"`, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kb, err := New(Options{Backend: tc.backend, Getenv: env(tc.env), LookPath: onPath(tc.path...)})
+			kb, err := New(Options{Backend: tc.backend, Getenv: env(tc.env), LookPath: onPath(tc.path...), openX11: x11})
 			if tc.wantErr {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("err = %v, want one saying %q", err, tc.want)

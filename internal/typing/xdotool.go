@@ -2,10 +2,11 @@ package typing
 
 import "context"
 
-// xdotool types on X11 through the XTEST extension. For a character the
-// keyboard map lacks (Chinese, say) it maps the character's keysym on a
-// spare keycode for the moment it types it, so any Unicode text comes out
-// right in any X11 window.
+// xdotool types on X11 through the XTEST extension, as xtest does, with
+// the xdotool program (-backend xdotool). For a character the keyboard map
+// lacks it remaps one spare keycode for that moment, so when the focused
+// window lags behind it can lose or swap such characters (Chinese, say);
+// xtest, the default, does not.
 type xdotool struct{ path string }
 
 func (x *xdotool) Name() string { return "xdotool" }

@@ -8,6 +8,7 @@ package xvfbtest
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -64,14 +65,14 @@ func Start(t testing.TB) *Display {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
+	_ = w.Close() // Xvfb holds its copy
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 	})
 	num := make(chan string, 1)
 	go func() {
-		defer r.Close()
+		defer func() { _ = r.Close() }()
 		line, _ := bufio.NewReader(r).ReadString('\n')
 		num <- strings.TrimSpace(line)
 	}()
@@ -93,7 +94,7 @@ type Xterm struct {
 	d    *Display
 	File string
 	cmd  *exec.Cmd
-	done chan error
+	done chan struct{} // closed once the xterm has exited
 }
 
 // StartXterm opens the xterm and gives it the focus.
@@ -101,14 +102,18 @@ func (d *Display) StartXterm(t testing.TB) *Xterm {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "typed.txt")
 	title := fmt.Sprintf("aa-typing-test-%d", time.Now().UnixNano())
+	// #nosec G204 -- fixed programs; file is the test's own temporary file
 	cmd := exec.Command("xterm", "-u8", "-geometry", "80x12+0+0", "-title", title,
 		"-e", "sh", "-c", `exec cat > "$0"`, file)
 	cmd.Env = d.Env()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	x := &Xterm{d: d, File: file, cmd: cmd, done: make(chan error, 1)}
-	go func() { x.done <- cmd.Wait() }()
+	x := &Xterm{d: d, File: file, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait() // cat's end is the xterm's; the file says what arrived
+		close(x.done)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-x.done
@@ -137,6 +142,10 @@ func (d *Display) StartXterm(t testing.TB) *Xterm {
 	}
 }
 
+// Signal sends sig to the xterm: SIGSTOP and SIGCONT make a window that
+// lags behind the keys it is sent.
+func (x *Xterm) Signal(sig os.Signal) error { return x.cmd.Process.Signal(sig) }
+
 // Close ends the input (Ctrl-D twice: the first hands a line without a
 // newline to cat, the second is end of file), waits for the xterm to
 // exit and returns what cat wrote.
@@ -151,7 +160,6 @@ func (x *Xterm) Close(t testing.TB) string {
 		// Once cat has exited the xterm closes; until then, more Ctrl-D.
 		select {
 		case <-x.done:
-			x.done <- nil // for the cleanup
 			b, err := os.ReadFile(x.File)
 			if err != nil {
 				t.Fatal(err)
@@ -166,11 +174,11 @@ func (x *Xterm) Close(t testing.TB) string {
 }
 
 func (d *Display) xdotool(ctx context.Context, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "xdotool", args...)
+	cmd := exec.CommandContext(ctx, "xdotool", args...) // #nosec G204 -- the tests' own arguments
 	cmd.Env = d.Env()
 	out, err := cmd.Output()
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
+		if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 			return "", fmt.Errorf("xdotool %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
 		}
 		return "", fmt.Errorf("xdotool %s: %w", strings.Join(args, " "), err)
