@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { promisify } from 'node:util'
 import type { Browser, Page } from 'playwright-core'
-import { launch, SHOTS, startServer, type Server } from './harness'
+import { launch, SHOTS, startProxy, startServer, type Server } from './harness'
 
 const BIN = resolve(__dirname, '../../bin')
 const run = promisify(execFile)
@@ -94,6 +94,24 @@ describe.skipIf(missing.length > 0)('remote input: dictate on the phone, typed o
     await page.locator('[data-testid=conn][data-state=online]').waitFor()
     return page
   }
+
+  it('a dictation that cannot be sent stays in the box', async () => {
+    const proxy = await startProxy(Number(srv.port))
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'en-US', isMobile: true, hasTouch: true })
+    const phone = await ctx.newPage()
+    await phone.goto(`http://127.0.0.1:${proxy.port}/?token=${srv.token}`)
+    await phone.locator('[data-testid=conn][data-state=online]').waitFor()
+    await phone.locator('[data-testid=users]').getByText('PC input (desk)').click()
+    proxy.setDown(true)
+    await phone.locator('[data-testid=conn][data-state=offline]').waitFor()
+    const box = phone.locator('textarea[data-testid=chat-input]')
+    await box.fill('a long dictation that must not be lost')
+    await phone.locator('[data-testid=type-send]').click()
+    await phone.getByText('Not delivered').waitFor()
+    expect(await box.inputValue()).toBe('a long dictation that must not be lost')
+    await ctx.close()
+    await proxy.close()
+  })
 
   it('types a chat message from the browser into the focused X11 window, exactly', async () => {
     const phone = await openPhone()
