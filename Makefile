@@ -55,7 +55,8 @@ test: checkgenerate vet build
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run e2e
 
-## screenshots: refresh docs/*.png from the browser tests
+## screenshots: refresh docs/*.png from the browser tests (remote-input.png
+## also needs Xvfb, xterm, xdotool, and fonts-wqy-microhei for its Chinese)
 screenshots: build
 	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
 

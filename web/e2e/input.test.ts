@@ -27,6 +27,13 @@ const dir = mkdtempSync(join(tmpdir(), 'aa-input-'))
 const file = join(dir, 'typed.txt')
 let win = ''
 
+function startCompanion() {
+  companion = spawn(join(BIN, 'agentassistant-input'),
+    ['-listen', '-host', srv.host, '-port', srv.port, '-token', srv.token, '-nickname', 'PC input (desk)'],
+    { env: xenv(), stdio: ['ignore', 'ignore', 'pipe'] })
+  companion.stderr!.on('data', (b) => (companionLog += b))
+}
+
 function xenv(): NodeJS.ProcessEnv {
   const { WAYLAND_DISPLAY: _, ...env } = process.env
   return { ...env, DISPLAY: display, LC_ALL: 'C.UTF-8', LANG: 'C.UTF-8', HOME: dir, XDG_CONFIG_HOME: dir }
@@ -67,10 +74,7 @@ describe.skipIf(missing.length > 0)('remote input: dictate on the phone, typed o
     await xdotool('windowfocus', '--sync', win)
     await waitFor('cat running in the xterm', () => existsSync(file))
 
-    companion = spawn(join(BIN, 'agentassistant-input'),
-      ['-listen', '-host', srv.host, '-port', srv.port, '-token', srv.token, '-nickname', 'PC input (desk)'],
-      { env: xenv(), stdio: ['ignore', 'ignore', 'pipe'] })
-    companion.stderr!.on('data', (b) => (companionLog += b))
+    startCompanion()
     browser = await launch()
   })
 
@@ -150,6 +154,23 @@ describe.skipIf(missing.length > 0)('remote input: dictate on the phone, typed o
     expect(readFileSync(file, 'utf8')).toBe('hello 你好\nsecond line')
     expect(companionLog).not.toContain(srv.token)
     expect(companionLog).not.toContain('你好') // what is typed is nobody's log
+    await phone.context().close()
+  })
+
+  it('the open chat follows the PC when it comes back under a new client id', async () => {
+    const phone = await openPhone()
+    await phone.locator('[data-testid=users]').getByText('PC input (desk)').click()
+    const chat = phone.locator('[data-testid=chat][data-typing]')
+    await chat.waitFor()
+    const chip = phone.locator('[data-testid=users]').getByText('PC input (desk)')
+    companion.kill('SIGTERM')
+    await new Promise((r) => companion.once('exit', r))
+    await chip.waitFor({ state: 'detached' })
+    startCompanion()
+    await chip.waitFor()
+    await chat.locator('textarea[data-testid=chat-input]').fill('again')
+    await chat.locator('[data-testid=type-send]').click()
+    await expect.poll(() => chat.locator('[data-testid=chat-answer]').allTextContents(), { timeout: 20_000 }).toEqual(['✓ typed 5 characters'])
     await phone.context().close()
   })
 })
