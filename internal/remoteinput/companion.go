@@ -239,8 +239,9 @@ func (c *Companion) session(ctx context.Context) (loggedIn bool, err error) {
 			}
 		case "ChatMessageNotification":
 			c.received(m.GetChatMessageNotification().GetChatMessage())
-		// To take upstream's SendBackspaceRequest (Cmd "SendBackspace",
-		// which names no sender) once the proto has it:
+		// To take the SendBackspaceRequest of existing clients (Cmd
+		// "SendBackspace", WebsocketMessage field 25, no sender) once the
+		// proto has it:
 		// case "SendBackspace":
 		// 	c.enqueue(command{verb: Backspace})
 		case "Error":
