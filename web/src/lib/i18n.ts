@@ -56,6 +56,13 @@ const dict = {
     copy: 'Copy',
     booking: 'Booking',
     inbox: 'Inbox',
+    typeOn: 'Type on',
+    typeOnHint: "Dictate with your keyboard's microphone; the text is typed where the cursor is on that PC.",
+    typeOnPlaceholder: 'Say or type the text… (Ctrl+Enter to send)',
+    undoLast: 'Undo last',
+    clearTyped: 'Clear',
+    pressEnter: 'Enter',
+    notDelivered: 'Not delivered',
   },
   zh: {
     appTitle: 'Agent 助手',
@@ -110,6 +117,13 @@ const dict = {
     copy: '复制',
     booking: '订票',
     inbox: '收件箱',
+    typeOn: '输入到',
+    typeOnHint: '用键盘上的麦克风听写；文字会输入到那台电脑的光标处。',
+    typeOnPlaceholder: '说出或输入文字…（Ctrl+Enter 发送）',
+    undoLast: '撤销上一条',
+    clearTyped: '清除',
+    pressEnter: '回车',
+    notDelivered: '未送达',
   },
 } as const
 
