@@ -11,7 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // handOver fetches the answers the person gave while no agent waited for
@@ -20,7 +20,7 @@ import (
 // the agent is about to ask, and the person is not asked twice. It returns
 // nil when there are none, or the server cannot say (an older server, or
 // none reachable: the call itself reports that).
-func (b *bridge) handOver(ctx context.Context, kind hub.Kind, dir string) *mcp.CallToolResult {
+func (b *bridge) handOver(ctx context.Context, kind wire.Kind, dir string) *mcp.CallToolResult {
 	if b.o.Control == nil {
 		return nil
 	}
@@ -43,12 +43,12 @@ func (b *bridge) handOver(ctx context.Context, kind hub.Kind, dir string) *mcp.C
 
 // missedResult is the tool result that hands over answers given while no
 // agent waited, instead of the call of kind.
-func missedResult(kind hub.Kind, as []*pb.MissedAnswer, now time.Time) *mcp.CallToolResult {
+func missedResult(kind wire.Kind, as []*pb.MissedAnswer, now time.Time) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{}
 	for _, a := range as {
-		akind := hub.AskQuestion
-		if a.GetMessageType() == hub.TaskFinish.String() {
-			akind = hub.TaskFinish
+		akind := wire.AskQuestion
+		if a.GetMessageType() == wire.TaskFinish.String() {
+			akind = wire.TaskFinish
 		}
 		by := ""
 		if a.GetAnsweredBy() != "" {
@@ -60,7 +60,7 @@ func missedResult(kind hub.Kind, as []*pb.MissedAnswer, now time.Time) *mcp.Call
 			kindWord(akind), quote(a.GetText()))))
 		res.Content = append(res.Content, toResult(akind, a.GetResponse()).Content...)
 	}
-	if kind == hub.TaskFinish {
+	if kind == wire.TaskFinish {
 		res.Content = append(res.Content, mcp.NewTextContent(
 			"Your task report was not shown to the person yet: call task_finish again to report it."))
 	} else {

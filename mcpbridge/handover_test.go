@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // fakeControl stands in for the server's SrvAgentAssistControl.
@@ -132,7 +132,7 @@ func TestSessionEndLeavesRequestPending(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan *mcp.CallToolResult, 1)
 		go func() {
-			r, _ := b.wait(ctx, mcp.CallToolRequest{}, hub.AskQuestion, "id-1", time.Minute, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+			r, _ := b.wait(ctx, mcp.CallToolRequest{}, wire.AskQuestion, "id-1", time.Minute, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 				<-ctx.Done()
 				return nil, connect.NewError(connect.CodeCanceled, ctx.Err())
 			})

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 func (b *bridge) register(s *server.MCPServer) {
@@ -60,16 +60,16 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, hub.AskQuestion, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.AskQuestion, b.dir(req)); res != nil {
 		return res, nil
 	}
-	id := hub.NewID()
+	id := wire.NewID()
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
-		ProjectDirectory: b.dir(req), Question: q, Timeout: hub.Seconds(timeout),
+		ProjectDirectory: b.dir(req), Question: q, Timeout: wire.Seconds(timeout),
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx),
 	}}
-	return b.wait(ctx, req, hub.AskQuestion, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.wait(ctx, req, wire.AskQuestion, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
 	})
 }
@@ -80,16 +80,16 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, hub.TaskFinish, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.TaskFinish, b.dir(req)); res != nil {
 		return res, nil
 	}
-	id := hub.NewID()
+	id := wire.NewID()
 	report := &pb.McpWorkReportRequest{
-		ProjectDirectory: b.dir(req), Summary: sum, Timeout: hub.Seconds(timeout),
+		ProjectDirectory: b.dir(req), Summary: sum, Timeout: wire.Seconds(timeout),
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx),
 	}
-	return b.wait(ctx, req, hub.TaskFinish, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.wait(ctx, req, wire.TaskFinish, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.report(ctx, id, report)
 	})
 }
@@ -144,7 +144,7 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 // client cancels, the request is withdrawn explicitly; when the MCP
 // session ends (Options.Done), it is left pending for the next
 // agentassistant-mcp of the project.
-func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind hub.Kind, id string, timeout time.Duration,
+func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
 	defer stop()
@@ -215,7 +215,7 @@ func retryable(err error) bool {
 // cancelled it, left pending when the whole session is ending (the client
 // is restarting agentassistant-mcp), so the person can still answer and
 // the next agentassistant-mcp of the project gets the answer.
-func (b *bridge) cancelled(kind hub.Kind, id string, waited time.Duration) string {
+func (b *bridge) cancelled(kind wire.Kind, id string, waited time.Duration) string {
 	select {
 	case <-b.o.Done:
 		b.log.Info("MCP session ended; the request stays pending for the next call from this project", "kind", kind, "id", id)
@@ -230,7 +230,7 @@ func (b *bridge) cancelled(kind hub.Kind, id string, waited time.Duration) strin
 // gaveUp says why a call that kept failing to reach the server ended: a
 // server never reached within FirstContact, or one that went away at
 // lostAt (lostErr) and was not back by the request's deadline.
-func (b *bridge) gaveUp(kind hub.Kind, timeout, waited time.Duration, lostAt time.Time, lostErr, last error) string {
+func (b *bridge) gaveUp(kind wire.Kind, timeout, waited time.Duration, lostAt time.Time, lostErr, last error) string {
 	what := kindWord(kind)
 	if lostAt.IsZero() {
 		return fmt.Sprintf("Could not reach agentassistant-srv at %s (%s; tried for %s). The person has not seen the %s. "+
@@ -262,8 +262,8 @@ func (b *bridge) track(id string, waiting bool) {
 	}
 }
 
-func kindWord(k hub.Kind) string {
-	if k == hub.TaskFinish {
+func kindWord(k wire.Kind) string {
+	if k == wire.TaskFinish {
 		return "task report"
 	}
 	return "question"
@@ -285,7 +285,7 @@ func (b *bridge) withdraw(id string) {
 
 // explain turns an error the call cannot recover from into text for the
 // agent.
-func (b *bridge) explain(kind hub.Kind, timeout time.Duration, err error) string {
+func (b *bridge) explain(kind wire.Kind, timeout time.Duration, err error) string {
 	what := kindWord(kind)
 	switch connect.CodeOf(err) {
 	case connect.CodeDeadlineExceeded:
@@ -356,7 +356,7 @@ func rootCause(err error) string {
 
 // toResult turns a person's reply into MCP content: text as text, images
 // as images.
-func toResult(kind hub.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
+func toResult(kind wire.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{IsError: r.GetIsError()}
 	for _, c := range r.GetContents() {
 		switch {
@@ -380,7 +380,7 @@ func toResult(kind hub.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
 	}
 	if len(res.Content) == 0 {
 		msg := "The person answered with an empty reply."
-		if kind == hub.TaskFinish {
+		if kind == wire.TaskFinish {
 			msg = "The person acknowledged the task report without further instructions."
 		}
 		res.Content = append(res.Content, mcp.NewTextContent(msg))

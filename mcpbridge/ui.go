@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // uiTools exposes the host UI's tools (the relay's toolSchema) as MCP
@@ -155,25 +156,8 @@ func (u *uiTools) refresh(ctx context.Context) {
 // parameters|inputSchema} or the OpenAI {function: {...}} shape. The
 // schema gets a required "reason", which the protocol demands.
 func describeHostTool(e json.RawMessage) (name, desc string, schema json.RawMessage) {
-	var t struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Function    *struct {
-			Name        string          `json:"name"`
-			Description string          `json:"description"`
-			Parameters  json.RawMessage `json:"parameters"`
-		} `json:"function"`
-	}
-	_ = json.Unmarshal(e, &t)
+	t := wire.ParseTool(e)
 	params := t.Parameters
-	if len(params) == 0 {
-		params = t.InputSchema
-	}
-	if t.Function != nil && t.Name == "" {
-		t.Name, t.Description, params = t.Function.Name, t.Function.Description, t.Function.Parameters
-	}
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Required   []string                   `json:"required"`
@@ -322,7 +306,7 @@ func (u *uiTools) endSession(ctx context.Context, req mcp.CallToolRequest) (*mcp
 
 // hint adds what to do about an error the agent cannot fix by itself.
 func (u *uiTools) hint(e *pb.RelayError) string {
-	if e.GetCode() == "NO_ACTIVE_SPEC" {
+	if e.GetCode() == wire.NoActiveSpec {
 		return fmt.Sprintf("\nThe web UI is not open. Ask the person to open %s/booking?token=<their token> in a browser, then try again.", u.b.o.ServerURL)
 	}
 	return ""
@@ -350,8 +334,8 @@ func (u *uiTools) describe(st *pb.UIState, e *pb.RelayError) string {
 	var b strings.Builder
 	if st == nil || (!st.GetHostOnline() && st.GetUiSpecJson() == "") {
 		b.WriteString("The web UI (host) is not connected.")
-		if e == nil || e.GetCode() != "NO_ACTIVE_SPEC" {
-			b.WriteString(u.hint(&pb.RelayError{Code: "NO_ACTIVE_SPEC"}))
+		if e == nil || e.GetCode() != wire.NoActiveSpec {
+			b.WriteString(u.hint(&pb.RelayError{Code: wire.NoActiveSpec}))
 		} else {
 			b.WriteString(u.hint(e))
 		}

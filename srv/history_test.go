@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -27,7 +28,7 @@ func TestHistoryPagedAndCleared(t *testing.T) {
 	for i := range 7 {
 		id := fmt.Sprint("h", i)
 		go func() {
-			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: hub.AskQuestion, ID: id, Text: "question " + id, Timeout: time.Minute})
+			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "question " + id, Timeout: time.Minute})
 		}()
 		expect(t, ui, "AskQuestion")
 		if i == 6 {

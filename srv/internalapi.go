@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
-	"github.com/agentassistant/agentassistant/srv/rpc"
 )
 
 // InboxSession names the /ws room of a token in the internal API; any
@@ -72,7 +72,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tokenOf(r *http.Request) string {
-	if tok := rpc.TokenFrom(nil, r.Header); tok != "" {
+	if tok := auth.TokenFrom(nil, r.Header); tok != "" {
 		return tok
 	}
 	return r.URL.Query().Get("token")

@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentassistant/agentassistant/internal/testhost"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -300,48 +301,48 @@ func TestErrorCodes(t *testing.T) {
 	a := joinAgent(t, url, tokA, "codes")
 
 	a.sendJSON(`{not json`)
-	a.expectError(relay.InvalidMessage, "")
+	a.expectError(wire.InvalidMessage, "")
 	a.sendJSON(`{"v":"mvp-0.1","type":"snapshot.get","id":"e1","payload":{}}`)
-	a.expectError(relay.InvalidMessage, "e1")
+	a.expectError(wire.InvalidMessage, "e1")
 	a.sendJSON(`{"v":"mvp-0.2","id":"e2","payload":{}}`)
-	a.expectError(relay.InvalidMessage, "e2")
+	a.expectError(wire.InvalidMessage, "e2")
 	a.sendJSON(`{"v":"mvp-0.2","type":42,"id":"e3"}`)
-	a.expectError(relay.InvalidMessage, "e3")
+	a.expectError(wire.InvalidMessage, "e3")
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e4","payload":[1,2]}`)
-	a.expectError(relay.InvalidMessage, "e4")
+	a.expectError(wire.InvalidMessage, "e4")
 	a.sendJSON(`{"v":"mvp-0.2","type":"launch.missiles","id":"e5","payload":{}}`)
-	a.expectError(relay.InvalidMessage, "e5")
+	a.expectError(wire.InvalidMessage, "e5")
 	if err := a.ws.WriteMessage(websocket.TextMessage, []byte("{\"v\":\"mvp-0.2\",\"type\":\"x\xff\"}")); err != nil {
 		t.Fatal(err)
 	}
-	a.expectError(relay.InvalidMessage, "")
+	a.expectError(wire.InvalidMessage, "")
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e6","payload":{"toolName":"select","params":{"itemId":"m1"}}}`)
-	a.expectError(relay.InvalidParams, "e6")
+	a.expectError(wire.InvalidParams, "e6")
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e7","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"   "}}`)
-	a.expectError(relay.InvalidParams, "e7")
+	a.expectError(wire.InvalidParams, "e7")
 
 	// No host: answered at once.
 	start := time.Now()
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e8","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
-	a.expectError(relay.NoActiveSpec, "e8")
+	a.expectError(wire.NoActiveSpec, "e8")
 	if time.Since(start) > time.Second {
 		t.Errorf("no-host error took %s", time.Since(start))
 	}
 
 	hostFor(t, url, tokA, testhost.Options{Session: "codes"})
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e9","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
-	a.expectError(relay.SessionNotActive, "e9")
+	a.expectError(wire.SessionNotActive, "e9")
 	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"s1","payload":{}}`)
 	a.expect("session.started")
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e10","payload":{"toolName":"setQuantity","params":{"quantity":2},"reason":"r"}}`)
-	p := a.expectError(relay.UnknownTool, "e10")
+	p := a.expectError(wire.UnknownTool, "e10")
 	if !strings.Contains(p["message"].(string), "allowed now: select, next, postMessage") {
 		t.Errorf("UNKNOWN_TOOL message should list the allowed tools: %v", p)
 	}
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e11","payload":{"toolName":"select","params":{"itemId":"nope"},"reason":"r"}}`)
-	a.expectError(relay.InvalidParams, "e11")
+	a.expectError(wire.InvalidParams, "e11")
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e12","payload":{"toolName":"next","params":{},"reason":"r"}}`)
-	a.expectError(relay.ToolExecutionFailed, "e12")
+	a.expectError(wire.ToolExecutionFailed, "e12")
 	// Still joined and working after all of it.
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"ok1","payload":{"toolName":"select","params":{"itemId":"m2"},"reason":"r"}}`)
 	if r := a.expect("tool.result"); r["replyTo"] != "ok1" {
@@ -355,7 +356,7 @@ func TestJoinGuards(t *testing.T) {
 	// join deadline.
 	a := dialAgent(t, url)
 	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"x1","payload":{}}`)
-	a.expectError(relay.InvalidMessage, "x1")
+	a.expectError(wire.InvalidMessage, "x1")
 	select {
 	case _, ok := <-a.in:
 		if ok {
@@ -367,16 +368,16 @@ func TestJoinGuards(t *testing.T) {
 	for _, tok := range []string{"", "wrong-token-123", tokA + "x", tokA[:len(tokA)-1]} {
 		b := dialAgent(t, url)
 		b.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"` + tok + `"}}`)
-		b.expectError(relay.InvalidMessage, "j")
+		b.expectError(wire.InvalidMessage, "j")
 		if _, ok := <-b.in; ok {
 			t.Errorf("token %q: connection not closed", tok)
 		}
 	}
 	c := dialAgent(t, url)
 	c.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"spy","token":"` + tokA + `"}}`)
-	c.expectError(relay.InvalidMessage, "j")
+	c.expectError(wire.InvalidMessage, "j")
 	c.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j2","payload":{"role":"agent","sessionId":"../../etc","token":"` + tokA + `"}}`)
-	c.expectError(relay.InvalidMessage, "j2")
+	c.expectError(wire.InvalidMessage, "j2")
 }
 
 // TestHostTakeoverAndDisconnect: a newer host takes over and the older is
@@ -409,12 +410,12 @@ func TestHostTakeoverAndDisconnect(t *testing.T) {
 
 	start := time.Now()
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c2","payload":{"toolName":"next","params":{},"reason":"r"}}`)
-	p := a.expectError(relay.ToolExecutionFailed, "c2")
+	p := a.expectError(wire.ToolExecutionFailed, "c2")
 	if !strings.Contains(p["message"].(string), "may or may not have happened") || time.Since(start) > 2*time.Second {
 		t.Errorf("mid-call disconnect: %v after %s", p, time.Since(start))
 	}
 	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"c3","payload":{}}`)
-	a.expectError(relay.NoActiveSpec, "c3")
+	a.expectError(wire.NoActiveSpec, "c3")
 }
 
 // TestTwoAgentsAndIsolation: replies go to the agent that asked, even when
@@ -448,7 +449,7 @@ func TestTwoAgentsAndIsolation(t *testing.T) {
 	}
 	x.quiet(300 * time.Millisecond)
 	x.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"peek","payload":{}}`)
-	x.expectError(relay.NoActiveSpec, "peek")
+	x.expectError(wire.NoActiveSpec, "peek")
 }
 
 func TestOversizedFrame(t *testing.T) {
@@ -462,7 +463,7 @@ func TestOversizedFrame(t *testing.T) {
 		t.Errorf("oversized frame: %v, want close 1009", a.endErr)
 	}
 	b.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"still","payload":{}}`)
-	b.expectError(relay.NoActiveSpec, "still")
+	b.expectError(wire.NoActiveSpec, "still")
 }
 
 // TestHostComesBack: a host that drops and rejoins within the grace
@@ -478,7 +479,7 @@ func TestHostComesBack(t *testing.T) {
 	h.Close()
 	a.waitPresence(false)
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c1","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
-	a.expectError(relay.NoActiveSpec, "c1") // at once, while it is away
+	a.expectError(wire.NoActiveSpec, "c1") // at once, while it is away
 	hostFor(t, url, tokA, testhost.Options{})
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c2","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
 	if r := a.expect("tool.result"); r["replyTo"] != "c2" {
@@ -500,5 +501,5 @@ func TestHostComesBack(t *testing.T) {
 		t.Errorf("last logged event = %v", last)
 	}
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c3","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
-	a.expectError(relay.NoActiveSpec, "c3")
+	a.expectError(wire.NoActiveSpec, "c3")
 }

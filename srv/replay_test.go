@@ -7,6 +7,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -27,7 +28,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 
 	ask := func(id string) {
 		go func() {
-			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: hub.AskQuestion, ID: id, Text: id, Timeout: time.Minute})
+			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: id, Timeout: time.Minute})
 		}()
 	}
 	ask("q1")

@@ -17,12 +17,12 @@ import (
 	"github.com/gorilla/websocket"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
-	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
 // badTokens are what each surface must refuse.
@@ -172,7 +172,7 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 				a := dialAgent(t, base)
 				a.sendJSON(fmt.Sprintf(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"host","token":%q}}`, tok))
 				if name != "over-long" {
-					a.expectError(relay.InvalidMessage, "j")
+					a.expectError(wire.InvalidMessage, "j")
 				}
 				if _, open := <-a.in; open {
 					t.Errorf("/agent/ws kept a connection with a %s token", name)
@@ -452,7 +452,7 @@ func TestFailedLoginLimit(t *testing.T) {
 	w.Close()
 	b := dialAgent(t, base)
 	b.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"wrong-token-relay"}}`)
-	b.expectError(relay.InvalidMessage, "j")
+	b.expectError(wire.InvalidMessage, "j")
 	for _, header := range []bool{false, true} {
 		if code, body := connectCall(t, base, "/agentassistproto.SrvAgentAssistControl/CancelRequest", "wrong-token-rpc", header); code != http.StatusUnauthorized {
 			t.Errorf("Connect wrong token (header=%v): %d %s", header, code, body)
@@ -488,7 +488,7 @@ func TestSimultaneousAnswers(t *testing.T) {
 		id := fmt.Sprint("race-", round)
 		done := make(chan *hub.Reply, 1)
 		go func() {
-			r, err := s.Hub().Ask(context.Background(), tokA, hub.Request{Kind: hub.AskQuestion, ID: id, Text: "?", Timeout: time.Minute})
+			r, err := s.Hub().Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "?", Timeout: time.Minute})
 			if err != nil {
 				t.Error(err)
 			}
@@ -529,7 +529,7 @@ func TestSimultaneousAnswers(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = s.Hub().Ask(context.Background(), tokB, hub.Request{Kind: hub.TaskFinish, ID: "herd", Text: "?", Timeout: time.Minute})
+		_, _ = s.Hub().Ask(context.Background(), tokB, hub.Request{Kind: wire.TaskFinish, ID: "herd", Text: "?", Timeout: time.Minute})
 	}()
 	for s.Hub().Validity(tokB, []string{"herd"})["herd"] == false {
 		time.Sleep(time.Millisecond)
@@ -537,7 +537,7 @@ func TestSimultaneousAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
-			if s.Hub().Answer(tokB, hub.TaskFinish, "herd", hub.Reply{ClientID: fmt.Sprint(i)}) == nil {
+			if s.Hub().Answer(tokB, wire.TaskFinish, "herd", hub.Reply{ClientID: fmt.Sprint(i)}) == nil {
 				wins.Add(1)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -150,7 +151,7 @@ func TestMalformedFramesLeaveEverythingWorking(t *testing.T) {
 	// Both connections still work: a request reaches both, an answer lands.
 	done := make(chan *hub.Reply, 1)
 	go func() {
-		r, err := s.Hub().Ask(context.Background(), tokA, hub.Request{Kind: hub.AskQuestion, ID: "q1", Text: "still alive?", Timeout: time.Minute})
+		r, err := s.Hub().Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "still alive?", Timeout: time.Minute})
 		if err != nil {
 			t.Error(err)
 		}
@@ -233,7 +234,7 @@ func TestSlowClientDropped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for i := range 100 {
-		go s.Hub().Ask(ctx, tokA, hub.Request{Kind: hub.AskQuestion, ID: fmt.Sprint("flood-", i), Text: big, Timeout: time.Minute})
+		go s.Hub().Ask(ctx, tokA, hub.Request{Kind: wire.AskQuestion, ID: fmt.Sprint("flood-", i), Text: big, Timeout: time.Minute})
 		expect(t, fast, "AskQuestion")
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -17,6 +17,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
@@ -381,7 +382,7 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 	h := s.Hub()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ask := func(kind hub.Kind, id string) {
+	ask := func(kind wire.Kind, id string) {
 		go func() {
 			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: kind, ID: id, Text: "about " + id, Timeout: time.Hour})
 		}()
@@ -389,11 +390,11 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-	ask(hub.AskQuestion, "early-q")
-	ask(hub.TaskFinish, "early-t")
+	ask(wire.AskQuestion, "early-q")
+	ask(wire.TaskFinish, "early-t")
 	web := login(t, url, tokA, "upstream web")
 	app := login(t, url, tokA, "upstream app")
-	ask(hub.AskQuestion, "live-q") // delivered live: must not come twice
+	ask(wire.AskQuestion, "live-q") // delivered live: must not come twice
 	for _, c := range []*wstest.Client{web, app} {
 		if q := expect(t, c, "AskQuestion").GetAskQuestionRequest(); q.GetID() != "live-q" {
 			t.Fatalf("live: %v", q)

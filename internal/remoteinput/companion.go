@@ -26,6 +26,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/typing"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 const (
@@ -204,7 +205,7 @@ func (c *Companion) session(ctx context.Context) (loggedIn bool, err error) {
 		}
 		return err
 	})
-	login, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: c.o.Token, Nickname: c.o.Nickname})
+	login, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: wire.CmdUserLogin, StrParam: c.o.Token, Nickname: c.o.Nickname})
 	_ = conn.SetWriteDeadline(time.Now().Add(writeWait))
 	if err := conn.WriteMessage(websocket.BinaryMessage, login); err != nil {
 		return false, fmt.Errorf("send login: %w", err)
@@ -222,7 +223,7 @@ func (c *Companion) session(ctx context.Context) (loggedIn bool, err error) {
 			continue
 		}
 		switch m.Cmd {
-		case "UserLogin":
+		case wire.CmdUserLogin:
 			r := m.GetUserLoginResponse()
 			if r == nil {
 				continue
@@ -237,14 +238,14 @@ func (c *Companion) session(ctx context.Context) (loggedIn bool, err error) {
 				c.log.Info("listening: chat messages sent to this device are typed into the focused window",
 					"nickname", m.GetNickname(), "client", r.GetClientId(), "keyboard", c.o.Keyboard.Name())
 			}
-		case "ChatMessageNotification":
+		case wire.CmdChatMessageNotification:
 			c.received(m.GetChatMessageNotification().GetChatMessage())
-		case "SendBackspace":
+		case wire.CmdSendBackspace:
 			// Existing clients' SendBackspaceRequest (WebsocketMessage
 			// field 25); the server names the sender in StrParam and
 			// Nickname.
 			c.enqueue(command{from: m.GetStrParam(), fromNick: m.GetNickname(), verb: Backspace})
-		case "Error":
+		case wire.CmdError:
 			e := m.GetError()
 			c.log.Warn("the server refused a frame", "code", e.GetCode(), "message", e.GetMessage(), "cmd", e.GetCmd())
 		}
@@ -303,7 +304,7 @@ func (c *Companion) reply(to, text string) {
 	}
 	select {
 	case c.out <- &pb.WebsocketMessage{
-		Cmd:                    "SendChatMessage",
+		Cmd:                    wire.CmdSendChatMessage,
 		SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: to, Content: text},
 	}:
 	default:

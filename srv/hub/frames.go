@@ -1,46 +1,13 @@
 package hub
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"math"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-)
-
-// Cmd values of WebsocketMessage.
-const (
-	CmdUserLogin                        = "UserLogin"
-	CmdAskQuestion                      = "AskQuestion"
-	CmdTaskFinish                       = "TaskFinish"
-	CmdAskQuestionReply                 = "AskQuestionReply"
-	CmdTaskFinishReply                  = "TaskFinishReply"
-	CmdAskQuestionReplyNotification     = "AskQuestionReplyNotification"
-	CmdTaskFinishReplyNotification      = "TaskFinishReplyNotification"
-	CmdCheckMessageValidity             = "CheckMessageValidity"
-	CmdGetPendingMessages               = "GetPendingMessages"
-	CmdRequestCancelled                 = "RequestCancelled"
-	CmdRequestAgentStatus               = "RequestAgentStatus"
-	CmdGetOnlineUsers                   = "GetOnlineUsers"
-	CmdSendChatMessage                  = "SendChatMessage"
-	CmdChatMessageNotification          = "ChatMessageNotification"
-	CmdUserConnectionStatusNotification = "UserConnectionStatusNotification"
-	CmdSendBackspace                    = "SendBackspace"
-	CmdError                            = "Error"
-	CmdGetHistory                       = "GetHistory"
-	CmdClearHistory                     = "ClearHistory"
-)
-
-// The current upstream generation's names of the TaskFinish Cmds; the
-// frames are the same (fields 3 and 5).
-const (
-	CmdWorkReport                  = "WorkReport"
-	CmdWorkReportReply             = "WorkReportReply"
-	CmdWorkReportReplyNotification = "WorkReportReplyNotification"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 func marshal(m *pb.WebsocketMessage) []byte {
@@ -59,7 +26,7 @@ func askRequest(p *pending) *pb.AskQuestionRequest {
 		Request: &pb.McpAskQuestionRequest{
 			ProjectDirectory:   p.req.ProjectDirectory,
 			Question:           p.req.Text,
-			Timeout:            Seconds(p.req.Timeout),
+			Timeout:            wire.Seconds(p.req.Timeout),
 			AgentName:          p.req.AgentName,
 			ReasoningModelName: p.req.ReasoningModelName,
 			McpClientName:      p.req.McpClientName,
@@ -75,7 +42,7 @@ func taskRequest(p *pending) *pb.TaskFinishRequest {
 		Request: &pb.McpTaskFinishRequest{
 			ProjectDirectory:   p.req.ProjectDirectory,
 			Summary:            p.req.Text,
-			Timeout:            Seconds(p.req.Timeout),
+			Timeout:            wire.Seconds(p.req.Timeout),
 			AgentName:          p.req.AgentName,
 			ReasoningModelName: p.req.ReasoningModelName,
 			McpClientName:      p.req.McpClientName,
@@ -98,10 +65,10 @@ func bothGenerations(m *pb.WebsocketMessage, current string) []*pb.WebsocketMess
 }
 
 func requestFrame(p *pending) []*pb.WebsocketMessage {
-	if p.req.Kind == AskQuestion {
-		return []*pb.WebsocketMessage{{Cmd: CmdAskQuestion, AskQuestionRequest: askRequest(p)}}
+	if p.req.Kind == wire.AskQuestion {
+		return []*pb.WebsocketMessage{{Cmd: wire.CmdAskQuestion, AskQuestionRequest: askRequest(p)}}
 	}
-	return bothGenerations(&pb.WebsocketMessage{Cmd: CmdTaskFinish, TaskFinishRequest: taskRequest(p)}, CmdWorkReport)
+	return bothGenerations(&pb.WebsocketMessage{Cmd: wire.CmdTaskFinish, TaskFinishRequest: taskRequest(p)}, wire.CmdWorkReport)
 }
 
 func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
@@ -109,9 +76,9 @@ func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
 	if who == "" {
 		who = rep.ClientID
 	}
-	if p.req.Kind == AskQuestion {
+	if p.req.Kind == wire.AskQuestion {
 		return []*pb.WebsocketMessage{{
-			Cmd:                 CmdAskQuestionReplyNotification,
+			Cmd:                 wire.CmdAskQuestionReplyNotification,
 			AskQuestionRequest:  askRequest(p),
 			AskQuestionResponse: AskResponse(p.req.ID, rep),
 			StrParam:            "Response received from client " + who,
@@ -119,12 +86,12 @@ func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
 		}}
 	}
 	return bothGenerations(&pb.WebsocketMessage{
-		Cmd:                CmdTaskFinishReplyNotification,
+		Cmd:                wire.CmdTaskFinishReplyNotification,
 		TaskFinishRequest:  taskRequest(p),
 		TaskFinishResponse: TaskResponse(p.req.ID, rep),
 		StrParam:           "Task completion confirmed by client " + who,
 		Nickname:           rep.Nickname,
-	}, CmdWorkReportReplyNotification)
+	}, wire.CmdWorkReportReplyNotification)
 }
 
 // AskResponse is rep in its AskQuestion wire form.
@@ -139,7 +106,7 @@ func TaskResponse(id string, rep *Reply) *pb.TaskFinishResponse {
 
 func cancelledFrame(p *pending, reason string) []*pb.WebsocketMessage {
 	return []*pb.WebsocketMessage{{
-		Cmd: CmdRequestCancelled,
+		Cmd: wire.CmdRequestCancelled,
 		RequestCancelledNotification: &pb.RequestCancelledNotification{
 			RequestId:   p.req.ID,
 			Reason:      reason,
@@ -150,7 +117,7 @@ func cancelledFrame(p *pending, reason string) []*pb.WebsocketMessage {
 
 func agentStatusFrame(p *pending, gone bool) *pb.WebsocketMessage {
 	return &pb.WebsocketMessage{
-		Cmd: CmdRequestAgentStatus,
+		Cmd: wire.CmdRequestAgentStatus,
 		RequestAgentStatusNotification: &pb.RequestAgentStatusNotification{
 			RequestId:   p.req.ID,
 			MessageType: p.req.Kind.String(),
@@ -165,15 +132,15 @@ func pendingMessages(p *pending) []*pb.PendingMessage {
 	m := &pb.PendingMessage{
 		MessageType: p.req.Kind.String(),
 		CreatedAt:   p.createdAt.UnixMilli(),
-		Timeout:     Seconds(p.req.Timeout),
+		Timeout:     wire.Seconds(p.req.Timeout),
 		AgentGone:   p.gone.Load(),
 	}
-	if p.req.Kind == AskQuestion {
+	if p.req.Kind == wire.AskQuestion {
 		m.AskQuestionRequest = askRequest(p)
 		return []*pb.PendingMessage{m}
 	}
 	m.TaskFinishRequest = taskRequest(p)
-	return []*pb.PendingMessage{m, {MessageType: CmdWorkReport, TaskFinishRequest: m.TaskFinishRequest, CreatedAt: m.CreatedAt, Timeout: m.Timeout}}
+	return []*pb.PendingMessage{m, {MessageType: wire.CmdWorkReport, TaskFinishRequest: m.TaskFinishRequest, CreatedAt: m.CreatedAt, Timeout: m.Timeout}}
 }
 
 func onlineUser(c Client) *pb.OnlineUser {
@@ -182,30 +149,11 @@ func onlineUser(c Client) *pb.OnlineUser {
 
 func statusFrame(c Client, status string, now time.Time) *pb.WebsocketMessage {
 	return &pb.WebsocketMessage{
-		Cmd: CmdUserConnectionStatusNotification,
+		Cmd: wire.CmdUserConnectionStatusNotification,
 		UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
 			User:      onlineUser(c),
 			Status:    status,
 			Timestamp: now.Unix(),
 		},
 	}
-}
-
-func newID() string {
-	b := make([]byte, 12)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// NewID returns a random 96-bit hex identifier for requests and clients.
-func NewID() string { return newID() }
-
-// Seconds is d in whole seconds for the wire's int32 fields, saturating.
-func Seconds(d time.Duration) int32 {
-	return Count(int(d / time.Second))
-}
-
-// Count is n for the wire's int32 fields, saturating.
-func Count(n int) int32 {
-	return int32(min(max(n, 0), math.MaxInt32)) // #nosec G115 -- clamped to int32's range
 }

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
-	"fmt"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -33,28 +33,9 @@ type Client interface {
 	Send(frame []byte) bool
 }
 
-// Kind tells the two request kinds apart.
-type Kind int
-
-const (
-	AskQuestion Kind = iota + 1
-	TaskFinish
-)
-
-// String is the kind's name on the wire ("AskQuestion", "TaskFinish").
-func (k Kind) String() string {
-	switch k {
-	case AskQuestion:
-		return "AskQuestion"
-	case TaskFinish:
-		return "TaskFinish"
-	}
-	return fmt.Sprintf("Kind(%d)", int(k))
-}
-
 // Request is what an agent asks a person: a question or a task report.
 type Request struct {
-	Kind             Kind
+	Kind             wire.Kind
 	ID               string
 	ProjectDirectory string
 	// Text is the question or the summary, markdown.
@@ -129,16 +110,6 @@ const (
 	bigRoomDelay  = 250 * time.Millisecond
 )
 
-// Statuses of UserConnectionStatusNotification. Connected and disconnected
-// are the words existing agentassistant clients act on; a rename is
-// announced as connected again, with the new nickname. StatusChanged is the
-// bare presence notice of big rooms.
-const (
-	StatusConnected    = "connected"
-	StatusDisconnected = "disconnected"
-	StatusChanged      = "changed"
-)
-
 // Hub is safe for concurrent use.
 type Hub struct {
 	log *slog.Logger
@@ -198,7 +169,7 @@ func (q *events) at(i int) *event { return &q.buf[(q.start+i)%len(q.buf)] }
 // New returns an empty hub.
 func New(o Options) *Hub {
 	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
-		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention, epoch: newID()[:12]}
+		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention, epoch: wire.NewID()[:12]}
 	if h.notice <= 0 {
 		h.notice = 5 * time.Second
 	}
@@ -547,7 +518,7 @@ func (q *Request) digest() digest {
 
 // Answer records a reply to the request id of the given kind. The first
 // answer wins; the other clients of the room get a reply notification.
-func (h *Hub) Answer(token string, kind Kind, id string, rep Reply) error {
+func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
@@ -692,7 +663,7 @@ func (h *Hub) Backspace(token string, from Client, to string) error {
 		return ErrNoReceiver
 	}
 	recv.Send(marshal(&pb.WebsocketMessage{
-		Cmd:                  CmdSendBackspace,
+		Cmd:                  wire.CmdSendBackspace,
 		SendBackspaceRequest: &pb.SendBackspaceRequest{ReceiverClientId: to},
 		StrParam:             from.ID(),
 		Nickname:             from.Nickname(),
@@ -760,7 +731,7 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	r.joins++
 	r.joined[c.ID()] = r.joins
 	r.snapshot = nil
-	r.announceLocked(c, StatusConnected, now)
+	r.announceLocked(c, wire.StatusConnected, now)
 	return r.seq, nil
 }
 
@@ -777,7 +748,7 @@ func (r *room) leave(c Client, now time.Time) {
 		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
 	}
 	r.snapshot = nil
-	r.announceLocked(c, StatusDisconnected, now)
+	r.announceLocked(c, wire.StatusDisconnected, now)
 	r.mu.Unlock()
 }
 
@@ -785,7 +756,7 @@ func (r *room) rename(c Client, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.clients[c.ID()] == c {
-		r.announceLocked(c, StatusConnected, now)
+		r.announceLocked(c, wire.StatusConnected, now)
 	}
 }
 
@@ -818,9 +789,9 @@ func (r *room) flushPresence() {
 	}
 	if len(cs) > bigRoom {
 		broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
-			Cmd: CmdUserConnectionStatusNotification,
+			Cmd: wire.CmdUserConnectionStatusNotification,
 			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
-				Status: StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
+				Status: wire.StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
 			},
 		})}, "")
 		return
@@ -833,8 +804,8 @@ func (r *room) flushPresence() {
 	}
 	us := r.onlineUsers()
 	broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
-		Cmd:                    CmdGetOnlineUsers,
-		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: Count(len(us))},
+		Cmd:                    wire.CmdGetOnlineUsers,
+		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: wire.Count(len(us))},
 	})}, "")
 }
 
@@ -899,7 +870,7 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 		return nil, ErrNoReceiver
 	}
 	msg := &pb.ChatMessage{
-		MessageId:        newID(),
+		MessageId:        wire.NewID(),
 		SenderClientId:   from.ID(),
 		SenderNickname:   from.Nickname(),
 		ReceiverClientId: recv.ID(),
@@ -908,7 +879,7 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 		SentAt:           now.Unix(),
 	}
 	recv.Send(marshal(&pb.WebsocketMessage{
-		Cmd:                     CmdChatMessageNotification,
+		Cmd:                     wire.CmdChatMessageNotification,
 		ChatMessageNotification: &pb.ChatMessageNotification{ChatMessage: msg},
 	}))
 	return msg, nil

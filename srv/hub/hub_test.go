@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -49,7 +50,7 @@ func (f *fakeClient) cmds() []string {
 	defer f.mu.Unlock()
 	var out []string
 	for _, m := range f.got {
-		if m.Cmd != CmdUserConnectionStatusNotification {
+		if m.Cmd != wire.CmdUserConnectionStatusNotification {
 			out = append(out, m.Cmd)
 		}
 	}
@@ -79,7 +80,7 @@ func (f *fakeClient) waitFor(t *testing.T, cmd string) *pb.WebsocketMessage {
 func ask(h *Hub, token, id string, timeout time.Duration, ctx context.Context) (chan *Reply, chan error) {
 	rc, ec := make(chan *Reply, 1), make(chan error, 1)
 	go func() {
-		r, err := h.Ask(ctx, token, Request{Kind: AskQuestion, ID: id, Text: "q?", Timeout: timeout})
+		r, err := h.Ask(ctx, token, Request{Kind: wire.AskQuestion, ID: id, Text: "q?", Timeout: timeout})
 		rc <- r
 		ec <- err
 	}()
@@ -94,19 +95,19 @@ func TestFirstAnswerWins(t *testing.T) {
 	h.Join("other", other, nil, Resume{})
 
 	rc, ec := ask(h, "tok", "r1", time.Minute, context.Background())
-	a.waitFor(t, CmdAskQuestion)
-	b.waitFor(t, CmdAskQuestion)
+	a.waitFor(t, wire.CmdAskQuestion)
+	b.waitFor(t, wire.CmdAskQuestion)
 
-	if err := h.Answer("tok", TaskFinish, "r1", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
+	if err := h.Answer("tok", wire.TaskFinish, "r1", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("answer of the wrong kind: %v", err)
 	}
-	if err := h.Answer("other", AskQuestion, "r1", Reply{ClientID: "x"}); !errors.Is(err, ErrNotPending) {
+	if err := h.Answer("other", wire.AskQuestion, "r1", Reply{ClientID: "x"}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("answer from another token: %v", err)
 	}
-	if err := h.Answer("tok", AskQuestion, "r1", Reply{ClientID: "a", Meta: map[string]string{"k": "v"}}); err != nil {
+	if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "a", Meta: map[string]string{"k": "v"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Answer("tok", AskQuestion, "r1", Reply{ClientID: "b"}); !errors.Is(err, ErrNotPending) {
+	if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "b"}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("second answer: %v", err)
 	}
 	if r := <-rc; r == nil || r.ClientID != "a" || r.Meta["k"] != "v" {
@@ -115,7 +116,7 @@ func TestFirstAnswerWins(t *testing.T) {
 	if err := <-ec; err != nil {
 		t.Fatal(err)
 	}
-	n := b.waitFor(t, CmdAskQuestionReplyNotification)
+	n := b.waitFor(t, wire.CmdAskQuestionReplyNotification)
 	if n.GetAskQuestionRequest().GetID() != "r1" || n.GetAskQuestionResponse().GetMeta()["k"] != "v" {
 		t.Errorf("notification = %v", n)
 	}
@@ -139,7 +140,7 @@ func TestTimeoutCancelAndOrphan(t *testing.T) {
 	if err := <-ec; !errors.Is(err, ErrTimeout) {
 		t.Fatalf("err = %v, want ErrTimeout", err)
 	}
-	m := c.waitFor(t, CmdRequestCancelled)
+	m := c.waitFor(t, wire.CmdRequestCancelled)
 	if n := m.GetRequestCancelledNotification(); n.GetRequestId() != "slow" || n.GetReason() != "timeout" || n.GetMessageType() != "AskQuestion" {
 		t.Errorf("cancel notification = %v", n)
 	}
@@ -212,7 +213,7 @@ func TestPendingBeforeLogin(t *testing.T) {
 		t.Fatal("pending leaked to another token")
 	}
 	h.Join("tok", newFake("late"), nil, Resume{})
-	if err := h.Answer("tok", AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
+	if err := h.Answer("tok", wire.AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-rc; r.ClientID != "late" {
@@ -235,14 +236,14 @@ func TestReattach(t *testing.T) {
 	if ps := pendingOf(h, "tok"); len(ps) != 1 {
 		t.Fatalf("pending = %v", ps)
 	}
-	if err := h.Answer("tok", AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
+	if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-rc; r.ClientID != "phone" || <-ec2 != nil {
 		t.Fatalf("re-attached call got %+v", r)
 	}
 	// Answered while the agent was away: asking again hands the answer over.
-	r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "r1", Text: "q?", Timeout: time.Minute})
+	r, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "r1", Text: "q?", Timeout: time.Minute})
 	if err != nil || r.ClientID != "phone" {
 		t.Fatalf("after the answer: %+v %v", r, err)
 	}
@@ -251,7 +252,7 @@ func TestReattach(t *testing.T) {
 	for !h.Validity("tok", []string{"r2"})["r2"] {
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := h.Ask(context.Background(), "tok", Request{Kind: TaskFinish, ID: "r2", Text: "q?", Timeout: time.Minute}); !errors.Is(err, ErrDuplicate) {
+	if _, err := h.Ask(context.Background(), "tok", Request{Kind: wire.TaskFinish, ID: "r2", Text: "q?", Timeout: time.Minute}); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("the same ID as another kind: %v", err)
 	}
 }
@@ -270,7 +271,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
-	if err := h.Answer("tok", AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
+	if err := h.Answer("tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
 		t.Fatal(err)
 	}
 	<-ec2
@@ -297,13 +298,13 @@ func TestRestoreAcrossRestart(t *testing.T) {
 	}
 	rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
 	time.Sleep(20 * time.Millisecond)
-	if err := h2.Answer("tok", AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
+	if err := h2.Answer("tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
 		t.Fatalf("after restart: %+v", r)
 	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
+	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
 	if err != nil || r.Nickname != "laptop" || r.Contents[0].GetImage().GetData() != "AAAA" {
 		t.Fatalf("answer kept across the restart: %+v %v", r, err)
 	}
@@ -314,7 +315,7 @@ func TestClose(t *testing.T) {
 	c := newFake("c")
 	h.Join("tok", c, nil, Resume{})
 	_, ec := ask(h, "tok", "r", time.Minute, context.Background())
-	c.waitFor(t, CmdAskQuestion)
+	c.waitFor(t, wire.CmdAskQuestion)
 	h.Close()
 	h.Close()
 	if err := <-ec; !errors.Is(err, ErrClosed) {
@@ -331,7 +332,7 @@ func TestPresenceAndChat(t *testing.T) {
 	h.Join("tok", a, nil, Resume{})
 	h.Join("tok", b, nil, Resume{})
 	h.Join("other", x, nil, Resume{})
-	st := a.waitFor(t, CmdUserConnectionStatusNotification)
+	st := a.waitFor(t, wire.CmdUserConnectionStatusNotification)
 	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "connected" {
 		t.Errorf("status = %v", u)
 	}
@@ -341,7 +342,7 @@ func TestPresenceAndChat(t *testing.T) {
 	if _, err := h.Chat("tok", a, "b", "hello"); err != nil {
 		t.Fatal(err)
 	}
-	m := b.waitFor(t, CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage()
+	m := b.waitFor(t, wire.CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage()
 	if m.GetContent() != "hello" || m.GetSenderClientId() != "a" || m.GetReceiverNickname() != "nick-b" {
 		t.Errorf("chat = %v", m)
 	}
@@ -382,7 +383,7 @@ func TestPresenceCoalesced(t *testing.T) {
 	for i := range 40 {
 		h.Join("tok", newFake(fmt.Sprint("c", i)), nil, Resume{})
 	}
-	m := watcher.waitFor(t, CmdGetOnlineUsers)
+	m := watcher.waitFor(t, wire.CmdGetOnlineUsers)
 	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 41 {
 		t.Errorf("list of %d", n)
 	}
@@ -414,7 +415,7 @@ func TestBigRoomPresence(t *testing.T) {
 	watcher.mu.Lock()
 	defer watcher.mu.Unlock()
 	got := watcher.got[before:]
-	if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != StatusChanged {
+	if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != wire.StatusChanged {
 		t.Fatalf("200 arrivals in a big room gave the watcher %d frames: %v", len(got), got)
 	}
 }
@@ -510,7 +511,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 	asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
 		ec := make(chan error, 1)
 		go func() {
-			_, err := h.Ask(ctx, "tok", Request{Kind: AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
+			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
 			ec <- err
 		}()
 		return ec
@@ -521,7 +522,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 	for len(pendingOf(h, "tok")) < 2 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := h.Answer("tok", AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+	if err := h.Answer("tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
 		t.Fatal(err)
 	}
 	<-ec2
@@ -556,7 +557,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 			t.Fatalf("%s asked as %q in %q: attached to the pending request", c.id, c.text, c.dir)
 		}
 	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
+	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
 	if err != nil || r.Nickname != "laptop" {
 		t.Fatalf("the same request after the restart: %+v %v", r, err)
 	}
@@ -564,7 +565,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 	for len(pendingOf(h2, "tok")) != 1 {
 		time.Sleep(time.Millisecond)
 	}
-	if err := h2.Answer("tok", AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
+	if err := h2.Answer("tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
 		t.Fatalf("the same pending request after the restart: %v", err)
 	}
 }
@@ -578,7 +579,7 @@ func TestAgentNamesKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := New(Options{Store: db})
-	req := Request{Kind: TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
+	req := Request{Kind: wire.TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
 		AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
 	ctx, cancel := context.WithCancel(context.Background())
 	ec := make(chan error, 1)
@@ -615,7 +616,7 @@ func TestAgentNamesKept(t *testing.T) {
 	for _, p := range ps {
 		named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
 	}
-	if err := h2.Answer("tok", TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
+	if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
 		t.Fatal(err)
 	}
 	items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)

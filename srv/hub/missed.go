@@ -5,6 +5,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -43,7 +44,7 @@ type missed struct {
 
 // Missed is an answer given while no agent waited for it.
 type Missed struct {
-	Kind       Kind
+	Kind       wire.Kind
 	ID         string
 	Text       string // the question or the summary
 	CreatedAt  time.Time
@@ -177,7 +178,7 @@ func (h *Hub) backLocked(r *room, p *pending) [][]byte {
 // restoreMissed brings back an answer kept for an absent agent from the
 // store.
 func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
-	req := Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+	req := Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 		Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
 	p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
 	r.mu.Lock()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -18,7 +19,7 @@ func askIn(h *Hub, id, project string) (cancel context.CancelFunc, reply chan *R
 	ctx, cancel := context.WithCancel(context.Background())
 	reply = make(chan *Reply, 1)
 	go func() {
-		r, _ := h.Ask(ctx, "tok", Request{Kind: AskQuestion, ID: id, ProjectDirectory: project, Text: "q " + id + "?", Timeout: time.Hour})
+		r, _ := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, ProjectDirectory: project, Text: "q " + id + "?", Timeout: time.Hour})
 		reply <- r
 	}()
 	return cancel, reply
@@ -30,7 +31,7 @@ func agentStatus(c *fakeClient, id string) []bool {
 	defer c.mu.Unlock()
 	var out []bool
 	for _, m := range c.got {
-		if n := m.GetRequestAgentStatusNotification(); m.Cmd == CmdRequestAgentStatus && n.GetRequestId() == id {
+		if n := m.GetRequestAgentStatusNotification(); m.Cmd == wire.CmdRequestAgentStatus && n.GetRequestId() == id {
 			out = append(out, n.GetAgentGone())
 		}
 	}
@@ -78,7 +79,7 @@ func TestAgentGoneNotice(t *testing.T) {
 		if ps := pendingOf(h, "tok"); ps[0].GetAgentGone() {
 			t.Fatal("still listed as gone")
 		}
-		if err := h.Answer("tok", AskQuestion, "r1", textReply("yes")); err != nil {
+		if err := h.Answer("tok", wire.AskQuestion, "r1", textReply("yes")); err != nil {
 			t.Fatal(err)
 		}
 		if r := <-reply; r == nil || r.Contents[0].GetText().GetText() != "yes" {
@@ -107,7 +108,7 @@ func TestMissedAnswerHandedOverOnce(t *testing.T) {
 			cancel()
 			synctest.Wait()
 			time.Sleep(time.Second)
-			if err := h.Answer("tok", AskQuestion, id, textReply("answer "+id)); err != nil {
+			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +157,7 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 			cancel()
 			<-reply // Ask returns once the call is detached
 		}
-		if err := h.Answer("tok", AskQuestion, id, textReply("answer "+id)); err != nil {
+		if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
 			t.Fatal(err)
 		}
 		if id == "waited" {
@@ -173,10 +174,10 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 	// Another request reusing gone2's ID gets nothing; gone2's agent
 	// re-attaching by ID gets its answer, which is then no longer offered
 	// to other calls.
-	if _, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "another?", Timeout: time.Hour}); !errors.Is(err, ErrDuplicate) {
+	if _, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "another?", Timeout: time.Hour}); !errors.Is(err, ErrDuplicate) {
 		t.Fatalf("another request with gone2's ID: %v", err)
 	}
-	if r, err := h.Ask(context.Background(), "tok", Request{Kind: AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
+	if r, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
 		r.Contents[0].GetText().GetText() != "answer gone2" {
 		t.Fatalf("re-attached: %v %v", r, err)
 	}
@@ -209,7 +210,7 @@ func TestMissedBounded(t *testing.T) {
 	r := h.room("tok")
 	r.mu.Lock()
 	for i := range maxMissed + 10 {
-		p := &pending{req: Request{Kind: AskQuestion, ID: fmt.Sprint("m", i), ProjectDirectory: "/p"}}
+		p := &pending{req: Request{Kind: wire.AskQuestion, ID: fmt.Sprint("m", i), ProjectDirectory: "/p"}}
 		h.keepMissedLocked(r, p, &Reply{}, now.Add(time.Duration(i)*time.Second))
 	}
 	r.mu.Unlock()

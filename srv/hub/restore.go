@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -82,7 +83,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 
 // requestOf is the request a record keeps.
 func requestOf(rec store.Record) Request {
-	return Request{Kind: Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
 		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName}
 }
@@ -133,7 +134,7 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryI
 	for _, rec := range recs {
 		p := &pending{req: requestOf(rec), token: token, createdAt: rec.CreatedAt}
 		it := &pb.HistoryItem{MessageType: p.req.Kind.String(), CreatedAt: rec.CreatedAt.UnixMilli(), Status: rec.Status, ClosedAt: rec.ClosedAt.UnixMilli()}
-		if p.req.Kind == AskQuestion {
+		if p.req.Kind == wire.AskQuestion {
 			it.AskQuestionRequest = askRequest(p)
 		} else {
 			it.TaskFinishRequest = taskRequest(p)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
@@ -88,13 +89,13 @@ func (c *conn) message(text bool, data []byte) bool {
 func (c *conn) login(m *pb.WebsocketMessage) bool {
 	o := &c.h.o
 	c.SetState(wsconn.Authenticating)
-	if m.Cmd != hub.CmdUserLogin {
+	if m.Cmd != wire.CmdUserLogin {
 		c.sendError("not_logged_in", "send UserLogin with the token first", "", m.Cmd)
 		return true
 	}
 	refuse := func(msg string) bool {
 		c.reply(&pb.WebsocketMessage{
-			Cmd:               hub.CmdUserLogin,
+			Cmd:               wire.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: msg},
 		})
 		c.Shutdown(websocket.ClosePolicyViolation, msg)
@@ -111,7 +112,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	welcome := func(resumed bool) []byte {
 		resumedLogin = resumed
 		b, _ := proto.Marshal(&pb.WebsocketMessage{
-			Cmd:               hub.CmdUserLogin,
+			Cmd:               wire.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
 			Nickname:          nick,
 		})
@@ -156,46 +157,46 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	hb := c.h.o.Hub
 	if c.pushArmed {
 		c.pushArmed = false
-		if m.Cmd != hub.CmdGetPendingMessages {
+		if m.Cmd != wire.CmdGetPendingMessages {
 			hb.PushPending(c.token, c, c.pushUpTo)
 		}
 	}
 	switch m.Cmd {
-	case hub.CmdAskQuestionReply:
+	case wire.CmdAskQuestionReply:
 		id := m.GetAskQuestionRequest().GetID()
 		if id == "" {
 			id = m.GetAskQuestionResponse().GetID()
 		}
 		r := m.GetAskQuestionResponse()
-		c.answer(hub.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
-	case hub.CmdTaskFinishReply, hub.CmdWorkReportReply:
+		c.answer(wire.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
+	case wire.CmdTaskFinishReply, wire.CmdWorkReportReply:
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()
 		}
 		r := m.GetTaskFinishResponse()
-		c.answer(hub.TaskFinish, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
-	case hub.CmdCheckMessageValidity:
+		c.answer(wire.TaskFinish, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
+	case wire.CmdCheckMessageValidity:
 		c.reply(&pb.WebsocketMessage{
 			Cmd: m.Cmd,
 			CheckMessageValidityResponse: &pb.CheckMessageValidityResponse{
 				Validity: hb.Validity(c.token, m.GetCheckMessageValidityRequest().GetRequestIds()),
 			},
 		})
-	case hub.CmdGetPendingMessages:
+	case wire.CmdGetPendingMessages:
 		ps, seq := hb.PendingMessages(c.token)
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
-			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: hub.Count(len(ps))},
+			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: wire.Count(len(ps))},
 			Seq:                        seq,
 		})
-	case hub.CmdGetOnlineUsers:
+	case wire.CmdGetOnlineUsers:
 		us := hb.OnlineUsers(c.token)
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                    m.Cmd,
-			GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: hub.Count(len(us))},
+			GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: wire.Count(len(us))},
 		})
-	case hub.CmdSendChatMessage:
+	case wire.CmdSendChatMessage:
 		req := m.GetSendChatMessageRequest()
 		if req.GetReceiverClientId() == "" || strings.TrimSpace(req.GetContent()) == "" {
 			c.sendError("invalid_request", "SendChatMessage needs receiver_client_id and content", "", m.Cmd)
@@ -204,7 +205,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if _, err := hb.Chat(c.token, c, req.GetReceiverClientId(), req.GetContent()); err != nil {
 			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
 		}
-	case hub.CmdSendBackspace:
+	case wire.CmdSendBackspace:
 		to := m.GetSendBackspaceRequest().GetReceiverClientId()
 		if to == "" {
 			c.sendError("invalid_request", "SendBackspace needs receiver_client_id", "", m.Cmd)
@@ -213,7 +214,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if err := hb.Backspace(c.token, c, to); err != nil {
 			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
 		}
-	case hub.CmdGetHistory:
+	case wire.CmdGetHistory:
 		req := m.GetGetHistoryRequest()
 		before := time.Now()
 		if req.GetBefore() > 0 {
@@ -230,7 +231,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			return
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, GetHistoryResponse: &pb.GetHistoryResponse{Items: items, More: more}})
-	case hub.CmdClearHistory:
+	case wire.CmdClearHistory:
 		n, err := hb.ClearHistory(c.token)
 		if err != nil {
 			c.h.log.Error("clear history", "err", err)
@@ -238,7 +239,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			return
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, StrParam: strconv.Itoa(n)})
-	case hub.CmdUserLogin:
+	case wire.CmdUserLogin:
 		c.rename(m)
 	default:
 		c.sendError("unknown_cmd", "unknown Cmd "+quote(m.Cmd), "", m.Cmd)
@@ -259,7 +260,7 @@ func (c *conn) rename(m *pb.WebsocketMessage) {
 	c.nickname.Store(&nick)
 	hb := c.h.o.Hub
 	c.reply(&pb.WebsocketMessage{
-		Cmd:               hub.CmdUserLogin,
+		Cmd:               wire.CmdUserLogin,
 		UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: hb.Epoch(), Resumed: true},
 		Nickname:          nick,
 	})
@@ -267,7 +268,7 @@ func (c *conn) rename(m *pb.WebsocketMessage) {
 	c.h.log.Info("client renamed", "client", c.id, "nickname", nick)
 }
 
-func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {
+func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {
 	if id == "" {
 		c.sendError("invalid_request", cmd+" needs the request ID", "", cmd)
 		return
@@ -300,7 +301,7 @@ func (c *conn) reply(m *pb.WebsocketMessage) {
 
 func (c *conn) sendError(code, msg, requestID, cmd string) {
 	c.reply(&pb.WebsocketMessage{
-		Cmd:   hub.CmdError,
+		Cmd:   wire.CmdError,
 		Error: &pb.ErrorNotification{Code: code, Message: msg, RequestId: requestID, Cmd: strings.ToValidUTF8(cmd, "")},
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
@@ -115,7 +116,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		release()
 		return // the upgrader has answered
 	}
-	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
+	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: wire.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
 	c.UntilActive(release)
 	c.SetReadLimit(min(h.o.MaxLoginFrame, h.o.MaxFrame))
 	c.SetReadDeadline(time.Now().Add(h.o.LoginTimeout))

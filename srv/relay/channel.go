@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -113,7 +114,7 @@ func (ch *channel) record(direction string, env Envelope) {
 
 // fail answers env's sender with a protocol error.
 func (ch *channel) fail(to *peer, replyTo string, e *Error) {
-	env := Envelope{Type: TypeError, ReplyTo: replyTo, Payload: mustJSON(e)}
+	env := Envelope{Type: wire.TypeError, ReplyTo: replyTo, Payload: mustJSON(e)}
 	ch.record(studylog.Internal, env)
 	to.deliver(env)
 }
@@ -123,12 +124,12 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 	defer ch.mu.Unlock()
 	ch.activity = ch.r.now()
 	switch env.Type {
-	case TypeSessionStart, TypeSnapshotGet, TypeToolCall, TypeAgentMessage, TypeSessionEnd:
-	case TypeJoin:
-		ch.fail(p, env.ID, errorf(InvalidMessage, "already joined"))
+	case wire.TypeSessionStart, wire.TypeSnapshotGet, wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
+	case wire.TypeJoin:
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "already joined"))
 		return
 	default:
-		ch.fail(p, env.ID, errorf(InvalidMessage, "unknown message type %q for an agent", truncate(env.Type, 64)))
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for an agent", truncate(env.Type, 64)))
 		return
 	}
 	if e := checkAgentPayload(env); e != nil {
@@ -136,28 +137,28 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		return
 	}
 	if ch.host == nil {
-		ch.fail(p, env.ID, errorf(NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
+		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
 		return
 	}
 	switch env.Type {
-	case TypeSessionStart:
+	case wire.TypeSessionStart:
 		if ch.log != nil {
-			ch.fail(p, env.ID, errorf(InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
+			ch.fail(p, env.ID, errorf(wire.InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
 			return
 		}
 		if !ch.openSession(p, env.ID) {
 			return
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
-	case TypeToolCall, TypeAgentMessage, TypeSessionEnd:
+	case wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
 		if ch.log == nil {
-			ch.fail(p, env.ID, errorf(SessionNotActive, "no study session is active in relay session %q: send session.start first", ch.name))
+			ch.fail(p, env.ID, errorf(wire.SessionNotActive, "no study session is active in relay session %q: send session.start first", ch.name))
 			return
 		}
 	}
 	hostID, ok := ch.track(p, env)
 	if !ok {
-		ch.fail(p, env.ID, errorf(ToolExecutionFailed, "too many requests waiting for the host"))
+		ch.fail(p, env.ID, errorf(wire.ToolExecutionFailed, "too many requests waiting for the host"))
 		return
 	}
 	env.ID = hostID
@@ -168,7 +169,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 // checkAgentPayload validates what the relay can check before the host.
 func checkAgentPayload(env Envelope) *Error {
 	switch env.Type {
-	case TypeToolCall:
+	case wire.TypeToolCall:
 		var p struct {
 			ToolName json.RawMessage `json:"toolName"`
 			Params   json.RawMessage `json:"params"`
@@ -177,22 +178,22 @@ func checkAgentPayload(env Envelope) *Error {
 		_ = json.Unmarshal(env.Payload, &p)
 		var name, reason string
 		if json.Unmarshal(p.ToolName, &name) != nil || strings.TrimSpace(name) == "" {
-			return errorf(InvalidParams, "tool.call needs payload.toolName (a non-empty string)")
+			return errorf(wire.InvalidParams, "tool.call needs payload.toolName (a non-empty string)")
 		}
 		if json.Unmarshal(p.Reason, &reason) != nil || strings.TrimSpace(reason) == "" {
-			return errorf(InvalidParams, "tool.call needs payload.reason: say why you take this action")
+			return errorf(wire.InvalidParams, "tool.call needs payload.reason: say why you take this action")
 		}
 		if ps := strings.TrimSpace(string(p.Params)); ps != "" && ps != "null" && ps[0] != '{' {
-			return errorf(InvalidParams, "tool.call payload.params must be an object")
+			return errorf(wire.InvalidParams, "tool.call payload.params must be an object")
 		}
-	case TypeAgentMessage:
+	case wire.TypeAgentMessage:
 		var p struct {
 			Text json.RawMessage `json:"text"`
 		}
 		_ = json.Unmarshal(env.Payload, &p)
 		var text string
 		if json.Unmarshal(p.Text, &text) != nil || strings.TrimSpace(text) == "" {
-			return errorf(InvalidParams, "agent.message needs payload.text (a non-empty string)")
+			return errorf(wire.InvalidParams, "agent.message needs payload.text (a non-empty string)")
 		}
 	}
 	return nil
@@ -202,7 +203,7 @@ func checkAgentPayload(env Envelope) *Error {
 // under: the agent's own id unless another call to the host uses it (one
 // in flight, or one whose agent has gone and whose answer may still come).
 func (ch *channel) track(p *peer, env Envelope) (string, bool) {
-	if env.ID == "" && p.local == nil && env.Type == TypeAgentMessage {
+	if env.ID == "" && p.local == nil && env.Type == wire.TypeAgentMessage {
 		return "", true // fire-and-forget; nothing to route back
 	}
 	if len(ch.inflight) >= maxInflight/4 {
@@ -233,13 +234,13 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 
 func (ch *channel) openSession(p *peer, replyTo string) bool {
 	if ch.r.o.Logs == nil {
-		ch.fail(p, replyTo, errorf(ToolExecutionFailed, "study logs are not configured on this server"))
+		ch.fail(p, replyTo, errorf(wire.ToolExecutionFailed, "study logs are not configured on this server"))
 		return false
 	}
 	l, err := ch.r.o.Logs.Create(ch.r.now())
 	if err != nil {
 		ch.r.log.Error("open study log", "err", err)
-		ch.fail(p, replyTo, errorf(ToolExecutionFailed, "cannot open the study log"))
+		ch.fail(p, replyTo, errorf(wire.ToolExecutionFailed, "cannot open the study log"))
 		return false
 	}
 	ch.log = l
@@ -257,7 +258,7 @@ func (ch *channel) tellHost() {
 	if ch.log != nil {
 		p["sessionId"] = ch.log.ID()
 	}
-	ch.host.deliver(Envelope{Type: TypeSession, Payload: mustJSON(p)})
+	ch.host.deliver(Envelope{Type: wire.TypeSession, Payload: mustJSON(p)})
 }
 
 func (ch *channel) closeSession() {
@@ -280,35 +281,35 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		return // replaced; its connection is closing
 	}
 	switch env.Type {
-	case TypeSessionStarted, TypeSnapshotState, TypeToolResult, TypeStateUpdated,
-		TypeUserMessage, TypeSessionEnded, TypeError:
+	case wire.TypeSessionStarted, wire.TypeSnapshotState, wire.TypeToolResult, wire.TypeStateUpdated,
+		wire.TypeUserMessage, wire.TypeSessionEnded, wire.TypeError:
 	default:
-		ch.fail(p, env.ID, errorf(InvalidMessage, "unknown message type %q for a host", truncate(env.Type, 64)))
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for a host", truncate(env.Type, 64)))
 		return
 	}
 	env.Payload = stripBackendData(env.Payload)
 	broadcast := false
 	switch env.Type {
-	case TypeSessionStarted:
+	case wire.TypeSessionStarted:
 		if ch.log == nil && !ch.openSession(p, env.ID) { // started from the host's own UI
 			return
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		broadcast = true
-	case TypeSnapshotState:
+	case wire.TypeSnapshotState:
 		ch.absorbState(env.Payload, false)
 		if ch.log != nil {
 			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		}
-	case TypeToolResult:
+	case wire.TypeToolResult:
 		ch.absorbState(env.Payload, false)
-	case TypeStateUpdated:
+	case wire.TypeStateUpdated:
 		ch.absorbState(env.Payload, true)
 		broadcast = true
-	case TypeUserMessage:
+	case wire.TypeUserMessage:
 		ch.post(env)
 		broadcast = true
-	case TypeSessionEnded:
+	case wire.TypeSessionEnded:
 		if ch.log != nil {
 			env.Payload = setFields(env.Payload, map[string]any{
 				"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true,
@@ -317,10 +318,10 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		broadcast = true
 	}
 	ch.record(studylog.Out, env)
-	if c := ch.inflight[env.ReplyTo]; env.Type == TypeError && c != nil && c.typ == TypeSessionStart {
+	if c := ch.inflight[env.ReplyTo]; env.Type == wire.TypeError && c != nil && c.typ == wire.TypeSessionStart {
 		ch.closeSession() // the host refused to start it
 	}
-	if env.Type == TypeSessionEnded {
+	if env.Type == wire.TypeSessionEnded {
 		ch.closeSession()
 	}
 	ch.route(env, broadcast)
@@ -392,7 +393,7 @@ func (ch *channel) learnTools(schema json.RawMessage) {
 		return
 	}
 	for _, e := range entries {
-		name := ToolName(e)
+		name := wire.ParseTool(e).Name
 		if name == "" {
 			continue
 		}
@@ -406,24 +407,6 @@ func (ch *channel) learnTools(schema json.RawMessage) {
 		ch.toolIndex[name] = len(ch.tools)
 		ch.tools = append(ch.tools, e)
 	}
-}
-
-// ToolName reads a toolSchema entry's name: "name", or "function.name" in
-// the OpenAI function-calling shape.
-func ToolName(entry json.RawMessage) string {
-	var e struct {
-		Name     string `json:"name"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if json.Unmarshal(entry, &e) != nil {
-		return ""
-	}
-	if e.Name != "" {
-		return e.Name
-	}
-	return e.Function.Name
 }
 
 func (ch *channel) post(env Envelope) {
@@ -444,7 +427,7 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if old := ch.host; old != nil {
-		old.deliver(Envelope{Type: TypeReplaced, Payload: mustJSON(map[string]any{
+		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
 			"reason": "a newer host joined this relay session",
 		})})
 		if old.conn != nil {
@@ -458,7 +441,7 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 		ch.hostGone.Stop() // came back in time: the session goes on
 		ch.hostGone = nil
 	}
-	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")})
+	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")})
 	ch.record(studylog.Internal, Envelope{Type: "relay.host.joined", Payload: json.RawMessage("{}")})
 	ch.presence()
 }
@@ -468,11 +451,11 @@ func (ch *channel) joinAgent(p *peer, joinID string) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if len(ch.agents) >= maxAgents {
-		p.deliver(Envelope{Type: TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))})
+		p.deliver(Envelope{Type: wire.TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(wire.InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))})
 		return false
 	}
 	ch.agents[p] = struct{}{}
-	p.deliver(Envelope{Type: TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
+	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
 	return true
 }
 
@@ -517,7 +500,7 @@ func (ch *channel) endForLostHost(round uint64) {
 	}
 	ch.hostGone = nil
 	if ch.host == nil && ch.log != nil {
-		env := Envelope{Type: TypeSessionEnded, Payload: mustJSON(map[string]any{
+		env := Envelope{Type: wire.TypeSessionEnded, Payload: mustJSON(map[string]any{
 			"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "host_gone",
 		})}
 		ch.record(studylog.Internal, env)
@@ -544,13 +527,13 @@ func (ch *channel) failInflight(msg string) {
 	for id, c := range ch.inflight {
 		delete(ch.inflight, id)
 		if c.from != nil {
-			ch.fail(c.from, c.origID, errorf(ToolExecutionFailed, "%s", msg))
+			ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
 		}
 	}
 }
 
 func (ch *channel) presence() {
-	env := Envelope{Type: TypePresence, Payload: mustJSON(map[string]any{"host": ch.host != nil})}
+	env := Envelope{Type: wire.TypePresence, Payload: mustJSON(map[string]any{"host": ch.host != nil})}
 	for a := range ch.agents {
 		a.deliver(env)
 	}

@@ -6,40 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-)
 
-// Version is the protocol version every envelope carries.
-const Version = "mvp-0.2"
-
-// Error codes of the protocol (seed section 5).
-const (
-	InvalidMessage      = "INVALID_MESSAGE"
-	SessionNotActive    = "SESSION_NOT_ACTIVE"
-	UnknownTool         = "UNKNOWN_TOOL"
-	InvalidParams       = "INVALID_PARAMS"
-	NoActiveSpec        = "NO_ACTIVE_SPEC"
-	ToolExecutionFailed = "TOOL_EXECUTION_FAILED"
-)
-
-// Message types.
-const (
-	TypeJoin           = "relay.join"
-	TypeJoined         = "relay.joined"
-	TypeReplaced       = "relay.replaced" // ours: the older host is told a newer one took over
-	TypePresence       = "relay.presence" // ours: agents learn when the host comes and goes
-	TypeSession        = "relay.session"  // ours: the host learns the study session id, however it started
-	TypeSessionStart   = "session.start"
-	TypeSessionStarted = "session.started"
-	TypeSnapshotGet    = "snapshot.get"
-	TypeSnapshotState  = "snapshot.state"
-	TypeToolCall       = "tool.call"
-	TypeToolResult     = "tool.result"
-	TypeAgentMessage   = "agent.message"
-	TypeStateUpdated   = "state.updated"
-	TypeUserMessage    = "user.message"
-	TypeSessionEnd     = "session.end"
-	TypeSessionEnded   = "session.ended"
-	TypeError          = "error"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // Envelope is every message on /agent/ws.
@@ -70,7 +38,7 @@ const maxIDLen = 256
 func Parse(data []byte) (Envelope, *Error) {
 	var env Envelope
 	if !utf8.Valid(data) {
-		return env, errorf(InvalidMessage, "frame is not valid UTF-8")
+		return env, errorf(wire.InvalidMessage, "frame is not valid UTF-8")
 	}
 	var raw struct {
 		V       json.RawMessage `json:"v"`
@@ -80,14 +48,14 @@ func Parse(data []byte) (Envelope, *Error) {
 		Payload json.RawMessage `json:"payload"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return env, errorf(InvalidMessage, "frame is not a JSON object: %v", err)
+		return env, errorf(wire.InvalidMessage, "frame is not a JSON object: %v", err)
 	}
 	str := func(field string, r json.RawMessage, dst *string) *Error {
 		if len(r) == 0 || string(r) == "null" {
 			return nil
 		}
 		if err := json.Unmarshal(r, dst); err != nil {
-			return errorf(InvalidMessage, "%q must be a string", field)
+			return errorf(wire.InvalidMessage, "%q must be a string", field)
 		}
 		return nil
 	}
@@ -96,7 +64,7 @@ func Parse(data []byte) (Envelope, *Error) {
 	}
 	if len(env.ID) > maxIDLen {
 		env.ID = ""
-		return env, errorf(InvalidMessage, "id longer than %d characters", maxIDLen)
+		return env, errorf(wire.InvalidMessage, "id longer than %d characters", maxIDLen)
 	}
 	for _, f := range []struct {
 		name string
@@ -109,20 +77,20 @@ func Parse(data []byte) (Envelope, *Error) {
 	}
 	switch {
 	case env.V == "":
-		return env, errorf(InvalidMessage, "missing \"v\": expected %q", Version)
-	case env.V != Version:
-		return env, errorf(InvalidMessage, "unsupported version %q: expected %q", truncate(env.V, 32), Version)
+		return env, errorf(wire.InvalidMessage, "missing \"v\": expected %q", wire.Version)
+	case env.V != wire.Version:
+		return env, errorf(wire.InvalidMessage, "unsupported version %q: expected %q", truncate(env.V, 32), wire.Version)
 	case env.Type == "":
-		return env, errorf(InvalidMessage, "missing \"type\"")
+		return env, errorf(wire.InvalidMessage, "missing \"type\"")
 	case len(env.ReplyTo) > maxIDLen:
-		return env, errorf(InvalidMessage, "replyTo longer than %d characters", maxIDLen)
+		return env, errorf(wire.InvalidMessage, "replyTo longer than %d characters", maxIDLen)
 	}
 	p := bytes.TrimSpace(raw.Payload)
 	switch {
 	case len(p) == 0 || string(p) == "null":
 		env.Payload = json.RawMessage("{}")
 	case p[0] != '{':
-		return env, errorf(InvalidMessage, "\"payload\" must be an object")
+		return env, errorf(wire.InvalidMessage, "\"payload\" must be an object")
 	default:
 		env.Payload = json.RawMessage(p)
 	}
@@ -139,7 +107,7 @@ func truncate(s string, n int) string {
 // encode renders env for the wire. Payloads here are always valid JSON
 // (parsed or built by us), so encoding cannot fail.
 func encode(env Envelope) []byte {
-	env.V = Version
+	env.V = wire.Version
 	if len(env.Payload) == 0 {
 		env.Payload = json.RawMessage("{}")
 	}

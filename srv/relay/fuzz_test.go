@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // FuzzParse: any frame either parses into a well-formed envelope or gets a
@@ -22,7 +24,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		env, err := Parse(data)
 		if err != nil {
-			if err.Code != InvalidMessage || err.Message == "" {
+			if err.Code != wire.InvalidMessage || err.Message == "" {
 				t.Fatalf("error %+v", err)
 			}
 			if len(env.ID) > maxIDLen {
@@ -30,7 +32,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if env.V != Version || env.Type == "" || !utf8.ValidString(env.Type) {
+		if env.V != wire.Version || env.Type == "" || !utf8.ValidString(env.Type) {
 			t.Fatalf("accepted %+v", env)
 		}
 		var obj map[string]json.RawMessage

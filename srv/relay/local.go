@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -41,7 +42,7 @@ func ValidSession(name string) bool { return name == "" || namePattern.MatchStri
 // returns ctx.Err() if ctx ends first; the request is then forgotten.
 func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage) (Reply, error) {
 	p := &peer{role: "agent", local: make(chan Reply, 1)}
-	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
+	l.ch.fromAgent(p, Envelope{V: wire.Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	select {
 	case r := <-p.local:
@@ -55,13 +56,13 @@ func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage
 // error envelope if the relay or the host refuses it within grace.
 func (l *Local) Post(ctx context.Context, typ string, payload json.RawMessage, grace time.Duration) (Envelope, bool) {
 	p := &peer{role: "agent", local: make(chan Reply, 1)}
-	l.ch.fromAgent(p, Envelope{V: Version, Type: typ, Payload: payload})
+	l.ch.fromAgent(p, Envelope{V: wire.Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case r := <-p.local:
-		return r.Envelope, r.Type == TypeError
+		return r.Envelope, r.Type == wire.TypeError
 	case <-t.C:
 	case <-ctx.Done():
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
-	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -191,10 +191,10 @@ func (r *Relay) serve(c *wsconn.Conn, remote string) {
 		}
 		env, perr := Parse(data)
 		if perr != nil {
-			send(c, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
+			send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
 			if ch != nil {
 				ch.mu.Lock()
-				ch.record(studylog.Internal, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
+				ch.record(studylog.Internal, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
 				ch.mu.Unlock()
 			}
 			continue
@@ -231,38 +231,38 @@ type joinPayload struct {
 // connection must close.
 func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *channel, bool) {
 	fail := func(code, msg string) {
-		send(c, Envelope{Type: TypeError, ReplyTo: env.ID, Payload: mustJSON(&Error{Code: code, Message: msg})})
+		send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(&Error{Code: code, Message: msg})})
 	}
-	if env.Type != TypeJoin {
-		fail(InvalidMessage, "send relay.join first")
+	if env.Type != wire.TypeJoin {
+		fail(wire.InvalidMessage, "send relay.join first")
 		return nil, nil, true
 	}
 	var jp joinPayload
 	if err := json.Unmarshal(env.Payload, &jp); err != nil {
-		fail(InvalidMessage, "relay.join payload: role, sessionId and token must be strings")
+		fail(wire.InvalidMessage, "relay.join payload: role, sessionId and token must be strings")
 		return nil, nil, true
 	}
 	if jp.Role != "host" && jp.Role != "agent" {
-		fail(InvalidMessage, `relay.join payload.role must be "host" or "agent"`)
+		fail(wire.InvalidMessage, `relay.join payload.role must be "host" or "agent"`)
 		return nil, nil, true
 	}
 	if jp.SessionID == "" {
 		jp.SessionID = DefaultSession
 	}
 	if !namePattern.MatchString(jp.SessionID) {
-		fail(InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
+		fail(wire.InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
 		return nil, nil, true
 	}
 	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {
 		r.o.Limiter.Fail(c.Done(), remote) // past the budget, the answer waits
 		r.log.Info("relay.join refused: wrong token", "role", jp.Role, "remote", auth.Key(remote))
-		fail(InvalidMessage, "relay.join: missing or invalid token")
+		fail(wire.InvalidMessage, "relay.join: missing or invalid token")
 		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
 		return nil, nil, false
 	}
 	ch := r.acquire(jp.Token, jp.SessionID)
 	defer r.release(ch) // once joined, the peer holds it
-	p := &peer{role: jp.Role, id: hub.NewID()[:12], conn: c}
+	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c}
 	c.KeepAlive()
 	c.SetState(wsconn.Active)
 	if jp.Role == "host" {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // localHost joins an in-process host to (token, name), as the relay does
@@ -14,7 +16,7 @@ func localHost(r *Relay, token, name string) (*peer, *channel) {
 	defer r.release(ch)
 	p := &peer{role: "host", local: make(chan Reply, 64)}
 	ch.joinHost(p, "j")
-	ch.fromHost(p, Envelope{V: Version, Type: TypeStateUpdated, Payload: json.RawMessage(
+	ch.fromHost(p, Envelope{V: wire.Version, Type: wire.TypeStateUpdated, Payload: json.RawMessage(
 		`{"uiSpec":{"stage":"movie"},"toolSchema":[{"name":"select"}]}`)})
 	return p, ch
 }
@@ -70,7 +72,7 @@ func TestQueuedMessagesHoldTheSession(t *testing.T) {
 		r := New(Options{HostGrace: time.Minute})
 		defer r.Close()
 		p, ch := localHost(r, "tok", "s")
-		ch.fromHost(p, Envelope{V: Version, Type: TypeUserMessage, Payload: json.RawMessage(`{"text":"hi"}`)})
+		ch.fromHost(p, Envelope{V: wire.Version, Type: wire.TypeUserMessage, Payload: json.RawMessage(`{"text":"hi"}`)})
 		ch.leave(p)
 		time.Sleep(time.Hour)
 		synctest.Wait()

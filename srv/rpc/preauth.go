@@ -34,7 +34,7 @@ type preauth struct {
 }
 
 func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if tok := headerToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
+	if tok := auth.HeaderToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
 		r.Body = &callBody{ReadCloser: r.Body}
 		p.full.ServeHTTP(w, r)
 		return
@@ -94,7 +94,7 @@ func markChecked(ctx context.Context) {
 
 // gate refuses a wrong header token before the message is read.
 func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.Peer, h http.Header) (context.Context, error) {
-	if tok := headerToken(h); tok != "" {
+	if tok := auth.HeaderToken(h); tok != "" {
 		return nil, a.check(ctx, tok, peer.Addr)
 	}
 	return nil, nil

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -107,7 +108,7 @@ type service struct{ o Options }
 func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
 	r := req.GetRequest()
 	rep, id, err := s.ask(ctx, hub.Request{
-		Kind: hub.AskQuestion, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetQuestion(),
+		Kind: wire.AskQuestion, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetQuestion(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
 	}, r.GetTimeout())
 	if err != nil {
@@ -119,7 +120,7 @@ func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (
 func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
 	r := req.GetRequest()
 	rep, id, err := s.ask(ctx, hub.Request{
-		Kind: hub.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
+		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
 	}, r.GetTimeout())
 	if err != nil {
@@ -132,7 +133,7 @@ func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*p
 func (s *service) WorkReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.WorkReportResponse, error) {
 	r := req.GetRequest()
 	rep, id, err := s.ask(ctx, hub.Request{
-		Kind: hub.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
+		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
 	}, r.GetTimeout())
 	if err != nil {
@@ -168,7 +169,7 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 	kind, id := req.Kind, req.ID
 	if strings.TrimSpace(req.Text) == "" {
 		what := "Question"
-		if kind == hub.TaskFinish {
+		if kind == wire.TaskFinish {
 			what = "Summary"
 		}
 		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("%s is empty", what))
@@ -177,7 +178,7 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("ID longer than %d bytes", maxIDLen))
 	}
 	if id == "" {
-		id = hub.NewID()
+		id = wire.NewID()
 	}
 	timeout := time.Duration(timeoutSec) * time.Second
 	if timeout <= 0 {
@@ -210,15 +211,15 @@ type replyService struct{ s *service }
 
 func (r replyService) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(ctx, hub.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(ctx, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
 func (r replyService) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(ctx, hub.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(ctx, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
-func (r replyService) answer(ctx context.Context, kind hub.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
+func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
 	if id == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
 	}

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
@@ -38,18 +39,18 @@ func (u uiRelay) local(ctx context.Context, session string) (*relay.Local, error
 func request(ctx context.Context, l *relay.Local, typ string, payload any, timeout time.Duration) (relay.Reply, *pb.RelayError) {
 	b, err := json.Marshal(payload)
 	if err != nil {
-		return relay.Reply{}, &pb.RelayError{Code: relay.InvalidParams, Message: err.Error()}
+		return relay.Reply{}, &pb.RelayError{Code: wire.InvalidParams, Message: err.Error()}
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	env, err := l.Request(cctx, typ, b)
 	if err != nil {
 		if ctx.Err() != nil {
-			return env, &pb.RelayError{Code: relay.ToolExecutionFailed, Message: "cancelled by the agent; the action may or may not have happened"}
+			return env, &pb.RelayError{Code: wire.ToolExecutionFailed, Message: "cancelled by the agent; the action may or may not have happened"}
 		}
-		return env, &pb.RelayError{Code: relay.ToolExecutionFailed, Message: fmt.Sprintf(hostTimeoutError, timeout)}
+		return env, &pb.RelayError{Code: wire.ToolExecutionFailed, Message: fmt.Sprintf(hostTimeoutError, timeout)}
 	}
-	if env.Type == relay.TypeError {
+	if env.Type == wire.TypeError {
 		return env, relayError(env.Payload)
 	}
 	return env, nil
@@ -59,7 +60,7 @@ func relayError(p json.RawMessage) *pb.RelayError {
 	var e relay.Error
 	_ = json.Unmarshal(p, &e)
 	if e.Code == "" {
-		e.Code = relay.ToolExecutionFailed
+		e.Code = wire.ToolExecutionFailed
 	}
 	return &pb.RelayError{Code: e.Code, Message: e.Message}
 }
@@ -70,7 +71,7 @@ func (u uiRelay) StartSession(ctx context.Context, req *pb.StartSessionRequest) 
 		return nil, err
 	}
 	defer l.Close()
-	env, rerr := request(ctx, l, relay.TypeSessionStart, map[string]string{
+	env, rerr := request(ctx, l, wire.TypeSessionStart, map[string]string{
 		"studyId": req.GetStudyId(), "participantId": req.GetParticipantId(),
 	}, hostCallTimeout)
 	if rerr != nil {
@@ -93,7 +94,7 @@ func (u uiRelay) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb
 	if reason == "" {
 		reason = "ended-by-agent"
 	}
-	env, rerr := request(ctx, l, relay.TypeSessionEnd, map[string]string{"reason": reason}, hostCallTimeout)
+	env, rerr := request(ctx, l, wire.TypeSessionEnd, map[string]string{"reason": reason}, hostCallTimeout)
 	if rerr != nil {
 		return &pb.SessionResponse{Error: rerr}, nil
 	}
@@ -112,7 +113,7 @@ func (u uiRelay) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb
 	}
 	defer l.Close()
 	if req.GetRefresh() {
-		if _, rerr := request(ctx, l, relay.TypeSnapshotGet, struct{}{}, hostCallTimeout); rerr != nil {
+		if _, rerr := request(ctx, l, wire.TypeSnapshotGet, struct{}{}, hostCallTimeout); rerr != nil {
 			return &pb.GetUIStateResponse{Error: rerr, State: uiState(l.State())}, nil
 		}
 	}
@@ -130,9 +131,9 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 		params = json.RawMessage("{}")
 	}
 	if !json.Valid(params) || params[0] != '{' {
-		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: relay.InvalidParams, Message: "params must be a JSON object"}}, nil
+		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object"}}, nil
 	}
-	env, rerr := request(ctx, l, relay.TypeToolCall, map[string]any{
+	env, rerr := request(ctx, l, wire.TypeToolCall, map[string]any{
 		"toolName": req.GetToolName(), "params": params, "reason": req.GetReason(),
 	}, hostCallTimeout)
 	if rerr != nil {
@@ -149,7 +150,7 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 	if res.OK != nil && !*res.OK {
 		code := res.Code
 		if code == "" {
-			code = relay.ToolExecutionFailed
+			code = wire.ToolExecutionFailed
 		}
 		out.Error = &pb.RelayError{Code: code, Message: res.Message}
 	}
@@ -170,7 +171,7 @@ func (u uiRelay) PostAgentMessage(ctx context.Context, req *pb.AgentMessageReque
 	}
 	defer l.Close()
 	b, _ := json.Marshal(map[string]string{"text": req.GetText()})
-	if env, failed := l.Post(ctx, relay.TypeAgentMessage, b, agentMsgGrace); failed {
+	if env, failed := l.Post(ctx, wire.TypeAgentMessage, b, agentMsgGrace); failed {
 		return &pb.AgentMessageResponse{Error: relayError(env.Payload)}, nil
 	}
 	return &pb.AgentMessageResponse{}, nil
