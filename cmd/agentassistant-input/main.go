@@ -15,7 +15,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -23,8 +22,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/remoteinput"
@@ -60,19 +57,17 @@ const configName = "agentassistant-mcp.toml"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, LogLevel: "info"}
-	fs := flag.NewFlagSet("agentassistant-input", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := config.NewFlags("agentassistant-input", configName, true, stderr)
 	input := fs.String("input", "", "type this text into the focused window (newlines as Enter) and exit")
 	input64 := fs.String("input64", "", "like -input, the text base64-encoded UTF-8")
 	listen := fs.Bool("listen", false, "join agentassistant-srv as a device and type every chat message sent to it")
-	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
-	host := fs.String("host", cfg.Host, "agentassistant-srv host")
-	port := fs.Int("port", cfg.Port, "agentassistant-srv port")
-	token := fs.String("token", "", "token (default: the one agentassistant-srv generated on this machine)")
+	fs.StringSetting(&cfg.Host, "host", "agentassistant-srv host")
+	fs.IntSetting(&cfg.Port, "port", "agentassistant-srv port")
+	fs.StringSetting(&cfg.Token, "token", "token (default: the one agentassistant-srv generated on this machine)")
 	nickname := fs.String("nickname", "", `name in the inbox's online list (default "PC input (HOSTNAME)"); "`+remoteinput.NicknameMark+`" is put in front`)
 	backend := fs.String("backend", "auto", "how to type: "+strings.Join(typing.Backends(), ", "))
 	maxChars := fs.Int("max-chars", remoteinput.DefaultMaxChars, "longest chat message typed, in characters")
-	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -85,10 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected argument %q (the text goes after -input)", fs.Arg(0))
 	}
 	modes := 0
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, m := range []string{"input", "input64", "listen"} {
-		if set[m] {
+		if fs.Given(m) {
 			modes++
 		}
 	}
@@ -107,7 +100,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	if !*listen {
 		text := *input
-		if set["input64"] {
+		if fs.Given("input64") {
 			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(*input64))
 			if err != nil {
 				return fmt.Errorf("decode -input64: %w", err)
@@ -120,32 +113,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	path, err := config.Find(*configPath, configName)
+	if _, err := fs.Load(&cfg); err != nil {
+		return err
+	}
+	logger, err := config.Logger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err
 	}
-	if path != "" {
-		if _, err := toml.DecodeFile(path, &cfg); err != nil {
-			return fmt.Errorf("read config %s: %w", path, err)
-		}
-	}
-	if set["host"] {
-		cfg.Host = *host
-	}
-	if set["port"] {
-		cfg.Port = *port
-	}
-	if set["token"] {
-		cfg.Token = *token
-	}
-	if set["log-level"] {
-		cfg.LogLevel = *logLevel
-	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if cfg.Token == "" {
 		// Same machine, default data directory: use the server's own token.
 		tok, err := auth.Load(config.AppDir())

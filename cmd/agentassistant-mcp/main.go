@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -60,15 +59,13 @@ const configName = "agentassistant-mcp.toml"
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, LogLevel: "info"}
-	fs := flag.NewFlagSet("agentassistant-mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
-	host := fs.String("host", cfg.Host, "agentassistant-srv host")
-	port := fs.Int("port", cfg.Port, "agentassistant-srv port")
-	token := fs.String("token", "", "token (default: the one agentassistant-srv generated on this machine)")
+	fs := config.NewFlags("agentassistant-mcp", configName, false, stderr)
+	fs.StringSetting(&cfg.Host, "host", "agentassistant-srv host")
+	fs.IntSetting(&cfg.Port, "port", "agentassistant-srv port")
+	fs.StringSetting(&cfg.Token, "token", "token (default: the one agentassistant-srv generated on this machine)")
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
-	session := fs.String("session", "", "relay session of the web UI to drive (default \"default\")")
-	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	fs.StringSetting(&cfg.Session, "session", "relay session of the web UI to drive (default \"default\")")
+	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -77,39 +74,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-mcp"))
 		return err
 	}
-	path, err := config.Find(*configPath, configName)
+	path, err := fs.Load(&cfg)
 	if err != nil {
 		return err
 	}
-	if path != "" {
-		if err := config.Load(path, &cfg); err != nil {
-			return err
-		}
-	}
 	tokenFrom := "" // where the token came from, for messages that must not show it
-	if cfg.Token != "" {
+	switch {
+	case fs.Given("token"):
+		tokenFrom = "the -token flag"
+	case cfg.Token != "":
 		tokenFrom = "agentassistant_server_token in " + path
 	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "host":
-			cfg.Host = *host
-		case "port":
-			cfg.Port = *port
-		case "token":
-			cfg.Token = *token
-			tokenFrom = "the -token flag"
-		case "session":
-			cfg.Session = *session
-		case "log-level":
-			cfg.LogLevel = *logLevel
-		}
-	})
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
+	logger, err := config.Logger(cfg.LogLevel, stderr)
+	if err != nil {
+		return err
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	if cfg.Token == "" {
 		// Same machine, default data directory: use the server's own token.

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -98,16 +97,14 @@ func procs(configured int) int {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
-	fs := flag.NewFlagSet("agentassistant-srv", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
-	host := fs.String("host", cfg.Host, "address to listen on; anything but loopback needs a configured token")
-	port := fs.Int("port", cfg.Port, "port to listen on (0 picks a free one)")
-	token := fs.String("token", "", "token clients must present (default: generated once and kept in the data directory)")
-	dataDir := fs.String("data", cfg.DataDir, "data directory (generated token, logs)")
-	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error")
-	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
-	tlsKey := fs.String("tls-key", "", "TLS key file (PEM)")
+	fs := config.NewFlags("agentassistant-srv", configName, false, stderr)
+	fs.StringSetting(&cfg.Host, "host", "address to listen on; anything but loopback needs a configured token")
+	fs.IntSetting(&cfg.Port, "port", "port to listen on (0 picks a free one)")
+	fs.StringSetting(&cfg.Token, "token", "token clients must present (default: generated once and kept in the data directory)")
+	fs.StringSetting(&cfg.DataDir, "data", "data directory (generated token, logs)")
+	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error")
+	fs.StringSetting(&cfg.TLSCert, "tls-cert", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
+	fs.StringSetting(&cfg.TLSKey, "tls-key", "TLS key file (PEM)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -116,39 +113,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-srv"))
 		return err
 	}
-	path, err := config.Find(*configPath, configName)
+	if _, err := fs.Load(&cfg); err != nil {
+		return err
+	}
+	log, err := config.Logger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err
 	}
-	if path != "" {
-		if err := config.Load(path, &cfg); err != nil {
-			return err
-		}
-	}
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "host":
-			cfg.Host = *host
-		case "port":
-			cfg.Port = *port
-		case "token":
-			cfg.Token = *token
-		case "data":
-			cfg.DataDir = *dataDir
-		case "log-level":
-			cfg.LogLevel = *logLevel
-		case "tls-cert":
-			cfg.TLSCert = *tlsCert
-		case "tls-key":
-			cfg.TLSKey = *tlsKey
-		}
-	})
-
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("log level: %w", err)
-	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if n := procs(cfg.Procs); n > 0 {
 		runtime.GOMAXPROCS(n)
 	}

@@ -1,9 +1,9 @@
-// Package config finds and reads the TOML files of both binaries. Only the
-// mains use it: libraries take typed option structs.
+// Package config is the one way the binaries read their settings: defaults,
+// then the TOML file, then the flags given (Flags). Only the mains use it:
+// libraries take typed option structs.
 package config
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,7 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-// AppDir is the per-user directory, under os.UserConfigDir, where both
+// AppDir is the per-user directory, under os.UserConfigDir, where the
 // binaries look for their config and the server keeps its data by default.
 func AppDir() string {
 	d, err := os.UserConfigDir()
@@ -59,5 +59,11 @@ func Load(path string, v any) error {
 	return nil
 }
 
-// ErrHelp is returned by the mains' flag parsing when -h was asked for.
-var ErrHelp = errors.New("help requested")
+// loadPart is Load for a file shared with another binary: keys this one
+// does not read are that one's business.
+func loadPart(path string, v any) error {
+	if _, err := toml.DecodeFile(path, v); err != nil {
+		return fmt.Errorf("read config %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+)
+
+// Flags is a binary's command line over its config file: a setting's
+// value is its default, then the file's, then the flag's when the flag was
+// given (even with the default value). Declare each setting with
+// StringSetting or IntSetting on the field of the config struct that holds
+// its default, other flags on the FlagSet as usual; then Parse, then Load.
+type Flags struct {
+	*flag.FlagSet
+	file    string  // the config file's name, e.g. agentassistant-srv.toml
+	path    *string // -config
+	partial bool
+	apply   map[string]func() // by flag name: copies the flag's value into the config
+}
+
+// NewFlags returns the flags of program, whose config file is named file;
+// usage and errors go to w. It declares -config. With partial, the file
+// may hold keys the binary does not read (it shares another's file).
+func NewFlags(program, file string, partial bool, w io.Writer) *Flags {
+	fs := flag.NewFlagSet(program, flag.ContinueOnError)
+	fs.SetOutput(w)
+	f := &Flags{FlagSet: fs, file: file, partial: partial, apply: make(map[string]func())}
+	f.path = fs.String("config", "", "config file (default: ./"+file+", then "+file+" in the user config directory)")
+	return f
+}
+
+// StringSetting declares a flag that sets *p; its default is *p now.
+func (f *Flags) StringSetting(p *string, name, usage string) {
+	v := f.FlagSet.String(name, *p, usage)
+	f.apply[name] = func() { *p = *v }
+}
+
+// IntSetting declares a flag that sets *p; its default is *p now.
+func (f *Flags) IntSetting(p *int, name, usage string) {
+	v := f.FlagSet.Int(name, *p, usage)
+	f.apply[name] = func() { *p = *v }
+}
+
+// Given reports whether the flag name was on the command line.
+func (f *Flags) Given(name string) bool {
+	given := false
+	f.Visit(func(fl *flag.Flag) { given = given || fl.Name == name })
+	return given
+}
+
+// Load reads the config file into cfg, the struct whose fields the flags
+// were declared on, then sets the fields of the flags given. It returns
+// the file read, "" when there was none. Call it after Parse.
+func (f *Flags) Load(cfg any) (path string, err error) {
+	path, err = Find(*f.path, f.file)
+	if err != nil {
+		return "", err
+	}
+	if path != "" {
+		read := Load
+		if f.partial {
+			read = loadPart
+		}
+		if err := read(path, cfg); err != nil {
+			return "", err
+		}
+	}
+	f.Visit(func(fl *flag.Flag) {
+		if set := f.apply[fl.Name]; set != nil {
+			set()
+		}
+	})
+	return path, nil
+}
+
+// Logger is the text logger of a binary at level ("debug", "info", "warn"
+// or "error"), writing to w.
+func Logger(level string, w io.Writer) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("log level: %w", err)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

@@ -1,0 +1,96 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type settings struct {
+	Host  string `toml:"host"`
+	Port  int    `toml:"port"`
+	Token string `toml:"token"`
+	Other string `toml:"other"`
+}
+
+func write(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "x.toml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func parse(t *testing.T, partial bool, args ...string) (settings, *Flags, string, error) {
+	t.Helper()
+	cfg := settings{Host: "127.0.0.1", Port: 22080, Other: "default"}
+	var out bytes.Buffer
+	f := NewFlags("prog", "x.toml", partial, &out)
+	f.StringSetting(&cfg.Host, "host", "")
+	f.IntSetting(&cfg.Port, "port", "")
+	f.StringSetting(&cfg.Token, "token", "")
+	if err := f.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	path, err := f.Load(&cfg)
+	return cfg, f, path, err
+}
+
+// TestDefaultsFileFlags: a setting is its default, then the file's, then
+// the flag's when given, even when the flag repeats the default.
+func TestDefaultsFileFlags(t *testing.T) {
+	file := write(t, "host = \"0.0.0.0\"\nport = 9999\ntoken = \"from-file\"\n")
+	cfg, f, path, err := parse(t, false, "-config", file, "-port", "22080", "-token", "from-flag")
+	if err != nil || path != file {
+		t.Fatalf("load: %q %v", path, err)
+	}
+	want := settings{Host: "0.0.0.0", Port: 22080, Token: "from-flag", Other: "default"}
+	if cfg != want {
+		t.Fatalf("got %+v, want %+v", cfg, want)
+	}
+	if !f.Given("token") || f.Given("host") {
+		t.Error("Given does not tell the flags on the command line")
+	}
+	cfg, _, path, err = parse(t, false, "-host", "::1")
+	if err != nil || path != "" || cfg.Host != "::1" || cfg.Port != 22080 {
+		t.Fatalf("no file: %+v %q %v", cfg, path, err)
+	}
+}
+
+// TestUnknownKeys: a binary's own file must not hold keys it does not
+// know (a misspelt setting); a file shared with another binary may.
+func TestUnknownKeys(t *testing.T) {
+	file := write(t, "host = \"h\"\nprot = 1\n")
+	if _, _, _, err := parse(t, false, "-config", file); err == nil || !strings.Contains(err.Error(), "unknown keys: prot") {
+		t.Fatalf("strict: %v", err)
+	}
+	cfg, _, _, err := parse(t, true, "-config", file)
+	if err != nil || cfg.Host != "h" {
+		t.Fatalf("partial: %+v %v", cfg, err)
+	}
+	if _, _, _, err := parse(t, true, "-config", write(t, "host = 5\n")); err == nil || !strings.Contains(err.Error(), "read config") {
+		t.Fatalf("a wrong type in a shared file: %v", err)
+	}
+	if _, _, _, err := parse(t, false, "-config", filepath.Join(t.TempDir(), "missing.toml")); err == nil {
+		t.Fatal("an explicit file that does not exist was ignored")
+	}
+}
+
+func TestLogger(t *testing.T) {
+	var b bytes.Buffer
+	l, err := Logger("warn", &b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Info("hidden")
+	l.Warn("shown")
+	if s := b.String(); strings.Contains(s, "hidden") || !strings.Contains(s, "shown") {
+		t.Fatalf("logged %q", s)
+	}
+	if _, err := Logger("loud", &b); err == nil || !strings.HasPrefix(err.Error(), "log level: ") {
+		t.Fatalf("bad level: %v", err)
+	}
+}
