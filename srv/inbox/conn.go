@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 	"time"
@@ -219,6 +220,10 @@ func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string
 	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.nickname,
 	})
+	if errors.Is(err, hub.ErrNotSaved) {
+		c.sendError("not_saved", err.Error(), id, cmd) // still pending: the person may try again
+		return
+	}
 	if err != nil {
 		c.sendError("not_pending", err.Error(), id, cmd)
 		return
