@@ -13,9 +13,10 @@ import (
 
 // JournalName is the journal file inside the data directory.
 //
-// The writer appends each gathered batch of records to the journal, in
-// one write, and puts them into the database only now and then (a fold:
-// every second, or sooner when many have gathered or someone reads). A
+// The writer appends each batch of records (what was put while it wrote
+// the last one) to the journal, in one write, and puts them into the
+// database only now and then (a fold: every second, or sooner when many
+// have gathered or someone reads). A
 // commit to the database rewrites pages; an append does not, so the
 // records of a busy second cost one commit instead of hundreds. The
 // journal is emptied after each fold; on Open, whatever it still holds
