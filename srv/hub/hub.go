@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -91,8 +92,14 @@ type notSaved struct {
 	err  error
 }
 
+// Error names the system's own reason (a full disk, a file too large)
+// without the server's paths; the log has the whole error.
 func (e *notSaved) Error() string {
-	return "the server cannot save the " + e.what + ": " + e.err.Error()
+	cause := e.err.Error()
+	if errno := syscall.Errno(0); errors.As(e.err, &errno) {
+		cause = errno.Error()
+	}
+	return "the server cannot save the " + e.what + ": " + cause
 }
 func (e *notSaved) Unwrap() error        { return e.err }
 func (e *notSaved) Is(target error) bool { return target == ErrNotSaved }
