@@ -83,7 +83,10 @@ func TestFullDiskInChild(t *testing.T) {
 
 func TestFullDisk(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskInChild$", "-test.v", "-test.count=1")
+	// A child that hangs is killed, and fails the test, rather than outlive it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFullDiskInChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), fullDirEnv+"="+dir)
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "--- PASS: TestFullDiskInChild") {
 		t.Fatalf("child: %v\n%s", err, out)

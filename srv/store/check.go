@@ -67,12 +67,18 @@ func parseMeta(b []byte) (boltMeta, bool) {
 
 // boltFile reads one database file.
 type boltFile struct {
-	r        io.ReaderAt
-	size     int64
-	psize    int64
-	meta     boltMeta
-	hasMeta  bool
-	seen     map[uint64]bool // pages of the tree, each read once
+	r       io.ReaderAt
+	size    int64
+	psize   int64
+	meta    boltMeta
+	hasMeta bool
+	old     bool            // the store says it is of an earlier layout: records without a checksum are sound
+	seen    map[uint64]bool // pages of the tree, each read once
+	// budget is how many more elements a walk may visit. Each element of
+	// a sound file takes 16 bytes of it, so the file's size bounds them;
+	// damaged inline buckets can point their elements at the same bytes
+	// again and again, and would make the walk exponential.
+	budget   int64
 	problems []string
 }
 
@@ -264,6 +270,9 @@ func (f *boltFile) tree(path []string, id uint64, lo, hi []byte, depth int, fn v
 	}
 	last := lo
 	for i, e := range es {
+		if !f.spend() {
+			return last
+		}
 		f.order(path, id, i, e.key, last, hi)
 		next := hi
 		if i+1 < len(es) {
@@ -277,6 +286,9 @@ func (f *boltFile) tree(path []string, id uint64, lo, hi []byte, depth int, fn v
 func (f *boltFile) leaves(path []string, id uint64, es []element, lo, hi []byte, depth int, fn visit) []byte {
 	last := lo
 	for i, e := range es {
+		if !f.spend() {
+			return last
+		}
 		f.order(path, id, i, e.key, last, hi)
 		last = e.key
 		if e.flags&bucketElement != 0 {
@@ -286,6 +298,16 @@ func (f *boltFile) leaves(path []string, id uint64, es []element, lo, hi []byte,
 		fn(path, e.key, e.value)
 	}
 	return last
+}
+
+// spend takes one element from the budget, and reports whether there was
+// one.
+func (f *boltFile) spend() bool {
+	f.budget--
+	if f.budget == -1 {
+		f.problem("more elements than the file has room for: its pages point into each other")
+	}
+	return f.budget >= 0
 }
 
 // order is bbolt's key order check: the first key at or after the one
@@ -347,56 +369,81 @@ func (c *checked) damaged() bool { return c != nil && len(c.problems) > 0 }
 
 // checkFile checks the database in r (size bytes). A sound file gives no
 // problems and no records (bbolt reads them); a damaged one, the problems
-// and every intact record it holds.
+// and every intact record it holds. The check keeps nothing of what it
+// reads; only a damaged file is read a second time, for its records.
 func checkFile(r io.ReaderAt, size int64) *checked {
-	f := &boltFile{r: r, size: size, seen: make(map[uint64]bool)}
-	f.readMetas()
-	recs := make(map[string]Record)
-	var bad []string
-	var count tally
-	var stored, lay []byte
-	if f.hasMeta {
-		f.seen[0], f.seen[1] = true, true
-		var pairs []entry
-		f.tree(nil, f.meta.root, nil, nil, 0, func(path []string, k, v []byte) {
-			switch {
-			case len(path) == 1 && path[0] == string(requests):
-				count.add(k, v)
-				pairs = append(pairs, entry{key: k, val: v})
-			case len(path) == 1 && path[0] == string(meta) && string(k) == string(tallyKey):
-				stored = bytes.Clone(v)
-			case len(path) == 1 && path[0] == string(meta) && string(k) == string(layoutKey):
-				lay = bytes.Clone(v)
-			}
-		})
-		for _, p := range pairs {
-			var rec Record
-			if err := decodeAt(p.key, p.val, &rec, !bytes.Equal(lay, layout)); err != nil {
-				f.problem("record %s is damaged", p.key)
-				bad = append(bad, string(p.key))
-				continue
-			}
-			recs[string(rec.Key())] = rec
-		}
-		f.checkFreelist()
-		if stored != nil && !bytes.Equal(stored, count.bytes()) {
-			var want tally
-			want.read(stored)
-			f.problem("the database holds %d records where %d were written, or some differ from what was written", count.n, want.n)
-		}
-	}
-	c := &checked{problems: f.problems}
+	first, _, _ := readFile(r, size, false)
+	c := &checked{problems: first.problems}
 	if !c.damaged() {
 		return c
 	}
-	c.fromScan = f.scan(recs, lay != nil && !bytes.Equal(lay, layout))
+	var f *boltFile
+	var bad []string
+	f, c.recs, bad = readFile(r, size, true)
+	c.fromScan = f.scan(c.recs, f.old)
 	for _, k := range bad {
-		if _, ok := recs[k]; !ok {
+		if _, ok := c.recs[k]; !ok {
 			c.lost = append(c.lost, k)
 		}
 	}
-	c.recs = recs
 	return c
+}
+
+// readFile walks the database in r, checking it, and returns what is wrong
+// with it, and with keep its intact records (by key) and the keys of
+// damaged ones.
+func readFile(r io.ReaderAt, size int64, keep bool) (*boltFile, map[string]Record, []string) {
+	f := &boltFile{r: r, size: size, seen: make(map[uint64]bool), budget: size/elementSize + 16}
+	f.readMetas()
+	recs := make(map[string]Record)
+	var bad, unsummed []string
+	if !f.hasMeta {
+		return f, recs, nil
+	}
+	var count tally
+	var stored, lay []byte
+	f.seen[0], f.seen[1] = true, true
+	f.tree(nil, f.meta.root, nil, nil, 0, func(path []string, k, v []byte) {
+		switch {
+		case len(path) == 1 && path[0] == string(requests):
+			count.add(k, v)
+			var rec Record
+			summed, err := decodeSummed(v, &rec)
+			if err == nil && v[0] == formatWire && !bytes.Equal(k, rec.Key()) {
+				err = errDamaged
+			}
+			if err != nil {
+				f.problem("record %s is damaged", k)
+				bad = append(bad, string(k))
+				return
+			}
+			if !summed && v[0] == formatWire {
+				unsummed = append(unsummed, string(k)) // damaged, unless the store is of an earlier layout
+			}
+			if keep {
+				recs[string(rec.Key())] = rec
+			}
+		case len(path) == 1 && path[0] == string(meta) && string(k) == string(tallyKey):
+			stored = bytes.Clone(v)
+		case len(path) == 1 && path[0] == string(meta) && string(k) == string(layoutKey):
+			lay = bytes.Clone(v)
+		}
+	})
+	f.old = lay != nil && !bytes.Equal(lay, layout)
+	if bytes.Equal(lay, layout) {
+		for _, k := range unsummed {
+			f.problem("record %s is damaged: it lost its checksum", k)
+			bad = append(bad, k)
+			delete(recs, k)
+		}
+	}
+	f.checkFreelist()
+	if stored != nil && !bytes.Equal(stored, count.bytes()) {
+		var want tally
+		want.read(stored)
+		f.problem("the database holds %d records where %d were written, or some differ from what was written", count.n, want.n)
+	}
+	return f, recs, bad
 }
 
 // decodeAt decodes the record stored under k. A record in the wire format
@@ -422,6 +469,7 @@ func decodeAt(k, v []byte, r *Record, old bool) error {
 // never hides what happened since. It returns how many it added.
 func (f *boltFile) scan(recs map[string]Record, old bool) int {
 	added := 0
+	f.budget = f.size/elementSize + 16
 	var h [pageHeaderSize]byte
 	for id := int64(2); id*f.psize+pageHeaderSize <= f.size; id++ { // the last page may be cut short
 		if f.seen[uint64(id)] {
@@ -439,18 +487,21 @@ func (f *boltFile) scan(recs map[string]Record, old bool) int {
 		if _, err := f.r.ReadAt(b, off); err != nil {
 			continue
 		}
-		added += scanLeaf(b, recs, old, 0)
+		added += f.scanLeaf(b, recs, old, 0)
 	}
 	return added
 }
 
-func scanLeaf(b []byte, recs map[string]Record, old bool, depth int) int {
+func (f *boltFile) scanLeaf(b []byte, recs map[string]Record, old bool, depth int) int {
 	es, _ := elements(b)
 	added := 0
 	for _, e := range es {
+		if f.budget--; f.budget < 0 {
+			return added
+		}
 		if e.flags&bucketElement != 0 {
 			if depth < 4 && len(e.value) > bucketHeaderSize && native.Uint64(e.value) == 0 {
-				added += scanLeaf(e.value[bucketHeaderSize:], recs, old, depth+1)
+				added += f.scanLeaf(e.value[bucketHeaderSize:], recs, old, depth+1)
 			}
 			continue
 		}

@@ -3,8 +3,10 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -58,7 +60,10 @@ func openInChild(t *testing.T, dir string) []string {
 // (the stores' logs among it).
 func openInChildLog(t *testing.T, dirs ...string) ([][]string, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenInChild$", "-test.v", "-test.count=1")
+	// A child that hangs is killed, and fails the test, rather than outlive it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestOpenInChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), childDirEnv+"="+strings.Join(dirs, string(os.PathListSeparator)))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -367,4 +372,69 @@ func TestGarbagePage(t *testing.T) {
 // childOptions log to stdout, where openInChildLog reads them.
 func childOptions() Options {
 	return Options{Logger: slog.New(slog.NewTextHandler(os.Stdout, nil))}
+}
+
+// boltImage is a database file of three 4 KiB pages: the two meta pages
+// and, as the root, the leaf page root.
+func boltImage(root []byte) []byte {
+	const ps = 4096
+	b := make([]byte, 3*ps)
+	for i := range 2 {
+		p := b[i*ps:]
+		native.PutUint64(p, uint64(i))
+		native.PutUint16(p[8:], 0x04) // meta
+		m := p[pageHeaderSize:]
+		native.PutUint32(m, boltMagic)
+		native.PutUint32(m[4:], boltVersion)
+		native.PutUint32(m[8:], ps)
+		native.PutUint64(m[16:], 2) // root page
+		native.PutUint64(m[32:], noFreelist)
+		native.PutUint64(m[40:], 3) // high water mark
+		native.PutUint64(m[48:], uint64(i+1))
+		h := fnv.New64a()
+		h.Write(m[:56])
+		native.PutUint64(m[56:], h.Sum64())
+	}
+	copy(b[2*ps:], root)
+	native.PutUint64(b[2*ps:], 2)
+	return b
+}
+
+// pageOf is a leaf page (or an inline bucket's page) of elements that each
+// point at the same value: the bytes after the elements.
+func pageOf(flags uint32, n int, value []byte) []byte {
+	p := make([]byte, pageHeaderSize+n*elementSize)
+	native.PutUint16(p[8:], leafPage)
+	native.PutUint16(p[10:], uint16(n))
+	for i := range n {
+		e := p[pageHeaderSize+i*elementSize:]
+		native.PutUint32(e, flags)
+		native.PutUint32(e[4:], uint32((n-i)*elementSize)) // the value, just past the last element
+		native.PutUint32(e[12:], uint32(len(value)))
+	}
+	return append(p, value...)
+}
+
+// Inline buckets whose two elements both point at the same nested inline
+// bucket, sixty deep, in one page: 2^60 visits if the walk believed them.
+// Open checks the file in time proportional to its size, and starts.
+func TestInlineBucketsPointingAtTheSameBytes(t *testing.T) {
+	inner := pageOf(0, 0, nil)
+	for range 60 {
+		inner = pageOf(bucketElement, 2, append(make([]byte, bucketHeaderSize), inner...))
+	}
+	root := pageOf(bucketElement, 1, append(make([]byte, bucketHeaderSize), inner...))
+	if len(root) > 4096 {
+		t.Fatalf("the root is %d bytes, more than a page", len(root))
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName), boltImage(root), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := openInChild(t, dir); len(got) != 0 {
+		t.Fatalf("restored %v from a file with no records", got)
+	}
+	if len(aside(t, dir, FileName)) != 1 {
+		t.Fatal("the damaged database was not kept aside")
+	}
 }

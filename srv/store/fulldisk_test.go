@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 const fullDirEnv = "AGENTASSISTANT_STORE_FULL_DIR"
@@ -56,7 +58,10 @@ func TestFullDiskInChild(t *testing.T) {
 // it acknowledged is there after a restart.
 func TestFullDiskRefusesWhatItCannotSave(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFullDiskInChild$", "-test.v", "-test.count=1")
+	// A child that hangs is killed, and fails the test, rather than outlive it.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestFullDiskInChild$", "-test.v", "-test.count=1")
 	cmd.Env = append(os.Environ(), fullDirEnv+"="+dir)
 	b, err := cmd.CombinedOutput()
 	if err != nil {

@@ -114,8 +114,8 @@ func FuzzOpen(f *testing.F) {
 		if baseErr != nil {
 			t.Fatal(baseErr)
 		}
-		if len(patch) > 4096 {
-			patch = patch[:4096]
+		if len(patch) > 512 {
+			patch = patch[:512]
 		}
 		db, journal := bytes.Clone(base.db), bytes.Clone(base.journal)
 		damage := func(b []byte) ([]byte, int, int, int) {
