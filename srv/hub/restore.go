@@ -64,7 +64,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			settledN++
 			continue
 		}
-		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), shown: true}
 		r.mu.Lock()
 		r.pending[rec.ID] = p
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {

@@ -200,6 +200,9 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		return nil, "", connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, hub.ErrClosed):
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, hub.ErrNotSaved):
+		// Not retried by the bridge: the agent hears it at once.
+		return nil, "", connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, "", connect.NewError(connect.CodeCanceled, err)
 	}
@@ -229,6 +232,9 @@ func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick strin
 	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick,
 	})
+	if errors.Is(err, hub.ErrNotSaved) {
+		return nil, connect.NewError(connect.CodeResourceExhausted, err)
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", id, err))
 	}
