@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 type fakeClient struct {
@@ -26,9 +24,11 @@ func newFake(id string) *fakeClient {
 	return &fakeClient{id: id, wake: make(chan struct{}, 100)}
 }
 
-func (f *fakeClient) ID() string             { return f.id }
-func (f *fakeClient) Nickname() string       { return "nick-" + f.id }
+func (f *fakeClient) ID() string       { return f.id }
+func (f *fakeClient) Nickname() string { return "nick-" + f.id }
+
 func (f *fakeClient) ConnectedAt() time.Time { return time.Unix(0, 0) }
+
 func (f *fakeClient) Send(b []byte) bool {
 	var m pb.WebsocketMessage
 	if err := proto.Unmarshal(b, &m); err != nil {
@@ -85,6 +85,11 @@ func ask(h *Hub, token, id string, timeout time.Duration, ctx context.Context) (
 		ec <- err
 	}()
 	return rc, ec
+}
+
+func pendingOf(h *Hub, token string) []*pb.PendingMessage {
+	ps, _ := h.PendingMessages(token)
+	return ps
 }
 
 func TestFirstAnswerWins(t *testing.T) {
@@ -257,59 +262,6 @@ func TestReattach(t *testing.T) {
 	}
 }
 
-func TestRestoreAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	ctx, cancel := context.WithCancel(context.Background())
-	_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
-	_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
-	for len(pendingOf(h, "tok")) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
-	if err := h.Answer("tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
-		t.Fatal(err)
-	}
-	<-ec2
-	h.Close() // the server stops; "survivor" stays pending in the store
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
-	if err != nil || p != 1 || s != 1 {
-		t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
-	}
-	h2.Join("tok", newFake("late"), nil, Resume{})
-	if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
-		t.Fatalf("pending after restart = %v", ps)
-	}
-	rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
-	time.Sleep(20 * time.Millisecond)
-	if err := h2.Answer("tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
-		t.Fatal(err)
-	}
-	if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
-		t.Fatalf("after restart: %+v", r)
-	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
-	if err != nil || r.Nickname != "laptop" || r.Contents[0].GetImage().GetData() != "AAAA" {
-		t.Fatalf("answer kept across the restart: %+v %v", r, err)
-	}
-}
-
 func TestClose(t *testing.T) {
 	h := New(Options{})
 	c := newFake("c")
@@ -324,304 +276,4 @@ func TestClose(t *testing.T) {
 	if got := c.cmds(); len(got) != 1 {
 		t.Errorf("clients told %v on shutdown, want nothing", got)
 	}
-}
-
-func TestPresenceAndChat(t *testing.T) {
-	h := New(Options{})
-	a, b, x := newFake("a"), newFake("b"), newFake("x")
-	h.Join("tok", a, nil, Resume{})
-	h.Join("tok", b, nil, Resume{})
-	h.Join("other", x, nil, Resume{})
-	st := a.waitFor(t, wire.CmdUserConnectionStatusNotification)
-	if u := st.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() != "b" || u.GetStatus() != "connected" {
-		t.Errorf("status = %v", u)
-	}
-	if us := h.OnlineUsers("tok"); len(us) != 2 || us[0].GetClientId() != "a" || us[1].GetClientId() != "b" {
-		t.Errorf("online users = %v", us)
-	}
-	if _, err := h.Chat("tok", a, "b", "hello"); err != nil {
-		t.Fatal(err)
-	}
-	m := b.waitFor(t, wire.CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage()
-	if m.GetContent() != "hello" || m.GetSenderClientId() != "a" || m.GetReceiverNickname() != "nick-b" {
-		t.Errorf("chat = %v", m)
-	}
-	if _, err := h.Chat("tok", a, "x", "across"); !errors.Is(err, ErrNoReceiver) {
-		t.Errorf("chat to another token's client: %v", err)
-	}
-	if got := x.cmds(); len(got) != 0 {
-		t.Errorf("other token got %v", got)
-	}
-	h.Leave("tok", b)
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		a.mu.Lock()
-		off := false
-		for _, m := range a.got {
-			if u := m.GetUserConnectionStatusNotification(); u.GetStatus() == "disconnected" && u.GetUser().GetClientId() == "b" {
-				off = true
-			}
-		}
-		a.mu.Unlock()
-		if off {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no offline notification")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// TestPresenceCoalesced: a crowd joining a small room at once costs each
-// client one online-users list, not a frame per arrival.
-func TestPresenceCoalesced(t *testing.T) {
-	h := New(Options{PresenceDelay: 30 * time.Millisecond})
-	watcher := newFake("watcher")
-	h.Join("tok", watcher, nil, Resume{})
-	time.Sleep(60 * time.Millisecond)
-	for i := range 40 {
-		h.Join("tok", newFake(fmt.Sprint("c", i)), nil, Resume{})
-	}
-	m := watcher.waitFor(t, wire.CmdGetOnlineUsers)
-	if n := m.GetGetOnlineUsersResponse().GetTotalCount(); n != 41 {
-		t.Errorf("list of %d", n)
-	}
-	time.Sleep(60 * time.Millisecond)
-	watcher.mu.Lock()
-	defer watcher.mu.Unlock()
-	if len(watcher.got) > 3 {
-		t.Errorf("the watcher got %d frames for 40 arrivals", len(watcher.got))
-	}
-}
-
-// TestBigRoomPresence: past bigRoom clients, a crowd costs each client one
-// small "changed" notice, not the list.
-func TestBigRoomPresence(t *testing.T) {
-	h := New(Options{PresenceDelay: 10 * time.Millisecond})
-	watcher := newFake("watcher")
-	h.Join("tok", watcher, nil, Resume{})
-	for i := range bigRoom + 10 {
-		h.Join("tok", newFake(fmt.Sprint("c", i)), nil, Resume{})
-	}
-	time.Sleep(bigRoomDelay + 100*time.Millisecond)
-	watcher.mu.Lock()
-	before := len(watcher.got)
-	watcher.mu.Unlock()
-	for i := range 200 {
-		h.Join("tok", newFake(fmt.Sprint("d", i)), nil, Resume{})
-	}
-	time.Sleep(bigRoomDelay + 100*time.Millisecond)
-	watcher.mu.Lock()
-	defer watcher.mu.Unlock()
-	got := watcher.got[before:]
-	if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != wire.StatusChanged {
-		t.Fatalf("200 arrivals in a big room gave the watcher %d frames: %v", len(got), got)
-	}
-}
-
-func pendingOf(h *Hub, token string) []*pb.PendingMessage {
-	ps, _ := h.PendingMessages(token)
-	return ps
-}
-
-// TestSettledBounded: outcomes kept for re-attaching are dropped oldest
-// first, by age and past the cap, without rescanning the rest.
-func TestSettledBounded(t *testing.T) {
-	now := time.Unix(1000, 0)
-	h := New(Options{Now: func() time.Time { return now }, Retention: time.Minute})
-	r := h.room("tok")
-	for i := range maxSettled + 10 {
-		r.keepSettled(fmt.Sprint("s", i), &settled{at: now}, now.Add(-time.Minute))
-	}
-	if len(r.settled) != maxSettled || r.settled["s0"] != nil || r.settled[fmt.Sprint("s", maxSettled+9)] == nil {
-		t.Fatalf("kept %d; s0 %v", len(r.settled), r.settled["s0"] != nil)
-	}
-	now = now.Add(2 * time.Minute)
-	r.keepSettled("fresh", &settled{at: now}, now.Add(-time.Minute))
-	if len(r.settled) != 1 || r.settled["fresh"] == nil || len(r.settledOrder) != 1 {
-		t.Fatalf("after they aged: %d kept, order %d", len(r.settled), len(r.settledOrder))
-	}
-}
-
-func TestReplayRingKeepsTheLastEvents(t *testing.T) {
-	r := &room{}
-	now := time.Now()
-	total := replayEvents + 300
-	for i := 1; i <= total; i++ {
-		r.emitLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, now)
-	}
-	oldest := uint64(total - replayEvents + 1)
-	check := func(from uint64, want int) {
-		t.Helper()
-		got, ok := r.replayLocked(from, now)
-		if !ok || len(got) != want {
-			t.Fatalf("replay from %d: %d events, ok %v; want %d", from, len(got), ok, want)
-		}
-		for i, b := range got {
-			var m pb.WebsocketMessage
-			if err := proto.Unmarshal(b, &m); err != nil || m.Seq != from+uint64(i)+1 {
-				t.Fatalf("replay from %d: event %d has seq %d", from, i, m.Seq)
-			}
-		}
-	}
-	check(oldest-1, replayEvents)
-	check(uint64(total-5), 5)
-	check(uint64(total), 0)
-	if _, ok := r.replayLocked(oldest-2, now); ok {
-		t.Fatal("an event that was overwritten was replayed")
-	}
-	if _, ok := r.replayLocked(oldest-1, now.Add(replayAge+time.Second)); ok {
-		t.Fatal("events older than replayAge were replayed")
-	}
-}
-
-func TestStoredRepliesKeepWhoAnswered(t *testing.T) {
-	for _, rep := range []*Reply{
-		{ClientID: "c1", Nickname: "phone", Meta: map[string]string{"k": "v"}, IsError: true,
-			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes"}}}},
-		{ClientID: "c2"},
-	} {
-		got := decodeReply(encodeReply(rep))
-		if got.ClientID != rep.ClientID || got.Nickname != rep.Nickname || got.IsError != rep.IsError ||
-			fmt.Sprint(got.Meta) != fmt.Sprint(rep.Meta) || len(got.Contents) != len(rep.Contents) {
-			t.Fatalf("decoded %+v, want %+v", got, rep)
-		}
-		for i := range rep.Contents {
-			if !proto.Equal(got.Contents[i], rep.Contents[i]) {
-				t.Fatalf("content %d: %v, want %v", i, got.Contents[i], rep.Contents[i])
-			}
-		}
-		if rep.Meta != nil && len(rep.Meta) != 1 {
-			t.Fatal("encoding changed the caller's map")
-		}
-	}
-}
-
-// TestReattachAfterRestartMustMatch: after a restart, a request restored
-// pending or answered re-attaches only the same request; another one
-// reusing its ID is refused, not attached to it or handed its answer.
-func TestReattachAfterRestartMustMatch(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
-		ec := make(chan error, 1)
-		go func() {
-			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
-			ec <- err
-		}()
-		return ec
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ec := asked(h, "waiting", "/p", "Merge it?", ctx)
-	ec2 := asked(h, "done", "/p", "Ship it?", context.Background())
-	for len(pendingOf(h, "tok")) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := h.Answer("tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
-		t.Fatal(err)
-	}
-	<-ec2
-	h.Close()
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ id, dir, text string }{
-		{"waiting", "/p", "Drop the table?"},
-		{"waiting", "/other", "Merge it?"},
-		{"done", "/p", "Drop the table?"},
-		{"done", "", "Ship it?"},
-	} {
-		select {
-		case err := <-asked(h2, c.id, c.dir, c.text, context.Background()):
-			if !errors.Is(err, ErrDuplicate) {
-				t.Errorf("%s asked as %q in %q: %v, want ErrDuplicate", c.id, c.text, c.dir, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s asked as %q in %q: attached to the pending request", c.id, c.text, c.dir)
-		}
-	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
-	if err != nil || r.Nickname != "laptop" {
-		t.Fatalf("the same request after the restart: %+v %v", r, err)
-	}
-	ec3 := asked(h2, "waiting", "/p", "Merge it?", context.Background())
-	for len(pendingOf(h2, "tok")) != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := h2.Answer("tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
-		t.Fatalf("the same pending request after the restart: %v", err)
-	}
-}
-
-// TestAgentNamesKept: the agent's, model's and MCP client's names travel
-// with a request through the store, a restart and the history.
-func TestAgentNamesKept(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	req := Request{Kind: wire.TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
-		AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
-	ctx, cancel := context.WithCancel(context.Background())
-	ec := make(chan error, 1)
-	go func() { _, err := h.Ask(ctx, "tok", req); ec <- err }()
-	for len(pendingOf(h, "tok")) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	h.Close()
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-		t.Fatal(err)
-	}
-	named := func(what string, r *pb.McpTaskFinishRequest) {
-		t.Helper()
-		if r.GetAgentName() != req.AgentName || r.GetReasoningModelName() != req.ReasoningModelName || r.GetMcpClientName() != req.McpClientName {
-			t.Errorf("%s: %v", what, r)
-		}
-	}
-	ps := pendingOf(h2, "tok")
-	if len(ps) != 2 {
-		t.Fatalf("pending after restart = %v, want the task report under both names", ps)
-	}
-	for _, p := range ps {
-		named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
-	}
-	if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
-		t.Fatal(err)
-	}
-	items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)
-	if err != nil || len(items) != 1 {
-		t.Fatalf("history = %v, %v", items, err)
-	}
-	named("history", items[0].GetTaskFinishRequest().GetRequest())
 }

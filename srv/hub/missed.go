@@ -127,15 +127,6 @@ func (h *Hub) handedOverLocked(r *room, id string) {
 	}
 }
 
-func missedRecord(r *room, m *missed, note string) store.Record {
-	return store.Record{
-		Room: r.digest, ID: m.p.req.ID, Kind: int(m.p.req.Kind),
-		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
-		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
-		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
-	}
-}
-
 // noticeLocked arms the timer that tells the clients no agent waits for
 // p. Called with r.mu held, when p's last caller left.
 func (h *Hub) noticeLocked(r *room, p *pending) {

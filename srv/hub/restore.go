@@ -3,9 +3,6 @@ package hub
 import (
 	"time"
 
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
-
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -79,46 +76,6 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	}
 	h.log.Info("restored requests", "pending", pendingN, "settled", settledN)
 	return pendingN, settledN, nil
-}
-
-// requestOf is the request a record keeps.
-func requestOf(rec store.Record) Request {
-	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
-		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
-		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName}
-}
-
-// encodeReply stores a reply as the wire's response message; who answered
-// travels in its Meta under reserved keys.
-func encodeReply(rep *Reply) []byte {
-	b, _ := proto.Marshal(&pb.AskQuestionResponse{IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents})
-	// The reserved keys are appended as two more entries of the Meta map
-	// (field 3): the same message as if they were in the map, without
-	// copying it.
-	for _, kv := range [2][2]string{{"\x00clientId", rep.ClientID}, {"\x00nickname", rep.Nickname}} {
-		var entry []byte
-		entry = protowire.AppendTag(entry, 1, protowire.BytesType)
-		entry = protowire.AppendString(entry, kv[0])
-		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
-		entry = protowire.AppendString(entry, kv[1])
-		b = protowire.AppendTag(b, 3, protowire.BytesType)
-		b = protowire.AppendBytes(b, entry)
-	}
-	return b
-}
-
-func decodeReply(b []byte) *Reply {
-	var m pb.AskQuestionResponse
-	if proto.Unmarshal(b, &m) != nil {
-		return &Reply{}
-	}
-	rep := &Reply{IsError: m.IsError, Contents: m.Contents, ClientID: m.Meta["\x00clientId"], Nickname: m.Meta["\x00nickname"]}
-	delete(m.Meta, "\x00clientId")
-	delete(m.Meta, "\x00nickname")
-	if len(m.Meta) > 0 {
-		rep.Meta = m.Meta
-	}
-	return rep
 }
 
 // History pages through the settled requests of token, newest first.

@@ -1,0 +1,85 @@
+package hub
+
+import (
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// The mapping between requests and the store's records.
+
+// persist writes p's state and returns what tells when it is saved (nil
+// without a store). Called with r.mu held, so the store sees the changes
+// of a request in the order they happened.
+func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) *store.Ack {
+	if h.store == nil {
+		return nil
+	}
+	rec := store.Record{
+		Room: r.digest, ID: p.req.ID, Kind: int(p.req.Kind),
+		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
+		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
+		Status: status, ClosedNote: note,
+		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
+	}
+	if status != store.Pending {
+		rec.ClosedAt = h.now()
+	}
+	if rep != nil {
+		rec.Reply = encodeReply(rep)
+	}
+	return h.store.Put(rec)
+}
+
+func missedRecord(r *room, m *missed, note string) store.Record {
+	return store.Record{
+		Room: r.digest, ID: m.p.req.ID, Kind: int(m.p.req.Kind),
+		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
+		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
+		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
+	}
+}
+
+// requestOf is the request a record keeps.
+func requestOf(rec store.Record) Request {
+	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
+		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
+		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName}
+}
+
+// encodeReply stores a reply as the wire's response message; who answered
+// travels in its Meta under reserved keys.
+func encodeReply(rep *Reply) []byte {
+	b, _ := proto.Marshal(&pb.AskQuestionResponse{IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents})
+	// The reserved keys are appended as two more entries of the Meta map
+	// (field 3): the same message as if they were in the map, without
+	// copying it.
+	for _, kv := range [2][2]string{{"\x00clientId", rep.ClientID}, {"\x00nickname", rep.Nickname}} {
+		var entry []byte
+		entry = protowire.AppendTag(entry, 1, protowire.BytesType)
+		entry = protowire.AppendString(entry, kv[0])
+		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+		entry = protowire.AppendString(entry, kv[1])
+		b = protowire.AppendTag(b, 3, protowire.BytesType)
+		b = protowire.AppendBytes(b, entry)
+	}
+	return b
+}
+
+func decodeReply(b []byte) *Reply {
+	var m pb.AskQuestionResponse
+	if proto.Unmarshal(b, &m) != nil {
+		return &Reply{}
+	}
+	rep := &Reply{IsError: m.IsError, Contents: m.Contents, ClientID: m.Meta["\x00clientId"], Nickname: m.Meta["\x00nickname"]}
+	delete(m.Meta, "\x00clientId")
+	delete(m.Meta, "\x00nickname")
+	if len(m.Meta) > 0 {
+		rep.Meta = m.Meta
+	}
+	return rep
+}

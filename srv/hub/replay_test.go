@@ -1,0 +1,42 @@
+package hub
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"google.golang.org/protobuf/proto"
+)
+
+func TestReplayRingKeepsTheLastEvents(t *testing.T) {
+	r := &room{}
+	now := time.Now()
+	total := replayEvents + 300
+	for i := 1; i <= total; i++ {
+		r.emitLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, now)
+	}
+	oldest := uint64(total - replayEvents + 1)
+	check := func(from uint64, want int) {
+		t.Helper()
+		got, ok := r.replayLocked(from, now)
+		if !ok || len(got) != want {
+			t.Fatalf("replay from %d: %d events, ok %v; want %d", from, len(got), ok, want)
+		}
+		for i, b := range got {
+			var m pb.WebsocketMessage
+			if err := proto.Unmarshal(b, &m); err != nil || m.Seq != from+uint64(i)+1 {
+				t.Fatalf("replay from %d: event %d has seq %d", from, i, m.Seq)
+			}
+		}
+	}
+	check(oldest-1, replayEvents)
+	check(uint64(total-5), 5)
+	check(uint64(total), 0)
+	if _, ok := r.replayLocked(oldest-2, now); ok {
+		t.Fatal("an event that was overwritten was replayed")
+	}
+	if _, ok := r.replayLocked(oldest-1, now.Add(replayAge+time.Second)); ok {
+		t.Fatal("events older than replayAge were replayed")
+	}
+}

@@ -1,0 +1,238 @@
+package hub
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// room is everything under one token: its clients (membership, in join
+// order: this file), its requests (request.go), the outcomes kept for
+// re-attaching callers (settled.go), the answers kept for absent agents
+// (missed.go), its numbered events (replay.go) and its presence batching
+// (presence.go).
+type room struct {
+	digest  string // the store's name for the room (a digest of its token)
+	mu      sync.Mutex
+	clients map[string]Client
+	joined  map[string]uint64 // client id -> join order
+	joins   uint64
+	// snapshot is clients as a slice for broadcasts; nil after a change
+	// and rebuilt on the next broadcast.
+	snapshot []Client
+	pending  map[string]*pending
+	settled  map[string]*settled
+	// settledOrder is the IDs of settled, oldest first.
+	settledOrder []string
+	seq          uint64 // the last request event's number
+	events       events // the last replayEvents of them
+	activity     time.Time
+
+	// missed holds answers given while no agent waited, by request ID,
+	// until an agent takes them (missed.go); missedOrder is their IDs,
+	// oldest first.
+	missed      map[string]*missed
+	missedOrder []string
+
+	// Presence changes waiting to be announced, in order; the timer that
+	// announces them is armed while the list is not empty.
+	delay    time.Duration
+	presence []presenceChange
+	flushing bool
+}
+
+// Join adds c to the room of token and tells the others it is online.
+// welcome, when not nil, builds the first frame queued to c (told whether
+// the resume worked); then, for a client resuming within the replay
+// window, the events it missed; all atomically with joining, so c misses
+// nothing and gets nothing twice. It returns the number of the room's
+// last event when c joined, for PushPending.
+func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) uint64 {
+	seq, _ := h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+	return seq
+}
+
+// JoinAtMost is Join into a room of at most limit clients: when the room
+// is full, c is not added, welcome is not called and ErrRoomFull is
+// returned. The check and the join are one step, so a burst of logins
+// cannot overshoot the limit.
+func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
+	return h.room(token).join(c, limit, welcome, resume, h.epoch, h.now())
+}
+
+// PushPending sends c the requests of token that were pending before it
+// joined (event number upTo, from Join) and are still pending, oldest
+// first, as the frames that announced them: for clients that never ask
+// for the pending list. Requests asked since reached c when they were.
+func (h *Hub) PushPending(token string, c Client, upTo uint64) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
+	ps := make([]*pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.shown && p.seq <= upTo {
+			ps = append(ps, p)
+		}
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	for _, p := range ps {
+		for _, m := range requestFrame(p) {
+			c.Send(marshal(m))
+		}
+	}
+}
+
+// Leave removes c from the room of token and tells the others.
+func (h *Hub) Leave(token string, c Client) {
+	h.room(token).leave(c, h.now())
+}
+
+// Rename tells the others of token that c, already in the room, has a new
+// nickname (c.Nickname() returns it by now).
+func (h *Hub) Rename(token string, c Client) {
+	h.room(token).rename(c, h.now())
+}
+
+// PendingMessages lists the requests of token still waiting, oldest first,
+// and the number of the room's latest event, from which to resume.
+func (h *Hub) PendingMessages(token string) ([]*pb.PendingMessage, uint64) {
+	return h.room(token).pendingMessages()
+}
+
+// Validity reports, for each id, whether it is still pending under token.
+func (h *Hub) Validity(token string, ids []string) map[string]bool {
+	return h.room(token).validity(ids)
+}
+
+// Status reports the clients logged in under token and when the room last
+// saw a login or a request event.
+func (h *Hub) Status(token string) (clients int, lastActivity time.Time) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clients), r.activity
+}
+
+// Count reports the clients logged in under token.
+func (h *Hub) Count(token string) int {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.clients)
+}
+
+// OnlineUsers lists the clients of token, earliest first.
+func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
+	return h.room(token).onlineUsers()
+}
+
+// join adds c unless the room already has limit clients (0: no limit).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) (uint64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if limit > 0 && len(r.clients) >= limit {
+		return 0, ErrRoomFull
+	}
+	var missed [][]byte
+	resumed := false
+	if resume.From > 0 && resume.Epoch == epoch {
+		missed, resumed = r.replayLocked(resume.From, now)
+	}
+	if welcome != nil {
+		c.Send(welcome(resumed))
+	}
+	for _, f := range missed {
+		c.Send(f)
+	}
+	r.clients[c.ID()] = c
+	r.activity = now
+	r.joins++
+	r.joined[c.ID()] = r.joins
+	r.snapshot = nil
+	r.announceLocked(c, wire.StatusConnected, now)
+	return r.seq, nil
+}
+
+func (r *room) leave(c Client, now time.Time) {
+	r.mu.Lock()
+	if r.clients[c.ID()] != c {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.clients, c.ID())
+	delete(r.joined, c.ID())
+	if len(r.clients) == 0 {
+		// Maps never shrink: start afresh, or a crowd's buckets stay.
+		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
+	}
+	r.snapshot = nil
+	r.announceLocked(c, wire.StatusDisconnected, now)
+	r.mu.Unlock()
+}
+
+func (r *room) rename(c Client, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients[c.ID()] == c {
+		r.announceLocked(c, wire.StatusConnected, now)
+	}
+}
+
+func (r *room) clientsLocked() []Client {
+	if r.snapshot == nil {
+		r.snapshot = make([]Client, 0, len(r.clients))
+		for _, c := range r.clients {
+			r.snapshot = append(r.snapshot, c)
+		}
+	}
+	return r.snapshot
+}
+
+func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
+	r.mu.Lock()
+	ps := make([]*pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.shown {
+			ps = append(ps, p)
+		}
+	}
+	seq := r.seq
+	r.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	out := make([]*pb.PendingMessage, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, pendingMessages(p)...)
+	}
+	return out, seq
+}
+
+func (r *room) validity(ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		p := r.pending[id]
+		out[id] = p != nil && p.shown
+	}
+	return out
+}
+
+// onlineUsers lists the room's clients in the order they joined.
+func (r *room) onlineUsers() []*pb.OnlineUser {
+	r.mu.Lock()
+	cs := append([]Client(nil), r.clientsLocked()...)
+	order := make(map[string]uint64, len(cs))
+	for _, c := range cs {
+		order[c.ID()] = r.joined[c.ID()]
+	}
+	r.mu.Unlock()
+	sort.Slice(cs, func(i, j int) bool { return order[cs[i].ID()] < order[cs[j].ID()] })
+	out := make([]*pb.OnlineUser, len(cs))
+	for i, c := range cs {
+		out[i] = onlineUser(c)
+	}
+	return out
+}

@@ -1,0 +1,37 @@
+package hub
+
+import "time"
+
+// settled is the outcome of a request that is no longer pending, kept for
+// Retention so a caller that re-attaches (same ID, same request) still
+// gets it.
+type settled struct {
+	sum   digest // of the request
+	reply *Reply
+	err   error
+	at    time.Time
+}
+
+// maxSettled caps the outcomes a room keeps in memory for re-attaching
+// callers (the store keeps them all, as history).
+const maxSettled = 4096
+
+// keepSettled records an outcome and forgets those older than cutoff, or
+// beyond maxSettled: outcomes arrive in time order, so the oldest are at
+// the front of settledOrder and each is dropped once.
+func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
+	r.settled[id] = s
+	r.settledOrder = append(r.settledOrder, id)
+	for len(r.settledOrder) > 0 {
+		old := r.settledOrder[0]
+		o := r.settled[old]
+		if o != nil && !o.at.Before(cutoff) && len(r.settledOrder) <= maxSettled {
+			break
+		}
+		if o != nil && o != s {
+			delete(r.settled, old)
+		}
+		r.settledOrder[0] = ""
+		r.settledOrder = r.settledOrder[1:]
+	}
+}
