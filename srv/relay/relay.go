@@ -8,6 +8,19 @@
 // ids kept; the host's replies go back to the agent that asked, its pushes
 // to every agent. backendData never leaves the host. While a study session
 // is active every event is written to its JSONL log before it is forwarded.
+//
+// Files: relay.go the /agent/ws endpoint and relay.join; envelope.go the
+// frames; sessions.go where relay sessions live and when they are freed;
+// channel.go a relay session; members.go its host and agents, and the
+// host's grace; route.go requests and replies between them; state.go the
+// host's state and tools; mailbox.go user messages; study.go the study
+// session; local.go the in-process agent of the MCP bridge.
+//
+// Goroutines: one reader per connection, owned by the relay's set of
+// connections (Close waits for them); the host-grace timer (members.go)
+// runs on its own goroutine and takes the locks as everyone else does.
+// Locks: Relay.mu before channel.mu (sessions.go); the order of the whole
+// server is in docs/architecture.md.
 package relay
 
 import (

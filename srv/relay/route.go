@@ -1,0 +1,240 @@
+package relay
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+)
+
+// Routing: an agent's request goes to the host under an id of its own
+// (track), the host's reply back to that agent under the agent's id
+// (route), a host's push to every agent.
+
+// call is a request forwarded to the host and not yet answered. from is
+// nil once its agent has gone: the call keeps its id taken until the host
+// answers it (or leaves), so the late answer reaches no one else.
+type call struct {
+	from   *peer
+	origID string // the id the agent used; restored in the reply's replyTo
+	typ    string
+	at     time.Time
+}
+
+func (ch *channel) fromAgent(p *peer, env Envelope) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.activity = ch.r.now()
+	switch env.Type {
+	case wire.TypeSessionStart, wire.TypeSnapshotGet, wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
+	case wire.TypeJoin:
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "already joined"))
+		return
+	default:
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for an agent", truncate(env.Type, 64)))
+		return
+	}
+	if e := checkAgentPayload(env); e != nil {
+		ch.fail(p, env.ID, e)
+		return
+	}
+	if ch.host == nil {
+		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
+		return
+	}
+	switch env.Type {
+	case wire.TypeSessionStart:
+		if ch.log != nil {
+			ch.fail(p, env.ID, errorf(wire.InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
+			return
+		}
+		if !ch.openSession(p, env.ID) {
+			return
+		}
+		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+	case wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
+		if ch.log == nil {
+			ch.fail(p, env.ID, errorf(wire.SessionNotActive, "no study session is active in relay session %q: send session.start first", ch.name))
+			return
+		}
+	}
+	hostID, ok := ch.track(p, env)
+	if !ok {
+		ch.fail(p, env.ID, errorf(wire.ToolExecutionFailed, "too many requests waiting for the host"))
+		return
+	}
+	env.ID = hostID
+	ch.record(studylog.In, env)
+	ch.host.deliver(env)
+}
+
+// checkAgentPayload validates what the relay can check before the host.
+func checkAgentPayload(env Envelope) *Error {
+	switch env.Type {
+	case wire.TypeToolCall:
+		var p struct {
+			ToolName json.RawMessage `json:"toolName"`
+			Params   json.RawMessage `json:"params"`
+			Reason   json.RawMessage `json:"reason"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		var name, reason string
+		if json.Unmarshal(p.ToolName, &name) != nil || strings.TrimSpace(name) == "" {
+			return errorf(wire.InvalidParams, "tool.call needs payload.toolName (a non-empty string)")
+		}
+		if json.Unmarshal(p.Reason, &reason) != nil || strings.TrimSpace(reason) == "" {
+			return errorf(wire.InvalidParams, "tool.call needs payload.reason: say why you take this action")
+		}
+		if ps := strings.TrimSpace(string(p.Params)); ps != "" && ps != "null" && ps[0] != '{' {
+			return errorf(wire.InvalidParams, "tool.call payload.params must be an object")
+		}
+	case wire.TypeAgentMessage:
+		var p struct {
+			Text json.RawMessage `json:"text"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		var text string
+		if json.Unmarshal(p.Text, &text) != nil || strings.TrimSpace(text) == "" {
+			return errorf(wire.InvalidParams, "agent.message needs payload.text (a non-empty string)")
+		}
+	}
+	return nil
+}
+
+// track registers a request to the host and returns the id to send it
+// under: the agent's own id unless another call to the host uses it (one
+// in flight, or one whose agent has gone and whose answer may still come).
+func (ch *channel) track(p *peer, env Envelope) (string, bool) {
+	if env.ID == "" && p.local == nil && env.Type == wire.TypeAgentMessage {
+		return "", true // fire-and-forget; nothing to route back
+	}
+	if len(ch.inflight) >= maxInflight/4 {
+		cut := ch.r.now().Add(-2 * time.Minute)
+		for id, c := range ch.inflight {
+			if c.at.Before(cut) {
+				delete(ch.inflight, id)
+			}
+		}
+	}
+	if len(ch.inflight) >= maxInflight {
+		return "", false
+	}
+	// A new name is checked too: an agent may already use it for a call
+	// of its own ("x~1"), and two calls of one name would mix up replies.
+	// At most len(inflight)+1 names are tried.
+	id := env.ID
+	for _, busy := ch.inflight[id]; id == "" || busy; _, busy = ch.inflight[id] {
+		ch.seq++
+		id = "relay-" + strconv.FormatUint(ch.seq, 10)
+		if env.ID != "" {
+			id = env.ID + "~" + strconv.FormatUint(ch.seq, 10)
+		}
+	}
+	ch.inflight[id] = &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
+	return id, true
+}
+
+func (ch *channel) fromHost(p *peer, env Envelope) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.activity = ch.r.now()
+	if p != ch.host {
+		return // replaced; its connection is closing
+	}
+	switch env.Type {
+	case wire.TypeSessionStarted, wire.TypeSnapshotState, wire.TypeToolResult, wire.TypeStateUpdated,
+		wire.TypeUserMessage, wire.TypeSessionEnded, wire.TypeError:
+	default:
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for a host", truncate(env.Type, 64)))
+		return
+	}
+	env.Payload = stripBackendData(env.Payload)
+	broadcast := false
+	switch env.Type {
+	case wire.TypeSessionStarted:
+		if ch.log == nil && !ch.openSession(p, env.ID) { // started from the host's own UI
+			return
+		}
+		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+		broadcast = true
+	case wire.TypeSnapshotState:
+		ch.absorbState(env.Payload, false)
+		if ch.log != nil {
+			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
+		}
+	case wire.TypeToolResult:
+		ch.absorbState(env.Payload, false)
+	case wire.TypeStateUpdated:
+		ch.absorbState(env.Payload, true)
+		broadcast = true
+	case wire.TypeUserMessage:
+		ch.post(env)
+		broadcast = true
+	case wire.TypeSessionEnded:
+		if ch.log != nil {
+			env.Payload = setFields(env.Payload, map[string]any{
+				"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true,
+			})
+		}
+		broadcast = true
+	}
+	ch.record(studylog.Out, env)
+	if c := ch.inflight[env.ReplyTo]; env.Type == wire.TypeError && c != nil && c.typ == wire.TypeSessionStart {
+		ch.closeSession() // the host refused to start it
+	}
+	if env.Type == wire.TypeSessionEnded {
+		ch.closeSession()
+	}
+	ch.route(env, broadcast)
+}
+
+// route sends a host message to the agent whose request it answers, and
+// pushes to every agent. A reply is never anyone else's: one to a call
+// whose agent has gone, or to no call at all, goes nowhere unless it is
+// also an event everyone sees (session.started, state.updated, ...).
+func (ch *channel) route(env Envelope, broadcast bool) {
+	var to *peer
+	if env.ReplyTo == "" {
+		broadcast = true
+	} else if c := ch.inflight[env.ReplyTo]; c != nil {
+		delete(ch.inflight, env.ReplyTo)
+		if to = c.from; to != nil {
+			reply := env
+			reply.ReplyTo = c.origID
+			to.deliverAt(reply, ch.stateVersion)
+		}
+	} else if !broadcast {
+		ch.r.log.Debug("host reply to no call in flight dropped", "relay", ch.name, "type", env.Type)
+	}
+	if broadcast {
+		push := env
+		push.ReplyTo = ""
+		for a := range ch.agents {
+			if a != to {
+				a.deliver(push)
+			}
+		}
+	}
+}
+
+// forget disowns p's requests in flight; their answers go nowhere, and
+// their ids stay taken until the host answers (see call).
+func (ch *channel) forget(p *peer) {
+	for _, c := range ch.inflight {
+		if c.from == p {
+			c.from = nil
+		}
+	}
+}
+
+func (ch *channel) failInflight(msg string) {
+	for id, c := range ch.inflight {
+		delete(ch.inflight, id)
+		if c.from != nil {
+			ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
+		}
+	}
+}
