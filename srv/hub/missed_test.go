@@ -135,71 +135,71 @@ func TestMissedAnswerHandedOverOnce(t *testing.T) {
 // TestMissedAnswerAcrossRestart: a kept answer survives a server restart,
 // and so does its hand-over; an agent re-attaching by ID gets it too.
 func TestMissedAnswerAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	open := func() (*store.Store, *Hub) {
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		open := func() (*store.Store, *Hub) {
+			db, err := store.Open(dir, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := New(Options{Store: db})
+			if _, _, err := h.Restore([]string{"tok"}); err != nil {
+				t.Fatal(err)
+			}
+			return db, h
 		}
-		h := New(Options{Store: db})
-		if _, _, err := h.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
-		return db, h
-	}
-	db, h := open()
-	for _, id := range []string{"gone1", "gone2", "waited"} {
-		cancel, reply := askIn(h, id, "/p")
-		for !h.Validity("tok", []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
-		if id != "waited" {
+		db, h := open()
+		for _, id := range []string{"gone1", "gone2", "waited"} {
+			cancel, reply := askIn(h, id, "/p")
+			synctest.Wait()
+			if id != "waited" {
+				cancel()
+				<-reply // Ask returns once the call is detached
+			}
+			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+				t.Fatal(err)
+			}
+			if id == "waited" {
+				<-reply
+			}
 			cancel()
-			<-reply // Ask returns once the call is detached
 		}
-		if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+		h.Close()
+		if err := db.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if id == "waited" {
-			<-reply
+
+		db, h = open()
+		// Another request reusing gone2's ID gets nothing; gone2's agent
+		// re-attaching by ID gets its answer, which is then no longer offered
+		// to other calls.
+		if _, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "another?", Timeout: time.Hour}); !errors.Is(err, ErrDuplicate) {
+			t.Fatalf("another request with gone2's ID: %v", err)
 		}
-		cancel()
-	}
-	h.Close()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+		if r, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
+			r.Contents[0].GetText().GetText() != "answer gone2" {
+			t.Fatalf("re-attached: %v %v", r, err)
+		}
+		ms := h.TakeMissed("tok", "/p", nil, 0)
+		if len(ms) != 1 || ms[0].ID != "gone1" || ms[0].Reply.Contents[0].GetText().GetText() != "answer gone1" || ms[0].Reply.Nickname != "phone" {
+			t.Fatalf("after a restart: %+v", ms)
+		}
+		h.Close()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 
-	db, h = open()
-	// Another request reusing gone2's ID gets nothing; gone2's agent
-	// re-attaching by ID gets its answer, which is then no longer offered
-	// to other calls.
-	if _, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "another?", Timeout: time.Hour}); !errors.Is(err, ErrDuplicate) {
-		t.Fatalf("another request with gone2's ID: %v", err)
-	}
-	if r, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "gone2", ProjectDirectory: "/p", Text: "q gone2?", Timeout: time.Hour}); err != nil ||
-		r.Contents[0].GetText().GetText() != "answer gone2" {
-		t.Fatalf("re-attached: %v %v", r, err)
-	}
-	ms := h.TakeMissed("tok", "/p", nil, 0)
-	if len(ms) != 1 || ms[0].ID != "gone1" || ms[0].Reply.Contents[0].GetText().GetText() != "answer gone1" || ms[0].Reply.Nickname != "phone" {
-		t.Fatalf("after a restart: %+v", ms)
-	}
-	h.Close()
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, h = open()
-	defer db.Close()
-	if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
-		t.Fatalf("handed over again after a restart: %+v", ms)
-	}
-	// The history still has every answer.
-	items, _, err := h.History("tok", time.Now().Add(time.Hour), 10)
-	if err != nil || len(items) != 3 {
-		t.Fatalf("history: %d items, %v", len(items), err)
-	}
+		db, h = open()
+		defer db.Close()
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("handed over again after a restart: %+v", ms)
+		}
+		// The history still has every answer.
+		items, _, err := h.History("tok", time.Now().Add(time.Hour), 10)
+		if err != nil || len(items) != 3 {
+			t.Fatalf("history: %d items, %v", len(items), err)
+		}
+	})
 }
 
 // TestMissedBounded: a room keeps at most maxMissed answers for absent

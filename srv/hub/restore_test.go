@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -11,183 +12,184 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
+// TestRestoreAcrossRestart runs in a synctest bubble, the store's writer
+// with it: synctest.Wait is "the requests are saved and shown", and "the
+// agent has re-attached", without sleeping.
 func TestRestoreAcrossRestart(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	ctx, cancel := context.WithCancel(context.Background())
-	_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
-	_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
-	for len(pendingOf(h, "tok")) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
-	if err := h.Answer("tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
-		t.Fatal(err)
-	}
-	<-ec2
-	h.Close() // the server stops; "survivor" stays pending in the store
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: db})
+		ctx, cancel := context.WithCancel(context.Background())
+		_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
+		_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
+		synctest.Wait()
+		img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
+		if err := h.Answer("tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
+			t.Fatal(err)
+		}
+		<-ec2
+		h.Close() // the server stops; "survivor" stays pending in the store
+		cancel()
+		<-ec
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
 
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
-	if err != nil || p != 1 || s != 1 {
-		t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
-	}
-	h2.Join("tok", newFake("late"), nil, Resume{})
-	if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
-		t.Fatalf("pending after restart = %v", ps)
-	}
-	rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
-	time.Sleep(20 * time.Millisecond)
-	if err := h2.Answer("tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
-		t.Fatal(err)
-	}
-	if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
-		t.Fatalf("after restart: %+v", r)
-	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
-	if err != nil || r.Nickname != "laptop" || r.Contents[0].GetImage().GetData() != "AAAA" {
-		t.Fatalf("answer kept across the restart: %+v %v", r, err)
-	}
+		db, err = store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
+		if err != nil || p != 1 || s != 1 {
+			t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
+		}
+		h2.Join("tok", newFake("late"), nil, Resume{})
+		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
+			t.Fatalf("pending after restart = %v", ps)
+		}
+		rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
+		synctest.Wait()
+		if err := h2.Answer("tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
+			t.Fatalf("after restart: %+v", r)
+		}
+		r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "answered", Text: "q?", Timeout: time.Minute})
+		if err != nil || r.Nickname != "laptop" || r.Contents[0].GetImage().GetData() != "AAAA" {
+			t.Fatalf("answer kept across the restart: %+v %v", r, err)
+		}
+	})
 }
 
 // TestReattachAfterRestartMustMatch: after a restart, a request restored
 // pending or answered re-attaches only the same request; another one
 // reusing its ID is refused, not attached to it or handed its answer.
 func TestReattachAfterRestartMustMatch(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
-		ec := make(chan error, 1)
-		go func() {
-			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
-			ec <- err
-		}()
-		return ec
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ec := asked(h, "waiting", "/p", "Merge it?", ctx)
-	ec2 := asked(h, "done", "/p", "Ship it?", context.Background())
-	for len(pendingOf(h, "tok")) < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := h.Answer("tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
-		t.Fatal(err)
-	}
-	<-ec2
-	h.Close()
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct{ id, dir, text string }{
-		{"waiting", "/p", "Drop the table?"},
-		{"waiting", "/other", "Merge it?"},
-		{"done", "/p", "Drop the table?"},
-		{"done", "", "Ship it?"},
-	} {
-		select {
-		case err := <-asked(h2, c.id, c.dir, c.text, context.Background()):
-			if !errors.Is(err, ErrDuplicate) {
-				t.Errorf("%s asked as %q in %q: %v, want ErrDuplicate", c.id, c.text, c.dir, err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Fatalf("%s asked as %q in %q: attached to the pending request", c.id, c.text, c.dir)
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
-	if err != nil || r.Nickname != "laptop" {
-		t.Fatalf("the same request after the restart: %+v %v", r, err)
-	}
-	ec3 := asked(h2, "waiting", "/p", "Merge it?", context.Background())
-	for len(pendingOf(h2, "tok")) != 1 {
-		time.Sleep(time.Millisecond)
-	}
-	if err := h2.Answer("tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
-		t.Fatalf("the same pending request after the restart: %v", err)
-	}
+		h := New(Options{Store: db})
+		asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
+			ec := make(chan error, 1)
+			go func() {
+				_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, ProjectDirectory: dir, Text: text, Timeout: time.Minute})
+				ec <- err
+			}()
+			return ec
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ec := asked(h, "waiting", "/p", "Merge it?", ctx)
+		ec2 := asked(h, "done", "/p", "Ship it?", context.Background())
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+			t.Fatal(err)
+		}
+		<-ec2
+		h.Close()
+		cancel()
+		<-ec
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		db, err = store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct{ id, dir, text string }{
+			{"waiting", "/p", "Drop the table?"},
+			{"waiting", "/other", "Merge it?"},
+			{"done", "/p", "Drop the table?"},
+			{"done", "", "Ship it?"},
+		} {
+			select {
+			case err := <-asked(h2, c.id, c.dir, c.text, context.Background()):
+				if !errors.Is(err, ErrDuplicate) {
+					t.Errorf("%s asked as %q in %q: %v, want ErrDuplicate", c.id, c.text, c.dir, err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("%s asked as %q in %q: attached to the pending request", c.id, c.text, c.dir)
+			}
+		}
+		r, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "done", ProjectDirectory: "/p", Text: "Ship it?", Timeout: time.Minute})
+		if err != nil || r.Nickname != "laptop" {
+			t.Fatalf("the same request after the restart: %+v %v", r, err)
+		}
+		ec3 := asked(h2, "waiting", "/p", "Merge it?", context.Background())
+		synctest.Wait()
+		if err := h2.Answer("tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
+			t.Fatalf("the same pending request after the restart: %v", err)
+		}
+	})
 }
 
 // TestAgentNamesKept: the agent's, model's and MCP client's names travel
 // with a request through the store, a restart and the history.
 func TestAgentNamesKept(t *testing.T) {
-	dir := t.TempDir()
-	db, err := store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := New(Options{Store: db})
-	req := Request{Kind: wire.TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
-		AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
-	ctx, cancel := context.WithCancel(context.Background())
-	ec := make(chan error, 1)
-	go func() { _, err := h.Ask(ctx, "tok", req); ec <- err }()
-	for len(pendingOf(h, "tok")) == 0 {
-		time.Sleep(time.Millisecond)
-	}
-	h.Close()
-	cancel()
-	<-ec
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	db, err = store.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	h2 := New(Options{Store: db})
-	if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-		t.Fatal(err)
-	}
-	named := func(what string, r *pb.McpTaskFinishRequest) {
-		t.Helper()
-		if r.GetAgentName() != req.AgentName || r.GetReasoningModelName() != req.ReasoningModelName || r.GetMcpClientName() != req.McpClientName {
-			t.Errorf("%s: %v", what, r)
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	ps := pendingOf(h2, "tok")
-	if len(ps) != 2 {
-		t.Fatalf("pending after restart = %v, want the task report under both names", ps)
-	}
-	for _, p := range ps {
-		named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
-	}
-	if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
-		t.Fatal(err)
-	}
-	items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)
-	if err != nil || len(items) != 1 {
-		t.Fatalf("history = %v, %v", items, err)
-	}
-	named("history", items[0].GetTaskFinishRequest().GetRequest())
+		h := New(Options{Store: db})
+		req := Request{Kind: wire.TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
+			AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
+		ctx, cancel := context.WithCancel(context.Background())
+		ec := make(chan error, 1)
+		go func() { _, err := h.Ask(ctx, "tok", req); ec <- err }()
+		synctest.Wait()
+		h.Close()
+		cancel()
+		<-ec
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		db, err = store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		named := func(what string, r *pb.McpTaskFinishRequest) {
+			t.Helper()
+			if r.GetAgentName() != req.AgentName || r.GetReasoningModelName() != req.ReasoningModelName || r.GetMcpClientName() != req.McpClientName {
+				t.Errorf("%s: %v", what, r)
+			}
+		}
+		ps := pendingOf(h2, "tok")
+		if len(ps) != 2 {
+			t.Fatalf("pending after restart = %v, want the task report under both names", ps)
+		}
+		for _, p := range ps {
+			named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
+		}
+		if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
+			t.Fatal(err)
+		}
+		items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)
+		if err != nil || len(items) != 1 {
+			t.Fatalf("history = %v, %v", items, err)
+		}
+		named("history", items[0].GetTaskFinishRequest().GetRequest())
+	})
 }
