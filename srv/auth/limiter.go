@@ -4,8 +4,9 @@ import (
 	"net"
 	"net/netip"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
 
 // Limiter slows down guessing: it counts failed logins per address (see
@@ -26,7 +27,7 @@ type Limiter struct {
 	// replace it to see what is held back and to release it.
 	Hold func(d time.Duration, done <-chan struct{})
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.Limiter]
 	entries map[string]*limitEntry
 }
 

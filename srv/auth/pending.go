@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
 
 // Pending caps the connections that have not shown the token yet, in all
@@ -16,7 +18,7 @@ import (
 type Pending struct {
 	max, perAddr int
 
-	mu     sync.Mutex
+	mu     lockorder.Mutex[lockorder.Pending]
 	total  int
 	byAddr map[string]int
 }

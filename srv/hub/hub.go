@@ -31,6 +31,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -138,7 +139,7 @@ type Hub struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu    sync.Mutex
+	mu    lockorder.Mutex[lockorder.Rooms]
 	rooms map[string]*room
 
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed

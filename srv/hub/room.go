@@ -2,10 +2,10 @@ package hub
 
 import (
 	"sort"
-	"sync"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -16,7 +16,7 @@ import (
 // (presence.go).
 type room struct {
 	digest  string // the store's name for the room (a digest of its token)
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.Room]
 	clients map[string]Client
 	joined  map[string]uint64 // client id -> join order
 	joins   uint64

@@ -3,9 +3,9 @@ package relay
 import (
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
@@ -62,7 +62,7 @@ type channel struct {
 	key   string // in Relay.channels
 	refs  int    // callers using it now; guarded by Relay.mu
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.RelaySession]
 	host     *peer
 	agents   map[*peer]struct{}
 	log      *studylog.Log // the active study session, nil when none

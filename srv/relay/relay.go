@@ -28,11 +28,11 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
-	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -75,7 +75,7 @@ type Relay struct {
 	upgrader websocket.Upgrader
 	conns    wsconn.Set
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.RelaySessions]
 	channels map[string]*channel
 }
 

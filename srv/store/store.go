@@ -23,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
@@ -75,7 +76,7 @@ type Store struct {
 	db  *bolt.DB
 	log *slog.Logger
 
-	mu      sync.Mutex
+	mu      lockorder.Mutex[lockorder.Store]
 	queue   []Record
 	ack     *Ack          // the queue's
 	spare   []Record      // the last batch's array, handed back for the next queue

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
 
 // RelDir is where the logs live, relative to the server's data directory.
@@ -30,7 +31,7 @@ const (
 type Dir struct {
 	root  string // the data directory
 	fsync bool
-	mu    sync.Mutex // serialises id allocation within this process
+	mu    lockorder.Mutex[lockorder.StudyLogs] // serialises id allocation within this process
 }
 
 // Options for Open.
