@@ -206,6 +206,15 @@ describe('the inbox store', () => {
       expect(s.olderPage()).toBeUndefined()
     })
 
+    it('tells how a request this device saw end while it was away ended', () => {
+      const s = createStore('t')
+      s.handle(ask('away'))
+      s.handle(pending()) // the server no longer lists it: settled while away
+      expect(s.find('away')?.status).toBe('closed')
+      s.handle(page(false, { id: 'away', at: 1_699_999_999_000, status: 'answered', answer: 'done on the phone', by: 'phone' }))
+      expect(s.find('away')).toMatchObject({ status: 'answeredElsewhere', answeredBy: 'phone', reply: [{ type: 'text', text: 'done on the phone' }] })
+    })
+
     it('clearing keeps only what is still waiting', () => {
       const s = createStore('t')
       s.handle(page(false, { id: 'old', at: 1, status: 'answered' }))

@@ -134,8 +134,19 @@ export function createStore(storageKey: string) {
         const h = m.GetHistoryResponse
         for (const it of h?.items ?? []) {
           const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
-          if (!req || find(req.ID)) continue
+          if (!req) continue
           const r = req.Request as Req | undefined
+          const status: Status = it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled'
+          const outcome = {
+            reply: contentsToParts(it.response?.contents),
+            answeredBy: it.answeredBy || undefined,
+            answeredAt: Number(it.closedAt) || undefined,
+          }
+          const known = find(req.ID)
+          // Settled while this device was away ("closed") or while it was
+          // loading: history says how.
+          if (known?.status === 'closed' || known?.status === 'waiting') setStatus(req.ID, status, outcome)
+          if (known) continue
           state.items.push({
             id: req.ID,
             kind: it.messageType as Kind,
@@ -143,10 +154,8 @@ export function createStore(storageKey: string) {
             text: (it.messageType === 'TaskFinish' ? r?.Summary : r?.Question) ?? '',
             createdAt: Number(it.createdAt),
             timeout: r?.Timeout ?? 0,
-            status: it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled',
-            reply: contentsToParts(it.response?.contents),
-            answeredBy: it.answeredBy || undefined,
-            answeredAt: Number(it.closedAt) || undefined,
+            status,
+            ...outcome,
             ...who(r),
           })
         }
