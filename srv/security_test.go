@@ -109,7 +109,12 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 				for name, tok := range badTokens {
 					for _, header := range []bool{false, true} {
 						code, body := connectCall(t, base, m, tok, header)
-						if code != http.StatusUnauthorized || !strings.Contains(body, "unauthenticated") {
+						wantCode, want := http.StatusUnauthorized, "unauthenticated"
+						if name == "over-long" && !header {
+							// A message over the pre-login limit is refused unread.
+							wantCode, want = http.StatusTooManyRequests, "resource_exhausted"
+						}
+						if code != wantCode || !strings.Contains(body, want) {
 							t.Errorf("%s with %s token (header=%v): %d %s", m, name, header, code, body)
 						}
 					}
@@ -166,9 +171,15 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			for name, tok := range badTokens {
 				a := dialAgent(t, base)
 				a.sendJSON(fmt.Sprintf(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"host","token":%q}}`, tok))
-				a.expectError(relay.InvalidMessage, "j")
+				if name != "over-long" {
+					a.expectError(relay.InvalidMessage, "j")
+				}
 				if _, open := <-a.in; open {
 					t.Errorf("/agent/ws kept a connection with a %s token", name)
+				}
+				if name == "over-long" && !websocket.IsCloseError(a.endErr, websocket.CloseMessageTooBig) {
+					// over-long: the pre-join frame limit closed it
+					t.Errorf("/agent/ws with an over-long token: %v, want close 1009", a.endErr)
 				}
 			}
 		case srv.GuardPublic:
@@ -351,8 +362,22 @@ func TestSlowloris(t *testing.T) {
 	}
 }
 
+// TestFailedLoginLimit: past an address's budget of failed logins, each
+// further failure is answered late; the right token is never refused nor
+// delayed, on any surface, and every loopback address (any local program
+// can use 127.0.0.2) spends the same budget.
 func TestFailedLoginLimit(t *testing.T) {
-	_, base := newGuarded(t, srv.Options{Limiter: auth.NewLimiter(3, time.Minute)})
+	lim := auth.NewLimiter(3, time.Minute)
+	held := make(chan time.Duration, 16)
+	release := make(chan struct{})
+	lim.Hold = func(d time.Duration, done <-chan struct{}) {
+		held <- d
+		select {
+		case <-release:
+		case <-done:
+		}
+	}
+	_, base := newGuarded(t, srv.Options{Limiter: lim})
 	for i := range 3 {
 		c, err := wstest.Dial(base, "wrong-token-"+fmt.Sprint(i), "x", nil)
 		if err != nil || c.Login.GetSuccess() {
@@ -360,26 +385,81 @@ func TestFailedLoginLimit(t *testing.T) {
 		}
 		c.Close()
 	}
-	// Now even the right token is refused from this address, on every surface.
+	if len(held) != 0 {
+		t.Fatal("failures within the budget were held back")
+	}
+
+	// The budget is spent; the right token works at once everywhere.
 	c, err := wstest.Dial(base, tokA, "x", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Login.GetSuccess() || !strings.Contains(c.Login.GetErrorMessage(), "too many") {
-		t.Errorf("login after the limit: %v", c.Login)
+	if !c.Login.GetSuccess() {
+		t.Errorf("/ws login with the token after the budget: %v", c.Login)
 	}
 	c.Close()
-	code, body := connectCall(t, base, "/agentassistproto.SrvAgentAssist/AskQuestion", tokA, false)
-	if code != http.StatusTooManyRequests || !strings.Contains(body, "resource_exhausted") {
-		t.Errorf("Connect after the limit: %d %s", code, body)
+	for _, header := range []bool{false, true} {
+		code, body := connectCall(t, base, "/agentassistproto.SrvAgentAssistControl/CancelRequest", tokA, header)
+		if code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
+			t.Errorf("Connect with the token (header=%v) after the budget: %d %s", header, code, body)
+		}
 	}
-	resp, err := http.Get(base + "/health?token=" + tokA)
-	if err != nil {
-		t.Fatal(err)
+	a := dialAgent(t, base)
+	a.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"` + tokA + `"}}`)
+	a.expect("relay.joined")
+
+	// A wrong token from another loopback address is held back, and the
+	// right one from that address is answered meanwhile.
+	other := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2)}}).DialContext}}
+	defer other.CloseIdleConnections()
+	get := func(tok string) int {
+		resp, err := other.Get(base + "/health?token=" + tok)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("/health after the limit: %d", resp.StatusCode)
+	wrong := make(chan int, 1)
+	go func() { wrong <- get("wrong-token-0000") }()
+	select {
+	case d := <-held:
+		if d <= 0 {
+			t.Errorf("held back for %s", d)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a failure from 127.0.0.2 past the budget spent from 127.0.0.1 was not held back")
+	}
+	if code := get(tokA); code != http.StatusOK {
+		t.Errorf("/health with the token from 127.0.0.2 while a failure is held: %d", code)
+	}
+	select {
+	case code := <-wrong:
+		t.Fatalf("the held failure was answered (%d) before its release", code)
+	default:
+	}
+	close(release)
+	if code := <-wrong; code != http.StatusUnauthorized {
+		t.Errorf("the held failure: %d, want 401", code)
+	}
+
+	// Every surface holds its failures back the same way.
+	w, err := wstest.Dial(base, "wrong-token-ws", "x", nil)
+	if err != nil || w.Login.GetSuccess() {
+		t.Fatalf("/ws wrong token: %v %v", err, w.Login)
+	}
+	w.Close()
+	b := dialAgent(t, base)
+	b.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"wrong-token-relay"}}`)
+	b.expectError(relay.InvalidMessage, "j")
+	for _, header := range []bool{false, true} {
+		if code, body := connectCall(t, base, "/agentassistproto.SrvAgentAssistControl/CancelRequest", "wrong-token-rpc", header); code != http.StatusUnauthorized {
+			t.Errorf("Connect wrong token (header=%v): %d %s", header, code, body)
+		}
+	}
+	if n := len(held); n != 4 {
+		t.Errorf("%d of 4 failures on /ws, /agent/ws and Connect were held back", n)
 	}
 }
 

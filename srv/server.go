@@ -25,17 +25,31 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard // nil: loopback names only
 	Logger *slog.Logger
-	// Limiter counts failed logins per address on every surface; nil
-	// means 20 failures a minute.
+	// Limiter counts failed logins per address on every surface and
+	// slows down the failures past its budget; nil means 20 failures a
+	// minute.
 	Limiter *auth.Limiter
-	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter and Logger are
-	// filled in.
+	// Pending caps the WebSocket connections (/ws, /agent/ws together)
+	// that have not logged in yet; nil means 256, 64 per address.
+	Pending *auth.Pending
+	// MaxUnauthMessage bounds what a client sends before its token is
+	// checked: a /ws frame before UserLogin, an /agent/ws frame before
+	// relay.join, a Connect message without a valid header token (default
+	// 64 KiB). Inbox.MaxLoginFrame, Relay.MaxJoinFrame and
+	// RPC.MaxUnauthMessage, when set, win.
+	MaxUnauthMessage int
+	// BodyTimeout is how long a request body may take to arrive, from the
+	// end of its headers (default 30s); a body still arriving then is cut
+	// off, as ReadHeaderTimeout cuts off slow headers.
+	BodyTimeout time.Duration
+	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
+	// Logger are filled in.
 	Inbox inbox.Options
 	// RPC tunes the Connect services; Hub, Relay, Tokens, Limiter and
 	// Logger are filled in.
 	RPC rpc.Options
-	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Logger and Logs are
-	// filled in.
+	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
+	// Logs are filled in.
 	Relay relay.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
@@ -73,6 +87,7 @@ type Server struct {
 	routes  []Route
 	mux     *http.ServeMux
 	started time.Time
+	bodyBy  time.Duration
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -89,21 +104,41 @@ func New(o Options) *Server {
 	if o.Limiter == nil {
 		o.Limiter = auth.NewLimiter(0, 0)
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux()}
+	if o.Pending == nil {
+		o.Pending = auth.NewPending(0, 0)
+	}
+	if o.MaxUnauthMessage <= 0 {
+		o.MaxUnauthMessage = 64 << 10
+	}
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = 30 * time.Second
+	}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
 
 	io := o.Inbox
 	io.Hub, io.Tokens, io.Guard, io.Limiter, io.Logger = s.hub, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "ws")
+	io.Pending = o.Pending
+	if io.MaxLoginFrame <= 0 {
+		io.MaxLoginFrame = int64(o.MaxUnauthMessage)
+	}
 	s.inbox = inbox.New(io)
 
 	rlo := o.Relay
 	rlo.Tokens, rlo.Guard, rlo.Limiter, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "relay"), o.StudyLogs
+	rlo.Pending = o.Pending
+	if rlo.MaxJoinFrame <= 0 {
+		rlo.MaxJoinFrame = int64(o.MaxUnauthMessage)
+	}
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC
 	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	if ro.MaxUnauthMessage <= 0 {
+		ro.MaxUnauthMessage = o.MaxUnauthMessage
+	}
 	for _, path := range rpc.Mount(s.mux, ro) {
 		s.routes = append(s.routes, Route{Pattern: path, Guard: GuardConnect})
 	}
@@ -120,8 +155,8 @@ func New(o Options) *Server {
 	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body != nil {
-			r.Body = http.MaxBytesReader(w, r.Body, MaxBody)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
 		s.mux.ServeHTTP(w, r)
 	}))
@@ -155,12 +190,8 @@ func (s *Server) Close() error {
 // X-Agentassistant-Token or Authorization header, or in ?token=.
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.limiter.Allowed(r.RemoteAddr) {
-			http.Error(w, "too many failed attempts; try again in a minute", http.StatusTooManyRequests)
-			return
-		}
 		if !s.tokens.Valid(s.tokenOf(r)) {
-			s.limiter.Failed(r.RemoteAddr)
+			s.limiter.Fail(r.Context().Done(), r.RemoteAddr) // past the budget, the answer waits
 			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
 			return
 		}

@@ -69,6 +69,11 @@ type fileConfig struct {
 	HistoryDays    int      `toml:"history_days"`
 	MissedHours    int      `toml:"missed_answer_hours"`
 	Procs          int      `toml:"procs"`
+	// What a client may cost before it has shown the token.
+	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
+	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
+	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
+	BodyTimeout      int `toml:"body_timeout_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -173,7 +178,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	if addr := os.Getenv("AGENTASSISTANT_PPROF"); addr != "" {
-		stop, err := servePprof(addr, log)
+		stop, err := servePprof(addr, guard, log)
 		if err != nil {
 			return fmt.Errorf("pprof: %w", err)
 		}
@@ -198,6 +203,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer func() { _ = db.Close() }()
 	db.OnError = func(err error) { log.Error("store", "err", err) }
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
+		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
+		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -10,13 +10,17 @@ import (
 	"runtime/metrics"
 	"strings"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
 // servePprof serves the runtime profiles on addr (loopback only), for
 // maintainers measuring the server: AGENTASSISTANT_PPROF=127.0.0.1:6060.
 // /debug/memory gives where the process's memory is, by the runtime's
-// memory classes, as JSON (bytes).
-func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+// memory classes, as JSON (bytes). It answers only the Host names guard
+// allows, as the main port does, so a web page cannot read it through
+// DNS rebinding.
+func servePprof(addr string, guard *auth.Guard, log *slog.Logger) (stop func(), err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -33,7 +37,7 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: guard.Wrap(mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = hs.Serve(ln) }()
 	log.Warn("serving profiles", "addr", ln.Addr().String())
 	return func() { _ = hs.Close() }, nil

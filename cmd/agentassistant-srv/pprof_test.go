@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
 func TestMemoryClassesAreReported(t *testing.T) {
@@ -26,7 +28,7 @@ func TestMemoryClassesAreReported(t *testing.T) {
 }
 
 func TestProfilesOnlyOnLoopback(t *testing.T) {
-	if _, err := servePprof("0.0.0.0:0", nil); err == nil {
+	if _, err := servePprof("0.0.0.0:0", &auth.Guard{}, nil); err == nil {
 		t.Fatal("profiles were served on every interface")
 	}
 }

@@ -2,19 +2,29 @@ package auth
 
 import (
 	"net"
+	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Limiter counts failed logins per remote address. Past Max failures in
-// Window, the address is refused outright until the window ends, so a
-// token cannot be guessed by trying. Tokens carry 192 bits, so this is
-// defence in depth, and the window is short so a locked-out person is not
-// locked out for long. The zero value is not usable; use NewLimiter.
+// Limiter slows down guessing: it counts failed logins per address (see
+// Key) and, past Max failures in Window, holds back the answer to each
+// further failure, so that one address gets its failures answered no
+// faster than one every Window/Max however many connections it opens.
+// A correct token is never refused nor delayed: tokens carry 192 bits
+// (or at least 8 characters when chosen by hand), so nobody can guess
+// one at this rate, and a lockout would let any local program cut the
+// person off from their agents. The zero value is not usable; use
+// NewLimiter.
 type Limiter struct {
 	max    int
 	window time.Duration
 	now    func() time.Time
+
+	// Hold waits d, or until done is closed; nil means a timer. Tests
+	// replace it to see what is held back and to release it.
+	Hold func(d time.Duration, done <-chan struct{})
 
 	mu      sync.Mutex
 	entries map[string]*limitEntry
@@ -22,13 +32,14 @@ type Limiter struct {
 
 type limitEntry struct {
 	fails int
-	reset time.Time
+	reset time.Time // when the count starts again
+	next  time.Time // when the next held-back failure may be answered
 }
 
 const maxLimiterEntries = 10000
 
-// NewLimiter allows max failures per window per address (defaults 20 and
-// one minute).
+// NewLimiter allows max failures per window per address without delay
+// (defaults 20 and one minute).
 func NewLimiter(max int, window time.Duration) *Limiter {
 	if max <= 0 {
 		max = 20
@@ -39,29 +50,41 @@ func NewLimiter(max int, window time.Duration) *Limiter {
 	return &Limiter{max: max, window: window, now: time.Now, entries: make(map[string]*limitEntry)}
 }
 
-// Key reduces a remote address ("ip:port") to what is limited: the IP.
+// Key reduces a remote address ("ip:port") to what one budget belongs
+// to, something an attacker cannot multiply at will: every loopback
+// address (127.0.0.0/8, ::1) is this one machine, an IPv6 address counts
+// by its /64 (one network gets billions of addresses), an IPv4 address
+// seen through IPv6 counts as itself.
 func Key(remote string) string {
+	host := remote
 	if h, _, err := net.SplitHostPort(remote); err == nil {
-		return h
+		host = h
 	}
-	return remote
+	if i := strings.IndexByte(host, '%'); i >= 0 {
+		host = host[:i] // the zone says which interface, not who
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	ip = ip.Unmap()
+	switch {
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.Is6():
+		p, _ := ip.Prefix(64)
+		return p.String()
+	}
+	return ip.String()
 }
 
-// Allowed reports whether the address may attempt a login now.
-func (l *Limiter) Allowed(addr string) bool {
+// Failed records a failed login from addr and returns how long its answer
+// is to be held back: nothing within the budget; past it, until the
+// address's next turn, failures being answered one every Window/Max, and
+// never more than Window.
+func (l *Limiter) Failed(addr string) time.Duration {
 	if l == nil {
-		return true
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.entries[Key(addr)]
-	return e == nil || e.fails < l.max || l.now().After(e.reset)
-}
-
-// Failed records a failed login from the address.
-func (l *Limiter) Failed(addr string) {
-	if l == nil {
-		return
+		return 0
 	}
 	now := l.now()
 	l.mu.Lock()
@@ -69,18 +92,52 @@ func (l *Limiter) Failed(addr string) {
 	k := Key(addr)
 	e := l.entries[k]
 	if e == nil || now.After(e.reset) {
-		if len(l.entries) >= maxLimiterEntries {
+		if e == nil && len(l.entries) >= maxLimiterEntries {
 			for key, old := range l.entries {
-				if now.After(old.reset) {
+				if now.After(old.reset) && now.After(old.next) {
 					delete(l.entries, key)
 				}
 			}
 			if len(l.entries) >= maxLimiterEntries {
-				return // under a flood from many addresses: stop tracking rather than grow
+				return 0 // under a flood from many addresses: stop tracking rather than grow
 			}
 		}
-		e = &limitEntry{reset: now.Add(l.window)}
-		l.entries[k] = e
+		if e == nil {
+			e = &limitEntry{}
+			l.entries[k] = e
+		}
+		e.fails, e.reset = 0, now.Add(l.window)
 	}
 	e.fails++
+	if e.fails <= l.max {
+		return 0
+	}
+	turn := e.next
+	if turn.Before(now) {
+		turn = now
+	}
+	turn = turn.Add(l.window / time.Duration(l.max))
+	hold := min(turn.Sub(now), l.window)
+	e.next = now.Add(hold)
+	return hold
+}
+
+// Fail records a failed login from addr and holds the caller back as
+// long as Failed says, or until done is closed (the connection or the
+// server ends). Call it before answering the failure.
+func (l *Limiter) Fail(done <-chan struct{}, addr string) {
+	d := l.Failed(addr)
+	if d <= 0 {
+		return
+	}
+	if l.Hold != nil {
+		l.Hold(d, done)
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-done:
+	}
 }

@@ -100,12 +100,8 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.Shutdown(websocket.ClosePolicyViolation, msg)
 		return false
 	}
-	if !o.Limiter.Allowed(c.remote) {
-		c.h.log.Warn("login refused: too many failed logins", "remote", auth.Key(c.remote))
-		return refuse("too many failed logins from this address; try again in a minute")
-	}
 	if !o.Tokens.Valid(m.StrParam) {
-		o.Limiter.Failed(c.remote)
+		o.Limiter.Fail(c.Done(), c.remote) // past the budget, the answer waits
 		c.h.log.Info("login refused: wrong token", "client", c.id, "remote", auth.Key(c.remote))
 		return refuse("invalid token")
 	}

@@ -22,8 +22,11 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
-	// Limiter refuses addresses with too many failed logins; nil: none.
+	// Limiter slows down addresses with too many failed logins; nil: none.
 	Limiter *auth.Limiter
+	// Pending caps the connections that have not logged in yet (shared
+	// with the other endpoints); nil: no cap.
+	Pending *auth.Pending
 	// MaxPerToken caps the clients logged in under one token (default 256).
 	MaxPerToken int
 
@@ -35,14 +38,14 @@ type Options struct {
 	PongWait  time.Duration // default 60s: silence after which a peer is dead
 	WriteWait time.Duration // default 10s: per frame write deadline
 	// MaxFrame bounds a frame after login (default 16 MiB: replies carry
-	// images). Before login the bound is 64 KiB.
+	// images).
 	MaxFrame int64
+	// MaxLoginFrame bounds a frame before login (default 64 KiB).
+	MaxLoginFrame int64
 	// SendQueue is frames queued per client before it counts as too slow
 	// and is disconnected (default 256).
 	SendQueue int
 }
-
-const loginFrameLimit = 64 << 10
 
 func (o *Options) defaults() {
 	if o.Logger == nil {
@@ -62,6 +65,9 @@ func (o *Options) defaults() {
 	def(&o.WriteWait, 10*time.Second)
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 16 << 20
+	}
+	if o.MaxLoginFrame <= 0 {
+		o.MaxLoginFrame = 64 << 10
 	}
 	if o.SendQueue <= 0 {
 		o.SendQueue = 256
@@ -98,12 +104,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
+	release, err := h.o.Pending.Acquire(r.RemoteAddr)
+	if err != nil {
+		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
+		auth.RefusePending(w, err)
+		return
+	}
 	ws, err := h.upgrader.Upgrade(w, r, nil)
 	if err != nil {
+		release()
 		return // the upgrader has answered
 	}
 	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: hub.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
-	c.SetReadLimit(loginFrameLimit)
+	c.UntilActive(release)
+	c.SetReadLimit(min(h.o.MaxLoginFrame, h.o.MaxFrame))
 	c.SetReadDeadline(time.Now().Add(h.o.LoginTimeout))
 	if !h.conns.Add(c.Conn) {
 		c.Finish()

@@ -31,14 +31,20 @@ type Options struct {
 	Tokens *auth.Tokens
 	Guard  *auth.Guard
 	Logger *slog.Logger
-	// Limiter refuses addresses with too many failed joins; nil: none.
+	// Limiter slows down addresses with too many failed joins; nil: none.
 	Limiter *auth.Limiter
+	// Pending caps the connections that have not joined yet (shared with
+	// the other endpoints); nil: no cap.
+	Pending *auth.Pending
 	// Logs is where study sessions are logged; nil refuses session.start.
 	Logs *studylog.Dir
 	// JoinTimeout closes a connection that has not joined (default 5s).
 	JoinTimeout time.Duration
-	// MaxFrame bounds a frame (default 4 MiB); larger ones close with 1009.
+	// MaxFrame bounds a frame after relay.join (default 4 MiB); larger
+	// ones close with 1009.
 	MaxFrame int64
+	// MaxJoinFrame bounds a frame before relay.join (default 64 KiB).
+	MaxJoinFrame int64
 	// HostGrace is how long an active study session waits for its host to
 	// come back (a reload, a network blip) before it is ended and its log
 	// closed (default 2m).
@@ -73,6 +79,9 @@ func New(o Options) *Relay {
 	}
 	if o.MaxFrame <= 0 {
 		o.MaxFrame = 4 << 20
+	}
+	if o.MaxJoinFrame <= 0 {
+		o.MaxJoinFrame = 64 << 10
 	}
 	if o.HostGrace <= 0 {
 		o.HostGrace = 2 * time.Minute
@@ -128,11 +137,19 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
+	release, err := r.o.Pending.Acquire(req.RemoteAddr)
+	if err != nil {
+		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
+		auth.RefusePending(w, err)
+		return
+	}
 	ws, err := r.upgrader.Upgrade(w, req, nil)
 	if err != nil {
+		release()
 		return
 	}
 	c := wsconn.New(ws, r.o.Conn)
+	c.UntilActive(release)
 	if !r.conns.Add(c) {
 		c.Finish()
 		return
@@ -149,7 +166,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 func (r *Relay) serve(c *wsconn.Conn, remote string) {
 	defer c.Finish()
 	ws := c.WS
-	ws.SetReadLimit(r.o.MaxFrame)
+	ws.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
 	_ = ws.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
 
 	var (
@@ -188,6 +205,9 @@ func (r *Relay) serve(c *wsconn.Conn, remote string) {
 			p, ch, ok = r.join(c, env, remote)
 			if !ok {
 				return
+			}
+			if ch != nil {
+				ws.SetReadLimit(r.o.MaxFrame)
 			}
 			continue
 		}
@@ -233,14 +253,8 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		fail(InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
 		return nil, nil, true
 	}
-	if !r.o.Limiter.Allowed(remote) {
-		r.log.Warn("relay.join refused: too many failed joins", "remote", auth.Key(remote))
-		fail(InvalidMessage, "relay.join: too many failed attempts from this address; try again in a minute")
-		c.Shutdown(websocket.ClosePolicyViolation, "too many failed joins")
-		return nil, nil, false
-	}
 	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {
-		r.o.Limiter.Failed(remote)
+		r.o.Limiter.Fail(c.Done(), remote) // past the budget, the answer waits
 		r.log.Info("relay.join refused: wrong token", "role", jp.Role, "remote", auth.Key(remote))
 		fail(InvalidMessage, "relay.join: missing or invalid token")
 		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")

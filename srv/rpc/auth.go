@@ -23,6 +23,12 @@ func TokenFrom(msg any, h interface{ Get(string) string }) string {
 			return t
 		}
 	}
+	return headerToken(h)
+}
+
+// headerToken is the token in the X-Agentassistant-Token header, else in
+// a bearer Authorization header.
+func headerToken(h interface{ Get(string) string }) string {
 	if t := h.Get(auth.TokenHeader); t != "" {
 		return t
 	}
@@ -48,15 +54,13 @@ type authInterceptor struct {
 	limiter *auth.Limiter
 }
 
-var errTooMany = errors.New("too many failed attempts from this address; try again in a minute")
-
-// check is the token check every call goes through.
-func (a authInterceptor) check(tok, remote string) error {
-	if !a.limiter.Allowed(remote) {
-		return connect.NewError(connect.CodeResourceExhausted, errTooMany)
-	}
+// check is the token check every call goes through. A wrong token's
+// answer is held back once the address has spent its budget of failures;
+// the right one is never refused or delayed.
+func (a authInterceptor) check(ctx context.Context, tok, remote string) error {
+	markChecked(ctx)
 	if !a.tokens.Valid(tok) {
-		a.limiter.Failed(remote)
+		a.limiter.Fail(ctx.Done(), remote)
 		return connect.NewError(connect.CodeUnauthenticated, errBadToken)
 	}
 	return nil
@@ -65,7 +69,7 @@ func (a authInterceptor) check(tok, remote string) error {
 func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		tok := TokenFrom(req.Any(), req.Header())
-		if err := a.check(tok, req.Peer().Addr); err != nil {
+		if err := a.check(ctx, tok, req.Peer().Addr); err != nil {
 			return nil, err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), req)
@@ -81,7 +85,7 @@ func (authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) con
 func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		tok := TokenFrom(nil, conn.RequestHeader())
-		if err := a.check(tok, conn.Peer().Addr); err != nil {
+		if err := a.check(ctx, tok, conn.Peer().Addr); err != nil {
 			return err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), conn)

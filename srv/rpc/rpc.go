@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ type Options struct {
 	Hub    *hub.Hub
 	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
-	// Limiter refuses addresses with too many failed calls; nil: none.
+	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
 	Logger  *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
@@ -33,6 +34,10 @@ type Options struct {
 	MaxTimeout time.Duration
 	// MaxMessage bounds a request message (default 16 MiB).
 	MaxMessage int
+	// MaxUnauthMessage bounds a request message, compressed or not, of a
+	// call without a valid token in its header: the token may be inside
+	// the message, and is checked only once it is read (default 64 KiB).
+	MaxUnauthMessage int
 }
 
 // Mount registers the Connect services on mux and returns their paths.
@@ -49,24 +54,47 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	if o.MaxMessage <= 0 {
 		o.MaxMessage = 16 << 20
 	}
-	opts := []connect.HandlerOption{
-		connect.WithInterceptors(authInterceptor{tokens: o.Tokens, limiter: o.Limiter}),
-		connect.WithReadMaxBytes(o.MaxMessage),
+	if o.MaxUnauthMessage <= 0 {
+		o.MaxUnauthMessage = 64 << 10
+	}
+	a := authInterceptor{tokens: o.Tokens, limiter: o.Limiter}
+	common := []connect.HandlerOption{
+		connect.WithInterceptors(a),
 		// Gzip costs more than it saves on small messages (most are a few
 		// hundred bytes, over loopback); replies with images still shrink.
 		connect.WithCompressMinBytes(CompressMinBytes),
 	}
+	// See preauth.go: calls with a valid header token, and all the others.
+	full := connect.WithHandlerOptions(append(slices.Clip(common),
+		connect.WithReadMaxBytes(o.MaxMessage),
+		connect.WithCompression("gzip", gzipCapped(o.MaxMessage, fmt.Errorf("message larger than %d bytes once decompressed", o.MaxMessage)), newGzipWriter),
+	)...)
+	small := connect.WithHandlerOptions(append(slices.Clip(common),
+		connect.WithRequestGate(a.gate),
+		connect.WithReadMaxBytes(o.MaxUnauthMessage),
+		connect.WithCompression("gzip", gzipCapped(o.MaxUnauthMessage, errNeedsHeader(o.MaxUnauthMessage)), newGzipWriter),
+	)...)
 	s := &service{o: o}
 	var paths []string
-	mount := func(path string, h http.Handler) {
-		mux.Handle(path, h)
+	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
+		path, f := handler(full)
+		_, sm := handler(small)
+		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage})
 		paths = append(paths, path)
 	}
-	mount(agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...))
-	mount(agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...))
-	mount(agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, opts...))
+	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
+		return agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...)
+	})
+	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
+		return agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...)
+	})
+	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
+		return agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, opts...)
+	})
 	if o.Relay != nil {
-		mount(agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...))
+		mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
+			return agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...)
+		})
 	}
 	return paths
 }

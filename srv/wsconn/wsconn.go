@@ -117,7 +117,10 @@ type Conn struct {
 	WS    *websocket.Conn
 	o     Options
 	state atomic.Int32
-	raw   syscall.RawConn // the socket, for writes that must not block; nil under TLS
+	// unauth runs once the connection is Active or Closed: it gives back
+	// its place among the connections waiting to log in.
+	unauth atomic.Pointer[func()]
+	raw    syscall.RawConn // the socket, for writes that must not block; nil under TLS
 
 	mu      sync.Mutex
 	queue   []item
@@ -339,8 +342,27 @@ func (c *Conn) State() State { return State(c.state.Load()) }
 func (c *Conn) SetState(s State) {
 	for {
 		old := c.state.Load()
-		if State(old) >= s || c.state.CompareAndSwap(old, int32(s)) {
+		if State(old) >= s {
 			return
+		}
+		if c.state.CompareAndSwap(old, int32(s)) {
+			break
+		}
+	}
+	if s >= Active {
+		if f := c.unauth.Swap(nil); f != nil {
+			(*f)()
+		}
+	}
+}
+
+// UntilActive runs release once, when the connection logs in (Active) or
+// ends (Closed), whichever comes first; at once if it already has.
+func (c *Conn) UntilActive(release func()) {
+	c.unauth.Store(&release)
+	if c.State() >= Active {
+		if f := c.unauth.Swap(nil); f != nil {
+			(*f)()
 		}
 	}
 }

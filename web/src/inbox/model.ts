@@ -39,6 +39,7 @@ export interface ChatLine {
   mine: boolean
   text: string
   at: number // ms (the wire has seconds)
+  control?: boolean // a command to a remote-input PC (undo, clear, enter)
 }
 
 export interface OnlineUser {

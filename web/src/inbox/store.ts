@@ -253,8 +253,10 @@ export function createStore(storageKey: string) {
     state.unreadChat[clientId] = 0
   }
 
-  function chatSent(peer: string, from: string, text: string) {
-    state.chats.push({ id: crypto.randomUUID(), peer, from, mine: true, text, at: Date.now() })
+  // chatSent shows a line this device sent (control: a command to a
+  // remote-input PC, shown as what was asked).
+  function chatSent(peer: string, from: string, text: string, control = false) {
+    state.chats.push({ id: crypto.randomUUID(), peer, from, mine: true, text, at: Date.now(), ...(control ? { control } : {}) })
   }
 
   function clear() {

@@ -58,6 +58,16 @@ export default {
     chatWith: 'Chat with',
     chatPlaceholder: 'Message…',
     copy: 'Copy',
+    notDelivered: 'Not delivered',
+  },
+  // The chat with a PC that types what it is sent (agentassistant-input).
+  input: {
+    typeOn: 'Type on',
+    hint: "Dictate with your keyboard's microphone; the text is typed where the cursor is on that PC.",
+    placeholder: 'Say or type the text… (Ctrl+Enter to send)',
+    undo: 'Undo last',
+    clear: 'Clear',
+    enter: 'Enter',
   },
   settings: {
     title: 'Settings',

@@ -1,0 +1,164 @@
+package rpc
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"connectrpc.com/connect"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// preauth bounds what a Connect call may cost before its token is
+// checked. connect-go reads and decompresses a unary request's message
+// before any interceptor sees it, so preauth sorts a call before
+// connect-go reads a byte of its body: one whose header carries a valid
+// token goes to the full handler, which reads messages up to MaxMessage;
+// every other one goes to the small handler, which refuses a wrong header
+// token before reading anything (connect's request gate) and reads at
+// most MaxUnauthMessage, compressed or not. Older clients that send the
+// token only inside the message keep working for messages up to that
+// size. Both handlers decompress through a gzip reader that stops at
+// their limit, rather than inflating a bomb to the end to report its size.
+type preauth struct {
+	full, small http.Handler
+	a           authInterceptor
+	smallMax    int // bytes of body the small handler reads
+}
+
+func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if tok := headerToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
+		r.Body = &callBody{ReadCloser: r.Body}
+		p.full.ServeHTTP(w, r)
+		return
+	}
+	st := &callState{}
+	r = r.WithContext(context.WithValue(r.Context(), callStateKey{}, st))
+	r.Body = &callBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(p.smallMax)), small: p.smallMax}
+	cw := &countingWriter{ResponseWriter: w, answer: func() {
+		if !st.checked.Load() {
+			// Refused before its token could be read (too big, malformed,
+			// badly compressed): it counts as a failed login all the
+			// same, before the client hears of it.
+			p.a.limiter.Failed(r.RemoteAddr)
+		}
+	}}
+	p.small.ServeHTTP(cw, r)
+	cw.once.Do(cw.answer)
+}
+
+// countingWriter runs answer once, before the first byte of the response.
+type countingWriter struct {
+	http.ResponseWriter
+	answer func()
+	once   sync.Once
+}
+
+func (w *countingWriter) WriteHeader(code int) {
+	w.once.Do(w.answer)
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.once.Do(w.answer)
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *countingWriter) Flush() {
+	w.once.Do(w.answer)
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// callState tells ServeHTTP whether the token check ran.
+type callState struct{ checked atomic.Bool }
+
+type callStateKey struct{}
+
+func markChecked(ctx context.Context) {
+	if st, ok := ctx.Value(callStateKey{}).(*callState); ok {
+		st.checked.Store(true)
+	}
+}
+
+// gate refuses a wrong header token before the message is read.
+func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.Peer, h http.Header) (context.Context, error) {
+	if tok := headerToken(h); tok != "" {
+		return nil, a.check(ctx, tok, peer.Addr)
+	}
+	return nil, nil
+}
+
+// callBody gives the two ways a body read can fail a Connect error of
+// their own, which connect-go passes on as it is.
+type callBody struct {
+	io.ReadCloser
+	small int // > 0: the limit of a call without a header token
+}
+
+func (b *callBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil || errors.Is(err, io.EOF):
+	case b.small > 0 && errors.As(err, &tooBig):
+		err = connect.NewError(connect.CodeResourceExhausted, errNeedsHeader(b.small))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		err = connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request body did not arrive in time"))
+	}
+	return n, err
+}
+
+func errNeedsHeader(max int) error {
+	return fmt.Errorf("a message over %d bytes must carry the token in the %s header, not only inside the message", max, auth.TokenHeader)
+}
+
+// cappedGzip is a gzip Decompressor that gives at most max bytes and
+// fails with tooBig on the next one, so a bomb is inflated only as far as
+// the message limit.
+type cappedGzip struct {
+	gzip.Reader
+	max, left int64
+	tooBig    error
+}
+
+func gzipCapped(max int, tooBig error) func() connect.Decompressor {
+	return func() connect.Decompressor {
+		return &cappedGzip{max: int64(max), tooBig: connect.NewError(connect.CodeResourceExhausted, tooBig)}
+	}
+}
+
+func newGzipWriter() connect.Compressor { return gzip.NewWriter(io.Discard) }
+
+func (z *cappedGzip) Reset(r io.Reader) error {
+	z.left = z.max
+	return z.Reader.Reset(r)
+}
+
+func (z *cappedGzip) Read(p []byte) (int, error) {
+	if z.left <= 0 {
+		var one [1]byte
+		n, err := z.Reader.Read(one[:])
+		if n > 0 {
+			return 0, z.tooBig
+		}
+		return 0, err
+	}
+	if int64(len(p)) > z.left {
+		p = p[:z.left]
+	}
+	n, err := z.Reader.Read(p)
+	z.left -= int64(n)
+	return n, err
+}
