@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -135,9 +136,7 @@ func TestFullDiskRefusesQuestions(t *testing.T) {
 }
 
 func asConnect(err error, ce **connect.Error) bool {
-	e, ok := err.(*connect.Error)
-	*ce = e
-	return ok
+	return errors.As(err, ce)
 }
 
 // stop stops s as a person would (SIGINT) and waits for it.

@@ -66,7 +66,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		r.pending[rec.ID] = p
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {
 			r.mu.Unlock()
-			h.settle(r, p, nil, ErrTimeout, "timeout")
+			_ = h.settle(r, p, nil, ErrTimeout, "timeout") // not saved: it times out again at the next start
 			continue
 		}
 		h.arm(r, p)

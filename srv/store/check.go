@@ -102,7 +102,7 @@ func (f *boltFile) readMetas() {
 	var m1 boltMeta
 	ok1 := false
 	if ok0 {
-		m1, ok1 = f.metaAt(int64(m0.pageSize))
+		m1, ok1 = f.metaAt(int64(m0.pageSize)) // #nosec G115 -- parseMeta bounds it to 16 MiB
 	} else {
 		for i := range 15 { // as bbolt looks for the second meta page
 			if m1, ok1 = f.metaAt(1024 << i); ok1 && m1.pageSize == 1024<<i {
@@ -129,9 +129,10 @@ func (f *boltFile) readMetas() {
 		return
 	}
 	f.hasMeta = true
-	f.psize = int64(f.meta.pageSize)
-	if f.size < int64(f.meta.hwm)*f.psize {
-		f.problem("the file is %d bytes, %d short of its %d pages: it was cut short", f.size, int64(f.meta.hwm)*f.psize-f.size, f.meta.hwm)
+	// parseMeta bounds both: a page is at most 16 MiB, pages times size at most 2^62.
+	f.psize = int64(f.meta.pageSize)        // #nosec G115 -- see above
+	if f.size < int64(f.meta.hwm)*f.psize { // #nosec G115 -- see above
+		f.problem("the file is %d bytes, %d short of its %d pages: it was cut short", f.size, int64(f.meta.hwm)*f.psize-f.size, f.meta.hwm) // #nosec G115 -- see above
 	}
 }
 
@@ -147,10 +148,10 @@ func (f *boltFile) metaAt(off int64) (boltMeta, bool) {
 // bbolt will: within the file and the high water mark, the number it says
 // it has, a branch or leaf, reached once.
 func (f *boltFile) page(id uint64) ([]byte, error) {
-	if id < 2 || id >= f.meta.hwm || int64(id+1)*f.psize > f.size {
+	if id < 2 || id >= f.meta.hwm || int64(id+1)*f.psize > f.size { // #nosec G115 -- id < hwm, which parseMeta bounds
 		return nil, fmt.Errorf("page %d is outside the database", id)
 	}
-	off := int64(id) * f.psize
+	off := int64(id) * f.psize // #nosec G115 -- as above
 	var h [pageHeaderSize]byte
 	if _, err := f.r.ReadAt(h[:], off); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
@@ -159,7 +160,7 @@ func (f *boltFile) page(id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("page %d says it is page %d", id, got)
 	}
 	over := uint64(native.Uint32(h[12:]))
-	if id+over >= f.meta.hwm || int64(id+over+1)*f.psize > f.size {
+	if id+over >= f.meta.hwm || int64(id+over+1)*f.psize > f.size { // #nosec G115 -- over is 32 bits, id < hwm
 		return nil, fmt.Errorf("page %d runs past the end of the database", id)
 	}
 	for i := id; i <= id+over; i++ {
@@ -168,7 +169,7 @@ func (f *boltFile) page(id uint64) ([]byte, error) {
 		}
 		f.seen[i] = true
 	}
-	b := make([]byte, int64(over+1)*f.psize)
+	b := make([]byte, int64(over+1)*f.psize) // #nosec G115 -- within the file's size, checked above
 	if _, err := f.r.ReadAt(b, off); err != nil {
 		return nil, fmt.Errorf("read page %d: %w", id, err)
 	}
@@ -329,12 +330,12 @@ func (f *boltFile) checkFreelist() {
 	if id == noFreelist {
 		return
 	}
-	if id < 2 || id >= f.meta.hwm || int64(id+1)*f.psize > f.size {
+	if id < 2 || id >= f.meta.hwm || int64(id+1)*f.psize > f.size { // #nosec G115 -- id < hwm, which parseMeta bounds
 		f.problem("the freelist page %d is outside the database", id)
 		return
 	}
 	var h [pageHeaderSize + 8]byte
-	if _, err := f.r.ReadAt(h[:], int64(id)*f.psize); err != nil {
+	if _, err := f.r.ReadAt(h[:], int64(id)*f.psize); err != nil { // #nosec G115 -- as above
 		f.problem("read the freelist: %v", err)
 		return
 	}
@@ -346,7 +347,7 @@ func (f *boltFile) checkFreelist() {
 	switch {
 	case native.Uint64(h[:]) != id || native.Uint16(h[8:]) != freelistPage:
 		f.problem("the freelist page %d is not one", id)
-	case id+over >= f.meta.hwm || count > uint64(f.size) || head+count*8 > (over+1)*uint64(f.psize):
+	case id+over >= f.meta.hwm || count > uint64(f.size) || head+count*8 > (over+1)*uint64(f.psize): // #nosec G115 -- sizes are never negative
 		f.problem("the freelist page %d runs past its end", id)
 	default:
 		for i := id; i <= id+over; i++ {
