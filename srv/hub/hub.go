@@ -18,9 +18,10 @@
 // room's lock, finds whether it still applies, and does nothing otherwise.
 // broadcast splits a crowd among goroutines and waits for them.
 //
-// Locks: Hub.mu, then room.mu; under room.mu the hub may queue a record
-// (store.Put) and a frame (Client.Send), which never block on the hub.
-// The whole order is in docs/architecture.md.
+// Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
+// room.mu the hub queues records (store.Put) and frames (Client.Send),
+// neither of which waits for the hub. The order of all the server's locks
+// is internal/lockorder's, explained in docs/architecture.md.
 package hub
 
 import (

@@ -19,8 +19,9 @@
 // Goroutines: one reader per connection, owned by the relay's set of
 // connections (Close waits for them); the host-grace timer (members.go)
 // runs on its own goroutine and takes the locks as everyone else does.
-// Locks: Relay.mu before channel.mu (sessions.go); the order of the whole
-// server is in docs/architecture.md.
+// Locks: Relay.mu before channel.mu (sessions.go); the order of all the
+// server's locks is internal/lockorder's, explained in
+// docs/architecture.md.
 package relay
 
 import (
