@@ -2,10 +2,13 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -234,4 +237,33 @@ func upgrade(tx *bolt.Tx) (int, error) {
 		}
 	}
 	return len(moves), m.Put(layoutKey, layout)
+}
+
+// Room returns the room key of a token.
+func Room(token string) string {
+	d := sha256.Sum256([]byte("agentassistant room\x00" + token))
+	return hex.EncodeToString(d[:16])
+}
+
+// stamp is t in Unix nanoseconds for keys, clamped to what int64 holds
+// (1970 to 2262), so any time, even one a client made up, has a place.
+func stamp(t time.Time) uint64 {
+	switch {
+	case t.Before(time.Unix(0, 0)):
+		return 0
+	case t.After(time.Unix(0, math.MaxInt64)):
+		return math.MaxInt64
+	}
+	return uint64(t.UnixNano()) // #nosec G115 -- not negative, checked above
+}
+
+// Key is where r is stored: room, creation time (16 hex digits of Unix
+// nanoseconds, so keys sort by time) and ID.
+func (r *Record) Key() []byte {
+	k := make([]byte, 0, len(r.Room)+len(r.ID)+18)
+	k = append(k, r.Room...)
+	k = append(k, '/')
+	k = fmt.Appendf(k, "%016x", stamp(r.CreatedAt))
+	k = append(k, '/')
+	return append(k, r.ID...)
 }

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Reading and deleting: readers fold the journal into the database first,
+// so they see every record acknowledged.
+
+// All calls fn for every record, in key order.
+func (s *Store) All(fn func(Record) error) error {
+	s.Flush()
+	return s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(requests).ForEach(func(_, v []byte) error {
+			var r Record
+			if decode(v, &r) == nil {
+				return fn(r)
+			}
+			return nil // a damaged record is skipped, not fatal
+		})
+	})
+}
+
+// Prune deletes settled records closed before cutoff.
+func (s *Store) Prune(cutoff time.Time) (int, error) {
+	s.Flush()
+	n := 0
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		t, err := loadTally(tx)
+		if err != nil {
+			return err
+		}
+		c := tx.Bucket(requests).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var r Record
+			if decode(v, &r) != nil || (r.Status != Pending && r.ClosedAt.Before(cutoff)) {
+				t.remove(k, v)
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
+			}
+		}
+		return t.save(tx)
+	})
+	return n, err
+}
+
+// History returns the settled records of room created before before,
+// newest first, at most limit, and whether there are more. Queued records
+// are committed first, so a request settled a moment ago is there.
+func (s *Store) History(room string, before time.Time, limit int) ([]Record, bool, error) {
+	s.Flush()
+	var out []Record
+	prefix := []byte(room + "/")
+	// Keys sort by creation time within a room: walk back from before and
+	// stop after one more than a page.
+	start := fmt.Appendf(append([]byte(nil), prefix...), "%016x", stamp(before))
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(requests).Cursor()
+		var k, v []byte
+		if first, _ := c.Seek(start); first == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) <= limit; k, v = c.Prev() {
+			var r Record
+			if decode(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// Clear deletes the settled records of room; pending ones stay. Queued
+// records are committed first, so none comes back after the clear.
+func (s *Store) Clear(room string) (int, error) {
+	s.Flush()
+	n := 0
+	prefix := []byte(room + "/")
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		t, err := loadTally(tx)
+		if err != nil {
+			return err
+		}
+		c := tx.Bucket(requests).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var r Record
+			if decode(v, &r) == nil && r.Status == Pending {
+				continue
+			}
+			t.remove(k, v)
+			if err := c.Delete(); err != nil {
+				return err
+			}
+			n++
+		}
+		return t.save(tx)
+	})
+	return n, err
+}
