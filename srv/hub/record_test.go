@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"testing"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
 func TestStoredRepliesKeepWhoAnswered(t *testing.T) {

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
 func TestReplayRingKeepsTheLastEvents(t *testing.T) {

@@ -19,9 +19,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/lockorder"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
 
 // FileName is the database file inside the data directory.
