@@ -33,13 +33,13 @@ func NewFlags(program, file string, partial bool, w io.Writer) *Flags {
 
 // StringSetting declares a flag that sets *p; its default is *p now.
 func (f *Flags) StringSetting(p *string, name, usage string) {
-	v := f.FlagSet.String(name, *p, usage)
+	v := f.String(name, *p, usage)
 	f.apply[name] = func() { *p = *v }
 }
 
 // IntSetting declares a flag that sets *p; its default is *p now.
 func (f *Flags) IntSetting(p *int, name, usage string) {
-	v := f.FlagSet.Int(name, *p, usage)
+	v := f.Int(name, *p, usage)
 	f.apply[name] = func() { *p = *v }
 }
 

@@ -15,6 +15,18 @@ func reset() {
 
 func TestOrder(t *testing.T) {
 	Enable()
+	n := 0 // what the locks guard
+	// with runs inner with m held.
+	with := func(m interface {
+		Lock()
+		Unlock()
+	}, inner func()) {
+		m.Lock()
+		defer m.Unlock()
+		n++
+		inner()
+	}
+	nothing := func() {}
 	for _, c := range []struct {
 		name string
 		take func()
@@ -24,35 +36,22 @@ func TestOrder(t *testing.T) {
 			var a Mutex[RelaySession]
 			var b Mutex[Room]
 			var c Mutex[Store]
-			a.Lock()
-			b.Lock()
-			c.Lock()
-			c.Unlock()
-			b.Unlock()
-			a.Unlock()
+			with(&a, func() { with(&b, func() { with(&c, nothing) }) })
 		}, ""},
 		{"one after the other", func() {
 			var a Mutex[Store]
 			var b Mutex[Room]
-			a.Lock()
-			a.Unlock()
-			b.Lock()
-			b.Unlock()
+			with(&a, nothing)
+			with(&b, nothing)
 		}, ""},
 		{"inverted", func() {
 			var a Mutex[Store]
 			var b Mutex[Room]
-			a.Lock()
-			b.Lock()
-			b.Unlock()
-			a.Unlock()
+			with(&a, func() { with(&b, nothing) })
 		}, "hub.room.mu (level 40) taken while holding store.Store.mu (level 60)"},
 		{"two of one level", func() {
 			var a, b Mutex[Room]
-			a.Lock()
-			b.Lock()
-			b.Unlock()
-			a.Unlock()
+			with(&a, func() { with(&b, nothing) })
 		}, "hub.room.mu (level 40) taken while holding hub.room.mu (level 40)"},
 		{"unlocked by another goroutine", func() {
 			var a Mutex[Store]
@@ -61,17 +60,16 @@ func TestOrder(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Go(a.Unlock)
 			wg.Wait()
-			b.Lock() // a is no longer held
-			b.Unlock()
+			with(&b, nothing) // a is no longer held
 		}, ""},
 		{"other goroutines' locks do not count", func() {
 			var a Mutex[Store]
 			var b Mutex[Room]
-			a.Lock()
-			var wg sync.WaitGroup
-			wg.Go(func() { b.Lock(); b.Unlock() })
-			wg.Wait()
-			a.Unlock()
+			with(&a, func() {
+				var wg sync.WaitGroup
+				wg.Go(func() { with(&b, nothing) })
+				wg.Wait()
+			})
 		}, ""},
 	} {
 		reset()
@@ -104,8 +102,10 @@ func BenchmarkLockUnchecked(b *testing.B) {
 	enabled.Store(false)
 	defer enabled.Store(true)
 	var m Mutex[Room]
+	n := 0
 	for b.Loop() {
 		m.Lock()
+		n++
 		m.Unlock()
 	}
 }
