@@ -417,3 +417,127 @@ func TestSlowBodyIsCut(t *testing.T) {
 	}
 	_ = s
 }
+
+// heldBody is the body heldConnectCall sends.
+var heldBody = append([]byte{0x0a}, make([]byte, 64<<10)...)
+
+// heldConnectCall starts a Connect call without a header token and sends
+// all of its body but the last byte, so the server holds what it has read
+// while it waits for the rest. It returns the connection and the status
+// of a refusal that came at once (0: the call is being read).
+func heldConnectCall(t *testing.T, base string, size int) (net.Conn, int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Error(err)
+		return nil, -1
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /agentassistproto.SrvAgentAssist/AskQuestion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/proto\r\nContent-Length: %d\r\n\r\n", size)
+	// A refusal may close the connection while the body is still being
+	// written; its answer is read all the same.
+	_, _ = conn.Write(heldBody[:size-1])
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // a refusal comes at once
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			_ = conn.SetReadDeadline(time.Time{})
+			return conn, 0
+		}
+		t.Errorf("reading the answer: %v", err)
+		return conn, -1
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "resource_exhausted") && !strings.Contains(string(b), "unavailable") {
+		t.Errorf("refused call: %d %s, want a Connect error", resp.StatusCode, b)
+	}
+	return conn, resp.StatusCode
+}
+
+// TestUnauthenticatedConnectCallsAreBounded: Connect calls without a
+// token in their header are unauthenticated until the token inside their
+// message has been read, and each may hold up to the small message limit
+// meanwhile. They count against the same caps as WebSockets that have not
+// logged in: 300 such calls sending 64 KiB - 1 byte each used to be read
+// all at once (3000 of them held 600 MB; each call read costs about four
+// times its size, so the cap is what bounds the memory).
+func TestUnauthenticatedConnectCallsAreBounded(t *testing.T) {
+	pending := auth.NewPending(0, 0)
+	_, base := newGuarded(t, srv.Options{Pending: pending})
+	const n = 300
+	var admitted int
+	refused := map[int]int{}
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { _, statuses[i] = heldConnectCall(t, base, 64<<10) })
+	}
+	wg.Wait()
+	for _, status := range statuses {
+		if status == 0 {
+			admitted++
+		} else {
+			refused[status]++
+		}
+	}
+	if admitted != auth.DefaultMaxPendingPerAddr || refused[http.StatusTooManyRequests] != n-auth.DefaultMaxPendingPerAddr {
+		t.Errorf("%d admitted, refused %v: want %d admitted, the rest refused with 429", admitted, refused, auth.DefaultMaxPendingPerAddr)
+	}
+	// A call with the token in its header is authenticated before its
+	// body is read, and never counts.
+	msg, _ := proto.Marshal(&pb.CancelRequestRequest{ID: "no-such-request"})
+	if code, body := postConnect(t, base, "/agentassistproto.SrvAgentAssistControl/CancelRequest", msg, map[string]string{auth.TokenHeader: tokA}); code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
+		t.Errorf("a call with the header token during the flood: %d %s", code, body)
+	}
+}
+
+// TestConnectCallGivesItsPlaceBack: a call without a header token counts
+// until its token has been read and found valid (an older client's call
+// then waits for its answer without holding a place) or until it ends.
+func TestConnectCallGivesItsPlaceBack(t *testing.T) {
+	pending := auth.NewPending(10, 1)
+	_, base := newGuarded(t, srv.Options{Pending: pending})
+	conn, status := heldConnectCall(t, base, 1000)
+	if status != 0 {
+		t.Fatalf("the first call was refused: %d", status)
+	}
+	if _, status := heldConnectCall(t, base, 1000); status != http.StatusTooManyRequests {
+		t.Errorf("a second call from the address: %d, want 429", status)
+	}
+	if _, status, err := rawDial(base, "/ws"); err == nil || status != http.StatusTooManyRequests {
+		t.Errorf("a WebSocket while the call is unauthenticated: %d %v, want 429 (one budget)", status, err)
+	}
+	conn.Close()
+	for deadline := time.Now().Add(5 * time.Second); pending.Len() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := pending.Len(); n != 0 {
+		t.Fatalf("%d places still taken after the call ended", n)
+	}
+	// An older client's question (token inside the message) waits for its
+	// answer without holding a place.
+	c := login(t, base, tokA, "answers")
+	done := make(chan error, 1)
+	go func() {
+		msg, _ := proto.Marshal(&pb.AskQuestionRequest{UserToken: tokA, ID: "old-client", Request: &pb.McpAskQuestionRequest{Question: "?"}})
+		code, body := postConnect(t, base, "/agentassistproto.SrvAgentAssist/AskQuestion", msg, nil)
+		if code != http.StatusOK {
+			done <- fmt.Errorf("%d %s", code, body)
+		}
+		done <- nil
+	}()
+	expect(t, c, "AskQuestion")
+	if n := pending.Len(); n != 0 {
+		t.Errorf("a call whose token was read holds %d places while it waits", n)
+	}
+	if _, status := heldConnectCall(t, base, 1000); status != 0 {
+		t.Errorf("another call while an authenticated one waits: %d", status)
+	}
+	if err := c.Send(wstest.TextReply("old-client", "fine")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
