@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -45,7 +46,17 @@ func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.full.ServeHTTP(w, r)
 		return
 	}
-	release, err := p.pending.Acquire(r.RemoteAddr)
+	// Evicted while still unauthenticated (the cap needed its place): the
+	// call ends, and a body still trickling in stops being waited for.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	rc := http.NewResponseController(w)
+	body := &callBody{small: p.smallMax}
+	release, err := p.pending.Acquire(r.RemoteAddr, func() {
+		body.evicted.Store(true)
+		cancel()
+		_ = rc.SetReadDeadline(time.Now())
+	})
 	if err != nil {
 		code := connect.CodeUnavailable
 		if errors.Is(err, auth.ErrPendingAddr) {
@@ -60,8 +71,9 @@ func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 	st := &callState{release: release}
-	r = r.WithContext(context.WithValue(r.Context(), callStateKey{}, st))
-	r.Body = &callBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(p.smallMax)), small: p.smallMax}
+	r = r.WithContext(context.WithValue(ctx, callStateKey{}, st))
+	body.ReadCloser = http.MaxBytesReader(w, r.Body, int64(p.smallMax))
+	r.Body = body
 	cw := &countingWriter{ResponseWriter: w, answer: func() {
 		if !st.checked.Load() {
 			// Refused before its token could be read (too big, malformed,
@@ -136,7 +148,8 @@ func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.
 // their own, which connect-go passes on as it is.
 type callBody struct {
 	io.ReadCloser
-	small int // > 0: the limit of a call without a header token
+	small   int         // > 0: the limit of a call without a header token
+	evicted atomic.Bool // its place among the unauthenticated was needed
 }
 
 func (b *callBody) Read(p []byte) (int, error) {
@@ -146,6 +159,8 @@ func (b *callBody) Read(p []byte) (int, error) {
 	case err == nil || errors.Is(err, io.EOF):
 	case b.small > 0 && errors.As(err, &tooBig):
 		err = connect.NewError(connect.CodeResourceExhausted, errNeedsHeader(b.small))
+	case errors.Is(err, os.ErrDeadlineExceeded) && b.evicted.Load():
+		err = connect.NewError(connect.CodeUnavailable, errors.New(auth.ErrPendingFull.Error()+" (this call's place was given to a newer one)"))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request body did not arrive in time"))
 	}
