@@ -28,6 +28,10 @@ type Options struct {
 	Tokens *auth.Tokens
 	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
+	// Pending caps the calls whose token is not known yet (no valid
+	// header token, the message not read yet), together with the
+	// WebSockets that have not logged in; nil: no cap.
+	Pending *auth.Pending
 	Logger  *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
 	DefaultTimeout time.Duration
@@ -80,7 +84,7 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
 		path, f := handler(full)
 		_, sm := handler(small)
-		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage})
+		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage, pending: o.Pending})
 		paths = append(paths, path)
 	}
 	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
