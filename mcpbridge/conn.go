@@ -27,3 +27,13 @@ func (b *bridge) sessionEnded(ctx context.Context) (what string, ended bool) {
 	}
 	return "", false
 }
+
+type writesKey struct{}
+
+// WithWrites tells the calls served in ctx how many times the transport
+// has written to the client on their session so far (flushes, on all of
+// its streams), so that a call can wait until what it queued for the
+// client is out before its own result goes (see delivered).
+func WithWrites(ctx context.Context, written func() uint64) context.Context {
+	return context.WithValue(ctx, writesKey{}, written)
+}

@@ -87,11 +87,17 @@ func (b *bridge) offerInClient(ctx context.Context, kind hub.Kind, id, text stri
 			<-o.ended
 			o.withdrawn = true
 			nctx := context.WithoutCancel(ctx)
+			written, _ := ctx.Value(writesKey{}).(func() uint64)
+			var before uint64
+			if written != nil {
+				before = written()
+			}
 			if err := srv.SendNotificationToClient(nctx, string(mcp.MethodNotificationCancelled),
 				map[string]any{"requestId": seq, "reason": o.reason}); err != nil {
 				b.log.Debug("withdraw form", "err", err)
+				break
 			}
-			b.delivered(nctx, srv, fmt.Sprintf("The form for %s %s was withdrawn: %s.", kindWord(kind), id, o.reason))
+			delivered(nctx, written, before)
 		case err != nil:
 			b.log.Debug("form in the client", "kind", kind, "id", id, "err", err)
 		case res.Action != mcp.ElicitationResponseActionAccept:
@@ -218,32 +224,25 @@ func answeredBy(h http.Header) string {
 	return hub.DecodeAnsweredBy(h.Get(hub.AnsweredByHeader))
 }
 
-// delivered waits, for at most a second, until what the bridge queued for
-// the client has gone out, before the call's result does. Over Streamable
-// HTTP the MCP library writes a notification and the response of the
-// request it belongs to from two goroutines, and drops a notification
-// taken from the queue just before the response is written; a withdrawal
-// lost so would leave the form open. The queue is read in order, so once
-// a second message (a debug log line saying what happened) has been taken
-// too, the first one is written.
-func (b *bridge) delivered(ctx context.Context, srv *server.MCPServer, note string) {
+// delivered waits, for at most a second, until the notification just
+// queued for the client has been written, before the call's result is.
+// Over Streamable HTTP the MCP library hands a session's notifications to
+// whichever of its streams takes them first, and one taken by the stream
+// of a request that is ending loses the race with that request's response
+// and is dropped. A withdrawal lost so would leave the form open. So the
+// call waits until the queue is empty and the transport has written
+// something on the session since (written, from WithWrites; nil over
+// stdio, whose one writer drops nothing).
+func delivered(ctx context.Context, written func() uint64, before uint64) {
 	cs := server.ClientSessionFromContext(ctx)
 	if cs == nil {
 		return
 	}
 	q := cs.NotificationChannel()
-	deadline := time.Now().Add(time.Second)
-	drained := func() bool {
-		for len(q) > 0 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(q) == 0 && (written == nil || written() > before) {
+			return
 		}
-		return len(q) == 0
-	}
-	if !drained() {
-		return
-	}
-	if logToClient(ctx, srv, "debug", note) == nil {
-		drained()
 	}
 }
 

@@ -292,3 +292,36 @@ func (unimplementedReply) AskQuestionReply(context.Context, *pb.AskQuestionReply
 func (unimplementedReply) TaskFinishReply(context.Context, *pb.TaskFinishReplyRequest) (*pb.MsgEmpty, error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("404 Not Found"))
 }
+
+// TestFormsOneAtATime: two calls at once in one client: the second form
+// comes when the first one closes, and each withdrawal names its own
+// form (the bridge numbers them as the MCP library does).
+func TestFormsOneAtATime(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	tr, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tokA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := startFormClient(t, tr)
+	calls := map[string]chan toolCall{}
+	ids := map[string]string{}
+	for _, q := range []string{"First: tabs or spaces?", "Second: light or dark?"} {
+		calls[q] = goCall(fc.Client, "ask_question", map[string]any{"question": q})
+		r := expect(t, phone, "AskQuestion").GetAskQuestionRequest()
+		ids[r.GetRequest().GetQuestion()] = r.GetID()
+	}
+	for range 2 {
+		f := fc.nextForm(t)
+		q := strings.SplitN(f.message, "\n", 2)[0]
+		if err := phone.Send(wstest.TextReply(ids[q], "from the phone")); err != nil {
+			t.Fatal(err)
+		}
+		if c := fc.nextCancel(t); c != f.id+" answered on the phone/PC (phone)" {
+			t.Errorf("withdrawn %q, want form %s (%s)", c, f.id, q)
+		}
+		if res := <-calls[q]; res.err != nil || !strings.HasPrefix(resultText(res.r), "from the phone") {
+			t.Errorf("%s: %v %v", q, res.r, res.err)
+		}
+	}
+}

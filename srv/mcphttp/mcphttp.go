@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -93,6 +94,9 @@ type session struct {
 	lastUsed   time.Time
 	busy       int  // requests being served
 	registered bool // the MCP server knows it (initialize done)
+	// writes counts the flushes to the client on all of its streams (see
+	// mcpbridge.WithWrites).
+	writes atomic.Uint64
 }
 
 // New returns the endpoint; Close stops it.
@@ -160,8 +164,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// 2026-07-28 on, closing the request's stream is the cancel.
 		ctx = mcpbridge.WithConnection(ctx, r.Context())
 	}
+	if s != nil {
+		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
+		w = countingWriter{ResponseWriter: w, n: &s.writes}
+	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// countingWriter counts a session's flushes: each one has put an event
+// of one of its streams on the wire.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Uint64
+}
+
+func (c countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	c.n.Add(1)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // baseURL is the server's address as the client reached it, for messages
 // that send the person to a page.
