@@ -102,7 +102,7 @@ func (b *bridge) offerInClient(ctx context.Context, kind hub.Kind, id, text stri
 			b.log.Debug("form in the client", "kind", kind, "id", id, "err", err)
 		case res.Action != mcp.ElicitationResponseActionAccept:
 			b.log.Info("the person dismissed the form in the client; the request waits in the inbox", "kind", kind, "id", id, "action", res.Action)
-			logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
+			_ = logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
 		default:
 			o.answered, o.direct = b.answerFromClient(ctx, kind, id, formAnswer(res.Content))
 			if o.direct != nil {
