@@ -80,6 +80,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./srv/auth/
 	$(GO) test -run '^$$' -fuzz FuzzWSFrame -fuzztime $(FUZZTIME) ./srv/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./srv/store/
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./srv/store/
 	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime $(FUZZTIME) ./srv/wsconn/
 
 fmt:

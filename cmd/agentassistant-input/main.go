@@ -26,13 +26,12 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/remoteinput"
 	"github.com/agentassistant/agentassistant/internal/typing"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
-
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *showVersion {
-		_, err := fmt.Fprintln(stdout, "agentassistant-input", version)
+		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-input"))
 		return err
 	}
 	if fs.NArg() > 0 {

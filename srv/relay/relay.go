@@ -137,7 +137,8 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
-	release, err := r.o.Pending.Acquire(req.RemoteAddr)
+	ev := &wsconn.Evictable{}
+	release, err := r.o.Pending.Acquire(req.RemoteAddr, ev.Evict)
 	if err != nil {
 		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
 		auth.RefusePending(w, err)
@@ -150,6 +151,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	c := wsconn.New(ws, r.o.Conn)
 	c.UntilActive(release)
+	ev.Set(c)
 	if !r.conns.Add(c) {
 		c.Finish()
 		return
