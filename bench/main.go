@@ -125,6 +125,7 @@ func run(ctx context.Context, c config) error {
 		{"floor", floor},
 		{"ask_question", askRoundTrip},
 		{"through MCP", throughMCP},
+		{"ask over MCP HTTP and stdio", askOverMCP},
 		{"fan-out", fanOut},
 		{"idle memory", idleMemory},
 		{"churn", churn},

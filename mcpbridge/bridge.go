@@ -29,6 +29,17 @@ type Options struct {
 	// project gets the answer; nil: every cut-short call withdraws its
 	// request.
 	Done <-chan struct{}
+	// Reply puts an answer in for the person (SrvAgentAssistReply). With
+	// it, ask_question and task_finish are also offered as a form in MCP
+	// clients that support elicitation, while they wait in the inbox; the
+	// first answer wins (nil: the inbox only).
+	Reply agentassistprotoconnect.SrvAgentAssistReplyClient
+	// Stopped says what stopped, to an agent whose call Done cut short
+	// (default "agentassistant-mcp stopped").
+	Stopped string
+	// Hooks are the MCP server's hooks, for a caller that follows its
+	// sessions; the bridge adds its own (nil: the bridge's only).
+	Hooks *server.Hooks
 	// UI reaches the server's relay; nil leaves out the web UI tools.
 	UI agentassistprotoconnect.SrvUIRelayClient
 	// RelaySession is the relay session to act in ("" is "default").
@@ -74,6 +85,9 @@ func (o *Options) defaults() {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.Stopped == "" {
+		o.Stopped = "agentassistant-mcp stopped"
+	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
 			*d = v
@@ -100,7 +114,10 @@ type Server struct {
 // New returns the MCP server with its tools registered.
 func New(o Options) *Server {
 	o.defaults()
-	hooks := &server.Hooks{}
+	hooks := o.Hooks
+	if hooks == nil {
+		hooks = &server.Hooks{}
+	}
 	s := server.NewMCPServer("agentassistant", o.Version,
 		server.WithToolCapabilities(true),
 		server.WithInstructions(instructions),
@@ -157,10 +174,16 @@ type bridge struct {
 
 	mu      sync.Mutex
 	waiting map[string]struct{} // request IDs of the calls waiting now
+
+	// formSlot is held by the one form (elicitation) open in the client at
+	// a time; formSeq, guarded by it, follows the JSON-RPC id the MCP
+	// library gives each one (see offerInClient).
+	formSlot chan struct{}
+	formSeq  int64
 }
 
 func newBridge(o Options) *bridge {
-	return &bridge{o: o, log: o.Logger, waiting: make(map[string]struct{})}
+	return &bridge{o: o, log: o.Logger, waiting: make(map[string]struct{}), formSlot: make(chan struct{}, 1)}
 }
 
 // timeout turns the seconds an LLM passed into the duration to wait.

@@ -1,4 +1,5 @@
-package mcpbridge
+// An external test package: srv serves MCP itself with this package.
+package mcpbridge_test
 
 import (
 	"context"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/testhost"
+	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
@@ -41,7 +43,7 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 			return next(ctx, req)
 		}
 	})
-	b := New(Options{
+	b := mcpbridge.New(mcpbridge.Options{
 		Client:    agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
 		UI:        agentassistprotoconnect.NewSrvUIRelayClient(http.DefaultClient, ts.URL, connect.WithInterceptors(header)),
 		Token:     relayToken,

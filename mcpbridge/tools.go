@@ -69,7 +69,7 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx),
 	}}
-	return b.wait(ctx, req, wire.AskQuestion, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
 	})
 }
@@ -89,9 +89,29 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx),
 	}
-	return b.wait(ctx, req, wire.TaskFinish, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.report(ctx, id, report)
 	})
+}
+
+// waitAndOffer waits for the request (wait) while it is also offered as a
+// form in the agent's client (offerInClient), and returns the outcome.
+func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id, text string, timeout time.Duration,
+	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
+	wctx, endCall := context.WithCancelCause(ctx)
+	defer endCall(nil)
+	form := b.offerInClient(ctx, kind, id, text, endCall)
+	var by string
+	replied := false
+	res, err := b.wait(wctx, req, kind, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+		cctx, info := connect.NewClientContext(ctx)
+		resp, err := call(cctx)
+		if err == nil {
+			replied, by = true, answeredBy(info.ResponseHeader())
+		}
+		return resp, err
+	})
+	return form.end(res, replied, by), err
 }
 
 // report makes the task-report call in the server's generation: WorkReport
@@ -168,7 +188,7 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 			return toResult(kind, resp), nil
 		}
 		if ctx.Err() != nil {
-			return mcp.NewToolResultError(b.cancelled(kind, id, time.Since(start))), nil
+			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
 		}
 		if !retryable(err) {
 			b.log.Info("call ended without an answer", "kind", kind, "err", err)
@@ -193,7 +213,7 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 		select {
 		case <-time.After(min(delay, limit.Sub(now))): // the last try is at the limit itself
 		case <-ctx.Done():
-			return mcp.NewToolResultError(b.cancelled(kind, id, time.Since(start))), nil
+			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
 		}
 		delay = min(delay*2, b.o.MaxReconnect)
 	}
@@ -215,13 +235,11 @@ func retryable(err error) bool {
 // cancelled it, left pending when the whole session is ending (the client
 // is restarting agentassistant-mcp), so the person can still answer and
 // the next agentassistant-mcp of the project gets the answer.
-func (b *bridge) cancelled(kind wire.Kind, id string, waited time.Duration) string {
-	select {
-	case <-b.o.Done:
+func (b *bridge) cancelled(ctx context.Context, kind wire.Kind, id string, waited time.Duration) string {
+	if what, ok := b.sessionEnded(ctx); ok {
 		b.log.Info("MCP session ended; the request stays pending for the next call from this project", "kind", kind, "id", id)
-		return fmt.Sprintf("agentassistant-mcp stopped after %s; the %s stays on the person's screens and their answer is kept for the next call from this project.",
-			waited.Round(time.Second), kindWord(kind))
-	default:
+		return fmt.Sprintf("%s after %s; the %s stays on the person's screens and their answer is kept for the next call from this project.",
+			what, waited.Round(time.Second), kindWord(kind))
 	}
 	b.withdraw(id)
 	return fmt.Sprintf("The call was cancelled after %s; the %s was withdrawn from the person's screens.", waited.Round(time.Second), kindWord(kind))

@@ -14,6 +14,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -60,6 +61,9 @@ type Options struct {
 	// Hub tunes the requests (Store, OrphanGrace, Retention, PresenceDelay);
 	// its Logger is filled in.
 	Hub hub.Options
+	// MCP tunes /mcp (MaxSessions, the bridges' Bridge options); the rest
+	// is filled in.
+	MCP mcphttp.Options
 }
 
 // Guard kinds of a route: how it checks the token.
@@ -82,6 +86,9 @@ type Server struct {
 	hub     *hub.Hub
 	inbox   *inbox.Handler
 	relay   *relay.Relay
+	mcp     *mcphttp.Handler
+	inproc  *inProcess
+	guard   *auth.Guard
 	handler http.Handler
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
@@ -114,7 +121,7 @@ func New(o Options) *Server {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = 30 * time.Second
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
@@ -155,6 +162,13 @@ func New(o Options) *Server {
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
+	// MCP over Streamable HTTP: the tools reach the Connect services above
+	// in process, through the same guards as agentassistant-mcp's calls.
+	s.inproc = newInProcess()
+	mo := o.MCP
+	mo.Connect, mo.BaseURL, mo.TokenOf, mo.Logger = s.inproc.Client(), inProcessURL, s.tokenOf, o.Logger.With("component", "mcp")
+	s.mcp = mcphttp.New(mo)
+	s.handle("/mcp", GuardHeader, s.checkOrigin(s.requireToken(s.mcp)))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -162,6 +176,7 @@ func New(o Options) *Server {
 		}
 		s.mux.ServeHTTP(w, r)
 	}))
+	s.inproc.serve(s.handler)
 	return s
 }
 
@@ -183,9 +198,12 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // Close ends the waiting agent calls (Unavailable) and every WebSocket
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {
+	s.mcp.Close() // first: its calls end while the hub still answers
 	s.hub.Close()
 	_ = s.relay.Close()
-	return s.inbox.Close()
+	err := s.inbox.Close()
+	s.inproc.stop()
+	return err
 }
 
 // requireToken guards a plain HTTP endpoint: the token in the
@@ -194,12 +212,36 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.tokens.Valid(s.tokenOf(r)) {
 			s.limiter.Fail(r.Context().Done(), r.RemoteAddr) // past the budget, the answer waits
-			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
+			refuseUnread(w, "missing or invalid token", http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// checkOrigin refuses a browser request from another site (403), as the
+// MCP specification requires of Streamable HTTP servers against DNS
+// rebinding and cross-site requests: a page may send a request to
+// 127.0.0.1 without reading its answer, and a tool call acts. Clients
+// that send no Origin (MCP clients, agents) pass.
+func (s *Server) checkOrigin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.guard.OriginAllowed(r) {
+			refuseUnread(w, "forbidden origin", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// refuseUnread answers a request that is refused before its body is read,
+// and closes the connection after the answer: otherwise net/http would
+// read up to 256 KiB of the body first, for as long as the body timeout,
+// before the client got its answer.
+func refuseUnread(w http.ResponseWriter, msg string, code int) {
+	w.Header().Set("Connection", "close")
+	http.Error(w, msg, code)
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {

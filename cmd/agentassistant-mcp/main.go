@@ -122,6 +122,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	s := mcpbridge.New(mcpbridge.Options{
 		Client:  agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
 		Control: agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String()),
+		Reply:   agentassistprotoconnect.NewSrvAgentAssistReplyClient(uiHTTP, base.String()),
 		UI: agentassistprotoconnect.NewSrvUIRelayClient(uiHTTP, base.String(),
 			connect.WithInterceptors(tokenHeader(cfg.Token))),
 		RelaySession:     cfg.Session,

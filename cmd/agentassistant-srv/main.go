@@ -20,11 +20,13 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -68,6 +70,7 @@ type fileConfig struct {
 	HistoryDays    int      `toml:"history_days"`
 	MissedHours    int      `toml:"missed_answer_hours"`
 	Procs          int      `toml:"procs"`
+	MaxMCPSessions int      `toml:"max_mcp_sessions_per_token"`
 	// What a client may cost before it has shown the token.
 	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
@@ -182,7 +185,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			WriteWait: secs(cfg.WriteWait)}},
 		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace),
 			HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour,
-			MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour}})
+			MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour},
+		MCP: mcphttp.Options{MaxSessions: cfg.MaxMCPSessions,
+			Bridge: mcpbridge.Options{Version: buildinfo.Version(), HostGrace: secs(cfg.HostGrace)}}})
 	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
 	}

@@ -194,6 +194,9 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), req)
 	switch {
 	case err == nil:
+		if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && rep.Nickname != "" {
+			ci.ResponseHeader().Set(wire.AnsweredByHeader, wire.EncodeAnsweredBy(rep.Nickname))
+		}
 		return rep, id, nil
 	case errors.Is(err, hub.ErrTimeout):
 		return nil, "", connect.NewError(connect.CodeDeadlineExceeded,

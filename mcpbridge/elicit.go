@@ -1,0 +1,253 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// ClientNickname is who answered, in the inbox, when the person answered
+// in the form the agent's MCP client showed; the client's name follows it
+// when the client gave one.
+const ClientNickname = "the agent's client"
+
+// errAnsweredInClient ends a call whose answer came in the client's form
+// but could not be put in through the server (it is returned directly).
+var errAnsweredInClient = errors.New("answered in the agent's client")
+
+// offer is a request shown as a form in the agent's client while it also
+// waits in the inbox. Its goroutine sets the fields before done closes.
+type offer struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// reason is why the form is withdrawn, set by end before it closes
+	// ended.
+	reason string
+	ended  chan struct{}
+
+	shown     bool                // the form reached the client
+	withdrawn bool                // it was still open when the call ended
+	answered  bool                // the client's answer went in first
+	direct    *mcp.CallToolResult // the client's answer, when it could not go in
+}
+
+// offerInClient shows the request as a form (MCP elicitation) in the
+// agent's client when the client supports form elicitation and the bridge
+// can put answers in (Options.Reply): whichever answers first, the form
+// or a device of the inbox, wins through the server's first-answer-wins,
+// and the other side is told (the inbox names the agent's client; the
+// form is withdrawn). A declined or dismissed form leaves the request
+// waiting in the inbox. When an answer typed in the form cannot be put
+// in, endCall ends the call and end returns that answer itself.
+//
+// One form at a time per bridge: the MCP library numbers its requests to
+// the client with a counter it does not expose, and withdrawing a form
+// (notifications/cancelled) needs that number. The bridge sends no other
+// requests to clients (no sampling, no roots, no pings: see the HTTP
+// endpoint), so while it holds formSlot, its next form gets formSeq+1. A
+// second call waiting meanwhile offers its form when the first one's ends.
+func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text string, endCall context.CancelCauseFunc) *offer {
+	o := &offer{done: make(chan struct{}), ended: make(chan struct{})}
+	srv := server.ServerFromContext(ctx)
+	if b.o.Reply == nil || srv == nil || !formElicitation(ctx) {
+		close(o.done)
+		o.cancel = func() {}
+		return o
+	}
+	ectx, cancel := context.WithCancel(ctx)
+	o.cancel = cancel
+	go func() {
+		defer close(o.done)
+		select {
+		case b.formSlot <- struct{}{}:
+		case <-ectx.Done():
+			return
+		}
+		defer func() { <-b.formSlot }()
+		seq := b.formSeq + 1
+		res, err := srv.RequestElicitation(ectx, formFor(kind, text))
+		if !notSent(err) {
+			b.formSeq, o.shown = seq, true
+		}
+		switch {
+		case err != nil && ectx.Err() != nil && o.shown:
+			// The call ended first (answered in the inbox, cancelled, timed
+			// out): tell the client to take its form down. The call's
+			// context may be over; the notification still goes out.
+			<-o.ended
+			o.withdrawn = true
+			nctx := context.WithoutCancel(ctx)
+			written, _ := ctx.Value(writesKey{}).(func() uint64)
+			var before uint64
+			if written != nil {
+				before = written()
+			}
+			if err := srv.SendNotificationToClient(nctx, string(mcp.MethodNotificationCancelled),
+				map[string]any{"requestId": seq, "reason": o.reason}); err != nil {
+				b.log.Debug("withdraw form", "err", err)
+				break
+			}
+			delivered(nctx, written, before)
+		case err != nil:
+			b.log.Debug("form in the client", "kind", kind, "id", id, "err", err)
+		case res.Action != mcp.ElicitationResponseActionAccept:
+			b.log.Info("the person dismissed the form in the client; the request waits in the inbox", "kind", kind, "id", id, "action", res.Action)
+			_ = logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
+		default:
+			o.answered, o.direct = b.answerFromClient(ctx, kind, id, formAnswer(res.Content))
+			if o.direct != nil {
+				endCall(errAnsweredInClient)
+			}
+		}
+	}()
+	return o
+}
+
+// answerFromClient puts the answer typed in the client's form in, as a
+// device's answer, under the client's name. It reports whether it went
+// in first; when it could not go in at all, it returns the answer as the
+// call's result, so nothing typed is lost.
+func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id, answer string) (won bool, direct *mcp.CallToolResult) {
+	nick := ClientNickname
+	if name := mcpClientName(ctx); name != "" {
+		nick += " (" + name + ")"
+	}
+	resp := &pb.AskQuestionResponse{ID: id, Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: answer}}}}
+	var err error
+	if kind == wire.TaskFinish {
+		_, err = b.o.Reply.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: b.o.Token, Nickname: nick,
+			Response: &pb.TaskFinishResponse{ID: id, Contents: resp.Contents}})
+	} else {
+		_, err = b.o.Reply.AskQuestionReply(ctx, &pb.AskQuestionReplyRequest{UserToken: b.o.Token, Nickname: nick, Response: resp})
+	}
+	switch {
+	case err == nil:
+		b.log.Info("answered in the agent's client", "kind", kind, "id", id)
+		return true, nil
+	case connect.CodeOf(err) == connect.CodeFailedPrecondition:
+		// A device answered first, or the request ended: the call returns
+		// that outcome.
+		b.log.Info("the form's answer came second", "kind", kind, "id", id)
+		return false, nil
+	}
+	b.log.Warn("could not put the form's answer in; returning it directly", "kind", kind, "id", id, "err", err)
+	return false, toResult(kind, resp)
+}
+
+// end withdraws the form if it is still open, waits for the offer, and
+// returns the call's result: as it is, with where the person answered
+// when the form lost to a device (by, from the server), or the form's
+// answer when it could not go in through the server.
+func (o *offer) end(res *mcp.CallToolResult, replied bool, by string) *mcp.CallToolResult {
+	o.reason = "the request ended"
+	if replied {
+		o.reason = "answered on the phone/PC"
+		if by != "" {
+			o.reason += " (" + by + ")"
+		}
+	}
+	close(o.ended)
+	o.cancel()
+	<-o.done
+	switch {
+	case o.direct != nil:
+		return o.direct
+	case o.withdrawn && replied && res != nil:
+		res.Content = append(res.Content, mcp.NewTextContent(
+			fmt.Sprintf("(The person answered on the phone/PC%s; the form shown in the MCP client was withdrawn.)", inParens(by))))
+	}
+	return res
+}
+
+func inParens(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// formElicitation reports whether the session's client said, in its
+// initialize, that it shows form elicitations (an empty elicitation
+// capability means forms).
+func formElicitation(ctx context.Context) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	e := s.GetClientCapabilities().Elicitation
+	return e != nil && (e.Form != nil || e.URL == nil)
+}
+
+// notSent reports an elicitation error returned before a request went
+// out (and before it took a number).
+func notSent(err error) bool {
+	return errors.Is(err, server.ErrNoActiveSession) || errors.Is(err, server.ErrElicitationNotSupported) ||
+		errors.Is(err, server.ErrServerInitiatedRequestUnsupported)
+}
+
+// formFor is the form for a request: its text and one answer field.
+func formFor(kind wire.Kind, text string) mcp.ElicitationRequest {
+	msg := text + "\n\n(You can also answer in the agentassistant inbox on your PC or phone; the first answer counts.)"
+	field := map[string]any{"type": "string", "title": "Your answer"}
+	schema := map[string]any{"type": "object", "properties": map[string]any{"answer": field}, "required": []string{"answer"}}
+	if kind == wire.TaskFinish {
+		msg = "The agent finished a task:\n\n" + text +
+			"\n\nYour feedback or next instruction (or answer in the agentassistant inbox on your PC or phone; the first answer counts)."
+		field["title"] = "Feedback or next instruction"
+		delete(schema, "required")
+	}
+	return mcp.ElicitationRequest{
+		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
+		Params:  mcp.ElicitationParams{Message: msg, RequestedSchema: schema},
+	}
+}
+
+// formAnswer is the text of an accepted form.
+func formAnswer(content any) string {
+	m, _ := content.(map[string]any)
+	s, _ := m["answer"].(string)
+	return strings.TrimSpace(s)
+}
+
+// answeredBy reads who answered from a call's response headers.
+func answeredBy(h http.Header) string {
+	return wire.DecodeAnsweredBy(h.Get(wire.AnsweredByHeader))
+}
+
+// delivered waits, for at most a second, until the notification just
+// queued for the client has been written, before the call's result is.
+// Over Streamable HTTP the MCP library hands a session's notifications to
+// whichever of its streams takes them first, and one taken by the stream
+// of a request that is ending loses the race with that request's response
+// and is dropped. A withdrawal lost so would leave the form open. So the
+// call waits until the queue is empty and the transport has written
+// something on the session since (written, from WithWrites; nil over
+// stdio, whose one writer drops nothing).
+func delivered(ctx context.Context, written func() uint64, before uint64) {
+	cs := server.ClientSessionFromContext(ctx)
+	if cs == nil {
+		return
+	}
+	q := cs.NotificationChannel()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if len(q) == 0 && (written == nil || written() > before) {
+			return
+		}
+	}
+}
+
+// logToClient sends the client a log message (notifications/message).
+func logToClient(ctx context.Context, srv *server.MCPServer, level, text string) error {
+	return srv.SendNotificationToClient(ctx, "notifications/message",
+		map[string]any{"level": level, "logger": "agentassistant", "data": text})
+}

@@ -1,0 +1,466 @@
+// Package mcphttp serves MCP over Streamable HTTP at /mcp: the tools of
+// agentassistant-mcp (package mcpbridge, the same code), so an MCP client
+// can use the server without installing anything. The caller checks the
+// token and the Origin first; this package keeps each token's sessions
+// apart and bounded.
+//
+// Each (token, relay session) pair has its own bridge: an MCP server with
+// its tools and its Streamable HTTP transport. The bridge reaches the
+// server's Connect services through Options.Connect, as agentassistant-mcp
+// does over the network, so one code path serves both.
+package mcphttp
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/mcpbridge"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/relay"
+)
+
+// Options configure the endpoint. Connect, BaseURL and TokenOf are
+// required.
+type Options struct {
+	// Connect reaches the server's Connect services at BaseURL.
+	Connect *http.Client
+	BaseURL string
+	// TokenOf is the token a request presents; the caller has checked it.
+	TokenOf func(*http.Request) string
+	Logger  *slog.Logger
+	// MaxSessions bounds the MCP sessions of one token, and the relay
+	// sessions it drives over /mcp at once (default 64). A new session
+	// past it takes the place of the one unused the longest (which then
+	// gets 404 and starts again, as the transport specifies); when every
+	// one is in use, it is refused with 503.
+	MaxSessions int
+	// Bridge tunes every bridge (timeouts, progress, host grace, Version);
+	// the clients, Token, RelaySession, ServerURL, Logger, Done, Stopped
+	// and Hooks are filled in.
+	Bridge mcpbridge.Options
+	// Now is the clock (nil: time.Now).
+	Now func() time.Time
+}
+
+// Handler is the /mcp endpoint.
+type Handler struct {
+	o       Options
+	log     *slog.Logger
+	closing context.Context // done once Close starts: calls end, bridges stop
+	close   context.CancelFunc
+	runs    sync.WaitGroup // the bridges' Run
+
+	// mu guards what follows. Lock order: mu is never held while calling
+	// into an MCP server or transport (they call back into the session
+	// table through their hooks and session ID manager).
+	mu     sync.Mutex
+	closed bool
+	rooms  map[[sha256.Size]byte]*room
+}
+
+// room is one token's bridges and sessions.
+type room struct {
+	token    string
+	bridges  map[string]*bridge  // by relay session
+	sessions map[string]*session // by MCP session ID
+}
+
+type bridge struct {
+	room     *room
+	relay    string
+	mcp      *mcpbridge.Server
+	http     *server.StreamableHTTPServer
+	stop     context.CancelFunc // ends Run
+	busy     int                // requests being served
+	sessions int                // its entries in room.sessions
+	gone     bool               // freed: no longer in room.bridges
+}
+
+type session struct {
+	b          *bridge
+	id         string
+	lastUsed   time.Time
+	busy       int  // requests being served
+	registered bool // the MCP server knows it (initialize done)
+	// writes counts the flushes to the client on all of its streams (see
+	// mcpbridge.WithWrites).
+	writes atomic.Uint64
+}
+
+// New returns the endpoint; Close stops it.
+func New(o Options) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = 64
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
+	h.closing, h.close = context.WithCancel(context.Background())
+	return h
+}
+
+// DefaultRelaySession is the relay session a URL without ?session= drives.
+const DefaultRelaySession = "default"
+
+// ServeHTTP serves one MCP request of an authenticated client. The MCP
+// session ID (Mcp-Session-Id) is looked up within the token's room and
+// relay session: another token's or relay session's ID is unknown here.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name := r.URL.Query().Get("session")
+	if name == "" {
+		name = DefaultRelaySession
+	}
+	if !relay.ValidSession(name) {
+		http.Error(w, "session: 1 to 64 letters, digits, '.', '_' or '-'", http.StatusBadRequest)
+		return
+	}
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	if sid == "" && r.Method != http.MethodPost {
+		// A stream (GET) or an end (DELETE) belongs to a session.
+		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
+		return
+	}
+	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r))
+	if victim != nil {
+		h.evict(victim)
+	}
+	switch code {
+	case http.StatusNotFound:
+		http.Error(w, "unknown MCP session: initialize again", code)
+		return
+	case http.StatusServiceUnavailable:
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "too many MCP sessions in use for this token", code)
+		return
+	case http.StatusGone:
+		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer h.leave(b, s)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(h.closing, cancel)()
+	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		// Up to protocol 2025-11-25 a dropped connection is not a cancel
+		// (a client cancels with notifications/cancelled): a call whose
+		// client went away leaves its question for the project's next
+		// call, as agentassistant-mcp does when its client stops it. From
+		// 2026-07-28 on, closing the request's stream is the cancel.
+		ctx = mcpbridge.WithConnection(ctx, r.Context())
+	}
+	if s != nil {
+		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
+		w = countingWriter{ResponseWriter: w, n: &s.writes}
+	}
+	b.http.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// countingWriter counts a session's flushes: each one has put an event
+// of one of its streams on the wire.
+type countingWriter struct {
+	http.ResponseWriter
+	n *atomic.Uint64
+}
+
+func (c countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+	c.n.Add(1)
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// baseURL is the server's address as the client reached it, for messages
+// that send the person to a page.
+func baseURL(r *http.Request) string {
+	if r.TLS != nil {
+		return "https://" + r.Host
+	}
+	return "http://" + r.Host
+}
+
+// enter finds the bridge (and the session, for sid) a request goes to and
+// counts the request in. A request without a session (an initialize) may
+// make a bridge, and may take the place of the least recently used idle
+// session (victim, to evict) when the room is full. code is 0, or the
+// HTTP status to refuse with (StatusGone: closed).
+func (h *Handler) enter(token, name, sid, base string) (b *bridge, s *session, victim *session, code int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, nil, nil, http.StatusGone
+	}
+	key := sha256.Sum256([]byte(token))
+	rm := h.rooms[key]
+	if rm == nil {
+		rm = &room{token: token, bridges: make(map[string]*bridge), sessions: make(map[string]*session)}
+		h.rooms[key] = rm
+	}
+	if sid != "" {
+		s = rm.sessions[sid]
+		if s == nil || s.b.relay != name {
+			h.dropIfEmptyLocked(key, rm)
+			return nil, nil, nil, http.StatusNotFound
+		}
+		s.busy++
+		s.lastUsed = h.o.Now()
+		s.b.busy++
+		return s.b, s, nil, 0
+	}
+	b = rm.bridges[name]
+	if b == nil && len(rm.bridges) >= h.o.MaxSessions {
+		return nil, nil, nil, http.StatusServiceUnavailable
+	}
+	if len(rm.sessions) >= h.o.MaxSessions {
+		for _, c := range rm.sessions {
+			if c.busy == 0 && (victim == nil || c.lastUsed.Before(victim.lastUsed)) {
+				victim = c
+			}
+		}
+		if victim == nil {
+			return nil, nil, nil, http.StatusServiceUnavailable
+		}
+		h.forgetLocked(victim)
+	}
+	if b == nil {
+		b = h.newBridge(rm, name, base)
+		rm.bridges[name] = b
+	}
+	b.busy++
+	return b, nil, victim, 0
+}
+
+// forgetLocked takes a session out of the table.
+func (h *Handler) forgetLocked(s *session) {
+	if rm := s.b.room; rm.sessions[s.id] == s {
+		delete(rm.sessions, s.id)
+		s.b.sessions--
+	}
+}
+
+// dropIfEmptyLocked forgets a room that holds nothing.
+func (h *Handler) dropIfEmptyLocked(key [sha256.Size]byte, rm *room) {
+	if len(rm.bridges) == 0 && len(rm.sessions) == 0 {
+		delete(h.rooms, key)
+	}
+}
+
+// leave counts a request out, and frees its bridge when nothing uses it.
+func (h *Handler) leave(b *bridge, s *session) {
+	h.mu.Lock()
+	if s != nil {
+		s.busy--
+	}
+	b.busy--
+	free := h.releaseLocked(b)
+	h.mu.Unlock()
+	if free {
+		h.stopBridge(b)
+	}
+}
+
+// releaseLocked takes b out of its room when it serves nothing and holds
+// no session, and reports whether the caller must stop it.
+func (h *Handler) releaseLocked(b *bridge) bool {
+	if b.gone || b.busy > 0 || b.sessions > 0 || h.closed {
+		return false
+	}
+	b.gone = true
+	rm := b.room
+	delete(rm.bridges, b.relay)
+	h.dropIfEmptyLocked(sha256.Sum256([]byte(rm.token)), rm)
+	return true
+}
+
+// evict ends a session that made way for a new one: the transport
+// forgets it as it would on the client's DELETE, and the client's next
+// request gets 404.
+func (h *Handler) evict(s *session) {
+	h.mu.Lock()
+	registered := s.registered
+	h.mu.Unlock()
+	if registered {
+		req, _ := http.NewRequestWithContext(h.closing, http.MethodDelete, "/mcp", http.NoBody)
+		req.Header.Set(server.HeaderKeySessionID, s.id)
+		s.b.http.ServeHTTP(discard{}, req)
+		h.log.Info("an MCP session unused the longest made way for a new one")
+	}
+	h.mu.Lock()
+	free := h.releaseLocked(s.b)
+	h.mu.Unlock()
+	if free {
+		h.stopBridge(s.b)
+	}
+}
+
+// Close ends the calls in progress (their requests stay pending for the
+// next call from the project), closes the sessions and stops the
+// bridges. Idempotent.
+func (h *Handler) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	var bs []*bridge
+	for _, rm := range h.rooms {
+		for _, b := range rm.bridges {
+			b.gone = true
+			bs = append(bs, b)
+		}
+	}
+	h.rooms = nil
+	h.mu.Unlock()
+	h.close()
+	for _, b := range bs {
+		h.stopBridge(b)
+	}
+	h.runs.Wait()
+}
+
+func (h *Handler) stopBridge(b *bridge) {
+	b.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = b.http.Shutdown(ctx) // ends its listening streams
+}
+
+// newBridge makes the MCP server of a token's relay session. Called with
+// h.mu held; mcpbridge.New asks the server, in process, once for the web
+// UI's tools.
+func (h *Handler) newBridge(rm *room, name, base string) *bridge {
+	b := &bridge{room: rm, relay: name}
+	opts := []connect.ClientOption{connect.WithInterceptors(tokenHeader(rm.token))}
+	o := h.o.Bridge
+	o.Client = agentassistprotoconnect.NewSrvAgentAssistClient(h.o.Connect, h.o.BaseURL, opts...)
+	o.Control = agentassistprotoconnect.NewSrvAgentAssistControlClient(h.o.Connect, h.o.BaseURL, opts...)
+	o.Reply = agentassistprotoconnect.NewSrvAgentAssistReplyClient(h.o.Connect, h.o.BaseURL, opts...)
+	o.UI = agentassistprotoconnect.NewSrvUIRelayClient(h.o.Connect, h.o.BaseURL, opts...)
+	o.Token, o.RelaySession, o.ServerURL = rm.token, name, base
+	o.Logger = h.log.With("relay_session", name)
+	o.Done, o.Stopped = h.closing.Done(), "agentassistant-srv stopped"
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { h.registered(b, cs.SessionID()) })
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { h.unregistered(b, cs.SessionID()) })
+	o.Hooks = hooks
+	b.mcp = mcpbridge.New(o)
+	b.http = server.NewStreamableHTTPServer(b.mcp.MCPServer,
+		server.WithSessionIdManager(ids{h: h, b: b}),
+		// The Host guard in front of every route checks Host, allowed
+		// names included; the transport's own check knows only loopback.
+		server.WithDisableLocalhostProtection(true),
+		server.WithStreamableHTTPLogger(o.Logger),
+		// No heartbeat pings: the bridge numbers its requests to the
+		// client itself (see mcpbridge's offerInClient), and pings would
+		// take numbers too. The connection has its own keepalive.
+	)
+	ctx, stop := context.WithCancel(h.closing)
+	b.stop = stop
+	h.runs.Go(func() { _ = b.mcp.Run(ctx) })
+	return b
+}
+
+// registered marks a session the MCP server now knows. One the table
+// dropped meanwhile (it made way for another before its initialize was
+// done) comes back: the transport holds it, so the table must too.
+func (h *Handler) registered(b *bridge, sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rm := b.room
+	s := rm.sessions[sid]
+	if s == nil && !b.gone {
+		s = &session{b: b, id: sid, lastUsed: h.o.Now()}
+		rm.sessions[sid] = s
+		b.sessions++
+	}
+	if s != nil {
+		s.registered = true
+	}
+}
+
+// unregistered drops a session the MCP server forgot (DELETE, eviction).
+func (h *Handler) unregistered(b *bridge, sid string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := b.room.sessions[sid]; s != nil && s.b == b {
+		h.forgetLocked(s)
+	}
+}
+
+// ids is a bridge's session ID manager: IDs are random (128 bits and
+// more), valid while the table holds them, forgotten when they end (a
+// forgotten ID gets 404, as the transport specifies for ended sessions).
+type ids struct {
+	h *Handler
+	b *bridge
+}
+
+var errUnknownSession = errors.New("unknown session")
+
+func (m ids) Generate() string {
+	sid := "mcp-session-" + rand.Text()
+	m.h.mu.Lock()
+	defer m.h.mu.Unlock()
+	if !m.b.gone {
+		m.b.room.sessions[sid] = &session{b: m.b, id: sid, lastUsed: m.h.o.Now()}
+		m.b.sessions++
+	}
+	return sid
+}
+
+func (m ids) Validate(sid string) (terminated bool, err error) {
+	m.h.mu.Lock()
+	defer m.h.mu.Unlock()
+	if s := m.b.room.sessions[sid]; s == nil || s.b != m.b {
+		return false, errUnknownSession
+	}
+	return false, nil
+}
+
+func (m ids) Terminate(sid string) (notAllowed bool, err error) {
+	m.h.mu.Lock()
+	defer m.h.mu.Unlock()
+	if s := m.b.room.sessions[sid]; s != nil && s.b == m.b {
+		m.h.forgetLocked(s)
+	}
+	return false, nil
+}
+
+// tokenHeader sends the token in a header on every in-process call, as
+// agentassistant-mcp does for the services without UserToken: the calls
+// get the limits of authenticated clients.
+func tokenHeader(token string) connect.UnaryInterceptorFunc {
+	return func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(auth.TokenHeader, token)
+			return next(ctx, req)
+		}
+	}
+}
+
+// discard is the response writer of a request the endpoint makes to
+// itself.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+func (discard) WriteHeader(int)             {}
