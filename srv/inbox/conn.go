@@ -8,7 +8,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gorilla/websocket"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -60,7 +59,7 @@ func (c *conn) ended() {
 // timedOut runs when the client missed its read deadline.
 func (c *conn) timedOut() {
 	if c.token == "" {
-		c.Shutdown(websocket.ClosePolicyViolation, "login timeout")
+		c.Shutdown(wsconn.ClosePolicyViolation, "login timeout")
 	}
 }
 
@@ -97,7 +96,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 			Cmd:               hub.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: msg},
 		})
-		c.Shutdown(websocket.ClosePolicyViolation, msg)
+		c.Shutdown(wsconn.ClosePolicyViolation, msg)
 		return false
 	}
 	if !o.Tokens.Valid(m.StrParam) {
