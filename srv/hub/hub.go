@@ -300,10 +300,13 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	case p != nil:
 		p.waiters++
 		stopTimer(&p.orphan)
-		back, cs := h.backLocked(r, p), r.clientsLocked()
+		var send func()
+		if back := h.backLocked(r, p); back != nil {
+			send = r.fanLocked(back, "")
+		}
 		r.mu.Unlock()
-		if back != nil {
-			broadcast(cs, back, "")
+		if send != nil {
+			send()
 		}
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	default:
@@ -334,9 +337,9 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		h.arm(r, p)
 		frame := r.emitLocked(requestFrame(p), now)
 		p.seq = r.seq
-		cs := r.clientsLocked()
+		send := r.fanLocked(frame, "")
 		r.mu.Unlock()
-		broadcast(cs, frame, "")
+		send()
 		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 	}
 
@@ -436,9 +439,9 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	} else {
 		frame = r.emitLocked(cancelledFrame(p, reason), now)
 	}
-	cs := r.clientsLocked()
+	send := r.fanLocked(frame, except)
 	r.mu.Unlock()
-	broadcast(cs, frame, except)
+	send()
 	return true
 }
 
@@ -729,6 +732,10 @@ type room struct {
 	delay    time.Duration
 	presence []presenceChange
 	flushing bool
+
+	// fanTail is closed once the last request event queued (fanLocked)
+	// has been sent to every client; nil before the first.
+	fanTail chan struct{}
 }
 
 type presenceChange struct {
