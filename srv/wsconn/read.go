@@ -173,9 +173,9 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 		}
 		if f.op.IsData() || f.op == ws.OpContinuation {
 			if c.State() == Active {
-			// Talking after login: likely to say more soon. (The login
-			// itself is no sign of that: a crowd logging in would
-			// otherwise keep a goroutine each for ParkAfter.)
+				// Talking after login: likely to say more soon. (The login
+				// itself is no sign of that: a crowd logging in would
+				// otherwise keep a goroutine each for ParkAfter.)
 				*linger, *quietFrom = true, time.Now()
 			}
 		}
