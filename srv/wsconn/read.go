@@ -171,13 +171,11 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 		if err != nil {
 			return err
 		}
-		if f.op.IsData() || f.op == ws.OpContinuation {
-			if c.State() == Active {
-				// Talking after login: likely to say more soon. (The login
-				// itself is no sign of that: a crowd logging in would
-				// otherwise keep a goroutine each for ParkAfter.)
-				*linger, *quietFrom = true, time.Now()
-			}
+		if !f.op.IsControl() && c.State() == Active {
+			// Talking after login: likely to say more soon. (The login
+			// itself is no sign of that: a crowd logging in would
+			// otherwise keep a goroutine each for ParkAfter.)
+			*linger, *quietFrom = true, time.Now()
 		}
 		if msg != nil && !c.reader.Message(text, msg) {
 			return errEnded
