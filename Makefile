@@ -18,7 +18,7 @@ all: build
 run: build
 	./$(BIN)/agentassistant-srv $(RUNARGS)
 
-## build: the UI, then both binaries into bin/
+## build: the UI, then the binaries into bin/
 build: web
 	$(GO) build -o $(BIN)/ ./cmd/...
 
@@ -55,7 +55,8 @@ test: checkgenerate vet build
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run e2e
 
-## screenshots: refresh docs/*.png from the browser tests
+## screenshots: refresh docs/*.png from the browser tests (remote-input.png
+## also needs Xvfb, xterm, xdotool, and fonts-wqy-microhei for its Chinese)
 screenshots: build
 	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
 
@@ -79,6 +80,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzGuard -fuzztime $(FUZZTIME) ./srv/auth/
 	$(GO) test -run '^$$' -fuzz FuzzWSFrame -fuzztime $(FUZZTIME) ./srv/
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime $(FUZZTIME) ./srv/store/
+	$(GO) test -run '^$$' -fuzz FuzzOpen -fuzztime $(FUZZTIME) ./srv/store/
 	$(GO) test -run '^$$' -fuzz FuzzParseFrame -fuzztime $(FUZZTIME) ./srv/wsconn/
 
 fmt:

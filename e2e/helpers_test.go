@@ -88,6 +88,13 @@ func startServer(t *testing.T, tokens ...string) *server {
 // directory (to restart one where it was) and extra flags.
 func startServerWith(t *testing.T, port, data string, extra []string, tokens ...string) *server {
 	t.Helper()
+	return startServerVia(t, nil, port, data, extra, tokens...)
+}
+
+// startServerVia is startServerWith, the server run through the command
+// prefix (a shell that sets a limit, say) when there is one.
+func startServerVia(t *testing.T, prefix []string, port, data string, extra []string, tokens ...string) *server {
+	t.Helper()
 	cfg := filepath.Join(data, "srv.toml")
 	quoted := make([]string, len(tokens))
 	for i, tok := range tokens {
@@ -100,7 +107,8 @@ func startServerWith(t *testing.T, port, data string, extra []string, tokens ...
 	if len(tokens) > 0 {
 		args = append(args, "-token", tokens[0])
 	}
-	cmd := exec.Command(filepath.Join(binDir, "agentassistant-srv"), args...)
+	args = append(append(prefix, filepath.Join(binDir, "agentassistant-srv")), args...)
+	cmd := exec.Command(args[0], args[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -83,8 +83,8 @@ func heapAllocs() uint64 {
 
 // TestUnauthenticatedSocketsAreBounded is the outside tester's attack:
 // 150 WebSockets that never log in, each sending one frame of 4 MiB - 1
-// bytes. Connections beyond the cap are refused before the upgrade with
-// an HTTP status, every admitted one is closed with 1009 as soon as its
+// bytes. Past the cap each newcomer evicts the oldest connection still
+// waiting (close 1013), every one kept is closed with 1009 as soon as its
 // frame header claims more than the pre-login limit, and the server
 // allocates a bounded amount of memory for all of it.
 func TestUnauthenticatedSocketsAreBounded(t *testing.T) {
@@ -95,26 +95,27 @@ func TestUnauthenticatedSocketsAreBounded(t *testing.T) {
 	before := heapAllocs()
 
 	var admitted []*websocket.Conn
-	refused := map[int]int{}
 	for i := range n {
 		path := "/agent/ws"
 		if i%2 == 1 {
 			path = "/ws"
 		}
 		ws, status, err := rawDial(base, path)
-		switch {
-		case err == nil:
-			admitted = append(admitted, ws)
-		case status != 0:
-			refused[status]++
-		default:
-			t.Fatalf("dial %d: %v", i, err)
+		if err != nil {
+			t.Fatalf("dial %d: %d %v (a newcomer takes the oldest one's place, never refused)", i, status, err)
 		}
+		admitted = append(admitted, ws)
 	}
-	// All come from loopback: the per-address cap is the one reached.
-	if len(admitted) != auth.DefaultMaxPendingPerAddr || refused[http.StatusTooManyRequests] != n-auth.DefaultMaxPendingPerAddr {
-		t.Errorf("%d admitted, refused %v: want %d admitted, the rest refused with 429 before the upgrade", len(admitted), refused, auth.DefaultMaxPendingPerAddr)
+	// All come from loopback: past the per-address cap each newcomer
+	// evicted the oldest still waiting, closed with 1013 (try again later).
+	keep := auth.DefaultMaxPendingPerAddr
+	for i, ws := range admitted[:n-keep] {
+		if c := closeCode(ws); c != websocket.CloseTryAgainLater {
+			t.Errorf("connection %d of the flood: close %d, want 1013 (evicted for a newer one)", i, c)
+		}
+		ws.Close()
 	}
+	admitted = admitted[n-keep:]
 	codes := make([]int, len(admitted))
 	var wg sync.WaitGroup
 	for i, ws := range admitted {
@@ -150,22 +151,31 @@ func TestUnauthenticatedSocketsAreBounded(t *testing.T) {
 
 // TestPendingCap: the cap counts connections from before their upgrade
 // until they log in or end, on both WebSocket endpoints together; past it
-// the upgrade is refused with 429 (this address) or 503 (the server).
+// a newcomer takes the place of the oldest still waiting (of its address,
+// else of all), which is closed with 1013.
 func TestPendingCap(t *testing.T) {
 	pending := auth.NewPending(10, 3)
 	_, base := newGuarded(t, srv.Options{Pending: pending})
 	var held []*websocket.Conn
-	for _, path := range []string{"/ws", "/agent/ws", "/ws"} {
-		ws, _, err := rawDial(base, path)
+	dial := func(path string) *websocket.Conn {
+		t.Helper()
+		ws, status, err := rawDial(base, path)
 		if err != nil {
-			t.Fatalf("%s within the cap: %v", path, err)
+			t.Fatalf("%s: %d %v", path, status, err)
 		}
 		held = append(held, ws)
+		return ws
 	}
-	for _, path := range []string{"/ws", "/agent/ws"} {
-		if _, status, err := rawDial(base, path); err == nil || status != http.StatusTooManyRequests {
-			t.Errorf("%s past the cap: %d %v, want 429", path, status, err)
-		}
+	for _, path := range []string{"/ws", "/agent/ws", "/ws"} {
+		dial(path)
+	}
+	// Past the address's cap: the oldest goes.
+	dial("/ws")
+	if c := closeCode(held[0]); c != websocket.CloseTryAgainLater {
+		t.Errorf("the oldest past the cap: close %d, want 1013", c)
+	}
+	if n := pending.Len(); n != 3 {
+		t.Errorf("%d connections counted as waiting to log in, want 3", n)
 	}
 	// A connection that logs in gives its place back...
 	if err := held[1].WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"`+tokA+`"}}`)); err != nil {
@@ -174,45 +184,86 @@ func TestPendingCap(t *testing.T) {
 	if _, b, err := held[1].ReadMessage(); err != nil || !strings.Contains(string(b), "relay.joined") {
 		t.Fatalf("join: %s %v", b, err)
 	}
-	ws, _, err := rawDial(base, "/agent/ws")
-	if err != nil {
-		t.Fatalf("after a login: %v", err)
+	if n := pending.Len(); n != 2 {
+		t.Errorf("after a join: %d connections counted as waiting to log in, want 2", n)
 	}
-	held = append(held, ws)
 	// ...and so does one that ends.
-	held[0].Close()
-	for pending.Len() == 3 {
+	held[2].Close()
+	for pending.Len() == 2 {
 		time.Sleep(5 * time.Millisecond) // until the server has seen the close
 	}
-	ws, _, err = rawDial(base, "/ws")
-	if err != nil {
-		t.Fatalf("after a close: %v", err)
-	}
-	held = append(held, ws)
 	// Logged-in connections never count.
-	held[2].Close()
-	for pending.Len() == 3 {
+	login(t, base, tokA, "in")
+	// The login's place is given back as the server marks it active, just
+	// after the welcome frame is queued.
+	for deadline := time.Now().Add(5 * time.Second); pending.Len() != 1 && time.Now().Before(deadline); {
 		time.Sleep(5 * time.Millisecond)
 	}
-	login(t, base, tokA, "in")
-	if n := pending.Len(); n != 2 {
-		t.Errorf("%d connections counted as waiting to log in, want 2", n)
+	if n := pending.Len(); n != 1 {
+		t.Errorf("%d connections counted as waiting to log in, want 1", n)
 	}
 	for _, ws := range held {
 		ws.Close()
 	}
 
-	// The server-wide cap answers 503.
+	// Past the server's cap, the oldest of all goes.
 	_, base2 := newGuarded(t, srv.Options{Pending: auth.NewPending(2, 10)})
-	for range 2 {
+	var first *websocket.Conn
+	for i := range 3 {
 		ws, _, err := rawDial(base2, "/ws")
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer ws.Close()
+		if i == 0 {
+			first = ws
+		}
 	}
-	if _, status, err := rawDial(base2, "/agent/ws"); err == nil || status != http.StatusServiceUnavailable {
-		t.Errorf("past the server's cap: %d %v, want 503", status, err)
+	if c := closeCode(first); c != websocket.CloseTryAgainLater {
+		t.Errorf("the oldest past the server's cap: close %d, want 1013", c)
+	}
+}
+
+// TestFloodCannotKeepTheOwnerOut: a local program holding as many
+// WebSockets waiting to log in as loopback may have (and Connect calls
+// without a token) does not keep the person's own page out: its login
+// takes the oldest one's place.
+func TestFloodCannotKeepTheOwnerOut(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	for i := range auth.DefaultMaxPendingPerAddr {
+		path := "/ws"
+		if i%2 == 1 {
+			path = "/agent/ws"
+		}
+		ws, status, err := rawDial(base, path)
+		if err != nil {
+			t.Fatalf("flood %d: %d %v", i, status, err)
+		}
+		defer ws.Close()
+	}
+	for _, path := range []string{"/ws", "/agent/ws"} {
+		if path == "/ws" {
+			c, err := wstest.Dial(base, tokA, "owner", nil)
+			if err != nil {
+				t.Fatalf("the owner's page on /ws: %v", err)
+			}
+			if !c.Login.GetSuccess() {
+				t.Errorf("the owner's login: %v", c.Login)
+			}
+			c.Close()
+			continue
+		}
+		ws, status, err := rawDial(base, path)
+		if err != nil {
+			t.Fatalf("the owner's page on %s: %d %v", path, status, err)
+		}
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"host","token":"`+tokA+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, b, err := ws.ReadMessage(); err != nil || !strings.Contains(string(b), "relay.joined") {
+			t.Errorf("the owner's host join: %s %v", b, err)
+		}
+		ws.Close()
 	}
 }
 
@@ -411,4 +462,157 @@ func TestSlowBodyIsCut(t *testing.T) {
 		t.Errorf("a call answered after the body deadline: %v", err)
 	}
 	_ = s
+}
+
+// heldBody is the body heldConnectCall sends.
+var heldBody = append([]byte{0x0a}, make([]byte, 64<<10)...)
+
+// heldConnectCall starts a Connect call without a header token and sends
+// all of its body but the last byte, so the server holds what it has read
+// while it waits for the rest. It returns the connection and the status
+// of a refusal that came at once (0: the call is being read).
+func heldConnectCall(t *testing.T, base string, size int) (net.Conn, int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
+	if err != nil {
+		t.Error(err)
+		return nil, -1
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /agentassistproto.SrvAgentAssist/AskQuestion HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/proto\r\nContent-Length: %d\r\n\r\n", size)
+	// A refusal may close the connection while the body is still being
+	// written; its answer is read all the same.
+	_, _ = conn.Write(heldBody[:size-1])
+	_ = conn.SetReadDeadline(time.Now().Add(time.Second)) // a refusal comes at once
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			_ = conn.SetReadDeadline(time.Time{})
+			return conn, 0
+		}
+		t.Errorf("reading the answer: %v", err)
+		return conn, -1
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(b), "resource_exhausted") && !strings.Contains(string(b), "unavailable") {
+		t.Errorf("refused call: %d %s, want a Connect error", resp.StatusCode, b)
+	}
+	return conn, resp.StatusCode
+}
+
+// TestUnauthenticatedConnectCallsAreBounded: Connect calls without a
+// token in their header are unauthenticated until the token inside their
+// message has been read, and each may hold up to the small message limit
+// meanwhile. They count against the same caps as WebSockets that have not
+// logged in (past the cap the oldest is evicted): 300 such calls sending
+// 64 KiB - 1 byte each used to be read all at once (3000 of them held 600 MB; each call read costs about four
+// times its size, so the cap is what bounds the memory).
+func TestUnauthenticatedConnectCallsAreBounded(t *testing.T) {
+	pending := auth.NewPending(0, 0)
+	_, base := newGuarded(t, srv.Options{Pending: pending})
+	const n = 300
+	refused := map[int]int{}
+	statuses := make([]int, n)
+	conns := make([]net.Conn, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { conns[i], statuses[i] = heldConnectCall(t, base, 64<<10) })
+	}
+	wg.Wait()
+	for _, status := range statuses {
+		if status != 0 {
+			refused[status]++
+		}
+	}
+	// Each newcomer past the address's cap took the place of the oldest
+	// call still being read, which was answered 503 (unavailable) at once:
+	// only the last 64 are still being read.
+	if len(refused) > 1 || refused[http.StatusServiceUnavailable] > n-auth.DefaultMaxPendingPerAddr {
+		t.Errorf("refused %v: want only evicted calls, answered 503", refused)
+	}
+	var held atomic.Int32
+	for i, conn := range conns {
+		if statuses[i] != 0 {
+			continue
+		}
+		wg.Go(func() {
+			// Well within the body's own deadline (30 s).
+			_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+			if err != nil {
+				held.Add(1) // still being read: no answer
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(b), "unavailable") {
+				t.Errorf("evicted call: %d %s, want 503 unavailable", resp.StatusCode, b)
+			}
+		})
+	}
+	wg.Wait()
+	if n := int(held.Load()); n != auth.DefaultMaxPendingPerAddr || pending.Len() != auth.DefaultMaxPendingPerAddr {
+		t.Errorf("%d calls still being read, %d counted: want %d", n, pending.Len(), auth.DefaultMaxPendingPerAddr)
+	}
+	// A call with the token in its header is authenticated before its
+	// body is read, and never counts.
+	msg, _ := proto.Marshal(&pb.CancelRequestRequest{ID: "no-such-request"})
+	if code, body := postConnect(t, base, "/agentassistproto.SrvAgentAssistControl/CancelRequest", msg, map[string]string{auth.TokenHeader: tokA}); code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
+		t.Errorf("a call with the header token during the flood: %d %s", code, body)
+	}
+}
+
+// TestConnectCallGivesItsPlaceBack: a call without a header token counts
+// until its token has been read and found valid (an older client's call
+// then waits for its answer without holding a place) or until it ends.
+func TestConnectCallGivesItsPlaceBack(t *testing.T) {
+	pending := auth.NewPending(10, 1)
+	_, base := newGuarded(t, srv.Options{Pending: pending})
+	conn, status := heldConnectCall(t, base, 1000)
+	if status != 0 {
+		t.Fatalf("the first call was refused: %d", status)
+	}
+	// One budget for calls and WebSockets: a newcomer takes the place of
+	// the call, which is answered 503 at once.
+	ws, status, err := rawDial(base, "/ws")
+	if err != nil {
+		t.Fatalf("a WebSocket while the call is unauthenticated: %d %v", status, err)
+	}
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("the call whose place was taken: %v %v, want 503", resp, err)
+	}
+	ws.Close()
+	conn.Close()
+	for deadline := time.Now().Add(5 * time.Second); pending.Len() != 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := pending.Len(); n != 0 {
+		t.Fatalf("%d places still taken after the call ended", n)
+	}
+	// An older client's question (token inside the message) waits for its
+	// answer without holding a place.
+	c := login(t, base, tokA, "answers")
+	done := make(chan error, 1)
+	go func() {
+		msg, _ := proto.Marshal(&pb.AskQuestionRequest{UserToken: tokA, ID: "old-client", Request: &pb.McpAskQuestionRequest{Question: "?"}})
+		code, body := postConnect(t, base, "/agentassistproto.SrvAgentAssist/AskQuestion", msg, nil)
+		if code != http.StatusOK {
+			done <- fmt.Errorf("%d %s", code, body)
+		}
+		done <- nil
+	}()
+	expect(t, c, "AskQuestion")
+	if n := pending.Len(); n != 0 {
+		t.Errorf("a call whose token was read holds %d places while it waits", n)
+	}
+	if _, status := heldConnectCall(t, base, 1000); status != 0 {
+		t.Errorf("another call while an authenticated one waits: %d", status)
+	}
+	if err := c.Send(wstest.TextReply("old-client", "fine")); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
 }

@@ -517,6 +517,9 @@ func TestSimultaneousAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatalf("round %d: %v", round, err)
 			}
+			if m.Cmd == "UserConnectionStatusNotification" {
+				continue // the other tab's login, announced after a delay
+			}
 			got[m.Cmd] = true
 		}
 		if !got["AskQuestionReplyNotification"] || !got["Error"] {

@@ -30,7 +30,8 @@ type Options struct {
 	// minute.
 	Limiter *auth.Limiter
 	// Pending caps the WebSocket connections (/ws, /agent/ws together)
-	// that have not logged in yet; nil means 256, 64 per address.
+	// that have not logged in yet and the Connect calls whose token is
+	// not known yet; nil means 256, 64 per address.
 	Pending *auth.Pending
 	// MaxUnauthMessage bounds what a client sends before its token is
 	// checked: a /ws frame before UserLogin, an /agent/ws frame before
@@ -136,6 +137,7 @@ func New(o Options) *Server {
 
 	ro := o.RPC
 	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	ro.Pending = o.Pending
 	if ro.MaxUnauthMessage <= 0 {
 		ro.MaxUnauthMessage = o.MaxUnauthMessage
 	}

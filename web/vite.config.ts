@@ -6,6 +6,12 @@ import { quasar, transformAssetUrls } from '@quasar/vite-plugin'
 // The build goes straight into the Go embed directory.
 export default defineConfig({
   plugins: [vue({ template: { transformAssetUrls } }), quasar({ sassVariables: false })],
+  // vue-i18n's build flags: the composition API only, no devtools hooks.
+  define: {
+    __VUE_I18N_FULL_INSTALL__: false,
+    __VUE_I18N_LEGACY_API__: false,
+    __INTLIFY_PROD_DEVTOOLS__: false,
+  },
   build: {
     outDir: '../srv/webui/dist',
     emptyOutDir: true,

@@ -189,12 +189,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(cfg.DataDir, store.Options{Sync: cfg.DBSync})
+	db, err := store.Open(cfg.DataDir, store.Options{Sync: cfg.DBSync, Logger: log,
+		OnError: func(err error) { log.Error("store", "err", err) }})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	db.OnError = func(err error) { log.Error("store", "err", err) }
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),

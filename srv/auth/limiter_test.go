@@ -3,6 +3,7 @@ package auth
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 )
@@ -86,16 +87,16 @@ func TestPending(t *testing.T) {
 	p := NewPending(4, 2)
 	var rel []func()
 	for _, a := range []string{"10.0.0.1:1", "10.0.0.1:2", "10.0.0.2:1", "10.0.0.2:2"} {
-		r, err := p.Acquire(a)
+		r, err := p.Acquire(a, nil)
 		if err != nil {
 			t.Fatalf("%s: %v", a, err)
 		}
 		rel = append(rel, r)
 	}
-	if _, err := p.Acquire("10.0.0.1:3"); !errors.Is(err, ErrPendingAddr) {
+	if _, err := p.Acquire("10.0.0.1:3", nil); !errors.Is(err, ErrPendingAddr) {
 		t.Errorf("third from one address: %v", err)
 	}
-	if _, err := p.Acquire("10.0.0.3:1"); !errors.Is(err, ErrPendingFull) {
+	if _, err := p.Acquire("10.0.0.3:1", nil); !errors.Is(err, ErrPendingFull) {
 		t.Errorf("fifth in all: %v", err)
 	}
 	rel[0]()
@@ -103,14 +104,58 @@ func TestPending(t *testing.T) {
 	if p.Len() != 3 {
 		t.Errorf("Len = %d, want 3", p.Len())
 	}
-	if _, err := p.Acquire("10.0.0.3:1"); err != nil {
+	if _, err := p.Acquire("10.0.0.3:1", nil); err != nil {
 		t.Errorf("after a release: %v", err)
 	}
-	if _, err := p.Acquire("127.0.0.5:1"); !errors.Is(err, ErrPendingFull) {
+	if _, err := p.Acquire("127.0.0.5:1", nil); !errors.Is(err, ErrPendingFull) {
 		t.Errorf("full again: %v", err)
 	}
 	var none *Pending
-	if r, err := none.Acquire("x"); err != nil || r == nil {
+	if r, err := none.Acquire("x", nil); err != nil || r == nil {
 		t.Errorf("nil Pending: %v", err)
+	}
+}
+
+// TestPendingEvictsTheOldest: at the cap a newcomer takes the place of
+// the oldest connection still waiting (of its address, else of all), so a
+// flood that never logs in cannot keep anyone out; only connections that
+// cannot be evicted make it refuse.
+func TestPendingEvictsTheOldest(t *testing.T) {
+	p := NewPending(3, 2)
+	var evicted []string
+	acquire := func(name, addr string) func() {
+		t.Helper()
+		r, err := p.Acquire(addr, func() { evicted = append(evicted, name) })
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return r
+	}
+	acquire("a1", "10.0.0.1:1")
+	acquire("b1", "10.0.0.2:1")
+	acquire("a2", "10.0.0.1:2")
+	acquire("a3", "10.0.0.1:3") // its address is full: a1 goes
+	if want := []string{"a1"}; !slices.Equal(evicted, want) {
+		t.Fatalf("evicted %v, want %v", evicted, want)
+	}
+	acquire("c1", "10.0.0.3:1") // the server is full: the oldest of all, b1, goes
+	if want := []string{"a1", "b1"}; !slices.Equal(evicted, want) {
+		t.Fatalf("evicted %v, want %v", evicted, want)
+	}
+	if p.Len() != 3 {
+		t.Errorf("Len = %d, want 3", p.Len())
+	}
+	// Released ones are never evicted, and only evictable ones are.
+	q := NewPending(2, 2)
+	r1, _ := q.Acquire("10.0.0.1:1", func() { t.Error("a released connection was evicted") })
+	r1()
+	if _, err := q.Acquire("10.0.0.1:2", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Acquire("10.0.0.1:3", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Acquire("10.0.0.1:4", func() {}); !errors.Is(err, ErrPendingAddr) {
+		t.Errorf("nothing evictable: %v, want ErrPendingAddr", err)
 	}
 }

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"container/list"
 	"errors"
 	"net/http"
 	"sync"
@@ -11,18 +12,30 @@ import (
 // server hold more than a bounded number of them: each may cost a read
 // buffer up to the pre-login frame limit until its login deadline. A
 // connection counts from before its upgrade until it logs in or ends.
-// Logged-in connections never count. The zero value is not usable; use
-// NewPending.
+// Logged-in connections never count.
+//
+// At the cap a newcomer is not refused: the oldest connection still
+// waiting (of its address, or of all) is evicted to make room. A flood
+// that never logs in therefore cannot keep the person's own tabs out: a
+// page logs in within a round trip of connecting, long before the flood
+// has turned over the cap. Only where nothing can be evicted is the
+// newcomer refused. The zero value is not usable; use NewPending.
 type Pending struct {
 	max, perAddr int
 
 	mu     sync.Mutex
-	total  int
+	order  list.List // of *pendingEntry, oldest first
 	byAddr map[string]int
 }
 
+type pendingEntry struct {
+	key   string
+	evict func() // nil: cannot be evicted
+	el    *list.Element
+}
+
 // Errors of Acquire: the server as a whole, or this address, has as many
-// connections waiting to log in as it takes.
+// connections waiting to log in as it takes, and none can be evicted.
 var (
 	ErrPendingFull = errors.New("too many connections are waiting to log in; try again shortly")
 	ErrPendingAddr = errors.New("too many connections from this address are waiting to log in; try again shortly")
@@ -46,34 +59,68 @@ func NewPending(max, perAddr int) *Pending {
 	return &Pending{max: max, perAddr: perAddr, byAddr: make(map[string]int)}
 }
 
-// Acquire counts a new connection from remote, or says why it must be
-// refused. release uncounts it; it may be called any number of times.
-// A nil Pending takes everything.
-func (p *Pending) Acquire(remote string) (release func(), err error) {
+// Acquire counts a new connection from remote; at the cap it evicts the
+// oldest connection waiting (its evict is called, on this goroutine, after
+// its place is taken back), or says why the newcomer must be refused when
+// none can be. evict closes the connection; nil means it cannot be
+// evicted. release uncounts it; it may be called any number of times. A
+// nil Pending takes everything.
+func (p *Pending) Acquire(remote string, evict func()) (release func(), err error) {
 	if p == nil {
 		return func() {}, nil
 	}
 	k := Key(remote)
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	var victim *pendingEntry
 	switch {
 	case p.byAddr[k] >= p.perAddr:
-		return nil, ErrPendingAddr
-	case p.total >= p.max:
-		return nil, ErrPendingFull
+		if victim = p.oldestLocked(k); victim == nil {
+			p.mu.Unlock()
+			return nil, ErrPendingAddr
+		}
+	case p.order.Len() >= p.max:
+		if victim = p.oldestLocked(""); victim == nil {
+			p.mu.Unlock()
+			return nil, ErrPendingFull
+		}
 	}
-	p.total++
+	if victim != nil {
+		p.removeLocked(victim)
+	}
+	e := &pendingEntry{key: k, evict: evict}
+	e.el = p.order.PushBack(e)
 	p.byAddr[k]++
-	var once sync.Once
-	return func() { once.Do(func() { p.release(k) }) }, nil
+	p.mu.Unlock()
+	if victim != nil {
+		victim.evict()
+	}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.removeLocked(e)
+	}, nil
 }
 
-func (p *Pending) release(k string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.total--
-	if p.byAddr[k]--; p.byAddr[k] <= 0 {
-		delete(p.byAddr, k)
+// oldestLocked is the oldest evictable entry of address key, or of all
+// when key is "".
+func (p *Pending) oldestLocked(key string) *pendingEntry {
+	for el := p.order.Front(); el != nil; el = el.Next() {
+		if e := el.Value.(*pendingEntry); e.evict != nil && (key == "" || e.key == key) {
+			return e
+		}
+	}
+	return nil
+}
+
+// removeLocked uncounts e, once.
+func (p *Pending) removeLocked(e *pendingEntry) {
+	if e.el == nil {
+		return
+	}
+	p.order.Remove(e.el)
+	e.el = nil
+	if p.byAddr[e.key]--; p.byAddr[e.key] <= 0 {
+		delete(p.byAddr, e.key)
 	}
 }
 
@@ -84,7 +131,7 @@ func (p *Pending) Len() int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.total
+	return p.order.Len()
 }
 
 // RefusePending answers an upgrade Acquire refused, before the upgrade:

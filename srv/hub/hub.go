@@ -17,6 +17,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -86,7 +87,29 @@ var (
 	ErrClosed     = errors.New("server is shutting down")
 	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
 	ErrRoomFull   = errors.New("too many connections for this token")
+	// ErrNotSaved: the store could not save a request (which is then
+	// refused, never shown) or an answer (which is then not taken: the
+	// request stays pending). A full disk, for one.
+	ErrNotSaved = errors.New("the server cannot save it")
 )
+
+// notSaved says what could not be saved and why.
+type notSaved struct {
+	what string // "request" or "answer"
+	err  error
+}
+
+// Error names the system's own reason (a full disk, a file too large)
+// without the server's paths; the log has the whole error.
+func (e *notSaved) Error() string {
+	cause := e.err.Error()
+	if errno := syscall.Errno(0); errors.As(e.err, &errno) {
+		cause = errno.Error()
+	}
+	return "the server cannot save the " + e.what + ": " + cause
+}
+func (e *notSaved) Unwrap() error        { return e.err }
+func (e *notSaved) Is(target error) bool { return target == ErrNotSaved }
 
 // Options configure a Hub. The zero value is usable.
 type Options struct {
@@ -256,6 +279,12 @@ type pending struct {
 	// gone: the clients were told no agent waits for it. Read without
 	// the room's lock when listing the pending requests.
 	gone atomic.Bool
+	// shown: saved, and announced to the clients. Until then no client
+	// sees it, lists it or answers it.
+	shown bool
+	// settling: an outcome is being saved; other outcomes are refused
+	// meanwhile (the first answer wins).
+	settling bool
 }
 
 // settled is the outcome of a request that is no longer pending, kept for
@@ -333,9 +362,20 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		now := h.now()
 		p = &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
 		r.pending[req.ID] = p
-		h.persist(r, p, store.Pending, nil, "")
+		saved := h.persist(r, p, store.Pending, nil, "")
+		r.mu.Unlock()
+		// Shown only once saved: a question on a screen survives a crash.
+		if err := wait(saved); err != nil {
+			return nil, h.refuse(r, p, err)
+		}
+		r.mu.Lock()
+		if r.pending[req.ID] != p || p.settling { // withdrawn meanwhile
+			r.mu.Unlock()
+			break
+		}
+		p.shown = true
 		h.arm(r, p)
-		frame := r.emitLocked(requestFrame(p), now)
+		frame := r.emitLocked(requestFrame(p), h.now())
 		p.seq = r.seq
 		send := r.fanLocked(frame, "")
 		r.mu.Unlock()
@@ -354,11 +394,35 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	}
 }
 
+// wait waits for a record to be saved; without a store there is nothing
+// to wait for.
+func wait(a *store.Ack) error {
+	if a == nil {
+		return nil
+	}
+	return a.Wait()
+}
+
+// refuse withdraws p, which could not be saved, before anyone saw it; its
+// callers (the first one, and any that re-attached meanwhile) are told.
+func (h *Hub) refuse(r *room, p *pending, err error) error {
+	ns := &notSaved{what: "request", err: err}
+	r.mu.Lock()
+	if r.pending[p.req.ID] == p {
+		delete(r.pending, p.req.ID)
+		p.err = ns
+		close(p.done)
+	}
+	r.mu.Unlock()
+	h.log.Error("request refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", err)
+	return ns
+}
+
 // arm starts the deadline timer. Called with r.mu held.
 func (h *Hub) arm(r *room, p *pending) {
 	if p.req.Timeout > 0 {
 		p.expiry = time.AfterFunc(p.deadline.Sub(h.now()), func() {
-			if h.settle(r, p, nil, ErrTimeout, "timeout") {
+			if h.settle(r, p, nil, ErrTimeout, "timeout") == nil {
 				h.log.Info("request timed out", "kind", p.req.Kind, "id", p.req.ID)
 			}
 		})
@@ -385,7 +449,7 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 		r.mu.Lock()
 		alone := r.pending[p.req.ID] == p && p.waiters <= 0
 		r.mu.Unlock()
-		if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") {
+		if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})
@@ -399,17 +463,53 @@ func stopTimer(t **time.Timer) {
 }
 
 // settle ends p with its outcome, tells the clients and keeps the outcome
-// for callers that re-attach. It reports false when p was already settled.
-func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) bool {
+// for callers that re-attach. It returns ErrNotPending when p was already
+// settled. The outcome is saved before anyone hears of it: the agent's
+// reply and the other clients' notification wait for the store. An answer
+// that cannot be saved is not taken (a notSaved error; the request stays
+// pending, answerable again); a timeout or withdrawal is told all the same
+// (the agent's call ends either way; a restart brings the request back,
+// where it times out or is withdrawn again).
+func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
 	select {
 	case <-h.quit:
-		return false // shutting down: the request stays pending in the store
+		return ErrNotPending // shutting down: the request stays pending in the store
 	default:
 	}
 	r.mu.Lock()
-	if r.pending[p.req.ID] != p {
+	if r.pending[p.req.ID] != p || p.settling {
 		r.mu.Unlock()
-		return false
+		return ErrNotPending
+	}
+	p.settling = true
+	status := store.Answered
+	switch {
+	case errors.Is(err, ErrTimeout):
+		status = store.TimedOut
+	case err != nil:
+		status = store.Cancelled
+	}
+	if rep != nil && p.waiters <= 0 {
+		reason = NoteUndelivered // no agent waits for this answer
+	}
+	saved := h.persist(r, p, status, rep, reason)
+	r.mu.Unlock()
+	serr := wait(saved)
+	r.mu.Lock()
+	if serr != nil && rep != nil {
+		p.settling = false
+		// Its timers may have fired meanwhile, and found it settling.
+		stopTimer(&p.expiry)
+		h.arm(r, p)
+		if p.waiters <= 0 {
+			h.orphanLocked(r, p)
+		}
+		r.mu.Unlock()
+		h.log.Error("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
+		return &notSaved{what: "answer", err: serr}
+	}
+	if serr != nil {
+		h.log.Error("outcome not saved: after a restart the request is pending again", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
 	}
 	delete(r.pending, p.req.ID)
 	stopTimer(&p.expiry)
@@ -419,19 +519,18 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	close(p.done)
 	now := h.now()
 	r.keepSettled(p.req.ID, &settled{sum: p.sum, reply: rep, err: err, at: now}, now.Add(-h.retention))
-	if rep != nil && p.waiters <= 0 {
-		// No agent waits for this answer: keep it for the next call.
-		reason = NoteUndelivered
+	if reason == NoteUndelivered {
+		// No agent waited for this answer: keep it for the next call. One
+		// that re-attached while it was saved has it now.
 		h.keepMissedLocked(r, p, rep, now)
+		if p.waiters > 0 {
+			h.handedOverLocked(r, p.req.ID)
+		}
 	}
-	status := store.Answered
-	switch {
-	case errors.Is(err, ErrTimeout):
-		status = store.TimedOut
-	case err != nil:
-		status = store.Cancelled
+	if !p.shown {
+		r.mu.Unlock()
+		return nil
 	}
-	h.persist(r, p, status, rep, reason)
 	except := ""
 	var frame [][]byte
 	if rep != nil {
@@ -442,7 +541,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	send := r.fanLocked(frame, except)
 	r.mu.Unlock()
 	send()
-	return true
+	return nil
 }
 
 // emitLocked numbers a request event (its frames share the number), keeps
@@ -509,11 +608,12 @@ func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
 	}
 }
 
-// persist writes p's state. Called with r.mu held, so the store sees the
-// changes of a request in the order they happened.
-func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) {
+// persist writes p's state and returns what tells when it is saved (nil
+// without a store). Called with r.mu held, so the store sees the changes
+// of a request in the order they happened.
+func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) *store.Ack {
 	if h.store == nil {
-		return
+		return nil
 	}
 	rec := store.Record{
 		Room: r.digest, ID: p.req.ID, Kind: int(p.req.Kind),
@@ -528,7 +628,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 	if rep != nil {
 		rec.Reply = encodeReply(rep)
 	}
-	h.store.Enqueue(rec)
+	return h.store.Put(rec)
 }
 
 // digest identifies a request's content, so a caller re-attaching by ID
@@ -549,16 +649,19 @@ func (q *Request) digest() digest {
 }
 
 // Answer records a reply to the request id of the given kind. The first
-// answer wins; the other clients of the room get a reply notification.
+// answer wins; the other clients of the room get a reply notification once
+// it is saved. An answer that cannot be saved is refused (ErrNotSaved) and
+// the request stays pending.
 func (h *Hub) Answer(token string, kind Kind, id string, rep Reply) error {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
+	shown := p != nil && p.shown
 	r.mu.Unlock()
-	if p == nil || p.req.Kind != kind || !h.settle(r, p, &rep, nil, "") {
+	if !shown || p.req.Kind != kind {
 		return ErrNotPending
 	}
-	return nil
+	return h.settle(r, p, &rep, nil, "")
 }
 
 // Cancel withdraws a pending request of token at the agent's wish.
@@ -567,8 +670,11 @@ func (h *Hub) Cancel(token, id string) error {
 	r.mu.Lock()
 	p := r.pending[id]
 	r.mu.Unlock()
-	if p == nil || !h.settle(r, p, nil, ErrWithdrawn, "cancelled") {
+	if p == nil {
 		return ErrNotPending
+	}
+	if err := h.settle(r, p, nil, ErrWithdrawn, "cancelled"); err != nil {
+		return err
 	}
 	h.log.Info("request cancelled by the agent", "kind", p.req.Kind, "id", id)
 	return nil
@@ -623,7 +729,7 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64) {
 	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
-		if p.seq <= upTo {
+		if p.shown && p.seq <= upTo {
 			ps = append(ps, p)
 		}
 	}
@@ -859,7 +965,9 @@ func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
 	r.mu.Lock()
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
-		ps = append(ps, p)
+		if p.shown {
+			ps = append(ps, p)
+		}
 	}
 	seq := r.seq
 	r.mu.Unlock()
@@ -876,7 +984,8 @@ func (r *room) validity(ids []string) map[string]bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, id := range ids {
-		_, out[id] = r.pending[id]
+		p := r.pending[id]
+		out[id] = p != nil && p.shown
 	}
 	return out
 }

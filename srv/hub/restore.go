@@ -63,12 +63,12 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			settledN++
 			continue
 		}
-		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), shown: true}
 		r.mu.Lock()
 		r.pending[rec.ID] = p
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {
 			r.mu.Unlock()
-			h.settle(r, p, nil, ErrTimeout, "timeout")
+			_ = h.settle(r, p, nil, ErrTimeout, "timeout") // not saved: it times out again at the next start
 			continue
 		}
 		h.arm(r, p)

@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"crypto/subtle"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -274,6 +275,10 @@ func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string
 	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(),
 	})
+	if errors.Is(err, hub.ErrNotSaved) {
+		c.sendError("not_saved", err.Error(), id, cmd) // still pending: the person may try again
+		return
+	}
 	if err != nil {
 		c.sendError("not_pending", err.Error(), id, cmd)
 		return

@@ -100,7 +100,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
-	release, err := h.o.Pending.Acquire(r.RemoteAddr)
+	ev := &wsconn.Evictable{}
+	release, err := h.o.Pending.Acquire(r.RemoteAddr, ev.Evict)
 	if err != nil {
 		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
 		auth.RefusePending(w, err)
@@ -114,6 +115,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &conn{h: h, Conn: wc, id: hub.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
 	c.UntilActive(release)
+	ev.Set(c.Conn)
 	c.SetReadLimit(min(h.o.MaxLoginFrame, h.o.MaxFrame))
 	c.SetReadDeadline(time.Now().Add(h.o.LoginTimeout))
 	if !h.conns.Add(c.Conn) {

@@ -133,7 +133,8 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
 		return
 	}
-	release, err := r.o.Pending.Acquire(req.RemoteAddr)
+	ev := &wsconn.Evictable{}
+	release, err := r.o.Pending.Acquire(req.RemoteAddr, ev.Evict)
 	if err != nil {
 		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
 		auth.RefusePending(w, err)
@@ -146,6 +147,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return // the upgrade has answered
 	}
 	c.UntilActive(release)
+	ev.Set(c)
 	c.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
 	c.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
 	if !r.conns.Add(c) {

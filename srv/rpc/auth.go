@@ -63,6 +63,7 @@ func (a authInterceptor) check(ctx context.Context, tok, remote string) error {
 		a.limiter.Fail(ctx.Done(), remote)
 		return connect.NewError(connect.CodeUnauthenticated, errBadToken)
 	}
+	markValid(ctx)
 	return nil
 }
 

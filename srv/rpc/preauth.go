@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -27,10 +28,16 @@ import (
 // token only inside the message keep working for messages up to that
 // size. Both handlers decompress through a gzip reader that stops at
 // their limit, rather than inflating a bomb to the end to report its size.
+//
+// A call sorted to the small handler is unauthenticated until its token
+// has been found valid, and may hold up to MaxUnauthMessage meanwhile: it
+// takes a place among the connections waiting to log in (Pending, shared
+// with the WebSockets), or is refused before a byte of its body is read.
 type preauth struct {
 	full, small http.Handler
 	a           authInterceptor
 	smallMax    int // bytes of body the small handler reads
+	pending     *auth.Pending
 }
 
 func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -39,9 +46,34 @@ func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.full.ServeHTTP(w, r)
 		return
 	}
-	st := &callState{}
-	r = r.WithContext(context.WithValue(r.Context(), callStateKey{}, st))
-	r.Body = &callBody{ReadCloser: http.MaxBytesReader(w, r.Body, int64(p.smallMax)), small: p.smallMax}
+	// Evicted while still unauthenticated (the cap needed its place): the
+	// call ends, and a body still trickling in stops being waited for.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	rc := http.NewResponseController(w)
+	body := &callBody{small: p.smallMax}
+	release, err := p.pending.Acquire(r.RemoteAddr, func() {
+		body.evicted.Store(true)
+		cancel()
+		_ = rc.SetReadDeadline(time.Now())
+	})
+	if err != nil {
+		code := connect.CodeUnavailable
+		if errors.Is(err, auth.ErrPendingAddr) {
+			code = connect.CodeResourceExhausted
+		}
+		w.Header().Set("Retry-After", "1")
+		// Answer now and close, rather than read the body the refusal
+		// is about to the end first.
+		w.Header().Set("Connection", "close")
+		_ = connect.NewErrorWriter().Write(w, r, connect.NewError(code, err))
+		return
+	}
+	defer release()
+	st := &callState{release: release}
+	r = r.WithContext(context.WithValue(ctx, callStateKey{}, st))
+	body.ReadCloser = http.MaxBytesReader(w, r.Body, int64(p.smallMax))
+	r.Body = body
 	cw := &countingWriter{ResponseWriter: w, answer: func() {
 		if !st.checked.Load() {
 			// Refused before its token could be read (too big, malformed,
@@ -81,14 +113,26 @@ func (w *countingWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// callState tells ServeHTTP whether the token check ran.
-type callState struct{ checked atomic.Bool }
+// callState tells ServeHTTP whether the token check ran, and gives the
+// call's place among the unauthenticated back once its token is valid.
+type callState struct {
+	checked atomic.Bool
+	release func()
+}
 
 type callStateKey struct{}
 
 func markChecked(ctx context.Context) {
 	if st, ok := ctx.Value(callStateKey{}).(*callState); ok {
 		st.checked.Store(true)
+	}
+}
+
+// markValid gives the place of a call whose token proved valid back: it
+// is authenticated, and may wait for its answer as long as it takes.
+func markValid(ctx context.Context) {
+	if st, ok := ctx.Value(callStateKey{}).(*callState); ok {
+		st.release()
 	}
 }
 
@@ -104,7 +148,8 @@ func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.
 // their own, which connect-go passes on as it is.
 type callBody struct {
 	io.ReadCloser
-	small int // > 0: the limit of a call without a header token
+	small   int         // > 0: the limit of a call without a header token
+	evicted atomic.Bool // its place among the unauthenticated was needed
 }
 
 func (b *callBody) Read(p []byte) (int, error) {
@@ -114,6 +159,8 @@ func (b *callBody) Read(p []byte) (int, error) {
 	case err == nil || errors.Is(err, io.EOF):
 	case b.small > 0 && errors.As(err, &tooBig):
 		err = connect.NewError(connect.CodeResourceExhausted, errNeedsHeader(b.small))
+	case errors.Is(err, os.ErrDeadlineExceeded) && b.evicted.Load():
+		err = connect.NewError(connect.CodeUnavailable, errors.New(auth.ErrPendingFull.Error()+" (this call's place was given to a newer one)"))
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		err = connect.NewError(connect.CodeDeadlineExceeded, errors.New("the request body did not arrive in time"))
 	}

@@ -27,6 +27,10 @@ type Options struct {
 	Tokens *auth.Tokens
 	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
+	// Pending caps the calls whose token is not known yet (no valid
+	// header token, the message not read yet), together with the
+	// WebSockets that have not logged in; nil: no cap.
+	Pending *auth.Pending
 	Logger  *slog.Logger
 	// DefaultTimeout applies when a request's Timeout is 0 (default 600s).
 	DefaultTimeout time.Duration
@@ -79,7 +83,7 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
 		path, f := handler(full)
 		_, sm := handler(small)
-		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage})
+		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage, pending: o.Pending})
 		paths = append(paths, path)
 	}
 	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
@@ -199,6 +203,9 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		return nil, "", connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, hub.ErrClosed):
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, hub.ErrNotSaved):
+		// Not retried by the bridge: the agent hears it at once.
+		return nil, "", connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return nil, "", connect.NewError(connect.CodeCanceled, err)
 	}
@@ -228,6 +235,9 @@ func (r replyService) answer(ctx context.Context, kind hub.Kind, id, nick string
 	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick,
 	})
+	if errors.Is(err, hub.ErrNotSaved) {
+		return nil, connect.NewError(connect.CodeResourceExhausted, err)
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", id, err))
 	}

@@ -8,18 +8,21 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // JournalName is the journal file inside the data directory.
 //
-// The writer appends each gathered batch of records to the journal, in
-// one write, and puts them into the database only now and then (a fold:
-// every second, or sooner when many have gathered or someone reads). A
+// The writer appends each batch of records (what was put while it wrote
+// the last one) to the journal, in one write, and puts them into the
+// database only now and then (a fold: every second, or sooner when many
+// have gathered or someone reads). A
 // commit to the database rewrites pages; an append does not, so the
 // records of a busy second cost one commit instead of hundreds. The
 // journal is emptied after each fold; on Open, whatever it still holds
 // (the server stopped between a batch and its fold) goes into the database
-// first. The crash window stays the gather (GroupDelay).
+// first. A record is announced as safe only once its batch is in the
+// journal (Ack).
 const JournalName = "agentassistant.journal"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
@@ -35,44 +38,96 @@ func journalEntry(b, val []byte) []byte {
 	return append(b, val...)
 }
 
-// readJournal returns the records in b, up to the first entry that is torn
-// (the server stopped mid-write) or damaged; what follows is not trusted.
-func readJournal(b []byte) []Record {
-	var out []Record
-	for len(b) >= 8 {
-		n := int(binary.LittleEndian.Uint32(b))
-		sum := binary.LittleEndian.Uint32(b[4:])
-		if n > len(b)-8 {
-			break
-		}
-		val := b[8 : 8+n]
-		if crc32.Checksum(val, castagnoli) != sum {
-			break
-		}
-		var r Record
-		if decode(val, &r) != nil {
-			break
-		}
-		out = append(out, r)
-		b = b[8+n:]
+// entryAt reads the journal entry at off of b: sound if its length fits,
+// its checksum matches and its record decodes. It returns the record and
+// the entry's length.
+func entryAt(b []byte, off int) (Record, int, bool) {
+	if len(b)-off < 9 {
+		return Record{}, 0, false
 	}
-	return out
+	n := int(binary.LittleEndian.Uint32(b[off:]))
+	val := b[off+8:]
+	if n > len(val) || val[0] != formatWire {
+		return Record{}, 0, false
+	}
+	val = val[:n]
+	var r Record
+	if crc32.Checksum(val, castagnoli) != binary.LittleEndian.Uint32(b[off+4:]) || decode(val, &r) != nil || r.Room == "" || r.ID == "" {
+		return Record{}, 0, false
+	}
+	return r, 8 + n, true
+}
+
+// readJournal returns the sound records in b and the byte ranges it could
+// not read. Past a torn (the writer stopped mid-write) or damaged entry it
+// looks byte by byte for the next sound one, from the damaged entry's
+// second byte (its length may be what was damaged): a false start would
+// have to pass a CRC-32C and decode as a record.
+func readJournal(b []byte) (out []Record, bad [][2]int) {
+	for off := 0; off < len(b); {
+		if r, n, ok := entryAt(b, off); ok {
+			out = append(out, r)
+			off += n
+			continue
+		}
+		next := off + 1
+		for next < len(b) {
+			if _, _, ok := entryAt(b, next); ok {
+				break
+			}
+			next++
+		}
+		bad = append(bad, [2]int{off, next})
+		off = next
+	}
+	return out, bad
+}
+
+// describe says which bytes of a journal of size bytes could not be read.
+func describe(bad [][2]int, size int) string {
+	var parts []string
+	n := 0
+	for i, r := range bad {
+		n += r[1] - r[0]
+		if i < 5 {
+			parts = append(parts, fmt.Sprintf("%d-%d", r[0], r[1]))
+		}
+	}
+	if len(bad) > 5 {
+		parts = append(parts, "…")
+	}
+	what := fmt.Sprintf("%d of %d bytes (at %s)", n, size, strings.Join(parts, ", "))
+	if len(bad) == 1 && bad[0][1] == size {
+		what += ", at the end: the last write was cut short"
+	}
+	return what
 }
 
 // openJournal puts what the journal in dir holds into the database,
-// empties it and returns it open for appending.
-func (s *Store) openJournal(dir string) error {
+// empties it and returns it open for appending. A journal with bytes it
+// cannot read is set aside first, once what it could read is in the
+// database.
+func (s *Store) openJournal(dir string, wrap func(JournalFile) JournalFile) error {
 	path := filepath.Join(dir, JournalName)
-	b, err := os.ReadFile(path) // #nosec G304 -- our own file in the data directory
+	b, err := os.ReadFile(path) // #nosec G304 G703 -- our own file in the data directory
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("read journal: %w", err)
 	}
-	if rs := readJournal(b); len(rs) > 0 {
+	rs, bad := readJournal(b)
+	if len(rs) > 0 {
 		if err := s.putAll(rs); err != nil {
 			return fmt.Errorf("replay journal: %w", err)
 		}
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // #nosec G304 -- as above
+	if len(bad) > 0 {
+		kept, err := setAside(path)
+		if err != nil {
+			return fmt.Errorf("the request journal %s is damaged and could not be set aside (%w): move it out of the way and start again", path, err)
+		}
+		s.log.Error("the request journal was damaged: it was set aside and its intact records are restored",
+			"file", path, "kept_as", kept, "restored", len(rs), "unreadable", describe(bad, len(b)))
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // #nosec G304 G703 -- as above
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
@@ -81,5 +136,8 @@ func (s *Store) openJournal(dir string) error {
 		return fmt.Errorf("empty journal: %w", err)
 	}
 	s.journal = f
+	if wrap != nil {
+		s.journal = wrap(f)
+	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -15,7 +16,16 @@ import (
 // fields (numbers below): compact, cheap to encode, and unknown fields
 // are skipped, so later versions can add fields. Stores written before
 // this format hold JSON (first byte '{'); they are rewritten on Open.
+//
+// The last field is always a CRC-32C of everything before it (fSum), so a
+// record whose bytes were damaged on disk is found out instead of restored
+// with a text nobody typed; fields a later version adds go before it.
+// Records of the second layout have none; Open rewrites them with one.
 const formatWire = 1
+
+// fSum is the checksum field: numbered well past the fields below, so they
+// can grow.
+const fSum protowire.Number = 100
 
 const (
 	fRoom protowire.Number = iota + 1
@@ -36,7 +46,7 @@ const (
 )
 
 func encode(r *Record) []byte {
-	b := make([]byte, 1, 64+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote)+
+	b := make([]byte, 1, 72+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote)+
 		len(r.AgentName)+len(r.ReasoningModelName)+len(r.McpClientName))
 	b[0] = formatWire
 	str := func(n protowire.Number, v string) {
@@ -74,7 +84,9 @@ func encode(r *Record) []byte {
 	str(fAgentName, r.AgentName)
 	str(fReasoningModelName, r.ReasoningModelName)
 	str(fMcpClientName, r.McpClientName)
-	return b
+	sum := crc32.Checksum(b, castagnoli)
+	b = protowire.AppendTag(b, fSum, protowire.Fixed32Type)
+	return protowire.AppendFixed32(b, sum)
 }
 
 var errDamaged = errors.New("damaged record")
@@ -82,24 +94,38 @@ var errDamaged = errors.New("damaged record")
 // decode reads a record in either format. Strings and the reply are
 // copied: v belongs to the database.
 func decode(v []byte, r *Record) error {
+	_, err := decodeSummed(v, r)
+	return err
+}
+
+// decodeSummed is decode, and tells whether the record had its checksum.
+func decodeSummed(v []byte, r *Record) (summed bool, err error) {
 	if len(v) > 0 && v[0] == '{' {
-		return json.Unmarshal(v, r)
+		return false, json.Unmarshal(v, r)
 	}
 	if len(v) == 0 || v[0] != formatWire {
-		return errDamaged
+		return false, errDamaged
 	}
 	*r = Record{}
 	for b := v[1:]; len(b) > 0; {
+		at := len(v) - len(b) // where this field starts
 		n, typ, l := protowire.ConsumeTag(b)
 		if l < 0 {
-			return errDamaged
+			return false, errDamaged
 		}
 		b = b[l:]
+		if n == fSum && typ == protowire.Fixed32Type {
+			sum, l := protowire.ConsumeFixed32(b)
+			if l < 0 || l != len(b) || sum != crc32.Checksum(v[:at], castagnoli) {
+				return false, errDamaged // a damaged sum, a damaged record, or bytes after the end
+			}
+			return true, nil
+		}
 		switch typ {
 		case protowire.BytesType:
 			val, l := protowire.ConsumeBytes(b)
 			if l < 0 {
-				return errDamaged
+				return false, errDamaged
 			}
 			b = b[l:]
 			switch n {
@@ -127,7 +153,7 @@ func decode(v []byte, r *Record) error {
 		case protowire.VarintType:
 			u, l := protowire.ConsumeVarint(b)
 			if l < 0 {
-				return errDamaged
+				return false, errDamaged
 			}
 			b = b[l:]
 			x := protowire.DecodeZigZag(u)
@@ -150,12 +176,12 @@ func decode(v []byte, r *Record) error {
 		default:
 			l := protowire.ConsumeFieldValue(n, typ, b)
 			if l < 0 {
-				return errDamaged
+				return false, errDamaged
 			}
 			b = b[l:]
 		}
 	}
-	return nil
+	return false, nil
 }
 
 // layoutKey, in the meta bucket, names the layout the records are in;
@@ -163,12 +189,13 @@ func decode(v []byte, r *Record) error {
 var (
 	meta      = []byte("meta")
 	layoutKey = []byte("layout")
-	layout    = []byte("2")
+	layout    = []byte("3")
 )
 
-// upgrade rewrites records of the earlier layout (JSON under room/id) in
-// the current one (wire format under Record.Key), once: the store then
-// says so in its meta bucket.
+// upgrade rewrites the records of earlier layouts in the current one,
+// once: JSON under room/id (the first), or without a checksum (the
+// second), each becomes the wire format with its checksum under
+// Record.Key. The store then says so in its meta bucket.
 func upgrade(tx *bolt.Tx) (int, error) {
 	m, err := tx.CreateBucketIfNotExists(meta)
 	if err != nil {
@@ -184,11 +211,9 @@ func upgrade(tx *bolt.Tx) (int, error) {
 	}
 	var moves []move
 	err = b.ForEach(func(k, v []byte) error {
-		if len(v) > 0 && v[0] == '{' {
-			var r Record
-			if json.Unmarshal(v, &r) == nil {
-				moves = append(moves, move{old: append([]byte(nil), k...), r: r})
-			}
+		var r Record
+		if summed, err := decodeSummed(v, &r); err == nil && !summed {
+			moves = append(moves, move{old: append([]byte(nil), k...), r: r})
 		}
 		return nil
 	})
@@ -201,6 +226,11 @@ func upgrade(tx *bolt.Tx) (int, error) {
 		}
 		if err := b.Put(m.r.Key(), encode(&m.r)); err != nil {
 			return 0, fmt.Errorf("upgrade record: %w", err)
+		}
+	}
+	if len(moves) > 0 {
+		if err := m.Delete(tallyKey); err != nil { // counted afresh
+			return 0, err
 		}
 	}
 	return len(moves), m.Put(layoutKey, layout)

@@ -15,7 +15,7 @@ import (
 
 func open(t *testing.T, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, Options{GroupDelay: -1})
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestJournalThenFold(t *testing.T) {
 }
 
 // A journal left by a server that stopped before its fold is put into the
-// database on Open, up to a torn or damaged entry.
+// database on Open, around a damaged entry and up to a torn one.
 func TestJournalReplayedOnOpen(t *testing.T) {
 	dir := t.TempDir()
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -297,29 +297,31 @@ func TestJournalReplayedOnOpen(t *testing.T) {
 	damaged := journalEntry(nil, encode(&c))
 	damaged[len(damaged)-1] ^= 0xff
 	j = append(j, damaged...)
-	j = journalEntry(j, encode(&c)) // after damage: not trusted
+	j = journalEntry(j, encode(&c)) // after the damaged one: read all the same
 	if err := os.WriteFile(filepath.Join(dir, JournalName), j, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := open(t, dir)
 	got := all(t, s)
-	if len(got) != 2 {
-		t.Fatalf("%d records, want the 2 before the damage", len(got))
+	if len(got) != 3 {
+		t.Fatalf("%d records, want the 3 intact ones", len(got))
 	}
 	same(t, got[0], a)
 	same(t, got[1], b)
+	same(t, got[2], c)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// A torn last entry (the write was cut short) is skipped the same way.
-	whole := journalEntry(nil, encode(&c))
+	d := sample("r1", "d", t0.Add(time.Hour))
+	whole := journalEntry(nil, encode(&d))
 	if err := os.WriteFile(filepath.Join(dir, JournalName), whole[:len(whole)-3], 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s = open(t, dir)
 	defer s.Close()
-	if got := all(t, s); len(got) != 2 {
-		t.Fatalf("%d records after a torn entry, want 2", len(got))
+	if got := all(t, s); len(got) != 3 {
+		t.Fatalf("%d records after a torn entry, want 3", len(got))
 	}
 	if fi, err := os.Stat(filepath.Join(dir, JournalName)); err != nil || fi.Size() != 0 {
 		t.Fatalf("journal not emptied on open: %v %v", fi, err)

@@ -23,6 +23,7 @@ const (
 	CloseInvalidPayload  = int(ws.StatusInvalidFramePayloadData)
 	ClosePolicyViolation = int(ws.StatusPolicyViolation)
 	CloseTooBig          = int(ws.StatusMessageTooBig)
+	CloseTryAgainLater   = 1013                       // RFC 6455 registry: the server is overloaded
 	closeNoStatus        = int(ws.StatusNoStatusRcvd) // never sent: a close frame without a code
 )
 

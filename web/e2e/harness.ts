@@ -22,12 +22,19 @@ export interface Server {
   stop(): Promise<void>
 }
 
-export async function startServer(): Promise<Server> {
+// startServer runs agentassistant-srv on a free port. fileBlocks, when
+// set, limits every file it writes to that many 512-byte blocks (the
+// shell's ulimit -f): a full disk, without root.
+export async function startServer(o: { fileBlocks?: number } = {}): Promise<Server> {
   const data = mkdtempSync(join(tmpdir(), 'aa-e2e-'))
   const token = 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
-  const proc = spawn(join(BIN, 'agentassistant-srv'), ['-port', '0', '-data', data, '-token', token, '-config', '/dev/null'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  let cmd = join(BIN, 'agentassistant-srv')
+  let args = ['-port', '0', '-data', data, '-token', token, '-config', '/dev/null']
+  if (o.fileBlocks) {
+    args = ['-c', `ulimit -f ${o.fileBlocks} && exec "$0" "$@"`, cmd, ...args]
+    cmd = 'sh'
+  }
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
   proc.stderr!.on('data', (b) => (log += b))
   const url = await new Promise<string>((ok, fail) => {

@@ -106,6 +106,34 @@ describe('inbox in a real browser', () => {
     await page.context().close()
   })
 
+  it('an answer the server cannot save: the question stays open, the reply back in its box', async () => {
+    const full = await startServer({ fileBlocks: 256 }) // no file beyond 128 KiB: the disk is full for it
+    const agent = await startMCP(full)
+    const ctx = await browser.newContext({ viewport: { width: 1200, height: 850 }, locale: 'en-US' })
+    try {
+      const page = await ctx.newPage()
+      await page.goto(`${full.url}/?token=${full.token}`)
+      await page.locator('[data-testid=conn][data-state=online]').waitFor()
+      const call = agent.callTool({ name: 'ask_question', arguments: { question: 'Ship the release notes?' } }, undefined, { timeout: 120_000 }) as Promise<ToolResult>
+      await page.locator('[data-status=waiting]', { hasText: 'Ship the release notes?' }).waitFor()
+      const long = 'Yes. ' + 'These notes are long. '.repeat(12_000) + 'The end.' // 260 KB: more than the disk takes
+      const input = page.locator('textarea[data-testid=reply-input]')
+      await input.fill(long)
+      await page.locator('[data-testid=send]').click()
+      await page.getByText('the server cannot save the answer').waitFor()
+      await page.locator('[data-status=waiting]', { hasText: 'Ship the release notes?' }).waitFor()
+      await expect.poll(async () => (await input.inputValue()) === long).toBe(true)
+      await input.fill('Yes, ship them.')
+      await page.locator('[data-testid=send]').click()
+      expect(text(await call)).toBe('Yes, ship them.')
+      await page.locator('[data-status=answeredHere]', { hasText: 'Ship the release notes?' }).waitFor()
+    } finally {
+      await ctx.close()
+      await agent.close()
+      await full.stop()
+    }
+  })
+
   it('cancelling the MCP call withdraws the question from the page', async () => {
     const page = await openInbox('watcher')
     const ac = new AbortController()

@@ -4,7 +4,9 @@ import iconSet from 'quasar/icon-set/svg-mdi-v7'
 import 'quasar/src/css/index.sass'
 import './app.css'
 import App from './App.vue'
+import { i18n, quasarLang } from './lib/i18n'
 
 createApp(App)
-  .use(Quasar, { plugins: { Notify, Dialog }, iconSet, config: { dark: 'auto' } })
+  .use(i18n)
+  .use(Quasar, { plugins: { Notify, Dialog }, iconSet, lang: quasarLang(), config: { dark: 'auto' } })
   .mount('#app')

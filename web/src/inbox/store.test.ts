@@ -1,10 +1,6 @@
-import { describe, expect, it } from 'vitest'
-import { create } from '@bufbuild/protobuf'
-import { WebsocketMessageSchema } from '../gen/agentassistproto/agentassist_pb'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createStore } from './store'
-
-type Init = Parameters<typeof create<typeof WebsocketMessageSchema>>[1]
-const frame = (init: Init) => create(WebsocketMessageSchema, init)
+import { ask, frame, ids, memoryStorage, pending } from './testing'
 
 describe('the inbox store reads frames as the server sends them', () => {
   it('presence and chat times arrive in seconds and are kept in ms; a second "connected" is a rename', () => {
@@ -53,5 +49,195 @@ describe('the inbox store reads frames as the server sends them', () => {
     }))
     expect(s.state.items).toHaveLength(1)
     expect(s.state.items[0]).toMatchObject({ kind: 'TaskFinish', agent: 'windsurf', status: 'waiting' })
+  })
+})
+
+
+describe('the inbox store', () => {
+  beforeEach(() => {
+    vi.stubGlobal('localStorage', memoryStorage())
+    vi.useFakeTimers({ toFake: ['Date'] })
+    vi.setSystemTime(1_700_000_000_000)
+  })
+  afterEach(() => {
+    vi.useRealTimers()
+    vi.unstubAllGlobals()
+  })
+
+  describe('reloads', () => {
+    it('what a device has seen survives a reload, per token; a corrupt copy starts empty', () => {
+      const s = createStore('aa.history.one')
+      s.handle(ask('q1'))
+      s.markAnsweredHere('q1', [{ type: 'text', text: 'yes' }], 'laptop')
+      const again = createStore('aa.history.one')
+      expect(again.state.items).toMatchObject([{ id: 'q1', status: 'answeredHere', answeredBy: 'laptop', reply: [{ type: 'text', text: 'yes' }] }])
+      expect(createStore('aa.history.other').state.items).toEqual([])
+      localStorage.setItem('aa.history.bad', '{not json')
+      expect(createStore('aa.history.bad').state.items).toEqual([])
+      localStorage.setItem('aa.history.odd', JSON.stringify([null, { id: 7 }, { id: 'ok', status: 'cancelled', createdAt: 1 }]))
+      expect(ids(createStore('aa.history.odd').state.items)).toEqual(['ok'])
+    })
+  })
+
+  describe('the pending list', () => {
+    it('adds what is new with the server\'s times (ms), in order, and names the newest for the view', () => {
+      const s = createStore('t')
+      const fresh = s.handle(pending({ id: 'b', at: 1_700_000_002_000n }, { id: 'a', at: 1_700_000_001_000n, kind: 'TaskFinish' }))
+      expect(fresh).toBe('a') // the last new one listed
+      expect(s.state.items.map((i) => [i.id, i.kind, i.createdAt, i.status])).toEqual([
+        ['a', 'TaskFinish', 1_700_000_001_000, 'waiting'],
+        ['b', 'AskQuestion', 1_700_000_002_000, 'waiting'],
+      ])
+      expect(s.state.items[1]).toMatchObject({ text: 'Question b', timeout: 600 })
+      expect(s.handle(pending({ id: 'b', at: 1_700_000_002_000n }, { id: 'a', at: 1_700_000_001_000n, kind: 'TaskFinish' }))).toBeUndefined()
+      expect(s.state.items).toHaveLength(2)
+    })
+
+    it('what this device thought was waiting and the server no longer lists was settled while away', () => {
+      const s = createStore('t')
+      s.handle(ask('gone'))
+      s.handle(ask('kept'))
+      s.handle(ask('mine'))
+      s.markAnsweredHere('mine', [{ type: 'text', text: 'ok' }], 'pc')
+      s.handle(pending({ id: 'kept' }))
+      expect(s.state.items.map((i) => [i.id, i.status])).toEqual([['gone', 'closed'], ['kept', 'waiting'], ['mine', 'answeredHere']])
+    })
+
+    it('a request listed again is waiting again, unless this device answered it', () => {
+      const s = createStore('t')
+      s.handle(ask('x'))
+      s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 'x', reason: 'cancelled' } }))
+      s.handle(ask('y'))
+      s.markAnsweredHere('y', [{ type: 'text', text: 'ok' }], 'pc')
+      s.handle(pending({ id: 'x' }, { id: 'y' }))
+      expect(s.state.items.map((i) => i.status)).toEqual(['waiting', 'answeredHere'])
+    })
+  })
+
+  describe('requests as they come', () => {
+    it('a live question is stamped with this device\'s clock and carries its timeout and asker', () => {
+      const s = createStore('t')
+      expect(s.handle(ask('q', 'Which DB?', { Timeout: 90, ProjectDirectory: '/src/shop', AgentName: 'Claude Code', ReasoningModelName: 'opus' }))).toBe('q')
+      expect(s.state.items[0]).toEqual({
+        id: 'q', kind: 'AskQuestion', project: '/src/shop', text: 'Which DB?', createdAt: 1_700_000_000_000,
+        timeout: 90, status: 'waiting', agent: 'Claude Code', model: 'opus',
+      })
+      expect(s.handle(ask('q'))).toBeUndefined() // the same question again (a replay) is not new
+    })
+
+    it('answered elsewhere: the answer and who gave it are shown; our own answer, replayed, stays ours', () => {
+      const s = createStore('t')
+      s.handle(ask('a'))
+      s.handle(ask('b'))
+      s.state.selected = 'a'
+      s.handle(frame({
+        Cmd: 'AskQuestionReplyNotification', AskQuestionRequest: { ID: 'a' }, StrParam: 'phone',
+        AskQuestionResponse: { ID: 'a', contents: [{ type: 1, text: { text: 'Postgres' } }, { type: 2, image: { data: 'iVBO', mimeType: '' } }] },
+      }))
+      expect(s.find('a')).toMatchObject({
+        status: 'answeredElsewhere', answeredBy: 'phone', answeredAt: 1_700_000_000_000,
+        reply: [{ type: 'text', text: 'Postgres' }, { type: 'image', data: 'iVBO', mime: 'image/png' }],
+      })
+      expect(s.state.selected).toBe('') // no longer the reply's target
+
+      s.markAnsweredHere('b', [{ type: 'text', text: 'mine' }], 'pc')
+      s.handle(frame({ Cmd: 'AskQuestionReplyNotification', AskQuestionRequest: { ID: 'b' }, Nickname: 'pc', AskQuestionResponse: { ID: 'b' } }))
+      expect(s.find('b')).toMatchObject({ status: 'answeredHere', reply: [{ type: 'text', text: 'mine' }] })
+    })
+
+    it('cancelled by the agent, or timed out', () => {
+      const s = createStore('t')
+      s.handle(ask('c'))
+      s.handle(ask('t'))
+      s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 'c', reason: 'cancelled' } }))
+      s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 't', reason: 'timeout' } }))
+      s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 'unknown', reason: 'timeout' } }))
+      expect(s.state.items.map((i) => [i.id, i.status])).toEqual([['c', 'cancelled'], ['t', 'timedOut']])
+    })
+
+    it('agent gone: from the pending list and from a status notification, both ways', () => {
+      const s = createStore('t')
+      s.handle(pending({ id: 'g', gone: true }))
+      expect(s.find('g')?.agentGone).toBe(true)
+      s.handle(frame({ Cmd: 'RequestAgentStatus', RequestAgentStatusNotification: { requestId: 'g', agentGone: false } }))
+      expect(s.find('g')?.agentGone).toBe(false)
+      s.handle(frame({ Cmd: 'RequestAgentStatus', RequestAgentStatusNotification: { requestId: 'g', agentGone: true } }))
+      expect(s.find('g')).toMatchObject({ agentGone: true, status: 'waiting' }) // still answerable
+      expect(JSON.parse(localStorage.getItem('t')!)[0].agentGone).toBe(true)
+    })
+
+    it('a big room only says presence changed; the view fetches the list', () => {
+      const s = createStore('t')
+      expect(s.handle(frame({ Cmd: 'UserConnectionStatusNotification', UserConnectionStatusNotification: { status: 'changed' } }))).toBe('presence-changed')
+    })
+  })
+
+  describe('history', () => {
+    const page = (more: boolean, ...items: { id: string; at: number; status: string; kind?: string; answer?: string; by?: string }[]) => frame({
+      Cmd: 'GetHistory',
+      GetHistoryResponse: {
+        more,
+        items: items.map((h) => ({
+          messageType: h.kind ?? 'AskQuestion',
+          ...(h.kind === 'TaskFinish'
+            ? { taskFinishRequest: { ID: h.id, Request: { Summary: `Report ${h.id}` } } }
+            : { askQuestionRequest: { ID: h.id, Request: { Question: `Question ${h.id}`, Timeout: 60 } } }),
+          createdAt: BigInt(h.at), closedAt: BigInt(h.at + 500), status: h.status, answeredBy: h.by ?? '',
+          response: h.answer ? { contents: [{ type: 1, text: { text: h.answer } }] } : undefined,
+        })),
+      },
+    })
+
+    it('pages back from the oldest item shown while the server has more', () => {
+      const s = createStore('t')
+      expect(s.olderPage()).toEqual({ Cmd: 'GetHistory', GetHistoryRequest: { before: 1_700_000_000_000n, limit: 30 } })
+      s.handle(page(true,
+        { id: 'h3', at: 3000, status: 'answered', answer: 'three', by: 'phone' },
+        { id: 'h2', at: 2000, status: 'timeout', kind: 'TaskFinish' }))
+      expect(s.state.items.map((i) => [i.id, i.kind, i.status, i.createdAt])).toEqual([
+        ['h2', 'TaskFinish', 'timedOut', 2000], ['h3', 'AskQuestion', 'answeredElsewhere', 3000]])
+      expect(s.find('h3')).toMatchObject({ text: 'Question h3', answeredBy: 'phone', answeredAt: 3500, timeout: 60, reply: [{ type: 'text', text: 'three' }] })
+      expect(s.find('h2')).toMatchObject({ text: 'Report h2', answeredBy: undefined, reply: [] })
+      expect(s.olderPage()).toEqual({ Cmd: 'GetHistory', GetHistoryRequest: { before: 2000n, limit: 30 } })
+
+      s.handle(page(false, { id: 'h1', at: 1000, status: 'cancelled' }, { id: 'h2', at: 2000, status: 'timeout' }))
+      expect(s.state.items.map((i) => [i.id, i.status])).toEqual([['h1', 'cancelled'], ['h2', 'timedOut'], ['h3', 'answeredElsewhere']])
+      expect(s.state.historyMore).toBe(false)
+      expect(s.olderPage()).toBeUndefined()
+    })
+
+    it('tells how a request this device saw end while it was away ended', () => {
+      const s = createStore('t')
+      s.handle(ask('away'))
+      s.handle(pending()) // the server no longer lists it: settled while away
+      expect(s.find('away')?.status).toBe('closed')
+      s.handle(page(false, { id: 'away', at: 1_699_999_999_000, status: 'answered', answer: 'done on the phone', by: 'phone' }))
+      expect(s.find('away')).toMatchObject({ status: 'answeredElsewhere', answeredBy: 'phone', reply: [{ type: 'text', text: 'done on the phone' }] })
+    })
+
+    it('clearing keeps only what is still waiting', () => {
+      const s = createStore('t')
+      s.handle(page(false, { id: 'old', at: 1, status: 'answered' }))
+      s.handle(ask('now'))
+      s.clear()
+      expect(ids(s.state.items)).toEqual(['now'])
+      expect(ids(JSON.parse(localStorage.getItem('t')!))).toEqual(['now'])
+    })
+  })
+
+  describe('chat', () => {
+    it('a line received counts as unread until the chat is opened; a line sent is ours', () => {
+      const s = createStore('t')
+      const line = (id: string) => frame({ Cmd: 'ChatMessageNotification', ChatMessageNotification: { chatMessage: {
+        messageId: id, senderClientId: 'phone-1', senderNickname: 'phone', content: `hi ${id}`, sentAt: 1_700_000_100n } } })
+      s.handle(line('m1'))
+      s.handle(line('m2'))
+      expect(s.state.unreadChat).toEqual({ 'phone-1': 2 })
+      expect(s.state.chats[0]).toEqual({ id: 'm1', peer: 'phone-1', from: 'phone', mine: false, text: 'hi m1', at: 1_700_000_100_000 })
+      s.openChat('phone-1')
+      expect(s.state.unreadChat['phone-1']).toBe(0)
+      s.chatSent('phone-1', 'laptop', 'hello')
+      expect(s.state.chats[2]).toMatchObject({ peer: 'phone-1', from: 'laptop', mine: true, text: 'hello', at: 1_700_000_000_000 })
+    })
   })
 })

@@ -1,53 +1,12 @@
-import { reactive } from 'vue'
-import type {
-  AskQuestionRequest,
-  McpResultContent,
-  TaskFinishRequest,
-  WebsocketMessage,
-} from '../gen/agentassistproto/agentassist_pb'
+import { computed, reactive } from 'vue'
+import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
+import type { Init } from './client'
+import {
+  chatFrame, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, who,
+  type ChatLine, type Item, type Kind, type OnlineUser, type ReplyPart, type Req, type Status,
+} from './model'
 
-export type Kind = 'AskQuestion' | 'TaskFinish'
-export type Status = 'waiting' | 'answeredHere' | 'answeredElsewhere' | 'cancelled' | 'timedOut' | 'closed'
-
-export interface ReplyPart {
-  type: 'text' | 'image'
-  text?: string
-  data?: string // base64
-  mime?: string
-}
-
-export interface Item {
-  id: string
-  kind: Kind
-  project: string
-  text: string
-  createdAt: number // ms
-  timeout: number // s
-  status: Status
-  reply?: ReplyPart[]
-  answeredBy?: string
-  answeredAt?: number
-  // No agent waits for the answer now; the server keeps it for the
-  // agent's next call from the project.
-  agentGone?: boolean
-  agent?: string // the agent (or its MCP client) that asked
-  model?: string // the model it runs
-}
-
-export interface ChatLine {
-  id: string
-  peer: string // the other client's id
-  from: string // nickname
-  mine: boolean
-  text: string
-  at: number // ms (the wire has seconds)
-}
-
-export interface OnlineUser {
-  clientId: string
-  nickname: string
-  connectedAt: number // ms (the wire has seconds)
-}
+export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser } from './model'
 
 const MAX_ITEMS = 500
 
@@ -60,8 +19,17 @@ export function createStore(storageKey: string) {
     chats: [] as ChatLine[],
     unreadChat: {} as Record<string, number>,
     selected: '' as string,
+    project: '' as string, // the project shown; '' for all
     historyMore: true, // the server may have older items
   })
+  // Replies sent from here, until the server takes them or refuses them
+  // (then they go back into the reply box: nothing typed is lost).
+  const sent = new Map<string, ReplyPart[]>()
+
+  const projects = computed(() => [...new Set(state.items.map((i) => i.project))])
+  const shown = computed(() => state.items.filter((i) => !state.project || i.project === state.project))
+  const waiting = computed(() => shown.value.filter((i) => i.status === 'waiting'))
+  const target = computed(() => replyTarget(waiting.value, state.selected))
 
   try {
     const saved = JSON.parse(localStorage.getItem(storageKey) ?? '[]') as Item[]
@@ -83,17 +51,6 @@ export function createStore(storageKey: string) {
         /* give up persisting; the page still works */
       }
     }
-  }
-
-  type Req = {
-    ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number
-    AgentName?: string; ReasoningModelName?: string; McpClientName?: string
-  }
-
-  // who names the agent and model of a request, when it says.
-  function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
-    const agent = r?.AgentName || r?.McpClientName
-    return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
   }
 
   function find(id: string) {
@@ -129,15 +86,6 @@ export function createStore(storageKey: string) {
     Object.assign(it, extra, { status })
     if (state.selected === id && status !== 'waiting') state.selected = ''
     save()
-  }
-
-  function contentsToParts(cs: McpResultContent[] | undefined): ReplyPart[] {
-    const out: ReplyPart[] = []
-    for (const c of cs ?? []) {
-      if (c.text?.text) out.push({ type: 'text', text: c.text.text })
-      else if (c.image?.data) out.push({ type: 'image', data: c.image.data, mime: c.image.mimeType || 'image/png' })
-    }
-    return out
   }
 
   // handle applies a server frame. It returns the id of a request that is
@@ -186,8 +134,19 @@ export function createStore(storageKey: string) {
         const h = m.GetHistoryResponse
         for (const it of h?.items ?? []) {
           const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
-          if (!req || find(req.ID)) continue
+          if (!req) continue
           const r = req.Request as Req | undefined
+          const status: Status = it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled'
+          const outcome = {
+            reply: contentsToParts(it.response?.contents),
+            answeredBy: it.answeredBy || undefined,
+            answeredAt: Number(it.closedAt) || undefined,
+          }
+          const known = find(req.ID)
+          // Settled while this device was away ("closed") or while it was
+          // loading: history says how.
+          if (known?.status === 'closed' || known?.status === 'waiting') setStatus(req.ID, status, outcome)
+          if (known) continue
           state.items.push({
             id: req.ID,
             kind: it.messageType as Kind,
@@ -195,10 +154,8 @@ export function createStore(storageKey: string) {
             text: (it.messageType === 'TaskFinish' ? r?.Summary : r?.Question) ?? '',
             createdAt: Number(it.createdAt),
             timeout: r?.Timeout ?? 0,
-            status: it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled',
-            reply: contentsToParts(it.response?.contents),
-            answeredBy: it.answeredBy || undefined,
-            answeredAt: Number(it.closedAt) || undefined,
+            status,
+            ...outcome,
             ...who(r),
           })
         }
@@ -250,8 +207,63 @@ export function createStore(storageKey: string) {
     return undefined
   }
 
+  // olderPage asks for the page of history before the oldest item shown,
+  // while the server may have one.
+  function olderPage(now = Date.now()): Init | undefined {
+    if (!state.historyMore) return undefined
+    const oldest = state.items.reduce((m, i) => Math.min(m, i.createdAt), now)
+    return { Cmd: 'GetHistory', GetHistoryRequest: { before: BigInt(oldest), limit: HISTORY_PAGE } }
+  }
+
+  // reply is the frame answering a request shown here.
+  function reply(id: string, parts: ReplyPart[]): Init | undefined {
+    const it = find(id)
+    return it && replyFrame(it, parts)
+  }
+
+  // markAnsweredHere records a reply this device sent. The next target is
+  // never chosen silently: only a single question left is the obvious next.
   function markAnsweredHere(id: string, parts: ReplyPart[], by: string) {
+    sent.set(id, parts)
     setStatus(id, 'answeredHere', { reply: parts, answeredBy: by, answeredAt: Date.now() })
+    const w = waiting.value
+    state.selected = w.length === 1 ? w[0]!.id : ''
+  }
+
+  // refused takes back a reply the server did not accept, and gives its
+  // parts back to the person. When the server could not save it
+  // (not_saved) the question is still open and stays the reply's target;
+  // otherwise it is no longer waiting here.
+  function refused(id: string, code?: string): ReplyPart[] | undefined {
+    const parts = sent.get(id)
+    if (!parts) return undefined
+    sent.delete(id)
+    if (code === 'not_saved') {
+      setStatus(id, 'waiting', { reply: undefined, answeredBy: undefined, answeredAt: undefined })
+      state.selected = id
+    } else {
+      setStatus(id, 'closed', { reply: undefined, answeredBy: undefined })
+    }
+    return parts
+  }
+
+  // arrived moves the reply target for a question new to this device. One
+  // waiting: it is the one answered. More: the person picks, unless they
+  // are in the middle of answering the one they chose.
+  function arrived(id: string, drafting: boolean) {
+    const w = waiting.value
+    if (w.length === 1) state.selected = id
+    else if (!(w.some((i) => i.id === state.selected) && drafting)) state.selected = ''
+  }
+
+  function openChat(clientId: string) {
+    state.unreadChat[clientId] = 0
+  }
+
+  // chatSent shows a line this device sent (control: a command to a
+  // remote-input PC, shown as what was asked).
+  function chatSent(peer: string, from: string, text: string, control = false) {
+    state.chats.push({ id: crypto.randomUUID(), peer, from, mine: true, text, at: Date.now(), ...(control ? { control } : {}) })
   }
 
   function clear() {
@@ -259,7 +271,11 @@ export function createStore(storageKey: string) {
     save()
   }
 
-  return { state, handle, markAnsweredHere, setStatus, find, clear, save }
+  return {
+    state, projects, shown, waiting, target,
+    handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived,
+    openChat, chatFrame, chatSent, setStatus, find, clear, save,
+  }
 }
 
 export type Store = ReturnType<typeof createStore>

@@ -1,134 +1,56 @@
-import { ref } from 'vue'
+import { createI18n, useI18n } from 'vue-i18n'
+import { useQuasar } from 'quasar'
+import { messages, quasarLangs, type Locale, type Messages } from '../locales'
 
-export type Locale = 'en' | 'zh'
+export type { Locale } from '../locales'
 
-const dict = {
-  en: {
-    appTitle: 'Agent Assistant',
-    online: 'Online',
-    connecting: 'Connecting…',
-    offline: 'Offline, reconnecting',
-    refused: 'Token refused',
-    noToken: 'Open this page with the URL agentassistant-srv printed (it ends in ?token=…).',
-    refusedHelp: 'The server refused this token. Open the URL agentassistant-srv printed.',
-    empty: 'No questions yet. When an agent calls ask_question or task_finish, it shows up here.',
-    question: 'Question',
-    taskDone: 'Task finished',
-    waiting: 'Waiting for you',
-    answeredHere: 'Answered here',
-    answeredElsewhere: 'Answered on another device',
-    cancelled: 'Withdrawn by the agent',
-    timedOut: 'Timed out',
-    closed: 'No longer waiting',
-    agentGone: 'No agent waiting',
-    agentGoneHint: "No agent is waiting for this any more. If you answer, your answer is kept for the agent's next call from this project.",
-    replyTo: 'Replying to',
-    replyPlaceholder: 'Type your answer…',
-    sendHint: '({key}+Enter to send)',
-    pickQuestion: '{n} questions are waiting. Which one are you answering?',
-    choose: 'Choose a question',
-    answer: 'Answer',
-    answering: 'Answering',
-    send: 'Send',
-    attach: 'Attach image',
-    nothingToAnswer: 'Nothing is waiting for an answer.',
-    quick: ['Yes', 'No', 'Go ahead', 'Stop and wait'],
-    quickTask: ['Thanks, done', 'Please continue', 'Run the tests again'],
-    you: 'You',
-    by: 'by',
-    users: 'Online',
-    chatWith: 'Chat with',
-    chatPlaceholder: 'Message…',
-    settings: 'Settings',
-    nickname: 'Nickname',
-    nameDevice: 'Name this device',
-    nameDeviceHelp: 'Your other devices see this name in the list of who is online, and next to the answers you give here.',
-    notifications: 'Desktop notifications',
-    sound: 'Sound',
-    language: 'Language',
-    clearHistory: 'Clear history',
-    older: 'Load older',
-    allProjects: 'All projects',
-    noProject: '(no project)',
-    notAnswered: 'The answer was not accepted',
-    imageTooBig: 'Image too large (max 8 MB)',
-    newQuestion: 'New question from your agent',
-    copy: 'Copy',
-    booking: 'Booking',
-    inbox: 'Inbox',
-  },
-  zh: {
-    appTitle: 'Agent 助手',
-    online: '在线',
-    connecting: '连接中…',
-    offline: '已断开，正在重连',
-    refused: '令牌被拒绝',
-    noToken: '请用 agentassistant-srv 打印的链接打开本页（以 ?token=… 结尾）。',
-    refusedHelp: '服务器拒绝了此令牌。请打开 agentassistant-srv 打印的链接。',
-    empty: '还没有问题。Agent 调用 ask_question 或 task_finish 时会显示在这里。',
-    question: '提问',
-    taskDone: '任务完成',
-    waiting: '等待回复',
-    answeredHere: '已在此回复',
-    answeredElsewhere: '已在其他设备回复',
-    cancelled: 'Agent 已撤回',
-    timedOut: '已超时',
-    closed: '不再等待',
-    agentGone: 'Agent 已离开',
-    agentGoneHint: '已没有 Agent 在等待此消息。你的回复会保留下来，交给此项目中 Agent 的下一次调用。',
-    replyTo: '回复',
-    replyPlaceholder: '输入回复…',
-    sendHint: '（{key}+Enter 发送）',
-    pickQuestion: '有 {n} 个问题在等待。你要回复哪一个？',
-    choose: '选择问题',
-    answer: '回复',
-    answering: '正在回复',
-    send: '发送',
-    attach: '添加图片',
-    nothingToAnswer: '没有待回复的消息。',
-    quick: ['是', '否', '继续', '先停下等我'],
-    quickTask: ['好的，完成', '请继续', '再跑一遍测试'],
-    you: '我',
-    by: '来自',
-    users: '在线',
-    chatWith: '聊天：',
-    chatPlaceholder: '消息…',
-    settings: '设置',
-    nickname: '昵称',
-    nameDevice: '给此设备起个名字',
-    nameDeviceHelp: '你的其他设备会在在线列表中、以及你在此处给出的回复旁看到这个名字。',
-    notifications: '桌面通知',
-    sound: '提示音',
-    language: '语言',
-    clearHistory: '清除历史',
-    older: '加载更早的',
-    allProjects: '全部项目',
-    noProject: '（无项目）',
-    notAnswered: '回复未被接受',
-    imageTooBig: '图片太大（最大 8 MB）',
-    newQuestion: '你的 Agent 有新问题',
-    copy: '复制',
-    booking: '订票',
-    inbox: '收件箱',
-  },
-} as const
+// Typed keys for t(): a key missing from en.ts does not compile in .ts
+// files; locales.test.ts checks the components' templates.
+declare module 'vue-i18n' {
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type
+  export interface DefineLocaleMessage extends Messages {}
+}
 
-export type Key = keyof (typeof dict)['en']
+const SAVED = 'aa.locale'
 
-function initial(): Locale {
-  const saved = localStorage.getItem('aa.locale')
+// The language chosen on this device, else the browser's.
+export function initialLocale(saved: string | null = localStorage.getItem(SAVED), browser: string = navigator.language): Locale {
   if (saved === 'en' || saved === 'zh') return saved
-  return navigator.language.toLowerCase().startsWith('zh') ? 'zh' : 'en'
+  return browser.toLowerCase().startsWith('zh') ? 'zh' : 'en'
 }
 
-export const locale = ref<Locale>(initial())
+const start = initialLocale()
 
-export function setLocale(l: Locale) {
-  locale.value = l
-  localStorage.setItem('aa.locale', l)
-  document.documentElement.lang = l === 'zh' ? 'zh-CN' : 'en'
+// The one i18n instance of the app (composition API: components call
+// useI18n()).
+export const i18n = createI18n<[Messages], Locale, false>({
+  legacy: false,
+  locale: start,
+  fallbackLocale: 'en',
+  messages,
+})
+
+// quasarLang is Quasar's language pack for a locale, for app.use(Quasar).
+export function quasarLang(l: Locale = start) {
+  return quasarLangs[l]
 }
 
-export function t<K extends Key>(k: K): (typeof dict)['en'][K] {
-  return dict[locale.value][k] as (typeof dict)['en'][K]
+// useLocale is the language toggle: it switches our messages and Quasar's
+// together, and remembers the choice. Quasar sets <html lang> to its
+// pack's name (en-US, zh-CN).
+export function useLocale() {
+  const $q = useQuasar()
+  const { locale } = useI18n()
+
+  function set(l: Locale) {
+    locale.value = l
+    localStorage.setItem(SAVED, l)
+    $q.lang.set(quasarLangs[l])
+  }
+
+  function toggle() {
+    set(locale.value === 'zh' ? 'en' : 'zh')
+  }
+
+  return { locale, set, toggle }
 }

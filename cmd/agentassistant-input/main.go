@@ -1,0 +1,172 @@
+// Command agentassistant-input types text into the window that has the
+// keyboard focus on this computer.
+//
+// As a command, -input TEXT (or -input64 BASE64, UTF-8) types the text once,
+// newlines as Enter. As a companion, -listen logs in to agentassistant-srv
+// as a device of the token ("⌨ PC input (hostname)") and types every chat
+// message sent to it from the inbox, so a person can dictate on the phone
+// and have the text arrive on the PC. Logs go to stderr.
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/agentassistant/agentassistant/internal/buildinfo"
+	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/internal/remoteinput"
+	"github.com/agentassistant/agentassistant/internal/typing"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "agentassistant-input:", err)
+		os.Exit(1)
+	}
+}
+
+// fileConfig is what the companion takes from agentassistant-mcp.toml: it
+// talks to the same server as the MCP binary, so it reads the same file,
+// and leaves the keys it does not know to their owner.
+type fileConfig struct {
+	Host     string `toml:"agentassistant_server_host"`
+	Port     int    `toml:"agentassistant_server_port"`
+	Token    string `toml:"agentassistant_server_token"`
+	LogLevel string `toml:"log_level"`
+}
+
+const configName = "agentassistant-mcp.toml"
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, LogLevel: "info"}
+	fs := flag.NewFlagSet("agentassistant-input", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	input := fs.String("input", "", "type this text into the focused window (newlines as Enter) and exit")
+	input64 := fs.String("input64", "", "like -input, the text base64-encoded UTF-8")
+	listen := fs.Bool("listen", false, "join agentassistant-srv as a device and type every chat message sent to it")
+	configPath := fs.String("config", "", "config file (default: ./"+configName+", then "+configName+" in the user config directory)")
+	host := fs.String("host", cfg.Host, "agentassistant-srv host")
+	port := fs.Int("port", cfg.Port, "agentassistant-srv port")
+	token := fs.String("token", "", "token (default: the one agentassistant-srv generated on this machine)")
+	nickname := fs.String("nickname", "", `name in the inbox's online list (default "PC input (HOSTNAME)"); "`+remoteinput.NicknameMark+`" is put in front`)
+	backend := fs.String("backend", "auto", "how to type: "+strings.Join(typing.Backends(), ", "))
+	maxChars := fs.Int("max-chars", remoteinput.DefaultMaxChars, "longest chat message typed, in characters")
+	logLevel := fs.String("log-level", cfg.LogLevel, "debug, info, warn or error (logs go to stderr)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-input"))
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q (the text goes after -input)", fs.Arg(0))
+	}
+	modes := 0
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, m := range []string{"input", "input64", "listen"} {
+		if set[m] {
+			modes++
+		}
+	}
+	if modes != 1 {
+		fs.Usage()
+		return errors.New("give exactly one of -input, -input64 or -listen")
+	}
+
+	kb, err := typing.New(typing.Options{Backend: *backend})
+	if err != nil {
+		return fmt.Errorf("cannot type here: %w", err)
+	}
+	if c, ok := kb.(io.Closer); ok {
+		defer func() { _ = c.Close() }()
+	}
+
+	if !*listen {
+		text := *input
+		if set["input64"] {
+			b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(*input64))
+			if err != nil {
+				return fmt.Errorf("decode -input64: %w", err)
+			}
+			text = string(b)
+		}
+		if err := typing.Write(ctx, kb, text, nil); err != nil {
+			return fmt.Errorf("type: %w", err)
+		}
+		return nil
+	}
+
+	path, err := config.Find(*configPath, configName)
+	if err != nil {
+		return err
+	}
+	if path != "" {
+		if _, err := toml.DecodeFile(path, &cfg); err != nil {
+			return fmt.Errorf("read config %s: %w", path, err)
+		}
+	}
+	if set["host"] {
+		cfg.Host = *host
+	}
+	if set["port"] {
+		cfg.Port = *port
+	}
+	if set["token"] {
+		cfg.Token = *token
+	}
+	if set["log-level"] {
+		cfg.LogLevel = *logLevel
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		return fmt.Errorf("log level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Token == "" {
+		// Same machine, default data directory: use the server's own token.
+		tok, err := auth.Load(config.AppDir())
+		if err != nil {
+			return errors.New("no token: give -token (or agentassistant_server_token in " + configName + "); on the server's own machine it is read from the data directory")
+		}
+		cfg.Token = tok
+	}
+	name := *nickname
+	if name == "" {
+		h, _ := os.Hostname()
+		name = "PC input (" + h + ")"
+	}
+	u := url.URL{Scheme: "ws", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Path: "/ws"}
+	logger.Info("connecting", "server", u.String(), "keyboard", kb.Name())
+	c := remoteinput.New(remoteinput.Options{
+		URL:      u.String(),
+		Token:    cfg.Token,
+		Nickname: name,
+		Keyboard: kb,
+		Logger:   logger,
+		MaxChars: *maxChars,
+	})
+	return c.Run(ctx)
+}

@@ -1,0 +1,61 @@
+import { onMounted, onUnmounted, ref } from 'vue'
+import type { WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
+import { InboxClient, type ConnState, type Init } from './client'
+import { wsURL } from '../lib/token'
+
+// useConnection keeps this page's /ws connection for the life of the
+// component that calls it: started on mount, stopped on unmount, retried
+// at once when the browser says it is online again.
+export function useConnection(token: string | null, nickname: () => string, on: {
+  message: (m: WebsocketMessage) => void
+  login: (resumed: boolean) => void
+}) {
+  const state = ref<ConnState>('connecting')
+  let client: InboxClient | null = null
+  let usersTimer: ReturnType<typeof setTimeout> | undefined
+
+  function send(init: Init): boolean {
+    return client?.send(init) ?? false
+  }
+
+  // relogin logs in again, e.g. under a new name.
+  function relogin() {
+    client?.stop()
+    client?.start()
+  }
+
+  // Big rooms only say that presence changed; fetch the list at most
+  // every 5 s.
+  function refreshUsersSoon() {
+    usersTimer ??= setTimeout(() => {
+      usersTimer = undefined
+      send({ Cmd: 'GetOnlineUsers', GetOnlineUsersRequest: {} })
+    }, 5000)
+  }
+
+  const online = () => client?.reconnectNow()
+
+  onMounted(() => {
+    if (!token) {
+      state.value = 'refused'
+      return
+    }
+    client = new InboxClient(wsURL('/ws'), token, nickname, {
+      message: on.message,
+      state: (s) => (state.value = s),
+      login: (_id, resumed) => on.login(resumed),
+    })
+    client.start()
+    window.addEventListener('online', online)
+  })
+
+  onUnmounted(() => {
+    clearTimeout(usersTimer)
+    client?.stop()
+    window.removeEventListener('online', online)
+  })
+
+  return { state, send, relogin, refreshUsersSoon, clientId: () => client?.clientId ?? '' }
+}
+
+export type Connection = ReturnType<typeof useConnection>

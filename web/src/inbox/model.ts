@@ -1,0 +1,109 @@
+// The inbox's vocabulary: what a request, a reply and a chat line are on
+// this device, and the pure rules and frames around them. The store
+// (store.ts) keeps them; this file has no state.
+import type { McpResultContent } from '../gen/agentassistproto/agentassist_pb'
+import type { Init } from './client'
+
+export type Kind = 'AskQuestion' | 'TaskFinish'
+export type Status = 'waiting' | 'answeredHere' | 'answeredElsewhere' | 'cancelled' | 'timedOut' | 'closed'
+
+export interface ReplyPart {
+  type: 'text' | 'image'
+  text?: string
+  data?: string // base64
+  mime?: string
+}
+
+export interface Item {
+  id: string
+  kind: Kind
+  project: string
+  text: string
+  createdAt: number // ms
+  timeout: number // s
+  status: Status
+  reply?: ReplyPart[]
+  answeredBy?: string
+  answeredAt?: number
+  // No agent waits for the answer now; the server keeps it for the
+  // agent's next call from the project.
+  agentGone?: boolean
+  agent?: string // the agent (or its MCP client) that asked
+  model?: string // the model it runs
+}
+
+export interface ChatLine {
+  id: string
+  peer: string // the other client's id
+  from: string // nickname
+  mine: boolean
+  text: string
+  at: number // ms (the wire has seconds)
+  control?: boolean // a command to a remote-input PC (undo, clear, enter)
+}
+
+export interface OnlineUser {
+  clientId: string
+  nickname: string
+  connectedAt: number // ms (the wire has seconds)
+}
+
+export const HISTORY_PAGE = 30
+
+// replyTarget is the question a reply goes to: the one the person chose,
+// or the only one waiting. With several waiting and none chosen there is
+// none: the person picks, never a silent default.
+export function replyTarget(waiting: Item[], selected: string): Item | undefined {
+  return waiting.find((i) => i.id === selected) ?? (waiting.length === 1 ? waiting[0] : undefined)
+}
+
+// The fields of a request the inbox reads (both generations name them alike).
+export type Req = {
+  ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number
+  AgentName?: string; ReasoningModelName?: string; McpClientName?: string
+}
+
+// who names the agent and model of a request, when it says.
+export function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
+  const agent = r?.AgentName || r?.McpClientName
+  return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
+}
+
+export function contentsToParts(cs: McpResultContent[] | undefined): ReplyPart[] {
+  const out: ReplyPart[] = []
+  for (const c of cs ?? []) {
+    if (c.text?.text) out.push({ type: 'text', text: c.text.text })
+    else if (c.image?.data) out.push({ type: 'image', data: c.image.data, mime: c.image.mimeType || 'image/png' })
+  }
+  return out
+}
+
+// loginRequests is what a login asks for: a resumed login is followed by
+// exactly the events this page missed; otherwise the pending list and the
+// newest page of history are fetched whole.
+export function loginRequests(resumed: boolean): Init[] {
+  const users: Init = { Cmd: 'GetOnlineUsers', GetOnlineUsersRequest: {} }
+  if (resumed) return [users]
+  return [
+    { Cmd: 'GetPendingMessages', GetPendingMessagesRequest: {} },
+    { Cmd: 'GetHistory', GetHistoryRequest: { limit: HISTORY_PAGE } },
+    users,
+  ]
+}
+
+// replyFrame is the answer to a request, under the Cmd its kind takes.
+export function replyFrame(it: Pick<Item, 'id' | 'kind'>, parts: ReplyPart[]): Init {
+  const id = it.id
+  const contents = parts.map((p) =>
+    p.type === 'text'
+      ? { type: 1, text: { type: 'text', text: p.text ?? '' } }
+      : { type: 2, image: { type: 'image', data: p.data ?? '', mimeType: p.mime ?? 'image/png' } },
+  )
+  return it.kind === 'AskQuestion'
+    ? { Cmd: 'AskQuestionReply', AskQuestionRequest: { ID: id }, AskQuestionResponse: { ID: id, contents } }
+    : { Cmd: 'TaskFinishReply', TaskFinishRequest: { ID: id }, TaskFinishResponse: { ID: id, contents } }
+}
+
+export function chatFrame(peer: string, text: string): Init {
+  return { Cmd: 'SendChatMessage', SendChatMessageRequest: { receiverClientId: peer, content: text } }
+}
