@@ -95,14 +95,14 @@ func answer(c *wsClient, m *pb.WebsocketMessage) {
 	_ = c.ws.WriteMessage(websocket.BinaryMessage, b)
 }
 
-// dialFan connects n clients to the floor's broadcast, one after another;
-// onFrame runs for every frame on the client's reading goroutine, as for
-// the server's clients.
-func dialFan(ctx context.Context, n int, onFrame func(*wsClient, *pb.WebsocketMessage)) ([]*wsClient, error) {
+// dialFan connects n clients to the floor's broadcast at path, one after
+// another; onFrame runs for every frame on the client's reading goroutine,
+// as for the server's clients.
+func dialFan(ctx context.Context, path string, n int, onFrame func(*wsClient, *pb.WebsocketMessage)) ([]*wsClient, error) {
 	out := make([]*wsClient, 0, n)
 	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
 	for range n {
-		ws, resp, err := d.DialContext(ctx, "ws://"+fl.addr+"/fan", nil)
+		ws, resp, err := d.DialContext(ctx, "ws://"+fl.addr+path, nil)
 		if resp != nil {
 			_ = resp.Body.Close()
 		}

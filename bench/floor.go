@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -241,6 +242,79 @@ func (f *fanFloor) broadcast(w http.ResponseWriter, _ *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// askFloor is the floor under a question fanned out to many devices, one
+// of which answers: what any server must do for it, and nothing else.
+// Each /fanask connection has gorilla's usual writer goroutine and
+// channel; a Connect-shaped POST /fanask/go (a protobuf
+// AskQuestionRequest) writes one AskQuestion frame to every connection and
+// answers with the first reply any of them sends back.
+type askFloor struct {
+	mu      sync.Mutex
+	sends   []chan []byte
+	waiting chan []byte // the POST waiting for its first reply; nil when none
+}
+
+func (f *askFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader) {
+	ws, err := up.Upgrade(w, req, nil)
+	if err != nil {
+		return
+	}
+	ch := make(chan []byte, 16)
+	f.mu.Lock()
+	f.sends = append(f.sends, ch)
+	f.mu.Unlock()
+	go func() {
+		for b := range ch {
+			if ws.WriteMessage(websocket.BinaryMessage, b) != nil {
+				return
+			}
+		}
+	}()
+	for {
+		_, b, err := ws.ReadMessage()
+		if err != nil {
+			_ = ws.Close()
+			return
+		}
+		f.mu.Lock()
+		if f.waiting != nil {
+			f.waiting <- b
+			f.waiting = nil
+		}
+		f.mu.Unlock()
+	}
+}
+
+func (f *askFloor) ask(w http.ResponseWriter, req *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	var q pb.AskQuestionRequest
+	if err == nil {
+		err = proto.Unmarshal(body, &q)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	frame, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "AskQuestion", Seq: 1, AskQuestionRequest: &q})
+	reply := make(chan []byte, 1)
+	f.mu.Lock()
+	f.waiting = reply
+	for _, ch := range f.sends {
+		select {
+		case ch <- frame:
+		default:
+		}
+	}
+	f.mu.Unlock()
+	select {
+	case b := <-reply:
+		w.Header().Set("Content-Type", "application/proto")
+		_, _ = w.Write(b)
+	case <-time.After(10 * time.Second):
+		http.Error(w, "no reply", http.StatusGatewayTimeout)
+	}
+}
+
 // runFloorServer serves the floor endpoints until killed.
 func runFloorServer() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -252,6 +326,9 @@ func runFloorServer() error {
 	var fan fanFloor
 	mux.HandleFunc("/fan", func(w http.ResponseWriter, req *http.Request) { fan.join(w, req, &up) })
 	mux.HandleFunc("POST /fan/go", fan.broadcast)
+	var fanAsk askFloor
+	mux.HandleFunc("/fanask", func(w http.ResponseWriter, req *http.Request) { fanAsk.join(w, req, &up) })
+	mux.HandleFunc("POST /fanask/go", fanAsk.ask)
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
 		ws, err := up.Upgrade(w, req, nil)
 		if err != nil {

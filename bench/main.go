@@ -81,6 +81,7 @@ func main() {
 	serveFloor := flag.Bool("serve-floor", false, "internal: serve the floor endpoints and print the address")
 	holdSockets := flag.Bool("hold-sockets", false, "internal: accept and hold TCP sockets until told on stdin to close them")
 	flag.StringVar(&only, "only", "", "run only the steps whose name contains this (floor always runs)")
+	questions := flag.Int("questions", 0, "questions per fan-out step (default 50; more to profile the server under it)")
 	flag.Parse()
 	if *holdSockets {
 		if err := runSocketHolder(); err != nil {
@@ -101,6 +102,9 @@ func main() {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 200, 8, time.Second, 50, 50, 5, 200, 200, 4
 	} else {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 5000, 64, 5*time.Second, 1000, 1000, 50, 10000, 5000, 100
+	}
+	if *questions > 0 {
+		c.fanoutQs = *questions
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -127,6 +131,7 @@ func run(ctx context.Context, c config) error {
 		{"through MCP", throughMCP},
 		{"ask over MCP HTTP and stdio", askOverMCP},
 		{"fan-out", fanOut},
+		{"fan-out felt", fanOutFelt},
 		{"idle memory", idleMemory},
 		{"churn", churn},
 		{"relay", relayThroughput},

@@ -205,7 +205,7 @@ func fanOut(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	defer closeAll(conns)
-	floorConns, err := dialFan(ctx, c.fanout, onFrame)
+	floorConns, err := dialFan(ctx, "/fan", c.fanout, onFrame)
 	if err != nil {
 		return err
 	}

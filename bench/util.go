@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,11 +27,31 @@ type server struct {
 	cmd                          *exec.Cmd
 }
 
+// serverProcs is the GOMAXPROCS of the agentassistant-srv the bench
+// starts: half the CPUs, since the clients that drive it run on the same
+// machine, and each CPU more the server may wake costs a request a
+// cross-CPU wake-up (docs/benchmarks.md, item 15). The product itself
+// leaves GOMAXPROCS to the runtime; so do the floor processes, as bare
+// servers would. A GOMAXPROCS in the bench's own environment wins.
+func serverProcs() []string {
+	if os.Getenv("GOMAXPROCS") != "" {
+		return nil
+	}
+	return []string{fmt.Sprintf("GOMAXPROCS=%d", max(1, runtime.NumCPU()/2))}
+}
+
 // extraServerEnv is added to the server's environment (experiments:
 // AA_BENCH_SERVER_ENV="GOGC=50").
 var extraServerEnv = strings.Fields(os.Getenv("AA_BENCH_SERVER_ENV"))
 
 var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
+
+// serverConfig is the bench's: all its clients come from one address and
+// one token, and log in 64 at a time.
+const serverConfig = `max_connections_per_token = 50000
+max_unauthenticated_per_address = 256
+log_level = "warn"
+`
 
 func startServer(c config, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
@@ -38,12 +59,12 @@ func startServer(c config, env ...string) (*server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(data, "srv.toml")
-	if err := os.WriteFile(cfg, []byte("max_connections_per_token = 50000\nlog_level = \"warn\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(serverConfig), 0o600); err != nil {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
 	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token) // #nosec G204 -- the built server
-	cmd.Env = append(append(os.Environ(), extraServerEnv...), env...)
+	cmd.Env = append(append(append(os.Environ(), serverProcs()...), extraServerEnv...), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -80,22 +80,15 @@ type fileConfig struct {
 
 const configName = "agentassistant-srv.toml"
 
-// procs is how many CPUs to run Go code on at once, or 0 to leave it: the
-// GOMAXPROCS environment variable wins, then the procs setting, then half
-// of what the runtime would use (at least one). The server shares its
-// machine with its clients (browsers, agents, the LLM client), and each
-// CPU more it may wake costs a request a cross-CPU wake-up: with one of
-// two CPUs, ask_question's round trip came out 0.2x of the transport
-// floor faster, with the same throughput under 64 callers (see
-// docs/benchmarks.md).
+// procs is how many CPUs to run Go code on at once, or 0 to leave it to
+// the runtime: the GOMAXPROCS environment variable wins, then the procs
+// setting; by default the runtime decides (all the CPUs, or the
+// container's quota).
 func procs(configured int) int {
-	switch {
-	case os.Getenv("GOMAXPROCS") != "":
+	if os.Getenv("GOMAXPROCS") != "" || configured <= 0 {
 		return 0
-	case configured > 0:
-		return configured
 	}
-	return max(1, runtime.GOMAXPROCS(0)/2)
+	return configured
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

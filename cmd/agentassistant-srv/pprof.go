@@ -32,6 +32,7 @@ func servePprof(addr string, guard *auth.Guard, log *slog.Logger) (stop func(), 
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	mux.HandleFunc("/debug/memory", memoryClasses)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,14 +1,13 @@
 package main
 
-import (
-	"runtime"
-	"testing"
-)
+import "testing"
 
+// The product runs on what the runtime chooses unless told otherwise:
+// settings that suit a benchmark's machine are the benchmark's to make.
 func TestProcs(t *testing.T) {
 	t.Setenv("GOMAXPROCS", "")
-	if got, want := procs(0), max(1, runtime.GOMAXPROCS(0)/2); got != want {
-		t.Fatalf("default: %d, want %d", got, want)
+	if got := procs(0); got != 0 {
+		t.Fatalf("default: %d, want 0 (the runtime's choice)", got)
 	}
 	if got := procs(3); got != 3 {
 		t.Fatalf("configured: %d, want 3", got)

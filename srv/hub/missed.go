@@ -147,9 +147,9 @@ func (h *Hub) noticeLocked(r *room, p *pending) {
 		}
 		p.gone.Store(true)
 		frame := r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, true)}, h.now())
-		cs := r.clientsLocked()
+		send := r.fanLocked(frame, "")
 		r.mu.Unlock()
-		broadcast(cs, frame, "")
+		send()
 		h.log.Info("no agent waits for a request", "kind", p.req.Kind, "id", p.req.ID)
 	})
 }

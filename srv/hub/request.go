@@ -75,10 +75,13 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	case p != nil:
 		p.waiters++
 		stopTimer(&p.orphan)
-		back, cs := h.backLocked(r, p), r.clientsLocked()
+		var send func()
+		if back := h.backLocked(r, p); back != nil {
+			send = r.fanLocked(back, "")
+		}
 		r.mu.Unlock()
-		if back != nil {
-			broadcast(cs, back, "")
+		if send != nil {
+			send()
 		}
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	default:
@@ -120,9 +123,9 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		h.arm(r, p)
 		frame := r.emitLocked(requestFrame(p), h.now())
 		p.seq = r.seq
-		cs := r.clientsLocked()
+		send := r.fanLocked(frame, "")
 		r.mu.Unlock()
-		broadcast(cs, frame, "")
+		send()
 		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 	}
 
@@ -281,9 +284,9 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	} else {
 		frame = r.emitLocked(cancelledFrame(p, reason), now)
 	}
-	cs := r.clientsLocked()
+	send := r.fanLocked(frame, except)
 	r.mu.Unlock()
-	broadcast(cs, frame, except)
+	send()
 	return nil
 }
 

@@ -42,6 +42,10 @@ type room struct {
 	delay    time.Duration
 	presence []presenceChange
 	flushing bool
+
+	// fanTail is closed once the last request event queued (fanLocked)
+	// has been sent to every client; nil before the first.
+	fanTail chan struct{}
 }
 
 // Join adds c to the room of token and tells the others it is online.

@@ -9,7 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gorilla/websocket"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -62,7 +61,7 @@ func (c *conn) ended() {
 // timedOut runs when the client missed its read deadline.
 func (c *conn) timedOut() {
 	if c.token == "" {
-		c.Shutdown(websocket.ClosePolicyViolation, "login timeout")
+		c.Shutdown(wsconn.ClosePolicyViolation, "login timeout")
 	}
 }
 
@@ -99,7 +98,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 			Cmd:               wire.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, ErrorMessage: msg},
 		})
-		c.Shutdown(websocket.ClosePolicyViolation, msg)
+		c.Shutdown(wsconn.ClosePolicyViolation, msg)
 		return false
 	}
 	if !o.Tokens.Valid(m.StrParam) {

@@ -8,8 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -81,21 +79,19 @@ func (o *Options) defaults() {
 // Handler is the /ws endpoint. It owns every connection it accepts; Close
 // ends them all and waits.
 type Handler struct {
-	o        Options
-	log      *slog.Logger
-	upgrader websocket.Upgrader
-	conns    wsconn.Set
-	wsOpts   wsconn.Options
+	o      Options
+	log    *slog.Logger
+	conns  wsconn.Set
+	wsOpts wsconn.Options
 }
 
 // New returns the endpoint.
 func New(o Options) *Handler {
 	o.defaults()
 	h := &Handler{o: o, log: o.Logger}
-	h.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed, true)
 	h.wsOpts = wsconn.Options{
 		PingInterval: o.PingInterval, PongWait: o.PongWait, WriteWait: o.WriteWait, ParkAfter: o.ParkAfter,
-		SendQueue: o.SendQueue, MessageType: websocket.BinaryMessage, Logger: o.Logger,
+		SendQueue: o.SendQueue, Logger: o.Logger,
 	}
 	return h
 }
@@ -112,12 +108,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		auth.RefusePending(w, err)
 		return
 	}
-	ws, err := h.upgrader.Upgrade(w, r, nil)
+	wc, err := wsconn.Upgrade(w, r, h.wsOpts)
 	if err != nil {
 		release()
-		return // the upgrader has answered
+		h.log.Debug("websocket handshake refused", "remote", auth.Key(r.RemoteAddr), "err", err)
+		return // the upgrade has answered
 	}
-	c := &conn{h: h, Conn: wsconn.New(ws, h.wsOpts), id: wire.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
+	c := &conn{h: h, Conn: wc, id: wire.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
 	c.UntilActive(release)
 	ev.Set(c.Conn)
 	c.SetReadLimit(min(h.o.MaxLoginFrame, h.o.MaxFrame))

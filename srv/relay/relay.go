@@ -31,8 +31,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -71,10 +69,9 @@ type Options struct {
 
 // Relay is the /agent/ws endpoint and its relay sessions.
 type Relay struct {
-	o        Options
-	log      *slog.Logger
-	upgrader websocket.Upgrader
-	conns    wsconn.Set
+	o     Options
+	log   *slog.Logger
+	conns wsconn.Set
 
 	mu       lockorder.Mutex[lockorder.RelaySessions]
 	channels map[string]*channel
@@ -103,11 +100,10 @@ func New(o Options) *Relay {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	o.Conn.MessageType = websocket.TextMessage
+	o.Conn.Text = true
+	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
-	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
-	r.upgrader = wsconn.Upgrader(o.Guard.OriginAllowed, false)
-	return r
+	return &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
 }
 
 func (r *Relay) now() time.Time { return r.o.Now() }
@@ -158,80 +154,80 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		auth.RefusePending(w, err)
 		return
 	}
-	ws, err := r.upgrader.Upgrade(w, req, nil)
+	c, err := wsconn.Upgrade(w, req, r.o.Conn)
 	if err != nil {
 		release()
-		return
+		r.log.Debug("websocket handshake refused", "remote", auth.Key(req.RemoteAddr), "err", err)
+		return // the upgrade has answered
 	}
-	c := wsconn.New(ws, r.o.Conn)
 	c.UntilActive(release)
 	ev.Set(c)
+	c.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
+	c.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
 	if !r.conns.Add(c) {
 		c.Finish()
 		return
 	}
-	// Read on a fresh goroutine owned by the set; the HTTP goroutine ends
-	// (see inbox: an idle connection then costs a small stack).
-	go func() {
-		defer r.conns.Remove(c)
-		r.serve(c, req.RemoteAddr)
-	}()
+	// The set reads on this goroutine until the peer, joined, goes quiet;
+	// then the goroutine ends and epoll watches the socket (as on /ws).
+	rc := &relayConn{r: r, c: c, remote: req.RemoteAddr}
+	r.conns.Serve(c, wsconn.Reader{Message: rc.message, Timeout: rc.timedOut, End: rc.ended})
 }
 
-// serve reads one connection until it ends.
-func (r *Relay) serve(c *wsconn.Conn, remote string) {
-	defer c.Finish()
-	ws := c.WS
-	ws.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
-	_ = ws.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
+// relayConn is one /agent/ws connection: its peer and relay session once
+// it has joined. Its fields belong to the connection's reader.
+type relayConn struct {
+	r      *Relay
+	c      *wsconn.Conn
+	remote string
+	p      *peer
+	ch     *channel
+}
 
-	var (
-		p  *peer
-		ch *channel
-	)
-	defer func() {
+// message handles one frame; false ends the connection.
+func (rc *relayConn) message(_ bool, data []byte) bool {
+	r, c, ch := rc.r, rc.c, rc.ch
+	env, perr := Parse(data)
+	if perr != nil {
+		send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
 		if ch != nil {
-			ch.leave(p)
+			ch.mu.Lock()
+			ch.record(studylog.Internal, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
+			ch.mu.Unlock()
 		}
-	}()
-	for {
-		_, data, err := ws.ReadMessage()
-		if err != nil {
-			if ch == nil && wsconn.IsTimeout(err) {
-				c.Shutdown(websocket.ClosePolicyViolation, "relay.join timeout")
-			}
-			return
+		return true
+	}
+	if ch == nil {
+		c.SetState(wsconn.Authenticating)
+		p, ch, ok := r.join(c, env, rc.remote)
+		if !ok {
+			return false
 		}
 		if ch != nil {
-			c.ExtendRead()
+			rc.p, rc.ch = p, ch
+			c.SetReadLimit(r.o.MaxFrame)
 		}
-		env, perr := Parse(data)
-		if perr != nil {
-			send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
-			if ch != nil {
-				ch.mu.Lock()
-				ch.record(studylog.Internal, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
-				ch.mu.Unlock()
-			}
-			continue
-		}
-		if ch == nil {
-			c.SetState(wsconn.Authenticating)
-			var ok bool
-			p, ch, ok = r.join(c, env, remote)
-			if !ok {
-				return
-			}
-			if ch != nil {
-				ws.SetReadLimit(r.o.MaxFrame)
-			}
-			continue
-		}
-		if p.role == "host" {
-			ch.fromHost(p, env)
-		} else {
-			ch.fromAgent(p, env)
-		}
+		return true
+	}
+	if rc.p.role == "host" {
+		ch.fromHost(rc.p, env)
+	} else {
+		ch.fromAgent(rc.p, env)
+	}
+	return true
+}
+
+// timedOut runs when the peer missed its read deadline.
+func (rc *relayConn) timedOut() {
+	if rc.ch == nil {
+		rc.c.Shutdown(wsconn.ClosePolicyViolation, "relay.join timeout")
+	}
+}
+
+// ended runs once the connection is over.
+func (rc *relayConn) ended() {
+	if rc.ch != nil {
+		rc.ch.leave(rc.p)
 	}
 }
 
@@ -273,7 +269,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		r.o.Limiter.Fail(c.Done(), remote) // past the budget, the answer waits
 		r.log.Info("relay.join refused: wrong token", "role", jp.Role, "remote", auth.Key(remote))
 		fail(wire.InvalidMessage, "relay.join: missing or invalid token")
-		c.Shutdown(websocket.ClosePolicyViolation, "invalid token")
+		c.Shutdown(wsconn.ClosePolicyViolation, "invalid token")
 		return nil, nil, false
 	}
 	ch := r.acquire(jp.Token, jp.SessionID)
@@ -284,7 +280,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 	if jp.Role == "host" {
 		ch.joinHost(p, env.ID)
 	} else if !ch.joinAgent(p, env.ID) {
-		c.Shutdown(websocket.ClosePolicyViolation, "too many agents")
+		c.Shutdown(wsconn.ClosePolicyViolation, "too many agents")
 		return nil, nil, false
 	}
 	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id)

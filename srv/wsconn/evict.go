@@ -1,10 +1,6 @@
 package wsconn
 
-import (
-	"sync"
-
-	"github.com/gorilla/websocket"
-)
+import "sync"
 
 // Evictable closes a connection that has not logged in when the cap on
 // such connections needs its place (auth.Pending): Evict may come before
@@ -26,7 +22,7 @@ func (e *Evictable) Evict() {
 	e.evicted = true
 	e.mu.Unlock()
 	if c != nil {
-		c.Shutdown(websocket.CloseTryAgainLater, EvictText)
+		c.Shutdown(CloseTryAgainLater, EvictText)
 	}
 }
 
@@ -37,6 +33,6 @@ func (e *Evictable) Set(c *Conn) {
 	evicted := e.evicted
 	e.mu.Unlock()
 	if evicted {
-		c.Shutdown(websocket.CloseTryAgainLater, EvictText)
+		c.Shutdown(CloseTryAgainLater, EvictText)
 	}
 }

@@ -1,32 +1,36 @@
 package wsconn
 
 import (
-	"encoding/binary"
+	"bytes"
+	"errors"
+	"io"
+	"sync"
 	"unicode/utf8"
+
+	"github.com/gobwas/ws"
 )
 
-// Opcodes (RFC 6455 5.2).
-const (
-	opContinuation = 0x0
-	opText         = 0x1
-	opBinary       = 0x2
-	opClose        = 0x8
-	opPing         = 0x9
-	opPong         = 0xA
-)
+// The framing (RFC 6455 5.2) is gobwas/ws's: its header reader, checks,
+// cipher and close-frame codec. What is ours is where the bytes come from
+// (a buffer filled as they arrive, so a connection can be parked between
+// frames) and the limits.
 
-// Close codes (RFC 6455 7.4.1) the reader answers with.
+// Close codes (RFC 6455 7.4.1) the endpoints end connections with.
 const (
-	closeProtocolError  = 1002
-	closeInvalidPayload = 1007
-	closeTooBig         = 1009
-	closeNoStatus       = 1005 // never sent: a close frame without a code
+	CloseNormal          = int(ws.StatusNormalClosure)
+	CloseGoingAway       = int(ws.StatusGoingAway)
+	CloseProtocolError   = int(ws.StatusProtocolError)
+	CloseInvalidPayload  = int(ws.StatusInvalidFramePayloadData)
+	ClosePolicyViolation = int(ws.StatusPolicyViolation)
+	CloseTooBig          = int(ws.StatusMessageTooBig)
+	CloseTryAgainLater   = 1013                       // RFC 6455 registry: the server is overloaded
+	closeNoStatus        = int(ws.StatusNoStatusRcvd) // never sent: a close frame without a code
 )
 
 // frame is one client frame, its payload unmasked in place.
 type frame struct {
 	fin     bool
-	op      byte
+	op      ws.OpCode
 	payload []byte
 }
 
@@ -41,103 +45,99 @@ func (e *ProtocolError) Error() string { return "websocket: " + e.Msg }
 
 func protoErr(code int, msg string) *ProtocolError { return &ProtocolError{Code: code, Msg: msg} }
 
-// parseFrame takes one client frame from the front of b. It returns the
-// frame and how many bytes it took; or n == 0 and need, the length b must
-// reach for the frame to be complete (a lower bound while the header is
-// short); or an error for a frame no client may send. Frames of more
-// than limit payload bytes are refused from their header alone, before
-// any of the payload is buffered.
-func parseFrame(b []byte, limit int64) (f frame, n, need int, err error) {
-	if len(b) < 2 {
-		return f, 0, 2, nil
-	}
-	b0, b1 := b[0], b[1]
-	if b0&0x70 != 0 {
-		return f, 0, 0, protoErr(closeProtocolError, "reserved bits set without an extension")
-	}
-	f.fin, f.op = b0&0x80 != 0, b0&0x0f
-	switch f.op {
-	case opContinuation, opText, opBinary, opClose, opPing, opPong:
-	default:
-		return f, 0, 0, protoErr(closeProtocolError, "unknown opcode")
-	}
-	if b1&0x80 == 0 {
-		return f, 0, 0, protoErr(closeProtocolError, "client frames must be masked")
-	}
-	head := 2
-	size := uint64(b1 & 0x7f)
-	switch size {
-	case 126:
-		head += 2
-	case 127:
-		head += 8
-	}
-	if len(b) < head+4 {
-		return f, 0, head + 4, nil
-	}
-	switch size {
-	case 126:
-		size = uint64(binary.BigEndian.Uint16(b[2:]))
-	case 127:
-		size = binary.BigEndian.Uint64(b[2:])
-		if size>>63 != 0 {
-			return f, 0, 0, protoErr(closeProtocolError, "frame length out of range")
-		}
-	}
-	if f.op >= opClose && (!f.fin || size > 125) {
-		return f, 0, 0, protoErr(closeProtocolError, "control frames must be whole and at most 125 bytes")
-	}
-	if limit >= 0 && size > uint64(limit) {
-		return f, 0, 0, protoErr(closeTooBig, "message too big")
-	}
-	key := b[head : head+4]
-	total := head + 4 + int(size)
-	if len(b) < total {
-		return f, 0, total, nil
-	}
-	f.payload = b[head+4 : total]
-	unmask(key, f.payload)
-	return f, total, 0, nil
+// parser reads client frames from a buffer with gobwas/ws; its fields are
+// scratch space, so parsing allocates nothing.
+type parser struct {
+	rd  bytes.Reader
+	hdr [ws.MaxHeaderSize - 2]byte
 }
 
-// unmask XORs p with the 4-byte key, starting at key offset 0.
-func unmask(key, p []byte) {
-	k := uint64(binary.LittleEndian.Uint32(key))
-	k |= k << 32
-	for len(p) >= 8 {
-		binary.LittleEndian.PutUint64(p, binary.LittleEndian.Uint64(p)^k)
-		p = p[8:]
+// parse takes one client frame from the front of b; fragmented tells
+// whether a fragmented message is under way. It returns the frame and how
+// many bytes it took; or n == 0 and need, a lower bound on the length b
+// must reach for the frame to be complete; or an error for a frame no
+// client may send. Frames of more than limit payload bytes are refused
+// from their header alone, before any of the payload is buffered.
+func (p *parser) parse(b []byte, limit int64, fragmented bool) (f frame, n, need int, err error) {
+	p.rd.Reset(b)
+	h, err := ws.ReadHeaderBuffer(&p.rd, p.hdr[:])
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return f, 0, len(b) + 1, nil // the header is not all here yet
+	case err != nil:
+		return f, 0, 0, protoErr(CloseProtocolError, err.Error())
 	}
-	for i := range p {
-		p[i] ^= key[i&3]
+	state := ws.StateServerSide
+	if fragmented {
+		state = state.Set(ws.StateFragmented)
 	}
+	if err := ws.CheckHeader(h, state); err != nil {
+		return f, 0, 0, protoErr(CloseProtocolError, err.Error())
+	}
+	if limit >= 0 && h.Length > limit {
+		return f, 0, 0, protoErr(CloseTooBig, "message too big")
+	}
+	head := len(b) - p.rd.Len()
+	if int64(p.rd.Len()) < h.Length {
+		return f, 0, head + int(h.Length), nil
+	}
+	total := head + int(h.Length)
+	f.fin, f.op, f.payload = h.Fin, h.OpCode, b[head:total]
+	ws.Cipher(f.payload, h.Mask, 0)
+	return f, total, 0, nil
 }
 
 // closePayload checks a close frame's payload (RFC 6455 5.5.1, 7.4) and
 // returns the code to echo.
 func closePayload(p []byte) (int, error) {
-	switch {
-	case len(p) == 0:
+	switch len(p) {
+	case 0:
 		return closeNoStatus, nil
-	case len(p) == 1:
-		return 0, protoErr(closeProtocolError, "close frame with a one-byte payload")
+	case 1:
+		return 0, protoErr(CloseProtocolError, "close frame with a one-byte payload")
 	}
-	code := int(binary.BigEndian.Uint16(p))
-	if !validCloseCode(code) {
-		return 0, protoErr(closeProtocolError, "invalid close code")
+	code, reason := ws.ParseCloseFrameDataUnsafe(p)
+	switch err := ws.CheckCloseFrameData(code, reason); {
+	case errors.Is(err, ws.ErrProtocolInvalidUTF8):
+		return 0, protoErr(CloseInvalidPayload, err.Error())
+	case err != nil:
+		return 0, protoErr(CloseProtocolError, err.Error())
+	case code > 4999: // beyond the private range: no meaning anyone agreed on
+		return 0, protoErr(CloseProtocolError, "close code out of range")
 	}
-	if !utf8.Valid(p[2:]) {
-		return 0, protoErr(closeInvalidPayload, "close reason is not UTF-8")
-	}
-	return code, nil
+	return int(code), nil
 }
 
-func validCloseCode(code int) bool {
-	switch {
-	case code >= 1000 && code <= 1003, code >= 1007 && code <= 1011:
-		return true
-	case code >= 3000 && code <= 4999:
-		return true
+// validText reports whether a text message is UTF-8 (RFC 6455 8.1).
+func validText(b []byte) bool { return utf8.Valid(b) }
+
+// frameBuf is one server frame, framed for a single write.
+type frameBuf struct {
+	b   []byte
+	hdr [ws.MaxHeaderSize]byte
+}
+
+func (f *frameBuf) Write(p []byte) (int, error) { f.b = append(f.b, p...); return len(p), nil }
+
+// framePool holds the buffers frames are built in; a buffer grown by a
+// big frame (an image) is left to the collector rather than kept.
+var framePool = sync.Pool{New: func() any { return new(frameBuf) }}
+
+const maxPooledFrame = 64 << 10
+
+// newFrame frames payload as one unmasked, unfragmented frame of opcode op
+// (RFC 6455 5.2); putFrame gives the buffer back.
+func newFrame(op ws.OpCode, payload []byte) *frameBuf {
+	f := framePool.Get().(*frameBuf)
+	f.b = f.b[:0]
+	// Writing to a frameBuf cannot fail, and the length always fits.
+	_ = ws.WriteHeaderBuffer(f, ws.Header{Fin: true, OpCode: op, Length: int64(len(payload))}, f.hdr[:])
+	f.b = append(f.b, payload...)
+	return f
+}
+
+func putFrame(f *frameBuf) {
+	if cap(f.b) <= maxPooledFrame {
+		framePool.Put(f)
 	}
-	return false
 }

@@ -3,6 +3,8 @@ package wsconn
 import (
 	"bytes"
 	"testing"
+
+	"github.com/gobwas/ws"
 )
 
 // Every length encoding, split at every byte: a prefix asks for more, the
@@ -15,13 +17,15 @@ func TestParseFrameLengths(t *testing.T) {
 			if cut > 200 && cut < len(raw)-8 {
 				continue
 			}
-			_, n, need, err := parseFrame(bytes.Clone(raw[:cut]), 1<<20)
+			var p parser
+			_, n, need, err := p.parse(bytes.Clone(raw[:cut]), 1<<20, false)
 			if err != nil || n != 0 || need <= cut || need > len(raw) {
 				t.Fatalf("size %d cut %d: n %d need %d err %v", size, cut, n, need, err)
 			}
 		}
-		f, n, _, err := parseFrame(append(bytes.Clone(raw), 0x81), 1<<20)
-		if err != nil || n != len(raw) || !f.fin || f.op != opBinary || !bytes.Equal(f.payload, payload) {
+		var p parser
+		f, n, _, err := p.parse(append(bytes.Clone(raw), 0x81), 1<<20, false)
+		if err != nil || n != len(raw) || !f.fin || f.op != ws.OpBinary || !bytes.Equal(f.payload, payload) {
 			t.Fatalf("size %d: n %d err %v", size, n, err)
 		}
 	}
@@ -39,17 +43,21 @@ func TestCloseCodes(t *testing.T) {
 	}
 }
 
-// Hostile bytes never panic the parser, never take more than they hold,
-// and never ask for a buffer beyond the limit.
+// Hostile bytes never panic the parser (gobwas/ws's header reader and
+// checks, with our limits and fragmentation state), never take more than
+// they hold, and never ask for a buffer beyond the limit.
 func FuzzParseFrame(f *testing.F) {
 	f.Add(clientFrame(0x82, []byte("hello")))
 	f.Add(clientFrame(0x02, make([]byte, 300)))
 	f.Add([]byte{0x82, 0xff, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4})
 	f.Add(clientFrame(0x88, []byte{0x03, 0xe8, 'o', 'k'}))
 	const limit = 4096
+	f.Add(append(clientFrame(0x01, []byte("frag")), clientFrame(0x89, nil)...))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		var p parser
+		fragmented := false
 		for len(b) > 0 {
-			fr, n, need, err := parseFrame(b, limit)
+			fr, n, need, err := p.parse(b, limit, fragmented)
 			if err != nil {
 				return
 			}
@@ -62,8 +70,11 @@ func FuzzParseFrame(f *testing.F) {
 			if n > len(b) || len(fr.payload) > limit {
 				t.Fatalf("took %d of %d, payload %d", n, len(b), len(fr.payload))
 			}
-			if fr.op == opClose {
+			switch {
+			case fr.op == ws.OpClose:
 				_, _ = closePayload(fr.payload)
+			case !fr.op.IsControl():
+				fragmented = !fr.fin
 			}
 			b = b[n:]
 		}

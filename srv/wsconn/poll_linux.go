@@ -1,3 +1,5 @@
+//go:build linux && !nopoll
+
 package wsconn
 
 import (

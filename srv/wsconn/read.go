@@ -6,7 +6,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/gobwas/ws"
 )
 
 // Reader is what a served connection's messages and end go to.
@@ -99,7 +100,7 @@ func (c *Conn) serve() {
 // readLoop reads and dispatches frames until the connection ends (an
 // error) or parks (errParked).
 func (c *Conn) readLoop() error {
-	nc := c.WS.NetConn()
+	nc := c.nc
 	fresh := true   // nothing read since (re)starting: read before parking
 	linger := false // a data message came: stay ParkAfter before parking
 	quietFrom := time.Now()
@@ -153,7 +154,7 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 		if c.inMsg {
 			limit -= int64(len(c.msg))
 		}
-		f, n, _, err := parseFrame(c.buf[off:], limit)
+		f, n, _, err := c.parser.parse(c.buf[off:], limit, c.inMsg)
 		if err != nil {
 			return err
 		}
@@ -164,13 +165,13 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 		}
 		off += n
 		if c.keepAlive.Load() {
-			c.ExtendRead()
+			c.extendRead()
 		}
 		msg, text, err := c.take(f)
 		if err != nil {
 			return err
 		}
-		if f.op < opClose && c.State() == Active {
+		if !f.op.IsControl() && c.State() == Active {
 			// Talking after login: likely to say more soon. (The login
 			// itself is no sign of that: a crowd logging in would
 			// otherwise keep a goroutine each for ParkAfter.)
@@ -183,46 +184,41 @@ func (c *Conn) takeFrames(linger *bool, quietFrom *time.Time) error {
 }
 
 // take handles one frame and returns the message it completes, if any.
+// The parser has checked the frame against the fragmentation state.
 func (c *Conn) take(f frame) (msg []byte, text bool, err error) {
 	switch f.op {
-	case opPing:
+	case ws.OpPing:
 		c.enqueue(item{kind: 4, data: append([]byte(nil), f.payload...)})
 		return nil, false, nil
-	case opPong:
+	case ws.OpPong:
 		return nil, false, nil
-	case opClose:
+	case ws.OpClose:
 		code, err := closePayload(f.payload)
 		if err != nil {
 			return nil, false, err
 		}
 		c.Shutdown(code, "")
 		return nil, false, errPeerClosed
-	case opText, opBinary:
-		if c.inMsg {
-			return nil, false, protoErr(closeProtocolError, "a new message began before the last one ended")
-		}
+	case ws.OpText, ws.OpBinary:
 		if !f.fin {
 			c.inMsg, c.msgOp = true, f.op
 			c.msg = append(c.msg[:0], f.payload...)
 			return nil, false, nil
 		}
-		msg, text = f.payload, f.op == opText
+		msg, text = f.payload, f.op == ws.OpText
 	default: // continuation
-		if !c.inMsg {
-			return nil, false, protoErr(closeProtocolError, "a continuation frame without a message")
-		}
 		c.msg = append(c.msg, f.payload...)
 		if !f.fin {
 			return nil, false, nil
 		}
 		c.inMsg = false
-		msg, text = c.msg, c.msgOp == opText
+		msg, text = c.msg, c.msgOp == ws.OpText
 		if cap(c.msg) > readChunk {
 			c.msg = nil // a big message's buffer is not kept
 		}
 	}
-	if text && !utf8.Valid(msg) {
-		return nil, false, protoErr(closeInvalidPayload, "text message is not UTF-8")
+	if text && !c.o.OwnUTF8 && !validText(msg) {
+		return nil, false, protoErr(CloseInvalidPayload, "text message is not UTF-8")
 	}
 	if msg == nil {
 		msg = []byte{}
@@ -291,14 +287,9 @@ func (c *Conn) Parked() bool {
 	return c.rstate == readParked
 }
 
-// SetReadLimit sets the largest message the peer may send.
-func (c *Conn) SetReadLimit(n int64) {
-	c.limit.Store(n)
-	c.WS.SetReadLimit(n)
-}
+// SetReadLimit sets the largest message the peer may send, checked
+// against each frame's header before its payload is read.
+func (c *Conn) SetReadLimit(n int64) { c.limit.Store(n) }
 
 // SetReadDeadline sets when the connection ends if nothing arrives.
-func (c *Conn) SetReadDeadline(t time.Time) {
-	c.readBy.Store(t.UnixNano())
-	_ = c.WS.SetReadDeadline(t)
-}
+func (c *Conn) SetReadDeadline(t time.Time) { c.readBy.Store(t.UnixNano()) }

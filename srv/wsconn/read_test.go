@@ -15,6 +15,17 @@ import (
 	"github.com/gorilla/websocket"
 )
 
+// canPark reports whether this build has a poller (Linux, not built with
+// -tags nopoll).
+func canPark() bool {
+	p := newPoller()
+	if p == nil {
+		return false
+	}
+	p.close()
+	return true
+}
+
 // served is one connection read by a Set, and the client's end.
 type served struct {
 	c      *Conn
@@ -29,13 +40,12 @@ type served struct {
 // each new Conn to serve; it returns the ws:// URL.
 func wsServer(t *testing.T, o Options, serve func(c *Conn)) string {
 	t.Helper()
-	up := Upgrader(func(*http.Request) bool { return true }, true)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
+		c, err := Upgrade(w, r, o)
 		if err != nil {
 			return
 		}
-		serve(New(ws, o))
+		serve(c)
 	}))
 	t.Cleanup(srv.Close)
 	return "ws" + strings.TrimPrefix(srv.URL, "http")
@@ -124,7 +134,7 @@ func readBack(t *testing.T, cl *websocket.Conn) string {
 
 // A quiet connection gives up its goroutine and buffer; a message wakes it.
 func TestServeParksAndWakes(t *testing.T) {
-	if runtime.GOOS != "linux" {
+	if !canPark() {
 		t.Skip("parking needs epoll")
 	}
 	s := servePair(t, Options{ParkAfter: 20 * time.Millisecond}, echo)
@@ -173,7 +183,7 @@ func TestServeShutdownWhileParked(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv(t, s.msgs)
-	if runtime.GOOS == "linux" {
+	if canPark() {
 		waitFor(t, "the connection parks", s.c.Parked)
 	}
 	s.cl.SetCloseHandler(func(int, string) error { return nil }) // no echo: the server must end it alone
@@ -434,13 +444,11 @@ func TestServeLoginDeadline(t *testing.T) {
 func TestServeOverTLS(t *testing.T) {
 	set := &Set{}
 	got := make(chan *Conn, 1)
-	up := Upgrader(func(*http.Request) bool { return true }, true)
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
+		c, err := Upgrade(w, r, Options{ParkAfter: time.Millisecond})
 		if err != nil {
 			return
 		}
-		c := New(ws, Options{ParkAfter: time.Millisecond})
 		c.SetState(Active)
 		c.KeepAlive()
 		if !set.Add(c) {
@@ -491,5 +499,20 @@ func TestServeBuffersWhatArrives(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 64<<20 {
 		t.Fatalf("the heap grew by %d MiB for a 114-byte claim", grew>>20)
+	}
+}
+
+// With OwnUTF8 a text message that is not UTF-8 is the owner's to answer
+// (the relay's INVALID_MESSAGE): delivered, and the connection stays.
+func TestServeOwnUTF8(t *testing.T) {
+	s := servePair(t, Options{OwnUTF8: true}, echo)
+	if _, err := s.cl.NetConn().Write(clientFrame(0x81, []byte{0xff, 0xfe})); err != nil {
+		t.Fatal(err)
+	}
+	if got := recv(t, s.msgs); got != "\xff\xfe" {
+		t.Fatalf("got %q", got)
+	}
+	if got := readBack(t, s.cl); got != "re:\xff\xfe" {
+		t.Fatalf("reply %q", got)
 	}
 }

@@ -1,28 +1,29 @@
 // Package wsconn holds what every WebSocket endpoint of the server shares:
-// a bounded send queue per connection drained by a writer goroutine that
-// exists only while there is something to write, slow consumers
-// disconnected rather than waited for, one heartbeat goroutine per
-// endpoint, and a set that owns the connections so shutdown can end and
-// await them all.
+// the handshake and the framing (gobwas/ws), a bounded send queue per
+// connection drained by a writer goroutine that exists only while there is
+// something to write, slow consumers disconnected rather than waited for,
+// one heartbeat goroutine per endpoint, and a set that owns the
+// connections so shutdown can end and await them all.
 //
-// A frame sent while nothing is queued is written at once by the sender,
-// without blocking: one attempt on the socket, and only what the socket
-// does not take goes to a writer goroutine. A broadcast to many idle
-// connections therefore wakes no goroutine at all, and a stuck peer still
-// holds up no one.
+// Exactly one writer at a time per socket, whatever it writes (messages,
+// pings, pongs, the close frame): the sender holding the connection's
+// writing flag. A frame sent while nothing is queued is written at once
+// by the sender, without blocking: one attempt on the socket, and only
+// what the socket does not take goes to a writer goroutine, ahead of
+// anything queued meanwhile. A broadcast to many idle connections
+// therefore wakes no goroutine at all, and a stuck peer still holds up no
+// one.
 //
-// Reading is the owner's, either on a goroutine of its own with gorilla's
-// reader (the relay's few connections) or through Set.Serve, which reads
-// frames itself and parks a quiet connection on an epoll set: an idle
-// /ws connection then holds its socket and its small structs, and no
-// goroutine or buffer.
+// Reading is Set.Serve's, which reads frames into a buffer as they arrive
+// and parks a quiet connection on an epoll set: an idle connection then
+// holds its socket and its small structs, and no goroutine or buffer.
 package wsconn
 
 import (
-	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
-	"math"
+	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -31,7 +32,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"github.com/gobwas/ws"
 )
 
 // Options tune a connection. Zero values take the documented defaults.
@@ -45,10 +46,13 @@ type Options struct {
 	// 100ms: longer than the gaps in an agent's burst of requests, far
 	// shorter than a person's pauses.
 	ParkAfter time.Duration
-	// MessageType is what Send writes: websocket.BinaryMessage (default)
-	// or websocket.TextMessage.
-	MessageType int
-	Logger      *slog.Logger
+	// Text makes Send write text frames; binary ones by default.
+	Text bool
+	// OwnUTF8 hands text messages over without checking that they are
+	// UTF-8 (RFC 6455 8.1 would close with 1007): the owner answers bad
+	// text in its own protocol instead (the relay's INVALID_MESSAGE).
+	OwnUTF8 bool
+	Logger  *slog.Logger
 }
 
 // Defaults fills in the zero values.
@@ -65,30 +69,31 @@ func (o *Options) Defaults() {
 	if o.SendQueue <= 0 {
 		o.SendQueue = 256
 	}
-	if o.MessageType == 0 {
-		o.MessageType = websocket.BinaryMessage
-	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 }
 
-// writeBuffers is shared by every connection: a buffer is held only while
-// a frame is written.
-var writeBuffers = &sync.Pool{}
-
-// Upgrader returns the upgrader the endpoints use: write buffers from the
-// shared pool, and a 1 KiB read buffer per connection for gorilla's
-// reader, or gorilla's smallest (never used) for connections read by
-// Set.Serve.
-func Upgrader(checkOrigin func(*http.Request) bool, served bool) websocket.Upgrader {
-	// A small read buffer of its own lets the HTTP server's 4 KiB one go;
-	// bigger frames just take more reads.
-	size := 1024
-	if served {
-		size = 1
+// Upgrade answers the WebSocket handshake (RFC 6455 4.2) of r and returns
+// the connection; on an error the handshake has been refused with an HTTP
+// status. The caller checks Origin first, and must call Finish (Set.Serve
+// does) once it is done with the connection.
+func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
+	o.Defaults()
+	nc, rw, _, err := ws.HTTPUpgrader{Timeout: o.WriteWait}.Upgrade(r, w)
+	if err != nil {
+		if nc != nil {
+			_ = nc.Close()
+		}
+		return nil, fmt.Errorf("upgrade to websocket: %w", err)
 	}
-	return websocket.Upgrader{CheckOrigin: checkOrigin, ReadBufferSize: size, WriteBufferPool: writeBuffers}
+	c := New(nc, o)
+	if n := rw.Reader.Buffered(); n > 0 {
+		// Frames the client sent right behind its request: read first.
+		c.buf = make([]byte, n, max(n, readChunk))
+		_, _ = rw.Reader.Read(c.buf)
+	}
+	return c, nil
 }
 
 // State is where a connection is in its life (seed 003).
@@ -110,11 +115,27 @@ type item struct {
 	kind int // 0 a frame, 1 a ping, 2 the close frame, 3 the rest of a frame already begun, 4 a pong
 }
 
-// Conn is one WebSocket connection. Its owner reads, with gorilla's
-// reader on a goroutine of its own or through Set.Serve; Send may be
+// op is the opcode an item is framed with (kind 3 is not framed again).
+func (c *Conn) op(it item) ws.OpCode {
+	switch it.kind {
+	case 1:
+		return ws.OpPing
+	case 2:
+		return ws.OpClose
+	case 4:
+		return ws.OpPong
+	case 0:
+		if c.o.Text {
+			return ws.OpText
+		}
+	}
+	return ws.OpBinary
+}
+
+// Conn is one WebSocket connection. Set.Serve reads it; Send may be
 // called from any goroutine.
 type Conn struct {
-	WS    *websocket.Conn
+	nc    net.Conn
 	o     Options
 	state atomic.Int32
 	// unauth runs once the connection is Active or Closed: it gives back
@@ -145,16 +166,18 @@ type Conn struct {
 	armed     bool   // under rmu
 	buf       []byte // bytes read and not yet taken
 	msg       []byte // a fragmented message so far
-	msgOp     byte
+	msgOp     ws.OpCode
 	inMsg     bool
+	parser    parser
 }
 
-// New wraps ws. The caller must call Finish when its read loop ends.
-func New(ws *websocket.Conn, o Options) *Conn {
+// New wraps nc, a connection whose handshake is done. The caller must
+// call Finish (Set.Serve does) once it is done with it.
+func New(nc net.Conn, o Options) *Conn {
 	o.Defaults()
-	c := &Conn{WS: ws, o: o, done: make(chan struct{})}
+	c := &Conn{nc: nc, o: o, done: make(chan struct{})}
 	c.limit.Store(defaultReadLimit)
-	if sc, ok := ws.NetConn().(syscall.Conn); ok && inlineWrites {
+	if sc, ok := nc.(syscall.Conn); ok && inlineWrites {
 		c.raw, _ = sc.SyscallConn()
 	}
 	return c
@@ -176,24 +199,19 @@ func (c *Conn) enqueue(it item) bool {
 	if len(c.queue) >= c.o.SendQueue {
 		c.mu.Unlock()
 		c.o.Logger.Warn("peer too slow, disconnecting")
-		c.Shutdown(websocket.ClosePolicyViolation, "send queue full")
+		c.Shutdown(ClosePolicyViolation, "send queue full")
 		return false
 	}
-	if (it.kind == 0 || it.kind == 1) && !c.writing && c.raw != nil {
+	if it.kind != 2 && it.kind != 3 && !c.writing && c.raw != nil {
 		// Nothing is being written: try this frame now, on this goroutine,
-		// which counts as a writer until it is done (Finish waits for it).
+		// which is the writer until it is done (Finish waits for it). The
+		// pinger's pings and a parked reader's pongs go the same way: no
+		// goroutine each.
 		c.writing = true
 		c.writer.Add(1)
 		defer c.writer.Done()
 		c.mu.Unlock()
-		op := byte(opBinary)
-		switch {
-		case it.kind == 1:
-			op = opPing // the pinger's, to every connection: no goroutine each
-		case c.o.MessageType == websocket.TextMessage:
-			op = opText
-		}
-		rest, err := c.writeNow(op, it.data)
+		rest, err := c.writeNow(c.op(it), it.data)
 		if testHookWroteNow != nil {
 			testHookWroteNow()
 		}
@@ -223,35 +241,13 @@ func (c *Conn) enqueue(it item) bool {
 // testHookWroteNow, when set by a test, runs after a sender's own write.
 var testHookWroteNow func()
 
-// framePool holds the buffers writeNow frames into; a buffer grown by a
-// big frame (an image) is left to the collector rather than kept.
-var framePool = sync.Pool{New: func() any { return new([]byte) }}
-
-const maxPooledFrame = 64 << 10
-
-// writeNow writes payload as one unmasked, unfragmented frame of opcode op (RFC 6455
-// 5.2) with a single non-blocking write. It returns what the socket did
-// not take, or nil when it took everything.
-func (c *Conn) writeNow(op byte, payload []byte) ([]byte, error) {
-	bp := framePool.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) <= maxPooledFrame {
-			framePool.Put(bp)
-		}
-	}()
-	b := append((*bp)[:0], 0x80|op) // FIN and the opcode
-	switch n := len(payload); {
-	case n < 126:
-		b = append(b, byte(n))
-	case n <= math.MaxUint16:
-		b = append(b, 126)
-		b = binary.BigEndian.AppendUint16(b, uint16(n))
-	default:
-		b = append(b, 127)
-		b = binary.BigEndian.AppendUint64(b, uint64(n))
-	}
-	b = append(b, payload...)
-	*bp = b
+// writeNow writes payload as one frame of opcode op with a single
+// non-blocking write. It returns what the socket did not take, or nil when
+// it took everything. Only the connection's writer calls it.
+func (c *Conn) writeNow(op ws.OpCode, payload []byte) ([]byte, error) {
+	f := newFrame(op, payload)
+	defer putFrame(f)
+	b := f.b
 	var n int
 	var werr error
 	called := false
@@ -279,7 +275,7 @@ func (c *Conn) writeNow(op byte, payload []byte) ([]byte, error) {
 	})
 	if !called && errors.Is(err, os.ErrDeadlineExceeded) {
 		// An earlier write's deadline has passed; this write has none.
-		_ = c.WS.NetConn().SetWriteDeadline(time.Time{})
+		_ = c.nc.SetWriteDeadline(time.Time{})
 		return c.writeNow(op, payload)
 	}
 	if err == nil {
@@ -315,13 +311,13 @@ func (c *Conn) drop() {
 	}
 	c.queue = nil
 	c.mu.Unlock()
-	_ = c.WS.Close()
+	_ = c.nc.Close()
 }
 
 // closeSocket closes the socket (a failed write, a close sent), which ends the
 // reader; a parked connection gets one started to see it.
 func (c *Conn) closeSocket() {
-	_ = c.WS.Close()
+	_ = c.nc.Close()
 	c.wake()
 }
 
@@ -382,7 +378,7 @@ func (c *Conn) Shutdown(code int, text string) {
 	c.closing = true
 	c.shut.Store(true)
 	close(c.done)
-	c.pushLocked(item{kind: 2, data: websocket.FormatCloseMessage(code, text)})
+	c.pushLocked(item{kind: 2, data: ws.NewCloseFrameBody(ws.StatusCode(code), text)})
 	c.mu.Unlock()
 	c.wake() // a parked connection needs a reader to see the socket close
 }
@@ -390,30 +386,22 @@ func (c *Conn) Shutdown(code int, text string) {
 // Finish is called by the owner when its read loop has returned: it shuts
 // the connection down, waits for the writer and closes the socket.
 func (c *Conn) Finish() {
-	c.Shutdown(websocket.CloseNormalClosure, "")
+	c.Shutdown(CloseNormal, "")
 	c.writer.Wait()
-	_ = c.WS.Close()
+	_ = c.nc.Close()
 	c.SetState(Closed)
 }
 
-// ExtendRead pushes the read deadline out by PongWait; owners reading
-// with gorilla call it on every frame once the peer is authenticated
-// (Set.Serve does it itself after KeepAlive).
-func (c *Conn) ExtendRead() {
-	t := time.Now().Add(c.o.PongWait)
-	if c.served.Load() {
-		c.readBy.Store(t.UnixNano())
-		return
-	}
-	_ = c.WS.SetReadDeadline(t)
+// extendRead pushes the read deadline out by PongWait.
+func (c *Conn) extendRead() {
+	c.readBy.Store(time.Now().Add(c.o.PongWait).UnixNano())
 }
 
-// KeepAlive makes pongs (and, for served connections, every frame) extend
-// the read deadline.
+// KeepAlive makes every frame from the peer, pongs included, extend the
+// read deadline by PongWait.
 func (c *Conn) KeepAlive() {
 	c.keepAlive.Store(true)
-	c.WS.SetPongHandler(func(string) error { c.ExtendRead(); return nil })
-	c.ExtendRead()
+	c.extendRead()
 }
 
 // expired reports a served connection whose read deadline has passed.
@@ -424,6 +412,7 @@ func (c *Conn) expired(now time.Time) bool {
 func (c *Conn) ping() { c.enqueue(item{kind: 1}) }
 
 // writeLoop drains the queue, then exits; the next Send starts another.
+// While it runs it is the connection's only writer.
 func (c *Conn) writeLoop() {
 	for {
 		c.mu.Lock()
@@ -436,24 +425,18 @@ func (c *Conn) writeLoop() {
 		}
 		c.mu.Unlock()
 		for _, it := range batch {
-			deadline := time.Now().Add(c.o.WriteWait)
+			_ = c.nc.SetWriteDeadline(time.Now().Add(c.o.WriteWait))
 			var err error
-			switch it.kind {
-			case 0:
-				_ = c.WS.SetWriteDeadline(deadline)
-				err = c.WS.WriteMessage(c.o.MessageType, it.data)
-			case 3:
-				_ = c.WS.NetConn().SetWriteDeadline(deadline)
-				_, err = c.WS.NetConn().Write(it.data)
-			case 1:
-				err = c.WS.WriteControl(websocket.PingMessage, nil, deadline)
-			case 4:
-				err = c.WS.WriteControl(websocket.PongMessage, it.data, deadline)
-			case 2:
-				_ = c.WS.WriteControl(websocket.CloseMessage, it.data, deadline)
+			if it.kind == 3 {
+				_, err = c.nc.Write(it.data)
+			} else {
+				f := newFrame(c.op(it), it.data)
+				_, err = c.nc.Write(f.b)
+				putFrame(f)
+			}
+			if it.kind == 2 {
 				// Give the peer a moment to answer the close, then end the
 				// reader by closing the socket.
-				_ = c.WS.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
 				time.AfterFunc(100*time.Millisecond, c.closeSocket)
 				c.mu.Lock()
 				c.queue, c.writing = nil, false
@@ -607,7 +590,7 @@ func (s *Set) Close() {
 	first := !s.closed
 	s.closed = true
 	for c := range s.conns {
-		c.Shutdown(websocket.CloseGoingAway, "server shutting down")
+		c.Shutdown(CloseGoingAway, "server shutting down")
 	}
 	if first && s.pinging {
 		close(s.stopPing)

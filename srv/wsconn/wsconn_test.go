@@ -18,16 +18,15 @@ import (
 func pair(t *testing.T, o Options, sndbuf int) (*Conn, *websocket.Conn) {
 	t.Helper()
 	got := make(chan *Conn, 1)
-	up := Upgrader(func(*http.Request) bool { return true }, false)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := up.Upgrade(w, r, nil)
+		c, err := Upgrade(w, r, o)
 		if err != nil {
 			return
 		}
 		if sndbuf > 0 {
-			_ = ws.NetConn().(*net.TCPConn).SetWriteBuffer(sndbuf)
+			_ = c.nc.(*net.TCPConn).SetWriteBuffer(sndbuf)
 		}
-		got <- New(ws, o)
+		got <- c
 	}))
 	t.Cleanup(srv.Close)
 	d := websocket.Dialer{ReadBufferSize: 1024}
@@ -37,7 +36,7 @@ func pair(t *testing.T, o Options, sndbuf int) (*Conn, *websocket.Conn) {
 	}
 	t.Cleanup(func() { _ = cl.Close() })
 	c := <-got
-	t.Cleanup(func() { c.Shutdown(websocket.CloseNormalClosure, ""); _ = c.WS.Close(); c.writer.Wait() })
+	t.Cleanup(func() { c.Shutdown(CloseNormal, ""); _ = c.nc.Close(); c.writer.Wait() })
 	return c, cl
 }
 
@@ -61,7 +60,7 @@ func expect(t *testing.T, cl *websocket.Conn, typ, i int) {
 func TestFramesOfEverySizeArriveWhole(t *testing.T) {
 	for _, typ := range []int{websocket.BinaryMessage, websocket.TextMessage} {
 		t.Run(fmt.Sprint(typ), func(t *testing.T) {
-			c, cl := pair(t, Options{MessageType: typ}, 0)
+			c, cl := pair(t, Options{Text: typ == websocket.TextMessage}, 0)
 			for i := range 18 {
 				if !c.Send(payloadN(i)) {
 					t.Fatalf("send %d refused", i)
