@@ -5,8 +5,11 @@ package srv_test
 
 import (
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -427,5 +430,76 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 	}
 	if got := until(t, app, "GetOnlineUsers"); len(got) != 0 {
 		t.Errorf("a client that asked got a push as well: %v", got)
+	}
+}
+
+// A client that never asks for the pending list and reads slowly (a phone)
+// must not be disconnected by the push itself: with more pending requests
+// than its send queue holds, it is pushed the newest that fit, and stays.
+func TestPendingPushFitsTheSendQueue(t *testing.T) {
+	const queue, n = 16, 64
+	s, url := newServer(t, inbox.Options{SendQueue: queue})
+	h := s.Hub()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	text := strings.Repeat("x", 256<<10) // 64 of them: far more than the sockets' buffers hold
+	for i := range n {
+		id := fmt.Sprintf("t%02d", i)
+		go func() {
+			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: hub.TaskFinish, ID: id, Text: id + text, Timeout: time.Hour})
+		}()
+		for !h.Validity(tokA, []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	other := login(t, url, tokA, "other")
+
+	// The slow client: a small receive buffer, and it reads nothing until
+	// the server has handled its first request (it chats to the other
+	// client right after it, which the server handles after it).
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(1 << 16)
+		}
+		return c, err
+	}}
+	ws, resp, err := d.Dial(strings.Replace(url, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	defer ws.Close()
+	send := func(m *pb.WebsocketMessage) {
+		b, _ := proto.Marshal(m)
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "slow phone"})
+	if m := readFrame(t, ws); !m.GetUserLoginResponse().GetSuccess() {
+		t.Fatalf("login: %v", m)
+	}
+	send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}})
+	users := expect(t, other, "UserConnectionStatusNotification")
+	slow := users.GetUserConnectionStatusNotification().GetUser().GetClientId()
+	send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: other.ID, Content: "done?"}})
+	if m := expect(t, other, "ChatMessageNotification"); m.GetChatMessageNotification().GetChatMessage().GetSenderClientId() != slow {
+		t.Fatalf("chat from %v", m)
+	}
+
+	var ids []string
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		m := readFrame(t, ws)
+		if m.Cmd == "GetOnlineUsers" {
+			break
+		}
+		if m.Cmd == "WorkReport" {
+			ids = append(ids, m.GetTaskFinishRequest().GetID())
+		}
+	}
+	if len(ids) == 0 || !slices.IsSorted(ids) || ids[len(ids)-1] != fmt.Sprintf("t%02d", n-1) {
+		t.Errorf("pushed %v: want the newest requests, oldest first", ids)
 	}
 }

@@ -158,7 +158,10 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	if c.pushArmed {
 		c.pushArmed = false
 		if m.Cmd != hub.CmdGetPendingMessages {
-			hb.PushPending(c.token, c, c.pushUpTo)
+			// Half the send queue, so presence and replies still fit.
+			if left := hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2)); left > 0 {
+				c.h.log.Warn("more requests pending than a push fits; the oldest were not pushed", "client", c.id, "left", left)
+			}
 		}
 	}
 	switch m.Cmd {
