@@ -80,6 +80,9 @@ type boltFile struct {
 	// again and again, and would make the walk exponential.
 	budget   int64
 	problems []string
+	// scanStopped is the page where scan stopped looking for records
+	// (0: it did not).
+	scanStopped int64
 }
 
 func (f *boltFile) problem(format string, args ...any) {
@@ -382,6 +385,9 @@ func checkFile(r io.ReaderAt, size int64) *checked {
 	var bad []string
 	f, c.recs, bad = readFile(r, size, true)
 	c.fromScan = f.scan(c.recs, f.old)
+	if f.scanStopped > 0 {
+		c.problems = append(c.problems, fmt.Sprintf("its leaf pages claim the same bytes over and over: records from page %d on were not looked for", f.scanStopped))
+	}
 	for _, k := range bad {
 		if _, ok := c.recs[k]; !ok {
 			c.lost = append(c.lost, k)
@@ -471,6 +477,12 @@ func decodeAt(k, v []byte, r *Record, old bool) error {
 func (f *boltFile) scan(recs map[string]Record, old bool) int {
 	added := 0
 	f.budget = f.size/elementSize + 16
+	// A leaf and its overflow are read whole, and a leaf no longer in use
+	// may claim pages other leaves now hold, so some bytes are read more
+	// than once; but leaves that each claim the rest of the file would
+	// have it read once per page. The bytes read stop at a few times the
+	// file's size.
+	bytesLeft := 4 * f.size
 	var h [pageHeaderSize]byte
 	for id := int64(2); id*f.psize+pageHeaderSize <= f.size; id++ { // the last page may be cut short
 		if f.seen[uint64(id)] {
@@ -484,6 +496,10 @@ func (f *boltFile) scan(recs map[string]Record, old bool) int {
 			continue
 		}
 		n := min((int64(native.Uint32(h[12:]))+1)*f.psize, f.size-off)
+		if bytesLeft -= n; bytesLeft < 0 {
+			f.scanStopped = id
+			break
+		}
 		b := make([]byte, n)
 		if _, err := f.r.ReadAt(b, off); err != nil {
 			continue

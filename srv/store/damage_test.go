@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -438,3 +440,42 @@ func TestInlineBucketsPointingAtTheSameBytes(t *testing.T) {
 		t.Fatal("the damaged database was not kept aside")
 	}
 }
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// A file whose every page says it is a leaf running to the end of the
+// file: the salvage of a damaged file read each one whole, the rest of the
+// file again for every page (and allocated as much), quadratic in the
+// file's size. It reads a bounded multiple of the file instead.
+func TestLeavesClaimingTheRestOfTheFile(t *testing.T) {
+	const pages, psize = 512, 4096
+	b := make([]byte, pages*psize)
+	for id := range pages {
+		h := b[id*psize:]
+		native.PutUint64(h, uint64(id))
+		native.PutUint16(h[8:], leafPage)
+		native.PutUint32(h[12:], ^uint32(0)) // overflow past the end
+	}
+	r := &countingReader{r: bytes.NewReader(b)}
+	c := checkFile(r, int64(len(b)))
+	if !c.damaged() {
+		t.Fatal("a file of bare leaves passed the check")
+	}
+	if !slices.ContainsFunc(c.problems, func(p string) bool { return strings.Contains(p, "not looked for") }) {
+		t.Errorf("problems %q do not say the salvage stopped", c.problems)
+	}
+	if limit := 8 * int64(len(b)); r.n > limit {
+		t.Errorf("the check read %d bytes of a %d-byte file, more than %d", r.n, len(b), limit)
+	}
+}
+
