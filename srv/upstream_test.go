@@ -4,12 +4,16 @@ package srv_test
 // TaskFinish and WorkReport generations) send and read them.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +25,8 @@ import (
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 )
@@ -501,5 +507,53 @@ func TestPendingPushFitsTheSendQueue(t *testing.T) {
 	}
 	if len(ids) == 0 || !slices.IsSorted(ids) || ids[len(ids)-1] != fmt.Sprintf("t%02d", n-1) {
 		t.Errorf("pushed %v: want the newest requests, oldest first", ids)
+	}
+}
+
+// lockedBuffer is a log sink that the server's goroutines write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A rename is a frame any logged-in client may send as fast as it likes:
+// it must not cost a line of the server's log each at the default level
+// (a storm of them wrote 100,000 lines a second).
+func TestRenameStormIsQuiet(t *testing.T) {
+	var logged lockedBuffer
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	defer s.Close()
+	a := login(t, ts.URL, tokA, "laptop")
+	b := login(t, ts.URL, tokA, "phone")
+	nextStatus(t, a, b.ID)
+
+	const n = 200
+	for i := range n {
+		if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: fmt.Sprintf("phone %d", i%2)}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, b, "UserLogin")
+	}
+	if got := strings.Count(logged.String(), "renamed"); got > 0 {
+		t.Errorf("%d renames logged %d lines at the default level", n, got)
 	}
 }

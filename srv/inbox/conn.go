@@ -268,7 +268,8 @@ func (c *conn) rename(m *pb.WebsocketMessage) {
 		Nickname:          nick,
 	})
 	hb.Rename(c.token, c)
-	c.h.log.Info("client renamed", "client", c.id, "nickname", nick)
+	// Debug: a client may rename as often as it sends frames.
+	c.h.log.Debug("client renamed", "client", c.id, "nickname", nick)
 }
 
 func (c *conn) answer(kind hub.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {
