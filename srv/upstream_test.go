@@ -557,3 +557,43 @@ func TestRenameStormIsQuiet(t *testing.T) {
 		t.Errorf("%d renames logged %d lines at the default level", n, got)
 	}
 }
+
+// Names are shown as plain text on one line: a nickname, or the agent,
+// model and MCP client names an agent gives, lose the characters that are
+// not text: C0 and C1 controls, line and paragraph separators, and the
+// bidirectional controls that would make a name read as something else
+// (U+202E turns what follows it around).
+func TestNamesArePlainText(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	const odd = "\u202eCur\u0085sor\u2028\u2066 \u009b31m\u200f"
+	c := login(t, url, tokA, "tab"+odd+"let")
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if us := expect(t, c, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers(); len(us) != 1 || us[0].GetNickname() != "tabCursor 31mlet" {
+		t.Errorf("nickname shown as %q", us[0].GetNickname())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = agentClient(url).WorkReport(ctx, &pb.WorkReportRequest{ID: "w-odd", UserToken: tokA, Request: &pb.McpWorkReportRequest{
+			Summary: "done", AgentName: odd, ReasoningModelName: "gpt" + odd, McpClientName: odd + "x"}})
+	}()
+	r := expect(t, c, "TaskFinish").GetTaskFinishRequest().GetRequest()
+	if r.GetAgentName() != "Cursor 31m" || r.GetReasoningModelName() != "gptCursor 31m" || r.GetMcpClientName() != "Cursor 31mx" {
+		t.Errorf("names shown as %q, %q, %q", r.GetAgentName(), r.GetReasoningModelName(), r.GetMcpClientName())
+	}
+
+	expect(t, c, "WorkReport")
+
+	// So is the nickname an answer over Connect gives (at most 128 bytes).
+	reply := agentassistprotoconnect.NewSrvAgentAssistReplyClient(http.DefaultClient, url)
+	if _, err := reply.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: tokA, Nickname: "cli" + odd + strings.Repeat("y", 300),
+		Response: &pb.TaskFinishResponse{ID: "w-odd"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := expect(t, c, "TaskFinishReplyNotification").GetNickname(); n != "cliCursor 31m"+strings.Repeat("y", 128-len("cliCursor 31m")) {
+		t.Errorf("the answer's nickname shown as %q", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
@@ -137,9 +138,12 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 
 const maxNickname = 64
 
+// cleanNickname makes n a name to show on one line: without control
+// characters (C0 and C1), line or paragraph separators, or bidirectional
+// controls (U+202E would turn the rest of the line around).
 func cleanNickname(n, id string) string {
 	n = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
 			return -1
 		}
 		return r
