@@ -4,9 +4,16 @@ package srv_test
 // TaskFinish and WorkReport generations) send and read them.
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +26,8 @@ import (
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 )
@@ -428,5 +437,164 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 	}
 	if got := until(t, app, "GetOnlineUsers"); len(got) != 0 {
 		t.Errorf("a client that asked got a push as well: %v", got)
+	}
+}
+
+// A client that never asks for the pending list and reads slowly (a phone)
+// must not be disconnected by the push itself: with more pending requests
+// than its send queue holds, it is pushed the newest that fit, and stays.
+func TestPendingPushFitsTheSendQueue(t *testing.T) {
+	const queue, n = 16, 64
+	s, url := newServer(t, inbox.Options{SendQueue: queue})
+	h := s.Hub()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	text := strings.Repeat("x", 256<<10) // 64 of them: far more than the sockets' buffers hold
+	for i := range n {
+		id := fmt.Sprintf("t%02d", i)
+		go func() {
+			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: wire.TaskFinish, ID: id, Text: id + text, Timeout: time.Hour})
+		}()
+		for !h.Validity(tokA, []string{id})[id] {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	other := login(t, url, tokA, "other")
+
+	// The slow client: a small receive buffer, and it reads nothing until
+	// the server has handled its first request (it chats to the other
+	// client right after it, which the server handles after it).
+	d := websocket.Dialer{NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			_ = tc.SetReadBuffer(1 << 16)
+		}
+		return c, err
+	}}
+	ws, resp, err := d.Dial(strings.Replace(url, "http", "ws", 1)+"/ws", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	defer ws.Close()
+	send := func(m *pb.WebsocketMessage) {
+		b, _ := proto.Marshal(m)
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "slow phone"})
+	if m := readFrame(t, ws); !m.GetUserLoginResponse().GetSuccess() {
+		t.Fatalf("login: %v", m)
+	}
+	send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}})
+	users := expect(t, other, "UserConnectionStatusNotification")
+	slow := users.GetUserConnectionStatusNotification().GetUser().GetClientId()
+	send(&pb.WebsocketMessage{Cmd: "SendChatMessage", SendChatMessageRequest: &pb.SendChatMessageRequest{ReceiverClientId: other.ID, Content: "done?"}})
+	if m := expect(t, other, "ChatMessageNotification"); m.GetChatMessageNotification().GetChatMessage().GetSenderClientId() != slow {
+		t.Fatalf("chat from %v", m)
+	}
+
+	var ids []string
+	_ = ws.SetReadDeadline(time.Now().Add(5 * time.Second))
+	for {
+		m := readFrame(t, ws)
+		if m.Cmd == "GetOnlineUsers" {
+			break
+		}
+		if m.Cmd == "WorkReport" {
+			ids = append(ids, m.GetTaskFinishRequest().GetID())
+		}
+	}
+	if len(ids) == 0 || !slices.IsSorted(ids) || ids[len(ids)-1] != fmt.Sprintf("t%02d", n-1) {
+		t.Errorf("pushed %v: want the newest requests, oldest first", ids)
+	}
+}
+
+// lockedBuffer is a log sink that the server's goroutines write to while
+// the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A rename is a frame any logged-in client may send as fast as it likes:
+// it must not cost a line of the server's log each at the default level
+// (a storm of them wrote 100,000 lines a second).
+func TestRenameStormIsQuiet(t *testing.T) {
+	var logged lockedBuffer
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	ts := httptest.NewServer(s.Handler())
+	defer ts.Close()
+	defer s.Close()
+	a := login(t, ts.URL, tokA, "laptop")
+	b := login(t, ts.URL, tokA, "phone")
+	nextStatus(t, a, b.ID)
+
+	const n = 200
+	for i := range n {
+		if err := b.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: fmt.Sprintf("phone %d", i%2)}); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, b, "UserLogin")
+	}
+	if got := strings.Count(logged.String(), "renamed"); got > 0 {
+		t.Errorf("%d renames logged %d lines at the default level", n, got)
+	}
+}
+
+// Names are shown as plain text on one line: a nickname, or the agent,
+// model and MCP client names an agent gives, lose the characters that are
+// not text: C0 and C1 controls, line and paragraph separators, and the
+// bidirectional controls that would make a name read as something else
+// (U+202E turns what follows it around).
+func TestNamesArePlainText(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	const odd = "\u202eCur\u0085sor\u2028\u2066 \u009b31m\u200f"
+	c := login(t, url, tokA, "tab"+odd+"let")
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if us := expect(t, c, "GetOnlineUsers").GetGetOnlineUsersResponse().GetOnlineUsers(); len(us) != 1 || us[0].GetNickname() != "tabCursor 31mlet" {
+		t.Errorf("nickname shown as %q", us[0].GetNickname())
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = agentClient(url).WorkReport(ctx, &pb.WorkReportRequest{ID: "w-odd", UserToken: tokA, Request: &pb.McpWorkReportRequest{
+			Summary: "done", AgentName: odd, ReasoningModelName: "gpt" + odd, McpClientName: odd + "x"}})
+	}()
+	r := expect(t, c, "TaskFinish").GetTaskFinishRequest().GetRequest()
+	if r.GetAgentName() != "Cursor 31m" || r.GetReasoningModelName() != "gptCursor 31m" || r.GetMcpClientName() != "Cursor 31mx" {
+		t.Errorf("names shown as %q, %q, %q", r.GetAgentName(), r.GetReasoningModelName(), r.GetMcpClientName())
+	}
+
+	expect(t, c, "WorkReport")
+
+	// So is the nickname an answer over Connect gives (at most 128 bytes).
+	reply := agentassistprotoconnect.NewSrvAgentAssistReplyClient(http.DefaultClient, url)
+	if _, err := reply.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: tokA, Nickname: "cli" + odd + strings.Repeat("y", 300),
+		Response: &pb.TaskFinishResponse{ID: "w-odd"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := expect(t, c, "TaskFinishReplyNotification").GetNickname(); n != "cliCursor 31m"+strings.Repeat("y", 128-len("cliCursor 31m")) {
+		t.Errorf("the answer's nickname shown as %q", n)
 	}
 }

@@ -71,7 +71,13 @@ func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed
 // joined (event number upTo, from Join) and are still pending, oldest
 // first, as the frames that announced them: for clients that never ask
 // for the pending list. Requests asked since reached c when they were.
-func (h *Hub) PushPending(token string, c Client, upTo uint64) {
+//
+// At most maxFrames frames go (0: no bound): the connection's send queue
+// takes only so many before it counts the client as too slow, and a client
+// dropped for the push would be pushed the same again when it comes back.
+// Past the bound the newest requests that fit are sent. It returns how many
+// pending requests were left out.
+func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (left int) {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
@@ -82,11 +88,24 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64) {
 		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
-	for _, p := range ps {
-		for _, m := range requestFrame(p) {
-			c.Send(marshal(m))
+	frames := make([][]*pb.WebsocketMessage, len(ps))
+	from, n := len(ps), 0
+	for from > 0 {
+		f := requestFrame(ps[from-1])
+		if maxFrames > 0 && n+len(f) > maxFrames {
+			break
+		}
+		from--
+		frames[from], n = f, n+len(f)
+	}
+	for _, f := range frames[from:] {
+		for _, m := range f {
+			if !c.Send(marshal(m)) {
+				return from
+			}
 		}
 	}
+	return from
 }
 
 // Leave removes c from the room of token and tells the others.

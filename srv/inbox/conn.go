@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -106,6 +107,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 		c.h.log.Info("login refused: wrong token", "client", c.id, "remote", auth.Key(c.remote))
 		return refuse("invalid token")
 	}
+	c.Authenticated()
 	nick := cleanNickname(m.Nickname, c.id)
 	c.nickname.Store(&nick)
 	resumedLogin := false
@@ -137,9 +139,12 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 
 const maxNickname = 64
 
+// cleanNickname makes n a name to show on one line: without control
+// characters (C0 and C1), line or paragraph separators, or bidirectional
+// controls (U+202E would turn the rest of the line around).
 func cleanNickname(n, id string) string {
 	n = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
 			return -1
 		}
 		return r
@@ -158,7 +163,10 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	if c.pushArmed {
 		c.pushArmed = false
 		if m.Cmd != wire.CmdGetPendingMessages {
-			hb.PushPending(c.token, c, c.pushUpTo)
+			// Half the send queue, so presence and replies still fit.
+			if left := hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2)); left > 0 {
+				c.h.log.Warn("more requests pending than a push fits; the oldest were not pushed", "client", c.id, "left", left)
+			}
 		}
 	}
 	switch m.Cmd {
@@ -265,7 +273,8 @@ func (c *conn) rename(m *pb.WebsocketMessage) {
 		Nickname:          nick,
 	})
 	hb.Rename(c.token, c)
-	c.h.log.Info("client renamed", "client", c.id, "nickname", nick)
+	// Debug: a client may rename as often as it sends frames.
+	c.h.log.Debug("client renamed", "client", c.id, "nickname", nick)
 }
 
 func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) {

@@ -272,6 +272,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		c.Shutdown(wsconn.ClosePolicyViolation, "invalid token")
 		return nil, nil, false
 	}
+	c.Authenticated()
 	ch := r.acquire(jp.Token, jp.SessionID)
 	defer r.release(ch) // once joined, the peer holds it
 	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"connectrpc.com/connect"
 
@@ -160,9 +161,17 @@ const (
 	maxNameLen = 128 // agent, model and MCP client names
 )
 
-// clip shortens a name to maxNameLen bytes, on a character boundary.
+// clip makes a name one line of text (without control characters, line
+// or paragraph separators, or bidirectional controls, which would make it
+// read as something else) and shortens it to maxNameLen bytes, on a
+// character boundary.
 func clip(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
+			return -1
+		}
+		return r
+	}, s))
 	if len(s) <= maxNameLen {
 		return s
 	}
@@ -233,7 +242,7 @@ func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick strin
 	if id == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
 	}
-	if nick == "" {
+	if nick = clip(nick); nick == "" {
 		nick = "rpc"
 	}
 	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{

@@ -69,6 +69,9 @@ type boltFile struct {
 	// again and again, and would make the walk exponential.
 	budget   int64
 	problems []string
+	// scanStopped is the page where scan stopped looking for records
+	// (0: it did not).
+	scanStopped int64
 }
 
 func (f *boltFile) problem(format string, args ...any) {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 )
 
@@ -42,6 +43,9 @@ func checkFile(r io.ReaderAt, size int64) *checked {
 	var bad []string
 	f, c.recs, bad = readFile(r, size, true)
 	c.fromScan = f.scan(c.recs, f.old)
+	if f.scanStopped > 0 {
+		c.problems = append(c.problems, fmt.Sprintf("its leaf pages claim the same bytes over and over: records from page %d on were not looked for", f.scanStopped))
+	}
 	for _, k := range bad {
 		if _, ok := c.recs[k]; !ok {
 			c.lost = append(c.lost, k)
@@ -131,6 +135,12 @@ func decodeAt(k, v []byte, r *Record, old bool) error {
 func (f *boltFile) scan(recs map[string]Record, old bool) int {
 	added := 0
 	f.budget = f.size/elementSize + 16
+	// A leaf and its overflow are read whole, and a leaf no longer in use
+	// may claim pages other leaves now hold, so some bytes are read more
+	// than once; but leaves that each claim the rest of the file would
+	// have it read once per page. The bytes read stop at a few times the
+	// file's size.
+	bytesLeft := 4 * f.size
 	var h [pageHeaderSize]byte
 	for id := int64(2); id*f.psize+pageHeaderSize <= f.size; id++ { // the last page may be cut short
 		if f.seen[uint64(id)] {
@@ -144,6 +154,10 @@ func (f *boltFile) scan(recs map[string]Record, old bool) int {
 			continue
 		}
 		n := min((int64(native.Uint32(h[12:]))+1)*f.psize, f.size-off)
+		if bytesLeft -= n; bytesLeft < 0 {
+			f.scanStopped = id
+			break
+		}
 		b := make([]byte, n)
 		if _, err := f.r.ReadAt(b, off); err != nil {
 			continue

@@ -4,13 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -436,5 +439,68 @@ func TestInlineBucketsPointingAtTheSameBytes(t *testing.T) {
 	}
 	if len(aside(t, dir, FileName)) != 1 {
 		t.Fatal("the damaged database was not kept aside")
+	}
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.ReaderAt
+	n int64
+}
+
+func (c *countingReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := c.r.ReadAt(b, off)
+	c.n += int64(n)
+	return n, err
+}
+
+// A file whose every page says it is a leaf running to the end of the
+// file: the salvage of a damaged file read each one whole, the rest of the
+// file again for every page (and allocated as much), quadratic in the
+// file's size. It reads a bounded multiple of the file instead.
+func TestLeavesClaimingTheRestOfTheFile(t *testing.T) {
+	const pages, psize = 512, 4096
+	b := make([]byte, pages*psize)
+	for id := range pages {
+		h := b[id*psize:]
+		native.PutUint64(h, uint64(id))
+		native.PutUint16(h[8:], leafPage)
+		native.PutUint32(h[12:], ^uint32(0)) // overflow past the end
+	}
+	r := &countingReader{r: bytes.NewReader(b)}
+	c := checkFile(r, int64(len(b)))
+	if !c.damaged() {
+		t.Fatal("a file of bare leaves passed the check")
+	}
+	if !slices.ContainsFunc(c.problems, func(p string) bool { return strings.Contains(p, "not looked for") }) {
+		t.Errorf("problems %q do not say the salvage stopped", c.problems)
+	}
+	if limit := 8 * int64(len(b)); r.n > limit {
+		t.Errorf("the check read %d bytes of a %d-byte file, more than %d", r.n, len(b), limit)
+	}
+}
+
+// A journal crafted so that, at every 16th byte, the length there covers
+// half the file and the next byte is the record format's: looking for the
+// next sound entry after the first bad one checksummed half the file at
+// each of them, quadratic in the journal's size (a 64 MiB journal took
+// most of an hour to open). It checksums a bounded multiple of the
+// journal instead, and says which bytes it could not read.
+func TestJournalOfFalseStarts(t *testing.T) {
+	const size = 1 << 20
+	b := make([]byte, size)
+	for off := 0; off+16 <= size; off += 16 {
+		binary.LittleEndian.PutUint32(b[off:], size/2)
+		b[off+8] = formatWire
+	}
+	var summed int
+	testHookChecksum = func(n int) { summed += n }
+	defer func() { testHookChecksum = nil }()
+	rs, bad := readJournal(b)
+	if len(rs) != 0 || len(bad) == 0 {
+		t.Fatalf("read %d records, %d bad ranges, from a journal of false starts", len(rs), len(bad))
+	}
+	if limit := 8 * size; summed > limit {
+		t.Errorf("checksummed %d bytes of a %d-byte journal, more than %d", summed, size, limit)
 	}
 }

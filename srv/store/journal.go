@@ -42,15 +42,14 @@ func journalEntry(b, val []byte) []byte {
 // its checksum matches and its record decodes. It returns the record and
 // the entry's length.
 func entryAt(b []byte, off int) (Record, int, bool) {
-	if len(b)-off < 9 {
+	val, ok := framedAt(b, off)
+	if !ok {
 		return Record{}, 0, false
 	}
-	n := int(binary.LittleEndian.Uint32(b[off:]))
-	val := b[off+8:]
-	if n > len(val) || val[0] != formatWire {
-		return Record{}, 0, false
+	n := len(val)
+	if testHookChecksum != nil {
+		testHookChecksum(n)
 	}
-	val = val[:n]
 	var r Record
 	if crc32.Checksum(val, castagnoli) != binary.LittleEndian.Uint32(b[off+4:]) || decode(val, &r) != nil || r.Room == "" || r.ID == "" {
 		return Record{}, 0, false
@@ -58,24 +57,63 @@ func entryAt(b []byte, off int) (Record, int, bool) {
 	return r, 8 + n, true
 }
 
+// framedAt returns the bytes the entry at off of b says it holds, if they
+// fit in b and start like a record: what entryAt checksums.
+func framedAt(b []byte, off int) ([]byte, bool) {
+	if len(b)-off < 9 {
+		return nil, false
+	}
+	n := int(binary.LittleEndian.Uint32(b[off:]))
+	val := b[off+8:]
+	if n > len(val) || val[0] != formatWire {
+		return nil, false
+	}
+	return val[:n], true
+}
+
+// testHookChecksum, when set by a test, is told the length of each
+// entry entryAt checksums.
+var testHookChecksum func(n int)
+
 // readJournal returns the sound records in b and the byte ranges it could
 // not read. Past a torn (the writer stopped mid-write) or damaged entry it
 // looks byte by byte for the next sound one, from the damaged entry's
 // second byte (its length may be what was damaged): a false start would
 // have to pass a CRC-32C and decode as a record.
+//
+// Each false start costs a checksum over the length it claims; a journal
+// crafted to be all false starts would cost its size squared. The search
+// checksums at most a few times the journal's size, then gives up: the rest
+// is reported unreadable (and the journal is kept aside).
 func readJournal(b []byte) (out []Record, bad [][2]int) {
+	spare := 4 * len(b)
+	// afford reports whether the entry at off may be checked, and pays for it.
+	afford := func(off int) bool {
+		val, ok := framedAt(b, off)
+		if ok {
+			spare -= len(val)
+		}
+		return spare >= 0
+	}
 	for off := 0; off < len(b); {
+		if !afford(off) {
+			bad = append(bad, [2]int{off, len(b)})
+			break
+		}
 		if r, n, ok := entryAt(b, off); ok {
 			out = append(out, r)
 			off += n
 			continue
 		}
 		next := off + 1
-		for next < len(b) {
+		for ; next < len(b); next++ {
+			if !afford(next) {
+				next = len(b)
+				break
+			}
 			if _, _, ok := entryAt(b, next); ok {
 				break
 			}
-			next++
 		}
 		bad = append(bad, [2]int{off, next})
 		off = next

@@ -217,6 +217,16 @@ func (c *Conn) UntilActive(release func()) {
 	}
 }
 
+// Authenticated gives the connection's place among those not logged in
+// back (the release of UntilActive) as soon as its token has proved
+// valid, before its owner has finished logging it in: from then on no
+// newcomer can evict it.
+func (c *Conn) Authenticated() {
+	if f := c.unauth.Swap(nil); f != nil {
+		(*f)()
+	}
+}
+
 // Done is closed once the connection is shutting down.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
