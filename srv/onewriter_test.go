@@ -130,7 +130,7 @@ func (p *pingingPeer) readLoop() {
 	var read int
 	var stalled bool
 	r := slowReader{p.r, &read, &stalled}
-	var state ws.State = ws.StateClientSide
+	state := ws.StateClientSide
 	var msg []byte
 	lastPong := int64(0)
 	for i := 0; ; i++ {

@@ -89,7 +89,7 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	if n := rw.Reader.Buffered(); n > 0 {
 		// Frames the client sent right behind its request: read first.
 		c.buf = make([]byte, n, max(n, readChunk))
-		_, _ = rw.Reader.Read(c.buf)
+		_, _ = rw.Read(c.buf)
 	}
 	return c, nil
 }
@@ -242,7 +242,10 @@ func (c *Conn) Shutdown(code int, text string) {
 	c.closing = true
 	c.shut.Store(true)
 	close(c.done)
-	c.pushLocked(item{kind: 2, data: ws.NewCloseFrameBody(ws.StatusCode(code), text)})
+	if code < 1000 || code > 4999 {
+		code = 1011 // not a close code: an internal error
+	}
+	c.pushLocked(item{kind: 2, data: ws.NewCloseFrameBody(ws.StatusCode(code), text)}) // #nosec G115 -- within 1000..4999
 	c.mu.Unlock()
 	c.wake() // a parked connection needs a reader to see the socket close
 }
