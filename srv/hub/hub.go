@@ -80,6 +80,9 @@ var (
 	ErrNoReceiver = errors.New("receiver is not online under this token")
 	ErrClosed     = errors.New("server is shutting down")
 	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
+	// ErrHandedOver: the answer, given while no agent waited, was handed to
+	// another call of the same project (TakeMissed) before this one came back.
+	ErrHandedOver = errors.New("the person's answer was already handed to another call from this project, which asked after this one went away")
 	ErrRoomFull   = errors.New("too many connections for this token")
 	// ErrNotSaved: the store could not save a request (which is then
 	// refused, never shown) or an answer (which is then not taken: the

@@ -74,6 +74,9 @@ func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Mi
 	}
 	for _, m := range out {
 		h.handedOverLocked(r, m.ID)
+		if s := r.settled[m.ID]; s != nil {
+			s.takenElsewhere = true
+		}
 	}
 	if len(out) > 0 {
 		h.log.Info("handed over answers kept for an absent agent", "count", len(out))

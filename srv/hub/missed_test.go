@@ -222,3 +222,27 @@ func TestMissedBounded(t *testing.T) {
 		t.Fatalf("left %d, order %d", len(r.missed), len(r.missedOrder))
 	}
 }
+
+// TestTakenAnswerNotHandedTwice: an answer kept for an absent agent and
+// taken by another call of the project is not also given to the first
+// call re-attaching by ID: two agents would act on one answer. The
+// re-attaching call hears where the answer went.
+func TestTakenAnswerNotHandedTwice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanGrace: time.Hour})
+		cancel, _ := askIn(h, "q1", "/p")
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
+			t.Fatal(err)
+		}
+		if ms := h.TakeMissed("tok", "/p", nil, 8); len(ms) != 1 {
+			t.Fatalf("took %v", ms)
+		}
+		_, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q1", ProjectDirectory: "/p", Text: "q q1?", Timeout: time.Hour})
+		if !errors.Is(err, ErrHandedOver) {
+			t.Fatalf("re-attaching after another call took the answer: %v, want ErrHandedOver", err)
+		}
+	})
+}

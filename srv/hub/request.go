@@ -90,6 +90,10 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 				r.mu.Unlock()
 				return nil, ErrDuplicate
 			}
+			if s.takenElsewhere {
+				r.mu.Unlock()
+				return nil, ErrHandedOver
+			}
 			h.handedOverLocked(r, req.ID)
 			r.mu.Unlock()
 			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)

@@ -10,6 +10,10 @@ type settled struct {
 	reply *Reply
 	err   error
 	at    time.Time
+	// takenElsewhere: the answer was kept for an absent agent and another
+	// call of the project took it (TakeMissed); a re-attach by ID gets
+	// ErrHandedOver, so two agents never act on one answer.
+	takenElsewhere bool
 }
 
 // maxSettled caps the outcomes a room keeps in memory for re-attaching

@@ -214,6 +214,8 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		return nil, "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("request %s: %w", id, err))
 	case errors.Is(err, hub.ErrWithdrawn):
 		return nil, "", connect.NewError(connect.CodeCanceled, err)
+	case errors.Is(err, hub.ErrHandedOver):
+		return nil, "", connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, hub.ErrClosed):
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, hub.ErrNotSaved):
