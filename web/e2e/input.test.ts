@@ -125,6 +125,8 @@ describe.skipIf(missing.length > 0)('remote input: dictate on the phone, typed o
     await chat.waitFor()
     await expect(chat.locator('[data-testid=type-send]').textContent()).resolves.toContain('Type on desk')
     const box = chat.locator('textarea[data-testid=chat-input]')
+    // A phone has no keyboard shortcut to offer.
+    expect(await box.getAttribute('placeholder')).not.toContain('Enter')
     const answers = chat.locator('[data-testid=chat-answer]')
 
     // A dictation with a mistake on its second line…

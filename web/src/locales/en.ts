@@ -64,7 +64,7 @@ export default {
   input: {
     typeOn: 'Type on',
     hint: "Dictate with your keyboard's microphone; the text is typed where the cursor is on that PC.",
-    placeholder: 'Say or type the text… (Ctrl+Enter to send)',
+    placeholder: 'Say or type the text…',
     undo: 'Undo last',
     clear: 'Clear',
     enter: 'Enter',

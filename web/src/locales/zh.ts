@@ -63,7 +63,7 @@ export default {
   input: {
     typeOn: '输入到',
     hint: '用键盘上的麦克风听写；文字会输入到那台电脑的光标处。',
-    placeholder: '说出或输入文字…（Ctrl+Enter 发送）',
+    placeholder: '说出或输入文字…',
     undo: '撤销上一条',
     clear: '清除',
     enter: '回车',
