@@ -63,6 +63,11 @@ type boltFile struct {
 	hasMeta bool
 	old     bool            // the store says it is of an earlier layout: records without a checksum are sound
 	seen    map[uint64]bool // pages of the tree, each read once
+	// walked are the leaf pages (with their overflow) whose records the
+	// tree walk read; the salvage scan reads every other leaf. A page
+	// marked seen may never have been read: a damaged page claiming it as
+	// overflow, or reached twice.
+	walked map[uint64]bool
 	// budget is how many more elements a walk may visit. Each element of
 	// a sound file takes 16 bytes of it, so the file's size bounds them;
 	// damaged inline buckets can point their elements at the same bytes
@@ -259,6 +264,9 @@ func (f *boltFile) tree(path []string, id uint64, lo, hi []byte, depth int, fn v
 		f.problem("bucket %q: page %d: elements run past the page", path, id)
 	}
 	if native.Uint16(b[8:]) == leafPage {
+		for i := id; i <= id+uint64(native.Uint32(b[12:])); i++ {
+			f.walked[i] = true
+		}
 		return f.leaves(path, id, es, lo, hi, depth, fn)
 	}
 	last := lo

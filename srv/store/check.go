@@ -58,7 +58,7 @@ func checkFile(r io.ReaderAt, size int64) *checked {
 // with it, and with keep its intact records (by key) and the keys of
 // damaged ones.
 func readFile(r io.ReaderAt, size int64, keep bool) (*boltFile, map[string]Record, []string) {
-	f := &boltFile{r: r, size: size, seen: make(map[uint64]bool), budget: size/elementSize + 16}
+	f := &boltFile{r: r, size: size, seen: make(map[uint64]bool), walked: make(map[uint64]bool), budget: size/elementSize + 16}
 	f.readMetas()
 	recs := make(map[string]Record)
 	var bad, unsummed []string
@@ -143,7 +143,7 @@ func (f *boltFile) scan(recs map[string]Record, old bool) int {
 	bytesLeft := 4 * f.size
 	var h [pageHeaderSize]byte
 	for id := int64(2); id*f.psize+pageHeaderSize <= f.size; id++ { // the last page may be cut short
-		if f.seen[uint64(id)] {
+		if f.walked[uint64(id)] {
 			continue
 		}
 		off := id * f.psize
