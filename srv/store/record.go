@@ -3,93 +3,81 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"math"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/agentassistant/agentassistant/gen/storeproto"
 )
 
-// A record is stored as a format byte followed by protobuf wire-format
-// fields (numbers below): compact, cheap to encode, and unknown fields
-// are skipped, so later versions can add fields. Stores written before
-// this format hold JSON (first byte '{'); they are rewritten on Open.
+// A record is stored as a format byte followed by a storeproto.Record
+// (proto/storeproto/record.proto): compact, cheap to encode, and unknown
+// fields are skipped, so later versions can add fields. Stores written
+// before this format hold JSON (first byte '{'); they are rewritten on Open.
 //
-// The last field is always a CRC-32C of everything before it (fSum), so a
-// record whose bytes were damaged on disk is found out instead of restored
-// with a text nobody typed; fields a later version adds go before it.
-// Records of the second layout have none; Open rewrites them with one.
+// The last field is always a CRC-32C of everything before it (the
+// message's sum, field fSum), so a record whose bytes were damaged on disk
+// is found out instead of restored with a text nobody typed: the message
+// is marshalled without it, then it is appended. Records of the second
+// layout have none; Open rewrites them with one. Fields a later version
+// adds go before it (numbers below 100).
 const formatWire = 1
 
-// fSum is the checksum field: numbered well past the fields below, so they
-// can grow.
+// fSum is storeproto.Record's sum field; sumTag is its tag as written, so
+// a summed record ends with sumTag and the sum's 4 bytes.
 const fSum protowire.Number = 100
 
-const (
-	fRoom protowire.Number = iota + 1
-	fID
-	fKind
-	fProjectDirectory
-	fText
-	fTimeoutSeconds
-	fCreatedAt // Unix nanoseconds
-	fDeadline  // Unix nanoseconds
-	fStatus
-	fReply
-	fClosedAt // Unix nanoseconds; absent while pending
-	fClosedNote
-	fAgentName
-	fReasoningModelName
-	fMcpClientName
+var sumTag = protowire.AppendTag(nil, fSum, protowire.Fixed32Type)
+
+var (
+	// Deterministic: the same record is always the same bytes (there are
+	// no maps to order today; this keeps it so). The size is taken first,
+	// to size the buffer, and used again by the marshal.
+	sizer     = proto.MarshalOptions{Deterministic: true}
+	marshal   = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
+	unmarshal = proto.UnmarshalOptions{DiscardUnknown: true}
+	// messages are the codec's scratch messages, reused: a record is
+	// encoded on every write and decoded on every read.
+	messages = sync.Pool{New: func() any { return new(storeproto.Record) }}
 )
 
 func encode(r *Record) []byte {
-	b := make([]byte, 1, 72+len(r.Room)+len(r.ID)+len(r.ProjectDirectory)+len(r.Text)+len(r.Reply)+len(r.ClosedNote)+
-		len(r.AgentName)+len(r.ReasoningModelName)+len(r.McpClientName))
+	m := messages.Get().(*storeproto.Record)
+	defer messages.Put(m)
+	*m = storeproto.Record{
+		Room: r.Room, Id: r.ID, Kind: int64(r.Kind), ProjectDirectory: r.ProjectDirectory, Text: r.Text,
+		TimeoutSeconds: r.TimeoutSeconds, CreatedAt: nanos(r.CreatedAt), Deadline: nanos(r.Deadline),
+		Status: r.Status, Reply: r.Reply, ClosedAt: nanos(r.ClosedAt), ClosedNote: r.ClosedNote,
+		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName,
+	}
+	b := make([]byte, 1, 1+sizer.Size(m)+len(sumTag)+4)
 	b[0] = formatWire
-	str := func(n protowire.Number, v string) {
-		if v != "" {
-			b = protowire.AppendTag(b, n, protowire.BytesType)
-			b = protowire.AppendString(b, v)
-		}
+	b, err := marshal.MarshalAppend(b, m)
+	*m = storeproto.Record{} // hold no record's text in the pool
+	if err != nil {
+		// No required fields and no UTF-8 check: it cannot fail.
+		panic(fmt.Sprintf("store: marshal record: %v", err))
 	}
-	num := func(n protowire.Number, v int64) {
-		if v != 0 {
-			b = protowire.AppendTag(b, n, protowire.VarintType)
-			b = protowire.AppendVarint(b, protowire.EncodeZigZag(v))
-		}
-	}
-	at := func(n protowire.Number, t time.Time) {
-		if !t.IsZero() {
-			num(n, t.UnixNano())
-		}
-	}
-	str(fRoom, r.Room)
-	str(fID, r.ID)
-	num(fKind, int64(r.Kind))
-	str(fProjectDirectory, r.ProjectDirectory)
-	str(fText, r.Text)
-	num(fTimeoutSeconds, r.TimeoutSeconds)
-	at(fCreatedAt, r.CreatedAt)
-	at(fDeadline, r.Deadline)
-	str(fStatus, r.Status)
-	if len(r.Reply) > 0 {
-		b = protowire.AppendTag(b, fReply, protowire.BytesType)
-		b = protowire.AppendBytes(b, r.Reply)
-	}
-	at(fClosedAt, r.ClosedAt)
-	str(fClosedNote, r.ClosedNote)
-	str(fAgentName, r.AgentName)
-	str(fReasoningModelName, r.ReasoningModelName)
-	str(fMcpClientName, r.McpClientName)
 	sum := crc32.Checksum(b, castagnoli)
-	b = protowire.AppendTag(b, fSum, protowire.Fixed32Type)
-	return protowire.AppendFixed32(b, sum)
+	return protowire.AppendFixed32(append(b, sumTag...), sum)
+}
+
+// nanos is t in Unix nanoseconds, 0 for the zero time.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 var errDamaged = errors.New("damaged record")
@@ -109,82 +97,40 @@ func decodeSummed(v []byte, r *Record) (summed bool, err error) {
 	if len(v) == 0 || v[0] != formatWire {
 		return false, errDamaged
 	}
-	*r = Record{}
-	for b := v[1:]; len(b) > 0; {
-		at := len(v) - len(b) // where this field starts
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return false, errDamaged
-		}
-		b = b[l:]
-		if n == fSum && typ == protowire.Fixed32Type {
-			sum, l := protowire.ConsumeFixed32(b)
-			if l < 0 || l != len(b) || sum != crc32.Checksum(v[:at], castagnoli) {
-				return false, errDamaged // a damaged sum, a damaged record, or bytes after the end
-			}
-			return true, nil
-		}
-		switch typ {
-		case protowire.BytesType:
-			val, l := protowire.ConsumeBytes(b)
-			if l < 0 {
-				return false, errDamaged
-			}
-			b = b[l:]
-			switch n {
-			case fRoom:
-				r.Room = string(val)
-			case fID:
-				r.ID = string(val)
-			case fProjectDirectory:
-				r.ProjectDirectory = string(val)
-			case fText:
-				r.Text = string(val)
-			case fStatus:
-				r.Status = string(val)
-			case fReply:
-				r.Reply = append([]byte(nil), val...)
-			case fClosedNote:
-				r.ClosedNote = string(val)
-			case fAgentName:
-				r.AgentName = string(val)
-			case fReasoningModelName:
-				r.ReasoningModelName = string(val)
-			case fMcpClientName:
-				r.McpClientName = string(val)
-			}
-		case protowire.VarintType:
-			u, l := protowire.ConsumeVarint(b)
-			if l < 0 {
-				return false, errDamaged
-			}
-			b = b[l:]
-			x := protowire.DecodeZigZag(u)
-			at := time.Time{} // 0 is never written: it stands for no time
-			if x != 0 {
-				at = time.Unix(0, x)
-			}
-			switch n {
-			case fKind:
-				r.Kind = int(x)
-			case fTimeoutSeconds:
-				r.TimeoutSeconds = x
-			case fCreatedAt:
-				r.CreatedAt = at
-			case fDeadline:
-				r.Deadline = at
-			case fClosedAt:
-				r.ClosedAt = at
-			}
-		default:
-			l := protowire.ConsumeFieldValue(n, typ, b)
-			if l < 0 {
-				return false, errDamaged
-			}
-			b = b[l:]
-		}
+	m := messages.Get().(*storeproto.Record)
+	defer func() {
+		*m = storeproto.Record{} // hold no record's text in the pool
+		messages.Put(m)
+	}()
+	// A sound sum at the end, after whole fields and the only one.
+	if n := len(v) - len(sumTag) - 4; n >= 1 && bytes.Equal(v[n:n+len(sumTag)], sumTag) &&
+		crc32.Checksum(v[:n], castagnoli) == binary.LittleEndian.Uint32(v[len(v)-4:]) &&
+		unmarshal.Unmarshal(v[1:n], m) == nil && m.Sum == nil {
+		fromMessage(m, r)
+		return true, nil
 	}
+	// Otherwise a record of the second layout, without one; a sum
+	// anywhere is a damaged sum, a damaged record, or bytes after the end.
+	if unmarshal.Unmarshal(v[1:], m) != nil || m.Sum != nil {
+		return false, errDamaged
+	}
+	fromMessage(m, r)
 	return false, nil
+}
+
+func fromMessage(m *storeproto.Record, r *Record) {
+	at := func(x int64) time.Time {
+		if x == 0 { // never written: it stands for no time
+			return time.Time{}
+		}
+		return time.Unix(0, x)
+	}
+	*r = Record{
+		Room: m.Room, ID: m.Id, Kind: int(m.Kind), ProjectDirectory: m.ProjectDirectory, Text: m.Text,
+		TimeoutSeconds: m.TimeoutSeconds, CreatedAt: at(m.CreatedAt), Deadline: at(m.Deadline),
+		Status: m.Status, Reply: m.Reply, ClosedAt: at(m.ClosedAt), ClosedNote: m.ClosedNote,
+		AgentName: m.AgentName, ReasoningModelName: m.ReasoningModelName, McpClientName: m.McpClientName,
+	}
 }
 
 // layoutKey, in the meta bucket, names the layout the records are in;
