@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -82,6 +83,7 @@ type Server struct {
 	hub     *hub.Hub
 	inbox   *inbox.Handler
 	relay   *relay.Relay
+	agui    *agui.Handler
 	handler http.Handler
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
@@ -155,6 +157,8 @@ func New(o Options) *Server {
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
+	s.agui = agui.New(agui.Options{Relay: s.relay, Guard: o.Guard, Logger: o.Logger.With("component", "agui")})
+	s.handle("POST /agui", GuardHeader, s.requireToken(s.agui))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -184,6 +188,7 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {
 	s.hub.Close()
+	s.agui.Close()
 	_ = s.relay.Close()
 	return s.inbox.Close()
 }

@@ -143,6 +143,7 @@ func (l *Local) NextUserMessage(ctx context.Context) (Envelope, bool) {
 			return env, true
 		}
 		wake := l.ch.mailboxWake
+		l.ch.agentWaits()
 		l.ch.mu.Unlock()
 		select {
 		case <-wake:
