@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -176,7 +177,7 @@ func TestAGUITwoPhases(t *testing.T) {
 	} {
 		bad := postAGUI(t, url, tokA, map[string]any{"threadId": thread, "runId": "run-bad", "messages": append(append([]map[string]any{}, hist...), tm), "tools": bgTool})
 		evs := bad.until()
-		if types(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["message"] == "" {
+		if types(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["code"] != "invalid_tool_result" {
 			t.Errorf("%s: %v", name, evs)
 		}
 		t.Logf("%s: %v", name, evs[1]["message"])
@@ -204,11 +205,15 @@ func TestAGUITwoPhases(t *testing.T) {
 	if r, err := ui.PostAgentMessage(ctx, &pb.AgentMessageRequest{RelaySession: thread, Text: "Done: the background is blue."}); err != nil || r.GetError() != nil {
 		t.Fatalf("send_agent_message = %v, %v", r, err)
 	}
+	var waiting sync.WaitGroup
+	defer waiting.Wait()
 	waitUser := func() {
-		if _, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 1000}); err != nil {
+		defer waiting.Done()
+		if _, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 300}); err != nil {
 			t.Error(err)
 		}
 	}
+	waiting.Add(1)
 	go waitUser()
 	if got, want := types(run2.until()), "TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED"; got != want {
 		t.Fatalf("run 2 events:\n got %s\nwant %s", got, want)
@@ -221,6 +226,7 @@ func TestAGUITwoPhases(t *testing.T) {
 	if ev := retry.next(); ev["type"] != "RUN_STARTED" {
 		t.Fatalf("retry first event %v", ev)
 	}
+	waiting.Add(1)
 	go waitUser()
 	if got := types(retry.until()); got != "RUN_FINISHED" {
 		t.Fatalf("retry events %s", got)
@@ -238,10 +244,15 @@ func TestAGUICallWaitsForNextRun(t *testing.T) {
 	if r, err := ui.StartSession(ctx, &pb.StartSessionRequest{}); err != nil || r.GetError() != nil {
 		t.Fatalf("start_session = %v, %v", r, err)
 	}
-	go ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{TimeoutMs: 1000})
+	waited := make(chan struct{})
+	go func() {
+		defer close(waited)
+		ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{TimeoutMs: 200})
+	}()
 	if got := types(run.until()); got != "RUN_FINISHED" {
 		t.Fatalf("run 1: %s", got)
 	}
+	<-waited // the agent stops waiting for the user, and calls a tool
 	done := make(chan *pb.CallUIToolResponse, 1)
 	go func() {
 		r, err := ui.CallUITool(ctx, &pb.CallUIToolRequest{ToolName: "change_background", ParamsJson: `{"color":"red"}`, Reason: "asked"})
@@ -295,6 +306,16 @@ func TestAGUIBadInput(t *testing.T) {
 		if resp.StatusCode != c.code || !strings.Contains(string(body), c.want) {
 			t.Errorf("%s: %d %s, want %d %q", name, resp.StatusCode, body, c.code, c.want)
 		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, url+"/agui?token="+tokA, strings.NewReader(`{"threadId":"t","runId":"r"}`))
+	req.Header.Set("Origin", "http://evil.example")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Origin: %d", resp.StatusCode)
 	}
 	open := postAGUI(t, url, tokA, map[string]any{"threadId": "t", "runId": "r1"})
 	open.next()

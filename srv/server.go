@@ -53,6 +53,9 @@ type Options struct {
 	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
 	// Logs are filled in.
 	Relay relay.Options
+	// AGUI tunes POST /agui (MaxBody); Relay, Guard and Logger are
+	// filled in.
+	AGUI agui.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
 	StudyLogs *studylog.Dir
@@ -157,7 +160,9 @@ func New(o Options) *Server {
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
-	s.agui = agui.New(agui.Options{Relay: s.relay, Guard: o.Guard, Logger: o.Logger.With("component", "agui")})
+	ao := o.AGUI
+	ao.Relay, ao.Guard, ao.Logger = s.relay, o.Guard, o.Logger.With("component", "agui")
+	s.agui = agui.New(ao)
 	s.handle("POST /agui", GuardHeader, s.requireToken(s.agui))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -138,39 +138,49 @@ func (h *Handler) thread(token, id string) *thread {
 	}
 	t := newThread(h, id)
 	t.ext = h.o.Relay.JoinHost(token, id, t)
+	close(t.ready) // replies queued while joining may go now
 	h.threads[key] = t
 	return t
 }
 
 // run serves one AG-UI run to its end.
 func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stream) {
-	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
 	if !t.open() {
+		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
 		s.emit(event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"})
 		return
 	}
 	defer t.close()
+	// The thread takes a new run as soon as this one's end is sent: the
+	// frontend may post its next run the moment it reads it.
+	end := func(ev event) {
+		t.close()
+		s.finish(ev)
+	}
+	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
 	results, userMsg, err := t.plan(in)
 	if err != nil { // nothing was changed
-		s.emit(event{"type": RunError, "message": err.Error(), "code": "invalid_tool_result"})
+		end(event{"type": RunError, "message": err.Error(), "code": "invalid_tool_result"})
 		return
 	}
 	t.publish(in)
 	t.deliverResults(results)
 	if userMsg != nil {
 		t.postUser(*userMsg)
+	} else if len(results) == 0 && t.ext.AgentWaiting() {
+		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
 	}
 	for {
 		env, ok := t.next(ctx, h.closed)
 		if !ok {
 			if ctx.Err() == nil {
-				s.finish(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
+				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
 			}
 			return
 		}
 		switch env.Type {
 		case relay.TypeAgentWaiting:
-			s.finish(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
 			return
 		case wire.TypeAgentMessage:
 			var p struct {
@@ -189,10 +199,10 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			if !sent {
 				continue // refused: the agent hears why and goes on
 			}
-			s.finish(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
 			return
 		case wire.TypeReplaced:
-			s.finish(event{"type": RunError, "message": fmt.Sprintf("another host took over relay session %q", in.ThreadID), "code": "replaced"})
+			end(event{"type": RunError, "message": fmt.Sprintf("another host took over relay session %q", in.ThreadID), "code": "replaced"})
 			return
 		}
 	}

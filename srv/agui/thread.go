@@ -16,9 +16,10 @@ const maxDone = 4096
 // thread is one AG-UI thread: the host of the relay session of its
 // threadId. What the relay sends it waits in queue for a run to stream.
 type thread struct {
-	h   *Handler
-	id  string
-	ext *relay.External
+	h     *Handler
+	id    string
+	ext   *relay.External // set once, before ready is closed
+	ready chan struct{}
 
 	mu      sync.Mutex
 	queue   []relay.Envelope // tool.call, agent.message, relay.agent.waiting, relay.replaced
@@ -34,7 +35,7 @@ type thread struct {
 
 func newThread(h *Handler, id string) *thread {
 	return &thread{
-		h: h, id: id, wake: make(chan struct{}), state: json.RawMessage("{}"),
+		h: h, id: id, wake: make(chan struct{}), ready: make(chan struct{}), state: json.RawMessage("{}"),
 		tools: map[string]bool{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
 	}
 }
@@ -55,6 +56,8 @@ func (t *thread) Deliver(env relay.Envelope) bool {
 			return true // no run to finish
 		}
 		t.pushLocked(env)
+	case relay.TypeUserPosted:
+		t.dropWaitsLocked() // the agent waited for this message
 	case wire.TypeReplaced:
 		t.gone = true
 		t.pushLocked(env)
@@ -81,6 +84,7 @@ func (t *thread) replyLater(env relay.Envelope) {
 	t.h.wg.Add(1)
 	go func() {
 		defer t.h.wg.Done()
+		<-t.ready
 		t.ext.Send(env)
 	}()
 }
@@ -105,6 +109,11 @@ func (t *thread) open() bool {
 		return false
 	}
 	t.running = true
+	t.dropWaitsLocked()
+	return true
+}
+
+func (t *thread) dropWaitsLocked() {
 	q := t.queue[:0]
 	for _, e := range t.queue {
 		if e.Type != relay.TypeAgentWaiting {
@@ -112,7 +121,13 @@ func (t *thread) open() bool {
 		}
 	}
 	t.queue = q
-	return true
+}
+
+// yielded queues the end of the run: the agent has yielded the turn.
+func (t *thread) yielded() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pushLocked(relay.Envelope{Type: relay.TypeAgentWaiting})
 }
 
 func (t *thread) close() {

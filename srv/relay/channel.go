@@ -83,6 +83,7 @@ type channel struct {
 	toolIndex                          map[string]int
 
 	mailbox     []Envelope // user.message for in-process agents
+	waiters     int        // in-process agents waiting for one (external.go)
 	mailboxWake chan struct{}
 	activity    time.Time   // the last message through the relay session
 	hostGone    *time.Timer // armed while the host is away: see leave

@@ -23,6 +23,11 @@ type Deliverer interface {
 // agent waits for a user message (wait_user_message), it yields the turn.
 const TypeAgentWaiting = "relay.agent.waiting"
 
+// TypeUserPosted is ours, sent only to an external host: a user.message
+// is in the mailbox. A TypeAgentWaiting delivered before it was a wait
+// that message ends.
+const TypeUserPosted = "relay.user.posted"
+
 // External is an external host of one relay session.
 type External struct {
 	ch   *channel
@@ -71,10 +76,28 @@ func (e *External) Leave() {
 	e.left.Do(func() { e.ch.leave(e.p) })
 }
 
-// agentWaits tells an external host that an agent yields the turn.
-// Called with mu held.
+// AgentWaiting reports whether an in-process agent waits for a user
+// message now: it has yielded the turn.
+func (e *External) AgentWaiting() bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	return e.ch.waiters > 0
+}
+
+// agentWaits counts an in-process agent that starts waiting for a user
+// message (its caller counts it out) and tells an external host it
+// yields the turn. Called with mu held.
 func (ch *channel) agentWaits() {
+	ch.waiters++
 	if ch.host != nil && ch.host.ext != nil {
 		ch.host.deliver(Envelope{Type: TypeAgentWaiting, Payload: json.RawMessage("{}")})
+	}
+}
+
+// posted tells an external host a user message was queued. Called with
+// mu held, so it is ordered with agentWaits.
+func (ch *channel) posted() {
+	if ch.host != nil && ch.host.ext != nil {
+		ch.host.deliver(Envelope{Type: TypeUserPosted, Payload: json.RawMessage("{}")})
 	}
 }
