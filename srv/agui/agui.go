@@ -42,6 +42,9 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBody bounds a request body (default DefaultMaxBody).
 	MaxBody int64
+	// MaxThreads bounds the threads kept as hosts (default 256); past it
+	// the least recently used one without an open run leaves.
+	MaxThreads int
 }
 
 // Handler is POST /agui. The token has been checked before it runs.
@@ -51,6 +54,7 @@ type Handler struct {
 
 	mu      sync.Mutex
 	threads map[string]*thread // by token and threadId
+	clock   uint64             // orders the threads' use
 	closed  chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -66,6 +70,9 @@ func New(o Options) *Handler {
 	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxThreads <= 0 {
+		o.MaxThreads = 256
 	}
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]*thread), closed: make(chan struct{})}
 }
@@ -134,13 +141,38 @@ func (h *Handler) thread(token, id string) *thread {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t := h.threads[key]; t != nil && !t.isGone() {
+		t.used = h.tick()
 		return t
 	}
+	if len(h.threads) >= h.o.MaxThreads {
+		h.evictLocked()
+	}
 	t := newThread(h, id)
+	t.used = h.tick()
 	t.ext = h.o.Relay.JoinHost(token, id, t)
 	close(t.ready) // replies queued while joining may go now
 	h.threads[key] = t
 	return t
+}
+
+func (h *Handler) tick() uint64 { h.clock++; return h.clock }
+
+// evictLocked lets the least recently used thread without an open run
+// go: it leaves its relay session, as a host that closed its page.
+func (h *Handler) evictLocked() {
+	var (
+		oldKey string
+		old    *thread
+	)
+	for k, t := range h.threads {
+		if !t.isRunning() && (old == nil || t.used < old.used) {
+			oldKey, old = k, t
+		}
+	}
+	if old != nil {
+		delete(h.threads, oldKey)
+		old.ext.Leave()
+	}
 }
 
 // run serves one AG-UI run to its end.

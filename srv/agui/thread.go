@@ -18,6 +18,7 @@ const maxDone = 4096
 type thread struct {
 	h     *Handler
 	id    string
+	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
 	ext   *relay.External // set once, before ready is closed
 	ready chan struct{}
 
@@ -92,6 +93,12 @@ func (t *thread) replyLater(env relay.Envelope) {
 func (t *thread) snapshotLocked() json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"uiSpec": t.state})
 	return b
+}
+
+func (t *thread) isRunning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
 }
 
 func (t *thread) isGone() bool {
