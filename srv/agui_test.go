@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -104,7 +106,7 @@ var bgTool = []map[string]any{{
 // two, by toolCallId, then by the two-phase design's tool_id/tool_name),
 // and finishes the run by waiting for the user.
 func TestAGUITwoPhases(t *testing.T) {
-	url, _ := newRelayServer(t, relay.Options{})
+	url, dataDir := newRelayServer(t, relay.Options{})
 	ui := uiRelayClient(url)
 	ctx := context.Background()
 	const thread = "thread-1"
@@ -230,6 +232,22 @@ func TestAGUITwoPhases(t *testing.T) {
 	go waitUser()
 	if got := types(retry.until()); got != "RUN_FINISHED" {
 		t.Fatalf("retry events %s", got)
+	}
+
+	// The study log has the thread's events since start_session, as for
+	// an mvp-0.2 host.
+	end, err := ui.EndSession(ctx, &pb.EndSessionRequest{RelaySession: thread})
+	if err != nil || end.GetError() != nil || end.GetLogFile() == "" {
+		t.Fatalf("end_session = %v, %v", end, err)
+	}
+	logText, err := os.ReadFile(filepath.Join(dataDir, end.GetLogFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"agent.message"`, `"tool.call"`, `"tool.result"`, `"status":"ok"`, `"session.ended"`} {
+		if !strings.Contains(string(logText), want) {
+			t.Errorf("study log lacks %s:\n%s", want, logText)
+		}
 	}
 }
 
