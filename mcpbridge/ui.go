@@ -228,7 +228,7 @@ func (u *uiTools) invoke(ctx context.Context, name string, params map[string]any
 	if e := r.GetError(); e != nil {
 		head = fmt.Sprintf("error %s: %s", e.GetCode(), e.GetMessage())
 	}
-	res := mcp.NewToolResultText(head + "\n" + u.describe(r.GetState(), r.GetError()))
+	res := mcp.NewToolResultText(head + hostResult(r.GetResultJson()) + "\n" + u.describe(r.GetState(), r.GetError()))
 	res.IsError = r.GetError() != nil
 	return res, nil
 }

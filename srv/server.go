@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -53,6 +54,9 @@ type Options struct {
 	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
 	// Logs are filled in.
 	Relay relay.Options
+	// AGUI tunes POST /agui (MaxBody); Relay, Guard and Logger are
+	// filled in.
+	AGUI agui.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
 	StudyLogs *studylog.Dir
@@ -89,6 +93,7 @@ type Server struct {
 	mcp     *mcphttp.Handler
 	inproc  *inProcess
 	guard   *auth.Guard
+	agui    *agui.Handler
 	handler http.Handler
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
@@ -169,6 +174,10 @@ func New(o Options) *Server {
 	mo.Connect, mo.BaseURL, mo.TokenOf, mo.Logger = s.inproc.Client(), inProcessURL, s.tokenOf, o.Logger.With("component", "mcp")
 	s.mcp = mcphttp.New(mo)
 	s.handle("/mcp", GuardHeader, s.checkOrigin(s.requireToken(s.mcp)))
+	ao := o.AGUI
+	ao.Relay, ao.Guard, ao.Logger = s.relay, o.Guard, o.Logger.With("component", "agui")
+	s.agui = agui.New(ao)
+	s.handle("POST /agui", GuardHeader, s.requireToken(s.agui))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -200,6 +209,7 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 func (s *Server) Close() error {
 	s.mcp.Close() // first: its calls end while the hub still answers
 	s.hub.Close()
+	s.agui.Close()
 	_ = s.relay.Close()
 	err := s.inbox.Close()
 	s.inproc.stop()

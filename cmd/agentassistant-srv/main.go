@@ -22,6 +22,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -76,6 +77,8 @@ type fileConfig struct {
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 	BodyTimeout      int `toml:"body_timeout_seconds"`
+	// POST /agui.
+	AGUIMaxBody int64 `toml:"agui_max_body_bytes"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -172,6 +175,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -11,13 +11,15 @@ import (
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
-// peer is one side of a relay session: a WebSocket host or agent, or an
-// in-process agent call (local) made for the MCP bridge.
+// peer is one side of a relay session: a WebSocket host or agent, an
+// in-process agent call (local) made for the MCP bridge, or an external
+// host (ext, external.go) such as an AG-UI thread.
 type peer struct {
 	role  string // "host" or "agent"
 	id    string
 	conn  *wsconn.Conn
 	local chan Reply // in-process: receives the reply
+	ext   Deliverer  // external: receives every envelope
 }
 
 // Reply is what an in-process request gets back: the envelope, and the
@@ -33,6 +35,10 @@ func (p *peer) deliver(env Envelope) bool { return p.deliverAt(env, 0) }
 func (p *peer) deliverAt(env Envelope, version uint64) bool {
 	if p.conn != nil {
 		return p.conn.Send(encode(env))
+	}
+	if p.ext != nil {
+		env.V = wire.Version
+		return p.ext.Deliver(env)
 	}
 	select {
 	case p.local <- Reply{Envelope: env, StateVersion: version}:
@@ -77,6 +83,7 @@ type channel struct {
 	toolIndex                          map[string]int
 
 	mailbox     []Envelope // user.message for in-process agents
+	waiters     int        // in-process agents waiting for one (external.go)
 	mailboxWake chan struct{}
 	activity    time.Time   // the last message through the relay session
 	hostGone    *time.Timer // armed while the host is away: see leave

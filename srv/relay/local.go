@@ -143,10 +143,18 @@ func (l *Local) NextUserMessage(ctx context.Context) (Envelope, bool) {
 			return env, true
 		}
 		wake := l.ch.mailboxWake
+		l.ch.agentWaits()
 		l.ch.mu.Unlock()
+		var gone bool
 		select {
 		case <-wake:
 		case <-ctx.Done():
+			gone = true
+		}
+		l.ch.mu.Lock()
+		l.ch.waiters--
+		l.ch.mu.Unlock()
+		if gone {
 			return Envelope{}, false
 		}
 	}

@@ -8,6 +8,7 @@ func (ch *channel) post(env Envelope) {
 		ch.mailbox = ch.mailbox[1:]
 	}
 	ch.mailbox = append(ch.mailbox, env)
+	ch.posted()
 	close(ch.mailboxWake)
 	ch.mailboxWake = make(chan struct{})
 }

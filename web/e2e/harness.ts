@@ -66,11 +66,13 @@ export async function startServer(o: { fileBlocks?: number } = {}): Promise<Serv
   }
 }
 
-export async function startMCP(s: Server): Promise<Client> {
+// startMCP runs agentassistant-mcp behind the MCP client; session names
+// the relay session (-session) it drives.
+export async function startMCP(s: Server, o: { session?: string } = {}): Promise<Client> {
   const home = mkdtempSync(join(tmpdir(), 'aa-home-'))
   const transport = new StdioClientTransport({
     command: join(BIN, 'agentassistant-mcp'),
-    args: ['-host', s.host, '-port', s.port, '-token', s.token],
+    args: ['-host', s.host, '-port', s.port, '-token', s.token, ...(o.session ? ['-session', o.session] : [])],
     env: { HOME: home, XDG_CONFIG_HOME: home, PATH: process.env.PATH ?? '' },
     cwd: home,
     stderr: 'ignore',

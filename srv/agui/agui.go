@@ -1,0 +1,241 @@
+// Package agui serves POST /agui: an AG-UI frontend (RunAgentInput in,
+// Server-Sent Events out) becomes the host of the relay session named by
+// its threadId, so the MCP bridge's host tools drive it as they drive the
+// booking host. The run's tools are the session's tools, its state is the
+// UI state; a user message goes to the agent (wait_user_message); the
+// agent's messages stream as text messages, its calls of a frontend tool
+// as TOOL_CALL_START/ARGS/END followed by RUN_FINISHED (phase one); a
+// later run whose messages end with tool messages carries their results
+// back to the waiting calls (phase two).
+//
+// Files: agui.go the handler and the runs; input.go RunAgentInput;
+// thread.go a thread as a relay host; events.go the SSE events.
+//
+// Goroutines: a run is served on its request's goroutine; the short
+// replies to session.start/end and snapshot.get are sent on goroutines
+// the Handler owns (Close waits for them). Locks: thread.mu is taken
+// under the relay session's lock (Deliver) and nothing is taken under it.
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/relay"
+)
+
+// DefaultMaxBody bounds a RunAgentInput (it carries the whole history).
+const DefaultMaxBody = 4 << 20
+
+// Options configure the handler.
+type Options struct {
+	Relay  *relay.Relay
+	Guard  *auth.Guard
+	Logger *slog.Logger
+	// MaxBody bounds a request body (default DefaultMaxBody).
+	MaxBody int64
+	// MaxThreads bounds the threads kept as hosts (default 256); past it
+	// the least recently used one without an open run leaves.
+	MaxThreads int
+}
+
+// Handler is POST /agui. The token has been checked before it runs.
+type Handler struct {
+	o   Options
+	log *slog.Logger
+
+	mu      sync.Mutex
+	threads map[string]*thread // by token and threadId
+	clock   uint64             // orders the threads' use
+	closed  chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+}
+
+// New returns the handler.
+func New(o Options) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Guard == nil {
+		o.Guard = &auth.Guard{}
+	}
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	if o.MaxThreads <= 0 {
+		o.MaxThreads = 256
+	}
+	return &Handler{o: o, log: o.Logger, threads: make(map[string]*thread), closed: make(chan struct{})}
+}
+
+// Close ends the open runs, leaves every relay session and waits for the
+// handler's goroutines. Idempotent.
+func (h *Handler) Close() {
+	h.once.Do(func() {
+		close(h.closed)
+		h.mu.Lock()
+		ts := h.threads
+		h.threads = map[string]*thread{}
+		h.mu.Unlock()
+		for _, t := range ts {
+			t.ext.Leave()
+		}
+		h.wg.Wait()
+	})
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.o.Guard.OriginAllowed(r) {
+		http.Error(w, "forbidden origin", http.StatusForbidden)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("RunAgentInput larger than %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "read RunAgentInput: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	in, err := parseInput(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	s := &stream{w: w, fl: fl, open: map[string]bool{}}
+	t := h.thread(tokenOf(r), in.ThreadID)
+	h.run(r.Context(), t, in, s)
+}
+
+func tokenOf(r *http.Request) string {
+	if tok := auth.HeaderToken(r.Header); tok != "" {
+		return tok
+	}
+	return r.URL.Query().Get("token")
+}
+
+// thread returns the thread of (token, id), joining its relay session as
+// the host if it is new or its host was replaced.
+func (h *Handler) thread(token, id string) *thread {
+	key := token + "\x00" + id
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.threads[key]; t != nil && !t.isGone() {
+		t.used = h.tick()
+		return t
+	}
+	if len(h.threads) >= h.o.MaxThreads {
+		h.evictLocked()
+	}
+	t := newThread(h, id)
+	t.used = h.tick()
+	t.ext = h.o.Relay.JoinHost(token, id, t)
+	close(t.ready) // replies queued while joining may go now
+	h.threads[key] = t
+	return t
+}
+
+func (h *Handler) tick() uint64 { h.clock++; return h.clock }
+
+// evictLocked lets the least recently used thread without an open run
+// go: it leaves its relay session, as a host that closed its page.
+func (h *Handler) evictLocked() {
+	var (
+		oldKey string
+		old    *thread
+	)
+	for k, t := range h.threads {
+		if !t.isRunning() && (old == nil || t.used < old.used) {
+			oldKey, old = k, t
+		}
+	}
+	if old != nil {
+		delete(h.threads, oldKey)
+		old.ext.Leave()
+	}
+}
+
+// run serves one AG-UI run to its end.
+func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stream) {
+	if !t.open() {
+		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
+		s.emit(event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"})
+		return
+	}
+	defer t.close()
+	// The thread takes a new run as soon as this one's end is sent: the
+	// frontend may post its next run the moment it reads it.
+	end := func(ev event) {
+		t.close()
+		s.finish(ev)
+	}
+	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
+	results, userMsg, err := t.plan(in)
+	if err != nil { // nothing was changed
+		end(event{"type": RunError, "message": err.Error(), "code": "invalid_tool_result"})
+		return
+	}
+	t.publish(in)
+	t.deliverResults(results)
+	if userMsg != nil {
+		t.postUser(*userMsg)
+	} else if len(results) == 0 && t.ext.AgentWaiting() {
+		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
+	}
+	for {
+		env, ok := t.next(ctx, h.closed)
+		if !ok {
+			if ctx.Err() == nil {
+				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
+			}
+			return
+		}
+		switch env.Type {
+		case relay.TypeAgentWaiting:
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			return
+		case wire.TypeAgentMessage:
+			var p struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(env.Payload, &p)
+			id := "msg-" + newID()
+			s.emit(event{"type": TextMessageStart, "messageId": id, "role": "assistant"})
+			s.emit(event{"type": TextMessageContent, "messageId": id, "delta": p.Text})
+			s.emit(event{"type": TextMessageEnd, "messageId": id})
+		case wire.TypeToolCall:
+			sent := t.emitCall(s, env)
+			for _, more := range t.moreCalls() { // calls made together end the run together
+				sent = t.emitCall(s, more) || sent
+			}
+			if !sent {
+				continue // refused: the agent hears why and goes on
+			}
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			return
+		case wire.TypeReplaced:
+			end(event{"type": RunError, "message": fmt.Sprintf("another host took over relay session %q", in.ThreadID), "code": "replaced"})
+			return
+		}
+	}
+}

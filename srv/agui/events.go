@@ -1,0 +1,68 @@
+package agui
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// The AG-UI event types, spelt as @ag-ui/core's EventType.
+const (
+	RunStarted         = "RUN_STARTED"
+	RunFinished        = "RUN_FINISHED"
+	RunError           = "RUN_ERROR"
+	TextMessageStart   = "TEXT_MESSAGE_START"
+	TextMessageContent = "TEXT_MESSAGE_CONTENT"
+	TextMessageEnd     = "TEXT_MESSAGE_END"
+	ToolCallStart      = "TOOL_CALL_START"
+	ToolCallArgs       = "TOOL_CALL_ARGS"
+	ToolCallEnd        = "TOOL_CALL_END"
+)
+
+// event is one AG-UI event; field names are @ag-ui/core's (camelCase).
+type event map[string]any
+
+// stream writes a run's events as Server-Sent Events, one "data:" line
+// each (json.Marshal never writes a newline, so one line is one event).
+// It keeps the tool calls started and not ended (the openToolCallIDs of
+// the two-phase design), so finish closes them before the run's end.
+type stream struct {
+	w    http.ResponseWriter
+	fl   http.Flusher
+	open map[string]bool
+	ids  []string // open, in the order they started
+}
+
+func (s *stream) emit(ev event) {
+	switch ev["type"] {
+	case ToolCallStart:
+		id, _ := ev["toolCallId"].(string)
+		s.open[id] = true
+		s.ids = append(s.ids, id)
+	case ToolCallEnd:
+		id, _ := ev["toolCallId"].(string)
+		delete(s.open, id)
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		b, _ = json.Marshal(event{"type": RunError, "message": "encode event: " + err.Error()})
+	}
+	_, _ = s.w.Write([]byte("data: "))
+	_, _ = s.w.Write(b)
+	_, _ = s.w.Write([]byte("\n\n"))
+	s.fl.Flush()
+}
+
+// finish ends the run with last (RUN_FINISHED or RUN_ERROR), after a
+// TOOL_CALL_END for every tool call still open.
+func (s *stream) finish(last event) {
+	for _, id := range s.ids {
+		if s.open[id] {
+			s.emit(event{"type": ToolCallEnd, "toolCallId": id})
+		}
+	}
+	s.emit(last)
+}
+
+func newID() string { return wire.NewID() }

@@ -1,0 +1,131 @@
+package agui
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// RunAgentInput is the body of POST /agui, as @ag-ui/core defines it.
+type RunAgentInput struct {
+	ThreadID       string          `json:"threadId"`
+	RunID          string          `json:"runId"`
+	Messages       []Message       `json:"messages"`
+	Tools          []Tool          `json:"tools"`
+	State          json.RawMessage `json:"state"`
+	Context        json.RawMessage `json:"context"`
+	ForwardedProps json.RawMessage `json:"forwardedProps"`
+}
+
+// Message is one AG-UI message. A tool message names its call by
+// toolCallId (AG-UI) or tool_id, with tool_name (the two-phase design's
+// spelling).
+type Message struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"toolCallId"`
+	ToolID     string          `json:"tool_id"`
+	ToolName   string          `json:"tool_name"`
+	Error      string          `json:"error"`
+}
+
+// Tool is a frontend tool the run declares.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+var threadPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+const (
+	maxMessages = 1000
+	maxTools    = 256
+)
+
+// parseInput decodes and checks a RunAgentInput; the error says what is
+// wrong in words a frontend developer can act on.
+func parseInput(body []byte) (*RunAgentInput, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var in RunAgentInput
+	if err := dec.Decode(&in); err != nil {
+		return nil, fmt.Errorf("RunAgentInput is not valid JSON of the expected shape: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("RunAgentInput: trailing data after the JSON object")
+	}
+	switch {
+	case in.ThreadID == "":
+		return nil, fmt.Errorf("RunAgentInput.threadId is required")
+	case !threadPattern.MatchString(in.ThreadID):
+		return nil, fmt.Errorf("RunAgentInput.threadId names the relay session: 1 to 64 letters, digits, '.', '_' or '-'")
+	case in.RunID == "" || len(in.RunID) > 256:
+		return nil, fmt.Errorf("RunAgentInput.runId is required (at most 256 characters)")
+	case len(in.Messages) > maxMessages:
+		return nil, fmt.Errorf("RunAgentInput.messages: at most %d", maxMessages)
+	case len(in.Tools) > maxTools:
+		return nil, fmt.Errorf("RunAgentInput.tools: at most %d", maxTools)
+	}
+	if s := bytes.TrimSpace(in.State); len(s) > 0 && string(s) != "null" && s[0] != '{' {
+		return nil, fmt.Errorf("RunAgentInput.state must be an object")
+	}
+	for i, m := range in.Messages {
+		switch m.Role {
+		case "user", "assistant", "system", "developer", "tool", "activity", "reasoning":
+		default:
+			return nil, fmt.Errorf("RunAgentInput.messages[%d].role %q is not an AG-UI role", i, truncate(m.Role, 32))
+		}
+		if m.Role == "tool" && m.callID() == "" {
+			return nil, fmt.Errorf("RunAgentInput.messages[%d]: a tool message needs toolCallId (or tool_id)", i)
+		}
+	}
+	for i, t := range in.Tools {
+		if strings.TrimSpace(t.Name) == "" {
+			return nil, fmt.Errorf("RunAgentInput.tools[%d].name is required", i)
+		}
+		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && string(p) != "null" && p[0] != '{' {
+			return nil, fmt.Errorf("RunAgentInput.tools[%d].parameters must be a JSON schema object", i)
+		}
+	}
+	return &in, nil
+}
+
+func (m Message) callID() string {
+	if m.ToolCallID != "" {
+		return m.ToolCallID
+	}
+	return m.ToolID
+}
+
+// text is the content as a string: AG-UI content is a string, or an
+// array of parts whose text parts are joined.
+func (m Message) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(m.Content, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			if p.Type == "text" {
+				b.WriteString(p.Text)
+			}
+		}
+		return b.String()
+	}
+	return string(m.Content)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

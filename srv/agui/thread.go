@@ -1,0 +1,329 @@
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/relay"
+)
+
+// maxDone bounds the tool call ids kept to make phase two idempotent.
+const maxDone = 4096
+
+// thread is one AG-UI thread: the host of the relay session of its
+// threadId. What the relay sends it waits in queue for a run to stream.
+type thread struct {
+	h     *Handler
+	id    string
+	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
+	ext   *relay.External // set once, before ready is closed
+	ready chan struct{}
+
+	mu      sync.Mutex
+	queue   []relay.Envelope // tool.call, agent.message, relay.agent.waiting, relay.replaced
+	wake    chan struct{}    // closed when queue grows
+	running bool
+	gone    bool // another host took over
+	state   json.RawMessage
+	tools   map[string]bool   // the latest run's tools
+	calls   map[string]string // tool call id → tool name: streamed, no result yet
+	done    map[string]string // tool call id → tool name: result delivered
+	users   map[string]bool   // user message ids already posted
+}
+
+func newThread(h *Handler, id string) *thread {
+	return &thread{
+		h: h, id: id, wake: make(chan struct{}), ready: make(chan struct{}), state: json.RawMessage("{}"),
+		tools: map[string]bool{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
+	}
+}
+
+// Deliver is the relay's: called with the relay session's lock held.
+func (t *thread) Deliver(env relay.Envelope) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch env.Type {
+	case wire.TypeSessionStart:
+		t.replyLater(relay.Envelope{Type: wire.TypeSessionStarted, ReplyTo: env.ID, Payload: json.RawMessage("{}")})
+	case wire.TypeSessionEnd:
+		t.replyLater(relay.Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
+	case wire.TypeSnapshotGet:
+		t.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: t.snapshotLocked()})
+	case relay.TypeAgentWaiting:
+		if !t.running {
+			return true // no run to finish
+		}
+		t.pushLocked(env)
+	case relay.TypeUserPosted:
+		t.dropWaitsLocked() // the agent waited for this message
+	case wire.TypeReplaced:
+		t.gone = true
+		t.pushLocked(env)
+	case wire.TypeToolCall, wire.TypeAgentMessage:
+		t.pushLocked(env)
+	}
+	return true
+}
+
+func (t *thread) pushLocked(env relay.Envelope) {
+	t.queue = append(t.queue, env)
+	close(t.wake)
+	t.wake = make(chan struct{})
+}
+
+// replyLater answers the relay on a goroutine of the Handler's: Deliver
+// may not call back into the relay.
+func (t *thread) replyLater(env relay.Envelope) {
+	select {
+	case <-t.h.closed:
+		return
+	default:
+	}
+	t.h.wg.Add(1)
+	go func() {
+		defer t.h.wg.Done()
+		<-t.ready
+		t.ext.Send(env)
+	}()
+}
+
+func (t *thread) snapshotLocked() json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"uiSpec": t.state})
+	return b
+}
+
+func (t *thread) isRunning() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.running
+}
+
+func (t *thread) isGone() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gone
+}
+
+// open starts a run: false if one is open. A yield from before the run
+// is stale: the agent waits for this run's message.
+func (t *thread) open() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.running {
+		return false
+	}
+	t.running = true
+	t.dropWaitsLocked()
+	return true
+}
+
+func (t *thread) dropWaitsLocked() {
+	q := t.queue[:0]
+	for _, e := range t.queue {
+		if e.Type != relay.TypeAgentWaiting {
+			q = append(q, e)
+		}
+	}
+	t.queue = q
+}
+
+// yielded queues the end of the run: the agent has yielded the turn.
+func (t *thread) yielded() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.pushLocked(relay.Envelope{Type: relay.TypeAgentWaiting})
+}
+
+func (t *thread) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.running = false
+}
+
+// result is a tool message to deliver in phase two.
+type result struct {
+	id, name string
+	msg      Message
+}
+
+// plan reads what the run brings: the tool results after the last other
+// message (phase two), or the user message that ends it. Every result is
+// checked before any is delivered, so a bad one changes nothing; a result
+// delivered before (a retried request) is skipped.
+func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
+	n := len(in.Messages)
+	first := n
+	for first > 0 && in.Messages[first-1].Role == "tool" {
+		first--
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []result
+	for _, m := range in.Messages[first:] {
+		id := m.callID()
+		if name, ok := t.done[id]; ok {
+			if m.ToolName != "" && m.ToolName != name {
+				return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)
+			}
+			continue // delivered already: a retry
+		}
+		name, ok := t.calls[id]
+		if !ok {
+			return nil, nil, fmt.Errorf("no tool call %q is waiting for a result in thread %q", truncate(id, 64), t.id)
+		}
+		if m.ToolName != "" && m.ToolName != name {
+			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)
+		}
+		out = append(out, result{id: id, name: name, msg: m})
+	}
+	if first == n && n > 0 && in.Messages[n-1].Role == "user" {
+		m := in.Messages[n-1]
+		if m.ID == "" || !t.users[m.ID] {
+			if m.ID != "" {
+				if len(t.users) >= maxDone {
+					t.users = map[string]bool{}
+				}
+				t.users[m.ID] = true
+			}
+			return out, &m, nil
+		}
+	}
+	return out, nil, nil
+}
+
+// publish makes the run's tools and state the relay session's.
+func (t *thread) publish(in *RunAgentInput) {
+	schema := make([]map[string]any, 0, len(in.Tools))
+	tools := make(map[string]bool, len(in.Tools))
+	for _, tl := range in.Tools {
+		e := map[string]any{"name": tl.Name, "description": tl.Description}
+		if len(tl.Parameters) > 0 && string(tl.Parameters) != "null" {
+			e["parameters"] = tl.Parameters
+		} else {
+			e["parameters"] = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		schema = append(schema, e)
+		tools[tl.Name] = true
+	}
+	state := in.State
+	if len(state) == 0 || string(state) == "null" {
+		state = json.RawMessage("{}")
+	}
+	t.mu.Lock()
+	t.state, t.tools = state, tools
+	t.mu.Unlock()
+	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
+	t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+}
+
+// deliverResults answers the waiting tool calls (phase two).
+func (t *thread) deliverResults(rs []result) {
+	for _, r := range rs {
+		t.mu.Lock()
+		delete(t.calls, r.id)
+		if len(t.done) >= maxDone {
+			t.done = map[string]string{}
+		}
+		t.done[r.id] = r.name
+		state := t.state
+		t.mu.Unlock()
+		var content any = r.msg.text()
+		if raw := json.RawMessage(r.msg.text()); json.Valid(raw) {
+			content = raw
+		}
+		p := map[string]any{"ok": r.msg.Error == "", "result": content, "uiSpec": state}
+		if r.msg.Error != "" {
+			p["code"], p["message"] = wire.ToolExecutionFailed, r.msg.Error
+		}
+		b, _ := json.Marshal(p)
+		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: r.id, Payload: b})
+	}
+}
+
+// postUser gives the agent what the person typed (wait_user_message).
+func (t *thread) postUser(m Message) {
+	b, _ := json.Marshal(map[string]string{"text": m.text()})
+	t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b})
+}
+
+// next waits for the next envelope for the run: false when ctx ends or
+// the handler closes. A tool call whose agent stopped waiting is dropped.
+func (t *thread) next(ctx context.Context, closed <-chan struct{}) (relay.Envelope, bool) {
+	for {
+		t.mu.Lock()
+		if len(t.queue) > 0 {
+			env := t.queue[0]
+			t.queue = t.queue[1:]
+			t.mu.Unlock()
+			if env.Type == wire.TypeToolCall && !t.ext.Waiting(env.ID) {
+				continue
+			}
+			return env, true
+		}
+		wake := t.wake
+		t.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return relay.Envelope{}, false
+		case <-closed:
+			return relay.Envelope{}, false
+		}
+	}
+}
+
+// moreCalls takes the tool calls already queued, so calls the agent made
+// together reach the frontend in one run.
+func (t *thread) moreCalls() []relay.Envelope {
+	t.mu.Lock()
+	var calls, rest []relay.Envelope
+	for _, e := range t.queue {
+		if e.Type == wire.TypeToolCall {
+			calls = append(calls, e)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	t.queue = rest
+	t.mu.Unlock()
+	out := calls[:0]
+	for _, e := range calls {
+		if t.ext.Waiting(e.ID) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// emitCall streams a tool call to the frontend (phase one), or refuses
+// one to a tool this run did not declare.
+func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
+	var p struct {
+		ToolName string          `json:"toolName"`
+		Params   json.RawMessage `json:"params"`
+	}
+	_ = json.Unmarshal(env.Payload, &p)
+	args := string(p.Params)
+	if args == "" || args == "null" {
+		args = "{}"
+	}
+	t.mu.Lock()
+	known := t.tools[p.ToolName]
+	if known {
+		t.calls[env.ID] = p.ToolName
+	}
+	t.mu.Unlock()
+	if !known {
+		b, _ := json.Marshal(map[string]any{"ok": false, "code": wire.InvalidParams,
+			"message": fmt.Sprintf("the AG-UI frontend of thread %q declares no tool %q", t.id, p.ToolName)})
+		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b})
+		return false
+	}
+	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": p.ToolName})
+	s.emit(event{"type": ToolCallArgs, "toolCallId": env.ID, "delta": args})
+	s.emit(event{"type": ToolCallEnd, "toolCallId": env.ID})
+	return true
+}

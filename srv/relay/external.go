@@ -1,0 +1,103 @@
+package relay
+
+import (
+	"encoding/json"
+	"sync"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// An external host is a host that speaks neither /agent/ws nor Go calls of
+// its own: an adapter (an AG-UI thread) that turns the relay's envelopes
+// into its own protocol and its protocol into host messages. It takes
+// part exactly as a WebSocket host does: same routing, checks, logging.
+
+// Deliverer receives what the relay sends an external host. Deliver is
+// called with the relay session's lock held: it must neither block nor
+// call back into the relay (queue the envelope and act on it later).
+type Deliverer interface {
+	Deliver(env Envelope) bool
+}
+
+// TypeAgentWaiting is ours, sent only to an external host: an in-process
+// agent waits for a user message (wait_user_message), it yields the turn.
+const TypeAgentWaiting = "relay.agent.waiting"
+
+// TypeUserPosted is ours, sent only to an external host: a user.message
+// is in the mailbox. A TypeAgentWaiting delivered before it was a wait
+// that message ends.
+const TypeUserPosted = "relay.user.posted"
+
+// External is an external host of one relay session.
+type External struct {
+	ch   *channel
+	p    *peer
+	left sync.Once
+}
+
+// JoinHost makes d the host of (token, session), replacing any host there
+// (which is told, as when a newer WebSocket host joins). d first receives
+// relay.joined. Call Leave when done.
+func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
+	if session == "" {
+		session = DefaultSession
+	}
+	ch := r.acquire(token, session)
+	defer r.release(ch) // the host holds it from now on
+	p := &peer{role: "host", id: wire.NewID()[:12], ext: d}
+	ch.joinHost(p, "")
+	r.log.Info("relay joined", "role", "host", "relay", session, "peer", p.id, "kind", "external")
+	return &External{ch: ch, p: p}
+}
+
+// Send is a message from the host (state.updated, tool.result with
+// replyTo, user.message, session.started, ...), handled as a WebSocket
+// host's frame is. It does nothing once the host was replaced or left.
+func (e *External) Send(env Envelope) {
+	env.V = wire.Version
+	if len(env.Payload) == 0 {
+		env.Payload = json.RawMessage("{}")
+	}
+	e.ch.fromHost(e.p, env)
+}
+
+// Waiting reports whether the request the host received under id still
+// has an agent waiting for its answer.
+func (e *External) Waiting(id string) bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	c := e.ch.inflight[id]
+	return c != nil && c.from != nil && e.ch.host == e.p
+}
+
+// Leave takes the host out of the relay session; as for a WebSocket host,
+// its study session waits HostGrace for a host to come back. Idempotent.
+func (e *External) Leave() {
+	e.left.Do(func() { e.ch.leave(e.p) })
+}
+
+// AgentWaiting reports whether an in-process agent waits for a user
+// message now: it has yielded the turn.
+func (e *External) AgentWaiting() bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	return e.ch.waiters > 0
+}
+
+// agentWaits counts an in-process agent that starts waiting for a user
+// message (its caller counts it out) and tells an external host it
+// yields the turn. Called with mu held.
+func (ch *channel) agentWaits() {
+	ch.waiters++
+	if ch.host != nil && ch.host.ext != nil {
+		ch.host.deliver(Envelope{Type: TypeAgentWaiting, Payload: json.RawMessage("{}")})
+	}
+}
+
+// posted tells an external host a user message was queued. Called with
+// mu held, so it is ordered with agentWaits.
+func (ch *channel) posted() {
+	if ch.host != nil && ch.host.ext != nil {
+		ch.host.deliver(Envelope{Type: TypeUserPosted, Payload: json.RawMessage("{}")})
+	}
+}

@@ -1,0 +1,103 @@
+// An AG-UI frontend (the real @ag-ui/client HttpAgent) drives a thread on
+// POST /agui while the real MCP client, over stdio with agentassistant-mcp
+// -session <threadId>, plays the agent: phase one (the agent calls the
+// frontend tool: TOOL_CALL_START, ARGS, END, RUN_FINISHED), phase two (the
+// frontend's tool result, alone, reaches the waiting MCP call). Every event
+// is checked against @ag-ui/core's schemas.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { HttpAgent } from '@ag-ui/client'
+import type { BaseEvent, Tool } from '@ag-ui/core'
+import { EventSchemas } from '@ag-ui/core/schemas'
+import { startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+const THREAD = 'agui-e2e'
+let srv: Server
+let mcp: Client
+
+beforeAll(async () => {
+  srv = await startServer()
+  mcp = await startMCP(srv, { session: THREAD })
+})
+
+afterAll(async () => {
+  await mcp?.close()
+  await srv?.stop()
+})
+
+const changeBackground: Tool = {
+  name: 'change_background',
+  description: 'Change the background colour of the page.',
+  parameters: { type: 'object', properties: { color: { type: 'string' } }, required: ['color'] },
+}
+
+// run runs the agent once and returns every event it saw, each one
+// parsed with @ag-ui/core's schema first.
+async function run(agent: HttpAgent, runId: string): Promise<BaseEvent[]> {
+  const events: BaseEvent[] = []
+  await agent.runAgent({ runId, tools: [changeBackground] }, {
+    onEvent({ event }) {
+      const parsed = EventSchemas.safeParse(event)
+      if (!parsed.success) throw new Error(`invalid ${event.type}: ${parsed.error.message}`)
+      events.push(event)
+    },
+  })
+  return events
+}
+
+const types = (evs: BaseEvent[]) => evs.map((e) => e.type).join(' ')
+
+describe('AG-UI front door', () => {
+  it('runs both phases of a frontend tool call with the MCP agent', async () => {
+    const agent = new HttpAgent({
+      url: `${srv.url}/agui`,
+      headers: { Authorization: `Bearer ${srv.token}` },
+      threadId: THREAD,
+      initialState: { background: 'white' },
+    })
+    agent.addMessage({ id: 'u1', role: 'user', content: 'Make the background blue, please.' })
+
+    // The agent's side, as an LLM client would act on the user's message.
+    const agentTurn = (async () => {
+      const heard = text((await mcp.callTool({ name: 'wait_user_message', arguments: { timeout: 20 } })) as ToolResult)
+      expect(heard).toContain('Make the background blue')
+      expect((await mcp.callTool({ name: 'start_session', arguments: { study_id: 'agui' } })).isError).toBeFalsy()
+      const state = text((await mcp.callTool({ name: 'get_ui_state', arguments: {} })) as ToolResult)
+      expect(state).toContain('white')
+      const { tools } = await mcp.listTools()
+      expect(tools.map((t) => t.name)).toContain('change_background')
+      await mcp.callTool({ name: 'send_agent_message', arguments: { text: 'Changing it now.' } })
+      return mcp.callTool({ name: 'change_background', arguments: { color: 'blue', reason: 'the user asked for blue' } }, undefined, { timeout: 60_000 })
+    })()
+
+    // Phase one: the tool call is the run's end.
+    const one = await run(agent, 'run-1')
+    expect(types(one)).toBe(
+      'RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED',
+    )
+    expect(one.map((e) => e.type)).not.toContain('TOOL_CALL_RESULT')
+    expect(one.map((e) => e.type)).not.toContain('RUN_ERROR')
+    const start = one[4] as BaseEvent & { toolCallId: string; toolCallName: string }
+    expect(start.toolCallName).toBe('change_background')
+    const args = JSON.parse((one[5] as BaseEvent & { delta: string }).delta)
+    expect(args).toEqual({ color: 'blue' })
+    // The client assembled the assistant's tool call from the events.
+    const call = agent.messages.flatMap((m) => (m.role === 'assistant' ? (m.toolCalls ?? []) : [])).find((c) => c.id === start.toolCallId)
+    expect(call?.function.name).toBe('change_background')
+
+    // The frontend runs the tool and sends only its result.
+    agent.setState({ background: 'blue' })
+    agent.addMessage({ id: 't1', role: 'tool', toolCallId: start.toolCallId, content: JSON.stringify({ status: 'ok' }) })
+    const afterTool = (async () => {
+      const res = (await agentTurn) as ToolResult
+      expect(res.isError).toBeFalsy()
+      expect(text(res)).toContain('status')
+      await mcp.callTool({ name: 'send_agent_message', arguments: { text: 'The background is blue now.' } })
+      await mcp.callTool({ name: 'wait_user_message', arguments: { timeout: 2 } }) // yields the turn
+    })()
+    const two = await run(agent, 'run-2')
+    await afterTool
+    expect(types(two)).toBe('RUN_STARTED TEXT_MESSAGE_START TEXT_MESSAGE_CONTENT TEXT_MESSAGE_END RUN_FINISHED')
+    expect((two[2] as BaseEvent & { delta: string }).delta).toBe('The background is blue now.')
+  })
+})
