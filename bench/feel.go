@@ -29,8 +29,7 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	defer s.stop()
-	var got atomic.Int64
-	var last atomic.Int64 // unix nanos of the latest receipt
+	var rc receipts
 	var answerer atomic.Pointer[wsClient]
 	onFrame := func(wc *wsClient, m *pb.WebsocketMessage) {
 		if m.Cmd != "AskQuestion" {
@@ -39,14 +38,7 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 		if answerer.Load() == wc {
 			answer(wc, m) // first, as a quick person would
 		}
-		now := time.Now().UnixNano()
-		for {
-			old := last.Load()
-			if now <= old || last.CompareAndSwap(old, now) {
-				break
-			}
-		}
-		got.Add(1)
+		rc.note()
 	}
 	conns, err := dialMany(ctx, s, c.fanout, onFrame)
 	if err != nil {
@@ -63,8 +55,7 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 	// reachAll starts a question with ask and returns how long until the
 	// last device had it, and until the asker had its answer.
 	reachAll := func(what string, ask func() error) (lastDevice, answered time.Duration, err error) {
-		got.Store(0)
-		last.Store(0)
+		rc.reset()
 		t0 := time.Now()
 		done := make(chan error, 1)
 		go func() { done <- ask() }()
@@ -72,12 +63,8 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 			return 0, 0, fmt.Errorf("%s: %w", what, err)
 		}
 		answered = time.Since(t0)
-		for deadline := time.Now().Add(10 * time.Second); got.Load() < int64(c.fanout); time.Sleep(200 * time.Microsecond) {
-			if time.Now().After(deadline) {
-				return 0, 0, fmt.Errorf("%s reached %d of %d devices", what, got.Load(), c.fanout)
-			}
-		}
-		return time.Unix(0, last.Load()).Sub(t0), answered, nil
+		at, err := rc.wait(what, c.fanout)
+		return at.Sub(t0), answered, err
 	}
 	hc := httpClient()
 	floorAsk := func(q int) func() error {
