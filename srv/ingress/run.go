@@ -93,6 +93,27 @@ func (s *session) started(r *run, id, agentID string) {
 	r.id = id
 	s.runs[id] = r
 	s.broadcastLocked(Event{Type: wire.IngressRunStarted, RequestID: r.requestID, RunID: id, SessionID: s.id, AgentID: agentID})
+	s.flushEarlyLocked(r)
+}
+
+// flushEarlyLocked sends the pushed events held for run r (or, with r
+// nil, for no run once none is starting) after its run_started.
+func (s *session) flushEarlyLocked(r *run) {
+	if len(s.early) == 0 || (r == nil && len(s.starting) > 0) {
+		return
+	}
+	var keep []Event
+	for _, ev := range s.early {
+		switch {
+		case r != nil && ev.RunID == r.id:
+			s.emitLocked(r, ev)
+		case r == nil:
+			s.emitLocked(nil, ev)
+		default:
+			keep = append(keep, ev)
+		}
+	}
+	s.early = keep
 }
 
 // runOf returns the open run id, or nil.
@@ -110,6 +131,19 @@ func (s *session) runOf(id string) *run {
 func (s *session) emit(r *run, ev Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r == nil && ev.RunID != "" && s.runs[ev.RunID] == nil && len(s.starting) > 0 && len(s.early) < maxPending {
+		// Pushed (POST /internal/send) for a run whose stream has not
+		// named it yet: held until its run_started is out.
+		s.early = append(s.early, ev)
+		return
+	}
+	s.emitLocked(r, ev)
+}
+
+func (s *session) emitLocked(r *run, ev Event) {
+	if r == nil && ev.RunID != "" {
+		r = s.runs[ev.RunID]
+	}
 	if r != nil {
 		if r.ended || r.id == "" {
 			return
@@ -171,6 +205,7 @@ func (s *session) finish(r *run, err error) {
 		}
 		s.endLocked(r)
 	}
+	s.flushEarlyLocked(nil)
 	s.mu.Unlock()
 	r.cancel()
 }

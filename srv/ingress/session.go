@@ -22,6 +22,7 @@ type session struct {
 	ring      []kept // oldest first
 	runs      map[string]*run
 	starting  map[*run]struct{} // invoked, no run id yet
+	early     []Event           // pushed for a run not yet started (run.go)
 	tools     map[string]*toolCall
 	approvals map[string]*approval
 	activity  time.Time
