@@ -39,13 +39,13 @@ type Call struct {
 type Orchestrator struct {
 	Ingress, Token string
 
-	mu       sync.Mutex
-	calls    []Call
-	changed  chan struct{}
-	runs     int
-	answers  map[string]chan json.RawMessage // tool call or approval id → its submit/decide body
-	cancels  map[string]chan struct{}        // run id → closed on cancel
-	hc       *http.Client
+	mu      sync.Mutex
+	calls   []Call
+	changed chan struct{}
+	runs    int
+	answers map[string]chan json.RawMessage // tool call or approval id → its submit/decide body
+	cancels map[string]chan struct{}        // run id → closed on cancel
+	hc      *http.Client
 }
 
 // New returns the double.
