@@ -2,10 +2,13 @@ package ingress_test
 
 import (
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -147,4 +150,31 @@ func TestApprovalTwiceAtOnce(t *testing.T) {
 		}
 		phone.Close()
 	}
+}
+
+// TestGuards: a page of another site may not open /ingress/ws; a
+// connection that never says hello is closed; one token cannot join
+// another's session; bad input is answered and the connection goes on.
+func TestGuards(t *testing.T) {
+	e := newEnv(t, false, ingress.Options{HelloTimeout: 100 * time.Millisecond}, ingress.HTTPOptions{})
+	h := http.Header{"Origin": {"http://evil.example"}}
+	if _, resp, err := websocket.DefaultDialer.Dial(strings.Replace(e.url, "http", "ws", 1)+"/ingress/ws", h); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a foreign origin: %v %v", resp, err)
+	}
+	quiet := dial(t, e.url)
+	if err := quiet.closed(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("no hello: %v", err)
+	}
+	a := dial(t, e.url)
+	a.hello("u1", "")
+	b := dial(t, e.url)
+	b.send(`{"type":"hello","ts":1,"user_id":"u1","api_key":"` + tokB + `","session_id":"` + a.sess + `"}`)
+	b.expectError("session_not_found")
+	for _, bad := range []string{`[1,2]`, `{"type":"agent_invoke","message":{"content":""}}`, `{"type":"tool_result"}`,
+		`{"type":"approval_decision","approval_id":"x","decision":"maybe"}`, `{"type":"nope"}`, "\xff", `{"type":"agent_invoke","ts":"x"}`} {
+		a.send(bad)
+		a.expectError("invalid_message")
+	}
+	a.send(`{"type":"hello","ts":1,"user_id":"u1","api_key":"` + tok + `"}`)
+	a.expectError("invalid_message")
 }
