@@ -51,8 +51,10 @@ type Builtin struct {
 	runs      map[string]*bhost // by run id
 	calls     map[string]*bhost // tool calls waiting for a tool_result, by id
 	approvals map[string]*bhost // by approval id
-	closed    bool
-	wg        sync.WaitGroup // replies to the relay, sent off its lock
+
+	gmu    sync.Mutex // after bhost.mu: replyLater runs under it
+	closed bool
+	wg     sync.WaitGroup // replies to the relay, sent off its lock
 }
 
 // NewBuiltin returns the built-in orchestrator.
@@ -73,8 +75,10 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 // Close leaves every relay session and waits for the replies in flight.
 // Idempotent.
 func (b *Builtin) Close() {
-	b.mu.Lock()
+	b.gmu.Lock()
 	b.closed = true
+	b.gmu.Unlock()
+	b.mu.Lock()
 	hs := b.hosts
 	b.hosts = map[string]*bhost{}
 	b.mu.Unlock()
@@ -128,7 +132,10 @@ func (b *Builtin) host(info SessionInfo) (*bhost, error) {
 	k := key(info.Token, relayName(info))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.closed {
+	b.gmu.Lock()
+	closed := b.closed
+	b.gmu.Unlock()
+	if closed {
 		return nil, errorf(wire.IngressInternalError, "the server is shutting down")
 	}
 	if h := b.hosts[k]; h != nil && !h.isGone() {
@@ -265,8 +272,8 @@ func (h *bhost) pushLocked(env relay.Envelope) {
 // may not call back into the relay.
 func (h *bhost) replyLater(env relay.Envelope) {
 	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
+	b.gmu.Lock()
+	defer b.gmu.Unlock()
 	if b.closed {
 		return
 	}
