@@ -105,8 +105,17 @@ func (cn *conn) hello(m Message) bool {
 		return true
 	}
 	dev := &device{c: c, id: wire.NewID()[:12]}
-	s, created, e := h.join(m, meta, dev)
+	s, created, e := h.join(m, meta)
 	if e != nil {
+		cn.fail(m, e)
+		return true
+	}
+	// The orchestrator knows the client (the built-in one has published
+	// its tools to the agent) before hello_ack tells the client to go on.
+	if op, ok := h.o.Orchestrator.(SessionOpener); ok {
+		op.OpenSession(s.info)
+	}
+	if e := s.attach(dev, m.LastSeq); e != nil {
 		cn.fail(m, e)
 		return true
 	}
@@ -115,9 +124,6 @@ func (cn *conn) hello(m Message) bool {
 	c.KeepAlive()
 	c.SetState(wsconn.Active)
 	h.log.Info("ingress hello", "session", s.id, "device", dev.id, "new", created)
-	if op, ok := h.o.Orchestrator.(SessionOpener); ok {
-		op.OpenSession(s.info)
-	}
 	return true
 }
 
@@ -135,10 +141,9 @@ func (cn *conn) ended() {
 	}
 }
 
-// join finds or makes the session hello names and attaches dev to it:
-// hello_ack, then the events it missed, are sent under the session's
-// lock, so nothing live comes between or twice.
-func (h *Handler) join(m Message, meta ClientMeta, dev *device) (*session, bool, *Error) {
+// join finds or makes the session hello names and holds it for a device
+// to attach (session.attach), which it must then do.
+func (h *Handler) join(m Message, meta ClientMeta) (*session, bool, *Error) {
 	token := m.APIKey
 	relaySession := meta.Session
 	if relaySession == "" {
@@ -168,9 +173,13 @@ func (h *Handler) join(m Message, meta ClientMeta, dev *device) (*session, bool,
 		h.byUser[key(token, m.UserID, relaySession)] = s
 		created = true
 	}
-	if e := s.attach(dev, m.LastSeq); e != nil {
-		return nil, false, e
+	s.mu.Lock()
+	s.joining++
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
 	}
+	s.mu.Unlock()
 	return s, created, nil
 }
 
@@ -178,7 +187,8 @@ func (h *Handler) join(m Message, meta ClientMeta, dev *device) (*session, bool,
 func (h *Handler) free(s *session) {
 	h.mu.Lock()
 	s.mu.Lock()
-	gone := len(s.devices) == 0 && h.sessions[key(s.info.Token, s.id)] == s
+	s.idle = nil // fired
+	gone := len(s.devices) == 0 && s.joining == 0 && h.sessions[key(s.info.Token, s.id)] == s
 	if gone {
 		delete(h.sessions, key(s.info.Token, s.id))
 		if h.byUser[key(s.info.Token, s.info.UserID, s.relay)] == s {

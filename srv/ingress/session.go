@@ -27,6 +27,7 @@ type session struct {
 	approvals map[string]*approval
 	activity  time.Time
 	idle      *time.Timer // armed while no device is connected
+	joining   int         // hellos between join and attach
 	freed     bool
 }
 
@@ -42,12 +43,15 @@ func newSession(h *Handler, info SessionInfo, relay string) *session {
 		runs: map[string]*run{}, starting: map[*run]struct{}{}, tools: map[string]*toolCall{}, approvals: map[string]*approval{}, activity: h.now()}
 }
 
-// attach adds dev, sends it hello_ack and, when it names the last event
-// it has, what it missed since.
+// attach adds dev, which join held the session for, sends it hello_ack
+// and, when it names the last event it has, what it missed since: under
+// the session's lock, so nothing live comes between or twice.
 func (s *session) attach(dev *device, lastSeq *uint64) *Error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.joining--
 	if len(s.devices) >= s.h.o.MaxDevices {
+		s.idleLocked()
 		return errorf(wire.IngressInternalError, "hello: session %s has %d devices already", s.id, s.h.o.MaxDevices)
 	}
 	dev.s = s
@@ -100,14 +104,19 @@ func (s *session) detach(dev *device) {
 			r.cancelled = true
 			r.cancel() // no run id to cancel at the orchestrator yet
 		}
-		if !s.freed {
-			s.idle = time.AfterFunc(s.h.o.ReplayWindow, func() { s.h.free(s) })
-		}
+		s.idleLocked()
 	}
 	s.mu.Unlock()
 	for _, id := range runs {
 		s.h.log.Info("ingress run cancelled: its last device left", "session", s.id, "run", id)
 		_ = s.cancelRun(id)
+	}
+}
+
+// idleLocked starts the replay window of a session left without devices.
+func (s *session) idleLocked() {
+	if len(s.devices) == 0 && s.joining == 0 && !s.freed && s.idle == nil {
+		s.idle = time.AfterFunc(s.h.o.ReplayWindow, func() { s.h.free(s) })
 	}
 }
 
