@@ -27,6 +27,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -79,6 +80,13 @@ type fileConfig struct {
 	BodyTimeout      int `toml:"body_timeout_seconds"`
 	// POST /agui.
 	AGUIMaxBody int64 `toml:"agui_max_body_bytes"`
+	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
+	// agent when it is empty.
+	OrchestratorURL     string `toml:"orchestrator_url"`
+	OrchestratorToken   string `toml:"orchestrator_token"`
+	OrchestratorTimeout int    `toml:"orchestrator_timeout_seconds"`
+	IngressReplay       int    `toml:"ingress_replay_seconds"`
+	IngressApproval     int    `toml:"ingress_approval_timeout_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -104,6 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error")
 	fs.StringSetting(&cfg.TLSCert, "tls-cert", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
 	fs.StringSetting(&cfg.TLSKey, "tls-key", "TLS key file (PEM)")
+	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -172,7 +181,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer func() { _ = db.Close() }()
-	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
+	io := ingress.Options{ReplayWindow: secs(cfg.IngressReplay), ApprovalTimeout: secs(cfg.IngressApproval),
+		Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait), WriteWait: secs(cfg.WriteWait)}}
+	if cfg.OrchestratorURL != "" {
+		orch, err := ingress.NewHTTPOrchestrator(ingress.HTTPOptions{URL: cfg.OrchestratorURL, Token: cfg.OrchestratorToken,
+			Timeout: secs(cfg.OrchestratorTimeout), Logger: log.With("component", "orchestrator")})
+		if err != nil {
+			return err
+		}
+		defer orch.CloseIdle()
+		io.Orchestrator = orch
+	}
+	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
 		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody},
