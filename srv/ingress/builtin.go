@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -46,13 +47,13 @@ type Builtin struct {
 	o   BuiltinOptions
 	log *slog.Logger
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.BuiltinHosts]
 	hosts     map[string]*bhost // by token and relay session
 	runs      map[string]*bhost // by run id
 	calls     map[string]*bhost // tool calls waiting for a tool_result, by id
 	approvals map[string]*bhost // by approval id
 
-	gmu    sync.Mutex // after bhost.mu: replyLater runs under it
+	gmu    lockorder.Mutex[lockorder.BuiltinReplies] // after bhost.mu: replyLater runs under it
 	closed bool
 	wg     sync.WaitGroup // replies to the relay, sent off its lock
 }
@@ -97,7 +98,7 @@ type bhost struct {
 	ext   *relay.External // set before ready is closed
 	ready chan struct{}
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.BuiltinHost]
 	users    map[string]bool // Ingress session ids
 	tools    map[string]ClientTool
 	meta     ClientMeta

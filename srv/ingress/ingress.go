@@ -19,10 +19,12 @@
 // approval's question in the inbox and each call to the orchestrator run
 // on goroutines the Handler owns (Close cancels and waits for them).
 // Timers (a tool call's deadline, a session's end) run short functions
-// that take the locks as everyone else. Locks: Handler.mu (the sessions)
-// before session.mu before Handler.gmu; nothing calls out of the package
-// (orchestrator, hub, relay) with one of them held, except a connection's
-// Send, which never blocks.
+// that take the locks as everyone else. Locks (internal/lockorder, after
+// the hub's and the relay's): Handler.mu (the sessions) before session.mu
+// before Handler.gmu; nothing calls out of the package (orchestrator, hub,
+// relay) with one of them held, except a connection's Send, which never
+// blocks. The built-in orchestrator's: Builtin.mu before the relay's,
+// bhost.mu under a relay session's (Deliver), then Builtin.gmu.
 package ingress
 
 import (
@@ -33,6 +35,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -90,11 +93,11 @@ type Handler struct {
 	ctx   context.Context // ends at Close: runs and calls stop
 	stop  context.CancelFunc
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.IngressSessions]
 	sessions map[string]*session // by token and session id
 	byUser   map[string]*session // by token, user id and relay session
 
-	gmu    sync.Mutex
+	gmu    lockorder.Mutex[lockorder.IngressGoroutines]
 	closed bool
 	wg     sync.WaitGroup
 }

@@ -1,9 +1,9 @@
 package ingress
 
 import (
-	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -16,7 +16,7 @@ type session struct {
 	info  SessionInfo
 	relay string // the relay session of the built-in orchestrator
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.IngressSession]
 	devices   map[*device]struct{}
 	seq       uint64
 	ring      []kept // oldest first
