@@ -54,12 +54,17 @@ log_level = "warn"
 `
 
 func startServer(c config, env ...string) (*server, error) {
+	return startServerWith(c, "", env...)
+}
+
+// startServerWith starts the server with more TOML after the bench's.
+func startServerWith(c config, extraConfig string, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(data, "srv.toml")
-	if err := os.WriteFile(cfg, []byte(serverConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(serverConfig+extraConfig), 0o600); err != nil {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
