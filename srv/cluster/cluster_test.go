@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -295,3 +297,41 @@ func TestDeadlineOnceAcrossInstances(t *testing.T) {
 
 // Every test of the package checks the hub's lock order.
 func TestMain(m *testing.M) { lockorder.Main(m) }
+
+// TestNoTokenInNATS: what the cluster writes to JetStream names a room by
+// its digest, never by its token.
+func TestNoTokenInNATS(t *testing.T) {
+	ns := natstest.Start(t)
+	a := start(t, ns.URL(), "a")
+	onA := newClient("pa")
+	a.hub.Join(tok, onA, nil, hub.Resume{})
+	done := ask(context.Background(), a, question("q", "Token?"))
+	onA.expect(t, wire.CmdAskQuestion)
+	if err := a.hub.Answer(tok, wire.AskQuestion, "q", reply("pa", "no")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, done)
+	for _, kv := range []interface {
+		ListKeys(context.Context, ...jetstream.WatchOpt) (jetstream.KeyLister, error)
+		Get(context.Context, string) (jetstream.KeyValueEntry, error)
+	}{a.c.reqs, a.c.insts} {
+		l, err := kv.ListKeys(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for k := range l.Keys() {
+			e, err := kv.Get(context.Background(), k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(k, tok) || strings.Contains(string(e.Value()), tok) {
+				t.Fatalf("%s holds the token: %s", k, e.Value())
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatal("nothing written")
+		}
+	}
+}
