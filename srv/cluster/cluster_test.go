@@ -69,11 +69,17 @@ type instance struct {
 
 func start(t *testing.T, url, name string) *instance {
 	t.Helper()
+	return startWith(t, url, name, hub.Options{OrphanNotice: time.Hour})
+}
+
+func startWith(t *testing.T, url, name string, o hub.Options) *instance {
+	t.Helper()
 	c, err := Open(context.Background(), Options{URL: url, Tokens: []string{tok}, Instance: name, Heartbeat: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(hub.Options{Shared: c, Instance: name, OrphanNotice: time.Hour})
+	o.Shared, o.Instance = c, name
+	h := hub.New(o)
 	if err := c.Start(h, func() int { return h.Count(tok) }); err != nil {
 		t.Fatal(err)
 	}
@@ -332,6 +338,53 @@ func TestNoTokenInNATS(t *testing.T) {
 		}
 		if n == 0 {
 			t.Fatal("nothing written")
+		}
+	}
+}
+
+// TestOrphanAcrossInstances: the agent's call goes away from A, the
+// holder: every device is told no agent waits; the agent comes back
+// through B, which holds the call from then on: the devices are told it is
+// back, and A's orphan grace passing withdraws nothing. Once the call
+// goes away from B too and nobody comes back, B's grace withdraws it
+// everywhere.
+func TestOrphanAcrossInstances(t *testing.T) {
+	ns := natstest.Start(t)
+	short := hub.Options{OrphanNotice: 50 * time.Millisecond, OrphanGrace: 300 * time.Millisecond}
+	a, b := startWith(t, ns.URL(), "a", short), startWith(t, ns.URL(), "b", short)
+	onA, onB := newClient("pa"), newClient("pb")
+	a.hub.Join(tok, onA, nil, hub.Resume{})
+	b.hub.Join(tok, onB, nil, hub.Resume{})
+	ctx, cancel := context.WithCancel(context.Background())
+	first := ask(ctx, a, question("o", "Anyone?"))
+	onA.expect(t, wire.CmdAskQuestion)
+	onB.expect(t, wire.CmdAskQuestion)
+	cancel()
+	wait(t, first)
+	for _, cl := range []*client{onA, onB} {
+		if n := cl.expect(t, wire.CmdRequestAgentStatus); !n.GetRequestAgentStatusNotification().GetAgentGone() {
+			t.Fatalf("%s: %v", cl.id, n)
+		}
+	}
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	second := ask(ctx2, b, question("o", "Anyone?"))
+	for _, cl := range []*client{onA, onB} {
+		if n := cl.expect(t, wire.CmdRequestAgentStatus); n.GetRequestAgentStatusNotification().GetAgentGone() {
+			t.Fatalf("%s: %v", cl.id, n)
+		}
+	}
+	time.Sleep(600 * time.Millisecond) // A's grace would have fired by now
+	select {
+	case m := <-onA.frames:
+		t.Fatalf("while the agent waits through B: %s %v", m.Cmd, m)
+	default:
+	}
+	cancel2()
+	wait(t, second)
+	for _, cl := range []*client{onA, onB} {
+		cl.expect(t, wire.CmdRequestAgentStatus)
+		if n := cl.expect(t, wire.CmdRequestCancelled); n.GetRequestCancelledNotification().GetReason() != "abandoned" {
+			t.Fatalf("%s: %v", cl.id, n)
 		}
 	}
 }
