@@ -78,7 +78,8 @@ type fileConfig struct {
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 	BodyTimeout      int `toml:"body_timeout_seconds"`
 	// POST /agui.
-	AGUIMaxBody int64 `toml:"agui_max_body_bytes"`
+	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
+	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -175,7 +176,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
-		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody},
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -101,3 +101,23 @@ func (ch *channel) posted() {
 		ch.host.deliver(Envelope{Type: TypeUserPosted, Payload: json.RawMessage("{}")})
 	}
 }
+
+// Fail answers the request the host received under id, on the host's
+// behalf, with TOOL_EXECUTION_FAILED and msg: for a host that knows it
+// will never answer (its frontend is gone) and can say why better than
+// the caller's timeout would. It is logged as the relay's own error. It
+// does nothing once the request is answered, or the host replaced or
+// gone, and reports whether it answered.
+func (e *External) Fail(id, msg string) bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	c := e.ch.inflight[id]
+	if c == nil || e.ch.host != e.p {
+		return false
+	}
+	delete(e.ch.inflight, id)
+	if c.from != nil {
+		e.ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
+	}
+	return true
+}
