@@ -30,6 +30,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tmaxmax/go-sse"
+
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -132,16 +134,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	sess, err := sse.Upgrade(w, r) // Content-Type: text/event-stream with the first event
+	if err != nil {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &stream{w: w, fl: fl, open: map[string]bool{}}
+	s := &stream{sess: sess, open: map[string]bool{}}
 	t := h.thread(tokenOf(r), in.ThreadID)
 	h.run(r.Context(), t, in, s)
 }

@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tmaxmax/go-sse"
+
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -53,14 +55,15 @@ func (a *agent) post(ctx context.Context, runID string, messages ...map[string]a
 	rec := httptest.NewRecorder()
 	a.h.ServeHTTP(rec, req)
 	var evs []map[string]any
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if data, ok := strings.CutPrefix(line, "data: "); ok {
-			var ev map[string]any
-			if err := json.Unmarshal([]byte(data), &ev); err != nil {
-				a.t.Fatalf("event %q: %v", data, err)
-			}
-			evs = append(evs, ev)
+	for e, err := range sse.Read(rec.Body, nil) {
+		if err != nil {
+			a.t.Fatal(err)
 		}
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(e.Data), &ev); err != nil {
+			a.t.Fatalf("event %q: %v", e.Data, err)
+		}
+		evs = append(evs, ev)
 	}
 	return evs
 }
