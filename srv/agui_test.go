@@ -235,6 +235,20 @@ func TestAGUITwoPhases(t *testing.T) {
 		t.Fatalf("retry events %s", got)
 	}
 
+	// A user message in a later run: the agent hears it, then yields.
+	waiting.Wait() // the earlier wait is over: it would take the message
+	run4 := postAGUI(t, url, tokA, map[string]any{"threadId": thread, "runId": "run-4", "tools": bgTool,
+		"messages": []map[string]any{{"id": "u2", "role": "user", "content": "thanks"}}})
+	run4.event()
+	if um, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 5000}); err != nil || um.GetText() != "thanks" {
+		t.Fatalf("wait_user_message = %v, %v", um, err)
+	}
+	waiting.Add(1)
+	go waitUser()
+	if got := types(run4.until()); got != "RUN_FINISHED" {
+		t.Fatalf("run 4 events %s", got)
+	}
+
 	// The study log has the thread's events since start_session, as for
 	// an mvp-0.2 host.
 	end, err := ui.EndSession(ctx, &pb.EndSessionRequest{RelaySession: thread})
@@ -248,6 +262,41 @@ func TestAGUITwoPhases(t *testing.T) {
 	for _, want := range []string{`"agent.message"`, `"tool.call"`, `"tool.result"`, `"status":"ok"`, `"session.ended"`} {
 		if !strings.Contains(string(logText), want) {
 			t.Errorf("study log lacks %s:\n%s", want, logText)
+		}
+	}
+	// Every line has the fields of an mvp-0.2 session's log, and the
+	// thread's runs are in it with what happened in them.
+	var seq []string
+	for i, line := range strings.Split(strings.TrimSpace(string(logText)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %d: %v", i, err)
+		}
+		for _, f := range []string{"sessionId", "eventIndex", "timestamp", "direction", "type", "payload"} {
+			if _, ok := ev[f]; !ok {
+				t.Errorf("log line %d lacks %s: %s", i, f, line)
+			}
+		}
+		if ev["sessionId"] != ss.GetStudySessionId() || ev["eventIndex"] != float64(i) {
+			t.Errorf("log line %d: %s", i, line)
+		}
+		seq = append(seq, ev["direction"].(string)+" "+ev["type"].(string))
+	}
+	want := []string{
+		"in session.start", "out session.started", "in snapshot.get", "out snapshot.state",
+		"in agent.message", "in tool.call", "in agui.run.finished", // run 1, phase one
+		"out agui.run.started", "in agui.run.error", "out agui.run.started", "in agui.run.error", // the bad results
+		"out agui.run.started", "out state.updated", "out tool.result", "in agent.message", "in agui.run.finished", // phase two
+		"out agui.run.started", "out state.updated", "in agui.run.finished", // its retry
+		"out agui.run.started", "out state.updated", "out user.message", "in agui.run.finished", // run 4
+		"in session.end", "out session.ended",
+	}
+	if strings.Join(seq, "\n") != strings.Join(want, "\n") {
+		t.Errorf("study log:\n%s\nwant:\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
+	}
+	for _, want := range []string{`"code":"invalid_tool_result"`, `"runId":"run-2"`, `"lastRole":"tool"`, `"tools":["change_background"]`, `"text":"thanks"`} {
+		if !strings.Contains(string(logText), want) {
+			t.Errorf("study log lacks %s", want)
 		}
 	}
 }

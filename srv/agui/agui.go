@@ -35,6 +35,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
 // DefaultMaxBody bounds a RunAgentInput (it carries the whole history).
@@ -256,17 +257,26 @@ func (h *Handler) goneAway(t *thread, round uint64) {
 // run serves one AG-UI run to its end.
 func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stream) {
 	runNo, ok := t.open()
+	t.logStarted(in)
 	if !ok {
 		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
-		s.emit(event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"})
+		ev := event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"}
+		t.logEnd(in, ev)
+		s.emit(ev)
 		return
 	}
 	lost := false // the frontend went away before the run's end
-	defer func() { t.close(runNo, lost) }()
+	defer func() {
+		if lost {
+			t.logRun(studylog.Internal, logRunLost, map[string]any{"threadId": in.ThreadID, "runId": in.RunID})
+		}
+		t.close(runNo, lost)
+	}()
 	// The thread takes a new run as soon as this one's end is sent: the
 	// frontend may post its next run the moment it reads it.
 	end := func(ev event) {
 		t.close(runNo, false)
+		t.logEnd(in, ev)
 		s.finish(ev)
 	}
 	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})

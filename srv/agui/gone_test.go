@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -27,21 +29,23 @@ const grace = 10 * time.Second
 // agent is the relay's in-process agent of thread "th" with an active
 // study session, as the MCP bridge's calls are.
 type agent struct {
-	t *testing.T
-	r *relay.Relay
-	h *Handler
-	l *relay.Local
+	t    *testing.T
+	data string // the data directory, with the study logs
+	r    *relay.Relay
+	h    *Handler
+	l    *relay.Local
 }
 
 func newAgent(t *testing.T) *agent {
 	t.Helper()
-	logs, err := studylog.Open(t.TempDir(), studylog.Options{})
+	data := t.TempDir()
+	logs, err := studylog.Open(data, studylog.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := relay.New(relay.Options{Logs: logs})
 	h := New(Options{Relay: r, FrontendGrace: grace})
-	a := &agent{t: t, r: r, h: h, l: r.Local("tok", "th")}
+	a := &agent{t: t, data: data, r: r, h: h, l: r.Local("tok", "th")}
 	t.Cleanup(func() { a.l.Close(); h.Close(); _ = r.Close() })
 	return a
 }
@@ -188,6 +192,22 @@ func TestFrontendGoneMidRun(t *testing.T) {
 		synctest.Wait()
 		if a.online() {
 			t.Fatal("past the grace the thread is still a live host")
+		}
+		// The study log says what happened, in order.
+		files, _ := filepath.Glob(filepath.Join(a.data, studylog.RelDir, "*.jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("study logs %v", files)
+		}
+		b, _ := os.ReadFile(files[0])
+		var seq []string
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var ev struct{ Direction, Type string }
+			_ = json.Unmarshal([]byte(line), &ev)
+			seq = append(seq, ev.Direction+" "+ev.Type)
+		}
+		want := "in session.start|out session.started|internal agui.run.lost|in tool.call|internal error|internal relay.host.left"
+		if strings.Join(seq, "|") != want || !strings.Contains(string(b), "did not happen") {
+			t.Fatalf("study log\n got %s\nwant %s\n%s", strings.Join(seq, "|"), want, b)
 		}
 	})
 }

@@ -121,3 +121,20 @@ func (e *External) Fail(id, msg string) bool {
 	}
 	return true
 }
+
+// Record writes env in the active study session's log, for what the
+// host's own protocol has beyond the relay's messages (an AG-UI run's
+// start and end): direction is studylog.Out for the host's own doing,
+// studylog.In for what it was sent. Like every event, it is on disk when
+// Record returns. Nothing is written without an active study session, or
+// once the host was replaced or left.
+func (e *External) Record(direction string, env Envelope) {
+	if len(env.Payload) == 0 {
+		env.Payload = json.RawMessage("{}")
+	}
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	if e.ch.host == e.p {
+		e.ch.record(direction, env)
+	}
+}
