@@ -11,6 +11,7 @@ require (
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/nats-io/nats-server/v2 v2.15.2
 	github.com/nats-io/nats.go v1.55.0
+	github.com/tmaxmax/go-sse v0.12.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/protobuf v1.36.12

@@ -135,6 +135,7 @@ func run(ctx context.Context, c config) error {
 		{"idle memory", idleMemory},
 		{"churn", churn},
 		{"relay", relayThroughput},
+		{"AG-UI round trip", aguiRoundTrip},
 	}
 	defer func() {
 		if fl != nil {

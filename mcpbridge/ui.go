@@ -276,6 +276,13 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if r.GetStage() != "" {
 		txt += "\n(stage: " + r.GetStage() + ")"
 	}
+	var p struct {
+		RunID string `json:"runId"`
+	}
+	if json.Unmarshal([]byte(r.GetPayloadJson()), &p) == nil && p.RunID != "" {
+		// From an Ingress client: the run ends when the agent waits again.
+		txt += "\n(Ingress run " + p.RunID + ": your send_agent_message calls stream to the client; calling wait_user_message again ends the run.)"
+	}
 	return mcp.NewToolResultText(txt), nil
 }
 

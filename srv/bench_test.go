@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
+
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -19,6 +21,7 @@ import (
 // once → response, in-process (for profiles; make bench measures from
 // outside).
 func BenchmarkAskRoundTrip(b *testing.B) {
+	lockorder.Pause(b)
 	_, base := newGuarded(&testing.T{}, srv.Options{})
 	c, err := wstest.Dial(base, tokA, "answerer", nil)
 	if err != nil {

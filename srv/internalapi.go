@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
@@ -25,6 +26,8 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 	if id == InboxSession {
 		conns, last = s.hub.Status(tok)
 		online = conns > 0
+	} else if on, n, at, ok := s.ingress.Status(tok, id); ok {
+		online, conns, last = on, n, at
 	} else {
 		if !relay.ValidSession(id) {
 			http.Error(w, "bad session id", http.StatusBadRequest)
@@ -51,6 +54,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
 		return
 	}
+	if s.ingress.Has(s.tokenOf(r), req.SessionID) {
+		s.sendIngress(w, r, req.SessionID, req.Event)
+		return
+	}
 	var ev struct {
 		Type string `json:"type"`
 	}
@@ -64,6 +71,31 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, relay.ErrClientOffline):
 		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
 			"message": "session " + req.SessionID + " has no active connections"})
+	case err != nil:
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
+	default:
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	}
+}
+
+// sendIngress pushes an orchestrator's event to the devices of an
+// Ingress session.
+func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, raw json.RawMessage) {
+	var ev ingress.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "event: " + err.Error()})
+		return
+	}
+	if err := ingress.CheckEvent(ev); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
+		return
+	}
+	switch err := s.ingress.Push(s.tokenOf(r), id, ev); {
+	case errors.Is(err, ingress.ErrClientOffline):
+		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
+			"message": "session " + id + " has no active connections"})
+	case errors.Is(err, ingress.ErrNoSession):
+		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found", "message": "session " + id + " has ended"})
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
 	default:

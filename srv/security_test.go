@@ -190,6 +190,34 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 					t.Errorf("/agent/ws with an over-long token: %v, want close 1009", a.endErr)
 				}
 			}
+		case srv.GuardHello:
+			for name, tok := range badTokens {
+				ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(base, "http", "ws", 1)+path, nil)
+				if err != nil {
+					t.Fatalf("%s: %v", path, err)
+				}
+				_ = ws.WriteMessage(websocket.TextMessage, []byte(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u1","api_key":%q}`, tok)))
+				var got []string
+				var end error
+				for {
+					_, b, err := ws.ReadMessage()
+					if err != nil {
+						end = err
+						break
+					}
+					got = append(got, string(b))
+				}
+				ws.Close()
+				switch {
+				case name == "over-long":
+					// over-long: the pre-hello frame limit closed it
+					if !websocket.IsCloseError(end, websocket.CloseMessageTooBig) {
+						t.Errorf("%s with an over-long api_key: %v, want close 1009", path, end)
+					}
+				case len(got) != 1 || !strings.Contains(got[0], `"code":"auth_failed"`) || !websocket.IsCloseError(end, websocket.ClosePolicyViolation):
+					t.Errorf("%s with a %s api_key: %v then %v", path, name, got, end)
+				}
+			}
 		case srv.GuardPublic:
 			// Static files only: the UI fetches its data through the routes above.
 		default:
@@ -222,7 +250,7 @@ func TestDNSRebinding(t *testing.T) {
 		"127.0.0.1":                        true,
 		strings.Repeat("a", 300) + ".test": false,
 	}
-	paths := []string{"/booking"}
+	paths := []string{"/booking", "/agui-demo"}
 	for _, r := range s.Routes() {
 		_, p := splitPattern(r.Pattern)
 		if r.Guard == srv.GuardConnect {

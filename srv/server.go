@@ -16,6 +16,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
@@ -58,6 +59,10 @@ type Options struct {
 	// AGUI tunes POST /agui (MaxBody); Relay, Guard and Logger are
 	// filled in.
 	AGUI agui.Options
+	// Ingress tunes /ingress/ws; Tokens, Guard, Limiter, Pending, Hub and
+	// Logger are filled in, and the built-in orchestrator when
+	// Orchestrator is nil.
+	Ingress ingress.Options
 	// StudyLogs is where relay sessions are logged; nil refuses
 	// session.start.
 	StudyLogs *studylog.Dir
@@ -80,6 +85,7 @@ const (
 	GuardConnect = "connect" // the Connect interceptor (UserToken or header)
 	GuardLogin   = "login"   // /ws: UserLogin's StrParam
 	GuardJoin    = "join"    // /agent/ws: relay.join's payload.token
+	GuardHello   = "hello"   // /ingress/ws: hello's api_key
 	GuardPublic  = "public"  // static UI files, which hold no data
 )
 
@@ -98,6 +104,8 @@ type Server struct {
 	inproc  *inProcess
 	guard   *auth.Guard
 	agui    *agui.Handler
+	ingress *ingress.Handler
+	builtin *ingress.Builtin // nil with an external orchestrator
 	handler http.Handler
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
@@ -183,6 +191,20 @@ func New(o Options) *Server {
 	ao.Relay, ao.Guard, ao.Logger = s.relay, o.Guard, o.Logger.With("component", "agui")
 	s.agui = agui.New(ao)
 	s.handle("POST /agui", GuardHeader, s.requireToken(s.agui))
+	// Ingress (seed 003): its runs are the external orchestrator's, or
+	// the token's MCP agent's through the relay.
+	igo := o.Ingress
+	igo.Tokens, igo.Guard, igo.Limiter, igo.Pending, igo.Hub = o.Tokens, o.Guard, o.Limiter, o.Pending, s.hub
+	igo.Logger = o.Logger.With("component", "ingress")
+	if igo.MaxHelloFrame <= 0 {
+		igo.MaxHelloFrame = int64(o.MaxUnauthMessage)
+	}
+	if igo.Orchestrator == nil {
+		s.builtin = ingress.NewBuiltin(ingress.BuiltinOptions{Relay: s.relay, Logger: igo.Logger})
+		igo.Orchestrator = s.builtin
+	}
+	s.ingress = ingress.New(igo)
+	s.handle("/ingress/ws", GuardHello, s.ingress)
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -213,6 +235,10 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {
 	s.mcp.Close() // first: its calls end while the hub still answers
+	s.ingress.Close()
+	if s.builtin != nil {
+		s.builtin.Close()
+	}
 	s.hub.Close()
 	s.agui.Close()
 	_ = s.relay.Close()
@@ -260,8 +286,8 @@ func refuseUnread(w http.ResponseWriter, msg string, code int) {
 }
 
 // Connections counts the WebSocket connections of this instance (/ws and
-// /agent/ws).
-func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() }
+// /agent/ws, /ingress/ws).
+func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + s.ingress.Count() }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

@@ -28,6 +28,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
+	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -79,7 +80,15 @@ type fileConfig struct {
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 	BodyTimeout      int `toml:"body_timeout_seconds"`
 	// POST /agui.
-	AGUIMaxBody int64 `toml:"agui_max_body_bytes"`
+	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
+	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
+	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
+	// agent when it is empty.
+	OrchestratorURL     string `toml:"orchestrator_url"`
+	OrchestratorToken   string `toml:"orchestrator_token"`
+	OrchestratorTimeout int    `toml:"orchestrator_timeout_seconds"`
+	IngressReplay       int    `toml:"ingress_replay_seconds"`
+	IngressApproval     int    `toml:"ingress_approval_timeout_seconds"`
 	// Cluster mode: NATS JetStream keeps the requests, shared with the
 	// other instances.
 	NATSURL      string `toml:"nats_url"`
@@ -112,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.TLSKey, "tls-key", "TLS key file (PEM)")
 	fs.StringSetting(&cfg.NATSURL, "nats-url", "NATS server(s) with JetStream, comma-separated: run as one instance of a cluster (default: one process, requests in the data directory)")
 	fs.StringSetting(&cfg.Instance, "instance", "this instance's name in a cluster (default: random)")
+	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -199,10 +209,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer func() { _ = db.Close() }()
 		hubOpts.Store = db
 	}
-	server := srv.New(srv.Options{Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
+	io := ingress.Options{ReplayWindow: secs(cfg.IngressReplay), ApprovalTimeout: secs(cfg.IngressApproval),
+		Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait), WriteWait: secs(cfg.WriteWait)}}
+	if cfg.OrchestratorURL != "" {
+		orch, err := ingress.NewHTTPOrchestrator(ingress.HTTPOptions{URL: cfg.OrchestratorURL, Token: cfg.OrchestratorToken,
+			Timeout: secs(cfg.OrchestratorTimeout), Logger: log.With("component", "orchestrator")})
+		if err != nil {
+			return err
+		}
+		defer orch.CloseIdle()
+		io.Orchestrator = orch
+	}
+	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
-		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody},
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -62,6 +62,13 @@ var enabled atomic.Bool
 // Enable turns the check on, for the rest of the process: tests only.
 func Enable() { enabled.Store(true) }
 
+// Pause turns the check off until tb (a benchmark) ends: a benchmark
+// measures the product, where the check is off.
+func Pause(tb interface{ Cleanup(func()) }) {
+	was := enabled.Swap(false)
+	tb.Cleanup(func() { enabled.Store(was) })
+}
+
 // Main runs a package's tests (m is TestMain's *testing.M) with the check
 // on, and fails them if any goroutine took its locks out of order.
 func Main(m interface{ Run() int }) {

@@ -73,6 +73,7 @@ type channel struct {
 	agents   map[*peer]struct{}
 	log      *studylog.Log // the active study session, nil when none
 	inflight map[string]*call
+	retired  map[string]struct{} // names of calls forgotten while their host may still answer: see track
 	seq      uint64
 
 	// The host's visible state as last published (backendData stripped).
@@ -95,6 +96,7 @@ func newChannel(r *Relay, token, name string) *channel {
 		r: r, token: token, name: name,
 		agents:      make(map[*peer]struct{}),
 		inflight:    make(map[string]*call),
+		retired:     make(map[string]struct{}),
 		toolIndex:   make(map[string]int),
 		stateWake:   make(chan struct{}),
 		mailboxWake: make(chan struct{}),

@@ -106,7 +106,15 @@ func checkAgentPayload(env Envelope) *Error {
 
 // track registers a request to the host and returns the id to send it
 // under: the agent's own id unless another call to the host uses it (one
-// in flight, or one whose agent has gone and whose answer may still come).
+// in flight, one whose agent has gone and whose answer may still come, or
+// one forgotten while this host may still answer it).
+//
+// Once many calls are in flight, those older than two minutes are
+// forgotten: their agents are told, and their names are retired, not
+// freed, until the host answers them or leaves (failInflight), so a late
+// answer can never be taken for a new call's. Retired names are bounded
+// too: past maxInflight of them, old calls stay in flight and new ones are
+// refused.
 func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if env.ID == "" && p.local == nil && env.Type == wire.TypeAgentMessage {
 		return "", true // fire-and-forget; nothing to route back
@@ -114,8 +122,12 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	if len(ch.inflight) >= maxInflight/4 {
 		cut := ch.r.now().Add(-2 * time.Minute)
 		for id, c := range ch.inflight {
-			if c.at.Before(cut) {
+			if c.at.Before(cut) && len(ch.retired) < maxInflight {
 				delete(ch.inflight, id)
+				ch.retired[id] = struct{}{}
+				if c.from != nil {
+					ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "the host did not answer within two minutes; the action may or may not have happened"))
+				}
 			}
 		}
 	}
@@ -124,9 +136,9 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	}
 	// A new name is checked too: an agent may already use it for a call
 	// of its own ("x~1"), and two calls of one name would mix up replies.
-	// At most len(inflight)+1 names are tried.
+	// At most len(inflight)+len(retired)+1 names are tried.
 	id := env.ID
-	for _, busy := ch.inflight[id]; id == "" || busy; _, busy = ch.inflight[id] {
+	for id == "" || ch.taken(id) {
 		ch.seq++
 		id = "relay-" + strconv.FormatUint(ch.seq, 10)
 		if env.ID != "" {
@@ -135,6 +147,12 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 	}
 	ch.inflight[id] = &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
 	return id, true
+}
+
+func (ch *channel) taken(id string) bool {
+	_, busy := ch.inflight[id]
+	_, retired := ch.retired[id]
+	return busy || retired
 }
 
 func (ch *channel) fromHost(p *peer, env Envelope) {
@@ -206,6 +224,8 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 			reply.ReplyTo = c.origID
 			to.deliverAt(reply, ch.stateVersion)
 		}
+	} else if _, ok := ch.retired[env.ReplyTo]; ok {
+		delete(ch.retired, env.ReplyTo) // answered at last: the name is free
 	} else if !broadcast {
 		ch.r.log.Debug("host reply to no call in flight dropped", "relay", ch.name, "type", env.Type)
 	}
@@ -231,6 +251,7 @@ func (ch *channel) forget(p *peer) {
 }
 
 func (ch *channel) failInflight(msg string) {
+	clear(ch.retired) // the host that could answer them has gone
 	for id, c := range ch.inflight {
 		delete(ch.inflight, id)
 		if c.from != nil {

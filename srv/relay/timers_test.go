@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -201,6 +202,54 @@ func TestPostGrace(t *testing.T) {
 		env, failed := l.Post(t.Context(), wire.TypeAgentMessage, msg, grace)
 		if !failed || env.Type != wire.TypeError || time.Since(start) != 100*time.Millisecond {
 			t.Fatalf("a refused message: %+v %v after %v", env, failed, time.Since(start))
+		}
+	})
+}
+
+// TestForgottenCallNameNotReused: a call forgotten after two minutes
+// while the same host is still connected keeps its name taken, so a new
+// call of the same name is sent to the host under another one, and the
+// host's late answer to the old call never reaches the new one. The agent
+// whose call was forgotten is told.
+func TestForgottenCallNameNotReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r, host, ch := studyHost(t)
+		defer r.Close()
+		agent := &peer{role: "agent", local: make(chan Reply, 4*maxInflight)}
+		ch.joinAgent(agent, "a")
+		drain(agent)
+		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "x", Payload: toolCall})
+		if old := (<-host.local).Envelope; old.ID != "x" {
+			t.Fatalf("the first call went to the host as %q", old.ID)
+		}
+		for i := range maxInflight / 4 {
+			ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: fmt.Sprint("c", i), Payload: toolCall})
+		}
+		drain(host)
+		time.Sleep(2*time.Minute + time.Second)
+		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "x", Payload: toolCall})
+		again := (<-host.local).Envelope
+		if again.ID == "x" {
+			t.Fatal("a new call was sent to the host under the name of a forgotten call it may still answer")
+		}
+		told := 0
+		for len(agent.local) > 0 {
+			if m := <-agent.local; m.Type == wire.TypeError && m.ReplyTo == "x" {
+				told++
+			}
+		}
+		if told != 1 {
+			t.Fatalf("the agent of the forgotten call x was told %d times, want once", told)
+		}
+		ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeToolResult, ReplyTo: "x", Payload: json.RawMessage(`{"ok":"late"}`)})
+		select {
+		case m := <-agent.local:
+			t.Fatalf("the host's late answer to the forgotten call reached the agent: %+v", m)
+		default:
+		}
+		ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeToolResult, ReplyTo: again.ID, Payload: json.RawMessage(`{"ok":"new"}`)})
+		if m := <-agent.local; m.ReplyTo != "x" || string(m.Payload) != `{"ok":"new"}` {
+			t.Fatalf("the new call's answer arrived as %+v", m)
 		}
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"testing"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
 
 // layout3 is what the store wrote before its record became a generated
@@ -90,6 +92,7 @@ func TestChecksumLastAndSound(t *testing.T) {
 }
 
 func BenchmarkRecordCodec(b *testing.B) {
+	lockorder.Pause(b)
 	r := layout3Records()[0]
 	b.ReportAllocs()
 	for b.Loop() {

@@ -86,6 +86,7 @@ type Store struct {
 	folds   int  // fold attempts so far
 	failed  bool // the last one failed
 	sync    bool
+	direct  bool // commit each batch into bbolt, without the journal: only BenchmarkAck sets it
 	writer  sync.WaitGroup
 	journal JournalFile // the writer's
 	jsize   int64       // the journal's length, as the writer wrote it

@@ -131,6 +131,10 @@ func (s *Store) writeLoop() {
 				closingAcks = append(closingAcks, ack)
 				continue // folded below, at once
 			}
+			if s.direct {
+				ack.finish(s.write(es))
+				continue
+			}
 			if err := s.appendJournal(es); err != nil {
 				s.report(err)
 				// Straight into the database, with what the journal has.
@@ -261,28 +265,30 @@ func (s *Store) fold(es []entry) error {
 // write puts es into the database in one transaction, with the tally. Of
 // entries with the same key, the last one is written.
 func (s *Store) write(es []entry) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return putEntries(tx, es) })
+}
+
+func putEntries(tx *bolt.Tx, es []entry) error {
 	last := make(map[string]int, len(es))
 	for i := range es {
 		last[string(es[i].key)] = i
 	}
-	return s.db.Update(func(tx *bolt.Tx) error {
-		b := tx.Bucket(requests)
-		b.FillPercent = fillPercent
-		t, err := loadTally(tx)
-		if err != nil {
+	b := tx.Bucket(requests)
+	b.FillPercent = fillPercent
+	t, err := loadTally(tx)
+	if err != nil {
+		return err
+	}
+	for i := range es {
+		if last[string(es[i].key)] != i {
+			continue
+		}
+		t.put(es[i].key, b.Get(es[i].key), es[i].val)
+		if err := b.Put(es[i].key, es[i].val); err != nil {
 			return err
 		}
-		for i := range es {
-			if last[string(es[i].key)] != i {
-				continue
-			}
-			t.put(es[i].key, b.Get(es[i].key), es[i].val)
-			if err := b.Put(es[i].key, es[i].val); err != nil {
-				return err
-			}
-		}
-		return t.save(tx)
-	})
+	}
+	return t.save(tx)
 }
 
 // putAll commits rs in one transaction. A record that a later one in rs

@@ -37,7 +37,7 @@ describe('inbox in a real browser', () => {
   it('shows a question, takes a text and image reply, and the MCP result carries both', async () => {
     const page = await openInbox('laptop')
     expect(page.url()).toBe(`${srv.url}/`) // the token left the address bar
-    const call = ask({ question: 'Which **database**?\n\n```sql\nSELECT 1;\n```\n<img src=x onerror="window.pwned=1">', project_directory: '/home/me/shop',
+    const call = ask({ question: 'Which **database**?\n\n```sql\nSELECT 1;\n```\n<img src=x onerror="window.pwned=1">\n\n![schema](https://example.com/schema.png) and ![dot](data:image/gif;base64,R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7)', project_directory: '/home/me/shop',
       agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4' })
     const item = page.locator('[data-status=waiting]', { hasText: 'database' })
     await item.waitFor()
@@ -46,6 +46,12 @@ describe('inbox in a real browser', () => {
     await expect(item.locator('[data-testid=question] strong').textContent()).resolves.toBe('database')
     await expect(item.locator('[data-testid=question] pre code').textContent()).resolves.toContain('SELECT 1;')
     expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined()
+    // The page loads no image from elsewhere (its CSP would show a broken
+    // one): a remote image is a link to it, an inline one is shown.
+    const images = item.locator('[data-testid=question] img')
+    await expect(images.evaluateAll((els) => els.map((e) => (e as HTMLImageElement).src.slice(0, 15)))).resolves.toEqual(['data:image/gif;'])
+    await expect.poll(() => images.evaluateAll((els) => els.every((e) => (e as HTMLImageElement).naturalWidth > 0))).toBe(true)
+    await expect(item.getByRole('link', { name: 'schema' }).getAttribute('href')).resolves.toBe('https://example.com/schema.png')
     // The reply box has focus as the question arrives.
     await expect.poll(() => page.evaluate(() => document.activeElement?.tagName)).toBe('TEXTAREA')
     if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-desktop.png` })

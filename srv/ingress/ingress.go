@@ -1,0 +1,304 @@
+// Package ingress serves /ingress/ws, the Ingress client protocol of seed
+// 003: a client says hello with the token as its api_key and joins a
+// session; it invokes agent runs whose events (run_started, delta, state,
+// tool_request, approval_required, error, done) reach every device of the
+// session; it answers tool requests and approvals and cancels runs. The
+// runs are an Orchestrator's: an external one over HTTP and SSE
+// (HTTPOrchestrator), or the built-in one whose agent is the token's MCP
+// agent, through the relay session the client names (Builtin). An
+// approval is also a question in the token's inbox (the hub): the first
+// decision, from either place, wins.
+//
+// Files: ingress.go the handler and its sessions; conn.go a connection
+// (hello, then messages); session.go a session's devices and events and
+// the replay window; run.go runs, tool calls and approvals;
+// orchestrator.go the Orchestrator interface; httporch.go the external
+// orchestrator; builtin.go the built-in one; message.go the messages.
+//
+// Goroutines: one reader per connection (wsconn.Set); a run's Invoke, an
+// approval's question in the inbox and each call to the orchestrator run
+// on goroutines the Handler owns (Close cancels and waits for them).
+// Timers (a tool call's deadline, a session's end) run short functions
+// that take the locks as everyone else. Locks: Handler.mu (the sessions)
+// before session.mu before Handler.gmu; nothing calls out of the package
+// (orchestrator, hub, relay) with one of them held, except a connection's
+// Send, which never blocks.
+package ingress
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/wsconn"
+)
+
+// Options configure the handler. Orchestrator and Tokens are required.
+type Options struct {
+	Tokens       *auth.Tokens
+	Guard        *auth.Guard
+	Limiter      *auth.Limiter // slows down addresses with failed hellos; nil: none
+	Pending      *auth.Pending // caps connections before hello; nil: no cap
+	Logger       *slog.Logger
+	Orchestrator Orchestrator
+	// Hub shows approvals in the token's inbox; nil: only the client
+	// decides.
+	Hub *hub.Hub
+	// HelloTimeout closes a connection that has not said hello (default 5s).
+	HelloTimeout time.Duration
+	// MaxHelloFrame bounds a frame before hello (default 64 KiB).
+	MaxHelloFrame int64
+	// MaxFrame bounds a frame after hello (default 2 MiB); larger ones
+	// close the connection with 1009.
+	MaxFrame int64
+	// ReplayWindow is how long a session's events are kept for a device
+	// that reconnects, and how long a session without devices is kept
+	// (default 60s).
+	ReplayWindow time.Duration
+	// ReplayEvents bounds the events kept per session (default 1024).
+	ReplayEvents int
+	// MaxSessions bounds the sessions per token (default 64), MaxDevices
+	// the devices per session (default 16), MaxRuns the open runs per
+	// session (default 8).
+	MaxSessions, MaxDevices, MaxRuns int
+	// ApprovalTimeout is how long an approval waits for a decision before
+	// it is rejected (default 10m).
+	ApprovalTimeout time.Duration
+	// CallTimeout bounds a call to the orchestrator: a tool result, a
+	// decision, a cancel (default 15s).
+	CallTimeout time.Duration
+	// CancelGrace is how long a cancelled run's orchestrator has to end it
+	// before its stream is cut (default 5s).
+	CancelGrace time.Duration
+	// Conn tunes the connections (heartbeat, queue).
+	Conn wsconn.Options
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Handler is the /ingress/ws endpoint and its sessions.
+type Handler struct {
+	o     Options
+	log   *slog.Logger
+	conns wsconn.Set
+	ctx   context.Context // ends at Close: runs and calls stop
+	stop  context.CancelFunc
+
+	mu       sync.Mutex
+	sessions map[string]*session // by token and session id
+	byUser   map[string]*session // by token, user id and relay session
+
+	gmu    sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// New returns the handler.
+func New(o Options) *Handler {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Guard == nil {
+		o.Guard = &auth.Guard{}
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.HelloTimeout, 5*time.Second)
+	def(&o.ReplayWindow, 60*time.Second)
+	def(&o.ApprovalTimeout, 10*time.Minute)
+	def(&o.CallTimeout, 15*time.Second)
+	def(&o.CancelGrace, 5*time.Second)
+	defInt := func(n *int, v int) {
+		if *n <= 0 {
+			*n = v
+		}
+	}
+	defInt(&o.ReplayEvents, 1024)
+	defInt(&o.MaxSessions, 64)
+	defInt(&o.MaxDevices, 16)
+	defInt(&o.MaxRuns, 8)
+	if o.MaxHelloFrame <= 0 {
+		o.MaxHelloFrame = 64 << 10
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = 2 << 20
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	o.Conn.Text = true
+	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
+	o.Conn.Logger = o.Logger
+	ctx, stop := context.WithCancel(context.Background())
+	return &Handler{o: o, log: o.Logger, ctx: ctx, stop: stop,
+		sessions: make(map[string]*session), byUser: make(map[string]*session)}
+}
+
+func (h *Handler) now() time.Time { return h.o.Now() }
+
+// goOwned runs f on a goroutine the handler waits for at Close; false
+// (f not run) once it is closing.
+func (h *Handler) goOwned(f func()) bool {
+	h.gmu.Lock()
+	defer h.gmu.Unlock()
+	if h.closed {
+		return false
+	}
+	h.wg.Go(f)
+	return true
+}
+
+// Close ends every connection, cancels the runs and waits for the
+// handler's goroutines. Idempotent.
+func (h *Handler) Close() {
+	h.gmu.Lock()
+	h.closed = true
+	h.gmu.Unlock()
+	h.stop()
+	h.conns.Close()
+	h.wg.Wait()
+	h.mu.Lock()
+	ss := h.sessions
+	h.sessions, h.byUser = map[string]*session{}, map[string]*session{}
+	h.mu.Unlock()
+	for _, s := range ss {
+		s.mu.Lock()
+		if s.idle != nil {
+			s.idle.Stop()
+		}
+		for _, tc := range s.tools {
+			tc.stop()
+		}
+		s.mu.Unlock()
+		if op, ok := h.o.Orchestrator.(SessionOpener); ok {
+			op.CloseSession(s.info)
+		}
+	}
+}
+
+// Count reports open /ingress/ws connections.
+func (h *Handler) Count() int { return h.conns.Len() }
+
+// States counts the open connections by lifecycle state.
+func (h *Handler) States() map[string]int { return h.conns.States() }
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.o.Guard.OriginAllowed(r) {
+		http.Error(w, "forbidden origin", http.StatusForbidden)
+		return
+	}
+	ev := &wsconn.Evictable{}
+	release, err := h.o.Pending.Acquire(r.RemoteAddr, ev.Evict)
+	if err != nil {
+		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
+		auth.RefusePending(w, err)
+		return
+	}
+	c, err := wsconn.Upgrade(w, r, h.o.Conn)
+	if err != nil {
+		release()
+		h.log.Debug("websocket handshake refused", "remote", auth.Key(r.RemoteAddr), "err", err)
+		return
+	}
+	c.UntilActive(release)
+	ev.Set(c)
+	c.SetReadLimit(min(h.o.MaxHelloFrame, h.o.MaxFrame))
+	c.SetReadDeadline(h.now().Add(h.o.HelloTimeout))
+	if !h.conns.Add(c) {
+		c.Finish()
+		return
+	}
+	cn := &conn{h: h, c: c, remote: r.RemoteAddr}
+	h.conns.Serve(c, wsconn.Reader{Message: cn.message, Timeout: cn.timedOut, End: cn.ended})
+}
+
+// Errors of Push, mapped to /internal/send's answers.
+var (
+	ErrNoSession     = errors.New("no such Ingress session")
+	ErrClientOffline = errors.New("client_offline")
+)
+
+func key(parts ...string) string {
+	n := 0
+	for _, p := range parts {
+		n += len(p) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, p := range parts {
+		b = append(b, p...)
+		b = append(b, 0)
+	}
+	return string(b)
+}
+
+// lookup returns the session of (token, id), or nil.
+func (h *Handler) lookup(token, id string) *session {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[key(token, id)]
+}
+
+// Has reports whether id names an Ingress session of token.
+func (h *Handler) Has(token, id string) bool { return h.lookup(token, id) != nil }
+
+// Status reports a session of token: whether a device is connected, how
+// many are, and when it last saw a message.
+func (h *Handler) Status(token, id string) (online bool, conns int, last time.Time, ok bool) {
+	s := h.lookup(token, id)
+	if s == nil {
+		return false, 0, time.Time{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.devices) > 0, len(s.devices), s.activity, true
+}
+
+// Push delivers an event from the orchestrator (POST /internal/send) to
+// every device of a session: ErrNoSession when token has none of that
+// id, ErrClientOffline when no device is connected. A tool_request or
+// approval_required is tracked as one streamed by a run is.
+func (h *Handler) Push(token, id string, ev Event) error {
+	s := h.lookup(token, id)
+	if s == nil {
+		return ErrNoSession
+	}
+	s.mu.Lock()
+	online := len(s.devices) > 0
+	s.mu.Unlock()
+	if !online {
+		return ErrClientOffline
+	}
+	s.emit(s.runOf(ev.RunID), ev)
+	return nil
+}
+
+// CheckEvent validates an event pushed by the orchestrator.
+func CheckEvent(ev Event) error {
+	switch ev.Type {
+	case wire.IngressToolRequest:
+		if ev.ToolCallID == "" || ev.ToolName == "" {
+			return errors.New("tool_request needs tool_call_id and tool_name")
+		}
+	case wire.IngressApprovalRequired:
+		if ev.ApprovalID == "" {
+			return errors.New("approval_required needs approval_id")
+		}
+	case "":
+		return errors.New("event needs a type")
+	}
+	for _, v := range []string{ev.RunID, ev.ToolCallID, ev.ApprovalID} {
+		if v != "" && !idPattern.MatchString(v) {
+			return errors.New("ids: 1 to 128 letters, digits, '.', '_', ':', '~' or '-'")
+		}
+	}
+	return nil
+}
