@@ -285,8 +285,8 @@ func refuseUnread(w http.ResponseWriter, msg string, code int) {
 	http.Error(w, msg, code)
 }
 
-// Connections counts the WebSocket connections of this instance (/ws and
-// /agent/ws, /ingress/ws).
+// Connections counts the WebSocket connections of this instance (/ws,
+// /agent/ws and /ingress/ws).
 func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + s.ingress.Count() }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
