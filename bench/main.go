@@ -149,6 +149,7 @@ func run(ctx context.Context, c config) error {
 		{"idle memory", idleMemory},
 		{"churn", churn},
 		{"relay", relayThroughput},
+		{"AG-UI round trip", aguiRoundTrip},
 		{"Ingress delta streaming", ingressStream},
 	}
 	defer func() {

@@ -1,11 +1,11 @@
 package srv_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -13,15 +13,19 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tmaxmax/go-sse"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
-// aguiRun is one POST /agui whose SSE events the test reads.
+// aguiRun is one POST /agui whose SSE events the test reads, with
+// go-sse's reader.
 type aguiRun struct {
 	t    *testing.T
 	resp *http.Response
-	r    *bufio.Reader
+	next func() (sse.Event, error, bool)
+	stop func()
 }
 
 func postAGUI(t *testing.T, url, tok string, in any) *aguiRun {
@@ -46,27 +50,24 @@ func postAGUI(t *testing.T, url, tok string, in any) *aguiRun {
 	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type = %q", ct)
 	}
-	return &aguiRun{t: t, resp: resp, r: bufio.NewReader(resp.Body)}
+	a := &aguiRun{t: t, resp: resp}
+	a.next, a.stop = iter.Pull2(sse.Read(resp.Body, nil))
+	t.Cleanup(a.stop)
+	return a
 }
 
-// next reads one event.
-func (a *aguiRun) next() map[string]any {
+// event reads one event.
+func (a *aguiRun) event() map[string]any {
 	a.t.Helper()
-	for {
-		line, err := a.r.ReadString('\n')
-		if err != nil {
-			a.t.Fatalf("read SSE: %v", err)
-		}
-		line = strings.TrimRight(line, "\n")
-		if !strings.HasPrefix(line, "data: ") {
-			continue
-		}
-		var ev map[string]any
-		if err := json.Unmarshal([]byte(line[len("data: "):]), &ev); err != nil {
-			a.t.Fatalf("event %q: %v", line, err)
-		}
-		return ev
+	e, err, ok := a.next()
+	if !ok || err != nil {
+		a.t.Fatalf("read SSE: %v (more: %v)", err, ok)
 	}
+	var ev map[string]any
+	if err := json.Unmarshal([]byte(e.Data), &ev); err != nil {
+		a.t.Fatalf("event %q: %v", e.Data, err)
+	}
+	return ev
 }
 
 // until reads events up to and including the run's end, and checks the
@@ -75,11 +76,11 @@ func (a *aguiRun) until() []map[string]any {
 	a.t.Helper()
 	var evs []map[string]any
 	for {
-		ev := a.next()
+		ev := a.event()
 		evs = append(evs, ev)
 		if ev["type"] == "RUN_FINISHED" || ev["type"] == "RUN_ERROR" {
-			if rest, _ := io.ReadAll(a.r); strings.TrimSpace(string(rest)) != "" {
-				a.t.Fatalf("events after the run's end: %s", rest)
+			if e, err, ok := a.next(); ok {
+				a.t.Fatalf("events after the run's end: %q %v", e.Data, err)
 			}
 			return evs
 		}
@@ -116,7 +117,7 @@ func TestAGUITwoPhases(t *testing.T) {
 		"threadId": thread, "runId": "run-1", "messages": msgs, "tools": bgTool,
 		"state": map[string]any{"background": "white"}, "context": []any{}, "forwardedProps": map[string]any{},
 	})
-	if ev := run1.next(); ev["type"] != "RUN_STARTED" || ev["threadId"] != thread || ev["runId"] != "run-1" {
+	if ev := run1.event(); ev["type"] != "RUN_STARTED" || ev["threadId"] != thread || ev["runId"] != "run-1" {
 		t.Fatalf("first event %v", ev)
 	}
 	um, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 5000})
@@ -194,7 +195,7 @@ func TestAGUITwoPhases(t *testing.T) {
 	run2In := map[string]any{"threadId": thread, "runId": "run-2", "tools": bgTool, "state": map[string]any{"background": "blue"},
 		"messages": []map[string]any{{"role": "tool", "tool_id": callID, "tool_name": "change_background", "content": `{"status":"ok"}`}}}
 	run2 := postAGUI(t, url, tokA, run2In)
-	if ev := run2.next(); ev["type"] != "RUN_STARTED" {
+	if ev := run2.event(); ev["type"] != "RUN_STARTED" {
 		t.Fatalf("run 2 first event %v", ev)
 	}
 	c := <-called
@@ -225,13 +226,27 @@ func TestAGUITwoPhases(t *testing.T) {
 	// nothing fails; the run ends when the agent yields.
 	run2In["runId"] = "run-2-retry"
 	retry := postAGUI(t, url, tokA, run2In)
-	if ev := retry.next(); ev["type"] != "RUN_STARTED" {
+	if ev := retry.event(); ev["type"] != "RUN_STARTED" {
 		t.Fatalf("retry first event %v", ev)
 	}
 	waiting.Add(1)
 	go waitUser()
 	if got := types(retry.until()); got != "RUN_FINISHED" {
 		t.Fatalf("retry events %s", got)
+	}
+
+	// A user message in a later run: the agent hears it, then yields.
+	waiting.Wait() // the earlier wait is over: it would take the message
+	run4 := postAGUI(t, url, tokA, map[string]any{"threadId": thread, "runId": "run-4", "tools": bgTool,
+		"messages": []map[string]any{{"id": "u2", "role": "user", "content": "thanks"}}})
+	run4.event()
+	if um, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 5000}); err != nil || um.GetText() != "thanks" {
+		t.Fatalf("wait_user_message = %v, %v", um, err)
+	}
+	waiting.Add(1)
+	go waitUser()
+	if got := types(run4.until()); got != "RUN_FINISHED" {
+		t.Fatalf("run 4 events %s", got)
 	}
 
 	// The study log has the thread's events since start_session, as for
@@ -249,6 +264,41 @@ func TestAGUITwoPhases(t *testing.T) {
 			t.Errorf("study log lacks %s:\n%s", want, logText)
 		}
 	}
+	// Every line has the fields of an mvp-0.2 session's log, and the
+	// thread's runs are in it with what happened in them.
+	var seq []string
+	for i, line := range strings.Split(strings.TrimSpace(string(logText)), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %d: %v", i, err)
+		}
+		for _, f := range []string{"sessionId", "eventIndex", "timestamp", "direction", "type", "payload"} {
+			if _, ok := ev[f]; !ok {
+				t.Errorf("log line %d lacks %s: %s", i, f, line)
+			}
+		}
+		if ev["sessionId"] != ss.GetStudySessionId() || ev["eventIndex"] != float64(i) {
+			t.Errorf("log line %d: %s", i, line)
+		}
+		seq = append(seq, ev["direction"].(string)+" "+ev["type"].(string))
+	}
+	want := []string{
+		"in session.start", "out session.started", "in snapshot.get", "out snapshot.state",
+		"in agent.message", "in tool.call", "in agui.run.finished", // run 1, phase one
+		"out agui.run.started", "in agui.run.error", "out agui.run.started", "in agui.run.error", // the bad results
+		"out agui.run.started", "out state.updated", "out tool.result", "in agent.message", "in agui.run.finished", // phase two
+		"out agui.run.started", "out state.updated", "in agui.run.finished", // its retry
+		"out agui.run.started", "out state.updated", "out user.message", "in agui.run.finished", // run 4
+		"in session.end", "out session.ended",
+	}
+	if strings.Join(seq, "\n") != strings.Join(want, "\n") {
+		t.Errorf("study log:\n%s\nwant:\n%s", strings.Join(seq, "\n"), strings.Join(want, "\n"))
+	}
+	for _, want := range []string{`"code":"invalid_tool_result"`, `"runId":"run-2"`, `"lastRole":"tool"`, `"tools":["change_background"]`, `"text":"thanks"`} {
+		if !strings.Contains(string(logText), want) {
+			t.Errorf("study log lacks %s", want)
+		}
+	}
 }
 
 // TestAGUICallWaitsForNextRun: a frontend tool call made while no run is
@@ -258,7 +308,7 @@ func TestAGUICallWaitsForNextRun(t *testing.T) {
 	ui := uiRelayClient(url)
 	ctx := context.Background()
 	run := postAGUI(t, url, tokA, map[string]any{"threadId": "default", "runId": "r1", "messages": []any{}, "tools": bgTool})
-	run.next()
+	run.event()
 	if r, err := ui.StartSession(ctx, &pb.StartSessionRequest{}); err != nil || r.GetError() != nil {
 		t.Fatalf("start_session = %v, %v", r, err)
 	}
@@ -286,7 +336,7 @@ func TestAGUICallWaitsForNextRun(t *testing.T) {
 	}
 	run3 := postAGUI(t, url, tokA, map[string]any{"threadId": "default", "runId": "r3", "tools": bgTool,
 		"messages": []any{map[string]any{"id": "t1", "role": "tool", "toolCallId": evs[1]["toolCallId"], "content": "red now"}}})
-	run3.next()
+	run3.event()
 	if r := <-done; r.GetError() != nil || !strings.Contains(r.GetResultJson(), "red now") {
 		t.Fatalf("call_ui_tool = %v", r)
 	}
@@ -336,14 +386,14 @@ func TestAGUIBadInput(t *testing.T) {
 		t.Errorf("foreign Origin: %d", resp.StatusCode)
 	}
 	open := postAGUI(t, url, tokA, map[string]any{"threadId": "t", "runId": "r1"})
-	open.next()
+	open.event()
 	second := postAGUI(t, url, tokA, map[string]any{"threadId": "t", "runId": "r2"})
 	if evs := second.until(); types(evs) != "RUN_STARTED RUN_ERROR" || !strings.Contains(fmt.Sprint(evs[1]["message"]), "run open already") {
 		t.Errorf("second run: %v", evs)
 	}
 	// Another token's thread of the same name is another relay session.
 	other := postAGUI(t, url, tokB, map[string]any{"threadId": "t", "runId": "r3"})
-	if ev := other.next(); ev["type"] != "RUN_STARTED" {
+	if ev := other.event(); ev["type"] != "RUN_STARTED" {
 		t.Errorf("token B: %v", ev)
 	}
 }

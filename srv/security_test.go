@@ -250,7 +250,7 @@ func TestDNSRebinding(t *testing.T) {
 		"127.0.0.1":                        true,
 		strings.Repeat("a", 300) + ".test": false,
 	}
-	paths := []string{"/booking"}
+	paths := []string{"/booking", "/agui-demo"}
 	for _, r := range s.Routes() {
 		_, p := splitPattern(r.Pattern)
 		if r.Guard == srv.GuardConnect {

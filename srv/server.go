@@ -13,6 +13,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -73,6 +74,9 @@ type Options struct {
 	// MCP tunes /mcp (MaxSessions, the bridges' Bridge options); the rest
 	// is filled in.
 	MCP mcphttp.Options
+	// Cluster, in cluster mode, is this instance's link to the others;
+	// /health reports it. nil: one process.
+	Cluster *cluster.Cluster
 }
 
 // Guard kinds of a route: how it checks the token.
@@ -109,6 +113,7 @@ type Server struct {
 	mux     *http.ServeMux
 	started time.Time
 	bodyBy  time.Duration
+	cluster *cluster.Cluster
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -134,7 +139,7 @@ func New(o Options) *Server {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = 30 * time.Second
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
@@ -280,10 +285,21 @@ func refuseUnread(w http.ResponseWriter, msg string, code int) {
 	http.Error(w, msg, code)
 }
 
+// Connections counts the WebSocket connections of this instance (/ws,
+// /agent/ws and /ingress/ws).
+func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + s.ingress.Count() }
+
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
+	var c any
+	mode := "single"
+	if s.cluster != nil {
+		mode, c = "cluster", s.cluster.Status()
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
 		"status":           "ok",
+		"mode":             mode,
+		"cluster":          c,
 		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
 		"wsConnections":    s.inbox.Count(),
 		"relayConnections": s.relay.Count(),

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/internal/failover"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
@@ -45,11 +47,14 @@ func main() {
 
 // fileConfig is agentassistant-mcp.toml.
 type fileConfig struct {
-	Host     string `toml:"agentassistant_server_host"`
-	Port     int    `toml:"agentassistant_server_port"`
-	Token    string `toml:"agentassistant_server_token"`
-	Session  string `toml:"relay_session"`
-	LogLevel string `toml:"log_level"`
+	Host  string `toml:"agentassistant_server_host"`
+	Port  int    `toml:"agentassistant_server_port"`
+	Token string `toml:"agentassistant_server_token"`
+	// Servers, when set, are the instances of a cluster (host:port), tried
+	// in turn: in place of host and port.
+	Servers  []string `toml:"agentassistant_servers"`
+	Session  string   `toml:"relay_session"`
+	LogLevel string   `toml:"log_level"`
 	// HostGraceSeconds: how long the web UI's tools stay listed after its
 	// host left (0: the default, 120).
 	HostGraceSeconds int `toml:"host_grace_seconds"`
@@ -63,6 +68,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringSetting(&cfg.Host, "host", "agentassistant-srv host")
 	fs.IntSetting(&cfg.Port, "port", "agentassistant-srv port")
 	fs.StringSetting(&cfg.Token, "token", "token (default: the one agentassistant-srv generated on this machine)")
+	servers := fs.String("server", "", "agentassistant-srv instances of a cluster, comma-separated host:port, tried in turn (in place of -host and -port)")
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
 	fs.StringSetting(&cfg.Session, "session", "relay session of the web UI to drive (default \"default\")")
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
@@ -102,11 +108,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 
 	base := url.URL{Scheme: "http", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}
-	transport := &http.Transport{
+	var transport http.RoundTripper = &http.Transport{
 		Proxy:               nil, // the server is local or on a LAN; never send the token through a proxy
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
+	}
+	if *servers == "" && len(cfg.Servers) > 0 {
+		*servers = strings.Join(cfg.Servers, ",")
+	}
+	if *servers != "" {
+		// A cluster: a call that fails moves the next one (the re-attach)
+		// to the next instance.
+		addrs, err := failover.Parse(*servers, cfg.Port)
+		if err != nil {
+			return err
+		}
+		base.Host = addrs[0]
+		transport = failover.New(addrs, transport)
 	}
 	// Questions wait for a person as long as their timeout says; UI calls
 	// answer within the server's own limits, so a hung one is cut at 60s.

@@ -25,6 +25,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -79,7 +80,8 @@ type fileConfig struct {
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 	BodyTimeout      int `toml:"body_timeout_seconds"`
 	// POST /agui.
-	AGUIMaxBody int64 `toml:"agui_max_body_bytes"`
+	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
+	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
 	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
 	// agent when it is empty.
 	OrchestratorURL     string `toml:"orchestrator_url"`
@@ -87,6 +89,11 @@ type fileConfig struct {
 	OrchestratorTimeout int    `toml:"orchestrator_timeout_seconds"`
 	IngressReplay       int    `toml:"ingress_replay_seconds"`
 	IngressApproval     int    `toml:"ingress_approval_timeout_seconds"`
+	// Cluster mode: NATS JetStream keeps the requests, shared with the
+	// other instances.
+	NATSURL      string `toml:"nats_url"`
+	NATSReplicas int    `toml:"nats_replicas"`
+	Instance     string `toml:"instance_name"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -112,6 +119,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error")
 	fs.StringSetting(&cfg.TLSCert, "tls-cert", "TLS certificate file (PEM); with -tls-key, serve HTTPS")
 	fs.StringSetting(&cfg.TLSKey, "tls-key", "TLS key file (PEM)")
+	fs.StringSetting(&cfg.NATSURL, "nats-url", "NATS server(s) with JetStream, comma-separated: run as one instance of a cluster (default: one process, requests in the data directory)")
+	fs.StringSetting(&cfg.Instance, "instance", "this instance's name in a cluster (default: random)")
 	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -175,12 +184,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := store.Open(cfg.DataDir, store.Options{Sync: cfg.DBSync, Logger: log,
-		OnError: func(err error) { log.Error("store", "err", err) }})
-	if err != nil {
-		return err
+	allTokens := append([]string{cfg.Token}, cfg.Tokens...)
+	hubOpts := hub.Options{OrphanGrace: secs(cfg.OrphanGrace),
+		HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour,
+		MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour}
+	var cl *cluster.Cluster
+	if cfg.NATSURL != "" {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err = cluster.Open(cctx, cluster.Options{URL: cfg.NATSURL, Tokens: allTokens, Instance: cfg.Instance,
+			Replicas: cfg.NATSReplicas, History: hubOpts.HistoryRetention, Logger: log.With("component", "cluster")})
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer func() { _ = cl.Close() }()
+		hubOpts.Shared, hubOpts.Instance = cl, cl.Instance()
+		log.Info("cluster mode", "instance", cl.Instance())
+	} else {
+		db, err := store.Open(cfg.DataDir, store.Options{Sync: cfg.DBSync, Logger: log,
+			OnError: func(err error) { log.Error("store", "err", err) }})
+		if err != nil {
+			return err
+		}
+		defer func() { _ = db.Close() }()
+		hubOpts.Store = db
 	}
-	defer func() { _ = db.Close() }()
 	io := ingress.Options{ReplayWindow: secs(cfg.IngressReplay), ApprovalTimeout: secs(cfg.IngressApproval),
 		Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait), WriteWait: secs(cfg.WriteWait)}}
 	if cfg.OrchestratorURL != "" {
@@ -192,21 +220,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer orch.CloseIdle()
 		io.Orchestrator = orch
 	}
-	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat,
+	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
-		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody},
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait)}},
-		Hub: hub.Options{Store: db, OrphanGrace: secs(cfg.OrphanGrace),
-			HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour,
-			MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour},
+		Hub: hubOpts,
 		MCP: mcphttp.Options{MaxSessions: cfg.MaxMCPSessions,
 			Bridge: mcpbridge.Options{Version: buildinfo.Version(), HostGrace: secs(cfg.HostGrace)}}})
-	if _, _, err := server.Hub().Restore(append([]string{cfg.Token}, cfg.Tokens...)); err != nil {
+	if _, _, err := server.Hub().Restore(allTokens); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
+	}
+	if cl != nil {
+		if err := cl.Start(server.Hub(), server.Connections); err != nil {
+			return err
+		}
+		select { // the cluster's pending requests are here before anyone asks
+		case <-cl.Ready():
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return errors.New("TLS needs both tls_cert and tls_key")

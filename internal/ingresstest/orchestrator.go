@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,7 +176,7 @@ func (o *Orchestrator) push(session string, ev map[string]any) (int, string) {
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
 }
@@ -350,7 +351,9 @@ func Serve(ctx context.Context, ingressURL, token string, out io.Writer) error {
 	select {
 	case <-ctx.Done():
 		_ = hs.Close()
-		<-errc
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 		return nil
 	case err := <-errc:
 		return err

@@ -13,7 +13,9 @@
 //
 // Goroutines: a run is served on its request's goroutine; the short
 // replies to session.start/end and snapshot.get are sent on goroutines
-// the Handler owns (Close waits for them). Locks: thread.mu is taken
+// the Handler owns (Close waits for them), and so is the end of a
+// frontend's grace (a timer's, counted before Close waits, and nothing
+// after Close). Locks: Handler.mu before thread.mu; thread.mu is taken
 // under the relay session's lock (Deliver) and nothing is taken under it.
 package agui
 
@@ -26,10 +28,14 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/tmaxmax/go-sse"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
 // DefaultMaxBody bounds a RunAgentInput (it carries the whole history).
@@ -45,7 +51,17 @@ type Options struct {
 	// MaxThreads bounds the threads kept as hosts (default 256); past it
 	// the least recently used one without an open run leaves.
 	MaxThreads int
+	// FrontendGrace is how long a thread waits for its frontend's next
+	// run once the frontend is expected (a tool call waits for it) or its
+	// run was cut off (the client went away); past it the waiting calls
+	// fail, saying so, and the thread leaves its relay session as a host
+	// whose page closed (default DefaultFrontendGrace). Keep it under the
+	// 20 s a UI tool call waits, so the agent hears why.
+	FrontendGrace time.Duration
 }
+
+// DefaultFrontendGrace is FrontendGrace's default.
+const DefaultFrontendGrace = 10 * time.Second
 
 // Handler is POST /agui. The token has been checked before it runs.
 type Handler struct {
@@ -74,6 +90,9 @@ func New(o Options) *Handler {
 	if o.MaxThreads <= 0 {
 		o.MaxThreads = 256
 	}
+	if o.FrontendGrace <= 0 {
+		o.FrontendGrace = DefaultFrontendGrace
+	}
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]*thread), closed: make(chan struct{})}
 }
 
@@ -87,6 +106,9 @@ func (h *Handler) Close() {
 		h.threads = map[string]*thread{}
 		h.mu.Unlock()
 		for _, t := range ts {
+			t.mu.Lock()
+			t.disarmLocked()
+			t.mu.Unlock()
 			t.ext.Leave()
 		}
 		h.wg.Wait()
@@ -113,16 +135,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	sess, err := sse.Upgrade(w, r) // Content-Type: text/event-stream with the first event
+	if err != nil {
 		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	s := &stream{w: w, fl: fl, open: map[string]bool{}}
+	s := &stream{sess: sess, open: map[string]bool{}}
 	t := h.thread(tokenOf(r), in.ThreadID)
 	h.run(r.Context(), t, in, s)
 }
@@ -142,12 +162,16 @@ func (h *Handler) thread(token, id string) *thread {
 	defer h.mu.Unlock()
 	if t := h.threads[key]; t != nil && !t.isGone() {
 		t.used = h.tick()
+		t.mu.Lock()
+		t.disarmLocked() // it came back: the grace's timer may not act now
+		t.mu.Unlock()
 		return t
 	}
 	if len(h.threads) >= h.o.MaxThreads {
 		h.evictLocked()
 	}
 	t := newThread(h, id)
+	t.key = key
 	t.used = h.tick()
 	t.ext = h.o.Relay.JoinHost(token, id, t)
 	close(t.ready) // replies queued while joining may go now
@@ -171,22 +195,88 @@ func (h *Handler) evictLocked() {
 	}
 	if old != nil {
 		delete(h.threads, oldKey)
+		old.mu.Lock()
+		old.disarmLocked()
+		old.gone = true
+		old.mu.Unlock()
 		old.ext.Leave()
 	}
 }
 
+// goneAway ends the grace armed as round: the frontend of t never came
+// back. The tool calls waiting for it fail, each saying whether it
+// reached the frontend, and t leaves its relay session, as a host whose
+// page closed: it no longer counts as one. A frontend that posts again
+// later starts a new thread.
+func (h *Handler) goneAway(t *thread, round uint64) {
+	h.mu.Lock()
+	select {
+	case <-h.closed:
+		h.mu.Unlock()
+		return
+	default:
+	}
+	t.mu.Lock()
+	if t.awayRound != round || t.running || t.gone {
+		t.mu.Unlock()
+		h.mu.Unlock()
+		return // it came back in time
+	}
+	t.away, t.gone = nil, true
+	var sent, queued []string
+	for id := range t.calls {
+		sent = append(sent, id)
+	}
+	for _, e := range t.queue {
+		if e.Type == wire.TypeToolCall {
+			queued = append(queued, e.ID)
+		}
+	}
+	t.queue = nil
+	t.mu.Unlock()
+	if h.threads[t.key] == t {
+		delete(h.threads, t.key)
+	}
+	h.wg.Add(1) // under h.mu, so before Close waits
+	h.mu.Unlock()
+	defer h.wg.Done()
+	g := h.o.FrontendGrace
+	for _, id := range sent {
+		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+
+			"(its page was closed or lost its connection); the action may or may not have happened", t.id, g))
+	}
+	for _, id := range queued {
+		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q started no run within %s to receive this tool call "+
+			"(an AG-UI frontend hears from the agent only during a run; its page was closed, lost its connection or is idle); "+
+			"the call was not delivered and the action did not happen", t.id, g))
+	}
+	t.ext.Leave()
+	h.log.Info("AG-UI frontend gone: its thread left the relay session", "thread", t.id, "failedCalls", len(sent)+len(queued))
+}
+
 // run serves one AG-UI run to its end.
 func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stream) {
-	if !t.open() {
+	runNo, ok := t.open()
+	t.logStarted(in)
+	if !ok {
 		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
-		s.emit(event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"})
+		ev := event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"}
+		t.logEnd(in, ev)
+		s.emit(ev)
 		return
 	}
-	defer t.close()
+	lost := false // the frontend went away before the run's end
+	defer func() {
+		if lost {
+			t.logRun(studylog.Internal, logRunLost, map[string]any{"threadId": in.ThreadID, "runId": in.RunID})
+		}
+		t.close(runNo, lost)
+	}()
 	// The thread takes a new run as soon as this one's end is sent: the
 	// frontend may post its next run the moment it reads it.
 	end := func(ev event) {
-		t.close()
+		t.close(runNo, false)
+		t.logEnd(in, ev)
 		s.finish(ev)
 	}
 	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
@@ -207,6 +297,8 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
+			} else {
+				lost = true
 			}
 			return
 		}

@@ -15,7 +15,7 @@ func TestThreadsAreBounded(t *testing.T) {
 	h := New(Options{Relay: r, MaxThreads: 3})
 	defer h.Close()
 	busy := h.thread("tok", "busy")
-	if !busy.open() {
+	if _, ok := busy.open(); !ok {
 		t.Fatal("open")
 	}
 	h.thread("tok", "a")
@@ -35,5 +35,25 @@ func TestThreadsAreBounded(t *testing.T) {
 		if online, _, _ := r.Status("tok", id); online != want {
 			t.Errorf("thread %s: host online %v, want %v", id, online, want)
 		}
+	}
+}
+
+// TestStaleCloseKeepsNextRun: a run's end lets the next run open at once;
+// the ended run's own deferred close, coming after, must not close the
+// next one (else a third run could open beside it).
+func TestStaleCloseKeepsNextRun(t *testing.T) {
+	r := relay.New(relay.Options{})
+	defer r.Close()
+	h := New(Options{Relay: r})
+	defer h.Close()
+	th := h.thread("tok", "t")
+	one, _ := th.open()
+	th.close(one, false) // RUN_FINISHED sent
+	if _, ok := th.open(); !ok {
+		t.Fatal("the next run could not open")
+	}
+	th.close(one, false) // the first run's handler returns
+	if _, ok := th.open(); ok {
+		t.Fatal("a third run opened beside the second")
 	}
 }

@@ -2,7 +2,8 @@ package agui
 
 import (
 	"encoding/json"
-	"net/http"
+
+	"github.com/tmaxmax/go-sse"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
@@ -23,15 +24,15 @@ const (
 // event is one AG-UI event; field names are @ag-ui/core's (camelCase).
 type event map[string]any
 
-// stream writes a run's events as Server-Sent Events, one "data:" line
-// each (json.Marshal never writes a newline, so one line is one event).
-// It keeps the tool calls started and not ended (the openToolCallIDs of
-// the two-phase design), so finish closes them before the run's end.
+// stream writes a run's events as Server-Sent Events through go-sse,
+// one event a message with the JSON in its data field. It keeps the tool
+// calls started and not ended (the openToolCallIDs of the two-phase
+// design), so finish closes them before the run's end.
 type stream struct {
-	w    http.ResponseWriter
-	fl   http.Flusher
+	sess *sse.Session
 	open map[string]bool
 	ids  []string // open, in the order they started
+	err  error    // the first write that failed: the client has gone
 }
 
 func (s *stream) emit(ev event) {
@@ -48,10 +49,14 @@ func (s *stream) emit(ev event) {
 	if err != nil {
 		b, _ = json.Marshal(event{"type": RunError, "message": "encode event: " + err.Error()})
 	}
-	_, _ = s.w.Write([]byte("data: "))
-	_, _ = s.w.Write(b)
-	_, _ = s.w.Write([]byte("\n\n"))
-	s.fl.Flush()
+	if s.err != nil {
+		return
+	}
+	m := &sse.Message{}
+	m.AppendData(string(b))
+	if s.err = s.sess.Send(m); s.err == nil {
+		s.err = s.sess.Flush()
+	}
 }
 
 // finish ends the run with last (RUN_FINISHED or RUN_ERROR), after a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -18,6 +19,7 @@ const maxDone = 4096
 type thread struct {
 	h     *Handler
 	id    string
+	key   string          // in Handler.threads
 	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
 	ext   *relay.External // set once, before ready is closed
 	ready chan struct{}
@@ -26,12 +28,19 @@ type thread struct {
 	queue   []relay.Envelope // tool.call, agent.message, relay.agent.waiting, relay.replaced
 	wake    chan struct{}    // closed when queue grows
 	running bool
-	gone    bool // another host took over
-	state   json.RawMessage
-	tools   map[string]bool   // the latest run's tools
-	calls   map[string]string // tool call id → tool name: streamed, no result yet
-	done    map[string]string // tool call id → tool name: result delivered
-	users   map[string]bool   // user message ids already posted
+	run     uint64 // counts the runs: the open one's number while running
+	gone    bool   // another host took over, or the frontend went away
+	// away is armed while the frontend is expected and has no run open:
+	// a tool call waits for it, or its last run was cut off. awayRound
+	// names the arming, so a timer that fires after a run came does
+	// nothing (see Handler.goneAway).
+	away      *time.Timer
+	awayRound uint64
+	state     json.RawMessage
+	tools     map[string]bool   // the latest run's tools
+	calls     map[string]string // tool call id → tool name: streamed, no result yet
+	done      map[string]string // tool call id → tool name: result delivered
+	users     map[string]bool   // user message ids already posted
 }
 
 func newThread(h *Handler, id string) *thread {
@@ -62,10 +71,49 @@ func (t *thread) Deliver(env relay.Envelope) bool {
 	case wire.TypeReplaced:
 		t.gone = true
 		t.pushLocked(env)
-	case wire.TypeToolCall, wire.TypeAgentMessage:
+	case wire.TypeToolCall:
+		t.pushLocked(env)
+		if !t.running {
+			t.armLocked() // it waits for the frontend's next run
+		}
+	case wire.TypeAgentMessage:
 		t.pushLocked(env)
 	}
 	return true
+}
+
+// armLocked starts the frontend's grace, unless it runs already: the
+// frontend has been expected since then.
+func (t *thread) armLocked() {
+	if t.away != nil || t.gone {
+		return
+	}
+	t.awayRound++
+	round := t.awayRound
+	t.away = time.AfterFunc(t.h.o.FrontendGrace, func() { t.h.goneAway(t, round) })
+}
+
+// disarmLocked ends the grace: the frontend came back (or the thread ends).
+func (t *thread) disarmLocked() {
+	if t.away != nil {
+		t.away.Stop()
+		t.away = nil
+	}
+	t.awayRound++
+}
+
+// expectedLocked reports whether a tool call waits for the frontend: sent
+// in a run and not answered, or queued for its next run.
+func (t *thread) expectedLocked() bool {
+	if len(t.calls) > 0 {
+		return true
+	}
+	for _, e := range t.queue {
+		if e.Type == wire.TypeToolCall {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *thread) pushLocked(env relay.Envelope) {
@@ -107,17 +155,20 @@ func (t *thread) isGone() bool {
 	return t.gone
 }
 
-// open starts a run: false if one is open. A yield from before the run
-// is stale: the agent waits for this run's message.
-func (t *thread) open() bool {
+// open starts a run and returns its number: false if one is open. A
+// yield from before the run is stale: the agent waits for this run's
+// message.
+func (t *thread) open() (uint64, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.running {
-		return false
+		return 0, false
 	}
 	t.running = true
+	t.run++
+	t.disarmLocked()
 	t.dropWaitsLocked()
-	return true
+	return t.run, true
 }
 
 func (t *thread) dropWaitsLocked() {
@@ -137,10 +188,19 @@ func (t *thread) yielded() {
 	t.pushLocked(relay.Envelope{Type: relay.TypeAgentWaiting})
 }
 
-func (t *thread) close() {
+// close ends run number run (nothing if it has ended already). lost says
+// the frontend went away before the run's end reached it. A frontend that
+// is expected from now on, or lost, has FrontendGrace to start a run.
+func (t *thread) close(run uint64, lost bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if !t.running || t.run != run {
+		return
+	}
 	t.running = false
+	if lost || t.expectedLocked() {
+		t.armLocked()
+	}
 }
 
 // result is a tool message to deliver in phase two.

@@ -115,6 +115,11 @@ type Options struct {
 	Now func() time.Time
 	// Store keeps requests across restarts; nil keeps them in memory.
 	Store *store.Store
+	// Shared, when set, is the cluster's store of requests (cluster mode,
+	// shared.go), shared with the other instances; Store is then unused.
+	Shared Shared
+	// Instance names this instance in the cluster (default: a random ID).
+	Instance string
 	// OrphanGrace is how long a request whose every caller went away
 	// (without cancelling) stays pending for one to come back (default 2m).
 	OrphanGrace time.Duration
@@ -156,6 +161,8 @@ type Hub struct {
 	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
+	shared    Shared // nil in one process
+	self      string // this instance's name in the cluster
 }
 
 // New returns an empty hub.
@@ -173,6 +180,13 @@ func New(o Options) *Hub {
 	}
 	if h.retention <= 0 {
 		h.retention = 10 * time.Minute
+	}
+	h.shared, h.self = o.Shared, o.Instance
+	if h.shared != nil {
+		h.store = nil
+		if h.self == "" {
+			h.self = wire.NewID()
+		}
 	}
 	h.history = o.HistoryRetention
 	if h.history <= 0 {

@@ -20,6 +20,11 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 	if h.store == nil {
 		return nil
 	}
+	return h.store.Put(h.record(r, p, status, rep, note))
+}
+
+// record is p's state as a store record.
+func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string) store.Record {
 	rec := store.Record{
 		Room: r.digest, ID: p.req.ID, Kind: int(p.req.Kind),
 		ProjectDirectory: p.req.ProjectDirectory, Text: p.req.Text,
@@ -33,7 +38,7 @@ func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note strin
 	if rep != nil {
 		rec.Reply = encodeReply(rep)
 	}
-	return h.store.Put(rec)
+	return rec
 }
 
 func missedRecord(r *room, m *missed, note string) store.Record {

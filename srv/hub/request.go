@@ -41,6 +41,10 @@ type pending struct {
 	// settling: an outcome is being saved; other outcomes are refused
 	// meanwhile (the first answer wins).
 	settling bool
+	// In cluster mode (shared.go): the revision of its record last
+	// applied, and the instance that holds its agent's call.
+	rev    uint64
+	holder string
 }
 
 // Ask delivers req to every client of token and waits until one answers,
@@ -65,6 +69,9 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	default:
 	}
 	sum := req.digest() // outside the lock: the text may be long
+	if h.shared != nil {
+		return h.askShared(ctx, token, req, sum)
+	}
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
@@ -225,6 +232,9 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	case <-h.quit:
 		return ErrNotPending // shutting down: the request stays pending in the store
 	default:
+	}
+	if h.shared != nil {
+		return h.settleShared(r, p, rep, err, reason)
 	}
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p || p.settling {

@@ -201,7 +201,7 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 		}
 		return orchError("POST /internal/invoke: %v", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	runID := ""
 	for se, rerr := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: c.o.MaxEvent}) {
 		if rerr != nil {
@@ -276,7 +276,7 @@ func (c *HTTPOrchestrator) call(ctx context.Context, what string, body any, part
 		if err != nil {
 			return classify(err)
 		}
-		defer r.Body.Close()
+		defer func() { _ = r.Body.Close() }()
 		if r.StatusCode/100 == 2 {
 			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
 			return nil

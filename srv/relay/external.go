@@ -101,3 +101,40 @@ func (ch *channel) posted() {
 		ch.host.deliver(Envelope{Type: TypeUserPosted, Payload: json.RawMessage("{}")})
 	}
 }
+
+// Fail answers the request the host received under id, on the host's
+// behalf, with TOOL_EXECUTION_FAILED and msg: for a host that knows it
+// will never answer (its frontend is gone) and can say why better than
+// the caller's timeout would. It is logged as the relay's own error. It
+// does nothing once the request is answered, or the host replaced or
+// gone, and reports whether it answered.
+func (e *External) Fail(id, msg string) bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	c := e.ch.inflight[id]
+	if c == nil || e.ch.host != e.p {
+		return false
+	}
+	delete(e.ch.inflight, id)
+	if c.from != nil {
+		e.ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
+	}
+	return true
+}
+
+// Record writes env in the active study session's log, for what the
+// host's own protocol has beyond the relay's messages (an AG-UI run's
+// start and end): direction is studylog.Out for the host's own doing,
+// studylog.In for what it was sent. Like every event, it is on disk when
+// Record returns. Nothing is written without an active study session, or
+// once the host was replaced or left.
+func (e *External) Record(direction string, env Envelope) {
+	if len(env.Payload) == 0 {
+		env.Payload = json.RawMessage("{}")
+	}
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	if e.ch.host == e.p {
+		e.ch.record(direction, env)
+	}
+}

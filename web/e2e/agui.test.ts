@@ -101,3 +101,54 @@ describe('AG-UI front door', () => {
     expect((two[2] as BaseEvent & { delta: string }).delta).toBe('The background is blue now.')
   })
 })
+
+describe('AG-UI frontend that goes away', () => {
+  const GONE = 'agui-gone'
+  let gsrv: Server
+  let gmcp: Client
+
+  beforeAll(async () => {
+    gsrv = await startServer({ config: 'agui_frontend_grace_seconds = 2\n' })
+    gmcp = await startMCP(gsrv, { session: GONE })
+  })
+
+  afterAll(async () => {
+    await gmcp?.close()
+    await gsrv?.stop()
+  })
+
+  it('fails the MCP call with a clear message when the frontend never sends the tool result', async () => {
+    const agent = new HttpAgent({
+      url: `${gsrv.url}/agui`,
+      headers: { Authorization: `Bearer ${gsrv.token}` },
+      threadId: GONE,
+    })
+    agent.addMessage({ id: 'u1', role: 'user', content: 'Make it red.' })
+    const agentTurn = (async () => {
+      await gmcp.callTool({ name: 'wait_user_message', arguments: { timeout: 20 } })
+      expect((await gmcp.callTool({ name: 'start_session', arguments: {} })).isError).toBeFalsy()
+      return (await gmcp.callTool({ name: 'call_ui_tool', arguments: { tool_name: 'change_background', params: { color: 'red' }, reason: 'asked' } },
+        undefined, { timeout: 60_000 })) as ToolResult
+    })()
+    const one = await run(agent, 'run-1')
+    expect(types(one)).toBe('RUN_STARTED TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED')
+
+    // The page is closed: no phase two ever comes. The call fails after
+    // the 2 s grace (not the 20 s timeout), saying what happened.
+    const res = await agentTurn
+    expect(res.isError).toBe(true)
+    expect(text(res)).toContain(`AG-UI frontend of thread "${GONE}"`)
+    expect(text(res)).toContain('may or may not have happened')
+    expect(text(res)).not.toContain('did not answer within')
+    const state = text((await gmcp.callTool({ name: 'get_ui_state', arguments: {} })) as ToolResult)
+    expect(state).toContain('disconnected')
+
+    // The frontend's next run joins again: the agent hears the user.
+    agent.addMessage({ id: 'u2', role: 'user', content: 'Still there?' })
+    const heard = (async () => text((await gmcp.callTool({ name: 'wait_user_message', arguments: { timeout: 20 } })) as ToolResult))()
+    const again = run(agent, 'run-2')
+    expect(await heard).toContain('Still there?')
+    await gmcp.callTool({ name: 'wait_user_message', arguments: { timeout: 1 } }) // yields the turn
+    expect(types(await again)).toBe('RUN_STARTED RUN_FINISHED')
+  })
+})

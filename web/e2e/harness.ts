@@ -2,7 +2,7 @@
 // on a free port, the real agentassistant-mcp binary behind the official
 // MCP client over stdio, and Debian's Chromium driven by playwright-core.
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { chromium, type Browser } from 'playwright-core'
@@ -24,12 +24,18 @@ export interface Server {
 
 // startServer runs agentassistant-srv on a free port. fileBlocks, when
 // set, limits every file it writes to that many 512-byte blocks (the
-// shell's ulimit -f): a full disk, without root.
-export async function startServer(o: { fileBlocks?: number } = {}): Promise<Server> {
+// shell's ulimit -f): a full disk, without root. config, when set, is
+// the server's TOML configuration.
+export async function startServer(o: { fileBlocks?: number; config?: string } = {}): Promise<Server> {
   const data = mkdtempSync(join(tmpdir(), 'aa-e2e-'))
   const token = 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
   let cmd = join(BIN, 'agentassistant-srv')
-  let args = ['-port', '0', '-data', data, '-token', token, '-config', '/dev/null']
+  let config = '/dev/null'
+  if (o.config !== undefined) {
+    config = join(data, 'agentassistant-srv.toml')
+    writeFileSync(config, o.config)
+  }
+  let args = ['-port', '0', '-data', data, '-token', token, '-config', config]
   if (o.fileBlocks) {
     args = ['-c', `ulimit -f ${o.fileBlocks} && exec "$0" "$@"`, cmd, ...args]
     cmd = 'sh'

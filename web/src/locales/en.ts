@@ -80,6 +80,21 @@ export default {
     otherLanguage: '中文', // the language the toggle switches to, in its own words
     clearHistory: 'Clear history',
   },
+  // The AG-UI demo page (/agui-demo): an AG-UI frontend the agent drives.
+  agui: {
+    title: 'AG-UI demo',
+    thread: 'Thread',
+    intro: 'This page is an AG-UI frontend: every message you send is a run on POST /agui, and the agent connected through MCP answers it. It has one frontend tool, change_background.',
+    connect: 'Connect an agent with:',
+    background: 'Background',
+    toolCall: 'Agent called',
+    waiting: 'Waiting for the agent…',
+    stop: 'Stop',
+    placeholder: 'Ask the agent, e.g. “make the background teal”',
+    empty: 'No messages yet.',
+    failed: 'The run failed',
+    refused: 'refused by the page',
+  },
   booking: {
     title: 'Movie booking',
     noSession: 'No study session',

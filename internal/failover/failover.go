@@ -1,0 +1,69 @@
+// Package failover sends a client's HTTP calls to one of several servers
+// (the instances of a cluster): to the same one while it answers, to the
+// next once a call to it fails. The call that failed is not repeated
+// here: its caller decides (agentassistant-mcp re-attaches by request ID,
+// and the re-attach goes to the next server).
+package failover
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+)
+
+// Transport is an http.RoundTripper over several servers.
+type Transport struct {
+	addrs []string // host:port
+	cur   atomic.Uint64
+	base  http.RoundTripper
+}
+
+// New returns a Transport over addrs (host:port), which sends through
+// base. The first address is tried first.
+func New(addrs []string, base http.RoundTripper) *Transport {
+	return &Transport{addrs: addrs, base: base}
+}
+
+// Current is the address calls go to now.
+func (t *Transport) Current() string {
+	return t.addrs[t.cur.Load()%uint64(len(t.addrs))]
+}
+
+// RoundTrip sends req to the current server, whatever host its URL names.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	n := t.cur.Load()
+	addr := t.addrs[n%uint64(len(t.addrs))]
+	r := req.Clone(req.Context())
+	r.URL.Host, r.Host = addr, addr
+	resp, err := t.base.RoundTrip(r)
+	if err != nil && req.Context().Err() == nil {
+		// The next call goes to the next server; a failure seen by many
+		// calls at once moves on once.
+		t.cur.CompareAndSwap(n, n+1)
+	}
+	return resp, err
+}
+
+// Parse reads a comma-separated list of servers, host or host:port
+// (defaultPort when it has none).
+func Parse(list string, defaultPort int) ([]string, error) {
+	var out []string
+	for a := range strings.SplitSeq(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			return nil, errors.New("empty server address in the list")
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			a = net.JoinHostPort(a, strconv.Itoa(defaultPort))
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("server address %q: %w", a, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}

@@ -1,0 +1,70 @@
+// Package natstest runs a real NATS server with JetStream inside a test
+// process, for the cluster mode's tests: nothing to install.
+package natstest
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// Server is a NATS server with JetStream, its data in a directory of the
+// test's; Restart brings it back on the same port with the same data.
+type Server struct {
+	t    testing.TB
+	dir  string
+	port int
+	srv  *server.Server
+}
+
+// Start runs a server on a free loopback port; it is shut down when the
+// test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), port: -1}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+func (s *Server) start() error {
+	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: s.port, JetStream: true, StoreDir: s.dir,
+		NoLog: true, NoSigs: true})
+	if err != nil {
+		return fmt.Errorf("new NATS server: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		srv.Shutdown()
+		return fmt.Errorf("NATS server not ready")
+	}
+	s.srv = srv
+	s.port = srv.Addr().(*net.TCPAddr).Port
+	return nil
+}
+
+// URL is the server's client URL.
+func (s *Server) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", s.port) }
+
+// Shutdown stops the server; Idempotent.
+func (s *Server) Shutdown() {
+	if s.srv != nil {
+		s.srv.Shutdown()
+		s.srv.WaitForShutdown()
+		s.srv = nil
+	}
+}
+
+// Restart stops the server and starts it again on its port, with its data.
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Shutdown()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}

@@ -1,0 +1,250 @@
+// Package cluster runs several agentassistant-srv instances as one server
+// over NATS JetStream (cluster mode, switched on by nats_url).
+//
+// What it keeps in JetStream, and why there: the requests (a key-value
+// bucket, one key per request, so first-reply-wins is a compare-and-set on
+// the key's revision, not a lock in one process; records.go), and each
+// instance's heartbeat with its count of connections (a bucket whose
+// entries expire, for /health's share; status.go). Every instance watches
+// the requests bucket and applies each change to its hub in order
+// (hub.Hub.Apply): that is how a question asked through one instance
+// reaches the devices of all of them.
+//
+// Goroutines: Start starts the watcher of the requests bucket and the
+// heartbeat; Close stops them and waits, then closes the connection.
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Bucket names in JetStream.
+const (
+	RequestsBucket  = "agentassistant_requests"
+	InstancesBucket = "agentassistant_instances"
+)
+
+// Options configure Open. URL is required.
+type Options struct {
+	// URL is the NATS server, or several comma-separated (nats://host:4222).
+	URL string
+	// Tokens are the server's tokens: records of other rooms are ignored.
+	Tokens []string
+	// Instance names this instance (default: a random ID).
+	Instance string
+	// Replicas is how many JetStream servers keep each bucket (default 1;
+	// 3 in a NATS cluster of three, so one may fail).
+	Replicas int
+	// History is how long a request's record is kept (default 30 days).
+	History time.Duration
+	// Heartbeat is how often this instance says it is alive and how many
+	// connections it has (default 2s); an instance not heard from for five
+	// heartbeats is counted out.
+	Heartbeat time.Duration
+	Logger    *slog.Logger // nil: discard
+}
+
+// Cluster is this instance's link to the others. Safe for concurrent use.
+type Cluster struct {
+	o     Options
+	log   *slog.Logger
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	reqs  jetstream.KeyValue
+	insts jetstream.KeyValue
+	rooms map[string]string // room digest -> token
+
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	ready   chan struct{} // closed once the records present at Start are applied
+	once    sync.Once
+	closing sync.Once
+
+	mu     sync.Mutex
+	local  func() int
+	total  int // connections cluster-wide, at the last heartbeat
+	alive  int // instances heard from
+	beatAt time.Time
+}
+
+// Open connects to NATS and makes sure the buckets exist.
+func Open(ctx context.Context, o Options) (*Cluster, error) {
+	if o.Instance == "" {
+		o.Instance = wire.NewID()[:12]
+	}
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.History <= 0 {
+		o.History = 30 * 24 * time.Hour
+	}
+	if o.Heartbeat <= 0 {
+		o.Heartbeat = 2 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{})}
+	for _, t := range o.Tokens {
+		c.rooms[store.Room(t)] = t
+	}
+	nc, err := nats.Connect(o.URL, nats.Name("agentassistant-srv "+o.Instance), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250*time.Millisecond),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(nc *nats.Conn) { c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS: %w", err)
+	}
+	c.nc = nc
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open JetStream: %w", err)
+	}
+	c.js = js
+	if c.reqs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestsBucket,
+		Description: "agentassistant requests, one key per request", History: 1, TTL: o.History,
+		Storage: jetstream.FileStorage, Replicas: o.Replicas}); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open bucket %s: %w", RequestsBucket, err)
+	}
+	if c.insts, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: InstancesBucket,
+		Description: "agentassistant-srv instances alive, and their connections", History: 1, TTL: 5 * o.Heartbeat,
+		Storage: jetstream.MemoryStorage, Replicas: o.Replicas}); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
+	}
+	return c, nil
+}
+
+// Instance is this instance's name in the cluster.
+func (c *Cluster) Instance() string { return c.o.Instance }
+
+// Start follows the requests bucket into h and starts the heartbeat,
+// which reports connections (this instance's count of connections).
+// Wait for Ready before serving.
+func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
+	ctx, stop := context.WithCancel(context.Background())
+	w, err := c.reqs.WatchAll(ctx)
+	if err != nil {
+		stop()
+		return fmt.Errorf("watch bucket %s: %w", RequestsBucket, err)
+	}
+	c.stop = stop
+	c.mu.Lock()
+	c.local = connections
+	c.mu.Unlock()
+	c.wg.Go(func() { c.follow(ctx, w, h) })
+	c.wg.Go(func() { c.beat(ctx) })
+	return nil
+}
+
+// Ready is closed once the records present at Start are applied.
+func (c *Cluster) Ready() <-chan struct{} { return c.ready }
+
+// follow applies every change of the requests bucket to h, in order.
+func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub) {
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e, ok := <-w.Updates():
+			if !ok {
+				return
+			}
+			if e == nil { // the records present at Start are all in
+				c.once.Do(func() { close(c.ready) })
+				continue
+			}
+			if e.Operation() != jetstream.KeyValuePut {
+				continue // expired or purged: history the hub no longer needs
+			}
+			rec, err := decode(e.Value())
+			if err != nil {
+				c.log.Error("unreadable request record", "key", e.Key(), "err", err)
+				continue
+			}
+			token, ok := c.rooms[rec.Room]
+			if !ok {
+				continue // another deployment's token
+			}
+			h.Apply(token, rec, e.Revision())
+		}
+	}
+}
+
+// Close stops the watcher and the heartbeat, waits for them, and closes
+// the connection. Idempotent.
+func (c *Cluster) Close() error {
+	c.closing.Do(func() {
+		if c.stop != nil {
+			c.stop()
+		}
+		c.wg.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.insts.Delete(ctx, c.o.Instance)
+		cancel()
+		c.nc.Close()
+	})
+	return nil
+}
+
+// The hub's Shared store.
+
+// Create saves a new request record.
+func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, error) {
+	b, err := encode(rec)
+	if err != nil {
+		return 0, err
+	}
+	rev, err := c.reqs.Create(ctx, key(rec.Room, rec.ID), b)
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return 0, hub.ErrRecordExists
+	}
+	if err != nil {
+		return 0, fmt.Errorf("create request record: %w", err)
+	}
+	return rev, nil
+}
+
+// Get reads a request record.
+func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, uint64, error) {
+	e, err := c.reqs.Get(ctx, key(room, id))
+	if err != nil {
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", err)
+	}
+	rec, err := decode(e.Value())
+	if err != nil {
+		return hub.SharedRecord{}, 0, err
+	}
+	return rec, e.Revision(), nil
+}
+
+// Update replaces a request record if it is still at revision rev.
+func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
+	b, err := encode(rec)
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.reqs.Update(ctx, key(rec.Room, rec.ID), b, rev)
+	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return 0, hub.ErrRecordChanged
+	}
+	if err != nil {
+		return 0, fmt.Errorf("update request record: %w", err)
+	}
+	return n, nil
+}

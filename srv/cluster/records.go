@@ -1,0 +1,35 @@
+package cluster
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// A request's key in the bucket: its room (a digest of the token, never
+// the token) and its ID, which the agent chose, in base64url: any bytes
+// make a valid key.
+func key(room, id string) string {
+	return "r." + room + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// A record's value is its JSON: the store's record and the cluster's
+// fields (hub.SharedRecord). A reply's contents, images included, are in
+// it, so NATS's max_payload bounds the largest answer a cluster takes.
+func encode(rec hub.SharedRecord) ([]byte, error) {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode request record: %w", err)
+	}
+	return b, nil
+}
+
+func decode(b []byte) (hub.SharedRecord, error) {
+	var rec hub.SharedRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return rec, fmt.Errorf("decode request record: %w", err)
+	}
+	return rec, nil
+}

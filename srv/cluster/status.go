@@ -1,0 +1,94 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// beat is an instance's heartbeat in the instances bucket.
+type beat struct {
+	Connections int       `json:"connections"`
+	At          time.Time `json:"at"`
+}
+
+// beat says every Heartbeat that this instance is alive and how many
+// connections it has, and counts those of the instances alive.
+func (c *Cluster) beat(ctx context.Context) {
+	t := time.NewTicker(c.o.Heartbeat)
+	defer t.Stop()
+	for {
+		c.beatOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Cluster) beatOnce(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, c.o.Heartbeat)
+	defer cancel()
+	c.mu.Lock()
+	local := c.local
+	c.mu.Unlock()
+	n := 0
+	if local != nil {
+		n = local()
+	}
+	b, _ := json.Marshal(beat{Connections: n, At: time.Now()})
+	if _, err := c.insts.Put(ctx, c.o.Instance, b); err != nil {
+		c.log.Debug("heartbeat not written", "err", err)
+		return
+	}
+	l, err := c.insts.ListKeys(ctx)
+	if err != nil {
+		return
+	}
+	total, alive := 0, 0
+	for k := range l.Keys() {
+		e, err := c.insts.Get(ctx, k)
+		if err != nil {
+			continue
+		}
+		var hb beat
+		if json.Unmarshal(e.Value(), &hb) != nil {
+			continue
+		}
+		total += hb.Connections
+		alive++
+	}
+	c.mu.Lock()
+	c.total, c.alive, c.beatAt = total, alive, time.Now()
+	c.mu.Unlock()
+}
+
+// Status is what /health says of the cluster.
+type Status struct {
+	Mode     string `json:"mode"` // "cluster"
+	Instance string `json:"instance"`
+	// NATS is the connection's state: CONNECTED, RECONNECTING, ...
+	NATS string `json:"nats"`
+	// Connections here, cluster-wide (at the last heartbeat), and this
+	// instance's share of them (0 to 1).
+	Connections        int     `json:"connections"`
+	ClusterConnections int     `json:"clusterConnections"`
+	Share              float64 `json:"share"`
+	Instances          int     `json:"instances"`
+}
+
+// Status reports this instance's place in the cluster.
+func (c *Cluster) Status() Status {
+	c.mu.Lock()
+	local, total, alive := c.local, c.total, c.alive
+	c.mu.Unlock()
+	s := Status{Mode: "cluster", Instance: c.o.Instance, NATS: c.nc.Status().String(), ClusterConnections: total, Instances: alive}
+	if local != nil {
+		s.Connections = local()
+	}
+	if total > 0 {
+		s.Share = float64(s.Connections) / float64(total)
+	}
+	return s
+}

@@ -1,0 +1,394 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Cluster mode: several instances of the server share their requests.
+//
+// The records live in a Shared store (srv/cluster: a JetStream key-value
+// bucket), one per request, each change a new revision. Every instance
+// hears every change, in order, and applies it (Apply): a record created
+// pending is shown to the instance's clients and its deadline armed; a
+// record settled ends the request there, wakes the callers waiting
+// there and tells the clients. Changes are made by compare-and-set on the
+// revision: of two answers given at once on two instances exactly one is
+// written; the other finds the record settled and gets ErrNotPending, as
+// the second of two answers on one instance does. A deadline is armed on
+// every instance and fires on each, but only one timeout is written.
+//
+// The instance through which an agent's call last came (its Holder) owns
+// what depends on the call's presence: the agent-gone notice (a change of
+// the record, so every instance shows it) and the withdrawal after
+// OrphanGrace. An agent that re-attaches through another instance makes
+// that one the holder, so the first one's timers stand down.
+//
+// Without a Shared store (the default, one process) none of this runs:
+// Ask and settle take the paths of request.go.
+
+// SharedRecord is a request's record in a cluster: the store's record,
+// who holds its agent's call, and whether the clients were told no agent
+// waits for it.
+type SharedRecord struct {
+	store.Record
+	Holder string `json:"holder,omitempty"`
+	Gone   bool   `json:"gone,omitempty"`
+}
+
+// Shared keeps a cluster's request records. Its errors other than
+// ErrRecordExists and ErrRecordChanged mean the record could not be read
+// or written (NATS away).
+type Shared interface {
+	// Create saves a new record and returns its revision, or
+	// ErrRecordExists when the room already has a record of that ID.
+	Create(ctx context.Context, rec SharedRecord) (uint64, error)
+	// Get returns the record of id in room and its revision.
+	Get(ctx context.Context, room, id string) (SharedRecord, uint64, error)
+	// Update replaces the record if its revision is still rev, and returns
+	// the new revision; ErrRecordChanged when it is not.
+	Update(ctx context.Context, rec SharedRecord, rev uint64) (uint64, error)
+}
+
+// Errors of a Shared store.
+var (
+	ErrRecordExists  = errors.New("a record of this request exists")
+	ErrRecordChanged = errors.New("the record changed since it was read")
+)
+
+// sharedTimeout bounds one call to the shared store.
+const sharedTimeout = 10 * time.Second
+
+// askShared is Ask in cluster mode.
+func (h *Hub) askShared(ctx context.Context, token string, req Request, sum digest) (*Reply, error) {
+	r := h.room(token)
+	r.mu.Lock()
+	p := r.pending[req.ID]
+	if p == nil {
+		if s := r.settled[req.ID]; s != nil {
+			r.mu.Unlock()
+			if s.sum != sum {
+				return nil, ErrDuplicate
+			}
+			return s.reply, s.err
+		}
+	}
+	r.mu.Unlock()
+	if p == nil {
+		now := h.now()
+		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
+		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		rev, err := h.shared.Create(sctx, rec)
+		cancel()
+		if errors.Is(err, ErrRecordExists) {
+			sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+			rec, rev, err = h.shared.Get(sctx, r.digest, req.ID)
+			cancel()
+		}
+		if err != nil {
+			h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
+			return nil, &notSaved{what: "request", err: err}
+		}
+		if got := requestOf(rec.Record); got.digest() != sum {
+			return nil, ErrDuplicate
+		}
+		if rec.Status != store.Pending {
+			s := settledOf(rec.Record)
+			return s.reply, s.err
+		}
+		var send func()
+		r.mu.Lock()
+		p, send = h.mirrorLocked(r, token, rec, rev)
+		r.mu.Unlock()
+		send()
+		if p == nil { // settled meanwhile
+			return h.askShared(ctx, token, req, sum)
+		}
+		if p.sum != sum {
+			return nil, ErrDuplicate
+		}
+	} else if p.sum != sum {
+		return nil, ErrDuplicate
+	}
+	r.mu.Lock()
+	p.waiters++
+	stopTimer(&p.orphan)
+	stopTimer(&p.notice)
+	claim := p.holder != h.self || p.gone.Load()
+	r.mu.Unlock()
+	if claim {
+		h.claim(ctx, r, p)
+		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
+	}
+
+	select {
+	case <-p.done:
+		return p.reply, p.err
+	case <-h.quit:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		h.detachShared(r, p)
+		return nil, ctx.Err()
+	}
+}
+
+// claim makes this instance the holder of p's call and clears its
+// agent-gone mark.
+func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
+	err := h.changeShared(ctx, r, p, func(rec *SharedRecord) bool {
+		if rec.Holder == h.self && !rec.Gone {
+			return false
+		}
+		rec.Holder, rec.Gone = h.self, false
+		return true
+	})
+	if err != nil && !errors.Is(err, ErrNotPending) {
+		h.log.Warn("cannot record the agent's return", "id", p.req.ID, "err", err)
+	}
+}
+
+// changeShared applies change to p's record by compare-and-set, reading it
+// again when it changed meanwhile. change returns false when nothing is to
+// be written. ErrNotPending: the record is settled.
+func (h *Hub) changeShared(ctx context.Context, r *room, p *pending, change func(*SharedRecord) bool) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	defer cancel()
+	rec, rev, err := h.shared.Get(ctx, r.digest, p.req.ID)
+	for {
+		if err != nil {
+			return err
+		}
+		if rec.Status != store.Pending {
+			return ErrNotPending
+		}
+		if !change(&rec) {
+			return nil
+		}
+		if _, err = h.shared.Update(ctx, rec, rev); !errors.Is(err, ErrRecordChanged) {
+			return err
+		}
+		rec, rev, err = h.shared.Get(ctx, r.digest, p.req.ID)
+	}
+}
+
+// detachShared drops one waiter; the last one leaving, on the holder,
+// orphans the request.
+func (h *Hub) detachShared(r *room, p *pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[p.req.ID] != p {
+		return
+	}
+	p.waiters--
+	if p.waiters <= 0 && p.holder == h.self {
+		h.orphanSharedLocked(r, p)
+	}
+}
+
+// orphanSharedLocked arms the agent-gone notice and the withdrawal of p,
+// whose call went away from this instance. Each does nothing when a
+// caller came back here, or through another instance meanwhile.
+func (h *Hub) orphanSharedLocked(r *room, p *pending) {
+	stopTimer(&p.orphan)
+	stopTimer(&p.notice)
+	alone := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return r.pending[p.req.ID] == p && p.waiters <= 0 && p.holder == h.self
+	}
+	if !p.gone.Load() {
+		p.notice = time.AfterFunc(h.notice, func() {
+			if !alone() {
+				return
+			}
+			err := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
+				if rec.Holder != h.self || rec.Gone {
+					return false
+				}
+				rec.Gone = true
+				return true
+			})
+			if err != nil && !errors.Is(err, ErrNotPending) {
+				h.log.Warn("cannot record that no agent waits", "id", p.req.ID, "err", err)
+			}
+		})
+	}
+	p.orphan = time.AfterFunc(h.grace, func() {
+		if alone() && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
+		}
+	})
+}
+
+// settleShared is settle in cluster mode: the outcome is written by
+// compare-and-set; the instance whose write lands applies it at once,
+// the others when they hear of it (Apply).
+func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason string) error {
+	r.mu.Lock()
+	if r.pending[p.req.ID] != p || p.settling {
+		r.mu.Unlock()
+		return ErrNotPending
+	}
+	p.settling = true
+	status := store.Answered
+	switch {
+	case errors.Is(err, ErrTimeout):
+		status = store.TimedOut
+	case err != nil:
+		status = store.Cancelled
+	}
+	if rep != nil && p.waiters <= 0 && p.holder == h.self {
+		reason = NoteUndelivered // no agent waits for this answer
+	}
+	out := h.record(r, p, status, rep, reason)
+	out.ClosedAt = h.now()
+	r.mu.Unlock()
+	var written SharedRecord
+	serr := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
+		written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone}
+		*rec = written
+		return true
+	})
+	if serr != nil {
+		r.mu.Lock()
+		p.settling = false
+		r.mu.Unlock()
+		if errors.Is(serr, ErrNotPending) {
+			return ErrNotPending // another instance settled it first
+		}
+		if rep != nil {
+			h.log.Error("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
+			return &notSaved{what: "answer", err: serr}
+		}
+		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
+		return serr
+	}
+	h.finishShared(r, p, written)
+	return nil
+}
+
+// Apply is a change of a shared record heard from the cluster, in the
+// order the changes were made: token is the record's room.
+func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
+	r := h.room(token)
+	r.mu.Lock()
+	if rec.Status == store.Pending {
+		_, send := h.mirrorLocked(r, token, rec, rev)
+		r.mu.Unlock()
+		send()
+		return
+	}
+	p := r.pending[rec.ID]
+	if p == nil {
+		if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(h.now().Add(-h.retention)) {
+			s := settledOf(rec.Record)
+			r.keepSettled(rec.ID, s, h.now().Add(-h.retention))
+		}
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	h.finishShared(r, p, rec)
+}
+
+// mirrorLocked brings the pending record rec (at revision rev) into r: a
+// request this instance has not seen is shown to its clients and its
+// deadline armed; one it has takes the record's holder and agent-gone
+// mark. It returns nil when the request is settled here already, and the
+// function that sends the frames it made. Called with r.mu held; send
+// once it is released.
+func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+	p := r.pending[rec.ID]
+	if p == nil {
+		if r.settled[rec.ID] != nil {
+			return nil, func() {}
+		}
+		req := requestOf(rec.Record)
+		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		r.pending[rec.ID] = p
+	}
+	if rev < p.rev {
+		return p, func() {} // an older revision, read before the one applied
+	}
+	p.rev = rev
+	p.holder = rec.Holder
+	var frames [][]byte
+	if !p.shown {
+		p.shown = true
+		h.arm(r, p)
+		frames = append(frames, r.emitLocked(requestFrame(p), h.now())...)
+		p.seq = r.seq
+	}
+	if rec.Gone != p.gone.Load() {
+		p.gone.Store(rec.Gone)
+		frames = append(frames, r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, rec.Gone)}, h.now())...)
+	}
+	if p.holder != h.self {
+		// Another instance holds the call: its timers decide.
+		stopTimer(&p.orphan)
+		stopTimer(&p.notice)
+	}
+	if len(frames) == 0 {
+		return p, func() {}
+	}
+	return p, r.fanLocked(frames, "")
+}
+
+// finishShared ends p with the settled record rec: its callers here are
+// woken, the outcome kept for re-attaching callers, the clients told.
+func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
+	s := settledOf(rec.Record)
+	r.mu.Lock()
+	if r.pending[p.req.ID] != p {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.pending, p.req.ID)
+	stopTimer(&p.expiry)
+	stopTimer(&p.orphan)
+	stopTimer(&p.notice)
+	p.reply, p.err = s.reply, s.err
+	close(p.done)
+	now := h.now()
+	s.sum = p.sum
+	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
+	if rec.ClosedNote == NoteUndelivered && rec.Holder == h.self {
+		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
+		if p.waiters > 0 {
+			h.handedOverLocked(r, p.req.ID)
+		}
+	}
+	if !p.shown {
+		r.mu.Unlock()
+		return
+	}
+	except := ""
+	var frame [][]byte
+	if s.reply != nil {
+		frame, except = r.emitLocked(replyNotificationFrame(p, s.reply), now), s.reply.ClientID
+	} else {
+		frame = r.emitLocked(cancelledFrame(p, rec.ClosedNote), now)
+	}
+	send := r.fanLocked(frame, except)
+	r.mu.Unlock()
+	send()
+}
+
+// settledOf is the outcome a settled record keeps.
+func settledOf(rec store.Record) *settled {
+	req := requestOf(rec)
+	s := &settled{sum: req.digest(), at: rec.ClosedAt}
+	switch rec.Status {
+	case store.Answered:
+		s.reply = decodeReply(rec.Reply)
+	case store.TimedOut:
+		s.err = ErrTimeout
+	default:
+		s.err = ErrWithdrawn
+	}
+	return s
+}
