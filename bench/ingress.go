@@ -247,9 +247,13 @@ func dialIngress(ctx context.Context, s *server, user string, n int, tallies cha
 			closeConns(out)
 			return nil, err
 		}
-		if err := ws.ReadJSON(&ack); err != nil || ack.Type != "hello_ack" || (session != "" && ack.SessionID != session) {
+		if err := ws.ReadJSON(&ack); err != nil {
 			closeConns(out)
-			return nil, fmt.Errorf("hello: %+v, %v (session %q)", ack, err, session)
+			return nil, fmt.Errorf("read hello_ack: %w", err)
+		}
+		if ack.Type != "hello_ack" || (session != "" && ack.SessionID != session) {
+			closeConns(out)
+			return nil, fmt.Errorf("hello: got %+v, want a hello_ack of session %q", ack, session)
 		}
 		session = ack.SessionID
 		go readStream(ws, tallies)
