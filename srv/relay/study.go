@@ -20,6 +20,7 @@ func (ch *channel) openSession(p *peer, replyTo string) bool {
 	ch.log = l
 	ch.r.log.Info("study session started", "session", l.ID(), "relay", ch.name)
 	ch.tellHost()
+	ch.noteHome()
 	return true
 }
 
@@ -45,4 +46,5 @@ func (ch *channel) closeSession() {
 	ch.r.log.Info("study session ended", "session", ch.log.ID(), "relay", ch.name)
 	ch.log = nil
 	ch.tellHost()
+	ch.noteHome()
 }
