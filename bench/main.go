@@ -3,6 +3,7 @@
 //
 //	go run ./bench              # full run, prints a table, writes bench/results.json
 //	go run ./bench -smoke       # seconds: checks the harness still works
+//	go run ./bench -only cluster  # one step (and the floor)
 //
 // It starts the real agentassistant-srv (bin/, build it first) on
 // loopback and drives it as clients would.
@@ -136,6 +137,7 @@ func run(ctx context.Context, c config) error {
 		{"churn", churn},
 		{"relay", relayThroughput},
 		{"AG-UI round trip", aguiRoundTrip},
+		{"cluster", clusterStep},
 	}
 	defer func() {
 		if fl != nil {
