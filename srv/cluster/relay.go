@@ -354,6 +354,19 @@ func (l *RelayLink) Request(ctx context.Context, instance, token, session string
 	return ans, nil
 }
 
+// Reserve takes a study session's id for this instance: the key
+// study.<id> in the bucket, created once.
+func (l *RelayLink) Reserve(ctx context.Context, id string) (bool, error) {
+	_, err := l.kv.Create(ctx, "study."+id, []byte(l.c.o.Instance))
+	if errors.Is(err, jetstream.ErrKeyExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reserve study session id: %w", err)
+	}
+	return true, nil
+}
+
 // Alive pings instance: gone when nothing there listens (NATS says so at
 // once, as soon as the instance's connection dropped), or when three
 // pings in a row went unanswered.

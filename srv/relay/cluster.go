@@ -59,6 +59,9 @@ type Cluster interface {
 	Send(instance, token, session string, f Frame) error
 	// Request asks the relay session on instance and waits for the answer.
 	Request(ctx context.Context, instance, token, session string, f Frame) (Frame, error)
+	// Reserve takes study session id for this instance, cluster-wide;
+	// false: another has it.
+	Reserve(ctx context.Context, id string) (bool, error)
 	// Alive reports whether instance still answers.
 	Alive(ctx context.Context, instance string) bool
 }

@@ -57,7 +57,12 @@ var idPattern = regexp.MustCompile(`^s-(\d{8})-(\d{3,})\.jsonl$`)
 // Create allocates the next session id for the day of now,
 // s-YYYYMMDD-NNN, unique across restarts because the file is created
 // exclusively, and opens its log.
-func (d *Dir) Create(now time.Time) (*Log, error) {
+func (d *Dir) Create(now time.Time) (*Log, error) { return d.CreateReserved(now, nil) }
+
+// CreateReserved is Create with ids unique beyond this directory: reserve,
+// unless nil, is asked for each id before it is taken, and false passes it
+// over (in a cluster, another instance has it).
+func (d *Dir) CreateReserved(now time.Time, reserve func(id string) (bool, error)) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	day := now.UTC().Format("20060102")
@@ -76,6 +81,16 @@ func (d *Dir) Create(now time.Time) (*Log, error) {
 	}
 	for range 1000 {
 		id := fmt.Sprintf("s-%s-%03d", day, next)
+		if reserve != nil {
+			ok, err := reserve(id)
+			if err != nil {
+				return nil, fmt.Errorf("reserve study session id: %w", err)
+			}
+			if !ok {
+				next++
+				continue
+			}
+		}
 		rel := RelDir + "/" + id + ".jsonl"
 		f, err := os.OpenFile(filepath.Join(d.root, filepath.FromSlash(rel)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if errors.Is(err, fs.ErrExist) {
