@@ -34,13 +34,18 @@ type relayEnv struct {
 
 func joinRelay(t *testing.T, s *server, role string) *relayPeer {
 	t.Helper()
+	return joinRelaySession(t, s, role, "")
+}
+
+func joinRelaySession(t *testing.T, s *server, role, session string) *relayPeer {
+	t.Helper()
 	ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(s.URL, "http", "ws", 1)+"/agent/ws", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ws.Close() })
 	p := &relayPeer{t: t, ws: ws}
-	p.send("relay.join", "join-1", map[string]any{"role": role, "token": tokenA})
+	p.send("relay.join", "join-1", map[string]any{"role": role, "token": tokenA, "sessionId": session})
 	e := p.expect("relay.joined", 10*time.Second)
 	if e.ReplyTo != "join-1" {
 		t.Fatalf("joined = %+v", e)
@@ -298,5 +303,24 @@ func TestClusterRelayHostInstanceKilled(t *testing.T) {
 	events := readLog(t, filepath.Join(c.srvs[0].Data, "logs", "study", sp.SessionID+".jsonl"), sp.SessionID)
 	if count(events, "in session.start") != 1 || count(events, "in tool.call") != 1 {
 		t.Errorf("A's log: %v", events)
+	}
+}
+
+// TestClusterRelayStudyIDsUnique: study sessions started on two instances
+// the same day get two ids (each instance numbers them in its own
+// directory, the cluster keeps them apart), so one that moves never
+// writes into the other's log.
+func TestClusterRelayStudyIDsUnique(t *testing.T) {
+	c := startCluster(t)
+	var ids []string
+	for i, name := range []string{"one", "two"} {
+		joinHost(t, c.srvs[i], testhost.Options{Session: name})
+		agent := joinRelaySession(t, c.srvs[i], "agent", name)
+		agent.send("session.start", "s", map[string]any{})
+		e := agent.expect("session.started", 10*time.Second)
+		ids = append(ids, sessionID.FindString(string(e.Payload)))
+	}
+	if ids[0] == "" || ids[0] == ids[1] {
+		t.Fatalf("study session ids %v", ids)
 	}
 }
