@@ -7,10 +7,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/nats-io/nats.go"
 
 	"github.com/agentassistant/agentassistant/internal/testhost"
 )
@@ -137,6 +139,22 @@ func count(events []string, ev string) int {
 // cross NATS; the study log, on A, has all of it in order.
 func TestClusterRelayAcrossInstances(t *testing.T) {
 	c := startCluster(t)
+	// Everything that crosses NATS, to check the token never does.
+	nc, err := nats.Connect(c.nats.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	var seen atomic.Int64
+	var leaked atomic.Bool
+	if _, err := nc.Subscribe(">", func(m *nats.Msg) {
+		seen.Add(1)
+		if strings.Contains(m.Subject, tokenA) || strings.Contains(string(m.Data), tokenA) {
+			leaked.Store(true)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
 	h := joinHost(t, c.srvs[0], testhost.Options{})
 	// Round robin: the balancer's first connection goes to A, the second
 	// to B, the third to C.
@@ -174,6 +192,12 @@ func TestClusterRelayAcrossInstances(t *testing.T) {
 	}
 	step(t, agent, "end_session", map[string]any{"reason": "done"}, false, "Study session "+sid+" ended", "logs/study/"+sid+".jsonl")
 
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if leaked.Load() || seen.Load() == 0 {
+		t.Errorf("%d NATS messages seen, the token in one: %v", seen.Load(), leaked.Load())
+	}
 	events := readLog(t, filepath.Join(c.srvs[0].Data, "logs", "study", sid+".jsonl"), sid)
 	for ev, min := range map[string]int{"in session.start": 1, "out session.started": 1, "in tool.call": 3, "out tool.result": 3,
 		"out state.updated": 3, "in agent.message": 1, "out user.message": 1, "in session.end": 1, "out session.ended": 1} {
