@@ -286,8 +286,7 @@ func (l *RelayLink) Update(ctx context.Context, token, session string, h relay.H
 		if err != nil {
 			return fmt.Errorf("read relay home: %w", err)
 		}
-		var cur relay.Home
-		if json.Unmarshal(e.Value(), &cur) != nil || cur.Instance != h.Instance || cur.Host != h.Host {
+		if cur, ok := decodeHome(e.Value()); !ok || cur.Instance != h.Instance || cur.Host != h.Host {
 			return nil // another host's now
 		}
 		b, _ := json.Marshal(h)
@@ -303,6 +302,12 @@ func (l *RelayLink) Update(ctx context.Context, token, session string, h relay.H
 	return errors.New("write relay home: too many concurrent writes")
 }
 
+func decodeHome(b []byte) (relay.Home, bool) {
+	var h relay.Home
+	err := json.Unmarshal(b, &h)
+	return h, err == nil
+}
+
 // Delete removes the record if it names h's instance and host offline.
 func (l *RelayLink) Delete(ctx context.Context, token, session string, h relay.Home) error {
 	k := hostKey(token, session)
@@ -313,9 +318,8 @@ func (l *RelayLink) Delete(ctx context.Context, token, session string, h relay.H
 	if err != nil {
 		return fmt.Errorf("read relay home: %w", err)
 	}
-	var cur relay.Home
-	if json.Unmarshal(e.Value(), &cur) != nil || cur.Instance != h.Instance || cur.Host != h.Host || cur.Online {
-		return nil
+	if cur, ok := decodeHome(e.Value()); !ok || cur.Instance != h.Instance || cur.Host != h.Host || cur.Online {
+		return nil // another host's now, or online
 	}
 	err = l.kv.Delete(ctx, k, jetstream.LastRevision(e.Revision()))
 	if err != nil && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {

@@ -197,9 +197,14 @@ func (r *Relay) Receive(token, session string, f Frame) {
 		ch.mu.Unlock()
 		ch.fromAgent(p, *f.Env)
 	case FrameJoin:
-		ch := r.acquire(token, session)
+		ch := r.lookup(token, session)
+		if ch == nil {
+			return // no host here: the record will say so
+		}
 		ch.mu.Lock()
-		ch.proxy(f.From)
+		if ch.isHome() || (ch.host == nil && ch.everHome) {
+			ch.proxy(f.From)
+		}
 		ch.mu.Unlock()
 		r.release(ch)
 	case FrameHost:

@@ -68,7 +68,7 @@ func (r *Relay) unhold(ch *channel, n int) {
 // tells the home to forget them.
 func (ch *channel) idleLocked() bool {
 	if ch.away() {
-		return ch.refs == 0 && len(ch.agents) == 0
+		return ch.refs == 0 && len(ch.agents) == len(ch.proxies)
 	}
 	return ch.refs == 0 && ch.host == nil && len(ch.agents) == len(ch.proxies) && ch.log == nil &&
 		len(ch.inflight) == 0 && len(ch.mailbox) == 0 && ch.hostGone == nil
