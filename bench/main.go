@@ -3,6 +3,7 @@
 //
 //	go run ./bench              # full run, prints a table, writes bench/results.json
 //	go run ./bench -smoke       # seconds: checks the harness still works
+//	go run ./bench -only cluster  # one step (and the floor)
 //
 // It starts the real agentassistant-srv (bin/, build it first) on
 // loopback and drives it as clients would.
@@ -151,6 +152,7 @@ func run(ctx context.Context, c config) error {
 		{"relay", relayThroughput},
 		{"AG-UI round trip", aguiRoundTrip},
 		{"Ingress delta streaming", ingressStream},
+		{"cluster", clusterStep},
 	}
 	defer func() {
 		if fl != nil {

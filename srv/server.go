@@ -228,6 +228,10 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 // Handler is everything the server serves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Relay is the relay sessions (/agent/ws, the UI tools' Connect calls),
+// for the cluster's link.
+func (s *Server) Relay() *relay.Relay { return s.relay }
+
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
