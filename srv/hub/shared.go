@@ -81,11 +81,15 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	if p == nil {
 		now := h.now()
 		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
-		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		// Not abandoned when the caller gives up meanwhile: the record may
+		// land (and be shown by every instance) after the caller's context
+		// ends, and then it needs this call's waiter to leave properly, so
+		// its agent-gone notice and withdrawal are armed.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 		rev, err := h.shared.Create(sctx, rec)
 		cancel()
 		if errors.Is(err, ErrRecordExists) {
-			sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 			rec, rev, err = h.shared.Get(sctx, r.digest, req.ID)
 			cancel()
 		}
