@@ -79,7 +79,11 @@ func (cn *conn) message(_ bool, data []byte) bool {
 	case wire.IngressApprovalDecision:
 		err = s.decide(cn.dev, m)
 	case wire.IngressCancelRun:
-		err = s.cancelRun(m.RunID)
+		if m.RunID == "" {
+			err = s.cancelRequest(m.RequestID)
+		} else {
+			err = s.cancelRun(m.RunID)
+		}
 	}
 	if err != nil {
 		cn.fail(m, err)

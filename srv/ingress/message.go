@@ -217,8 +217,8 @@ func (m *Message) check() *Error {
 			return bad("reason: at most %d bytes", maxReason)
 		}
 	case wire.IngressCancelRun:
-		if m.RunID == "" {
-			return bad("run_id is required")
+		if m.RunID == "" && m.RequestID == "" {
+			return bad("run_id is required (or, for a run not started yet, the request_id of its agent_invoke)")
 		}
 	default:
 		return errorf(wire.IngressInvalidMessage, "unknown message type %q", truncate(m.Type, 32))

@@ -1,0 +1,124 @@
+package ingress_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/ingress"
+)
+
+// fakeOrchestrator serves invoke as POST /internal/invoke on a real
+// socket and answers the other calls 200.
+func fakeOrchestrator(t *testing.T, invoke func(w http.ResponseWriter, r *http.Request)) string {
+	t.Helper()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client going
+		if r.URL.Path == "/internal/invoke" {
+			invoke(w, r)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL
+}
+
+// withFake serves the server with an HTTPOrchestrator reaching url.
+func withFake(t *testing.T, url string, o ingress.Options, ho ingress.HTTPOptions) *env {
+	t.Helper()
+	ho.URL = url
+	orch, err := ingress.NewHTTPOrchestrator(ho)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(orch.CloseIdle)
+	o.Orchestrator = orch
+	return newEnv(t, false, o, ingress.HTTPOptions{})
+}
+
+// silent answers the headers of an event stream, then nothing until the
+// request ends; it reports both on gone.
+func silent(gone chan<- string) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		if gone != nil {
+			gone <- "arrived"
+		}
+		<-r.Context().Done()
+		if gone != nil {
+			gone <- "gone"
+		}
+	}
+}
+
+// TestSilentOrchestrator: an orchestrator that answers the headers and
+// then names no run ends the invoke with orchestrator_error within its
+// timeout; such invokes do not pile up as open runs.
+func TestSilentOrchestrator(t *testing.T) {
+	e := withFake(t, fakeOrchestrator(t, silent(nil)), ingress.Options{}, ingress.HTTPOptions{Timeout: 300 * time.Millisecond, Retries: -1})
+	c := dial(t, e.url)
+	helloAppendix(t, c)
+	for i := range 10 { // more than MaxRuns (8)
+		c.send(strings.Replace(appendix(invokeA, c.sess, ""), "req_001", fmt.Sprintf("req_%d", i), 1))
+		er := c.expectError("orchestrator_error")
+		if str(er, "request_id") != fmt.Sprintf("req_%d", i) || !strings.Contains(str(er, "message"), "no event") {
+			t.Fatalf("invoke %d: %v", i, er)
+		}
+	}
+}
+
+// TestCancelBeforeStart: cancel_run naming the agent_invoke's request_id
+// cancels a run whose orchestrator has not named it yet: the client is
+// told (state CANCELLED with its request_id), the orchestrator's request
+// ends, and the run no longer counts.
+func TestCancelBeforeStart(t *testing.T) {
+	gone := make(chan string, 2)
+	e := withFake(t, fakeOrchestrator(t, silent(gone)), ingress.Options{}, ingress.HTTPOptions{Timeout: time.Minute})
+	c := dial(t, e.url)
+	helloAppendix(t, c)
+	c.send(appendix(invokeA, c.sess, ""))
+	select {
+	case <-gone: // arrived
+	case <-time.After(10 * time.Second):
+		t.Fatal("the invoke did not reach the orchestrator")
+	}
+	c.send(`{"type":"cancel_run","ts":1,"request_id":"req_001"}`)
+	st := c.expect("state")
+	if str(st, "state") != "CANCELLED" || str(st, "request_id") != "req_001" {
+		t.Fatalf("state %v", st)
+	}
+	select {
+	case <-gone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the orchestrator's request was not ended")
+	}
+	c.send(`{"type":"cancel_run","ts":1,"request_id":"req_001"}`)
+	c.expectError("invalid_message")
+}
+
+// TestHugeEvent: an event over the limit (1 MiB) ends the run with
+// orchestrator_error saying so, not the parser's words.
+func TestHugeEvent(t *testing.T) {
+	url := fakeOrchestrator(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "data: {\"type\":\"run_started\",\"run_id\":\"run_big\"}\n\n")
+		fmt.Fprintf(w, "data: {\"type\":\"delta\",\"run_id\":\"run_big\",\"text\":\"%s\"}\n\n", strings.Repeat("x", 3<<19))
+	})
+	e := withFake(t, url, ingress.Options{}, ingress.HTTPOptions{})
+	c := dial(t, e.url)
+	helloAppendix(t, c)
+	c.send(appendix(invokeA, c.sess, ""))
+	run := str(c.expect("run_started"), "run_id")
+	er := c.expectError("orchestrator_error")
+	if msg := str(er, "message"); str(er, "run_id") != run || !strings.Contains(msg, "larger than 1048576 bytes") || strings.Contains(msg, "bufio") {
+		t.Fatalf("error %v", er)
+	}
+}
