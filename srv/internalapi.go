@@ -28,6 +28,9 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 		online = conns > 0
 	} else if on, n, at, ok := s.ingress.Status(tok, id); ok {
 		online, conns, last = on, n, at
+	} else if ingress.IsSessionID(id) {
+		notFound(w, id)
+		return
 	} else {
 		if !relay.ValidSession(id) {
 			http.Error(w, "bad session id", http.StatusBadRequest)
@@ -56,6 +59,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.ingress.Has(s.tokenOf(r), req.SessionID) {
 		s.sendIngress(w, r, req.SessionID, req.Event)
+		return
+	}
+	if ingress.IsSessionID(req.SessionID) {
+		notFound(w, req.SessionID)
 		return
 	}
 	var ev struct {
@@ -95,12 +102,19 @@ func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, 
 		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
 			"message": "session " + id + " has no active connections"})
 	case errors.Is(err, ingress.ErrNoSession):
-		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found", "message": "session " + id + " has ended"})
+		notFound(w, id)
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	}
+}
+
+// notFound answers for an Ingress session id that is no session of the
+// token presented: it never was, it has ended, or it is another token's.
+func notFound(w http.ResponseWriter, id string) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found",
+		"message": "session " + id + " is not an Ingress session of this token (it has ended, or never was)"})
 }
 
 func (s *Server) tokenOf(r *http.Request) string {

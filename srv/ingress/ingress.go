@@ -30,7 +30,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -97,6 +99,8 @@ type Handler struct {
 	gmu    sync.Mutex
 	closed bool
 	wg     sync.WaitGroup
+
+	held atomic.Int64 // bytes in the sessions' replay windows
 }
 
 // New returns the handler.
@@ -190,6 +194,21 @@ func (h *Handler) Count() int { return h.conns.Len() }
 
 // States counts the open connections by lifecycle state.
 func (h *Handler) States() map[string]int { return h.conns.States() }
+
+// Sessions counts the sessions held (with devices, or in their replay
+// window).
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// ReplayBytes is what the sessions' replay windows hold, in bytes.
+func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
+
+// IsSessionID reports whether id has the form of an Ingress session id
+// ("sess_…"), as opposed to a relay session's name.
+func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.o.Guard.OriginAllowed(r) {
