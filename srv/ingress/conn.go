@@ -199,6 +199,7 @@ func (h *Handler) free(s *session) {
 			delete(h.byUser, key(s.info.Token, s.info.UserID, s.relay))
 		}
 		s.freed = true
+		s.dropRingLocked()
 	}
 	s.mu.Unlock()
 	h.mu.Unlock()

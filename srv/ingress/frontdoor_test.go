@@ -1,6 +1,7 @@
 package ingress_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -120,5 +121,90 @@ func TestHugeEvent(t *testing.T) {
 	er := c.expectError("orchestrator_error")
 	if msg := str(er, "message"); str(er, "run_id") != run || !strings.Contains(msg, "larger than 1048576 bytes") || strings.Contains(msg, "bufio") {
 		t.Fatalf("error %v", er)
+	}
+}
+
+// streaming answers each invoke with run_started, n deltas of size
+// bytes each, and done.
+func streaming(n, size int) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		run := fmt.Sprintf("run_%p", r)
+		fmt.Fprintf(w, "data: {\"type\":\"run_started\",\"run_id\":%q}\n\n", run)
+		text := strings.Repeat("x", size)
+		for range n {
+			fmt.Fprintf(w, "data: {\"type\":\"delta\",\"run_id\":%q,\"text\":%q}\n\n", run, text)
+		}
+		fmt.Fprintf(w, "data: {\"type\":\"done\",\"run_id\":%q,\"usage\":{}}\n\n", run)
+	}
+}
+
+// healthOf reads /health.
+func healthOf(t *testing.T, base string) map[string]any {
+	t.Helper()
+	resp, err := http.Get(base + "/health?token=" + tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestReplayBytesBounded: the replay window holds at most ReplayBytes
+// per session and ReplayTotalBytes in all, whatever the events' sizes,
+// the oldest dropped first; a device that reconnects past what was
+// dropped is told (gap) and gets what is kept, in order.
+func TestReplayBytesBounded(t *testing.T) {
+	const size = 256 << 10
+	e := withFake(t, fakeOrchestrator(t, streaming(20, size)),
+		ingress.Options{ReplayBytes: 1 << 20, ReplayTotalBytes: 2 << 20}, ingress.HTTPOptions{})
+	var first *client
+	for i := range 3 {
+		c := dial(t, e.url)
+		c.hello(fmt.Sprintf("u%d", i), "")
+		c.send(appendix(invokeA, c.sess, ""))
+		c.expect("run_started")
+		for range 20 {
+			c.expect("delta")
+		}
+		c.expect("done")
+		if held := healthOf(t, e.url)["ingressReplayBytes"].(float64); held > 2<<20 {
+			t.Fatalf("after session %d the replay windows hold %.0f bytes, over the total of %d", i, held, 2<<20)
+		}
+		if i == 0 {
+			first = c
+		}
+	}
+	if held := healthOf(t, e.url)["ingressReplayBytes"].(float64); held <= 0 {
+		t.Fatalf("the replay windows hold %.0f bytes", held)
+	}
+	// The first session's device comes back with nothing: told of the gap,
+	// it gets at most 1 MiB, the newest, in order.
+	again := dial(t, e.url)
+	again.send(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u0","api_key":%q,"session_id":%q,"last_seq":0}`, tok, first.sess))
+	ack := again.expect("hello_ack")
+	if ack["gap"] != true {
+		t.Fatalf("hello_ack %v: no gap", ack)
+	}
+	n, _ := ack["replayed"].(json.Number).Int64()
+	if n == 0 || n*size > 1<<20 {
+		t.Fatalf("%d events replayed, over 1 MiB", n)
+	}
+	var last int64
+	for range n {
+		ev := again.next()
+		seq, _ := ev["seq"].(json.Number).Int64()
+		if last != 0 && seq != last+1 {
+			t.Fatalf("replayed seq %d after %d", seq, last)
+		}
+		last = seq
+	}
+	if want, _ := ack["last_seq"].(json.Number).Int64(); n > 0 && last != want {
+		t.Fatalf("replay ended at %d, the session's last is %d", last, want)
 	}
 }

@@ -65,6 +65,10 @@ type Options struct {
 	ReplayWindow time.Duration
 	// ReplayEvents bounds the events kept per session (default 1024).
 	ReplayEvents int
+	// ReplayBytes bounds the bytes of the events kept per session
+	// (default 4 MiB), ReplayTotalBytes those of every session together
+	// (default 64 MiB); past either, a session's oldest events go first.
+	ReplayBytes, ReplayTotalBytes int64
 	// MaxSessions bounds the sessions per token (default 64), MaxDevices
 	// the devices per session (default 16), MaxRuns the open runs per
 	// session (default 8).
@@ -130,6 +134,12 @@ func New(o Options) *Handler {
 	defInt(&o.MaxSessions, 64)
 	defInt(&o.MaxDevices, 16)
 	defInt(&o.MaxRuns, 8)
+	if o.ReplayBytes <= 0 {
+		o.ReplayBytes = 4 << 20
+	}
+	if o.ReplayTotalBytes <= 0 {
+		o.ReplayTotalBytes = 64 << 20
+	}
 	if o.MaxHelloFrame <= 0 {
 		o.MaxHelloFrame = 64 << 10
 	}
@@ -182,6 +192,7 @@ func (h *Handler) Close() {
 		for _, tc := range s.tools {
 			tc.stop()
 		}
+		s.dropRingLocked()
 		s.mu.Unlock()
 		if op, ok := h.o.Orchestrator.(SessionOpener); ok {
 			op.CloseSession(s.info)
