@@ -80,3 +80,17 @@ func TestInternalAPIOtherTokensSession(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalSendSaysWhatIsWrong: a bad body or event is answered
+// invalid_message in words, without Go's JSON internals.
+func TestInternalSendSaysWhatIsWrong(t *testing.T) {
+	_, base := newServer(t, inbox.Options{})
+	_, mine := ingressHello(t, base, tokA)
+	for _, body := range []string{`{"session_id":1}`, `{"session_id":"` + mine + `","event":{"type":"state","ts":"soon"}}`} {
+		code, m := call(t, "POST", base+"/internal/send", body)
+		msg, _ := m["message"].(string)
+		if code != http.StatusBadRequest || m["error"] != "invalid_message" || msg == "" || strings.Contains(msg, "json:") || strings.Contains(msg, "Go ") {
+			t.Errorf("%s: %d %v", body, code, m)
+		}
+	}
+}

@@ -54,7 +54,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		Event     json.RawMessage `json:"event"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
+			"message": `the body must be a JSON object {"session_id": "...", "event": {"type": "...", ...}}`})
 		return
 	}
 	if s.ingress.Has(s.tokenOf(r), req.SessionID) {
@@ -90,7 +91,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, raw json.RawMessage) {
 	var ev ingress.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "event: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
+			"message": "event: not an event of seed 003 (an object whose fields have their types: ts a number, the ids and texts strings)"})
 		return
 	}
 	if err := ingress.CheckEvent(ev); err != nil {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/agentassistant/agentassistant/srv/ingress"
 )
 
@@ -207,4 +209,74 @@ func TestReplayBytesBounded(t *testing.T) {
 	if want, _ := ack["last_seq"].(json.Number).Int64(); n > 0 && last != want {
 		t.Fatalf("replay ended at %d, the session's last is %d", last, want)
 	}
+}
+
+// TestBeforeHelloAndFrames: before hello anything but hello is answered
+// "send hello first", whatever its fields; a binary frame is refused
+// (the protocol is text); error texts name the field, not Go's types.
+func TestBeforeHelloAndFrames(t *testing.T) {
+	e := newEnv(t, false, ingress.Options{}, ingress.HTTPOptions{})
+	c := dial(t, e.url)
+	for _, m := range []string{`{"type":"agent_invoke","message":{"content":""}}`, `{"type":"tool_result"}`, `{"type":"cancel_run","ts":"x"}`, `{"type":"nope"}`} {
+		c.send(m)
+		if er := c.expectError("invalid_message"); !strings.Contains(str(er, "message"), "send hello first") {
+			t.Errorf("%s before hello: %v", m, er)
+		}
+	}
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"hello","ts":1,"user_id":"u1","api_key":"`+tok+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if er := c.expectError("invalid_message"); !strings.Contains(str(er, "message"), "text") {
+		t.Errorf("a binary hello: %v", er)
+	}
+	c.send(`{"type":"hello","ts":1,"user_id":"u1","api_key":"` + tok + `","client_meta":{"tools":"x"}}`)
+	er := c.expectError("invalid_message")
+	c.hello("u1", "")
+	c.send(`{"type":"agent_invoke","ts":"x","message":{"content":"hi"}}`)
+	er2 := c.expectError("invalid_message")
+	c.send(`{"type":"cancel_run",`)
+	er3 := c.expectError("invalid_message")
+	for _, er := range []map[string]any{er, er2, er3} {
+		if msg := str(er, "message"); strings.Contains(msg, "Go ") || strings.Contains(msg, "json:") || strings.Contains(msg, "int64") || strings.Contains(msg, "ingress.") {
+			t.Errorf("error text with Go internals: %q", msg)
+		}
+	}
+	if !strings.Contains(str(er2, "message"), "ts") {
+		t.Errorf("the error does not name the field: %v", er2)
+	}
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, []byte(`{"type":"cancel_run","ts":1,"run_id":"r"}`)); err != nil {
+		t.Fatal(err)
+	}
+	c.expectError("invalid_message")
+}
+
+// TestLastSeqAndQuotas: a last_seq beyond the session's is an error, not
+// a silent ack; the caps on sessions and devices answer invalid_message
+// (seed 003 has no code of its own for a quota), not internal_error.
+func TestLastSeqAndQuotas(t *testing.T) {
+	e := newEnv(t, false, ingress.Options{MaxSessions: 1, MaxDevices: 1}, ingress.HTTPOptions{})
+	a := dial(t, e.url)
+	a.hello("u1", "")
+	b := dial(t, e.url)
+	b.send(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u1","api_key":%q,"session_id":%q,"last_seq":0}`, tok, a.sess))
+	if er := b.expectError("invalid_message"); !strings.Contains(str(er, "message"), "devices") {
+		t.Errorf("a device over the cap: %v", er)
+	}
+	b.send(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u2","api_key":%q}`, tok))
+	if er := b.expectError("invalid_message"); !strings.Contains(str(er, "message"), "sessions") {
+		t.Errorf("a session over the cap: %v", er)
+	}
+	a.ws.Close()
+	for {
+		b.send(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u1","api_key":%q,"session_id":%q,"last_seq":99}`, tok, a.sess))
+		er := b.expect("error")
+		if str(er, "code") == "invalid_message" && strings.Contains(str(er, "message"), "last_seq") {
+			break
+		}
+		if !strings.Contains(str(er, "message"), "devices") { // a's leaving not seen yet
+			t.Fatalf("last_seq beyond the session's: %v", er)
+		}
+	}
+	b.send(fmt.Sprintf(`{"type":"hello","ts":1,"user_id":"u1","api_key":%q,"session_id":%q,"last_seq":0}`, tok, a.sess))
+	b.expect("hello_ack")
 }

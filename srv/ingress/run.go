@@ -223,6 +223,8 @@ func asError(err error, what string) *Error {
 		return errorf(wire.IngressOrchestratorError, "%s: the orchestrator ended the run without done or error", what)
 	case errors.Is(err, ErrRunOpen):
 		return errorf(wire.IngressOrchestratorError, "%s: %v", what, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return errorf(wire.IngressOrchestratorError, "%s: cut off before the orchestrator ended it (the server is shutting down, or the call took too long)", what)
 	}
 	return errorf(wire.IngressOrchestratorError, "%s: %v", what, err)
 }

@@ -53,7 +53,11 @@ func (s *session) attach(dev *device, lastSeq *uint64) *Error {
 	s.joining--
 	if len(s.devices) >= s.h.o.MaxDevices {
 		s.idleLocked()
-		return errorf(wire.IngressInternalError, "hello: session %s has %d devices already", s.id, s.h.o.MaxDevices)
+		return errorf(wire.IngressInvalidMessage, "hello: session %s has %d devices already (the most it may have)", s.id, s.h.o.MaxDevices)
+	}
+	if lastSeq != nil && *lastSeq > s.seq {
+		s.idleLocked()
+		return errorf(wire.IngressInvalidMessage, "hello: last_seq %d is beyond this session's last event (%d): it is another session's number; say hello without last_seq", *lastSeq, s.seq)
 	}
 	dev.s = s
 	s.devices[dev] = struct{}{}
