@@ -32,7 +32,9 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
@@ -66,6 +68,10 @@ type Options struct {
 	ReplayWindow time.Duration
 	// ReplayEvents bounds the events kept per session (default 1024).
 	ReplayEvents int
+	// ReplayBytes bounds the bytes of the events kept per session
+	// (default 4 MiB), ReplayTotalBytes those of every session together
+	// (default 64 MiB); past either, a session's oldest events go first.
+	ReplayBytes, ReplayTotalBytes int64
 	// MaxSessions bounds the sessions per token (default 64), MaxDevices
 	// the devices per session (default 16), MaxRuns the open runs per
 	// session (default 8).
@@ -100,6 +106,8 @@ type Handler struct {
 	gmu    lockorder.Mutex[lockorder.IngressGoroutines]
 	closed bool
 	wg     sync.WaitGroup
+
+	held atomic.Int64 // bytes in the sessions' replay windows
 }
 
 // New returns the handler.
@@ -129,6 +137,12 @@ func New(o Options) *Handler {
 	defInt(&o.MaxSessions, 64)
 	defInt(&o.MaxDevices, 16)
 	defInt(&o.MaxRuns, 8)
+	if o.ReplayBytes <= 0 {
+		o.ReplayBytes = 4 << 20
+	}
+	if o.ReplayTotalBytes <= 0 {
+		o.ReplayTotalBytes = 64 << 20
+	}
 	if o.MaxHelloFrame <= 0 {
 		o.MaxHelloFrame = 64 << 10
 	}
@@ -181,6 +195,7 @@ func (h *Handler) Close() {
 		for _, tc := range s.tools {
 			tc.stop()
 		}
+		s.dropRingLocked()
 		s.mu.Unlock()
 		if op, ok := h.o.Orchestrator.(SessionOpener); ok {
 			op.CloseSession(s.info)
@@ -193,6 +208,21 @@ func (h *Handler) Count() int { return h.conns.Len() }
 
 // States counts the open connections by lifecycle state.
 func (h *Handler) States() map[string]int { return h.conns.States() }
+
+// Sessions counts the sessions held (with devices, or in their replay
+// window).
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// ReplayBytes is what the sessions' replay windows hold, in bytes.
+func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
+
+// IsSessionID reports whether id has the form of an Ingress session id
+// ("sess_…"), as opposed to a relay session's name.
+func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.o.Guard.OriginAllowed(r) {
