@@ -21,7 +21,7 @@ func (c *Conn) enqueue(it item) bool {
 		c.mu.Unlock()
 		return false
 	}
-	if len(c.queue) >= c.o.SendQueue {
+	if len(c.queue) >= c.o.SendQueue || (len(c.queue) > 0 && c.queuedBytes+len(it.data) > c.o.SendQueueBytes) {
 		c.mu.Unlock()
 		c.o.Logger.Warn("peer too slow, disconnecting")
 		c.Shutdown(ClosePolicyViolation, "send queue full")
@@ -49,6 +49,7 @@ func (c *Conn) enqueue(it item) bool {
 			return false
 		case rest != nil: // the socket is full: the rest goes first, by a writer
 			c.queue = append([]item{{kind: 3, data: rest}}, c.queue...)
+			c.queuedBytes += len(rest)
 		}
 		if len(c.queue) > 0 {
 			c.writer.Go(c.writeLoop)
@@ -117,7 +118,7 @@ func (c *Conn) writeNow(op ws.OpCode, payload []byte) ([]byte, error) {
 
 // failLocked marks the connection as failed after a write error.
 func (c *Conn) failLocked() {
-	c.queue, c.writing = nil, false
+	c.queue, c.queuedBytes, c.writing = nil, 0, false
 	if !c.closing {
 		c.closing = true
 		c.shut.Store(true)
@@ -134,7 +135,7 @@ func (c *Conn) drop() {
 		c.shut.Store(true)
 		close(c.done)
 	}
-	c.queue = nil
+	c.queue, c.queuedBytes = nil, 0
 	c.mu.Unlock()
 	_ = c.nc.Close()
 }
@@ -149,6 +150,7 @@ func (c *Conn) closeSocket() {
 // pushLocked appends and makes sure a writer is draining.
 func (c *Conn) pushLocked(it item) {
 	c.queue = append(c.queue, it)
+	c.queuedBytes += len(it.data)
 	if !c.writing {
 		c.writing = true
 		c.writer.Go(c.writeLoop)
@@ -163,7 +165,7 @@ func (c *Conn) writeLoop() {
 	for {
 		c.mu.Lock()
 		batch := c.queue
-		c.queue = nil
+		c.queue, c.queuedBytes = nil, 0
 		if len(batch) == 0 {
 			c.writing = false
 			c.mu.Unlock()
@@ -185,7 +187,7 @@ func (c *Conn) writeLoop() {
 				// reader by closing the socket.
 				time.AfterFunc(100*time.Millisecond, c.closeSocket)
 				c.mu.Lock()
-				c.queue, c.writing = nil, false
+				c.queue, c.queuedBytes, c.writing = nil, 0, false
 				c.mu.Unlock()
 				return
 			}

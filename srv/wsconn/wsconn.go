@@ -39,6 +39,9 @@ type Options struct {
 	PongWait     time.Duration // default 60s
 	WriteWait    time.Duration // default 10s
 	SendQueue    int           // frames queued before the peer counts as too slow; default 256
+	// SendQueueBytes bounds the bytes queued for the peer the same way:
+	// a peer that reads nothing holds at most this much; default 16 MiB.
+	SendQueueBytes int
 	// ParkAfter is how long a served connection stays quiet after a
 	// message before its reading goroutine ends (Set.Serve); default
 	// 100ms: longer than the gaps in an agent's burst of requests, far
@@ -66,6 +69,9 @@ func (o *Options) Defaults() {
 	def(&o.ParkAfter, 100*time.Millisecond)
 	if o.SendQueue <= 0 {
 		o.SendQueue = 256
+	}
+	if o.SendQueueBytes <= 0 {
+		o.SendQueueBytes = 16 << 20
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -143,6 +149,9 @@ type Conn struct {
 
 	mu      sync.Mutex
 	queue   []item
+	// queuedBytes is what queue holds for the peer (its frames'
+	// payloads); guarded by mu.
+	queuedBytes int
 	writing bool // a writer goroutine is draining the queue
 	closing bool // Shutdown was called; only the close frame is still queued
 	shut    atomic.Bool

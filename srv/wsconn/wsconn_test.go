@@ -213,3 +213,28 @@ func TestPingWrittenInline(t *testing.T) {
 		t.Fatal("no ping arrived")
 	}
 }
+
+// A peer that never reads is cut off once what waits for it exceeds
+// SendQueueBytes, long before SendQueue frames of a megabyte each.
+func TestAPeerThatNeverReadsHoldsBoundedBytes(t *testing.T) {
+	c, _ := pair(t, Options{SendQueue: 256, SendQueueBytes: 4 << 20}, 4096)
+	big := bytes.Repeat([]byte{'x'}, 1<<20)
+	sent := 0
+	for sent < 256 && c.Send(big) {
+		sent++
+	}
+	if sent > 8 {
+		t.Fatalf("%d frames of 1 MiB accepted for a peer that reads nothing; the bound is 4 MiB", sent)
+	}
+	c.mu.Lock()
+	held := c.queuedBytes
+	c.mu.Unlock()
+	if held > 4<<20 {
+		t.Fatalf("%d bytes held for the peer", held)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the slow connection was not shut down")
+	}
+}
