@@ -147,16 +147,16 @@ type Conn struct {
 	unauth atomic.Pointer[func()]
 	raw    syscall.RawConn // the socket, for writes that must not block; nil under TLS
 
-	mu      sync.Mutex
-	queue   []item
+	mu    sync.Mutex
+	queue []item
 	// queuedBytes is what queue holds for the peer (its frames'
 	// payloads); guarded by mu.
 	queuedBytes int
-	writing bool // a writer goroutine is draining the queue
-	closing bool // Shutdown was called; only the close frame is still queued
-	shut    atomic.Bool
-	done    chan struct{}
-	writer  sync.WaitGroup
+	writing     bool // a writer goroutine is draining the queue
+	closing     bool // Shutdown was called; only the close frame is still queued
+	shut        atomic.Bool
+	done        chan struct{}
+	writer      sync.WaitGroup
 
 	// Reading through Set.Serve (read.go). The fields below rmu belong to
 	// whichever goroutine is reading; there is at most one.
