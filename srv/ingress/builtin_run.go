@@ -1,0 +1,264 @@
+package ingress
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/relay"
+)
+
+// The built-in orchestrator's runs: an invoke through the agent's turn,
+// the agent's calls of client tools (tool_request, approvals), and the
+// client's answers to them (builtin.go has the hosts and sessions).
+
+// typeCancel is queued by Cancel to end the run.
+const typeCancel = "ingress.cancel"
+
+// Invoke posts the message to the agent and streams the run.
+func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(string), emit func(Event)) error {
+	h, err := b.host(req.Session)
+	if err != nil {
+		return err
+	}
+	r := &brun{id: "run_" + wire.NewID()[:16], emit: emit, calls: map[string]string{}, approvals: map[string]string{}, pending: map[string]bpending{}}
+	h.mu.Lock()
+	if h.run != nil {
+		h.mu.Unlock()
+		return ErrRunOpen
+	}
+	h.run = r
+	h.queue = h.queue[:0] // what came before the run is not the run's
+	studying := h.studying
+	h.mu.Unlock()
+	b.mu.Lock()
+	b.runs[r.id] = h
+	b.mu.Unlock()
+	defer b.endRun(h, r)
+	started(r.id)
+	if !studying {
+		// The agent's messages and tool calls need an active study
+		// session: the client's host starts one, as a host's UI may.
+		h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")})
+	}
+	msg, _ := json.Marshal(map[string]string{"text": req.Message.Content, "runId": r.id, "user": req.UserID})
+	h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg})
+	begun := b.o.Now()
+	deltas := 0
+	for {
+		env, ok := h.next(ctx)
+		if !ok {
+			return ctx.Err()
+		}
+		switch env.Type {
+		case typeCancel:
+			return context.Canceled
+		case relay.TypeAgentWaiting:
+			u, _ := json.Marshal(map[string]int64{"duration_ms": b.o.Now().Sub(begun).Milliseconds(), "messages": int64(deltas)})
+			emit(Event{Type: wire.IngressDone, RunID: r.id, Usage: u})
+			return nil
+		case wire.TypeAgentMessage:
+			var p struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(env.Payload, &p)
+			deltas++
+			emit(Event{Type: wire.IngressDelta, RunID: r.id, Text: p.Text})
+		case wire.TypeToolCall:
+			b.toolCall(h, r, env)
+		case wire.TypeReplaced:
+			return orchError("another host took over relay session %q", h.name)
+		}
+	}
+}
+
+// next waits for the host's next envelope; false when ctx ends.
+func (h *bhost) next(ctx context.Context) (relay.Envelope, bool) {
+	for {
+		h.mu.Lock()
+		if len(h.queue) > 0 {
+			env := h.queue[0]
+			h.queue = h.queue[1:]
+			h.mu.Unlock()
+			return env, true
+		}
+		wake := h.wake
+		h.mu.Unlock()
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return relay.Envelope{}, false
+		}
+	}
+}
+
+// endRun frees the host for the next run; the agent's calls the client
+// did not answer get an error.
+func (b *Builtin) endRun(h *bhost, r *brun) {
+	h.mu.Lock()
+	h.run = nil
+	var open []string // the agent's calls (relay ids)
+	for _, id := range r.calls {
+		open = append(open, id)
+	}
+	for _, id := range r.approvals {
+		open = append(open, id)
+	}
+	h.mu.Unlock()
+	b.mu.Lock()
+	delete(b.runs, r.id)
+	for tc := range r.calls {
+		delete(b.calls, tc)
+	}
+	for ap := range r.approvals {
+		delete(b.approvals, ap)
+	}
+	b.mu.Unlock()
+	for _, id := range open {
+		if h.ext.Waiting(id) {
+			h.ext.Send(toolError(id, wire.ToolExecutionFailed, fmt.Sprintf("the Ingress run %s ended before the client answered", r.id)))
+		}
+	}
+}
+
+// toolCall turns the agent's call of a client tool into a tool_request,
+// or into an approval_required first.
+func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
+	var p struct {
+		ToolName string          `json:"toolName"`
+		Params   json.RawMessage `json:"params"`
+		Reason   string          `json:"reason"`
+	}
+	_ = json.Unmarshal(env.Payload, &p)
+	if len(p.Params) == 0 || string(p.Params) == "null" {
+		p.Params = json.RawMessage("{}")
+	}
+	h.mu.Lock()
+	t, ok := h.tools[p.ToolName]
+	h.mu.Unlock()
+	if !ok {
+		h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", truncate(p.ToolName, 64))))
+		return
+	}
+	tcID := newCallID()
+	if !t.RequiresApproval {
+		b.sendToolRequest(h, r, env.ID, tcID, t.Name, p.Params)
+		return
+	}
+	apID := "ap_" + wire.NewID()[:16]
+	h.mu.Lock()
+	r.approvals[apID] = env.ID
+	r.pending[apID] = bpending{relayID: env.ID, tcID: tcID, tool: t.Name, params: p.Params}
+	h.mu.Unlock()
+	b.mu.Lock()
+	b.approvals[apID] = h
+	b.mu.Unlock()
+	summary := p.Reason
+	if args := string(p.Params); args != "{}" {
+		summary += " — " + truncate(args, maxSummaryLen)
+	}
+	r.emit(Event{Type: wire.IngressApprovalRequired, RunID: r.id, ApprovalID: apID, ToolCallID: tcID, ToolName: t.Name, ArgsSummary: summary})
+}
+
+// sendToolRequest sends the agent's call relayID to the client as tool
+// call tcID.
+func (b *Builtin) sendToolRequest(h *bhost, r *brun, relayID, tcID, name string, args json.RawMessage) {
+	h.mu.Lock()
+	r.calls[tcID] = relayID
+	h.mu.Unlock()
+	b.mu.Lock()
+	b.calls[tcID] = &bcall{h: h, runID: r.id, relayID: relayID}
+	b.mu.Unlock()
+	r.emit(Event{Type: wire.IngressToolRequest, RunID: r.id, ToolCallID: tcID, ToolName: name, Args: args,
+		DeadlineTs: b.o.Now().Add(b.o.ToolDeadline).UnixMilli()})
+}
+
+// SubmitToolResult answers the agent's call; only for the run the
+// tool_request went to.
+func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult) error {
+	b.mu.Lock()
+	c := b.calls[id]
+	if c != nil && c.runID != res.RunID {
+		c = nil // another run's call
+	}
+	if c != nil {
+		delete(b.calls, id)
+	}
+	b.mu.Unlock()
+	if c == nil {
+		return errorf(wire.IngressInvalidMessage, "tool call %s is not waiting for a result of run %s", id, res.RunID)
+	}
+	h := c.h
+	h.mu.Lock()
+	if h.run != nil {
+		delete(h.run.calls, id)
+	}
+	h.mu.Unlock()
+	if !res.OK {
+		msg := res.Error
+		if msg == "" {
+			msg = "the client's tool failed"
+		}
+		h.ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg))
+		return nil
+	}
+	var result any = json.RawMessage("null")
+	if len(res.Result) > 0 {
+		result = res.Result
+	}
+	p, _ := json.Marshal(map[string]any{"ok": true, "result": result})
+	h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p})
+	return nil
+}
+
+// Decide sends the approved call to the client, or answers the agent's
+// call with the rejection.
+func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
+	b.mu.Lock()
+	h := b.approvals[apID]
+	delete(b.approvals, apID)
+	b.mu.Unlock()
+	if h == nil {
+		return errorf(wire.IngressInvalidMessage, "approval %s is not waiting", apID)
+	}
+	h.mu.Lock()
+	r := h.run
+	var call bpending
+	ok := false
+	if r != nil && (d.RunID == "" || d.RunID == r.id) {
+		call, ok = r.pending[apID]
+		delete(r.pending, apID)
+		delete(r.approvals, apID)
+	}
+	h.mu.Unlock()
+	if !ok {
+		return errorf(wire.IngressInvalidMessage, "approval %s: its run ended", apID)
+	}
+	if d.Decision == wire.IngressApprove {
+		b.sendToolRequest(h, r, call.relayID, call.tcID, call.tool, call.params)
+		return nil
+	}
+	reason := d.Reason
+	if reason == "" {
+		reason = "no reason given"
+	}
+	h.ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy)))
+	return nil
+}
+
+// Cancel ends the run; the agent's open calls get an error.
+func (b *Builtin) Cancel(_ context.Context, runID string) error {
+	b.mu.Lock()
+	h := b.runs[runID]
+	b.mu.Unlock()
+	if h == nil {
+		return errorf(wire.IngressInvalidMessage, "run %s is not open", runID)
+	}
+	h.mu.Lock()
+	if h.run != nil && h.run.id == runID {
+		h.pushLocked(relay.Envelope{Type: typeCancel})
+	}
+	h.mu.Unlock()
+	return nil
+}
