@@ -65,6 +65,8 @@ type Cluster struct {
 	reqs  jetstream.KeyValue
 	insts jetstream.KeyValue
 	rooms map[string]string // room digest -> token
+	// roster: presence across instances (presence.go)
+	roster *roster
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -126,6 +128,10 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
 	}
+	if err := c.openPresence(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -148,7 +154,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Unlock()
 	c.wg.Go(func() { c.follow(ctx, w, h) })
 	c.wg.Go(func() { c.beat(ctx) })
-	return nil
+	return c.startRooms(ctx, h)
 }
 
 // Ready is closed once the records present at Start are applied.
@@ -195,6 +201,7 @@ func (c *Cluster) Close() error {
 		}
 		c.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.forgetOwn(ctx) // its devices are gone with it
 		_ = c.insts.Delete(ctx, c.o.Instance)
 		cancel()
 		c.nc.Close()

@@ -162,6 +162,7 @@ type Hub struct {
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
 	shared    Shared // nil in one process
+	peers     Peers  // the other instances' devices; nil in one process
 	self      string // this instance's name in the cluster
 }
 
@@ -183,6 +184,7 @@ func New(o Options) *Hub {
 	}
 	h.shared, h.self = o.Shared, o.Instance
 	if h.shared != nil {
+		h.peers, _ = h.shared.(Peers)
 		h.store = nil
 		if h.self == "" {
 			h.self = wire.NewID()
