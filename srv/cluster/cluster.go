@@ -67,6 +67,7 @@ type Cluster struct {
 	rooms map[string]string // room digest -> token
 	// roster: presence across instances (presence.go)
 	roster *roster
+	epoch  string // the numbering of the requests' revisions (epoch.go)
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -131,6 +132,10 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.openPresence(ctx); err != nil {
 		nc.Close()
 		return nil, err
+	}
+	if err := c.readEpoch(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
 	}
 	return c, nil
 }

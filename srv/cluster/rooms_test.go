@@ -1,11 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -140,4 +144,72 @@ func (c *Cluster) die() {
 		c.wg.Wait()
 		c.nc.Close()
 	})
+}
+
+// TestReplayOnAnotherInstance: a device that saw events on A and comes
+// back on B gets what it missed meanwhile from B, in order, each once,
+// under the numbers A gave them; the epoch means the same on both.
+func TestReplayOnAnotherInstance(t *testing.T) {
+	ns := natstest.Start(t)
+	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
+	if a.hub.Epoch() != b.hub.Epoch() {
+		t.Fatalf("epochs differ: %q, %q", a.hub.Epoch(), b.hub.Epoch())
+	}
+	phone, other := newClient("c3c3"), newClient("d3d3")
+	a.hub.Join(tok, phone, nil, hub.Resume{})
+	b.hub.Join(tok, other, nil, hub.Resume{})
+	first := ask(context.Background(), a, question("q1", "First?"))
+	seen := phone.expect(t, wire.CmdAskQuestion).GetSeq()
+	other.expect(t, wire.CmdAskQuestion)
+	a.hub.Leave(tok, phone) // the phone's connection drops
+
+	// Meanwhile: q1 answered on B, q2 asked through B.
+	if err := b.hub.Answer(tok, wire.AskQuestion, "q1", reply("d3d3", "yes")); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, first); r.err != nil || text(r.rep) != "yes" {
+		t.Fatalf("q1: %v", r.err)
+	}
+	ask(context.Background(), b, question("q2", "Second?"))
+	other.expect(t, wire.CmdAskQuestion)
+
+	// The phone comes back on B.
+	back := newClient("c4c4")
+	var resumed bool
+	b.hub.Join(tok, back, func(r bool) []byte {
+		resumed = r
+		return mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdUserLogin})
+	}, hub.Resume{Epoch: a.hub.Epoch(), From: seen})
+	if !resumed {
+		t.Fatal("not resumed on B")
+	}
+	back.expect(t, wire.CmdUserLogin)
+	n := back.expect(t, wire.CmdAskQuestionReplyNotification)
+	q := back.expect(t, wire.CmdAskQuestion)
+	if n.GetAskQuestionRequest().GetID() != "q1" || q.GetAskQuestionRequest().GetID() != "q2" || !(seen < n.GetSeq() && n.GetSeq() < q.GetSeq()) {
+		t.Fatalf("replayed %v (seq %d) then %v (seq %d) after %d", n.GetAskQuestionRequest().GetID(), n.GetSeq(), q.GetAskQuestionRequest().GetID(), q.GetSeq(), seen)
+	}
+	select {
+	case m := <-back.frames:
+		if m.Cmd != wire.CmdUserConnectionStatusNotification {
+			t.Fatalf("replayed more: %s", m.Cmd)
+		}
+	default:
+	}
+	// Numbers are the cluster's: B's frames of q2 carry A's numbers too.
+	if err := b.hub.Cancel(tok, "q2"); err != nil {
+		t.Fatal(err)
+	}
+	c1 := back.expect(t, wire.CmdRequestCancelled)
+	if c1.GetSeq() <= q.GetSeq() {
+		t.Fatalf("cancel numbered %d after %d", c1.GetSeq(), q.GetSeq())
+	}
+}
+
+func mustMarshal(m *pb.WebsocketMessage) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

@@ -69,7 +69,12 @@ func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, re
 // cannot overshoot the limit.
 func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
 	r := h.room(token)
-	seq, err := r.join(c, limit, welcome, resume, h.epoch, h.now())
+	var w *window
+	if h.seqs != nil && resume.From > 0 && resume.Epoch == h.epoch {
+		since, heard := h.seqs.window(resume.From)
+		w = &window{since: since, heard: heard}
+	}
+	seq, err := r.join(c, limit, welcome, resume, w, h.epoch, h.now())
 	if err == nil && h.peers != nil {
 		h.peers.Joined(r.digest, c)
 	}
@@ -167,8 +172,12 @@ func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
 	return h.room(token).onlineUsers()
 }
 
-// join adds c unless the room already has limit clients (0: no limit).
-func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) (uint64, error) {
+// window is the range of a cluster's revisions an instance's rings hold.
+type window struct{ since, heard uint64 }
+
+// join adds c unless the room already has limit clients (0: no limit). In
+// cluster mode w is what the rings hold (nil when c does not resume).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, w *window, epoch string, now time.Time) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if limit > 0 && len(r.clients) >= limit {
@@ -176,7 +185,9 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	}
 	var missed [][]byte
 	resumed := false
-	if resume.From > 0 && resume.Epoch == epoch {
+	if w != nil {
+		missed, resumed = r.replaySharedLocked(resume.From, w.since, w.heard, now)
+	} else if resume.From > 0 && resume.Epoch == epoch {
 		missed, resumed = r.replayLocked(resume.From, now)
 	}
 	if welcome != nil {

@@ -52,6 +52,9 @@ type Shared interface {
 	// Update replaces the record if its revision is still rev, and returns
 	// the new revision; ErrRecordChanged when it is not.
 	Update(ctx context.Context, rec SharedRecord, rev uint64) (uint64, error)
+	// Epoch names the revisions' numbering: the same on every instance,
+	// another when the records start again from scratch (sharedseq.go).
+	Epoch() string
 }
 
 // Errors of a Shared store.
@@ -82,11 +85,11 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		now := h.now()
 		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
 		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
-		rev, err := h.shared.Create(sctx, rec)
+		_, err := h.shared.Create(sctx, rec)
 		cancel()
 		if errors.Is(err, ErrRecordExists) {
 			sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
-			rec, rev, err = h.shared.Get(sctx, r.digest, req.ID)
+			rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
 			cancel()
 		}
 		if err != nil {
@@ -100,11 +103,9 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			s := settledOf(rec.Record)
 			return s.reply, s.err
 		}
-		var send func()
 		r.mu.Lock()
-		p, send = h.mirrorLocked(r, token, rec, rev)
+		p = h.registerLocked(r, token, rec)
 		r.mu.Unlock()
-		send()
 		if p == nil { // settled meanwhile
 			return h.askShared(ctx, token, req, sum)
 		}
@@ -267,13 +268,30 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
 		return serr
 	}
-	h.finishShared(r, p, written)
+	// The callers here have the outcome at once; the rest (the clients
+	// told, the outcome kept) when the change is heard, in its order.
+	r.mu.Lock()
+	h.wakeLocked(p, settledOf(written.Record))
+	r.mu.Unlock()
 	return nil
+}
+
+// wakeLocked gives p's callers its outcome, once. Called with r.mu held.
+func (h *Hub) wakeLocked(p *pending, s *settled) {
+	if p.woken {
+		return
+	}
+	p.woken = true
+	p.reply, p.err = s.reply, s.err
+	close(p.done)
 }
 
 // Apply is a change of a shared record heard from the cluster, in the
 // order the changes were made: token is the record's room.
 func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
+	if h.seqs != nil {
+		defer h.seqs.heardRev(rev)
+	}
 	r := h.room(token)
 	r.mu.Lock()
 	if rec.Status == store.Pending {
@@ -292,40 +310,57 @@ func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
 		return
 	}
 	r.mu.Unlock()
-	h.finishShared(r, p, rec)
+	h.finishShared(r, p, rec, rev)
 }
 
-// mirrorLocked brings the pending record rec (at revision rev) into r: a
-// request this instance has not seen is shown to its clients and its
-// deadline armed; one it has takes the record's holder and agent-gone
-// mark. It returns nil when the request is settled here already, and the
-// function that sends the frames it made. Called with r.mu held; send
-// once it is released.
-func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+// registerLocked makes sure r has a pending entry for the pending record
+// rec, which this instance wrote or read, to wait on; it is shown when its
+// creation is heard (Apply). It returns nil when the request is settled
+// here already. Called with r.mu held.
+func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 	p := r.pending[rec.ID]
 	if p == nil {
 		if r.settled[rec.ID] != nil {
-			return nil, func() {}
+			return nil
 		}
 		req := requestOf(rec.Record)
-		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
 		r.pending[rec.ID] = p
+	}
+	return p
+}
+
+// mirrorLocked brings the pending record rec (at revision rev), heard
+// from the cluster, into r: a request this instance has not shown is shown
+// to its clients and its deadline armed; one it has takes the record's
+// holder and agent-gone mark. Its frames are the event numbered rev. It
+// returns nil when the request is settled here already, and the function
+// that sends the frames it made. Called with r.mu held; send once it is
+// released.
+func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+	p := h.registerLocked(r, token, rec)
+	if p == nil {
+		return nil, func() {}
 	}
 	if rev < p.rev {
 		return p, func() {} // an older revision, read before the one applied
 	}
 	p.rev = rev
 	p.holder = rec.Holder
-	var frames [][]byte
+	var ms []*pb.WebsocketMessage
 	if !p.shown {
 		p.shown = true
 		h.arm(r, p)
-		frames = append(frames, r.emitLocked(requestFrame(p), h.now())...)
-		p.seq = r.seq
+		ms = append(ms, requestFrame(p)...)
+		p.seq = rev
 	}
 	if rec.Gone != p.gone.Load() {
 		p.gone.Store(rec.Gone)
-		frames = append(frames, r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, rec.Gone)}, h.now())...)
+		ms = append(ms, agentStatusFrame(p, rec.Gone))
+	}
+	var frames [][]byte
+	if len(ms) > 0 {
+		frames = r.emitAtLocked(ms, rev, h.now())
 	}
 	if p.holder != h.self {
 		// Another instance holds the call: its timers decide.
@@ -338,9 +373,10 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	return p, r.fanLocked(frames, "")
 }
 
-// finishShared ends p with the settled record rec: its callers here are
-// woken, the outcome kept for re-attaching callers, the clients told.
-func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
+// finishShared ends p with the settled record rec, heard at revision rev:
+// its callers here are woken (unless they were), the outcome kept for
+// re-attaching callers, the clients told (the event numbered rev).
+func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	s := settledOf(rec.Record)
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {
@@ -351,8 +387,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
-	p.reply, p.err = s.reply, s.err
-	close(p.done)
+	h.wakeLocked(p, s)
 	now := h.now()
 	s.sum = p.sum
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
@@ -369,9 +404,9 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
 	except := ""
 	var frame [][]byte
 	if s.reply != nil {
-		frame, except = r.emitLocked(replyNotificationFrame(p, s.reply), now), s.reply.ClientID
+		frame, except = r.emitAtLocked(replyNotificationFrame(p, s.reply), rev, now), s.reply.ClientID
 	} else {
-		frame = r.emitLocked(cancelledFrame(p, rec.ClosedNote), now)
+		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
 	}
 	send := r.fanLocked(frame, except)
 	r.mu.Unlock()
