@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -105,5 +106,76 @@ func TestClusterKill9Presence(t *testing.T) {
 	}
 	if ids := onlineIDs(t, watcher); !ids[back.ID] || len(ids) != 2 {
 		t.Fatalf("online list after the device came back: %v", ids)
+	}
+}
+
+// TestClusterReplayElsewhere: the instance holding a phone is killed
+// (kill -9) after the phone saw a question; meanwhile the question is
+// answered on B and another asked through C; the phone comes back on B
+// with the epoch and number it holds and gets what it missed, in order,
+// each once.
+func TestClusterReplayElsewhere(t *testing.T) {
+	c := startCluster(t)
+	phone := dial(t, c.srvs[0], tokenA, "phone")
+	pc := dial(t, c.srvs[1], tokenA, "pc")
+	first := make(chan error, 1)
+	go func() {
+		_, err := connectAsk(context.Background(), c.srvs[2], "first", "First?")
+		first <- err
+	}()
+	q1 := must[*pb.WebsocketMessage](t)(phone.Expect("AskQuestion", 10*time.Second))
+	must[*pb.WebsocketMessage](t)(pc.Expect("AskQuestion", 10*time.Second))
+	c.srvs[0].kill9(t)
+
+	if err := pc.Send(wstest.TextReply("first", "Yes.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-first:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the agent never got the answer")
+	}
+	go func() { _, _ = connectAsk(context.Background(), c.srvs[2], "second", "Second?") }()
+	must[*pb.WebsocketMessage](t)(pc.Expect("AskQuestion", 10*time.Second))
+
+	back, err := wstest.DialResume(c.srvs[1].URL, tokenA, "phone", nil, phone.Login.GetEpoch(), q1.GetSeq())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { back.Close() })
+	if !back.Login.GetResumed() {
+		t.Fatalf("not resumed on B: %v", back.Login)
+	}
+	var got []string
+	last := q1.GetSeq()
+	for len(got) < 2 {
+		m, err := back.Next(10 * time.Second)
+		if err != nil {
+			t.Fatalf("replay so far %v: %v", got, err)
+		}
+		switch m.Cmd {
+		case "UserConnectionStatusNotification", "GetOnlineUsers":
+			continue
+		}
+		if m.GetSeq() <= last {
+			t.Fatalf("%s numbered %d after %d", m.Cmd, m.GetSeq(), last)
+		}
+		last = m.GetSeq()
+		got = append(got, m.Cmd+" "+m.GetAskQuestionRequest().GetID())
+	}
+	if got[0] != "AskQuestionReplyNotification first" || got[1] != "AskQuestion second" {
+		t.Fatalf("replayed %v", got)
+	}
+	for {
+		m, err := back.Next(time.Second)
+		if err != nil {
+			break // nothing more
+		}
+		if m.Cmd != "UserConnectionStatusNotification" {
+			t.Fatalf("replayed more: %s %v", m.Cmd, m.GetSeq())
+		}
 	}
 }
