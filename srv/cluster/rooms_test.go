@@ -213,3 +213,41 @@ func mustMarshal(m *pb.WebsocketMessage) []byte {
 	}
 	return b
 }
+
+// TestMissedFromAnyInstance: an answer given on B while the agent that
+// asked through A is away is kept on every instance; the next call of the
+// project takes it through C, once cluster-wide: A has nothing left to
+// hand over, and a re-attach by ID is told it went to another call.
+func TestMissedFromAnyInstance(t *testing.T) {
+	ns := natstest.Start(t)
+	o := hub.Options{OrphanNotice: 20 * time.Millisecond, OrphanGrace: time.Hour}
+	a, b, c := startWith(t, ns.URL(), "a", o), startWith(t, ns.URL(), "b", o), startWith(t, ns.URL(), "c", o)
+	onB := newClient("b5b5")
+	b.hub.Join(tok, onB, nil, hub.Resume{})
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := ask(ctx, a, question("away", "While you are away?"))
+	onB.expect(t, wire.CmdAskQuestion)
+	cancel() // the agent's call goes away
+	wait(t, gone)
+	if n := onB.expect(t, wire.CmdRequestAgentStatus).GetRequestAgentStatusNotification(); !n.GetAgentGone() {
+		t.Fatalf("agent status %v", n)
+	}
+	if err := b.hub.Answer(tok, wire.AskQuestion, "away", reply("b5b5", "kept")); err != nil {
+		t.Fatal(err)
+	}
+	var got []hub.Missed
+	eventually(t, "C takes the kept answer", func() bool {
+		got = c.hub.TakeMissed(tok, "/src", nil, 0)
+		return len(got) > 0
+	})
+	if len(got) != 1 || got[0].ID != "away" || text(got[0].Reply) != "kept" {
+		t.Fatalf("C took %+v", got)
+	}
+	eventually(t, "A hears it was taken", func() bool { return len(a.hub.TakeMissed(tok, "/src", nil, 0)) == 0 })
+	if again := b.hub.TakeMissed(tok, "/src", nil, 0); len(again) != 0 {
+		t.Fatalf("B handed it over again: %+v", again)
+	}
+	if _, err := b.hub.Ask(context.Background(), tok, question("away", "While you are away?")); !errors.Is(err, hub.ErrHandedOver) {
+		t.Fatalf("re-attach by ID after the hand-over: %v", err)
+	}
+}

@@ -38,6 +38,9 @@ type SharedRecord struct {
 	store.Record
 	Holder string `json:"holder,omitempty"`
 	Gone   bool   `json:"gone,omitempty"`
+	// Taken: an answer kept for an absent agent was handed to another
+	// call of its project (TakeMissed; sharedmissed.go).
+	Taken bool `json:"taken,omitempty"`
 }
 
 // Shared keeps a cluster's request records. Its errors other than
@@ -77,7 +80,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			if s.sum != sum {
 				return nil, ErrDuplicate
 			}
-			return s.reply, s.err
+			return h.reattachSettledShared(r, req.ID, s)
 		}
 	}
 	r.mu.Unlock()
@@ -100,6 +103,9 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			return nil, ErrDuplicate
 		}
 		if rec.Status != store.Pending {
+			if rec.Taken {
+				return nil, ErrHandedOver
+			}
 			s := settledOf(rec.Record)
 			return s.reply, s.err
 		}
@@ -242,8 +248,10 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	case err != nil:
 		status = store.Cancelled
 	}
-	if rep != nil && p.waiters <= 0 && p.holder == h.self {
-		reason = NoteUndelivered // no agent waits for this answer
+	if rep != nil && (p.holder == h.self && p.waiters <= 0 || p.holder != h.self && p.gone.Load()) {
+		// No agent waits for this answer: here, or where its call was
+		// (whose instance said so, Gone).
+		reason = NoteUndelivered
 	}
 	out := h.record(r, p, status, rep, reason)
 	out.ClosedAt = h.now()
@@ -302,10 +310,7 @@ func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
 	}
 	p := r.pending[rec.ID]
 	if p == nil {
-		if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(h.now().Add(-h.retention)) {
-			s := settledOf(rec.Record)
-			r.keepSettled(rec.ID, s, h.now().Add(-h.retention))
-		}
+		h.applySettledLocked(r, token, rec)
 		r.mu.Unlock()
 		return
 	}
@@ -391,7 +396,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	now := h.now()
 	s.sum = p.sum
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
-	if rec.ClosedNote == NoteUndelivered && rec.Holder == h.self {
+	if rec.ClosedNote == NoteUndelivered { // kept on every instance (sharedmissed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
 		if p.waiters > 0 {
 			h.handedOverLocked(r, p.req.ID)
