@@ -5,7 +5,8 @@
 // bucket, one key per request, so first-reply-wins is a compare-and-set on
 // the key's revision, not a lock in one process; records.go), and each
 // instance's heartbeat with its count of connections (a bucket whose
-// entries expire, for /health's share; status.go). Every instance watches
+// entries expire, for /health's share; status.go), the devices online
+// (presence.go; chat across instances: deliver.go). Every instance watches
 // the requests bucket and applies each change to its hub in order
 // (hub.Hub.Apply): that is how a question asked through one instance
 // reaches the devices of all of them.

@@ -232,8 +232,9 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 }
 
 // settleShared is settle in cluster mode: the outcome is written by
-// compare-and-set; the instance whose write lands applies it at once,
-// the others when they hear of it (Apply).
+// compare-and-set; the instance whose write lands wakes its callers at
+// once; every instance, this one too, ends the request and tells its
+// clients when it hears the change (Apply), in the order of the changes.
 func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason string) error {
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p || p.settling {
