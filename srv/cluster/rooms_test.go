@@ -13,6 +13,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // online lists the client IDs of in's online list.
@@ -249,5 +250,41 @@ func TestMissedFromAnyInstance(t *testing.T) {
 	}
 	if _, err := b.hub.Ask(context.Background(), tok, question("away", "While you are away?")); !errors.Is(err, hub.ErrHandedOver) {
 		t.Fatalf("re-attach by ID after the hand-over: %v", err)
+	}
+}
+
+// TestDeliveryTakesOnlyChat: what another instance (or anyone publishing
+// to NATS) hands over for a client here is queued only when it is a chat
+// line or a remote-input key, and only into a room of this deployment.
+func TestDeliveryTakesOnlyChat(t *testing.T) {
+	ns := natstest.Start(t)
+	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
+	onB := newClient("b6b6")
+	b.hub.Join(tok, onB, nil, hub.Resume{})
+	room := store.Room(tok)
+	ctx := context.Background()
+	forged := mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdAskQuestion, AskQuestionRequest: &pb.AskQuestionRequest{ID: "forged"}})
+	if err := a.c.Deliver(ctx, "b", room, "b6b6", forged); err == nil || errors.Is(err, hub.ErrNoReceiver) {
+		t.Fatalf("a forged question was delivered: %v", err)
+	}
+	if err := a.c.Deliver(ctx, "b", room, "b6b6", []byte("not protobuf \xff")); err == nil {
+		t.Fatal("garbage was delivered")
+	}
+	line := mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdChatMessageNotification})
+	if err := a.c.Deliver(ctx, "b", store.Room("another-deployment-token"), "b6b6", line); !errors.Is(err, hub.ErrNoReceiver) {
+		t.Fatalf("a line into another room: %v", err)
+	}
+	if err := a.c.Deliver(ctx, "b", room, "b6b6", line); err != nil {
+		t.Fatal(err)
+	}
+	if m := onB.expect(t, wire.CmdChatMessageNotification); m == nil {
+		t.Fatal("no line")
+	}
+	select {
+	case m := <-onB.frames:
+		if m.Cmd == wire.CmdAskQuestion {
+			t.Fatal("the forged question reached the device")
+		}
+	default:
 	}
 }
