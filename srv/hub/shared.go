@@ -87,11 +87,13 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	if p == nil {
 		now := h.now()
 		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
-		sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+		// Not cancelled with the caller: a record written after all would
+		// stay pending with no holder's timers to withdraw it.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 		_, err := h.shared.Create(sctx, rec)
 		cancel()
 		if errors.Is(err, ErrRecordExists) {
-			sctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 			rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
 			cancel()
 		}
