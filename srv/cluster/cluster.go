@@ -149,6 +149,11 @@ func (c *Cluster) Instance() string { return c.o.Instance }
 // Wait for Ready before serving.
 func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	ctx, stop := context.WithCancel(context.Background())
+	start, err := c.lastRevision(ctx) // before the watch: epoch.go
+	if err != nil {
+		stop()
+		return err
+	}
 	w, err := c.reqs.WatchAll(ctx)
 	if err != nil {
 		stop()
@@ -158,7 +163,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Lock()
 	c.local = connections
 	c.mu.Unlock()
-	c.wg.Go(func() { c.follow(ctx, w, h) })
+	c.wg.Go(func() { c.follow(ctx, w, h, start) })
 	c.wg.Go(func() { c.beat(ctx) })
 	return c.startRooms(ctx, h)
 }
@@ -167,7 +172,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
 // follow applies every change of the requests bucket to h, in order.
-func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub) {
+func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
 	defer func() { _ = w.Stop() }()
 	for {
 		select {
@@ -178,7 +183,7 @@ func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub
 				return
 			}
 			if e == nil { // the records present at Start are all in
-				c.once.Do(func() { close(c.ready) })
+				c.once.Do(func() { h.Following(start); close(c.ready) })
 				continue
 			}
 			if e.Operation() != jetstream.KeyValuePut {

@@ -2,12 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // The requests bucket's revisions number the rooms' request events on
@@ -33,31 +32,17 @@ func (c *Cluster) readEpoch(ctx context.Context) error {
 	return nil
 }
 
-// lastRevision is the bucket's last revision, 0 when NATS cannot say.
-func (c *Cluster) lastRevision(ctx context.Context) (uint64, bool) {
+// lastRevision is the bucket's last revision.
+func (c *Cluster) lastRevision(ctx context.Context) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	st, err := c.reqs.Status(ctx)
 	if err != nil {
-		return 0, false
+		return 0, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
 	}
 	kst, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok {
-		return 0, false
+		return 0, fmt.Errorf("read bucket %s: unexpected status %T", RequestsBucket, st)
 	}
-	return kst.StreamInfo().State.LastSeq, true
-}
-
-// follows tells h, once the records present at Start are applied, from
-// which revision its rings are complete. Until then (and when NATS cannot
-// say) no device resumes here by number: it gets a full resync.
-func (c *Cluster) follows(ctx context.Context, h *hub.Hub) {
-	select {
-	case <-c.ready:
-	case <-ctx.Done():
-		return
-	}
-	if last, ok := c.lastRevision(ctx); ok {
-		h.Following(last)
-	}
+	return kst.StreamInfo().State.LastSeq, nil
 }

@@ -356,6 +356,5 @@ func (c *Cluster) startRooms(ctx context.Context, h *hub.Hub) error {
 	}
 	c.wg.Go(func() { c.publish(ctx) })
 	c.wg.Go(func() { c.watchPresence(ctx, w, h) })
-	c.wg.Go(func() { c.follows(ctx, h) })
 	return nil
 }

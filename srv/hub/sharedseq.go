@@ -37,15 +37,17 @@ type sequence struct {
 
 func newSequence() *sequence { return &sequence{since: ^uint64(0)} }
 
-// Following says that every change after rev is applied here, in order:
-// the rings are complete from there. Called once the changes present at
-// the start are applied.
+// Following says that every change after rev, the last one before the
+// cluster's watch began, is applied here from now on, in order. Called by
+// the watcher once the records present at its start are applied: a change
+// overwritten before that is older than one of them, so the rings are
+// complete after the later of rev and the last change applied.
 func (h *Hub) Following(rev uint64) {
 	if h.seqs == nil {
 		return
 	}
 	h.seqs.mu.Lock()
-	h.seqs.since = rev
+	h.seqs.since = max(rev, h.seqs.heard)
 	h.seqs.mu.Unlock()
 }
 
