@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -41,8 +42,8 @@ func aguiRoundTrip(ctx context.Context, c config, r *report) error {
 	defer cancel()
 	feErr := make(chan error, 1)
 	go func() { feErr <- fe.loop(ctx) }()
-	defer func() { cancel(); <-feErr }()                        // the frontend's open run ends with ctx
-	h, err := testhost.Dial(s.url, s.token, testhost.Options{}) // the booking host of relay session default
+	defer func() { cancel(); logUnless(<-feErr, context.Canceled) }() // the frontend's open run ends with ctx
+	h, err := testhost.Dial(s.url, s.token, testhost.Options{})       // the booking host of relay session default
 	if err != nil {
 		return err
 	}
@@ -237,4 +238,11 @@ func (f *aguiFrontend) run(ctx context.Context, in map[string]any) ([]string, er
 		}
 	}
 	return ids, ctx.Err()
+}
+
+// logUnless prints err on stderr unless it is (or wraps) the expected one.
+func logUnless(err, expected error) {
+	if err != nil && !errors.Is(err, expected) {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+	}
 }

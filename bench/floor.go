@@ -329,6 +329,9 @@ func runFloorServer() error {
 	var fanAsk askFloor
 	mux.HandleFunc("/fanask", func(w http.ResponseWriter, req *http.Request) { fanAsk.join(w, req, &up) })
 	mux.HandleFunc("POST /fanask/go", fanAsk.ask)
+	var sf sseFan
+	mux.HandleFunc("/ssefan", func(w http.ResponseWriter, req *http.Request) { sf.join(w, req, &up) })
+	mux.HandleFunc("POST /ssefan/go", sf.relay)
 	mux.HandleFunc("/echo", func(w http.ResponseWriter, req *http.Request) {
 		ws, err := up.Upgrade(w, req, nil)
 		if err != nil {

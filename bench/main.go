@@ -3,6 +3,7 @@
 //
 //	go run ./bench              # full run, prints a table, writes bench/results.json
 //	go run ./bench -smoke       # seconds: checks the harness still works
+//	go run ./bench -only cluster  # one step (and the floor)
 //
 // It starts the real agentassistant-srv (bin/, build it first) on
 // loopback and drives it as clients would.
@@ -20,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/ingresstest"
 )
 
 type config struct {
@@ -35,6 +38,12 @@ type config struct {
 	idle       int
 	churn      int
 	relayPairs int
+	// Ingress streaming: devices of one session (a session holds 16 at
+	// most), deltas a run flat out, runs per side, deltas a paced run.
+	ingressDevices []int
+	ingressEvents  int
+	ingressRounds  int
+	ingressPaced   int
 }
 
 // Result is one measured figure.
@@ -80,6 +89,7 @@ func main() {
 	flag.BoolVar(&c.smoke, "smoke", false, "a few seconds with small numbers, no targets")
 	serveFloor := flag.Bool("serve-floor", false, "internal: serve the floor endpoints and print the address")
 	holdSockets := flag.Bool("hold-sockets", false, "internal: accept and hold TCP sockets until told on stdin to close them")
+	serveOrchestrator := flag.Bool("serve-orchestrator", false, "internal: serve the Ingress orchestrator double until stdin closes and print its URL")
 	flag.StringVar(&only, "only", "", "run only the steps whose name contains this (floor always runs)")
 	questions := flag.Int("questions", 0, "questions per fan-out step (default 50; more to profile the server under it)")
 	flag.Parse()
@@ -89,6 +99,9 @@ func main() {
 			os.Exit(1)
 		}
 		return
+	}
+	if *serveOrchestrator {
+		ingresstest.Main() // exits
 	}
 	if *serveFloor {
 		if err := runFloorServer(); err != nil {
@@ -100,8 +113,10 @@ func main() {
 	smoke = c.smoke
 	if c.smoke {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 200, 8, time.Second, 50, 50, 5, 200, 200, 4
+		c.ingressDevices, c.ingressEvents, c.ingressRounds, c.ingressPaced = []int{1, 4}, 200, 2, 50
 	} else {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 5000, 64, 5*time.Second, 1000, 1000, 50, 10000, 5000, 100
+		c.ingressDevices, c.ingressEvents, c.ingressRounds, c.ingressPaced = []int{1, 16}, 5000, 10, 500
 	}
 	if *questions > 0 {
 		c.fanoutQs = *questions
@@ -136,6 +151,8 @@ func run(ctx context.Context, c config) error {
 		{"churn", churn},
 		{"relay", relayThroughput},
 		{"AG-UI round trip", aguiRoundTrip},
+		{"Ingress delta streaming", ingressStream},
+		{"cluster", clusterStep},
 	}
 	defer func() {
 		if fl != nil {

@@ -54,16 +54,31 @@ log_level = "warn"
 `
 
 func startServer(c config, env ...string) (*server, error) {
+	return startServerFull(c, "", nil, env...)
+}
+
+// startServerWith starts the server with more TOML after the bench's.
+func startServerWith(c config, extraConfig string, env ...string) (*server, error) {
+	return startServerFull(c, extraConfig, nil, env...)
+}
+
+// startServerArgs is startServer with more flags (a cluster's -nats-url).
+func startServerArgs(c config, args []string, env ...string) (*server, error) {
+	return startServerFull(c, "", args, env...)
+}
+
+// startServerFull starts the server with more TOML and more flags.
+func startServerFull(c config, extraConfig string, args []string, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(data, "srv.toml")
-	if err := os.WriteFile(cfg, []byte(serverConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(serverConfig+extraConfig), 0o600); err != nil {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
-	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), "-port", "0", "-data", data, "-config", cfg, "-token", token) // #nosec G204 -- the built server
+	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), append([]string{"-port", "0", "-data", data, "-config", cfg, "-token", token}, args...)...) // #nosec G204 -- the built server
 	cmd.Env = append(append(append(os.Environ(), serverProcs()...), extraServerEnv...), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -28,6 +28,9 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 		online = conns > 0
 	} else if on, n, at, ok := s.ingress.Status(tok, id); ok {
 		online, conns, last = on, n, at
+	} else if ingress.IsSessionID(id) {
+		notFound(w, id)
+		return
 	} else {
 		if !relay.ValidSession(id) {
 			http.Error(w, "bad session id", http.StatusBadRequest)
@@ -51,11 +54,16 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		Event     json.RawMessage `json:"event"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
+			"message": `the body must be a JSON object {"session_id": "...", "event": {"type": "...", ...}}`})
 		return
 	}
 	if s.ingress.Has(s.tokenOf(r), req.SessionID) {
 		s.sendIngress(w, r, req.SessionID, req.Event)
+		return
+	}
+	if ingress.IsSessionID(req.SessionID) {
+		notFound(w, req.SessionID)
 		return
 	}
 	var ev struct {
@@ -83,7 +91,8 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, raw json.RawMessage) {
 	var ev ingress.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "event: " + err.Error()})
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
+			"message": "event: not an event of seed 003 (an object whose fields have their types: ts a number, the ids and texts strings)"})
 		return
 	}
 	if err := ingress.CheckEvent(ev); err != nil {
@@ -95,12 +104,19 @@ func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, 
 		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
 			"message": "session " + id + " has no active connections"})
 	case errors.Is(err, ingress.ErrNoSession):
-		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found", "message": "session " + id + " has ended"})
+		notFound(w, id)
 	case err != nil:
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	}
+}
+
+// notFound answers for an Ingress session id that is no session of the
+// token presented: it never was, it has ended, or it is another token's.
+func notFound(w http.ResponseWriter, id string) {
+	writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found",
+		"message": "session " + id + " is not an Ingress session of this token (it has ended, or never was)"})
 }
 
 func (s *Server) tokenOf(r *http.Request) string {

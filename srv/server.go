@@ -228,6 +228,10 @@ func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 // Handler is everything the server serves.
 func (s *Server) Handler() http.Handler { return s.handler }
 
+// Relay is the relay sessions (/agent/ws, the UI tools' Connect calls),
+// for the cluster's link.
+func (s *Server) Relay() *relay.Relay { return s.relay }
+
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
@@ -297,16 +301,20 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		mode, c = "cluster", s.cluster.Status()
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":           "ok",
-		"mode":             mode,
-		"cluster":          c,
-		"uptimeSeconds":    int64(time.Since(s.started).Seconds()),
-		"wsConnections":    s.inbox.Count(),
-		"relayConnections": s.relay.Count(),
-		"relaySessions":    s.relay.Sessions(),
-		"wsStates":         s.inbox.States(),
-		"relayStates":      s.relay.States(),
-		"goroutines":       runtime.NumGoroutine(),
+		"status":             "ok",
+		"mode":               mode,
+		"cluster":            c,
+		"uptimeSeconds":      int64(time.Since(s.started).Seconds()),
+		"wsConnections":      s.inbox.Count(),
+		"relayConnections":   s.relay.Count(),
+		"relaySessions":      s.relay.Sessions(),
+		"wsStates":           s.inbox.States(),
+		"relayStates":        s.relay.States(),
+		"ingressConnections": s.ingress.Count(),
+		"ingressStates":      s.ingress.States(),
+		"ingressSessions":    s.ingress.Sessions(),
+		"ingressReplayBytes": s.ingress.ReplayBytes(),
+		"goroutines":         runtime.NumGoroutine(),
 	})
 }
 

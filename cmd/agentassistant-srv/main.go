@@ -89,6 +89,8 @@ type fileConfig struct {
 	OrchestratorTimeout int    `toml:"orchestrator_timeout_seconds"`
 	IngressReplay       int    `toml:"ingress_replay_seconds"`
 	IngressApproval     int    `toml:"ingress_approval_timeout_seconds"`
+	IngressReplayBytes  int64  `toml:"ingress_replay_bytes"`
+	IngressReplayTotal  int64  `toml:"ingress_replay_total_bytes"`
 	// Cluster mode: NATS JetStream keeps the requests, shared with the
 	// other instances.
 	NATSURL      string `toml:"nats_url"`
@@ -189,15 +191,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HistoryRetention: time.Duration(cfg.HistoryDays) * 24 * time.Hour,
 		MissedRetention:  time.Duration(cfg.MissedHours) * time.Hour}
 	var cl *cluster.Cluster
+	var rl *cluster.RelayLink
+	var relayCluster relay.Cluster // nil in one process
 	if cfg.NATSURL != "" {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		cl, err = cluster.Open(cctx, cluster.Options{URL: cfg.NATSURL, Tokens: allTokens, Instance: cfg.Instance,
 			Replicas: cfg.NATSReplicas, History: hubOpts.HistoryRetention, Logger: log.With("component", "cluster")})
+		if err == nil {
+			defer func() { _ = cl.Close() }()
+			rl, err = cl.Relay(cctx)
+		}
 		cancel()
 		if err != nil {
 			return err
 		}
-		defer func() { _ = cl.Close() }()
+		defer func() { _ = rl.Close() }()
+		relayCluster = rl
 		hubOpts.Shared, hubOpts.Instance = cl, cl.Instance()
 		log.Info("cluster mode", "instance", cl.Instance())
 	} else {
@@ -210,6 +219,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hubOpts.Store = db
 	}
 	io := ingress.Options{ReplayWindow: secs(cfg.IngressReplay), ApprovalTimeout: secs(cfg.IngressApproval),
+		ReplayBytes: cfg.IngressReplayBytes, ReplayTotalBytes: cfg.IngressReplayTotal,
 		Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait), WriteWait: secs(cfg.WriteWait)}}
 	if cfg.OrchestratorURL != "" {
 		orch, err := ingress.NewHTTPOrchestrator(ingress.HTTPOptions{URL: cfg.OrchestratorURL, Token: cfg.OrchestratorToken,
@@ -226,7 +236,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
-		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
+		Relay: relay.Options{Cluster: relayCluster, HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait)}},
 		Hub: hubOpts,
 		MCP: mcphttp.Options{MaxSessions: cfg.MaxMCPSessions,
@@ -236,6 +246,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if cl != nil {
 		if err := cl.Start(server.Hub(), server.Connections); err != nil {
+			return err
+		}
+		if err := rl.Start(server.Relay()); err != nil {
 			return err
 		}
 		select { // the cluster's pending requests are here before anyone asks

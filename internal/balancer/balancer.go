@@ -48,7 +48,7 @@ func (b *Balancer) accept() {
 			return
 		}
 		if !b.track(c) {
-			c.Close()
+			_ = c.Close()
 			return
 		}
 		b.wg.Go(func() { b.serve(c) })
@@ -69,7 +69,7 @@ func (b *Balancer) untrack(c net.Conn) {
 	b.mu.Lock()
 	delete(b.conns, c)
 	b.mu.Unlock()
-	c.Close()
+	_ = c.Close()
 }
 
 // serve pipes c to the next backend that accepts a connection.
@@ -87,7 +87,7 @@ func (b *Balancer) serve(c net.Conn) {
 		return // every backend is down: the client sees its connection closed
 	}
 	if !b.track(up) {
-		up.Close()
+		_ = up.Close()
 		return
 	}
 	defer b.untrack(up)
@@ -96,8 +96,8 @@ func (b *Balancer) serve(c net.Conn) {
 		_, _ = io.Copy(dst, src)
 		// Either side closing ends both: a backend killed mid-call resets
 		// its clients, as a real balancer's would.
-		dst.Close()
-		src.Close()
+		_ = dst.Close()
+		_ = src.Close()
 		done <- struct{}{}
 	}
 	go pipe(up, c)
@@ -116,7 +116,7 @@ func (b *Balancer) Close() error {
 	}
 	b.closed = true
 	for c := range b.conns {
-		c.Close()
+		_ = c.Close()
 	}
 	b.mu.Unlock()
 	err := b.ln.Close()

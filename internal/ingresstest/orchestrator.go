@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -175,7 +176,7 @@ func (o *Orchestrator) push(session string, ev map[string]any) (int, string) {
 	if err != nil {
 		return 0, err.Error()
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(out)
 }
@@ -191,6 +192,10 @@ func (o *Orchestrator) push(session string, ev map[string]any) (int, string) {
 //	long            a delta, then it waits for its cancel and ends without done
 //	cut             a delta, then the connection is cut
 //	slow            no answer at all until the request ends
+//	stream N [pace µs]
+//	                N deltas (at most 1,000,000), each one's text the time it was
+//	                sent (Unix nanoseconds), pace µs apart or as fast as it can, then
+//	                done: what the benchmark streams
 func (o *Orchestrator) invoke(w http.ResponseWriter, r *http.Request, body []byte) {
 	var req struct {
 		RequestID string `json:"request_id"`
@@ -222,6 +227,8 @@ func (o *Orchestrator) invoke(w http.ResponseWriter, r *http.Request, body []byt
 	s.send(map[string]any{"type": "run_started", "run_id": run, "request_id": req.RequestID, "agent_id": req.AgentID})
 	ctx := r.Context()
 	switch {
+	case strings.HasPrefix(words, "stream "):
+		o.stream(ctx, s, run, words)
 	case strings.Contains(words, "你好"):
 		for _, t := range []string{"你好", "！有什么", "可以帮你的？"} {
 			s.send(map[string]any{"type": "delta", "run_id": run, "text": t})
@@ -298,6 +305,36 @@ func (o *Orchestrator) invoke(w http.ResponseWriter, r *http.Request, body []byt
 	}
 }
 
+// stream sends the deltas of "stream N [pace µs]", then done.
+func (o *Orchestrator) stream(ctx context.Context, s *stream, run, words string) {
+	var n, pace int
+	f := strings.Fields(words)
+	if len(f) >= 2 {
+		n, _ = strconv.Atoi(f[1])
+	}
+	if len(f) >= 4 && f[2] == "pace" {
+		pace, _ = strconv.Atoi(f[3])
+	}
+	if n < 1 || n > 1_000_000 || pace < 0 {
+		s.send(map[string]any{"type": "error", "run_id": run, "code": "orchestrator_error", "message": "stream: N from 1 to 1000000, pace ≥ 0"})
+		return
+	}
+	next := time.Now()
+	for range n {
+		if pace > 0 {
+			if d := time.Until(next); d > 0 {
+				time.Sleep(d)
+			}
+			next = next.Add(time.Duration(pace) * time.Microsecond)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		s.send(map[string]any{"type": "delta", "run_id": run, "text": strconv.FormatInt(time.Now().UnixNano(), 10)})
+	}
+	s.send(map[string]any{"type": "done", "run_id": run, "usage": map[string]any{"events": n}})
+}
+
 // Serve runs the double on 127.0.0.1 until ctx ends, and writes its base
 // URL as one line to out first.
 func Serve(ctx context.Context, ingressURL, token string, out io.Writer) error {
@@ -314,7 +351,9 @@ func Serve(ctx context.Context, ingressURL, token string, out io.Writer) error {
 	select {
 	case <-ctx.Done():
 		_ = hs.Close()
-		<-errc
+		if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
 		return nil
 	case err := <-errc:
 		return err

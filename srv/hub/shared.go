@@ -87,8 +87,10 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	if p == nil {
 		now := h.now()
 		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
-		// Not cancelled with the caller: a record written after all would
-		// stay pending with no holder's timers to withdraw it.
+		// Not abandoned when the caller gives up meanwhile: the record may
+		// land (and be shown by every instance) after the caller's context
+		// ends, and then it needs this call's waiter to leave properly, so
+		// its agent-gone notice and withdrawal are armed.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 		_, err := h.shared.Create(sctx, rec)
 		cancel()

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -46,13 +47,13 @@ type Builtin struct {
 	o   BuiltinOptions
 	log *slog.Logger
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.BuiltinHosts]
 	hosts     map[string]*bhost // by token and relay session
 	runs      map[string]*bhost // by run id
-	calls     map[string]*bhost // tool calls waiting for a tool_result, by id
+	calls     map[string]*bcall // tool calls waiting for a tool_result, by the id the client sees
 	approvals map[string]*bhost // by approval id
 
-	gmu    sync.Mutex // after bhost.mu: replyLater runs under it
+	gmu    lockorder.Mutex[lockorder.BuiltinReplies] // after bhost.mu: replyLater runs under it
 	closed bool
 	wg     sync.WaitGroup // replies to the relay, sent off its lock
 }
@@ -69,7 +70,7 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 		o.Now = time.Now
 	}
 	return &Builtin{o: o, log: o.Logger, hosts: map[string]*bhost{}, runs: map[string]*bhost{},
-		calls: map[string]*bhost{}, approvals: map[string]*bhost{}}
+		calls: map[string]*bcall{}, approvals: map[string]*bhost{}}
 }
 
 // Close leaves every relay session and waits for the replies in flight.
@@ -97,7 +98,7 @@ type bhost struct {
 	ext   *relay.External // set before ready is closed
 	ready chan struct{}
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.BuiltinHost]
 	users    map[string]bool // Ingress session ids
 	tools    map[string]ClientTool
 	meta     ClientMeta
@@ -114,10 +115,27 @@ type brun struct {
 	id        string
 	emit      func(Event)
 	posted    bool              // its user.message reached the mailbox
-	calls     map[string]bool   // tool calls sent to the client
-	approvals map[string]string // approval id → tool call id
-	pending   map[string]relay.Envelope
+	calls     map[string]string // tool calls sent to the client: their id → the agent's call (relay id)
+	approvals map[string]string // approval id → the agent's call (relay id)
+	pending   map[string]bpending
 }
+
+// bcall is a tool_request waiting for its tool_result. The client sees
+// an id unique in this server ("tc_…"), not the relay's, which is
+// counted per relay session: two sessions' calls never share an id.
+type bcall struct {
+	h       *bhost
+	runID   string
+	relayID string
+}
+
+// bpending is an agent's call waiting for its approval.
+type bpending struct {
+	relayID, tcID, tool string
+	params              json.RawMessage
+}
+
+func newCallID() string { return "tc_" + wire.NewID()[:16] }
 
 func relayName(info SessionInfo) string {
 	if info.Meta.Session != "" {
@@ -297,7 +315,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	if err != nil {
 		return err
 	}
-	r := &brun{id: "run_" + wire.NewID()[:16], emit: emit, calls: map[string]bool{}, approvals: map[string]string{}, pending: map[string]relay.Envelope{}}
+	r := &brun{id: "run_" + wire.NewID()[:16], emit: emit, calls: map[string]string{}, approvals: map[string]string{}, pending: map[string]bpending{}}
 	h.mu.Lock()
 	if h.run != nil {
 		h.mu.Unlock()
@@ -373,8 +391,8 @@ func (h *bhost) next(ctx context.Context) (relay.Envelope, bool) {
 func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
-	var open []string
-	for id := range r.calls {
+	var open []string // the agent's calls (relay ids)
+	for _, id := range r.calls {
 		open = append(open, id)
 	}
 	for _, id := range r.approvals {
@@ -383,8 +401,8 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Unlock()
 	b.mu.Lock()
 	delete(b.runs, r.id)
-	for _, id := range open {
-		delete(b.calls, id)
+	for tc := range r.calls {
+		delete(b.calls, tc)
 	}
 	for ap := range r.approvals {
 		delete(b.approvals, ap)
@@ -416,14 +434,15 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 		h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", truncate(p.ToolName, 64))))
 		return
 	}
+	tcID := newCallID()
 	if !t.RequiresApproval {
-		b.sendToolRequest(h, r, env.ID, t.Name, p.Params)
+		b.sendToolRequest(h, r, env.ID, tcID, t.Name, p.Params)
 		return
 	}
 	apID := "ap_" + wire.NewID()[:16]
 	h.mu.Lock()
 	r.approvals[apID] = env.ID
-	r.pending[apID] = relay.Envelope{ID: env.ID, Type: t.Name, Payload: p.Params}
+	r.pending[apID] = bpending{relayID: env.ID, tcID: tcID, tool: t.Name, params: p.Params}
 	h.mu.Unlock()
 	b.mu.Lock()
 	b.approvals[apID] = h
@@ -432,29 +451,38 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 	if args := string(p.Params); args != "{}" {
 		summary += " — " + truncate(args, maxSummaryLen)
 	}
-	r.emit(Event{Type: wire.IngressApprovalRequired, RunID: r.id, ApprovalID: apID, ToolCallID: env.ID, ToolName: t.Name, ArgsSummary: summary})
+	r.emit(Event{Type: wire.IngressApprovalRequired, RunID: r.id, ApprovalID: apID, ToolCallID: tcID, ToolName: t.Name, ArgsSummary: summary})
 }
 
-func (b *Builtin) sendToolRequest(h *bhost, r *brun, id, name string, args json.RawMessage) {
+// sendToolRequest sends the agent's call relayID to the client as tool
+// call tcID.
+func (b *Builtin) sendToolRequest(h *bhost, r *brun, relayID, tcID, name string, args json.RawMessage) {
 	h.mu.Lock()
-	r.calls[id] = true
+	r.calls[tcID] = relayID
 	h.mu.Unlock()
 	b.mu.Lock()
-	b.calls[id] = h
+	b.calls[tcID] = &bcall{h: h, runID: r.id, relayID: relayID}
 	b.mu.Unlock()
-	r.emit(Event{Type: wire.IngressToolRequest, RunID: r.id, ToolCallID: id, ToolName: name, Args: args,
+	r.emit(Event{Type: wire.IngressToolRequest, RunID: r.id, ToolCallID: tcID, ToolName: name, Args: args,
 		DeadlineTs: b.o.Now().Add(b.o.ToolDeadline).UnixMilli()})
 }
 
-// SubmitToolResult answers the agent's call.
+// SubmitToolResult answers the agent's call; only for the run the
+// tool_request went to.
 func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult) error {
 	b.mu.Lock()
-	h := b.calls[id]
-	delete(b.calls, id)
-	b.mu.Unlock()
-	if h == nil {
-		return errorf(wire.IngressInvalidMessage, "tool call %s is not waiting for a result", id)
+	c := b.calls[id]
+	if c != nil && c.runID != res.RunID {
+		c = nil // another run's call
 	}
+	if c != nil {
+		delete(b.calls, id)
+	}
+	b.mu.Unlock()
+	if c == nil {
+		return errorf(wire.IngressInvalidMessage, "tool call %s is not waiting for a result of run %s", id, res.RunID)
+	}
+	h := c.h
 	h.mu.Lock()
 	if h.run != nil {
 		delete(h.run.calls, id)
@@ -465,7 +493,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		if msg == "" {
 			msg = "the client's tool failed"
 		}
-		h.ext.Send(toolError(id, wire.ToolExecutionFailed, msg))
+		h.ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg))
 		return nil
 	}
 	var result any = json.RawMessage("null")
@@ -473,7 +501,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		result = res.Result
 	}
 	p, _ := json.Marshal(map[string]any{"ok": true, "result": result})
-	h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: id, Payload: p})
+	h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p})
 	return nil
 }
 
@@ -489,9 +517,9 @@ func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
 	}
 	h.mu.Lock()
 	r := h.run
-	var call relay.Envelope
+	var call bpending
 	ok := false
-	if r != nil {
+	if r != nil && (d.RunID == "" || d.RunID == r.id) {
 		call, ok = r.pending[apID]
 		delete(r.pending, apID)
 		delete(r.approvals, apID)
@@ -501,14 +529,14 @@ func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
 		return errorf(wire.IngressInvalidMessage, "approval %s: its run ended", apID)
 	}
 	if d.Decision == wire.IngressApprove {
-		b.sendToolRequest(h, r, call.ID, call.Type, call.Payload)
+		b.sendToolRequest(h, r, call.relayID, call.tcID, call.tool, call.params)
 		return nil
 	}
 	reason := d.Reason
 	if reason == "" {
 		reason = "no reason given"
 	}
-	h.ext.Send(toolError(call.ID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy)))
+	h.ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy)))
 	return nil
 }
 

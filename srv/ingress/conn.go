@@ -49,17 +49,21 @@ func (cn *conn) fail(m Message, e *Error) {
 }
 
 // message handles one frame; false ends the connection.
-func (cn *conn) message(_ bool, data []byte) bool {
+func (cn *conn) message(text bool, data []byte) bool {
+	if !text {
+		cn.fail(Message{}, errorf(wire.IngressInvalidMessage, "binary frames are not accepted: send each message as JSON in a text frame"))
+		return true
+	}
 	m, perr := Parse(data)
+	if cn.dev == nil && m.Type != wire.IngressHello {
+		cn.fail(m, errorf(wire.IngressInvalidMessage, "send hello first"))
+		return true
+	}
 	if perr != nil {
 		cn.fail(m, perr)
 		return true
 	}
 	if cn.dev == nil {
-		if m.Type != wire.IngressHello {
-			cn.fail(m, errorf(wire.IngressInvalidMessage, "send hello first"))
-			return true
-		}
 		return cn.hello(m)
 	}
 	s := cn.dev.s
@@ -79,7 +83,11 @@ func (cn *conn) message(_ bool, data []byte) bool {
 	case wire.IngressApprovalDecision:
 		err = s.decide(cn.dev, m)
 	case wire.IngressCancelRun:
-		err = s.cancelRun(m.RunID)
+		if m.RunID == "" {
+			err = s.cancelRequest(m.RequestID)
+		} else {
+			err = s.cancelRun(m.RunID)
+		}
 	}
 	if err != nil {
 		cn.fail(m, err)
@@ -166,7 +174,7 @@ func (h *Handler) join(m Message, meta ClientMeta) (*session, bool, *Error) {
 			}
 		}
 		if n >= h.o.MaxSessions {
-			return nil, false, errorf(wire.IngressInternalError, "hello: this token has %d sessions already", h.o.MaxSessions)
+			return nil, false, errorf(wire.IngressInvalidMessage, "hello: this token has %d sessions already (the most it may have); let one end, or join one with its session_id", h.o.MaxSessions)
 		}
 		s = newSession(h, SessionInfo{Token: token, SessionID: "sess_" + wire.NewID()[:16], UserID: m.UserID, Meta: meta}, relaySession)
 		h.sessions[key(token, s.id)] = s
@@ -195,6 +203,7 @@ func (h *Handler) free(s *session) {
 			delete(h.byUser, key(s.info.Token, s.info.UserID, s.relay))
 		}
 		s.freed = true
+		s.dropRingLocked()
 	}
 	s.mu.Unlock()
 	h.mu.Unlock()

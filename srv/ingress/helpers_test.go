@@ -18,6 +18,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/agentassistant/agentassistant/internal/ingresstest"
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -30,12 +31,13 @@ const (
 )
 
 // TestMain doubles as the orchestrator's process: the tests start this
-// binary again with INGRESS_TEST_ORCHESTRATOR set.
+// binary again with INGRESS_TEST_ORCHESTRATOR set. Every test of the
+// package checks the lock order (internal/lockorder).
 func TestMain(m *testing.M) {
 	if os.Getenv("INGRESS_TEST_ORCHESTRATOR") != "" {
 		ingresstest.Main()
 	}
-	os.Exit(m.Run())
+	lockorder.Main(m)
 }
 
 // startOrchestrator runs the double in a process of its own, pushing to

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -28,8 +30,10 @@ type HTTPOptions struct {
 	// Token, when set, is sent as "Authorization: Bearer" on every call.
 	Token string
 	// Timeout bounds connecting, the response headers of POST
-	// /internal/invoke, and each other call (default 10s). A run's stream
-	// itself has no time limit: a run may wait for a person.
+	// /internal/invoke and then its first event (which names the run),
+	// and each other call (default 10s). The rest of a run's stream has
+	// no time limit: a run may wait for a person, and seed 003 gives the
+	// stream no heartbeat to tell a quiet run from a dead one.
 	Timeout time.Duration
 	// Retries is how many more times a call the orchestrator did not take
 	// is tried (default 2): a connection refused or reset, a 502, 503 or
@@ -164,9 +168,12 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 	if err != nil {
 		return fmt.Errorf("encode invoke: %w", err)
 	}
+	// The stream's own context: cut when the first event is late.
+	sctx, cut := context.WithCancel(ctx)
+	defer cut()
 	var resp *http.Response
 	err = c.retry(ctx, "invoke", notTaken, func() error {
-		hr, err := c.newRequest(ctx, c.endpoint("internal", "invoke"), body)
+		hr, err := c.newRequest(sctx, c.endpoint("internal", "invoke"), body)
 		if err != nil {
 			return err
 		}
@@ -199,16 +206,27 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 		if errors.As(err, &e) {
 			return e
 		}
-		return orchError("POST /internal/invoke: %v", err)
+		return orchError("POST /internal/invoke: %s", describe(err, c.o.Timeout))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
+	var late atomic.Bool
+	first := time.AfterFunc(c.o.Timeout, func() {
+		late.Store(true)
+		cut()
+	})
+	defer first.Stop()
 	runID := ""
 	for se, rerr := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: c.o.MaxEvent}) {
 		if rerr != nil {
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				return ctx.Err()
+			case late.Load():
+				return orchError("the orchestrator sent no event within %s of answering POST /internal/invoke (its first event names the run)", c.o.Timeout)
+			case errors.Is(rerr, bufio.ErrTooLong):
+				return orchError("an event of the orchestrator's stream is larger than %d bytes, the limit; the run is ended", c.o.MaxEvent)
 			}
-			return orchError("the orchestrator's event stream broke: %v", rerr)
+			return orchError("the orchestrator's event stream broke: %s", describe(rerr, c.o.Timeout))
 		}
 		if strings.TrimSpace(se.Data) == "" {
 			continue
@@ -232,6 +250,9 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 				}
 				return orchError("the orchestrator's first event (%s) names no run_id", truncate(ev.Type, 32))
 			}
+			if !first.Stop() {
+				return orchError("the orchestrator sent no event within %s of answering POST /internal/invoke (its first event names the run)", c.o.Timeout)
+			}
 			runID = ev.RunID
 			started(runID)
 		}
@@ -244,10 +265,35 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 			return nil
 		}
 	}
-	if ctx.Err() != nil {
+	switch {
+	case ctx.Err() != nil:
 		return ctx.Err()
+	case late.Load():
+		return orchError("the orchestrator sent no event within %s of answering POST /internal/invoke (its first event names the run)", c.o.Timeout)
 	}
 	return orchError("the orchestrator's event stream ended before the run's done or error")
+}
+
+// describe says what went wrong with a call in words, not a transport's
+// internals (addresses, "read tcp …").
+func describe(err error, timeout time.Duration) string {
+	var ne net.Error
+	var op *net.OpError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("no answer within %s", timeout)
+	case errors.As(err, &op) && op.Op == "dial":
+		return "could not connect to the orchestrator"
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "the connection ended early"
+	case errors.As(err, &op):
+		return "the connection broke"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return "the connection broke"
+	}
+	return err.Error()
 }
 
 func readSome(r io.Reader) string {
@@ -276,7 +322,7 @@ func (c *HTTPOrchestrator) call(ctx context.Context, what string, body any, part
 		if err != nil {
 			return classify(err)
 		}
-		defer r.Body.Close()
+		defer func() { _ = r.Body.Close() }()
 		if r.StatusCode/100 == 2 {
 			_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, 64<<10))
 			return nil
@@ -294,7 +340,7 @@ func (c *HTTPOrchestrator) call(ctx context.Context, what string, body any, part
 	if errors.As(err, &e) {
 		return e
 	}
-	return orchError("%s: %v", what, err)
+	return orchError("%s: %s", what, describe(err, c.o.Timeout))
 }
 
 // SubmitToolResult posts to /internal/tool_calls/:id/submit.

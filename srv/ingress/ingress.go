@@ -19,10 +19,12 @@
 // approval's question in the inbox and each call to the orchestrator run
 // on goroutines the Handler owns (Close cancels and waits for them).
 // Timers (a tool call's deadline, a session's end) run short functions
-// that take the locks as everyone else. Locks: Handler.mu (the sessions)
-// before session.mu before Handler.gmu; nothing calls out of the package
-// (orchestrator, hub, relay) with one of them held, except a connection's
-// Send, which never blocks.
+// that take the locks as everyone else. Locks (internal/lockorder, after
+// the hub's and the relay's): Handler.mu (the sessions) before session.mu
+// before Handler.gmu; nothing calls out of the package (orchestrator, hub,
+// relay) with one of them held, except a connection's Send, which never
+// blocks. The built-in orchestrator's: Builtin.mu before the relay's,
+// bhost.mu under a relay session's (Deliver), then Builtin.gmu.
 package ingress
 
 import (
@@ -30,9 +32,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -63,6 +68,10 @@ type Options struct {
 	ReplayWindow time.Duration
 	// ReplayEvents bounds the events kept per session (default 1024).
 	ReplayEvents int
+	// ReplayBytes bounds the bytes of the events kept per session
+	// (default 4 MiB), ReplayTotalBytes those of every session together
+	// (default 64 MiB); past either, a session's oldest events go first.
+	ReplayBytes, ReplayTotalBytes int64
 	// MaxSessions bounds the sessions per token (default 64), MaxDevices
 	// the devices per session (default 16), MaxRuns the open runs per
 	// session (default 8).
@@ -90,13 +99,15 @@ type Handler struct {
 	ctx   context.Context // ends at Close: runs and calls stop
 	stop  context.CancelFunc
 
-	mu       sync.Mutex
+	mu       lockorder.Mutex[lockorder.IngressSessions]
 	sessions map[string]*session // by token and session id
 	byUser   map[string]*session // by token, user id and relay session
 
-	gmu    sync.Mutex
+	gmu    lockorder.Mutex[lockorder.IngressGoroutines]
 	closed bool
 	wg     sync.WaitGroup
+
+	held atomic.Int64 // bytes in the sessions' replay windows
 }
 
 // New returns the handler.
@@ -126,6 +137,12 @@ func New(o Options) *Handler {
 	defInt(&o.MaxSessions, 64)
 	defInt(&o.MaxDevices, 16)
 	defInt(&o.MaxRuns, 8)
+	if o.ReplayBytes <= 0 {
+		o.ReplayBytes = 4 << 20
+	}
+	if o.ReplayTotalBytes <= 0 {
+		o.ReplayTotalBytes = 64 << 20
+	}
 	if o.MaxHelloFrame <= 0 {
 		o.MaxHelloFrame = 64 << 10
 	}
@@ -178,6 +195,7 @@ func (h *Handler) Close() {
 		for _, tc := range s.tools {
 			tc.stop()
 		}
+		s.dropRingLocked()
 		s.mu.Unlock()
 		if op, ok := h.o.Orchestrator.(SessionOpener); ok {
 			op.CloseSession(s.info)
@@ -190,6 +208,21 @@ func (h *Handler) Count() int { return h.conns.Len() }
 
 // States counts the open connections by lifecycle state.
 func (h *Handler) States() map[string]int { return h.conns.States() }
+
+// Sessions counts the sessions held (with devices, or in their replay
+// window).
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// ReplayBytes is what the sessions' replay windows hold, in bytes.
+func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
+
+// IsSessionID reports whether id has the form of an Ingress session id
+// ("sess_…"), as opposed to a relay session's name.
+func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.o.Guard.OriginAllowed(r) {

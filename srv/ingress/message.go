@@ -3,7 +3,9 @@ package ingress
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"unicode/utf8"
@@ -152,7 +154,7 @@ func Parse(data []byte) (Message, *Error) {
 		RequestID json.RawMessage `json:"request_id"`
 	}
 	if err := json.Unmarshal(data, &probe); err != nil {
-		return m, errorf(wire.IngressInvalidMessage, "frame is not a JSON object: %v", err)
+		return m, errorf(wire.IngressInvalidMessage, "frame is not a JSON object: %s", jsonProblem(err))
 	}
 	_ = json.Unmarshal(probe.Type, &m.Type)
 	if rid := ""; json.Unmarshal(probe.RequestID, &rid) == nil && idPattern.MatchString(rid) {
@@ -165,7 +167,7 @@ func Parse(data []byte) (Message, *Error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
 		m.Type, m.RequestID = typ, rid
-		return m, errorf(wire.IngressInvalidMessage, "%s: a field has the wrong type: %v", truncate(typ, 32), err)
+		return m, errorf(wire.IngressInvalidMessage, "%s: %s", truncate(typ, 32), jsonProblem(err))
 	}
 	return m, m.check()
 }
@@ -217,8 +219,8 @@ func (m *Message) check() *Error {
 			return bad("reason: at most %d bytes", maxReason)
 		}
 	case wire.IngressCancelRun:
-		if m.RunID == "" {
-			return bad("run_id is required")
+		if m.RunID == "" && m.RequestID == "" {
+			return bad("run_id is required (or, for a run not started yet, the request_id of its agent_invoke)")
 		}
 	default:
 		return errorf(wire.IngressInvalidMessage, "unknown message type %q", truncate(m.Type, 32))
@@ -231,7 +233,7 @@ func (m *Message) meta() (ClientMeta, *Error) {
 	var cm ClientMeta
 	if c := bytes.TrimSpace(m.ClientMeta); len(c) > 0 && string(c) != "null" {
 		if err := json.Unmarshal(c, &cm); err != nil {
-			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta: %v", err)
+			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta: %s", jsonProblem(err))
 		}
 	}
 	if cm.Session != "" && !sessionPattern.MatchString(cm.Session) {
@@ -254,6 +256,38 @@ func (m *Message) meta() (ClientMeta, *Error) {
 		}
 	}
 	return cm, nil
+}
+
+// jsonProblem says what is wrong with a JSON text in the protocol's
+// words: the field and what it must be, not Go's types.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		want := "of another type"
+		switch te.Type.Kind() {
+		case reflect.String:
+			want = "a string"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.Bool:
+			want = "true or false"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		}
+		field := te.Field
+		if field == "" {
+			return "it is a JSON " + te.Value
+		}
+		return fmt.Sprintf("%s must be %s, not a JSON %s", field, want, te.Value)
+	case errors.As(err, &se):
+		return fmt.Sprintf("not valid JSON (at byte %d)", se.Offset)
+	}
+	return "not valid JSON"
 }
 
 var toolPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

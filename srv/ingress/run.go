@@ -193,6 +193,9 @@ func (s *session) finish(r *run, err error) {
 	if !r.ended {
 		var e *Error
 		switch {
+		case r.id == "" && r.cancelled:
+			detail, _ := json.Marshal(map[string]string{"request_id": r.requestID})
+			s.broadcastLocked(Event{Type: wire.IngressState, RequestID: r.requestID, State: wire.IngressStateCancelled, Detail: detail})
 		case r.id == "":
 			e = asError(err, "agent_invoke")
 			s.broadcastLocked(Event{Type: wire.IngressError, RequestID: r.requestID, Code: e.Code, Message: e.Message})
@@ -220,6 +223,8 @@ func asError(err error, what string) *Error {
 		return errorf(wire.IngressOrchestratorError, "%s: the orchestrator ended the run without done or error", what)
 	case errors.Is(err, ErrRunOpen):
 		return errorf(wire.IngressOrchestratorError, "%s: %v", what, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return errorf(wire.IngressOrchestratorError, "%s: cut off before the orchestrator ended it (the server is shutting down, or the call took too long)", what)
 	}
 	return errorf(wire.IngressOrchestratorError, "%s: %v", what, err)
 }
@@ -264,6 +269,36 @@ func (s *session) cancelRun(id string) *Error {
 		}
 	}) {
 		r.cancel()
+	}
+	return nil
+}
+
+// cancelRequest is cancel_run naming the request_id of an agent_invoke:
+// a run not started yet (the orchestrator has not named it) is cut off
+// here, as no run id can reach the orchestrator; a started one is
+// cancelled as cancel_run with its run_id is.
+func (s *session) cancelRequest(rid string) *Error {
+	s.mu.Lock()
+	found := false
+	for r := range s.starting {
+		if r.requestID == rid && !r.cancelled {
+			r.cancelled = true
+			r.cancel()
+			found = true
+		}
+	}
+	var started []string
+	for id, r := range s.runs {
+		if r.requestID == rid && !r.cancelled {
+			started = append(started, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range started {
+		_ = s.cancelRun(id)
+	}
+	if !found && len(started) == 0 {
+		return errorf(wire.IngressInvalidMessage, "cancel_run: no run of request %s is open in session %s", rid, s.id)
 	}
 	return nil
 }

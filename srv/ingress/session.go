@@ -1,9 +1,9 @@
 package ingress
 
 import (
-	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -16,10 +16,11 @@ type session struct {
 	info  SessionInfo
 	relay string // the relay session of the built-in orchestrator
 
-	mu        sync.Mutex
+	mu        lockorder.Mutex[lockorder.IngressSession]
 	devices   map[*device]struct{}
 	seq       uint64
 	ring      []kept // oldest first
+	ringBytes int64  // the frames' bytes in ring, counted in Handler.held too
 	runs      map[string]*run
 	starting  map[*run]struct{} // invoked, no run id yet
 	early     []Event           // pushed for a run not yet started (run.go)
@@ -52,7 +53,11 @@ func (s *session) attach(dev *device, lastSeq *uint64) *Error {
 	s.joining--
 	if len(s.devices) >= s.h.o.MaxDevices {
 		s.idleLocked()
-		return errorf(wire.IngressInternalError, "hello: session %s has %d devices already", s.id, s.h.o.MaxDevices)
+		return errorf(wire.IngressInvalidMessage, "hello: session %s has %d devices already (the most it may have)", s.id, s.h.o.MaxDevices)
+	}
+	if lastSeq != nil && *lastSeq > s.seq {
+		s.idleLocked()
+		return errorf(wire.IngressInvalidMessage, "hello: last_seq %d is beyond this session's last event (%d): it is another session's number; say hello without last_seq", *lastSeq, s.seq)
 	}
 	dev.s = s
 	s.devices[dev] = struct{}{}
@@ -143,22 +148,41 @@ func (s *session) broadcastLocked(ev Event) {
 	}
 	s.activity = now
 	s.ring = append(s.ring, kept{seq: ev.Seq, at: now, frame: b})
+	s.ringBytes += int64(len(b))
+	s.h.held.Add(int64(len(b)))
 	s.trimLocked(now)
 	for d := range s.devices {
 		d.c.Send(b)
 	}
 }
 
-// trimLocked drops the events past the replay window or the count.
+// trimLocked drops the oldest events while they are past the replay
+// window, or the ring is over its count or bytes, or all the sessions'
+// rings are over ReplayTotalBytes (then this session gives up its own
+// oldest, down to nothing: what it holds is bounded by its own budget,
+// the total by the sum). The ring stays a run of consecutive events, so
+// attach can tell a device what it missed (gap).
 func (s *session) trimLocked(now time.Time) {
 	cut := 0
 	over := len(s.ring) - s.h.o.ReplayEvents
-	for cut < len(s.ring) && (cut < over || now.Sub(s.ring[cut].at) > s.h.o.ReplayWindow) {
+	o := &s.h.o
+	for cut < len(s.ring) && (cut < over || now.Sub(s.ring[cut].at) > o.ReplayWindow ||
+		s.ringBytes > o.ReplayBytes || s.h.held.Load() > o.ReplayTotalBytes) {
+		n := int64(len(s.ring[cut].frame))
+		s.ringBytes -= n
+		s.h.held.Add(-n)
+		s.ring[cut] = kept{} // the frame is garbage now, not when the array moves
 		cut++
 	}
 	if cut > 0 {
 		s.ring = s.ring[cut:] // append moves what is left when it grows
 	}
+}
+
+// dropRingLocked lets go of every kept event: the session has ended.
+func (s *session) dropRingLocked() {
+	s.h.held.Add(-s.ringBytes)
+	s.ring, s.ringBytes = nil, 0
 }
 
 // broadcast is broadcastLocked for callers without the lock.

@@ -20,6 +20,9 @@ type peer struct {
 	conn  *wsconn.Conn
 	local chan Reply // in-process: receives the reply
 	ext   Deliverer  // external: receives every envelope
+	// remote: on another instance (cluster.go): the home, or the agents
+	// of an instance.
+	remote *remote
 }
 
 // Reply is what an in-process request gets back: the envelope, and the
@@ -39,6 +42,9 @@ func (p *peer) deliverAt(env Envelope, version uint64) bool {
 	if p.ext != nil {
 		env.V = wire.Version
 		return p.ext.Deliver(env)
+	}
+	if p.remote != nil {
+		return p.remote.send(env)
 	}
 	select {
 	case p.local <- Reply{Envelope: env, StateVersion: version}:
@@ -89,6 +95,16 @@ type channel struct {
 	activity    time.Time   // the last message through the relay session
 	hostGone    *time.Timer // armed while the host is away: see leave
 	hostLeft    uint64      // counts the host's departures; names hostGone's round
+
+	// Cluster mode (cluster.go). On the home: the other instances' agents,
+	// one peer each (also in agents), whether a host was ever here and its
+	// id. Elsewhere: whether the home's host is online and its study
+	// session.
+	proxies       map[string]*peer
+	everHome      bool
+	lastHost      string
+	homeOnline    bool
+	remoteSession string
 }
 
 func newChannel(r *Relay, token, name string) *channel {
@@ -97,6 +113,7 @@ func newChannel(r *Relay, token, name string) *channel {
 		agents:      make(map[*peer]struct{}),
 		inflight:    make(map[string]*call),
 		retired:     make(map[string]struct{}),
+		proxies:     make(map[string]*peer),
 		toolIndex:   make(map[string]int),
 		stateWake:   make(chan struct{}),
 		mailboxWake: make(chan struct{}),
@@ -107,6 +124,9 @@ func newChannel(r *Relay, token, name string) *channel {
 // held, before the event is forwarded, so what was relayed is on disk.
 func (ch *channel) record(direction string, env Envelope) {
 	if ch.log == nil {
+		if direction == studylog.Internal {
+			ch.forwardRecord(direction, env) // the home logs what happens here
+		}
 		return
 	}
 	if err := ch.log.Append(ch.r.now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload); err != nil {

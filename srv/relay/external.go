@@ -46,6 +46,7 @@ func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
 	defer r.release(ch) // the host holds it from now on
 	p := &peer{role: "host", id: wire.NewID()[:12], ext: d}
 	ch.joinHost(p, "")
+	r.claim(ch, p)
 	r.log.Info("relay joined", "role", "host", "relay", session, "peer", p.id, "kind", "external")
 	return &External{ch: ch, p: p}
 }

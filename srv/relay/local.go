@@ -89,22 +89,44 @@ type State struct {
 	Version uint64
 }
 
-// State returns the latest state.
+// State returns the latest state: the home's, when the host is on
+// another instance (its Version is still this instance's count, which is
+// what WaitState compares).
 func (l *Local) State() State {
+	l.ch.mu.Lock()
+	s := l.ch.stateLocked()
+	home, away := "", l.ch.away()
+	if away {
+		home = l.ch.host.remote.instance
+	}
+	l.ch.mu.Unlock()
+	if !away {
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	f, err := l.ch.r.o.Cluster.Request(ctx, home, l.ch.token, l.ch.name, Frame{Kind: FrameState, From: l.ch.r.o.Cluster.Instance()})
+	if err != nil || f.State == nil {
+		return s // what this instance has seen of it
+	}
+	rs := *f.State
+	rs.Version = s.Version
+	return rs
+}
+
+// localState is State without asking the home.
+func (l *Local) localState() State {
 	l.ch.mu.Lock()
 	defer l.ch.mu.Unlock()
 	return l.ch.stateLocked()
 }
 
 func (ch *channel) stateLocked() State {
-	s := State{
+	return State{
 		UISpec: ch.uiSpec, MessageHistory: ch.messageHistory, ToolSchema: ch.toolSchema,
-		Tools: append([]json.RawMessage(nil), ch.tools...), HostOnline: ch.host != nil, Version: ch.stateVersion,
+		Tools: append([]json.RawMessage(nil), ch.tools...), HostOnline: ch.hostOnline(), Version: ch.stateVersion,
+		ActiveSession: ch.activeSession(),
 	}
-	if ch.log != nil {
-		s.ActiveSession = ch.log.ID()
-	}
-	return s
 }
 
 // WaitState waits until a state.updated newer than version arrives, for at
@@ -115,9 +137,12 @@ func (l *Local) WaitState(ctx context.Context, version uint64, d time.Duration) 
 	for {
 		l.ch.mu.Lock()
 		s := l.ch.stateLocked()
-		wake := l.ch.stateWake
+		wake, away := l.ch.stateWake, l.ch.away()
 		l.ch.mu.Unlock()
 		if s.Version > version {
+			if away {
+				return l.State()
+			}
 			return s
 		}
 		select {
@@ -134,6 +159,63 @@ func (l *Local) WaitState(ctx context.Context, version uint64, d time.Duration) 
 // for one until ctx ends. Messages typed while no one was waiting are kept
 // (up to 256) so nothing a participant typed is lost.
 func (l *Local) NextUserMessage(ctx context.Context) (Envelope, bool) {
+	if l.ch.r.o.Cluster != nil {
+		return l.nextClustered(ctx)
+	}
+	return l.nextLocal(ctx)
+}
+
+// nextClustered takes the next user message from the home's mailbox,
+// wherever the home is, in waits of at most takeChunk; with no home, or
+// when it is here, from this instance's.
+func (l *Local) nextClustered(ctx context.Context) (Envelope, bool) {
+	c := l.ch.r.o.Cluster
+	for ctx.Err() == nil {
+		l.ch.mu.Lock()
+		home, away := "", l.ch.away()
+		if away {
+			home = l.ch.host.remote.instance
+		}
+		l.ch.mu.Unlock()
+		if !away {
+			cctx, cancel := context.WithTimeout(ctx, takeChunk)
+			env, ok := l.nextLocal(cctx)
+			cancel()
+			if ok {
+				return env, true
+			}
+			continue
+		}
+		wait := takeChunk
+		if dl, ok := ctx.Deadline(); ok {
+			wait = min(wait, time.Until(dl))
+		}
+		// The answer is awaited even if ctx ends meanwhile: a message the
+		// home gave away must not be dropped (it goes back, below).
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait+5*time.Second)
+		f, err := c.Request(rctx, home, l.ch.token, l.ch.name, Frame{Kind: FrameTake, From: c.Instance(), Wait: wait.Milliseconds()})
+		cancel()
+		switch {
+		case err == nil && f.Env != nil && ctx.Err() == nil:
+			return *f.Env, true
+		case err == nil && f.Env != nil:
+			_ = c.Send(home, l.ch.token, l.ch.name, Frame{Kind: FramePutBack, From: c.Instance(), Env: f.Env})
+			return Envelope{}, false
+		case err != nil || f.Err != "":
+			// The home moved or is gone: look again shortly.
+			t := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
+	}
+	return Envelope{}, false
+}
+
+// nextLocal takes the next user message from this instance's mailbox.
+func (l *Local) nextLocal(ctx context.Context) (Envelope, bool) {
 	for {
 		l.ch.mu.Lock()
 		if len(l.ch.mailbox) > 0 {
@@ -168,22 +250,33 @@ var ErrClientOffline = errors.New("client_offline")
 func (r *Relay) Status(token, session string) (hostOnline bool, conns int, lastActivity time.Time) {
 	ch := r.lookup(token, session)
 	if ch == nil {
+		if r.o.Cluster != nil {
+			if h, ok := r.o.Cluster.Home(token, session); ok && !r.isDead(h.Instance) {
+				return h.Online, 0, time.Time{}
+			}
+		}
 		return false, 0, time.Time{}
 	}
 	defer r.release(ch)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	conns = len(ch.agents)
-	if ch.host != nil {
+	conns = len(ch.agents) - len(ch.proxies)
+	if ch.isHome() {
 		conns++
 	}
-	return ch.host != nil, conns, ch.activity
+	return ch.hostOnline(), conns, ch.activity
 }
 
 // Push delivers an event from an external orchestrator to the host of
 // (token, session), as the relay's own message; ErrClientOffline when no
 // host is connected. backendData is never involved: this goes to the host.
 func (r *Relay) Push(token, session string, typ string, payload json.RawMessage) error {
+	if r.o.Cluster != nil {
+		if h, ok := r.o.Cluster.Home(token, session); ok && h.Online && h.Instance != r.o.Cluster.Instance() && !r.isDead(h.Instance) {
+			env := Envelope{V: wire.Version, Type: typ, Payload: payload}
+			return r.o.Cluster.Send(h.Instance, token, session, Frame{Kind: FramePush, From: r.o.Cluster.Instance(), Env: &env})
+		}
+	}
 	ch := r.lookup(token, session)
 	if ch == nil {
 		return ErrClientOffline
@@ -191,7 +284,7 @@ func (r *Relay) Push(token, session string, typ string, payload json.RawMessage)
 	defer r.release(ch)
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if ch.host == nil {
+	if !ch.isHome() {
 		return ErrClientOffline
 	}
 	env := Envelope{Type: typ, Payload: payload}

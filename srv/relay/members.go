@@ -18,7 +18,11 @@ import (
 func (ch *channel) joinHost(p *peer, joinID string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if old := ch.host; old != nil {
+	if old := ch.host; old != nil && old.remote != nil {
+		// The host was on another instance: this one is newer. That
+		// instance fails the calls it had when it sees the claim (claim).
+		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
+	} else if old != nil {
 		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
 			"reason": "a newer host joined this relay session",
 		})})
@@ -29,6 +33,7 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.replaced", Payload: json.RawMessage("{}")})
 	}
 	ch.host = p
+	ch.everHome, ch.lastHost, ch.homeOnline, ch.remoteSession = true, p.id, false, ""
 	if ch.hostGone != nil {
 		ch.hostGone.Stop() // came back in time: the session goes on
 		ch.hostGone = nil
@@ -42,11 +47,12 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 func (ch *channel) joinAgent(p *peer, joinID string) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if len(ch.agents) >= maxAgents {
+	if len(ch.agents)-len(ch.proxies) >= maxAgents {
 		p.deliver(Envelope{Type: wire.TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(wire.InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))})
 		return false
 	}
 	ch.agents[p] = struct{}{}
+	ch.joinHome()
 	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
 	return true
 }
@@ -64,6 +70,7 @@ func (ch *channel) remove(p *peer) {
 		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
 		ch.presence()
+		ch.noteHome()
 		// For the grace the host may come back (a reload): the study
 		// session goes on and the last state stays for the agents.
 		ch.hostLeft++
@@ -106,7 +113,7 @@ func (ch *channel) endForLostHost(round uint64) {
 }
 
 func (ch *channel) presence() {
-	env := Envelope{Type: wire.TypePresence, Payload: mustJSON(map[string]any{"host": ch.host != nil})}
+	env := Envelope{Type: wire.TypePresence, Payload: mustJSON(map[string]any{"host": ch.hostOnline()})}
 	for a := range ch.agents {
 		a.deliver(env)
 	}
@@ -114,9 +121,9 @@ func (ch *channel) presence() {
 
 // joinedPayload describes the relay session to a peer that just joined.
 func (ch *channel) joinedPayloadLocked(role string) json.RawMessage {
-	m := map[string]any{"role": role, "sessionId": ch.name, "hostOnline": ch.host != nil}
-	if ch.log != nil {
-		m["activeSession"] = ch.log.ID()
+	m := map[string]any{"role": role, "sessionId": ch.name, "hostOnline": ch.hostOnline()}
+	if s := ch.activeSession(); s != "" {
+		m["activeSession"] = s
 	}
 	return mustJSON(m)
 }

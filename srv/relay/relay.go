@@ -26,10 +26,12 @@
 package relay
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
@@ -66,6 +68,9 @@ type Options struct {
 	Conn wsconn.Options
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Cluster links relay sessions across instances (cluster mode,
+	// cluster.go); nil: one process.
+	Cluster Cluster
 }
 
 // Relay is the /agent/ws endpoint and its relay sessions.
@@ -76,6 +81,15 @@ type Relay struct {
 
 	mu       lockorder.Mutex[lockorder.RelaySessions]
 	channels map[string]*channel
+
+	// Cluster mode (cluster.go): the records to write, instances found
+	// dead (deadMu is a leaf, taken under the others), the goroutine.
+	homes  homeWriter
+	deadMu sync.Mutex
+	dead   map[string]bool
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed sync.Once
 }
 
 // New returns the relay.
@@ -104,7 +118,13 @@ func New(o Options) *Relay {
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
-	return &Relay{o: o, log: o.Logger, channels: make(map[string]*channel)}
+	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), homes: homeWriter{wake: make(chan struct{}, 1)}}
+	if o.Cluster != nil {
+		ctx, stop := context.WithCancel(context.Background())
+		r.stop = stop
+		r.wg.Go(func() { r.runCluster(ctx) })
+	}
+	return r
 }
 
 func (r *Relay) now() time.Time { return r.o.Now() }
@@ -118,15 +138,25 @@ const DefaultSession = "default"
 func (r *Relay) Close() error {
 	r.conns.Close()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for _, ch := range r.channels {
 		ch.mu.Lock()
-		ch.closeSession()
+		if r.o.Cluster != nil && ch.everHome {
+			ch.handOver() // a host coming back through another instance goes on with it
+		} else {
+			ch.closeSession()
+		}
 		if ch.hostGone != nil {
 			ch.hostGone.Stop()
 		}
 		ch.mu.Unlock()
 	}
+	r.mu.Unlock()
+	r.closed.Do(func() {
+		if r.stop != nil {
+			r.stop()
+		}
+	})
+	r.wg.Wait()
 	return nil
 }
 
@@ -281,6 +311,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 	c.SetState(wsconn.Active)
 	if jp.Role == "host" {
 		ch.joinHost(p, env.ID)
+		r.claim(ch, p)
 	} else if !ch.joinAgent(p, env.ID) {
 		c.Shutdown(wsconn.ClosePolicyViolation, "too many agents")
 		return nil, nil, false

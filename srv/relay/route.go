@@ -41,12 +41,19 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		ch.fail(p, env.ID, e)
 		return
 	}
-	if ch.host == nil {
+	// An instance's agents reach only a host here (cluster.go): a home
+	// that moved on does not pass them along.
+	if ch.host == nil || (p.remote != nil && ch.away()) {
 		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
 		return
 	}
+	// With the host on another instance, the study session is the home's:
+	// it checks and logs what follows.
 	switch env.Type {
 	case wire.TypeSessionStart:
+		if ch.away() {
+			break
+		}
 		if ch.log != nil {
 			ch.fail(p, env.ID, errorf(wire.InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
 			return
@@ -56,7 +63,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 	case wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
-		if ch.log == nil {
+		if ch.log == nil && !ch.away() {
 			ch.fail(p, env.ID, errorf(wire.SessionNotActive, "no study session is active in relay session %q: send session.start first", ch.name))
 			return
 		}

@@ -19,6 +19,9 @@ func (r *Relay) acquire(token, name string) *channel {
 		ch = newChannel(r, token, name)
 		ch.key = key
 		r.channels[key] = ch
+		ch.mu.Lock()
+		r.attachHome(ch)
+		ch.mu.Unlock()
 	}
 	ch.refs++
 	return ch
@@ -47,6 +50,9 @@ func (r *Relay) unhold(ch *channel, n int) {
 	ch.refs -= n
 	ch.mu.Lock()
 	idle := ch.idleLocked()
+	if idle && r.channels[ch.key] == ch {
+		ch.leaveCluster()
+	}
 	ch.mu.Unlock()
 	if idle && r.channels[ch.key] == ch {
 		delete(r.channels, ch.key)
@@ -57,7 +63,30 @@ func (r *Relay) unhold(ch *channel, n int) {
 }
 
 // idleLocked reports whether ch holds nothing. Called with both locks.
+// One whose host is on another instance holds only its agents and
+// callers: the calls in flight are the home's to answer, and its leaving
+// tells the home to forget them.
 func (ch *channel) idleLocked() bool {
-	return ch.refs == 0 && ch.host == nil && len(ch.agents) == 0 && ch.log == nil &&
+	if ch.away() {
+		return ch.refs == 0 && len(ch.agents) == len(ch.proxies)
+	}
+	return ch.refs == 0 && ch.host == nil && len(ch.agents) == len(ch.proxies) && ch.log == nil &&
 		len(ch.inflight) == 0 && len(ch.mailbox) == 0 && ch.hostGone == nil
+}
+
+// leaveCluster, as ch is freed, tells the home this instance has no
+// agents there any more, or, on a home whose host has gone, lets the
+// cluster forget the record. Called with both locks held.
+func (ch *channel) leaveCluster() {
+	r := ch.r
+	if r.o.Cluster == nil {
+		return
+	}
+	if ch.away() {
+		_ = r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameLeave, From: r.o.Cluster.Instance()})
+		return
+	}
+	if ch.everHome && ch.host == nil {
+		r.homes.put(ch.token, ch.name, Home{Instance: r.o.Cluster.Instance(), Host: ch.lastHost}, true)
+	}
 }

@@ -1,6 +1,11 @@
 package relay
 
-import "github.com/agentassistant/agentassistant/internal/wire"
+import (
+	"context"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
 
 // The study session: opened by session.start (or the host's own UI),
 // closed by session.ended or when the host's grace runs out; while open,
@@ -11,7 +16,18 @@ func (ch *channel) openSession(p *peer, replyTo string) bool {
 		ch.fail(p, replyTo, errorf(wire.ToolExecutionFailed, "study logs are not configured on this server"))
 		return false
 	}
-	l, err := ch.r.o.Logs.Create(ch.r.now())
+	var reserve func(string) (bool, error)
+	if c := ch.r.o.Cluster; c != nil {
+		// Ids unique cluster-wide: a study session that moves takes its
+		// id to another instance's directory (cluster.go). This waits on
+		// NATS under the session's lock, bounded, once per session.start.
+		reserve = func(id string) (bool, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return c.Reserve(ctx, id)
+		}
+	}
+	l, err := ch.r.o.Logs.CreateReserved(ch.r.now(), reserve)
 	if err != nil {
 		ch.r.log.Error("open study log", "err", err)
 		ch.fail(p, replyTo, errorf(wire.ToolExecutionFailed, "cannot open the study log"))
@@ -20,6 +36,7 @@ func (ch *channel) openSession(p *peer, replyTo string) bool {
 	ch.log = l
 	ch.r.log.Info("study session started", "session", l.ID(), "relay", ch.name)
 	ch.tellHost()
+	ch.noteHome()
 	return true
 }
 
@@ -45,4 +62,5 @@ func (ch *channel) closeSession() {
 	ch.r.log.Info("study session ended", "session", ch.log.ID(), "relay", ch.name)
 	ch.log = nil
 	ch.tellHost()
+	ch.noteHome()
 }

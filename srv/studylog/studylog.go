@@ -3,9 +3,11 @@
 package studylog
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,7 +57,12 @@ var idPattern = regexp.MustCompile(`^s-(\d{8})-(\d{3,})\.jsonl$`)
 // Create allocates the next session id for the day of now,
 // s-YYYYMMDD-NNN, unique across restarts because the file is created
 // exclusively, and opens its log.
-func (d *Dir) Create(now time.Time) (*Log, error) {
+func (d *Dir) Create(now time.Time) (*Log, error) { return d.CreateReserved(now, nil) }
+
+// CreateReserved is Create with ids unique beyond this directory: reserve,
+// unless nil, is asked for each id before it is taken, and false passes it
+// over (in a cluster, another instance has it).
+func (d *Dir) CreateReserved(now time.Time, reserve func(id string) (bool, error)) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	day := now.UTC().Format("20060102")
@@ -74,6 +81,16 @@ func (d *Dir) Create(now time.Time) (*Log, error) {
 	}
 	for range 1000 {
 		id := fmt.Sprintf("s-%s-%03d", day, next)
+		if reserve != nil {
+			ok, err := reserve(id)
+			if err != nil {
+				return nil, fmt.Errorf("reserve study session id: %w", err)
+			}
+			if !ok {
+				next++
+				continue
+			}
+		}
 		rel := RelDir + "/" + id + ".jsonl"
 		f, err := os.OpenFile(filepath.Join(d.root, filepath.FromSlash(rel)), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if errors.Is(err, fs.ErrExist) {
@@ -86,6 +103,47 @@ func (d *Dir) Create(now time.Time) (*Log, error) {
 		return &Log{f: f, id: id, rel: rel, sync: d.fsync}, nil
 	}
 	return nil, errors.New("create study log: no free session id")
+}
+
+var sessionPattern = regexp.MustCompile(`^s-\d{8}-\d{3,}$`)
+
+// Resume opens the log of session id to go on with it: a study session
+// whose host moved here from another instance of a cluster. Its events
+// are appended to the file of that name here, made if need be; the
+// event index goes on from the events already in it.
+func (d *Dir) Resume(id string) (*Log, error) {
+	if !sessionPattern.MatchString(id) {
+		return nil, fmt.Errorf("resume study log: %q is not a session id", id)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	rel := RelDir + "/" + id + ".jsonl"
+	f, err := os.OpenFile(filepath.Join(d.root, filepath.FromSlash(rel)), os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("resume study log: %w", err)
+	}
+	n, err := countLines(f)
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("resume study log: %w", err)
+	}
+	return &Log{f: f, id: id, rel: rel, sync: d.fsync, next: n}, nil
+}
+
+func countLines(f *os.File) (int, error) {
+	buf := make([]byte, 64<<10)
+	n := 0
+	for off := int64(0); ; {
+		k, err := f.ReadAt(buf, off)
+		n += bytes.Count(buf[:k], []byte{'\n'})
+		off += int64(k)
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // Log is one session's file. It is not safe for concurrent use: the relay

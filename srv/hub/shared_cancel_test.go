@@ -1,0 +1,99 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// slowShared is a Shared whose Create lands only when the test says so,
+// failing with the context's error if the context ended first (as a
+// client library does when its caller gives up before the ack).
+type slowShared struct {
+	mu      sync.Mutex
+	land    chan struct{}
+	recs    map[string]SharedRecord
+	revs    map[string]uint64
+	rev     uint64
+	updates []SharedRecord
+}
+
+func (s *slowShared) Create(ctx context.Context, rec SharedRecord) (uint64, error) {
+	select {
+	case <-s.land:
+	case <-ctx.Done():
+		// The write goes out anyway (it was sent); only the ack is lost.
+		s.put(rec)
+		return 0, ctx.Err()
+	}
+	return s.put(rec), nil
+}
+
+func (s *slowShared) put(rec SharedRecord) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rev++
+	s.recs[rec.ID], s.revs[rec.ID] = rec, s.rev
+	return s.rev
+}
+
+func (s *slowShared) Get(_ context.Context, _, id string) (SharedRecord, uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.recs[id]
+	if !ok {
+		return SharedRecord{}, 0, errors.New("no such record")
+	}
+	return rec, s.revs[id], nil
+}
+
+func (s *slowShared) Epoch() string { return "slow" }
+
+func (s *slowShared) Update(_ context.Context, rec SharedRecord, rev uint64) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.revs[rec.ID] != rev {
+		return 0, ErrRecordChanged
+	}
+	s.rev++
+	s.recs[rec.ID], s.revs[rec.ID] = rec, s.rev
+	s.updates = append(s.updates, rec)
+	return s.rev, nil
+}
+
+// TestSharedCreateOutlivesTheCaller: an agent that gives up while its
+// request is being written to the shared store does not leave a request
+// every instance shows with nobody to say no agent waits: the write is
+// finished, and the request is orphaned as any other whose caller left.
+func TestSharedCreateOutlivesTheCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sh := &slowShared{land: make(chan struct{}), recs: map[string]SharedRecord{}, revs: map[string]uint64{}}
+		h := New(Options{Shared: sh, Instance: "a", OrphanNotice: time.Second, OrphanGrace: time.Minute})
+		defer h.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "Anyone?", Timeout: time.Hour})
+			done <- err
+		}()
+		synctest.Wait() // Create waits for its ack
+		cancel()
+		synctest.Wait()
+		close(sh.land) // the write lands after the caller gave up
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the call ended with %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if len(sh.updates) == 0 || !sh.updates[len(sh.updates)-1].Gone {
+			t.Fatalf("no agent-gone mark was written for a request whose caller left: %+v", sh.updates)
+		}
+	})
+}

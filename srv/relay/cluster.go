@@ -1,0 +1,614 @@
+package relay
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+)
+
+// Relay sessions across instances (cluster mode). Options.Cluster nil: one
+// process, and nothing in this file runs.
+//
+// The instance whose host is connected is the relay session's home: it
+// holds what a relay session holds in one process (the calls in flight,
+// the host's state, the mailbox, the study log). Every other instance
+// with agents in the session is, to the home, one agent (a proxy peer,
+// channel.proxies); to those agents, the home is their host (a remote
+// peer in channel.host). So the routing, checks and logging of route.go
+// run unchanged on both sides, and an envelope crosses NATS at most once
+// each way: an agent's request goes to the home under the id its own
+// instance gave it (track), the home's reply comes back to that instance
+// under that id, which routes it to the agent; a push comes once per
+// instance and is pushed there to every agent.
+//
+// Who the home is: a record per relay session in a key-value bucket,
+// written by compare-and-set (Cluster.Claim): a host joining writes its
+// instance, and the newest host wins wherever it joined. Every instance
+// follows the bucket (Relay.Moved): the instance that held the host before
+// tells it it was replaced, hands over its study session and lets its
+// agents follow the host. The study log is written by the home; a host
+// that moves takes the study session with it, and the new home appends to
+// the log of the same name in its own data directory (Dir.Resume).
+//
+// An instance that dies: its agents' peers are gone with it, and the
+// home's answers to them go nowhere; its host's agents elsewhere find out
+// from the watchdog (every second, while they have something there, each
+// home instance is asked whether it is alive) and their calls fail as if
+// the host had disconnected.
+
+// Cluster is the relay's link to the other instances (srv/cluster).
+// Send must not block: it is called with a relay session's lock held.
+type Cluster interface {
+	Instance() string
+	// Home is the last record of (token, session) this instance has seen.
+	Home(token, session string) (Home, bool)
+	// Claim makes this instance the home of (token, session): it writes
+	// next(the record there) by compare-and-set, trying again if another
+	// write came first, and returns the record it replaced.
+	Claim(ctx context.Context, token, session string, next func(prev Home) Home) (Home, error)
+	// Update writes h if the record still names this instance.
+	Update(ctx context.Context, token, session string, h Home) error
+	// Delete removes the record if it still names this instance and host
+	// h.Host, and no host is online there.
+	Delete(ctx context.Context, token, session string, h Home) error
+	// Send delivers f to the relay session on instance, in order.
+	Send(instance, token, session string, f Frame) error
+	// Request asks the relay session on instance and waits for the answer.
+	Request(ctx context.Context, instance, token, session string, f Frame) (Frame, error)
+	// Reserve takes study session id for this instance, cluster-wide;
+	// false: another has it.
+	Reserve(ctx context.Context, id string) (bool, error)
+	// Alive reports whether instance still answers.
+	Alive(ctx context.Context, instance string) bool
+}
+
+// Home is a relay session's record in the cluster: where its host is.
+type Home struct {
+	Instance string `json:"instance"`
+	Host     string `json:"host"`              // the host peer's id
+	Online   bool   `json:"online"`            // false: the host left, its grace runs
+	Session  string `json:"session,omitempty"` // the active study session
+}
+
+// Frame is what instances send each other about one relay session.
+type Frame struct {
+	Kind string    `json:"k"`
+	From string    `json:"from"`
+	Env  *Envelope `json:"env,omitempty"`
+	// Dir is a record's direction (studylog.In, Out, Internal).
+	Dir string `json:"dir,omitempty"`
+	// Wait bounds a take, in milliseconds.
+	Wait  int64  `json:"wait,omitempty"`
+	State *State `json:"state,omitempty"`
+	Err   string `json:"err,omitempty"`
+}
+
+// Kinds of frames.
+const (
+	FrameAgent   = "agent"   // an agent's envelope, to the home
+	FrameHost    = "host"    // the home's envelope, to an instance's agents
+	FrameRecord  = "record"  // an event for the home's study log
+	FrameJoin    = "join"    // the instance has agents there: send it the pushes
+	FrameLeave   = "leave"   // the instance has no agents there any more
+	FramePush    = "push"    // Relay.Push, to the home
+	FramePutBack = "putback" // a user message taken but not delivered
+	FrameState   = "state"   // request: the home's state
+	FrameTake    = "take"    // request: the next user message, waiting Wait
+)
+
+// remote is a peer on another instance: the home (as seen from an
+// instance with agents) or an instance with agents (as seen from the
+// home). Delivering to it sends a frame of its kind there.
+type remote struct {
+	r              *Relay
+	token, session string
+	instance       string
+	kind           string
+}
+
+func (m *remote) send(env Envelope) bool {
+	env.V = wire.Version
+	if len(env.Payload) == 0 {
+		env.Payload = json.RawMessage("{}")
+	}
+	if err := m.r.o.Cluster.Send(m.instance, m.token, m.session, Frame{Kind: m.kind, From: m.r.o.Cluster.Instance(), Env: &env}); err != nil {
+		m.r.log.Warn("relay frame not sent to another instance", "instance", m.instance, "type", env.Type, "err", err)
+		return false
+	}
+	return true
+}
+
+func (r *Relay) remotePeer(ch *channel, role, instance, kind string) *peer {
+	return &peer{role: role, id: "instance:" + instance, remote: &remote{r: r, token: ch.token, session: ch.name, instance: instance, kind: kind}}
+}
+
+// isHome reports whether the host is connected here. Called with mu held.
+func (ch *channel) isHome() bool { return ch.host != nil && ch.host.remote == nil }
+
+// away reports whether the host is on another instance.
+func (ch *channel) away() bool { return ch.host != nil && ch.host.remote != nil }
+
+// hostOnline: the host is connected here, or at the home.
+func (ch *channel) hostOnline() bool { return ch.isHome() || (ch.away() && ch.homeOnline) }
+
+// activeSession is the study session's id, here or at the home.
+func (ch *channel) activeSession() string {
+	if ch.log != nil {
+		return ch.log.ID()
+	}
+	if ch.away() {
+		return ch.remoteSession
+	}
+	return ""
+}
+
+// attachHome makes a new relay session follow its home on another
+// instance, if the cluster knows one. Called with both locks held.
+func (r *Relay) attachHome(ch *channel) {
+	if r.o.Cluster == nil {
+		return
+	}
+	h, ok := r.o.Cluster.Home(ch.token, ch.name)
+	if !ok || h.Instance == r.o.Cluster.Instance() || r.isDead(h.Instance) {
+		return
+	}
+	ch.host = r.remotePeer(ch, "host", h.Instance, FrameAgent)
+	ch.homeOnline, ch.remoteSession = h.Online, h.Session
+}
+
+// proxy is the peer standing for instance's agents in a relay session
+// homed here. Called with mu held.
+func (ch *channel) proxy(instance string) *peer {
+	if p := ch.proxies[instance]; p != nil {
+		return p
+	}
+	p := ch.r.remotePeer(ch, "agent", instance, FrameHost)
+	ch.proxies[instance] = p
+	ch.agents[p] = struct{}{}
+	return p
+}
+
+// dropProxies forgets the other instances' agents: the host moved away
+// and they follow it. Called with mu held.
+func (ch *channel) dropProxies() {
+	for inst, p := range ch.proxies {
+		delete(ch.proxies, inst)
+		delete(ch.agents, p)
+		ch.forget(p)
+	}
+}
+
+// Receive handles a frame another instance sent to the relay session
+// (token, session) here. Frames of one instance arrive in order.
+func (r *Relay) Receive(token, session string, f Frame) {
+	switch f.Kind {
+	case FrameAgent:
+		if f.Env == nil {
+			return
+		}
+		ch := r.acquire(token, session)
+		defer r.release(ch)
+		ch.mu.Lock()
+		p := ch.proxy(f.From)
+		ch.mu.Unlock()
+		ch.fromAgent(p, *f.Env)
+	case FrameJoin:
+		ch := r.lookup(token, session)
+		if ch == nil {
+			return // no host here: the record will say so
+		}
+		ch.mu.Lock()
+		if ch.isHome() || (ch.host == nil && ch.everHome) {
+			ch.proxy(f.From)
+		}
+		ch.mu.Unlock()
+		r.release(ch)
+	case FrameHost:
+		if f.Env == nil {
+			return
+		}
+		ch := r.lookup(token, session)
+		if ch == nil {
+			// Nobody here any more: the home may forget this instance.
+			_ = r.o.Cluster.Send(f.From, token, session, Frame{Kind: FrameLeave, From: r.o.Cluster.Instance()})
+			return
+		}
+		defer r.release(ch)
+		ch.fromHome(f.From, *f.Env)
+	case FrameRecord:
+		if f.Env == nil {
+			return
+		}
+		ch := r.lookup(token, session)
+		if ch == nil {
+			return
+		}
+		defer r.release(ch)
+		ch.mu.Lock()
+		if ch.log != nil {
+			ch.record(f.Dir, *f.Env)
+		}
+		ch.mu.Unlock()
+	case FrameLeave:
+		ch := r.lookup(token, session)
+		if ch == nil {
+			return
+		}
+		ch.mu.Lock()
+		if p := ch.proxies[f.From]; p != nil {
+			delete(ch.proxies, f.From)
+			delete(ch.agents, p)
+			ch.forget(p)
+		}
+		ch.mu.Unlock()
+		r.release(ch)
+	case FramePush:
+		if f.Env != nil {
+			_ = r.Push(token, session, f.Env.Type, f.Env.Payload)
+		}
+	case FramePutBack:
+		if f.Env == nil {
+			return
+		}
+		ch := r.acquire(token, session)
+		ch.mu.Lock()
+		ch.mailbox = append([]Envelope{*f.Env}, ch.mailbox...)
+		if len(ch.mailbox) > maxMailbox {
+			ch.mailbox = ch.mailbox[:maxMailbox]
+		}
+		ch.posted()
+		close(ch.mailboxWake)
+		ch.mailboxWake = make(chan struct{})
+		ch.mu.Unlock()
+		r.release(ch)
+	}
+}
+
+// Answer handles another instance's request to the relay session here:
+// its state, or the next user message (waiting up to f.Wait). Only the
+// home answers; elsewhere Err says so and the asker looks again.
+func (r *Relay) Answer(ctx context.Context, token, session string, f Frame) Frame {
+	ch := r.lookup(token, session)
+	if ch == nil {
+		return Frame{Err: "no relay session here"}
+	}
+	defer r.release(ch)
+	ch.mu.Lock()
+	home := ch.isHome() || (ch.host == nil && ch.everHome)
+	ch.mu.Unlock()
+	if !home {
+		return Frame{Err: "the host is not here"}
+	}
+	l := &Local{ch: ch}
+	switch f.Kind {
+	case FrameState:
+		s := l.localState()
+		return Frame{State: &s}
+	case FrameTake:
+		d := min(time.Duration(f.Wait)*time.Millisecond, takeChunk)
+		cctx, cancel := context.WithTimeout(ctx, d)
+		defer cancel()
+		if env, ok := l.nextLocal(cctx); ok {
+			return Frame{Env: &env}
+		}
+		return Frame{}
+	}
+	return Frame{Err: "unknown request " + truncate(f.Kind, 32)}
+}
+
+// takeChunk bounds one take from the home: a wait for a user message is a
+// series of them, so a home that dies is noticed within one.
+const takeChunk = 10 * time.Second
+
+// fromHome handles the home's envelope for this instance's agents: a
+// reply to one of their calls, or a push to all of them.
+func (ch *channel) fromHome(instance string, env Envelope) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if !ch.away() || ch.host.remote.instance != instance {
+		return // from a home this session has left
+	}
+	ch.activity = ch.r.now()
+	broadcast := false
+	switch env.Type {
+	case wire.TypeSessionStarted:
+		var p struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		ch.remoteSession = p.SessionID
+		broadcast = true
+	case wire.TypeSnapshotState, wire.TypeToolResult:
+		ch.absorbState(env.Payload, false)
+	case wire.TypeStateUpdated:
+		ch.absorbState(env.Payload, true)
+		broadcast = true
+	case wire.TypeUserMessage:
+		broadcast = true // the home keeps it in its mailbox for in-process agents
+	case wire.TypeSessionEnded:
+		ch.remoteSession = ""
+		broadcast = true
+	case wire.TypePresence:
+		var p struct {
+			Host bool `json:"host"`
+		}
+		_ = json.Unmarshal(env.Payload, &p)
+		ch.homeOnline = p.Host
+	}
+	ch.route(env, broadcast)
+}
+
+// forwardRecord sends an event of this instance's to the home's study
+// log. Called with mu held.
+func (ch *channel) forwardRecord(direction string, env Envelope) {
+	if !ch.away() {
+		return
+	}
+	if len(env.Payload) == 0 {
+		env.Payload = json.RawMessage("{}")
+	}
+	_ = ch.r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameRecord, From: ch.r.o.Cluster.Instance(), Env: &env, Dir: direction})
+}
+
+// Moved is the cluster telling that the record of (token, session)
+// changed (deleted: it is gone). If another instance now holds the host,
+// a host here was replaced by a newer one there: it is told and closed,
+// its calls fail, its study session goes with it. Agents here follow the
+// host to its instance.
+func (r *Relay) Moved(token, session string, h Home, deleted bool) {
+	if r.o.Cluster == nil {
+		return
+	}
+	me := r.o.Cluster.Instance()
+	if !deleted {
+		r.alive(h.Instance)
+	}
+	ch := r.lookup(token, session)
+	if ch == nil {
+		return
+	}
+	defer r.release(ch)
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if deleted {
+		if ch.away() {
+			ch.failInflight("the host disconnected before answering; the action may or may not have happened")
+			ch.host, ch.homeOnline, ch.remoteSession = nil, false, ""
+			ch.presence()
+		}
+		return
+	}
+	if h.Instance == me {
+		return // our own write
+	}
+	if ch.away() && ch.host.remote.instance == h.Instance {
+		ch.homeOnline, ch.remoteSession = h.Online, h.Session
+		return
+	}
+	// The host is on another instance now.
+	if old := ch.host; old != nil && old.remote == nil {
+		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
+			"reason": "a newer host joined this relay session",
+		})})
+		if old.conn != nil {
+			old.conn.Shutdown(4001, "replaced by a newer host")
+		}
+	}
+	if ch.isHome() || ch.everHome {
+		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
+		ch.record(studylog.Internal, Envelope{Type: "relay.host.moved", Payload: mustJSON(map[string]any{"instance": h.Instance})})
+		ch.handOver()
+		ch.dropProxies()
+	} else if ch.away() {
+		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
+	}
+	ch.everHome = false
+	if ch.hostGone != nil {
+		ch.hostGone.Stop()
+		ch.hostGone = nil
+	}
+	ch.host = r.remotePeer(ch, "host", h.Instance, FrameAgent)
+	ch.homeOnline, ch.remoteSession = h.Online, h.Session
+	ch.joinHome()
+	ch.presence()
+}
+
+// joinHome asks the home to send this instance the pushes of the relay
+// session, if agents here wait for them. Called with mu held.
+func (ch *channel) joinHome() {
+	if ch.away() && len(ch.agents) > 0 {
+		_ = ch.r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameJoin, From: ch.r.o.Cluster.Instance()})
+	}
+}
+
+// handOver closes the study log here without ending the study session:
+// the new home goes on with it. Called with mu held.
+func (ch *channel) handOver() {
+	if ch.log == nil {
+		return
+	}
+	if err := ch.log.Close(); err != nil {
+		ch.r.log.Error("close study log", "session", ch.log.ID(), "err", err)
+	}
+	ch.r.log.Info("study session handed over to another instance", "session", ch.log.ID(), "relay", ch.name)
+	ch.log = nil
+}
+
+// claim records p, which just joined as host here, as the host of ch
+// cluster-wide, and takes up the study session its previous home had.
+func (r *Relay) claim(ch *channel, p *peer) {
+	if r.o.Cluster == nil {
+		return
+	}
+	ch.mu.Lock()
+	cur := ch.activeSession()
+	ch.mu.Unlock()
+	me := r.o.Cluster.Instance()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	prev, err := r.o.Cluster.Claim(ctx, ch.token, ch.name, func(prev Home) Home {
+		s := cur
+		if s == "" {
+			s = prev.Session
+		}
+		return Home{Instance: me, Host: p.id, Online: true, Session: s}
+	})
+	if err != nil {
+		r.log.Error("relay host not recorded in the cluster", "relay", ch.name, "err", err)
+		return
+	}
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.host != p {
+		return // replaced meanwhile
+	}
+	if ch.log == nil && cur == "" && prev.Session != "" && r.o.Logs != nil {
+		l, err := r.o.Logs.Resume(prev.Session)
+		if err != nil {
+			r.log.Error("resume study log", "session", prev.Session, "err", err)
+			return
+		}
+		ch.log = l
+		ch.record(studylog.Internal, Envelope{Type: "relay.host.moved", Payload: mustJSON(map[string]any{"from": prev.Instance})})
+		r.log.Info("study session taken over from another instance", "session", l.ID(), "relay", ch.name, "from", prev.Instance)
+		ch.tellHost()
+	}
+}
+
+// noteHome queues this instance's record of ch for the cluster (the host
+// online or not, the study session). Called with mu held, for the home.
+func (ch *channel) noteHome() {
+	r := ch.r
+	if r.o.Cluster == nil || ch.away() || (!ch.isHome() && !ch.everHome) {
+		return
+	}
+	h := Home{Instance: r.o.Cluster.Instance(), Host: ch.lastHost, Online: ch.isHome(), Session: ch.activeSession()}
+	r.homes.put(ch.token, ch.name, h, false)
+}
+
+// homeWriter writes the homes' records in the background, the latest of
+// each relay session, so a relay session's lock is never held over NATS.
+type homeWriter struct {
+	mu      sync.Mutex
+	pending map[[2]string]homeWrite
+	wake    chan struct{}
+}
+
+type homeWrite struct {
+	h      Home
+	delete bool
+}
+
+func (w *homeWriter) put(token, session string, h Home, del bool) {
+	w.mu.Lock()
+	if w.pending == nil {
+		w.pending = make(map[[2]string]homeWrite)
+	}
+	w.pending[[2]string{token, session}] = homeWrite{h: h, delete: del}
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (w *homeWriter) take() map[[2]string]homeWrite {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.pending
+	w.pending = nil
+	return p
+}
+
+// runCluster is the relay's goroutine in cluster mode: it writes the
+// homes' records and, every second, asks the homes of the relay sessions
+// followed here whether they are alive.
+func (r *Relay) runCluster(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			r.writeHomes() // a last time: hosts that left at shutdown
+			return
+		case <-r.homes.wake:
+			r.writeHomes()
+		case <-t.C:
+			r.watchHomes(ctx)
+		}
+	}
+}
+
+func (r *Relay) writeHomes() {
+	for k, w := range r.homes.take() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		if w.delete {
+			err = r.o.Cluster.Delete(ctx, k[0], k[1], w.h)
+		} else {
+			err = r.o.Cluster.Update(ctx, k[0], k[1], w.h)
+		}
+		cancel()
+		if err != nil {
+			r.log.Warn("relay home not recorded in the cluster", "relay", k[1], "err", err)
+		}
+	}
+}
+
+// watchHomes fails the calls and tells the agents of relay sessions whose
+// home instance no longer answers, as if their host had disconnected.
+func (r *Relay) watchHomes(ctx context.Context) {
+	r.mu.Lock()
+	homes := make(map[string][]*channel)
+	for _, ch := range r.channels {
+		ch.mu.Lock()
+		if ch.away() {
+			homes[ch.host.remote.instance] = append(homes[ch.host.remote.instance], ch)
+		}
+		ch.mu.Unlock()
+	}
+	r.mu.Unlock()
+	for inst, chs := range homes {
+		if r.o.Cluster.Alive(ctx, inst) {
+			continue
+		}
+		r.log.Warn("relay host's instance is gone", "instance", inst)
+		r.markDead(inst)
+		for _, ch := range chs {
+			ch.mu.Lock()
+			if ch.away() && ch.host.remote.instance == inst {
+				ch.failInflight("the host disconnected before answering; the action may or may not have happened")
+				ch.host, ch.homeOnline, ch.remoteSession = nil, false, ""
+				ch.presence()
+			}
+			ch.mu.Unlock()
+			r.tidy(ch)
+		}
+	}
+}
+
+func (r *Relay) markDead(inst string) {
+	r.deadMu.Lock()
+	defer r.deadMu.Unlock()
+	if r.dead == nil {
+		r.dead = make(map[string]bool)
+	}
+	r.dead[inst] = true
+}
+
+// alive clears a dead mark: the instance wrote a record, so it runs again.
+func (r *Relay) alive(inst string) {
+	r.deadMu.Lock()
+	defer r.deadMu.Unlock()
+	delete(r.dead, inst)
+}
+
+func (r *Relay) isDead(inst string) bool {
+	r.deadMu.Lock()
+	defer r.deadMu.Unlock()
+	return r.dead[inst]
+}
