@@ -5,7 +5,8 @@
 // bucket, one key per request, so first-reply-wins is a compare-and-set on
 // the key's revision, not a lock in one process; records.go), and each
 // instance's heartbeat with its count of connections (a bucket whose
-// entries expire, for /health's share; status.go). Every instance watches
+// entries expire, for /health's share; status.go), the devices online
+// (presence.go; chat across instances: deliver.go). Every instance watches
 // the requests bucket and applies each change to its hub in order
 // (hub.Hub.Apply): that is how a question asked through one instance
 // reaches the devices of all of them.
@@ -65,6 +66,9 @@ type Cluster struct {
 	reqs  jetstream.KeyValue
 	insts jetstream.KeyValue
 	rooms map[string]string // room digest -> token
+	// roster: presence across instances (presence.go)
+	roster *roster
+	epoch  string // the numbering of the requests' revisions (epoch.go)
 
 	stop    context.CancelFunc
 	wg      sync.WaitGroup
@@ -126,6 +130,14 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		nc.Close()
 		return nil, fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
 	}
+	if err := c.openPresence(ctx); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if err := c.readEpoch(ctx); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
+	}
 	return c, nil
 }
 
@@ -137,6 +149,11 @@ func (c *Cluster) Instance() string { return c.o.Instance }
 // Wait for Ready before serving.
 func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	ctx, stop := context.WithCancel(context.Background())
+	start, err := c.lastRevision(ctx) // before the watch: epoch.go
+	if err != nil {
+		stop()
+		return err
+	}
 	w, err := c.reqs.WatchAll(ctx)
 	if err != nil {
 		stop()
@@ -146,16 +163,16 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Lock()
 	c.local = connections
 	c.mu.Unlock()
-	c.wg.Go(func() { c.follow(ctx, w, h) })
+	c.wg.Go(func() { c.follow(ctx, w, h, start) })
 	c.wg.Go(func() { c.beat(ctx) })
-	return nil
+	return c.startRooms(ctx, h)
 }
 
 // Ready is closed once the records present at Start are applied.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
 // follow applies every change of the requests bucket to h, in order.
-func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub) {
+func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
 	defer func() { _ = w.Stop() }()
 	for {
 		select {
@@ -166,7 +183,7 @@ func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub
 				return
 			}
 			if e == nil { // the records present at Start are all in
-				c.once.Do(func() { close(c.ready) })
+				c.once.Do(func() { h.Following(start); close(c.ready) })
 				continue
 			}
 			if e.Operation() != jetstream.KeyValuePut {
@@ -195,6 +212,7 @@ func (c *Cluster) Close() error {
 		}
 		c.wg.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = c.forgetOwn(ctx) // its devices are gone with it
 		_ = c.insts.Delete(ctx, c.o.Instance)
 		cancel()
 		c.nc.Close()

@@ -17,6 +17,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 const tok = "cluster-token-0123456789"
@@ -317,10 +318,15 @@ func TestNoTokenInNATS(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, done)
+	a.hub.Join(tok, newClient("abcd"), nil, hub.Resume{})
+	eventually(t, "a device's presence written", func() bool {
+		_, err := a.c.roster.kv.Get(context.Background(), presenceKey(store.Room(tok), "a", "abcd"))
+		return err == nil
+	})
 	for _, kv := range []interface {
 		ListKeys(context.Context, ...jetstream.WatchOpt) (jetstream.KeyLister, error)
 		Get(context.Context, string) (jetstream.KeyValueEntry, error)
-	}{a.c.reqs, a.c.insts} {
+	}{a.c.reqs, a.c.insts, a.c.roster.kv} {
 		l, err := kv.ListKeys(context.Background())
 		if err != nil {
 			t.Fatal(err)

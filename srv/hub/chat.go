@@ -10,8 +10,21 @@ import (
 // Chat and remote input between two clients of a room.
 
 // Chat delivers a chat message from one client of token to another.
+//
+// In cluster mode a receiver connected to another instance gets it
+// through that instance; Chat returns once that instance queued it to the
+// receiver's connection (what a chat accepted means on one instance too),
+// ErrNoReceiver when it did not.
 func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessage, error) {
-	return h.room(token).chat(from, to, content, h.now())
+	r := h.room(token)
+	msg, far, err := r.chat(from, to, content, h.now())
+	if far != nil {
+		err = h.deliver(r, far, chatFrame(msg))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return msg, nil
 }
 
 // Backspace forwards a remote-input backspace from one client of token to
@@ -20,25 +33,39 @@ func (h *Hub) Backspace(token string, from Client, to string) error {
 	r := h.room(token)
 	r.mu.Lock()
 	recv := r.clients[to]
+	far := r.remoteReceiver(to)
 	r.mu.Unlock()
-	if recv == nil {
+	if recv == nil && far == nil {
 		return ErrNoReceiver
 	}
-	recv.Send(marshal(&pb.WebsocketMessage{
+	frame := marshal(&pb.WebsocketMessage{
 		Cmd:                  wire.CmdSendBackspace,
 		SendBackspaceRequest: &pb.SendBackspaceRequest{ReceiverClientId: to},
 		StrParam:             from.ID(),
 		Nickname:             from.Nickname(),
-	}))
+	})
+	if recv == nil {
+		return h.deliver(r, far, frame)
+	}
+	recv.Send(frame)
 	return nil
 }
 
-func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMessage, error) {
+// chat sends the line to a receiver connected here; for one connected to
+// another instance it returns the line and the receiver, to deliver once
+// the lock is released.
+func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMessage, *remote, error) {
 	r.mu.Lock()
-	recv := r.clients[to]
+	var recv Client
+	var far *remote
+	if c := r.clients[to]; c != nil {
+		recv = c
+	} else if far = r.remoteReceiver(to); far != nil {
+		recv = far
+	}
 	r.mu.Unlock()
 	if recv == nil {
-		return nil, ErrNoReceiver
+		return nil, nil, ErrNoReceiver
 	}
 	msg := &pb.ChatMessage{
 		MessageId:        wire.NewID(),
@@ -49,9 +76,9 @@ func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMes
 		Content:          content,
 		SentAt:           now.Unix(),
 	}
-	recv.Send(marshal(&pb.WebsocketMessage{
-		Cmd:                     wire.CmdChatMessageNotification,
-		ChatMessageNotification: &pb.ChatMessageNotification{ChatMessage: msg},
-	}))
-	return msg, nil
+	if far != nil {
+		return msg, far, nil
+	}
+	recv.Send(chatFrame(msg))
+	return msg, nil, nil
 }

@@ -161,8 +161,10 @@ type Hub struct {
 	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
-	shared    Shared // nil in one process
-	self      string // this instance's name in the cluster
+	shared    Shared    // nil in one process
+	peers     Peers     // the other instances' devices; nil in one process
+	seqs      *sequence // the cluster's numbering (sharedseq.go); nil in one process
+	self      string    // this instance's name in the cluster
 }
 
 // New returns an empty hub.
@@ -183,6 +185,8 @@ func New(o Options) *Hub {
 	}
 	h.shared, h.self = o.Shared, o.Instance
 	if h.shared != nil {
+		h.peers, _ = h.shared.(Peers)
+		h.seqs, h.epoch = newSequence(), h.shared.Epoch()
 		h.store = nil
 		if h.self == "" {
 			h.self = wire.NewID()

@@ -58,6 +58,9 @@ type Missed struct {
 // gets them by re-attaching). Each is handed over once.
 func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Missed {
 	r := h.room(token)
+	if h.shared != nil {
+		return h.takeMissedShared(r, project, except, limit)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h.pruneMissedLocked(r, h.now())

@@ -45,6 +45,9 @@ type pending struct {
 	// applied, and the instance that holds its agent's call.
 	rev    uint64
 	holder string
+	// woken: its callers have the outcome (done is closed); in cluster
+	// mode before the change is heard and it leaves the room's pending.
+	woken bool
 }
 
 // Ask delivers req to every client of token and waits until one answers,

@@ -43,6 +43,10 @@ type room struct {
 	presence []presenceChange
 	flushing bool
 
+	// remote is the devices connected to the other instances of a
+	// cluster (peers.go); nil in one process.
+	remote map[string]*remote
+
 	// fanTail is closed once the last request event queued (fanLocked)
 	// has been sent to every client; nil before the first.
 	fanTail chan struct{}
@@ -55,7 +59,7 @@ type room struct {
 // nothing and gets nothing twice. It returns the number of the room's
 // last event when c joined, for PushPending.
 func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) uint64 {
-	seq, _ := h.room(token).join(c, 0, welcome, resume, h.epoch, h.now())
+	seq, _ := h.JoinAtMost(token, 0, c, welcome, resume)
 	return seq
 }
 
@@ -64,7 +68,17 @@ func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, re
 // returned. The check and the join are one step, so a burst of logins
 // cannot overshoot the limit.
 func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
-	return h.room(token).join(c, limit, welcome, resume, h.epoch, h.now())
+	r := h.room(token)
+	var w *window
+	if h.seqs != nil && resume.From > 0 && resume.Epoch == h.epoch {
+		since, heard := h.seqs.window(resume.From)
+		w = &window{since: since, heard: heard}
+	}
+	seq, err := r.join(c, limit, welcome, resume, w, h.epoch, h.now())
+	if err == nil && h.peers != nil {
+		h.peers.Joined(r.digest, c)
+	}
+	return seq, err
 }
 
 // PushPending sends c the requests of token that were pending before it
@@ -110,13 +124,19 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (l
 
 // Leave removes c from the room of token and tells the others.
 func (h *Hub) Leave(token string, c Client) {
-	h.room(token).leave(c, h.now())
+	r := h.room(token)
+	if r.leave(c, h.now()) && h.peers != nil {
+		h.peers.Left(r.digest, c)
+	}
 }
 
 // Rename tells the others of token that c, already in the room, has a new
 // nickname (c.Nickname() returns it by now).
 func (h *Hub) Rename(token string, c Client) {
-	h.room(token).rename(c, h.now())
+	r := h.room(token)
+	if r.rename(c, h.now()) && h.peers != nil {
+		h.peers.Joined(r.digest, c)
+	}
 }
 
 // PendingMessages lists the requests of token still waiting, oldest first,
@@ -152,8 +172,12 @@ func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
 	return h.room(token).onlineUsers()
 }
 
-// join adds c unless the room already has limit clients (0: no limit).
-func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, epoch string, now time.Time) (uint64, error) {
+// window is the range of a cluster's revisions an instance's rings hold.
+type window struct{ since, heard uint64 }
+
+// join adds c unless the room already has limit clients (0: no limit). In
+// cluster mode w is what the rings hold (nil when c does not resume).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, w *window, epoch string, now time.Time) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if limit > 0 && len(r.clients) >= limit {
@@ -161,7 +185,9 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	}
 	var missed [][]byte
 	resumed := false
-	if resume.From > 0 && resume.Epoch == epoch {
+	if w != nil {
+		missed, resumed = r.replaySharedLocked(resume.From, w.since, w.heard, now)
+	} else if resume.From > 0 && resume.Epoch == epoch {
 		missed, resumed = r.replayLocked(resume.From, now)
 	}
 	if welcome != nil {
@@ -179,11 +205,12 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	return r.seq, nil
 }
 
-func (r *room) leave(c Client, now time.Time) {
+// leave removes c; false when it was not in the room.
+func (r *room) leave(c Client, now time.Time) bool {
 	r.mu.Lock()
 	if r.clients[c.ID()] != c {
 		r.mu.Unlock()
-		return
+		return false
 	}
 	delete(r.clients, c.ID())
 	delete(r.joined, c.ID())
@@ -194,14 +221,18 @@ func (r *room) leave(c Client, now time.Time) {
 	r.snapshot = nil
 	r.announceLocked(c, wire.StatusDisconnected, now)
 	r.mu.Unlock()
+	return true
 }
 
-func (r *room) rename(c Client, now time.Time) {
+// rename announces c again; false when it is not in the room.
+func (r *room) rename(c Client, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.clients[c.ID()] == c {
-		r.announceLocked(c, wire.StatusConnected, now)
+	if r.clients[c.ID()] != c {
+		return false
 	}
+	r.announceLocked(c, wire.StatusConnected, now)
+	return true
 }
 
 func (r *room) clientsLocked() []Client {
@@ -250,6 +281,9 @@ func (r *room) onlineUsers() []*pb.OnlineUser {
 	order := make(map[string]uint64, len(cs))
 	for _, c := range cs {
 		order[c.ID()] = r.joined[c.ID()]
+	}
+	if r.remote != nil {
+		cs = r.withRemoteLocked(cs, order)
 	}
 	r.mu.Unlock()
 	sort.Slice(cs, func(i, j int) bool { return order[cs[i].ID()] < order[cs[j].ID()] })

@@ -38,6 +38,9 @@ type SharedRecord struct {
 	store.Record
 	Holder string `json:"holder,omitempty"`
 	Gone   bool   `json:"gone,omitempty"`
+	// Taken: an answer kept for an absent agent was handed to another
+	// call of its project (TakeMissed; sharedmissed.go).
+	Taken bool `json:"taken,omitempty"`
 }
 
 // Shared keeps a cluster's request records. Its errors other than
@@ -52,6 +55,9 @@ type Shared interface {
 	// Update replaces the record if its revision is still rev, and returns
 	// the new revision; ErrRecordChanged when it is not.
 	Update(ctx context.Context, rec SharedRecord, rev uint64) (uint64, error)
+	// Epoch names the revisions' numbering: the same on every instance,
+	// another when the records start again from scratch (sharedseq.go).
+	Epoch() string
 }
 
 // Errors of a Shared store.
@@ -74,7 +80,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			if s.sum != sum {
 				return nil, ErrDuplicate
 			}
-			return s.reply, s.err
+			return h.reattachSettledShared(r, req.ID, s)
 		}
 	}
 	r.mu.Unlock()
@@ -86,11 +92,11 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		// ends, and then it needs this call's waiter to leave properly, so
 		// its agent-gone notice and withdrawal are armed.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		rev, err := h.shared.Create(sctx, rec)
+		_, err := h.shared.Create(sctx, rec)
 		cancel()
 		if errors.Is(err, ErrRecordExists) {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-			rec, rev, err = h.shared.Get(sctx, r.digest, req.ID)
+			rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
 			cancel()
 		}
 		if err != nil {
@@ -101,14 +107,15 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			return nil, ErrDuplicate
 		}
 		if rec.Status != store.Pending {
+			if rec.Taken {
+				return nil, ErrHandedOver
+			}
 			s := settledOf(rec.Record)
 			return s.reply, s.err
 		}
-		var send func()
 		r.mu.Lock()
-		p, send = h.mirrorLocked(r, token, rec, rev)
+		p = h.registerLocked(r, token, rec)
 		r.mu.Unlock()
-		send()
 		if p == nil { // settled meanwhile
 			return h.askShared(ctx, token, req, sum)
 		}
@@ -229,8 +236,9 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 }
 
 // settleShared is settle in cluster mode: the outcome is written by
-// compare-and-set; the instance whose write lands applies it at once,
-// the others when they hear of it (Apply).
+// compare-and-set; the instance whose write lands wakes its callers at
+// once; every instance, this one too, ends the request and tells its
+// clients when it hears the change (Apply), in the order of the changes.
 func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason string) error {
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p || p.settling {
@@ -245,8 +253,10 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	case err != nil:
 		status = store.Cancelled
 	}
-	if rep != nil && p.waiters <= 0 && p.holder == h.self {
-		reason = NoteUndelivered // no agent waits for this answer
+	if rep != nil && (p.holder == h.self && p.waiters <= 0 || p.holder != h.self && p.gone.Load()) {
+		// No agent waits for this answer: here, or where its call was
+		// (whose instance said so, Gone).
+		reason = NoteUndelivered
 	}
 	out := h.record(r, p, status, rep, reason)
 	out.ClosedAt = h.now()
@@ -271,13 +281,30 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
 		return serr
 	}
-	h.finishShared(r, p, written)
+	// The callers here have the outcome at once; the rest (the clients
+	// told, the outcome kept) when the change is heard, in its order.
+	r.mu.Lock()
+	h.wakeLocked(p, settledOf(written.Record))
+	r.mu.Unlock()
 	return nil
+}
+
+// wakeLocked gives p's callers its outcome, once. Called with r.mu held.
+func (h *Hub) wakeLocked(p *pending, s *settled) {
+	if p.woken {
+		return
+	}
+	p.woken = true
+	p.reply, p.err = s.reply, s.err
+	close(p.done)
 }
 
 // Apply is a change of a shared record heard from the cluster, in the
 // order the changes were made: token is the record's room.
 func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
+	if h.seqs != nil {
+		defer h.seqs.heardRev(rev)
+	}
 	r := h.room(token)
 	r.mu.Lock()
 	if rec.Status == store.Pending {
@@ -288,48 +315,62 @@ func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
 	}
 	p := r.pending[rec.ID]
 	if p == nil {
-		if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(h.now().Add(-h.retention)) {
-			s := settledOf(rec.Record)
-			r.keepSettled(rec.ID, s, h.now().Add(-h.retention))
-		}
+		h.applySettledLocked(r, token, rec)
 		r.mu.Unlock()
 		return
 	}
 	r.mu.Unlock()
-	h.finishShared(r, p, rec)
+	h.finishShared(r, p, rec, rev)
 }
 
-// mirrorLocked brings the pending record rec (at revision rev) into r: a
-// request this instance has not seen is shown to its clients and its
-// deadline armed; one it has takes the record's holder and agent-gone
-// mark. It returns nil when the request is settled here already, and the
-// function that sends the frames it made. Called with r.mu held; send
-// once it is released.
-func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+// registerLocked makes sure r has a pending entry for the pending record
+// rec, which this instance wrote or read, to wait on; it is shown when its
+// creation is heard (Apply). It returns nil when the request is settled
+// here already. Called with r.mu held.
+func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 	p := r.pending[rec.ID]
 	if p == nil {
 		if r.settled[rec.ID] != nil {
-			return nil, func() {}
+			return nil
 		}
 		req := requestOf(rec.Record)
-		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{})}
+		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
 		r.pending[rec.ID] = p
+	}
+	return p
+}
+
+// mirrorLocked brings the pending record rec (at revision rev), heard
+// from the cluster, into r: a request this instance has not shown is shown
+// to its clients and its deadline armed; one it has takes the record's
+// holder and agent-gone mark. Its frames are the event numbered rev. It
+// returns nil when the request is settled here already, and the function
+// that sends the frames it made. Called with r.mu held; send once it is
+// released.
+func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+	p := h.registerLocked(r, token, rec)
+	if p == nil {
+		return nil, func() {}
 	}
 	if rev < p.rev {
 		return p, func() {} // an older revision, read before the one applied
 	}
 	p.rev = rev
 	p.holder = rec.Holder
-	var frames [][]byte
+	var ms []*pb.WebsocketMessage
 	if !p.shown {
 		p.shown = true
 		h.arm(r, p)
-		frames = append(frames, r.emitLocked(requestFrame(p), h.now())...)
-		p.seq = r.seq
+		ms = append(ms, requestFrame(p)...)
+		p.seq = rev
 	}
 	if rec.Gone != p.gone.Load() {
 		p.gone.Store(rec.Gone)
-		frames = append(frames, r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, rec.Gone)}, h.now())...)
+		ms = append(ms, agentStatusFrame(p, rec.Gone))
+	}
+	var frames [][]byte
+	if len(ms) > 0 {
+		frames = r.emitAtLocked(ms, rev, h.now())
 	}
 	if p.holder != h.self {
 		// Another instance holds the call: its timers decide.
@@ -342,9 +383,10 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	return p, r.fanLocked(frames, "")
 }
 
-// finishShared ends p with the settled record rec: its callers here are
-// woken, the outcome kept for re-attaching callers, the clients told.
-func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
+// finishShared ends p with the settled record rec, heard at revision rev:
+// its callers here are woken (unless they were), the outcome kept for
+// re-attaching callers, the clients told (the event numbered rev).
+func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	s := settledOf(rec.Record)
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {
@@ -355,12 +397,11 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
-	p.reply, p.err = s.reply, s.err
-	close(p.done)
+	h.wakeLocked(p, s)
 	now := h.now()
 	s.sum = p.sum
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
-	if rec.ClosedNote == NoteUndelivered && rec.Holder == h.self {
+	if rec.ClosedNote == NoteUndelivered { // kept on every instance (sharedmissed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
 		if p.waiters > 0 {
 			h.handedOverLocked(r, p.req.ID)
@@ -373,9 +414,9 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord) {
 	except := ""
 	var frame [][]byte
 	if s.reply != nil {
-		frame, except = r.emitLocked(replyNotificationFrame(p, s.reply), now), s.reply.ClientID
+		frame, except = r.emitAtLocked(replyNotificationFrame(p, s.reply), rev, now), s.reply.ClientID
 	} else {
-		frame = r.emitLocked(cancelledFrame(p, rec.ClosedNote), now)
+		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
 	}
 	send := r.fanLocked(frame, except)
 	r.mu.Unlock()

@@ -52,6 +52,8 @@ func (s *slowShared) Get(_ context.Context, _, id string) (SharedRecord, uint64,
 	return rec, s.revs[id], nil
 }
 
+func (s *slowShared) Epoch() string { return "slow" }
+
 func (s *slowShared) Update(_ context.Context, rec SharedRecord, rev uint64) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

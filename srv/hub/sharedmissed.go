@@ -1,0 +1,132 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Cluster mode: answers kept for an absent agent, on every instance.
+//
+// An answer written with the note NoteUndelivered is kept by every
+// instance that hears it (Apply), so TakeMissed finds it wherever the
+// next call of the project comes in. It is handed over once, cluster-wide,
+// by compare-and-set of its record: the note becomes NoteHandedOver (and
+// Taken when TakeMissed took it, so a re-attach by ID then gets
+// ErrHandedOver); every instance hearing that forgets it.
+
+// handOverShared marks the kept answer id handed over, by
+// compare-and-set. It reports whether this call did it, and the record.
+func (h *Hub) handOverShared(r *room, id string, taken bool) (bool, SharedRecord, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	for {
+		rec, rev, err := h.shared.Get(ctx, r.digest, id)
+		if err != nil {
+			return false, rec, err
+		}
+		if rec.ClosedNote != NoteUndelivered {
+			return false, rec, nil
+		}
+		rec.ClosedNote, rec.Taken = NoteHandedOver, taken
+		if _, err = h.shared.Update(ctx, rec, rev); !errors.Is(err, ErrRecordChanged) {
+			return err == nil, rec, err
+		}
+	}
+}
+
+// takeMissedShared is TakeMissed in cluster mode.
+func (h *Hub) takeMissedShared(r *room, project string, except []string, limit int) []Missed {
+	r.mu.Lock()
+	h.pruneMissedLocked(r, h.now())
+	var kept []Missed
+	for _, id := range r.missedOrder {
+		if m := r.missed[id]; m.p.req.ProjectDirectory == project && !slices.Contains(except, id) {
+			kept = append(kept, Missed{Kind: m.p.req.Kind, ID: id, Text: m.p.req.Text, CreatedAt: m.p.createdAt, AnsweredAt: m.at, Reply: m.reply})
+		}
+	}
+	r.mu.Unlock()
+	var out []Missed
+	for _, m := range kept {
+		if len(out) == limit && limit > 0 {
+			break
+		}
+		// The change is heard here too, maybe before this call goes on.
+		ok, rec, err := h.handOverShared(r, m.ID, true)
+		if err != nil {
+			h.log.Warn("cannot hand over an answer kept for an absent agent", "id", m.ID, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		if ok || rec.Taken {
+			h.takenLocked(r, m.ID)
+		} else {
+			h.handedOverLocked(r, m.ID) // its agent re-attached by ID
+		}
+		r.mu.Unlock()
+		if ok {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		h.log.Info("handed over answers kept for an absent agent", "count", len(out))
+	}
+	return out
+}
+
+// takenLocked forgets the kept answer id, which an agent took by
+// TakeMissed. Called with r.mu held.
+func (h *Hub) takenLocked(r *room, id string) {
+	h.handedOverLocked(r, id)
+	if s := r.settled[id]; s != nil {
+		s.takenElsewhere = true
+	}
+}
+
+// reattachSettledShared is a caller re-attaching by ID to the settled
+// request id (whose outcome is s) in cluster mode: a kept answer is handed
+// to it, once cluster-wide; one taken by TakeMissed is not.
+func (h *Hub) reattachSettledShared(r *room, id string, s *settled) (*Reply, error) {
+	r.mu.Lock()
+	taken, kept := s.takenElsewhere, r.missed[id] != nil
+	r.mu.Unlock()
+	if taken {
+		return nil, ErrHandedOver
+	}
+	if !kept {
+		return s.reply, s.err
+	}
+	_, rec, err := h.handOverShared(r, id, false)
+	if err != nil {
+		h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
+	}
+	r.mu.Lock()
+	h.handedOverLocked(r, id)
+	r.mu.Unlock()
+	if rec.Taken {
+		return nil, ErrHandedOver
+	}
+	return s.reply, s.err
+}
+
+// applySettledLocked brings a settled record heard for a request not
+// pending here: its outcome is kept for re-attaching callers, a kept
+// answer kept, a handed-over one forgotten. Called with r.mu held.
+func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
+	cutoff := h.now().Add(-h.retention)
+	if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(cutoff) {
+		r.keepSettled(rec.ID, settledOf(rec.Record), cutoff)
+	}
+	switch {
+	case rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && r.missed[rec.ID] == nil:
+		req := requestOf(rec.Record)
+		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
+		h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
+	case rec.ClosedNote == NoteHandedOver && rec.Taken:
+		h.takenLocked(r, rec.ID)
+	case rec.ClosedNote == NoteHandedOver:
+		h.handedOverLocked(r, rec.ID)
+	}
+}
