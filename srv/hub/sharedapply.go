@@ -1,0 +1,149 @@
+package hub
+
+import (
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// What every instance does on hearing a change of a shared record: a
+// pending one shown and its deadline armed, a settled one ending the
+// request here (shared.go has what an instance writes).
+
+// Apply is a change of a shared record heard from the cluster, in the
+// order the changes were made: token is the record's room.
+func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
+	if h.seqs != nil {
+		defer h.seqs.heardRev(rev)
+	}
+	r := h.room(token)
+	r.mu.Lock()
+	if rec.Status == store.Pending {
+		_, send := h.mirrorLocked(r, token, rec, rev)
+		r.mu.Unlock()
+		send()
+		return
+	}
+	p := r.pending[rec.ID]
+	if p == nil {
+		h.applySettledLocked(r, token, rec)
+		r.mu.Unlock()
+		return
+	}
+	r.mu.Unlock()
+	h.finishShared(r, p, rec, rev)
+}
+
+// registerLocked makes sure r has a pending entry for the pending record
+// rec, which this instance wrote or read, to wait on; it is shown when its
+// creation is heard (Apply). It returns nil when the request is settled
+// here already. Called with r.mu held.
+func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
+	p := r.pending[rec.ID]
+	if p == nil {
+		if r.settled[rec.ID] != nil {
+			return nil
+		}
+		req := requestOf(rec.Record)
+		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
+		r.pending[rec.ID] = p
+	}
+	return p
+}
+
+// mirrorLocked brings the pending record rec (at revision rev), heard
+// from the cluster, into r: a request this instance has not shown is shown
+// to its clients and its deadline armed; one it has takes the record's
+// holder and agent-gone mark. Its frames are the event numbered rev. It
+// returns nil when the request is settled here already, and the function
+// that sends the frames it made. Called with r.mu held; send once it is
+// released.
+func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
+	p := h.registerLocked(r, token, rec)
+	if p == nil {
+		return nil, func() {}
+	}
+	if rev < p.rev {
+		return p, func() {} // an older revision, read before the one applied
+	}
+	p.rev = rev
+	p.holder = rec.Holder
+	var ms []*pb.WebsocketMessage
+	if !p.shown {
+		p.shown = true
+		h.arm(r, p)
+		ms = append(ms, requestFrame(p)...)
+		p.seq = rev
+	}
+	if rec.Gone != p.gone.Load() {
+		p.gone.Store(rec.Gone)
+		ms = append(ms, agentStatusFrame(p, rec.Gone))
+	}
+	var frames [][]byte
+	if len(ms) > 0 {
+		frames = r.emitAtLocked(ms, rev, h.now())
+	}
+	if p.holder != h.self {
+		// Another instance holds the call: its timers decide.
+		stopTimer(&p.orphan)
+		stopTimer(&p.notice)
+	}
+	if len(frames) == 0 {
+		return p, func() {}
+	}
+	return p, r.fanLocked(frames, "")
+}
+
+// finishShared ends p with the settled record rec, heard at revision rev:
+// its callers here are woken (unless they were), the outcome kept for
+// re-attaching callers, the clients told (the event numbered rev).
+func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
+	s := settledOf(rec.Record)
+	r.mu.Lock()
+	if r.pending[p.req.ID] != p {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.pending, p.req.ID)
+	stopTimer(&p.expiry)
+	stopTimer(&p.orphan)
+	stopTimer(&p.notice)
+	h.wakeLocked(p, s)
+	now := h.now()
+	s.sum = p.sum
+	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
+	if rec.ClosedNote == NoteUndelivered { // kept on every instance (sharedmissed.go)
+		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
+		if p.waiters > 0 {
+			h.handedOverLocked(r, p.req.ID)
+		}
+	}
+	if !p.shown {
+		r.mu.Unlock()
+		return
+	}
+	except := ""
+	var frame [][]byte
+	if s.reply != nil {
+		frame, except = r.emitAtLocked(replyNotificationFrame(p, s.reply), rev, now), s.reply.ClientID
+	} else {
+		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
+	}
+	send := r.fanLocked(frame, except)
+	r.mu.Unlock()
+	send()
+}
+
+// settledOf is the outcome a settled record keeps.
+func settledOf(rec store.Record) *settled {
+	req := requestOf(rec)
+	s := &settled{sum: req.digest(), at: rec.ClosedAt}
+	switch rec.Status {
+	case store.Answered:
+		s.reply = decodeReply(rec.Reply)
+	case store.TimedOut:
+		s.err = ErrTimeout
+	default:
+		s.err = ErrWithdrawn
+	}
+	return s
+}
