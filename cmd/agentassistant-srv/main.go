@@ -82,6 +82,7 @@ type fileConfig struct {
 	// POST /agui.
 	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
 	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
+	AGUIMaxThreads    int   `toml:"agui_max_threads_per_token"`
 	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
 	// agent when it is empty.
 	OrchestratorURL     string `toml:"orchestrator_url"`
@@ -223,7 +224,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
-		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace), MaxThreadsPerToken: cfg.AGUIMaxThreads},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -3,6 +3,7 @@ package agui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,7 +20,7 @@ const maxDone = 4096
 type thread struct {
 	h     *Handler
 	id    string
-	key   string          // in Handler.threads
+	token string          // its room: Handler.threads[token][id]
 	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
 	ext   *relay.External // set once, before ready is closed
 	ready chan struct{}
@@ -143,10 +144,12 @@ func (t *thread) snapshotLocked() json.RawMessage {
 	return b
 }
 
-func (t *thread) isRunning() bool {
+// idle reports whether nothing waits on t: no open run, no tool call
+// sent to its frontend or queued for it.
+func (t *thread) idle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.running
+	return !t.running && !t.expectedLocked()
 }
 
 func (t *thread) isGone() bool {
@@ -203,6 +206,24 @@ func (t *thread) close(run uint64, lost bool) {
 	}
 }
 
+// codeInvalidResult is RUN_ERROR's code for a tool result that matches
+// no waiting call.
+const codeInvalidResult = "invalid_tool_result"
+
+// trailingResults is the tool messages that end in's messages (phase
+// two's results).
+func trailingResults(in *RunAgentInput) []Message {
+	first := len(in.Messages)
+	for first > 0 && in.Messages[first-1].Role == "tool" {
+		first--
+	}
+	return in.Messages[first:]
+}
+
+func noCallWaiting(callID, thread string) string {
+	return fmt.Sprintf("no tool call %q is waiting for a result in thread %q", truncate(callID, 64), thread)
+}
+
 // result is a tool message to deliver in phase two.
 type result struct {
 	id, name string
@@ -215,14 +236,12 @@ type result struct {
 // delivered before (a retried request) is skipped.
 func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	n := len(in.Messages)
-	first := n
-	for first > 0 && in.Messages[first-1].Role == "tool" {
-		first--
-	}
+	tail := trailingResults(in)
+	first := n - len(tail)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []result
-	for _, m := range in.Messages[first:] {
+	for _, m := range tail {
 		id := m.callID()
 		if name, ok := t.done[id]; ok {
 			if m.ToolName != "" && m.ToolName != name {
@@ -232,7 +251,7 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 		}
 		name, ok := t.calls[id]
 		if !ok {
-			return nil, nil, fmt.Errorf("no tool call %q is waiting for a result in thread %q", truncate(id, 64), t.id)
+			return nil, nil, errors.New(noCallWaiting(id, t.id))
 		}
 		if m.ToolName != "" && m.ToolName != name {
 			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)

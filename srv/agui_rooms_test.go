@@ -1,0 +1,114 @@
+package srv_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/agui"
+	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+)
+
+// newAGUIServer serves the whole server with the AG-UI options ao.
+func newAGUIServer(t *testing.T, ao agui.Options) string {
+	t.Helper()
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs, err := studylog.Open(t.TempDir(), studylog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks, StudyLogs: logs, AGUI: ao})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		s.Close()
+		ts.Close()
+	})
+	return ts.URL
+}
+
+// TestAGUIFloodOfAnotherToken: token B floods /agui with requests for
+// new threads (results for calls nobody made, then valid runs) while
+// token A's thread has a tool call waiting for its frontend's phase two.
+// B's refused requests leave no thread and no relay session behind, B's
+// valid ones cost only B's own threads, and A's call gets its result.
+func TestAGUIFloodOfAnotherToken(t *testing.T) {
+	const limit = 4
+	url := newAGUIServer(t, agui.Options{MaxThreadsPerToken: limit, FrontendGrace: time.Minute})
+	ui := uiRelayClient(url) // token A's agent
+	ctx := context.Background()
+	const thread = "victim"
+
+	run1 := postAGUI(t, url, tokA, map[string]any{"threadId": thread, "runId": "r1", "tools": bgTool,
+		"messages": []map[string]any{{"id": "u1", "role": "user", "content": "blue"}}})
+	run1.event()
+	if um, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: thread, TimeoutMs: 5000}); err != nil || !um.GetReceived() {
+		t.Fatalf("wait_user_message = %v, %v", um, err)
+	}
+	if r, err := ui.StartSession(ctx, &pb.StartSessionRequest{RelaySession: thread}); err != nil || r.GetError() != nil {
+		t.Fatalf("start_session = %v, %v", r, err)
+	}
+	type callOut struct {
+		r   *pb.CallUIToolResponse
+		err error
+	}
+	called := make(chan callOut, 1)
+	go func() {
+		r, err := ui.CallUITool(ctx, &pb.CallUIToolRequest{RelaySession: thread, ToolName: "change_background", ParamsJson: `{"color":"blue"}`, Reason: "asked"})
+		called <- callOut{r, err}
+	}()
+	evs := run1.until()
+	if types(evs) != "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED" {
+		t.Fatalf("phase one: %s", types(evs))
+	}
+	callID := evs[0]["toolCallId"].(string)
+	sessions := relaySessions(t, url)
+
+	// Results for calls nobody made, each in a new thread: refused, and
+	// nothing is left of them.
+	for i := range 3 * limit {
+		bad := postAGUI(t, url, tokB, map[string]any{"threadId": fmt.Sprint("flood", i), "runId": "r",
+			"messages": []map[string]any{{"role": "tool", "toolCallId": "nope", "content": "x"}}})
+		if evs := bad.until(); types(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["code"] != "invalid_tool_result" {
+			t.Fatalf("flood %d: %v", i, evs)
+		}
+	}
+	if got := relaySessions(t, url); got != sessions {
+		t.Errorf("refused requests left relay sessions: %v, were %v", got, sessions)
+	}
+	// Valid runs of new threads: B's own threads make room for them.
+	for i := range 3 * limit {
+		ok := postAGUI(t, url, tokB, map[string]any{"threadId": fmt.Sprint("busy", i), "runId": "r"})
+		if ev := ok.event(); ev["type"] != "RUN_STARTED" {
+			t.Fatalf("valid run %d: %v", i, ev)
+		}
+		ok.resp.Body.Close() // the frontend goes away mid-run
+	}
+
+	select {
+	case c := <-called:
+		t.Fatalf("token B's flood ended token A's call: %v %v", c.r, c.err)
+	default:
+	}
+	st, err := ui.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: thread})
+	if err != nil || !st.GetState().GetHostOnline() {
+		t.Fatalf("token A's thread is no longer the host: %v %v", st, err)
+	}
+	run2 := postAGUI(t, url, tokA, map[string]any{"threadId": thread, "runId": "r2", "tools": bgTool,
+		"messages": []map[string]any{{"role": "tool", "toolCallId": callID, "content": "blue now"}}})
+	if ev := run2.event(); ev["type"] != "RUN_STARTED" {
+		t.Fatalf("phase two: %v", ev)
+	}
+	c := <-called
+	if c.err != nil || c.r.GetError() != nil || !strings.Contains(c.r.GetResultJson(), "blue now") {
+		t.Fatalf("call_ui_tool = %v, %v", c.r, c.err)
+	}
+}
