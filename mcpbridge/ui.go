@@ -272,6 +272,10 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if !r.GetReceived() {
 		return mcp.NewToolResultText(fmt.Sprintf("No message from the participant within %d seconds.", int(d.Seconds()))), nil
 	}
+	// The message may come with new tools (an AG-UI run declares its
+	// tools with its user message): the agent may call them as soon as
+	// it reads the message, so they are listed before it does.
+	u.refresh(ctx)
 	txt := "The participant wrote: " + r.GetText()
 	if r.GetStage() != "" {
 		txt += "\n(stage: " + r.GetStage() + ")"
