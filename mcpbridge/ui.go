@@ -114,7 +114,7 @@ func (u *uiTools) sync(st *pb.UIState) {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		u.srv.DeleteTools(gone...) // notifies tools/list_changed
-		u.b.log.Info("the web UI's host is gone; its tools left the tool list", "tools", gone)
+		u.b.log.Info("host tools left the tool list: the web UI's host is gone or no longer declares them", "tools", gone)
 	}
 	var add []server.ServerTool
 	for _, e := range want {
@@ -318,9 +318,18 @@ func (u *uiTools) endSession(ctx context.Context, req mcp.CallToolRequest) (*mcp
 // hint adds what to do about an error the agent cannot fix by itself.
 func (u *uiTools) hint(e *pb.RelayError) string {
 	if e.GetCode() == wire.NoActiveSpec {
-		return fmt.Sprintf("\nThe web UI is not open. Ask the person to open %s/booking?token=<their token> in a browser, then try again.", u.b.o.ServerURL)
+		return fmt.Sprintf("\nNo web UI is connected to relay session %q. Ask the person to open %s/booking?token=<their token> in a browser "+
+			"(or to start the AG-UI frontend on thread %[1]q, or the Ingress client on session %[1]q), then try again.", u.session(), u.b.o.ServerURL)
 	}
 	return ""
+}
+
+// session is the relay session the bridge acts in.
+func (u *uiTools) session() string {
+	if u.b.o.RelaySession == "" {
+		return "default"
+	}
+	return u.b.o.RelaySession
 }
 
 func (u *uiTools) transportError(ctx context.Context, err error) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -110,5 +111,65 @@ func TestAGUIFloodOfAnotherToken(t *testing.T) {
 	c := <-called
 	if c.err != nil || c.r.GetError() != nil || !strings.Contains(c.r.GetResultJson(), "blue now") {
 		t.Fatalf("call_ui_tool = %v, %v", c.r, c.err)
+	}
+}
+
+// TestAGUILatestRunsTools: the tools of a thread's latest run are the
+// agent's tools: one an earlier run declared and the latest does not is
+// no longer among them.
+func TestAGUILatestRunsTools(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	ui := uiRelayClient(url)
+	ctx := context.Background()
+	paint := []map[string]any{{"name": "paint", "parameters": map[string]any{"type": "object"}}}
+	for i, tools := range [][]map[string]any{bgTool, paint} {
+		run := postAGUI(t, url, tokA, map[string]any{"threadId": "th", "runId": fmt.Sprint("r", i), "tools": tools})
+		run.event()
+		if _, err := ui.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: "th", TimeoutMs: 100}); err != nil {
+			t.Fatal(err)
+		}
+		if got := types(run.until()); got != "RUN_FINISHED" {
+			t.Fatalf("run %d: %s", i, got)
+		}
+	}
+	st, err := ui.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all := st.GetState().GetAllToolsJson(); !strings.Contains(all, `"paint"`) || strings.Contains(all, "change_background") {
+		t.Fatalf("the agent's tools after a run that declared only paint: %s", all)
+	}
+}
+
+// TestNoHostNamesEveryKindOfUI: start_session in a relay session with no
+// host says which UIs can be its host, not only the booking page.
+func TestNoHostNamesEveryKindOfUI(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	ui := uiRelayClient(url)
+	r, err := ui.StartSession(context.Background(), &pb.StartSessionRequest{RelaySession: "th"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := r.GetError().GetMessage()
+	for _, want := range []string{`relay session "th"`, "booking page", `AG-UI frontend on thread "th"`, `Ingress client on session "th"`} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("start_session with no host: %q lacks %q", msg, want)
+		}
+	}
+}
+
+// TestReplacedSaysWhatTookOver: a booking page whose relay session an
+// AG-UI thread takes over is told so in relay.replaced ("by": "agui").
+func TestReplacedSaysWhatTookOver(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := dialAgent(t, url)
+	h.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"host","sessionId":"th","token":"` + tokA + `"}}`)
+	h.expect("relay.joined")
+	run := postAGUI(t, url, tokA, map[string]any{"threadId": "th", "runId": "r1"})
+	run.event()
+	rep := h.expect("relay.replaced")
+	p := rep["payload"].(map[string]any)
+	if p["by"] != "agui" || !strings.Contains(fmt.Sprint(p["reason"]), `AG-UI frontend on thread "th"`) {
+		t.Fatalf("relay.replaced = %v", rep)
 	}
 }

@@ -51,6 +51,13 @@ func newThread(h *Handler, id string) *thread {
 	}
 }
 
+// HostKind tells the relay what took over, for the host it replaces.
+func (t *thread) HostKind() string { return relay.HostKindAGUI }
+
+// WholeToolSet: each run declares all the frontend's tools, so the latest
+// run's are the agent's tools.
+func (t *thread) WholeToolSet() bool { return true }
+
 // Deliver is the relay's: called with the relay session's lock held.
 func (t *thread) Deliver(env relay.Envelope) bool {
 	t.mu.Lock()

@@ -20,6 +20,12 @@ type peer struct {
 	conn  *wsconn.Conn
 	local chan Reply // in-process: receives the reply
 	ext   Deliverer  // external: receives every envelope
+	// kind says what a host is, for the host it replaces (relay.replaced's
+	// "by"): HostKindPage for /agent/ws, the Deliverer's HostKind else.
+	kind string
+	// wholeTools: each toolSchema the host publishes is its whole set of
+	// tools, not one stage's (see ToolSet).
+	wholeTools bool
 }
 
 // Reply is what an in-process request gets back: the envelope, and the

@@ -42,7 +42,8 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		return
 	}
 	if ch.host == nil {
-		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
+		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no UI is connected to relay session %[1]q: open the booking page "+
+			"(/booking?token=…&session=%[1]s), an AG-UI frontend on thread %[1]q, or an Ingress client on session %[1]q, with this token", ch.name))
 		return
 	}
 	switch env.Type {
