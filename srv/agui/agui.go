@@ -63,10 +63,20 @@ type Options struct {
 	// whose page closed (default DefaultFrontendGrace). Keep it under the
 	// 20 s a UI tool call waits, so the agent hears why.
 	FrontendGrace time.Duration
+	// AgentWait is how long a run that brought the user's message waits
+	// for an agent to take it (wait_user_message) when no agent has said
+	// anything in the run; past it, with the message still unread and no
+	// agent joined on /agent/ws, the run ends with RUN_ERROR no_agent,
+	// saying how to connect one; the message is kept for it (default
+	// DefaultAgentWait).
+	AgentWait time.Duration
 }
 
 // DefaultFrontendGrace is FrontendGrace's default.
 const DefaultFrontendGrace = 10 * time.Second
+
+// DefaultAgentWait is AgentWait's default.
+const DefaultAgentWait = 30 * time.Second
 
 // DefaultMaxThreadsPerToken is MaxThreadsPerToken's default.
 const DefaultMaxThreadsPerToken = 64
@@ -100,6 +110,9 @@ func New(o Options) *Handler {
 	}
 	if o.FrontendGrace <= 0 {
 		o.FrontendGrace = DefaultFrontendGrace
+	}
+	if o.AgentWait <= 0 {
+		o.AgentWait = DefaultAgentWait
 	}
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
 }
@@ -333,13 +346,17 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	}
 	t.publish(in)
 	t.deliverResults(results)
+	var late <-chan time.Time // an agent should have taken the user's message by then
 	if userMsg != nil {
 		t.postUser(*userMsg)
+		timer := time.NewTimer(h.o.AgentWait)
+		defer timer.Stop()
+		late = timer.C
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
 	}
 	for {
-		env, ok := t.next(ctx, h.closed)
+		env, ok := t.next(ctx, h.closed, late)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
@@ -348,6 +365,15 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			}
 			return
 		}
+		if env.Type == typeAgentLate {
+			late = nil
+			if t.ext.Unheard() {
+				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
+				return
+			}
+			continue // an agent took it and is at work
+		}
+		late = nil // the agent is there
 		switch env.Type {
 		case relay.TypeAgentWaiting:
 			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
@@ -376,4 +402,17 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			return
 		}
 	}
+}
+
+// noAgentMessage says no agent took the user's message in thread, and
+// how to connect one.
+func noAgentMessage(thread string, waited time.Duration) string {
+	bridge := "agentassistant-mcp -session " + thread
+	if thread == relay.DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
+		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
+		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
+		waited, thread, bridge, thread, thread)
 }

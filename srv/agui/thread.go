@@ -335,9 +335,13 @@ func (t *thread) postUser(m Message) {
 	t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b})
 }
 
+// typeAgentLate is next's when late fires first: no agent has spoken.
+const typeAgentLate = "agui.agent.late"
+
 // next waits for the next envelope for the run: false when ctx ends or
-// the handler closes. A tool call whose agent stopped waiting is dropped.
-func (t *thread) next(ctx context.Context, closed <-chan struct{}) (relay.Envelope, bool) {
+// the handler closes; typeAgentLate when late fires first. A tool call
+// whose agent stopped waiting is dropped.
+func (t *thread) next(ctx context.Context, closed <-chan struct{}, late <-chan time.Time) (relay.Envelope, bool) {
 	for {
 		t.mu.Lock()
 		if len(t.queue) > 0 {
@@ -357,6 +361,8 @@ func (t *thread) next(ctx context.Context, closed <-chan struct{}) (relay.Envelo
 			return relay.Envelope{}, false
 		case <-closed:
 			return relay.Envelope{}, false
+		case <-late:
+			return relay.Envelope{Type: typeAgentLate}, true
 		}
 	}
 }

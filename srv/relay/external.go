@@ -112,6 +112,15 @@ func (e *External) AgentWaiting() bool {
 	return e.ch.waiters > 0
 }
 
+// Unheard reports whether a user message waits with no agent to hear it:
+// no in-process agent has taken it (wait_user_message) and no agent is
+// joined on /agent/ws (which would have been sent it).
+func (e *External) Unheard() bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	return len(e.ch.mailbox) > 0 && len(e.ch.agents) == 0
+}
+
 // agentWaits counts an in-process agent that starts waiting for a user
 // message (its caller counts it out) and tells an external host it
 // yields the turn. Called with mu held.
