@@ -3,6 +3,7 @@ package srv_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -171,5 +172,39 @@ func TestReplacedSaysWhatTookOver(t *testing.T) {
 	p := rep["payload"].(map[string]any)
 	if p["by"] != "agui" || !strings.Contains(fmt.Sprint(p["reason"]), `AG-UI frontend on thread "th"`) {
 		t.Fatalf("relay.replaced = %v", rep)
+	}
+}
+
+// TestAGUIMethodAndType: GET /agui is 405 with Allow: POST (not the web
+// UI), a body that is not JSON by its Content-Type 415.
+func TestAGUIMethodAndType(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	for _, c := range []struct {
+		method, ctype string
+		code          int
+	}{
+		{http.MethodGet, "", http.StatusMethodNotAllowed},
+		{http.MethodPut, "application/json", http.StatusMethodNotAllowed},
+		{http.MethodPost, "text/plain", http.StatusUnsupportedMediaType},
+		{http.MethodPost, "application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{http.MethodPost, "application/json; charset=utf-8", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(c.method, url+"/agui?token="+tokA, strings.NewReader(`{"threadId":"mt","runId":"r"}`))
+		if c.ctype != "" {
+			req.Header.Set("Content-Type", c.ctype)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		cancel()
+		if resp.StatusCode != c.code {
+			t.Errorf("%s %q: %d, want %d", c.method, c.ctype, resp.StatusCode, c.code)
+		}
+		if c.code == http.StatusMethodNotAllowed && resp.Header.Get("Allow") != http.MethodPost {
+			t.Errorf("%s: Allow = %q", c.method, resp.Header.Get("Allow"))
+		}
 	}
 }

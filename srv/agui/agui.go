@@ -26,7 +26,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,8 +141,17 @@ func (h *Handler) Close() {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST a RunAgentInput (JSON) to /agui", http.StatusMethodNotAllowed)
+		return
+	}
 	if !h.o.Guard.OriginAllowed(r) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		http.Error(w, "a RunAgentInput is JSON: send Content-Type: application/json", http.StatusUnsupportedMediaType)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
@@ -180,6 +191,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type runError struct{ code, msg string }
 
 func (e *runError) Error() string { return e.msg }
+
+// isJSON reports whether the Content-Type ct is JSON (application/json,
+// or a +json type).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
 
 func tokenOf(r *http.Request) string {
 	if tok := auth.HeaderToken(r.Header); tok != "" {
