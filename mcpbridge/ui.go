@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,14 +25,9 @@ type uiTools struct {
 
 	mu         sync.Mutex
 	registered map[string]bool
-	lastOnline time.Time // when a state last showed the host online
+	unlisted   map[string]bool // host tools logged as not listable, so each is logged once
+	lastOnline time.Time       // when a state last showed the host online
 }
-
-// Names of our own tools; a host tool with one of these names is skipped.
-var ownTools = []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "send_agent_message",
-	"wait_user_message", "start_session", "end_session"}
-
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 const (
 	maxSpecChars    = 20000 // keeps a result far under 25k tokens
@@ -99,7 +93,15 @@ func (u *uiTools) sync(st *pb.UIState) {
 		}
 		for _, e := range entries {
 			name, _, _ := describeHostTool(e)
-			if _, dup := want[name]; !dup && toolNamePattern.MatchString(name) && !slices.Contains(ownTools, name) {
+			if why := wire.Unlisted(name); why != "" {
+				// call_ui_tool reaches it; get_ui_state says so
+				if name != "" && !u.unlisted[name] && len(u.unlisted) < 1024 {
+					u.unlisted[name] = true
+					u.b.log.Info("host tool not listed as an MCP tool of its own; call_ui_tool reaches it", "tool", name, "why", why)
+				}
+				continue
+			}
+			if _, dup := want[name]; !dup {
 				want[name] = e
 			}
 		}
@@ -379,6 +381,9 @@ func (u *uiTools) describe(st *pb.UIState, e *pb.RelayError) string {
 	_ = json.Unmarshal([]byte(st.GetToolSchemaJson()), &schema)
 	for _, s := range schema {
 		if n, _, _ := describeHostTool(s); n != "" {
+			if why := wire.Unlisted(n); why != "" {
+				n += " (only through call_ui_tool: " + why + ")"
+			}
 			allowed = append(allowed, n)
 		}
 	}

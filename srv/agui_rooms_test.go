@@ -208,3 +208,58 @@ func TestAGUIMethodAndType(t *testing.T) {
 		}
 	}
 }
+
+// TestAGUIToolNames: a run's tool named a.b is the agent's a_b (as an
+// Ingress client's is) and reaches the frontend under its own name; one
+// the MCP bridge cannot list under its own name (it shadows a bridge
+// tool, or has other characters) is still reachable through
+// call_ui_tool, and the run tells the frontend so in a CUSTOM event.
+func TestAGUIToolNames(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	ui := uiRelayClient(url)
+	ctx := context.Background()
+	obj := map[string]any{"type": "object"}
+	tools := []map[string]any{{"name": "page.paint", "parameters": obj}, {"name": "get_ui_state", "parameters": obj}, {"name": "paint it", "parameters": obj}}
+	run := postAGUI(t, url, tokA, map[string]any{"threadId": "tn", "runId": "r1", "tools": tools})
+	if ev := run.event(); ev["type"] != "RUN_STARTED" {
+		t.Fatalf("first event %v", ev)
+	}
+	notice := run.event()
+	if notice["type"] != "CUSTOM" || notice["name"] != "agentassistant.tool_names" {
+		t.Fatalf("second event %v", notice)
+	}
+	val := fmt.Sprint(notice["value"])
+	for _, want := range []string{"page.paint", "page_paint", "get_ui_state", "paint it", "call_ui_tool"} {
+		if !strings.Contains(val, want) {
+			t.Errorf("the notice %s lacks %q", val, want)
+		}
+	}
+	if r, err := ui.StartSession(ctx, &pb.StartSessionRequest{RelaySession: "tn"}); err != nil || r.GetError() != nil {
+		t.Fatalf("start_session = %v, %v", r, err)
+	}
+	st, _ := ui.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: "tn"})
+	if all := st.GetState().GetAllToolsJson(); !strings.Contains(all, `"page_paint"`) || strings.Contains(all, `"page.paint"`) {
+		t.Fatalf("the agent's tools: %s", all)
+	}
+	for i, c := range []struct{ call, frontend string }{{"page_paint", "page.paint"}, {"get_ui_state", "get_ui_state"}, {"paint it", "paint it"}} {
+		done := make(chan *pb.CallUIToolResponse, 1)
+		go func() {
+			r, err := ui.CallUITool(ctx, &pb.CallUIToolRequest{RelaySession: "tn", ToolName: c.call, ParamsJson: `{}`, Reason: "test"})
+			if err != nil {
+				t.Error(err)
+			}
+			done <- r
+		}()
+		evs := run.until()
+		if types(evs) != "TOOL_CALL_START TOOL_CALL_ARGS TOOL_CALL_END RUN_FINISHED" || evs[0]["toolCallName"] != c.frontend {
+			t.Fatalf("%s: %v", c.call, evs)
+		}
+		run = postAGUI(t, url, tokA, map[string]any{"threadId": "tn", "runId": fmt.Sprint("r", i+2), "tools": tools,
+			"messages": []map[string]any{{"role": "tool", "tool_id": evs[0]["toolCallId"], "tool_name": c.frontend, "content": "done"}}})
+		run.event()
+		run.event() // the notice again
+		if r := <-done; r.GetError() != nil || !strings.Contains(r.GetResultJson(), "done") {
+			t.Fatalf("%s: %v", c.call, r)
+		}
+	}
+}

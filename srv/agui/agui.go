@@ -362,7 +362,10 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		end(event{"type": RunError, "message": err.Error(), "code": codeInvalidResult})
 		return
 	}
-	t.publish(in)
+	if notice := t.publish(in); len(notice) > 0 {
+		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
+		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
+	}
 	t.deliverResults(results)
 	var late <-chan time.Time // an agent should have taken the user's message by then
 	if userMsg != nil {

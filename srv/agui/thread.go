@@ -38,7 +38,7 @@ type thread struct {
 	away      *time.Timer
 	awayRound uint64
 	state     json.RawMessage
-	tools     map[string]bool   // the latest run's tools
+	tools     map[string]string // the latest run's tools: the agent's name (and the frontend's) → the frontend's
 	calls     map[string]string // tool call id → tool name: streamed, no result yet
 	done      map[string]string // tool call id → tool name: result delivered
 	users     map[string]bool   // user message ids already posted
@@ -47,7 +47,7 @@ type thread struct {
 func newThread(h *Handler, id string) *thread {
 	return &thread{
 		h: h, id: id, wake: make(chan struct{}), ready: make(chan struct{}), state: json.RawMessage("{}"),
-		tools: map[string]bool{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
+		tools: map[string]string{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
 	}
 }
 
@@ -280,19 +280,63 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	return out, nil, nil
 }
 
-// publish makes the run's tools and state the relay session's.
-func (t *thread) publish(in *RunAgentInput) {
+// toolName is how a frontend tool's name reaches the agent.
+type toolName struct {
+	Name     string `json:"name"`              // the frontend's
+	Agent    string `json:"mcpName,omitempty"` // the agent's, when not the same
+	Unlisted string `json:"note,omitempty"`    // why it is not an MCP tool of its own
+}
+
+// agentNames maps the run's tools to the names the agent calls them by:
+// '.' becomes '_' (as for an Ingress client's tools) unless another tool
+// already has that name. It returns what the frontend should be told:
+// the renamed tools, and those the MCP bridge cannot list under their own
+// name (call_ui_tool reaches them).
+func agentNames(tools []Tool) (names []string, notice []toolName) {
+	taken := make(map[string]bool, len(tools))
+	for _, tl := range tools {
+		taken[tl.Name] = true
+	}
+	names = make([]string, len(tools))
+	for i, tl := range tools {
+		n := wire.MCPName(tl.Name)
+		if n != tl.Name && taken[n] {
+			n = tl.Name // a.b beside a_b keeps its name
+		}
+		taken[n] = true
+		names[i] = n
+		tn := toolName{Name: tl.Name}
+		if n != tl.Name {
+			tn.Agent = n
+		}
+		if why := wire.Unlisted(n); why != "" {
+			tn.Unlisted = "not an MCP tool of its own (" + why + "): the agent reaches it through call_ui_tool"
+		}
+		if tn.Agent != "" || tn.Unlisted != "" {
+			notice = append(notice, tn)
+		}
+	}
+	return names, notice
+}
+
+// publish makes the run's tools and state the relay session's. It returns
+// what the frontend is told about its tools' names (see agentNames).
+func (t *thread) publish(in *RunAgentInput) []toolName {
+	names, notice := agentNames(in.Tools)
 	schema := make([]map[string]any, 0, len(in.Tools))
-	tools := make(map[string]bool, len(in.Tools))
-	for _, tl := range in.Tools {
-		e := map[string]any{"name": tl.Name, "description": tl.Description}
+	tools := make(map[string]string, 2*len(in.Tools))
+	for i, tl := range in.Tools {
+		e := map[string]any{"name": names[i], "description": tl.Description}
 		if len(tl.Parameters) > 0 && string(tl.Parameters) != "null" {
 			e["parameters"] = tl.Parameters
 		} else {
 			e["parameters"] = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
 		schema = append(schema, e)
-		tools[tl.Name] = true
+		if _, ok := tools[tl.Name]; !ok {
+			tools[tl.Name] = tl.Name
+		}
+		tools[names[i]] = tl.Name
 	}
 	state := in.State
 	if len(state) == 0 || string(state) == "null" {
@@ -303,6 +347,7 @@ func (t *thread) publish(in *RunAgentInput) {
 	t.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
 	t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+	return notice
 }
 
 // deliverResults answers the waiting tool calls (phase two).
@@ -403,9 +448,9 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 		args = "{}"
 	}
 	t.mu.Lock()
-	known := t.tools[p.ToolName]
+	name, known := t.tools[p.ToolName]
 	if known {
-		t.calls[env.ID] = p.ToolName
+		t.calls[env.ID] = name
 	}
 	t.mu.Unlock()
 	if !known {
@@ -414,7 +459,7 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b})
 		return false
 	}
-	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": p.ToolName})
+	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": name})
 	s.emit(event{"type": ToolCallArgs, "toolCallId": env.ID, "delta": args})
 	s.emit(event{"type": ToolCallEnd, "toolCallId": env.ID})
 	return true
