@@ -113,7 +113,7 @@ export class HostClient extends Reconnecting {
         return
       case 'relay.replaced':
         this.stopped = true
-        this.replacedBy = typeof p.by === 'string' ? p.by : 
+        this.replacedBy = typeof p.by === 'string' ? p.by : ''
         this.setState('replaced')
         return
       case 'session.start':
