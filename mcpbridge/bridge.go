@@ -127,7 +127,7 @@ func New(o Options) *Server {
 	b.register(s)
 	out := &Server{MCPServer: s}
 	if o.UI != nil {
-		u := &uiTools{b: b, srv: s, registered: make(map[string]bool)}
+		u := &uiTools{b: b, srv: s, registered: make(map[string]bool), unlisted: make(map[string]bool)}
 		u.register()
 		// Before every tools/list, learn the host tools the server has
 		// seen, so clients that list once still see all it knows.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,14 +25,9 @@ type uiTools struct {
 
 	mu         sync.Mutex
 	registered map[string]bool
-	lastOnline time.Time // when a state last showed the host online
+	unlisted   map[string]bool // host tools logged as not listable, so each is logged once
+	lastOnline time.Time       // when a state last showed the host online
 }
-
-// Names of our own tools; a host tool with one of these names is skipped.
-var ownTools = []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "send_agent_message",
-	"wait_user_message", "start_session", "end_session"}
-
-var toolNamePattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 const (
 	maxSpecChars    = 20000 // keeps a result far under 25k tokens
@@ -99,7 +93,15 @@ func (u *uiTools) sync(st *pb.UIState) {
 		}
 		for _, e := range entries {
 			name, _, _ := describeHostTool(e)
-			if _, dup := want[name]; !dup && toolNamePattern.MatchString(name) && !slices.Contains(ownTools, name) {
+			if why := wire.Unlisted(name); why != "" {
+				// call_ui_tool reaches it; get_ui_state says so
+				if name != "" && !u.unlisted[name] && len(u.unlisted) < 1024 {
+					u.unlisted[name] = true
+					u.b.log.Info("host tool not listed as an MCP tool of its own; call_ui_tool reaches it", "tool", name, "why", why)
+				}
+				continue
+			}
+			if _, dup := want[name]; !dup {
 				want[name] = e
 			}
 		}
@@ -114,7 +116,7 @@ func (u *uiTools) sync(st *pb.UIState) {
 	if len(gone) > 0 {
 		slices.Sort(gone)
 		u.srv.DeleteTools(gone...) // notifies tools/list_changed
-		u.b.log.Info("the web UI's host is gone; its tools left the tool list", "tools", gone)
+		u.b.log.Info("host tools left the tool list: the web UI's host is gone or no longer declares them", "tools", gone)
 	}
 	var add []server.ServerTool
 	for _, e := range want {
@@ -272,6 +274,10 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if !r.GetReceived() {
 		return mcp.NewToolResultText(fmt.Sprintf("No message from the participant within %d seconds.", int(d.Seconds()))), nil
 	}
+	// The message may come with new tools (an AG-UI run declares its
+	// tools with its user message): the agent may call them as soon as
+	// it reads the message, so they are listed before it does.
+	u.refresh(ctx)
 	txt := "The participant wrote: " + r.GetText()
 	if r.GetStage() != "" {
 		txt += "\n(stage: " + r.GetStage() + ")"
@@ -314,9 +320,18 @@ func (u *uiTools) endSession(ctx context.Context, req mcp.CallToolRequest) (*mcp
 // hint adds what to do about an error the agent cannot fix by itself.
 func (u *uiTools) hint(e *pb.RelayError) string {
 	if e.GetCode() == wire.NoActiveSpec {
-		return fmt.Sprintf("\nThe web UI is not open. Ask the person to open %s/booking?token=<their token> in a browser, then try again.", u.b.o.ServerURL)
+		return fmt.Sprintf("\nNo web UI is connected to relay session %q. Ask the person to open %s/booking?token=<their token> in a browser "+
+			"(or to start the AG-UI frontend on thread %[1]q, or the Ingress client on session %[1]q), then try again.", u.session(), u.b.o.ServerURL)
 	}
 	return ""
+}
+
+// session is the relay session the bridge acts in.
+func (u *uiTools) session() string {
+	if u.b.o.RelaySession == "" {
+		return "default"
+	}
+	return u.b.o.RelaySession
 }
 
 func (u *uiTools) transportError(ctx context.Context, err error) string {
@@ -366,6 +381,9 @@ func (u *uiTools) describe(st *pb.UIState, e *pb.RelayError) string {
 	_ = json.Unmarshal([]byte(st.GetToolSchemaJson()), &schema)
 	for _, s := range schema {
 		if n, _, _ := describeHostTool(s); n != "" {
+			if why := wire.Unlisted(n); why != "" {
+				n += " (only through call_ui_tool: " + why + ")"
+			}
 			allowed = append(allowed, n)
 		}
 	}

@@ -190,7 +190,7 @@ func New(o Options) *Server {
 	ao := o.AGUI
 	ao.Relay, ao.Guard, ao.Logger = s.relay, o.Guard, o.Logger.With("component", "agui")
 	s.agui = agui.New(ao)
-	s.handle("POST /agui", GuardHeader, s.requireToken(s.agui))
+	s.handle("/agui", GuardHeader, s.requireToken(s.agui)) // POST; any other method 405, not the web UI
 	// Ingress (seed 003): its runs are the external orchestrator's, or
 	// the token's MCP agent's through the relay.
 	igo := o.Ingress

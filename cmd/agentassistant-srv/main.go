@@ -82,6 +82,8 @@ type fileConfig struct {
 	// POST /agui.
 	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
 	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
+	AGUIMaxThreads    int   `toml:"agui_max_threads_per_token"`
+	AGUIAgentWait     int   `toml:"agui_agent_wait_seconds"`
 	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
 	// agent when it is empty.
 	OrchestratorURL     string `toml:"orchestrator_url"`
@@ -233,7 +235,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
-		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace)},
+		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace), MaxThreadsPerToken: cfg.AGUIMaxThreads,
+			AgentWait: secs(cfg.AGUIAgentWait)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{Cluster: relayCluster, HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -1,6 +1,11 @@
 package wire
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+)
 
 // Tool is one entry of a host's toolSchema, in either shape a host may
 // publish: {name, description, parameters | inputSchema}, or OpenAI's
@@ -36,4 +41,27 @@ func ParseTool(entry json.RawMessage) Tool {
 		params = t.InputSchema
 	}
 	return Tool{Name: t.Name, Description: t.Description, Parameters: params}
+}
+
+// BridgeTools are the MCP bridge's own tools. A host tool of one of these
+// names is not listed as an MCP tool of its own: call_ui_tool reaches it.
+var BridgeTools = []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "send_agent_message",
+	"wait_user_message", "start_session", "end_session"}
+
+var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// MCPName is a host tool's name as the agent sees it: '.' becomes '_'
+// (MCP clients refuse dots; Ingress and AG-UI tools often have them).
+func MCPName(name string) string { return strings.ReplaceAll(name, ".", "_") }
+
+// Unlisted says why a host tool named name (as the agent sees it) is not
+// listed as an MCP tool of its own, or "" when it is.
+func Unlisted(name string) string {
+	if slices.Contains(BridgeTools, name) {
+		return "its name is one of the bridge's own tools"
+	}
+	if !mcpToolName.MatchString(name) {
+		return "an MCP tool name is 1 to 64 letters, digits, '_' or '-'"
+	}
+	return ""
 }

@@ -26,7 +26,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,9 +50,14 @@ type Options struct {
 	Logger *slog.Logger
 	// MaxBody bounds a request body (default DefaultMaxBody).
 	MaxBody int64
-	// MaxThreads bounds the threads kept as hosts (default 256); past it
-	// the least recently used one without an open run leaves.
-	MaxThreads int
+	// MaxThreadsPerToken bounds the threads one token keeps as hosts
+	// (default DefaultMaxThreadsPerToken). Past it the least recently
+	// used one that nothing waits on (no open run, no tool call waiting
+	// for its frontend) leaves its relay session; when every one is
+	// busy, a run of a new thread is refused with RUN_ERROR
+	// too_many_threads. One token's threads never make room for
+	// another's.
+	MaxThreadsPerToken int
 	// FrontendGrace is how long a thread waits for its frontend's next
 	// run once the frontend is expected (a tool call waits for it) or its
 	// run was cut off (the client went away); past it the waiting calls
@@ -58,10 +65,23 @@ type Options struct {
 	// whose page closed (default DefaultFrontendGrace). Keep it under the
 	// 20 s a UI tool call waits, so the agent hears why.
 	FrontendGrace time.Duration
+	// AgentWait is how long a run that brought the user's message waits
+	// for an agent to take it (wait_user_message) when no agent has said
+	// anything in the run; past it, with the message still unread and no
+	// agent joined on /agent/ws, the run ends with RUN_ERROR no_agent,
+	// saying how to connect one; the message is kept for it (default
+	// DefaultAgentWait).
+	AgentWait time.Duration
 }
 
 // DefaultFrontendGrace is FrontendGrace's default.
 const DefaultFrontendGrace = 10 * time.Second
+
+// DefaultAgentWait is AgentWait's default.
+const DefaultAgentWait = 30 * time.Second
+
+// DefaultMaxThreadsPerToken is MaxThreadsPerToken's default.
+const DefaultMaxThreadsPerToken = 64
 
 // Handler is POST /agui. The token has been checked before it runs.
 type Handler struct {
@@ -69,8 +89,8 @@ type Handler struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	threads map[string]*thread // by token and threadId
-	clock   uint64             // orders the threads' use
+	threads map[string]map[string]*thread // by token, then threadId
+	clock   uint64                        // orders the threads' use
 	closed  chan struct{}
 	wg      sync.WaitGroup
 	once    sync.Once
@@ -87,13 +107,16 @@ func New(o Options) *Handler {
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}
-	if o.MaxThreads <= 0 {
-		o.MaxThreads = 256
+	if o.MaxThreadsPerToken <= 0 {
+		o.MaxThreadsPerToken = DefaultMaxThreadsPerToken
 	}
 	if o.FrontendGrace <= 0 {
 		o.FrontendGrace = DefaultFrontendGrace
 	}
-	return &Handler{o: o, log: o.Logger, threads: make(map[string]*thread), closed: make(chan struct{})}
+	if o.AgentWait <= 0 {
+		o.AgentWait = DefaultAgentWait
+	}
+	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
 }
 
 // Close ends the open runs, leaves every relay session and waits for the
@@ -102,22 +125,33 @@ func (h *Handler) Close() {
 	h.once.Do(func() {
 		close(h.closed)
 		h.mu.Lock()
-		ts := h.threads
-		h.threads = map[string]*thread{}
+		all := h.threads
+		h.threads = map[string]map[string]*thread{}
 		h.mu.Unlock()
-		for _, t := range ts {
-			t.mu.Lock()
-			t.disarmLocked()
-			t.mu.Unlock()
-			t.ext.Leave()
+		for _, ts := range all {
+			for _, t := range ts {
+				t.mu.Lock()
+				t.disarmLocked()
+				t.mu.Unlock()
+				t.ext.Leave()
+			}
 		}
 		h.wg.Wait()
 	})
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "POST a RunAgentInput (JSON) to /agui", http.StatusMethodNotAllowed)
+		return
+	}
 	if !h.o.Guard.OriginAllowed(r) {
 		http.Error(w, "forbidden origin", http.StatusForbidden)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "" && !isJSON(ct) {
+		http.Error(w, "a RunAgentInput is JSON: send Content-Type: application/json", http.StatusUnsupportedMediaType)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.o.MaxBody))
@@ -143,8 +177,26 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	s := &stream{sess: sess, open: map[string]bool{}}
-	t := h.thread(tokenOf(r), in.ThreadID)
+	t, rerr := h.thread(tokenOf(r), in)
+	if rerr != nil { // refused before it became a thread: nothing was changed
+		h.log.Info("AG-UI run refused", "thread", in.ThreadID, "code", rerr.code, "err", rerr.msg)
+		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
+		s.emit(event{"type": RunError, "message": rerr.msg, "code": rerr.code})
+		return
+	}
 	h.run(r.Context(), t, in, s)
+}
+
+// runError is a run refused with RUN_ERROR: its code and message.
+type runError struct{ code, msg string }
+
+func (e *runError) Error() string { return e.msg }
+
+// isJSON reports whether the Content-Type ct is JSON (application/json,
+// or a +json type).
+func isJSON(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
 func tokenOf(r *http.Request) string {
@@ -154,53 +206,80 @@ func tokenOf(r *http.Request) string {
 	return r.URL.Query().Get("token")
 }
 
-// thread returns the thread of (token, id), joining its relay session as
-// the host if it is new or its host was replaced.
-func (h *Handler) thread(token, id string) *thread {
-	key := token + "\x00" + id
+// thread returns the thread of (token, in.ThreadID), or the RUN_ERROR
+// that refuses the run. A new thread joins its relay session as the host
+// only if the run can be served: a run that brings tool results can only
+// be an existing thread's (no call waits in a new one), and a token whose
+// threads are all busy gets no new one.
+func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
+	id := in.ThreadID
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t := h.threads[key]; t != nil && !t.isGone() {
+	ts := h.threads[token]
+	if t := ts[id]; t != nil && !t.isGone() {
 		t.used = h.tick()
 		t.mu.Lock()
 		t.disarmLocked() // it came back: the grace's timer may not act now
 		t.mu.Unlock()
-		return t
+		return t, nil
 	}
-	if len(h.threads) >= h.o.MaxThreads {
-		h.evictLocked()
+	if res := trailingResults(in); len(res) > 0 {
+		return nil, &runError{code: codeInvalidResult, msg: noCallWaiting(res[0].callID(), id)}
+	}
+	if len(ts) >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
+		return nil, &runError{code: "too_many_threads", msg: fmt.Sprintf(
+			"this token has %d AG-UI threads and each has a run open or a tool call waiting for its frontend "+
+				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", len(ts))}
+	}
+	if ts == nil {
+		ts = map[string]*thread{}
+		h.threads[token] = ts
 	}
 	t := newThread(h, id)
-	t.key = key
+	t.token = token
 	t.used = h.tick()
 	t.ext = h.o.Relay.JoinHost(token, id, t)
 	close(t.ready) // replies queued while joining may go now
-	h.threads[key] = t
-	return t
+	ts[id] = t
+	return t, nil
 }
 
 func (h *Handler) tick() uint64 { h.clock++; return h.clock }
 
-// evictLocked lets the least recently used thread without an open run
-// go: it leaves its relay session, as a host that closed its page.
-func (h *Handler) evictLocked() {
-	var (
-		oldKey string
-		old    *thread
-	)
-	for k, t := range h.threads {
-		if !t.isRunning() && (old == nil || t.used < old.used) {
-			oldKey, old = k, t
+// forgetLocked takes t out of the threads, if it is still there.
+func (h *Handler) forgetLocked(t *thread) {
+	ts := h.threads[t.token]
+	if ts[t.id] != t {
+		return
+	}
+	delete(ts, t.id)
+	if len(ts) == 0 {
+		delete(h.threads, t.token)
+	}
+}
+
+// evictLocked lets the least recently used of ts that nothing waits on
+// go: it leaves its relay session, as a host that closed its page. It
+// reports whether one went. A thread with an open run, or with a tool
+// call sent to its frontend or queued for it, is never let go: the call
+// would fail for another thread's sake.
+func (h *Handler) evictLocked(ts map[string]*thread) bool {
+	var old *thread
+	for _, t := range ts {
+		if t.idle() && (old == nil || t.used < old.used) {
+			old = t
 		}
 	}
-	if old != nil {
-		delete(h.threads, oldKey)
-		old.mu.Lock()
-		old.disarmLocked()
-		old.gone = true
-		old.mu.Unlock()
-		old.ext.Leave()
+	if old == nil {
+		return false
 	}
+	h.forgetLocked(old)
+	old.mu.Lock()
+	old.disarmLocked()
+	old.gone = true
+	old.mu.Unlock()
+	old.ext.Leave()
+	return true
 }
 
 // goneAway ends the grace armed as round: the frontend of t never came
@@ -234,9 +313,7 @@ func (h *Handler) goneAway(t *thread, round uint64) {
 	}
 	t.queue = nil
 	t.mu.Unlock()
-	if h.threads[t.key] == t {
-		delete(h.threads, t.key)
-	}
+	h.forgetLocked(t)
 	h.wg.Add(1) // under h.mu, so before Close waits
 	h.mu.Unlock()
 	defer h.wg.Done()
@@ -282,18 +359,25 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
 	results, userMsg, err := t.plan(in)
 	if err != nil { // nothing was changed
-		end(event{"type": RunError, "message": err.Error(), "code": "invalid_tool_result"})
+		end(event{"type": RunError, "message": err.Error(), "code": codeInvalidResult})
 		return
 	}
-	t.publish(in)
+	if notice := t.publish(in); len(notice) > 0 {
+		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
+		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
+	}
 	t.deliverResults(results)
+	var late <-chan time.Time // an agent should have taken the user's message by then
 	if userMsg != nil {
 		t.postUser(*userMsg)
+		timer := time.NewTimer(h.o.AgentWait)
+		defer timer.Stop()
+		late = timer.C
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
 	}
 	for {
-		env, ok := t.next(ctx, h.closed)
+		env, ok := t.next(ctx, h.closed, late)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
@@ -302,6 +386,15 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			}
 			return
 		}
+		if env.Type == typeAgentLate {
+			late = nil
+			if t.ext.Unheard() {
+				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
+				return
+			}
+			continue // an agent took it and is at work
+		}
+		late = nil // the agent is there
 		switch env.Type {
 		case relay.TypeAgentWaiting:
 			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
@@ -330,4 +423,17 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			return
 		}
 	}
+}
+
+// noAgentMessage says no agent took the user's message in thread, and
+// how to connect one.
+func noAgentMessage(thread string, waited time.Duration) string {
+	bridge := "agentassistant-mcp -session " + thread
+	if thread == relay.DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
+		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
+		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
+		waited, thread, bridge, thread, thread)
 }

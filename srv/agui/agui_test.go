@@ -6,27 +6,39 @@ import (
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
-// TestThreadsAreBounded: past MaxThreads the least recently used thread
-// leaves its relay session (its host is gone); one with an open run
-// stays.
+// threadOf is h.thread for a run without messages; it fails the test
+// if the run is refused.
+func threadOf(t *testing.T, h *Handler, token, id string) *thread {
+	t.Helper()
+	th, err := h.thread(token, &RunAgentInput{ThreadID: id, RunID: "r"})
+	if err != nil {
+		t.Fatalf("thread %s of %s refused: %v", id, token, err)
+	}
+	return th
+}
+
+// TestThreadsAreBounded: past MaxThreadsPerToken the token's least
+// recently used idle thread leaves its relay session (its host is
+// gone); one with an open run stays, and so does another token's.
 func TestThreadsAreBounded(t *testing.T) {
 	r := relay.New(relay.Options{})
 	defer r.Close()
-	h := New(Options{Relay: r, MaxThreads: 3})
+	h := New(Options{Relay: r, MaxThreadsPerToken: 3})
 	defer h.Close()
-	busy := h.thread("tok", "busy")
+	busy := threadOf(t, h, "tok", "busy")
 	if _, ok := busy.open(); !ok {
 		t.Fatal("open")
 	}
-	h.thread("tok", "a")
-	h.thread("tok", "b")
-	h.thread("tok", "a") // b is now the least recently used idle one: it goes first
+	threadOf(t, h, "other", "o")
+	threadOf(t, h, "tok", "a")
+	threadOf(t, h, "tok", "b")
+	threadOf(t, h, "tok", "a") // b is now the least recently used idle one: it goes first
 	for _, id := range []string{"c", "d", "e"} {
-		h.thread("tok", id)
+		threadOf(t, h, "tok", id)
 	}
 	h.mu.Lock()
-	n := len(h.threads)
-	_, hasBusy := h.threads["tok\x00busy"]
+	n := len(h.threads["tok"])
+	_, hasBusy := h.threads["tok"]["busy"]
 	h.mu.Unlock()
 	if n != 3 || !hasBusy {
 		t.Fatalf("threads = %d, busy kept %v", n, hasBusy)
@@ -35,6 +47,67 @@ func TestThreadsAreBounded(t *testing.T) {
 		if online, _, _ := r.Status("tok", id); online != want {
 			t.Errorf("thread %s: host online %v, want %v", id, online, want)
 		}
+	}
+	if online, _, _ := r.Status("other", "o"); !online {
+		t.Error("another token's thread was let go")
+	}
+}
+
+// TestBusyThreadsAreKept: when each of a token's threads has a run open
+// or a tool call waiting for its frontend, a new thread is refused with
+// RUN_ERROR too_many_threads and none of them is let go; a run for a
+// thread that exists is still served.
+func TestBusyThreadsAreKept(t *testing.T) {
+	r := relay.New(relay.Options{})
+	defer r.Close()
+	h := New(Options{Relay: r, MaxThreadsPerToken: 2})
+	defer h.Close()
+	running := threadOf(t, h, "tok", "running")
+	if _, ok := running.open(); !ok {
+		t.Fatal("open")
+	}
+	waiting := threadOf(t, h, "tok", "waiting")
+	waiting.mu.Lock()
+	waiting.calls["call-1"] = "change_background" // phase one sent, no result yet
+	waiting.mu.Unlock()
+	for range 3 {
+		if _, err := h.thread("tok", &RunAgentInput{ThreadID: "new", RunID: "r"}); err == nil || err.code != "too_many_threads" {
+			t.Fatalf("a new thread past the bound: %v", err)
+		}
+	}
+	h.mu.Lock()
+	n := len(h.threads["tok"])
+	h.mu.Unlock()
+	if n != 2 {
+		t.Fatalf("threads = %d, want 2", n)
+	}
+	for _, id := range []string{"running", "waiting"} {
+		if online, _, _ := r.Status("tok", id); !online {
+			t.Errorf("thread %s was let go", id)
+		}
+		if online, _, _ := r.Status("tok", "new"); online {
+			t.Error("the refused thread joined its relay session")
+		}
+	}
+	if th := threadOf(t, h, "tok", "waiting"); th != waiting {
+		t.Error("an existing thread's run got another thread")
+	}
+	threadOf(t, h, "other", "new") // another token has room of its own
+}
+
+// TestRefusedRunMakesNoThread: a new thread's run that brings tool
+// results is refused, and joins nothing.
+func TestRefusedRunMakesNoThread(t *testing.T) {
+	r := relay.New(relay.Options{})
+	defer r.Close()
+	h := New(Options{Relay: r})
+	defer h.Close()
+	in := &RunAgentInput{ThreadID: "flood", RunID: "r", Messages: []Message{{Role: "tool", ToolCallID: "nope"}}}
+	if _, err := h.thread("tok", in); err == nil || err.code != codeInvalidResult {
+		t.Fatalf("refusal = %v", err)
+	}
+	if len(h.threads) != 0 || r.Sessions() != 0 {
+		t.Fatalf("threads %d, relay sessions %d", len(h.threads), r.Sessions())
 	}
 }
 
@@ -46,7 +119,7 @@ func TestStaleCloseKeepsNextRun(t *testing.T) {
 	defer r.Close()
 	h := New(Options{Relay: r})
 	defer h.Close()
-	th := h.thread("tok", "t")
+	th := threadOf(t, h, "tok", "t")
 	one, _ := th.open()
 	th.close(one, false) // RUN_FINISHED sent
 	if _, ok := th.open(); !ok {

@@ -19,7 +19,16 @@ const (
 	ToolCallStart      = "TOOL_CALL_START"
 	ToolCallArgs       = "TOOL_CALL_ARGS"
 	ToolCallEnd        = "TOOL_CALL_END"
+	Custom             = "CUSTOM"
 )
+
+// customToolNames is the CUSTOM event that tells the frontend, after
+// RUN_STARTED, which of its tools the agent knows by another name
+// (a.b is a_b) and which the MCP bridge cannot list as tools of their
+// own (they shadow its tools, or have other characters), so the agent
+// reaches them only through call_ui_tool: {"tools": [{"name", "mcpName"?,
+// "note"?}]}.
+const customToolNames = "agentassistant.tool_names"
 
 // event is one AG-UI event; field names are @ag-ui/core's (camelCase).
 type event map[string]any

@@ -3,6 +3,7 @@ package agui
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -19,7 +20,7 @@ const maxDone = 4096
 type thread struct {
 	h     *Handler
 	id    string
-	key   string          // in Handler.threads
+	token string          // its room: Handler.threads[token][id]
 	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
 	ext   *relay.External // set once, before ready is closed
 	ready chan struct{}
@@ -37,7 +38,7 @@ type thread struct {
 	away      *time.Timer
 	awayRound uint64
 	state     json.RawMessage
-	tools     map[string]bool   // the latest run's tools
+	tools     map[string]string // the latest run's tools: the agent's name (and the frontend's) → the frontend's
 	calls     map[string]string // tool call id → tool name: streamed, no result yet
 	done      map[string]string // tool call id → tool name: result delivered
 	users     map[string]bool   // user message ids already posted
@@ -46,9 +47,16 @@ type thread struct {
 func newThread(h *Handler, id string) *thread {
 	return &thread{
 		h: h, id: id, wake: make(chan struct{}), ready: make(chan struct{}), state: json.RawMessage("{}"),
-		tools: map[string]bool{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
+		tools: map[string]string{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
 	}
 }
+
+// HostKind tells the relay what took over, for the host it replaces.
+func (t *thread) HostKind() string { return relay.HostKindAGUI }
+
+// WholeToolSet: each run declares all the frontend's tools, so the latest
+// run's are the agent's tools.
+func (t *thread) WholeToolSet() bool { return true }
 
 // Deliver is the relay's: called with the relay session's lock held.
 func (t *thread) Deliver(env relay.Envelope) bool {
@@ -143,10 +151,12 @@ func (t *thread) snapshotLocked() json.RawMessage {
 	return b
 }
 
-func (t *thread) isRunning() bool {
+// idle reports whether nothing waits on t: no open run, no tool call
+// sent to its frontend or queued for it.
+func (t *thread) idle() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.running
+	return !t.running && !t.expectedLocked()
 }
 
 func (t *thread) isGone() bool {
@@ -203,6 +213,24 @@ func (t *thread) close(run uint64, lost bool) {
 	}
 }
 
+// codeInvalidResult is RUN_ERROR's code for a tool result that matches
+// no waiting call.
+const codeInvalidResult = "invalid_tool_result"
+
+// trailingResults is the tool messages that end in's messages (phase
+// two's results).
+func trailingResults(in *RunAgentInput) []Message {
+	first := len(in.Messages)
+	for first > 0 && in.Messages[first-1].Role == "tool" {
+		first--
+	}
+	return in.Messages[first:]
+}
+
+func noCallWaiting(callID, thread string) string {
+	return fmt.Sprintf("no tool call %q is waiting for a result in thread %q", truncate(callID, 64), thread)
+}
+
 // result is a tool message to deliver in phase two.
 type result struct {
 	id, name string
@@ -215,14 +243,12 @@ type result struct {
 // delivered before (a retried request) is skipped.
 func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	n := len(in.Messages)
-	first := n
-	for first > 0 && in.Messages[first-1].Role == "tool" {
-		first--
-	}
+	tail := trailingResults(in)
+	first := n - len(tail)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []result
-	for _, m := range in.Messages[first:] {
+	for _, m := range tail {
 		id := m.callID()
 		if name, ok := t.done[id]; ok {
 			if m.ToolName != "" && m.ToolName != name {
@@ -232,7 +258,7 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 		}
 		name, ok := t.calls[id]
 		if !ok {
-			return nil, nil, fmt.Errorf("no tool call %q is waiting for a result in thread %q", truncate(id, 64), t.id)
+			return nil, nil, errors.New(noCallWaiting(id, t.id))
 		}
 		if m.ToolName != "" && m.ToolName != name {
 			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)
@@ -254,19 +280,63 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	return out, nil, nil
 }
 
-// publish makes the run's tools and state the relay session's.
-func (t *thread) publish(in *RunAgentInput) {
+// toolName is how a frontend tool's name reaches the agent.
+type toolName struct {
+	Name     string `json:"name"`              // the frontend's
+	Agent    string `json:"mcpName,omitempty"` // the agent's, when not the same
+	Unlisted string `json:"note,omitempty"`    // why it is not an MCP tool of its own
+}
+
+// agentNames maps the run's tools to the names the agent calls them by:
+// '.' becomes '_' (as for an Ingress client's tools) unless another tool
+// already has that name. It returns what the frontend should be told:
+// the renamed tools, and those the MCP bridge cannot list under their own
+// name (call_ui_tool reaches them).
+func agentNames(tools []Tool) (names []string, notice []toolName) {
+	taken := make(map[string]bool, len(tools))
+	for _, tl := range tools {
+		taken[tl.Name] = true
+	}
+	names = make([]string, len(tools))
+	for i, tl := range tools {
+		n := wire.MCPName(tl.Name)
+		if n != tl.Name && taken[n] {
+			n = tl.Name // a.b beside a_b keeps its name
+		}
+		taken[n] = true
+		names[i] = n
+		tn := toolName{Name: tl.Name}
+		if n != tl.Name {
+			tn.Agent = n
+		}
+		if why := wire.Unlisted(n); why != "" {
+			tn.Unlisted = "not an MCP tool of its own (" + why + "): the agent reaches it through call_ui_tool"
+		}
+		if tn.Agent != "" || tn.Unlisted != "" {
+			notice = append(notice, tn)
+		}
+	}
+	return names, notice
+}
+
+// publish makes the run's tools and state the relay session's. It returns
+// what the frontend is told about its tools' names (see agentNames).
+func (t *thread) publish(in *RunAgentInput) []toolName {
+	names, notice := agentNames(in.Tools)
 	schema := make([]map[string]any, 0, len(in.Tools))
-	tools := make(map[string]bool, len(in.Tools))
-	for _, tl := range in.Tools {
-		e := map[string]any{"name": tl.Name, "description": tl.Description}
+	tools := make(map[string]string, 2*len(in.Tools))
+	for i, tl := range in.Tools {
+		e := map[string]any{"name": names[i], "description": tl.Description}
 		if len(tl.Parameters) > 0 && string(tl.Parameters) != "null" {
 			e["parameters"] = tl.Parameters
 		} else {
 			e["parameters"] = map[string]any{"type": "object", "properties": map[string]any{}}
 		}
 		schema = append(schema, e)
-		tools[tl.Name] = true
+		if _, ok := tools[tl.Name]; !ok {
+			tools[tl.Name] = tl.Name
+		}
+		tools[names[i]] = tl.Name
 	}
 	state := in.State
 	if len(state) == 0 || string(state) == "null" {
@@ -277,6 +347,7 @@ func (t *thread) publish(in *RunAgentInput) {
 	t.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
 	t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+	return notice
 }
 
 // deliverResults answers the waiting tool calls (phase two).
@@ -309,9 +380,13 @@ func (t *thread) postUser(m Message) {
 	t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b})
 }
 
+// typeAgentLate is next's when late fires first: no agent has spoken.
+const typeAgentLate = "agui.agent.late"
+
 // next waits for the next envelope for the run: false when ctx ends or
-// the handler closes. A tool call whose agent stopped waiting is dropped.
-func (t *thread) next(ctx context.Context, closed <-chan struct{}) (relay.Envelope, bool) {
+// the handler closes; typeAgentLate when late fires first. A tool call
+// whose agent stopped waiting is dropped.
+func (t *thread) next(ctx context.Context, closed <-chan struct{}, late <-chan time.Time) (relay.Envelope, bool) {
 	for {
 		t.mu.Lock()
 		if len(t.queue) > 0 {
@@ -331,6 +406,8 @@ func (t *thread) next(ctx context.Context, closed <-chan struct{}) (relay.Envelo
 			return relay.Envelope{}, false
 		case <-closed:
 			return relay.Envelope{}, false
+		case <-late:
+			return relay.Envelope{Type: typeAgentLate}, true
 		}
 	}
 }
@@ -371,9 +448,9 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 		args = "{}"
 	}
 	t.mu.Lock()
-	known := t.tools[p.ToolName]
+	name, known := t.tools[p.ToolName]
 	if known {
-		t.calls[env.ID] = p.ToolName
+		t.calls[env.ID] = name
 	}
 	t.mu.Unlock()
 	if !known {
@@ -382,7 +459,7 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b})
 		return false
 	}
-	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": p.ToolName})
+	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": name})
 	s.emit(event{"type": ToolCallArgs, "toolCallId": env.ID, "delta": args})
 	s.emit(event{"type": ToolCallEnd, "toolCallId": env.ID})
 	return true

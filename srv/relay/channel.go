@@ -23,6 +23,12 @@ type peer struct {
 	// remote: on another instance (cluster.go): the home, or the agents
 	// of an instance.
 	remote *remote
+	// kind says what a host is, for the host it replaces (relay.replaced's
+	// "by"): HostKindPage for /agent/ws, the Deliverer's HostKind else.
+	kind string
+	// wholeTools: each toolSchema the host publishes is its whole set of
+	// tools, not one stage's (see ToolSet).
+	wholeTools bool
 }
 
 // Reply is what an in-process request gets back: the envelope, and the

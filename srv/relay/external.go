@@ -19,6 +19,28 @@ type Deliverer interface {
 	Deliver(env Envelope) bool
 }
 
+// What a host is, in relay.replaced's "by": the host that took over.
+const (
+	HostKindPage     = "page"     // a page on /agent/ws (the booking page, an mvp-0.2 host)
+	HostKindExternal = "external" // an external host that does not say
+	HostKindAGUI     = "agui"     // an AG-UI frontend's thread (srv/agui)
+	HostKindIngress  = "ingress"  // an Ingress client (srv/ingress)
+)
+
+// A Deliverer may say what host it is (relay.replaced's "by" tells the
+// host it replaces); without it, HostKindExternal.
+type HostKinder interface {
+	HostKind() string
+}
+
+// A Deliverer that implements ToolSet and returns true publishes its
+// whole set of tools in every toolSchema (an AG-UI run's tools): the
+// latest replaces the tools the agents see, where a booking page's
+// stages each add theirs to the set.
+type ToolSet interface {
+	WholeToolSet() bool
+}
+
 // TypeAgentWaiting is ours, sent only to an external host: an in-process
 // agent waits for a user message (wait_user_message), it yields the turn.
 const TypeAgentWaiting = "relay.agent.waiting"
@@ -44,7 +66,13 @@ func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
 	}
 	ch := r.acquire(token, session)
 	defer r.release(ch) // the host holds it from now on
-	p := &peer{role: "host", id: wire.NewID()[:12], ext: d}
+	p := &peer{role: "host", id: wire.NewID()[:12], ext: d, kind: HostKindExternal}
+	if k, ok := d.(HostKinder); ok && k.HostKind() != "" {
+		p.kind = k.HostKind()
+	}
+	if w, ok := d.(ToolSet); ok {
+		p.wholeTools = w.WholeToolSet()
+	}
 	ch.joinHost(p, "")
 	r.claim(ch, p)
 	r.log.Info("relay joined", "role", "host", "relay", session, "peer", p.id, "kind", "external")
@@ -83,6 +111,15 @@ func (e *External) AgentWaiting() bool {
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
 	return e.ch.waiters > 0
+}
+
+// Unheard reports whether a user message waits with no agent to hear it:
+// no in-process agent has taken it (wait_user_message) and no agent is
+// joined on /agent/ws (which would have been sent it).
+func (e *External) Unheard() bool {
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	return len(e.ch.mailbox) > 0 && len(e.ch.agents) == 0
 }
 
 // agentWaits counts an in-process agent that starts waiting for a user

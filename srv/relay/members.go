@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -24,7 +25,7 @@ func (ch *channel) joinHost(p *peer, joinID string) {
 		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
 	} else if old != nil {
 		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
-			"reason": "a newer host joined this relay session",
+			"reason": replacedReason(p.kind, ch.name), "by": p.kind,
 		})})
 		if old.conn != nil {
 			old.conn.Shutdown(4001, "replaced by a newer host")
@@ -126,4 +127,17 @@ func (ch *channel) joinedPayloadLocked(role string) json.RawMessage {
 		m["activeSession"] = s
 	}
 	return mustJSON(m)
+}
+
+// replacedReason says, to the host a newer one replaced, what took over.
+func replacedReason(kind, session string) string {
+	switch kind {
+	case HostKindPage:
+		return "a newer host joined this relay session (another tab of the page, or another mvp-0.2 host)"
+	case HostKindAGUI:
+		return fmt.Sprintf("an AG-UI frontend on thread %q took over this relay session", session)
+	case HostKindIngress:
+		return fmt.Sprintf("an Ingress client on session %q took over this relay session", session)
+	}
+	return "a newer host joined this relay session"
 }

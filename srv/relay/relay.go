@@ -306,7 +306,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 	c.Authenticated()
 	ch := r.acquire(jp.Token, jp.SessionID)
 	defer r.release(ch) // once joined, the peer holds it
-	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c}
+	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c, kind: HostKindPage}
 	c.KeepAlive()
 	c.SetState(wsconn.Active)
 	if jp.Role == "host" {

@@ -44,7 +44,8 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 	// An instance's agents reach only a host here (cluster.go): a home
 	// that moved on does not pass them along.
 	if ch.host == nil || (p.remote != nil && ch.away()) {
-		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no host has joined relay session %q: open the booking UI with this token", ch.name))
+		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no UI is connected to relay session %[1]q: open the booking page "+
+			"(/booking?token=…&session=%[1]s), an AG-UI frontend on thread %[1]q, or an Ingress client on session %[1]q, with this token", ch.name))
 		return
 	}
 	// With the host on another instance, the study session is the home's:

@@ -29,6 +29,9 @@ func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) {
 	}
 	if len(p.ToolSchema) > 0 && string(p.ToolSchema) != "null" {
 		ch.toolSchema = p.ToolSchema
+		if authoritative && ch.host != nil && ch.host.wholeTools {
+			ch.tools, ch.toolIndex = nil, map[string]int{} // the latest set replaces the earlier ones
+		}
 		ch.learnTools(p.ToolSchema)
 	}
 	if authoritative {

@@ -9,7 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { HttpAgent } from '@ag-ui/client'
 import type { BaseEvent, Tool } from '@ag-ui/core'
 import { EventSchemas } from '@ag-ui/core/schemas'
-import { startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 const THREAD = 'agui-e2e'
 let srv: Server
@@ -150,5 +150,75 @@ describe('AG-UI frontend that goes away', () => {
     expect(await heard).toContain('Still there?')
     await gmcp.callTool({ name: 'wait_user_message', arguments: { timeout: 1 } }) // yields the turn
     expect(types(await again)).toBe('RUN_STARTED RUN_FINISHED')
+  })
+})
+
+// firstEvents posts a run with fetch and returns its first n events,
+// each parsed with @ag-ui/core's schema, then lets the run go.
+async function firstEvents(s: Server, body: unknown, n: number): Promise<BaseEvent[]> {
+  const ctl = new AbortController()
+  const r = await fetch(`${s.url}/agui`, {
+    method: 'POST', signal: ctl.signal, body: JSON.stringify(body),
+    headers: { Authorization: `Bearer ${s.token}`, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+  })
+  expect(r.status).toBe(200)
+  const reader = r.body!.getReader()
+  const dec = new TextDecoder()
+  let buf = ''
+  const out: BaseEvent[] = []
+  while (out.length < n) {
+    const { value, done } = await reader.read()
+    if (done) break
+    buf += dec.decode(value, { stream: true })
+    let i: number
+    while ((i = buf.indexOf('\n\n')) >= 0 && out.length < n) {
+      const data = buf.slice(0, i).split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n')
+      buf = buf.slice(i + 2)
+      const ev = JSON.parse(data)
+      const parsed = EventSchemas.safeParse(ev)
+      if (!parsed.success) throw new Error(`invalid ${ev.type}: ${parsed.error.message}`)
+      out.push(ev)
+    }
+  }
+  ctl.abort()
+  return out
+}
+
+describe('AG-UI tool names and take-overs', () => {
+  it('tells the frontend, in a valid CUSTOM event, which tools the agent knows by another name', async () => {
+    const evs = await firstEvents(srv, {
+      threadId: 'agui-names', runId: 'r1', messages: [], state: {}, context: [], forwardedProps: {},
+      tools: [changeBackground, { name: 'page.reload', description: 'Reload', parameters: { type: 'object' } },
+        { name: 'get_ui_state', description: 'The page state', parameters: { type: 'object' } }],
+    }, 2)
+    expect(types(evs)).toBe('RUN_STARTED CUSTOM')
+    const custom = evs[1] as BaseEvent & { name: string; value: { tools: { name: string; mcpName?: string; note?: string }[] } }
+    expect(custom.name).toBe('agentassistant.tool_names')
+    expect(custom.value.tools).toEqual([
+      { name: 'page.reload', mcpName: 'page_reload' },
+      { name: 'get_ui_state', note: expect.stringContaining('call_ui_tool') },
+    ])
+  })
+
+  it('says on the booking page that an AG-UI frontend took over its relay session', async () => {
+    const browser = await launch()
+    try {
+      for (const [width, height, locale] of [[1280, 800, 'en-US'], [390, 844, 'en-US']] as const) {
+        const session = `takeover-${width}`
+        const ctx = await browser.newContext({ viewport: { width, height }, locale })
+        const page = await ctx.newPage()
+        await page.goto(`${srv.url}/booking?token=${srv.token}&session=${session}`)
+        await page.locator('[data-testid=host-conn][data-state=online]').waitFor()
+        await firstEvents(srv, { threadId: session, runId: 'r1', messages: [], tools: [] }, 1)
+
+        const chip = page.locator('[data-testid=host-conn][data-state=replaced]')
+        await chip.waitFor()
+        expect(await chip.getAttribute('aria-label')).toBe(`An AG-UI frontend (thread ${session}) took over`)
+        if (SHOTS) await page.screenshot({ path: `${SHOTS}/booking-replaced-by-agui-${width}.png` })
+        await ctx.close()
+      }
+    } finally {
+      await browser.close()
+    }
   })
 })

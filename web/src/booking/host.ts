@@ -10,6 +10,10 @@ export type HostState = 'connecting' | 'online' | 'offline' | 'replaced' | 'refu
 export class HostClient extends Reconnecting {
   state: HostState = 'connecting'
   sessionId = ''
+  // replacedBy is what took over, from relay.replaced's "by": 'page' (another
+  // tab), 'agui' (an AG-UI frontend's thread), 'ingress' (an Ingress client),
+  // '' if the server did not say.
+  replacedBy = ''
 
   constructor(
     url: string,
@@ -109,6 +113,7 @@ export class HostClient extends Reconnecting {
         return
       case 'relay.replaced':
         this.stopped = true
+        this.replacedBy = typeof p.by === 'string' ? p.by : ''
         this.setState('replaced')
         return
       case 'session.start':

@@ -1,0 +1,143 @@
+package mcpbridge_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/mcpbridge"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// TestNewToolBeforeUserMessage: an AG-UI run declares a tool and brings
+// the user's message; when wait_user_message hands the message to the
+// agent, the run's tool is already the bridge's, so calling it at once
+// reaches the server (here: no study session yet) instead of failing
+// with "tool not found". The bridge's poll is too slow to help.
+func TestNewToolBeforeUserMessage(t *testing.T) {
+	c, url := bridgeOverServer(t, "th")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/agui", strings.NewReader(
+		`{"threadId":"th","runId":"r1","tools":[{"name":"paint","parameters":{"type":"object"}}],"messages":[{"id":"u1","role":"user","content":"paint it"}]}`))
+	req.Header.Set("Authorization", "Bearer "+relayToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+
+	wait := mcp.CallToolRequest{}
+	wait.Params.Name, wait.Params.Arguments = "wait_user_message", map[string]any{"timeout": 10}
+	r, err := c.CallTool(context.Background(), wait)
+	if err != nil || r.IsError || !strings.Contains(r.Content[0].(mcp.TextContent).Text, "paint it") {
+		t.Fatalf("wait_user_message = %v, %v", r, err)
+	}
+	call := mcp.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "paint", map[string]any{"reason": "asked"}
+	r, err = c.CallTool(context.Background(), call)
+	if err != nil {
+		t.Fatalf("the run's tool, called right after its user message: %v", err)
+	}
+	if txt := r.Content[0].(mcp.TextContent).Text; !strings.Contains(txt, "SESSION_NOT_ACTIVE") {
+		t.Fatalf("the call did not reach the server: %s", txt)
+	}
+}
+
+// TestUnlistedToolsAreNamed: a host tool the bridge cannot list as an MCP
+// tool of its own (its name is a bridge tool's, or has other characters)
+// is named where the agent reads the tools (get_ui_state), with the way
+// to reach it.
+func TestUnlistedToolsAreNamed(t *testing.T) {
+	c, url := bridgeOverServer(t, "un")
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/agui", strings.NewReader(
+		`{"threadId":"un","runId":"r1","tools":[{"name":"page.paint"},{"name":"get_ui_state"},{"name":"paint it"}]}`))
+	req.Header.Set("Authorization", "Bearer "+relayToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	get := mcp.CallToolRequest{}
+	get.Params.Name = "get_ui_state"
+	r, err := c.CallTool(context.Background(), get)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txt := r.Content[0].(mcp.TextContent).Text
+	for _, want := range []string{"page_paint", "get_ui_state (only through call_ui_tool", "paint it (only through call_ui_tool"} {
+		if !strings.Contains(txt, want) {
+			t.Errorf("get_ui_state lacks %q:\n%s", want, txt)
+		}
+	}
+	l, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range l.Tools {
+		names = append(names, tl.Name)
+	}
+	if !slices.Contains(names, "page_paint") || slices.Contains(names, "paint it") {
+		t.Errorf("tools listed: %v", names)
+	}
+}
+
+// bridgeOverServer serves the whole server and a bridge of relay session
+// session to an in-process MCP client, whose host tools the bridge's poll
+// never refreshes.
+func bridgeOverServer(t *testing.T, session string) (*client.Client, string) {
+	t.Helper()
+	toks, err := auth.NewTokens(relayToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	header := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(auth.TokenHeader, relayToken)
+			return next(ctx, req)
+		}
+	})
+	b := mcpbridge.New(mcpbridge.Options{
+		Client:       agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
+		UI:           agentassistprotoconnect.NewSrvUIRelayClient(http.DefaultClient, ts.URL, connect.WithInterceptors(header)),
+		Token:        relayToken,
+		ServerURL:    ts.URL,
+		RelaySession: session,
+		HostPoll:     time.Hour,
+	})
+	c, err := client.NewInProcessClient(b.MCPServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(context.Background(), init); err != nil {
+		t.Fatal(err)
+	}
+
+	return c, ts.URL
+}

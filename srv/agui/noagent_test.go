@@ -1,0 +1,64 @@
+package agui
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestNoAgentEndsTheRun: a run brings the user's message and no agent
+// takes it: past AgentWait the run ends with RUN_ERROR no_agent, saying
+// how to connect one, and the message is kept for the agent that comes.
+func TestNoAgentEndsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent(t)
+		start := time.Now()
+		evs := a.post(context.Background(), "r1", map[string]any{"id": "u1", "role": "user", "content": "anyone?"})
+		if waited := time.Since(start); waited != DefaultAgentWait {
+			t.Errorf("the run ended after %s, want %s", waited, DefaultAgentWait)
+		}
+		if evTypes(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["code"] != "no_agent" {
+			t.Fatalf("events %v", evs)
+		}
+		msg := evs[1]["message"].(string)
+		for _, want := range []string{`thread "th"`, "agentassistant-mcp -session th", "kept"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("RUN_ERROR message %q lacks %q", msg, want)
+			}
+		}
+		env, ok := a.l.NextUserMessage(context.Background())
+		if !ok || !strings.Contains(string(env.Payload), "anyone?") {
+			t.Fatalf("the message was not kept: %s", env.Payload)
+		}
+	})
+}
+
+// TestBusyAgentKeepsTheRun: an agent that took the message may take its
+// time: the run stays open past AgentWait and ends when it yields.
+func TestBusyAgentKeepsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent(t)
+		done := make(chan []map[string]any, 1)
+		go func() {
+			done <- a.post(context.Background(), "r1", map[string]any{"id": "u1", "role": "user", "content": "think hard"})
+		}()
+		if _, ok := a.l.NextUserMessage(context.Background()); !ok {
+			t.Fatal("no message")
+		}
+		time.Sleep(3 * DefaultAgentWait)
+		synctest.Wait()
+		select {
+		case evs := <-done:
+			t.Fatalf("the run ended while the agent worked: %v", evs)
+		default:
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go a.l.NextUserMessage(ctx) // yields the turn
+		if evs := <-done; evTypes(evs) != "RUN_STARTED RUN_FINISHED" {
+			t.Fatalf("events %v", evs)
+		}
+		cancel()
+	})
+}
