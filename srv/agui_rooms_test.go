@@ -263,3 +263,17 @@ func TestAGUIToolNames(t *testing.T) {
 		}
 	}
 }
+
+// TestReplacedByIngress: a page replaced by an Ingress client of the same
+// relay session is told an Ingress client took over.
+func TestReplacedByIngress(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := dialAgent(t, url)
+	h.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"host","sessionId":"default","token":"` + tokA + `"}}`)
+	h.expect("relay.joined")
+	ingressHello(t, url, tokA) // no client_meta.session: "default"
+	rep := h.expect("relay.replaced")
+	if p := rep["payload"].(map[string]any); p["by"] != "ingress" {
+		t.Fatalf("relay.replaced = %v", rep)
+	}
+}

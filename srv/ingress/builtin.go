@@ -176,7 +176,7 @@ func (b *Builtin) OpenSession(info SessionInfo) {
 	h.meta, h.user = info.Meta, info.UserID
 	h.tools = map[string]ClientTool{}
 	for _, t := range info.Meta.Tools {
-		h.tools[mcpName(t.Name)] = t
+		h.tools[wire.MCPName(t.Name)] = t
 	}
 	h.mu.Unlock()
 	h.publish()
@@ -209,6 +209,13 @@ func (h *bhost) isGone() bool {
 	defer h.mu.Unlock()
 	return h.gone
 }
+
+// HostKind tells a host this one replaces what took over (relay.replaced).
+func (h *bhost) HostKind() string { return relay.HostKindIngress }
+
+// WholeToolSet: each toolSchema published is every tool of the session's
+// clients, so tools a client no longer declares are withdrawn.
+func (h *bhost) WholeToolSet() bool { return true }
 
 // publish sends the client's tools as the host's toolSchema.
 func (h *bhost) publish() {

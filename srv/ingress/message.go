@@ -247,10 +247,10 @@ func (m *Message) meta() (ClientMeta, *Error) {
 		if !toolPattern.MatchString(t.Name) {
 			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].name: 1 to 64 letters, digits, '.', '_' or '-'", i)
 		}
-		if seen[mcpName(t.Name)] {
+		if seen[wire.MCPName(t.Name)] {
 			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].name %q is declared twice", i, t.Name)
 		}
-		seen[mcpName(t.Name)] = true
+		seen[wire.MCPName(t.Name)] = true
 		if p := bytes.TrimSpace(t.Parameters); len(p) > 0 && string(p) != "null" && p[0] != '{' {
 			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].parameters must be a JSON schema object", i)
 		}
@@ -295,8 +295,6 @@ var toolPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // mcpName is a client tool's name as an MCP tool: MCP clients accept
 // letters, digits, '_' and '-', so browser.screenshot is
 // browser_screenshot.
-func mcpName(name string) string { return strings.ReplaceAll(name, ".", "_") }
-
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
