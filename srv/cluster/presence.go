@@ -91,12 +91,7 @@ func validClientID(id string) bool {
 	if id == "" || len(id) > 64 {
 		return false
 	}
-	for _, r := range id {
-		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
-			return false
-		}
-	}
-	return true
+	return strings.Trim(id, "0123456789abcdef") == ""
 }
 
 // Joined queues the put of c's key (hub.Peers).

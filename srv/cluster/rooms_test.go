@@ -187,7 +187,7 @@ func TestReplayOnAnotherInstance(t *testing.T) {
 	back.expect(t, wire.CmdUserLogin)
 	n := back.expect(t, wire.CmdAskQuestionReplyNotification)
 	q := back.expect(t, wire.CmdAskQuestion)
-	if n.GetAskQuestionRequest().GetID() != "q1" || q.GetAskQuestionRequest().GetID() != "q2" || !(seen < n.GetSeq() && n.GetSeq() < q.GetSeq()) {
+	if n.GetAskQuestionRequest().GetID() != "q1" || q.GetAskQuestionRequest().GetID() != "q2" || seen >= n.GetSeq() || n.GetSeq() >= q.GetSeq() {
 		t.Fatalf("replayed %v (seq %d) then %v (seq %d) after %d", n.GetAskQuestionRequest().GetID(), n.GetSeq(), q.GetAskQuestionRequest().GetID(), q.GetSeq(), seen)
 	}
 	select {
