@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/agui"
@@ -296,12 +297,19 @@ func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	var c any
-	mode := "single"
+	mode, status := "single", "ok"
 	if s.cluster != nil {
-		mode, c = "cluster", s.cluster.Status()
+		st := s.cluster.Status()
+		mode, c = "cluster", st
+		if st.NATS != "CONNECTED" {
+			// Nothing can be saved here until NATS is back: a balancer
+			// should send no one.
+			status = "nats " + strings.ToLower(st.NATS)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":             "ok",
+		"status":             status,
 		"mode":               mode,
 		"cluster":            c,
 		"uptimeSeconds":      int64(time.Since(s.started).Seconds()),

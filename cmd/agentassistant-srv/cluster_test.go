@@ -60,6 +60,8 @@ func runServer(t *testing.T, args ...string) *url.URL {
 }
 
 type health struct {
+	Status  string `json:"status"`
+	Code    int    `json:"-"`
 	Mode    string `json:"mode"`
 	Cluster *struct {
 		Instance           string  `json:"instance"`
@@ -80,11 +82,43 @@ func getHealth(t *testing.T, u *url.URL) health {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var h health
+	h := health{Code: resp.StatusCode}
 	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestHealthWithoutNATS: an instance that has lost NATS can save nothing;
+// /health says so with 503, so a balancer sends no one there, and says
+// ok again once it is back.
+func TestHealthWithoutNATS(t *testing.T) {
+	ns := natstest.Start(t)
+	a := runServer(t, "-nats-url", ns.URL())
+	if h := getHealth(t, a); h.Code != http.StatusOK || h.Status != "ok" {
+		t.Fatalf("health with NATS = %+v", h)
+	}
+	ns.Shutdown()
+	var h health
+	for range 200 {
+		if h = getHealth(t, a); h.Cluster != nil && h.Cluster.NATS != "CONNECTED" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.Code != http.StatusServiceUnavailable || h.Status == "ok" {
+		t.Fatalf("health without NATS = %+v", h)
+	}
+	ns.Restart()
+	for range 200 {
+		if h = getHealth(t, a); h.Cluster != nil && h.Cluster.NATS == "CONNECTED" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h.Code != http.StatusOK || h.Status != "ok" {
+		t.Fatalf("health with NATS back = %+v", h)
+	}
 }
 
 // TestHealthSaysSingle: without nats_url the server is one process.

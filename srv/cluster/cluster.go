@@ -105,6 +105,9 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		c.rooms[store.Room(t)] = t
 	}
 	nc, err := nats.Connect(o.URL, nats.Name("agentassistant-srv "+o.Instance), nats.MaxReconnects(-1),
+		// No publish waits in a buffer for a reconnect: a write is saved
+		// or refused now, never landing later after its caller was told no.
+		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))

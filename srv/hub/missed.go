@@ -29,6 +29,9 @@ const (
 	NoteUndelivered = "undelivered"
 	// NoteHandedOver marks such an answer once an agent has it.
 	NoteHandedOver = "handed over"
+	// NoteNotSaved closes a request its agent was told could not be
+	// saved, whose write landed after all (cluster mode).
+	NoteNotSaved = "not saved"
 )
 
 // maxMissed caps the answers a room keeps for absent agents; past it the

@@ -37,6 +37,12 @@ type room struct {
 	missed      map[string]*missed
 	missedOrder []string
 
+	// refused is the IDs of requests whose shared write this instance
+	// gave up on (the agent was told they could not be saved), oldest
+	// first, at most maxRefused: one that lands after all is withdrawn
+	// (sharedapply.go). Cluster mode only.
+	refused []string
+
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.
 	delay    time.Duration

@@ -99,6 +99,11 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			cancel()
 		}
 		if err != nil {
+			if !errors.Is(err, ErrRecordExists) {
+				r.mu.Lock()
+				r.noteRefusedLocked(req.ID) // it may land after all
+				r.mu.Unlock()
+			}
 			h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
 			return nil, &notSaved{what: "request", err: err}
 		}
@@ -113,6 +118,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			return s.reply, s.err
 		}
 		r.mu.Lock()
+		r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
 		p = h.registerLocked(r, token, rec)
 		r.mu.Unlock()
 		if p == nil { // settled meanwhile

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // slowShared is a Shared whose Create lands only when the test says so,
@@ -94,6 +95,80 @@ func TestSharedCreateOutlivesTheCaller(t *testing.T) {
 		defer sh.mu.Unlock()
 		if len(sh.updates) == 0 || !sh.updates[len(sh.updates)-1].Gone {
 			t.Fatalf("no agent-gone mark was written for a request whose caller left: %+v", sh.updates)
+		}
+	})
+}
+
+// failingShared refuses every Create (its ack timed out), though the
+// write may land later: the test then plays the cluster's watcher.
+type failingShared struct{ slowShared }
+
+func (s *failingShared) Create(context.Context, SharedRecord) (uint64, error) {
+	return 0, context.DeadlineExceeded
+}
+
+// TestRefusedRequestLandingLateIsWithdrawn: a request the agent was told
+// could not be saved, whose write lands after all (a frozen NATS, a
+// reconnect buffer), is not left on every screen with nobody waiting for
+// it: its holder withdraws it at once, and shows it to no one.
+func TestRefusedRequestLandingLateIsWithdrawn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sh := &failingShared{slowShared{recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
+		h := New(Options{Shared: sh, Instance: "a", OrphanNotice: time.Second, OrphanGrace: time.Minute})
+		defer h.Close()
+		phone := newFake("p")
+		h.Join("tok", phone, nil, Resume{})
+		req := Request{Kind: wire.AskQuestion, ID: "late", Text: "Anyone?", Timeout: time.Hour}
+		if _, err := h.Ask(context.Background(), "tok", req); err == nil {
+			t.Fatal("the ask was not refused")
+		}
+		// The write lands now, and the watcher hears it.
+		now := time.Now()
+		rec := SharedRecord{Record: h.record(h.room("tok"), &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: "a"}
+		rev := sh.put(rec)
+		h.Apply("tok", rec, rev)
+		synctest.Wait()
+		sh.mu.Lock()
+		final := sh.recs["late"]
+		sh.mu.Unlock()
+		if final.Status == store.Pending {
+			t.Fatal("the refused request stays pending in the cluster")
+		}
+		for _, c := range phone.cmds() {
+			if c == wire.CmdAskQuestion {
+				t.Fatalf("the refused request was shown: %v", phone.cmds())
+			}
+		}
+	})
+}
+
+// TestHeldRequestWithoutCallerIsOrphaned: a pending request this
+// instance holds but nobody here waits for (heard after a restart, or a
+// caller that never registered) gets the agent-gone notice and is
+// withdrawn after the grace, as one whose caller left.
+func TestHeldRequestWithoutCallerIsOrphaned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sh := &slowShared{recs: map[string]SharedRecord{}, revs: map[string]uint64{}}
+		h := New(Options{Shared: sh, Instance: "a", OrphanNotice: time.Second, OrphanGrace: time.Minute})
+		defer h.Close()
+		req := Request{Kind: wire.AskQuestion, ID: "held", Text: "Anyone?", Timeout: time.Hour}
+		now := time.Now()
+		rec := SharedRecord{Record: h.record(h.room("tok"), &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: "a"}
+		h.Apply("tok", rec, sh.put(rec))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		sh.mu.Lock()
+		gone := sh.recs["held"].Gone
+		sh.mu.Unlock()
+		if !gone {
+			t.Fatal("no agent-gone mark for a held request nobody waits for")
+		}
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if sh.recs["held"].Status == store.Pending {
+			t.Fatal("a held request nobody waits for was not withdrawn after the grace")
 		}
 	})
 }

@@ -1,6 +1,9 @@
 package hub
 
 import (
+	"slices"
+	"time"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -67,6 +70,19 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	}
 	p.rev = rev
 	p.holder = rec.Holder
+	// Held here with no caller here: a request whose agent was told it
+	// could not be saved, landing after all, is withdrawn unseen; any
+	// other (heard after a restart) is orphaned like one whose caller
+	// left, so its agent has the grace to come back.
+	lone := !p.shown && p.holder == h.self && p.waiters <= 0
+	if lone && r.takeRefusedLocked(rec.ID) {
+		return p, func() {
+			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
+		}
+	}
+	if lone {
+		h.orphanSharedLocked(r, p)
+	}
 	var ms []*pb.WebsocketMessage
 	if !p.shown {
 		p.shown = true
@@ -146,4 +162,24 @@ func settledOf(rec store.Record) *settled {
 		s.err = ErrWithdrawn
 	}
 	return s
+}
+
+// maxRefused bounds a room's refused IDs.
+const maxRefused = 256
+
+func (r *room) noteRefusedLocked(id string) {
+	if len(r.refused) >= maxRefused {
+		r.refused = r.refused[1:]
+	}
+	r.refused = append(r.refused, id)
+}
+
+// takeRefusedLocked reports whether id was refused, and forgets it.
+func (r *room) takeRefusedLocked(id string) bool {
+	i := slices.Index(r.refused, id)
+	if i < 0 {
+		return false
+	}
+	r.refused = slices.Delete(r.refused, i, i+1)
+	return true
 }
