@@ -54,6 +54,11 @@ func (f *Flags) Given(name string) bool {
 // were declared on, then sets the fields of the flags given. It returns
 // the file read, "" when there was none. Call it after Parse.
 func (f *Flags) Load(cfg any) (path string, err error) {
+	if f.NArg() > 0 {
+		// Parsing stops at the first word that is not a flag: the flags
+		// after it would be ignored without a word.
+		return "", fmt.Errorf("unexpected argument %q: every setting is a flag (-name value), and nothing follows them", f.Arg(0))
+	}
 	path, err = Find(*f.path, f.file)
 	if err != nil {
 		return "", err

@@ -94,3 +94,12 @@ func TestLogger(t *testing.T) {
 		t.Fatalf("bad level: %v", err)
 	}
 }
+
+// TestStrayArgument: a word among the flags stops Go's flag parsing, so
+// every flag after it would be silently ignored; it is an error instead.
+func TestStrayArgument(t *testing.T) {
+	cfg, _, _, err := parse(t, false, "-token", "x", "oops", "-port", "1234")
+	if err == nil || !strings.Contains(err.Error(), `"oops"`) {
+		t.Fatalf("a stray argument was accepted (port %d): %v", cfg.Port, err)
+	}
+}
