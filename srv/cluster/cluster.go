@@ -54,7 +54,10 @@ type Options struct {
 	// connections it has (default 2s); an instance not heard from for five
 	// heartbeats is counted out.
 	Heartbeat time.Duration
-	Logger    *slog.Logger // nil: discard
+	// HistoryScan is the most request records one call of the history
+	// view reads (default 10,000; history.go).
+	HistoryScan int
+	Logger      *slog.Logger // nil: discard
 }
 
 // Cluster is this instance's link to the others. Safe for concurrent use.
@@ -96,6 +99,9 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = 2 * time.Second
+	}
+	if o.HistoryScan <= 0 {
+		o.HistoryScan = historyDefaultScan
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -78,12 +79,24 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	return pendingN, settledN, nil
 }
 
-// History pages through the settled requests of token, newest first.
+// History pages through the settled requests of token, newest first: in
+// cluster mode from the cluster's records (SharedHistory), else from the
+// store.
 func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryItem, bool, error) {
-	if h.store == nil {
+	var (
+		recs []store.Record
+		more bool
+		err  error
+	)
+	if sh, ok := h.shared.(SharedHistory); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		recs, more, err = sh.History(ctx, store.Room(token), before, limit)
+		cancel()
+	} else if h.store != nil {
+		recs, more, err = h.store.History(store.Room(token), before, limit)
+	} else {
 		return nil, false, nil
 	}
-	recs, more, err := h.store.History(store.Room(token), before, limit)
 	if err != nil {
 		return nil, false, err
 	}
@@ -106,8 +119,15 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryI
 	return out, more, nil
 }
 
-// ClearHistory deletes the settled requests of token.
+// ClearHistory deletes the settled requests of token. In cluster mode it
+// deletes them from the cluster's records, but for answers still kept for
+// an absent agent, which stay until handed over.
 func (h *Hub) ClearHistory(token string) (int, error) {
+	if sh, ok := h.shared.(SharedHistory); ok {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		defer cancel()
+		return sh.ClearHistory(ctx, store.Room(token), h.keptForAgent)
+	}
 	if h.store == nil {
 		return 0, nil
 	}

@@ -1,0 +1,176 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// The history view in cluster mode (hub.SharedHistory): the settled
+// records of the requests bucket are the history, read by every instance
+// from the bucket, so every instance shows the same and a clear on one is
+// a clear on all. There is no second copy.
+//
+// A room's records are read by one watch of its keys, r.<room digest>.>
+// (a subject filter: no other room's record is read), last value per key,
+// in the order of their last writes. The bucket has no index by creation
+// time, so a page reads the room's records and keeps the newest limit+1
+// created before the page's start (a request's creation time and status
+// are read from each value without decoding the rest). One call reads at
+// most HistoryScan records, and takes at most the hub's time for one call
+// to NATS.
+
+// historyDefaultScan is HistoryScan's default.
+const historyDefaultScan = 10_000
+
+// roomRecords calls each with every record of room in the requests
+// bucket, stopping at the first error it returns.
+func (c *Cluster) roomRecords(ctx context.Context, room string, each func(jetstream.KeyValueEntry) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w, err := c.reqs.Watch(ctx, "r."+room+".>", jetstream.IgnoreDeletes())
+	if err != nil {
+		return fmt.Errorf("watch a room's records: %w", err)
+	}
+	defer func() {
+		_ = w.Stop()
+		// The watch's callback may be waiting to hand over an entry:
+		// take what comes until the watch closes its channel.
+		for {
+			select {
+			case _, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+			case <-time.After(time.Second):
+				return
+			}
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("read a room's records: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return errors.New("read a room's records: the watch ended")
+			case e == nil: // every record present at the start was read
+				return nil
+			}
+			if err := each(e); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// recordHead is what a page's order needs of a record, read without the
+// rest (the reply may be large).
+type recordHead struct {
+	ID        string    `json:"id"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// newestFirst orders records by creation time, newest first; of two
+// created at once, by ID.
+func newestFirst(a, b recordHead) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
+}
+
+func headOf(r store.Record) recordHead {
+	return recordHead{ID: r.ID, Status: r.Status, CreatedAt: r.CreatedAt}
+}
+
+// History returns up to limit settled records of room created before
+// before, newest first, and whether older ones exist (hub.SharedHistory).
+// A room holding more than HistoryScan records is an error: the call
+// would read more than one call may.
+func (c *Cluster) History(ctx context.Context, room string, before time.Time, limit int) ([]store.Record, bool, error) {
+	limit = max(limit, 0)
+	page := make([]store.Record, 0, min(limit+1, 256)) // newest first, at most limit+1
+	read := 0
+	err := c.roomRecords(ctx, room, func(e jetstream.KeyValueEntry) error {
+		if read++; read > c.o.HistoryScan {
+			return fmt.Errorf("read history: the room holds more than %d records, the most one call reads (history_scan)", c.o.HistoryScan)
+		}
+		var head recordHead
+		if err := json.Unmarshal(e.Value(), &head); err != nil {
+			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
+			return nil
+		}
+		if head.Status == store.Pending || !head.CreatedAt.Before(before) {
+			return nil
+		}
+		i, _ := slices.BinarySearchFunc(page, head, func(r store.Record, h recordHead) int { return newestFirst(headOf(r), h) })
+		if i > limit {
+			return nil // older than the whole page
+		}
+		rec, err := decode(e.Value())
+		if err != nil {
+			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
+			return nil
+		}
+		page = slices.Insert(page, i, rec.Record)
+		if len(page) > limit+1 {
+			page = page[:limit+1]
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page) > limit {
+		return page[:limit], true, nil
+	}
+	return page, false, nil
+}
+
+// ClearHistory deletes the settled records of room but those keep says
+// to keep (hub.SharedHistory); pending ones stay. Each is deleted by
+// compare-and-set on the revision read: one that changed meanwhile is read
+// again, and stays if it is pending or kept now. A clear is not capped by
+// HistoryScan: it deletes as it reads, and a clear cut short by its time
+// is taken up by the next.
+func (c *Cluster) ClearHistory(ctx context.Context, room string, keep func(hub.SharedRecord) bool) (int, error) {
+	n := 0
+	err := c.roomRecords(ctx, room, func(e jetstream.KeyValueEntry) error {
+		value, rev := e.Value(), e.Revision()
+		for {
+			// An unreadable record is deleted, as in one process.
+			if rec, err := decode(value); err == nil && (rec.Status == store.Pending || keep != nil && keep(rec)) {
+				return nil
+			}
+			err := c.reqs.Delete(ctx, e.Key(), jetstream.LastRevision(rev))
+			if err == nil {
+				n++
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+				return fmt.Errorf("delete a request record: %w", err)
+			}
+			again, err := c.reqs.Get(ctx, e.Key())
+			if errors.Is(err, jetstream.ErrKeyNotFound) {
+				return nil // deleted meanwhile: another clear
+			}
+			if err != nil {
+				return fmt.Errorf("read a request record: %w", err)
+			}
+			value, rev = again.Value(), again.Revision()
+		}
+	})
+	return n, err
+}
