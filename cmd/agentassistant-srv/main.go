@@ -98,6 +98,7 @@ type fileConfig struct {
 	NATSURL      string `toml:"nats_url"`
 	NATSReplicas int    `toml:"nats_replicas"`
 	Instance     string `toml:"instance_name"`
+	HistoryScan  int    `toml:"history_scan"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -198,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.NATSURL != "" {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		cl, err = cluster.Open(cctx, cluster.Options{URL: cfg.NATSURL, Tokens: allTokens, Instance: cfg.Instance,
-			Replicas: cfg.NATSReplicas, History: hubOpts.HistoryRetention, Logger: log.With("component", "cluster")})
+			Replicas: cfg.NATSReplicas, History: hubOpts.HistoryRetention, HistoryScan: cfg.HistoryScan, Logger: log.With("component", "cluster")})
 		if err == nil {
 			defer func() { _ = cl.Close() }()
 			rl, err = cl.Relay(cctx)
