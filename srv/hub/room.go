@@ -42,6 +42,11 @@ type room struct {
 	// first, at most maxRefused: one that lands after all is withdrawn
 	// (sharedapply.go). Cluster mode only.
 	refused []string
+	// asking counts, by request ID, this instance's asks that created
+	// their record, from before it is written until they return: the
+	// record may be shown, and answered, before the ask counts itself as
+	// a waiter, and its caller is there all the same. Cluster mode only.
+	asking map[string]int
 
 	// Presence changes waiting to be announced, in order; the timer that
 	// announces them is armed while the list is not empty.

@@ -90,6 +90,14 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		// land (and be shown by every instance) after the caller's context
 		// ends, and then it needs this call's waiter to leave properly, so
 		// its agent-gone notice and withdrawal are armed.
+		r.mu.Lock()
+		r.askingLocked(req.ID, +1)
+		r.mu.Unlock()
+		defer func() {
+			r.mu.Lock()
+			r.askingLocked(req.ID, -1)
+			r.mu.Unlock()
+		}()
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 		_, err := h.shared.Create(sctx, rec)
 		cancel()
@@ -258,7 +266,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	case err != nil:
 		status = store.Cancelled
 	}
-	if rep != nil && (p.holder == h.self && p.waiters <= 0 || p.holder != h.self && p.gone.Load()) {
+	if rep != nil && (p.holder == h.self && p.waiters <= 0 && r.asking[p.req.ID] == 0 || p.holder != h.self && p.gone.Load()) {
 		// No agent waits for this answer: here, or where its call was
 		// (whose instance said so, Gone).
 		reason = NoteUndelivered

@@ -172,3 +172,52 @@ func TestHeldRequestWithoutCallerIsOrphaned(t *testing.T) {
 		}
 	})
 }
+
+// landingShared lands a Create at once but acks it only when told: the
+// record is heard, shown and answered before its ask counts as a waiter.
+type landingShared struct {
+	slowShared
+	landed chan SharedRecord
+}
+
+func (s *landingShared) Create(ctx context.Context, rec SharedRecord) (uint64, error) {
+	rev := s.put(rec)
+	s.landed <- rec
+	<-s.land
+	return rev, nil
+}
+
+// TestAnsweredBeforeTheAskWaits: an answer given between the record's
+// landing and its ask counting itself as a waiter goes to that ask, and is
+// not marked as given while no agent waited.
+func TestAnsweredBeforeTheAskWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sh := &landingShared{slowShared{land: make(chan struct{}), recs: map[string]SharedRecord{}, revs: map[string]uint64{}}, make(chan SharedRecord, 1)}
+		h := New(Options{Shared: sh, Instance: "a", OrphanNotice: time.Hour, OrphanGrace: time.Hour})
+		defer h.Close()
+		phone := newFake("p")
+		h.Join("tok", phone, nil, Resume{})
+		done := make(chan *Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "quick", Text: "Quick?", Timeout: time.Hour})
+			done <- rep
+		}()
+		rec := <-sh.landed
+		sh.mu.Lock()
+		rev := sh.revs["quick"]
+		sh.mu.Unlock()
+		h.Apply("tok", rec, rev) // heard and shown before Create returns
+		go func() { _ = h.Answer("tok", wire.AskQuestion, "quick", Reply{ClientID: "p", Nickname: "nick-p"}) }()
+		synctest.Wait()
+		sh.mu.Lock()
+		settled := sh.recs["quick"]
+		sh.mu.Unlock()
+		close(sh.land)
+		if settled.Status != store.Answered || settled.ClosedNote == NoteUndelivered {
+			t.Fatalf("answered as %q, note %q: its caller was there", settled.Status, settled.ClosedNote)
+		}
+		if rep := <-done; rep == nil || rep.ClientID != "p" {
+			t.Fatalf("the ask got %+v", rep)
+		}
+	})
+}

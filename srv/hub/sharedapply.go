@@ -74,7 +74,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	// could not be saved, landing after all, is withdrawn unseen; any
 	// other (heard after a restart) is orphaned like one whose caller
 	// left, so its agent has the grace to come back.
-	lone := !p.shown && p.holder == h.self && p.waiters <= 0
+	lone := !p.shown && p.holder == h.self && p.waiters <= 0 && r.asking[rec.ID] == 0
 	if lone && r.takeRefusedLocked(rec.ID) {
 		return p, func() {
 			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
@@ -182,4 +182,14 @@ func (r *room) takeRefusedLocked(id string) bool {
 	}
 	r.refused = slices.Delete(r.refused, i, i+1)
 	return true
+}
+
+// askingLocked counts an ask of id in flight here (+1) or done (-1).
+func (r *room) askingLocked(id string, d int) {
+	if r.asking == nil {
+		r.asking = make(map[string]int)
+	}
+	if r.asking[id] += d; r.asking[id] <= 0 {
+		delete(r.asking, id)
+	}
 }
