@@ -145,6 +145,19 @@ describe('the inbox store', () => {
       expect(s.find('b')).toMatchObject({ status: 'answeredHere', reply: [{ type: 'text', text: 'mine' }] })
     })
 
+    it('two devices answer at once: the one that lost shows the answer that won, and gets its own words back', () => {
+      const s = createStore('t')
+      s.handle(ask('r'))
+      s.markAnsweredHere('r', [{ type: 'text', text: 'mine' }], 'pc')
+      // The winner's notification comes before this device's refusal.
+      s.handle(frame({
+        Cmd: 'AskQuestionReplyNotification', AskQuestionRequest: { ID: 'r' }, Nickname: 'phone',
+        AskQuestionResponse: { ID: 'r', contents: [{ type: 1, text: { text: 'theirs' } }] },
+      }))
+      expect(s.refused('r', 'not_pending')).toEqual([{ type: 'text', text: 'mine' }])
+      expect(s.find('r')).toMatchObject({ status: 'answeredElsewhere', answeredBy: 'phone', reply: [{ type: 'text', text: 'theirs' }] })
+    })
+
     it('cancelled by the agent, or timed out', () => {
       const s = createStore('t')
       s.handle(ask('c'))

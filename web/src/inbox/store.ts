@@ -25,6 +25,9 @@ export function createStore(storageKey: string) {
   // Replies sent from here, until the server takes them or refuses them
   // (then they go back into the reply box: nothing typed is lost).
   const sent = new Map<string, ReplyPart[]>()
+  // Another device's answer to a request this device answered too, heard
+  // before the server said which won: shown if ours is refused.
+  const rival = new Map<string, Pick<Item, 'reply' | 'answeredBy' | 'answeredAt'>>()
 
   const projects = computed(() => [...new Set(state.items.map((i) => i.project))])
   const shown = computed(() => state.items.filter((i) => !state.project || i.project === state.project))
@@ -122,12 +125,15 @@ export function createStore(storageKey: string) {
       case 'WorkReportReplyNotification': {
         const id = m.AskQuestionRequest?.ID || m.TaskFinishRequest?.ID || ''
         const resp = m.AskQuestionResponse ?? m.TaskFinishResponse
-        if (find(id)?.status === 'answeredHere') break // our own answer, replayed after a reconnect
-        setStatus(id, 'answeredElsewhere', {
-          reply: contentsToParts(resp?.contents),
-          answeredBy: m.Nickname || m.StrParam,
-          answeredAt: Date.now(),
-        })
+        const outcome = { reply: contentsToParts(resp?.contents), answeredBy: m.Nickname || m.StrParam, answeredAt: Date.now() }
+        if (find(id)?.status === 'answeredHere') {
+          // Our own answer, replayed after a reconnect; or another
+          // device's, sent at the same moment as ours: if the server
+          // refuses ours, this one won (refused).
+          if (sent.has(id)) rival.set(id, outcome)
+          break
+        }
+        setStatus(id, 'answeredElsewhere', outcome)
         break
       }
       case 'GetHistory': {
@@ -238,9 +244,13 @@ export function createStore(storageKey: string) {
     const parts = sent.get(id)
     if (!parts) return undefined
     sent.delete(id)
+    const won = rival.get(id)
+    rival.delete(id)
     if (code === 'not_saved') {
       setStatus(id, 'waiting', { reply: undefined, answeredBy: undefined, answeredAt: undefined })
       state.selected = id
+    } else if (won) {
+      setStatus(id, 'answeredElsewhere', won)
     } else {
       setStatus(id, 'closed', { reply: undefined, answeredBy: undefined })
     }
