@@ -20,6 +20,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -118,7 +120,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) { c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS: %w", err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(o.URL), err)
 	}
 	c.nc = nc
 	js, err := jetstream.New(nc)
@@ -274,4 +276,16 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 		return 0, fmt.Errorf("update request record: %w", err)
 	}
 	return n, nil
+}
+
+// redactURLs is a comma-separated list of NATS URLs without their
+// passwords, for messages.
+func redactURLs(list string) string {
+	parts := strings.Split(list, ",")
+	for i, p := range parts {
+		if u, err := url.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			parts[i] = u.Redacted()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -394,3 +394,12 @@ func TestOrphanAcrossInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableNATSIsNamed: a NATS that cannot be reached is named in
+// the error, without its password.
+func TestUnreachableNATSIsNamed(t *testing.T) {
+	_, err := Open(context.Background(), Options{URL: "nats://me:secret@127.0.0.1:1", Tokens: []string{tok}, Instance: "x"})
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("error = %v", err)
+	}
+}
