@@ -84,6 +84,7 @@ type fileConfig struct {
 	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
 	AGUIMaxThreads    int   `toml:"agui_max_threads_per_token"`
 	AGUIAgentWait     int   `toml:"agui_agent_wait_seconds"`
+	AGUIAgentIdle     int   `toml:"agui_agent_idle_seconds"`
 	// /ingress/ws: its runs go to orchestrator_url, or to the token's MCP
 	// agent when it is empty.
 	OrchestratorURL     string `toml:"orchestrator_url"`
@@ -237,7 +238,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
 		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace), MaxThreadsPerToken: cfg.AGUIMaxThreads,
-			AgentWait: secs(cfg.AGUIAgentWait)},
+			AgentWait: secs(cfg.AGUIAgentWait), AgentIdle: secs(cfg.AGUIAgentIdle)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
 		Relay: relay.Options{Cluster: relayCluster, HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),

@@ -72,7 +72,18 @@ type Options struct {
 	// saying how to connect one; the message is kept for it (default
 	// DefaultAgentWait).
 	AgentWait time.Duration
+	// AgentIdle is how long a run waits on an agent that says nothing
+	// (no message, no tool call, no yield) while no agent is in the relay
+	// session (none on /agent/ws, no in-process call): past it the run
+	// ends with RUN_ERROR agent_gone, so a frontend is not left with a
+	// run open forever by an agent that took its message and went away
+	// (default DefaultAgentIdle; an agent thinking between calls is not
+	// in the session either, so keep it long).
+	AgentIdle time.Duration
 }
+
+// DefaultAgentIdle is AgentIdle's default.
+const DefaultAgentIdle = 5 * time.Minute
 
 // DefaultFrontendGrace is FrontendGrace's default.
 const DefaultFrontendGrace = 10 * time.Second
@@ -115,6 +126,9 @@ func New(o Options) *Handler {
 	}
 	if o.AgentWait <= 0 {
 		o.AgentWait = DefaultAgentWait
+	}
+	if o.AgentIdle <= 0 {
+		o.AgentIdle = DefaultAgentIdle
 	}
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
 }
@@ -367,14 +381,23 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
 	}
 	t.deliverResults(results)
-	var late <-chan time.Time // an agent should have taken the user's message by then
+	// late: an agent should have taken the user's message by then; once
+	// one has (or with no message), it is the agent's silence that is
+	// timed (idle), and checked against whether any agent is still there.
+	timer := time.NewTimer(h.o.AgentIdle)
+	defer timer.Stop()
+	late, idle := (<-chan time.Time)(nil), true
 	if userMsg != nil {
 		t.postUser(*userMsg)
-		timer := time.NewTimer(h.o.AgentWait)
-		defer timer.Stop()
-		late = timer.C
+		timer.Reset(h.o.AgentWait)
+		idle = false
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
+	}
+	late = timer.C
+	quiet := func() { // the agent spoke, or took the message: time its silence
+		timer.Reset(h.o.AgentIdle)
+		idle = true
 	}
 	for {
 		env, ok := t.next(ctx, h.closed, late)
@@ -387,14 +410,18 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			return
 		}
 		if env.Type == typeAgentLate {
-			late = nil
-			if t.ext.Unheard() {
+			switch {
+			case !idle && t.ext.Unheard():
 				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
 				return
+			case idle && !t.ext.AgentPresent():
+				end(event{"type": RunError, "message": goneAgentMessage(in.ThreadID, h.o.AgentIdle), "code": "agent_gone"})
+				return
 			}
-			continue // an agent took it and is at work
+			quiet() // an agent took it, or is still there: at work
+			continue
 		}
-		late = nil // the agent is there
+		quiet() // the agent is there
 		switch env.Type {
 		case relay.TypeAgentWaiting:
 			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
@@ -423,6 +450,12 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			return
 		}
 	}
+}
+
+// goneAgentMessage says the agent went quiet and left thread.
+func goneAgentMessage(thread string, waited time.Duration) string {
+	return fmt.Sprintf("the agent has said nothing for %s and no agent is connected to thread %q any more: "+
+		"it went away without answering. Start the agent again and send your message again.", waited, thread)
 }
 
 // noAgentMessage says no agent took the user's message in thread, and

@@ -62,3 +62,32 @@ func TestBusyAgentKeepsTheRun(t *testing.T) {
 		cancel()
 	})
 }
+
+// TestGoneAgentEndsTheRun: an agent that took the message and then went
+// away (its process ended, its connection closed) does not leave the run
+// open forever: once it has been silent for AgentIdle with no agent in the
+// relay session, the run ends with RUN_ERROR agent_gone.
+func TestGoneAgentEndsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent(t)
+		done := make(chan []map[string]any, 1)
+		start := time.Now()
+		go func() {
+			done <- a.post(context.Background(), "r1", map[string]any{"id": "u1", "role": "user", "content": "hello?"})
+		}()
+		if _, ok := a.l.NextUserMessage(context.Background()); !ok {
+			t.Fatal("no message")
+		}
+		a.l.Close() // the agent's process ends
+		evs := <-done
+		if evTypes(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["code"] != "agent_gone" {
+			t.Fatalf("events %v", evs)
+		}
+		if waited := time.Since(start); waited < DefaultAgentIdle || waited > DefaultAgentIdle+DefaultAgentWait {
+			t.Errorf("the run ended after %s, want about %s", waited, DefaultAgentIdle)
+		}
+		if msg := evs[1]["message"].(string); !strings.Contains(msg, `thread "th"`) {
+			t.Errorf("RUN_ERROR message %q does not name the thread", msg)
+		}
+	})
+}

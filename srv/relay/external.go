@@ -122,6 +122,18 @@ func (e *External) Unheard() bool {
 	return len(e.ch.mailbox) > 0 && len(e.ch.agents) == 0
 }
 
+// AgentPresent reports whether an agent is in the relay session now: one
+// joined on /agent/ws (or through another instance), or an in-process
+// agent in the middle of a call (it holds the relay session).
+func (e *External) AgentPresent() bool {
+	e.ch.r.mu.Lock()
+	refs := e.ch.refs
+	e.ch.r.mu.Unlock()
+	e.ch.mu.Lock()
+	defer e.ch.mu.Unlock()
+	return refs > 0 || len(e.ch.agents) > 0
+}
+
 // agentWaits counts an in-process agent that starts waiting for a user
 // message (its caller counts it out) and tells an external host it
 // yields the turn. Called with mu held.
