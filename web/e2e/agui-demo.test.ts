@@ -42,6 +42,17 @@ describe('the AG-UI demo page driven through agentassistant-mcp', () => {
     expect(page.url()).toBe(`${srv.url}/agui-demo?thread=${THREAD}`)
   })
 
+  it('with a token the server refuses, says what to do and takes nothing more', async () => {
+    const other = await browser.newPage({ viewport: { width: 390, height: 844 }, locale: 'en-US' })
+    await other.goto(`${srv.url}/agui-demo?token=not-the-token&thread=elsewhere`)
+    await other.locator('input[data-testid=agui-input]').fill('hello')
+    await other.locator('input[data-testid=agui-input]').press('Enter')
+    await expect(other.locator('[data-testid=agui-error]').textContent()).resolves.toContain('The server refused this token')
+    await expect(other.locator('input[data-testid=agui-input]').isDisabled()).resolves.toBe(true)
+    if (process.env.AA_LOOK) await other.screenshot({ path: `${process.env.AA_LOOK}/agui-refused-phone.png` })
+    await other.close()
+  })
+
   it('changes its background when the agent calls change_background, and shows the summary', async () => {
     expect(await background()).toBe('rgb(255, 255, 255)')
     const heard = tool('wait_user_message', { timeout: 30 })
