@@ -1,0 +1,142 @@
+package agui
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/agentassistant/agentassistant/srv/studylog"
+)
+
+// One run, served to its end on its request's goroutine: the events the
+// agent's messages, tool calls and yield become, and the bounds on an
+// agent that never takes the message or goes away after taking it.
+
+// run serves one AG-UI run to its end.
+func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stream) {
+	runNo, ok := t.open()
+	t.logStarted(in)
+	if !ok {
+		s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
+		ev := event{"type": RunError, "message": fmt.Sprintf("thread %q has a run open already; wait for its RUN_FINISHED", in.ThreadID), "code": "run_open"}
+		t.logEnd(in, ev)
+		s.emit(ev)
+		return
+	}
+	lost := false // the frontend went away before the run's end
+	defer func() {
+		if lost {
+			t.logRun(studylog.Internal, logRunLost, map[string]any{"threadId": in.ThreadID, "runId": in.RunID})
+		}
+		t.close(runNo, lost)
+	}()
+	// The thread takes a new run as soon as this one's end is sent: the
+	// frontend may post its next run the moment it reads it.
+	end := func(ev event) {
+		t.close(runNo, false)
+		t.logEnd(in, ev)
+		s.finish(ev)
+	}
+	s.emit(event{"type": RunStarted, "threadId": in.ThreadID, "runId": in.RunID})
+	results, userMsg, err := t.plan(in)
+	if err != nil { // nothing was changed
+		end(event{"type": RunError, "message": err.Error(), "code": codeInvalidResult})
+		return
+	}
+	if notice := t.publish(in); len(notice) > 0 {
+		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
+		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
+	}
+	t.deliverResults(results)
+	// late: an agent should have taken the user's message by then; once
+	// one has (or with no message), it is the agent's silence that is
+	// timed (idle), and checked against whether any agent is still there.
+	timer := time.NewTimer(h.o.AgentIdle)
+	defer timer.Stop()
+	late, idle := (<-chan time.Time)(nil), true
+	if userMsg != nil {
+		t.postUser(*userMsg)
+		timer.Reset(h.o.AgentWait)
+		idle = false
+	} else if len(results) == 0 && t.ext.AgentWaiting() {
+		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
+	}
+	late = timer.C
+	quiet := func() { // the agent spoke, or took the message: time its silence
+		timer.Reset(h.o.AgentIdle)
+		idle = true
+	}
+	for {
+		env, ok := t.next(ctx, h.closed, late)
+		if !ok {
+			if ctx.Err() == nil {
+				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
+			} else {
+				lost = true
+			}
+			return
+		}
+		if env.Type == typeAgentLate {
+			switch {
+			case !idle && t.ext.Unheard():
+				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
+				return
+			case idle && !t.ext.AgentPresent():
+				end(event{"type": RunError, "message": goneAgentMessage(in.ThreadID, h.o.AgentIdle), "code": "agent_gone"})
+				return
+			}
+			quiet() // an agent took it, or is still there: at work
+			continue
+		}
+		quiet() // the agent is there
+		switch env.Type {
+		case relay.TypeAgentWaiting:
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			return
+		case wire.TypeAgentMessage:
+			var p struct {
+				Text string `json:"text"`
+			}
+			_ = json.Unmarshal(env.Payload, &p)
+			id := "msg-" + newID()
+			s.emit(event{"type": TextMessageStart, "messageId": id, "role": "assistant"})
+			s.emit(event{"type": TextMessageContent, "messageId": id, "delta": p.Text})
+			s.emit(event{"type": TextMessageEnd, "messageId": id})
+		case wire.TypeToolCall:
+			sent := t.emitCall(s, env)
+			for _, more := range t.moreCalls() { // calls made together end the run together
+				sent = t.emitCall(s, more) || sent
+			}
+			if !sent {
+				continue // refused: the agent hears why and goes on
+			}
+			end(event{"type": RunFinished, "threadId": in.ThreadID, "runId": in.RunID})
+			return
+		case wire.TypeReplaced:
+			end(event{"type": RunError, "message": fmt.Sprintf("another host took over relay session %q", in.ThreadID), "code": "replaced"})
+			return
+		}
+	}
+}
+
+// goneAgentMessage says the agent went quiet and left thread.
+func goneAgentMessage(thread string, waited time.Duration) string {
+	return fmt.Sprintf("the agent has said nothing for %s and no agent is connected to thread %q any more: "+
+		"it went away without answering. Start the agent again and send your message again.", waited, thread)
+}
+
+// noAgentMessage says no agent took the user's message in thread, and
+// how to connect one.
+func noAgentMessage(thread string, waited time.Duration) string {
+	bridge := "agentassistant-mcp -session " + thread
+	if thread == relay.DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
+		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
+		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
+		waited, thread, bridge, thread, thread)
+}
