@@ -65,3 +65,12 @@ func Unlisted(name string) string {
 	}
 	return ""
 }
+
+// Clip is s cut to at most n bytes (and whole UTF-8 characters) with an
+// ellipsis when it was longer: for quoting what a peer sent in an error.
+func Clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // RunAgentInput is the body of POST /agui, as @ag-ui/core defines it.
@@ -76,7 +78,7 @@ func parseInput(body []byte) (*RunAgentInput, error) {
 		switch m.Role {
 		case "user", "assistant", "system", "developer", "tool", "activity", "reasoning":
 		default:
-			return nil, fmt.Errorf("RunAgentInput.messages[%d].role %q is not an AG-UI role", i, truncate(m.Role, 32))
+			return nil, fmt.Errorf("RunAgentInput.messages[%d].role %q is not an AG-UI role", i, wire.Clip(m.Role, 32))
 		}
 		if m.Role == "tool" && m.callID() == "" {
 			return nil, fmt.Errorf("RunAgentInput.messages[%d]: a tool message needs toolCallId (or tool_id)", i)
@@ -121,11 +123,4 @@ func (m Message) text() string {
 		return b.String()
 	}
 	return string(m.Content)
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }

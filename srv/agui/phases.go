@@ -28,7 +28,7 @@ func trailingResults(in *RunAgentInput) []Message {
 }
 
 func noCallWaiting(callID, thread string) string {
-	return fmt.Sprintf("no tool call %q is waiting for a result in thread %q", truncate(callID, 64), thread)
+	return fmt.Sprintf("no tool call %q is waiting for a result in thread %q", wire.Clip(callID, 64), thread)
 }
 
 // result is a tool message to deliver in phase two.
@@ -52,7 +52,7 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 		id := m.callID()
 		if name, ok := t.done[id]; ok {
 			if m.ToolName != "" && m.ToolName != name {
-				return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)
+				return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, wire.Clip(m.ToolName, 64), name)
 			}
 			continue // delivered already: a retry
 		}
@@ -61,7 +61,7 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 			return nil, nil, errors.New(noCallWaiting(id, t.id))
 		}
 		if m.ToolName != "" && m.ToolName != name {
-			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, truncate(m.ToolName, 64), name)
+			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, wire.Clip(m.ToolName, 64), name)
 		}
 		out = append(out, result{id: id, name: name, msg: m})
 	}

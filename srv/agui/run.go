@@ -51,12 +51,12 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
 	}
 	t.deliverResults(results)
-	// late: an agent should have taken the user's message by then; once
+	// timer: an agent should have taken the user's message by then; once
 	// one has (or with no message), it is the agent's silence that is
 	// timed (idle), and checked against whether any agent is still there.
 	timer := time.NewTimer(h.o.AgentIdle)
 	defer timer.Stop()
-	late, idle := (<-chan time.Time)(nil), true
+	idle := true
 	if userMsg != nil {
 		t.postUser(*userMsg)
 		timer.Reset(h.o.AgentWait)
@@ -64,13 +64,12 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
 	}
-	late = timer.C
 	quiet := func() { // the agent spoke, or took the message: time its silence
 		timer.Reset(h.o.AgentIdle)
 		idle = true
 	}
 	for {
-		env, ok := t.next(ctx, h.closed, late)
+		env, ok := t.next(ctx, h.closed, timer.C)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})

@@ -245,13 +245,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 		return ErrNotPending
 	}
 	p.settling = true
-	status := store.Answered
-	switch {
-	case errors.Is(err, ErrTimeout):
-		status = store.TimedOut
-	case err != nil:
-		status = store.Cancelled
-	}
+	status := statusOf(err)
 	if rep != nil && p.waiters <= 0 {
 		reason = NoteUndelivered // no agent waits for this answer
 	}
@@ -354,4 +348,16 @@ func (q *Request) digest() digest {
 	var d digest
 	h.Sum(d[:0])
 	return d
+}
+
+// statusOf is the store's status of a request settled with err (nil:
+// answered); sharedapply.go's settledOf reads it back.
+func statusOf(err error) string {
+	switch {
+	case errors.Is(err, ErrTimeout):
+		return store.TimedOut
+	case err != nil:
+		return store.Cancelled
+	}
+	return store.Answered
 }

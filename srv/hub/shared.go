@@ -259,13 +259,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		return ErrNotPending
 	}
 	p.settling = true
-	status := store.Answered
-	switch {
-	case errors.Is(err, ErrTimeout):
-		status = store.TimedOut
-	case err != nil:
-		status = store.Cancelled
-	}
+	status := statusOf(err)
 	if rep != nil && (p.holder == h.self && p.waiters <= 0 && r.asking[p.req.ID] == 0 || p.holder != h.self && p.gone.Load()) {
 		// No agent waits for this answer: here, or where its call was
 		// (whose instance said so, Gone).

@@ -138,7 +138,7 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 	t, ok := h.tools[p.ToolName]
 	h.mu.Unlock()
 	if !ok {
-		h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", truncate(p.ToolName, 64))))
+		h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", wire.Clip(p.ToolName, 64))))
 		return
 	}
 	tcID := newCallID()
@@ -156,7 +156,7 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 	b.mu.Unlock()
 	summary := p.Reason
 	if args := string(p.Params); args != "{}" {
-		summary += " — " + truncate(args, maxSummaryLen)
+		summary += " — " + wire.Clip(args, maxSummaryLen)
 	}
 	r.emit(Event{Type: wire.IngressApprovalRequired, RunID: r.id, ApprovalID: apID, ToolCallID: tcID, ToolName: t.Name, ArgsSummary: summary})
 }

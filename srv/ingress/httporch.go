@@ -248,7 +248,7 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 				if ev.Type == wire.IngressError {
 					return orchError("%s", ev.Message)
 				}
-				return orchError("the orchestrator's first event (%s) names no run_id", truncate(ev.Type, 32))
+				return orchError("the orchestrator's first event (%s) names no run_id", wire.Clip(ev.Type, 32))
 			}
 			if !first.Stop() {
 				return orchError("the orchestrator sent no event within %s of answering POST /internal/invoke (its first event names the run)", c.o.Timeout)

@@ -167,7 +167,7 @@ func Parse(data []byte) (Message, *Error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&m); err != nil {
 		m.Type, m.RequestID = typ, rid
-		return m, errorf(wire.IngressInvalidMessage, "%s: %s", truncate(typ, 32), jsonProblem(err))
+		return m, errorf(wire.IngressInvalidMessage, "%s: %s", wire.Clip(typ, 32), jsonProblem(err))
 	}
 	return m, m.check()
 }
@@ -223,7 +223,7 @@ func (m *Message) check() *Error {
 			return bad("run_id is required (or, for a run not started yet, the request_id of its agent_invoke)")
 		}
 	default:
-		return errorf(wire.IngressInvalidMessage, "unknown message type %q", truncate(m.Type, 32))
+		return errorf(wire.IngressInvalidMessage, "unknown message type %q", wire.Clip(m.Type, 32))
 	}
 	return nil
 }
@@ -291,13 +291,3 @@ func jsonProblem(err error) string {
 }
 
 var toolPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// mcpName is a client tool's name as an MCP tool: MCP clients accept
-// letters, digits, '_' and '-', so browser.screenshot is
-// browser_screenshot.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
-}

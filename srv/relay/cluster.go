@@ -295,7 +295,7 @@ func (r *Relay) Answer(ctx context.Context, token, session string, f Frame) Fram
 		}
 		return Frame{}
 	}
-	return Frame{Err: "unknown request " + truncate(f.Kind, 32)}
+	return Frame{Err: "unknown request " + wire.Clip(f.Kind, 32)}
 }
 
 // takeChunk bounds one take from the home: a wait for a user message is a

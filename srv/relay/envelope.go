@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -79,7 +78,7 @@ func Parse(data []byte) (Envelope, *Error) {
 	case env.V == "":
 		return env, errorf(wire.InvalidMessage, "missing \"v\": expected %q", wire.Version)
 	case env.V != wire.Version:
-		return env, errorf(wire.InvalidMessage, "unsupported version %q: expected %q", truncate(env.V, 32), wire.Version)
+		return env, errorf(wire.InvalidMessage, "unsupported version %q: expected %q", wire.Clip(env.V, 32), wire.Version)
 	case env.Type == "":
 		return env, errorf(wire.InvalidMessage, "missing \"type\"")
 	case len(env.ReplyTo) > maxIDLen:
@@ -95,13 +94,6 @@ func Parse(data []byte) (Envelope, *Error) {
 		env.Payload = json.RawMessage(p)
 	}
 	return env, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // encode renders env for the wire. Payloads here are always valid JSON

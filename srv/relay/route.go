@@ -34,7 +34,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "already joined"))
 		return
 	default:
-		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for an agent", truncate(env.Type, 64)))
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for an agent", wire.Clip(env.Type, 64)))
 		return
 	}
 	if e := checkAgentPayload(env); e != nil {
@@ -174,7 +174,7 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 	case wire.TypeSessionStarted, wire.TypeSnapshotState, wire.TypeToolResult, wire.TypeStateUpdated,
 		wire.TypeUserMessage, wire.TypeSessionEnded, wire.TypeError:
 	default:
-		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for a host", truncate(env.Type, 64)))
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for a host", wire.Clip(env.Type, 64)))
 		return
 	}
 	env.Payload = stripBackendData(env.Payload)
