@@ -31,7 +31,11 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 	defer s.stop()
 	var rc receipts
 	var answerer atomic.Pointer[wsClient]
+	var notes receipts // the server's notes that a question was answered
 	onFrame := func(wc *wsClient, m *pb.WebsocketMessage) {
+		if m.Cmd == "AskQuestionReplyNotification" {
+			notes.note()
+		}
 		if m.Cmd != "AskQuestion" {
 			return
 		}
@@ -102,12 +106,18 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 		floorDs, floorAs = append(floorDs, d), append(floorAs, a)
 		time.Sleep(20 * time.Millisecond)
 		answerer.Store(conns[q%len(conns)])
+		notes.reset()
 		d, a, err = reachAll("question felt-"+fmt.Sprint(q), serverAsk(q))
 		if err != nil {
 			return err
 		}
+		// The server tells the other devices the question was answered;
+		// those notes are its work, not the floor's next question's.
+		if _, err := notes.wait("the note of felt-"+fmt.Sprint(q), c.fanout-1); err != nil {
+			return err
+		}
 		ds, as = append(ds, d), append(as, a)
-		time.Sleep(20 * time.Millisecond) // let the answer's notifications drain
+		time.Sleep(20 * time.Millisecond)
 	}
 	name := fmt.Sprintf("felt fan-out, %d devices", c.fanout)
 	ms := func(ds []time.Duration, p float64) float64 { return pct(ds, p) / 1000 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -295,7 +296,19 @@ func (f *askFloor) ask(w http.ResponseWriter, req *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	frame, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "AskQuestion", Seq: 1, AskQuestionRequest: &q})
+	b, err := f.relay(&q)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusGatewayTimeout)
+		return
+	}
+	w.Header().Set("Content-Type", "application/proto")
+	_, _ = w.Write(b)
+}
+
+// relay writes q as an AskQuestion frame to every device and returns the
+// first reply any of them sends back.
+func (f *askFloor) relay(q *pb.AskQuestionRequest) ([]byte, error) {
+	frame, _ := proto.Marshal(&pb.WebsocketMessage{Cmd: "AskQuestion", Seq: 1, AskQuestionRequest: q})
 	reply := make(chan []byte, 1)
 	f.mu.Lock()
 	f.waiting = reply
@@ -308,11 +321,31 @@ func (f *askFloor) ask(w http.ResponseWriter, req *http.Request) {
 	f.mu.Unlock()
 	select {
 	case b := <-reply:
-		w.Header().Set("Content-Type", "application/proto")
-		_, _ = w.Write(b)
+		return b, nil
 	case <-time.After(10 * time.Second):
-		http.Error(w, "no reply", http.StatusGatewayTimeout)
+		return nil, errors.New("no reply")
 	}
+}
+
+// askConnect is the floor of one ask_question: a connect-go AskQuestion
+// handler that does what the server's does and nothing else: write the
+// question to the devices (gorilla, a writer goroutine each) and answer
+// with the first reply. No token, no store, no bookkeeping.
+type askConnect struct {
+	agentassistprotoconnect.UnimplementedSrvAgentAssistHandler
+	f *askFloor
+}
+
+func (a askConnect) AskQuestion(_ context.Context, q *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	b, err := a.f.relay(q)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	var m pb.WebsocketMessage
+	if err := proto.Unmarshal(b, &m); err != nil {
+		return nil, connect.NewError(connect.CodeInternal, err)
+	}
+	return m.GetAskQuestionResponse(), nil
 }
 
 // runFloorServer serves the floor endpoints until killed.
@@ -329,6 +362,10 @@ func runFloorServer() error {
 	var fanAsk askFloor
 	mux.HandleFunc("/fanask", func(w http.ResponseWriter, req *http.Request) { fanAsk.join(w, req, &up) })
 	mux.HandleFunc("POST /fanask/go", fanAsk.ask)
+	var one askFloor
+	mux.HandleFunc("/askdev", func(w http.ResponseWriter, req *http.Request) { one.join(w, req, &up) })
+	path, h := agentassistprotoconnect.NewSrvAgentAssistHandler(askConnect{f: &one}, connect.WithCompressMinBytes(rpc.CompressMinBytes))
+	mux.Handle("/ask"+path, http.StripPrefix("/ask", h))
 	var sf sseFan
 	mux.HandleFunc("/ssefan", func(w http.ResponseWriter, req *http.Request) { sf.join(w, req, &up) })
 	mux.HandleFunc("POST /ssefan/go", sf.relay)

@@ -249,6 +249,7 @@ func startChild(ctx context.Context, mode string) (*child, error) {
 		return nil, err
 	}
 	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), strings.Fields(os.Getenv("AA_BENCH_FLOOR_ENV"))...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}

@@ -205,6 +205,8 @@ func TestTimeoutCancelAndOrphan(t *testing.T) {
 		if h.Validity("tok", []string{"gone"})["gone"] {
 			t.Fatal("orphan not withdrawn at the end of the grace")
 		}
+		time.Sleep(settledNoteDelay) // the note that it was withdrawn
+		synctest.Wait()
 		if reason := cancelReason(c, "gone"); reason != "abandoned" {
 			t.Errorf("orphan withdrawn with reason %q", reason)
 		}

@@ -295,7 +295,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	} else {
 		frame = r.emitLocked(cancelledFrame(p, reason), now)
 	}
-	send := r.fanLocked(frame, except)
+	send := r.fanLaterLocked(frame, except)
 	r.mu.Unlock()
 	send()
 	return nil

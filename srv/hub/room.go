@@ -61,6 +61,9 @@ type room struct {
 	// fanTail is closed once the last request event queued (fanLocked)
 	// has been sent to every client; nil before the first.
 	fanTail chan struct{}
+	// later starts the settled note waiting for its time (fan.go), if
+	// one is; the next event's broadcast calls it first.
+	later func()
 }
 
 // Join adds c to the room of token and tells the others it is online.

@@ -144,7 +144,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	} else {
 		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
 	}
-	send := r.fanLocked(frame, except)
+	send := r.fanLaterLocked(frame, except)
 	r.mu.Unlock()
 	send()
 }
