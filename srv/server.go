@@ -38,6 +38,10 @@ type Options struct {
 	// that have not logged in yet and the Connect calls whose token is
 	// not known yet; nil means 256, 64 per address.
 	Pending *auth.Pending
+	// Idle bounds the HTTP connections not in a handler (reading
+	// headers, idle between requests); /health reports it. Give the same
+	// one to NewHTTPServer. nil means 1024, 256 per address.
+	Idle *IdleConns
 	// MaxUnauthMessage bounds what a client sends before its token is
 	// checked: a /ws frame before UserLogin, an /agent/ws frame before
 	// relay.join, a Connect message without a valid header token (default
@@ -115,6 +119,7 @@ type Server struct {
 	started time.Time
 	bodyBy  time.Duration
 	cluster *cluster.Cluster
+	idle    *IdleConns
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -137,10 +142,13 @@ func New(o Options) *Server {
 	if o.MaxUnauthMessage <= 0 {
 		o.MaxUnauthMessage = 64 << 10
 	}
+	if o.Idle == nil {
+		o.Idle = NewIdleConns(0, 0)
+	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = 30 * time.Second
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster, idle: o.Idle}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
@@ -233,6 +241,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // for the cluster's link.
 func (s *Server) Relay() *relay.Relay { return s.relay }
 
+// Idle is the bound on connections not in a handler, for NewHTTPServer.
+func (s *Server) Idle() *IdleConns { return s.idle }
+
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
@@ -322,6 +333,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"ingressStates":      s.ingress.States(),
 		"ingressSessions":    s.ingress.Sessions(),
 		"ingressReplayBytes": s.ingress.ReplayBytes(),
+		"idleConnections":    s.idle.Stats(),
 		"goroutines":         runtime.NumGoroutine(),
 	})
 }
@@ -332,6 +344,9 @@ type HTTPOptions struct {
 	ReadHeaderTimeout time.Duration // default 10s: slow headers (slowloris) are cut off
 	IdleTimeout       time.Duration // default 120s
 	ErrorLog          *slog.Logger
+	// Idle bounds the connections not in a handler (Server.Idle); nil:
+	// a bound of its own with the defaults.
+	Idle *IdleConns
 }
 
 // NewHTTPServer returns the http.Server for h with the server's limits.
@@ -344,8 +359,13 @@ func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 120 * time.Second
 	}
+	if o.Idle == nil {
+		o.Idle = NewIdleConns(0, 0)
+	}
 	hs := &http.Server{
-		Handler:           h,
+		Handler:           o.Idle.Wrap(h),
+		ConnContext:       o.Idle.ConnContext,
+		ConnState:         o.Idle.ConnState,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
