@@ -43,6 +43,7 @@ type IdleConns struct {
 }
 
 type idleConn struct {
+	ic       *IdleConns
 	c        net.Conn
 	key      string
 	handlers int  // requests of it in a handler (HTTP/2 runs several)
@@ -73,7 +74,7 @@ type idleConnKey struct{}
 // ConnContext is the http.Server's: it registers c, before its StateNew,
 // and gives its requests their connection's entry.
 func (ic *IdleConns) ConnContext(ctx context.Context, c net.Conn) context.Context {
-	e := &idleConn{c: c, key: auth.Key(c.RemoteAddr().String())}
+	e := &idleConn{ic: ic, c: c, key: auth.Key(c.RemoteAddr().String())}
 	ic.mu.Lock()
 	ic.conns[c] = e
 	ic.mu.Unlock()
@@ -88,7 +89,9 @@ func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
 		ic.mu.Lock()
 		e := ic.conns[c]
 		var victim *idleConn
-		if e != nil && !e.done && e.handlers == 0 {
+		// Idle after a request, it waits already, since its handler
+		// returned: it keeps its place.
+		if e != nil && !e.done && e.handlers == 0 && e.el == nil {
 			victim = ic.waitLocked(e)
 		}
 		ic.mu.Unlock()
@@ -132,6 +135,34 @@ func (ic *IdleConns) Wrap(h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, r)
 	})
+}
+
+// waitingWhile runs f with the request of ctx counted as out of its
+// handler: what f waits for is nobody's (a failed login held back by the
+// Limiter), so its connection is bounded and may be closed to make room
+// as any other waiting one, which ends ctx.
+func waitingWhile(ctx context.Context, f func()) {
+	e, _ := ctx.Value(idleConnKey{}).(*idleConn)
+	if e == nil {
+		f()
+		return
+	}
+	ic := e.ic
+	ic.mu.Lock()
+	e.handlers--
+	var victim *idleConn
+	if e.handlers == 0 && !e.done {
+		victim = ic.waitLocked(e)
+	}
+	ic.mu.Unlock()
+	victim.close()
+	defer func() {
+		ic.mu.Lock()
+		e.handlers++
+		ic.unwaitLocked(e)
+		ic.mu.Unlock()
+	}()
+	f()
 }
 
 // waitLocked counts e as waiting, the newest, and returns the

@@ -295,3 +295,64 @@ func TestIdleConnsEvictTheOldest(t *testing.T) {
 		t.Fatalf("stats: %+v", st)
 	}
 }
+
+// TestHeldFailuresAreBounded: a request with a wrong token past the
+// failure budget is held back in its handler before its 401; held, its
+// connection does nothing for anyone and counts as waiting, so a flood of
+// failures cannot pile up connections without bound: the oldest held ones
+// are closed, and the owner's request gets through at once.
+func TestHeldFailuresAreBounded(t *testing.T) {
+	const perAddr, n = 8, 32
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := auth.NewLimiter(1, time.Minute)
+	held, released := make(chan struct{}, n), make(chan struct{}, n)
+	lim.Hold = func(_ time.Duration, done <-chan struct{}) {
+		held <- struct{}{}
+		<-done // as long as the connection lasts
+		released <- struct{}{}
+	}
+	s := srv.New(srv.Options{Tokens: toks, Idle: srv.NewIdleConns(1000, perAddr), Limiter: lim})
+	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		s.Close()
+		_ = hs.Close()
+		<-served
+	})
+	base := "http://" + ln.Addr().String()
+	if _, err := http.Get(base + "/health?token=wrong-token-000"); err != nil { // the budget
+		t.Fatal(err)
+	}
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "GET /health?token=wrong-token-000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+	}
+	for i := range n - perAddr {
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second): // only against a hang
+			t.Fatalf("%d of %d held failures let go, want %d", i, n, n-perAddr)
+		}
+	}
+	if st := ownerHealth(t, base); st.Peak > perAddr {
+		t.Errorf("waiting connections: %+v", st)
+	}
+}

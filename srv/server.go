@@ -268,7 +268,9 @@ func (s *Server) Close() error {
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.tokens.Valid(s.tokenOf(r)) {
-			s.limiter.Fail(r.Context().Done(), r.RemoteAddr) // past the budget, the answer waits
+			// Past the budget, the answer waits, on a connection that
+			// counts as idle meanwhile.
+			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
 			refuseUnread(w, "missing or invalid token", http.StatusUnauthorized)
 			return
 		}
