@@ -48,11 +48,7 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 			c.Bad("allowed_origins", "", o, err.Error())
 		}
 	}
-	switch strings.ToLower(cfg.LogLevel) {
-	case "debug", "info", "warn", "error":
-	default:
-		c.Bad("log_level", "log-level", cfg.LogLevel, "it must be debug, info, warn or error")
-	}
+	c.LogLevel(cfg.LogLevel)
 	switch {
 	case cfg.TLSCert != "" && cfg.TLSKey == "":
 		c.Bad("tls_key", "tls-key", cfg.TLSKey, "it must be set with tls_cert: HTTPS needs both")

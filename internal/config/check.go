@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/url"
@@ -131,4 +132,20 @@ func Origin(s string) error {
 		}
 	}
 	return nil
+}
+
+// LogLevel refuses a log_level (flag -log-level) that Logger does not know.
+func (c *Check) LogLevel(level string) {
+	if _, err := Logger(level, io.Discard); err != nil {
+		c.Bad("log_level", "log-level", level, "it must be debug, info, warn or error")
+	}
+}
+
+// ServerAddress refuses a client's agentassistant_server_host (-host) and
+// agentassistant_server_port (-port) that cannot name agentassistant-srv.
+func (c *Check) ServerAddress(host string, port int) {
+	if host != "" && !HostName(host) {
+		c.Bad("agentassistant_server_host", "host", host, "it must be a host name or an IP address, without scheme, port or path (e.g. \"127.0.0.1\")")
+	}
+	c.Int("agentassistant_server_port", "port", int64(port), 1, 65535, "")
 }
