@@ -145,6 +145,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := fs.Load(&cfg); err != nil {
 		return err
 	}
+	if err := checkSettings(fs, &cfg); err != nil {
+		return err
+	}
 	log, err := config.Logger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err
@@ -268,9 +271,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		case <-ctx.Done():
 			return nil
 		}
-	}
-	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return errors.New("TLS needs both tls_cert and tls_key")
 	}
 	hs := srv.NewHTTPServer(server.Handler(), srv.HTTPOptions{ErrorLog: log, Idle: server.Idle()})
 	scheme := "http"
