@@ -40,6 +40,10 @@ type conn struct {
 	// frame handler only.
 	pushArmed bool
 	pushUpTo  uint64
+	// taskFinishEra: the client answered a report with TaskFinishReply,
+	// so it knows reports by that name only (upstream's clients before
+	// the WorkReport rename). Frame handler only.
+	taskFinishEra bool
 }
 
 func (c *conn) ID() string { return c.id }
@@ -178,6 +182,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		r := m.GetAskQuestionResponse()
 		c.answer(wire.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
 	case wire.CmdTaskFinishReply, wire.CmdWorkReportReply:
+		c.taskFinishEra = m.Cmd == wire.CmdTaskFinishReply
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()
@@ -193,6 +198,13 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		})
 	case wire.CmdGetPendingMessages:
 		ps, seq := hb.PendingMessages(c.token)
+		if c.taskFinishEra {
+			for _, p := range ps {
+				if p.MessageType == wire.CmdWorkReport {
+					p.MessageType = wire.CmdTaskFinish
+				}
+			}
+		}
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
 			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: wire.Count(len(ps))},
