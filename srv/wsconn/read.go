@@ -197,6 +197,7 @@ func (c *Conn) take(f frame) (msg []byte, text bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
+		c.peerClosed.Store(true)
 		c.Shutdown(code, "")
 		return nil, false, errPeerClosed
 	case ws.OpText, ws.OpBinary:
