@@ -148,11 +148,62 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (p
 	return pushed, from
 }
 
+// KeptByRoom returns what Kept remembers, by room (the store's digest of
+// its token) and nickname, for the next start of the server (SetKept):
+// a server that restarts is such a client's connection dropping.
+func (h *Hub) KeptByRoom() map[string]map[string][]string {
+	h.mu.Lock()
+	rooms := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+	out := make(map[string]map[string][]string)
+	for _, r := range rooms {
+		r.mu.Lock()
+		for nick, ids := range r.kept {
+			if out[r.digest] == nil {
+				out[r.digest] = make(map[string][]string)
+			}
+			for id := range ids {
+				out[r.digest][nick] = append(out[r.digest][nick], id)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// SetKept restores, for the rooms of tokens, what KeptByRoom returned
+// before a restart (at most maxKept nicknames a room).
+func (h *Hub) SetKept(tokens []string, kept map[string]map[string][]string) {
+	for _, t := range tokens {
+		r := h.room(t)
+		byNick := kept[r.digest]
+		r.mu.Lock()
+		for nick, ids := range byNick {
+			if len(r.kept) >= maxKept {
+				break
+			}
+			if r.kept == nil {
+				r.kept = make(map[string]map[string]bool)
+			}
+			had := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				had[id] = true
+			}
+			r.kept[nick] = had
+		}
+		r.mu.Unlock()
+	}
+}
+
 // maxKept bounds the nicknames a room remembers for Kept.
 const maxKept = 64
 
 // Kept notes that c, a client that never asks for the pending list, lost
-// its connection without closing it (the network dropped): such a client (upstream's web UI) comes back under the same
+// its connection without closing it (the network dropped, the server
+// shut down): such a client (upstream's web UI) comes back under the same
 // nickname with the cards it had and adds every request frame as a new
 // card. What c had, and is still pending, is the requests pushed to it and
 // those announced after it joined (event upTo); PushPending leaves them out

@@ -289,8 +289,9 @@ func (c *Conn) expired(now time.Time) bool {
 }
 
 // PeerClosed reports whether the peer closed the connection with a close
-// frame (a page unloading, a client signing off), rather than the network
-// dropping it or this side ending it.
+// frame of its own (a page unloading, a client signing off), rather than
+// the network dropping it or this side ending it (a peer answering our
+// close frame does not count).
 func (c *Conn) PeerClosed() bool { return c.peerClosed.Load() }
 
 // IsTimeout reports whether a read ended on its deadline.
