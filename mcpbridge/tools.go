@@ -105,6 +105,9 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 	replied := false
 	res, err := b.wait(wctx, req, kind, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		cctx, info := connect.NewClientContext(ctx)
+		// It takes the answers given while it was away (handOver) and
+		// re-attaches: its requests outlive a dropped call.
+		info.RequestHeader().Set(wire.TakesMissedHeader, "1")
 		resp, err := call(cctx)
 		if err == nil {
 			replied, by = true, answeredBy(info.ResponseHeader())

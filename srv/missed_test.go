@@ -11,6 +11,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -27,6 +28,8 @@ func TestMissedAnswersOverConnect(t *testing.T) {
 	ctl := agentassistprotoconnect.NewSrvAgentAssistControlClient(http.DefaultClient, url)
 
 	ctx, cancel := context.WithCancel(context.Background())
+	ctx, info := connect.NewClientContext(ctx)
+	info.RequestHeader().Set(wire.TakesMissedHeader, "1") // as agentassistant-mcp: it takes missed answers
 	asked := make(chan error, 1)
 	go func() {
 		_, err := agent.AskQuestion(ctx, &pb.AskQuestionRequest{ID: "q-1", UserToken: tokA,

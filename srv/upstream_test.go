@@ -280,20 +280,21 @@ func TestUpstreamWorkReportGeneration(t *testing.T) {
 		}
 	}
 
-	// A device that opens now lists it under both names.
+	// A device that opens now lists it once, under the current name: the
+	// current Flutter app (chat_provider.dart,
+	// _handleGetPendingMessagesResponse) converts "WorkReport" with
+	// work_report_request (field 3), logs "Failed to convert pending
+	// message" for any other type, and shows totalCount.
 	late := login(t, url, tokA, "late")
 	if err := late.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
 		t.Fatal(err)
 	}
 	ps := expect(t, late, "GetPendingMessages").GetGetPendingMessagesResponse()
-	types := map[string]*pb.TaskFinishRequest{}
-	for _, p := range ps.GetPendingMessages() {
-		types[p.GetMessageType()] = p.GetTaskFinishRequest()
+	if len(ps.GetPendingMessages()) != 1 || ps.GetTotalCount() != 1 {
+		t.Fatalf("pending list %v, want the report once, totalCount 1", ps)
 	}
-	for _, typ := range []string{"TaskFinish", "WorkReport"} {
-		if r := types[typ]; r.GetID() != "wr-1" || r.GetRequest().GetAgentName() != "Claude Code" {
-			t.Errorf("pending %s: %v (all: %v)", typ, r, ps)
-		}
+	if p := ps.GetPendingMessages()[0]; p.GetMessageType() != "WorkReport" || p.GetTaskFinishRequest().GetID() != "wr-1" || p.GetTaskFinishRequest().GetRequest().GetAgentName() != "Claude Code" {
+		t.Errorf("pending: %v, want WorkReport wr-1", p)
 	}
 
 	// The current generation answers with WorkReportReply (fields 3 and 5).
@@ -350,6 +351,24 @@ func TestUpstreamWorkReportGeneration(t *testing.T) {
 	}
 	if res := <-done; res.err != nil {
 		t.Fatal(res.err)
+	}
+
+	// A device that has answered a report with TaskFinishReply is of the
+	// TaskFinish generation (its Flutter app before the rename converts
+	// only "TaskFinish" with task_finish_request): it gets that name.
+	waiting, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() {
+		_, _ = ag.TaskFinish(waiting, &pb.TaskFinishRequest{ID: "tf-2", UserToken: tokA, Request: &pb.McpTaskFinishRequest{Summary: "Again.", Timeout: 600}})
+	}()
+	expect(t, old, "TaskFinish")
+	expect(t, old, "WorkReport")
+	if err := old.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	if ps := expect(t, old, "GetPendingMessages").GetGetPendingMessagesResponse(); len(ps.GetPendingMessages()) != 1 || ps.GetTotalCount() != 1 ||
+		ps.GetPendingMessages()[0].GetMessageType() != "TaskFinish" || ps.GetPendingMessages()[0].GetTaskFinishRequest().GetID() != "tf-2" {
+		t.Errorf("the TaskFinish generation's pending list: %v, want TaskFinish tf-2 once", ps)
 	}
 
 	// SendMcpClientInfo is accepted (with the token, like every call).
@@ -429,8 +448,8 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(expect(t, app, "GetPendingMessages").GetGetPendingMessagesResponse().GetPendingMessages()); n != 4 {
-		t.Errorf("pending list of %d, want early-q, early-t twice, live-q", n)
+	if n := len(expect(t, app, "GetPendingMessages").GetGetPendingMessagesResponse().GetPendingMessages()); n != 3 {
+		t.Errorf("pending list of %d, want early-q, early-t, live-q", n)
 	}
 	if err := app.Send(&pb.WebsocketMessage{Cmd: "GetOnlineUsers", GetOnlineUsersRequest: &pb.GetOnlineUsersRequest{}}); err != nil {
 		t.Fatal(err)

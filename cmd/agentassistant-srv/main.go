@@ -259,6 +259,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, _, err := server.Hub().Restore(allTokens); err != nil {
 		return fmt.Errorf("restore requests: %w", err)
 	}
+	if cl == nil {
+		if err := loadKept(cfg.DataDir, server.Hub(), allTokens); err != nil {
+			log.Warn("upstream web pages may show a request twice", "err", err) // a convenience, not the requests
+		}
+	}
 	if cl != nil {
 		if err := cl.Start(server.Hub(), server.Connections); err != nil {
 			return err
@@ -304,6 +309,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log.Info("shutting down")
 	_ = server.Close() // first, so waiting agent calls return and the HTTP server can drain
+	if cl == nil {
+		if err := saveKept(cfg.DataDir, server.Hub()); err != nil {
+			log.Warn("upstream web pages may show a request twice after the restart", "err", err)
+		}
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err = hs.Shutdown(sctx)

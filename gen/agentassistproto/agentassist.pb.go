@@ -1381,8 +1381,9 @@ func (x *GetPendingMessagesRequest) GetUserToken() string {
 type PendingMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "AskQuestion", "TaskFinish" or "WorkReport". A task report is listed
-	// twice, once under each of its names, for clients of either generation;
-	// task_finish_request (upstream's work_report_request) carries both.
+	// once, as "WorkReport" ("TaskFinish" to a client that answered a report
+	// with TaskFinishReply); task_finish_request (upstream's
+	// work_report_request) carries it.
 	MessageType        string              `protobuf:"bytes,1,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
 	AskQuestionRequest *AskQuestionRequest `protobuf:"bytes,2,opt,name=ask_question_request,json=askQuestionRequest,proto3" json:"ask_question_request,omitempty"`
 	TaskFinishRequest  *TaskFinishRequest  `protobuf:"bytes,3,opt,name=task_finish_request,json=taskFinishRequest,proto3" json:"task_finish_request,omitempty"`

@@ -139,8 +139,12 @@ func pendingMessages(p *pending) []*pb.PendingMessage {
 		m.AskQuestionRequest = askRequest(p)
 		return []*pb.PendingMessage{m}
 	}
+	// Once, under the current name: upstream's Flutter app counts every
+	// entry and converts only the name it knows. The /ws endpoint renames
+	// it for a client of the TaskFinish generation.
+	m.MessageType = wire.CmdWorkReport
 	m.TaskFinishRequest = taskRequest(p)
-	return []*pb.PendingMessage{m, {MessageType: wire.CmdWorkReport, TaskFinishRequest: m.TaskFinishRequest, CreatedAt: m.CreatedAt, Timeout: m.Timeout}}
+	return []*pb.PendingMessage{m}
 }
 
 func onlineUser(c Client) *pb.OnlineUser {

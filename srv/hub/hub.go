@@ -58,6 +58,11 @@ type Request struct {
 	// Who asks, when the agent says: the agent (e.g. Cursor), the model it
 	// runs and the MCP client's name. Shown to the person.
 	AgentName, ReasoningModelName, McpClientName string
+	// WithdrawOnLeave: the caller cannot take an answer given after its
+	// call went away (upstream's agentassistant-mcp), so when its last
+	// call goes the request is withdrawn at once instead of waiting out
+	// OrphanGrace for the agent to come back.
+	WithdrawOnLeave bool
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse

@@ -149,8 +149,21 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		h.detach(r, p)
+		if h.detach(r, p, req.WithdrawOnLeave) {
+			h.withdrawLeft(r, p)
+		}
 		return nil, ctx.Err()
+	}
+}
+
+// withdrawLeft withdraws p, whose last caller left and cannot come back
+// for the answer (Request.WithdrawOnLeave); the clients are told.
+func (h *Hub) withdrawLeft(r *room, p *pending) {
+	r.mu.Lock()
+	alone := r.pending[p.req.ID] == p && p.waiters <= 0
+	r.mu.Unlock()
+	if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
 	}
 }
 
@@ -189,17 +202,24 @@ func (h *Hub) arm(r *room, p *pending) {
 	}
 }
 
-// detach drops one waiter; the last one leaving orphans the request.
-func (h *Hub) detach(r *room, p *pending) {
+// detach drops one waiter; the last one leaving orphans the request, or,
+// when it cannot come back for the answer (leaving), reports that the
+// request is to be withdrawn.
+func (h *Hub) detach(r *room, p *pending, leaving bool) (withdraw bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending[p.req.ID] != p {
-		return
+		return false
 	}
 	p.waiters--
-	if p.waiters <= 0 {
-		h.orphanLocked(r, p)
+	if p.waiters > 0 {
+		return false
 	}
+	if leaving {
+		return true
+	}
+	h.orphanLocked(r, p)
+	return false
 }
 
 func (h *Hub) orphanLocked(r *room, p *pending) {

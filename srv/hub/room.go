@@ -31,6 +31,11 @@ type room struct {
 	events       events // the last replayEvents of them
 	activity     time.Time
 
+	// kept is, by nickname, the requests a device that never asks for the
+	// pending list still shows since its connection dropped (Kept); its
+	// next login is not pushed them again. At most maxKept nicknames.
+	kept map[string]map[string]bool
+
 	// missed holds answers given while no agent waited, by request ID,
 	// until an agent takes them (missed.go); missedOrder is their IDs,
 	// oldest first.
@@ -105,13 +110,19 @@ func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed
 // dropped for the push would be pushed the same again when it comes back.
 // Past the bound the newest requests that fit are sent. It returns how many
 // pending requests were left out.
-func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (left int) {
+//
+// Requests that a device of c's nickname was given on a connection that
+// dropped (Kept) are left out: it still shows them. It returns the IDs
+// pushed, and how many pending requests were left out for the bound.
+func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (pushed []string, left int) {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
+	shows := r.kept[c.Nickname()]
+	delete(r.kept, c.Nickname())
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
-		if p.shown && p.seq <= upTo {
+		if p.shown && p.seq <= upTo && !shows[p.req.ID] {
 			ps = append(ps, p)
 		}
 	}
@@ -126,14 +137,103 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (l
 		from--
 		frames[from], n = f, n+len(f)
 	}
-	for _, f := range frames[from:] {
+	for i, f := range frames[from:] {
 		for _, m := range f {
 			if !c.Send(marshal(m)) {
-				return from
+				return pushed, from
 			}
 		}
+		pushed = append(pushed, ps[from+i].req.ID)
 	}
-	return from
+	return pushed, from
+}
+
+// KeptByRoom returns what Kept remembers, by room (the store's digest of
+// its token) and nickname, for the next start of the server (SetKept):
+// a server that restarts is such a client's connection dropping.
+func (h *Hub) KeptByRoom() map[string]map[string][]string {
+	h.mu.Lock()
+	rooms := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+	out := make(map[string]map[string][]string)
+	for _, r := range rooms {
+		r.mu.Lock()
+		for nick, ids := range r.kept {
+			if out[r.digest] == nil {
+				out[r.digest] = make(map[string][]string)
+			}
+			for id := range ids {
+				out[r.digest][nick] = append(out[r.digest][nick], id)
+			}
+		}
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// SetKept restores, for the rooms of tokens, what KeptByRoom returned
+// before a restart (at most maxKept nicknames a room).
+func (h *Hub) SetKept(tokens []string, kept map[string]map[string][]string) {
+	for _, t := range tokens {
+		r := h.room(t)
+		byNick := kept[r.digest]
+		r.mu.Lock()
+		for nick, ids := range byNick {
+			if len(r.kept) >= maxKept {
+				break
+			}
+			if r.kept == nil {
+				r.kept = make(map[string]map[string]bool)
+			}
+			had := make(map[string]bool, len(ids))
+			for _, id := range ids {
+				had[id] = true
+			}
+			r.kept[nick] = had
+		}
+		r.mu.Unlock()
+	}
+}
+
+// maxKept bounds the nicknames a room remembers for Kept.
+const maxKept = 64
+
+// Kept notes that c, a client that never asks for the pending list, lost
+// its connection without closing it (the network dropped, the server
+// shut down): such a client (upstream's web UI) comes back under the same
+// nickname with the cards it had and adds every request frame as a new
+// card. What c had, and is still pending, is the requests pushed to it and
+// those announced after it joined (event upTo); PushPending leaves them out
+// at the next login of that nickname. Call it before Leave.
+func (h *Hub) Kept(token string, c Client, upTo uint64, pushed []string) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	had := make(map[string]bool)
+	for _, id := range pushed {
+		if p := r.pending[id]; p != nil && p.shown {
+			had[id] = true
+		}
+	}
+	for id, p := range r.pending {
+		if p.shown && p.seq > upTo {
+			had[id] = true
+		}
+	}
+	nick := c.Nickname()
+	if _, ok := r.kept[nick]; !ok && len(r.kept) >= maxKept {
+		for k := range r.kept { // forget one: that device may see a card twice
+			delete(r.kept, k)
+			break
+		}
+	}
+	if r.kept == nil {
+		r.kept = make(map[string]map[string]bool)
+	}
+	r.kept[nick] = had
 }
 
 // Leave removes c from the room of token and tells the others.

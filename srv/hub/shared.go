@@ -155,7 +155,9 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		h.detachShared(r, p)
+		if h.detachShared(r, p, req.WithdrawOnLeave) {
+			h.withdrawLeft(r, p)
+		}
 		return nil, ctx.Err()
 	}
 }
@@ -200,17 +202,23 @@ func (h *Hub) changeShared(ctx context.Context, r *room, p *pending, change func
 }
 
 // detachShared drops one waiter; the last one leaving, on the holder,
-// orphans the request.
-func (h *Hub) detachShared(r *room, p *pending) {
+// orphans the request, or, when it cannot come back for the answer
+// (leaving), reports that the request is to be withdrawn.
+func (h *Hub) detachShared(r *room, p *pending, leaving bool) (withdraw bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending[p.req.ID] != p {
-		return
+		return false
 	}
 	p.waiters--
-	if p.waiters <= 0 && p.holder == h.self {
-		h.orphanSharedLocked(r, p)
+	if p.waiters > 0 || p.holder != h.self {
+		return false
 	}
+	if leaving {
+		return true
+	}
+	h.orphanSharedLocked(r, p)
+	return false
 }
 
 // orphanSharedLocked arms the agent-gone notice and the withdrawal of p,

@@ -40,6 +40,14 @@ type conn struct {
 	// frame handler only.
 	pushArmed bool
 	pushUpTo  uint64
+	// pushed: the client was found not to ask (the push ran); given is
+	// what the push sent it, for Hub.Kept when its connection drops.
+	pushed bool
+	given  []string
+	// taskFinishEra: the client answered a report with TaskFinishReply,
+	// so it knows reports by that name only (upstream's clients before
+	// the WorkReport rename). Frame handler only.
+	taskFinishEra bool
 }
 
 func (c *conn) ID() string { return c.id }
@@ -54,6 +62,11 @@ func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 // ended runs once the connection is over.
 func (c *conn) ended() {
 	if c.token != "" {
+		if c.pushed && !c.PeerClosed() {
+			// Not a reload or a closed tab (those close the socket): the
+			// page will reconnect with its cards.
+			c.h.o.Hub.Kept(c.token, c, c.pushUpTo, c.given)
+		}
 		c.h.o.Hub.Leave(c.token, c)
 		c.h.log.Info("client left", "client", c.id)
 	}
@@ -164,7 +177,10 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		c.pushArmed = false
 		if m.Cmd != wire.CmdGetPendingMessages {
 			// Half the send queue, so presence and replies still fit.
-			if left := hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2)); left > 0 {
+			var left int
+			c.given, left = hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2))
+			c.pushed = true
+			if left > 0 {
 				c.h.log.Warn("more requests pending than a push fits; the oldest were not pushed", "client", c.id, "left", left)
 			}
 		}
@@ -178,6 +194,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		r := m.GetAskQuestionResponse()
 		c.answer(wire.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
 	case wire.CmdTaskFinishReply, wire.CmdWorkReportReply:
+		c.taskFinishEra = m.Cmd == wire.CmdTaskFinishReply
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()
@@ -193,6 +210,13 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		})
 	case wire.CmdGetPendingMessages:
 		ps, seq := hb.PendingMessages(c.token)
+		if c.taskFinishEra {
+			for _, p := range ps {
+				if p.MessageType == wire.CmdWorkReport {
+					p.MessageType = wire.CmdTaskFinish
+				}
+			}
+		}
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
 			GetPendingMessagesResponse: &pb.GetPendingMessagesResponse{PendingMessages: ps, TotalCount: wire.Count(len(ps))},

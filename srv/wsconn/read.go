@@ -197,6 +197,9 @@ func (c *Conn) take(f frame) (msg []byte, text bool, err error) {
 		if err != nil {
 			return nil, false, err
 		}
+		if !c.shut.Load() { // not the answer to our own close
+			c.peerClosed.Store(true)
+		}
 		c.Shutdown(code, "")
 		return nil, false, errPeerClosed
 	case ws.OpText, ws.OpBinary:

@@ -158,6 +158,9 @@ type Conn struct {
 	done        chan struct{}
 	writer      sync.WaitGroup
 
+	// peerClosed: the peer sent a close frame (PeerClosed).
+	peerClosed atomic.Bool
+
 	// Reading through Set.Serve (read.go). The fields below rmu belong to
 	// whichever goroutine is reading; there is at most one.
 	served    atomic.Bool
@@ -284,6 +287,12 @@ func (c *Conn) KeepAlive() {
 func (c *Conn) expired(now time.Time) bool {
 	return c.served.Load() && now.UnixNano() > c.readBy.Load()
 }
+
+// PeerClosed reports whether the peer closed the connection with a close
+// frame of its own (a page unloading, a client signing off), rather than
+// the network dropping it or this side ending it (a peer answering our
+// close frame does not count).
+func (c *Conn) PeerClosed() bool { return c.peerClosed.Load() }
 
 // IsTimeout reports whether a read ended on its deadline.
 func IsTimeout(err error) bool {

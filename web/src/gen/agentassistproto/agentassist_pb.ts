@@ -678,8 +678,9 @@ export const GetPendingMessagesRequestSchema: GenMessage<GetPendingMessagesReque
 export type PendingMessage = Message<"agentassistproto.PendingMessage"> & {
   /**
    * "AskQuestion", "TaskFinish" or "WorkReport". A task report is listed
-   * twice, once under each of its names, for clients of either generation;
-   * task_finish_request (upstream's work_report_request) carries both.
+   * once, as "WorkReport" ("TaskFinish" to a client that answered a report
+   * with TaskFinishReply); task_finish_request (upstream's
+   * work_report_request) carries it.
    *
    * @generated from field: string message_type = 1;
    */
