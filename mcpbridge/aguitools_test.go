@@ -1,6 +1,7 @@
 package mcpbridge_test
 
 import (
+	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -71,6 +72,17 @@ func TestUnlistedToolsAreNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
+	// The run publishes its tools after RUN_STARTED, and says which names
+	// the agent cannot list in a CUSTOM event then: wait for it.
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), `"CUSTOM"`) {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
 	get := mcp.CallToolRequest{}
 	get.Params.Name = "get_ui_state"
 	r, err := c.CallTool(context.Background(), get)
