@@ -120,6 +120,15 @@ const DefaultRelaySession = "default"
 // session ID (Mcp-Session-Id) is looked up within the token's room and
 // relay session: another token's or relay session's ID is unknown here.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		// Not the 400 of a missing session, nor the 404 by which the
+		// transport tells a client its session has ended.
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed: /mcp takes GET, POST and DELETE", http.StatusMethodNotAllowed)
+		return
+	}
 	name := r.URL.Query().Get("session")
 	if name == "" {
 		name = DefaultRelaySession
