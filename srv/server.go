@@ -220,6 +220,17 @@ func New(o Options) *Server {
 func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
 	s.mux.Handle(pattern, h)
+	if method, path, ok := strings.Cut(pattern, " "); ok {
+		// The same path with another method: 405, not the web UI's 404.
+		allow := method
+		if method == http.MethodGet {
+			allow = "GET, HEAD"
+		}
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", allow)
+			refuseUnread(w, "method not allowed", http.StatusMethodNotAllowed)
+		})
+	}
 }
 
 // Routes lists every registered route with its guard, so tests can check
