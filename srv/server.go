@@ -51,8 +51,8 @@ type Options struct {
 	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
 	// Logger are filled in.
 	Inbox inbox.Options
-	// RPC tunes the Connect services; Hub, Relay, Tokens, Limiter and
-	// Logger are filled in.
+	// RPC tunes the Connect services; Hub, Relay, Tokens, Guard, Limiter
+	// and Logger are filled in.
 	RPC rpc.Options
 	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
 	// Logs are filled in.
@@ -162,7 +162,7 @@ func New(o Options) *Server {
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC
-	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	ro.Hub, ro.Relay, ro.Tokens, ro.Guard, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "rpc")
 	ro.Pending = o.Pending
 	if ro.MaxUnauthMessage <= 0 {
 		ro.MaxUnauthMessage = o.MaxUnauthMessage
@@ -180,7 +180,7 @@ func New(o Options) *Server {
 	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
-	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
+	s.handle("POST /internal/send", GuardHeader, s.checkOrigin(s.requireToken(http.HandlerFunc(s.send))))
 	// MCP over Streamable HTTP: the tools reach the Connect services above
 	// in process, through the same guards as agentassistant-mcp's calls.
 	s.inproc = newInProcess()
@@ -280,8 +280,8 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 // checkOrigin refuses a browser request from another site (403), as the
 // MCP specification requires of Streamable HTTP servers against DNS
 // rebinding and cross-site requests: a page may send a request to
-// 127.0.0.1 without reading its answer, and a tool call acts. Clients
-// that send no Origin (MCP clients, agents) pass.
+// 127.0.0.1 without reading its answer, and a tool call or a push acts.
+// Clients that send no Origin (MCP clients, agents, curl) pass.
 func (s *Server) checkOrigin(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.guard.OriginAllowed(r) {
