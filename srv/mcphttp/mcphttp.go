@@ -87,10 +87,13 @@ type bridge struct {
 }
 
 type session struct {
-	b          *bridge
-	id         string
-	lastUsed   time.Time
-	busy       int  // requests being served
+	b        *bridge
+	id       string
+	lastUsed time.Time
+	busy     int // requests being served, but its streams
+	// streams are its standalone streams (GET) open: they do not make it
+	// busy, and end when it is forgotten.
+	streams    map[*stream]struct{}
 	registered bool // the MCP server knows it (initialize done)
 	// writes counts the flushes to the client on all of its streams (see
 	// mcpbridge.WithWrites).
@@ -143,7 +146,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
 		return
 	}
-	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r))
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var st *stream
+	if r.Method == http.MethodGet {
+		st = &stream{end: cancel}
+	}
+	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st)
 	if victim != nil {
 		h.evict(victim)
 	}
@@ -159,9 +168,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer h.leave(b, s)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
+	defer h.leave(b, s, st)
 	defer context.AfterFunc(h.closing, cancel)()
 	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
@@ -177,6 +184,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// stream is a standalone stream (GET) being served; end ends it.
+type stream struct{ end context.CancelFunc }
 
 // countingWriter counts a session's flushes: each one has put an event
 // of one of its streams on the wire.
