@@ -41,8 +41,9 @@ type Options struct {
 	// MaxSessions bounds the MCP sessions of one token, and the relay
 	// sessions it drives over /mcp at once (default 64). A new session
 	// past it takes the place of the one unused the longest (which then
-	// gets 404 and starts again, as the transport specifies); when every
-	// one is in use, it is refused with 503.
+	// gets 404 and starts again, as the transport specifies; its open
+	// stream, the GET, does not count as use and is ended); when every
+	// one has a request in progress, it is refused with 503.
 	MaxSessions int
 	// Bridge tunes every bridge (timeouts, progress, host grace, Version);
 	// the clients, Token, RelaySession, ServerURL, Logger, Done, Stopped
