@@ -38,6 +38,10 @@ type Options struct {
 	// that have not logged in yet and the Connect calls whose token is
 	// not known yet; nil means 256, 64 per address.
 	Pending *auth.Pending
+	// Idle bounds the HTTP connections not in a handler (reading
+	// headers, idle between requests); /health reports it. Give the same
+	// one to NewHTTPServer. nil means 1024, 256 per address.
+	Idle *IdleConns
 	// MaxUnauthMessage bounds what a client sends before its token is
 	// checked: a /ws frame before UserLogin, an /agent/ws frame before
 	// relay.join, a Connect message without a valid header token (default
@@ -111,10 +115,12 @@ type Server struct {
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
 	routes  []Route
+	allow   map[string][]string // a path's methods, by path: written by New only
 	mux     *http.ServeMux
 	started time.Time
 	bodyBy  time.Duration
 	cluster *cluster.Cluster
+	idle    *IdleConns
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -137,10 +143,13 @@ func New(o Options) *Server {
 	if o.MaxUnauthMessage <= 0 {
 		o.MaxUnauthMessage = 64 << 10
 	}
+	if o.Idle == nil {
+		o.Idle = NewIdleConns(0, 0)
+	}
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = 30 * time.Second
 	}
-	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster}
+	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster, idle: o.Idle}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
 	s.hub = hub.New(ho)
@@ -220,17 +229,24 @@ func New(o Options) *Server {
 func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
 	s.mux.Handle(pattern, h)
-	if method, path, ok := strings.Cut(pattern, " "); ok {
-		// The same path with another method: 405, not the web UI's 404.
-		allow := method
-		if method == http.MethodGet {
-			allow = "GET, HEAD"
-		}
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		return
+	}
+	// The same path with another method: 405, not the web UI's 404.
+	if method == http.MethodGet {
+		method = "GET, HEAD"
+	}
+	if s.allow == nil {
+		s.allow = make(map[string][]string)
+	}
+	if s.allow[path] == nil {
 		s.mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
-			w.Header().Set("Allow", allow)
+			w.Header().Set("Allow", strings.Join(s.allow[path], ", "))
 			refuseUnread(w, "method not allowed", http.StatusMethodNotAllowed)
 		})
 	}
+	s.allow[path] = append(s.allow[path], method)
 }
 
 // Routes lists every registered route with its guard, so tests can check
@@ -243,6 +259,9 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Relay is the relay sessions (/agent/ws, the UI tools' Connect calls),
 // for the cluster's link.
 func (s *Server) Relay() *relay.Relay { return s.relay }
+
+// Idle is the bound on connections not in a handler, for NewHTTPServer.
+func (s *Server) Idle() *IdleConns { return s.idle }
 
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
@@ -268,7 +287,9 @@ func (s *Server) Close() error {
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.tokens.Valid(s.tokenOf(r)) {
-			s.limiter.Fail(r.Context().Done(), r.RemoteAddr) // past the budget, the answer waits
+			// Past the budget, the answer waits, on a connection that
+			// counts as idle meanwhile.
+			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
 			refuseUnread(w, "missing or invalid token", http.StatusUnauthorized)
 			return
 		}
@@ -333,6 +354,7 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"ingressStates":      s.ingress.States(),
 		"ingressSessions":    s.ingress.Sessions(),
 		"ingressReplayBytes": s.ingress.ReplayBytes(),
+		"idleConnections":    s.idle.Stats(),
 		"goroutines":         runtime.NumGoroutine(),
 	})
 }
@@ -343,6 +365,9 @@ type HTTPOptions struct {
 	ReadHeaderTimeout time.Duration // default 10s: slow headers (slowloris) are cut off
 	IdleTimeout       time.Duration // default 120s
 	ErrorLog          *slog.Logger
+	// Idle bounds the connections not in a handler (Server.Idle); nil:
+	// a bound of its own with the defaults.
+	Idle *IdleConns
 }
 
 // NewHTTPServer returns the http.Server for h with the server's limits.
@@ -355,8 +380,13 @@ func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 120 * time.Second
 	}
+	if o.Idle == nil {
+		o.Idle = NewIdleConns(0, 0)
+	}
 	hs := &http.Server{
-		Handler:           h,
+		Handler:           o.Idle.Wrap(h),
+		ConnContext:       o.Idle.ConnContext,
+		ConnState:         o.Idle.ConnState,
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,

@@ -89,6 +89,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("give exactly one of -input, -input64 or -listen")
 	}
 
+	if *listen {
+		// The settings are checked before anything else can fail.
+		if _, err := fs.Load(&cfg); err != nil {
+			return err
+		}
+		check := fs.Check()
+		check.ServerAddress(cfg.Host, cfg.Port)
+		check.LogLevel(cfg.LogLevel)
+		if err := check.Err(); err != nil {
+			return err
+		}
+	}
 	kb, err := typing.New(typing.Options{Backend: *backend})
 	if err != nil {
 		return fmt.Errorf("cannot type here: %w", err)
@@ -112,9 +124,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	if _, err := fs.Load(&cfg); err != nil {
-		return err
-	}
 	logger, err := config.Logger(cfg.LogLevel, stderr)
 	if err != nil {
 		return err

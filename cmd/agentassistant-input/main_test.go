@@ -260,3 +260,21 @@ func TestListenReadsTheMCPConfig(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestImpossibleSettings: -listen refuses a server address that cannot
+// be one, naming the key and its flag, before it looks for a keyboard.
+func TestImpossibleSettings(t *testing.T) {
+	isolate(t)
+	for args, want := range map[string]string{
+		"-port 70000":      "agentassistant_server_port (-port) = 70000",
+		"-port 0":          "agentassistant_server_port (-port) = 0",
+		"-host http://srv": `agentassistant_server_host (-host) = "http://srv"`,
+		"-log-level loud":  `log_level (-log-level) = "loud"`,
+	} {
+		var out, errs bytes.Buffer
+		err := run(context.Background(), append([]string{"-listen", "-token", token}, strings.Fields(args)...), &out, &errs)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error saying %q", args, err, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -82,6 +83,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	path, err := fs.Load(&cfg)
 	if err != nil {
+		return err
+	}
+	check := fs.Check()
+	check.ServerAddress(cfg.Host, cfg.Port)
+	check.LogLevel(cfg.LogLevel)
+	check.Int("host_grace_seconds", "", int64(cfg.HostGraceSeconds), 0, int64(math.MaxInt64/time.Second), "it must be 0 (the default, 120) or more")
+	if err := check.Err(); err != nil {
 		return err
 	}
 	tokenFrom := "" // where the token came from, for messages that must not show it

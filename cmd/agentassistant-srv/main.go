@@ -79,6 +79,10 @@ type fileConfig struct {
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
 	MaxUnauthMessage int `toml:"max_unauthenticated_message_bytes"`
 	BodyTimeout      int `toml:"body_timeout_seconds"`
+	// HTTP connections not in a handler: reading headers, idle between
+	// requests.
+	MaxIdleConns   int `toml:"max_idle_connections"`
+	MaxIdlePerAddr int `toml:"max_idle_connections_per_address"`
 	// POST /agui.
 	AGUIMaxBody       int64 `toml:"agui_max_body_bytes"`
 	AGUIFrontendGrace int   `toml:"agui_frontend_grace_seconds"`
@@ -128,6 +132,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.NATSURL, "nats-url", "NATS server(s) with JetStream, comma-separated: run as one instance of a cluster (default: one process, requests in the data directory)")
 	fs.StringSetting(&cfg.Instance, "instance", "this instance's name in a cluster (default: random)")
 	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
+	fs.IntSetting(&cfg.MaxIdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed (default 1024)")
+	fs.IntSetting(&cfg.MaxIdlePerAddr, "max-idle-connections-per-address", "of those, from one address (default 256)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -137,6 +143,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if _, err := fs.Load(&cfg); err != nil {
+		return err
+	}
+	if err := checkSettings(fs, &cfg); err != nil {
 		return err
 	}
 	log, err := config.Logger(cfg.LogLevel, stderr)
@@ -236,6 +245,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
+		Idle:             srv.NewIdleConns(cfg.MaxIdleConns, cfg.MaxIdlePerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),
 		AGUI: agui.Options{MaxBody: cfg.AGUIMaxBody, FrontendGrace: secs(cfg.AGUIFrontendGrace), MaxThreadsPerToken: cfg.AGUIMaxThreads,
 			AgentWait: secs(cfg.AGUIAgentWait), AgentIdle: secs(cfg.AGUIAgentIdle)},
@@ -262,10 +272,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return nil
 		}
 	}
-	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
-		return errors.New("TLS needs both tls_cert and tls_key")
-	}
-	hs := srv.NewHTTPServer(server.Handler(), srv.HTTPOptions{ErrorLog: log})
+	hs := srv.NewHTTPServer(server.Handler(), srv.HTTPOptions{ErrorLog: log, Idle: server.Idle()})
 	scheme := "http"
 	if cfg.TLSCert != "" {
 		scheme = "https"

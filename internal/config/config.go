@@ -44,26 +44,29 @@ func Find(explicit, name string) (string, error) {
 // Load decodes the TOML file at path into v. Unknown keys are an error, so
 // a misspelt setting does not pass silently.
 func Load(path string, v any) error {
+	_, err := decode(path, v, true)
+	return err
+}
+
+// decode is Load, saying which keys the file defined; with strict false,
+// the file may hold keys v does not have (a file shared with another
+// binary: they are that one's business).
+func decode(path string, v any, strict bool) (map[string]bool, error) {
 	md, err := toml.DecodeFile(path, v)
 	if err != nil {
-		return fmt.Errorf("read config %s: %w", path, err)
+		return nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
+	if und := md.Undecoded(); strict && len(und) > 0 {
 		keys := make([]string, len(und))
 		for i, k := range und {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		return nil, fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
-	return nil
-}
-
-// loadPart is Load for a file shared with another binary: keys this one
-// does not read are that one's business.
-func loadPart(path string, v any) error {
-	if _, err := toml.DecodeFile(path, v); err != nil {
-		return fmt.Errorf("read config %s: %w", path, err)
+	defined := make(map[string]bool)
+	for _, k := range md.Keys() {
+		defined[k.String()] = true
 	}
-	return nil
+	return defined, nil
 }

@@ -18,6 +18,7 @@ type Flags struct {
 	path    *string // -config
 	partial bool
 	apply   map[string]func() // by flag name: copies the flag's value into the config
+	keys    map[string]bool   // the keys the config file defined
 }
 
 // NewFlags returns the flags of program, whose config file is named file;
@@ -64,13 +65,11 @@ func (f *Flags) Load(cfg any) (path string, err error) {
 		return "", err
 	}
 	if path != "" {
-		read := Load
-		if f.partial {
-			read = loadPart
-		}
-		if err := read(path, cfg); err != nil {
+		keys, err := decode(path, cfg, !f.partial)
+		if err != nil {
 			return "", err
 		}
+		f.keys = keys
 	}
 	f.Visit(func(fl *flag.Flag) {
 		if set := f.apply[fl.Name]; set != nil {

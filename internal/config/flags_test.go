@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 type settings struct {
@@ -101,5 +102,47 @@ func TestStrayArgument(t *testing.T) {
 	cfg, _, _, err := parse(t, false, "-token", "x", "oops", "-port", "1234")
 	if err == nil || !strings.Contains(err.Error(), `"oops"`) {
 		t.Fatalf("a stray argument was accepted (port %d): %v", cfg.Port, err)
+	}
+}
+
+// TestCheck: a rule applies to a setting given in the file or by its flag,
+// not to one left to its default; each problem names the key, its flag
+// and the value.
+func TestCheck(t *testing.T) {
+	cfg, f, _, err := parse(t, false, "-config", write(t, "other = \"\"\n"), "-port", "-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := f.Check()
+	if !c.Set("other", "") || !c.Set("port", "port") || c.Set("host", "host") || c.Set("token", "token") {
+		t.Fatal("Set does not tell the settings given from those left out")
+	}
+	c.Int("port", "port", int64(cfg.Port), 0, 65535, "")
+	c.Count("host", "host", -5, 1) // not given: its default stands
+	c.Duration("other", "", 1<<40, time.Hour)
+	err = c.Err()
+	if err == nil {
+		t.Fatal("no problem found")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 2 || lines[0] != "setting port (-port) = -1 is not allowed: it must be from 0 to 65535" ||
+		!strings.HasPrefix(lines[1], "setting other = 1099511627776 is not allowed: it must be from 1 to ") {
+		t.Fatalf("problems: %q", lines)
+	}
+}
+
+func TestHostAndOrigin(t *testing.T) {
+	for s, want := range map[string]bool{"mybox.lan": true, "10.0.0.2": true, "fe80::1": true, "my_box": true,
+		"": false, "http://x": false, "x:80": false, "[::1]": false, "x/y": false, "a..b": false, ".x": false, "x y": false} {
+		if HostName(s) != want {
+			t.Errorf("HostName(%q) = %v", s, !want)
+		}
+	}
+	for s, want := range map[string]bool{"http://localhost:5173": true, "https://[::1]:8443": true, "chrome-extension://abc": true, "https://x.y": true,
+		"not a url": false, "http://x/": false, "http://x:80": false, "https://x:443": false, "http://x:0": false, "http://x:": false,
+		"http://u@x": false, "http://x?": false, "http://x#": false, "x": false, "localhost:5173": false, "http://[zz]:1": false} {
+		if err := Origin(s); (err == nil) != want {
+			t.Errorf("Origin(%q): %v", s, err)
+		}
 	}
 }

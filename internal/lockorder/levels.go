@@ -24,6 +24,7 @@ package lockorder
 //	                       hub, the relay and the orchestrator with none
 //	90 auth.Pending.mu     connections not yet logged in; held alone
 //	91 auth.Limiter.mu     failed logins by address; held alone
+//	92 srv.IdleConns.mu    HTTP connections not in a handler; held alone
 //
 // Below all of these, not checked (their package keeps its own order):
 // the wsconn locks, taken under room.mu, channel.mu and ingress.session.mu
@@ -45,6 +46,7 @@ type (
 	IngressGoroutines struct{}
 	Pending           struct{}
 	Limiter           struct{}
+	IdleConns         struct{}
 )
 
 func (BuiltinHosts) Order() (int, string)      { return 5, "ingress.Builtin.mu" }
@@ -61,3 +63,4 @@ func (IngressSession) Order() (int, string)    { return 71, "ingress.session.mu"
 func (IngressGoroutines) Order() (int, string) { return 72, "ingress.Handler.gmu" }
 func (Pending) Order() (int, string)           { return 90, "auth.Pending.mu" }
 func (Limiter) Order() (int, string)           { return 91, "auth.Limiter.mu" }
+func (IdleConns) Order() (int, string)         { return 92, "srv.IdleConns.mu" }

@@ -178,8 +178,11 @@ func (b *callBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// errNeedsHeader names the setting too: an older client cannot send the
+// header, but the server's owner can raise the limit for it.
 func errNeedsHeader(max int) error {
-	return fmt.Errorf("a message over %d bytes must carry the token in the %s header, not only inside the message", max, auth.TokenHeader)
+	return fmt.Errorf("a message over %d bytes must carry the token in the %s header, not only inside the message;"+
+		" for a client that cannot send it, the server's owner can raise max_unauthenticated_message_bytes", max, auth.TokenHeader)
 }
 
 // cappedGzip is a gzip Decompressor that gives at most max bytes and

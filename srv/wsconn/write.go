@@ -22,6 +22,7 @@ func (c *Conn) enqueue(it item) bool {
 		return false
 	}
 	if len(c.queue) >= c.o.SendQueue || (len(c.queue) > 0 && c.queuedBytes+len(it.data) > c.o.SendQueueBytes) {
+		c.dropQueuedLocked()
 		c.mu.Unlock()
 		c.o.Logger.Warn("peer too slow, disconnecting")
 		c.Shutdown(ClosePolicyViolation, "send queue full")
@@ -145,6 +146,20 @@ func (c *Conn) drop() {
 func (c *Conn) closeSocket() {
 	_ = c.nc.Close()
 	c.wake()
+}
+
+// dropQueuedLocked lets go of what is queued for a peer too slow to keep:
+// none of it will be sent. Only the rest of a frame the socket took in
+// part stays, to be finished before the close frame.
+func (c *Conn) dropQueuedLocked() {
+	var keep []item
+	if len(c.queue) > 0 && c.queue[0].kind == 3 {
+		keep = []item{c.queue[0]}
+	}
+	c.queue, c.queuedBytes = keep, 0
+	for _, it := range keep {
+		c.queuedBytes += len(it.data)
+	}
 }
 
 // pushLocked appends and makes sure a writer is draining.

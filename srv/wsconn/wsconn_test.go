@@ -229,8 +229,11 @@ func TestAPeerThatNeverReadsHoldsBoundedBytes(t *testing.T) {
 	c.mu.Lock()
 	held := c.queuedBytes
 	c.mu.Unlock()
-	if held > 4<<20 {
-		t.Fatalf("%d bytes held for the peer", held)
+	// Once it counts as too slow, what was queued for it is let go: at
+	// most the rest of the one frame its socket took in part (and the
+	// close frame) is still held.
+	if held > 1<<20+64 {
+		t.Fatalf("%d bytes held for the peer after it was found too slow", held)
 	}
 	select {
 	case <-c.Done():

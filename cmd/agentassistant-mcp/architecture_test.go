@@ -1,0 +1,94 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestArchitectureMap keeps docs/architecture.md true: its package table
+// names every package of the module (but gen/, the bench and the
+// end-to-end tests) with exactly what it imports of the module, and its
+// paragraph on the hub and the relay names each of their files.
+func TestArchitectureMap(t *testing.T) {
+	const module = "github.com/agentassistant/agentassistant/"
+	doc, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	imports := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module)
+		if strings.HasPrefix(pkg, "gen/") || pkg == "bench" || pkg == "e2e" {
+			continue
+		}
+		var own []string
+		for _, imp := range f[1:] {
+			if p, ok := strings.CutPrefix(imp, module); ok && !strings.HasPrefix(p, "gen/") {
+				own = append(own, p)
+			}
+		}
+		slices.Sort(own)
+		imports[pkg] = own
+	}
+
+	quoted := regexp.MustCompile("`([^`]+)`")
+	names := func(cell string) (out []string) {
+		for _, m := range quoted.FindAllStringSubmatch(cell, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	listed := map[string]bool{}
+	for line := range strings.Lines(string(doc)) {
+		cells := strings.Split(strings.TrimSpace(line), " | ")
+		if len(cells) != 3 || !strings.HasPrefix(cells[0], "| `") {
+			continue
+		}
+		pkgs := names(cells[0])
+		if _, ok := imports[pkgs[0]]; !ok {
+			continue // another table
+		}
+		var want []string
+		for _, p := range pkgs {
+			listed[p] = true
+			want = append(want, imports[p]...)
+		}
+		slices.Sort(want)
+		want = slices.Compact(want)
+		got := names(cells[2])
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("docs/architecture.md says %v import %v; they import %v", pkgs, got, want)
+		}
+	}
+	for p := range imports {
+		if !listed[p] {
+			t.Errorf("docs/architecture.md's package table has no row for %s", p)
+		}
+	}
+
+	para := string(doc)
+	if i := strings.Index(para, "The hub and the relay keep one idea per file"); i >= 0 {
+		para = para[i:]
+		para = para[:strings.Index(para, "\n\n")]
+	}
+	for _, dir := range []string{"srv/hub", "srv/relay"} {
+		files, _ := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+		for _, f := range files {
+			name := filepath.Base(f)
+			if !strings.HasSuffix(name, "_test.go") && !strings.Contains(para, "`"+name+"`") {
+				t.Errorf("docs/architecture.md does not say what %s/%s holds", dir, name)
+			}
+		}
+	}
+}

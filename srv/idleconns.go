@@ -1,0 +1,241 @@
+package srv
+
+import (
+	"container/list"
+	"context"
+	"net"
+	"net/http"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// IdleConns bounds the HTTP connections that are doing nothing for
+// anyone: accepted and not in a handler, so still reading a request's
+// headers (slowloris), idle between keep-alive requests, or finishing a
+// request after its handler returned. Such a connection costs a file
+// descriptor and buffers until ReadHeaderTimeout or IdleTimeout, and
+// needs no token: without a bound, a flood of them from one address runs
+// the server out of descriptors and nobody, the owner included, can
+// connect.
+//
+// The bound is in all and per address (auth.Key). A connection that would
+// pass it is not refused: the oldest waiting connection (of its address,
+// when that bound is the one passed) is closed to make room, so a flood
+// turns itself over and the owner's fresh request gets through. A
+// connection inside a handler (an agent's call waiting for its answer, an
+// SSE stream) does not count and is never closed; WebSockets leave the
+// count when they are hijacked (the WebSocket endpoints bound their own).
+//
+// An http.Server takes it through NewHTTPServer: ConnContext and
+// ConnState see a connection come, go idle and go; Wrap's handler sees a
+// request enter and leave. Each is one lock and O(1) work. The zero
+// value is not usable; use NewIdleConns.
+type IdleConns struct {
+	max, perAddr int
+
+	mu      lockorder.Mutex[lockorder.IdleConns]
+	waiting list.List // of *idleConn, oldest first
+	byAddr  map[string]*list.List
+	conns   map[net.Conn]*idleConn
+	peak    int
+	evicted uint64
+}
+
+type idleConn struct {
+	ic       *IdleConns
+	c        net.Conn
+	key      string
+	handlers int  // requests of it in a handler (HTTP/2 runs several)
+	done     bool // hijacked, closed or evicted: never counted again
+	el, ael  *list.Element
+}
+
+// Defaults of NewIdleConns.
+const (
+	DefaultMaxIdleConns        = 1024
+	DefaultMaxIdleConnsPerAddr = 256
+)
+
+// NewIdleConns bounds waiting connections to max, perAddr of them from
+// one address (defaults 1024 and 256).
+func NewIdleConns(max, perAddr int) *IdleConns {
+	if max <= 0 {
+		max = DefaultMaxIdleConns
+	}
+	if perAddr <= 0 {
+		perAddr = DefaultMaxIdleConnsPerAddr
+	}
+	return &IdleConns{max: max, perAddr: perAddr, byAddr: make(map[string]*list.List), conns: make(map[net.Conn]*idleConn)}
+}
+
+type idleConnKey struct{}
+
+// ConnContext is the http.Server's: it registers c, before its StateNew,
+// and gives its requests their connection's entry.
+func (ic *IdleConns) ConnContext(ctx context.Context, c net.Conn) context.Context {
+	e := &idleConn{ic: ic, c: c, key: auth.Key(c.RemoteAddr().String())}
+	ic.mu.Lock()
+	ic.conns[c] = e
+	ic.mu.Unlock()
+	return context.WithValue(ctx, idleConnKey{}, e)
+}
+
+// ConnState is the http.Server's: a new or idle connection waits, a
+// hijacked or closed one is forgotten.
+func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
+	switch st {
+	case http.StateNew, http.StateIdle:
+		ic.mu.Lock()
+		e := ic.conns[c]
+		var victim *idleConn
+		// Idle after a request, it waits already, since its handler
+		// returned: it keeps its place.
+		if e != nil && !e.done && e.handlers == 0 && e.el == nil {
+			victim = ic.waitLocked(e)
+		}
+		ic.mu.Unlock()
+		victim.close()
+	case http.StateHijacked, http.StateClosed:
+		ic.mu.Lock()
+		if e := ic.conns[c]; e != nil {
+			e.done = true
+			ic.unwaitLocked(e)
+			delete(ic.conns, c)
+		}
+		ic.mu.Unlock()
+	}
+}
+
+// Wrap counts the requests in h: their connection does not wait while
+// one of them is in it.
+func (ic *IdleConns) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e, _ := r.Context().Value(idleConnKey{}).(*idleConn)
+		if e == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		ic.mu.Lock()
+		e.handlers++
+		ic.unwaitLocked(e)
+		ic.mu.Unlock()
+		defer func() {
+			// Back to waiting as soon as no handler holds it: what the
+			// server still does (the response's last bytes, a body left
+			// unread) is bounded as waiting is.
+			ic.mu.Lock()
+			e.handlers--
+			var victim *idleConn
+			if e.handlers == 0 && !e.done {
+				victim = ic.waitLocked(e)
+			}
+			ic.mu.Unlock()
+			victim.close()
+		}()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// waitingWhile runs f with the request of ctx counted as out of its
+// handler: what f waits for is nobody's (a failed login held back by the
+// Limiter), so its connection is bounded and may be closed to make room
+// as any other waiting one, which ends ctx.
+func waitingWhile(ctx context.Context, f func()) {
+	e, _ := ctx.Value(idleConnKey{}).(*idleConn)
+	if e == nil {
+		f()
+		return
+	}
+	ic := e.ic
+	ic.mu.Lock()
+	e.handlers--
+	var victim *idleConn
+	if e.handlers == 0 && !e.done {
+		victim = ic.waitLocked(e)
+	}
+	ic.mu.Unlock()
+	victim.close()
+	defer func() {
+		ic.mu.Lock()
+		e.handlers++
+		ic.unwaitLocked(e)
+		ic.mu.Unlock()
+	}()
+	f()
+}
+
+// waitLocked counts e as waiting, the newest, and returns the
+// connection that must be closed to make room for it, if any.
+func (ic *IdleConns) waitLocked(e *idleConn) *idleConn {
+	ic.unwaitLocked(e)
+	al := ic.byAddr[e.key]
+	if al == nil {
+		al = list.New()
+		ic.byAddr[e.key] = al
+	}
+	var victim *idleConn
+	switch {
+	case al.Len() >= ic.perAddr:
+		victim = al.Front().Value.(*idleConn)
+	case ic.waiting.Len() >= ic.max:
+		victim = ic.waiting.Front().Value.(*idleConn)
+	}
+	if victim != nil {
+		ic.unwaitLocked(victim)
+		victim.done = true
+		ic.evicted++
+	}
+	if ic.byAddr[e.key] == nil { // the victim was its address's last
+		ic.byAddr[e.key] = al
+	}
+	e.el = ic.waiting.PushBack(e)
+	e.ael = al.PushBack(e)
+	if n := ic.waiting.Len(); n > ic.peak {
+		ic.peak = n
+	}
+	return victim
+}
+
+// unwaitLocked uncounts e, if it waits.
+func (ic *IdleConns) unwaitLocked(e *idleConn) {
+	if e.el == nil {
+		return
+	}
+	ic.waiting.Remove(e.el)
+	al := ic.byAddr[e.key]
+	al.Remove(e.ael)
+	if al.Len() == 0 {
+		delete(ic.byAddr, e.key)
+	}
+	e.el, e.ael = nil, nil
+}
+
+// close closes an evicted connection, outside the lock: without the TLS
+// close_notify, which could wait on a peer that reads nothing.
+func (e *idleConn) close() {
+	if e == nil {
+		return
+	}
+	c := e.c
+	if t, ok := c.(interface{ NetConn() net.Conn }); ok {
+		c = t.NetConn()
+	}
+	_ = c.Close()
+}
+
+// IdleStats is what IdleConns reports (/health, with the token).
+type IdleStats struct {
+	Waiting int    `json:"waiting"` // connections waiting now
+	Peak    int    `json:"peak"`    // the most that ever waited at once
+	Evicted uint64 `json:"evicted"` // closed to make room for a newer one
+	Max     int    `json:"max"`
+	PerAddr int    `json:"perAddress"`
+}
+
+// Stats reports the waiting connections.
+func (ic *IdleConns) Stats() IdleStats {
+	ic.mu.Lock()
+	defer ic.mu.Unlock()
+	return IdleStats{Waiting: ic.waiting.Len(), Peak: ic.peak, Evicted: ic.evicted, Max: ic.max, PerAddr: ic.perAddr}
+}

@@ -1,0 +1,358 @@
+package srv_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv"
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// newServed runs the server behind NewHTTPServer, as agentassistant-srv
+// does, on a real port, its waiting connections bounded by idle.
+func newServed(t *testing.T, idle *srv.IdleConns) (*srv.Server, string) {
+	t.Helper()
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks, Idle: idle, Limiter: auth.NewLimiter(1_000_000, time.Minute)})
+	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		s.Close()
+		_ = hs.Close()
+		<-served
+	})
+	return s, "http://" + ln.Addr().String()
+}
+
+// idleConn makes one public request on a new connection and keeps the
+// connection open, idle between keep-alive requests.
+func idleConn(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, "GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.Close {
+		t.Fatal("the public request closed its connection; the test needs it kept alive")
+	}
+	return c
+}
+
+// slowConn opens a connection that sends part of a request's headers
+// and nothing more (slowloris).
+func slowConn(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// closedByServer reports whether the server closed c: a read ends at
+// once with EOF or a reset. The deadline only keeps a broken test from
+// hanging; nothing is measured by it.
+func closedByServer(c net.Conn) bool {
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var b [1]byte
+	_, err := c.Read(b[:])
+	var ne net.Error
+	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+}
+
+// ownerHealth is the owner's request with the token, on a connection of
+// its own; it returns /health's count of waiting connections.
+func ownerHealth(t *testing.T, base string) srv.IdleStats {
+	t.Helper()
+	cl := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := cl.Get(base + "/health?token=" + tokA)
+	if err != nil {
+		t.Fatalf("the owner's /health: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the owner's /health: %s", resp.Status)
+	}
+	var h struct {
+		Idle srv.IdleStats `json:"idleConnections"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	return h.Idle
+}
+
+// TestIdleFloodCannotLockTheOwnerOut: more idle keep-alive connections
+// (one public request each) and more slowloris connections than the
+// bound, from one address and without the token: the server never holds
+// more of them than the bound, closes the oldest, and the owner's request
+// with the token gets through.
+func TestIdleFloodCannotLockTheOwnerOut(t *testing.T) {
+	const perAddr = 24
+	_, base := newServed(t, srv.NewIdleConns(1000, perAddr))
+	addr := base[len("http://"):]
+	for _, kind := range []struct {
+		name string
+		dial func(*testing.T, string) net.Conn
+	}{{"idle keep-alive", idleConn}, {"slowloris", slowConn}} {
+		t.Run(kind.name, func(t *testing.T) {
+			const n = 4 * perAddr
+			flood := make([]net.Conn, n)
+			for i := range flood {
+				flood[i] = kind.dial(t, addr)
+			}
+			st := ownerHealth(t, base) // accepted after every one of the flood
+			if st.Peak > perAddr || st.Waiting > perAddr {
+				t.Errorf("waiting connections: %+v, bound %d", st, perAddr)
+			}
+			// The owner's connection took a place too: all but the
+			// newest perAddr-1 of the flood are closed.
+			for i, c := range flood[:n-perAddr+1] {
+				if !closedByServer(c) {
+					t.Fatalf("flood connection %d of %d still open: %+v", i, n, st)
+				}
+			}
+			if again := ownerHealth(t, base); again.Peak > perAddr {
+				t.Errorf("after the flood: %+v", again)
+			}
+		})
+	}
+}
+
+// TestCallsInAHandlerAreNeverEvicted: an agent's call waiting for its
+// answer (in a handler) and a logged-in WebSocket (hijacked) are not
+// among the waiting connections: a flood that turns the waiting ones over
+// many times closes neither, and the answer reaches the agent.
+func TestCallsInAHandlerAreNeverEvicted(t *testing.T) {
+	const perAddr = 8
+	_, base := newServed(t, srv.NewIdleConns(16, perAddr))
+	addr := base[len("http://"):]
+	ui := login(t, base, tokA, "phone")
+	agent := agentassistprotoconnect.NewSrvAgentAssistClient(&http.Client{Transport: &http.Transport{}}, base)
+	type result struct {
+		r   *pb.AskQuestionResponse
+		err error
+	}
+	asked := make(chan result, 1)
+	go func() {
+		r, err := agent.AskQuestion(context.Background(), &pb.AskQuestionRequest{ID: "q-1", UserToken: tokA,
+			Request: &pb.McpAskQuestionRequest{Question: "Ship it?", Timeout: 600}})
+		asked <- result{r, err}
+	}()
+	expect(t, ui, "AskQuestion") // the call is in its handler
+	for range 10 * perAddr {
+		idleConn(t, addr)
+		slowConn(t, addr)
+	}
+	if st := ownerHealth(t, base); st.Peak > perAddr || st.Evicted < 19*perAddr {
+		t.Errorf("waiting connections: %+v", st)
+	}
+	if err := ui.Send(wstest.TextReply("q-1", "Ship it.")); err != nil {
+		t.Fatal(err)
+	}
+	res := <-asked
+	if res.err != nil {
+		t.Fatalf("the waiting call: %v", res.err)
+	}
+	if got := res.r.GetContents()[0].GetText().GetText(); got != "Ship it." {
+		t.Fatalf("the answer: %q", got)
+	}
+}
+
+// fakeConn is a net.Conn of a given remote address that records its
+// closing.
+type fakeConn struct {
+	net.Conn
+	remote string
+	mu     sync.Mutex
+	closed bool
+}
+
+func (c *fakeConn) RemoteAddr() net.Addr {
+	return &net.TCPAddr{IP: net.ParseIP(c.remote), Port: 1234}
+}
+
+func (c *fakeConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	return nil
+}
+
+func (c *fakeConn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// TestIdleConnsEvictTheOldest: past the per-address bound the oldest of
+// that address goes, past the total the oldest of all; a connection in a
+// handler or hijacked is never counted nor closed; one back from its
+// handler waits again, as the newest.
+func TestIdleConnsEvictTheOldest(t *testing.T) {
+	ic := srv.NewIdleConns(4, 2)
+	ctxs := map[*fakeConn]context.Context{}
+	open := func(ip string) *fakeConn {
+		c := &fakeConn{remote: ip}
+		ctxs[c] = ic.ConnContext(context.Background(), c)
+		ic.ConnState(c, http.StateNew)
+		return c
+	}
+	closed := func(cs ...*fakeConn) string {
+		s := ""
+		for _, c := range cs {
+			if c.isClosed() {
+				s += "x"
+			} else {
+				s += "."
+			}
+		}
+		return s
+	}
+	a1, a2 := open("10.0.0.1"), open("10.0.0.1")
+	a3 := open("10.0.0.1") // the per-address bound: a1 goes
+	if got := closed(a1, a2, a3); got != "x.." {
+		t.Fatalf("per address: %s", got)
+	}
+	ic.ConnState(a1, http.StateClosed)
+	b1 := open("10.0.0.2")
+	// a2 is in a handler: it does not count and is not closed.
+	enter, leave := make(chan struct{}), make(chan struct{})
+	h := ic.Wrap(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		close(enter)
+		<-leave
+	}))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil).WithContext(ctxs[a2]))
+	}()
+	<-enter
+	if st := ic.Stats(); st.Waiting != 2 {
+		t.Fatalf("with one in a handler: %+v", st)
+	}
+	b2, c1 := open("10.0.0.2"), open("10.0.0.3")
+	c2 := open("10.0.0.3") // the total bound: the oldest of all, a3, goes
+	if got := closed(a2, a3, b1, b2, c1, c2); got != ".x...." {
+		t.Fatalf("total: %s", got)
+	}
+	ic.ConnState(a3, http.StateClosed)
+	d1 := open("10.0.0.4") // b1 goes; a2 is still in its handler
+	if got := closed(a2, b1, b2, c1, c2, d1); got != ".x...." {
+		t.Fatalf("with one in a handler: %s", got)
+	}
+	ic.ConnState(b1, http.StateClosed)
+	close(leave)
+	<-done // a2 waits again, the newest: b2 makes room
+	ic.ConnState(a2, http.StateIdle)
+	if got := closed(a2, b2, c1, c2, d1); got != ".x..." {
+		t.Fatalf("back from the handler: %s", got)
+	}
+	ic.ConnState(b2, http.StateClosed)
+	ic.ConnState(c1, http.StateHijacked) // a WebSocket: no longer counted
+	e1 := open("10.0.0.5")
+	if got := closed(a2, c1, c2, d1, e1); got != "....." {
+		t.Fatalf("after a hijack: %s", got)
+	}
+	if st := ic.Stats(); st.Waiting != 4 || st.Peak != 4 || st.Evicted != 4 {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+// TestHeldFailuresAreBounded: a request with a wrong token past the
+// failure budget is held back in its handler before its 401; held, its
+// connection does nothing for anyone and counts as waiting, so a flood of
+// failures cannot pile up connections without bound: the oldest held ones
+// are closed, and the owner's request gets through at once.
+func TestHeldFailuresAreBounded(t *testing.T) {
+	const perAddr, n = 8, 32
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := auth.NewLimiter(1, time.Minute)
+	held, released := make(chan struct{}, n), make(chan struct{}, n)
+	lim.Hold = func(_ time.Duration, done <-chan struct{}) {
+		held <- struct{}{}
+		<-done // as long as the connection lasts
+		released <- struct{}{}
+	}
+	s := srv.New(srv.Options{Tokens: toks, Idle: srv.NewIdleConns(1000, perAddr), Limiter: lim})
+	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		s.Close()
+		_ = hs.Close()
+		<-served
+	})
+	base := "http://" + ln.Addr().String()
+	if _, err := http.Get(base + "/health?token=wrong-token-000"); err != nil { // the budget
+		t.Fatal(err)
+	}
+	for range n {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "GET /health?token=wrong-token-000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+	}
+	for i := range n - perAddr {
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second): // only against a hang
+			t.Fatalf("%d of %d held failures let go, want %d", i, n, n-perAddr)
+		}
+	}
+	if st := ownerHealth(t, base); st.Peak > perAddr {
+		t.Errorf("waiting connections: %+v", st)
+	}
+}
