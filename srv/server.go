@@ -55,8 +55,8 @@ type Options struct {
 	// Inbox tunes /ws; its Hub, Tokens, Guard, Limiter, Pending and
 	// Logger are filled in.
 	Inbox inbox.Options
-	// RPC tunes the Connect services; Hub, Relay, Tokens, Limiter and
-	// Logger are filled in.
+	// RPC tunes the Connect services; Hub, Relay, Tokens, Guard, Limiter
+	// and Logger are filled in.
 	RPC rpc.Options
 	// Relay tunes /agent/ws; Tokens, Guard, Limiter, Pending, Logger and
 	// Logs are filled in.
@@ -115,6 +115,7 @@ type Server struct {
 	tokens  *auth.Tokens
 	limiter *auth.Limiter
 	routes  []Route
+	allow   map[string][]string // a path's methods, by path: written by New only
 	mux     *http.ServeMux
 	started time.Time
 	bodyBy  time.Duration
@@ -170,7 +171,7 @@ func New(o Options) *Server {
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC
-	ro.Hub, ro.Relay, ro.Tokens, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Limiter, o.Logger.With("component", "rpc")
+	ro.Hub, ro.Relay, ro.Tokens, ro.Guard, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "rpc")
 	ro.Pending = o.Pending
 	if ro.MaxUnauthMessage <= 0 {
 		ro.MaxUnauthMessage = o.MaxUnauthMessage
@@ -188,7 +189,7 @@ func New(o Options) *Server {
 	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
-	s.handle("POST /internal/send", GuardHeader, s.requireToken(http.HandlerFunc(s.send)))
+	s.handle("POST /internal/send", GuardHeader, s.checkOrigin(s.requireToken(http.HandlerFunc(s.send))))
 	// MCP over Streamable HTTP: the tools reach the Connect services above
 	// in process, through the same guards as agentassistant-mcp's calls.
 	s.inproc = newInProcess()
@@ -228,6 +229,24 @@ func New(o Options) *Server {
 func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
 	s.mux.Handle(pattern, h)
+	method, path, ok := strings.Cut(pattern, " ")
+	if !ok {
+		return
+	}
+	// The same path with another method: 405, not the web UI's 404.
+	if method == http.MethodGet {
+		method = "GET, HEAD"
+	}
+	if s.allow == nil {
+		s.allow = make(map[string][]string)
+	}
+	if s.allow[path] == nil {
+		s.mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Allow", strings.Join(s.allow[path], ", "))
+			refuseUnread(w, "method not allowed", http.StatusMethodNotAllowed)
+		})
+	}
+	s.allow[path] = append(s.allow[path], method)
 }
 
 // Routes lists every registered route with its guard, so tests can check
@@ -282,8 +301,8 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 // checkOrigin refuses a browser request from another site (403), as the
 // MCP specification requires of Streamable HTTP servers against DNS
 // rebinding and cross-site requests: a page may send a request to
-// 127.0.0.1 without reading its answer, and a tool call acts. Clients
-// that send no Origin (MCP clients, agents) pass.
+// 127.0.0.1 without reading its answer, and a tool call or a push acts.
+// Clients that send no Origin (MCP clients, agents, curl) pass.
 func (s *Server) checkOrigin(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.guard.OriginAllowed(r) {

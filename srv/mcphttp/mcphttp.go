@@ -41,8 +41,9 @@ type Options struct {
 	// MaxSessions bounds the MCP sessions of one token, and the relay
 	// sessions it drives over /mcp at once (default 64). A new session
 	// past it takes the place of the one unused the longest (which then
-	// gets 404 and starts again, as the transport specifies); when every
-	// one is in use, it is refused with 503.
+	// gets 404 and starts again, as the transport specifies; its open
+	// stream, the GET, does not count as use and is ended); when every
+	// one has a request in progress, it is refused with 503.
 	MaxSessions int
 	// Bridge tunes every bridge (timeouts, progress, host grace, Version);
 	// the clients, Token, RelaySession, ServerURL, Logger, Done, Stopped
@@ -87,10 +88,13 @@ type bridge struct {
 }
 
 type session struct {
-	b          *bridge
-	id         string
-	lastUsed   time.Time
-	busy       int  // requests being served
+	b        *bridge
+	id       string
+	lastUsed time.Time
+	busy     int // requests being served, but its streams
+	// streams are its standalone streams (GET) open: they do not make it
+	// busy, and end when it is forgotten.
+	streams    map[*stream]struct{}
 	registered bool // the MCP server knows it (initialize done)
 	// writes counts the flushes to the client on all of its streams (see
 	// mcpbridge.WithWrites).
@@ -120,6 +124,15 @@ const DefaultRelaySession = "default"
 // session ID (Mcp-Session-Id) is looked up within the token's room and
 // relay session: another token's or relay session's ID is unknown here.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodDelete:
+	default:
+		// Not the 400 of a missing session, nor the 404 by which the
+		// transport tells a client its session has ended.
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed: /mcp takes GET, POST and DELETE", http.StatusMethodNotAllowed)
+		return
+	}
 	name := r.URL.Query().Get("session")
 	if name == "" {
 		name = DefaultRelaySession
@@ -134,7 +147,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
 		return
 	}
-	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r))
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var st *stream
+	if r.Method == http.MethodGet {
+		st = &stream{end: cancel}
+	}
+	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st)
 	if victim != nil {
 		h.evict(victim)
 	}
@@ -150,9 +169,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)
 		return
 	}
-	defer h.leave(b, s)
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
+	defer h.leave(b, s, st)
 	defer context.AfterFunc(h.closing, cancel)()
 	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
@@ -168,6 +185,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
+
+// stream is a standalone stream (GET) being served; end ends it.
+type stream struct{ end context.CancelFunc }
 
 // countingWriter counts a session's flushes: each one has put an event
 // of one of its streams on the wire.

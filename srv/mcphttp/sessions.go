@@ -15,9 +15,12 @@ import (
 // enter finds the bridge (and the session, for sid) a request goes to and
 // counts the request in. A request without a session (an initialize) may
 // make a bridge, and may take the place of the least recently used idle
-// session (victim, to evict) when the room is full. code is 0, or the
-// HTTP status to refuse with (StatusGone: closed).
-func (h *Handler) enter(token, name, sid, base string) (b *bridge, s *session, victim *session, code int) {
+// session (victim, to evict) when the room is full. A session is idle
+// when no request of it is being served but its standalone stream (GET):
+// the official SDK keeps one open all along. listen, for a GET, is the
+// stream to end if its session is forgotten. code is 0, or the HTTP
+// status to refuse with (StatusGone: closed).
+func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridge, s *session, victim *session, code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -35,7 +38,14 @@ func (h *Handler) enter(token, name, sid, base string) (b *bridge, s *session, v
 			h.dropIfEmptyLocked(key, rm)
 			return nil, nil, nil, http.StatusNotFound
 		}
-		s.busy++
+		if listen != nil {
+			if s.streams == nil {
+				s.streams = make(map[*stream]struct{})
+			}
+			s.streams[listen] = struct{}{}
+		} else {
+			s.busy++
+		}
 		s.lastUsed = h.o.Now()
 		s.b.busy++
 		return s.b, s, nil, 0
@@ -63,11 +73,15 @@ func (h *Handler) enter(token, name, sid, base string) (b *bridge, s *session, v
 	return b, nil, victim, 0
 }
 
-// forgetLocked takes a session out of the table.
+// forgetLocked takes a session out of the table and ends its streams
+// (the transport keeps a stream open for as long as its client does).
 func (h *Handler) forgetLocked(s *session) {
 	if rm := s.b.room; rm.sessions[s.id] == s {
 		delete(rm.sessions, s.id)
 		s.b.sessions--
+	}
+	for st := range s.streams {
+		st.end()
 	}
 }
 
@@ -79,9 +93,12 @@ func (h *Handler) dropIfEmptyLocked(key [sha256.Size]byte, rm *room) {
 }
 
 // leave counts a request out, and frees its bridge when nothing uses it.
-func (h *Handler) leave(b *bridge, s *session) {
+func (h *Handler) leave(b *bridge, s *session, listen *stream) {
 	h.mu.Lock()
-	if s != nil {
+	switch {
+	case s != nil && listen != nil:
+		delete(s.streams, listen)
+	case s != nil:
 		s.busy--
 	}
 	b.busy--
@@ -164,3 +181,6 @@ func (m ids) Terminate(sid string) (notAllowed bool, err error) {
 	}
 	return false, nil
 }
+
+// requests counts the session's requests being served, streams included.
+func (s *session) requests() int { return s.busy + len(s.streams) }

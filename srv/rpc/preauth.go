@@ -38,9 +38,20 @@ type preauth struct {
 	a           authInterceptor
 	smallMax    int // bytes of body the small handler reads
 	pending     *auth.Pending
+	guard       *auth.Guard // nil: no Origin check
 }
 
+// errForbiddenOrigin refuses a browser's call from another site: a page
+// may send a request to 127.0.0.1 without reading its answer, and a call
+// acts (defence in depth; the token is needed as well).
+var errForbiddenOrigin = errors.New("forbidden origin: this server answers pages of its own origin only")
+
 func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if p.guard != nil && !p.guard.OriginAllowed(r) {
+		w.Header().Set("Connection", "close") // the body is not read
+		_ = connect.NewErrorWriter().Write(w, r, connect.NewError(connect.CodePermissionDenied, errForbiddenOrigin))
+		return
+	}
 	if tok := auth.HeaderToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
 		r.Body = &callBody{ReadCloser: r.Body}
 		p.full.ServeHTTP(w, r)

@@ -27,6 +27,9 @@ type Options struct {
 	Hub    *hub.Hub
 	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
+	// Guard refuses a call that carries an Origin it does not allow (a
+	// page of another site), before anything else; nil: no Origin check.
+	Guard *auth.Guard
 	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
 	// Pending caps the calls whose token is not known yet (no valid
@@ -85,7 +88,7 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
 		path, f := handler(full)
 		_, sm := handler(small)
-		mux.Handle(path, &preauth{full: f, small: sm, a: a, smallMax: o.MaxUnauthMessage, pending: o.Pending})
+		mux.Handle(path, &preauth{full: f, small: sm, a: a, guard: o.Guard, smallMax: o.MaxUnauthMessage, pending: o.Pending})
 		paths = append(paths, path)
 	}
 	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {

@@ -16,11 +16,19 @@ import (
 //go:embed all:dist
 var dist embed.FS
 
-// Handler serves the UI: hashed assets with long cache lifetimes,
-// index.html uncached, and index.html for any other path so client-side
-// routes survive a reload.
+// pages are the app's own routes (web/src/App.vue picks the view by
+// path): each gets index.html, with or without a trailing slash.
+var pages = map[string]bool{"/": true, "/index.html": true, "/booking": true, "/agui-demo": true}
+
+// Handler serves the UI: hashed assets with long cache lifetimes, and
+// index.html, uncached, for the app's pages so they survive a reload.
+// Any other path is 404: a missing script is not answered with the page.
 func Handler() http.Handler {
 	sub, _ := fs.Sub(dist, "dist")
+	return handler(sub)
+}
+
+func handler(sub fs.FS) http.Handler {
 	index, err := fs.ReadFile(sub, "index.html")
 	if err != nil {
 		index = []byte(placeholder)
@@ -29,29 +37,41 @@ func Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
 		p := path.Clean("/" + r.URL.Path)
-		if p != "/" && p != "/index.html" {
-			if f, err := sub.Open(strings.TrimPrefix(p, "/")); err == nil {
-				st, _ := f.Stat()
-				_ = f.Close()
-				if st != nil && !st.IsDir() {
-					if strings.HasPrefix(p, "/assets/") {
-						w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-					} else {
-						w.Header().Set("Cache-Control", "no-cache")
-					}
-					files.ServeHTTP(w, r)
-					return
-				}
-			}
+		page := pages[p]
+		file := !page && isFile(sub, p)
+		if !page && !file {
+			http.NotFound(w, r)
+			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		if file {
+			if strings.HasPrefix(p, "/assets/") {
+				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+			} else {
+				w.Header().Set("Cache-Control", "no-cache")
+			}
+			files.ServeHTTP(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		_, _ = w.Write(index)
 	})
+}
+
+// isFile reports whether p names a regular file of the build; dot-files
+// (.gitkeep) are not served.
+func isFile(sub fs.FS, p string) bool {
+	name := strings.TrimPrefix(p, "/")
+	if name == "" || strings.HasPrefix(name, ".") || strings.Contains(name, "/.") {
+		return false
+	}
+	st, err := fs.Stat(sub, name)
+	return err == nil && st.Mode().IsRegular()
 }
 
 // setSecurityHeaders keeps the token out of Referer headers, forbids inline

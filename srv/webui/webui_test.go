@@ -1,9 +1,12 @@
 package webui
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // TestClientRoutesServeTheApp: the SPA's own routes (the booking host,
@@ -28,6 +31,59 @@ func TestClientRoutesServeTheApp(t *testing.T) {
 		for _, k := range []string{"Content-Type", "Cache-Control", "Referrer-Policy", "X-Frame-Options", "Content-Security-Policy", "X-Content-Type-Options"} {
 			if got, want := rec.Header().Get(k), root.Header().Get(k); got != want || got == "" {
 				t.Errorf("%s: %s = %q, / has %q", p, k, got, want)
+			}
+		}
+	}
+}
+
+// TestOnlyPagesAndFiles: a path that is neither a file of the build nor
+// one of the app's pages is 404 (a missing script is not served as the
+// page), a dot-path too; a method other than GET and HEAD on a page or a
+// file is 405 with Allow.
+func TestOnlyPagesAndFiles(t *testing.T) {
+	build := fstest.MapFS{
+		"index.html":          {Data: []byte("<!doctype html><title>app</title>")},
+		"favicon.svg":         {Data: []byte("<svg/>")},
+		"assets/index-abc.js": {Data: []byte("console.log(1)")},
+		".gitkeep":            {},
+	}
+	srv := httptest.NewServer(handler(build))
+	defer srv.Close()
+	do := func(method, p string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, srv.URL+p, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	for _, p := range []string{"/", "/index.html", "/booking", "/booking/", "/agui-demo?token=x&thread=demo", "/agui-demo/"} {
+		if resp, body := do(http.MethodGet, p); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<title>app</title>") {
+			t.Errorf("page %s: %d %q", p, resp.StatusCode, body)
+		}
+	}
+	for p, ct := range map[string]string{"/favicon.svg": "image/svg+xml", "/assets/index-abc.js": "text/javascript"} {
+		if resp, _ := do(http.MethodGet, p); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), ct) {
+			t.Errorf("file %s: %d %s", p, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+	}
+	for _, p := range []string{"/favicon.ico", "/assets/missing.js", "/.git/config", "/.gitkeep", "/debug/pprof/", "/booking/x", "/inbox", "/assets/", "/assets"} {
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			resp, body := do(m, p)
+			if resp.StatusCode != http.StatusNotFound || strings.Contains(body, "<title>app</title>") || strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+				t.Errorf("%s %s: %d %s %q", m, p, resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+			if resp.Header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %s: without the security headers", m, p)
+			}
+		}
+	}
+	for _, p := range []string{"/", "/booking", "/favicon.svg", "/assets/index-abc.js"} {
+		for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+			if resp, _ := do(m, p); resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "GET, HEAD" {
+				t.Errorf("%s %s: %d Allow %q", m, p, resp.StatusCode, resp.Header.Get("Allow"))
 			}
 		}
 	}

@@ -187,3 +187,40 @@ describe('forms in the agent\'s client (elicitation)', () => {
     })
   }
 })
+
+describe('MCP sessions past the cap', () => {
+  let capped: Server
+  beforeAll(async () => { capped = await startServer({ config: 'max_mcp_sessions_per_token = 2\n' }) })
+  afterAll(async () => { await capped?.stop() })
+
+  // listening connects an SDK client and resolves once its standalone
+  // stream (GET), which the SDK opens after initialize, is open.
+  async function listening(): Promise<Client> {
+    let opened!: () => void
+    const open = new Promise<void>((ok) => (opened = ok))
+    const transport = new StreamableHTTPClientTransport(new URL(`${capped.url}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${capped.token}` } },
+      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      fetch: async (url, init) => {
+        const res = await fetch(url, init)
+        if ((init?.method ?? 'GET') === 'GET' && res.status === 200) opened()
+        return res
+      },
+    })
+    const c = new Client({ name: 'e2e-capped', version: '1.0.0' })
+    c.onerror = () => {} // the replaced one's stream ends
+    await c.connect(transport)
+    clients.push(c)
+    await open
+    return c
+  }
+
+  it('a new client takes the place of the idle one unused the longest, its stream open or not', async () => {
+    const first = await listening()
+    const second = await listening()
+    const third = await listening() // was 503: both idle clients counted as busy
+    expect((await third.listTools()).tools.length).toBeGreaterThan(0)
+    await expect(first.listTools()).rejects.toMatchObject({ code: 404 })
+    expect((await second.listTools()).tools.length).toBeGreaterThan(0)
+  })
+})
