@@ -94,7 +94,7 @@ func closedByServer(c net.Conn) bool {
 	var b [1]byte
 	_, err := c.Read(b[:])
 	var ne net.Error
-	return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	return err != nil && (!errors.As(err, &ne) || !ne.Timeout())
 }
 
 // ownerHealth is the owner's request with the token, on a connection of

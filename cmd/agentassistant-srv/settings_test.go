@@ -21,7 +21,7 @@ import (
 // context already ended: a server that accepts its settings prints its URL
 // and returns nil at once; one that refuses them returns why. It returns
 // what run printed and the files in its data directory.
-func start(t *testing.T, body string, args ...string) (err error, stdout string, data []string) {
+func start(t *testing.T, body string, args ...string) (stdout string, data []string, err error) {
 	t.Helper()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "srv.toml")
@@ -41,7 +41,7 @@ func start(t *testing.T, body string, args ...string) (err error, stdout string,
 	for _, e := range entries {
 		data = append(data, e.Name())
 	}
-	return err, out.String(), data
+	return out.String(), data, err
 }
 
 // TestImpossibleSettings: every setting whose value cannot work is
@@ -112,7 +112,7 @@ func TestImpossibleSettings(t *testing.T) {
 	} {
 		name := strings.TrimSpace(c.body + strings.Join(c.args, " "))
 		t.Run(name, func(t *testing.T) {
-			err, stdout, data := start(t, c.body, c.args...)
+			stdout, data, err := start(t, c.body, c.args...)
 			if err == nil {
 				t.Fatalf("accepted; printed %q", stdout)
 			}
@@ -145,7 +145,7 @@ func TestPossibleSettings(t *testing.T) {
 		"agentassistant_server_host = \"::1\"\n",
 	} {
 		t.Run(body, func(t *testing.T) {
-			if err, stdout, _ := start(t, body); err != nil || !strings.Contains(stdout, "is running") {
+			if stdout, _, err := start(t, body); err != nil || !strings.Contains(stdout, "is running") {
 				t.Fatalf("refused: %v; printed %q", err, stdout)
 			}
 		})
@@ -178,13 +178,13 @@ func TestTLSPair(t *testing.T) {
 	dir := t.TempDir()
 	cert, key := filepath.Join(dir, "c.pem"), filepath.Join(dir, "k.pem")
 	writePair(t, cert, key)
-	err, stdout, _ := start(t, "", "-tls-cert", cert, "-tls-key", key)
+	stdout, _, err := start(t, "", "-tls-cert", cert, "-tls-key", key)
 	if err != nil || !strings.Contains(stdout, "https://127.0.0.1:") {
 		t.Fatalf("refused a good pair: %v; printed %q", err, stdout)
 	}
 	// The key of another certificate is refused.
 	writePair(t, filepath.Join(dir, "c2.pem"), key)
-	if err, stdout, data := start(t, "", "-tls-cert", cert, "-tls-key", key); err == nil || !strings.Contains(err.Error(), "tls_cert") || stdout != "" || len(data) != 0 {
+	if stdout, data, err := start(t, "", "-tls-cert", cert, "-tls-key", key); err == nil || !strings.Contains(err.Error(), "tls_cert") || stdout != "" || len(data) != 0 {
 		t.Fatalf("a key that is not the certificate's: %v; printed %q, created %v", err, stdout, data)
 	}
 }

@@ -97,7 +97,7 @@ func HostName(s string) bool {
 			return false
 		}
 		for _, r := range label {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			if !isLabelRune(r) {
 				return false
 			}
 		}
@@ -148,4 +148,9 @@ func (c *Check) ServerAddress(host string, port int) {
 		c.Bad("agentassistant_server_host", "host", host, "it must be a host name or an IP address, without scheme, port or path (e.g. \"127.0.0.1\")")
 	}
 	c.Int("agentassistant_server_port", "port", int64(port), 1, 65535, "")
+}
+
+// isLabelRune: a letter, digit, '-' or '_' of a host name's label.
+func isLabelRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
