@@ -68,6 +68,20 @@ func (s *stream) emit(ev event) {
 	}
 }
 
+// keepAlive writes an SSE comment: no event, only bytes on a quiet
+// stream, so that a proxy between the frontend and the server does not
+// cut a run an agent is still working on.
+func (s *stream) keepAlive() {
+	if s.err != nil {
+		return
+	}
+	m := &sse.Message{}
+	m.AppendComment("keep-alive")
+	if s.err = s.sess.Send(m); s.err == nil {
+		s.err = s.sess.Flush()
+	}
+}
+
 // finish ends the run with last (RUN_FINISHED or RUN_ERROR), after a
 // TOOL_CALL_END for every tool call still open.
 func (s *stream) finish(last event) {

@@ -259,3 +259,45 @@ func TestFrontendBackWithinGrace(t *testing.T) {
 		cut()
 	})
 }
+
+// TestQuietRunKeepsAlive: a run whose agent works a long time in silence
+// writes an SSE comment every keepAliveEvery, so a proxy does not cut it;
+// the comments are no events, and the run ends as it would have.
+func TestQuietRunKeepsAlive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent(t)
+		b, _ := json.Marshal(map[string]any{"threadId": "th", "runId": "r1",
+			"messages": []map[string]any{{"id": "u1", "role": "user", "content": "think about it"}}})
+		req := httptest.NewRequestWithContext(context.Background(), http.MethodPost, "/agui", strings.NewReader(string(b)))
+		req.Header.Set("Authorization", "Bearer tok")
+		rec := httptest.NewRecorder()
+		served := make(chan struct{})
+		go func() { a.h.ServeHTTP(rec, req); close(served) }()
+		if _, ok := a.l.NextUserMessage(context.Background()); !ok {
+			t.Fatal("no message")
+		}
+		time.Sleep(3*keepAliveEvery + time.Second) // the agent thinks
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go a.l.NextUserMessage(ctx) // then yields the turn
+		<-served
+		body := rec.Body.String()
+		if n := strings.Count(body, ": keep-alive\n"); n != 3 {
+			t.Errorf("%d keep-alive comments in 3 quiet intervals, want 3:\n%s", n, body)
+		}
+		var types []string
+		for e, err := range sse.Read(strings.NewReader(body), nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ev map[string]any
+			if err := json.Unmarshal([]byte(e.Data), &ev); err != nil {
+				t.Fatalf("event %q: %v", e.Data, err)
+			}
+			types = append(types, ev["type"].(string))
+		}
+		if got := strings.Join(types, " "); got != "RUN_STARTED RUN_FINISHED" {
+			t.Errorf("events %s", got)
+		}
+	})
+}

@@ -68,8 +68,10 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		timer.Reset(h.o.AgentIdle)
 		idle = true
 	}
+	beat := time.NewTicker(keepAliveEvery)
+	defer beat.Stop()
 	for {
-		env, ok := t.next(ctx, h.closed, timer.C)
+		env, ok := t.next(ctx, h.closed, timer.C, beat.C)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
@@ -77,6 +79,10 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 				lost = true
 			}
 			return
+		}
+		if env.Type == typeKeepAlive {
+			s.keepAlive()
+			continue
 		}
 		if env.Type == typeAgentLate {
 			switch {
@@ -120,6 +126,10 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		}
 	}
 }
+
+// keepAliveEvery is how often a run with nothing to say writes an SSE
+// comment: a proxy's idle timeout is commonly 30 to 60 s.
+const keepAliveEvery = 15 * time.Second
 
 // goneAgentMessage says the agent went quiet and left thread.
 func goneAgentMessage(thread string, waited time.Duration) string {

@@ -215,10 +215,13 @@ func (t *thread) close(run uint64, lost bool) {
 // typeAgentLate is next's when late fires first: no agent has spoken.
 const typeAgentLate = "agui.agent.late"
 
+// typeKeepAlive is what next returns when the run's keep-alive ticks.
+const typeKeepAlive = "agui.keepalive"
+
 // next waits for the next envelope for the run: false when ctx ends or
 // the handler closes; typeAgentLate when late fires first. A tool call
 // whose agent stopped waiting is dropped.
-func (t *thread) next(ctx context.Context, closed <-chan struct{}, late <-chan time.Time) (relay.Envelope, bool) {
+func (t *thread) next(ctx context.Context, closed <-chan struct{}, late, beat <-chan time.Time) (relay.Envelope, bool) {
 	for {
 		t.mu.Lock()
 		if len(t.queue) > 0 {
@@ -240,6 +243,8 @@ func (t *thread) next(ctx context.Context, closed <-chan struct{}, late <-chan t
 			return relay.Envelope{}, false
 		case <-late:
 			return relay.Envelope{Type: typeAgentLate}, true
+		case <-beat:
+			return relay.Envelope{Type: typeKeepAlive}, true
 		}
 	}
 }
