@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/srv/catalog"
+
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
@@ -105,9 +107,14 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 			c.Bad("orchestrator_url", "orchestrator-url", cfg.OrchestratorURL, "it must be http(s)://host[:port][/path], or empty (the token's MCP agent runs Ingress runs)")
 		}
 	}
+	if cfg.Catalog != "" {
+		if _, err := catalog.Load(cfg.Catalog); err != nil {
+			c.Bad("booking_catalog", "", cfg.Catalog, fmt.Sprintf("it must be a readable catalog file, or empty (the built-in one): %v", err))
+		}
+	}
 	orch := cfg.OrchestratorURL != ""
-	c.Needs("orchestrator_token", "", "…", "orchestrator_url", orch)
-	c.Needs("orchestrator_timeout_seconds", "", cfg.OrchestratorTimeout, "orchestrator_url", orch)
+	c.Needs("orchestrator_token", "", "…", cfg.OrchestratorToken == "", "orchestrator_url", orch)
+	c.Needs("orchestrator_timeout_seconds", "", cfg.OrchestratorTimeout, cfg.OrchestratorTimeout == defaultOrchestratorTimeout, "orchestrator_url", orch)
 	c.Duration("orchestrator_timeout_seconds", "", cfg.OrchestratorTimeout, time.Second)
 	c.Duration("ingress_replay_seconds", "", cfg.IngressReplay, time.Second)
 	c.Duration("ingress_approval_timeout_seconds", "", cfg.IngressApproval, time.Second)
@@ -115,7 +122,7 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Count("ingress_replay_total_bytes", "", cfg.IngressReplayTotal, 1)
 
 	nats := cfg.NATSURL != ""
-	if c.Set("nats_url", "nats-url") {
+	if nats {
 		for _, s := range strings.Split(cfg.NATSURL, ",") {
 			if strings.TrimSpace(s) == "" {
 				c.Bad("nats_url", "nats-url", cfg.NATSURL, "it must be NATS server URLs, comma-separated (e.g. \"nats://10.0.0.1:4222,nats://10.0.0.2:4222\"), or empty (one process)")
@@ -123,10 +130,18 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 			}
 		}
 	}
-	c.Needs("nats_replicas", "", cfg.NATSReplicas, "nats_url", nats)
+	c.Needs("nats_replicas", "", cfg.NATSReplicas, cfg.NATSReplicas == defaultNATSReplicas, "nats_url", nats)
 	c.Int("nats_replicas", "", int64(cfg.NATSReplicas), 1, maxReplicas, fmt.Sprintf("it must be from 1 to %d (what JetStream allows), at most the JetStream servers there are", maxReplicas))
-	c.Needs("instance_name", "instance", cfg.Instance, "nats_url", nats)
-	c.Needs("history_scan", "", cfg.HistoryScan, "nats_url", nats)
+	c.Needs("instance_name", "instance", cfg.Instance, cfg.Instance == "", "nats_url", nats)
+	c.Needs("history_scan", "", cfg.HistoryScan, cfg.HistoryScan == defaultHistoryScan, "nats_url", nats)
 	c.Count("history_scan", "", int64(cfg.HistoryScan), 1)
 	return c.Err()
 }
+
+// The defaults of settings that apply only with another one set: a file
+// may spell them out without it (README's does).
+const (
+	defaultOrchestratorTimeout = 10    // ingress.HTTPOptions.Timeout's, in seconds
+	defaultNATSReplicas        = 1     // cluster.Options.Replicas'
+	defaultHistoryScan         = 10000 // cluster.Options.HistoryScan's
+)

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +71,8 @@ func TestImpossibleSettings(t *testing.T) {
 		{"agui_max_body_bytes = 0\n", nil, []string{"agui_max_body_bytes = 0"}},
 		{"procs = -4\n", nil, []string{"procs = -4", "0 (the Go runtime's choice)"}},
 		{"nats_replicas = 7\n", nil, []string{"nats_replicas = 7", "only with nats_url", "from 1 to 5"}},
-		{"nats_replicas = 1\n", nil, []string{"nats_replicas = 1", "only with nats_url"}},
+		{"nats_replicas = 3\n", nil, []string{"nats_replicas = 3", "only with nats_url"}},
+		{"booking_catalog = \"/nonexistent/catalog.json\"\n", nil, []string{"booking_catalog = \"/nonexistent/catalog.json\"", "readable catalog"}},
 		{"instance_name = \"a\"\n", nil, []string{"instance_name (-instance) = \"a\"", "only with nats_url"}},
 		{"", []string{"-instance", "a"}, []string{"instance_name (-instance)"}},
 		{"history_scan = 5\n", nil, []string{"history_scan = 5", "only with nats_url"}},
@@ -210,5 +212,29 @@ func writePair(t *testing.T, certFile, keyFile string) {
 	}
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestREADMEConfigStarts: the agentassistant-srv.toml README shows, every
+// setting spelt out at its default, starts the server as it is (only the
+// port is made free for the test).
+func TestREADMEConfigStarts(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(readme), "`agentassistant-srv.toml`:")
+	if !ok {
+		t.Fatal("README has no agentassistant-srv.toml block")
+	}
+	_, rest, _ = strings.Cut(rest, "```toml\n")
+	block, _, _ := strings.Cut(rest, "```")
+	port := regexp.MustCompile(`(?m)^agentassistant_server_port = \d+`)
+	if !port.MatchString(block) {
+		t.Fatal("README's block sets no port")
+	}
+	block = port.ReplaceAllString(block, "agentassistant_server_port = 0")
+	if stdout, _, err := start(t, block); err != nil || !strings.Contains(stdout, "is running") {
+		t.Fatalf("README's agentassistant-srv.toml: %v\n%s", err, stdout)
 	}
 }

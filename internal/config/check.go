@@ -74,8 +74,12 @@ func (c *Check) Duration(key, flag string, v int, unit time.Duration) {
 
 // Needs refuses key, when set, while the setting it depends on (dep, the
 // key it needs) is empty.
-func (c *Check) Needs(key, flag string, v any, depKey string, depSet bool) {
-	if c.Set(key, flag) && !depSet {
+//
+// A key set to its default (or left empty) asks for nothing and is
+// accepted: a file that spells every setting out, as README's does,
+// starts.
+func (c *Check) Needs(key, flag string, v any, isDefault bool, depKey string, depSet bool) {
+	if c.Set(key, flag) && !isDefault && !depSet {
 		c.Bad(key, flag, v, "it applies only with "+depKey+" set, which is empty")
 	}
 }
