@@ -129,7 +129,7 @@ func fanOutFelt(ctx context.Context, c config, r *report) error {
 	r.add(name+": last device p99 / floor p99", ratio, "×").target("≤ 1.2×", ratio <= 1.2)
 	r.add(name+": p50 / floor p50", pct(ds, 50)/pct(floorDs, 50), "×").Note =
 		"the floor's questions alternate with the server's, to the same devices' clients"
-	r.add(name+": answer back at the agent, p50 (floor)", ms(as, 50), "ms").Note =
-		fmt.Sprintf("floor %.1f ms", ms(floorAs, 50))
+	r.add(name+": the agent has its answer, p50", ms(as, 50), "ms").Note =
+		fmt.Sprintf("the floor's: %.1f ms", ms(floorAs, 50))
 	return nil
 }
