@@ -2,7 +2,12 @@ package hub
 
 import (
 	"fmt"
+	"slices"
 	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // TestKeptIsBounded: what a room remembers of upstream web pages
@@ -27,4 +32,54 @@ func TestKeptIsBounded(t *testing.T) {
 	if n := len(h2.room("tok").kept); n > maxKept {
 		t.Fatalf("%d nicknames restored, want at most %d", n, maxKept)
 	}
+}
+
+// TestKeptToldOutcomesAfterRestart: a device's cards restored after a
+// restart (SetKept) whose requests settled before it, or whose outcome is
+// forgotten, are told at its next login, within the push's bound.
+func TestKeptToldOutcomesAfterRestart(t *testing.T) {
+	h := New(Options{})
+	defer h.Close()
+	r := h.room("tok")
+	r.mu.Lock()
+	r.keepSettled("timed", &settled{kind: wire.TaskFinish, err: ErrTimeout, reason: "timeout", at: h.now()}, h.now().Add(-time.Hour))
+	r.mu.Unlock()
+	c := newFake("web")
+	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {c.Nickname(): {"timed", "lost"}}})
+	upTo := h.Join("tok", c, nil, Resume{})
+	if pushed, left := h.PushPending("tok", c, upTo, 1); len(pushed) != 0 || left != 1 {
+		t.Errorf("bound 1: pushed %v, %d left; want none pushed, 1 left", pushed, left)
+	}
+	var got []string
+	for _, m := range frames(c) {
+		if n := m.GetRequestCancelledNotification(); n != nil {
+			got = append(got, n.GetRequestId()+" "+n.GetReason()+" "+n.GetMessageType())
+		}
+	}
+	// Restored cards go in ID order: "timed" is past the bound. Of "lost"
+	// nothing is known any more, not even its kind.
+	if want := []string{"lost " + NoteNoLongerPending + " "}; !slices.Equal(got, want) {
+		t.Errorf("told %q, want %q", got, want)
+	}
+
+	d := newFake("web")
+	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {d.Nickname(): {"timed"}}})
+	upTo = h.Join("tok", d, nil, Resume{})
+	h.PushPending("tok", d, upTo, 0)
+	got = nil
+	for _, m := range frames(d) {
+		if n := m.GetRequestCancelledNotification(); n != nil {
+			got = append(got, n.GetRequestId()+" "+n.GetReason()+" "+n.GetMessageType())
+		}
+	}
+	if want := []string{"timed timeout TaskFinish"}; !slices.Equal(got, want) {
+		t.Errorf("told %q, want %q", got, want)
+	}
+}
+
+// frames is what f was sent.
+func frames(f *fakeClient) []*pb.WebsocketMessage {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]*pb.WebsocketMessage(nil), f.got...)
 }

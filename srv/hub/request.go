@@ -25,8 +25,9 @@ type pending struct {
 	createdAt time.Time
 	deadline  time.Time
 	done      chan struct{}
-	reply     *Reply // set, with err, before done is closed
+	reply     *Reply // set, with err and reason, before done is closed
 	err       error
+	reason    string      // why it was withdrawn or timed out (RequestCancelled)
 	seq       uint64      // the event that delivered it; 0 when restored
 	waiters   int         // Ask calls waiting on it now
 	expiry    *time.Timer // fires at the deadline
@@ -235,6 +236,17 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 	})
 }
 
+// overLocked reports whether p has its outcome (reply, err, reason).
+// Called with its room's lock held, under which they are set.
+func (p *pending) overLocked() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func stopTimer(t **time.Timer) {
 	if *t != nil {
 		(*t).Stop()
@@ -292,10 +304,10 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
-	p.reply, p.err = rep, err
+	p.reply, p.err, p.reason = rep, err, reason
 	close(p.done)
 	now := h.now()
-	r.keepSettled(p.req.ID, &settled{sum: p.sum, reply: rep, err: err, at: now}, now.Add(-h.retention))
+	r.keepSettled(p.req.ID, &settled{sum: p.sum, kind: p.req.Kind, reply: rep, err: err, reason: reason, at: now}, now.Add(-h.retention))
 	if reason == NoteUndelivered {
 		// No agent waited for this answer: keep it for the next call. One
 		// that re-attached while it was saved has it now.

@@ -47,15 +47,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			if rec.ClosedAt.Before(now.Add(-h.retention)) {
 				continue // history only; too old to re-attach to
 			}
-			s := &settled{sum: req.digest(), at: rec.ClosedAt}
-			switch rec.Status {
-			case store.Answered:
-				s.reply = decodeReply(rec.Reply)
-			case store.TimedOut:
-				s.err = ErrTimeout
-			default:
-				s.err = ErrWithdrawn
-			}
+			s := settledOf(rec)
 			r.mu.Lock()
 			r.keepSettled(rec.ID, s, now.Add(-h.retention))
 			r.mu.Unlock()

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"errors"
 	"sort"
 	"time"
 
@@ -33,8 +34,10 @@ type room struct {
 
 	// kept is, by nickname, the requests a device that never asks for the
 	// pending list still shows since its connection dropped (Kept); its
-	// next login is not pushed them again. At most maxKept nicknames.
-	kept map[string]map[string]bool
+	// next login is not pushed them again, and is told the outcome of those
+	// settled meanwhile. By ID, the request (nil when restored after a
+	// restart without it). At most maxKept nicknames.
+	kept map[string]map[string]*pending
 
 	// missed holds answers given while no agent waited, by request ID,
 	// until an agent takes them (missed.go); missedOrder is their IDs,
@@ -112,8 +115,11 @@ func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed
 // pending requests were left out.
 //
 // Requests that a device of c's nickname was given on a connection that
-// dropped (Kept) are left out: it still shows them. It returns the IDs
-// pushed, and how many pending requests were left out for the bound.
+// dropped (Kept) are left out: it still shows them. Those of them that
+// settled meanwhile are told first, as the frames that announced their
+// outcome (missedOutcomes), within the same bound: such a client never asks
+// whether a card still waits. It returns the IDs pushed, and how many
+// requests (pending or settled) were left out for the bound.
 func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (pushed []string, left int) {
 	r := h.room(token)
 	r.mu.Lock()
@@ -122,13 +128,27 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (p
 	delete(r.kept, c.Nickname())
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
-		if p.shown && p.seq <= upTo && !shows[p.req.ID] {
+		if _, had := shows[p.req.ID]; p.shown && p.seq <= upTo && !had {
 			ps = append(ps, p)
 		}
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	notes := r.missedOutcomesLocked(token, shows)
+	n := 0
+	for i, f := range notes {
+		if maxFrames > 0 && n+len(f) > maxFrames {
+			left = len(notes) - i
+			break
+		}
+		n += len(f)
+		for _, m := range f {
+			if !c.Send(marshal(m)) {
+				return nil, len(notes) - i + len(ps)
+			}
+		}
+	}
 	frames := make([][]*pb.WebsocketMessage, len(ps))
-	from, n := len(ps), 0
+	from := len(ps)
 	for from > 0 {
 		f := requestFrame(ps[from-1])
 		if maxFrames > 0 && n+len(f) > maxFrames {
@@ -140,13 +160,91 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (p
 	for i, f := range frames[from:] {
 		for _, m := range f {
 			if !c.Send(marshal(m)) {
-				return pushed, from
+				return pushed, left + from
 			}
 		}
 		pushed = append(pushed, ps[from+i].req.ID)
 	}
-	return pushed, from
+	return pushed, left + from
 }
+
+// missedOutcomesLocked returns, for each request of shows (a device's
+// cards, from Kept) that is no longer pending, the frames that announced
+// its outcome, oldest request first: the answer notification when the
+// outcome is known (the request itself, or the outcomes kept for
+// re-attaching callers), else RequestCancelled with its reason, or a
+// generic one when even that is forgotten. Called with r.mu held.
+func (r *room) missedOutcomesLocked(token string, shows map[string]*pending) [][]*pb.WebsocketMessage {
+	type card struct {
+		id string
+		p  *pending
+	}
+	var gone []card
+	for id, p := range shows {
+		if q := r.pending[id]; q != nil && q.shown {
+			continue // still pending: the card is right as it is
+		}
+		gone = append(gone, card{id, p})
+	}
+	sort.Slice(gone, func(i, j int) bool {
+		a, b := gone[i].p, gone[j].p
+		switch {
+		case a != nil && b != nil && !a.createdAt.Equal(b.createdAt):
+			return a.createdAt.Before(b.createdAt)
+		case (a == nil) != (b == nil):
+			return b == nil // the ones known first
+		}
+		return gone[i].id < gone[j].id
+	})
+	out := make([][]*pb.WebsocketMessage, 0, len(gone))
+	for _, g := range gone {
+		out = append(out, r.outcomeFrameLocked(token, g.id, g.p))
+	}
+	return out
+}
+
+// outcomeFrameLocked is the frame that announced how request id (p, when
+// known) settled. Called with r.mu held.
+func (r *room) outcomeFrameLocked(token, id string, p *pending) []*pb.WebsocketMessage {
+	var (
+		rep    *Reply
+		err    error
+		reason string
+		known  bool
+	)
+	if p != nil && p.overLocked() {
+		rep, err, reason, known = p.reply, p.err, p.reason, true
+	} else if s := r.settled[id]; s != nil {
+		rep, err, reason, known = s.reply, s.err, s.reason, true
+		if p == nil {
+			p = &pending{req: Request{ID: id, Kind: s.kind}, token: token}
+		}
+	}
+	if p == nil {
+		p = &pending{req: Request{ID: id}, token: token}
+	}
+	if known && rep != nil {
+		return replyNotificationFrame(p, rep)
+	}
+	switch {
+	case reason != "":
+	case errors.Is(err, ErrTimeout):
+		reason = "timeout"
+	case known:
+		reason = "cancelled"
+	default:
+		reason = NoteNoLongerPending
+	}
+	f := cancelledFrame(p, reason)
+	if p.req.Kind == 0 {
+		f[0].RequestCancelledNotification.MessageType = "" // not known any more
+	}
+	return f
+}
+
+// NoteNoLongerPending is the reason told to a device that shows a request
+// whose outcome is no longer known.
+const NoteNoLongerPending = "no longer pending"
 
 // KeptByRoom returns what Kept remembers, by room (the store's digest of
 // its token) and nickname, for the next start of the server (SetKept):
@@ -186,11 +284,11 @@ func (h *Hub) SetKept(tokens []string, kept map[string]map[string][]string) {
 				break
 			}
 			if r.kept == nil {
-				r.kept = make(map[string]map[string]bool)
+				r.kept = make(map[string]map[string]*pending)
 			}
-			had := make(map[string]bool, len(ids))
+			had := make(map[string]*pending, len(ids))
 			for _, id := range ids {
-				had[id] = true
+				had[id] = r.pending[id] // nil when it settled before the restart
 			}
 			r.kept[nick] = had
 		}
@@ -212,15 +310,15 @@ func (h *Hub) Kept(token string, c Client, upTo uint64, pushed []string) {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	had := make(map[string]bool)
+	had := make(map[string]*pending)
 	for _, id := range pushed {
 		if p := r.pending[id]; p != nil && p.shown {
-			had[id] = true
+			had[id] = p
 		}
 	}
 	for id, p := range r.pending {
 		if p.shown && p.seq > upTo {
-			had[id] = true
+			had[id] = p
 		}
 	}
 	nick := c.Nickname()
@@ -231,7 +329,7 @@ func (h *Hub) Kept(token string, c Client, upTo uint64, pushed []string) {
 		}
 	}
 	if r.kept == nil {
-		r.kept = make(map[string]map[string]bool)
+		r.kept = make(map[string]map[string]*pending)
 	}
 	r.kept[nick] = had
 }

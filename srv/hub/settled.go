@@ -1,15 +1,23 @@
 package hub
 
-import "time"
+import (
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
 
 // settled is the outcome of a request that is no longer pending, kept for
 // Retention so a caller that re-attaches (same ID, same request) still
 // gets it.
 type settled struct {
 	sum   digest // of the request
+	kind  wire.Kind
 	reply *Reply
 	err   error
-	at    time.Time
+	// reason is why it was withdrawn or timed out, as RequestCancelled
+	// said it.
+	reason string
+	at     time.Time
 	// takenElsewhere: the answer was kept for an absent agent and another
 	// call of the project took it (TakeMissed); a re-attach by ID gets
 	// ErrHandedOver, so two agents never act on one answer.

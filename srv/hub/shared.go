@@ -310,6 +310,6 @@ func (h *Hub) wakeLocked(p *pending, s *settled) {
 		return
 	}
 	p.woken = true
-	p.reply, p.err = s.reply, s.err
+	p.reply, p.err, p.reason = s.reply, s.err, s.reason
 	close(p.done)
 }

@@ -152,14 +152,14 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 // settledOf is the outcome a settled record keeps.
 func settledOf(rec store.Record) *settled {
 	req := requestOf(rec)
-	s := &settled{sum: req.digest(), at: rec.ClosedAt}
+	s := &settled{sum: req.digest(), kind: req.Kind, at: rec.ClosedAt}
 	switch rec.Status {
 	case store.Answered:
 		s.reply = decodeReply(rec.Reply)
 	case store.TimedOut:
-		s.err = ErrTimeout
+		s.err, s.reason = ErrTimeout, rec.ClosedNote
 	default:
-		s.err = ErrWithdrawn
+		s.err, s.reason = ErrWithdrawn, rec.ClosedNote
 	}
 	return s
 }

@@ -181,7 +181,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			c.given, left = hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2))
 			c.pushed = true
 			if left > 0 {
-				c.h.log.Warn("more requests pending than a push fits; the oldest were not pushed", "client", c.id, "left", left)
+				c.h.log.Warn("more than a push fits: the oldest pending requests, or outcomes of requests its cards show, were not pushed", "client", c.id, "left", left)
 			}
 		}
 	}
