@@ -9,8 +9,8 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 )
 
-// TestWrongMethodOnAPI: an API path with another method is 405 with
-// Allow, with the token or without, never the web UI's page; a path the
+// TestWrongMethodOnAPI: an API path (a WebSocket endpoint too) with
+// another method is 405 with Allow, with the token or without, never the web UI's page; a path the
 // server does not serve is 404; the app's pages are the page.
 func TestWrongMethodOnAPI(t *testing.T) {
 	_, base := newGuarded(t, srv.Options{})
@@ -33,6 +33,11 @@ func TestWrongMethodOnAPI(t *testing.T) {
 		{http.MethodPost, "/internal/sessions/inbox/status", "GET, HEAD"},
 		{http.MethodGet, "/internal/send", "POST"},
 		{http.MethodPut, "/internal/send", "POST"},
+		// The WebSocket endpoints: the handshake is a GET (RFC 6455 4.1).
+		{http.MethodPost, "/ws", "GET"},
+		{http.MethodDelete, "/agent/ws", "GET"},
+		{http.MethodPost, "/ingress/ws", "GET"},
+		{http.MethodPut, "/ws", "GET"},
 	} {
 		for _, tok := range []string{tokA, ""} {
 			resp, body := do(c.method, c.path, tok)
