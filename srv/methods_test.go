@@ -44,6 +44,12 @@ func TestWrongMethodOnAPI(t *testing.T) {
 			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow || strings.Contains(body, "<html") {
 				t.Errorf("%s %s (token %v): %d Allow %q %q", c.method, c.path, tok != "", resp.StatusCode, resp.Header.Get("Allow"), body)
 			}
+			if strings.HasSuffix(c.path, "/ws") && !resp.Close {
+				// The refused handshake ends the connection: it must say
+				// so, or a client sends its next request into a closed
+				// socket.
+				t.Errorf("%s %s (token %v): no Connection: close", c.method, c.path, tok != "")
+			}
 		}
 	}
 	for _, p := range []string{"/favicon.ico", "/assets/missing.js", "/.git/config", "/debug/pprof/", "/internal/", "/internal/other", "/api/other"} {

@@ -88,8 +88,10 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	if r.Method != http.MethodGet {
 		// The upgrader refuses it with 405; the header it writes on a
 		// refusal (and on a success, hence only here) says what is
-		// allowed (RFC 9110 15.5.6).
-		u.Header = http.Header{"Allow": {http.MethodGet}}
+		// allowed (RFC 9110 15.5.6), and that the connection ends with
+		// the answer, as it does: a client must not send its next
+		// request on it.
+		u.Header = http.Header{"Allow": {http.MethodGet}, "Connection": {"close"}}
 	}
 	nc, rw, _, err := u.Upgrade(r, w)
 	if err != nil {
