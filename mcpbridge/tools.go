@@ -107,7 +107,7 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 		cctx, info := connect.NewClientContext(ctx)
 		// It takes the answers given while it was away (handOver) and
 		// re-attaches: its requests outlive a dropped call.
-		info.RequestHeader().Set(wire.TakesMissedHeader, "1")
+		info.RequestHeader().Set(wire.TakesMissedHeader, wire.TakesMissedYes)
 		resp, err := call(cctx)
 		if err == nil {
 			replied, by = true, answeredBy(info.ResponseHeader())

@@ -9,8 +9,8 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 )
 
-// TestWrongMethodOnAPI: an API path with another method is 405 with
-// Allow, with the token or without, never the web UI's page; a path the
+// TestWrongMethodOnAPI: an API path (a WebSocket endpoint too) with
+// another method is 405 with Allow, with the token or without, never the web UI's page; a path the
 // server does not serve is 404; the app's pages are the page.
 func TestWrongMethodOnAPI(t *testing.T) {
 	_, base := newGuarded(t, srv.Options{})
@@ -33,11 +33,22 @@ func TestWrongMethodOnAPI(t *testing.T) {
 		{http.MethodPost, "/internal/sessions/inbox/status", "GET, HEAD"},
 		{http.MethodGet, "/internal/send", "POST"},
 		{http.MethodPut, "/internal/send", "POST"},
+		// The WebSocket endpoints: the handshake is a GET (RFC 6455 4.1).
+		{http.MethodPost, "/ws", "GET"},
+		{http.MethodDelete, "/agent/ws", "GET"},
+		{http.MethodPost, "/ingress/ws", "GET"},
+		{http.MethodPut, "/ws", "GET"},
 	} {
 		for _, tok := range []string{tokA, ""} {
 			resp, body := do(c.method, c.path, tok)
 			if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != c.allow || strings.Contains(body, "<html") {
 				t.Errorf("%s %s (token %v): %d Allow %q %q", c.method, c.path, tok != "", resp.StatusCode, resp.Header.Get("Allow"), body)
+			}
+			if strings.HasSuffix(c.path, "/ws") && !resp.Close {
+				// The refused handshake ends the connection: it must say
+				// so, or a client sends its next request into a closed
+				// socket.
+				t.Errorf("%s %s (token %v): no Connection: close", c.method, c.path, tok != "")
 			}
 		}
 	}

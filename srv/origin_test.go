@@ -84,3 +84,63 @@ func TestCrossSiteCalls(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoOrigins: a request with more than one Origin header is refused
+// like a foreign one on every surface that checks Origin, with a valid
+// token, whatever the values (the server's own twice, or its own first
+// and another site's after): a browser sends one, and a check that read
+// only the first would let the second through unseen.
+func TestTwoOrigins(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	do := func(method, path string, origins []string, h map[string]string, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
+		req.Header.Set(auth.TokenHeader, tokA)
+		req.Header.Set("Authorization", "Bearer "+tokA)
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		for _, o := range origins {
+			req.Header.Add("Origin", o)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp.StatusCode, "(upgraded)"
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(b)
+	}
+	upgrade := map[string]string{"Connection": "Upgrade", "Upgrade": "websocket",
+		"Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+	jsonBody := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`
+	for _, origins := range [][]string{{base, base}, {base, "http://evil.example"}} {
+		for _, c := range []struct {
+			method, path string
+			h            map[string]string
+			body         string
+		}{
+			{http.MethodGet, "/ws", upgrade, ""},
+			{http.MethodGet, "/agent/ws", upgrade, ""},
+			{http.MethodGet, "/ingress/ws", upgrade, ""},
+			{http.MethodPost, "/mcp", jsonBody, initBody},
+			{http.MethodPost, "/internal/send", jsonBody, `{"session_id":"s1","event":{"type":"x"}}`},
+			{http.MethodPost, "/agentassistproto.SrvAgentAssist/SendMcpClientInfo", jsonBody, `{"Request":{}}`},
+			{http.MethodPost, "/agui", jsonBody, `{}`},
+		} {
+			code, body := do(c.method, c.path, origins, c.h, c.body)
+			if code != http.StatusForbidden {
+				t.Errorf("%s %s Origin %q: %d %s", c.method, c.path, origins, code, body)
+				continue
+			}
+			var e struct{ Code string }
+			if strings.HasPrefix(c.path, "/agentassistproto.") && (json.Unmarshal([]byte(body), &e) != nil || e.Code != "permission_denied") {
+				t.Errorf("%s Origin %q: %s", c.path, origins, body)
+			}
+		}
+	}
+}

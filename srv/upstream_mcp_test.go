@@ -21,8 +21,9 @@ import (
 // take an answer given after its call went away; upstream's web UI ignores
 // RequestAgentStatus. So when such a call drops, its request is withdrawn
 // at once and every device is told (RequestCancelled). A call from our
-// bridge (TakesMissedHeader) keeps today's behaviour: the request stays,
-// answerable, for the agent's next call.
+// bridge (TakesMissedHeader: 1) keeps today's behaviour: the request
+// stays, answerable, for the agent's next call; any other value of the
+// header is a caller that cannot take a missed answer.
 func TestUpstreamMCPCallDroppedWithdraws(t *testing.T) {
 	for _, kind := range []string{"AskQuestion", "WorkReport"} {
 		t.Run(kind, func(t *testing.T) {
@@ -69,6 +70,21 @@ func TestUpstreamMCPCallDroppedWithdraws(t *testing.T) {
 			drop(ours, "ours-1")
 			if !s.Hub().Validity(tokA, []string{"ours-1"})["ours-1"] {
 				t.Error("our bridge's request was withdrawn when its call dropped")
+			}
+
+			// Only "1" says yes: any other value is a caller that cannot
+			// take a missed answer.
+			for _, v := range []string{"0", "true", "no"} {
+				other, info := connect.NewClientContext(context.Background())
+				info.RequestHeader().Set(wire.TakesMissedHeader, v)
+				id := "other-" + v
+				drop(other, id)
+				if n := expect(t, ui, "RequestCancelled").GetRequestCancelledNotification(); n.GetRequestId() != id {
+					t.Fatalf("header %q: cancelled %v", v, n)
+				}
+				if s.Hub().Validity(tokA, []string{id})[id] {
+					t.Errorf("header %q: still pending after the call dropped", v)
+				}
 			}
 		})
 	}

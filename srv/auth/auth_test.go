@@ -118,4 +118,17 @@ func TestOriginAllowed(t *testing.T) {
 			t.Errorf("OriginAllowed(host %q, origin %q) = %v, want %v", tc.host, tc.origin, got, tc.want)
 		}
 	}
+	// More than one Origin header: refused, whatever the values.
+	for _, origins := range [][]string{
+		{"http://127.0.0.1:22080", "http://127.0.0.1:22080"},
+		{"http://127.0.0.1:22080", "http://evil.example"},
+		{"http://localhost:5173", ""},
+	} {
+		r := httptest.NewRequest("GET", "/ws", nil)
+		r.Host = "127.0.0.1:22080"
+		r.Header["Origin"] = origins
+		if g.OriginAllowed(r) {
+			t.Errorf("OriginAllowed(origins %q) = true", origins)
+		}
+	}
 }

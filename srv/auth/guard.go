@@ -73,8 +73,13 @@ func canonicalIP(s string) string {
 // OriginAllowed reports whether a WebSocket upgrade or cross-origin call
 // may proceed. Clients that send no Origin (native apps, agents, the MCP
 // bridge) pass; a browser's Origin must be this very server, as reached
-// through an allowed Host, or one of g.Origins.
+// through an allowed Host, or one of g.Origins. A request with more than
+// one Origin header is no browser's (RFC 6454 7.3: one at most) and is
+// refused: a check of the first alone would let the others by unseen.
 func (g *Guard) OriginAllowed(r *http.Request) bool {
+	if len(r.Header.Values("Origin")) > 1 {
+		return false
+	}
 	origin := r.Header.Get("Origin")
 	if origin == "" {
 		return true

@@ -92,8 +92,8 @@ type session struct {
 	id       string
 	lastUsed time.Time
 	busy     int // requests being served, but its streams
-	// streams are its standalone streams (GET) open: they do not make it
-	// busy, and end when it is forgotten.
+	// streams are its standalone streams (GET) open, one at most: they
+	// do not make it busy, and end when it is forgotten.
 	streams    map[*stream]struct{}
 	registered bool // the MCP server knows it (initialize done)
 	// writes counts the flushes to the client on all of its streams (see
@@ -164,6 +164,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "5")
 		http.Error(w, "too many MCP sessions in use for this token", code)
+		return
+	case http.StatusConflict:
+		http.Error(w, "conflict: this MCP session already has its stream (GET) open; one per session", code)
 		return
 	case http.StatusGone:
 		http.Error(w, "server is shutting down", http.StatusServiceUnavailable)

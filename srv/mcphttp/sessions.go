@@ -18,8 +18,9 @@ import (
 // session (victim, to evict) when the room is full. A session is idle
 // when no request of it is being served but its standalone stream (GET):
 // the official SDK keeps one open all along. listen, for a GET, is the
-// stream to end if its session is forgotten. code is 0, or the HTTP
-// status to refuse with (StatusGone: closed).
+// stream to end if its session is forgotten; a session has one at most
+// (StatusConflict while it is open). code is 0, or the HTTP status to
+// refuse with (StatusGone: closed).
 func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridge, s *session, victim *session, code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -37,6 +38,12 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 		if s == nil || s.b.relay != name {
 			h.dropIfEmptyLocked(key, rm)
 			return nil, nil, nil, http.StatusNotFound
+		}
+		if listen != nil && len(s.streams) > 0 {
+			// One standalone stream per session, as the official SDK's
+			// server allows: each one open holds a connection and its
+			// buffers for as long as the client keeps it.
+			return nil, nil, nil, http.StatusConflict
 		}
 		if listen != nil {
 			if s.streams == nil {

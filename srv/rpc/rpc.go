@@ -205,7 +205,8 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 	req.AgentName, req.ReasoningModelName, req.McpClientName = clip(req.AgentName), clip(req.ReasoningModelName), clip(req.McpClientName)
 	// A caller that does not say it takes missed answers (upstream's
 	// agentassistant-mcp) never learns of one: its request goes with it.
-	if ci, ok := connect.CallInfoForHandlerContext(ctx); !ok || ci.RequestHeader().Get(wire.TakesMissedHeader) == "" {
+	// Only "1" says it does.
+	if ci, ok := connect.CallInfoForHandlerContext(ctx); !ok || ci.RequestHeader().Get(wire.TakesMissedHeader) != wire.TakesMissedYes {
 		req.WithdrawOnLeave = true
 	}
 	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), req)

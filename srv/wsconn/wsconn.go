@@ -84,7 +84,16 @@ func (o *Options) Defaults() {
 // does) once it is done with the connection.
 func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	o.Defaults()
-	nc, rw, _, err := ws.HTTPUpgrader{Timeout: o.WriteWait}.Upgrade(r, w)
+	u := ws.HTTPUpgrader{Timeout: o.WriteWait}
+	if r.Method != http.MethodGet {
+		// The upgrader refuses it with 405; the header it writes on a
+		// refusal (and on a success, hence only here) says what is
+		// allowed (RFC 9110 15.5.6), and that the connection ends with
+		// the answer, as it does: a client must not send its next
+		// request on it.
+		u.Header = http.Header{"Allow": {http.MethodGet}, "Connection": {"close"}}
+	}
+	nc, rw, _, err := u.Upgrade(r, w)
 	if err != nil {
 		if nc != nil {
 			_ = nc.Close()

@@ -1,0 +1,82 @@
+package mcphttp
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// TestOneStandaloneStreamPerSession: a session has at most one standalone
+// stream (GET) open; another one while it is open is refused with 409
+// Conflict and a body that says why, as the official SDK's server does,
+// and holds nothing. Once the first has ended, the session may open a
+// new one; the refusals did not disturb the session.
+func TestOneStandaloneStreamPerSession(t *testing.T) {
+	h, base := newEndpoint(t, 0)
+	c := dial(t, base, "token-a", "")
+	sid := c.GetSessionId()
+	get := func() *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+"?t=token-a", nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	first := get()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("the first stream: %d", first.StatusCode)
+	}
+	for range 5 {
+		resp := get()
+		if resp.StatusCode != http.StatusConflict {
+			resp.Body.Close()
+			t.Fatalf("a second stream of the session: %d", resp.StatusCode)
+		}
+		body, _ := io.ReadAll(resp.Body) // a refusal ends: its body is whole
+		resp.Body.Close()
+		if !strings.Contains(string(body), "stream") {
+			t.Fatalf("the refusal says: %q", body)
+		}
+	}
+	if n := h.streamsOf(sid); n != 1 {
+		t.Errorf("streams held: %d", n)
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Errorf("the session after the refused streams: %v", err)
+	}
+
+	first.Body.Close()
+	h.waitStreams(sid, 0)
+	again := get()
+	again.Body.Close()
+	if again.StatusCode != http.StatusOK {
+		t.Errorf("a stream after the first ended: %d", again.StatusCode)
+	}
+}
+
+func (h *Handler) streamsOf(sid string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, rm := range h.rooms {
+		if s := rm.sessions[sid]; s != nil {
+			return len(s.streams)
+		}
+	}
+	return -1
+}
+
+// waitStreams waits until a session has n standalone streams open.
+func (h *Handler) waitStreams(sid string, n int) {
+	for h.streamsOf(sid) != n {
+		time.Sleep(time.Millisecond)
+	}
+}
