@@ -2,7 +2,10 @@
 // token, the requests waiting for a person, and who answered what.
 //
 // One idea per file: hub.go the Hub, its options and errors; room.go a
-// room's membership; request.go a request's lifecycle and its timers;
+// room's membership; kept.go what a device that never asks for the
+// pending list is pushed at login, and the cards it is remembered to show;
+// request.go a request's lifecycle and its timers; fan.go a room's
+// request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents and the agent-gone notice;
 // settled.go outcomes kept for re-attaching callers; replay.go the numbered
 // events and their ring; presence.go presence batching; chat.go chat and
