@@ -52,6 +52,13 @@ func TestWrongMethodOnAPI(t *testing.T) {
 			}
 		}
 	}
+	// A GET that is no WebSocket handshake (no Upgrade) is refused, and
+	// the connection ends with the answer: it says so too.
+	for _, p := range []string{"/ws", "/agent/ws", "/ingress/ws"} {
+		if resp, _ := do(http.MethodGet, p, tokA); resp.StatusCode != http.StatusBadRequest || !resp.Close {
+			t.Errorf("GET %s without Upgrade: %d, Connection: close %v", p, resp.StatusCode, resp.Close)
+		}
+	}
 	for _, p := range []string{"/favicon.ico", "/assets/missing.js", "/.git/config", "/debug/pprof/", "/internal/", "/internal/other", "/api/other"} {
 		if resp, body := do(http.MethodGet, p, tokA); resp.StatusCode != http.StatusNotFound || strings.Contains(body, "<html") {
 			t.Errorf("GET %s: %d %s", p, resp.StatusCode, resp.Header.Get("Content-Type"))

@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -78,6 +79,19 @@ func (o *Options) Defaults() {
 	}
 }
 
+// hasToken reports whether header key lists token (RFC 9110 5.6.1:
+// comma-separated, case-insensitive).
+func hasToken(h http.Header, key, token string) bool {
+	for _, v := range h.Values(key) {
+		for t := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(t), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Upgrade answers the WebSocket handshake (RFC 6455 4.2) of r and returns
 // the connection; on an error the handshake has been refused with an HTTP
 // status. The caller checks Origin first, and must call Finish (Set.Serve
@@ -92,6 +106,10 @@ func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 		// the answer, as it does: a client must not send its next
 		// request on it.
 		u.Header = http.Header{"Allow": {http.MethodGet}, "Connection": {"close"}}
+	} else if !hasToken(r.Header, "Upgrade", "websocket") || !hasToken(r.Header, "Connection", "upgrade") {
+		// No handshake: the upgrader refuses it with 400 and the
+		// connection ends with the answer, which says so.
+		u.Header = http.Header{"Connection": {"close"}}
 	}
 	nc, rw, _, err := u.Upgrade(r, w)
 	if err != nil {
