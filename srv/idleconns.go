@@ -116,23 +116,11 @@ func (ic *IdleConns) Wrap(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		ic.mu.Lock()
-		e.handlers++
-		ic.unwaitLocked(e)
-		ic.mu.Unlock()
-		defer func() {
-			// Back to waiting as soon as no handler holds it: what the
-			// server still does (the response's last bytes, a body left
-			// unread) is bounded as waiting is.
-			ic.mu.Lock()
-			e.handlers--
-			var victim *idleConn
-			if e.handlers == 0 && !e.done {
-				victim = ic.waitLocked(e)
-			}
-			ic.mu.Unlock()
-			victim.close()
-		}()
+		e.enter()
+		// Back to waiting as soon as no handler holds it: what the server
+		// still does (the response's last bytes, a body left unread) is
+		// bounded as waiting is.
+		defer e.leave()
 		h.ServeHTTP(w, r)
 	})
 }
@@ -147,6 +135,23 @@ func waitingWhile(ctx context.Context, f func()) {
 		f()
 		return
 	}
+	e.leave()
+	defer e.enter()
+	f()
+}
+
+// enter counts a request of e's connection in a handler: the connection
+// no longer waits.
+func (e *idleConn) enter() {
+	e.ic.mu.Lock()
+	e.handlers++
+	e.ic.unwaitLocked(e)
+	e.ic.mu.Unlock()
+}
+
+// leave uncounts it: with no other in a handler the connection waits
+// again, and another may be closed to make room for it.
+func (e *idleConn) leave() {
 	ic := e.ic
 	ic.mu.Lock()
 	e.handlers--
@@ -156,13 +161,6 @@ func waitingWhile(ctx context.Context, f func()) {
 	}
 	ic.mu.Unlock()
 	victim.close()
-	defer func() {
-		ic.mu.Lock()
-		e.handlers++
-		ic.unwaitLocked(e)
-		ic.mu.Unlock()
-	}()
-	f()
 }
 
 // waitLocked counts e as waiting, the newest, and returns the

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,14 +22,18 @@ import (
 )
 
 // newServed runs the server behind NewHTTPServer, as agentassistant-srv
-// does, on a real port, its waiting connections bounded by idle.
-func newServed(t *testing.T, idle *srv.IdleConns) (*srv.Server, string) {
+// does, on a real port, its waiting connections bounded by idle; lim is
+// its failed-login limiter (nil: one that never holds a request back).
+func newServed(t *testing.T, idle *srv.IdleConns, lim *auth.Limiter) (*srv.Server, string) {
 	t.Helper()
 	toks, err := auth.NewTokens(tokA, tokB)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := srv.New(srv.Options{Tokens: toks, Idle: idle, Limiter: auth.NewLimiter(1_000_000, time.Minute)})
+	if lim == nil {
+		lim = auth.NewLimiter(1_000_000, time.Minute)
+	}
+	s := srv.New(srv.Options{Tokens: toks, Idle: idle, Limiter: lim})
 	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -126,7 +131,7 @@ func ownerHealth(t *testing.T, base string) srv.IdleStats {
 // with the token gets through.
 func TestIdleFloodCannotLockTheOwnerOut(t *testing.T) {
 	const perAddr = 24
-	_, base := newServed(t, srv.NewIdleConns(1000, perAddr))
+	_, base := newServed(t, srv.NewIdleConns(1000, perAddr), nil)
 	addr := base[len("http://"):]
 	for _, kind := range []struct {
 		name string
@@ -162,7 +167,7 @@ func TestIdleFloodCannotLockTheOwnerOut(t *testing.T) {
 // many times closes neither, and the answer reaches the agent.
 func TestCallsInAHandlerAreNeverEvicted(t *testing.T) {
 	const perAddr = 8
-	_, base := newServed(t, srv.NewIdleConns(16, perAddr))
+	_, base := newServed(t, srv.NewIdleConns(16, perAddr), nil)
 	addr := base[len("http://"):]
 	ui := login(t, base, tokA, "phone")
 	agent := agentassistprotoconnect.NewSrvAgentAssistClient(&http.Client{Transport: &http.Transport{}}, base)
@@ -303,10 +308,6 @@ func TestIdleConnsEvictTheOldest(t *testing.T) {
 // are closed, and the owner's request gets through at once.
 func TestHeldFailuresAreBounded(t *testing.T) {
 	const perAddr, n = 8, 32
-	toks, err := auth.NewTokens(tokA, tokB)
-	if err != nil {
-		t.Fatal(err)
-	}
 	lim := auth.NewLimiter(1, time.Minute)
 	held, released := make(chan struct{}, n), make(chan struct{}, n)
 	lim.Hold = func(_ time.Duration, done <-chan struct{}) {
@@ -314,28 +315,13 @@ func TestHeldFailuresAreBounded(t *testing.T) {
 		<-done // as long as the connection lasts
 		released <- struct{}{}
 	}
-	s := srv.New(srv.Options{Tokens: toks, Idle: srv.NewIdleConns(1000, perAddr), Limiter: lim})
-	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		_ = hs.Close()
-		<-served
-	})
-	base := "http://" + ln.Addr().String()
+	_, base := newServed(t, srv.NewIdleConns(1000, perAddr), lim)
+	addr := strings.TrimPrefix(base, "http://")
 	if _, err := http.Get(base + "/health?token=wrong-token-000"); err != nil { // the budget
 		t.Fatal(err)
 	}
 	for range n {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", addr)
 		if err != nil {
 			t.Fatal(err)
 		}
