@@ -13,14 +13,16 @@ import (
 
 // The mapping between requests and the store's records.
 
-// persist writes p's state and returns what tells when it is saved (nil
-// without a store). Called with r.mu held, so the store sees the changes
-// of a request in the order they happened.
+// persist queues p's state to be written and returns what tells when it
+// is saved (nil without a store). Called with r.mu held, so the store sees
+// the changes of a request in the order they happened; the caller waits
+// (wait) once it has let the lock go, and that wait writes the record
+// itself when the journal is free (store.Stage).
 func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) *store.Ack {
 	if h.store == nil {
 		return nil
 	}
-	return h.store.Put(h.record(r, p, status, rep, note))
+	return h.store.Stage(h.record(r, p, status, rep, note))
 }
 
 // record is p's state as a store record.

@@ -14,7 +14,8 @@ import (
 
 // BenchmarkAck settles whether the journal earns its place: the time
 // until a record put by one of several concurrent callers is saved, (a)
-// through the journal as the server does it (Put, then Wait), and (b) the
+// through the journal (Put, then Wait; and Stage, then Wait, as the
+// server does it: the waiting caller appends), and (b) the
 // same records committed straight into bbolt, batched as bbolt's own
 // DB.Batch gathers concurrent callers into one transaction (and, for
 // reference, one bbolt transaction per record), with the same
@@ -35,6 +36,15 @@ func BenchmarkAck(b *testing.B) {
 			defer s.Close()
 			var n atomic.Int64
 			run(b, callers, func() error { return s.Put(rec(n.Add(1))).Wait() })
+		})
+		b.Run(fmt.Sprintf("journal-staged/callers=%d", callers), func(b *testing.B) {
+			s, err := Open(b.TempDir(), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var n atomic.Int64
+			run(b, callers, func() error { return s.Stage(rec(n.Add(1))).Wait() })
 		})
 		b.Run(fmt.Sprintf("bbolt-by-the-writer/callers=%d", callers), func(b *testing.B) {
 			s, err := Open(b.TempDir(), Options{})

@@ -68,7 +68,9 @@ type Record struct {
 // one writer goroutine, owned by the Store, in order: appended to the
 // journal a batch at a time (what gathered while the last batch was
 // written), and folded from there into the database many per transaction
-// (journal.go). Readers fold first; Close folds everything.
+// (journal.go). A caller that waits for its record at once (Stage, then
+// Wait) appends the batch itself when the journal is free; the writer
+// still folds. Readers fold first; Close folds everything.
 type Store struct {
 	db  *bolt.DB
 	log *slog.Logger
@@ -78,19 +80,27 @@ type Store struct {
 	ack     *Ack          // the queue's
 	spare   []Record      // the last batch's array, handed back for the next queue
 	wake    chan struct{} // signalled when the queue gets records
-	idle    *sync.Cond    // broadcast when the writer has emptied the queue
+	idle    *sync.Cond    // broadcast when the writer has emptied the queue, or the journal is free
 	writing bool
-	closed  bool
-	unfold  int  // records in the journal and not yet in the database
-	foldNow bool // a reader wants everything in the database
-	folds   int  // fold attempts so far
-	failed  bool // the last one failed
-	sync    bool
-	direct  bool // commit each batch into bbolt, without the journal: only BenchmarkAck sets it
-	writer  sync.WaitGroup
-	journal JournalFile // the writer's
-	jsize   int64       // the journal's length, as the writer wrote it
-	onError func(error)
+	busy    bool // the journal is in use: by the writer, or by a caller's lead
+	handed  bool // the queue is the writer's to write (a Put, or a staged record handed over)
+	armed   bool // the writer will fold within a second
+	// led: what callers' leads appended to the journal, for the writer
+	// to fold; ledSize: their bytes. failedLeads: what they could not.
+	led         []entry
+	ledSize     int
+	failedLeads []failedLead
+	closed      bool
+	unfold      int  // records in the journal and not yet in the database
+	foldNow     bool // a reader wants everything in the database
+	folds       int  // fold attempts so far
+	failed      bool // the last one failed
+	sync        bool
+	direct      bool // commit each batch into bbolt, without the journal: only BenchmarkAck sets it
+	writer      sync.WaitGroup
+	journal     JournalFile // the writer's
+	jsize       int64       // the journal's length, as the writer wrote it
+	onError     func(error)
 }
 
 // Options for Open.
