@@ -252,7 +252,7 @@ func (h *bhost) publish() {
 		}
 		schema = append(schema, map[string]any{"name": name, "description": desc, "parameters": params})
 	}
-	spec := map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App}}
+	spec := h.specLocked()
 	h.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": spec, "toolSchema": schema})
 	h.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
@@ -269,7 +269,7 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 	case wire.TypeSessionEnd:
 		h.replyLater(relay.Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
 	case wire.TypeSnapshotGet:
-		b, _ := json.Marshal(map[string]any{"uiSpec": map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App}}})
+		b, _ := json.Marshal(map[string]any{"uiSpec": h.specLocked()})
 		h.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: b})
 	case wire.TypeSession:
 		var p struct {
@@ -307,6 +307,17 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 		h.pushLocked(env)
 	}
 	return true
+}
+
+// specLocked is the host's uiSpec: the client, and the run the agent's
+// messages go to ("run": its id, or "none: " and why, e.g. how the last
+// one ended).
+func (h *bhost) specLocked() map[string]any {
+	run := "none: " + h.noRunLocked()
+	if h.openLocked() {
+		run = h.run.id
+	}
+	return map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App, "run": run}}
 }
 
 // openLocked reports whether a run takes what the agent sends: one is

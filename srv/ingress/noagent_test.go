@@ -90,6 +90,11 @@ func TestBuiltinCancelTellsTheAgent(t *testing.T) {
 	if err != nil || tr.GetError() == nil || !strings.Contains(tr.GetError().GetMessage(), "run "+run+" was cancelled") {
 		t.Fatalf("call_ui_tool after cancel_run = %v, %v", tr, err)
 	}
+	// get_ui_state says so too.
+	st, err := agent.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: "desk", Refresh: true})
+	if err != nil || !strings.Contains(st.GetState().GetUiSpecJson(), "run "+run+" was cancelled") {
+		t.Fatalf("get_ui_state after cancel_run = %v, %v", st, err)
+	}
 	// Nothing of it reached the device: the next event is the next run's.
 	c.send(strings.Replace(strings.Replace(invokeWith("再来"), "sess_001", c.sess, 1), "req_abc123", "req_2", 1))
 	if rs := c.expect("run_started"); str(rs, "run_id") == run {
