@@ -59,12 +59,9 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			b.ended(h, r, "the Ingress run %s was cancelled (by the client, or the server is shutting down)")
 			return ctx.Err()
 		}
-		if env.Type != typeLate {
-			lateC = nil
-		}
+		lateC = nil // the wait is over, or the agent acted: it is there
 		switch env.Type {
 		case typeLate:
-			lateC = nil
 			if !h.ext.Unheard() {
 				continue // an agent took it, or one on /agent/ws was sent it
 			}
