@@ -50,6 +50,10 @@ type Record struct {
 	AgentName          string `protobuf:"bytes,13,opt,name=agent_name,json=agentName" json:"agent_name,omitempty"`
 	ReasoningModelName string `protobuf:"bytes,14,opt,name=reasoning_model_name,json=reasoningModelName" json:"reasoning_model_name,omitempty"`
 	McpClientName      string `protobuf:"bytes,15,opt,name=mcp_client_name,json=mcpClientName" json:"mcp_client_name,omitempty"`
+	// The agent's call cannot take an answer given after it ended (the
+	// older agentassistant's MCP): a pending request is withdrawn when the
+	// call drops, and at the next start.
+	WithdrawOnLeave bool `protobuf:"varint,16,opt,name=withdraw_on_leave,json=withdrawOnLeave" json:"withdraw_on_leave,omitempty"`
 	// CRC-32C of every byte before this field, the format byte included;
 	// always the last field. Records of the second layout have none.
 	Sum           *uint32 `protobuf:"fixed32,100,opt,name=sum" json:"sum,omitempty"`
@@ -192,6 +196,13 @@ func (x *Record) GetMcpClientName() string {
 	return ""
 }
 
+func (x *Record) GetWithdrawOnLeave() bool {
+	if x != nil {
+		return x.WithdrawOnLeave
+	}
+	return false
+}
+
 func (x *Record) GetSum() uint32 {
 	if x != nil && x.Sum != nil {
 		return *x.Sum
@@ -204,7 +215,7 @@ var File_storeproto_record_proto protoreflect.FileDescriptor
 const file_storeproto_record_proto_rawDesc = "" +
 	"\n" +
 	"\x17storeproto/record.proto\x12\n" +
-	"storeproto\"\xe3\x03\n" +
+	"storeproto\"\x8f\x04\n" +
 	"\x06Record\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -224,7 +235,8 @@ const file_storeproto_record_proto_rawDesc = "" +
 	"\n" +
 	"agent_name\x18\r \x01(\tR\tagentName\x120\n" +
 	"\x14reasoning_model_name\x18\x0e \x01(\tR\x12reasoningModelName\x12&\n" +
-	"\x0fmcp_client_name\x18\x0f \x01(\tR\rmcpClientName\x12\x17\n" +
+	"\x0fmcp_client_name\x18\x0f \x01(\tR\rmcpClientName\x12*\n" +
+	"\x11withdraw_on_leave\x18\x10 \x01(\bR\x0fwithdrawOnLeave\x12\x17\n" +
 	"\x03sum\x18d \x01(\aB\x05\xaa\x01\x02\b\x01R\x03sumBKZBgithub.com/agentassistant/agentassistant/gen/storeproto;storeproto\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
 
 var (

@@ -33,6 +33,7 @@ func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string
 		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
 		Status: status, ClosedNote: note,
 		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
+		WithdrawOnLeave: p.req.WithdrawOnLeave,
 	}
 	if status != store.Pending {
 		rec.ClosedAt = h.now()
@@ -56,7 +57,8 @@ func missedRecord(r *room, m *missed, note string) store.Record {
 func requestOf(rec store.Record) Request {
 	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
-		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName}
+		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName,
+		WithdrawOnLeave: rec.WithdrawOnLeave}
 }
 
 // encodeReply stores a reply as the wire's response message; who answered

@@ -11,7 +11,8 @@ import (
 
 // Restore loads what the store kept: pending requests come back pending
 // (orphaned until their agent re-attaches, or withdrawn after OrphanGrace;
-// expired ones as timed out), recent outcomes come back for re-attaching
+// expired ones as timed out; those whose caller takes no missed answers
+// withdrawn at once), recent outcomes come back for re-attaching
 // callers, answers no agent has taken yet come back for the next call of
 // their project. tokens are the server's tokens: records of any other token are
 // left alone. Call it before serving.
@@ -60,6 +61,15 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		if req.Timeout > 0 && !now.Before(rec.Deadline) {
 			r.mu.Unlock()
 			_ = h.settle(r, p, nil, ErrTimeout, "timeout") // not saved: it times out again at the next start
+			continue
+		}
+		if req.WithdrawOnLeave {
+			// Its caller's call ended with the server, and that caller
+			// never comes back for an answer: as when its call drops.
+			r.mu.Unlock()
+			if h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+				h.log.Info("request withdrawn: its caller left with the server and takes no missed answers", "kind", req.Kind, "id", req.ID)
+			}
 			continue
 		}
 		h.arm(r, p)

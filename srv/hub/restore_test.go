@@ -193,3 +193,57 @@ func TestAgentNamesKept(t *testing.T) {
 		named("history", items[0].GetTaskFinishRequest().GetRequest())
 	})
 }
+
+// A request whose caller takes no missed answers (WithdrawOnLeave: the
+// older agentassistant's MCP) and was pending when the server stopped is
+// withdrawn at the next start, as when its call drops: that caller's call
+// ended with the server and never comes back for an answer. One whose
+// caller does re-attach stays pending.
+func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: db})
+		ctx, cancel := context.WithCancel(context.Background())
+		ec := make(chan error, 1)
+		go func() {
+			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: "older", Text: "q?", Timeout: time.Hour, WithdrawOnLeave: true})
+			ec <- err
+		}()
+		_, ec2 := ask(h, "tok", "ours", time.Hour, ctx)
+		synctest.Wait()
+		h.Close()
+		cancel()
+		<-ec
+		<-ec2
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		db, err = store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 1 {
+			t.Fatalf("restored %d pending: %v", p, err)
+		}
+		c := newFake("late")
+		h2.Join("tok", c, nil, Resume{})
+		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "ours" {
+			t.Fatalf("pending after restart = %v, want only ours", ps)
+		}
+		_, err = h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "older", Text: "q?", Timeout: time.Hour, WithdrawOnLeave: true})
+		if !errors.Is(err, ErrWithdrawn) {
+			t.Fatalf("the older caller's request after the restart: %v, want it withdrawn", err)
+		}
+		recs, _, err := db.History(store.Room("tok"), time.Now().Add(time.Hour), 10)
+		if err != nil || len(recs) != 1 || recs[0].ID != "older" || recs[0].Status != store.Cancelled || recs[0].ClosedNote != "abandoned" {
+			t.Fatalf("history %+v %v, want older withdrawn as abandoned", recs, err)
+		}
+	})
+}

@@ -73,11 +73,19 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	// Held here with no caller here: a request whose agent was told it
 	// could not be saved, landing after all, is withdrawn unseen; any
 	// other (heard after a restart) is orphaned like one whose caller
-	// left, so its agent has the grace to come back.
+	// left, so its agent has the grace to come back, unless its caller
+	// takes no missed answers: that one is withdrawn.
 	lone := !p.shown && p.holder == h.self && p.waiters <= 0 && r.asking[rec.ID] == 0
 	if lone && r.takeRefusedLocked(rec.ID) {
 		return p, func() {
 			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
+		}
+	}
+	if lone && p.req.WithdrawOnLeave {
+		// Its caller takes no missed answers and is not here: withdrawn,
+		// as on a single server's restart (Restore).
+		return p, func() {
+			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, "abandoned") })
 		}
 	}
 	if lone {

@@ -62,6 +62,9 @@ type Record struct {
 	AgentName          string `json:"agentName,omitempty"`
 	ReasoningModelName string `json:"reasoningModelName,omitempty"`
 	McpClientName      string `json:"mcpClientName,omitempty"`
+	// WithdrawOnLeave: the agent's call takes no answer given after it
+	// ended, so a pending request is withdrawn at the next start.
+	WithdrawOnLeave bool `json:"withdrawOnLeave,omitempty"`
 }
 
 // Store is safe for concurrent use. Writes made with Put are written by

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -239,6 +240,33 @@ func TestServePeerCloses(t *testing.T) {
 	case <-s.ended:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the owner was not told the connection ended")
+	}
+}
+
+// A close frame without a status code is answered with one without a
+// code too: 1005 means "no code was received" and is never sent (RFC
+// 6455 7.4.1), so a browser's ws.close() ends cleanly.
+func TestServePeerClosesWithoutACode(t *testing.T) {
+	for _, park := range []time.Duration{time.Millisecond, time.Hour} {
+		s := servePair(t, Options{ParkAfter: park}, nil)
+		nc := s.cl.NetConn()
+		if _, err := nc.Write(clientFrame(0x88, nil)); err != nil {
+			t.Fatal(err)
+		}
+		_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+		head := make([]byte, 2)
+		if _, err := io.ReadFull(nc, head); err != nil {
+			t.Fatal(err)
+		}
+		if head[0] != 0x88 || head[1] != 0 {
+			rest, _ := io.ReadAll(io.LimitReader(nc, int64(head[1]&0x7f)))
+			t.Fatalf("answered % x % x, want an empty close frame (88 00)", head, rest)
+		}
+		select {
+		case <-s.ended:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the owner was not told the connection ended")
+		}
 	}
 }
 

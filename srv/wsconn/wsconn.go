@@ -281,10 +281,16 @@ func (c *Conn) Shutdown(code int, text string) {
 	c.closing = true
 	c.shut.Store(true)
 	close(c.done)
-	if code < 1000 || code > 4999 {
-		code = 1011 // not a close code: an internal error
+	var body []byte // a peer's close without a code is answered without one
+	switch {
+	case code == closeNoStatus:
+	case code < 1000 || code > 4999 || code == 1006 || code == 1015:
+		code = 1011 // not a code a close frame may carry: an internal error
+		fallthrough
+	default:
+		body = ws.NewCloseFrameBody(ws.StatusCode(code), text) // #nosec G115 -- within 1000..4999
 	}
-	c.pushLocked(item{kind: 2, data: ws.NewCloseFrameBody(ws.StatusCode(code), text)}) // #nosec G115 -- within 1000..4999
+	c.pushLocked(item{kind: 2, data: body})
 	c.mu.Unlock()
 	c.wake() // a parked connection needs a reader to see the socket close
 }
