@@ -186,6 +186,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
+	if r.Method == http.MethodPost && !checkBody(w, r) {
+		return // while the body arrives, the session has a request in progress
+	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
