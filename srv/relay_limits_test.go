@@ -166,7 +166,7 @@ func TestRelayStatePerToken(t *testing.T) {
 	hostB := joinRawHost(t, url, tokA, "b")
 	agentB := joinAgent(t, url, tokA, "b")
 	hostB.sendJSON(bigState(600<<10, "b1"))
-	if p := hostB.expectError(wire.InvalidMessage, "st-b1"); !strings.Contains(p["message"].(string), "relay_state_bytes_per_token") {
+	if p := hostB.expectError(wire.InvalidMessage, "st-b1"); !strings.Contains(p["message"].(string), "max_relay_state_bytes_per_token") {
 		t.Fatalf("the refusal does not name the setting: %v", p)
 	}
 	hostB.sendJSON(bigState(10, "b2"))

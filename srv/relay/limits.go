@@ -124,5 +124,5 @@ func (ch *channel) charge(force bool) bool {
 // token's budget.
 func (ch *channel) overBudget(what string) *Error {
 	return errorf(wire.InvalidMessage, "%s is not kept: the relay sessions of this token would keep more than %d bytes of host state and user messages "+
-		"(relay_state_bytes_per_token); send less, or end relay sessions this token no longer uses", what, ch.r.o.MaxStatePerToken)
+		"(max_relay_state_bytes_per_token); send less, or end relay sessions this token no longer uses", what, ch.r.o.MaxStatePerToken)
 }

@@ -15,7 +15,8 @@
 // host's grace; route.go requests and replies between them; state.go the
 // host's state and tools; mailbox.go user messages; study.go the study
 // session; local.go the in-process agent of the MCP bridge; external.go a
-// host behind another protocol (an AG-UI thread, srv/agui).
+// host behind another protocol (an AG-UI thread, srv/agui); limits.go
+// what one token may hold.
 //
 // Goroutines: one reader per connection, owned by the relay's set of
 // connections (Close waits for them); the host-grace timer (members.go)
