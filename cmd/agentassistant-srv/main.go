@@ -74,6 +74,11 @@ type fileConfig struct {
 	MissedHours    int      `toml:"missed_answer_hours"`
 	Procs          int      `toml:"procs"`
 	MaxMCPSessions int      `toml:"max_mcp_sessions_per_token"`
+	// /agent/ws: what one token may hold, how long a call waits.
+	RelayMaxSessions int   `toml:"max_relay_sessions_per_token"`
+	RelayMaxConns    int   `toml:"max_relay_connections_per_token"`
+	RelayStateBytes  int64 `toml:"max_relay_state_bytes_per_token"`
+	RelayCallTimeout int   `toml:"relay_call_timeout_seconds"`
 	// What a client may cost before it has shown the token.
 	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
@@ -252,8 +257,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			AgentWait: secs(cfg.AGUIAgentWait), AgentIdle: secs(cfg.AGUIAgentIdle)},
 		Inbox: inbox.Options{MaxPerToken: cfg.MaxPerToken, PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
 			WriteWait: secs(cfg.WriteWait), LoginTimeout: secs(cfg.LoginTimeout)},
-		Relay: relay.Options{Cluster: relayCluster, HostGrace: secs(cfg.HostGrace), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
-			WriteWait: secs(cfg.WriteWait)}},
+		Relay: relay.Options{Cluster: relayCluster, HostGrace: secs(cfg.HostGrace),
+			MaxSessionsPerToken: cfg.RelayMaxSessions, MaxConnsPerToken: cfg.RelayMaxConns, MaxStatePerToken: cfg.RelayStateBytes,
+			CallTimeout: secs(cfg.RelayCallTimeout), Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait),
+				WriteWait: secs(cfg.WriteWait)}},
 		Hub: hubOpts,
 		MCP: mcphttp.Options{MaxSessions: cfg.MaxMCPSessions,
 			Bridge: mcpbridge.Options{Version: buildinfo.Version(), HostGrace: secs(cfg.HostGrace)}}})

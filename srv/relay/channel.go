@@ -79,6 +79,13 @@ type channel struct {
 	name  string
 	key   string // in Relay.channels
 	refs  int    // callers using it now; guarded by Relay.mu
+	// use is its token's (limits.go); counted: an /agent/ws peer has
+	// joined it, so it counts as one of the token's relay sessions
+	// (guarded by Relay.mu); held: the bytes it counts in use.state
+	// (guarded by mu).
+	use     *tokenUse
+	counted bool
+	held    int64
 
 	mu       lockorder.Mutex[lockorder.RelaySession]
 	host     *peer

@@ -258,6 +258,7 @@ func (r *Relay) Receive(token, session string, f Frame) {
 		if len(ch.mailbox) > maxMailbox {
 			ch.mailbox = ch.mailbox[:maxMailbox]
 		}
+		ch.charge(true) // it was taken from here: given back, not new
 		ch.posted()
 		close(ch.mailboxWake)
 		ch.mailboxWake = make(chan struct{})
@@ -321,9 +322,9 @@ func (ch *channel) fromHome(instance string, env Envelope) {
 		ch.remoteSession = p.SessionID
 		broadcast = true
 	case wire.TypeSnapshotState, wire.TypeToolResult:
-		ch.absorbState(env.Payload, false)
+		_ = ch.absorbState(env.Payload, false) // past the budget, Local.State still has the home's
 	case wire.TypeStateUpdated:
-		ch.absorbState(env.Payload, true)
+		_ = ch.absorbState(env.Payload, true)
 		broadcast = true
 	case wire.TypeUserMessage:
 		broadcast = true // the home keeps it in its mailbox for in-process agents

@@ -166,6 +166,7 @@ func (e *External) Fail(id, msg string) bool {
 		return false
 	}
 	delete(e.ch.inflight, id)
+	c.stop()
 	if c.from != nil {
 		e.ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
 	}

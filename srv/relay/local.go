@@ -221,6 +221,7 @@ func (l *Local) nextLocal(ctx context.Context) (Envelope, bool) {
 		if len(l.ch.mailbox) > 0 {
 			env := l.ch.mailbox[0]
 			l.ch.mailbox = l.ch.mailbox[1:]
+			l.ch.charge(true)
 			l.ch.mu.Unlock()
 			return env, true
 		}

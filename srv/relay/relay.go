@@ -15,7 +15,8 @@
 // host's grace; route.go requests and replies between them; state.go the
 // host's state and tools; mailbox.go user messages; study.go the study
 // session; local.go the in-process agent of the MCP bridge; external.go a
-// host behind another protocol (an AG-UI thread, srv/agui).
+// host behind another protocol (an AG-UI thread, srv/agui); limits.go
+// what one token may hold.
 //
 // Goroutines: one reader per connection, owned by the relay's set of
 // connections (Close waits for them); the host-grace timer (members.go)
@@ -64,6 +65,24 @@ type Options struct {
 	// come back (a reload, a network blip) before it is ended and its log
 	// closed (default 2m).
 	HostGrace time.Duration
+	// MaxSessionsPerToken bounds the relay sessions one token's peers
+	// have joined over /agent/ws (default 64): a relay.join that would
+	// open one more is refused. Relay sessions of the other surfaces
+	// (AG-UI threads, Ingress sessions) have their own bounds.
+	MaxSessionsPerToken int
+	// MaxConnsPerToken bounds the /agent/ws connections joined with one
+	// token (default 256).
+	MaxConnsPerToken int
+	// MaxStatePerToken bounds the bytes of host state (uiSpec,
+	// messageHistory, toolSchema, tools) and waiting user messages one
+	// token's relay sessions keep, all together (default 64 MiB); a host
+	// message past it is refused.
+	MaxStatePerToken int64
+	// CallTimeout is how long a request of an agent on /agent/ws
+	// (tool.call, snapshot.get, session.start, session.end) waits for the
+	// host's answer before the agent is told it failed (default 20s, what
+	// the MCP bridge's calls wait).
+	CallTimeout time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
 	// Now is the clock; nil means time.Now.
@@ -81,6 +100,7 @@ type Relay struct {
 
 	mu       lockorder.Mutex[lockorder.RelaySessions]
 	channels map[string]*channel
+	use      map[string]*tokenUse // by token: what it holds (limits.go)
 
 	// Cluster mode (cluster.go): the records to write, instances found
 	// dead (deadMu is a leaf, taken under the others), the goroutine.
@@ -115,10 +135,22 @@ func New(o Options) *Relay {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = DefaultMaxSessionsPerToken
+	}
+	if o.MaxConnsPerToken <= 0 {
+		o.MaxConnsPerToken = DefaultMaxConnsPerToken
+	}
+	if o.MaxStatePerToken <= 0 {
+		o.MaxStatePerToken = DefaultMaxStatePerToken
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = DefaultCallTimeout
+	}
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
-	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), homes: homeWriter{wake: make(chan struct{}, 1)}}
+	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), use: make(map[string]*tokenUse), homes: homeWriter{wake: make(chan struct{}, 1)}}
 	if o.Cluster != nil {
 		ctx, stop := context.WithCancel(context.Background())
 		r.stop = stop
@@ -147,6 +179,9 @@ func (r *Relay) Close() error {
 		}
 		if ch.hostGone != nil {
 			ch.hostGone.Stop()
+		}
+		for _, c := range ch.inflight {
+			c.stop()
 		}
 		ch.mu.Unlock()
 	}
@@ -259,6 +294,7 @@ func (rc *relayConn) timedOut() {
 func (rc *relayConn) ended() {
 	if rc.ch != nil {
 		rc.ch.leave(rc.p)
+		rc.r.unjoin(rc.ch)
 	}
 }
 
@@ -304,7 +340,13 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		return nil, nil, false
 	}
 	c.Authenticated()
-	ch := r.acquire(jp.Token, jp.SessionID)
+	ch, e := r.acquireJoin(jp.Token, jp.SessionID)
+	if e != nil {
+		r.log.Info("relay.join refused", "role", jp.Role, "relay", jp.SessionID, "err", e.Message)
+		fail(e.Code, e.Message)
+		c.Shutdown(wsconn.ClosePolicyViolation, "too many relay sessions or connections for this token")
+		return nil, nil, false
+	}
 	defer r.release(ch) // once joined, the peer holds it
 	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c, kind: HostKindPage}
 	c.KeepAlive()
@@ -313,6 +355,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		ch.joinHost(p, env.ID)
 		r.claim(ch, p)
 	} else if !ch.joinAgent(p, env.ID) {
+		r.unjoin(ch)
 		c.Shutdown(wsconn.ClosePolicyViolation, "too many agents")
 		return nil, nil, false
 	}

@@ -22,6 +22,32 @@ type call struct {
 	origID string // the id the agent used; restored in the reply's replyTo
 	typ    string
 	at     time.Time
+	// deadline tells the agent, past CallTimeout, that the host has not
+	// answered (expire); nil for an in-process agent, whose caller has a
+	// deadline of its own, and for agent.message, which has no answer.
+	deadline *time.Timer
+}
+
+// stop ends c's deadline once c has left inflight.
+func (c *call) stop() {
+	if c.deadline != nil {
+		c.deadline.Stop()
+	}
+}
+
+// expire tells the agent of the call id, if it is still waiting, that the
+// host did not answer in time. The call stays in flight without its
+// agent, as one whose agent has gone: its id stays taken until the host
+// answers or leaves, so a late answer reaches no one else.
+func (ch *channel) expire(id string, c *call) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	if ch.inflight[id] != c || c.from == nil {
+		return // answered, failed or disowned meanwhile
+	}
+	ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "the host did not answer this %s within %s; the action may or may not have happened",
+		c.typ, ch.r.o.CallTimeout))
+	c.from = nil
 }
 
 func (ch *channel) fromAgent(p *peer, env Envelope) {
@@ -132,6 +158,7 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 		for id, c := range ch.inflight {
 			if c.at.Before(cut) && len(ch.retired) < maxInflight {
 				delete(ch.inflight, id)
+				c.stop()
 				ch.retired[id] = struct{}{}
 				if c.from != nil {
 					ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "the host did not answer within two minutes; the action may or may not have happened"))
@@ -153,7 +180,11 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 			id = env.ID + "~" + strconv.FormatUint(ch.seq, 10)
 		}
 	}
-	ch.inflight[id] = &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
+	c := &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
+	if p.local == nil && env.Type != wire.TypeAgentMessage {
+		c.deadline = time.AfterFunc(ch.r.o.CallTimeout, func() { ch.expire(id, c) })
+	}
+	ch.inflight[id] = c
 	return id, true
 }
 
@@ -178,6 +209,12 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		return
 	}
 	env.Payload = stripBackendData(env.Payload)
+	if (env.Type == wire.TypeToolResult || env.Type == wire.TypeSnapshotState) && env.ReplyTo != "" && !ch.taken(env.ReplyTo) {
+		// An answer to nothing: said so, rather than dropped unseen.
+		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "%s replyTo %q names no request sent to this host that waits for its answer "+
+			"(answered already, or never sent): reply with the id of the request", env.Type, wire.Clip(env.ReplyTo, 64)))
+		return
+	}
 	broadcast := false
 	switch env.Type {
 	case wire.TypeSessionStarted:
@@ -186,18 +223,27 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		broadcast = true
-	case wire.TypeSnapshotState:
-		ch.absorbState(env.Payload, false)
-		if ch.log != nil {
+	case wire.TypeSnapshotState, wire.TypeToolResult:
+		// The answer goes to its agent even when its state is not kept.
+		if e := ch.absorbState(env.Payload, false); e != nil {
+			ch.fail(p, env.ID, e)
+		}
+		if env.Type == wire.TypeSnapshotState && ch.log != nil {
 			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		}
-	case wire.TypeToolResult:
-		ch.absorbState(env.Payload, false)
 	case wire.TypeStateUpdated:
-		ch.absorbState(env.Payload, true)
+		// Not kept, not sent: the agents' state and the relay's stay one.
+		if e := ch.absorbState(env.Payload, true); e != nil {
+			ch.fail(p, env.ID, e)
+			return
+		}
 		broadcast = true
 	case wire.TypeUserMessage:
-		ch.post(env)
+		// Refused rather than lost: the host is told it did not go.
+		if e := ch.post(env); e != nil {
+			ch.fail(p, env.ID, e)
+			return
+		}
 		broadcast = true
 	case wire.TypeSessionEnded:
 		if ch.log != nil {
@@ -227,6 +273,7 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 		broadcast = true
 	} else if c := ch.inflight[env.ReplyTo]; c != nil {
 		delete(ch.inflight, env.ReplyTo)
+		c.stop()
 		if to = c.from; to != nil {
 			reply := env
 			reply.ReplyTo = c.origID
@@ -262,6 +309,7 @@ func (ch *channel) failInflight(msg string) {
 	clear(ch.retired) // the host that could answer them has gone
 	for id, c := range ch.inflight {
 		delete(ch.inflight, id)
+		c.stop()
 		if c.from != nil {
 			ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "%s", msg))
 		}

@@ -11,13 +11,20 @@ package relay
 // acquire returns the relay session of (token, name), made if need be,
 // held until release so it is not freed while the caller uses it.
 func (r *Relay) acquire(token, name string) *channel {
-	key := token + "\x00" + name
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.acquireLocked(token, name)
+}
+
+// acquireLocked is acquire with Relay.mu held.
+func (r *Relay) acquireLocked(token, name string) *channel {
+	key := token + "\x00" + name
 	ch := r.channels[key]
 	if ch == nil {
 		ch = newChannel(r, token, name)
 		ch.key = key
+		ch.use = r.useOf(token)
+		ch.use.chans++
 		r.channels[key] = ch
 		ch.mu.Lock()
 		r.attachHome(ch)
@@ -52,10 +59,17 @@ func (r *Relay) unhold(ch *channel, n int) {
 	idle := ch.idleLocked()
 	if idle && r.channels[ch.key] == ch {
 		ch.leaveCluster()
+		ch.use.state.Add(-ch.held) // what it kept of its host's goes with it
+		ch.held = 0
 	}
 	ch.mu.Unlock()
 	if idle && r.channels[ch.key] == ch {
 		delete(r.channels, ch.key)
+		ch.use.chans--
+		if ch.counted {
+			ch.use.sessions--
+		}
+		r.unuse(ch.token, ch.use)
 		if len(r.channels) == 0 {
 			r.channels = make(map[string]*channel) // maps never shrink
 		}

@@ -2,6 +2,8 @@ package relay
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
@@ -11,16 +13,20 @@ import (
 
 // absorbState keeps the host's latest published state. state.updated is
 // authoritative (it bumps the version waiters watch); snapshots and tool
-// results refresh what they carry.
-func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) {
+// results refresh what they carry. What would pass the token's budget
+// (limits.go) is not kept: the error says so, and the state stays as it
+// was.
+func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) *Error {
 	var p struct {
 		UISpec         json.RawMessage `json:"uiSpec"`
 		MessageHistory json.RawMessage `json:"messageHistory"`
 		ToolSchema     json.RawMessage `json:"toolSchema"`
 	}
 	if json.Unmarshal(payload, &p) != nil {
-		return
+		return nil
 	}
+	uiSpec, messageHistory, toolSchema := ch.uiSpec, ch.messageHistory, ch.toolSchema
+	tools, toolIndex := slices.Clone(ch.tools), maps.Clone(ch.toolIndex)
 	if len(p.UISpec) > 0 && string(p.UISpec) != "null" {
 		ch.uiSpec = p.UISpec
 	}
@@ -34,11 +40,16 @@ func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) {
 		}
 		ch.learnTools(p.ToolSchema)
 	}
+	if !ch.charge(false) {
+		ch.uiSpec, ch.messageHistory, ch.toolSchema, ch.tools, ch.toolIndex = uiSpec, messageHistory, toolSchema, tools, toolIndex
+		return ch.overBudget("this state")
+	}
 	if authoritative {
 		ch.stateVersion++
 		close(ch.stateWake)
 		ch.stateWake = make(chan struct{})
 	}
+	return nil
 }
 
 // learnTools adds the tools of a stage-filtered toolSchema to the set of
