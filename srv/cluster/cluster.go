@@ -244,7 +244,7 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 		return 0, hub.ErrRecordExists
 	}
 	if err != nil {
-		return 0, fmt.Errorf("create request record: %w", err)
+		return 0, fmt.Errorf("create request record: %w", c.unreachable(err))
 	}
 	return rev, nil
 }
@@ -253,7 +253,7 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, uint64, error) {
 	e, err := c.reqs.Get(ctx, key(room, id))
 	if err != nil {
-		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", err)
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err))
 	}
 	rec, err := decode(e.Value())
 	if err != nil {
@@ -273,9 +273,28 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 		return 0, hub.ErrRecordChanged
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update request record: %w", err)
+		return 0, fmt.Errorf("update request record: %w", c.unreachable(err))
 	}
 	return n, nil
+}
+
+// unreachable wraps err, from a call to NATS, in hub.ErrUnreachable when
+// it says NATS is away for now: the connection is down or reconnecting
+// (no write waits for a reconnect: ReconnectBufSize), or JetStream did not
+// answer or is not back yet after a restart. Anything else (a record
+// larger than max_payload, say) is returned as it is.
+func (c *Cluster) unreachable(err error) error {
+	var api *jetstream.APIError
+	switch {
+	case !c.nc.IsConnected(),
+		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.As(err, &api) && api.Code == 503:
+		return fmt.Errorf("%w: %w", hub.ErrUnreachable, err)
+	}
+	return err
 }
 
 // redactURLs is a comma-separated list of NATS URLs without their
