@@ -82,6 +82,7 @@ type Cluster struct {
 	closing sync.Once
 
 	mu     sync.Mutex
+	back   chan struct{} // closed at the next reconnect (rewatch.go)
 	local  func() int
 	total  int // connections cluster-wide, at the last heartbeat
 	alive  int // instances heard from
@@ -108,7 +109,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{})}
+	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
 	}
@@ -118,7 +119,10 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted())
+			c.onReconnect()
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(o.URL), err)
 	}
@@ -165,7 +169,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 		stop()
 		return err
 	}
-	w, err := c.reqs.WatchAll(ctx)
+	w, err := c.watchAll(ctx, c.reqs)
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", RequestsBucket, err)
@@ -182,20 +186,31 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 // Ready is closed once the records present at Start are applied.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
-// follow applies every change of the requests bucket to h, in order.
-func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
-	defer func() { _ = w.Stop() }()
+// follow applies every change of the requests bucket to h, in order;
+// after a reconnect, from the change after the last one applied.
+func (c *Cluster) follow(ctx context.Context, w *rewatch, h *hub.Hub, start uint64) {
+	defer w.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-w.Updates():
-			if !ok {
+		case <-c.reconnected():
+			if !w.renew(ctx) {
 				return
+			}
+		case e, ok := <-w.updates():
+			if !ok {
+				if !w.renew(ctx) {
+					return
+				}
+				continue
 			}
 			if e == nil { // the records present at Start are all in
 				c.once.Do(func() { h.Following(start); close(c.ready) })
 				continue
+			}
+			if !w.fresh(e) {
+				continue // applied from the watcher before a reconnect
 			}
 			if e.Operation() != jetstream.KeyValuePut {
 				continue // expired or purged: history the hub no longer needs

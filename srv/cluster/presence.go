@@ -204,8 +204,8 @@ type remoteDevice struct {
 
 // watchPresence follows the presence bucket into h, and every heartbeat
 // drops the devices of instances no longer alive.
-func (c *Cluster) watchPresence(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub) {
-	defer func() { _ = w.Stop() }()
+func (c *Cluster) watchPresence(ctx context.Context, w *rewatch, h *hub.Hub) {
+	defer w.Stop()
 	devices := make(map[string]*remoteDevice) // by key
 	alive := map[string]bool{c.o.Instance: true}
 	check := time.NewTicker(c.o.Heartbeat)
@@ -240,11 +240,18 @@ func (c *Cluster) watchPresence(ctx context.Context, w jetstream.KeyWatcher, h *
 					cancel()
 				}
 			}
-		case e, ok := <-w.Updates():
-			if !ok {
+		case <-c.reconnected():
+			if !w.renew(ctx) {
 				return
 			}
-			if e == nil {
+		case e, ok := <-w.updates():
+			if !ok {
+				if !w.renew(ctx) {
+					return
+				}
+				continue
+			}
+			if e == nil || !w.fresh(e) {
 				continue
 			}
 			c.applyPresence(ctx, h, e, devices, alive)
@@ -345,7 +352,7 @@ func (c *Cluster) startRooms(ctx context.Context, h *hub.Hub) error {
 	if err := c.serveDeliveries(h); err != nil {
 		return err
 	}
-	w, err := c.roster.kv.WatchAll(ctx)
+	w, err := c.watchAll(ctx, c.roster.kv)
 	if err != nil {
 		return fmt.Errorf("watch bucket %s: %w", PresenceBucket, err)
 	}
