@@ -81,7 +81,7 @@ func hostKey(token, session string) string { return store.Room(token) + "." + b6
 func (l *RelayLink) Start(r *relay.Relay) error {
 	ctx, stop := context.WithCancel(context.Background())
 	l.stop = stop
-	w, err := l.kv.WatchAll(ctx)
+	w, err := l.c.watchAll(ctx, l.kv)
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", RelayHostsBucket, err)
@@ -161,20 +161,30 @@ func (l *RelayLink) names(subject string, room, session int) (string, string, bo
 	return token, name, ok
 }
 
-func (l *RelayLink) follow(ctx context.Context, w jetstream.KeyWatcher, r *relay.Relay, ready chan struct{}) {
-	defer func() { _ = w.Stop() }()
+func (l *RelayLink) follow(ctx context.Context, w *rewatch, r *relay.Relay, ready chan struct{}) {
+	defer w.Stop()
 	var once sync.Once
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case e, ok := <-w.Updates():
-			if !ok {
+		case <-l.c.reconnected():
+			if !w.renew(ctx) {
 				return
+			}
+		case e, ok := <-w.updates():
+			if !ok {
+				if !w.renew(ctx) {
+					return
+				}
+				continue
 			}
 			if e == nil {
 				once.Do(func() { close(ready) })
 				continue
+			}
+			if !w.fresh(e) {
+				continue // had from the watcher before a reconnect
 			}
 			i := strings.IndexByte(e.Key(), '.')
 			if i < 0 {
