@@ -186,31 +186,21 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 // Ready is closed once the records present at Start are applied.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
-// follow applies every change of the requests bucket to h, in order;
-// after a reconnect, from the change after the last one applied.
-func (c *Cluster) follow(ctx context.Context, w *rewatch, h *hub.Hub, start uint64) {
-	defer w.Stop()
+// follow applies every change of the requests bucket to h, in order
+// (after a reconnect too: w is a rewatch).
+func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
+	defer func() { _ = w.Stop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-c.reconnected():
-			if !w.renew(ctx) {
-				return
-			}
-		case e, ok := <-w.updates():
+		case e, ok := <-w.Updates():
 			if !ok {
-				if !w.renew(ctx) {
-					return
-				}
-				continue
+				return
 			}
 			if e == nil { // the records present at Start are all in
 				c.once.Do(func() { h.Following(start); close(c.ready) })
 				continue
-			}
-			if !w.fresh(e) {
-				continue // applied from the watcher before a reconnect
 			}
 			if e.Operation() != jetstream.KeyValuePut {
 				continue // expired or purged: history the hub no longer needs

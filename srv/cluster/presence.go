@@ -204,8 +204,8 @@ type remoteDevice struct {
 
 // watchPresence follows the presence bucket into h, and every heartbeat
 // drops the devices of instances no longer alive.
-func (c *Cluster) watchPresence(ctx context.Context, w *rewatch, h *hub.Hub) {
-	defer w.Stop()
+func (c *Cluster) watchPresence(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub) {
+	defer func() { _ = w.Stop() }()
 	devices := make(map[string]*remoteDevice) // by key
 	alive := map[string]bool{c.o.Instance: true}
 	check := time.NewTicker(c.o.Heartbeat)
@@ -240,18 +240,11 @@ func (c *Cluster) watchPresence(ctx context.Context, w *rewatch, h *hub.Hub) {
 					cancel()
 				}
 			}
-		case <-c.reconnected():
-			if !w.renew(ctx) {
+		case e, ok := <-w.Updates():
+			if !ok {
 				return
 			}
-		case e, ok := <-w.updates():
-			if !ok {
-				if !w.renew(ctx) {
-					return
-				}
-				continue
-			}
-			if e == nil || !w.fresh(e) {
+			if e == nil {
 				continue
 			}
 			c.applyPresence(ctx, h, e, devices, alive)

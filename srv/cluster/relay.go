@@ -101,6 +101,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	})
 	if err != nil {
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay frames: %w", err)
 	}
 	l.subs = append(l.subs, sub)
@@ -127,6 +128,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	if err != nil {
 		l.unsubscribe()
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay requests: %w", err)
 	}
 	l.subs = append(l.subs, sub)
@@ -134,6 +136,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	if err != nil {
 		l.unsubscribe()
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay pings: %w", err)
 	}
 	l.subs = append(l.subs, sub)
@@ -161,30 +164,20 @@ func (l *RelayLink) names(subject string, room, session int) (string, string, bo
 	return token, name, ok
 }
 
-func (l *RelayLink) follow(ctx context.Context, w *rewatch, r *relay.Relay, ready chan struct{}) {
-	defer w.Stop()
+func (l *RelayLink) follow(ctx context.Context, w jetstream.KeyWatcher, r *relay.Relay, ready chan struct{}) {
+	defer func() { _ = w.Stop() }()
 	var once sync.Once
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-l.c.reconnected():
-			if !w.renew(ctx) {
-				return
-			}
-		case e, ok := <-w.updates():
+		case e, ok := <-w.Updates():
 			if !ok {
-				if !w.renew(ctx) {
-					return
-				}
-				continue
+				return
 			}
 			if e == nil {
 				once.Do(func() { close(ready) })
 				continue
-			}
-			if !w.fresh(e) {
-				continue // had from the watcher before a reconnect
 			}
 			i := strings.IndexByte(e.Key(), '.')
 			if i < 0 {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -12,10 +13,13 @@ import (
 // nats.go's key watcher (an ordered consumer) notices that NATS lost its
 // consumer (the server restarted) only when the consumer's heartbeats
 // have been missing for two intervals: 10 s or more after the reconnect,
-// while every change made meanwhile waits. A rewatch is replaced as soon
-// as the connection is back (and whenever its updates end), by a watcher
-// from the revision after the last one it delivered: the changes go on in
-// order, none missed, none twice.
+// while every change made meanwhile waits. A rewatch makes its watcher
+// again as soon as the connection is back (and whenever the watcher's
+// updates end), from the revision after the last one it delivered: the
+// changes go on in order, none missed, none twice.
+//
+// Goroutine: one per rewatch, which reads the watcher and makes it again;
+// Stop ends it and waits.
 
 // rewatchTry bounds one attempt to watch a bucket again; rewatchRetry and
 // rewatchMaxRetry space the attempts while JetStream is not back yet.
@@ -28,57 +32,94 @@ const (
 type rewatch struct {
 	c      *Cluster
 	kv     jetstream.KeyValue
-	w      jetstream.KeyWatcher
-	stop   context.CancelFunc // ends w's subscription
-	last   uint64             // the revision of the last entry delivered
 	bucket string
+	out    chan jetstream.KeyValueEntry
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+
+	// Its goroutine's own:
+	w     jetstream.KeyWatcher
+	wstop context.CancelFunc // ends w's subscription
+	last  uint64             // the revision of the last entry delivered
 }
 
-// watchAll starts a rewatch of every key of kv. Stop it when done.
+// watchAll watches every key of kv until ctx ends or Stop.
 func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch, error) {
-	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket()}
-	wctx, stop := context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(ctx)
+	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop}
+	wctx, wstop := context.WithCancel(ctx)
 	w, err := kv.WatchAll(wctx)
 	if err != nil {
+		wstop()
 		stop()
 		return nil, err
 	}
-	rw.w, rw.stop = w, stop
+	rw.w, rw.wstop = w, wstop
+	rw.wg.Go(func() { rw.run(ctx) })
 	return rw, nil
 }
 
-// updates is the current watcher's entries; a nil entry marks the end of
-// the values present when it started.
-func (rw *rewatch) updates() <-chan jetstream.KeyValueEntry { return rw.w.Updates() }
+// Updates is as nats.go's: the entries in order, a nil entry once the
+// values present at the start are in; closed once the watch is stopped.
+func (rw *rewatch) Updates() <-chan jetstream.KeyValueEntry { return rw.out }
 
-// fresh reports whether e (not nil) is after the last entry delivered,
-// and makes it the last: a new watcher starts where the old one ended,
-// and an entry both had is skipped.
-func (rw *rewatch) fresh(e jetstream.KeyValueEntry) bool {
-	if e.Revision() <= rw.last {
-		return false
+// Stop ends the watch and waits for its goroutine.
+func (rw *rewatch) Stop() error {
+	rw.stop()
+	rw.wg.Wait()
+	return nil
+}
+
+func (rw *rewatch) run(ctx context.Context) {
+	defer close(rw.out)
+	defer func() { rw.wstop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-rw.c.reconnected():
+			if !rw.renew(ctx) {
+				return
+			}
+		case e, ok := <-rw.w.Updates():
+			if !ok {
+				if !rw.renew(ctx) {
+					return
+				}
+				continue
+			}
+			if e != nil {
+				if e.Revision() <= rw.last {
+					continue // delivered by the watcher before
+				}
+				rw.last = e.Revision()
+			}
+			select {
+			case rw.out <- e:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
-	rw.last = e.Revision()
-	return true
 }
 
 // renew replaces the watcher by one from the revision after the last
 // delivered, trying again until it can; false when ctx ended first.
 func (rw *rewatch) renew(ctx context.Context) bool {
-	rw.stop()
+	rw.wstop()
 	delay := rewatchRetry
 	for {
-		wctx, stop := context.WithCancel(ctx)
+		wctx, wstop := context.WithCancel(ctx)
 		// The context is the subscription's life: the attempt alone is
 		// bounded, by a timer stopped once it succeeds.
-		bound := time.AfterFunc(rewatchTry, stop)
+		bound := time.AfterFunc(rewatchTry, wstop)
 		w, err := rw.kv.WatchAll(wctx, jetstream.ResumeFromRevision(rw.last+1))
 		if err == nil && bound.Stop() {
-			rw.w, rw.stop = w, stop
+			rw.w, rw.wstop = w, wstop
 			rw.c.log.Info("watching the bucket again after NATS came back", "bucket", rw.bucket, "from", rw.last+1)
 			return true
 		}
-		stop()
+		wstop()
 		rw.c.log.Debug("cannot watch the bucket again yet", "bucket", rw.bucket, "err", err)
 		select {
 		case <-ctx.Done():
@@ -88,9 +129,6 @@ func (rw *rewatch) renew(ctx context.Context) bool {
 		delay = min(2*delay, rewatchMaxRetry)
 	}
 }
-
-// Stop ends the watch.
-func (rw *rewatch) Stop() { rw.stop() }
 
 // reconnected is closed when NATS next comes back after losing the
 // connection.
