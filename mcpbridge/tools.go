@@ -223,8 +223,9 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 }
 
 // retryable reports an error after which the request may still be
-// pending: the network failed, or the server said it is going away
-// (Unavailable, as a server shutting down does; it keeps the request).
+// pending: the network failed, or the server said it cannot serve it now
+// (Unavailable: a server shutting down, which keeps the request, or a
+// cluster's instance that lost NATS, which never saved it).
 func retryable(err error) bool {
 	if connect.CodeOf(err) == connect.CodeUnavailable {
 		return true

@@ -1,6 +1,6 @@
 // Package failover sends a client's HTTP calls to one of several servers
 // (the instances of a cluster): to the same one while it answers, to the
-// next once a call to it fails. The call that failed is not repeated
+// next once a call to it fails or it answers 503 (Unavailable). The call that failed is not repeated
 // here: its caller decides (agentassistant-mcp re-attaches by request ID,
 // and the re-attach goes to the next server).
 package failover
@@ -40,7 +40,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.URL.Host, r.Host = addr, addr
 	resp, err := t.base.RoundTrip(r)
-	if err != nil && req.Context().Err() == nil {
+	// 503 (Connect's Unavailable): the server is shutting down, or lost
+	// the cluster's NATS; another instance may have it.
+	if (err != nil || resp.StatusCode == http.StatusServiceUnavailable) && req.Context().Err() == nil {
 		// The next call goes to the next server; a failure seen by many
 		// calls at once moves on once.
 		t.cur.CompareAndSwap(n, n+1)

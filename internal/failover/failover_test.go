@@ -63,3 +63,29 @@ func TestParse(t *testing.T) {
 		t.Fatal("an empty address was taken")
 	}
 }
+
+// TestMovesOnAfterUnavailable: a server that answers 503 (Connect's
+// Unavailable: it lost the cluster's NATS, or it is shutting down) is
+// left for the next one as a failed call is; its answer is the caller's.
+func TestMovesOnAfterUnavailable(t *testing.T) {
+	a := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "the cluster's NATS is unreachable", http.StatusServiceUnavailable)
+	}))
+	t.Cleanup(a.Close)
+	b := serve(t, "b")
+	ua, _ := url.Parse(a.URL)
+	ub, _ := url.Parse(b.URL)
+	rt := New([]string{ua.Host, ub.Host}, http.DefaultTransport)
+	c := &http.Client{Transport: rt}
+	resp, err := c.Get("http://cluster/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("status = %d", resp.StatusCode)
+	}
+	if got, err := get(t, c); err != nil || got != "b "+ub.Host {
+		t.Fatalf("after a's 503: %q, %v", got, err)
+	}
+}

@@ -60,6 +60,15 @@ func (s *Server) Shutdown() {
 	}
 }
 
+// Up starts a server stopped by Shutdown again, on its port, with its
+// data: with Shutdown, an outage of the test's length.
+func (s *Server) Up() {
+	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // Restart stops the server and starts it again on its port, with its data.
 func (s *Server) Restart() {
 	s.t.Helper()

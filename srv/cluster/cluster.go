@@ -82,6 +82,7 @@ type Cluster struct {
 	closing sync.Once
 
 	mu     sync.Mutex
+	back   chan struct{} // closed at the next reconnect (rewatch.go)
 	local  func() int
 	total  int // connections cluster-wide, at the last heartbeat
 	alive  int // instances heard from
@@ -108,7 +109,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{})}
+	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
 	}
@@ -118,7 +119,10 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
-		nats.ReconnectHandler(func(nc *nats.Conn) { c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted()) }))
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted())
+			c.onReconnect()
+		}))
 	if err != nil {
 		return nil, fmt.Errorf("connect to NATS at %s: %w", redactURLs(o.URL), err)
 	}
@@ -165,7 +169,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 		stop()
 		return err
 	}
-	w, err := c.reqs.WatchAll(ctx)
+	w, err := c.watchAll(ctx, c.reqs)
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", RequestsBucket, err)
@@ -182,7 +186,8 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 // Ready is closed once the records present at Start are applied.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
-// follow applies every change of the requests bucket to h, in order.
+// follow applies every change of the requests bucket to h, in order
+// (after a reconnect too: w is a rewatch).
 func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
 	defer func() { _ = w.Stop() }()
 	for {
@@ -244,7 +249,7 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 		return 0, hub.ErrRecordExists
 	}
 	if err != nil {
-		return 0, fmt.Errorf("create request record: %w", err)
+		return 0, fmt.Errorf("create request record: %w", c.unreachable(err))
 	}
 	return rev, nil
 }
@@ -253,7 +258,7 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, uint64, error) {
 	e, err := c.reqs.Get(ctx, key(room, id))
 	if err != nil {
-		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", err)
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err))
 	}
 	rec, err := decode(e.Value())
 	if err != nil {
@@ -273,9 +278,28 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 		return 0, hub.ErrRecordChanged
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update request record: %w", err)
+		return 0, fmt.Errorf("update request record: %w", c.unreachable(err))
 	}
 	return n, nil
+}
+
+// unreachable wraps err, from a call to NATS, in hub.ErrUnreachable when
+// it says NATS is away for now: the connection is down or reconnecting
+// (no write waits for a reconnect: ReconnectBufSize), or JetStream did not
+// answer or is not back yet after a restart. Anything else (a record
+// larger than max_payload, say) is returned as it is.
+func (c *Cluster) unreachable(err error) error {
+	var api *jetstream.APIError
+	switch {
+	case !c.nc.IsConnected(),
+		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionClosed),
+		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrNoResponders),
+		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, jetstream.ErrJetStreamNotEnabled),
+		errors.As(err, &api) && api.Code == 503:
+		return fmt.Errorf("%w: %w", hub.ErrUnreachable, err)
+	}
+	return err
 }
 
 // redactURLs is a comma-separated list of NATS URLs without their

@@ -345,7 +345,7 @@ func (c *Cluster) startRooms(ctx context.Context, h *hub.Hub) error {
 	if err := c.serveDeliveries(h); err != nil {
 		return err
 	}
-	w, err := c.roster.kv.WatchAll(ctx)
+	w, err := c.watchAll(ctx, c.roster.kv)
 	if err != nil {
 		return fmt.Errorf("watch bucket %s: %w", PresenceBucket, err)
 	}

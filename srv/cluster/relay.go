@@ -81,7 +81,7 @@ func hostKey(token, session string) string { return store.Room(token) + "." + b6
 func (l *RelayLink) Start(r *relay.Relay) error {
 	ctx, stop := context.WithCancel(context.Background())
 	l.stop = stop
-	w, err := l.kv.WatchAll(ctx)
+	w, err := l.c.watchAll(ctx, l.kv)
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", RelayHostsBucket, err)
@@ -101,6 +101,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	})
 	if err != nil {
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay frames: %w", err)
 	}
 	l.subs = append(l.subs, sub)
@@ -127,6 +128,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	if err != nil {
 		l.unsubscribe()
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay requests: %w", err)
 	}
 	l.subs = append(l.subs, sub)
@@ -134,6 +136,7 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	if err != nil {
 		l.unsubscribe()
 		stop()
+		_ = w.Stop()
 		return fmt.Errorf("subscribe to relay pings: %w", err)
 	}
 	l.subs = append(l.subs, sub)

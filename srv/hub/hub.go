@@ -96,6 +96,10 @@ var (
 	// refused, never shown) or an answer (which is then not taken: the
 	// request stays pending). A full disk, for one.
 	ErrNotSaved = errors.New("the server cannot save it")
+	// ErrUnreachable: in cluster mode, the store (NATS) cannot be reached
+	// now; a Shared store wraps its errors in it when so. What could not
+	// be saved then may be saved once it is back: the caller tries again.
+	ErrUnreachable = errors.New("the cluster's NATS is unreachable")
 )
 
 // notSaved says what could not be saved and why.

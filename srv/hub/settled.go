@@ -22,6 +22,10 @@ type settled struct {
 	// call of the project took it (TakeMissed); a re-attach by ID gets
 	// ErrHandedOver, so two agents never act on one answer.
 	takenElsewhere bool
+	// delivered: a caller here had the answer (cluster mode), so it is
+	// not kept for the project's next call when its holder, which had
+	// no caller, says it should be (sharedmissed.go).
+	delivered bool
 }
 
 // maxSettled caps the outcomes a room keeps in memory for re-attaching

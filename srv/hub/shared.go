@@ -44,7 +44,7 @@ type SharedRecord struct {
 
 // Shared keeps a cluster's request records. Its errors other than
 // ErrRecordExists and ErrRecordChanged mean the record could not be read
-// or written (NATS away).
+// or written; those that wrap ErrUnreachable, that NATS is away for now.
 type Shared interface {
 	// Create saves a new record and returns its revision, or
 	// ErrRecordExists when the room already has a record of that ID.
@@ -107,7 +107,10 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			cancel()
 		}
 		if err != nil {
-			if !errors.Is(err, ErrRecordExists) {
+			// Unreachable: the caller is told to try again, and comes back
+			// with this ID, or its record, if it lands, is orphaned as any
+			// whose caller left.
+			if !errors.Is(err, ErrRecordExists) && !errors.Is(err, ErrUnreachable) {
 				r.mu.Lock()
 				r.noteRefusedLocked(req.ID) // it may land after all
 				r.mu.Unlock()

@@ -134,12 +134,18 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	h.wakeLocked(p, s)
 	now := h.now()
 	s.sum = p.sum
+	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
-	if rec.ClosedNote == NoteUndelivered { // kept on every instance (sharedmissed.go)
+	switch {
+	case rec.ClosedNote == NoteUndelivered: // kept on every instance (sharedmissed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
 		if p.waiters > 0 {
+			// A caller came back here while it was written: it has it.
 			h.handedOverLocked(r, p.req.ID)
+			h.handOverLater(r, p.req.ID)
 		}
+	case h.unheardLocked(r, p, rec):
+		time.AfterFunc(0, func() { h.keepUnheard(r, p.req.ID) })
 	}
 	if !p.shown {
 		r.mu.Unlock()

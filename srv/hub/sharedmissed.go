@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -96,6 +97,9 @@ func (h *Hub) reattachSettledShared(r *room, id string, s *settled) (*Reply, err
 		return nil, ErrHandedOver
 	}
 	if !kept {
+		r.mu.Lock()
+		s.delivered = s.reply != nil
+		r.mu.Unlock()
 		return s.reply, s.err
 	}
 	_, rec, err := h.handOverShared(r, id, false)
@@ -120,6 +124,10 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 		r.keepSettled(rec.ID, settledOf(rec.Record), cutoff)
 	}
 	switch {
+	case rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && r.missed[rec.ID] == nil && r.settled[rec.ID] != nil && r.settled[rec.ID].delivered:
+		// A caller here had it before its holder, which had none, kept
+		// it: handed over, not kept again.
+		h.handOverLater(r, rec.ID)
 	case rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && r.missed[rec.ID] == nil:
 		req := requestOf(rec.Record)
 		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
@@ -129,4 +137,50 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 	case rec.ClosedNote == NoteHandedOver:
 		h.handedOverLocked(r, rec.ID)
 	}
+}
+
+// unheardLocked reports whether rec, the answer that settled p, was
+// written by another instance as if its agent had it, while this one,
+// the holder of p's call, has no caller for it: its call left moments
+// before, too recently for the agent-gone mark (Gone) to tell the
+// answering instance. Called with r.mu held.
+func (h *Hub) unheardLocked(r *room, p *pending, rec SharedRecord) bool {
+	return rec.Status == store.Answered && rec.ClosedNote == "" && rec.Holder == h.self &&
+		p.waiters <= 0 && r.asking[p.req.ID] == 0
+}
+
+// keepUnheard marks the answer to id, which no agent had (unheardLocked),
+// undelivered by compare-and-set: every instance then keeps it for the
+// project's next call, as one written so (Apply).
+func (h *Hub) keepUnheard(r *room, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+	defer cancel()
+	for {
+		rec, rev, err := h.shared.Get(ctx, r.digest, id)
+		if err == nil {
+			if rec.Status != store.Answered || rec.ClosedNote != "" || rec.Holder != h.self {
+				return
+			}
+			rec.ClosedNote = NoteUndelivered
+			if _, err = h.shared.Update(ctx, rec, rev); errors.Is(err, ErrRecordChanged) {
+				continue
+			}
+		}
+		if err != nil {
+			h.log.Error("cannot keep an answer no agent had", "id", id, "err", err)
+			return
+		}
+		h.log.Info("kept an answer no agent had for the project's next call", "id", id)
+		return
+	}
+}
+
+// handOverLater marks the kept answer to id handed over cluster-wide,
+// on a goroutine of its own: a caller had it.
+func (h *Hub) handOverLater(r *room, id string) {
+	time.AfterFunc(0, func() {
+		if _, _, err := h.handOverShared(r, id, false); err != nil {
+			h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
+		}
+	})
 }

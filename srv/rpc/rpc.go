@@ -227,6 +227,10 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		return nil, "", connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, hub.ErrClosed):
 		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+	case errors.Is(err, hub.ErrUnreachable):
+		// The cluster's NATS is away: the bridge tries again (or the next
+		// instance) until the request's deadline.
+		return nil, "", connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, hub.ErrNotSaved):
 		// Not retried by the bridge: the agent hears it at once.
 		return nil, "", connect.NewError(connect.CodeResourceExhausted, err)
@@ -259,6 +263,9 @@ func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick strin
 	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick,
 	})
+	if errors.Is(err, hub.ErrUnreachable) {
+		return nil, connect.NewError(connect.CodeUnavailable, err)
+	}
 	if errors.Is(err, hub.ErrNotSaved) {
 		return nil, connect.NewError(connect.CodeResourceExhausted, err)
 	}
