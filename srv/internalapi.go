@@ -139,11 +139,11 @@ func notFound(w http.ResponseWriter, id string) {
 		"message": "session " + id + " is not an Ingress session of this token (it has ended, or never was)"})
 }
 
+// tokenOf is the token requireToken checked ("" for none, or for
+// conflicting ones, which no token matches).
 func (s *Server) tokenOf(r *http.Request) string {
-	if tok := auth.TokenFrom(nil, r.Header); tok != "" {
-		return tok
-	}
-	return r.URL.Query().Get("token")
+	tok, _ := auth.RequestToken(r)
+	return tok
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

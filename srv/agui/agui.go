@@ -211,11 +211,11 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// tokenOf is the token the server checked before the handler ran ("" for
+// none, or for conflicting ones, which no token matches).
 func tokenOf(r *http.Request) string {
-	if tok := auth.HeaderToken(r.Header); tok != "" {
-		return tok
-	}
-	return r.URL.Query().Get("token")
+	tok, _ := auth.RequestToken(r)
+	return tok
 }
 
 // thread returns the thread of (token, in.ThreadID), or the RUN_ERROR
