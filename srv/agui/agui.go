@@ -67,8 +67,10 @@ type Options struct {
 	// for an agent to take it (wait_user_message) when no agent has said
 	// anything in the run; past it, with the message still unread and no
 	// agent joined on /agent/ws, the run ends with RUN_ERROR no_agent,
-	// saying how to connect one; the message is kept for it (default
-	// DefaultAgentWait).
+	// saying how to connect one; the message is kept for it. A run that
+	// brings nothing (no user message, no tool result) waits as long for
+	// an agent to be at work or come, then ends with RUN_ERROR no_agent
+	// too (default DefaultAgentWait).
 	AgentWait time.Duration
 	// AgentIdle is how long a run waits on an agent that says nothing
 	// (no message, no tool call, no yield) while no agent is in the relay
