@@ -63,6 +63,23 @@ func TokenFrom(msg any, h Header, more ...string) (string, error) {
 // bearer Authorization header, as TokenFrom.
 func HeaderToken(h Header) (string, error) { return TokenFrom(nil, h) }
 
+// ErrInvalidToken refuses a request that presents no token, or one that
+// is not a token of this server.
+var ErrInvalidToken = errors.New("missing or invalid token")
+
+// Presented returns the token r presents (as RequestToken) when it is
+// valid; else ErrConflictingTokens or ErrInvalidToken.
+func (t *Tokens) Presented(r *http.Request) (string, error) {
+	tok, err := RequestToken(r)
+	if err != nil {
+		return "", err
+	}
+	if !t.Valid(tok) {
+		return "", ErrInvalidToken
+	}
+	return tok, nil
+}
+
 // RequestToken is the token of a plain HTTP request: in the
 // X-Agentassistant-Token header, a bearer Authorization header or
 // ?token=, as TokenFrom.
