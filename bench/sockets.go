@@ -50,7 +50,8 @@ func runSocketHolder() error {
 }
 
 // socketFloor starts a socket holder, connects n clients, and returns its
-// memory around them.
+// memory around them. Its start is taken as the server's is: after a few
+// connections came and went (warmUp).
 func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
 	proc, err := startChild(ctx, "-hold-sockets")
 	if err != nil {
@@ -59,34 +60,49 @@ func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
 	defer proc.stop()
 	time.Sleep(time.Second)
 	pid := proc.cmd.Process.Pid
+	hold := func(n int) (func() error, error) {
+		conns := make([]net.Conn, 0, n)
+		release := func() error {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+			conns = conns[:0]
+			if _, err := fmt.Fprintln(proc.in, "close"); err != nil {
+				return err
+			}
+			_, err := proc.out.ReadString('\n')
+			return err
+		}
+		var d net.Dialer
+		for range n {
+			c, err := d.DialContext(ctx, "tcp", proc.addr)
+			if err != nil {
+				_ = release()
+				return nil, err
+			}
+			conns = append(conns, c)
+		}
+		return release, nil
+	}
+	release, err := hold(warmUp)
+	if err != nil {
+		return m, err
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := release(); err != nil {
+		return m, err
+	}
+	time.Sleep(time.Second)
 	rss0, err := rssKB(pid)
 	if err != nil {
 		return m, err
 	}
-	conns := make([]net.Conn, 0, n)
-	defer func() {
-		for _, c := range conns {
-			_ = c.Close()
-		}
-	}()
-	var d net.Dialer
-	for range n {
-		c, err := d.DialContext(ctx, "tcp", proc.addr)
-		if err != nil {
-			return m, err
-		}
-		conns = append(conns, c)
+	if release, err = hold(n); err != nil {
+		return m, err
 	}
 	time.Sleep(2 * time.Second)
 	rss1, _ := rssKB(pid)
-	for _, c := range conns {
-		_ = c.Close()
-	}
-	conns = conns[:0]
-	if _, err := fmt.Fprintln(proc.in, "close"); err != nil {
-		return m, err
-	}
-	if _, err := proc.out.ReadString('\n'); err != nil {
+	if err := release(); err != nil {
 		return m, err
 	}
 	rss2, _ := rssKB(pid)

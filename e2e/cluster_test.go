@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -58,7 +57,7 @@ func (c *cluster) servers() string {
 }
 
 func askClient(s *server) agentassistprotoconnect.SrvAgentAssistClient {
-	return agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, s.URL)
+	return agentassistprotoconnect.NewSrvAgentAssistClient(asAgent, s.URL)
 }
 
 func connectAsk(ctx context.Context, s *server, id, question string) (*pb.AskQuestionResponse, error) {

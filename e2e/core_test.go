@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"net/http"
+
 	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/mcp"
-	"net/http"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"

@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -217,4 +219,18 @@ func resultText(r *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// asAgent is the HTTP client a test asks through when it stands for
+// agentassistant-mcp: it says, as the bridge does, that it takes answers
+// given while its call was away (wire.TakesMissedHeader), so a restart
+// keeps its requests pending for it to re-attach.
+var asAgent = &http.Client{Transport: takesMissed{}}
+
+type takesMissed struct{}
+
+func (takesMissed) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(wire.TakesMissedHeader, wire.TakesMissedYes)
+	return http.DefaultTransport.RoundTrip(r)
 }

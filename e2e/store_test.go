@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -23,7 +22,7 @@ import (
 func askRPC(s *server, id, text string) chan error {
 	errc := make(chan error, 1)
 	go func() {
-		c := agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, s.URL)
+		c := agentassistprotoconnect.NewSrvAgentAssistClient(asAgent, s.URL)
 		_, err := c.AskQuestion(context.Background(), &pb.AskQuestionRequest{
 			ID: id, UserToken: tokenA, Request: &pb.McpAskQuestionRequest{Question: text, Timeout: 600},
 		})
@@ -71,7 +70,7 @@ func TestAnswerIsOnDiskBeforeAnyoneIsTold(t *testing.T) {
 		if ids := pendingIDs(t, s); slices.Contains(ids, id) {
 			t.Fatalf("round %d: the answered question is pending again after a kill -9", round)
 		}
-		c := agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, s.URL)
+		c := agentassistprotoconnect.NewSrvAgentAssistClient(asAgent, s.URL)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		r, err := c.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id, UserToken: tokenA, Request: &pb.McpAskQuestionRequest{Question: question, Timeout: 600}}) // the same request re-attaches
 		cancel()

@@ -210,7 +210,7 @@ func New(o Options) *Server {
 		igo.MaxHelloFrame = int64(o.MaxUnauthMessage)
 	}
 	if igo.Orchestrator == nil {
-		s.builtin = ingress.NewBuiltin(ingress.BuiltinOptions{Relay: s.relay, Logger: igo.Logger})
+		s.builtin = ingress.NewBuiltin(ingress.BuiltinOptions{Relay: s.relay, Logger: igo.Logger, AgentWait: igo.AgentWait})
 		igo.Orchestrator = s.builtin
 	}
 	s.ingress = ingress.New(igo)

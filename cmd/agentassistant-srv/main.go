@@ -98,6 +98,7 @@ type fileConfig struct {
 	IngressApproval     int    `toml:"ingress_approval_timeout_seconds"`
 	IngressReplayBytes  int64  `toml:"ingress_replay_bytes"`
 	IngressReplayTotal  int64  `toml:"ingress_replay_total_bytes"`
+	IngressAgentWait    int    `toml:"ingress_agent_wait_seconds"`
 	// Cluster mode: NATS JetStream keeps the requests, shared with the
 	// other instances.
 	NATSURL      string `toml:"nats_url"`
@@ -232,7 +233,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		hubOpts.Store = db
 	}
 	io := ingress.Options{ReplayWindow: secs(cfg.IngressReplay), ApprovalTimeout: secs(cfg.IngressApproval),
-		ReplayBytes: cfg.IngressReplayBytes, ReplayTotalBytes: cfg.IngressReplayTotal,
+		ReplayBytes: cfg.IngressReplayBytes, ReplayTotalBytes: cfg.IngressReplayTotal, AgentWait: secs(cfg.IngressAgentWait),
 		Conn: wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait), WriteWait: secs(cfg.WriteWait)}}
 	if cfg.OrchestratorURL != "" {
 		orch, err := ingress.NewHTTPOrchestrator(ingress.HTTPOptions{URL: cfg.OrchestratorURL, Token: cfg.OrchestratorToken,

@@ -120,6 +120,7 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Duration("ingress_approval_timeout_seconds", "", cfg.IngressApproval, time.Second)
 	c.Count("ingress_replay_bytes", "", cfg.IngressReplayBytes, 1)
 	c.Count("ingress_replay_total_bytes", "", cfg.IngressReplayTotal, 1)
+	c.Duration("ingress_agent_wait_seconds", "", cfg.IngressAgentWait, time.Second)
 
 	nats := cfg.NATSURL != ""
 	if nats {

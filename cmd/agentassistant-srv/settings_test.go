@@ -108,6 +108,7 @@ func TestImpossibleSettings(t *testing.T) {
 		{"ingress_approval_timeout_seconds = -1\n", nil, []string{"ingress_approval_timeout_seconds = -1"}},
 		{"ingress_replay_bytes = 0\n", nil, []string{"ingress_replay_bytes = 0"}},
 		{"ingress_replay_total_bytes = -1\n", nil, []string{"ingress_replay_total_bytes = -1"}},
+		{"ingress_agent_wait_seconds = 0\n", nil, []string{"ingress_agent_wait_seconds = 0"}},
 		{"tls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.key\"\n", nil, []string{`tls_cert (-tls-cert) = "/nonexistent.pem"`, "no such file"}},
 		{"tls_cert = \"/nonexistent.pem\"\n", nil, []string{`tls_key (-tls-key) = ""`, "set with tls_cert"}},
 		{"", []string{"-tls-key", "k.pem"}, []string{`tls_cert (-tls-cert) = ""`, "set with tls_key"}},

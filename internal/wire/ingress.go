@@ -46,5 +46,6 @@ const (
 	IngressStateRunning   = "RUNNING"   // an approval was granted; the run goes on
 	IngressStateRejected  = "REJECTED"  // an approval was refused
 	IngressStateCancelled = "CANCELLED" // the run was cancelled (cancel_run, or its last device left)
+	IngressStateNoAgent   = "NO_AGENT"  // no agent took the run's message in time (built-in orchestrator); an error follows
 	IngressStateExpired   = "TOOL_EXPIRED"
 )

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -37,8 +38,18 @@ type BuiltinOptions struct {
 	// ToolDeadline is a tool_request's deadline_ts from now (default
 	// 20s: the agent's call to a host tool waits that long).
 	ToolDeadline time.Duration
-	Now          func() time.Time
+	// AgentWait is how long a run waits for an agent to take its message
+	// (wait_user_message) while no agent has said anything in the run;
+	// past it, with the message still unread and no agent joined on
+	// /agent/ws, the run ends with orchestrator_error (state NO_AGENT
+	// first), saying how to connect one; the message is kept for it
+	// (default DefaultAgentWait).
+	AgentWait time.Duration
+	Now       func() time.Time
 }
+
+// DefaultAgentWait is BuiltinOptions.AgentWait's default, as AG-UI's.
+const DefaultAgentWait = 30 * time.Second
 
 // Builtin is the built-in Orchestrator.
 type Builtin struct {
@@ -63,6 +74,9 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 	}
 	if o.ToolDeadline <= 0 {
 		o.ToolDeadline = 20 * time.Second
+	}
+	if o.AgentWait <= 0 {
+		o.AgentWait = DefaultAgentWait
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -104,8 +118,9 @@ type bhost struct {
 	queue    []relay.Envelope
 	wake     chan struct{}
 	run      *brun
-	gone     bool // another host took over
-	studying bool // a study session is active
+	last     string // how the last run ended, told to an agent that acts on it
+	gone     bool   // another host took over
+	studying bool   // a study session is active
 }
 
 // brun is the run a host has open.
@@ -113,6 +128,8 @@ type brun struct {
 	id        string
 	emit      func(Event)
 	posted    bool              // its user.message reached the mailbox
+	cancelled bool              // Cancel was called: nothing the agent sends is streamed
+	over      bool              // its last event is being sent (Builtin.ended)
 	calls     map[string]string // tool calls sent to the client: their id → the agent's call (relay id)
 	approvals map[string]string // approval id → the agent's call (relay id)
 	pending   map[string]bpending
@@ -235,7 +252,7 @@ func (h *bhost) publish() {
 		}
 		schema = append(schema, map[string]any{"name": name, "description": desc, "parameters": params})
 	}
-	spec := map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App}}
+	spec := h.specLocked()
 	h.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": spec, "toolSchema": schema})
 	h.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
@@ -252,7 +269,7 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 	case wire.TypeSessionEnd:
 		h.replyLater(relay.Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
 	case wire.TypeSnapshotGet:
-		b, _ := json.Marshal(map[string]any{"uiSpec": map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App}}})
+		b, _ := json.Marshal(map[string]any{"uiSpec": h.specLocked()})
 		h.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: b})
 	case wire.TypeSession:
 		var p struct {
@@ -269,12 +286,19 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 			h.pushLocked(env) // the agent yields the turn: the run's end
 		}
 	case wire.TypeAgentMessage:
-		if h.run != nil {
-			h.pushLocked(env)
+		if !h.openLocked() {
+			// The agent hears that nothing reached the client (an agent
+			// on /agent/ws that sent it without an id asked for no answer).
+			if env.ID != "" {
+				b, _ := json.Marshal(relay.Error{Code: wire.ToolExecutionFailed, Message: h.noRunLocked()})
+				h.replyLater(relay.Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: b})
+			}
+			return true
 		}
+		h.pushLocked(env)
 	case wire.TypeToolCall:
-		if h.run == nil {
-			h.replyLater(toolError(env.ID, wire.ToolExecutionFailed, "no Ingress run is open: the client has not invoked you; wait_user_message for its next message"))
+		if !h.openLocked() {
+			h.replyLater(toolError(env.ID, wire.ToolExecutionFailed, h.noRunLocked()))
 			return true
 		}
 		h.pushLocked(env)
@@ -283,6 +307,36 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 		h.pushLocked(env)
 	}
 	return true
+}
+
+// specLocked is the host's uiSpec: the client, and the run the agent's
+// messages go to ("run": its id, or "none: " and why, e.g. how the last
+// one ended).
+func (h *bhost) specLocked() map[string]any {
+	run := "none: " + h.noRunLocked()
+	if h.openLocked() {
+		run = h.run.id
+	}
+	return map[string]any{"ingress": map[string]any{"user": h.user, "app": h.meta.App, "run": run}}
+}
+
+// openLocked reports whether a run takes what the agent sends: one is
+// open, not cancelled, and not ending.
+func (h *bhost) openLocked() bool {
+	return h.run != nil && !h.run.cancelled && !h.run.over
+}
+
+// noRunLocked tells an agent that acts with no run open (or one
+// cancelled or ending) that nothing it sends reaches the client, and why.
+func (h *bhost) noRunLocked() string {
+	why := "no Ingress run is open: the client has not invoked you"
+	switch {
+	case h.last != "":
+		why = h.last
+	case h.run != nil && h.run.cancelled:
+		why = fmt.Sprintf("the Ingress run %s was cancelled by the client (cancel_run)", h.run.id)
+	}
+	return why + "; nothing you send now reaches the client. Call wait_user_message for its next message."
 }
 
 func (h *bhost) pushLocked(env relay.Envelope) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -29,6 +30,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 		return ErrRunOpen
 	}
 	h.run = r
+	h.last = ""
 	h.queue = h.queue[:0] // what came before the run is not the run's
 	studying := h.studying
 	h.mu.Unlock()
@@ -46,15 +48,33 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg})
 	begun := b.o.Now()
 	deltas := 0
+	// An agent should have taken the message by then; once it has said
+	// anything in the run, it is there and may take its time.
+	late := time.NewTimer(b.o.AgentWait)
+	defer late.Stop()
+	lateC := late.C
 	for {
-		env, ok := h.next(ctx)
+		env, ok := h.next(ctx, lateC)
 		if !ok {
+			b.ended(h, r, "the Ingress run %s was cancelled (by the client, or the server is shutting down)")
 			return ctx.Err()
 		}
+		lateC = nil // the wait is over, or the agent acted: it is there
 		switch env.Type {
+		case typeLate:
+			if !h.ext.Unheard() {
+				continue // an agent took it, or one on /agent/ws was sent it
+			}
+			detail, _ := json.Marshal(map[string]any{"relay_session": h.name, "waited_ms": b.o.AgentWait.Milliseconds(), "message_kept": true})
+			b.ended(h, r, "the Ingress run %s ended before an agent took its message (the client was told no agent is connected)")
+			emit(Event{Type: wire.IngressState, RunID: r.id, State: wire.IngressStateNoAgent, Detail: detail})
+			emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError, Message: noAgentMessage(h.name, b.o.AgentWait)})
+			return nil
 		case typeCancel:
+			b.ended(h, r, "the Ingress run %s was cancelled by the client (cancel_run)")
 			return context.Canceled
 		case relay.TypeAgentWaiting:
+			b.ended(h, r, "the Ingress run %s ended (done) when you waited for the next message")
 			u, _ := json.Marshal(map[string]int64{"duration_ms": b.o.Now().Sub(begun).Milliseconds(), "messages": int64(deltas)})
 			emit(Event{Type: wire.IngressDone, RunID: r.id, Usage: u})
 			return nil
@@ -73,8 +93,36 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	}
 }
 
-// next waits for the host's next envelope; false when ctx ends.
-func (h *bhost) next(ctx context.Context) (relay.Envelope, bool) {
+// typeLate is next's when the run's AgentWait is over.
+const typeLate = "ingress.late"
+
+// ended says how run r ended, for an agent that acts on it later (the
+// format names the run with its %s). It is said before the run's last
+// event goes out: the client may act on that event at once.
+func (b *Builtin) ended(h *bhost, r *brun, format string) {
+	h.mu.Lock()
+	h.last = fmt.Sprintf(format, r.id)
+	r.over = true
+	h.mu.Unlock()
+}
+
+// noAgentMessage says no agent took the message in relay session name,
+// and how to connect one.
+func noAgentMessage(name string, waited time.Duration) string {
+	bridge := "agentassistant-mcp -session " + name
+	if name == relay.DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("no agent took this message within %s: no MCP agent is connected to relay session %q (client_meta.session), or it is busy. "+
+		"The message is kept: an agent gets it when it calls wait_user_message, but what it answers reaches you only in an open run: "+
+		"send agent_invoke again once an agent is connected (it gets this message first). To connect one, start the MCP client with %s "+
+		"(or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
+		waited, name, bridge, name, name)
+}
+
+// next waits for the host's next envelope, or a typeLate when late
+// fires; false when ctx ends.
+func (h *bhost) next(ctx context.Context, late <-chan time.Time) (relay.Envelope, bool) {
 	for {
 		h.mu.Lock()
 		if len(h.queue) > 0 {
@@ -87,6 +135,8 @@ func (h *bhost) next(ctx context.Context) (relay.Envelope, bool) {
 		h.mu.Unlock()
 		select {
 		case <-wake:
+		case <-late:
+			return relay.Envelope{Type: typeLate}, true
 		case <-ctx.Done():
 			return relay.Envelope{}, false
 		}
@@ -94,10 +144,14 @@ func (h *bhost) next(ctx context.Context) (relay.Envelope, bool) {
 }
 
 // endRun frees the host for the next run; the agent's calls the client
-// did not answer get an error.
+// did not answer, and those the run did not take up (it was cancelled
+// first), get an error.
 func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
+	if h.last == "" {
+		h.last = fmt.Sprintf("the Ingress run %s ended", r.id)
+	}
 	var open []string // the agent's calls (relay ids)
 	for _, id := range r.calls {
 		open = append(open, id)
@@ -105,7 +159,18 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	for _, id := range r.approvals {
 		open = append(open, id)
 	}
+	var untaken []string
+	for _, env := range h.queue {
+		if env.Type == wire.TypeToolCall {
+			untaken = append(untaken, env.ID)
+		}
+	}
+	h.queue = h.queue[:0]
+	why := h.noRunLocked()
 	h.mu.Unlock()
+	for _, id := range untaken {
+		h.ext.Send(toolError(id, wire.ToolExecutionFailed, why))
+	}
 	b.mu.Lock()
 	delete(b.runs, r.id)
 	for tc := range r.calls {
@@ -256,7 +321,8 @@ func (b *Builtin) Cancel(_ context.Context, runID string) error {
 		return errorf(wire.IngressInvalidMessage, "run %s is not open", runID)
 	}
 	h.mu.Lock()
-	if h.run != nil && h.run.id == runID {
+	if h.run != nil && h.run.id == runID && !h.run.cancelled {
+		h.run.cancelled = true // what the agent sends from now on is refused (Deliver)
 		h.pushLocked(relay.Envelope{Type: typeCancel})
 	}
 	h.mu.Unlock()

@@ -85,6 +85,9 @@ type Options struct {
 	// CancelGrace is how long a cancelled run's orchestrator has to end it
 	// before its stream is cut (default 5s).
 	CancelGrace time.Duration
+	// AgentWait is the built-in orchestrator's BuiltinOptions.AgentWait,
+	// for the server to pass on (default DefaultAgentWait).
+	AgentWait time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
 	// Now is the clock; nil means time.Now.

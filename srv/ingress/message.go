@@ -269,8 +269,11 @@ func jsonProblem(err error) string {
 		switch te.Type.Kind() {
 		case reflect.String:
 			want = "a string"
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			want = "a whole number"
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			want = "a whole number of 0 or more"
+		case reflect.Float32, reflect.Float64:
 			want = "a number"
 		case reflect.Bool:
 			want = "true or false"
@@ -282,6 +285,9 @@ func jsonProblem(err error) string {
 		field := te.Field
 		if field == "" {
 			return "it is a JSON " + te.Value
+		}
+		if n, ok := strings.CutPrefix(te.Value, "number "); ok {
+			return fmt.Sprintf("%s must be %s, not %s", field, want, n)
 		}
 		return fmt.Sprintf("%s must be %s, not a JSON %s", field, want, te.Value)
 	case errors.As(err, &se):
