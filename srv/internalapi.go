@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
-
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/relay"

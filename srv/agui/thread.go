@@ -195,7 +195,6 @@ func (t *thread) dropWaitsLocked() {
 	t.queue = q
 }
 
-// yielded queues the end of the run: the agent has yielded the turn.
 // giveTurn records that the agent was given something to work on.
 func (t *thread) giveTurn() {
 	t.mu.Lock()
@@ -210,6 +209,7 @@ func (t *thread) atWork() bool {
 	return t.agentsTurn
 }
 
+// yielded queues the end of the run: the agent has yielded the turn.
 func (t *thread) yielded() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
