@@ -100,3 +100,36 @@ func TestInternalSendSaysWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalSendRefusesWhatIsNotTheOrchestrators: an event type the
+// orchestrator may not push to an Ingress session (hello_ack and
+// run_started are the server's own; anything else is no event of seed
+// 003) is refused 400 invalid_message naming the types it may push,
+// rather than answered ok and delivered to nobody; one it may push
+// reaches the device.
+func TestInternalSendRefusesWhatIsNotTheOrchestrators(t *testing.T) {
+	_, base := newServer(t, inbox.Options{})
+	ws, mine := ingressHello(t, base, tokA)
+	for _, typ := range []string{"hello_ack", "run_started", "hello", "agent.message", "Delta"} {
+		body := `{"session_id":"` + mine + `","event":{"type":"` + typ + `","ts":1,"session_id":"` + mine + `"}}`
+		code, m := call(t, "POST", base+"/internal/send", body)
+		msg, _ := m["message"].(string)
+		if code != http.StatusBadRequest || m["ok"] != false || m["error"] != "invalid_message" {
+			t.Errorf("push %s: %d %v", typ, code, m)
+			continue
+		}
+		for _, want := range []string{typ, "delta", "state", "tool_request", "approval_required", "error", "done"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("push %s: message %q does not name %q", typ, msg, want)
+			}
+		}
+	}
+	body := `{"session_id":"` + mine + `","event":{"type":"delta","ts":1,"text":"hi"}}`
+	if code, m := call(t, "POST", base+"/internal/send", body); code != http.StatusOK || m["ok"] != true {
+		t.Fatalf("push delta: %d %v", code, m)
+	}
+	var ev map[string]any
+	if err := ws.ReadJSON(&ev); err != nil || ev["type"] != "delta" {
+		t.Fatalf("the device got %v, %v; want the delta (and nothing refused before it)", ev, err)
+	}
+}

@@ -3,9 +3,13 @@ package srv
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -99,6 +103,12 @@ func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, 
 		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
 		return
 	}
+	if !slices.Contains(orchestratorEvents, ev.Type) {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": wire.IngressInvalidMessage,
+			"message": fmt.Sprintf("event type %q is not one the orchestrator may push to an Ingress session: it may push %s "+
+				"(hello_ack and run_started are the server's own)", ev.Type, strings.Join(orchestratorEvents, ", "))})
+		return
+	}
 	switch err := s.ingress.Push(s.tokenOf(r), id, ev); {
 	case errors.Is(err, ingress.ErrClientOffline):
 		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
@@ -112,6 +122,15 @@ func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, 
 	}
 }
 
+// orchestratorEvents are the event types of seed 003's Ingress → client
+// messages that the orchestrator may push (POST /internal/send): all but
+// hello_ack and run_started, which the server sends itself for the
+// connection and the run it started. Any other type would be answered ok
+// and reach no device, or reach it as a message the protocol does not
+// have.
+var orchestratorEvents = []string{wire.IngressDelta, wire.IngressState, wire.IngressToolRequest,
+	wire.IngressApprovalRequired, wire.IngressError, wire.IngressDone}
+
 // notFound answers for an Ingress session id that is no session of the
 // token presented: it never was, it has ended, or it is another token's.
 func notFound(w http.ResponseWriter, id string) {
@@ -119,11 +138,11 @@ func notFound(w http.ResponseWriter, id string) {
 		"message": "session " + id + " is not an Ingress session of this token (it has ended, or never was)"})
 }
 
+// tokenOf is the token requireToken checked ("" for none, or for
+// conflicting ones, which no token matches).
 func (s *Server) tokenOf(r *http.Request) string {
-	if tok := auth.TokenFrom(nil, r.Header); tok != "" {
-		return tok
-	}
-	return r.URL.Query().Get("token")
+	tok, _ := auth.RequestToken(r)
+	return tok
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

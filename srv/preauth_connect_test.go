@@ -87,9 +87,13 @@ func TestGzipBombOnConnect(t *testing.T) {
 	}
 	// Compressed messages within the limits still work, the token in the
 	// message (older clients) or in the header.
-	msg, _ := proto.Marshal(&pb.CancelRequestRequest{UserToken: tokA, ID: "no-such-request"})
-	for name, h := range map[string]map[string]string{"in the message": gz, "in the header": with(auth.TokenHeader, tokB)} {
-		code, body := postConnect(t, base, path, gzipped(t, msg), h)
+	inMsg, _ := proto.Marshal(&pb.CancelRequestRequest{UserToken: tokA, ID: "no-such-request"})
+	noTok, _ := proto.Marshal(&pb.CancelRequestRequest{ID: "no-such-request"})
+	for name, c := range map[string]struct {
+		msg []byte
+		h   map[string]string
+	}{"in the message": {inMsg, gz}, "in the header": {noTok, with(auth.TokenHeader, tokB)}} {
+		code, body := postConnect(t, base, path, gzipped(t, c.msg), c.h)
 		if code != http.StatusBadRequest || !strings.Contains(body, "failed_precondition") {
 			t.Errorf("compressed call, token %s: %d %s", name, code, body)
 		}

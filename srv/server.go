@@ -283,14 +283,14 @@ func (s *Server) Close() error {
 }
 
 // requireToken guards a plain HTTP endpoint: the token in the
-// X-Agentassistant-Token or Authorization header, or in ?token=.
+// X-Agentassistant-Token or Authorization header, or in ?token= (one).
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.tokens.Valid(s.tokenOf(r)) {
+		if _, err := s.tokens.Presented(r); err != nil {
 			// Past the budget, the answer waits, on a connection that
 			// counts as idle meanwhile.
 			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
-			refuseUnread(w, "missing or invalid token", http.StatusUnauthorized)
+			refuseUnread(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")

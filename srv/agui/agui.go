@@ -67,8 +67,10 @@ type Options struct {
 	// for an agent to take it (wait_user_message) when no agent has said
 	// anything in the run; past it, with the message still unread and no
 	// agent joined on /agent/ws, the run ends with RUN_ERROR no_agent,
-	// saying how to connect one; the message is kept for it (default
-	// DefaultAgentWait).
+	// saying how to connect one; the message is kept for it. A run that
+	// brings nothing (no user message, no tool result) waits as long for
+	// an agent to be at work or come, then ends with RUN_ERROR no_agent
+	// too (default DefaultAgentWait).
 	AgentWait time.Duration
 	// AgentIdle is how long a run waits on an agent that says nothing
 	// (no message, no tool call, no yield) while no agent is in the relay
@@ -211,11 +213,11 @@ func isJSON(ct string) bool {
 	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
 }
 
+// tokenOf is the token the server checked before the handler ran ("" for
+// none, or for conflicting ones, which no token matches).
 func tokenOf(r *http.Request) string {
-	if tok := auth.HeaderToken(r.Header); tok != "" {
-		return tok
-	}
-	return r.URL.Query().Get("token")
+	tok, _ := auth.RequestToken(r)
+	return tok
 }
 
 // thread returns the thread of (token, in.ThreadID), or the RUN_ERROR

@@ -91,3 +91,72 @@ func TestGoneAgentEndsTheRun(t *testing.T) {
 		}
 	})
 }
+
+// TestEmptyRunWithNoAgentEnds: a run that brings nothing (no user
+// message, no tool result) while no agent is in the thread ends in
+// AgentWait with RUN_ERROR no_agent, saying there is nothing to do and
+// how to connect an agent (before, it stayed open until AgentIdle, and
+// then blamed an agent that had gone); the thread stays the relay
+// session's host, so an agent that comes later finds its UI.
+func TestEmptyRunWithNoAgentEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		a := newAgent(t)
+		a.l.Close() // no agent in the thread
+		start := time.Now()
+		evs := a.post(context.Background(), "r1")
+		if waited := time.Since(start); waited != DefaultAgentWait {
+			t.Errorf("the run ended after %s, want %s", waited, DefaultAgentWait)
+		}
+		if evTypes(evs) != "RUN_STARTED RUN_ERROR" || evs[1]["code"] != "no_agent" {
+			t.Fatalf("events %v", evs)
+		}
+		msg := evs[1]["message"].(string)
+		for _, want := range []string{`thread "th"`, "agentassistant-mcp -session th", "no user message"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("RUN_ERROR message %q lacks %q", msg, want)
+			}
+		}
+		if strings.Contains(msg, "kept") {
+			t.Errorf("RUN_ERROR message %q speaks of a kept message, and there is none", msg)
+		}
+		a.l = a.r.Local("tok", "th") // an agent comes: the thread is still the host
+		a.startSession()
+	})
+}
+
+// TestEmptyRunWithAnAgentAtWorkStays: a run that brings nothing while an
+// agent is in the thread (in a call), or has the turn (it took the user's
+// message and has not yielded: between its calls), stays open past
+// AgentWait for what the agent says, and ends when it yields.
+func TestEmptyRunWithAnAgentAtWorkStays(t *testing.T) {
+	for _, betweenCalls := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			a := newAgent(t)
+			a.post(context.Background(), "r0", map[string]any{"id": "u1", "role": "user", "content": "go"})
+			if _, ok := a.l.NextUserMessage(context.Background()); !ok {
+				t.Fatal("no message")
+			}
+			if betweenCalls {
+				a.l.Close()
+			}
+			done := make(chan []map[string]any, 1)
+			go func() { done <- a.post(context.Background(), "r1") }()
+			time.Sleep(3 * DefaultAgentWait)
+			synctest.Wait()
+			select {
+			case evs := <-done:
+				t.Fatalf("between calls %v: the run ended while the agent worked: %v", betweenCalls, evs)
+			default:
+			}
+			if betweenCalls {
+				a.l = a.r.Local("tok", "th") // its next call
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go a.l.NextUserMessage(ctx) // yields the turn
+			if evs := <-done; evTypes(evs) != "RUN_STARTED RUN_FINISHED" {
+				t.Fatalf("between calls %v: events %v", betweenCalls, evs)
+			}
+		})
+	}
+}

@@ -50,23 +50,31 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
 		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
 	}
+	if userMsg != nil || len(results) > 0 {
+		t.giveTurn()
+	}
 	t.deliverResults(results)
 	// timer: an agent should have taken the user's message by then; once
-	// one has (or with no message), it is the agent's silence that is
-	// timed (idle), and checked against whether any agent is still there.
+	// one has (or with results), it is the agent's silence that is timed
+	// (idle), and checked against whether any agent is still there. A
+	// run that brings nothing (empty) is there for what an agent says on
+	// its own: one should be at work or come within AgentWait.
 	timer := time.NewTimer(h.o.AgentIdle)
 	defer timer.Stop()
-	idle := true
+	idle, empty := true, false
 	if userMsg != nil {
 		t.postUser(*userMsg)
 		timer.Reset(h.o.AgentWait)
 		idle = false
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
+	} else if len(results) == 0 {
+		timer.Reset(h.o.AgentWait)
+		idle, empty = false, true
 	}
 	quiet := func() { // the agent spoke, or took the message: time its silence
 		timer.Reset(h.o.AgentIdle)
-		idle = true
+		idle, empty = true, false
 	}
 	beat := time.NewTicker(keepAliveEvery)
 	defer beat.Stop()
@@ -88,6 +96,9 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 			switch {
 			case !idle && t.ext.Unheard():
 				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
+				return
+			case empty && !t.ext.AgentPresent() && !t.atWork():
+				end(event{"type": RunError, "message": nothingToDoMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
 				return
 			case idle && !t.ext.AgentPresent():
 				end(event{"type": RunError, "message": goneAgentMessage(in.ThreadID, h.o.AgentIdle), "code": "agent_gone"})
@@ -137,13 +148,27 @@ func goneAgentMessage(thread string, waited time.Duration) string {
 		"it went away without answering. Start the agent again and send your message again.", waited, thread)
 }
 
+// nothingToDoMessage says a run brought nothing for an agent and no agent
+// was there to speak on its own.
+func nothingToDoMessage(thread string, waited time.Duration) string {
+	return fmt.Sprintf("this run brought no user message and no tool result, and within %s no agent was at work in thread %q "+
+		"or came to it, so nothing can answer it. Send a message to start a turn. To connect an agent, start the MCP client "+
+		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
+		waited, thread, bridgeCommand(thread), thread, thread)
+}
+
+// bridgeCommand is how to start agentassistant-mcp for thread.
+func bridgeCommand(thread string) string {
+	if thread == relay.DefaultSession {
+		return "agentassistant-mcp (without -session)"
+	}
+	return "agentassistant-mcp -session " + thread
+}
+
 // noAgentMessage says no agent took the user's message in thread, and
 // how to connect one.
 func noAgentMessage(thread string, waited time.Duration) string {
-	bridge := "agentassistant-mcp -session " + thread
-	if thread == relay.DefaultSession {
-		bridge = "agentassistant-mcp (without -session)"
-	}
+	bridge := bridgeCommand(thread)
 	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
 		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
 		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",

@@ -41,6 +41,10 @@ type thread struct {
 	calls     map[string]string // tool call id → tool name: streamed, no result yet
 	done      map[string]string // tool call id → tool name: result delivered
 	users     map[string]bool   // user message ids already posted
+	// agentsTurn: a run gave the agent a user message or tool results,
+	// and it has not yielded (wait_user_message) since: it is at work,
+	// between its calls perhaps.
+	agentsTurn bool
 }
 
 func newThread(h *Handler, id string) *thread {
@@ -69,6 +73,7 @@ func (t *thread) Deliver(env relay.Envelope) bool {
 	case wire.TypeSnapshotGet:
 		t.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: t.snapshotLocked()})
 	case relay.TypeAgentWaiting:
+		t.agentsTurn = false
 		if !t.running {
 			return true // no run to finish
 		}
@@ -188,6 +193,20 @@ func (t *thread) dropWaitsLocked() {
 		}
 	}
 	t.queue = q
+}
+
+// giveTurn records that the agent was given something to work on.
+func (t *thread) giveTurn() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.agentsTurn = true
+}
+
+// atWork reports whether the agent has the turn (see agentsTurn).
+func (t *thread) atWork() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.agentsTurn
 }
 
 // yielded queues the end of the run: the agent has yielded the turn.

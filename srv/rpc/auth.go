@@ -28,10 +28,15 @@ type authInterceptor struct {
 // check is the token check every call goes through. A wrong token's
 // answer is held back once the address has spent its budget of failures;
 // the right one is never refused or delayed.
-func (a authInterceptor) check(ctx context.Context, tok, remote string) error {
+// Two different tokens presented (terr, from auth.TokenFrom) are refused
+// as a wrong one is, saying so.
+func (a authInterceptor) check(ctx context.Context, tok string, terr error, remote string) error {
 	markChecked(ctx)
-	if !a.tokens.Valid(tok) {
+	if terr != nil || !a.tokens.Valid(tok) {
 		a.limiter.Fail(ctx.Done(), remote)
+		if terr != nil {
+			return connect.NewError(connect.CodeUnauthenticated, terr)
+		}
 		return connect.NewError(connect.CodeUnauthenticated, errBadToken)
 	}
 	markValid(ctx)
@@ -40,8 +45,8 @@ func (a authInterceptor) check(ctx context.Context, tok, remote string) error {
 
 func (a authInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		tok := auth.TokenFrom(req.Any(), req.Header())
-		if err := a.check(ctx, tok, req.Peer().Addr); err != nil {
+		tok, terr := auth.TokenFrom(req.Any(), req.Header())
+		if err := a.check(ctx, tok, terr, req.Peer().Addr); err != nil {
 			return nil, err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), req)
@@ -56,8 +61,8 @@ func (authInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) con
 // after the call starts, so the header is the only thing to check up front.
 func (a authInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		tok := auth.TokenFrom(nil, conn.RequestHeader())
-		if err := a.check(ctx, tok, conn.Peer().Addr); err != nil {
+		tok, terr := auth.HeaderToken(conn.RequestHeader())
+		if err := a.check(ctx, tok, terr, conn.Peer().Addr); err != nil {
 			return err
 		}
 		return next(context.WithValue(ctx, tokenKey{}, tok), conn)

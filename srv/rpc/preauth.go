@@ -52,7 +52,7 @@ func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = connect.NewErrorWriter().Write(w, r, connect.NewError(connect.CodePermissionDenied, errForbiddenOrigin))
 		return
 	}
-	if tok := auth.HeaderToken(r.Header); tok != "" && p.a.tokens.Valid(tok) {
+	if tok, err := auth.HeaderToken(r.Header); err == nil && tok != "" && p.a.tokens.Valid(tok) {
 		r.Body = &callBody{ReadCloser: r.Body}
 		p.full.ServeHTTP(w, r)
 		return
@@ -147,10 +147,11 @@ func markValid(ctx context.Context) {
 	}
 }
 
-// gate refuses a wrong header token before the message is read.
+// gate refuses a wrong header token, or two different ones, before the
+// message is read.
 func (a authInterceptor) gate(ctx context.Context, _ connect.Spec, peer connect.Peer, h http.Header) (context.Context, error) {
-	if tok := auth.HeaderToken(h); tok != "" {
-		return nil, a.check(ctx, tok, peer.Addr)
+	if tok, err := auth.HeaderToken(h); tok != "" || err != nil {
+		return nil, a.check(ctx, tok, err, peer.Addr)
 	}
 	return nil, nil
 }

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestREADMENamesTheRealSettings: the example agentassistant-mcp.toml in
+// README.md, and the one in the repository, show every key the MCP
+// server reads and no other.
+func TestREADMENamesTheRealSettings(t *testing.T) {
+	var real []string
+	ft := reflect.TypeOf(fileConfig{})
+	for i := range ft.NumField() {
+		if k, _, _ := strings.Cut(ft.Field(i).Tag.Get("toml"), ","); k != "" && k != "-" {
+			real = append(real, k)
+		}
+	}
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const intro = "\n`agentassistant-mcp.toml` (an example is in this repository):\n"
+	_, rest, ok := strings.Cut(string(b), intro)
+	if !ok {
+		t.Fatalf("README.md has no line %q", intro)
+	}
+	_, rest, ok = strings.Cut(rest, "```toml\n")
+	if !ok {
+		t.Fatal("README.md has no TOML block for agentassistant-mcp.toml")
+	}
+	readmeBlock, _, _ := strings.Cut(rest, "```")
+	example, err := os.ReadFile("../../" + configName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`(?m)^#?\s*([a-z0-9_]+)\s*=`)
+	for name, block := range map[string]string{"README's agentassistant-mcp.toml": readmeBlock, configName: string(example)} {
+		var shown []string
+		for _, m := range key.FindAllStringSubmatch(block, -1) {
+			shown = append(shown, m[1])
+		}
+		for _, k := range shown {
+			if !slices.Contains(real, k) {
+				t.Errorf("%s sets %s, which is no setting of agentassistant-mcp", name, k)
+			}
+		}
+		for _, k := range real {
+			if !slices.Contains(shown, k) {
+				t.Errorf("%s does not show %s", name, k)
+			}
+		}
+	}
+}

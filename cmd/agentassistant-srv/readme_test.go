@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tomlKeys returns the keys of fileConfig's TOML tags.
+func tomlKeys(v any) []string {
+	var keys []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); k != "" && k != "-" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// readmeBlock returns the keys set (`key = ...`, commented out or not) in
+// the first TOML block of README.md after the line intro.
+func readmeBlock(t *testing.T, readme, intro string) []string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+intro+"\n")
+	if !ok {
+		t.Fatalf("README.md has no line %q", intro)
+	}
+	_, rest, ok = strings.Cut(rest, "```toml\n")
+	if !ok {
+		t.Fatalf("README.md has no TOML block after %q", intro)
+	}
+	block, _, _ := strings.Cut(rest, "```")
+	var keys []string
+	for _, m := range regexp.MustCompile(`(?m)^#?\s*([a-z0-9_]+)\s*=`).FindAllStringSubmatch(block, -1) {
+		keys = append(keys, m[1])
+	}
+	return keys
+}
+
+// TestREADMENamesTheRealSettings: the example agentassistant-srv.toml in
+// README.md sets every key the server reads and no other, and every
+// setting-like name the documentation quotes (`max_...`, `..._seconds`,
+// ...) is a key of the server or of agentassistant-mcp: a reader who
+// copies one gets a setting, not "unknown key" at start.
+func TestREADMENamesTheRealSettings(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	real := tomlKeys(fileConfig{})
+	shown := readmeBlock(t, readme, "`agentassistant-srv.toml`:")
+	for _, k := range shown {
+		if !slices.Contains(real, k) {
+			t.Errorf("README's agentassistant-srv.toml sets %s, which is no setting of the server", k)
+		}
+	}
+	for _, k := range real {
+		if !slices.Contains(shown, k) {
+			t.Errorf("README's agentassistant-srv.toml does not show %s", k)
+		}
+	}
+
+	known := append(slices.Clone(real), readmeBlock(t, readme, "`agentassistant-mcp.toml` (an example is in this repository):")...)
+	docs := map[string]string{"README.md": readme}
+	more, _ := filepath.Glob("../../docs/*.md")
+	more = append(more, "../../SECURITY.md")
+	for _, p := range more {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[filepath.Base(p)] = string(b)
+	}
+	// Names that look like settings and are something else: NATS's own
+	// setting, the cluster's JetStream buckets, an Ingress error code.
+	notOurs := []string{"max_payload", "orchestrator_error", "agentassistant_instances", "agentassistant_presence", "agentassistant_relay_hosts", "agentassistant_requests"}
+	settingLike := regexp.MustCompile(`^(max_|agui_|ingress_|orchestrator_|nats_|agentassistant_|allowed_|tls_|db_|study_|history_|missed_|orphan_|login_|ping_|pong_|write_|body_|booking_|relay_session)|(_seconds|_hours|_days|_bytes|_fsync|_per_token|_per_address)$`)
+	quoted := regexp.MustCompile("`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`")
+	for name, text := range docs {
+		for _, m := range quoted.FindAllStringSubmatch(text, -1) {
+			k := m[1]
+			if settingLike.MatchString(k) && !slices.Contains(known, k) && !slices.Contains(notOurs, k) {
+				t.Errorf("%s quotes `%s`, which is no setting (of agentassistant-srv.toml or agentassistant-mcp.toml)", name, k)
+			}
+		}
+	}
+}
