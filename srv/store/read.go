@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,7 +58,7 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	prefix := []byte(room + "/")
 	// Keys sort by creation time within a room: walk back from before and
 	// stop after one more than a page.
-	start := fmt.Appendf(append([]byte(nil), prefix...), "%016x", stamp(before))
+	start := appendStamp(append([]byte(nil), prefix...), before)
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(requests).Cursor()
 		var k, v []byte

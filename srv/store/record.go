@@ -211,7 +211,14 @@ func (r *Record) Key() []byte {
 	k := make([]byte, 0, len(r.Room)+len(r.ID)+18)
 	k = append(k, r.Room...)
 	k = append(k, '/')
-	k = fmt.Appendf(k, "%016x", stamp(r.CreatedAt))
+	k = appendStamp(k, r.CreatedAt)
 	k = append(k, '/')
 	return append(k, r.ID...)
+}
+
+// appendStamp appends t's stamp as 16 hex digits, as keys hold it.
+func appendStamp(k []byte, t time.Time) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], stamp(t))
+	return hex.AppendEncode(k, b[:])
 }

@@ -3,6 +3,8 @@ package store
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -99,6 +101,27 @@ func BenchmarkRecordCodec(b *testing.B) {
 		var got Record
 		if err := decode(encode(&r), &got); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// A key holds the creation time as 16 hex digits of Unix nanoseconds,
+// zero-padded, between the room and the ID: what stores already on disk
+// hold, so their records sort and are found as before.
+func TestKeyLayout(t *testing.T) {
+	for _, c := range []struct {
+		at   time.Time
+		want string
+	}{
+		{time.Unix(0, 0), "room/0000000000000000/id"},
+		{time.Unix(0, 0xabc), "room/0000000000000abc/id"},
+		{time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC), fmt.Sprintf("room/%016x/id", time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC).UnixNano())},
+		{time.Unix(-5, 0), "room/0000000000000000/id"},
+		{time.Unix(0, math.MaxInt64).Add(time.Hour), "room/7fffffffffffffff/id"},
+	} {
+		r := Record{Room: "room", ID: "id", CreatedAt: c.at}
+		if got := string(r.Key()); got != c.want {
+			t.Errorf("%v: key %q, want %q", c.at, got, c.want)
 		}
 	}
 }

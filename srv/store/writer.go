@@ -215,6 +215,9 @@ func (w *writer) rescue(es []entry, ack *Ack, err error) {
 // entries encodes rs for the database; of records with the same key (a
 // request and its answer within one batch) only the last is kept.
 func entries(rs []Record) []entry {
+	if len(rs) == 1 { // the usual batch: nothing to replace
+		return []entry{{key: rs[0].Key(), val: encode(&rs[0])}}
+	}
 	out := make([]entry, 0, len(rs))
 	at := make(map[string]int, len(rs))
 	for i := range rs {
