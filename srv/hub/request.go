@@ -146,15 +146,46 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 
 	select {
 	case <-p.done:
-		return p.reply, p.err
+		if ctx.Err() == nil {
+			return p.reply, p.err
+		}
+		// Its outcome came as the call ended: nobody reads this reply.
+		h.keepIfUnread(r, p)
+		return nil, ctx.Err()
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if h.detach(r, p, req.WithdrawOnLeave) {
+		// Withdrawn only when neither the leaving caller nor the one
+		// that made it can come back for a missed answer.
+		if h.detach(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {
 			h.withdrawLeft(r, p)
 		}
+		h.keepIfUnread(r, p)
 		return nil, ctx.Err()
 	}
+}
+
+// keepIfUnread keeps p's answer for its project's next call when p was
+// answered, as if delivered, in the moment its only caller's call ended:
+// that caller never reads it. The kept answer is saved as undelivered, as
+// one given after the call had gone. A caller that re-attaches by the ID
+// gets it from the settled outcomes instead, and it is handed over once.
+func (h *Hub) keepIfUnread(r *room, p *pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !p.overLocked() || p.reply == nil || p.reason == NoteUndelivered || p.waiters != 1 || p.req.WithdrawOnLeave {
+		return // not answered, kept already, or another caller had it
+	}
+	if _, kept := r.missed[p.req.ID]; kept {
+		return
+	}
+	p.reason = NoteUndelivered
+	now := h.now()
+	h.keepMissedLocked(r, p, p.reply, now)
+	if h.store != nil {
+		h.store.Enqueue(missedRecord(r, r.missed[p.req.ID], NoteUndelivered))
+	}
+	h.log.Info("an answer came as its call ended: kept for the project's next call", "kind", p.req.Kind, "id", p.req.ID)
 }
 
 // withdrawLeft withdraws p, whose last caller left and cannot come back
