@@ -312,3 +312,44 @@ func TestGivenUpRecordsStayInTheJournal(t *testing.T) {
 		t.Fatalf("after a crash: %v, want both acknowledged records", ids(got))
 	}
 }
+
+// A record a caller's lead appended is waited for by a reader from the
+// moment the writer takes it to fold: a Flush in between does not return
+// before it is in the database.
+func TestFlushWaitsForWhatTheWriterTook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		s := open(t, dir)
+		hold := make(chan struct{})
+		took := make(chan struct{}, 1)
+		testHookWriterTook = func() {
+			select {
+			case took <- struct{}{}:
+				<-hold // the first time: stay between taking and working
+			default:
+			}
+		}
+		defer func() { testHookWriterTook = nil }()
+		r := texty(1, 10)[0]
+		if err := s.Stage(r).Wait(); err != nil { // the lead wakes the writer to arm its fold
+			t.Fatal(err)
+		}
+		<-took
+		flushed := make(chan struct{})
+		go func() { s.Flush(); close(flushed) }()
+		synctest.Wait()
+		select {
+		case <-flushed:
+			t.Error("Flush returned while the writer held the record, not yet in the database")
+		default:
+		}
+		close(hold)
+		<-flushed
+		if got := all(t, s); len(got) != 1 {
+			t.Fatalf("after the flush: %v", ids(got))
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -68,6 +68,9 @@ func (s *Store) writeLoop() {
 			s.busy = true
 		}
 		s.mu.Unlock()
+		if testHookWriterTook != nil {
+			testHookWriterTook()
+		}
 		tried, failed := false, false
 		if work {
 			w.appendQueue(closing)
@@ -98,6 +101,10 @@ func (s *Store) writeLoop() {
 // goroutine wakes.
 var testHookWriterWoken func()
 
+// testHookWriterTook, when set by a test, is called each time the writer
+// goroutine has taken what callers' leads wrote, before it works on it.
+var testHookWriterTook func()
+
 // writer is the writer goroutine's own state.
 type writer struct {
 	s        *Store
@@ -118,6 +125,7 @@ func (w *writer) takeLedLocked() {
 	w.size += s.ledSize
 	clear(s.led)
 	s.led, s.ledSize = s.led[:0], 0
+	s.unfold = len(w.unfolded) // a reader waits for them from now, not only once this wake-up is over
 }
 
 func (w *writer) foldDue(asked bool) bool {
