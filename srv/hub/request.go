@@ -163,7 +163,7 @@ func (h *Hub) withdrawLeft(r *room, p *pending) {
 	r.mu.Lock()
 	alone := r.pending[p.req.ID] == p && p.waiters <= 0
 	r.mu.Unlock()
-	if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+	if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
 	}
 }
@@ -230,7 +230,7 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 		r.mu.Lock()
 		alone := r.pending[p.req.ID] == p && p.waiters <= 0
 		r.mu.Unlock()
-		if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})

@@ -253,7 +253,7 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 		})
 	}
 	p.orphan = time.AfterFunc(h.grace, func() {
-		if alone() && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		if alone() && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})

@@ -85,7 +85,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 		// Its caller takes no missed answers and is not here: withdrawn,
 		// as on a single server's restart (Restore).
 		return p, func() {
-			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, "abandoned") })
+			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) })
 		}
 	}
 	if lone {
