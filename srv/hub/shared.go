@@ -158,7 +158,9 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if h.detachShared(r, p, req.WithdrawOnLeave) {
+		withdraw := h.detachShared(r, p, req.WithdrawOnLeave)
+		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)
+		if withdraw {
 			h.withdrawLeft(r, p)
 		}
 		return nil, ctx.Err()
