@@ -241,8 +241,9 @@ func (h *Hub) room(token string) *room {
 // Close makes every waiting and future Ask return ErrClosed; pending
 // requests stay pending in the store for the next start, which Close
 // flushes. In cluster mode it waits for the hub's writes in flight
-// (goWrite), each bounded by sharedTimeout, so they land before the
-// cluster closes NATS. Idempotent.
+// (own: an outcome, the agent-gone mark, those made on hearing a change),
+// each bounded by sharedTimeout, so they land before the cluster closes
+// NATS. Idempotent.
 func (h *Hub) Close() {
 	h.closeOnce.Do(func() { close(h.quit) })
 	h.wmu.Lock()
@@ -255,19 +256,33 @@ func (h *Hub) Close() {
 }
 
 // goWrite runs write, a cluster-mode write to the shared store that the
-// hub makes on hearing a change (or a timer firing), on a goroutine the
-// hub owns: Close waits for it. Once Close has begun nothing starts: what
-// is about to be written is logged as not written. Its context is not
-// ended by Close, which would drop the very write it waits for; the
-// write's calls are bounded by sharedTimeout. Safe under room.mu.
+// hub makes on hearing a change, on a goroutine the hub owns (own).
+// Safe under room.mu.
 func (h *Hub) goWrite(what, id string, write func()) bool {
+	if !h.own(what, id) {
+		return false
+	}
+	go func() {
+		defer h.writes.Done()
+		write()
+	}()
+	return true
+}
+
+// own counts a cluster-mode write to the shared store, about to start,
+// among those Close waits for, so it lands before the cluster closes
+// NATS; the caller calls h.writes.Done when it is over. Once Close has
+// begun it reports false, and what was to be written is logged as not
+// written. The write's context is not ended by Close, which would drop
+// the very write it waits for: its calls are bounded by sharedTimeout.
+func (h *Hub) own(what, id string) bool {
 	h.wmu.Lock()
 	defer h.wmu.Unlock()
 	if h.wclosed {
 		h.log.Warn("not written: the server is shutting down", "what", what, "id", id)
 		return false
 	}
-	h.writes.Go(write)
+	h.writes.Add(1)
 	return true
 }
 

@@ -269,6 +269,10 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	default:
 	}
 	if h.shared != nil {
+		if !h.own("outcome of a request", p.req.ID) {
+			return ErrNotPending
+		}
+		defer h.writes.Done()
 		return h.settleShared(r, p, rep, err, reason)
 	}
 	r.mu.Lock()

@@ -239,9 +239,10 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 	}
 	if !p.gone.Load() {
 		p.notice = time.AfterFunc(h.notice, func() {
-			if !alone() {
+			if !alone() || !h.own("agent-gone mark", p.req.ID) {
 				return
 			}
+			defer h.writes.Done()
 			err := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
 				if rec.Holder != h.self || rec.Gone {
 					return false

@@ -91,3 +91,79 @@ func TestSharedCloseWaitsForWrites(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedCloseWaitsForOutcomes: a person's answer, and the agent-gone
+// mark of a timer, are being written when the server shuts down: Hub.Close
+// waits for them, so they land before the cluster closes NATS.
+func TestSharedCloseWaitsForOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		// start begins the write; its result, when it has one, comes on
+		// the channel.
+		start func(h *Hub, leave context.CancelFunc) <-chan error
+		check func(t *testing.T, rec SharedRecord)
+	}{
+		{"answer", func(h *Hub, _ context.CancelFunc) <-chan error {
+			res := make(chan error, 1)
+			go func() { res <- h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")) }()
+			return res
+		}, func(t *testing.T, rec SharedRecord) {
+			if rec.Reply == nil {
+				t.Errorf("the answer was not written: %+v", rec)
+			}
+		}},
+		{"agent-gone mark", func(h *Hub, leave context.CancelFunc) <-chan error {
+			leave()
+			time.Sleep(time.Minute) // past OrphanNotice, on the bubble's clock
+			return nil
+		}, func(t *testing.T, rec SharedRecord) {
+			if !rec.Gone {
+				t.Errorf("the agent-gone mark was not written: %+v", rec)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := &gatedBus{bus: newBus(), gate: make(chan struct{})}
+				defer close(g.gate)
+				h := New(Options{Shared: g, Instance: "a", OrphanNotice: time.Second, OrphanGrace: time.Hour})
+				defer h.Close()
+				a := &node{h: h}
+				req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				go func() { _, _ = h.Ask(ctx, "tok", req) }()
+				synctest.Wait()
+				g.deliver(a)
+
+				g.hold.Store(true)
+				res := tc.start(h, cancel)
+				synctest.Wait()
+				closed := make(chan struct{})
+				go func() {
+					h.Close()
+					g.closed.Store(true) // then the cluster closes NATS
+					close(closed)
+				}()
+				synctest.Wait()
+				select {
+				case <-closed:
+					t.Fatal("Hub.Close returned while a write of the hub was in flight")
+				default:
+				}
+				g.hold.Store(false)
+				g.gate <- struct{}{}
+				<-closed
+				if res != nil {
+					if err := <-res; err != nil {
+						t.Fatalf("the write during the shutdown: %v", err)
+					}
+				}
+				tc.check(t, g.last())
+				if n := g.late.Load(); n != 0 {
+					t.Fatalf("%d writes tried after NATS closed", n)
+				}
+			})
+		})
+	}
+}
