@@ -21,7 +21,8 @@
 // room's lock, finds whether it still applies, and does nothing otherwise.
 // broadcast splits a crowd among goroutines and waits for them. In
 // cluster mode the writes the hub makes on hearing a change run on
-// goroutines it owns (goWrite); Close waits for them.
+// goroutines it owns (goWrite); Close waits for them, and for every
+// outcome and agent-gone mark being written (own).
 //
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
 // room.mu the hub queues records (store.Put) and frames (Client.Send),
