@@ -97,7 +97,7 @@ func TestSharedCloseWaitsForWrites(t *testing.T) {
 // waits for them, so they land before the cluster closes NATS.
 func TestSharedCloseWaitsForOutcomes(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
+		name string
 		// start begins the write; its result, when it has one, comes on
 		// the channel.
 		start func(h *Hub, leave context.CancelFunc) <-chan error
