@@ -158,7 +158,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		withdraw := h.detachShared(r, p, req.WithdrawOnLeave)
+		withdraw := h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
 		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)
 		if withdraw {
 			h.withdrawLeft(r, p)
