@@ -5,21 +5,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wstest"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestClusterAnswerSoonAfterTheAgentLeft: the agent asks through instance
-// one and its agentassistant-mcp goes away; a second later, well before the
-// screens are told no agent waits, the person answers on a device of
-// instance two. The answer is kept all the same: the project's next call,
+// one and its agentassistant-mcp goes away; once instance one has seen it
+// go, well before the screens are told no agent waits, the person answers
+// on a device of instance two. The answer is kept all the same: the project's next call,
 // through instance one, gets it instead of asking, once.
 func TestClusterAnswerSoonAfterTheAgentLeft(t *testing.T) {
 	ns := natstest.Start(t)
 	one := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "one"}, tokenA)
 	two := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "two"}, tokenA)
 	device := dial(t, two, tokenA, "phone")
+	nc, err := nats.Connect(ns.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const project = "/p"
 
 	agent := startMCP(t, one, tokenA)
@@ -29,11 +43,16 @@ func TestClusterAnswerSoonAfterTheAgentLeft(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 	<-done
-	time.Sleep(time.Second) // the server has seen the call go; the agent-gone notice is seconds away
+	// Instance one has seen the call go; the agent-gone notice is seconds
+	// away (OrphanNotice).
+	waitLog(t, one, `msg="agent call went away"`, "id="+id)
 	if err := device.Send(wstest.TextReply(id, "Blue.")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	// Instance two wrote the answer as delivered; instance one, the
+	// call's holder, marks it undelivered and hears its own mark.
+	rev := waitRecord(t, js, id, func(rec store.Record) bool { return rec.ClosedNote == hub.NoteUndelivered })
+	waitHeard(t, one, device.Login.GetEpoch(), rev)
 
 	agent2 := startMCP(t, one, tokenA)
 	var r callResult

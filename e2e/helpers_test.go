@@ -52,6 +52,7 @@ type server struct {
 	Data   string
 	cmd    *exec.Cmd
 	log    *strings.Builder
+	logw   *lockedWriter // log's writer: read the log while it runs through it
 	killed bool
 }
 
@@ -116,11 +117,12 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 		t.Fatal(err)
 	}
 	var logs strings.Builder
-	cmd.Stderr = &lockedWriter{b: &logs}
+	logw := &lockedWriter{b: &logs}
+	cmd.Stderr = logw
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &server{cmd: cmd, Data: data, log: &logs}
+	s := &server{cmd: cmd, Data: data, log: &logs, logw: logw}
 	t.Cleanup(func() {
 		if s.killed {
 			return

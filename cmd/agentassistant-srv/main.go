@@ -276,12 +276,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := cl.Start(server.Hub(), server.Connections); err != nil {
 			return err
 		}
+		// From here the cluster applies changes to the hub, which may
+		// write on hearing them: the server is closed (the hub waiting for
+		// those writes) before the deferred Cluster.Close closes NATS.
 		if err := rl.Start(server.Relay()); err != nil {
+			_ = server.Close()
 			return err
 		}
 		select { // the cluster's pending requests are here before anyone asks
 		case <-cl.Ready():
 		case <-ctx.Done():
+			_ = server.Close()
 			return nil
 		}
 	}

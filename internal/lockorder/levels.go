@@ -14,6 +14,8 @@ package lockorder
 //	                       under bhost.mu (Deliver answers later)
 //	30 hub.Hub.mu          the rooms by token; held alone
 //	40 hub.room.mu         one room; its timers take it too
+//	45 hub.Hub.wmu         the hub's cluster-mode writes, started under
+//	                       room.mu; nothing is taken under it
 //	50 studylog.Dir.mu     study log names, taken under channel.mu
 //	60 store.Store.mu      the write queue, taken under room.mu (Put)
 //	70 ingress.Handler.mu  the Ingress sessions
@@ -39,6 +41,7 @@ type (
 	BuiltinReplies    struct{}
 	Rooms             struct{}
 	Room              struct{}
+	HubWrites         struct{}
 	StudyLogs         struct{}
 	Store             struct{}
 	IngressSessions   struct{}
@@ -56,6 +59,7 @@ func (BuiltinHost) Order() (int, string)       { return 25, "ingress.bhost.mu" }
 func (BuiltinReplies) Order() (int, string)    { return 26, "ingress.Builtin.gmu" }
 func (Rooms) Order() (int, string)             { return 30, "hub.Hub.mu" }
 func (Room) Order() (int, string)              { return 40, "hub.room.mu" }
+func (HubWrites) Order() (int, string)         { return 45, "hub.Hub.wmu" }
 func (StudyLogs) Order() (int, string)         { return 50, "studylog.Dir.mu" }
 func (Store) Order() (int, string)             { return 60, "store.Store.mu" }
 func (IngressSessions) Order() (int, string)   { return 70, "ingress.Handler.mu" }

@@ -47,6 +47,7 @@ type rewatch struct {
 func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch, error) {
 	ctx, stop := context.WithCancel(ctx)
 	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop}
+	back := c.reconnected() // before the watcher is made: a reconnect from now on renews it
 	wctx, wstop := context.WithCancel(ctx)
 	w, err := kv.WatchAll(wctx)
 	if err != nil {
@@ -55,7 +56,7 @@ func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch
 		return nil, err
 	}
 	rw.w, rw.wstop = w, wstop
-	rw.wg.Go(func() { rw.run(ctx) })
+	rw.wg.Go(func() { rw.run(ctx, back) })
 	return rw, nil
 }
 
@@ -70,14 +71,19 @@ func (rw *rewatch) Stop() error {
 	return nil
 }
 
-func (rw *rewatch) run(ctx context.Context) {
+// run delivers the entries; back is closed at the first reconnect after
+// the current watcher was made. It is held from one reconnect to the
+// next, the next one taken as soon as it fires and before renewing, so a
+// reconnect while run waits for its reader or renews is not missed.
+func (rw *rewatch) run(ctx context.Context, back <-chan struct{}) {
 	defer close(rw.out)
 	defer func() { rw.wstop() }()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-rw.c.reconnected():
+		case <-back:
+			back = rw.c.reconnected()
 			if !rw.renew(ctx) {
 				return
 			}
@@ -119,6 +125,7 @@ func (rw *rewatch) renew(ctx context.Context) bool {
 			rw.c.log.Info("watching the bucket again after NATS came back", "bucket", rw.bucket, "from", rw.last+1)
 			return true
 		}
+		bound.Stop()
 		wstop()
 		rw.c.log.Debug("cannot watch the bucket again yet", "bucket", rw.bucket, "err", err)
 		select {

@@ -19,7 +19,10 @@
 // request's deadline and orphan grace (request.go), its agent-gone notice
 // (missed.go), a room's presence flush (presence.go); each takes the
 // room's lock, finds whether it still applies, and does nothing otherwise.
-// broadcast splits a crowd among goroutines and waits for them.
+// broadcast splits a crowd among goroutines and waits for them. In
+// cluster mode the writes the hub makes on hearing a change run on
+// goroutines it owns (goWrite); Close waits for them, and for every
+// outcome and agent-gone mark being written (own).
 //
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
 // room.mu the hub queues records (store.Put) and frames (Client.Send),
@@ -165,6 +168,11 @@ type Hub struct {
 
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed
 	closeOnce sync.Once
+	// The cluster-mode writes off the watcher (goWrite): Close waits for
+	// them, and none starts once it has begun.
+	wmu       lockorder.Mutex[lockorder.HubWrites]
+	wclosed   bool
+	writes    sync.WaitGroup
 	delay     time.Duration
 	store     *store.Store
 	grace     time.Duration
@@ -233,12 +241,50 @@ func (h *Hub) room(token string) *room {
 
 // Close makes every waiting and future Ask return ErrClosed; pending
 // requests stay pending in the store for the next start, which Close
-// flushes. Idempotent.
+// flushes. In cluster mode it waits for the hub's writes in flight
+// (own: an outcome, the agent-gone mark, those made on hearing a change),
+// each bounded by sharedTimeout, so they land before the cluster closes
+// NATS. Idempotent.
 func (h *Hub) Close() {
 	h.closeOnce.Do(func() { close(h.quit) })
+	h.wmu.Lock()
+	h.wclosed = true
+	h.wmu.Unlock()
+	h.writes.Wait()
 	if h.store != nil {
 		h.store.Flush()
 	}
+}
+
+// goWrite runs write, a cluster-mode write to the shared store that the
+// hub makes on hearing a change, on a goroutine the hub owns (own).
+// Safe under room.mu.
+func (h *Hub) goWrite(what, id string, write func()) bool {
+	if !h.own(what, id) {
+		return false
+	}
+	go func() {
+		defer h.writes.Done()
+		write()
+	}()
+	return true
+}
+
+// own counts a cluster-mode write to the shared store, about to start,
+// among those Close waits for, so it lands before the cluster closes
+// NATS; the caller calls h.writes.Done when it is over. Once Close has
+// begun it reports false, and what was to be written is logged as not
+// written. The write's context is not ended by Close, which would drop
+// the very write it waits for: its calls are bounded by sharedTimeout.
+func (h *Hub) own(what, id string) bool {
+	h.wmu.Lock()
+	defer h.wmu.Unlock()
+	if h.wclosed {
+		h.log.Warn("not written: the server is shutting down", "what", what, "id", id)
+		return false
+	}
+	h.writes.Add(1)
+	return true
 }
 
 // Epoch names this run of the hub; clients send it back to resume.

@@ -23,7 +23,7 @@ import (
 // OrphanNotice (RequestAgentStatus, agent_gone), and told again when a
 // caller re-attaches.
 
-// Notes of answered records in the store.
+// Notes of settled records in the store.
 const (
 	// NoteUndelivered marks an answer given while no agent waited for it.
 	NoteUndelivered = "undelivered"
@@ -32,6 +32,10 @@ const (
 	// NoteNotSaved closes a request its agent was told could not be
 	// saved, whose write landed after all (cluster mode).
 	NoteNotSaved = "not saved"
+	// NoteAbandoned closes a request withdrawn because its caller went
+	// away and did not come back (or takes no missed answers); clients
+	// see it as the cancellation's reason.
+	NoteAbandoned = "abandoned"
 )
 
 // maxMissed caps the answers a room keeps for absent agents; past it the
@@ -215,7 +219,7 @@ func (h *Hub) withdrawLeft(r *room, p *pending) {
 	r.mu.Lock()
 	alone := r.pending[p.req.ID] == p && p.waiters <= 0
 	r.mu.Unlock()
-	if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+	if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
 	}
 }

@@ -227,7 +227,7 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 		r.mu.Lock()
 		alone := r.pending[p.req.ID] == p && p.waiters <= 0
 		r.mu.Unlock()
-		if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})
@@ -266,6 +266,10 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	default:
 	}
 	if h.shared != nil {
+		if !h.own("outcome of a request", p.req.ID) {
+			return ErrNotPending
+		}
+		defer h.writes.Done()
 		return h.settleShared(r, p, rep, err, reason)
 	}
 	r.mu.Lock()

@@ -67,7 +67,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			// Its caller's call ended with the server, and that caller
 			// never comes back for an answer: as when its call drops.
 			r.mu.Unlock()
-			if h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+			if h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 				h.log.Info("request withdrawn: its caller left with the server and takes no missed answers", "kind", req.Kind, "id", req.ID)
 			}
 			continue

@@ -158,7 +158,9 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {
+		withdraw := h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
+		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)
+		if withdraw {
 			h.withdrawLeft(r, p)
 		}
 		return nil, ctx.Err()
@@ -237,9 +239,10 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 	}
 	if !p.gone.Load() {
 		p.notice = time.AfterFunc(h.notice, func() {
-			if !alone() {
+			if !alone() || !h.own("agent-gone mark", p.req.ID) {
 				return
 			}
+			defer h.writes.Done()
 			err := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
 				if rec.Holder != h.self || rec.Gone {
 					return false
@@ -253,7 +256,7 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 		})
 	}
 	p.orphan = time.AfterFunc(h.grace, func() {
-		if alone() && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		if alone() && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"slices"
-	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -78,14 +77,14 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	lone := !p.shown && p.holder == h.self && p.waiters <= 0 && r.asking[rec.ID] == 0
 	if lone && r.takeRefusedLocked(rec.ID) {
 		return p, func() {
-			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
+			h.goWrite("withdrawal of a request refused as not saved", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
 		}
 	}
 	if lone && p.req.WithdrawOnLeave {
 		// Its caller takes no missed answers and is not here: withdrawn,
 		// as on a single server's restart (Restore).
 		return p, func() {
-			time.AfterFunc(0, func() { _ = h.settle(r, p, nil, ErrWithdrawn, "abandoned") })
+			h.goWrite("withdrawal of a request whose caller left", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) })
 		}
 	}
 	if lone {
@@ -145,7 +144,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 			h.handOverLater(r, p.req.ID)
 		}
 	case h.unheardLocked(r, p, rec):
-		time.AfterFunc(0, func() { h.keepUnheard(r, p.req.ID) })
+		h.goWrite("mark of an answer no agent had", p.req.ID, func() { h.keepUnheard(r, p.req.ID) })
 	}
 	if !p.shown {
 		r.mu.Unlock()

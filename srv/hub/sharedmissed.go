@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -176,9 +175,9 @@ func (h *Hub) keepUnheard(r *room, id string) {
 }
 
 // handOverLater marks the kept answer to id handed over cluster-wide,
-// on a goroutine of its own: a caller had it.
+// on a goroutine of the hub's (goWrite): a caller had it.
 func (h *Hub) handOverLater(r *room, id string) {
-	time.AfterFunc(0, func() {
+	h.goWrite("hand-over of a kept answer", id, func() {
 		if _, _, err := h.handOverShared(r, id, false); err != nil {
 			h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
 		}
