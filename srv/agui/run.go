@@ -46,12 +46,20 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		end(event{"type": RunError, "message": err.Error(), "code": codeInvalidResult})
 		return
 	}
-	if notice := t.publish(in); len(notice) > 0 {
+	notice, err := t.publish(in)
+	if err != nil { // nothing was changed: the results wait, the message is not taken
+		t.unplan(userMsg)
+		end(event{"type": RunError, "code": codeStateNotKept, "message": "this run's state and tools were not kept, so nothing of the run " +
+			"reached the agent (your message is not passed on, tool results still wait): " + refusal(err)})
+		return
+	}
+	if len(notice) > 0 {
 		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
 		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
 	}
+	hadTurn := false
 	if userMsg != nil || len(results) > 0 {
-		t.giveTurn()
+		hadTurn = t.giveTurn()
 	}
 	t.deliverResults(results)
 	// timer: an agent should have taken the user's message by then; once
@@ -63,7 +71,15 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	defer timer.Stop()
 	idle, empty := true, false
 	if userMsg != nil {
-		t.postUser(*userMsg)
+		if err := t.postUser(*userMsg); err != nil {
+			t.unplan(userMsg)
+			if len(results) == 0 {
+				t.takeTurnBack(hadTurn)
+			}
+			end(event{"type": RunError, "code": codeMessageNotSent, "message": "your message was not passed to the agent, and is not kept: " +
+				refusal(err)})
+			return
+		}
 		timer.Reset(h.o.AgentWait)
 		idle = false
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
