@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,20 +33,34 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	h.run = r
 	h.last = ""
 	h.queue = h.queue[:0] // what came before the run is not the run's
-	studying := h.studying
+	studying, unpublished := h.studying, h.unpublished != nil
 	h.mu.Unlock()
 	b.mu.Lock()
 	b.runs[r.id] = h
 	b.mu.Unlock()
 	defer b.endRun(h, r)
 	started(r.id)
+	if unpublished {
+		// Tried again: the budget may have room now.
+		if err := h.publish(); err != nil {
+			b.ended(h, r, "the Ingress run %s ended before its message was passed to you: the client's tools are not published")
+			emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
+				Message: "the client's tools (client_meta.tools) are not published to the agent, so this run's message was not passed to the agent: " + refusal(err)})
+			return nil
+		}
+	}
 	if !studying {
 		// The agent's messages and tool calls need an active study
 		// session: the client's host starts one, as a host's UI may.
 		h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")})
 	}
 	msg, _ := json.Marshal(map[string]string{"text": req.Message.Content, "runId": r.id, "user": req.UserID})
-	h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg})
+	if err := h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
+		b.ended(h, r, "the Ingress run %s ended: its message was not passed to you")
+		emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
+			Message: "the message was not passed to the agent, and is not kept: " + refusal(err)})
+		return nil
+	}
 	begun := b.o.Now()
 	deltas := 0
 	// An agent should have taken the message by then; once it has said
@@ -91,6 +106,14 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			return orchError("another host took over relay session %q", h.name)
 		}
 	}
+}
+
+// refusal is why the relay refused a message, in the relay's words.
+func refusal(err error) string {
+	if e, ok := errors.AsType[*relay.Error](err); ok {
+		return e.Message
+	}
+	return err.Error()
 }
 
 // typeLate is next's when the run's AgentWait is over.
