@@ -303,8 +303,7 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 			// The agent hears that nothing reached the client (an agent
 			// on /agent/ws that sent it without an id asked for no answer).
 			if env.ID != "" {
-				b, _ := json.Marshal(relay.Error{Code: wire.ToolExecutionFailed, Message: h.noRunLocked()})
-				h.replyLater(relay.Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: b})
+				h.replyLater(messageError(env.ID, h.noRunLocked()))
 			}
 			return true
 		}
@@ -371,6 +370,13 @@ func (h *bhost) replyLater(env relay.Envelope) {
 		<-h.ready
 		h.ext.Send(env)
 	})
+}
+
+// messageError answers the agent's message id: it did not reach the
+// client, and why.
+func messageError(id, msg string) relay.Envelope {
+	b, _ := json.Marshal(relay.Error{Code: wire.ToolExecutionFailed, Message: msg})
+	return relay.Envelope{Type: wire.TypeError, ReplyTo: id, Payload: b}
 }
 
 func toolError(id, code, msg string) relay.Envelope {

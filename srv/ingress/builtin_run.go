@@ -167,8 +167,9 @@ func (h *bhost) next(ctx context.Context, late <-chan time.Time) (relay.Envelope
 }
 
 // endRun frees the host for the next run; the agent's calls the client
-// did not answer, and those the run did not take up (it was cancelled
-// first), get an error.
+// did not answer, and those the run did not take up (it ended first),
+// get an error, as do its messages the run did not take up that carry an
+// id (an agent that asked to hear of them).
 func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
@@ -182,10 +183,13 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	for _, id := range r.approvals {
 		open = append(open, id)
 	}
-	var untaken []string
+	var untaken, unsaid []string
 	for _, env := range h.queue {
-		if env.Type == wire.TypeToolCall {
+		switch {
+		case env.Type == wire.TypeToolCall:
 			untaken = append(untaken, env.ID)
+		case env.Type == wire.TypeAgentMessage && env.ID != "":
+			unsaid = append(unsaid, env.ID)
 		}
 	}
 	h.queue = h.queue[:0]
@@ -193,6 +197,9 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Unlock()
 	for _, id := range untaken {
 		h.ext.Send(toolError(id, wire.ToolExecutionFailed, why))
+	}
+	for _, id := range unsaid {
+		h.ext.Send(messageError(id, why))
 	}
 	b.mu.Lock()
 	delete(b.runs, r.id)
