@@ -168,25 +168,14 @@ func goneAgentMessage(thread string, waited time.Duration) string {
 // was there to speak on its own.
 func nothingToDoMessage(thread string, waited time.Duration) string {
 	return fmt.Sprintf("this run brought no user message and no tool result, and within %s no agent was at work in thread %q "+
-		"or came to it, so nothing can answer it. Send a message to start a turn. To connect an agent, start the MCP client "+
-		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, thread, bridgeCommand(thread), thread, thread)
-}
-
-// bridgeCommand is how to start agentassistant-mcp for thread.
-func bridgeCommand(thread string) string {
-	if thread == relay.DefaultSession {
-		return "agentassistant-mcp (without -session)"
-	}
-	return "agentassistant-mcp -session " + thread
+		"or came to it, so nothing can answer it. Send a message to start a turn. To connect an agent, %s.",
+		waited, thread, relay.ConnectAgent(thread))
 }
 
 // noAgentMessage says no agent took the user's message in thread, and
 // how to connect one.
 func noAgentMessage(thread string, waited time.Duration) string {
-	bridge := bridgeCommand(thread)
 	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
-		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
-		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, thread, bridge, thread, thread)
+		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, %s.",
+		waited, thread, relay.ConnectAgent(thread))
 }

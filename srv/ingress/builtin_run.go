@@ -132,15 +132,10 @@ func (b *Builtin) ended(h *bhost, r *brun, format string) {
 // noAgentMessage says no agent took the message in relay session name,
 // and how to connect one.
 func noAgentMessage(name string, waited time.Duration) string {
-	bridge := "agentassistant-mcp -session " + name
-	if name == relay.DefaultSession {
-		bridge = "agentassistant-mcp (without -session)"
-	}
 	return fmt.Sprintf("no agent took this message within %s: no MCP agent is connected to relay session %q (client_meta.session), or it is busy. "+
 		"The message is kept: an agent gets it when it calls wait_user_message, but what it answers reaches you only in an open run: "+
-		"send agent_invoke again once an agent is connected (it gets this message first). To connect one, start the MCP client with %s "+
-		"(or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, name, bridge, name, name)
+		"send agent_invoke again once an agent is connected (it gets this message first). To connect one, %s.",
+		waited, name, relay.ConnectAgent(name))
 }
 
 // next waits for the host's next envelope, or a typeLate when late
