@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -198,4 +199,16 @@ func (e *External) Record(direction string, env Envelope) {
 	if e.ch.host == e.p {
 		e.ch.record(direction, env)
 	}
+}
+
+// ConnectAgent says how to connect an agent to relay session name: the
+// MCP bridge's command (no -session for DefaultSession), the server's
+// /mcp, or /agent/ws. Every front door's "no agent" error says it so.
+func ConnectAgent(name string) string {
+	bridge := "agentassistant-mcp -session " + name
+	if name == DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("start the MCP client with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q",
+		bridge, name, name)
 }
