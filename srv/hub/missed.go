@@ -185,3 +185,37 @@ func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
 	h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
 	r.mu.Unlock()
 }
+
+// keepIfUnread keeps p's answer for its project's next call when p was
+// answered, as if delivered, in the moment its only caller's call ended:
+// that caller never reads it. The kept answer is saved as undelivered, as
+// one given after the call had gone. A caller that re-attaches by the ID
+// gets it from the settled outcomes instead, and it is handed over once.
+func (h *Hub) keepIfUnread(r *room, p *pending) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !p.overLocked() || p.reply == nil || p.reason == NoteUndelivered || p.waiters != 1 || p.req.WithdrawOnLeave {
+		return // not answered, kept already, or another caller had it
+	}
+	if _, kept := r.missed[p.req.ID]; kept {
+		return
+	}
+	p.reason = NoteUndelivered
+	now := h.now()
+	h.keepMissedLocked(r, p, p.reply, now)
+	if h.store != nil {
+		h.store.Enqueue(missedRecord(r, r.missed[p.req.ID], NoteUndelivered))
+	}
+	h.log.Info("an answer came as its call ended: kept for the project's next call", "kind", p.req.Kind, "id", p.req.ID)
+}
+
+// withdrawLeft withdraws p, whose last caller left and cannot come back
+// for the answer (Request.WithdrawOnLeave); the clients are told.
+func (h *Hub) withdrawLeft(r *room, p *pending) {
+	r.mu.Lock()
+	alone := r.pending[p.req.ID] == p && p.waiters <= 0
+	r.mu.Unlock()
+	if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
+		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -243,6 +244,74 @@ func TestTakenAnswerNotHandedTwice(t *testing.T) {
 		_, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q1", ProjectDirectory: "/p", Text: "q q1?", Timeout: time.Hour})
 		if !errors.Is(err, ErrHandedOver) {
 			t.Fatalf("re-attaching after another call took the answer: %v, want ErrHandedOver", err)
+		}
+	})
+}
+
+// An answer that settles the request in the very moment its caller's call
+// ends is not lost: the call ends with its context's error, whichever the
+// caller saw first, and the answer is kept for the project's next call,
+// once, as one given after the call had gone.
+func TestAnswerAsTheCallEnds(t *testing.T) {
+	// One P: the caller, readied by the answer, runs only once the test
+	// waits for it, after the cancel; so it finds both, every round.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for round := range 20 {
+		synctest.Test(t, func(t *testing.T) {
+			h := New(Options{OrphanGrace: time.Hour})
+			ctx, cancel := context.WithCancel(context.Background())
+			type result struct {
+				r   *Reply
+				err error
+			}
+			out := make(chan result, 1)
+			go func() {
+				r, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "q?", Timeout: time.Hour})
+				out <- result{r, err}
+			}()
+			synctest.Wait()
+			if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
+				t.Fatal(err)
+			}
+			cancel() // before the caller ran again: it has both
+			res := <-out
+			if res.err == nil {
+				t.Fatalf("round %d: the call that ended got the answer %v, which its client no longer reads", round, res.r)
+			}
+			ms := h.TakeMissed("tok", "/p", nil, 10)
+			if len(ms) != 1 || ms[0].ID != "q" {
+				t.Fatalf("round %d: kept for the next call: %+v, want the answer", round, ms)
+			}
+			if again := h.TakeMissed("tok", "/p", nil, 10); len(again) != 0 {
+				t.Fatalf("round %d: handed over twice: %+v", round, again)
+			}
+		})
+	}
+}
+
+// A request whose creator takes missed answers is not withdrawn when a
+// caller that does not (the older agentassistant's MCP, re-attaching with
+// the same ID and request) leaves: its creator may still come back.
+func TestOnlyItsOwnKindOfCallerWithdrawsARequest(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanGrace: time.Hour})
+		c := newFake("c")
+		h.Join("tok", c, nil, Resume{})
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "q?", Timeout: time.Hour}
+		ctx1, cancel1 := context.WithCancel(context.Background())
+		go func() { _, _ = h.Ask(ctx1, "tok", req) }()
+		synctest.Wait()
+		cancel1() // the creator's call drops: orphaned, it may come back
+		synctest.Wait()
+		older := req
+		older.WithdrawOnLeave = true
+		ctx2, cancel2 := context.WithCancel(context.Background())
+		go func() { _, _ = h.Ask(ctx2, "tok", older) }()
+		synctest.Wait()
+		cancel2()
+		synctest.Wait()
+		if ps := pendingOf(h, "tok"); len(ps) != 1 {
+			t.Fatalf("pending %v: the request was withdrawn by a caller that did not make it", ps)
 		}
 	})
 }

@@ -146,25 +146,22 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 
 	select {
 	case <-p.done:
-		return p.reply, p.err
+		if ctx.Err() == nil {
+			return p.reply, p.err
+		}
+		// Its outcome came as the call ended: nobody reads this reply.
+		h.keepIfUnread(r, p)
+		return nil, ctx.Err()
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if h.detach(r, p, req.WithdrawOnLeave) {
+		// Withdrawn only when neither the leaving caller nor the one
+		// that made it can come back for a missed answer.
+		if h.detach(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {
 			h.withdrawLeft(r, p)
 		}
+		h.keepIfUnread(r, p)
 		return nil, ctx.Err()
-	}
-}
-
-// withdrawLeft withdraws p, whose last caller left and cannot come back
-// for the answer (Request.WithdrawOnLeave); the clients are told.
-func (h *Hub) withdrawLeft(r *room, p *pending) {
-	r.mu.Lock()
-	alone := r.pending[p.req.ID] == p && p.waiters <= 0
-	r.mu.Unlock()
-	if alone && h.settle(r, p, nil, ErrWithdrawn, "abandoned") == nil {
-		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
 	}
 }
 

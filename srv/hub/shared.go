@@ -158,7 +158,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
-		if h.detachShared(r, p, req.WithdrawOnLeave) {
+		if h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {
 			h.withdrawLeft(r, p)
 		}
 		return nil, ctx.Err()

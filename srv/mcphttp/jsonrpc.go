@@ -3,9 +3,11 @@ package mcphttp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 )
 
@@ -24,19 +26,33 @@ const (
 // request goes on.
 func checkBody(w http.ResponseWriter, r *http.Request) bool {
 	b, err := io.ReadAll(r.Body)
-	if err != nil {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
+		return false
+	case err != nil:
 		http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
 		return false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	if code, id, why := problem(b); code != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": why}})
-		_, _ = w.Write(out)
+		refuse(w, http.StatusBadRequest, code, id, why)
 		return false
 	}
 	return true
+}
+
+// refuse answers with a JSON-RPC error: its code, the id (null when nil)
+// and why.
+func refuse(w http.ResponseWriter, status, code int, id json.RawMessage, why string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": why}})
+	_, _ = w.Write(out)
 }
 
 // problem says what makes b no JSON-RPC 2.0 message: its code, the id to
@@ -45,7 +61,7 @@ func checkBody(w http.ResponseWriter, r *http.Request) bool {
 func problem(b []byte) (code int, id json.RawMessage, why string) {
 	null := json.RawMessage("null")
 	if !json.Valid(b) {
-		return parseError, null, "the body is not valid JSON"
+		return parseError, null, "the body is not valid JSON (or is nested deeper than 10000 levels)"
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
 	switch {
@@ -54,36 +70,44 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	case len(t) == 0 || t[0] != '{':
 		return invalidRequest, null, "the body must be a JSON-RPC message: a JSON object"
 	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return invalidRequest, null, "the body must be a JSON-RPC message: a JSON object"
-	}
 	// mcp-go matches member names without regard to case, as
-	// encoding/json does: so are they checked here.
-	field := map[string]json.RawMessage{}
-	for k, v := range m {
-		field[strings.ToLower(k)] = v
-	}
-	id, hasID := field["id"]
-	switch {
-	case !hasID:
-		id = null
-	case !isString(id) && !isNumber(id) && !bytes.Equal(bytes.TrimSpace(id), null):
-		return invalidRequest, null, "id must be a string, a number or null"
-	}
-	if v := field["jsonrpc"]; !bytes.Equal(bytes.TrimSpace(v), []byte(`"2.0"`)) {
-		return invalidRequest, id, `jsonrpc must be "2.0"`
+	// encoding/json does (the last one wins): a name given twice, in any
+	// case, is refused rather than guessed at.
+	field, dup := members(b)
+	if dup != "" {
+		id := null
+		if v, ok := field["id"]; ok && dup != "id" && validID(v) {
+			id = v
+		}
+		return invalidRequest, id, fmt.Sprintf("member %q is given more than once", dup)
 	}
 	method, hasMethod := field["method"]
 	_, hasResult := field["result"]
 	_, hasError := field["error"]
+	id, hasID := field["id"]
+	isNull := bytes.Equal(bytes.TrimSpace(id), null)
+	switch {
+	case !hasID:
+		id = null
+	case isNull && !hasMethod: // a response to what could not be read
+	case isNull:
+		return invalidRequest, null, "id must not be null in MCP: a string or an integer, or none for a notification"
+	case !validID(id):
+		return invalidRequest, null, "id must be a string or an integer (within ±2^53, so it comes back unchanged)"
+	}
+	var version string
+	if v, ok := field["jsonrpc"]; !ok || json.Unmarshal(v, &version) != nil || version != "2.0" {
+		return invalidRequest, id, `jsonrpc must be "2.0"`
+	}
 	switch {
 	case hasMethod && !isString(method):
 		return invalidRequest, id, "method must be a string"
+	case hasMethod && (hasResult || hasError):
+		return invalidRequest, id, "a message is a request (method) or a response (result or error), not both"
 	case !hasMethod && !hasResult && !hasError:
 		return invalidRequest, id, "a request needs a method (a response, a result or an error)"
 	}
-	if p, ok := field["params"]; ok {
+	if p, ok := field["params"]; ok && !bytes.Equal(bytes.TrimSpace(p), null) {
 		if t := bytes.TrimSpace(p); len(t) == 0 || (t[0] != '{' && t[0] != '[') {
 			return invalidRequest, id, fmt.Sprintf("params must be an object or an array, not %.40s", t)
 		}
@@ -91,12 +115,44 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	return 0, nil, ""
 }
 
+// members reads the members of the JSON object b (valid JSON), by their
+// names in lower case, in order; dup is the first name given twice.
+func members(b []byte) (field map[string]json.RawMessage, dup string) {
+	field = map[string]json.RawMessage{}
+	d := json.NewDecoder(bytes.NewReader(b))
+	if _, err := d.Token(); err != nil { // {
+		return field, ""
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return field, ""
+		}
+		name, _ := t.(string)
+		var v json.RawMessage
+		if err := d.Decode(&v); err != nil {
+			return field, ""
+		}
+		k := strings.ToLower(name)
+		if _, seen := field[k]; seen && dup == "" {
+			dup = k
+		}
+		field[k] = v
+	}
+	return field, dup
+}
+
 func isString(v json.RawMessage) bool {
 	t := bytes.TrimSpace(v)
 	return len(t) > 0 && t[0] == '"'
 }
 
-func isNumber(v json.RawMessage) bool {
-	t := bytes.TrimSpace(v)
-	return len(t) > 0 && (t[0] == '-' || t[0] >= '0' && t[0] <= '9')
+// validID: a string, or an integer a float64 holds exactly (mcp-go reads
+// numbers so, and a larger one would come back changed).
+func validID(v json.RawMessage) bool {
+	if isString(v) {
+		return true
+	}
+	n, err := strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+	return err == nil && n >= -(1<<53) && n <= 1<<53
 }

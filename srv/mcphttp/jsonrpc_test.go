@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -33,6 +34,14 @@ func TestNotARequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":"s","method":12}`, -32600, `"s"`},
 		{`{"jsonrpc":"1.0","id":8,"method":"tools/list"}`, -32600, "8"},
 		{`"hello"`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":1,"ID":{"a":1},"method":"tools/list"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","Method":"tools/call"}`, -32600, "1"},
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/list"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":null,"method":"tools/list"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":5,"method":"ping","result":{}}`, -32600, "5"},
+		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, "null"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, -32700, "null"},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, base+"?t=token-a", strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")
@@ -56,5 +65,62 @@ func TestNotARequest(t *testing.T) {
 	}
 	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
 		t.Errorf("the session after the bad bodies: %v", err)
+	}
+	// params: null is as if there were none; "2.0" may be written with
+	// escapes.
+	for _, body := range []string{`{"jsonrpc":"2.0","id":3,"method":"tools/list","params":null}`, `{"jsonrpc":"2\u002e0","id":4,"method":"tools/list"}`} {
+		listed(t, base, c.GetSessionId(), body)
+	}
+}
+
+// listed posts body in the session sid and expects the tools back.
+func listed(t *testing.T, base, sid, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"?t=token-a", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"tools"`) {
+		t.Errorf("%s: %d %.200s, want the tools", body, resp.StatusCode, b)
+	}
+}
+
+// A body over the server's bound is 413, answered in JSON-RPC's shape.
+func TestBodyTooLarge(t *testing.T) {
+	rec := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat(" ", 100)+"{}"))
+	r.Body = http.MaxBytesReader(rec, r.Body, 64)
+	if checkBody(rec, r) {
+		t.Fatal("a body over the bound went on")
+	}
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), `"code":-32600`) {
+		t.Errorf("%d %s, want 413 with a JSON-RPC error", rec.Code, rec.Body.String())
+	}
+}
+
+// A body that opens no session is refused before a session is made room
+// for: at the cap, the idle session that would have made way stays.
+func TestRefusedBodyEvictsNoSession(t *testing.T) {
+	_, base := newEndpoint(t, 1)
+	c := dial(t, base, "token-a", "")
+	req, _ := http.NewRequest(http.MethodPost, base+"?t=token-a", strings.NewReader(`garbage`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("garbage: %d, want 400", resp.StatusCode)
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Errorf("the idle session after a refused body: %v", err)
 	}
 }

@@ -142,6 +142,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)
+	if sid == "" && r.Method == http.MethodPost && !checkBody(w, r) {
+		return // refused before a new session is made room for
+	}
 	if sid == "" && r.Method != http.MethodPost {
 		// A stream (GET) or an end (DELETE) belongs to a session.
 		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
@@ -186,7 +189,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
-	if r.Method == http.MethodPost && !checkBody(w, r) {
+	if sid != "" && r.Method == http.MethodPost && !checkBody(w, r) {
 		return // while the body arrives, the session has a request in progress
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))

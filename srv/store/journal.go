@@ -13,8 +13,9 @@ import (
 
 // JournalName is the journal file inside the data directory.
 //
-// The writer appends each batch of records (what was put while it wrote
-// the last one) to the journal, in one write, and puts them into the
+// Each batch of records (what was queued while the last one was
+// written) is appended to the journal in one write, by the caller that
+// waits for it or by the writer goroutine; the writer puts them into the
 // database only now and then (a fold: every second, or sooner when many
 // have gathered or someone reads). A
 // commit to the database rewrites pages; an append does not, so the

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -215,5 +216,99 @@ func TestFailedLeadGoesToTheDatabase(t *testing.T) {
 	defer s.Close()
 	if got := all(t, s); len(got) != 3 {
 		t.Fatalf("%v, want all 3", ids(got))
+	}
+}
+
+// A reader waiting for everything to be folded while a caller's lead is
+// appending waits for the lead to finish; it does not wake the writer
+// over and over meanwhile (which spun a CPU for as long as the append or
+// its fsync took).
+func TestFlushWaitsForALeadWithoutSpinning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g *gate
+		s, err := Open(t.TempDir(), Options{WrapJournal: func(f JournalFile) JournalFile { g = newGate(f); return g }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wakes, stuck := 0, make(chan struct{})
+		testHookWriterWoken = func() {
+			if wakes++; wakes > 20 {
+				<-stuck // spun: hold the writer still, so the bubble can settle
+			}
+		}
+		defer func() { testHookWriterWoken = nil }()
+		rs := texty(2, 10)
+		saved := make(chan error, 1)
+		a := s.Stage(rs[0])
+		go func() { saved <- a.Wait() }()
+		<-g.writing // the lead is in its append, which waits at the gate
+		flushed := make(chan struct{})
+		go func() { s.Flush(); close(flushed) }()
+		synctest.Wait()
+		if wakes > 20 {
+			t.Errorf("the writer was woken %d times while the lead appended", wakes)
+		}
+		close(stuck)
+		close(g.open)
+		if err := <-saved; err != nil {
+			t.Fatal(err)
+		}
+		<-flushed
+		if got := all(t, s); len(got) != 1 {
+			t.Fatalf("after the flush: %v", ids(got))
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// Records the database refused for too long are let go from memory, and
+// are then in the journal only: a later fold that succeeds must not empty
+// the journal, or a crash loses what was acknowledged.
+func TestGivenUpRecordsStayInTheJournal(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	defer func(n int) { holdUnfolded, testHookWrite = n, nil }(holdUnfolded)
+	holdUnfolded = 1
+	var mu sync.Mutex
+	refuse := true
+	testHookWrite = func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		if refuse {
+			return syscall.EIO
+		}
+		return nil
+	}
+	rs := texty(2, 10)
+	if err := s.Stage(rs[0]).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush() // the fold fails, and the writer lets the record go
+	mu.Lock()
+	refuse = false
+	mu.Unlock()
+	if err := s.Stage(rs[1]).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	s.Flush() // this fold succeeds
+	crash := t.TempDir()
+	for _, name := range []string{FileName, JournalName} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(crash, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, crash)
+	defer s2.Close()
+	if got := all(t, s2); len(got) != 2 {
+		t.Fatalf("after a crash: %v, want both acknowledged records", ids(got))
 	}
 }

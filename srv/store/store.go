@@ -82,7 +82,7 @@ type Store struct {
 	queue   []Record
 	ack     *Ack          // the queue's
 	spare   []Record      // the last batch's array, handed back for the next queue
-	wake    chan struct{} // signalled when the queue gets records
+	wake    chan struct{} // signalled when the writer goroutine has work: records put or handed over, a reader, a lead to fold
 	idle    *sync.Cond    // broadcast when the writer has emptied the queue, or the journal is free
 	writing bool
 	busy    bool // the journal is in use: by the writer, or by a caller's lead
@@ -101,8 +101,11 @@ type Store struct {
 	sync        bool
 	direct      bool // commit each batch into bbolt, without the journal: only BenchmarkAck sets it
 	writer      sync.WaitGroup
-	journal     JournalFile // the writer's
-	jsize       int64       // the journal's length, as the writer wrote it
+	journal     JournalFile // whoever has it (busy): the writer goroutine, or a caller's lead
+	jsize       int64       // the journal's length, as written
+	// keepJournal: folds no longer empty the journal, which holds records
+	// the database refused too long to keep them in memory (writer.go).
+	keepJournal bool
 	onError     func(error)
 }
 
@@ -117,9 +120,8 @@ type Options struct {
 	Logger *slog.Logger
 	// OnError, if set, hears about failed background writes.
 	OnError func(error)
-	// WrapJournal, if set, is given the journal file and returns what the
-	// writer writes to instead: tests put a failing or stalling file in
-	// between.
+	// WrapJournal, if set, is given the journal file and returns what is
+	// written to instead: tests put a failing or stalling file in between.
 	WrapJournal func(JournalFile) JournalFile
 }
 

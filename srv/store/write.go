@@ -6,8 +6,8 @@ package store
 
 // Ack tells when the records put with it are saved: in the journal (or
 // the database), where a crash of the server no longer loses them (nor,
-// with Options.Sync, a crash of the machine). All records put while the
-// journal was busy share one.
+// with Options.Sync, a crash of the machine). All records queued until
+// someone takes the queue to write it share one.
 type Ack struct {
 	done chan struct{}
 	err  error
@@ -120,15 +120,12 @@ func (s *Store) lead(a *Ack) {
 		s.mu.Unlock()
 		return
 	}
-	batch := s.queue
-	s.queue, s.spare, s.ack, s.handed = s.spare, nil, nil, false
+	batch, _ := s.takeQueueLocked()
 	s.busy = true
 	s.mu.Unlock()
-	es := entries(batch)
-	clear(batch) // let go of the texts and replies
+	es := s.encodeBatch(batch)
 	err := s.appendJournal(es)
 	s.mu.Lock()
-	s.spare = batch[:0]
 	s.busy = false
 	s.idle.Broadcast()
 	if err != nil {
@@ -157,6 +154,25 @@ type failedLead struct {
 	err error
 }
 
+// takeQueueLocked takes the queue and its Ack, for the caller to write.
+// Called with s.mu held.
+func (s *Store) takeQueueLocked() ([]Record, *Ack) {
+	batch, ack := s.queue, s.ack
+	s.queue, s.spare, s.ack, s.handed = s.spare, nil, nil, false
+	return batch, ack
+}
+
+// encodeBatch encodes a batch taken from the queue, lets go of its texts
+// and replies, and hands its array back for the next queue.
+func (s *Store) encodeBatch(batch []Record) []entry {
+	es := entries(batch)
+	clear(batch)
+	s.mu.Lock()
+	s.spare = batch[:0]
+	s.mu.Unlock()
+	return es
+}
+
 // Enqueue is Put for a record no one waits for.
 func (s *Store) Enqueue(r Record) { s.Put(r) }
 
@@ -167,8 +183,13 @@ func (s *Store) Flush() {
 	defer s.mu.Unlock()
 	start := s.folds
 	for (len(s.queue) > 0 || s.writing || s.busy || s.unfold > 0 || len(s.led) > 0) && !s.closed && (s.folds == start || !s.failed) {
-		s.foldNow, s.handed = true, true
-		s.wakeLocked()
+		if !s.busy { // else whoever has the journal tells when it is free
+			s.foldNow, s.handed = true, true
+			s.wakeLocked()
+		}
 		s.idle.Wait()
+	}
+	if len(s.queue) == 0 {
+		s.handed = false // what is staged next is its waiter's to write
 	}
 }

@@ -20,6 +20,13 @@ const (
 	foldBytes   = 8 << 20
 )
 
+// holdUnfolded is how many bytes of records the writer keeps in memory
+// while the database refuses them; past it, they are in the journal only.
+var holdUnfolded = 4 * foldBytes
+
+// testHookWrite, when set by a test, may fail a write into the database.
+var testHookWrite func() error
+
 func (s *Store) report(err error) {
 	if s.onError != nil {
 		s.onError(err)
@@ -42,6 +49,9 @@ func (s *Store) writeLoop() {
 			closing = !ok
 		case <-w.timer.C:
 			w.armed, due = false, true
+		}
+		if testHookWriterWoken != nil {
+			testHookWriterWoken()
 		}
 		s.mu.Lock()
 		w.takeLedLocked()
@@ -83,6 +93,10 @@ func (s *Store) writeLoop() {
 		}
 	}
 }
+
+// testHookWriterWoken, when set by a test, is called each time the writer
+// goroutine wakes.
+var testHookWriterWoken func()
 
 // writer is the writer goroutine's own state.
 type writer struct {
@@ -127,8 +141,7 @@ func (w *writer) appendQueue(closing bool) {
 	s := w.s
 	for {
 		s.mu.Lock()
-		batch, ack := s.queue, s.ack
-		s.queue, s.spare, s.ack, s.handed = s.spare, nil, nil, false
+		batch, ack := s.takeQueueLocked()
 		w.takeLedLocked()
 		failed := s.failedLeads
 		s.failedLeads = nil
@@ -140,11 +153,7 @@ func (w *writer) appendQueue(closing bool) {
 		if len(batch) == 0 {
 			return
 		}
-		es := entries(batch)
-		clear(batch) // let go of the texts and replies
-		s.mu.Lock()
-		s.spare = batch[:0]
-		s.mu.Unlock()
+		es := s.encodeBatch(batch)
 		switch {
 		case closing:
 			w.unfolded = append(w.unfolded, es...)
@@ -185,9 +194,16 @@ func (w *writer) foldIf(closing, asked bool) (tried, failed bool) {
 		w.closingAcks = nil
 		if err != nil {
 			s.report(err)
-			if w.size < 4*foldBytes && !closing {
+			if w.size < holdUnfolded && !closing {
 				w.arm() // keep them (the journal has them too) and try again
 				return true, true
+			}
+			if !closing && !s.keepJournal {
+				// Too many to hold on to: they are let go here, and the
+				// journal, which has them, is kept whole until the next
+				// start puts it into the database.
+				s.keepJournal = true
+				s.log.Error("the database keeps refusing the journal's records: the journal is kept whole until the server starts again", "err", err)
 			}
 		}
 		w.gone()
@@ -209,6 +225,10 @@ func (w *writer) rescue(es []entry, ack *Ack, err error) {
 		return
 	}
 	w.gone()
+	if w.armed { // nothing left to fold: a caller's lead arms it again
+		w.timer.Stop()
+		w.armed = false
+	}
 	ack.finish(nil)
 }
 
@@ -269,6 +289,9 @@ func (s *Store) fold(es []entry) error {
 	if err := s.write(es); err != nil {
 		return fmt.Errorf("fold journal: %w", err)
 	}
+	if s.keepJournal {
+		return nil // it holds records the database does not
+	}
 	if err := s.journal.Truncate(0); err != nil {
 		return fmt.Errorf("empty journal: %w", err)
 	}
@@ -279,6 +302,11 @@ func (s *Store) fold(es []entry) error {
 // write puts es into the database in one transaction, with the tally. Of
 // entries with the same key, the last one is written.
 func (s *Store) write(es []entry) error {
+	if testHookWrite != nil {
+		if err := testHookWrite(); err != nil {
+			return err
+		}
+	}
 	return s.db.Update(func(tx *bolt.Tx) error { return putEntries(tx, es) })
 }
 
