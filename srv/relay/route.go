@@ -194,6 +194,9 @@ func (ch *channel) taken(id string) bool {
 	return busy || retired
 }
 
+// fromHost handles a host's message. It returns what the host was told
+// went wrong (External.Send hands it to an in-process host), nil when all
+// was taken.
 func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
