@@ -6,6 +6,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
 // TestNoAgentEndsTheRun: a run brings the user's message and no agent
@@ -158,5 +160,17 @@ func TestEmptyRunWithAnAgentAtWorkStays(t *testing.T) {
 				t.Fatalf("between calls %v: events %v", betweenCalls, evs)
 			}
 		})
+	}
+}
+
+// TestMessagesSayHowToConnect: AG-UI's messages tell how to connect an
+// agent in the words every front door uses (relay.ConnectAgent).
+func TestMessagesSayHowToConnect(t *testing.T) {
+	for _, thread := range []string{"th", relay.DefaultSession} {
+		for _, msg := range []string{noAgentMessage(thread, time.Second), nothingToDoMessage(thread, time.Second)} {
+			if !strings.Contains(msg, relay.ConnectAgent(thread)) {
+				t.Errorf("%q does not say %q", msg, relay.ConnectAgent(thread))
+			}
+		}
 	}
 }

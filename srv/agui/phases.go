@@ -120,8 +120,10 @@ func agentNames(tools []Tool) (names []string, notice []toolName) {
 }
 
 // publish makes the run's tools and state the relay session's. It returns
-// what the frontend is told about its tools' names (see agentNames).
-func (t *thread) publish(in *RunAgentInput) []toolName {
+// what the frontend is told about its tools' names (see agentNames), or
+// the relay's refusal (past the token's budget): then the thread keeps
+// its earlier tools and state too.
+func (t *thread) publish(in *RunAgentInput) ([]toolName, error) {
 	names, notice := agentNames(in.Tools)
 	schema := make([]map[string]any, 0, len(in.Tools))
 	tools := make(map[string]string, 2*len(in.Tools))
@@ -142,12 +144,14 @@ func (t *thread) publish(in *RunAgentInput) []toolName {
 	if len(state) == 0 || string(state) == "null" {
 		state = json.RawMessage("{}")
 	}
+	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
+	if err := t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b}); err != nil {
+		return nil, fmt.Errorf("publish the run's state and tools: %w", err)
+	}
 	t.mu.Lock()
 	t.state, t.tools = state, tools
 	t.mu.Unlock()
-	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
-	t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
-	return notice
+	return notice, nil
 }
 
 // deliverResults answers the waiting tool calls (phase two).
@@ -174,8 +178,38 @@ func (t *thread) deliverResults(rs []result) {
 	}
 }
 
-// postUser gives the agent what the person typed (wait_user_message).
-func (t *thread) postUser(m Message) {
+// postUser gives the agent what the person typed (wait_user_message), or
+// returns the relay's refusal (past the token's budget).
+func (t *thread) postUser(m Message) error {
 	b, _ := json.Marshal(map[string]string{"text": m.text()})
-	t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b})
+	if err := t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b}); err != nil {
+		return fmt.Errorf("post the user's message: %w", err)
+	}
+	return nil
+}
+
+// unplan forgets that plan took user message m: it did not reach the
+// agent, so the same message sent again is posted, not skipped.
+func (t *thread) unplan(m *Message) {
+	if m == nil || m.ID == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.users, m.ID)
+}
+
+// Codes of RUN_ERROR for what the relay did not take (its per-token
+// budget, max_relay_state_bytes_per_token).
+const (
+	codeStateNotKept   = "state_not_kept"
+	codeMessageNotSent = "message_not_taken"
+)
+
+// refusal is why the relay refused a run's part, in the relay's words.
+func refusal(err error) string {
+	if e, ok := errors.AsType[*relay.Error](err); ok {
+		return e.Message
+	}
+	return err.Error()
 }

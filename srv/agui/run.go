@@ -46,12 +46,20 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		end(event{"type": RunError, "message": err.Error(), "code": codeInvalidResult})
 		return
 	}
-	if notice := t.publish(in); len(notice) > 0 {
+	notice, err := t.publish(in)
+	if err != nil { // nothing was changed: the results wait, the message is not taken
+		t.unplan(userMsg)
+		end(event{"type": RunError, "code": codeStateNotKept, "message": "this run's state and tools were not kept, so nothing of the run " +
+			"reached the agent (your message is not passed on, tool results still wait): " + refusal(err)})
+		return
+	}
+	if len(notice) > 0 {
 		h.log.Info("AG-UI tools renamed for the agent, or reachable only through call_ui_tool", "thread", in.ThreadID, "tools", notice)
 		s.emit(event{"type": Custom, "name": customToolNames, "value": map[string]any{"tools": notice}})
 	}
+	hadTurn := false
 	if userMsg != nil || len(results) > 0 {
-		t.giveTurn()
+		hadTurn = t.giveTurn()
 	}
 	t.deliverResults(results)
 	// timer: an agent should have taken the user's message by then; once
@@ -63,7 +71,15 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	defer timer.Stop()
 	idle, empty := true, false
 	if userMsg != nil {
-		t.postUser(*userMsg)
+		if err := t.postUser(*userMsg); err != nil {
+			t.unplan(userMsg)
+			if len(results) == 0 {
+				t.takeTurnBack(hadTurn)
+			}
+			end(event{"type": RunError, "code": codeMessageNotSent, "message": "your message was not passed to the agent, and is not kept: " +
+				refusal(err)})
+			return
+		}
 		timer.Reset(h.o.AgentWait)
 		idle = false
 	} else if len(results) == 0 && t.ext.AgentWaiting() {
@@ -152,25 +168,14 @@ func goneAgentMessage(thread string, waited time.Duration) string {
 // was there to speak on its own.
 func nothingToDoMessage(thread string, waited time.Duration) string {
 	return fmt.Sprintf("this run brought no user message and no tool result, and within %s no agent was at work in thread %q "+
-		"or came to it, so nothing can answer it. Send a message to start a turn. To connect an agent, start the MCP client "+
-		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, thread, bridgeCommand(thread), thread, thread)
-}
-
-// bridgeCommand is how to start agentassistant-mcp for thread.
-func bridgeCommand(thread string) string {
-	if thread == relay.DefaultSession {
-		return "agentassistant-mcp (without -session)"
-	}
-	return "agentassistant-mcp -session " + thread
+		"or came to it, so nothing can answer it. Send a message to start a turn. To connect an agent, %s.",
+		waited, thread, relay.ConnectAgent(thread))
 }
 
 // noAgentMessage says no agent took the user's message in thread, and
 // how to connect one.
 func noAgentMessage(thread string, waited time.Duration) string {
-	bridge := bridgeCommand(thread)
 	return fmt.Sprintf("no agent took this message within %s: no agent is connected to thread %q, or it is busy. "+
-		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, start the MCP client "+
-		"with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, thread, bridge, thread, thread)
+		"The message is kept: an agent gets it when it calls wait_user_message. To connect one, %s.",
+		waited, thread, relay.ConnectAgent(thread))
 }

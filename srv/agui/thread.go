@@ -195,11 +195,21 @@ func (t *thread) dropWaitsLocked() {
 	t.queue = q
 }
 
-// giveTurn records that the agent was given something to work on.
-func (t *thread) giveTurn() {
+// giveTurn records that the agent was given something to work on, and
+// returns whether it had the turn before.
+func (t *thread) giveTurn() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	was := t.agentsTurn
 	t.agentsTurn = true
+	return was
+}
+
+// takeTurnBack undoes giveTurn when nothing reached the agent after all.
+func (t *thread) takeTurnBack(was bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.agentsTurn = was
 }
 
 // atWork reports whether the agent has the turn (see agentsTurn).

@@ -121,6 +121,9 @@ type bhost struct {
 	last     string // how the last run ended, told to an agent that acts on it
 	gone     bool   // another host took over
 	studying bool   // a study session is active
+	// unpublished is the relay's refusal of the client's tools (past the
+	// token's budget); nil once they are published.
+	unpublished error
 }
 
 // brun is the run a host has open.
@@ -196,7 +199,9 @@ func (b *Builtin) OpenSession(info SessionInfo) {
 		h.tools[wire.MCPName(t.Name)] = t
 	}
 	h.mu.Unlock()
-	h.publish()
+	if err := h.publish(); err != nil {
+		b.log.Warn("Ingress client's tools not published; its runs say why", "relay", h.name, "err", err)
+	}
 }
 
 // CloseSession leaves the relay session once no Ingress session uses it.
@@ -234,8 +239,9 @@ func (h *bhost) HostKind() string { return relay.HostKindIngress }
 // clients, so tools a client no longer declares are withdrawn.
 func (h *bhost) WholeToolSet() bool { return true }
 
-// publish sends the client's tools as the host's toolSchema.
-func (h *bhost) publish() {
+// publish sends the client's tools as the host's toolSchema; the relay's
+// refusal is kept in unpublished, for the next run to tell the client.
+func (h *bhost) publish() error {
 	h.mu.Lock()
 	schema := make([]map[string]any, 0, len(h.tools))
 	for name, t := range h.tools {
@@ -255,7 +261,14 @@ func (h *bhost) publish() {
 	spec := h.specLocked()
 	h.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": spec, "toolSchema": schema})
-	h.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+	err := h.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+	if err != nil {
+		err = fmt.Errorf("publish the client's tools: %w", err)
+	}
+	h.mu.Lock()
+	h.unpublished = err
+	h.mu.Unlock()
+	return err
 }
 
 // Deliver is the relay's, called with the relay session's lock held: it
@@ -290,8 +303,7 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 			// The agent hears that nothing reached the client (an agent
 			// on /agent/ws that sent it without an id asked for no answer).
 			if env.ID != "" {
-				b, _ := json.Marshal(relay.Error{Code: wire.ToolExecutionFailed, Message: h.noRunLocked()})
-				h.replyLater(relay.Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: b})
+				h.replyLater(messageError(env.ID, h.noRunLocked()))
 			}
 			return true
 		}
@@ -358,6 +370,13 @@ func (h *bhost) replyLater(env relay.Envelope) {
 		<-h.ready
 		h.ext.Send(env)
 	})
+}
+
+// messageError answers the agent's message id: it did not reach the
+// client, and why.
+func messageError(id, msg string) relay.Envelope {
+	b, _ := json.Marshal(relay.Error{Code: wire.ToolExecutionFailed, Message: msg})
+	return relay.Envelope{Type: wire.TypeError, ReplyTo: id, Payload: b}
 }
 
 func toolError(id, code, msg string) relay.Envelope {

@@ -3,6 +3,7 @@ package ingress
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -32,20 +33,34 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	h.run = r
 	h.last = ""
 	h.queue = h.queue[:0] // what came before the run is not the run's
-	studying := h.studying
+	studying, unpublished := h.studying, h.unpublished != nil
 	h.mu.Unlock()
 	b.mu.Lock()
 	b.runs[r.id] = h
 	b.mu.Unlock()
 	defer b.endRun(h, r)
 	started(r.id)
+	if unpublished {
+		// Tried again: the budget may have room now.
+		if err := h.publish(); err != nil {
+			b.ended(h, r, "the Ingress run %s ended before its message was passed to you: the client's tools are not published")
+			emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
+				Message: "the client's tools (client_meta.tools) are not published to the agent, so this run's message was not passed to the agent: " + refusal(err)})
+			return nil
+		}
+	}
 	if !studying {
 		// The agent's messages and tool calls need an active study
 		// session: the client's host starts one, as a host's UI may.
 		h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")})
 	}
 	msg, _ := json.Marshal(map[string]string{"text": req.Message.Content, "runId": r.id, "user": req.UserID})
-	h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg})
+	if err := h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
+		b.ended(h, r, "the Ingress run %s ended: its message was not passed to you")
+		emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
+			Message: "the message was not passed to the agent, and is not kept: " + refusal(err)})
+		return nil
+	}
 	begun := b.o.Now()
 	deltas := 0
 	// An agent should have taken the message by then; once it has said
@@ -93,6 +108,14 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	}
 }
 
+// refusal is why the relay refused a message, in the relay's words.
+func refusal(err error) string {
+	if e, ok := errors.AsType[*relay.Error](err); ok {
+		return e.Message
+	}
+	return err.Error()
+}
+
 // typeLate is next's when the run's AgentWait is over.
 const typeLate = "ingress.late"
 
@@ -109,15 +132,10 @@ func (b *Builtin) ended(h *bhost, r *brun, format string) {
 // noAgentMessage says no agent took the message in relay session name,
 // and how to connect one.
 func noAgentMessage(name string, waited time.Duration) string {
-	bridge := "agentassistant-mcp -session " + name
-	if name == relay.DefaultSession {
-		bridge = "agentassistant-mcp (without -session)"
-	}
 	return fmt.Sprintf("no agent took this message within %s: no MCP agent is connected to relay session %q (client_meta.session), or it is busy. "+
 		"The message is kept: an agent gets it when it calls wait_user_message, but what it answers reaches you only in an open run: "+
-		"send agent_invoke again once an agent is connected (it gets this message first). To connect one, start the MCP client with %s "+
-		"(or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q.",
-		waited, name, bridge, name, name)
+		"send agent_invoke again once an agent is connected (it gets this message first). To connect one, %s.",
+		waited, name, relay.ConnectAgent(name))
 }
 
 // next waits for the host's next envelope, or a typeLate when late
@@ -144,8 +162,9 @@ func (h *bhost) next(ctx context.Context, late <-chan time.Time) (relay.Envelope
 }
 
 // endRun frees the host for the next run; the agent's calls the client
-// did not answer, and those the run did not take up (it was cancelled
-// first), get an error.
+// did not answer, and those the run did not take up (it ended first),
+// get an error, as do its messages the run did not take up that carry an
+// id (an agent that asked to hear of them).
 func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
@@ -159,10 +178,13 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	for _, id := range r.approvals {
 		open = append(open, id)
 	}
-	var untaken []string
+	var untaken, unsaid []string
 	for _, env := range h.queue {
-		if env.Type == wire.TypeToolCall {
+		switch {
+		case env.Type == wire.TypeToolCall:
 			untaken = append(untaken, env.ID)
+		case env.Type == wire.TypeAgentMessage && env.ID != "":
+			unsaid = append(unsaid, env.ID)
 		}
 	}
 	h.queue = h.queue[:0]
@@ -170,6 +192,9 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	h.mu.Unlock()
 	for _, id := range untaken {
 		h.ext.Send(toolError(id, wire.ToolExecutionFailed, why))
+	}
+	for _, id := range unsaid {
+		h.ext.Send(messageError(id, why))
 	}
 	b.mu.Lock()
 	delete(b.runs, r.id)

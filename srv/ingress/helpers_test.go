@@ -22,6 +22,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/ingress"
+	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
 
@@ -81,6 +82,12 @@ type env struct {
 // without, the built-in orchestrator runs.
 func newEnv(t *testing.T, external bool, o ingress.Options, ho ingress.HTTPOptions) *env {
 	t.Helper()
+	return newEnvRelay(t, external, o, ho, relay.Options{})
+}
+
+// newEnvRelay is newEnv with the relay's options ro.
+func newEnvRelay(t *testing.T, external bool, o ingress.Options, ho ingress.HTTPOptions, ro relay.Options) *env {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +113,7 @@ func newEnv(t *testing.T, external bool, o ingress.Options, ho ingress.HTTPOptio
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.srv = srv.New(srv.Options{Tokens: toks, StudyLogs: logs, Ingress: o})
+	e.srv = srv.New(srv.Options{Tokens: toks, StudyLogs: logs, Ingress: o, Relay: ro})
 	ts := httptest.NewUnstartedServer(e.srv.Handler())
 	ts.Listener.Close()
 	ts.Listener = ln

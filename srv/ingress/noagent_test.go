@@ -9,6 +9,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/ingress"
+	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
 // TestBuiltinNoAgent: a run of the built-in orchestrator whose relay
@@ -35,7 +36,7 @@ func TestBuiltinNoAgent(t *testing.T) {
 	if str(er, "run_id") != run {
 		t.Fatalf("error %v does not name run %s", er, run)
 	}
-	for _, want := range []string{`relay session "lonely-nobody"`, "agentassistant-mcp -session lonely-nobody", "kept", "agent_invoke again"} {
+	for _, want := range []string{`relay session "lonely-nobody"`, relay.ConnectAgent("lonely-nobody"), "kept", "agent_invoke again"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("error message %q lacks %q", msg, want)
 		}

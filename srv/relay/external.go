@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -82,12 +83,22 @@ func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
 // Send is a message from the host (state.updated, tool.result with
 // replyTo, user.message, session.started, ...), handled as a WebSocket
 // host's frame is. It does nothing once the host was replaced or left.
-func (e *External) Send(env Envelope) {
+//
+// It returns the relay's refusal (a *Error), also delivered to the host
+// as an error envelope: the message was not taken (a user.message or a
+// state.updated past the token's budget, max_relay_state_bytes_per_token),
+// or, for a tool.result or snapshot.state, its answer went on but its
+// state was not kept. An in-process host tells its person; nil when all
+// was taken.
+func (e *External) Send(env Envelope) error {
 	env.V = wire.Version
 	if len(env.Payload) == 0 {
 		env.Payload = json.RawMessage("{}")
 	}
-	e.ch.fromHost(e.p, env)
+	if err := e.ch.fromHost(e.p, env); err != nil {
+		return err
+	}
+	return nil
 }
 
 // Waiting reports whether the request the host received under id still
@@ -188,4 +199,16 @@ func (e *External) Record(direction string, env Envelope) {
 	if e.ch.host == e.p {
 		e.ch.record(direction, env)
 	}
+}
+
+// ConnectAgent says how to connect an agent to relay session name: the
+// MCP bridge's command (no -session for DefaultSession), the server's
+// /mcp, or /agent/ws. Every front door's "no agent" error says it so.
+func ConnectAgent(name string) string {
+	bridge := "agentassistant-mcp -session " + name
+	if name == DefaultSession {
+		bridge = "agentassistant-mcp (without -session)"
+	}
+	return fmt.Sprintf("start the MCP client with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q",
+		bridge, name, name)
 }

@@ -194,39 +194,45 @@ func (ch *channel) taken(id string) bool {
 	return busy || retired
 }
 
-func (ch *channel) fromHost(p *peer, env Envelope) {
+// fromHost handles a host's message. It returns what the host was told
+// went wrong (External.Send hands it to an in-process host), nil when all
+// was taken.
+func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.activity = ch.r.now()
 	if p != ch.host {
-		return // replaced; its connection is closing
+		return nil // replaced; its connection is closing
 	}
 	switch env.Type {
 	case wire.TypeSessionStarted, wire.TypeSnapshotState, wire.TypeToolResult, wire.TypeStateUpdated,
 		wire.TypeUserMessage, wire.TypeSessionEnded, wire.TypeError:
 	default:
-		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "unknown message type %q for a host", wire.Clip(env.Type, 64)))
-		return
+		e := errorf(wire.InvalidMessage, "unknown message type %q for a host", wire.Clip(env.Type, 64))
+		ch.fail(p, env.ID, e)
+		return e
 	}
 	env.Payload = stripBackendData(env.Payload)
 	if (env.Type == wire.TypeToolResult || env.Type == wire.TypeSnapshotState) && env.ReplyTo != "" && !ch.taken(env.ReplyTo) {
 		// An answer to nothing: said so, rather than dropped unseen.
-		ch.fail(p, env.ID, errorf(wire.InvalidMessage, "%s replyTo %q names no request sent to this host that waits for its answer "+
-			"(answered already, or never sent): reply with the id of the request", env.Type, wire.Clip(env.ReplyTo, 64)))
-		return
+		e := errorf(wire.InvalidMessage, "%s replyTo %q names no request sent to this host that waits for its answer "+
+			"(answered already, or never sent): reply with the id of the request", env.Type, wire.Clip(env.ReplyTo, 64))
+		ch.fail(p, env.ID, e)
+		return e
 	}
 	broadcast := false
+	var refused *Error // told the host; for a reply, its answer goes on
 	switch env.Type {
 	case wire.TypeSessionStarted:
 		if ch.log == nil && !ch.openSession(p, env.ID) { // started from the host's own UI
-			return
+			return errorf(wire.ToolExecutionFailed, "the study session could not be started")
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		broadcast = true
 	case wire.TypeSnapshotState, wire.TypeToolResult:
 		// The answer goes to its agent even when its state is not kept.
-		if e := ch.absorbState(env.Payload, false); e != nil {
-			ch.fail(p, env.ID, e)
+		if refused = ch.absorbState(env.Payload, false); refused != nil {
+			ch.fail(p, env.ID, refused)
 		}
 		if env.Type == wire.TypeSnapshotState && ch.log != nil {
 			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
@@ -235,14 +241,14 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		// Not kept, not sent: the agents' state and the relay's stay one.
 		if e := ch.absorbState(env.Payload, true); e != nil {
 			ch.fail(p, env.ID, e)
-			return
+			return e
 		}
 		broadcast = true
 	case wire.TypeUserMessage:
 		// Refused rather than lost: the host is told it did not go.
 		if e := ch.post(env); e != nil {
 			ch.fail(p, env.ID, e)
-			return
+			return e
 		}
 		broadcast = true
 	case wire.TypeSessionEnded:
@@ -261,6 +267,7 @@ func (ch *channel) fromHost(p *peer, env Envelope) {
 		ch.closeSession()
 	}
 	ch.route(env, broadcast)
+	return refused
 }
 
 // route sends a host message to the agent whose request it answers, and
