@@ -277,6 +277,7 @@ func TestMCPSessionsBounded(t *testing.T) {
 func TestMCPOverHTTPClientGone(t *testing.T) {
 	_, base := newGuarded(t, srv.Options{Hub: hub.Options{OrphanNotice: time.Millisecond}})
 	phone := login(t, base, tokA, "phone")
+	tablet := login(t, base, tokA, "tablet")
 	c := mcpClient(t, base, tokA, "")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -295,6 +296,9 @@ func TestMCPOverHTTPClientGone(t *testing.T) {
 	if err := phone.Send(wstest.TextReply(id, "Keep them.")); err != nil {
 		t.Fatal(err)
 	}
+	// The answer is taken (the other device is told) before the next call
+	// looks for it.
+	until(t, tablet, "AskQuestionReplyNotification")
 	again := mcpClient(t, base, tokA, "")
 	r, err := callTool(context.Background(), again, "ask_question", map[string]any{"question": "Rotate them?", "project_directory": "/srv/app"}, nil)
 	if err != nil || !strings.Contains(resultText(r), "Keep the logs?") || !strings.Contains(resultText(r), "Keep them.") {
