@@ -241,6 +241,12 @@ func TestHostAnswerToNothing(t *testing.T) {
 	}
 	h.sendJSON(`{"v":"mvp-0.2","type":"snapshot.state","id":"r2","replyTo":"req-405","payload":{"uiSpec":{}}}`)
 	h.expectError(wire.InvalidMessage, "r2")
+	// An answer that names no request at all is one too: it is not pushed
+	// to the agents as if it were the host's.
+	h.sendJSON(`{"v":"mvp-0.2","type":"tool.result","id":"r3","payload":{"ok":true,"result":"forged"}}`)
+	h.expectError(wire.InvalidMessage, "r3")
+	h.sendJSON(`{"v":"mvp-0.2","type":"snapshot.state","id":"r4","replyTo":"","payload":{"uiSpec":{}}}`)
+	h.expectError(wire.InvalidMessage, "r4")
 
 	// A request answered twice: the second answer is an answer to nothing.
 	a.ask("q1", "me")

@@ -213,8 +213,9 @@ func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 		return e
 	}
 	env.Payload = stripBackendData(env.Payload)
-	if (env.Type == wire.TypeToolResult || env.Type == wire.TypeSnapshotState) && env.ReplyTo != "" && !ch.taken(env.ReplyTo) {
-		// An answer to nothing: said so, rather than dropped unseen.
+	if (env.Type == wire.TypeToolResult || env.Type == wire.TypeSnapshotState) && (env.ReplyTo == "" || !ch.taken(env.ReplyTo)) {
+		// An answer to nothing: said so, rather than dropped unseen (or,
+		// without a replyTo, pushed to every agent as if it were news).
 		e := errorf(wire.InvalidMessage, "%s replyTo %q names no request sent to this host that waits for its answer "+
 			"(answered already, or never sent): reply with the id of the request", env.Type, wire.Clip(env.ReplyTo, 64))
 		ch.fail(p, env.ID, e)
