@@ -2,12 +2,14 @@ package srv_test
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
+	"github.com/gorilla/websocket"
 )
 
 // What one token may hold on /agent/ws: relay sessions, connections, the
@@ -258,4 +260,43 @@ func TestHostAnswerToNothing(t *testing.T) {
 	a.ask("q2", "me")
 	h.answer(h.takeRequests(1)[0])
 	a.expectAnswer("q2", "me") // the agent got nothing in between
+}
+
+// A host's big state going to many agents that do not read is held once,
+// not once per agent: their send queues share its encoding.
+func TestBigStateHeldOnceForSlowAgents(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := joinRawHost(t, url, tokA, "big")
+	const agents, states = 20, 12
+	for range agents {
+		// An agent that reads its joined and never again.
+		ws, _, err := websocket.DefaultDialer.Dial(strings.Replace(url, "http", "ws", 1)+"/agent/ws", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","sessionId":"big","token":"`+tokA+`"}}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, b, err := ws.ReadMessage(); err != nil || !strings.Contains(string(b), "relay.joined") {
+			t.Fatalf("join: %s %v", b, err)
+		}
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	big := strings.Repeat("x", 1<<20)
+	for i := range states {
+		h.sendJSON(fmt.Sprintf(`{"v":"mvp-0.2","type":"state.updated","id":"s%d","payload":{"uiSpec":{"n":%d,"s":"%s"}}}`, i, i, big))
+	}
+	// The host's frames are taken in order: once this one is refused,
+	// the states before it went out.
+	h.sendJSON(`{"v":"mvp-0.2","type":"no.such.type","id":"end","payload":{}}`)
+	h.expectError(wire.InvalidMessage, "end")
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	grown := int64(m1.HeapInuse) - int64(m0.HeapInuse)
+	if grown > 5*states<<20 {
+		t.Errorf("the heap grew by %d MiB for %d states of 1 MiB to %d agents: held per agent", grown>>20, states, agents)
+	}
 }

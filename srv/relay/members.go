@@ -105,18 +105,32 @@ func (ch *channel) endForLostHost(round uint64) {
 		})}
 		ch.record(studylog.Internal, env)
 		ch.closeSession()
-		for a := range ch.agents {
-			a.deliver(env)
-		}
+		ch.toAgents(env, nil)
 	}
 	ch.mu.Unlock()
 	ch.r.tidy(ch)
 }
 
 func (ch *channel) presence() {
-	env := Envelope{Type: wire.TypePresence, Payload: mustJSON(map[string]any{"host": ch.hostOnline()})}
+	ch.toAgents(Envelope{Type: wire.TypePresence, Payload: mustJSON(map[string]any{"host": ch.hostOnline()})}, nil)
+}
+
+// toAgents delivers env to every agent but except. It is encoded once for
+// the agents on a socket: their send queues share the bytes, so a host's
+// big state to many slow agents is held once, not once per agent.
+func (ch *channel) toAgents(env Envelope, except *peer) {
+	var b []byte
 	for a := range ch.agents {
-		a.deliver(env)
+		switch {
+		case a == except:
+		case a.conn != nil:
+			if b == nil {
+				b = encode(env)
+			}
+			a.conn.Send(b)
+		default:
+			a.deliver(env)
+		}
 	}
 }
 

@@ -295,11 +295,7 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 	if broadcast {
 		push := env
 		push.ReplyTo = ""
-		for a := range ch.agents {
-			if a != to {
-				a.deliver(push)
-			}
-		}
+		ch.toAgents(push, to)
 	}
 }
 
