@@ -47,12 +47,16 @@ var extraServerEnv = strings.Fields(os.Getenv("AA_BENCH_SERVER_ENV"))
 var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
 
 // serverConfig is the bench's: all its clients come from one address and
-// one token, log in 64 at a time, and keep up to 256 idle keep-alive
-// connections per HTTP client (more than one person's machine would).
+// one token, log in 64 at a time, keep up to 256 idle keep-alive
+// connections per HTTP client, and run 100 relay sessions of one token
+// (more than one person's machine would).
 const serverConfig = `max_connections_per_token = 50000
 max_unauthenticated_per_address = 256
 max_idle_connections = 4096
 max_idle_connections_per_address = 4096
+max_relay_sessions_per_token = 4096
+max_relay_connections_per_token = 8192
+max_relay_state_bytes_per_token = 1073741824
 log_level = "warn"
 `
 
