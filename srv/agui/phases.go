@@ -174,7 +174,8 @@ func (t *thread) deliverResults(rs []result) {
 			p["code"], p["message"] = wire.ToolExecutionFailed, r.msg.Error
 		}
 		b, _ := json.Marshal(p)
-		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: r.id, Payload: b})
+		// An answer reaches its agent even when its state is not kept.
+		_ = t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: r.id, Payload: b})
 	}
 }
 

@@ -146,7 +146,7 @@ func (t *thread) replyLater(env relay.Envelope) {
 	go func() {
 		defer t.h.wg.Done()
 		<-t.ready
-		t.ext.Send(env)
+		_ = t.ext.Send(env) // a reply: it reaches its agent even when its state is not kept
 	}()
 }
 
@@ -322,7 +322,7 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 	if !known {
 		b, _ := json.Marshal(map[string]any{"ok": false, "code": wire.InvalidParams,
 			"message": fmt.Sprintf("the AG-UI frontend of thread %q declares no tool %q", t.id, p.ToolName)})
-		t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b})
+		_ = t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b}) // carries no state
 		return false
 	}
 	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": name})

@@ -52,7 +52,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	if !studying {
 		// The agent's messages and tool calls need an active study
 		// session: the client's host starts one, as a host's UI may.
-		h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")})
+		_ = h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")}) // carries no state
 	}
 	msg, _ := json.Marshal(map[string]string{"text": req.Message.Content, "runId": r.id, "user": req.UserID})
 	if err := h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
@@ -191,10 +191,10 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	why := h.noRunLocked()
 	h.mu.Unlock()
 	for _, id := range untaken {
-		h.ext.Send(toolError(id, wire.ToolExecutionFailed, why))
+		_ = h.ext.Send(toolError(id, wire.ToolExecutionFailed, why)) // carries no state
 	}
 	for _, id := range unsaid {
-		h.ext.Send(messageError(id, why))
+		_ = h.ext.Send(messageError(id, why)) // carries no state
 	}
 	b.mu.Lock()
 	delete(b.runs, r.id)
@@ -207,7 +207,7 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 	b.mu.Unlock()
 	for _, id := range open {
 		if h.ext.Waiting(id) {
-			h.ext.Send(toolError(id, wire.ToolExecutionFailed, fmt.Sprintf("the Ingress run %s ended before the client answered", r.id)))
+			_ = h.ext.Send(toolError(id, wire.ToolExecutionFailed, fmt.Sprintf("the Ingress run %s ended before the client answered", r.id))) // carries no state
 		}
 	}
 }
@@ -228,7 +228,7 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 	t, ok := h.tools[p.ToolName]
 	h.mu.Unlock()
 	if !ok {
-		h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", wire.Clip(p.ToolName, 64))))
+		_ = h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", wire.Clip(p.ToolName, 64)))) // carries no state
 		return
 	}
 	tcID := newCallID()
@@ -290,7 +290,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		if msg == "" {
 			msg = "the client's tool failed"
 		}
-		h.ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg))
+		_ = h.ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg)) // carries no state
 		return nil
 	}
 	var result any = json.RawMessage("null")
@@ -298,7 +298,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		result = res.Result
 	}
 	p, _ := json.Marshal(map[string]any{"ok": true, "result": result})
-	h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p})
+	_ = h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p}) // the answer reaches its agent even when its state is not kept
 	return nil
 }
 
@@ -333,7 +333,7 @@ func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	h.ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy)))
+	_ = h.ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy))) // carries no state
 	return nil
 }
 

@@ -276,7 +276,7 @@ func (rc *relayConn) message(_ bool, data []byte) bool {
 		return true
 	}
 	if rc.p.role == "host" {
-		ch.fromHost(rc.p, env)
+		_ = ch.fromHost(rc.p, env) // a refusal is sent to the host (fail)
 	} else {
 		ch.fromAgent(rc.p, env)
 	}

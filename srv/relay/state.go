@@ -11,19 +11,22 @@ import (
 // The host's published state, kept for agents that ask (Local.State), and
 // the registry of every tool it has declared.
 
+// statePayload is what absorbState keeps of a host's message.
+type statePayload struct {
+	UISpec         json.RawMessage `json:"uiSpec"`
+	MessageHistory json.RawMessage `json:"messageHistory"`
+	ToolSchema     json.RawMessage `json:"toolSchema"`
+}
+
 // absorbState keeps the host's latest published state. state.updated is
 // authoritative (it bumps the version waiters watch); snapshots and tool
 // results refresh what they carry. What would pass the token's budget
 // (limits.go) is not kept: the error says so, and the state stays as it
 // was.
 func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) *Error {
-	var p struct {
-		UISpec         json.RawMessage `json:"uiSpec"`
-		MessageHistory json.RawMessage `json:"messageHistory"`
-		ToolSchema     json.RawMessage `json:"toolSchema"`
-	}
+	var p statePayload
 	if json.Unmarshal(payload, &p) != nil {
-		return nil
+		p = statePayload{} // not an object: nothing in it to keep
 	}
 	uiSpec, messageHistory, toolSchema := ch.uiSpec, ch.messageHistory, ch.toolSchema
 	tools, toolIndex := slices.Clone(ch.tools), maps.Clone(ch.toolIndex)
