@@ -50,25 +50,6 @@ func (a *agent) expectClosed() {
 	}
 }
 
-// until returns the next envelope of type typ, skipping any other.
-func (a *agent) until(typ string) map[string]any {
-	a.t.Helper()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case m, ok := <-a.in:
-			if !ok {
-				a.t.Fatalf("connection closed waiting for %s", typ)
-			}
-			if m["type"] == typ {
-				return m
-			}
-		case <-deadline:
-			a.t.Fatalf("no %s within 5s", typ)
-		}
-	}
-}
-
 // refusedWith checks that m is an error of code answering the join, whose
 // message names the setting.
 func refusedWith(t *testing.T, m map[string]any, code, setting string) {

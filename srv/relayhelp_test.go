@@ -98,6 +98,19 @@ func (a *agent) sendJSON(s string) {
 // (state.updated, relay.presence) in between.
 func (a *agent) expect(typ string) map[string]any {
 	a.t.Helper()
+	return a.next(typ, func(t any) bool { return t == "state.updated" || t == "relay.presence" })
+}
+
+// until returns the next envelope of type typ, skipping any other.
+func (a *agent) until(typ string) map[string]any {
+	a.t.Helper()
+	return a.next(typ, func(any) bool { return true })
+}
+
+// next returns the next envelope of type typ, skipping those whose type
+// skip allows; any other fails the test.
+func (a *agent) next(typ string, skip func(t any) bool) map[string]any {
+	a.t.Helper()
 	deadline := time.After(5 * time.Second)
 	for {
 		select {
@@ -108,10 +121,9 @@ func (a *agent) expect(typ string) map[string]any {
 			if m["type"] == typ {
 				return m
 			}
-			if m["type"] == "state.updated" || m["type"] == "relay.presence" {
-				continue
+			if !skip(m["type"]) {
+				a.t.Fatalf("waiting for %s, got %v", typ, m)
 			}
-			a.t.Fatalf("waiting for %s, got %v", typ, m)
 		case <-deadline:
 			a.t.Fatalf("no %s within 5s", typ)
 		}

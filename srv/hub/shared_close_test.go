@@ -64,21 +64,7 @@ func TestSharedCloseWaitsForWrites(t *testing.T) {
 		g.hold.Store(true)
 		g.deliver(a) // A, the holder, had no caller: it marks the answer undelivered
 		synctest.Wait()
-		closed := make(chan struct{})
-		go func() {
-			a.h.Close()
-			g.closed.Store(true) // then the cluster closes NATS
-			close(closed)
-		}()
-		synctest.Wait()
-		select {
-		case <-closed:
-			t.Fatal("Hub.Close returned while a write of the hub was in flight")
-		default:
-		}
-		g.hold.Store(false)
-		g.gate <- struct{}{}
-		<-closed
+		g.closeDuringWrite(t, a.h)
 		if n := g.last().ClosedNote; n != NoteUndelivered {
 			t.Fatalf("after the shutdown the answer's note is %q, want %q", n, NoteUndelivered)
 		}
@@ -139,21 +125,7 @@ func TestSharedCloseWaitsForOutcomes(t *testing.T) {
 				g.hold.Store(true)
 				res := tc.start(h, cancel)
 				synctest.Wait()
-				closed := make(chan struct{})
-				go func() {
-					h.Close()
-					g.closed.Store(true) // then the cluster closes NATS
-					close(closed)
-				}()
-				synctest.Wait()
-				select {
-				case <-closed:
-					t.Fatal("Hub.Close returned while a write of the hub was in flight")
-				default:
-				}
-				g.hold.Store(false)
-				g.gate <- struct{}{}
-				<-closed
+				g.closeDuringWrite(t, h)
 				if res != nil {
 					if err := <-res; err != nil {
 						t.Fatalf("the write during the shutdown: %v", err)
@@ -166,4 +138,27 @@ func TestSharedCloseWaitsForOutcomes(t *testing.T) {
 			})
 		})
 	}
+}
+
+// closeDuringWrite closes h while a write of the hub is held at the gate,
+// then the cluster (the bus refuses writes from then on), and checks that
+// Close waited for the write; the write is let through once Close is
+// seen waiting. Called inside a synctest bubble.
+func (g *gatedBus) closeDuringWrite(t *testing.T, h *Hub) {
+	t.Helper()
+	closed := make(chan struct{})
+	go func() {
+		h.Close()
+		g.closed.Store(true) // then the cluster closes NATS
+		close(closed)
+	}()
+	synctest.Wait()
+	select {
+	case <-closed:
+		t.Fatal("Hub.Close returned while a write of the hub was in flight")
+	default:
+	}
+	g.hold.Store(false)
+	g.gate <- struct{}{}
+	<-closed
 }

@@ -114,6 +114,21 @@ func TestFailedJournalWriteGoesToTheDatabase(t *testing.T) {
 	}
 	// A crash now: a copy of the files as they are, opened elsewhere,
 	// has everything acknowledged.
+	crash := crashCopy(t, dir)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := open(t, crash)
+	defer s2.Close()
+	if got := all(t, s2); len(got) != 3 {
+		t.Fatalf("after a crash: %v, want all 3", ids(got))
+	}
+}
+
+// crashCopy copies the store's files in dir as they are now, as a crash
+// would leave them, to a new directory, and returns it.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
 	crash := t.TempDir()
 	for _, name := range []string{FileName, JournalName} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
@@ -124,12 +139,5 @@ func TestFailedJournalWriteGoesToTheDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s2 := open(t, crash)
-	defer s2.Close()
-	if got := all(t, s2); len(got) != 3 {
-		t.Fatalf("after a crash: %v, want all 3", ids(got))
-	}
+	return crash
 }

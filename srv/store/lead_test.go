@@ -3,8 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -74,16 +72,7 @@ func TestStagedRecordIsWrittenByItsWaiter(t *testing.T) {
 	if w, c := j.counts(); c != len(rs) || w != 0 {
 		t.Fatalf("the writer goroutine wrote %d batches and the callers %d, want the callers all %d", w, c, len(rs))
 	}
-	crash := t.TempDir()
-	for _, name := range []string{FileName, JournalName} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(crash, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	crash := crashCopy(t, dir)
 	s2 := open(t, crash)
 	if got := all(t, s2); len(got) != len(rs) {
 		t.Fatalf("a crash after the acks keeps %v, want all %d", ids(got), len(rs))
@@ -293,16 +282,7 @@ func TestGivenUpRecordsStayInTheJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Flush() // this fold succeeds
-	crash := t.TempDir()
-	for _, name := range []string{FileName, JournalName} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(crash, name), b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
+	crash := crashCopy(t, dir)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
