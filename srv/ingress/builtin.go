@@ -133,6 +133,7 @@ type brun struct {
 	posted    bool              // its user.message reached the mailbox
 	cancelled bool              // Cancel was called: nothing the agent sends is streamed
 	over      bool              // its last event is being sent (Builtin.ended)
+	end       sync.Once         // endRun's work, done once: before the last event, or when Invoke returns
 	calls     map[string]string // tool calls sent to the client: their id → the agent's call (relay id)
 	approvals map[string]string // approval id → the agent's call (relay id)
 	pending   map[string]bpending

@@ -127,6 +127,9 @@ func (b *Builtin) ended(h *bhost, r *brun, format string) {
 	h.last = fmt.Sprintf(format, r.id)
 	r.over = true
 	h.mu.Unlock()
+	// Over before the client hears so: the next agent_invoke it sends
+	// on hearing the last event finds no run open.
+	b.endRun(h, r)
 }
 
 // noAgentMessage says no agent took the message in relay session name,
@@ -166,6 +169,10 @@ func (h *bhost) next(ctx context.Context, late <-chan time.Time) (relay.Envelope
 // get an error, as do its messages the run did not take up that carry an
 // id (an agent that asked to hear of them).
 func (b *Builtin) endRun(h *bhost, r *brun) {
+	r.end.Do(func() { b.endRunOnce(h, r) })
+}
+
+func (b *Builtin) endRunOnce(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
 	if h.last == "" {
