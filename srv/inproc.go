@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/rpc"
 )
 
 // inProcess serves the server's own handler on an in-memory listener, so
@@ -34,6 +36,8 @@ func newInProcess() *inProcess {
 // serve serves h until stop.
 func (p *inProcess) serve(h http.Handler) {
 	p.hs = NewHTTPServer(h, HTTPOptions{})
+	// Every call through here is /mcp's: the metrics count it so.
+	p.hs.BaseContext = func(net.Listener) context.Context { return rpc.WithDoor(context.Background(), "mcp") }
 	go func() {
 		defer close(p.served)
 		_ = p.hs.Serve(p)

@@ -19,6 +19,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
+	"github.com/agentassistant/agentassistant/srv/metrics"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -121,6 +122,7 @@ type Server struct {
 	bodyBy  time.Duration
 	cluster *cluster.Cluster
 	idle    *IdleConns
+	metrics *metrics.Metrics
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -215,6 +217,8 @@ func New(o Options) *Server {
 	}
 	s.ingress = ingress.New(igo)
 	s.handle("/ingress/ws", GuardHello, s.ingress)
+	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
+	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -275,6 +279,7 @@ func (s *Server) Close() error {
 		s.builtin.Close()
 	}
 	s.hub.Close()
+	s.metrics.Close()
 	s.agui.Close()
 	_ = s.relay.Close()
 	err := s.inbox.Close()
@@ -325,6 +330,20 @@ func refuseUnread(w http.ResponseWriter, msg string, code int) {
 // Connections counts the WebSocket connections of this instance (/ws,
 // /agent/ws and /ingress/ws).
 func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + s.ingress.Count() }
+
+// doorCounts are the open connections of each door, read by /metrics.
+func (s *Server) doorCounts() map[string]func() int {
+	return map[string]func() int{"ws": s.inbox.Count, "agent_ws": s.relay.Count, "ingress": s.ingress.Count}
+}
+
+// natsState is the cluster's link to NATS for /metrics; nil in one
+// process.
+func (s *Server) natsState() func() string {
+	if s.cluster == nil {
+		return nil
+	}
+	return func() string { return s.cluster.Status().NATS }
+}
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

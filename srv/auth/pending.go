@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"errors"
 	"net/http"
+	"sync/atomic"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 )
@@ -27,6 +28,10 @@ type Pending struct {
 	mu     lockorder.Mutex[lockorder.Pending]
 	order  list.List // of *pendingEntry, oldest first
 	byAddr map[string]int
+
+	// For the metrics: newcomers refused, and waiting connections
+	// evicted to make room.
+	refused, evicted atomic.Uint64
 }
 
 type pendingEntry struct {
@@ -77,11 +82,13 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 	case p.byAddr[k] >= p.perAddr:
 		if victim = p.oldestLocked(k); victim == nil {
 			p.mu.Unlock()
+			p.refused.Add(1)
 			return nil, ErrPendingAddr
 		}
 	case p.order.Len() >= p.max:
 		if victim = p.oldestLocked(""); victim == nil {
 			p.mu.Unlock()
+			p.refused.Add(1)
 			return nil, ErrPendingFull
 		}
 	}
@@ -93,6 +100,7 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 	p.byAddr[k]++
 	p.mu.Unlock()
 	if victim != nil {
+		p.evicted.Add(1)
 		victim.evict()
 	}
 	return func() {
@@ -145,4 +153,13 @@ func RefusePending(w http.ResponseWriter, err error) {
 	}
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, err.Error(), code)
+}
+
+// Turned reports how many connections waiting to log in were refused,
+// and how many evicted to make room for a newcomer, since the start.
+func (p *Pending) Turned() (refused, evicted uint64) {
+	if p == nil {
+		return 0, 0
+	}
+	return p.refused.Load(), p.evicted.Load()
 }

@@ -11,7 +11,7 @@
 // events and their ring; presence.go presence batching; chat.go chat and
 // remote input; broadcast.go the fan-out; frames.go the /ws frames;
 // record.go the mapping to the store's records; restore.go start-up and
-// history.
+// history; events.go the typed events told to subscribers.
 //
 // Goroutines. The hub has no loop of its own. A request's waiting belongs
 // to the caller of Ask (the RPC handler), a client's sending to its
@@ -27,7 +27,8 @@
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
 // room.mu the hub queues records (store.Put) and frames (Client.Send),
 // neither of which waits for the hub. The order of all the server's locks
-// is internal/lockorder's, explained in docs/architecture.md.
+// is internal/lockorder's, explained in docs/architecture.md. The
+// subscribers' lock (events.go) is held alone.
 package hub
 
 import (
@@ -69,6 +70,9 @@ type Request struct {
 	// call goes the request is withdrawn at once instead of waiting out
 	// OrphanGrace for the agent to come back.
 	WithdrawOnLeave bool
+	// Door names the way the request came in ("connect", "mcp",
+	// "ingress"), for the metrics; not saved.
+	Door string
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse
@@ -80,6 +84,9 @@ type Reply struct {
 	// Who answered.
 	ClientID string
 	Nickname string
+	// Door names the way the answer came ("ws", "connect", "ingress"),
+	// for the metrics; not saved.
+	Door string
 }
 
 // Errors Ask, Answer and Chat return; the RPC and /ws layers map them to
@@ -181,10 +188,11 @@ type Hub struct {
 	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
-	shared    Shared    // nil in one process
-	peers     Peers     // the other instances' devices; nil in one process
-	seqs      *sequence // the cluster's numbering (sharedseq.go); nil in one process
-	self      string    // this instance's name in the cluster
+	shared    Shared      // nil in one process
+	peers     Peers       // the other instances' devices; nil in one process
+	seqs      *sequence   // the cluster's numbering (sharedseq.go); nil in one process
+	self      string      // this instance's name in the cluster
+	subs      subscribers // the subscribers to the typed events (events.go)
 }
 
 // New returns an empty hub.

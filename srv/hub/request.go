@@ -126,7 +126,9 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		saved := h.persist(r, p, store.Pending, nil, "")
 		r.mu.Unlock()
 		// Shown only once saved: a question on a screen survives a crash.
-		if err := wait(saved); err != nil {
+		err := wait(saved)
+		took := h.now().Sub(now)
+		if err != nil {
 			return nil, h.refuse(r, p, err)
 		}
 		r.mu.Lock()
@@ -141,6 +143,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		send := r.fanLocked(frame, "")
 		r.mu.Unlock()
 		send()
+		h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: now.Add(took), Saved: took})
 		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
 	}
 
@@ -284,7 +287,9 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	}
 	saved := h.persist(r, p, status, rep, reason)
 	r.mu.Unlock()
+	start := h.now()
 	serr := wait(saved)
+	took := h.now().Sub(start)
 	r.mu.Lock()
 	if serr != nil && rep != nil {
 		p.settling = false
@@ -321,6 +326,7 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 		r.mu.Unlock()
 		return nil
 	}
+	defer h.emitOutcome(p, rep, err, reason, now, took)
 	except := ""
 	var frame [][]byte
 	if rep != nil {

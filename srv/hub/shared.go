@@ -101,6 +101,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 		_, err := h.shared.Create(sctx, rec)
 		cancel()
+		created := err == nil
 		if errors.Is(err, ErrRecordExists) {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 			rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
@@ -137,6 +138,10 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		}
 		if p.sum != sum {
 			return nil, ErrDuplicate
+		}
+		if created {
+			at := h.now()
+			h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: at, Saved: at.Sub(now)})
 		}
 	} else if p.sum != sum {
 		return nil, ErrDuplicate
@@ -282,6 +287,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	out := h.record(r, p, status, rep, reason)
 	out.ClosedAt = h.now()
 	r.mu.Unlock()
+	start := h.now()
 	var written SharedRecord
 	serr := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
 		written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone}
@@ -307,6 +313,8 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	r.mu.Lock()
 	h.wakeLocked(p, settledOf(written.Record))
 	r.mu.Unlock()
+	now := h.now()
+	h.emitOutcome(p, rep, err, reason, now, now.Sub(start))
 	return nil
 }
 

@@ -307,7 +307,7 @@ func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[strin
 		return
 	}
 	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
-		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(),
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(), Door: "ws",
 	})
 	if errors.Is(err, hub.ErrNotSaved) {
 		c.sendError("not_saved", err.Error(), id, cmd) // still pending: the person may try again

@@ -121,7 +121,7 @@ func (s *session) askInbox(ctx context.Context, ap *approval) {
 		ap.toolName, s.info.UserID, ap.runID, ap.summary)
 	rep, err := h.o.Hub.Ask(ctx, s.info.Token, hub.Request{Kind: wire.AskQuestion, ID: ap.hubID, Text: text,
 		ProjectDirectory: "Ingress · " + s.info.UserID, Timeout: h.o.ApprovalTimeout,
-		AgentName: "Ingress", McpClientName: s.info.Meta.App})
+		AgentName: "Ingress", McpClientName: s.info.Meta.App, Door: "ingress"})
 	ap.settled.Store(true)
 	var d Decision
 	switch {
@@ -187,7 +187,7 @@ func (s *session) decide(dev *device, m Message) *Error {
 			text += ": " + m.Reason
 		}
 		rep := hub.Reply{Meta: map[string]string{metaDecision: m.Decision, metaReason: m.Reason}, ClientID: dev.id,
-			Nickname: "Ingress · " + s.info.UserID,
+			Nickname: "Ingress · " + s.info.UserID, Door: "ingress",
 			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}}}
 		// The question is answerable once the hub has saved and shown it,
 		// a moment after approval_required went out.

@@ -209,6 +209,7 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 	if ci, ok := connect.CallInfoForHandlerContext(ctx); !ok || ci.RequestHeader().Get(wire.TakesMissedHeader) != wire.TakesMissedYes {
 		req.WithdrawOnLeave = true
 	}
+	req.Door = doorOf(ctx)
 	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), req)
 	switch {
 	case err == nil:
@@ -261,7 +262,7 @@ func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick strin
 		nick = "rpc"
 	}
 	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
-		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick,
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick, Door: doorOf(ctx),
 	})
 	if errors.Is(err, hub.ErrUnreachable) {
 		return nil, connect.NewError(connect.CodeUnavailable, err)

@@ -1,4 +1,4 @@
-package main
+package repo
 
 import (
 	"os"
@@ -90,27 +90,5 @@ func TestArchitectureMap(t *testing.T) {
 				t.Errorf("docs/architecture.md does not say what %s/%s holds", dir, name)
 			}
 		}
-	}
-}
-
-// TestNoLongFiles: no file of the server's packages is over 400 lines
-// unless its header says why ("long because").
-func TestNoLongFiles(t *testing.T) {
-	err := filepath.WalkDir("../../srv", func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		head, _, _ := strings.Cut(string(b), "\nfunc ")
-		if n := strings.Count(string(b), "\n"); n > 400 && !strings.Contains(head, "long because") {
-			t.Errorf("%s has %d lines; split it, or say in its header why it is long because …", strings.TrimPrefix(path, "../../"), n)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -1,0 +1,5 @@
+// Package repo has no code of its own: its tests read the repository as
+// a whole. docs/architecture.md's package map is checked against what
+// each package imports, and its paragraph on the hub and the relay
+// against their files.
+package repo
