@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wstest"
@@ -48,8 +50,18 @@ func TestClusterShortNATSOutage(t *testing.T) {
 	}
 	first := make(chan res, 1)
 	go func() {
-		r, err := connectAsk(context.Background(), one, "before-outage", "Asked before?")
-		first <- res{r, err}
+		// A caller that takes missed answers is let go, unavailable,
+		// while its instance cannot reach NATS, and asks again by the
+		// same ID, as agentassistant-mcp does.
+		for {
+			r, err := connectAsk(context.Background(), one, "before-outage", "Asked before?")
+			if connect.CodeOf(err) == connect.CodeUnavailable {
+				time.Sleep(100 * time.Millisecond) // the agent's backoff, not a wait for state
+				continue
+			}
+			first <- res{r, err}
+			return
+		}
 	}()
 	must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
 	agent := startMCP(t, one, tokenA)

@@ -76,6 +76,11 @@ type Options struct {
 	HostGrace time.Duration
 	// HostPoll is how often Run looks at the host's presence (default 5s).
 	HostPoll time.Duration
+	// Probe checks that the server a waiting question is on still answers
+	// (stall.go); skip moves the next calls on from that server. nil: not
+	// checked. ProbeEvery spaces the checks (default 2s).
+	Probe      func(context.Context) (skip func(), err error)
+	ProbeEvery time.Duration
 }
 
 func (o *Options) defaults() {
@@ -102,6 +107,7 @@ func (o *Options) defaults() {
 	def(&o.FirstContact, 5*time.Second)
 	def(&o.HostGrace, 2*time.Minute)
 	def(&o.HostPoll, 5*time.Second)
+	def(&o.ProbeEvery, 2*time.Second)
 }
 
 // Server is the MCP server with its tools. Run keeps the web UI's tools in

@@ -185,7 +185,19 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 	var lostAt time.Time // when a reached server went away
 	var lostErr error
 	for {
-		resp, err := call(cctx)
+		actx, stall := context.WithCancelCause(cctx)
+		stopWatch := b.watchStall(actx, stall)
+		resp, err := call(actx)
+		stopWatch()
+		stalled := errors.Is(context.Cause(actx), errStalled) && ctx.Err() == nil
+		stall(nil)
+		if stalled {
+			// Again at once, through the next server: the answer may be
+			// waiting there already.
+			b.log.Info("re-attaching after the server stalled", "kind", kind, "id", id)
+			reached, lostAt, lostErr, delay = true, time.Now(), errStalled, b.o.Reconnect
+			continue
+		}
 		if err == nil {
 			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
 			return toResult(kind, resp), nil

@@ -338,11 +338,11 @@ func (s *Server) doorCounts() map[string]func() int {
 
 // natsState is the cluster's link to NATS for /metrics; nil in one
 // process.
-func (s *Server) natsState() func() string {
+func (s *Server) natsState() func() bool {
 	if s.cluster == nil {
 		return nil
 	}
-	return func() string { return s.cluster.Status().NATS }
+	return func() bool { return s.cluster.Status().Healthy }
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
@@ -352,10 +352,10 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	if s.cluster != nil {
 		st := s.cluster.Status()
 		mode, c = "cluster", st
-		if st.NATS != "CONNECTED" {
-			// Nothing can be saved here until NATS is back: a balancer
-			// should send no one.
-			status = "nats " + strings.ToLower(st.NATS)
+		if !st.Healthy {
+			// Nothing can be saved here until NATS answers again: a
+			// balancer should send no one.
+			status = "unhealthy"
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 	}

@@ -122,6 +122,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		MaxIdleConnsPerHost: 8,
 		IdleConnTimeout:     90 * time.Second,
 	}
+	var probe func(context.Context) (func(), error)
 	if *servers == "" && len(cfg.Servers) > 0 {
 		*servers = strings.Join(cfg.Servers, ",")
 	}
@@ -133,7 +134,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		}
 		base.Host = addrs[0]
-		transport = failover.New(addrs, transport)
+		ft := failover.New(addrs, transport)
+		transport = ft
+		// A waiting question's instance is checked (mcpbridge's stall.go):
+		// a frozen one is left for the next.
+		probe = func(ctx context.Context) (func(), error) {
+			return ft.Probe(ctx, 2*time.Second, http.Header{auth.TokenHeader: {cfg.Token}})
+		}
 	}
 	// Questions wait for a person as long as their timeout says; UI calls
 	// answer within the server's own limits, so a hung one is cut at 60s.
@@ -160,6 +167,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		ProjectDirectory: dir,
 		Done:             sess.Done(),
 		HostGrace:        time.Duration(cfg.HostGraceSeconds) * time.Second,
+		Probe:            probe,
 	})
 
 	if *web {

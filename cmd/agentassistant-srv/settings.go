@@ -136,7 +136,7 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 		}
 	}
 	c.Needs("nats_replicas", "", cfg.NATSReplicas, cfg.NATSReplicas == defaultNATSReplicas, "nats_url", nats)
-	c.Int("nats_replicas", "", int64(cfg.NATSReplicas), 1, maxReplicas, fmt.Sprintf("it must be from 1 to %d (what JetStream allows), at most the JetStream servers there are", maxReplicas))
+	c.Int("nats_replicas", "", int64(cfg.NATSReplicas), 0, maxReplicas, fmt.Sprintf("it must be from 1 to %d (what JetStream allows), at most the JetStream servers there are, or 0 (3 with several nats_url servers, else 1)", maxReplicas))
 	c.Needs("instance_name", "instance", cfg.Instance, cfg.Instance == "", "nats_url", nats)
 	c.Needs("history_scan", "", cfg.HistoryScan, cfg.HistoryScan == defaultHistoryScan, "nats_url", nats)
 	c.Count("history_scan", "", int64(cfg.HistoryScan), 1)
@@ -147,6 +147,6 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 // may spell them out without it (README's does).
 const (
 	defaultOrchestratorTimeout = 10    // ingress.HTTPOptions.Timeout's, in seconds
-	defaultNATSReplicas        = 1     // cluster.Options.Replicas'
+	defaultNATSReplicas        = 0     // cluster.Options.Replicas' (0: by the servers named)
 	defaultHistoryScan         = 10000 // cluster.Options.HistoryScan's
 )

@@ -6,13 +6,16 @@
 package failover
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // Transport is an http.RoundTripper over several servers.
@@ -68,4 +71,34 @@ func Parse(list string, defaultPort int) ([]string, error) {
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// Probe reports whether the current server answers at all: a GET of its
+// /health within timeout, answered with anything but 503. A process
+// stopped with SIGSTOP still completes TCP handshakes in its kernel, so
+// only a request shows it frozen: the calls waiting on it would wait for
+// nothing. header goes with the request (the token: a probe is not a
+// failed login). skip moves the calls on from the server probed to the next,
+// for a caller that finds it stalled (once is not enough: a busy server
+// may miss one probe).
+func (t *Transport) Probe(ctx context.Context, timeout time.Duration, header http.Header) (skip func(), err error) {
+	n := t.cur.Load()
+	addr := t.addrs[n%uint64(len(t.addrs))]
+	skip = func() { t.cur.CompareAndSwap(n, n+1) }
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	if err != nil {
+		return skip, err
+	}
+	maps.Copy(req.Header, header)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return skip, fmt.Errorf("probe %s: %w", addr, err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return skip, fmt.Errorf("probe %s: unhealthy (503)", addr)
+	}
+	return skip, nil
 }

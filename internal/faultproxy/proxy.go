@@ -14,11 +14,12 @@ type Proxy struct {
 	ln     net.Listener
 	target string
 
-	mu    sync.Mutex
-	down  bool
-	delay time.Duration
-	conns map[net.Conn]struct{}
-	wg    sync.WaitGroup
+	mu     sync.Mutex
+	down   bool
+	silent bool
+	delay  time.Duration
+	conns  map[net.Conn]struct{}
+	wg     sync.WaitGroup
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -53,6 +54,15 @@ func (p *Proxy) SetDown(down bool) {
 		}
 		_ = c.Close()
 	}
+}
+
+// SetSilent drops everything sent either way while silent, and keeps the
+// connections open: a link cut without a word (a partition, a peer
+// frozen), which neither side hears of until its own checks notice.
+func (p *Proxy) SetSilent(silent bool) {
+	p.mu.Lock()
+	p.silent = silent
+	p.mu.Unlock()
 }
 
 // SetDelay adds latency to every chunk forwarded.
@@ -116,8 +126,11 @@ func (p *Proxy) pipe(c net.Conn) {
 			n, err := src.Read(buf)
 			if n > 0 {
 				p.mu.Lock()
-				d := p.delay
+				d, silent := p.delay, p.silent
 				p.mu.Unlock()
+				if silent {
+					continue
+				}
 				if d > 0 {
 					time.Sleep(d)
 				}

@@ -47,8 +47,9 @@ type Options struct {
 	Tokens []string
 	// Instance names this instance (default: a random ID).
 	Instance string
-	// Replicas is how many JetStream servers keep each bucket (default 1;
-	// 3 in a NATS cluster of three, so one may fail).
+	// Replicas is how many JetStream servers keep each bucket (default:
+	// 3 when URL names several servers, a NATS cluster in which one may
+	// fail; 1 for a single server).
 	Replicas int
 	// History is how long a request's record is kept (default 30 days).
 	History time.Duration
@@ -82,6 +83,7 @@ type Cluster struct {
 	closing sync.Once
 
 	mu     sync.Mutex
+	health health // the last round trip to the requests bucket (health.go)
 	back   chan struct{} // closed at the next reconnect (rewatch.go)
 	local  func() int
 	total  int // connections cluster-wide, at the last heartbeat
@@ -96,6 +98,9 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.Replicas <= 0 {
 		o.Replicas = 1
+		if strings.Contains(o.URL, ",") {
+			o.Replicas = 3
+		}
 	}
 	if o.History <= 0 {
 		o.History = 30 * 24 * time.Hour
@@ -118,6 +123,9 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		// or refused now, never landing later after its caller was told no.
 		nats.ReconnectBufSize(-1),
 		nats.ReconnectWait(250*time.Millisecond),
+		// A link cut without a word (a partition, a dead peer) is noticed
+		// within pingEvery × (maxPingsOut + 1), not nats.go's 4 minutes.
+		nats.PingInterval(pingEvery), nats.MaxPingsOutstanding(maxPingsOut),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted())
@@ -133,19 +141,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("open JetStream: %w", err)
 	}
 	c.js = js
-	if c.reqs, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestsBucket,
-		Description: "agentassistant requests, one key per request", History: 1, TTL: o.History,
-		Storage: jetstream.FileStorage, Replicas: o.Replicas}); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("open bucket %s: %w", RequestsBucket, err)
-	}
-	if c.insts, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: InstancesBucket,
-		Description: "agentassistant-srv instances alive, and their connections", History: 1, TTL: 5 * o.Heartbeat,
-		Storage: jetstream.MemoryStorage, Replicas: o.Replicas}); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
-	}
-	if err := c.openPresence(ctx); err != nil {
+	if err := c.openBuckets(ctx); err != nil {
 		nc.Close()
 		return nil, err
 	}
@@ -154,6 +150,22 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
 	}
 	return c, nil
+}
+
+// openBuckets makes sure the buckets exist, as Options say.
+func (c *Cluster) openBuckets(ctx context.Context) error {
+	var err error
+	if c.reqs, err = c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestsBucket,
+		Description: "agentassistant requests, one key per request", History: 1, TTL: c.o.History,
+		Storage: jetstream.FileStorage, Replicas: c.o.Replicas}); err != nil {
+		return fmt.Errorf("open bucket %s (%d replicas): %w", RequestsBucket, c.o.Replicas, err)
+	}
+	if c.insts, err = c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: InstancesBucket,
+		Description: "agentassistant-srv instances alive, and their connections", History: 1, TTL: 5 * c.o.Heartbeat,
+		Storage: jetstream.MemoryStorage, Replicas: c.o.Replicas}); err != nil {
+		return fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
+	}
+	return c.openPresence(ctx)
 }
 
 // Instance is this instance's name in the cluster.
@@ -180,6 +192,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Unlock()
 	c.wg.Go(func() { c.follow(ctx, w, h, start) })
 	c.wg.Go(func() { c.beat(ctx) })
+	c.wg.Go(func() { c.probe(ctx, h) })
 	return c.startRooms(ctx, h)
 }
 

@@ -76,6 +76,10 @@ type Status struct {
 	ClusterConnections int     `json:"clusterConnections"`
 	Share              float64 `json:"share"`
 	Instances          int     `json:"instances"`
+	// Healthy: a round trip to the requests bucket succeeded within the
+	// last few seconds (health.go); Problem says why not.
+	Healthy bool   `json:"healthy"`
+	Problem string `json:"problem,omitempty"`
 }
 
 // Status reports this instance's place in the cluster.
@@ -84,6 +88,7 @@ func (c *Cluster) Status() Status {
 	local, total, alive := c.local, c.total, c.alive
 	c.mu.Unlock()
 	s := Status{Mode: "cluster", Instance: c.o.Instance, NATS: c.nc.Status().String(), ClusterConnections: total, Instances: alive}
+	s.Healthy, s.Problem = c.healthy()
 	if local != nil {
 		s.Connections = local()
 	}

@@ -188,11 +188,13 @@ type Hub struct {
 	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
-	shared    Shared      // nil in one process
-	peers     Peers       // the other instances' devices; nil in one process
-	seqs      *sequence   // the cluster's numbering (sharedseq.go); nil in one process
-	self      string      // this instance's name in the cluster
-	subs      subscribers // the subscribers to the typed events (events.go)
+	shared    Shared        // nil in one process
+	peers     Peers         // the other instances' devices; nil in one process
+	seqs      *sequence     // the cluster's numbering (sharedseq.go); nil in one process
+	self      string        // this instance's name in the cluster
+	linkMu    sync.Mutex    // held alone
+	down      chan struct{} // closed while the cluster's link is lost (sharedlink.go)
+	subs      subscribers   // the subscribers to the typed events (events.go)
 }
 
 // New returns an empty hub.

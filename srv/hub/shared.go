@@ -157,11 +157,25 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	}
 
+	// A caller that can come back for the request (agentassistant-mcp
+	// re-attaches by its ID, through another instance) is let go when
+	// this one loses NATS; one that cannot (upstream's) waits here.
+	var down <-chan struct{}
+	if !req.WithdrawOnLeave {
+		down = h.linkDown()
+	}
 	select {
 	case <-p.done:
 		return p.reply, p.err
 	case <-h.quit:
 		return nil, ErrClosed
+	case <-down:
+		// The agent goes elsewhere; the request stays pending in NATS,
+		// orphaned here until it comes back or another instance claims
+		// it.
+		h.detachShared(r, p, false)
+		h.log.Info("agent call ended: this instance lost its link to NATS", "kind", req.Kind, "id", req.ID)
+		return nil, errLinkLost
 	case <-ctx.Done():
 		withdraw := h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
 		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)

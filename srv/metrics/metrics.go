@@ -30,9 +30,9 @@ type Options struct {
 	// PreAuth reports the connections refused, and evicted, before they
 	// showed the token (auth.Pending.Turned).
 	PreAuth func() (refused, evicted uint64)
-	// NATS reports the cluster's link: "CONNECTED" when it is up; nil in
-	// one process.
-	NATS func() string
+	// NATS reports whether the cluster's store answers (a recent round
+	// trip); nil in one process.
+	NATS func() bool
 }
 
 // Metrics is the registry behind /metrics. Close stops counting.
@@ -93,10 +93,10 @@ func New(o Options) *Metrics {
 	}
 	if o.NATS != nil {
 		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "agentassistant_nats_connected",
-			Help: "1 while this instance's link to NATS is up, else 0 (cluster mode).",
+			Name: "agentassistant_nats_ok",
+			Help: "1 while a round trip to NATS JetStream succeeds, else 0 (cluster mode).",
 		}, func() float64 {
-			if o.NATS() == "CONNECTED" {
+			if o.NATS() {
 				return 1
 			}
 			return 0

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/faultproxy"
+	"github.com/agentassistant/agentassistant/internal/natstest"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+)
+
+// TestClusterSilentLinkCut: instance one's link to NATS goes silent (no
+// reset, nothing passes: a partition). One notices by itself: it logs
+// that it can save nothing, /health answers 503, and the agent's call
+// held there ends as unavailable, so agentassistant-mcp with both
+// servers goes to instance two, re-attaches to the same question, and
+// gets the answer a device gives there. When the link is back, one says
+// so and /health answers 200 again.
+func TestClusterSilentLinkCut(t *testing.T) {
+	ns := natstest.Start(t)
+	link, err := faultproxy.Start(strings.TrimPrefix(ns.URL(), "nats://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	one := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", "nats://" + link.Addr(), "-instance", "one"}, tokenA)
+	two := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "two"}, tokenA)
+	device := dial(t, two, tokenA, "phone")
+	agent := startMCP(t, one, tokenA, "-server", one.Host+":"+one.Port+","+two.Host+":"+two.Port)
+
+	done := askFromProject(agent, "Ship it?", "/p")
+	q := must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
+
+	link.SetSilent(true)
+	healthIs(t, one, http.StatusServiceUnavailable)
+	waitLog(t, one, "NATS does not answer")
+	waitLog(t, one, "agent call ended: this instance lost its link to NATS")
+	waitLog(t, two, "re-attached to a pending request")
+
+	if err := device.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "Yes, ship it.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.r.IsError || resultText(r.r) != "Yes, ship it." {
+			t.Fatalf("agent got %v %v: %s", r.r, r.err, resultText(r.r))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent never got the answer given on instance two")
+	}
+
+	link.SetSilent(false)
+	healthIs(t, one, http.StatusOK)
+	waitLog(t, one, "NATS answers again")
+}
+
+// TestClusterPausedInstance: the instance holding an agent's call is
+// paused (SIGSTOP: its kernel keeps the connections, nothing answers).
+// The person answers on another instance; agentassistant-mcp notices its
+// instance stalled, re-attaches through the next one and gets the answer
+// there, while the paused one is still paused.
+func TestClusterPausedInstance(t *testing.T) {
+	ns := natstest.Start(t)
+	one := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "one"}, tokenA)
+	two := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "two"}, tokenA)
+	device := dial(t, two, tokenA, "phone")
+	agent := startMCP(t, one, tokenA, "-server", one.Host+":"+one.Port+","+two.Host+":"+two.Port)
+
+	done := askFromProject(agent, "Merge it?", "/p")
+	q := must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
+	if err := one.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = one.cmd.Process.Signal(syscall.SIGCONT) }) // so it can stop
+	if err := device.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "Merged.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.r.IsError || resultText(r.r) != "Merged." {
+			t.Fatalf("agent got %v %v: %s", r.r, r.err, resultText(r.r))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the agent never got the answer given on instance two")
+	}
+}

@@ -1,0 +1,96 @@
+package mcpbridge
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+)
+
+// frozenFirst holds the first AskQuestion forever, as a server paused
+// with SIGSTOP would (its kernel keeps the connection), and answers the
+// same request's next call at once, as another instance of a cluster
+// that has the person's answer.
+type frozenFirst struct {
+	agentassistprotoconnect.UnimplementedSrvAgentAssistHandler
+	calls atomic.Int32
+	ids   sync.Map
+}
+
+func (f *frozenFirst) AskQuestion(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	if f.calls.Add(1) == 1 {
+		f.ids.Store("first", r.GetID())
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	f.ids.Store("second", r.GetID())
+	return &pb.AskQuestionResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "answered elsewhere"}}}}, nil
+}
+
+// TestStalledServerIsLeft: while a question waits, the bridge probes its
+// server; two failed probes in a row make it re-attach (the same request
+// ID) through the next server, and the probe's skip is called to move
+// there; the agent gets the answer. A probe that fails once and then
+// answers changes nothing.
+func TestStalledServerIsLeft(t *testing.T) {
+	srv := &frozenFirst{}
+	mux := http.NewServeMux()
+	mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(srv))
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	var probes, skips atomic.Int32
+	probe := func(ctx context.Context) (func(), error) {
+		n := probes.Add(1)
+		if n == 1 {
+			return nil, errors.New("one slow probe") // a blip: forgiven
+		}
+		if n == 4 || n == 5 { // the first server froze; the next one answers
+			return func() { skips.Add(1) }, errors.New("no answer")
+		}
+		return nil, nil
+	}
+	c, err := client.NewInProcessClient(New(Options{
+		Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
+		Token:  "tok-123456789", ServerURL: ts.URL,
+		Probe: probe, ProbeEvery: time.Millisecond,
+	}).MCPServer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
+	if r.IsError || text(r) != "answered elsewhere" {
+		t.Fatalf("ask_question: %q (error %v)", text(r), r.IsError)
+	}
+	first, _ := srv.ids.Load("first")
+	second, _ := srv.ids.Load("second")
+	if first == nil || first != second {
+		t.Errorf("the second call asked %v, the first %v: not a re-attach", second, first)
+	}
+	if srv.calls.Load() != 2 {
+		t.Errorf("%d calls, want 2", srv.calls.Load())
+	}
+	if skips.Load() != 1 {
+		t.Errorf("skip called %d times, want 1", skips.Load())
+	}
+}
