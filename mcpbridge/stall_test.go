@@ -10,9 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 )
@@ -60,24 +57,7 @@ func TestStalledServerIsLeft(t *testing.T) {
 		}
 		return nil, nil
 	}
-	c, err := client.NewInProcessClient(New(Options{
-		Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
-		Token:  "tok-123456789", ServerURL: ts.URL,
-		Probe: probe, ProbeEvery: time.Millisecond,
-	}).MCPServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
+	c := newClient(t, agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL), Options{Probe: probe, ProbeEvery: time.Millisecond})
 	r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
 	if r.IsError || text(r) != "answered elsewhere" {
 		t.Fatalf("ask_question: %q (error %v)", text(r), r.IsError)

@@ -83,7 +83,7 @@ type Cluster struct {
 	closing sync.Once
 
 	mu     sync.Mutex
-	health health // the last round trip to the requests bucket (health.go)
+	health health        // the last round trip to the requests bucket (health.go)
 	back   chan struct{} // closed at the next reconnect (rewatch.go)
 	local  func() int
 	total  int // connections cluster-wide, at the last heartbeat
