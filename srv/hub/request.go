@@ -49,6 +49,9 @@ type pending struct {
 	// woken: its callers have the outcome (done is closed); in cluster
 	// mode before the change is heard and it leaves the room's pending.
 	woken bool
+	// retry: the wait before the last try again of an outcome that
+	// could not be saved (sharedlink.go).
+	retry time.Duration
 }
 
 // Ask delivers req to every client of token and waits until one answers,

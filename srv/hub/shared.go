@@ -319,7 +319,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 			h.log.Error("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
 			return &notSaved{what: "answer", err: serr}
 		}
-		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
+		h.retryOutcome(r, p, err, reason, serr)
 		return serr
 	}
 	// The callers here have the outcome at once; the rest (the clients

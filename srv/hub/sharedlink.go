@@ -1,6 +1,10 @@
 package hub
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"time"
+)
 
 // The link to the cluster's store, as the cluster's probe finds it. While
 // it is lost, the agents' calls waiting on this instance end as
@@ -49,3 +53,44 @@ func (h *Hub) LinkBack() {
 // errLinkLost is what a call waiting on an instance that lost its link
 // is told.
 var errLinkLost = fmt.Errorf("%w: this instance lost its link to NATS; ask another instance", ErrUnreachable)
+
+// The outcomes no one waits to hear (a deadline passed, a request
+// abandoned by its agent) that could not be saved are tried again, with
+// backoff, until they are or the request is settled some other way: a
+// deadline fires once, eventually, however long the store is away. An
+// agent's own cancel is not: its caller is told and decides.
+const (
+	retryFirst = time.Second
+	retryMax   = 30 * time.Second
+)
+
+// retryOutcome arms the next try of p's timeout or withdrawal, which
+// failed with serr. The try stands in p's deadline timer, which has
+// fired: an outcome that lands stops it.
+func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr error) {
+	if !errors.Is(err, ErrTimeout) && reason != NoteAbandoned {
+		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[p.req.ID] != p {
+		return
+	}
+	p.retry = min(max(2*p.retry, retryFirst), retryMax)
+	h.log.Error("outcome not saved: tried again later", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "in", p.retry, "err", serr)
+	stopTimer(&p.expiry)
+	p.expiry = time.AfterFunc(p.retry, func() {
+		if reason == NoteAbandoned {
+			r.mu.Lock()
+			back := r.pending[p.req.ID] != p || p.waiters > 0 || p.holder != h.self
+			r.mu.Unlock()
+			if back { // its agent came back, here or elsewhere
+				return
+			}
+		}
+		if h.settle(r, p, nil, err, reason) == nil {
+			h.log.Info("outcome saved after all", "kind", p.req.Kind, "id", p.req.ID, "reason", reason)
+		}
+	})
+}
