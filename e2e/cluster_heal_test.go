@@ -88,3 +88,44 @@ func TestClusterPausedInstance(t *testing.T) {
 		t.Fatal("the agent never got the answer given on instance two")
 	}
 }
+
+// TestClusterStorageWiped: NATS comes back without its storage (its
+// buckets gone). The instance notices, logs what was lost (the question
+// pending there), and starts afresh in its own process: the buckets are
+// made again, /health is 200, and the agent still waiting asks again, so
+// the person sees the question and the agent gets the answer.
+func TestClusterStorageWiped(t *testing.T) {
+	ns := natstest.Start(t)
+	one := startServerWith(t, freePort(t), t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "one"}, tokenA)
+	device := dial(t, one, tokenA, "phone")
+	agent := startMCP(t, one, tokenA)
+	done := askFromProject(agent, "Still there?", "/p")
+	must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
+
+	ns.Wipe()
+	waitLog(t, one, "NATS lost the cluster's storage", "lost_pending=1")
+	waitLog(t, one, "shutting down", "to_start_afresh=true")
+	for try := 0; strings.Count(one.logw.String(), "cluster mode") < 2; try++ { // the fresh run
+		if try == 1500 {
+			t.Fatal("the instance never started afresh")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	healthIs(t, one, http.StatusOK)
+	again := dial(t, one, tokenA, "phone")
+	q := must[*pb.WebsocketMessage](t)(again.Expect("AskQuestion", 30*time.Second))
+	if q.GetAskQuestionRequest().GetRequest().GetQuestion() != "Still there?" {
+		t.Fatalf("question = %v", q)
+	}
+	if err := again.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "Yes.")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || r.r.IsError || resultText(r.r) != "Yes." {
+			t.Fatalf("agent got %v %v: %s", r.r, r.err, resultText(r.r))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent never got the answer")
+	}
+}

@@ -39,7 +39,11 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, errStartAfresh) {
+		err = startAfresh() // returns only if it cannot
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
 		}
@@ -314,13 +318,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		errc <- hs.Serve(ln)
 	}()
+	var lost <-chan struct{} // NATS lost the cluster's storage: start afresh
+	if cl != nil {
+		lost = cl.Lost()
+	}
+	afresh := false
 	select {
 	case err := <-errc:
 		_ = server.Close()
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
+	case <-lost:
+		afresh = true
 	}
-	log.Info("shutting down")
+	log.Info("shutting down", "to_start_afresh", afresh)
 	_ = server.Close() // first, so waiting agent calls return and the HTTP server can drain
 	if cl == nil {
 		if err := saveKept(cfg.DataDir, server.Hub()); err != nil {
@@ -338,6 +349,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if afresh {
+		return errStartAfresh
 	}
 	return nil
 }

@@ -5,6 +5,8 @@ package natstest
 import (
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -73,6 +75,26 @@ func (s *Server) Up() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Shutdown()
+	if err := s.start(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// Wipe stops the server, deletes its storage and starts it again on its
+// port: NATS back without its streams, as after a disk lost or a
+// deployment that kept no volume.
+func (s *Server) Wipe() {
+	s.t.Helper()
+	s.Shutdown()
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
+			s.t.Fatal(err)
+		}
+	}
 	if err := s.start(); err != nil {
 		s.t.Fatal(err)
 	}

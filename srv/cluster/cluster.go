@@ -76,11 +76,13 @@ type Cluster struct {
 	roster *roster
 	epoch  string // the numbering of the requests' revisions (epoch.go)
 
-	stop    context.CancelFunc
-	wg      sync.WaitGroup
-	ready   chan struct{} // closed once the records present at Start are applied
-	once    sync.Once
-	closing sync.Once
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+	ready    chan struct{} // closed once the records present at Start are applied
+	once     sync.Once
+	closing  sync.Once
+	lost     chan struct{} // closed when NATS lost the storage (health.go)
+	lostOnce sync.Once
 
 	mu     sync.Mutex
 	health health        // the last round trip to the requests bucket (health.go)
@@ -114,7 +116,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{})}
+	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{}), lost: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
 	}

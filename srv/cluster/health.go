@@ -2,7 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -57,6 +61,10 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 		if ctx.Err() != nil {
 			return
 		}
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+			c.storageLost(h, err)
+			return
+		}
 		now := time.Now()
 		c.mu.Lock()
 		if err == nil {
@@ -100,3 +108,21 @@ func (c *Cluster) healthy() (bool, string) {
 	}
 	return true, ""
 }
+
+// storageLost: NATS answers but the requests bucket is gone (NATS was
+// started again without its storage, or the bucket was deleted). Every
+// record in it is lost; this instance's numbering of events and its
+// watch follow a stream that is no more. It says what is lost (the
+// requests it knew pending), and closes Lost: agentassistant-srv starts
+// afresh, which makes the buckets again, and the agents whose calls wait
+// re-attach and ask again.
+func (c *Cluster) storageLost(h *hub.Hub, err error) {
+	lost := h.PendingIDs()
+	c.log.Error("NATS lost the cluster's storage: the requests bucket is gone, and with it every request it held; this instance starts afresh, making the buckets again, and agents still waiting ask again",
+		"err", err, "lost_pending", len(lost), "lost_ids", strings.Join(lost, ","))
+	c.lostOnce.Do(func() { close(c.lost) })
+}
+
+// Lost is closed when NATS has lost the cluster's storage: the instance
+// must start afresh (storageLost).
+func (c *Cluster) Lost() <-chan struct{} { return c.lost }

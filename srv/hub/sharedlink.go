@@ -3,6 +3,7 @@ package hub
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -93,4 +94,25 @@ func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr e
 			h.log.Info("outcome saved after all", "kind", p.req.Kind, "id", p.req.ID, "reason", reason)
 		}
 	})
+}
+
+// PendingIDs lists the requests pending here, every room's, as
+// "kind:id" (no token, no text): what a lost store took with it.
+func (h *Hub) PendingIDs() []string {
+	h.mu.Lock()
+	rooms := make([]*room, 0, len(h.rooms))
+	for _, r := range h.rooms {
+		rooms = append(rooms, r)
+	}
+	h.mu.Unlock()
+	var out []string
+	for _, r := range rooms {
+		r.mu.Lock()
+		for id, p := range r.pending {
+			out = append(out, p.req.Kind.String()+":"+id)
+		}
+		r.mu.Unlock()
+	}
+	slices.Sort(out)
+	return out
 }
