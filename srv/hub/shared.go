@@ -300,14 +300,26 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	}
 	out := h.record(r, p, status, rep, reason)
 	out.ClosedAt = h.now()
+	// The record as last heard: written at once against its revision,
+	// it saves a read (a round trip to NATS) on every answer; if it
+	// changed since, it is read again.
+	written := SharedRecord{Record: out, Holder: p.holder, Gone: p.gone.Load()}
+	rev := p.rev
 	r.mu.Unlock()
 	start := h.now()
-	var written SharedRecord
-	serr := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
-		written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone}
-		*rec = written
-		return true
-	})
+	serr := ErrRecordChanged
+	if rev > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		_, serr = h.shared.Update(ctx, written, rev)
+		cancel()
+	}
+	if errors.Is(serr, ErrRecordChanged) {
+		serr = h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
+			written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone}
+			*rec = written
+			return true
+		})
+	}
 	if serr != nil {
 		r.mu.Lock()
 		p.settling = false
