@@ -21,6 +21,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -98,7 +99,7 @@ func splitPattern(p string) (method, path string) {
 // TestEveryRouteRefusesBadTokens walks the registered routes (and every
 // Connect method) with missing, wrong, truncated and over-long tokens.
 func TestEveryRouteRefusesBadTokens(t *testing.T) {
-	s, base := newGuarded(t, srv.Options{})
+	s, base := newGuarded(t, srv.Options{Push: testPush(t)})
 	routes := s.Routes()
 	if len(routes) < 6 {
 		t.Fatalf("routes = %v", routes)
@@ -220,6 +221,19 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			}
 		case srv.GuardPublic:
 			// Static files only: the UI fetches its data through the routes above.
+		case srv.GuardCapability:
+			for name, tok := range badTokens {
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"cap":"made-up","text":"Yes"}`))
+				req.Header.Set(auth.TokenHeader, tok)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusGone {
+					t.Errorf("%s with no capability (and a %s token): %d, want 410", path, name, resp.StatusCode)
+				}
+			}
 		default:
 			t.Errorf("route %s has unknown guard %q", r.Pattern, r.Guard)
 		}
@@ -400,4 +414,20 @@ func TestSimultaneousAnswers(t *testing.T) {
 	if wins.Load() != 1 {
 		t.Errorf("%d answers won", wins.Load())
 	}
+}
+
+// testPush is push switched on, its keys and subscriptions in a
+// directory of the test's.
+func testPush(t *testing.T) *push.Options {
+	t.Helper()
+	dir := t.TempDir()
+	keys, err := push.LoadOrCreateKeys(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := push.OpenFileSubscriptions(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &push.Options{Keys: keys, Subscriptions: subs}
 }

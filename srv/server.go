@@ -20,6 +20,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/metrics"
+	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -83,6 +84,9 @@ type Options struct {
 	// Cluster, in cluster mode, is this instance's link to the others;
 	// /health reports it. nil: one process.
 	Cluster *cluster.Cluster
+	// Push, when set, sends Web Push to the devices that turned it on
+	// (/push/...); its Hub and Logger are filled in. nil: no push.
+	Push *push.Options
 }
 
 // Guard kinds of a route: how it checks the token.
@@ -93,6 +97,9 @@ const (
 	GuardJoin    = "join"    // /agent/ws: relay.join's payload.token
 	GuardHello   = "hello"   // /ingress/ws: hello's api_key
 	GuardPublic  = "public"  // static UI files, which hold no data
+	// GuardCapability: no token; a single-use capability of one question
+	// (a push notification's answer), refused 410 when unknown.
+	GuardCapability = "capability"
 )
 
 // Route is one registered pattern and how it is guarded.
@@ -123,6 +130,7 @@ type Server struct {
 	cluster *cluster.Cluster
 	idle    *IdleConns
 	metrics *metrics.Metrics
+	push    *push.Pusher // nil without push
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -217,6 +225,20 @@ func New(o Options) *Server {
 	}
 	s.ingress = ingress.New(igo)
 	s.handle("/ingress/ws", GuardHello, s.ingress)
+	if o.Push != nil {
+		po := *o.Push
+		po.Hub, po.Logger = s.hub, o.Logger.With("component", "push")
+		s.push = push.New(po)
+		withToken := func(h func(string) http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s.tokenOf(r)).ServeHTTP(w, r) })
+		}
+		s.handle("GET /push/key", GuardHeader, s.requireToken(http.HandlerFunc(s.push.Key)))
+		s.handle("POST /push/subscriptions", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Subscribe))))
+		s.handle("DELETE /push/subscriptions/{id}", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Unsubscribe))))
+		s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.push.Answer(func(r *http.Request) {
+			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+		})))
+	}
 	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
 	s.handle("/", GuardPublic, webui.Handler())
@@ -280,6 +302,9 @@ func (s *Server) Close() error {
 	}
 	s.hub.Close()
 	s.metrics.Close()
+	if s.push != nil {
+		s.push.Close()
+	}
 	s.agui.Close()
 	_ = s.relay.Close()
 	err := s.inbox.Close()

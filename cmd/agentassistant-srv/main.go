@@ -30,6 +30,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
+	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -253,7 +254,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer orch.CloseIdle()
 		io.Orchestrator = orch
 	}
-	server := srv.New(srv.Options{Ingress: io, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
+	// Web Push: its keys and the devices' subscriptions live in the data
+	// directory, so one process only for now.
+	var pushOpts *push.Options
+	if cl == nil {
+		keys, err := push.LoadOrCreateKeys(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		subs, err := push.OpenFileSubscriptions(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		pushOpts = &push.Options{Keys: keys, Subscriptions: subs}
+	} else {
+		log.Info("Web Push is off in cluster mode: its subscriptions are not shared across instances yet")
+	}
+	server := srv.New(srv.Options{Ingress: io, Push: pushOpts, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		Idle:             srv.NewIdleConns(cfg.MaxIdleConns, cfg.MaxIdlePerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),

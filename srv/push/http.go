@@ -1,0 +1,209 @@
+package push
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// The HTTP side. The server guards Key, Subscribe and Unsubscribe with
+// the token (and the Origin check); Answer takes no token: its
+// capability is the credential, and what it answers is that one
+// question.
+
+// Bounds of what a device sends.
+const (
+	maxRequest  = 8 << 10
+	maxEndpoint = 2048
+	maxDevice   = 64
+	maxReplies  = 8
+	maxPerRoom  = 32
+	maxAnswer   = 4 << 10
+)
+
+// Key answers the VAPID public key: {"publicKey": "..."}.
+func (p *Pusher) Key(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"publicKey": p.o.Keys.Public})
+}
+
+// subscribeRequest is a browser's PushSubscription.toJSON(), with the
+// device's name and the person's quick replies.
+type subscribeRequest struct {
+	Endpoint string `json:"endpoint"`
+	Keys     struct {
+		P256dh string `json:"p256dh"`
+		Auth   string `json:"auth"`
+	} `json:"keys"`
+	Device  string   `json:"device"`
+	Replies []string `json:"replies"`
+}
+
+// Subscribe keeps the subscription posted for the token's room: 201
+// {"id": ...}; the same endpoint again replaces it.
+func (p *Pusher) Subscribe(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req subscribeRequest
+		if !readJSON(w, r, maxRequest, &req) {
+			return
+		}
+		if why := p.checkSubscription(&req); why != "" {
+			writeError(w, http.StatusBadRequest, why)
+			return
+		}
+		room := store.Room(token)
+		subs, err := p.o.Subscriptions.List(room)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")
+			return
+		}
+		id := wire.NewID()
+		same := false
+		for _, s := range subs {
+			if s.Endpoint == req.Endpoint {
+				id, same = s.ID, true
+			}
+		}
+		if !same && len(subs) >= maxPerRoom {
+			writeError(w, http.StatusConflict, "this token has 32 devices subscribed to push, the most it may; turn push off on one first")
+			return
+		}
+		s := Subscription{ID: id, Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth,
+			Device: req.Device, Replies: req.Replies, Created: p.o.Now()}
+		if err := p.o.Subscriptions.Put(room, s); err != nil {
+			p.log.Error("push subscription not kept", "err", err)
+			writeError(w, http.StatusInternalServerError, "the subscription cannot be saved")
+			return
+		}
+		p.log.Info("push subscription kept", "subscription", id, "device", req.Device)
+		writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	})
+}
+
+// checkSubscription says what is wrong with req, "" when nothing.
+func (p *Pusher) checkSubscription(req *subscribeRequest) string {
+	u, err := url.Parse(req.Endpoint)
+	switch {
+	case len(req.Endpoint) > maxEndpoint || err != nil || u.Host == "" || u.User != nil:
+		return "endpoint must be the push service's URL"
+	case u.Scheme != "https" && !(p.o.AllowHTTP && u.Scheme == "http"):
+		return "endpoint must be an https URL (push services are)"
+	}
+	if k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(req.Keys.P256dh, "=")); err != nil || len(k) != 65 || k[0] != 4 {
+		return "keys.p256dh must be the subscription's P-256 public key, base64url"
+	}
+	if k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(req.Keys.Auth, "=")); err != nil || len(k) != 16 {
+		return "keys.auth must be the subscription's 16-byte secret, base64url"
+	}
+	req.Device = strings.TrimSpace(req.Device)
+	if !utf8.ValidString(req.Device) || len(req.Device) > maxDevice {
+		return "device must be a name of at most 64 bytes"
+	}
+	if len(req.Replies) > maxReplies {
+		return "replies: at most 8"
+	}
+	for _, r := range req.Replies {
+		if !utf8.ValidString(r) || strings.TrimSpace(r) == "" || len(r) > maxAction {
+			return "replies: each a text of 1 to 40 bytes"
+		}
+	}
+	return ""
+}
+
+// Unsubscribe drops the token's subscription named by the path's {id}:
+// 204, or 404 when the token has none of that ID.
+func (p *Pusher) Unsubscribe(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, err := p.o.Subscriptions.Remove(store.Room(token), r.PathValue("id"))
+		switch {
+		case err != nil:
+			writeError(w, http.StatusInternalServerError, "the subscription cannot be removed")
+		case !ok:
+			writeError(w, http.StatusNotFound, "no such subscription")
+		default:
+			w.WriteHeader(http.StatusNoContent)
+		}
+	})
+}
+
+// answerRequest is a notification's answer: the capability it came
+// with, and the action's text.
+type answerRequest struct {
+	Cap  string `json:"cap"`
+	Text string `json:"text"`
+}
+
+// Answer answers the question of a capability (no token: the capability
+// is the credential, good once): 200 {"ok": true}; 410 when the
+// capability is unknown, used or void (the question was settled); 409
+// when the question is no longer pending. failed is told every refusal
+// of an unknown capability, to slow down guessing (the limiter).
+func (p *Pusher) Answer(failed func(*http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req answerRequest
+		if !readJSON(w, r, maxAnswer, &req) {
+			return
+		}
+		text := strings.TrimSpace(req.Text)
+		if text == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
+			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
+			return
+		}
+		cp, ok := p.caps.take(req.Cap, p.o.Now())
+		if !ok {
+			failed(r)
+			writeError(w, http.StatusGone, "this notification can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
+			return
+		}
+		err := p.o.Hub.Answer(cp.token, cp.kind, cp.id, hub.Reply{
+			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
+			ClientID: "push:" + cp.sub.ID, Nickname: cp.sub.Device, Door: "push",
+		})
+		switch {
+		case errors.Is(err, hub.ErrNotPending):
+			writeError(w, http.StatusConflict, "the question is no longer pending")
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error())
+		default:
+			p.log.Info("request answered", "door", "push", "id", cp.id, "subscription", cp.sub.ID)
+			writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+		}
+	})
+}
+
+// readJSON reads r's body (at most limit bytes) into v, one JSON value
+// of v's fields only; false when it answered the error.
+func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
+		return false
+	}
+	d := json.NewDecoder(strings.NewReader(string(b)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil || d.More() {
+		writeError(w, http.StatusBadRequest, "the body must be one JSON object of the documented form")
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, why string) {
+	writeJSON(w, code, map[string]string{"error": why})
+}

@@ -1,0 +1,76 @@
+package push
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+)
+
+// Keys are the server's VAPID key pair (RFC 8292), which push services
+// use to know that the pushes to a subscription come from the server
+// that made it. Made once and kept in the data directory: new keys would
+// void every device's subscription.
+type Keys struct {
+	Public  string `json:"public"`  // base64url, the applicationServerKey
+	Private string `json:"private"` // base64url; never logged or sent
+}
+
+// KeysFile is the keys' file in the data directory.
+const KeysFile = "vapid.json"
+
+// LoadOrCreateKeys reads the keys kept in dir, or makes and keeps them.
+func LoadOrCreateKeys(dir string) (Keys, error) {
+	path := filepath.Join(dir, KeysFile)
+	b, err := os.ReadFile(path) // #nosec G304 -- the data directory's own file
+	switch {
+	case err == nil:
+		var k Keys
+		if err := json.Unmarshal(b, &k); err != nil || k.Public == "" || k.Private == "" {
+			return Keys{}, fmt.Errorf("read %s: not the server's push keys (remove it to make new ones; every device then subscribes again)", path)
+		}
+		return k, nil
+	case !errors.Is(err, fs.ErrNotExist):
+		return Keys{}, fmt.Errorf("read push keys: %w", err)
+	}
+	priv, pub, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		return Keys{}, fmt.Errorf("make push keys: %w", err)
+	}
+	k := Keys{Public: pub, Private: priv}
+	b, _ = json.Marshal(k)
+	if err := writeFile(path, b); err != nil {
+		return Keys{}, fmt.Errorf("keep push keys: %w", err)
+	}
+	return k, nil
+}
+
+// writeFile replaces path with b, readable by its owner only, on disk
+// before it returns: a crash leaves the old file or the new one.
+func writeFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := tmp.Chmod(0o600); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		_ = tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

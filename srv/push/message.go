@@ -1,0 +1,136 @@
+package push
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// message is what a push carries to the service worker, as JSON. It
+// never holds the token: an answer from the notification goes back with
+// a capability (caps.go).
+type message struct {
+	V    int    `json:"v"`
+	Type string `json:"type"` // "ask", or "settled": close its notification
+	ID   string `json:"id"`
+	// Tag names the question's notification, so the settled push (and a
+	// later one for the same question) replaces it.
+	Tag string `json:"tag"`
+	// Kind: "question" or "report".
+	Kind  string `json:"kind,omitempty"`
+	Title string `json:"title,omitempty"`
+	Body  string `json:"body,omitempty"`
+	// Actions are the buttons: the question's options, or the person's
+	// first quick replies. Posted as the answer's text.
+	Actions []string `json:"actions,omitempty"`
+	// Cap and Answer: where and with what an action answers.
+	Cap    string `json:"cap,omitempty"`
+	Answer string `json:"answer,omitempty"`
+	// URL opens the app on the question.
+	URL string `json:"url"`
+	// Outcome says how it was settled ("answered on Pixel 8 · Chrome").
+	Outcome string `json:"outcome,omitempty"`
+}
+
+// Limits of what a push carries: a push service takes 4,096 bytes,
+// encrypted and padded; the text is cut well below.
+const (
+	maxBody    = 600
+	maxTitle   = 120
+	maxActions = 3
+	maxAction  = 40
+)
+
+// tagOf names a question's notification and its pushes' Topic (RFC 8030:
+// at most 32 base64url characters), the same for one question on every
+// device, from its room and ID.
+func tagOf(room, id string) string {
+	d := sha256.Sum256([]byte(room + "\x00" + id))
+	return base64.RawURLEncoding.EncodeToString(d[:18]) // 24 characters
+}
+
+// askMessage is the push for a question or report asked.
+func askMessage(ev hub.Event, room string, sub Subscription, capName string) message {
+	req := ev.Request
+	kind, verb := "question", "asks"
+	if req.Kind != wire.AskQuestion {
+		kind, verb = "report", "reports"
+	}
+	who := req.AgentName
+	if who == "" {
+		who = "Your agent"
+	}
+	title := who + " " + verb
+	if p := project(req.ProjectDirectory); p != "" {
+		title = p + " · " + title
+	}
+	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
+		Title: clip(title, maxTitle), Body: clip(plain(req.Text), maxBody),
+		Cap: capName, Answer: "/push/answer", URL: "/?request=" + url.QueryEscape(req.ID)}
+	for _, r := range sub.Replies {
+		if len(m.Actions) == maxActions {
+			break
+		}
+		if r = clip(strings.TrimSpace(r), maxAction); r != "" {
+			m.Actions = append(m.Actions, r)
+		}
+	}
+	return m
+}
+
+// settledMessage is the push that closes a question's notification.
+func settledMessage(ev hub.Event, room string) message {
+	m := message{V: 1, Type: "settled", ID: ev.Request.ID, Tag: tagOf(room, ev.Request.ID), URL: "/?request=" + url.QueryEscape(ev.Request.ID)}
+	switch ev.Kind {
+	case hub.Answered:
+		m.Outcome = "Answered"
+		if ev.Reply != nil && ev.Reply.Nickname != "" {
+			m.Outcome = "Answered on " + clip(ev.Reply.Nickname, 60)
+		}
+	case hub.TimedOut:
+		m.Outcome = "Timed out"
+	default:
+		m.Outcome = "Withdrawn"
+	}
+	return m
+}
+
+func (m message) encode() []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// project is the last element of a project directory: what a person
+// calls it.
+func project(dir string) string {
+	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		dir = dir[i+1:]
+	}
+	return clip(dir, 60)
+}
+
+// plain is markdown as a notification shows it: one paragraph of text,
+// without the marks.
+func plain(md string) string {
+	r := strings.NewReplacer("**", "", "__", "", "`", "", "#", "", "\r", "", "\n", " ", "\t", " ")
+	return strings.Join(strings.Fields(r.Replace(md)), " ")
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}

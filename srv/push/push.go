@@ -1,0 +1,309 @@
+// Package push reaches a person's devices while no page of ours is open:
+// Web Push (RFC 8030) with VAPID (RFC 8292), messages encrypted as RFC
+// 8291's aes128gcm by github.com/SherClockHolmes/webpush-go. It subscribes
+// to the hub's events: a question or report asked goes to every
+// subscribed device of its token, with the person's answers as buttons,
+// each with a capability to answer from the lock screen; a settled one
+// closes the notifications it opened.
+//
+// Goroutines: one sender per subscription with something to send, which
+// ends when idle; Close stops them and waits. The hub's events only
+// queue (never block): a slow or failing push service delays nothing but
+// its own device's pushes.
+//
+// What it keeps: the server's VAPID keys and the subscriptions (keys.go,
+// subs.go) in the data directory; capabilities (caps.go) in memory.
+package push
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Options configure a Pusher. Hub, Subscriptions and Keys are required.
+type Options struct {
+	Hub           *hub.Hub
+	Subscriptions Subscriptions
+	Keys          Keys
+	// Subject is the VAPID subject: how a push service may reach the
+	// server's operator, an e-mail address or an https URL (default
+	// agentassistant@localhost).
+	Subject string
+	// Client sends to the push services (default: 10 s per push).
+	Client *http.Client
+	// Tries is how many times a push is sent before it is given up
+	// (default 4), Backoff the wait before the second (default 1s,
+	// doubling).
+	Tries   int
+	Backoff time.Duration
+	// AllowHTTP lets a subscription's endpoint be plain http (a local
+	// push service in tests); push services are https.
+	AllowHTTP bool
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// queueLen bounds what waits for one subscription; past it the oldest
+// push is dropped (a notification the next one replaces anyway).
+const queueLen = 32
+
+// idleFor: a sender with nothing to send for this long ends.
+const idleFor = 30 * time.Second
+
+// Pusher sends the pushes. Safe for concurrent use.
+type Pusher struct {
+	o     Options
+	log   *slog.Logger
+	caps  *caps
+	unsub func()
+
+	mu      sync.Mutex // held alone
+	senders map[string]*sender
+	closed  bool
+	wg      sync.WaitGroup
+	quit    chan struct{}
+}
+
+// sender sends one subscription's pushes in order.
+type sender struct {
+	room string
+	sub  Subscription
+	q    chan job
+}
+
+type job struct {
+	msg   message
+	topic string
+	ttl   time.Duration
+}
+
+// New starts following the hub's events.
+func New(o Options) *Pusher {
+	// webpush-go makes the subject a mailto: URL unless it is an https one.
+	o.Subject = strings.TrimPrefix(o.Subject, "mailto:")
+	if o.Subject == "" {
+		o.Subject = "agentassistant@localhost"
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 10 * time.Second}
+	}
+	if o.Tries <= 0 {
+		o.Tries = 4
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	p := &Pusher{o: o, log: o.Logger, caps: newCaps(), senders: map[string]*sender{}, quit: make(chan struct{})}
+	p.unsub = o.Hub.Subscribe(p.event)
+	return p
+}
+
+// Close stops following the hub and the senders, and waits for them.
+// Idempotent.
+func (p *Pusher) Close() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return
+	}
+	p.closed = true
+	close(p.quit)
+	p.mu.Unlock()
+	p.unsub()
+	p.wg.Wait()
+}
+
+// PublicKey is the VAPID public key a browser subscribes with.
+func (p *Pusher) PublicKey() string { return p.o.Keys.Public }
+
+// event takes one of the hub's events; it queues, never waits.
+func (p *Pusher) event(ev hub.Event) {
+	room := store.Room(ev.Token)
+	subs, err := p.o.Subscriptions.List(room)
+	if err != nil {
+		p.log.Error("push subscriptions unreadable", "err", err)
+		return
+	}
+	switch ev.Kind {
+	case hub.Asked:
+		ttl := ev.AskedAt.Add(ev.Request.Timeout).Sub(p.o.Now())
+		if ev.Request.Timeout <= 0 || ttl > 24*time.Hour {
+			ttl = 24 * time.Hour
+		}
+		for _, s := range subs {
+			capName := p.caps.make(ev.Token, room, ev.Request.Kind, ev.Request.ID, s, ev.AskedAt.Add(ttl), p.o.Now())
+			m := askMessage(ev, room, s, capName)
+			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl})
+		}
+	default:
+		p.caps.void(room, ev.Request.ID)
+		m := settledMessage(ev, room)
+		for _, s := range subs {
+			// Not to the device that answered through its notification:
+			// its service worker closed it already.
+			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: time.Hour})
+		}
+	}
+}
+
+// queue hands j to s's sender, starting one if none runs.
+func (p *Pusher) queue(room string, s Subscription, j job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	sd := p.senders[s.ID]
+	if sd == nil {
+		sd = &sender{room: room, sub: s, q: make(chan job, queueLen)}
+		p.senders[s.ID] = sd
+		p.wg.Go(func() { p.run(sd) })
+	}
+	for {
+		select {
+		case sd.q <- j:
+			return
+		default:
+		}
+		select {
+		case <-sd.q: // the oldest goes
+			p.log.Warn("push dropped: its device's queue is full", "subscription", s.ID)
+		default:
+		}
+	}
+}
+
+// run sends sd's pushes in order until it is idle or the Pusher closes.
+func (p *Pusher) run(sd *sender) {
+	idle := time.NewTimer(idleFor)
+	defer idle.Stop()
+	for {
+		select {
+		case <-p.quit:
+			return
+		case j := <-sd.q:
+			if gone := p.send(sd, j); gone {
+				p.forget(sd, true)
+				return
+			}
+			idle.Reset(idleFor)
+		case <-idle.C:
+			if p.forget(sd, false) {
+				return
+			}
+			idle.Reset(idleFor)
+		}
+	}
+}
+
+// forget ends sd's sender: now when gone (its subscription is removed),
+// else only if nothing came meanwhile.
+func (p *Pusher) forget(sd *sender, gone bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !gone && len(sd.q) > 0 {
+		return false
+	}
+	if p.senders[sd.sub.ID] == sd {
+		delete(p.senders, sd.sub.ID)
+	}
+	return true
+}
+
+// errGone: the push service says the subscription is no more.
+var errGone = errors.New("the subscription is gone")
+
+// send delivers j, trying again with backoff; gone reports that the push
+// service called the subscription gone (404, 410), which is then removed.
+func (p *Pusher) send(sd *sender, j job) (gone bool) {
+	wait := p.o.Backoff
+	for try := 1; ; try++ {
+		err := p.post(sd.sub, j)
+		switch {
+		case err == nil:
+			return false
+		case errors.Is(err, errGone):
+			if _, rerr := p.o.Subscriptions.Remove(sd.room, sd.sub.ID); rerr != nil {
+				p.log.Error("push subscription not removed", "subscription", sd.sub.ID, "err", rerr)
+			}
+			p.log.Info("push subscription removed: the push service says it is gone", "subscription", sd.sub.ID, "device", sd.sub.Device)
+			return true
+		case try >= p.o.Tries || !retryable(err):
+			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
+			return false
+		}
+		select {
+		case <-p.quit:
+			return false
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// pushError is a push service's refusal.
+type pushError struct {
+	status int
+	body   string
+}
+
+func (e *pushError) Error() string {
+	return fmt.Sprintf("push service answered %d: %s", e.status, e.body)
+}
+
+// retryable: the push service may take it later (it was busy, or away).
+func retryable(err error) bool {
+	var pe *pushError
+	if errors.As(err, &pe) {
+		return pe.status == http.StatusTooManyRequests || pe.status >= 500
+	}
+	return true // the network
+}
+
+// post sends one push.
+func (p *Pusher) post(s Subscription, j job) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	go func() { // Close ends a push in flight
+		select {
+		case <-p.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	resp, err := webpush.SendNotificationWithContext(ctx, j.msg.encode(),
+		&webpush.Subscription{Endpoint: s.Endpoint, Keys: webpush.Keys{P256dh: s.P256dh, Auth: s.Auth}},
+		&webpush.Options{HTTPClient: p.o.Client, Subscriber: p.o.Subject, Topic: j.topic,
+			TTL: int(j.ttl / time.Second), Urgency: webpush.UrgencyHigh,
+			VAPIDPublicKey: p.o.Keys.Public, VAPIDPrivateKey: p.o.Keys.Private})
+	if err != nil {
+		return fmt.Errorf("push: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		return errGone
+	case resp.StatusCode >= 200 && resp.StatusCode < 300:
+		return nil
+	}
+	return &pushError{status: resp.StatusCode, body: string(body)}
+}

@@ -1,0 +1,115 @@
+package push
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Subscription is one device's Web Push subscription, as its browser's
+// PushManager made it, and what the person chose for it.
+type Subscription struct {
+	ID       string `json:"id"`
+	Endpoint string `json:"endpoint"`
+	P256dh   string `json:"p256dh"`
+	Auth     string `json:"auth"`
+	// Device names it to the person ("Pixel 8 · Chrome").
+	Device string `json:"device"`
+	// Replies are the person's quick replies, the notification's actions
+	// when the question offers no options.
+	Replies []string  `json:"replies,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Subscriptions keeps the devices' subscriptions by room (store.Room of
+// the token: never the token itself).
+type Subscriptions interface {
+	List(room string) ([]Subscription, error)
+	// Put adds s to room, or replaces the one with its endpoint.
+	Put(room string, s Subscription) error
+	// Remove drops the subscription with that ID; false when none was.
+	Remove(room, id string) (bool, error)
+}
+
+// FileSubscriptions keeps the subscriptions in one file of the data
+// directory, written whole (they are few: a person's devices).
+type FileSubscriptions struct {
+	path string
+	mu   sync.Mutex // held alone
+	all  map[string][]Subscription
+}
+
+// SubscriptionsFile is their file in the data directory.
+const SubscriptionsFile = "push-subscriptions.json"
+
+// OpenFileSubscriptions reads the subscriptions kept in dir.
+func OpenFileSubscriptions(dir string) (*FileSubscriptions, error) {
+	f := &FileSubscriptions{path: filepath.Join(dir, SubscriptionsFile), all: map[string][]Subscription{}}
+	b, err := os.ReadFile(f.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f, nil
+	case err != nil:
+		return nil, fmt.Errorf("read push subscriptions: %w", err)
+	}
+	if err := json.Unmarshal(b, &f.all); err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.path, err)
+	}
+	return f, nil
+}
+
+// List is room's subscriptions.
+func (f *FileSubscriptions) List(room string) ([]Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.all[room]), nil
+}
+
+// Put keeps s in room, on disk before it returns.
+func (f *FileSubscriptions) Put(room string, s Subscription) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	subs := slices.DeleteFunc(slices.Clone(f.all[room]), func(o Subscription) bool { return o.Endpoint == s.Endpoint || o.ID == s.ID })
+	return f.save(room, append(subs, s))
+}
+
+// Remove drops the subscription id of room.
+func (f *FileSubscriptions) Remove(room, id string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	subs := f.all[room]
+	rest := slices.DeleteFunc(slices.Clone(subs), func(o Subscription) bool { return o.ID == id })
+	if len(rest) == len(subs) {
+		return false, nil
+	}
+	return true, f.save(room, rest)
+}
+
+// save writes the file with room's subscriptions as subs. Called with
+// f.mu held.
+func (f *FileSubscriptions) save(room string, subs []Subscription) error {
+	next := make(map[string][]Subscription, len(f.all)+1)
+	for k, v := range f.all {
+		next[k] = v
+	}
+	if len(subs) == 0 {
+		delete(next, room)
+	} else {
+		next[room] = subs
+	}
+	b, err := json.Marshal(next)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(f.path, b); err != nil {
+		return fmt.Errorf("keep push subscriptions: %w", err)
+	}
+	f.all = next
+	return nil
+}
