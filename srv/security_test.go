@@ -21,8 +21,9 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
-	"github.com/agentassistant/agentassistant/srv/push"
+	"github.com/agentassistant/agentassistant/srv/channel"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/push"
 )
 
 // badTokens are what each surface must refuse.
@@ -99,7 +100,8 @@ func splitPattern(p string) (method, path string) {
 // TestEveryRouteRefusesBadTokens walks the registered routes (and every
 // Connect method) with missing, wrong, truncated and over-long tokens.
 func TestEveryRouteRefusesBadTokens(t *testing.T) {
-	s, base := newGuarded(t, srv.Options{Push: testPush(t)})
+	s, base := newGuarded(t, srv.Options{Push: testPush(t), Channels: &channel.Options{Routes: map[string][]channel.Channel{
+		tokA: {&channel.Webhook{ID: "hook", URL: "http://127.0.0.1:9/", Secret: "webhook-secret", Token: tokA}}}}})
 	routes := s.Routes()
 	if len(routes) < 6 {
 		t.Fatalf("routes = %v", routes)
@@ -221,6 +223,21 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 			}
 		case srv.GuardPublic:
 			// Static files only: the UI fetches its data through the routes above.
+		case srv.GuardSigned:
+			for name, tok := range badTokens {
+				req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"id":"q","text":"Yes"}`))
+				req.Header.Set(auth.TokenHeader, tok)
+				req.Header.Set(channel.TimestampHeader, fmt.Sprint(time.Now().Unix()))
+				req.Header.Set(channel.SignatureHeader, "v1=00")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusUnauthorized {
+					t.Errorf("%s with a bad signature (and a %s token): %d, want 401", path, name, resp.StatusCode)
+				}
+			}
 		case srv.GuardCapability:
 			for name, tok := range badTokens {
 				req, _ := http.NewRequest(method, base+path, strings.NewReader(`{"cap":"made-up","text":"Yes"}`))

@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/agui"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/channel"
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
@@ -23,6 +25,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/rpc"
+	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/webui"
 )
@@ -87,6 +90,9 @@ type Options struct {
 	// Push, when set, sends Web Push to the devices that turned it on
 	// (/push/...); its Hub and Logger are filled in. nil: no push.
 	Push *push.Options
+	// Channels, when set, takes the events of the tokens it routes to
+	// ntfy, webhooks...; its Hub, Caps and Logger are filled in.
+	Channels *channel.Options
 }
 
 // Guard kinds of a route: how it checks the token.
@@ -100,6 +106,9 @@ const (
 	// GuardCapability: no token; a single-use capability of one question
 	// (a push notification's answer), refused 410 when unknown.
 	GuardCapability = "capability"
+	// GuardSigned: no token; an HMAC signature with a webhook's secret
+	// over a fresh timestamp and the body, each once; else 401.
+	GuardSigned = "signed"
 )
 
 // Route is one registered pattern and how it is guarded.
@@ -131,6 +140,11 @@ type Server struct {
 	idle    *IdleConns
 	metrics *metrics.Metrics
 	push    *push.Pusher // nil without push
+	// caps answer one question each from a notification or a channel.
+	caps     *answercap.Store
+	stopCaps func()
+	channels *channel.Manager // nil without channels
+	hooked   map[string]bool  // the webhooks' answer routes: written by New only
 }
 
 // MaxBody bounds any request body (Connect messages carry images).
@@ -225,9 +239,11 @@ func New(o Options) *Server {
 	}
 	s.ingress = ingress.New(igo)
 	s.handle("/ingress/ws", GuardHello, s.ingress)
+	s.caps = answercap.New()
+	s.stopCaps = s.caps.Follow(s.hub, store.Room)
 	if o.Push != nil {
 		po := *o.Push
-		po.Hub, po.Logger = s.hub, o.Logger.With("component", "push")
+		po.Hub, po.Logger, po.Caps = s.hub, o.Logger.With("component", "push"), s.caps
 		s.push = push.New(po)
 		withToken := func(h func(string) http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h(s.tokenOf(r)).ServeHTTP(w, r) })
@@ -235,10 +251,28 @@ func New(o Options) *Server {
 		s.handle("GET /push/key", GuardHeader, s.requireToken(http.HandlerFunc(s.push.Key)))
 		s.handle("POST /push/subscriptions", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Subscribe))))
 		s.handle("DELETE /push/subscriptions/{id}", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Unsubscribe))))
-		s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.push.Answer(func(r *http.Request) {
-			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
-		})))
 	}
+	if o.Channels != nil {
+		co := *o.Channels
+		co.Hub, co.Caps, co.Logger = s.hub, s.caps, o.Logger.With("component", "channels")
+		s.channels = channel.New(co)
+		for _, chs := range co.Routes {
+			for _, c := range chs {
+				if w, ok := c.(*channel.Webhook); ok && !s.hooked[w.ID] {
+					if s.hooked == nil {
+						s.hooked = map[string]bool{}
+					}
+					s.hooked[w.ID] = true
+					s.handle("POST /channels/webhook/"+w.ID+"/answer", GuardSigned, w.Answers(s.hub))
+				}
+			}
+		}
+	}
+	// A notification's or a channel's button answers one question with a
+	// capability (srv/answercap), never the token.
+	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), func(r *http.Request) {
+		waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+	})))
 	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
 	s.handle("/", GuardPublic, webui.Handler())
@@ -302,6 +336,10 @@ func (s *Server) Close() error {
 	}
 	s.hub.Close()
 	s.metrics.Close()
+	s.stopCaps()
+	if s.channels != nil {
+		s.channels.Close()
+	}
 	if s.push != nil {
 		s.push.Close()
 	}

@@ -115,6 +115,8 @@ type fileConfig struct {
 	NATSReplicas int    `toml:"nats_replicas"`
 	Instance     string `toml:"instance_name"`
 	HistoryScan  int    `toml:"history_scan"`
+	// Where questions go besides the inbox (channels.go).
+	Channels channelsConfig `toml:"channels"`
 }
 
 const configName = "agentassistant-srv.toml"
@@ -146,6 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntSetting(&cfg.MaxIdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed (default 1024)")
 	fs.IntSetting(&cfg.MaxIdlePerAddr, "max-idle-connections-per-address", "of those, from one address (default 256)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
+	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,8 +156,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-srv"))
 		return err
 	}
-	if _, err := fs.Load(&cfg); err != nil {
+	cfgPath, err := fs.Load(&cfg)
+	if err != nil {
 		return err
+	}
+	if *checkChans {
+		return checkChannels(&cfg, stdout)
 	}
 	if err := checkSettings(fs, &cfg); err != nil {
 		return err
@@ -167,6 +174,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		runtime.GOMAXPROCS(n)
 	}
 	log.Debug("running Go code on", "cpus", runtime.GOMAXPROCS(0), "of", runtime.NumCPU())
+	warnReadable(cfgPath, &cfg, log)
 
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
@@ -270,7 +278,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		log.Info("Web Push is off in cluster mode: its subscriptions are not shared across instances yet")
 	}
-	server := srv.New(srv.Options{Ingress: io, Push: pushOpts, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
+	chans, err := channelOptions(&cfg)
+	if err != nil {
+		return err
+	}
+	server := srv.New(srv.Options{Ingress: io, Push: pushOpts, Channels: chans, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		Idle:             srv.NewIdleConns(cfg.MaxIdleConns, cfg.MaxIdlePerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),

@@ -10,14 +10,29 @@ import (
 	"testing"
 )
 
-// tomlKeys returns the keys of fileConfig's TOML tags.
+// tomlKeys returns the keys of fileConfig's TOML tags; a table's as
+// "table.key".
 func tomlKeys(v any) []string {
+	return tableKeys(reflect.TypeOf(v), "")
+}
+
+func tableKeys(t reflect.Type, prefix string) []string {
 	var keys []string
-	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
-		if k, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ","); k != "" && k != "-" {
-			keys = append(keys, k)
+		f := t.Field(i)
+		k, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if k == "" || k == "-" {
+			continue
 		}
+		ft := f.Type
+		if ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct {
+			keys = append(keys, tableKeys(ft, prefix+k+".")...)
+			continue
+		}
+		keys = append(keys, prefix+k)
 	}
 	return keys
 }
@@ -36,8 +51,15 @@ func readmeBlock(t *testing.T, readme, intro string) []string {
 	}
 	block, _, _ := strings.Cut(rest, "```")
 	var keys []string
-	for _, m := range regexp.MustCompile(`(?m)^#?\s*([a-z0-9_]+)\s*=`).FindAllStringSubmatch(block, -1) {
-		keys = append(keys, m[1])
+	table := ""
+	header := regexp.MustCompile(`^#?\s*\[([a-z0-9_.]+)\]`)
+	key := regexp.MustCompile(`^#?\s*([a-z0-9_]+)\s*=`)
+	for line := range strings.Lines(block) {
+		if m := header.FindStringSubmatch(line); m != nil {
+			table = m[1] + "."
+		} else if m := key.FindStringSubmatch(line); m != nil {
+			keys = append(keys, table+m[1])
+		}
 	}
 	return keys
 }

@@ -3,23 +3,19 @@ package push
 import (
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"unicode/utf8"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // The HTTP side. The server guards Key, Subscribe and Unsubscribe with
-// the token (and the Origin check); Answer takes no token: its
-// capability is the credential, and what it answers is that one
-// question.
+// the token (and the Origin check). A notification answers through
+// srv/answercap's endpoint, with its capability.
 
 // Bounds of what a device sends.
 const (
@@ -28,7 +24,6 @@ const (
 	maxDevice   = 64
 	maxReplies  = 8
 	maxPerRoom  = 32
-	maxAnswer   = 4 << 10
 )
 
 // Key answers the VAPID public key: {"publicKey": "..."}.
@@ -131,51 +126,6 @@ func (p *Pusher) Unsubscribe(token string) http.Handler {
 			writeError(w, http.StatusNotFound, "no such subscription")
 		default:
 			w.WriteHeader(http.StatusNoContent)
-		}
-	})
-}
-
-// answerRequest is a notification's answer: the capability it came
-// with, and the action's text.
-type answerRequest struct {
-	Cap  string `json:"cap"`
-	Text string `json:"text"`
-}
-
-// Answer answers the question of a capability (no token: the capability
-// is the credential, good once): 200 {"ok": true}; 410 when the
-// capability is unknown, used or void (the question was settled); 409
-// when the question is no longer pending. failed is told every refusal
-// of an unknown capability, to slow down guessing (the limiter).
-func (p *Pusher) Answer(failed func(*http.Request)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req answerRequest
-		if !readJSON(w, r, maxAnswer, &req) {
-			return
-		}
-		text := strings.TrimSpace(req.Text)
-		if text == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
-			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
-			return
-		}
-		cp, ok := p.caps.take(req.Cap, p.o.Now())
-		if !ok {
-			failed(r)
-			writeError(w, http.StatusGone, "this notification can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
-			return
-		}
-		err := p.o.Hub.Answer(cp.token, cp.kind, cp.id, hub.Reply{
-			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
-			ClientID: "push:" + cp.sub.ID, Nickname: cp.sub.Device, Door: "push",
-		})
-		switch {
-		case errors.Is(err, hub.ErrNotPending):
-			writeError(w, http.StatusConflict, "the question is no longer pending")
-		case err != nil:
-			writeError(w, http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error())
-		default:
-			p.log.Info("request answered", "door", "push", "id", cp.id, "subscription", cp.sub.ID)
-			writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 		}
 	})
 }

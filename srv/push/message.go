@@ -14,7 +14,7 @@ import (
 
 // message is what a push carries to the service worker, as JSON. It
 // never holds the token: an answer from the notification goes back with
-// a capability (caps.go).
+// a capability (srv/answercap).
 type message struct {
 	V    int    `json:"v"`
 	Type string `json:"type"` // "ask", or "settled": close its notification

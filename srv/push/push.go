@@ -12,7 +12,7 @@
 // its own device's pushes.
 //
 // What it keeps: the server's VAPID keys and the subscriptions (keys.go,
-// subs.go) in the data directory; capabilities (caps.go) in memory.
+// subs.go) in the data directory; capabilities (srv/answercap) in memory.
 package push
 
 import (
@@ -28,13 +28,17 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // Options configure a Pusher. Hub, Subscriptions and Keys are required.
 type Options struct {
-	Hub           *hub.Hub
+	Hub *hub.Hub
+	// Caps makes the capabilities a notification answers with; nil: a
+	// store of the Pusher's own.
+	Caps          *answercap.Store
 	Subscriptions Subscriptions
 	Keys          Keys
 	// Subject is the VAPID subject: how a push service may reach the
@@ -66,7 +70,7 @@ const idleFor = 30 * time.Second
 type Pusher struct {
 	o     Options
 	log   *slog.Logger
-	caps  *caps
+	caps  *answercap.Store
 	unsub func()
 
 	mu      sync.Mutex // held alone
@@ -111,7 +115,10 @@ func New(o Options) *Pusher {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	p := &Pusher{o: o, log: o.Logger, caps: newCaps(), senders: map[string]*sender{}, quit: make(chan struct{})}
+	if o.Caps == nil {
+		o.Caps = answercap.New()
+	}
+	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, quit: make(chan struct{})}
 	p.unsub = o.Hub.Subscribe(p.event)
 	return p
 }
@@ -149,12 +156,13 @@ func (p *Pusher) event(ev hub.Event) {
 			ttl = 24 * time.Hour
 		}
 		for _, s := range subs {
-			capName := p.caps.make(ev.Token, room, ev.Request.Kind, ev.Request.ID, s, ev.AskedAt.Add(ttl), p.o.Now())
+			capName := p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
+				Who: s.Device, WhoID: s.ID, Door: "push", Expires: ev.AskedAt.Add(ttl)}, p.o.Now())
 			m := askMessage(ev, room, s, capName)
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl})
 		}
 	default:
-		p.caps.void(room, ev.Request.ID)
+		p.caps.Void(room, ev.Request.ID)
 		m := settledMessage(ev, room)
 		for _, s := range subs {
 			// Not to the device that answered through its notification:

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -170,6 +172,7 @@ func (d *device) open(t *testing.T, s *service, r *http.Request) opened {
 
 type fixture struct {
 	hub  *hub.Hub
+	caps *answercap.Store
 	p    *Pusher
 	s    *service
 	keys Keys
@@ -191,13 +194,15 @@ func newFixture(t *testing.T, o Options) *fixture {
 	h := hub.New(hub.Options{})
 	t.Cleanup(h.Close)
 	s := newService(t)
-	o.Hub, o.Subscriptions, o.Keys, o.AllowHTTP, o.Subject = h, subs, keys, true, "mailto:ops@example.org"
+	caps := answercap.New()
+	t.Cleanup(caps.Follow(h, store.Room))
+	o.Hub, o.Subscriptions, o.Keys, o.AllowHTTP, o.Subject, o.Caps = h, subs, keys, true, "mailto:ops@example.org", caps
 	if o.Client == nil {
 		o.Client = s.Client()
 	}
 	p := New(o)
 	t.Cleanup(p.Close)
-	return &fixture{hub: h, p: p, s: s, keys: keys, subs: subs, dir: dir}
+	return &fixture{hub: h, caps: caps, p: p, s: s, keys: keys, subs: subs, dir: dir}
 }
 
 // ask asks token's room a question and returns where its answer comes.
@@ -254,7 +259,7 @@ func TestPushToEveryDeviceAndAnswerFromIt(t *testing.T) {
 	answer := func(capName, text string) int {
 		b, _ := json.Marshal(map[string]string{"cap": capName, "text": text})
 		rec := httptest.NewRecorder()
-		f.p.Answer(func(*http.Request) {}).ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", bytes.NewReader(b)))
+		f.caps.Answer(f.hub, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {}).ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", bytes.NewReader(b)))
 		return rec.Code
 	}
 	if code := answer(m.Cap, "Yes"); code != http.StatusOK {

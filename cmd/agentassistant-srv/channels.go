@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/channel"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// channelsConfig is the [channels] table: where questions go besides the
+// inbox. Each channel serves the tokens it names (default: the server's
+// token). All off by default.
+type channelsConfig struct {
+	// PublicURL is this server's address as the person's phone reaches
+	// it, for the channels' buttons and links (they need it to answer).
+	PublicURL string         `toml:"public_url"`
+	Ntfy      *ntfyConfig    `toml:"ntfy"`
+	Webhook   *webhookConfig `toml:"webhook"`
+}
+
+type ntfyConfig struct {
+	URL         string   `toml:"url"`
+	Topic       string   `toml:"topic"`
+	AccessToken string   `toml:"access_token"`
+	Tokens      []string `toml:"tokens"`
+}
+
+type webhookConfig struct {
+	ID     string   `toml:"id"`
+	URL    string   `toml:"url"`
+	Secret string   `toml:"secret"`
+	Tokens []string `toml:"tokens"`
+}
+
+// secret reports whether the channels hold a secret (a file others can
+// read then gets a warning).
+func (c *channelsConfig) secret() bool {
+	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != ""
+}
+
+// channelOptions builds the channels the config sets, routed to their
+// tokens; nil when none is set.
+func channelOptions(cfg *fileConfig) (*channel.Options, error) {
+	c := cfg.Channels
+	routes := map[string][]channel.Channel{}
+	tokensOf := func(named []string) []string {
+		if len(named) == 0 {
+			return []string{cfg.Token}
+		}
+		return named
+	}
+	client := &http.Client{Timeout: 20 * time.Second}
+	if n := c.Ntfy; n != nil {
+		if n.Topic == "" {
+			return nil, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)")
+		}
+		ch := &channel.Ntfy{URL: n.URL, Topic: n.Topic, AccessToken: n.AccessToken, Client: client}
+		for _, t := range tokensOf(n.Tokens) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
+	if w := c.Webhook; w != nil {
+		if w.URL == "" || len(w.Secret) < 16 {
+			return nil, fmt.Errorf("channels.webhook: url and a secret of at least 16 characters are needed")
+		}
+		id := w.ID
+		if id == "" {
+			id = "default"
+		}
+		for _, t := range tokensOf(w.Tokens) {
+			// One per token: its signed answers answer that token's questions.
+			routes[t] = append(routes[t], &channel.Webhook{ID: id, URL: w.URL, Secret: w.Secret, Token: t, Client: client})
+		}
+	}
+	if len(routes) == 0 {
+		return nil, nil
+	}
+	return &channel.Options{Routes: routes, PublicURL: strings.TrimRight(c.PublicURL, "/")}, nil
+}
+
+// warnReadable warns when the config file holds channel secrets and
+// others may read it.
+func warnReadable(path string, cfg *fileConfig, log *slog.Logger) {
+	if path == "" || !cfg.Channels.secret() {
+		return
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+		log.Warn("the config file holds channel secrets and others can read it: chmod 600 it", "file", path, "mode", st.Mode().Perm().String())
+	}
+}
+
+// checkChannels sends a test notice through every channel the config
+// sets and says, in words, what each answered.
+func checkChannels(cfg *fileConfig, stdout io.Writer) error {
+	o, err := channelOptions(cfg)
+	if err != nil {
+		return err
+	}
+	if o == nil {
+		_, _ = fmt.Fprintln(stdout, "No channel is set: see [channels] in the README.")
+		return nil
+	}
+	n := channel.Notice{Event: hub.Event{Kind: hub.Asked, At: time.Now(), AskedAt: time.Now(),
+		Request: hub.Request{Kind: wire.AskQuestion, ID: "check-" + wire.NewID()[:8], AgentName: "agentassistant-srv -check-channels",
+			Text: "A test from agentassistant: this channel reaches you."}}}
+	failed := 0
+	seen := map[channel.Channel]bool{}
+	for _, chs := range o.Routes {
+		for _, c := range chs {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			err := c.Send(ctx, n)
+			cancel()
+			if err != nil {
+				failed++
+				_, _ = fmt.Fprintf(stdout, "%s: FAILED: %v\n", c.Name(), err)
+				continue
+			}
+			_, _ = fmt.Fprintf(stdout, "%s: sent; look for the test message\n", c.Name())
+		}
+	}
+	if o.PublicURL == "" {
+		_, _ = fmt.Fprintln(stdout, "Note: channels.public_url is not set: messages carry no buttons to answer with.")
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d channel(s) failed", failed)
+	}
+	return nil
+}

@@ -1,0 +1,204 @@
+// Package answercap makes and takes the capabilities that answer one
+// question from outside the token's surfaces: a push notification's
+// action, an ntfy button, a chat message's button. The token never
+// travels there; a capability is unguessable (256 random bits), good
+// once, for one question and one recipient, and void as soon as the
+// question is settled anywhere or its deadline passes.
+//
+// Answer is the one HTTP endpoint that takes them (POST /push/answer):
+// {"cap": "...", "text": "..."}.
+package answercap
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Cap is what a capability stands for.
+type Cap struct {
+	token string
+	Room  string
+	Kind  wire.Kind
+	ID    string
+	// Who answers with it, and through which door ("push", "ntfy"...):
+	// the reply's nickname and client ID.
+	Who, WhoID, Door string
+	Expires          time.Time
+}
+
+// maxCaps bounds the capabilities held at once; at the bound the
+// expired go, then the earliest to expire (its button then answers with
+// an error and the person opens the app instead).
+const maxCaps = 100_000
+
+// Store holds the capabilities. Safe for concurrent use.
+type Store struct {
+	mu    sync.Mutex // held alone
+	byCap map[string]*Cap
+	byReq map[string][]string // room + "\x00" + request ID → its capabilities
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{byCap: map[string]*Cap{}, byReq: map[string][]string{}}
+}
+
+func reqKey(room, id string) string { return room + "\x00" + id }
+
+// Make returns a new capability for c, whose token is token.
+func (s *Store) Make(token string, c Cap, now time.Time) string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	name := base64.RawURLEncoding.EncodeToString(b)
+	c.token = token
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byCap) >= maxCaps {
+		s.pruneLocked(now)
+	}
+	s.byCap[name] = &c
+	k := reqKey(c.Room, c.ID)
+	s.byReq[k] = append(s.byReq[k], name)
+	return name
+}
+
+// Take returns the capability named and voids it: it is good once.
+func (s *Store) Take(name string, now time.Time) (*Cap, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.byCap[name]
+	if c == nil {
+		return nil, false
+	}
+	delete(s.byCap, name)
+	if now.After(c.Expires) {
+		return nil, false
+	}
+	return c, true
+}
+
+// Void ends every capability of a settled question.
+func (s *Store) Void(room, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := reqKey(room, id)
+	for _, name := range s.byReq[k] {
+		delete(s.byCap, name)
+	}
+	delete(s.byReq, k)
+}
+
+// Follow voids the capabilities of every question the hub settles, until
+// the returned function is called.
+func (s *Store) Follow(h *hub.Hub, room func(token string) string) (stop func()) {
+	return h.Subscribe(func(ev hub.Event) {
+		if ev.Kind != hub.Asked {
+			s.Void(room(ev.Token), ev.Request.ID)
+		}
+	})
+}
+
+// pruneLocked drops the expired capabilities, and when none is, the
+// earliest to expire.
+func (s *Store) pruneLocked(now time.Time) {
+	var first string
+	for name, c := range s.byCap {
+		if now.After(c.Expires) {
+			delete(s.byCap, name)
+			continue
+		}
+		if first == "" || c.Expires.Before(s.byCap[first].Expires) {
+			first = name
+		}
+	}
+	if len(s.byCap) >= maxCaps && first != "" {
+		delete(s.byCap, first)
+	}
+	for k, names := range s.byReq {
+		live := names[:0]
+		for _, n := range names {
+			if s.byCap[n] != nil {
+				live = append(live, n)
+			}
+		}
+		if len(live) == 0 {
+			delete(s.byReq, k)
+		} else {
+			s.byReq[k] = live
+		}
+	}
+}
+
+// maxAnswer bounds an answer's text and its request.
+const maxAnswer = 4 << 10
+
+// Answer answers the question of a capability (no token: the capability
+// is the credential, good once): 200 {"ok": true}; 410 when the
+// capability is unknown, used or void (the question was settled); 409
+// when the question is no longer pending. failed is told of every
+// unknown capability, to slow down guessing (the server's limiter).
+func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, failed func(*http.Request)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Cap  string `json:"cap"`
+			Text string `json:"text"`
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAnswer+512))
+		if err != nil {
+			writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
+			return
+		}
+		d := json.NewDecoder(strings.NewReader(string(b)))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&req); err != nil || d.More() {
+			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}`)
+			return
+		}
+		text := strings.TrimSpace(req.Text)
+		if text == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
+			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
+			return
+		}
+		c, ok := s.Take(req.Cap, now())
+		if !ok {
+			failed(r)
+			writeError(w, http.StatusGone, "this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
+			return
+		}
+		err = h.Answer(c.token, c.Kind, c.ID, hub.Reply{
+			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
+			ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
+		})
+		switch {
+		case errors.Is(err, hub.ErrNotPending):
+			writeError(w, http.StatusConflict, "the question is no longer pending")
+		case err != nil:
+			writeError(w, http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error())
+		default:
+			log.Info("request answered", "door", c.Door, "id", c.ID, "by", c.WhoID)
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Cache-Control", "no-store")
+			_, _ = w.Write([]byte(`{"ok":true}` + "\n"))
+		}
+	})
+}
+
+func writeError(w http.ResponseWriter, code int, why string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": why})
+}

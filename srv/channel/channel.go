@@ -1,0 +1,209 @@
+// Package channel takes the core's events to services a person already
+// has open (ntfy, a webhook; Telegram, Slack and e-mail next): each is a
+// Channel, an adapter that delivers a Notice and may hand answers back,
+// which compete under first-reply-wins like any device's (through a
+// capability of srv/answercap, or the channel's own signed entry).
+//
+// Goroutines: one per channel, which sends its notices in order, trying
+// again with backoff a bounded number of times; Close stops them and
+// waits. The hub's events only queue: a channel that is down, slow or
+// refusing delays neither the inbox nor another channel.
+package channel
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/answercap"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Channel delivers notices to one outside service.
+type Channel interface {
+	// Name names it in logs and in the answers it brings ("ntfy").
+	Name() string
+	// Send delivers n; an error is tried again later, with backoff.
+	Send(ctx context.Context, n Notice) error
+}
+
+// Notice is one event of a token's room, as a channel sends it.
+type Notice struct {
+	hub.Event
+	// Cap, for a question asked, is the capability its buttons answer
+	// with (srv/answercap; good once), "" otherwise; AnswerURL is where
+	// they post it, "" when the server's public address is not set.
+	Cap, AnswerURL string
+	// AppURL opens the app (no token: the app keeps it).
+	AppURL string
+}
+
+// Options configure a Manager. Hub is required.
+type Options struct {
+	Hub *hub.Hub
+	// Caps makes the capabilities; nil: a store of the Manager's own.
+	Caps *answercap.Store
+	// Routes are each token's channels.
+	Routes map[string][]Channel
+	// PublicURL is the server's address as the person's phone reaches it
+	// (https://aa.example.org), for buttons and links; "" leaves them out.
+	PublicURL string
+	// Tries bounds the sends of one notice (default 5); Backoff is the
+	// wait before the second (default 1s, doubling up to a minute).
+	Tries   int
+	Backoff time.Duration
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// queueLen bounds the notices waiting for one channel; past it the
+// oldest is dropped, and said so.
+const queueLen = 256
+
+// sendTimeout bounds one send.
+const sendTimeout = 30 * time.Second
+
+// Manager follows the hub's events into the channels.
+type Manager struct {
+	o      Options
+	log    *slog.Logger
+	unsub  func()
+	queues map[Channel]*queue // written by New only
+	quit   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+type queue struct {
+	ch Channel
+	q  chan Notice
+}
+
+// New starts a goroutine per channel and follows the hub's events.
+func New(o Options) *Manager {
+	if o.Caps == nil {
+		o.Caps = answercap.New()
+	}
+	if o.Tries <= 0 {
+		o.Tries = 5
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, quit: make(chan struct{})}
+	for _, chs := range o.Routes {
+		for _, c := range chs {
+			if m.queues[c] == nil {
+				q := &queue{ch: c, q: make(chan Notice, queueLen)}
+				m.queues[c] = q
+				m.wg.Go(func() { m.run(q) })
+			}
+		}
+	}
+	m.unsub = o.Hub.Subscribe(m.event)
+	return m
+}
+
+// Close stops following the hub and the channels' goroutines, and waits
+// for them. Idempotent.
+func (m *Manager) Close() {
+	m.once.Do(func() {
+		m.unsub()
+		close(m.quit)
+	})
+	m.wg.Wait()
+}
+
+// event queues the notice of ev for each channel of its token.
+func (m *Manager) event(ev hub.Event) {
+	chs := m.o.Routes[ev.Token]
+	if len(chs) == 0 {
+		return
+	}
+	room := store.Room(ev.Token)
+	for _, c := range chs {
+		n := Notice{Event: ev}
+		if m.o.PublicURL != "" {
+			n.AppURL = m.o.PublicURL + "/"
+		}
+		if ev.Kind == hub.Asked && m.o.PublicURL != "" {
+			expires := ev.AskedAt.Add(ev.Request.Timeout)
+			if ev.Request.Timeout <= 0 {
+				expires = ev.AskedAt.Add(24 * time.Hour)
+			}
+			n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
+				Who: c.Name(), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
+			n.AnswerURL = m.o.PublicURL + "/push/answer"
+		}
+		q := m.queues[c]
+		for {
+			select {
+			case q.q <- n:
+			default:
+				select {
+				case <-q.q:
+					m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name())
+				default:
+				}
+				continue
+			}
+			break
+		}
+	}
+}
+
+// run sends q's notices in order until Close.
+func (m *Manager) run(q *queue) {
+	for {
+		select {
+		case <-m.quit:
+			return
+		case n := <-q.q:
+			m.send(q.ch, n)
+		}
+	}
+}
+
+// send delivers n through c, trying again with backoff.
+func (m *Manager) send(c Channel, n Notice) {
+	wait := m.o.Backoff
+	for try := 1; ; try++ {
+		err := m.sendOnce(c, n)
+		if err == nil {
+			return
+		}
+		if try >= m.o.Tries {
+			m.log.Warn("channel notice not delivered", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "tries", try, "err", err)
+			return
+		}
+		m.log.Debug("channel notice not delivered yet", "channel", c.Name(), "try", try, "err", err)
+		select {
+		case <-m.quit:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// sendOnce makes one send, ended by its timeout or by Close.
+func (m *Manager) sendOnce(c Channel, n Notice) error {
+	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-m.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return c.Send(ctx, n)
+}

@@ -1,0 +1,108 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Ntfy publishes to an ntfy topic (ntfy.sh or a server of one's own),
+// with JSON publishing (https://docs.ntfy.sh/publish/#publish-as-json):
+// a question with its buttons as "http" actions that post the answer,
+// with a capability, to the server's public address: the phone must
+// reach it. ntfy cannot change a message once published, so a question
+// settled elsewhere is told as a quiet message of its own.
+type Ntfy struct {
+	// URL is the ntfy server (default https://ntfy.sh); Topic the topic
+	// (as secret as a password on a public server); AccessToken, when
+	// set, is sent as a bearer token.
+	URL, Topic, AccessToken string
+	Client                  *http.Client
+}
+
+// Name is "ntfy".
+func (*Ntfy) Name() string { return "ntfy" }
+
+type ntfyAction struct {
+	Action  string            `json:"action"`
+	Label   string            `json:"label"`
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
+	Clear   bool              `json:"clear,omitempty"`
+}
+
+type ntfyMessage struct {
+	Topic    string       `json:"topic"`
+	Title    string       `json:"title"`
+	Message  string       `json:"message"`
+	Priority int          `json:"priority"`
+	Tags     []string     `json:"tags,omitempty"`
+	Click    string       `json:"click,omitempty"`
+	Actions  []ntfyAction `json:"actions,omitempty"`
+	Markdown bool         `json:"markdown,omitempty"`
+}
+
+// ntfy shows three actions at most.
+const ntfyMaxActions = 3
+
+// Send publishes n.
+func (c *Ntfy) Send(ctx context.Context, n Notice) error {
+	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL}
+	switch n.Kind {
+	case hub.Asked:
+		m.Message, m.Priority, m.Markdown = clip(n.Request.Text, 3000), 4, true
+		m.Tags = []string{"question"}
+		if n.Cap != "" {
+			for _, label := range quickReplies[:min(len(quickReplies), ntfyMaxActions)] {
+				body, _ := json.Marshal(map[string]string{"cap": n.Cap, "text": label})
+				m.Actions = append(m.Actions, ntfyAction{Action: "http", Label: label, URL: n.AnswerURL, Method: http.MethodPost,
+					Headers: map[string]string{"Content-Type": "application/json"}, Body: string(body), Clear: true})
+			}
+		}
+	default:
+		m.Message, m.Priority = "No answer is needed any more.", 2
+		m.Tags = []string{"white_check_mark"}
+		if n.Kind != hub.Answered {
+			m.Tags = []string{"hourglass"}
+		}
+	}
+	b, _ := json.Marshal(m)
+	base := strings.TrimRight(c.URL, "/")
+	if base == "" {
+		base = "https://ntfy.sh"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("ntfy: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.AccessToken != "" {
+		req.Header.Set("Authorization", "Bearer "+c.AccessToken)
+	}
+	return do(c.Client, req, "ntfy")
+}
+
+// do sends req and says what the service answered when it is no 2xx.
+func do(client *http.Client, req *http.Request, name string) error {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s answered %d: %s", name, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+	return nil
+}

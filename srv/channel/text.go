@@ -1,0 +1,65 @@
+package channel
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// What the channels say, in the same words.
+
+// title is a notice's first line: the project and who asks.
+func title(n Notice) string {
+	req := n.Request
+	who := req.AgentName
+	if who == "" {
+		who = "Your agent"
+	}
+	var t string
+	switch n.Kind {
+	case hub.Asked:
+		t = who + " asks"
+		if req.Kind != wire.AskQuestion {
+			t = who + " reports"
+		}
+	case hub.Answered:
+		t = "Answered"
+		if n.Reply != nil && n.Reply.Nickname != "" {
+			t = "Answered on " + n.Reply.Nickname
+		}
+	case hub.TimedOut:
+		t = "Timed out"
+	default:
+		t = "Withdrawn"
+	}
+	if p := project(req.ProjectDirectory); p != "" {
+		t = p + " · " + t
+	}
+	return clip(t, 200)
+}
+
+// project is the last element of a project directory.
+func project(dir string) string {
+	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
+	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
+		dir = dir[i+1:]
+	}
+	return clip(dir, 60)
+}
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n-len("…")]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
+
+// quickReplies are the buttons of a question with no options of its own.
+var quickReplies = []string{"Yes", "No", "Go ahead"}

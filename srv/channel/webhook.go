@@ -1,0 +1,212 @@
+package channel
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Webhook posts every event of its token as JSON to URL, signed with
+// HMAC-SHA256 over the timestamp and the body, and takes answers signed
+// the same way (Answers): how n8n, Home Assistant or a team's own bot
+// plug in.
+//
+// Signature: the headers X-Agentassistant-Timestamp (Unix seconds) and
+// X-Agentassistant-Signature "v1=" + hex(HMAC-SHA256(secret,
+// timestamp + "." + body)). A receiver checks it, and that the timestamp
+// is within five minutes of its clock.
+type Webhook struct {
+	// ID names it among the server's webhooks: its answers come to
+	// /channels/webhook/{ID}/answer.
+	ID, URL, Secret string
+	// Token is the room it serves (its answers answer that room's
+	// questions only).
+	Token  string
+	Client *http.Client
+	Now    func() time.Time
+
+	mu   sync.Mutex // held alone
+	seen map[string]time.Time
+}
+
+// Signature headers.
+const (
+	TimestampHeader = "X-Agentassistant-Timestamp"
+	SignatureHeader = "X-Agentassistant-Signature"
+)
+
+// signWindow is how far a signed timestamp may be from now.
+const signWindow = 5 * time.Minute
+
+// Sign is the signature of body at timestamp ts with secret.
+func Sign(secret string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "%d.", ts)
+	m.Write(body)
+	return "v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Name is "webhook".
+func (*Webhook) Name() string { return "webhook" }
+
+func (w *Webhook) now() time.Time {
+	if w.Now != nil {
+		return w.Now()
+	}
+	return time.Now()
+}
+
+// webhookEvent is what a webhook receives.
+type webhookEvent struct {
+	Type    string    `json:"type"` // asked, answered, withdrawn, timed_out
+	ID      string    `json:"id"`
+	Kind    string    `json:"kind"` // question, report
+	Project string    `json:"project,omitempty"`
+	Agent   string    `json:"agent,omitempty"`
+	Text    string    `json:"text,omitempty"`
+	At      time.Time `json:"at"`
+	// Asked: where and how to answer without the token.
+	Answer *webhookAnswer `json:"answer,omitempty"`
+	// Answered: by whom, and what.
+	AnsweredBy string `json:"answered_by,omitempty"`
+	Reply      string `json:"reply,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+type webhookAnswer struct {
+	// Signed: POST {"id", "text"} to this path of the server, signed as
+	// the events are.
+	Signed string `json:"signed"`
+	// Cap, with URL: POST {"cap", "text"} there, good once.
+	Cap string `json:"cap,omitempty"`
+	URL string `json:"url,omitempty"`
+}
+
+func kindWord(k wire.Kind) string {
+	if k == wire.AskQuestion {
+		return "question"
+	}
+	return "report"
+}
+
+// Send posts n, signed.
+func (w *Webhook) Send(ctx context.Context, n Notice) error {
+	e := webhookEvent{Type: n.Kind.String(), ID: n.Request.ID, Kind: kindWord(n.Request.Kind),
+		Project: n.Request.ProjectDirectory, Agent: n.Request.AgentName, At: n.At.UTC(), Reason: n.Reason}
+	switch n.Kind {
+	case hub.Asked:
+		e.Text = n.Request.Text
+		e.Answer = &webhookAnswer{Signed: "/channels/webhook/" + w.ID + "/answer", Cap: n.Cap, URL: n.AnswerURL}
+	case hub.Answered:
+		e.AnsweredBy = n.Reply.Nickname
+		for _, c := range n.Reply.Contents {
+			if t := c.GetText().GetText(); t != "" {
+				e.Reply = t
+				break
+			}
+		}
+	}
+	body, _ := json.Marshal(e)
+	ts := w.now().Unix()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+	req.Header.Set(SignatureHeader, Sign(w.Secret, ts, body))
+	return do(w.Client, req, "webhook")
+}
+
+// maxSignedAnswer bounds a signed answer's body.
+const maxSignedAnswer = 8 << 10
+
+// Answers takes answers signed with the webhook's secret: POST {"id",
+// "text", "kind"} ("question" by default, or "report"), within the
+// signature window, each signature once: 200 {"ok": true}; 401 for a
+// signature that does not verify or a timestamp out of the window; 409
+// for a replay or a question no longer pending.
+func (w *Webhook) Answers(h *hub.Hub) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxSignedAnswer))
+		if err != nil {
+			http.Error(rw, "the body is too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		sig := r.Header.Get(SignatureHeader)
+		ts, err := strconv.ParseInt(r.Header.Get(TimestampHeader), 10, 64)
+		now := w.now()
+		if err != nil || now.Sub(time.Unix(ts, 0)).Abs() > signWindow ||
+			!hmac.Equal([]byte(sig), []byte(Sign(w.Secret, ts, body))) {
+			http.Error(rw, "the signature does not verify, or its timestamp is not within five minutes of the server's clock", http.StatusUnauthorized)
+			return
+		}
+		if !w.once(sig, now) {
+			http.Error(rw, "this signed answer was taken already (a replay)", http.StatusConflict)
+			return
+		}
+		var a struct{ ID, Text, Kind, By string }
+		d := json.NewDecoder(bytes.NewReader(body))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
+			http.Error(rw, `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`, http.StatusBadRequest)
+			return
+		}
+		kind := wire.AskQuestion
+		if a.Kind == "report" {
+			kind = wire.TaskFinish
+		}
+		who := "webhook " + w.ID
+		if a.By != "" {
+			who = clip(a.By, 64) + " (webhook " + w.ID + ")"
+		}
+		err = h.Answer(w.Token, kind, a.ID, hub.Reply{
+			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: a.Text}}},
+			ClientID: "webhook:" + w.ID, Nickname: who, Door: "webhook",
+		})
+		switch {
+		case errors.Is(err, hub.ErrNotPending):
+			http.Error(rw, "the question is no longer pending", http.StatusConflict)
+		case err != nil:
+			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
+		default:
+			rw.Header().Set("Content-Type", "application/json")
+			_, _ = rw.Write([]byte(`{"ok":true}` + "\n"))
+		}
+	})
+}
+
+// once reports whether sig is new within the window, and remembers it.
+func (w *Webhook) once(sig string, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seen == nil {
+		w.seen = map[string]time.Time{}
+	}
+	for s, at := range w.seen {
+		if now.Sub(at) > 2*signWindow {
+			delete(w.seen, s)
+		}
+	}
+	if _, dup := w.seen[sig]; dup {
+		return false
+	}
+	w.seen[sig] = now
+	return true
+}
