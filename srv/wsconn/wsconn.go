@@ -196,7 +196,8 @@ type Conn struct {
 	readBy    atomic.Int64 // read deadline, Unix nanoseconds
 	reader    Reader
 	set       *Set
-	poll      *poller
+	poll      watcher     // nil: the connection is never parked
+	expiry    *time.Timer // under rmu: wakes it parked at its read deadline
 	rmu       sync.Mutex
 	rstate    int
 	pollID    int32  // under rmu; 0: not yet registered
@@ -316,9 +317,9 @@ func (c *Conn) KeepAlive() {
 	c.extendRead()
 }
 
-// expired reports a served connection whose read deadline has passed.
+// expired reports a served connection whose read deadline has come.
 func (c *Conn) expired(now time.Time) bool {
-	return c.served.Load() && now.UnixNano() > c.readBy.Load()
+	return c.served.Load() && now.UnixNano() >= c.readBy.Load()
 }
 
 // PeerClosed reports whether the peer closed the connection with a close
