@@ -92,6 +92,9 @@ const (
 	GuardJoin    = "join"    // /agent/ws: relay.join's payload.token
 	GuardHello   = "hello"   // /ingress/ws: hello's api_key
 	GuardPublic  = "public"  // static UI files, which hold no data
+	// GuardStatus: without a token, the status alone (a balancer's
+	// check); a wrong token refused as GuardHeader; with the token, all.
+	GuardStatus = "status"
 )
 
 // Route is one registered pattern and how it is guarded.
@@ -186,7 +189,7 @@ func New(o Options) *Server {
 	}
 	s.handle("/ws", GuardLogin, s.inbox)
 	s.handle("/agent/ws", GuardJoin, s.relay)
-	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
+	s.handle("GET /health", GuardStatus, s.checkOrigin(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.checkOrigin(s.requireToken(http.HandlerFunc(s.send))))
@@ -326,25 +329,59 @@ func refuseUnread(w http.ResponseWriter, msg string, code int) {
 // /agent/ws and /ingress/ws).
 func (s *Server) Connections() int { return s.inbox.Count() + s.relay.Count() + s.ingress.Count() }
 
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
+// health answers a balancer's check (seed 003: `curl -f /health`): 200
+// healthy, or 503 unhealthy while this instance can save nothing (its
+// cluster's NATS is away). Without a token that is all it says: no
+// counts, no version, nothing about the server to someone who may not
+// have it. A wrong token is refused and counted as anywhere else; with
+// the token come seed 003's connections and uptime_seconds and the
+// detail for operators and benchmarks.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	healthy, reason := true, ""
 	var c any
-	mode, status := "single", "ok"
+	mode := "single"
 	if s.cluster != nil {
 		st := s.cluster.Status()
 		mode, c = "cluster", st
 		if st.NATS != "CONNECTED" {
 			// Nothing can be saved here until NATS is back: a balancer
 			// should send no one.
-			status = "nats " + strings.ToLower(st.NATS)
-			w.WriteHeader(http.StatusServiceUnavailable)
+			healthy, reason = false, "nats "+strings.ToLower(st.NATS)
 		}
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":             status,
+	status, code := "healthy", http.StatusOK
+	if !healthy {
+		status, code = "unhealthy", http.StatusServiceUnavailable
+	}
+	tok, err := auth.RequestToken(r)
+	if err == nil && tok == "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
+		return
+	}
+	if err == nil && !s.tokens.Valid(tok) {
+		err = auth.ErrInvalidToken
+	}
+	if err != nil {
+		waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+		refuseUnread(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	uptime := int64(time.Since(s.started).Seconds())
+	out := map[string]any{
+		// seed 003's
+		"status":         status,
+		"connections":    s.Connections(),
+		"uptime_seconds": uptime,
+		// the detail
 		"mode":               mode,
 		"cluster":            c,
-		"uptimeSeconds":      int64(time.Since(s.started).Seconds()),
+		"uptimeSeconds":      uptime,
 		"wsConnections":      s.inbox.Count(),
 		"relayConnections":   s.relay.Count(),
 		"relaySessions":      s.relay.Sessions(),
@@ -356,7 +393,11 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"ingressReplayBytes": s.ingress.ReplayBytes(),
 		"idleConnections":    s.idle.Stats(),
 		"goroutines":         runtime.NumGoroutine(),
-	})
+	}
+	if reason != "" {
+		out["reason"] = reason
+	}
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // HTTPOptions are the timeouts of the http.Server; zero values take the
