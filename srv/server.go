@@ -187,8 +187,8 @@ func New(o Options) *Server {
 	if cat == nil {
 		cat, _ = catalog.Load("")
 	}
-	s.handle("/ws", GuardLogin, s.inbox)
-	s.handle("/agent/ws", GuardJoin, s.relay)
+	s.handle("/ws", GuardLogin, s.upgradeToken(s.inbox))
+	s.handle("/agent/ws", GuardJoin, s.upgradeToken(s.relay))
 	s.handle("GET /health", GuardStatus, s.checkOrigin(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
@@ -217,7 +217,7 @@ func New(o Options) *Server {
 		igo.Orchestrator = s.builtin
 	}
 	s.ingress = ingress.New(igo)
-	s.handle("/ingress/ws", GuardHello, s.ingress)
+	s.handle("/ingress/ws", GuardHello, s.upgradeToken(s.ingress))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
@@ -297,6 +297,34 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// upgradeToken checks the token a WebSocket upgrade presents before its
+// first frame (auth.UpgradeToken), before the connection may take a place
+// among those waiting to log in: a valid one waits among its token's own,
+// where no flood of strangers evicts it (auth.Pending.AcquireUpgrade). A
+// wrong one, or two different ones, counts as the failed login it is (a
+// guess here costs what one in a frame does), and the connection then
+// waits as a stranger and logs in with its first frame, as one without a
+// token does: a page whose stored token is stale hears so in its login's
+// answer. Either way the first frame's token decides the room.
+func (s *Server) upgradeToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, err := auth.UpgradeToken(r)
+		switch {
+		case err == nil && tok == "":
+		case err == nil && s.tokens.Valid(tok):
+			r = r.WithContext(auth.WithUpgradeToken(r.Context(), tok))
+		default:
+			// Past the budget the upgrade waits, on a connection that
+			// counts as idle meanwhile.
+			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+			if r.Context().Err() != nil {
+				return // closed meanwhile
+			}
+		}
 		h.ServeHTTP(w, r)
 	})
 }

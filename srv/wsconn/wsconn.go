@@ -92,13 +92,19 @@ func hasToken(h http.Header, key, token string) bool {
 	return false
 }
 
+// Subprotocol is selected when a client offers it: a browser that offers
+// subprotocols (the token's, auth.TokenProtocol, among them) must be
+// answered one of them, and this one carries nothing. Clients that offer
+// none get none, as before.
+const Subprotocol = "agentassistant"
+
 // Upgrade answers the WebSocket handshake (RFC 6455 4.2) of r and returns
 // the connection; on an error the handshake has been refused with an HTTP
 // status. The caller checks Origin first, and must call Finish (Set.Serve
 // does) once it is done with the connection.
 func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	o.Defaults()
-	u := ws.HTTPUpgrader{Timeout: o.WriteWait}
+	u := ws.HTTPUpgrader{Timeout: o.WriteWait, Protocol: func(p string) bool { return p == Subprotocol }}
 	if r.Method != http.MethodGet {
 		// The upgrader refuses it with 405; the header it writes on a
 		// refusal (and on a success, hence only here) says what is
