@@ -1,6 +1,7 @@
 package srv_test
 
 import (
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"net/http"
@@ -8,11 +9,14 @@ import (
 	"runtime/metrics"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
+	"google.golang.org/protobuf/proto"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -280,4 +284,166 @@ func TestAgentWSFrameLimitBeforeJoin(t *testing.T) {
 	a := joinAgent(t, base, tokA, "default")
 	a.sendJSON(`{"v":"mvp-0.2","type":"agent.message","id":"big","payload":{"text":"` + strings.Repeat("x", 100<<10) + `"}}`)
 	a.expectError("NO_ACTIVE_SPEC", "big")
+}
+
+// TestOwnerLogsInDuringAFlood is the outside tester's flood: goroutines
+// on loopback open WebSockets on /ws and /ingress/ws that never log in,
+// as fast as they can, and the owner's devices log in meanwhile. A device
+// that presents the token in its upgrade (subprotocol, bearer header or
+// ?token=) waits apart from the strangers: every login succeeds at the
+// first try, although between each device's upgrade and its login frame
+// more strangers arrive than the table holds, which evicts whatever of
+// theirs waits.
+func TestOwnerLogsInDuringAFlood(t *testing.T) {
+	const max, perAddr = 16, 8
+	_, base := newGuarded(t, srv.Options{Pending: auth.NewPending(max, perAddr)})
+	wsBase := strings.Replace(base, "http", "ws", 1)
+
+	// The flood: bounded in count, and it stops when the owner is done.
+	stop := make(chan struct{})
+	var flood sync.WaitGroup
+	for g := range 4 {
+		flood.Go(func() {
+			var open []*websocket.Conn
+			defer func() {
+				for _, ws := range open {
+					ws.Close()
+				}
+			}()
+			for i := range 500 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				path := "/ws"
+				if (g+i)%2 == 1 {
+					path = "/ingress/ws"
+				}
+				ws, _, err := websocket.DefaultDialer.Dial(wsBase+path, nil)
+				if err != nil {
+					continue // refused while the table turns over: the flood goes on
+				}
+				if open = append(open, ws); len(open) > 2*perAddr {
+					open[0].Close()
+					open = open[1:]
+				}
+			}
+		})
+	}
+	defer func() { close(stop); flood.Wait() }()
+
+	// strangers opens more connections that never log in than the table
+	// holds for one address: whatever waited before them is evicted.
+	strangers := func() {
+		t.Helper()
+		for range perAddr + 1 {
+			ws, _, err := rawDial(base, "/ws")
+			if err != nil {
+				t.Fatalf("a stranger's upgrade: %v", err)
+			}
+			defer ws.Close()
+		}
+	}
+	protocols := http.Header{"Sec-WebSocket-Protocol": {"agentassistant, " + auth.TokenProtocol + base64.RawURLEncoding.EncodeToString([]byte(tokA))}}
+	bearer := http.Header{"Authorization": {"Bearer " + tokA}}
+	for round := range 3 {
+		// /ws, the token in a subprotocol, as the web UI presents it.
+		ws, resp, err := websocket.DefaultDialer.Dial(wsBase+"/ws", protocols)
+		if err != nil {
+			t.Fatalf("round %d: the owner's upgrade on /ws: %v", round, err)
+		}
+		if p := resp.Header.Get("Sec-WebSocket-Protocol"); p != "agentassistant" {
+			t.Errorf("selected subprotocol %q, want agentassistant (never the token's)", p)
+		}
+		strangers()
+		b, _ := protoMarshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "owner"})
+		if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+			t.Fatalf("round %d: /ws login frame: %v", round, err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, data, err := ws.ReadMessage(); err != nil {
+			t.Errorf("round %d: the owner's login on /ws: %v", round, err)
+		} else if m := new(pb.WebsocketMessage); proto.Unmarshal(data, m) != nil || !m.GetUserLoginResponse().GetSuccess() {
+			t.Errorf("round %d: the owner's login on /ws: %v", round, m)
+		}
+		ws.Close()
+
+		// /ingress/ws, the token in a bearer header, hello after.
+		ws, _, err = websocket.DefaultDialer.Dial(wsBase+"/ingress/ws", bearer)
+		if err != nil {
+			t.Fatalf("round %d: the owner's upgrade on /ingress/ws: %v", round, err)
+		}
+		strangers()
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","ts":1,"user_id":"u1","api_key":"`+tokA+`"}`)); err != nil {
+			t.Fatalf("round %d: hello: %v", round, err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, data, err := ws.ReadMessage(); err != nil || !strings.Contains(string(data), `"hello_ack"`) {
+			t.Errorf("round %d: the owner's hello on /ingress/ws: %s %v", round, data, err)
+		}
+		ws.Close()
+
+		// /agent/ws, the token in ?token=, relay.join after.
+		ws, _, err = websocket.DefaultDialer.Dial(wsBase+"/agent/ws?token="+tokA, nil)
+		if err != nil {
+			t.Fatalf("round %d: the owner's upgrade on /agent/ws: %v", round, err)
+		}
+		strangers()
+		if err := ws.WriteMessage(websocket.TextMessage, []byte(`{"v":"mvp-0.2","type":"relay.join","id":"j","payload":{"role":"agent","token":"`+tokA+`"}}`)); err != nil {
+			t.Fatalf("round %d: join: %v", round, err)
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if _, data, err := ws.ReadMessage(); err != nil || !strings.Contains(string(data), "relay.joined") {
+			t.Errorf("round %d: the owner's join on /agent/ws: %s %v", round, data, err)
+		}
+		ws.Close()
+	}
+}
+
+// TestUpgradeTokenChecked: a token presented in a WebSocket upgrade is
+// checked before the upgrade: a wrong one, or two different ones, counts
+// as a failed login (past the budget its upgrade is held back), and the
+// connection then logs in with its first frame as one without a token:
+// a right token there still gets in, a page with a stale one hears that
+// its login was refused.
+func TestUpgradeTokenChecked(t *testing.T) {
+	lim := auth.NewLimiter(1, time.Hour)
+	var held atomic.Int32
+	lim.Hold = func(time.Duration, <-chan struct{}) { held.Add(1) }
+	_, base := newGuarded(t, srv.Options{Limiter: lim})
+	wsBase := strings.Replace(base, "http", "ws", 1)
+	n := 0
+	for name, h := range map[string]struct {
+		query  string
+		header http.Header
+	}{
+		"wrong query":       {query: "?token=wrong-token-000"},
+		"wrong bearer":      {header: http.Header{"Authorization": {"Bearer wrong-token-000"}}},
+		"wrong subprotocol": {header: http.Header{"Sec-WebSocket-Protocol": {"agentassistant, " + auth.TokenProtocol + base64.RawURLEncoding.EncodeToString([]byte("wrong-token-000"))}}},
+		"undecodable":       {header: http.Header{"Sec-WebSocket-Protocol": {"agentassistant, " + auth.TokenProtocol + "!!"}}},
+		"two tokens":        {query: "?token=" + tokA, header: http.Header{"Authorization": {"Bearer " + tokB}}},
+	} {
+		for _, path := range []string{"/ws", "/agent/ws", "/ingress/ws"} {
+			ws, _, err := websocket.DefaultDialer.Dial(wsBase+path+h.query, h.header)
+			if err != nil {
+				t.Fatalf("%s on %s: %v", name, path, err)
+			}
+			n++
+			if path == "/ws" {
+				b, _ := protoMarshal(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: tokA, Nickname: "x"})
+				if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+					t.Fatal(err)
+				}
+				if m := readFrame(t, ws); !m.GetUserLoginResponse().GetSuccess() {
+					t.Errorf("%s on /ws, then the right token in UserLogin: %v", name, m)
+				}
+			}
+			ws.Close()
+		}
+	}
+	// The first failure was within the budget of one; each after it held.
+	if got := held.Load(); int(got) != n-1 {
+		t.Errorf("%d of %d wrong upgrade tokens held back, want %d: each counts as a failed login", got, n, n-1)
+	}
 }

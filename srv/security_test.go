@@ -221,6 +221,35 @@ func TestEveryRouteRefusesBadTokens(t *testing.T) {
 					t.Errorf("%s with a %s api_key: %v then %v", path, name, got, end)
 				}
 			}
+		case srv.GuardStatus:
+			// No token: the status alone (TestHealthForABalancer); a
+			// wrong one is refused as anywhere else.
+			for name, tok := range badTokens {
+				for _, how := range []string{"header", "query", "bearer"} {
+					req, _ := http.NewRequest(method, base+path, nil)
+					switch how {
+					case "header":
+						req.Header.Set(auth.TokenHeader, tok)
+					case "query":
+						req.URL.RawQuery = "token=" + tok
+					case "bearer":
+						req.Header.Set("Authorization", "Bearer "+tok)
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if name == "missing" {
+						if resp.StatusCode != http.StatusOK || strings.TrimSpace(string(b)) != `{"status":"healthy"}` {
+							t.Errorf("%s without a token in %s: %d %s", path, how, resp.StatusCode, b)
+						}
+					} else if resp.StatusCode != http.StatusUnauthorized {
+						t.Errorf("%s with %s token in %s: %d", path, name, how, resp.StatusCode)
+					}
+				}
+			}
 		case srv.GuardPublic:
 			// Static files only: the UI fetches its data through the routes above.
 		case srv.GuardSigned:

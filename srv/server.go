@@ -109,6 +109,9 @@ const (
 	// GuardSigned: no token; an HMAC signature with a webhook's secret
 	// over a fresh timestamp and the body, each once; else 401.
 	GuardSigned = "signed"
+	// GuardStatus: without a token, the status alone (a balancer's
+	// check); a wrong token refused as GuardHeader; with the token, all.
+	GuardStatus = "status"
 )
 
 // Route is one registered pattern and how it is guarded.
@@ -208,9 +211,9 @@ func New(o Options) *Server {
 	if cat == nil {
 		cat, _ = catalog.Load("")
 	}
-	s.handle("/ws", GuardLogin, s.inbox)
-	s.handle("/agent/ws", GuardJoin, s.relay)
-	s.handle("GET /health", GuardHeader, s.requireToken(http.HandlerFunc(s.health)))
+	s.handle("/ws", GuardLogin, s.upgradeToken(s.inbox))
+	s.handle("/agent/ws", GuardJoin, s.upgradeToken(s.relay))
+	s.handle("GET /health", GuardStatus, s.checkOrigin(http.HandlerFunc(s.health)))
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.checkOrigin(s.requireToken(http.HandlerFunc(s.send))))
@@ -238,7 +241,7 @@ func New(o Options) *Server {
 		igo.Orchestrator = s.builtin
 	}
 	s.ingress = ingress.New(igo)
-	s.handle("/ingress/ws", GuardHello, s.ingress)
+	s.handle("/ingress/ws", GuardHello, s.upgradeToken(s.ingress))
 	s.caps = answercap.New()
 	s.stopCaps = s.caps.Follow(s.hub, store.Room)
 	if o.Push != nil {
@@ -366,6 +369,34 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 	})
 }
 
+// upgradeToken checks the token a WebSocket upgrade presents before its
+// first frame (auth.UpgradeToken), before the connection may take a place
+// among those waiting to log in: a valid one waits among its token's own,
+// where no flood of strangers evicts it (auth.Pending.AcquireUpgrade). A
+// wrong one, or two different ones, counts as the failed login it is (a
+// guess here costs what one in a frame does), and the connection then
+// waits as a stranger and logs in with its first frame, as one without a
+// token does: a page whose stored token is stale hears so in its login's
+// answer. Either way the first frame's token decides the room.
+func (s *Server) upgradeToken(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, err := auth.UpgradeToken(r)
+		switch {
+		case err == nil && tok == "":
+		case err == nil && s.tokens.Valid(tok):
+			r = r.WithContext(auth.WithUpgradeToken(r.Context(), tok))
+		default:
+			// Past the budget the upgrade waits, on a connection that
+			// counts as idle meanwhile.
+			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+			if r.Context().Err() != nil {
+				return // closed meanwhile
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 // checkOrigin refuses a browser request from another site (403), as the
 // MCP specification requires of Streamable HTTP servers against DNS
 // rebinding and cross-site requests: a page may send a request to
@@ -408,25 +439,59 @@ func (s *Server) natsState() func() bool {
 	return func() bool { return s.cluster.Status().Healthy }
 }
 
-func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
+// health answers a balancer's check (seed 003: `curl -f /health`): 200
+// healthy, or 503 unhealthy while this instance can save nothing (its
+// cluster's NATS is away). Without a token that is all it says: no
+// counts, no version, nothing about the server to someone who may not
+// have it. A wrong token is refused and counted as anywhere else; with
+// the token come seed 003's connections and uptime_seconds and the
+// detail for operators and benchmarks.
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	healthy, reason := true, ""
 	var c any
-	mode, status := "single", "ok"
+	mode := "single"
 	if s.cluster != nil {
 		st := s.cluster.Status()
 		mode, c = "cluster", st
 		if !st.Healthy {
 			// Nothing can be saved here until NATS answers again: a
 			// balancer should send no one.
-			status = "unhealthy"
-			w.WriteHeader(http.StatusServiceUnavailable)
+			healthy, reason = false, "nats: "+st.Problem
 		}
 	}
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"status":             status,
+	status, code := "healthy", http.StatusOK
+	if !healthy {
+		status, code = "unhealthy", http.StatusServiceUnavailable
+	}
+	tok, err := auth.RequestToken(r)
+	if err == nil && tok == "" {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
+		return
+	}
+	if err == nil && !s.tokens.Valid(tok) {
+		err = auth.ErrInvalidToken
+	}
+	if err != nil {
+		waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+		refuseUnread(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	uptime := int64(time.Since(s.started).Seconds())
+	out := map[string]any{
+		// seed 003's
+		"status":         status,
+		"connections":    s.Connections(),
+		"uptime_seconds": uptime,
+		// the detail
 		"mode":               mode,
 		"cluster":            c,
-		"uptimeSeconds":      int64(time.Since(s.started).Seconds()),
+		"uptimeSeconds":      uptime,
 		"wsConnections":      s.inbox.Count(),
 		"relayConnections":   s.relay.Count(),
 		"relaySessions":      s.relay.Sessions(),
@@ -438,7 +503,11 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 		"ingressReplayBytes": s.ingress.ReplayBytes(),
 		"idleConnections":    s.idle.Stats(),
 		"goroutines":         runtime.NumGoroutine(),
-	})
+	}
+	if reason != "" {
+		out["reason"] = reason
+	}
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 // HTTPOptions are the timeouts of the http.Server; zero values take the

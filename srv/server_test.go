@@ -2,8 +2,10 @@ package srv_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -253,14 +255,21 @@ func TestSlowClientDropped(t *testing.T) {
 	}
 }
 
-func TestHealthNeedsToken(t *testing.T) {
+// TestHealthForABalancer: seed 003's health check is a plain
+// `curl -f http://host/health`. Without a token /health answers the
+// status alone, nothing that would help an attacker; a wrong token is
+// still refused (a guess, counted as one); with the token it adds seed
+// 003's connections and uptime_seconds to the detail it always gave.
+func TestHealthForABalancer(t *testing.T) {
 	_, url := newServer(t, inbox.Options{})
+	login(t, url, tokA, "pc")
 	for _, tc := range []struct {
 		path, header string
 		want         int
 	}{
-		{"/health", "", http.StatusUnauthorized},
+		{"/health", "", http.StatusOK},
 		{"/health?token=wrong-token-value", "", http.StatusUnauthorized},
+		{"/health", "wrong-token-value", http.StatusUnauthorized},
 		{"/health?token=" + tokA, "", http.StatusOK},
 		{"/health", tokB, http.StatusOK},
 	} {
@@ -272,9 +281,55 @@ func TestHealthNeedsToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tc.want {
-			t.Errorf("%s: %d, want %d", tc.path, resp.StatusCode, tc.want)
+			t.Errorf("%s (header %q): %d, want %d", tc.path, tc.header, resp.StatusCode, tc.want)
+			continue
 		}
+		if tc.want != http.StatusOK {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v: %s", tc.path, err, b)
+		}
+		if tc.path == "/health" && tc.header == "" {
+			if len(m) != 1 || m["status"] != "healthy" {
+				t.Errorf("/health without the token: %s, want only {\"status\":\"healthy\"}", b)
+			}
+			continue
+		}
+		if m["status"] != "healthy" || m["connections"] != 1.0 || m["uptime_seconds"] == nil ||
+			m["wsConnections"] != 1.0 || m["uptimeSeconds"] == nil || m["mode"] != "single" {
+			t.Errorf("%s with the token: %s", tc.path, b)
+		}
+	}
+	// HEAD, as some balancers check, and a foreign Host are as before.
+	resp, err := http.Head(url + "/health")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("HEAD /health: %d", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", url+"/health", nil)
+	req.Host = "evil.example"
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/health through a foreign Host: %d, want 403", resp.StatusCode)
+	}
+	req, _ = http.NewRequest("GET", url+"/health", nil)
+	req.Header.Set("Origin", "http://evil.example")
+	if resp, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("/health from a foreign Origin: %d, want 403", resp.StatusCode)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,7 @@ func runServer(t *testing.T, args ...string) *url.URL {
 type health struct {
 	Status  string `json:"status"`
 	Code    int    `json:"-"`
+	Body    string `json:"-"`
 	Mode    string `json:"mode"`
 	Cluster *struct {
 		Instance           string  `json:"instance"`
@@ -75,29 +77,49 @@ type health struct {
 
 func getHealth(t *testing.T, u *url.URL) health {
 	t.Helper()
+	return getHealthAs(t, u, u.Query().Get("token"))
+}
+
+// getHealthAs is /health with token, or without one as a balancer asks.
+func getHealthAs(t *testing.T, u *url.URL, token string) health {
+	t.Helper()
 	req, _ := http.NewRequest("GET", "http://"+u.Host+"/health", nil)
-	req.Header.Set("X-Agentassistant-Token", u.Query().Get("token"))
+	if token != "" {
+		req.Header.Set("X-Agentassistant-Token", token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	h := health{Code: resp.StatusCode}
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
 		t.Fatal(err)
+	}
+	h := health{Code: resp.StatusCode, Body: strings.TrimSpace(string(b))}
+	if err := json.Unmarshal(b, &h); err != nil {
+		t.Fatalf("/health: %v: %s", err, b)
 	}
 	return h
 }
 
 // TestHealthWithoutNATS: an instance that has lost NATS can save nothing;
-// /health says so with 503, so a balancer sends no one there, and says
-// ok again once it is back.
+// /health says so with 503, to a balancer's check without the token too
+// (the status alone), so a balancer sends no one there, and says healthy
+// again once it is back.
 func TestHealthWithoutNATS(t *testing.T) {
 	ns := natstest.Start(t)
 	a := runServer(t, "-nats-url", ns.URL())
-	if h := getHealth(t, a); h.Code != http.StatusOK || h.Status != "ok" {
+	balancer := func(code int, body string) {
+		t.Helper()
+		if h := getHealthAs(t, a, ""); h.Code != code || h.Body != body {
+			t.Fatalf("a balancer's /health: %d %s, want %d %s", h.Code, h.Body, code, body)
+		}
+	}
+	if h := getHealth(t, a); h.Code != http.StatusOK || h.Status != "healthy" {
 		t.Fatalf("health with NATS = %+v", h)
 	}
+	balancer(http.StatusOK, `{"status":"healthy"}`)
 	ns.Shutdown()
 	var h health
 	for range 200 {
@@ -106,9 +128,10 @@ func TestHealthWithoutNATS(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if h.Code != http.StatusServiceUnavailable || h.Status == "ok" {
+	if h.Code != http.StatusServiceUnavailable || h.Status != "unhealthy" {
 		t.Fatalf("health without NATS = %+v", h)
 	}
+	balancer(http.StatusServiceUnavailable, `{"status":"unhealthy"}`)
 	ns.Restart()
 	for range 200 {
 		if h = getHealth(t, a); h.Cluster != nil && h.Cluster.NATS == "CONNECTED" {
@@ -116,9 +139,10 @@ func TestHealthWithoutNATS(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if h.Code != http.StatusOK || h.Status != "ok" {
+	if h.Code != http.StatusOK || h.Status != "healthy" {
 		t.Fatalf("health with NATS back = %+v", h)
 	}
+	balancer(http.StatusOK, `{"status":"healthy"}`)
 }
 
 // TestHealthSaysSingle: without nats_url the server is one process.

@@ -17,17 +17,26 @@ import (
 // Logged-in connections never count.
 //
 // At the cap a newcomer is not refused: the oldest connection still
-// waiting (of its address, or of all) is evicted to make room. A flood
-// that never logs in therefore cannot keep the person's own tabs out: a
-// page logs in within a round trip of connecting, long before the flood
-// has turned over the cap. Only where nothing can be evicted is the
-// newcomer refused. The zero value is not usable; use NewPending.
+// waiting (of its address, or of all) is evicted to make room, so a flood
+// that never logs in cannot fill the table for good. Only where nothing
+// can be evicted is the newcomer refused. A client that logs in with its
+// first frame may still be evicted before that frame arrives, by a flood
+// fast enough to turn the cap over within its round trip.
+//
+// A WebSocket whose upgrade presented a valid token (AcquireUpgrade) is
+// no stranger, yet its login frame is still to come: it waits apart,
+// perAddr at most per token and not counted in the whole, and only
+// another of the same token's may take its place. However fast strangers
+// turn over, they never evict a device that presents the token in its
+// upgrade. The zero value is not usable; use NewPending.
 type Pending struct {
 	max, perAddr int
 
-	mu     lockorder.Mutex[lockorder.Pending]
-	order  list.List // of *pendingEntry, oldest first
-	byAddr map[string]int
+	mu      lockorder.Mutex[lockorder.Pending]
+	order   list.List // of *pendingEntry, oldest first
+	byAddr  map[string]int
+	known   list.List      // of *pendingEntry with a valid upgrade token, oldest first
+	byToken map[string]int // the known ones by token
 
 	// For the metrics: newcomers refused, and waiting connections
 	// evicted to make room.
@@ -35,7 +44,8 @@ type Pending struct {
 }
 
 type pendingEntry struct {
-	key   string
+	key   string // the address's Key, or the token
+	known bool   // in known, keyed by token
 	evict func() // nil: cannot be evicted
 	el    *list.Element
 }
@@ -62,7 +72,39 @@ func NewPending(max, perAddr int) *Pending {
 	if perAddr <= 0 {
 		perAddr = DefaultMaxPendingPerAddr
 	}
-	return &Pending{max: max, perAddr: perAddr, byAddr: make(map[string]int)}
+	return &Pending{max: max, perAddr: perAddr, byAddr: make(map[string]int), byToken: make(map[string]int)}
+}
+
+// AcquireUpgrade counts a WebSocket upgrade as Acquire does, or, when its
+// token proved valid before the upgrade (UpgradeTokenOf its context),
+// among the token's own: perAddr of them at most, the token's oldest
+// evicted past that.
+func (p *Pending) AcquireUpgrade(r *http.Request, evict func()) (release func(), err error) {
+	tok := UpgradeTokenOf(r.Context())
+	if p == nil || tok == "" {
+		return p.Acquire(r.RemoteAddr, evict)
+	}
+	p.mu.Lock()
+	var victim *pendingEntry
+	if p.byToken[tok] >= p.perAddr {
+		if victim = p.oldestLocked(&p.known, tok); victim == nil {
+			p.mu.Unlock()
+			return nil, ErrPendingAddr
+		}
+		p.removeLocked(victim)
+	}
+	e := &pendingEntry{key: tok, known: true, evict: evict}
+	e.el = p.known.PushBack(e)
+	p.byToken[tok]++
+	p.mu.Unlock()
+	if victim != nil {
+		victim.evict()
+	}
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.removeLocked(e)
+	}, nil
 }
 
 // Acquire counts a new connection from remote; at the cap it evicts the
@@ -80,13 +122,13 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 	var victim *pendingEntry
 	switch {
 	case p.byAddr[k] >= p.perAddr:
-		if victim = p.oldestLocked(k); victim == nil {
+		if victim = p.oldestLocked(&p.order, k); victim == nil {
 			p.mu.Unlock()
 			p.refused.Add(1)
 			return nil, ErrPendingAddr
 		}
 	case p.order.Len() >= p.max:
-		if victim = p.oldestLocked(""); victim == nil {
+		if victim = p.oldestLocked(&p.order, ""); victim == nil {
 			p.mu.Unlock()
 			p.refused.Add(1)
 			return nil, ErrPendingFull
@@ -110,10 +152,10 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 	}, nil
 }
 
-// oldestLocked is the oldest evictable entry of address key, or of all
+// oldestLocked is the oldest evictable entry of l with key, or of all
 // when key is "".
-func (p *Pending) oldestLocked(key string) *pendingEntry {
-	for el := p.order.Front(); el != nil; el = el.Next() {
+func (p *Pending) oldestLocked(l *list.List, key string) *pendingEntry {
+	for el := l.Front(); el != nil; el = el.Next() {
 		if e := el.Value.(*pendingEntry); e.evict != nil && (key == "" || e.key == key) {
 			return e
 		}
@@ -126,14 +168,19 @@ func (p *Pending) removeLocked(e *pendingEntry) {
 	if e.el == nil {
 		return
 	}
-	p.order.Remove(e.el)
+	l, count := &p.order, p.byAddr
+	if e.known {
+		l, count = &p.known, p.byToken
+	}
+	l.Remove(e.el)
 	e.el = nil
-	if p.byAddr[e.key]--; p.byAddr[e.key] <= 0 {
-		delete(p.byAddr, e.key)
+	if count[e.key]--; count[e.key] <= 0 {
+		delete(count, e.key)
 	}
 }
 
-// Len is the number of connections waiting to log in.
+// Len is the number of connections waiting to log in without a valid
+// upgrade token: those the caps bound.
 func (p *Pending) Len() int {
 	if p == nil {
 		return 0

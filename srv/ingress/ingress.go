@@ -233,7 +233,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ev := &wsconn.Evictable{}
-	release, err := h.o.Pending.Acquire(r.RemoteAddr, ev.Evict)
+	release, err := h.o.Pending.AcquireUpgrade(r, ev.Evict)
 	if err != nil {
 		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
 		auth.RefusePending(w, err)

@@ -214,7 +214,7 @@ func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	ev := &wsconn.Evictable{}
-	release, err := r.o.Pending.Acquire(req.RemoteAddr, ev.Evict)
+	release, err := r.o.Pending.AcquireUpgrade(req, ev.Evict)
 	if err != nil {
 		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
 		auth.RefusePending(w, err)

@@ -55,7 +55,9 @@ func (s *Set) Serve(c *Conn, r Reader) {
 	c.reader = r
 	c.set = s
 	if c.raw != nil {
-		c.poll = s.poller()
+		if p := s.poller(); p != nil { // never a nil *poller in the interface
+			c.poll = p
+		}
 	}
 	if c.readBy.Load() == 0 {
 		c.readBy.Store(time.Now().Add(c.o.PongWait).UnixNano())
@@ -91,6 +93,11 @@ func (c *Conn) serve() {
 	if c.poll != nil {
 		c.poll.forget(c)
 	}
+	c.rmu.Lock()
+	if c.expiry != nil {
+		c.expiry.Stop()
+	}
+	c.rmu.Unlock()
 	if c.reader.End != nil {
 		c.reader.End()
 	}
@@ -264,7 +271,27 @@ func (c *Conn) park() bool {
 		c.rstate = readRunning
 		return false
 	}
+	// Nobody reads a parked connection, so nothing else would see its
+	// deadline pass: a timer of its own wakes it then, to be ended as
+	// a reading one would be, at the deadline and not at some later
+	// sweep. Re-armed at every park, as the deadline moves only while
+	// a reader reads.
+	d := time.Until(time.Unix(0, c.readBy.Load()))
+	if c.expiry == nil {
+		c.expiry = time.AfterFunc(d, c.expire)
+	} else {
+		c.expiry.Reset(d)
+	}
 	return true
+}
+
+// expire runs when a parked connection's read deadline was due. A stale
+// run (the connection has read since, and its deadline moved) does
+// nothing.
+func (c *Conn) expire() {
+	if c.expired(time.Now()) {
+		c.wake()
+	}
 }
 
 // wake starts a reader for a parked connection: the poller saw data, the
@@ -296,3 +323,12 @@ func (c *Conn) SetReadLimit(n int64) { c.limit.Store(n) }
 
 // SetReadDeadline sets when the connection ends if nothing arrives.
 func (c *Conn) SetReadDeadline(t time.Time) { c.readBy.Store(t.UnixNano()) }
+
+// watcher watches parked connections' sockets and wakes each (Conn.wake)
+// once something arrives on it: the set's poller, epoll on Linux.
+type watcher interface {
+	// arm asks for one wake; false: the connection cannot be parked.
+	arm(c *Conn) bool
+	// forget drops an ended connection.
+	forget(c *Conn)
+}

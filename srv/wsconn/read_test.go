@@ -204,7 +204,7 @@ func TestServeShutdownWhileParked(t *testing.T) {
 }
 
 // A parked connection whose peer has gone silent past its deadline is
-// ended by the pinger's sweep.
+// ended (by its own timer: nobody reads it).
 func TestServeDeadlineWhileParked(t *testing.T) {
 	s := servePair(t, Options{ParkAfter: time.Millisecond, PingInterval: 20 * time.Millisecond, PongWait: 80 * time.Millisecond}, nil)
 	// The client reads nothing, so it never answers the pings.

@@ -100,12 +100,8 @@ func (s *Set) pingLoop(interval time.Duration, stop <-chan struct{}) {
 			batch = append(batch, c)
 		}
 		s.mu.Unlock()
-		now := time.Now()
 		for i, c := range batch {
 			c.ping()
-			if c.expired(now) {
-				c.wake() // parked past its deadline: a reader sees it out
-			}
 			batch[i] = nil
 		}
 	}

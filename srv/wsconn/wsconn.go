@@ -92,13 +92,19 @@ func hasToken(h http.Header, key, token string) bool {
 	return false
 }
 
+// Subprotocol is selected when a client offers it: a browser that offers
+// subprotocols (the token's, auth.TokenProtocol, among them) must be
+// answered one of them, and this one carries nothing. Clients that offer
+// none get none, as before.
+const Subprotocol = "agentassistant"
+
 // Upgrade answers the WebSocket handshake (RFC 6455 4.2) of r and returns
 // the connection; on an error the handshake has been refused with an HTTP
 // status. The caller checks Origin first, and must call Finish (Set.Serve
 // does) once it is done with the connection.
 func Upgrade(w http.ResponseWriter, r *http.Request, o Options) (*Conn, error) {
 	o.Defaults()
-	u := ws.HTTPUpgrader{Timeout: o.WriteWait}
+	u := ws.HTTPUpgrader{Timeout: o.WriteWait, Protocol: func(p string) bool { return p == Subprotocol }}
 	if r.Method != http.MethodGet {
 		// The upgrader refuses it with 405; the header it writes on a
 		// refusal (and on a success, hence only here) says what is
@@ -196,7 +202,8 @@ type Conn struct {
 	readBy    atomic.Int64 // read deadline, Unix nanoseconds
 	reader    Reader
 	set       *Set
-	poll      *poller
+	poll      watcher     // nil: the connection is never parked
+	expiry    *time.Timer // under rmu: wakes it parked at its read deadline
 	rmu       sync.Mutex
 	rstate    int
 	pollID    int32  // under rmu; 0: not yet registered
@@ -316,9 +323,9 @@ func (c *Conn) KeepAlive() {
 	c.extendRead()
 }
 
-// expired reports a served connection whose read deadline has passed.
+// expired reports a served connection whose read deadline has come.
 func (c *Conn) expired(now time.Time) bool {
-	return c.served.Load() && now.UnixNano() > c.readBy.Load()
+	return c.served.Load() && now.UnixNano() >= c.readBy.Load()
 }
 
 // PeerClosed reports whether the peer closed the connection with a close

@@ -34,6 +34,24 @@ function ask(args: Record<string, unknown>, tool = 'ask_question') {
 }
 
 describe('inbox in a real browser', () => {
+  it('presents the token in its WebSocket upgrade; the server answers the plain subprotocol', async () => {
+    const ctx = await browser.newContext()
+    const page = await ctx.newPage()
+    const cdp = await ctx.newCDPSession(page)
+    await cdp.send('Network.enable')
+    const header = (h: Record<string, string>) => Object.entries(h).find(([k]) => k.toLowerCase() === 'sec-websocket-protocol')?.[1] ?? ''
+    const offered: string[] = []
+    const answered: string[] = []
+    cdp.on('Network.webSocketWillSendHandshakeRequest', (e) => offered.push(header(e.request.headers)))
+    cdp.on('Network.webSocketHandshakeResponseReceived', (e) => answered.push(header(e.response.headers)))
+    await page.goto(`${srv.url}/?token=${srv.token}`)
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    const enc = btoa(srv.token).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+    expect(offered[0]).toBe(`agentassistant, agentassistant.bearer.${enc}`)
+    expect(answered[0]).toBe('agentassistant')
+    await ctx.close()
+  })
+
   it('shows a question, takes a text and image reply, and the MCP result carries both', async () => {
     const page = await openInbox('laptop')
     expect(page.url()).toBe(`${srv.url}/`) // the token left the address bar

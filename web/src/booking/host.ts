@@ -1,4 +1,5 @@
 import { Reconnecting } from '../lib/reconnecting'
+import { tokenProtocols } from '../lib/token'
 import { envelope, parseEnvelope, type Envelope } from './protocol'
 import type { Booking, Source } from './machine'
 
@@ -22,7 +23,7 @@ export class HostClient extends Reconnecting {
     private booking: Booking,
     private on: { state: (s: HostState) => void; change: () => void },
   ) {
-    super(url)
+    super(url, false, tokenProtocols(token))
   }
 
   private setState(s: HostState) {

@@ -4,6 +4,7 @@ import {
   type WebsocketMessage,
 } from '../gen/agentassistproto/agentassist_pb'
 import { Reconnecting } from '../lib/reconnecting'
+import { tokenProtocols } from '../lib/token'
 
 export type ConnState = 'connecting' | 'online' | 'offline' | 'refused'
 
@@ -28,7 +29,7 @@ export class InboxClient extends Reconnecting {
       login: (clientId: string, resumed: boolean) => void
     },
   ) {
-    super(url, true)
+    super(url, true, tokenProtocols(token))
   }
 
   send(init: Init): boolean {

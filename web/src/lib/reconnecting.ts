@@ -9,7 +9,8 @@ export abstract class Reconnecting {
   protected stopped = false
   private timer: ReturnType<typeof setTimeout> | undefined
 
-  constructor(private url: string, private binary = false) {}
+  // protocols are offered in the upgrade (tokenProtocols).
+  constructor(private url: string, private binary = false, private protocols: string[] = []) {}
 
   start() {
     this.stopped = false
@@ -38,7 +39,7 @@ export abstract class Reconnecting {
 
   private open() {
     this.connecting()
-    const ws = new WebSocket(this.url)
+    const ws = new WebSocket(this.url, this.protocols)
     if (this.binary) ws.binaryType = 'arraybuffer'
     this.ws = ws
     ws.onopen = () => this.opened(ws)

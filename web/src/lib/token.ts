@@ -35,3 +35,16 @@ export function tokenTag(token: string): string {
 export function wsURL(path: string, loc: Location = location): string {
   return (loc.protocol === 'https:' ? 'wss://' : 'ws://') + loc.host + path
 }
+
+// tokenProtocols presents the token in a WebSocket's upgrade, where a
+// browser can set no header: the server checks it before the first frame,
+// and connections that never log in, however many, cannot take this one's
+// place while its login is on its way. The server answers with the plain
+// 'agentassistant', never the token's. The login frame still carries the
+// token: it is what decides the room.
+export function tokenProtocols(token: string): string[] {
+  let bin = ''
+  for (const b of new TextEncoder().encode(token)) bin += String.fromCharCode(b)
+  const b64 = btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
+  return ['agentassistant', 'agentassistant.bearer.' + b64]
+}
