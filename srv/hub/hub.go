@@ -11,7 +11,7 @@
 // events and their ring; presence.go presence batching; chat.go chat and
 // remote input; broadcast.go the fan-out; frames.go the /ws frames;
 // record.go the mapping to the store's records; restore.go start-up and
-// history.
+// history; lost.go the requests a damaged store could not restore.
 //
 // Goroutines. The hub has no loop of its own. A request's waiting belongs
 // to the caller of Ask (the RPC handler), a client's sending to its
