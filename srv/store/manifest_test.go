@@ -121,4 +121,3 @@ func lostIDs(ls []Lost) []string {
 	slices.Sort(out)
 	return out
 }
-
