@@ -38,7 +38,13 @@ func pendingIDs(t *testing.T, s *server) []string {
 	if err := c.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages"}); err != nil {
 		t.Fatal(err)
 	}
-	m := must[*pb.WebsocketMessage](t)(c.Expect("GetPendingMessages", 5*time.Second))
+	m := must[*pb.WebsocketMessage](t)(c.Next(5 * time.Second))
+	if m.GetCmd() == "RequestsLost" { // told at login: what a damaged store lost
+		m = must[*pb.WebsocketMessage](t)(c.Next(5 * time.Second))
+	}
+	if m.GetCmd() != "GetPendingMessages" {
+		t.Fatalf("waiting for GetPendingMessages: got %v", m)
+	}
 	var ids []string
 	for _, p := range m.GetGetPendingMessagesResponse().GetPendingMessages() {
 		ids = append(ids, p.GetAskQuestionRequest().GetID())
@@ -188,6 +194,9 @@ func TestDamagedDatabaseAtStartup(t *testing.T) {
 		if !slices.Contains(asked, id) {
 			t.Errorf("restored %s, which was never asked", id)
 		}
+	}
+	if want := fmt.Sprintf("lost=%d ", len(asked)-len(got)); !strings.Contains(s.log.String(), want) {
+		t.Errorf("the log does not say %s:\n%s", want, s.log.String())
 	}
 	t.Logf("%d of %d questions on the pages left", len(got), len(asked))
 }

@@ -2257,6 +2257,134 @@ func (x *RequestAgentStatusNotification) GetAgentGone() bool {
 	return false
 }
 
+// RequestsLostNotification (Cmd "RequestsLost") tells a device, at each
+// login, of the requests that were pending when the server found its
+// request store damaged and could not be restored: their agents wait in
+// vain, and the person may want to ask them again. A device that showed
+// them sends Cmd "RequestsLost" back with the requests (request_id only)
+// to dismiss the notice; they are then no longer told.
+type RequestsLostNotification struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Requests      []*LostRequest         `protobuf:"bytes,1,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestsLostNotification) Reset() {
+	*x = RequestsLostNotification{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestsLostNotification) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestsLostNotification) ProtoMessage() {}
+
+func (x *RequestsLostNotification) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestsLostNotification.ProtoReflect.Descriptor instead.
+func (*RequestsLostNotification) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *RequestsLostNotification) GetRequests() []*LostRequest {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+type LostRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// "AskQuestion" or "TaskFinish".
+	MessageType      string `protobuf:"bytes,2,opt,name=message_type,json=messageType,proto3" json:"message_type,omitempty"`
+	ProjectDirectory string `protobuf:"bytes,3,opt,name=project_directory,json=projectDirectory,proto3" json:"project_directory,omitempty"`
+	// Unix milliseconds: when it was asked, and when it was found lost.
+	CreatedAt     int64 `protobuf:"varint,4,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	LostAt        int64 `protobuf:"varint,5,opt,name=lost_at,json=lostAt,proto3" json:"lost_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LostRequest) Reset() {
+	*x = LostRequest{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LostRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LostRequest) ProtoMessage() {}
+
+func (x *LostRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LostRequest.ProtoReflect.Descriptor instead.
+func (*LostRequest) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *LostRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *LostRequest) GetMessageType() string {
+	if x != nil {
+		return x.MessageType
+	}
+	return ""
+}
+
+func (x *LostRequest) GetProjectDirectory() string {
+	if x != nil {
+		return x.ProjectDirectory
+	}
+	return ""
+}
+
+func (x *LostRequest) GetCreatedAt() int64 {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return 0
+}
+
+func (x *LostRequest) GetLostAt() int64 {
+	if x != nil {
+		return x.LostAt
+	}
+	return 0
+}
+
 // WebsocketMessage is every frame on /ws, binary protobuf. Cmd values:
 // UserLogin (StrParam = token, Nickname; sent again on a logged-in
 // connection with the same token, it renames the device), AskQuestion, TaskFinish,
@@ -2267,7 +2395,8 @@ func (x *RequestAgentStatusNotification) GetAgentGone() bool {
 // ones; the server sends every task-report event under both names, each
 // with the same Seq, and accepts either reply), CheckMessageValidity, GetPendingMessages,
 // RequestCancelled, RequestAgentStatus, GetOnlineUsers, SendChatMessage,
-// ChatMessageNotification, UserConnectionStatusNotification, SendBackspace, Error.
+// ChatMessageNotification, UserConnectionStatusNotification, SendBackspace, Error,
+// RequestsLost.
 type WebsocketMessage struct {
 	state                            protoimpl.MessageState            `protogen:"open.v1"`
 	Cmd                              string                            `protobuf:"bytes,1,opt,name=Cmd,proto3" json:"Cmd,omitempty"`
@@ -2307,13 +2436,14 @@ type WebsocketMessage struct {
 	// 25 for anything else.
 	Error                          *ErrorNotification              `protobuf:"bytes,31,opt,name=Error,proto3" json:"Error,omitempty"`
 	RequestAgentStatusNotification *RequestAgentStatusNotification `protobuf:"bytes,40,opt,name=RequestAgentStatusNotification,proto3" json:"RequestAgentStatusNotification,omitempty"`
+	RequestsLost                   *RequestsLostNotification       `protobuf:"bytes,41,opt,name=RequestsLost,proto3" json:"RequestsLost,omitempty"`
 	unknownFields                  protoimpl.UnknownFields
 	sizeCache                      protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
 	*x = WebsocketMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2325,7 +2455,7 @@ func (x *WebsocketMessage) String() string {
 func (*WebsocketMessage) ProtoMessage() {}
 
 func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2338,7 +2468,7 @@ func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebsocketMessage.ProtoReflect.Descriptor instead.
 func (*WebsocketMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *WebsocketMessage) GetCmd() string {
@@ -2523,6 +2653,13 @@ func (x *WebsocketMessage) GetRequestAgentStatusNotification() *RequestAgentStat
 	return nil
 }
 
+func (x *WebsocketMessage) GetRequestsLost() *RequestsLostNotification {
+	if x != nil {
+		return x.RequestsLost
+	}
+	return nil
+}
+
 // GetHistory (Cmd "GetHistory") pages through the token's settled
 // requests, newest first. ClearHistory (Cmd "ClearHistory", no body)
 // deletes them; the reply's StrParam says how many went.
@@ -2538,7 +2675,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2550,7 +2687,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2563,7 +2700,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *GetHistoryRequest) GetBefore() int64 {
@@ -2600,7 +2737,7 @@ type HistoryItem struct {
 
 func (x *HistoryItem) Reset() {
 	*x = HistoryItem{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2612,7 +2749,7 @@ func (x *HistoryItem) String() string {
 func (*HistoryItem) ProtoMessage() {}
 
 func (x *HistoryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2625,7 +2762,7 @@ func (x *HistoryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
 func (*HistoryItem) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *HistoryItem) GetMessageType() string {
@@ -2695,7 +2832,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2707,7 +2844,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2720,7 +2857,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetHistoryResponse) GetItems() []*HistoryItem {
@@ -2750,7 +2887,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2899,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2912,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -2810,7 +2947,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +2959,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +2972,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -2871,7 +3008,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3020,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3033,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *RelayError) GetCode() string {
@@ -2932,7 +3069,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +3081,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +3094,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -3014,7 +3151,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3163,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3176,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -3073,7 +3210,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3085,7 +3222,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3098,7 +3235,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -3127,7 +3264,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3139,7 +3276,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3152,7 +3289,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -3188,7 +3325,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3200,7 +3337,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3213,7 +3350,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -3240,7 +3377,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3252,7 +3389,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3265,7 +3402,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -3296,7 +3433,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3308,7 +3445,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3321,7 +3458,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -3366,7 +3503,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3378,7 +3515,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3391,7 +3528,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -3425,7 +3562,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3437,7 +3574,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3450,7 +3587,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -3476,7 +3613,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3625,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3638,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{51}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -3522,7 +3659,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3534,7 +3671,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3547,7 +3684,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{52}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -3578,7 +3715,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3590,7 +3727,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3603,7 +3740,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{53}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -3645,7 +3782,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3794,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3807,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{54}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -3702,7 +3839,7 @@ type TakeMissedAnswersRequest struct {
 
 func (x *TakeMissedAnswersRequest) Reset() {
 	*x = TakeMissedAnswersRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3714,7 +3851,7 @@ func (x *TakeMissedAnswersRequest) String() string {
 func (*TakeMissedAnswersRequest) ProtoMessage() {}
 
 func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3727,7 +3864,7 @@ func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersRequest.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{55}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *TakeMissedAnswersRequest) GetUserToken() string {
@@ -3771,7 +3908,7 @@ type MissedAnswer struct {
 
 func (x *MissedAnswer) Reset() {
 	*x = MissedAnswer{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +3920,7 @@ func (x *MissedAnswer) String() string {
 func (*MissedAnswer) ProtoMessage() {}
 
 func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +3933,7 @@ func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissedAnswer.ProtoReflect.Descriptor instead.
 func (*MissedAnswer) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{56}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *MissedAnswer) GetMessageType() string {
@@ -3858,7 +3995,7 @@ type TakeMissedAnswersResponse struct {
 
 func (x *TakeMissedAnswersResponse) Reset() {
 	*x = TakeMissedAnswersResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3870,7 +4007,7 @@ func (x *TakeMissedAnswersResponse) String() string {
 func (*TakeMissedAnswersResponse) ProtoMessage() {}
 
 func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3883,7 +4020,7 @@ func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersResponse.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{57}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *TakeMissedAnswersResponse) GetAnswers() []*MissedAnswer {
@@ -4074,7 +4211,17 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
 	"\fmessage_type\x18\x02 \x01(\tR\vmessageType\x12\x1d\n" +
 	"\n" +
-	"agent_gone\x18\x03 \x01(\bR\tagentGone\"\xc3\x10\n" +
+	"agent_gone\x18\x03 \x01(\bR\tagentGone\"U\n" +
+	"\x18RequestsLostNotification\x129\n" +
+	"\brequests\x18\x01 \x03(\v2\x1d.agentassistproto.LostRequestR\brequests\"\xb4\x01\n" +
+	"\vLostRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12!\n" +
+	"\fmessage_type\x18\x02 \x01(\tR\vmessageType\x12+\n" +
+	"\x11project_directory\x18\x03 \x01(\tR\x10projectDirectory\x12\x1d\n" +
+	"\n" +
+	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x17\n" +
+	"\alost_at\x18\x05 \x01(\x03R\x06lostAt\"\x93\x11\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -4103,7 +4250,8 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x11GetHistoryRequest\x18\x1d \x01(\v2#.agentassistproto.GetHistoryRequestR\x11GetHistoryRequest\x12T\n" +
 	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x129\n" +
 	"\x05Error\x18\x1f \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12x\n" +
-	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\"A\n" +
+	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\x12N\n" +
+	"\fRequestsLost\x18) \x01(\v2*.agentassistproto.RequestsLostNotificationR\fRequestsLost\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x95\x03\n" +
@@ -4242,7 +4390,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -4279,33 +4427,35 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*UserConnectionStatusNotification)(nil), // 32: agentassistproto.UserConnectionStatusNotification
 	(*ErrorNotification)(nil),                // 33: agentassistproto.ErrorNotification
 	(*RequestAgentStatusNotification)(nil),   // 34: agentassistproto.RequestAgentStatusNotification
-	(*WebsocketMessage)(nil),                 // 35: agentassistproto.WebsocketMessage
-	(*GetHistoryRequest)(nil),                // 36: agentassistproto.GetHistoryRequest
-	(*HistoryItem)(nil),                      // 37: agentassistproto.HistoryItem
-	(*GetHistoryResponse)(nil),               // 38: agentassistproto.GetHistoryResponse
-	(*AskQuestionReplyRequest)(nil),          // 39: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 40: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 41: agentassistproto.RelayError
-	(*UIState)(nil),                          // 42: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 43: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 44: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 45: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 46: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 47: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 48: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 49: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 50: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 51: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 52: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 53: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 54: agentassistproto.CancelRequestRequest
-	(*TakeMissedAnswersRequest)(nil),         // 55: agentassistproto.TakeMissedAnswersRequest
-	(*MissedAnswer)(nil),                     // 56: agentassistproto.MissedAnswer
-	(*TakeMissedAnswersResponse)(nil),        // 57: agentassistproto.TakeMissedAnswersResponse
-	nil,                                      // 58: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 59: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 60: agentassistproto.WorkReportResponse.MetaEntry
-	nil,                                      // 61: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*RequestsLostNotification)(nil),         // 35: agentassistproto.RequestsLostNotification
+	(*LostRequest)(nil),                      // 36: agentassistproto.LostRequest
+	(*WebsocketMessage)(nil),                 // 37: agentassistproto.WebsocketMessage
+	(*GetHistoryRequest)(nil),                // 38: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 39: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 40: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 41: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 42: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 43: agentassistproto.RelayError
+	(*UIState)(nil),                          // 44: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 45: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 46: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 47: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 48: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 49: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 50: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 51: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 52: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 53: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 54: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 55: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 56: agentassistproto.CancelRequestRequest
+	(*TakeMissedAnswersRequest)(nil),         // 57: agentassistproto.TakeMissedAnswersRequest
+	(*MissedAnswer)(nil),                     // 58: agentassistproto.MissedAnswer
+	(*TakeMissedAnswersResponse)(nil),        // 59: agentassistproto.TakeMissedAnswersResponse
+	nil,                                      // 60: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 61: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 62: agentassistproto.WorkReportResponse.MetaEntry
+	nil,                                      // 63: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
@@ -4313,89 +4463,91 @@ var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
 	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	58, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	60, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
 	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
 	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	59, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	61, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
 	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
 	12, // 10: agentassistproto.WorkReportRequest.Request:type_name -> agentassistproto.McpWorkReportRequest
-	60, // 11: agentassistproto.WorkReportResponse.Meta:type_name -> agentassistproto.WorkReportResponse.MetaEntry
+	62, // 11: agentassistproto.WorkReportResponse.Meta:type_name -> agentassistproto.WorkReportResponse.MetaEntry
 	4,  // 12: agentassistproto.WorkReportResponse.contents:type_name -> agentassistproto.McpResultContent
 	15, // 13: agentassistproto.McpClientInfoRequest.Request:type_name -> agentassistproto.McpClientInfoData
-	61, // 14: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	63, // 14: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
 	7,  // 15: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
 	10, // 16: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
 	21, // 17: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
 	24, // 18: agentassistproto.GetOnlineUsersResponse.online_users:type_name -> agentassistproto.OnlineUser
 	27, // 19: agentassistproto.ChatMessageNotification.chat_message:type_name -> agentassistproto.ChatMessage
 	24, // 20: agentassistproto.UserConnectionStatusNotification.user:type_name -> agentassistproto.OnlineUser
-	7,  // 21: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
-	10, // 22: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 23: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
-	11, // 24: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
-	18, // 25: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
-	19, // 26: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
-	20, // 27: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
-	22, // 28: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
-	23, // 29: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
-	25, // 30: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
-	26, // 31: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
-	28, // 32: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
-	29, // 33: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
-	31, // 34: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
-	32, // 35: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
-	30, // 36: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
-	36, // 37: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
-	38, // 38: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
-	33, // 39: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	34, // 40: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
-	7,  // 41: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 42: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 43: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
-	37, // 44: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
-	8,  // 45: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 46: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	41, // 47: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	41, // 48: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	42, // 49: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	41, // 50: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	42, // 51: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	41, // 52: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	8,  // 53: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
-	56, // 54: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
-	7,  // 55: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 56: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	13, // 57: agentassistproto.SrvAgentAssist.WorkReport:input_type -> agentassistproto.WorkReportRequest
-	16, // 58: agentassistproto.SrvAgentAssist.SendMcpClientInfo:input_type -> agentassistproto.McpClientInfoRequest
-	39, // 59: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	40, // 60: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	43, // 61: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	44, // 62: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	46, // 63: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	48, // 64: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	50, // 65: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	52, // 66: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	54, // 67: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	55, // 68: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
-	8,  // 69: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 70: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	14, // 71: agentassistproto.SrvAgentAssist.WorkReport:output_type -> agentassistproto.WorkReportResponse
-	17, // 72: agentassistproto.SrvAgentAssist.SendMcpClientInfo:output_type -> agentassistproto.McpClientInfoResponse
-	5,  // 73: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 74: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	45, // 75: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	45, // 76: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	47, // 77: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	49, // 78: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	51, // 79: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	53, // 80: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 81: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	57, // 82: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
-	69, // [69:83] is the sub-list for method output_type
-	55, // [55:69] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	36, // 21: agentassistproto.RequestsLostNotification.requests:type_name -> agentassistproto.LostRequest
+	7,  // 22: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
+	10, // 23: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 24: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
+	11, // 25: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
+	18, // 26: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
+	19, // 27: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
+	20, // 28: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
+	22, // 29: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
+	23, // 30: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
+	25, // 31: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
+	26, // 32: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
+	28, // 33: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
+	29, // 34: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
+	31, // 35: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
+	32, // 36: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
+	30, // 37: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
+	38, // 38: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	40, // 39: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	33, // 40: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
+	34, // 41: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
+	35, // 42: agentassistproto.WebsocketMessage.RequestsLost:type_name -> agentassistproto.RequestsLostNotification
+	7,  // 43: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	10, // 44: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	8,  // 45: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	39, // 46: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	8,  // 47: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	11, // 48: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	43, // 49: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	43, // 50: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	44, // 51: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	43, // 52: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	44, // 53: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	43, // 54: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	8,  // 55: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
+	58, // 56: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
+	7,  // 57: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	10, // 58: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	13, // 59: agentassistproto.SrvAgentAssist.WorkReport:input_type -> agentassistproto.WorkReportRequest
+	16, // 60: agentassistproto.SrvAgentAssist.SendMcpClientInfo:input_type -> agentassistproto.McpClientInfoRequest
+	41, // 61: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	42, // 62: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	45, // 63: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	46, // 64: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	48, // 65: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	50, // 66: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	52, // 67: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	54, // 68: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	56, // 69: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	57, // 70: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
+	8,  // 71: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	11, // 72: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	14, // 73: agentassistproto.SrvAgentAssist.WorkReport:output_type -> agentassistproto.WorkReportResponse
+	17, // 74: agentassistproto.SrvAgentAssist.SendMcpClientInfo:output_type -> agentassistproto.McpClientInfoResponse
+	5,  // 75: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 76: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	47, // 77: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	47, // 78: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	49, // 79: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	51, // 80: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	53, // 81: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	55, // 82: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 83: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	59, // 84: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
+	71, // [71:85] is the sub-list for method output_type
+	57, // [57:71] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -4409,7 +4561,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   62,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -21,6 +21,7 @@ const (
 	CmdError                            = "Error"
 	CmdGetHistory                       = "GetHistory"
 	CmdClearHistory                     = "ClearHistory"
+	CmdRequestsLost                     = "RequestsLost"
 )
 
 // The current upstream generation's names of the TaskFinish Cmds; the

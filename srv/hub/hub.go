@@ -11,7 +11,8 @@
 // events and their ring; presence.go presence batching; chat.go chat and
 // remote input; broadcast.go the fan-out; frames.go the /ws frames;
 // record.go the mapping to the store's records; restore.go start-up and
-// history; events.go the typed events told to subscribers.
+// history; lost.go the requests a damaged store could not restore;
+// events.go the typed events told to subscribers.
 //
 // Goroutines. The hub has no loop of its own. A request's waiting belongs
 // to the caller of Ask (the RPC handler), a client's sending to its

@@ -14,7 +14,8 @@ import (
 // expired ones as timed out; those whose caller takes no missed answers
 // withdrawn at once), recent outcomes come back for re-attaching
 // callers, answers no agent has taken yet come back for the next call of
-// their project. tokens are the server's tokens: records of any other token are
+// their project; the devices are told of requests that could not be
+// restored (lost.go). tokens are the server's tokens: records of any other token are
 // left alone. Call it before serving.
 func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	if h.store == nil {
@@ -77,7 +78,8 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		r.mu.Unlock()
 		pendingN++
 	}
-	h.log.Info("restored requests", "pending", pendingN, "settled", settledN)
+	lostN := h.restoreLost(byRoom)
+	h.log.Info("restored requests", "pending", pendingN, "settled", settledN, "lost", lostN)
 	return pendingN, settledN, nil
 }
 

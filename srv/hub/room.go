@@ -7,6 +7,7 @@ import (
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // room is everything under one token: its clients (membership, in join
@@ -37,6 +38,11 @@ type room struct {
 	// settled meanwhile. By ID, the request (nil when restored after a
 	// restart without it). At most maxKept nicknames.
 	kept map[string]map[string]*pending
+
+	// lost is the requests that were pending here when the store was
+	// found damaged and could not be restored, until a device dismisses
+	// them (lost.go).
+	lost []store.Lost
 
 	// missed holds answers given while no agent waited, by request ID,
 	// until an agent takes them (missed.go); missedOrder is their IDs,

@@ -147,10 +147,17 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.pushUpTo = pushUpTo
 	c.pushArmed = !resumedLogin
 	c.h.log.Info("client logged in", "client", c.id, "nickname", nick)
+	if f := o.Hub.LostFrame(c.token); f != nil {
+		c.reply(f)
+	}
 	return true
 }
 
 const maxNickname = 64
+
+// maxDismiss bounds the IDs a RequestsLost frame dismisses at once: more
+// than a frame ever shows (hub.maxLostShown).
+const maxDismiss = 1000
 
 // cleanNickname makes n a name to show on one line: without control
 // characters (C0 and C1), line or paragraph separators, or bidirectional
@@ -271,6 +278,16 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			return
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, StrParam: strconv.Itoa(n)})
+	case wire.CmdRequestsLost:
+		ls := m.GetRequestsLost().GetRequests()
+		ids := make([]string, 0, min(len(ls), maxDismiss))
+		for _, l := range ls[:min(len(ls), maxDismiss)] {
+			ids = append(ids, l.GetRequestId())
+		}
+		if err := hb.DismissLost(c.token, ids); err != nil {
+			c.h.log.Error("dismiss lost requests", "err", err)
+			c.sendError("internal", "the notice could not be dismissed", "", m.Cmd)
+		}
 	case wire.CmdUserLogin:
 		c.rename(m)
 	default:

@@ -28,8 +28,20 @@ const JournalName = "agentassistant.journal"
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// entry is a record ready for the database: its key and its encoding.
-type entry struct{ key, val []byte }
+// entry is a record ready for the database: its key and its encoding,
+// and what the manifest keeps of it when it is pending.
+type entry struct {
+	key, val []byte
+	ref      *Lost
+}
+
+func newEntry(r *Record) entry {
+	e := entry{key: r.Key(), val: encode(r)}
+	if r.Status == Pending {
+		e.ref = pendingRef(r)
+	}
+	return e
+}
 
 // journalEntry frames an encoded record: its length and CRC-32C (both
 // little-endian uint32), then the bytes.
@@ -143,40 +155,40 @@ func describe(bad [][2]int, size int) string {
 }
 
 // openJournal puts what the journal in dir holds into the database,
-// empties it and returns it open for appending. A journal with bytes it
+// empties it and keeps it open for appending. A journal with bytes it
 // cannot read is set aside first, once what it could read is in the
-// database.
-func (s *Store) openJournal(dir string, wrap func(JournalFile) JournalFile) error {
+// database. It returns the records it put.
+func (s *Store) openJournal(dir string, wrap func(JournalFile) JournalFile) ([]Record, error) {
 	path := filepath.Join(dir, JournalName)
 	b, err := os.ReadFile(path) // #nosec G304 G703 -- our own file in the data directory
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", err)
 	}
 	rs, bad := readJournal(b)
 	if len(rs) > 0 {
 		if err := s.putAll(rs); err != nil {
-			return fmt.Errorf("replay journal: %w", err)
+			return nil, fmt.Errorf("replay journal: %w", err)
 		}
 	}
 	if len(bad) > 0 {
 		kept, err := setAside(path)
 		if err != nil {
-			return fmt.Errorf("the request journal %s is damaged and could not be set aside (%w): move it out of the way and start again", path, err)
+			return nil, fmt.Errorf("the request journal %s is damaged and could not be set aside (%w): move it out of the way and start again", path, err)
 		}
 		s.log.Error("the request journal was damaged: it was set aside and its intact records are restored",
 			"file", path, "kept_as", kept, "restored", len(rs), "unreadable", describe(bad, len(b)))
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) // #nosec G304 G703 -- as above
 	if err != nil {
-		return fmt.Errorf("open journal: %w", err)
+		return nil, fmt.Errorf("open journal: %w", err)
 	}
 	if err := f.Truncate(0); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("empty journal: %w", err)
+		return nil, fmt.Errorf("empty journal: %w", err)
 	}
 	s.journal = f
 	if wrap != nil {
 		s.journal = wrap(f)
 	}
-	return nil
+	return rs, nil
 }

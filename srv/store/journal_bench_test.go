@@ -75,7 +75,10 @@ func BenchmarkAck(b *testing.B) {
 			run(b, callers, func() error {
 				r := rec(n.Add(1))
 				es := entries([]Record{r})
-				return s.db.Batch(func(tx *bolt.Tx) error { return putEntries(tx, es) })
+				return s.db.Batch(func(tx *bolt.Tx) error {
+					_, err := putEntries(tx, es)
+					return err
+				})
 			})
 		})
 	}

@@ -28,6 +28,10 @@ func (s *Store) All(fn func(Record) error) error {
 func (s *Store) Prune(cutoff time.Time) (int, error) {
 	s.Flush()
 	n := 0
+	s.manMu.Lock()
+	defer s.manMu.Unlock()
+	var gone []string
+	var left uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t, err := loadTally(tx)
 		if err != nil {
@@ -38,14 +42,19 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 			var r Record
 			if decode(v, &r) != nil || (r.Status != Pending && r.ClosedAt.Before(cutoff)) {
 				t.remove(k, v)
+				gone = append(gone, string(k))
 				if err := c.Delete(); err != nil {
 					return err
 				}
 				n++
 			}
 		}
+		left = t.n
 		return t.save(tx)
 	})
+	if err == nil {
+		s.noteLocked(nil, gone, left)
+	}
 	return n, err
 }
 
@@ -90,6 +99,10 @@ func (s *Store) Clear(room string) (int, error) {
 	s.Flush()
 	n := 0
 	prefix := []byte(room + "/")
+	s.manMu.Lock()
+	defer s.manMu.Unlock()
+	var gone []string
+	var left uint64
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t, err := loadTally(tx)
 		if err != nil {
@@ -102,12 +115,17 @@ func (s *Store) Clear(room string) (int, error) {
 				continue
 			}
 			t.remove(k, v)
+			gone = append(gone, string(k))
 			if err := c.Delete(); err != nil {
 				return err
 			}
 			n++
 		}
+		left = t.n
 		return t.save(tx)
 	})
+	if err == nil {
+		s.noteLocked(nil, gone, left)
+	}
 	return n, err
 }

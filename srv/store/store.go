@@ -107,6 +107,15 @@ type Store struct {
 	// the database refused too long to keep them in memory (writer.go).
 	keepJournal bool
 	onError     func(error)
+
+	// manMu orders the commits with the manifest written after each
+	// (manifest.go); a leaf: nothing else is taken under it, and s.mu
+	// never with it.
+	manMu       sync.Mutex
+	dir         string
+	pendingRefs map[string]*Lost // by key: the pending records in the database
+	records     uint64           // how many records the database holds
+	lost        []Lost           // found lost, not dismissed yet
 }
 
 // Options for Open.
@@ -147,22 +156,20 @@ func Open(dir string, o Options) (*Store, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	path := filepath.Join(dir, FileName)
+	prior, merr := readManifest(dir)
+	if merr != nil {
+		log.Error("the list of pending requests beside the database is damaged: were the database damaged too, what it lost could not be named", "file", filepath.Join(dir, ManifestName), "err", merr)
+	}
 	found, err := checkPath(path)
 	if err != nil {
 		return nil, err
 	}
+	kept := ""
 	if found.damaged() {
-		kept, err := setAside(path)
+		kept, err = setAside(path)
 		if err != nil {
 			return nil, fmt.Errorf("the request store %s is damaged (%s) and could not be set aside (%w): move it out of the way and start again",
 				path, found.problems[0], err)
-		}
-		log.Error("the request store was damaged: it was set aside and its intact records are restored",
-			"file", path, "kept_as", kept, "problems", strings.Join(found.problems, "; "),
-			"restored", len(found.recs), "lost", len(found.lost), "lost_records", strings.Join(found.lost, " "))
-		if found.fromScan > 0 {
-			log.Warn("some restored records were found on pages the damaged tree no longer reached; they may include history cleared before",
-				"records", found.fromScan)
 		}
 	}
 	// The freelist is rebuilt on open rather than written with every
@@ -180,6 +187,8 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost)}
+	inDB := make(map[string]bool)
 	if err := db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(requests); err != nil {
 			return err
@@ -191,8 +200,8 @@ func Open(dir string, o Options) (*Store, error) {
 		if err != nil {
 			return err
 		}
+		b := tx.Bucket(requests)
 		if found.damaged() {
-			b := tx.Bucket(requests)
 			for _, k := range slices.Sorted(maps.Keys(found.recs)) {
 				r := found.recs[k]
 				v := encode(&r)
@@ -202,19 +211,84 @@ func Open(dir string, o Options) (*Store, error) {
 				}
 			}
 		}
+		s.records = t.n
+		if err := b.ForEach(func(k, v []byte) error {
+			inDB[string(k)] = true
+			var r Record
+			if v != nil && decode(v, &r) == nil && r.Status == Pending {
+				s.pendingRefs[string(k)] = pendingRef(&r)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
 		return t.save(tx)
 	}); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError}
-	if err := s.openJournal(dir, o.WrapJournal); err != nil {
+	records := s.records
+	replayed, err := s.openJournal(dir, o.WrapJournal)
+	if err != nil {
 		_ = db.Close()
 		return nil, err
+	}
+	var damaged []string
+	if found != nil {
+		damaged = found.lost
+	}
+	miss := findMissing(prior, func(k string) bool { return inDB[k] }, records, replayed, damaged)
+	s.reportOpen(found, kept, path, miss, len(inDB)+len(replayed))
+	s.manMu.Lock()
+	if prior != nil {
+		s.lost = prior.Lost
+	}
+	now := time.Now()
+	for _, l := range miss.pending {
+		l.Found = now
+		s.lost = append(s.lost, l)
+	}
+	if len(s.lost) > maxLost {
+		s.lost = slices.Clone(s.lost[len(s.lost)-maxLost:])
+	}
+	err = s.saveManifestLocked()
+	s.manMu.Unlock()
+	if err != nil {
+		log.Warn("the list of pending requests beside the database was not written: were the database damaged now, what it lost could not be named", "err", err)
 	}
 	s.idle = sync.NewCond(&s.mu)
 	s.writer.Go(s.writeLoop)
 	return s, nil
+}
+
+// reportOpen logs what Open found: a damaged database set aside (kept), and
+// the records it, or a database that was not found damaged, lost.
+func (s *Store) reportOpen(found *checked, kept, path string, miss missing, restored int) {
+	lost := []any{"lost", miss.total(), "lost_records", strings.Join(miss.named, " ")}
+	if miss.unnamed > 0 {
+		lost = append(lost, "lost_unnamed", miss.unnamed)
+	}
+	if len(miss.pending) > 0 {
+		lost = append(lost, "lost_pending", len(miss.pending))
+	}
+	switch {
+	case found.damaged():
+		args := []any{"file", path, "kept_as", kept, "problems", strings.Join(found.problems, "; "), "restored", restored}
+		if miss.unknown {
+			// No manifest: the keys the damaged file no longer shows
+			// are not known, so neither is how many it lost.
+			lost = append(lost, "lost_unknown", "there was no list of the pending requests to compare with (a store written by an earlier version)")
+		}
+		s.log.Error("the request store was damaged: it was set aside and its intact records are restored",
+			append(args, lost...)...)
+		if found.fromScan > 0 {
+			s.log.Warn("some restored records were found on pages the damaged tree no longer reached; they may include history cleared before",
+				"records", found.fromScan)
+		}
+	case miss.total() > 0:
+		s.log.Error("the request store lacks records it held before (missing, emptied, or an older copy): they are lost",
+			append([]any{"file", path, "restored", restored}, lost...)...)
+	}
 }
 
 // lockWait is how long Open waits for another process to let go of the

@@ -244,12 +244,12 @@ func (w *writer) rescue(es []entry, ack *Ack, err error) {
 // request and its answer within one batch) only the last is kept.
 func entries(rs []Record) []entry {
 	if len(rs) == 1 { // the usual batch: nothing to replace
-		return []entry{{key: rs[0].Key(), val: encode(&rs[0])}}
+		return []entry{newEntry(&rs[0])}
 	}
 	out := make([]entry, 0, len(rs))
 	at := make(map[string]int, len(rs))
 	for i := range rs {
-		e := entry{key: rs[i].Key(), val: encode(&rs[i])}
+		e := newEntry(&rs[i])
 		if j, ok := at[string(e.key)]; ok {
 			out[j] = e
 			continue
@@ -315,10 +315,22 @@ func (s *Store) write(es []entry) error {
 			return err
 		}
 	}
-	return s.db.Update(func(tx *bolt.Tx) error { return putEntries(tx, es) })
+	s.manMu.Lock()
+	defer s.manMu.Unlock()
+	var n uint64
+	if err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		n, err = putEntries(tx, es)
+		return err
+	}); err != nil {
+		return err
+	}
+	s.noteLocked(es, nil, n)
+	return nil
 }
 
-func putEntries(tx *bolt.Tx, es []entry) error {
+// putEntries puts es into the records bucket and returns how many
+// records it holds then.
+func putEntries(tx *bolt.Tx, es []entry) (uint64, error) {
 	last := make(map[string]int, len(es))
 	for i := range es {
 		last[string(es[i].key)] = i
@@ -327,7 +339,7 @@ func putEntries(tx *bolt.Tx, es []entry) error {
 	b.FillPercent = fillPercent
 	t, err := loadTally(tx)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i := range es {
 		if last[string(es[i].key)] != i {
@@ -335,10 +347,10 @@ func putEntries(tx *bolt.Tx, es []entry) error {
 		}
 		t.put(es[i].key, b.Get(es[i].key), es[i].val)
 		if err := b.Put(es[i].key, es[i].val); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return t.save(tx)
+	return t.n, t.save(tx)
 }
 
 // putAll commits rs in one transaction. A record that a later one in rs

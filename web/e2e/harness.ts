@@ -20,15 +20,19 @@ export interface Server {
   data: string
   proc: ChildProcess
   stop(): Promise<void>
+  // kill9 kills it the hard way (no shutdown, no flush) and keeps its
+  // data directory, to start it again there.
+  kill9(): Promise<void>
 }
 
 // startServer runs agentassistant-srv on a free port. fileBlocks, when
 // set, limits every file it writes to that many 512-byte blocks (the
 // shell's ulimit -f): a full disk, without root. config, when set, is
-// the server's TOML configuration.
-export async function startServer(o: { fileBlocks?: number; config?: string } = {}): Promise<Server> {
-  const data = mkdtempSync(join(tmpdir(), 'aa-e2e-'))
-  const token = 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
+// the server's TOML configuration. data and token, when set, start it
+// again where one was.
+export async function startServer(o: { fileBlocks?: number; config?: string; data?: string; token?: string } = {}): Promise<Server> {
+  const data = o.data ?? mkdtempSync(join(tmpdir(), 'aa-e2e-'))
+  const token = o.token ?? 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
   let cmd = join(BIN, 'agentassistant-srv')
   let config = '/dev/null'
   if (o.config !== undefined) {
@@ -68,6 +72,10 @@ export async function startServer(o: { fileBlocks?: number; config?: string } = 
       proc.kill('SIGINT')
       await new Promise((r) => proc.once('exit', r))
       rmSync(data, { recursive: true, force: true })
+    },
+    async kill9() {
+      proc.kill('SIGKILL')
+      await new Promise((r) => proc.once('exit', r))
     },
   }
 }

@@ -1,3 +1,5 @@
+import { statSync, truncateSync } from 'node:fs'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
@@ -318,5 +320,65 @@ describe('inbox in a real browser', () => {
     await expect.poll(() => phone.locator('.q-toolbar__title').textContent()).toContain('Agent Assistant')
     await pc.context().close()
     await ctx.close()
+  })
+
+  it('questions lost with a damaged store: every device is told which projects, until one dismisses it', async () => {
+    const first = await startServer()
+    const agent = await startMCP(first)
+    const projects = ['/home/me/shop', '/home/me/blog', '/srv/infra']
+    const calls = projects.map((p, i) => agent.callTool({ name: 'ask_question', arguments: { question: `Lost question ${i}`, project_directory: p } },
+      undefined, { timeout: 600_000 }).catch(() => undefined)) // they never get an answer
+    let srv2: Server | undefined
+    const ctxs: import('playwright-core').BrowserContext[] = []
+    try {
+      const watch = await browser.newContext({ viewport: { width: 1200, height: 850 }, locale: 'en-US' })
+      ctxs.push(watch)
+      const w = await watch.newPage()
+      await w.goto(`${first.url}/?token=${first.token}`)
+      await expect.poll(() => w.locator('[data-status=waiting]', { hasText: 'Lost question' }).count(), { timeout: 15_000 }).toBe(3)
+      // Folded into the database: the journal is empty again.
+      await expect.poll(() => statSync(join(first.data, 'agentassistant.journal')).size, { timeout: 15_000 }).toBe(0)
+      await first.kill9()
+      truncateSync(join(first.data, 'agentassistant.db'), 12_288)
+      srv2 = await startServer({ data: first.data, token: first.token })
+
+      const pages: Page[] = []
+      for (const [width, height, scheme] of [[1280, 800, 'light'], [1280, 800, 'dark'], [390, 844, 'light'], [390, 844, 'dark']] as const) {
+        const phone = width < 600
+        const ctx = await browser.newContext({ viewport: { width, height }, locale: 'en-US', colorScheme: scheme, isMobile: phone, hasTouch: phone })
+        ctxs.push(ctx)
+        await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), `device-${width}-${scheme}`)
+        const page = await ctx.newPage()
+        await page.goto(`${srv2.url}/?token=${srv2.token}`)
+        const banner = page.locator('[data-testid=lost]')
+        await banner.waitFor()
+        await expect(banner.locator('[data-testid=lost-title]').textContent()).resolves.toBe('3 questions could not be restored')
+        const body = await banner.locator('[data-testid=lost-body]').textContent()
+        for (const p of projects) expect(body).toContain(p)
+        await expect(page.locator('[data-status=waiting]').count()).resolves.toBe(0)
+        if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-lost-${width}-${scheme}.png` })
+        pages.push(page)
+      }
+      // In Chinese too.
+      const zh = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'zh-CN' })
+      ctxs.push(zh)
+      const zp = await zh.newPage()
+      await zp.goto(`${srv2.url}/?token=${srv2.token}`)
+      await expect.poll(() => zp.locator('[data-testid=lost-title]').textContent()).toBe('有 3 个问题无法恢复')
+
+      // Dismissed on one device: gone from every screen, and not told again.
+      await pages[0]!.locator('[data-testid=lost-dismiss]').click()
+      for (const page of [...pages, zp]) await page.locator('[data-testid=lost]').waitFor({ state: 'detached' })
+      await pages[1]!.reload()
+      // The online list is asked for after the login, so it comes after
+      // any notice the login would have brought.
+      await pages[1]!.getByText('device-390-light', { exact: false }).first().waitFor()
+      await expect(pages[1]!.locator('[data-testid=lost]').count()).resolves.toBe(0)
+    } finally {
+      for (const c of ctxs) await c.close()
+      await agent.close()
+      await Promise.all(calls)
+      await srv2?.stop()
+    }
   })
 })

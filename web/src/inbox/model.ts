@@ -14,6 +14,15 @@ export interface ReplyPart {
   mime?: string
 }
 
+// A request the server could not restore after finding its store
+// damaged: its agent waits in vain.
+export interface LostReq {
+  id: string
+  kind: Kind
+  project: string
+  createdAt: number // ms
+}
+
 export interface Item {
   id: string
   kind: Kind

@@ -23,6 +23,27 @@ describe('the inbox store reads frames as the server sends them', () => {
     expect(s.state.chats[0]?.at).toBe(1_700_000_200_000)
   })
 
+  it('requests the server lost are kept as it says them, and a dismissal names each and clears them', () => {
+    const s = createStore('test-lost')
+    s.handle(frame({
+      Cmd: 'RequestsLost', RequestsLost: { requests: [
+        { requestId: 'a', messageType: 'AskQuestion', projectDirectory: '/home/me/shop', createdAt: 1_700_000_000_000n },
+        { requestId: 'b', messageType: 'TaskFinish', projectDirectory: '/srv/infra', createdAt: 1_700_000_001_000n },
+      ] },
+    }))
+    expect(s.state.lost).toEqual([
+      { id: 'a', kind: 'AskQuestion', project: '/home/me/shop', createdAt: 1_700_000_000_000 },
+      { id: 'b', kind: 'TaskFinish', project: '/srv/infra', createdAt: 1_700_000_001_000 },
+    ])
+    expect(s.dismissLost()).toEqual({ Cmd: 'RequestsLost', RequestsLost: { requests: [{ requestId: 'a' }, { requestId: 'b' }] } })
+    expect(s.state.lost).toEqual([])
+    expect(s.dismissLost()).toBeUndefined()
+    // Another device dismissed them: the server says what is left.
+    s.handle(frame({ Cmd: 'RequestsLost', RequestsLost: { requests: [{ requestId: 'c', messageType: 'AskQuestion' }] } }))
+    s.handle(frame({ Cmd: 'RequestsLost', RequestsLost: {} }))
+    expect(s.state.lost).toEqual([])
+  })
+
   it('a task report under both generations\' Cmds is one item, with who asked', () => {
     const s = createStore('test-generations')
     const req = { ID: 't1', Request: { Summary: 'Done.', AgentName: 'Cursor', ReasoningModelName: 'gpt-5' } }

@@ -3,10 +3,10 @@ import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '..
 import type { Init } from './client'
 import {
   chatFrame, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, who,
-  type ChatLine, type Item, type Kind, type OnlineUser, type ReplyPart, type Req, type Status,
+  type ChatLine, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
-export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser } from './model'
+export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq } from './model'
 
 const MAX_ITEMS = 500
 
@@ -21,6 +21,9 @@ export function createStore(storageKey: string) {
     selected: '' as string,
     project: '' as string, // the project shown; '' for all
     historyMore: true, // the server may have older items
+    // What the server could not restore, as it says at each login, until
+    // someone dismisses it (on any device).
+    lost: [] as LostReq[],
   })
   // Replies sent from here, until the server takes them or refuses them
   // (then they go back into the reply box: nothing typed is lost).
@@ -170,6 +173,14 @@ export function createStore(storageKey: string) {
         save()
         break
       }
+      case 'RequestsLost':
+        state.lost = (m.RequestsLost?.requests ?? []).map((l) => ({
+          id: l.requestId,
+          kind: l.messageType === 'TaskFinish' ? 'TaskFinish' : 'AskQuestion',
+          project: l.projectDirectory,
+          createdAt: Number(l.createdAt),
+        }))
+        break
       case 'RequestAgentStatus': {
         const n = m.RequestAgentStatusNotification
         const it = n && find(n.requestId)
@@ -266,6 +277,15 @@ export function createStore(storageKey: string) {
     else if (!(w.some((i) => i.id === state.selected) && drafting)) state.selected = ''
   }
 
+  // dismissLost is the frame that tells the server the person saw the
+  // notice of lost requests; it goes from this screen at once.
+  function dismissLost(): Init | undefined {
+    if (!state.lost.length) return undefined
+    const requests = state.lost.map((l) => ({ requestId: l.id }))
+    state.lost = []
+    return { Cmd: 'RequestsLost', RequestsLost: { requests } }
+  }
+
   function openChat(clientId: string) {
     state.unreadChat[clientId] = 0
   }
@@ -283,7 +303,7 @@ export function createStore(storageKey: string) {
 
   return {
     state, projects, shown, waiting, target,
-    handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived,
+    handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived, dismissLost,
     openChat, chatFrame, chatSent, setStatus, find, clear, save,
   }
 }

@@ -55,6 +55,11 @@ export default {
     quick: { yes: 'Yes', no: 'No', goAhead: 'Go ahead', wait: 'Stop and wait' },
     quickTask: { thanks: 'Thanks, done', carryOn: 'Please continue', retest: 'Run the tests again' },
   },
+  lost: {
+    title: 'One question could not be restored | {n} questions could not be restored',
+    body: 'The server found its request store damaged when it started. Their agents will get no answer; ask them again. Projects: {projects}',
+    dismiss: 'Dismiss',
+  },
   people: {
     online: 'Online',
     you: 'You',

@@ -55,6 +55,11 @@ export default {
     quick: { yes: '是', no: '否', goAhead: '继续', wait: '先停下等我' },
     quickTask: { thanks: '好的，完成', carryOn: '请继续', retest: '再跑一遍测试' },
   },
+  lost: {
+    title: '有 {n} 个问题无法恢复 | 有 {n} 个问题无法恢复',
+    body: '服务器启动时发现请求存储已损坏。这些问题的智能体不会收到回答，请让它们重新提问。项目：{projects}',
+    dismiss: '知道了',
+  },
   people: {
     online: '在线',
     you: '我',
