@@ -72,16 +72,13 @@ func requestFrame(p *pending) []*pb.WebsocketMessage {
 }
 
 func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
-	who := rep.Nickname
-	if who == "" {
-		who = rep.ClientID
-	}
+	who := answeredBy(rep)
 	if p.req.Kind == wire.AskQuestion {
 		return []*pb.WebsocketMessage{{
 			Cmd:                 wire.CmdAskQuestionReplyNotification,
 			AskQuestionRequest:  askRequest(p),
 			AskQuestionResponse: AskResponse(p.req.ID, rep),
-			StrParam:            "Response received from client " + who,
+			StrParam:            "Response received from " + who,
 			Nickname:            rep.Nickname,
 		}}
 	}
@@ -89,9 +86,23 @@ func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
 		Cmd:                wire.CmdTaskFinishReplyNotification,
 		TaskFinishRequest:  taskRequest(p),
 		TaskFinishResponse: TaskResponse(p.req.ID, rep),
-		StrParam:           "Task completion confirmed by client " + who,
+		StrParam:           "Task completion confirmed by " + who,
 		Nickname:           rep.Nickname,
 	}, wire.CmdWorkReportReplyNotification)
+}
+
+// answeredBy names who answered as seed 002's reply notifications do,
+// "client <id>", with the nickname after it in parentheses for a person
+// to read. A reply kept without the ID (none is written so today) is
+// named by its nickname alone.
+func answeredBy(rep *Reply) string {
+	switch {
+	case rep.ClientID == "":
+		return "client " + rep.Nickname
+	case rep.Nickname == "" || rep.Nickname == rep.ClientID:
+		return "client " + rep.ClientID
+	}
+	return "client " + rep.ClientID + " (" + rep.Nickname + ")"
 }
 
 // AskResponse is rep in its AskQuestion wire form.
