@@ -150,10 +150,15 @@ func pendingMessages(p *pending) []*pb.PendingMessage {
 		m.AskQuestionRequest = askRequest(p)
 		return []*pb.PendingMessage{m}
 	}
-	// Once, under the current name: upstream's Flutter app counts every
-	// entry and converts only the name it knows. The /ws endpoint renames
-	// it for a client of the TaskFinish generation.
+	// Once, under the name of the generation that asked it: upstream's
+	// Flutter app counts every entry and converts only the name it knows,
+	// and the app of the asking agent's generation is the one that should
+	// list it. The /ws endpoint renames it for a client whose generation
+	// it knows (from the reply Cmd it answered a report with).
 	m.MessageType = wire.CmdWorkReport
+	if p.req.TaskFinishEra {
+		m.MessageType = wire.CmdTaskFinish
+	}
 	m.TaskFinishRequest = taskRequest(p)
 	return []*pb.PendingMessage{m}
 }

@@ -69,6 +69,12 @@ type Request struct {
 	// call goes the request is withdrawn at once instead of waiting out
 	// OrphanGrace for the agent to come back.
 	WithdrawOnLeave bool
+	// TaskFinishEra: a task report asked through the TaskFinish RPC, as
+	// the older upstream generation's agentassistant-mcp does. The pending
+	// list names it "TaskFinish" (else "WorkReport"): each generation's
+	// app converts only its own name, and the one that asked is the one
+	// whose app should find it there.
+	TaskFinishEra bool
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse
