@@ -187,6 +187,14 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 	for {
 		resp, err := call(cctx)
 		if err == nil {
+			// Upstream's server tells some ends as a response: final.
+			if told := outcomeError(resp); told != nil {
+				if ctx.Err() != nil {
+					return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
+				}
+				b.log.Info("call ended without an answer", "kind", kind, "err", told)
+				return mcp.NewToolResultError(b.explain(kind, timeout, told)), nil
+			}
 			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
 			return toResult(kind, resp), nil
 		}
@@ -305,10 +313,42 @@ func (b *bridge) withdraw(id string) {
 	}
 }
 
+// errNoClients: the server had no device of the person to show the
+// request to (upstream's server says so; ours keeps the request pending).
+var errNoClients = errors.New("no device of the person is connected")
+
+// outcomeError reads the errors upstream's agentassistant-srv gives as a
+// response (is_error, meta "error" and "message", no contents) as the
+// errors our server gives for the same outcome; nil for an answer. Such
+// a response ends the call: it is never retried.
+func outcomeError(r *pb.AskQuestionResponse) error {
+	code := r.GetMeta()["error"]
+	if !r.GetIsError() || len(r.GetContents()) > 0 || code == "" {
+		return nil
+	}
+	msg := r.GetMeta()["message"]
+	switch code {
+	case "timeout":
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New(msg))
+	case "cancelled":
+		return connect.NewError(connect.CodeCanceled, errors.New(msg))
+	case "no_clients":
+		return errNoClients
+	case "invalid_request":
+		return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+	}
+	return connect.NewError(connect.CodeUnknown, fmt.Errorf("%s: %s", code, msg))
+}
+
 // explain turns an error the call cannot recover from into text for the
 // agent.
 func (b *bridge) explain(kind wire.Kind, timeout time.Duration, err error) string {
 	what := kindWord(kind)
+	if errors.Is(err, errNoClients) {
+		return fmt.Sprintf("No device of the person is connected to agentassistant-srv at %s, so no one saw the %s. "+
+			"Ask them to open the agentassistant web UI or app with their token, then try again; "+
+			"meanwhile continue with your best judgement where that is safe.", b.o.ServerURL, what)
+	}
 	switch connect.CodeOf(err) {
 	case connect.CodeDeadlineExceeded:
 		return fmt.Sprintf("No one answered the %s within %d seconds, so it was withdrawn. "+
