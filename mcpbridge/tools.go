@@ -41,17 +41,29 @@ func (b *bridge) register(s *server.MCPServer) {
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
 	), b.askQuestion)
+	summaryOpt := mcp.WithString("summary", mcp.Required(),
+		mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open."))
 	s.AddTool(mcp.NewTool("task_finish",
 		mcp.WithDescription("Report to the person you work for that you have finished the task, and wait for their feedback: "+
 			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did."),
-		mcp.WithString("summary", mcp.Required(),
-			mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open.")),
-		dirOpt, timeoutOpt, agentOpt, modelOpt,
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
 		mcp.WithTitleAnnotation("Report the finished task"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
-	), b.taskFinish)
+	), b.report("task_finish"))
+	// The name the existing agentassistant's current rules give agents
+	// ("call work_report before you finish"): agents set up with them
+	// work unchanged. The same arguments, the same report.
+	s.AddTool(mcp.NewTool("work_report",
+		mcp.WithDescription("Before you finish a task, send the person you work for a report of your work and wait for their "+
+			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish."),
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
+		mcp.WithTitleAnnotation("Report the work"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+	), b.report("work_report"))
 }
 
 func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -60,7 +72,7 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.AskQuestion, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.AskQuestion, "ask_question", b.dir(req)); res != nil {
 		return res, nil
 	}
 	id := wire.NewID()
@@ -74,13 +86,20 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	})
 }
 
-func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// report is the handler of the task-report tool named tool.
+func (b *bridge) report(tool string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return b.taskReport(ctx, tool, req)
+	}
+}
+
+func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	sum := req.GetString("summary", "")
 	if strings.TrimSpace(sum) == "" {
-		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
+		return mcp.NewToolResultError(tool + " needs a non-empty \"summary\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.TaskFinish, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.TaskFinish, tool, b.dir(req)); res != nil {
 		return res, nil
 	}
 	id := wire.NewID()
@@ -90,7 +109,7 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		McpClientName: mcpClientName(ctx),
 	}
 	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		return b.report(ctx, id, report)
+		return b.reportCall(ctx, id, report)
 	})
 }
 
@@ -117,11 +136,11 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 	return form.end(res, replied, by), err
 }
 
-// report makes the task-report call in the server's generation: WorkReport
+// reportCall makes the task-report call in the server's generation: WorkReport
 // (the current upstream name), or TaskFinish on servers that do not have
 // it (they answer Unimplemented, an HTTP 404), which is then used for the
 // rest of the process's life. The two carry the same fields.
-func (b *bridge) report(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
+func (b *bridge) reportCall(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
 	if !b.taskFinishOnly.Load() {
 		resp, err := b.o.Client.WorkReport(ctx, &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: r})
 		if connect.CodeOf(err) != connect.CodeUnimplemented {

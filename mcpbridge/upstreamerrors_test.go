@@ -70,7 +70,7 @@ func (o *outcomeSrv) bridge(t *testing.T) *client.Client {
 // our server (the same sentence for a timeout and a cancel), never as an
 // empty answer.
 func TestUpstreamServerOutcomes(t *testing.T) {
-	for _, tool := range []struct{ name, arg string }{{"ask_question", "question"}, {"task_finish", "summary"}} {
+	for _, tool := range []struct{ name, arg string }{{"ask_question", "question"}, {"task_finish", "summary"}, {"work_report", "summary"}} {
 		for _, code := range []string{"timeout", "no_clients", "cancelled"} {
 			t.Run(tool.name+"/"+code, func(t *testing.T) {
 				args := map[string]any{tool.arg: "Ship it?", "timeout": 600}
