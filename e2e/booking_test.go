@@ -84,7 +84,7 @@ func TestBookingThroughMCP(t *testing.T) {
 	})
 
 	names := toolNames(t, agent)
-	for _, want := range []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "send_agent_message",
+	for _, want := range []string{"ask_question", "task_finish", "work_report", "get_ui_state", "call_ui_tool", "send_agent_message",
 		"wait_user_message", "start_session", "end_session", "select", "next", "postMessage"} {
 		if !slices.Contains(names, want) {
 			t.Fatalf("tools/list lacks %s: %v", want, names)

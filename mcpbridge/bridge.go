@@ -167,7 +167,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 const instructions = `agentassistant connects you with the person you work for, on their PC or phone.
 Use ask_question whenever you need a decision, a clarification or information only they have, instead of guessing or stopping.
-Use task_finish when you have completed the task, with a summary, to get their feedback or next instruction.
+Use task_finish (or work_report, the same tool under the name older agentassistant rules use) when you have completed the task, with a summary, to get their feedback or next instruction.
 Both tools wait until the person answers; the answer is the tool result.
 When a web UI (the booking host) is connected, get_ui_state shows what the participant sees and its own tools (select, next, ...) act on it; every UI action needs a reason.`
 

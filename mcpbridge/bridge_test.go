@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 )
 
 // fakeSrv stands in for agentassistant-srv's Connect client.
@@ -43,9 +42,14 @@ func (f *fakeSrv) SendMcpClientInfo(ctx context.Context, r *pb.McpClientInfoRequ
 	return &pb.McpClientInfoResponse{Success: true}, nil
 }
 
-func newClient(t *testing.T, f agentassistprotoconnect.SrvAgentAssistClient, o Options) *client.Client {
+// newClient runs a bridge on f (or o.Client, when set) and connects an MCP
+// client to it.
+func newClient(t *testing.T, f *fakeSrv, o Options) *client.Client {
 	t.Helper()
-	o.Client, o.Token, o.ServerURL = f, "tok-123456789", "http://127.0.0.1:22080"
+	if o.Client == nil {
+		o.Client = f
+	}
+	o.Token, o.ServerURL = "tok-123456789", "http://127.0.0.1:22080"
 	c, err := client.NewInProcessClient(New(o).MCPServer)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -115,6 +117,65 @@ func TestBothServerGenerations(t *testing.T) {
 			}
 			if q := g.asks[0]; q.GetAgentName() != "Claude Code" || q.GetReasoningModelName() != "claude-opus-4" || q.GetMcpClientName() != "claude-code" {
 				t.Errorf("question = %v", q)
+			}
+		})
+	}
+}
+
+// TestWorkReportTool: the current upstream generation's rules tell agents
+// to call work_report (upstream's cmd/agentassistant-mcp: project_directory,
+// summary, timeout, agent_name, reasoning_model_name). It is listed beside
+// task_finish with those arguments and answered the same way, by servers
+// of either generation.
+func TestWorkReportTool(t *testing.T) {
+	for _, tc := range []struct{ name, missing string }{
+		{"current (WorkReport)", agentassistprotoconnect.SrvAgentAssistTaskFinishProcedure},
+		{"TaskFinish era", agentassistprotoconnect.SrvAgentAssistWorkReportProcedure},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &generationSrv{}
+			c := newClient(t, nil, Options{Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, g.serve(t, tc.missing))})
+			tools, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var wr *mcp.Tool
+			for i := range tools.Tools {
+				if tools.Tools[i].Name == "work_report" {
+					wr = &tools.Tools[i]
+				}
+			}
+			if wr == nil {
+				t.Fatalf("no work_report among %d tools", len(tools.Tools))
+			}
+			var args []string
+			for name := range wr.InputSchema.Properties {
+				args = append(args, name)
+			}
+			slices.Sort(args)
+			if want := []string{"agent_name", "project_directory", "reasoning_model_name", "summary", "timeout"}; !slices.Equal(args, want) {
+				t.Errorf("work_report takes %v, want upstream's %v", args, want)
+			}
+			if !slices.Equal(wr.InputSchema.Required, []string{"summary"}) {
+				t.Errorf("work_report requires %v", wr.InputSchema.Required)
+			}
+
+			r := call(t, c, "work_report", map[string]any{"project_directory": "/home/me/shop", "summary": "Refactored the payment module.",
+				"timeout": 600, "agent_name": "Antigravity", "reasoning_model_name": "gemini-3-pro"}, nil)
+			if r.IsError || text(r) != "report seen" {
+				t.Fatalf("work_report: %q (error %v)", text(r), r.IsError)
+			}
+			if r := call(t, c, "work_report", map[string]any{"summary": " "}, nil); !r.IsError || !strings.Contains(text(r), "work_report needs a non-empty \"summary\"") {
+				t.Errorf("work_report without a summary: %q", text(r))
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if len(g.reports) != 1 {
+				t.Fatalf("the server got %d reports", len(g.reports))
+			}
+			if q := g.reports[0]; q.GetSummary() != "Refactored the payment module." || q.GetProjectDirectory() != "/home/me/shop" || q.GetTimeout() != 600 ||
+				q.GetAgentName() != "Antigravity" || q.GetReasoningModelName() != "gemini-3-pro" {
+				t.Errorf("report = %v", q)
 			}
 		})
 	}

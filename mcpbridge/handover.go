@@ -19,8 +19,9 @@ import (
 // and returns them in place of making the call: they may well settle what
 // the agent is about to ask, and the person is not asked twice. It returns
 // nil when there are none, or the server cannot say (an older server, or
-// none reachable: the call itself reports that).
-func (b *bridge) handOver(ctx context.Context, kind wire.Kind, dir string) *mcp.CallToolResult {
+// none reachable: the call itself reports that). tool is the tool called,
+// which the agent is told to call again.
+func (b *bridge) handOver(ctx context.Context, kind wire.Kind, tool, dir string) *mcp.CallToolResult {
 	if b.o.Control == nil {
 		return nil
 	}
@@ -38,12 +39,12 @@ func (b *bridge) handOver(ctx context.Context, kind wire.Kind, dir string) *mcp.
 		return nil
 	}
 	b.log.Info("handing over answers given while no agent waited", "count", len(resp.GetAnswers()))
-	return missedResult(kind, resp.GetAnswers(), time.Now())
+	return missedResult(kind, tool, resp.GetAnswers(), time.Now())
 }
 
 // missedResult is the tool result that hands over answers given while no
-// agent waited, instead of the call of kind.
-func missedResult(kind wire.Kind, as []*pb.MissedAnswer, now time.Time) *mcp.CallToolResult {
+// agent waited, instead of the call of kind to tool.
+func missedResult(kind wire.Kind, tool string, as []*pb.MissedAnswer, now time.Time) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{}
 	for _, a := range as {
 		akind := wire.AskQuestion
@@ -62,10 +63,10 @@ func missedResult(kind wire.Kind, as []*pb.MissedAnswer, now time.Time) *mcp.Cal
 	}
 	if kind == wire.TaskFinish {
 		res.Content = append(res.Content, mcp.NewTextContent(
-			"Your task report was not shown to the person yet: call task_finish again to report it."))
+			"Your task report was not shown to the person yet: call "+tool+" again to report it."))
 	} else {
 		res.Content = append(res.Content, mcp.NewTextContent(
-			"Your new question was not shown to the person: if the answer above does not settle it, call ask_question again."))
+			"Your new question was not shown to the person: if the answer above does not settle it, call "+tool+" again."))
 	}
 	return res
 }

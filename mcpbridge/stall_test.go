@@ -57,7 +57,7 @@ func TestStalledServerIsLeft(t *testing.T) {
 		}
 		return nil, nil
 	}
-	c := newClient(t, agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL), Options{Probe: probe, ProbeEvery: time.Millisecond})
+	c := newClient(t, nil, Options{Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL), Probe: probe, ProbeEvery: time.Millisecond})
 	r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
 	if r.IsError || text(r) != "answered elsewhere" {
 		t.Fatalf("ask_question: %q (error %v)", text(r), r.IsError)

@@ -41,17 +41,29 @@ func (b *bridge) register(s *server.MCPServer) {
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
 	), b.askQuestion)
+	summaryOpt := mcp.WithString("summary", mcp.Required(),
+		mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open."))
 	s.AddTool(mcp.NewTool("task_finish",
 		mcp.WithDescription("Report to the person you work for that you have finished the task, and wait for their feedback: "+
 			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did."),
-		mcp.WithString("summary", mcp.Required(),
-			mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open.")),
-		dirOpt, timeoutOpt, agentOpt, modelOpt,
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
 		mcp.WithTitleAnnotation("Report the finished task"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 		mcp.WithOpenWorldHintAnnotation(true),
-	), b.taskFinish)
+	), b.report("task_finish"))
+	// The name the existing agentassistant's current rules give agents
+	// ("call work_report before you finish"): agents set up with them
+	// work unchanged. The same arguments, the same report.
+	s.AddTool(mcp.NewTool("work_report",
+		mcp.WithDescription("Before you finish a task, send the person you work for a report of your work and wait for their "+
+			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish."),
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
+		mcp.WithTitleAnnotation("Report the work"),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+	), b.report("work_report"))
 }
 
 func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -60,7 +72,7 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.AskQuestion, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.AskQuestion, "ask_question", b.dir(req)); res != nil {
 		return res, nil
 	}
 	id := wire.NewID()
@@ -74,13 +86,20 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	})
 }
 
-func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// report is the handler of the task-report tool named tool.
+func (b *bridge) report(tool string) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return b.taskReport(ctx, tool, req)
+	}
+}
+
+func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	sum := req.GetString("summary", "")
 	if strings.TrimSpace(sum) == "" {
-		return mcp.NewToolResultError("task_finish needs a non-empty \"summary\"."), nil
+		return mcp.NewToolResultError(tool + " needs a non-empty \"summary\"."), nil
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.TaskFinish, b.dir(req)); res != nil {
+	if res := b.handOver(ctx, wire.TaskFinish, tool, b.dir(req)); res != nil {
 		return res, nil
 	}
 	id := wire.NewID()
@@ -90,7 +109,7 @@ func (b *bridge) taskFinish(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		McpClientName: mcpClientName(ctx),
 	}
 	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		return b.report(ctx, id, report)
+		return b.reportCall(ctx, id, report)
 	})
 }
 
@@ -117,11 +136,11 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 	return form.end(res, replied, by), err
 }
 
-// report makes the task-report call in the server's generation: WorkReport
+// reportCall makes the task-report call in the server's generation: WorkReport
 // (the current upstream name), or TaskFinish on servers that do not have
 // it (they answer Unimplemented, an HTTP 404), which is then used for the
 // rest of the process's life. The two carry the same fields.
-func (b *bridge) report(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
+func (b *bridge) reportCall(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
 	if !b.taskFinishOnly.Load() {
 		resp, err := b.o.Client.WorkReport(ctx, &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: r})
 		if connect.CodeOf(err) != connect.CodeUnimplemented {
@@ -199,6 +218,14 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 			continue
 		}
 		if err == nil {
+			// Upstream's server tells some ends as a response: final.
+			if told := outcomeError(resp); told != nil {
+				if ctx.Err() != nil {
+					return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
+				}
+				b.log.Info("call ended without an answer", "kind", kind, "err", told)
+				return mcp.NewToolResultError(b.explain(kind, timeout, told)), nil
+			}
 			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
 			return toResult(kind, resp), nil
 		}
@@ -317,10 +344,42 @@ func (b *bridge) withdraw(id string) {
 	}
 }
 
+// errNoClients: the server had no device of the person to show the
+// request to (upstream's server says so; ours keeps the request pending).
+var errNoClients = errors.New("no device of the person is connected")
+
+// outcomeError reads the errors upstream's agentassistant-srv gives as a
+// response (is_error, meta "error" and "message", no contents) as the
+// errors our server gives for the same outcome; nil for an answer. Such
+// a response ends the call: it is never retried.
+func outcomeError(r *pb.AskQuestionResponse) error {
+	code := r.GetMeta()["error"]
+	if !r.GetIsError() || len(r.GetContents()) > 0 || code == "" {
+		return nil
+	}
+	msg := r.GetMeta()["message"]
+	switch code {
+	case "timeout":
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New(msg))
+	case "cancelled":
+		return connect.NewError(connect.CodeCanceled, errors.New(msg))
+	case "no_clients":
+		return errNoClients
+	case "invalid_request":
+		return connect.NewError(connect.CodeInvalidArgument, errors.New(msg))
+	}
+	return connect.NewError(connect.CodeUnknown, fmt.Errorf("%s: %s", code, msg))
+}
+
 // explain turns an error the call cannot recover from into text for the
 // agent.
 func (b *bridge) explain(kind wire.Kind, timeout time.Duration, err error) string {
 	what := kindWord(kind)
+	if errors.Is(err, errNoClients) {
+		return fmt.Sprintf("No device of the person is connected to agentassistant-srv at %s, so no one saw the %s. "+
+			"Ask them to open the agentassistant web UI or app with their token, then try again; "+
+			"meanwhile continue with your best judgement where that is safe.", b.o.ServerURL, what)
+	}
 	switch connect.CodeOf(err) {
 	case connect.CodeDeadlineExceeded:
 		return fmt.Sprintf("No one answered the %s within %d seconds, so it was withdrawn. "+

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv"
@@ -92,7 +93,7 @@ func TestMCPOverHTTP(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names[tl.Name] = true
 	}
-	for _, want := range []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "start_session"} {
+	for _, want := range []string{"ask_question", "task_finish", "work_report", "get_ui_state", "call_ui_tool", "start_session"} {
 		if !names[want] {
 			t.Errorf("tool %s missing from %v", want, names)
 		}
@@ -128,6 +129,30 @@ func TestMCPOverHTTP(t *testing.T) {
 	}
 	res := <-done
 	if res.err != nil || res.r.IsError || resultText(res.r) != "8080" {
+		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+}
+
+// TestWorkReportOverHTTP: work_report, the name the current upstream
+// generation's rules give agents, is a task report at /mcp too: the
+// devices get it under both generations' Cmds and the answer is its result.
+func TestWorkReportOverHTTP(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	c := mcpClient(t, base, tokA, "")
+	call := goCall(c, "work_report", map[string]any{"project_directory": "/srv/shop", "summary": "Upgraded the **database**.",
+		"agent_name": "Antigravity", "reasoning_model_name": "gemini-3-pro"})
+	expect(t, phone, "TaskFinish")
+	r := expect(t, phone, "WorkReport").GetTaskFinishRequest()
+	if q := r.GetRequest(); q.GetSummary() != "Upgraded the **database**." || q.GetProjectDirectory() != "/srv/shop" ||
+		q.GetAgentName() != "Antigravity" || q.GetReasoningModelName() != "gemini-3-pro" || q.GetMcpClientName() != "go-test" {
+		t.Fatalf("report = %v", r)
+	}
+	if err := phone.Send(&pb.WebsocketMessage{Cmd: "WorkReportReply", TaskFinishRequest: &pb.TaskFinishRequest{ID: r.GetID()},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Ship it."}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-call; res.err != nil || res.r.IsError || resultText(res.r) != "Ship it." {
 		t.Fatalf("result = %v %v", res.r, res.err)
 	}
 }

@@ -617,3 +617,74 @@ func TestNamesArePlainText(t *testing.T) {
 		t.Errorf("the answer's nickname shown as %q", n)
 	}
 }
+
+// pendingNames asks for the pending list as upstream's apps do on login
+// and maps its task reports to their message_type.
+func pendingNames(t *testing.T, c *wstest.Client) map[string]string {
+	t.Helper()
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "GetPendingMessages", GetPendingMessagesRequest: &pb.GetPendingMessagesRequest{}}); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	ps := expect(t, c, "GetPendingMessages").GetGetPendingMessagesResponse()
+	for _, p := range ps.GetPendingMessages() {
+		out[p.GetTaskFinishRequest().GetID()] = p.GetMessageType()
+	}
+	if len(out) != len(ps.GetPendingMessages()) || ps.GetTotalCount() != int32(len(out)) {
+		t.Errorf("pending list %v", ps)
+	}
+	return out
+}
+
+// Upstream's Flutter app sends GetPendingMessages as its first frame after
+// login and converts only the entries of its generation's name: the
+// TaskFinish-era app "TaskFinish", the current one "WorkReport". An app
+// that opens after a report was asked lists it when its agent is of the
+// same generation: the report is named by the RPC that asked it. A
+// connection that has answered a report says its generation by the Cmd it
+// answered with, and gets every report under that name.
+func TestUpstreamAppsListReportsAskedWhileAway(t *testing.T) {
+	_, url := newServer(t, inbox.Options{})
+	watcher := login(t, url, tokA, "watcher")
+	ag := agentClient(url)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		_, _ = ag.TaskFinish(ctx, &pb.TaskFinishRequest{ID: "tf-1", UserToken: tokA, Request: &pb.McpTaskFinishRequest{Summary: "Old agent done.", Timeout: 600}})
+	}()
+	expect(t, watcher, "TaskFinish") // live, under both names
+	expect(t, watcher, "WorkReport")
+	go func() {
+		_, _ = ag.WorkReport(ctx, &pb.WorkReportRequest{ID: "wr-1", UserToken: tokA, Request: &pb.McpWorkReportRequest{Summary: "New agent done.", Timeout: 600}})
+	}()
+	expect(t, watcher, "TaskFinish")
+	expect(t, watcher, "WorkReport")
+
+	same := func(got map[string]string, want map[string]string) bool {
+		return len(got) == len(want) && got["tf-1"] == want["tf-1"] && got["wr-1"] == want["wr-1"]
+	}
+	byAsker := map[string]string{"tf-1": "TaskFinish", "wr-1": "WorkReport"}
+	for _, nick := range []string{"old app", "current app"} {
+		if got := pendingNames(t, login(t, url, tokA, nick)); !same(got, byAsker) {
+			t.Errorf("%s opening now lists %v, want %v", nick, got, byAsker)
+		}
+	}
+
+	// An app that answered a report (here one another device answered
+	// first) is of the generation of its reply's Cmd: every report is
+	// listed to it under that generation's name.
+	for _, tc := range []struct{ reply, name string }{{"TaskFinishReply", "TaskFinish"}, {"WorkReportReply", "WorkReport"}} {
+		c := login(t, url, tokA, tc.reply+" app")
+		pendingNames(t, c) // its first frame, as upstream's apps send
+		if err := c.Send(&pb.WebsocketMessage{Cmd: tc.reply, TaskFinishRequest: &pb.TaskFinishRequest{ID: "answered-elsewhere"},
+			TaskFinishResponse: &pb.TaskFinishResponse{ID: "answered-elsewhere", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "ok"}}}}}); err != nil {
+			t.Fatal(err)
+		}
+		if e := expect(t, c, "Error").GetError(); e.GetCode() != "not_pending" {
+			t.Fatalf("answering a report no longer pending: %v", e)
+		}
+		if got, want := pendingNames(t, c), map[string]string{"tf-1": tc.name, "wr-1": tc.name}; !same(got, want) {
+			t.Errorf("after %s the list is %v, want %v", tc.reply, got, want)
+		}
+	}
+}

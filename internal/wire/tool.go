@@ -45,7 +45,7 @@ func ParseTool(entry json.RawMessage) Tool {
 
 // BridgeTools are the MCP bridge's own tools. A host tool of one of these
 // names is not listed as an MCP tool of its own: call_ui_tool reaches it.
-var BridgeTools = []string{"ask_question", "task_finish", "get_ui_state", "call_ui_tool", "send_agent_message",
+var BridgeTools = []string{"ask_question", "task_finish", "work_report", "get_ui_state", "call_ui_tool", "send_agent_message",
 	"wait_user_message", "start_session", "end_session"}
 
 var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -72,16 +72,13 @@ func requestFrame(p *pending) []*pb.WebsocketMessage {
 }
 
 func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
-	who := rep.Nickname
-	if who == "" {
-		who = rep.ClientID
-	}
+	who := answeredBy(rep)
 	if p.req.Kind == wire.AskQuestion {
 		return []*pb.WebsocketMessage{{
 			Cmd:                 wire.CmdAskQuestionReplyNotification,
 			AskQuestionRequest:  askRequest(p),
 			AskQuestionResponse: AskResponse(p.req.ID, rep),
-			StrParam:            "Response received from client " + who,
+			StrParam:            "Response received from " + who,
 			Nickname:            rep.Nickname,
 		}}
 	}
@@ -89,9 +86,23 @@ func replyNotificationFrame(p *pending, rep *Reply) []*pb.WebsocketMessage {
 		Cmd:                wire.CmdTaskFinishReplyNotification,
 		TaskFinishRequest:  taskRequest(p),
 		TaskFinishResponse: TaskResponse(p.req.ID, rep),
-		StrParam:           "Task completion confirmed by client " + who,
+		StrParam:           "Task completion confirmed by " + who,
 		Nickname:           rep.Nickname,
 	}, wire.CmdWorkReportReplyNotification)
+}
+
+// answeredBy names who answered as seed 002's reply notifications do,
+// "client <id>", with the nickname after it in parentheses for a person
+// to read. A reply kept without the ID (none is written so today) is
+// named by its nickname alone.
+func answeredBy(rep *Reply) string {
+	switch {
+	case rep.ClientID == "":
+		return "client " + rep.Nickname
+	case rep.Nickname == "" || rep.Nickname == rep.ClientID:
+		return "client " + rep.ClientID
+	}
+	return "client " + rep.ClientID + " (" + rep.Nickname + ")"
 }
 
 // AskResponse is rep in its AskQuestion wire form.
@@ -139,10 +150,15 @@ func pendingMessages(p *pending) []*pb.PendingMessage {
 		m.AskQuestionRequest = askRequest(p)
 		return []*pb.PendingMessage{m}
 	}
-	// Once, under the current name: upstream's Flutter app counts every
-	// entry and converts only the name it knows. The /ws endpoint renames
-	// it for a client of the TaskFinish generation.
+	// Once, under the name of the generation that asked it: upstream's
+	// Flutter app counts every entry and converts only the name it knows,
+	// and the app of the asking agent's generation is the one that should
+	// list it. The /ws endpoint renames it for a client whose generation
+	// it knows (from the reply Cmd it answered a report with).
 	m.MessageType = wire.CmdWorkReport
+	if p.req.TaskFinishEra {
+		m.MessageType = wire.CmdTaskFinish
+	}
 	m.TaskFinishRequest = taskRequest(p)
 	return []*pb.PendingMessage{m}
 }

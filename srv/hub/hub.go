@@ -74,6 +74,12 @@ type Request struct {
 	// Door names the way the request came in ("connect", "mcp",
 	// "ingress"), for the metrics; not saved.
 	Door string
+	// TaskFinishEra: a task report asked through the TaskFinish RPC, as
+	// the older upstream generation's agentassistant-mcp does. The pending
+	// list names it "TaskFinish" (else "WorkReport"): each generation's
+	// app converts only its own name, and the one that asked is the one
+	// whose app should find it there.
+	TaskFinishEra bool
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse

@@ -301,3 +301,42 @@ func TestClose(t *testing.T) {
 		}
 	})
 }
+
+// Seed 002 names who answered by client ID in the reply notifications'
+// StrParam ("Response received from client <id>", "Task completion
+// confirmed by client <id>"); the nickname, for a person to read, follows
+// in parentheses.
+func TestReplyNotificationNamesTheClient(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		defer h.Close()
+		a, b := newFake("a1b2"), newFake("c3d4")
+		h.Join("tok", a, nil, Resume{})
+		h.Join("tok", b, nil, Resume{})
+		for _, tc := range []struct {
+			kind     wire.Kind
+			cmds     []string
+			strParam string
+		}{
+			{wire.AskQuestion, []string{wire.CmdAskQuestionReplyNotification},
+				"Response received from client a1b2 (nick-a1b2)"},
+			{wire.TaskFinish, []string{wire.CmdTaskFinishReplyNotification, wire.CmdWorkReportReplyNotification},
+				"Task completion confirmed by client a1b2 (nick-a1b2)"},
+		} {
+			id := "r-" + tc.kind.String()
+			go func() {
+				_, _ = h.Ask(context.Background(), "tok", Request{Kind: tc.kind, ID: id, Text: "x", Timeout: time.Minute})
+			}()
+			synctest.Wait()
+			if err := h.Answer("tok", tc.kind, id, Reply{ClientID: a.ID(), Nickname: a.Nickname()}); err != nil {
+				t.Fatal(err)
+			}
+			synctest.Wait()
+			for _, cmd := range tc.cmds {
+				if got := b.waitFor(t, cmd).GetStrParam(); got != tc.strParam {
+					t.Errorf("%s: StrParam %q, want %q", cmd, got, tc.strParam)
+				}
+			}
+		}
+	})
+}

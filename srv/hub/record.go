@@ -33,7 +33,7 @@ func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string
 		TimeoutSeconds: int64(p.req.Timeout / time.Second), CreatedAt: p.createdAt, Deadline: p.deadline,
 		Status: status, ClosedNote: note,
 		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
-		WithdrawOnLeave: p.req.WithdrawOnLeave,
+		WithdrawOnLeave: p.req.WithdrawOnLeave, TaskFinishEra: p.req.TaskFinishEra,
 	}
 	if status != store.Pending {
 		rec.ClosedAt = h.now()
@@ -50,6 +50,7 @@ func missedRecord(r *room, m *missed, note string) store.Record {
 		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
 		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
 		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
+		TaskFinishEra: m.p.req.TaskFinishEra,
 	}
 }
 
@@ -58,7 +59,7 @@ func requestOf(rec store.Record) Request {
 	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
 		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName,
-		WithdrawOnLeave: rec.WithdrawOnLeave}
+		WithdrawOnLeave: rec.WithdrawOnLeave, TaskFinishEra: rec.TaskFinishEra}
 }
 
 // encodeReply stores a reply as the wire's response message; who answered

@@ -44,10 +44,11 @@ type conn struct {
 	// what the push sent it, for Hub.Kept when its connection drops.
 	pushed bool
 	given  []string
-	// taskFinishEra: the client answered a report with TaskFinishReply,
-	// so it knows reports by that name only (upstream's clients before
-	// the WorkReport rename). Frame handler only.
-	taskFinishEra bool
+	// reportName: the name this client knows task reports by, from the
+	// reply Cmd it last answered one with (TaskFinishReply: upstream's
+	// clients before the WorkReport rename; WorkReportReply: after it);
+	// "" until it answers one. Frame handler only.
+	reportName string
 }
 
 func (c *conn) ID() string { return c.id }
@@ -201,7 +202,10 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		r := m.GetAskQuestionResponse()
 		c.answer(wire.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
 	case wire.CmdTaskFinishReply, wire.CmdWorkReportReply:
-		c.taskFinishEra = m.Cmd == wire.CmdTaskFinishReply
+		c.reportName = wire.CmdWorkReport
+		if m.Cmd == wire.CmdTaskFinishReply {
+			c.reportName = wire.CmdTaskFinish
+		}
 		id := m.GetTaskFinishRequest().GetID()
 		if id == "" {
 			id = m.GetTaskFinishResponse().GetID()
@@ -217,10 +221,12 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		})
 	case wire.CmdGetPendingMessages:
 		ps, seq := hb.PendingMessages(c.token)
-		if c.taskFinishEra {
+		// Each report is listed under the name of the generation that
+		// asked it, unless this client said which name it knows.
+		if c.reportName != "" {
 			for _, p := range ps {
-				if p.MessageType == wire.CmdWorkReport {
-					p.MessageType = wire.CmdTaskFinish
+				if p.MessageType == wire.CmdWorkReport || p.MessageType == wire.CmdTaskFinish {
+					p.MessageType = c.reportName
 				}
 			}
 		}

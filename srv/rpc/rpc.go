@@ -125,11 +125,14 @@ func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (
 	return hub.AskResponse(id, rep), nil
 }
 
+// TaskFinish is the task report of upstream's older generation, whose
+// apps know it by that name only: it is listed to them so.
 func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
 	r := req.GetRequest()
 	rep, id, err := s.ask(ctx, hub.Request{
 		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+		TaskFinishEra: true,
 	}, r.GetTimeout())
 	if err != nil {
 		return nil, err

@@ -65,6 +65,9 @@ type Record struct {
 	// WithdrawOnLeave: the agent's call takes no answer given after it
 	// ended, so a pending request is withdrawn at the next start.
 	WithdrawOnLeave bool `json:"withdrawOnLeave,omitempty"`
+	// TaskFinishEra: a task report asked through the older generation's
+	// TaskFinish RPC, listed to clients under that name.
+	TaskFinishEra bool `json:"taskFinishEra,omitempty"`
 }
 
 // Store is safe for concurrent use. Writes made with Put are written by

@@ -111,7 +111,7 @@ describe('MCP over Streamable HTTP', () => {
   it('lists the tools, waits with progress, returns the inbox answer', async () => {
     const c = await overHTTP()
     const names = (await c.listTools()).tools.map((t) => t.name)
-    expect(names).toEqual(expect.arrayContaining(['ask_question', 'task_finish', 'get_ui_state', 'call_ui_tool']))
+    expect(names).toEqual(expect.arrayContaining(['ask_question', 'task_finish', 'work_report', 'get_ui_state', 'call_ui_tool']))
     const page = await openInbox('http-pc')
     let progressed!: () => void
     const progress = new Promise<void>((ok) => (progressed = ok))
