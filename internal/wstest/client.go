@@ -36,8 +36,26 @@ func Dial(baseURL, token, nickname string, header http.Header) (*Client, error) 
 // DialResume logs in asking for the events after seq from the server run
 // epoch.
 func DialResume(baseURL, token, nickname string, header http.Header, epoch string, from uint64) (*Client, error) {
+	c, err := Connect(nil, baseURL, header)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.LogIn(token, nickname, epoch, from); err != nil {
+		_ = c.Conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Connect opens baseURL's /ws through d (nil: websocket.DefaultDialer,
+// else e.g. one whose NetDialContext reaches an in-memory listener) and
+// starts collecting frames, without logging in.
+func Connect(d *websocket.Dialer, baseURL string, header http.Header) (*Client, error) {
+	if d == nil {
+		d = websocket.DefaultDialer
+	}
 	u := strings.Replace(strings.TrimSuffix(baseURL, "/"), "http", "ws", 1) + "/ws"
-	conn, resp, err := websocket.DefaultDialer.Dial(u, header)
+	conn, resp, err := d.Dial(u, header)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
@@ -46,18 +64,22 @@ func DialResume(baseURL, token, nickname string, header http.Header, epoch strin
 	}
 	c := &Client{Conn: conn, frames: make(chan *pb.WebsocketMessage, 1024), readErr: make(chan error, 1)}
 	go c.readLoop()
+	return c, nil
+}
+
+// LogIn sends UserLogin and waits for its answer; a refused login sets
+// Login.Success false and is no error.
+func (c *Client) LogIn(token, nickname, epoch string, from uint64) error {
 	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname, Epoch: epoch, ResumeFrom: from}); err != nil {
-		_ = conn.Close()
-		return nil, err
+		return err
 	}
 	m, err := c.Expect("UserLogin", 5*time.Second)
 	if err != nil {
-		_ = conn.Close()
-		return nil, err
+		return err
 	}
 	c.Login = m.GetUserLoginResponse()
 	c.ID = c.Login.GetClientId()
-	return c, nil
+	return nil
 }
 
 func (c *Client) readLoop() {

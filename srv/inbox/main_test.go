@@ -1,0 +1,11 @@
+package inbox_test
+
+import (
+	"testing"
+
+	"github.com/agentassistant/agentassistant/internal/lockorder"
+)
+
+// Every test of the package checks the lock order (internal/lockorder):
+// the frames run through the hub's rooms and the auth package's caps.
+func TestMain(m *testing.M) { lockorder.Main(m) }
