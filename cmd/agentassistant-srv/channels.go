@@ -22,8 +22,16 @@ type channelsConfig struct {
 	// PublicURL is this server's address as the person's phone reaches
 	// it, for the channels' buttons and links (they need it to answer).
 	PublicURL string         `toml:"public_url"`
-	Ntfy      *ntfyConfig    `toml:"ntfy"`
-	Webhook   *webhookConfig `toml:"webhook"`
+	Ntfy      *ntfyConfig     `toml:"ntfy"`
+	Webhook   *webhookConfig  `toml:"webhook"`
+	Telegram  *telegramConfig `toml:"telegram"`
+}
+
+type telegramConfig struct {
+	BotToken string   `toml:"bot_token"`
+	Chats    []int64  `toml:"chats"`
+	APIURL   string   `toml:"api_url"`
+	Tokens   []string `toml:"tokens"`
 }
 
 type ntfyConfig struct {
@@ -43,12 +51,13 @@ type webhookConfig struct {
 // secret reports whether the channels hold a secret (a file others can
 // read then gets a warning).
 func (c *channelsConfig) secret() bool {
-	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != ""
+	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != "" ||
+		c.Telegram != nil && c.Telegram.BotToken != ""
 }
 
 // channelOptions builds the channels the config sets, routed to their
 // tokens; nil when none is set.
-func channelOptions(cfg *fileConfig) (*channel.Options, error) {
+func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error) {
 	c := cfg.Channels
 	routes := map[string][]channel.Channel{}
 	tokensOf := func(named []string) []string {
@@ -80,6 +89,15 @@ func channelOptions(cfg *fileConfig) (*channel.Options, error) {
 			routes[t] = append(routes[t], &channel.Webhook{ID: id, URL: w.URL, Secret: w.Secret, Token: t, Client: client})
 		}
 	}
+	if tg := c.Telegram; tg != nil {
+		if tg.BotToken == "" || len(tg.Chats) == 0 {
+			return nil, fmt.Errorf("channels.telegram: bot_token (from @BotFather) and chats (the chat IDs that may answer) are needed")
+		}
+		ch := &channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}
+		for _, t := range tokensOf(tg.Tokens) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
 	if len(routes) == 0 {
 		return nil, nil
 	}
@@ -100,7 +118,7 @@ func warnReadable(path string, cfg *fileConfig, log *slog.Logger) {
 // checkChannels sends a test notice through every channel the config
 // sets and says, in words, what each answered.
 func checkChannels(cfg *fileConfig, stdout io.Writer) error {
-	o, err := channelOptions(cfg)
+	o, err := channelOptions(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}

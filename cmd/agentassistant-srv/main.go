@@ -278,7 +278,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		log.Info("Web Push is off in cluster mode: its subscriptions are not shared across instances yet")
 	}
-	chans, err := channelOptions(&cfg)
+	chans, err := channelOptions(&cfg, log.With("component", "channels"))
 	if err != nil {
 		return err
 	}

@@ -142,6 +142,22 @@ func (s *Store) pruneLocked(now time.Time) {
 	}
 }
 
+// ErrVoid: the capability is unknown, used, void or expired.
+var ErrVoid = errors.New("this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already")
+
+// Use answers c's question with text, through the capability named,
+// which it takes (good once).
+func (s *Store) Use(h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
+	c, ok := s.Take(name, now)
+	if !ok {
+		return nil, ErrVoid
+	}
+	return c, h.Answer(c.token, c.Kind, c.ID, hub.Reply{
+		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
+		ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
+	})
+}
+
 // maxAnswer bounds an answer's text and its request.
 const maxAnswer = 4 << 10
 
@@ -172,17 +188,11 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
 			return
 		}
-		c, ok := s.Take(req.Cap, now())
-		if !ok {
+		c, err := s.Use(h, req.Cap, text, now())
+		switch {
+		case errors.Is(err, ErrVoid):
 			failed(r)
 			writeError(w, http.StatusGone, "this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
-			return
-		}
-		err = h.Answer(c.token, c.Kind, c.ID, hub.Reply{
-			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
-			ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
-		})
-		switch {
 		case errors.Is(err, hub.ErrNotPending):
 			writeError(w, http.StatusConflict, "the question is no longer pending")
 		case err != nil:

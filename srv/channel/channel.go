@@ -5,8 +5,8 @@
 // capability of srv/answercap, or the channel's own signed entry).
 //
 // Goroutines: one per channel, which sends its notices in order, trying
-// again with backoff a bounded number of times; Close stops them and
-// waits. The hub's events only queue: a channel that is down, slow or
+// again with backoff a bounded number of times, and one more for each
+// channel that takes answers (Listener); Close stops them and waits. The hub's events only queue: a channel that is down, slow or
 // refusing delays neither the inbox nor another channel.
 package channel
 
@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -33,11 +35,41 @@ type Channel interface {
 type Notice struct {
 	hub.Event
 	// Cap, for a question asked, is the capability its buttons answer
-	// with (srv/answercap; good once), "" otherwise; AnswerURL is where
-	// they post it, "" when the server's public address is not set.
+	// with (srv/answercap; good once; Answers.ByCap), "" otherwise;
+	// AnswerURL is where a button outside the server posts it, "" when
+	// the server's public address is not set.
 	Cap, AnswerURL string
 	// AppURL opens the app (no token: the app keeps it).
 	AppURL string
+}
+
+// A Listener is a channel that also takes answers (a chat's buttons and
+// replies): Listen runs until ctx ends, answering through a.
+type Listener interface {
+	Listen(ctx context.Context, a Answers)
+}
+
+// Answers is how a channel answers: a button's capability, or a reply to
+// a question of a token it serves.
+type Answers struct {
+	hub  *hub.Hub
+	caps *answercap.Store
+	now  func() time.Time
+}
+
+// ByCap answers with the capability named (good once; answercap.ErrVoid
+// when it is not).
+func (a Answers) ByCap(name, text string) error {
+	_, err := a.caps.Use(a.hub, name, text, a.now())
+	return err
+}
+
+// Reply answers the question id of token with text, from who.
+func (a Answers) Reply(token string, kind wire.Kind, id, text, who, whoID, door string) error {
+	return a.hub.Answer(token, kind, id, hub.Reply{
+		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
+		ClientID: door + ":" + whoID, Nickname: who, Door: door,
+	})
 }
 
 // Options configure a Manager. Hub is required.
@@ -71,9 +103,11 @@ type Manager struct {
 	log    *slog.Logger
 	unsub  func()
 	queues map[Channel]*queue // written by New only
-	quit   chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
+	// stopListening ends the Listeners' Listen.
+	stopListening context.CancelFunc
+	quit          chan struct{}
+	once          sync.Once
+	wg            sync.WaitGroup
 }
 
 type queue struct {
@@ -108,6 +142,14 @@ func New(o Options) *Manager {
 			}
 		}
 	}
+	a := Answers{hub: o.Hub, caps: o.Caps, now: o.Now}
+	ctx, stop := context.WithCancel(context.Background())
+	m.stopListening = stop
+	for c := range m.queues {
+		if l, ok := c.(Listener); ok {
+			m.wg.Go(func() { l.Listen(ctx, a) })
+		}
+	}
 	m.unsub = o.Hub.Subscribe(m.event)
 	return m
 }
@@ -117,6 +159,7 @@ func New(o Options) *Manager {
 func (m *Manager) Close() {
 	m.once.Do(func() {
 		m.unsub()
+		m.stopListening()
 		close(m.quit)
 	})
 	m.wg.Wait()
@@ -134,14 +177,16 @@ func (m *Manager) event(ev hub.Event) {
 		if m.o.PublicURL != "" {
 			n.AppURL = m.o.PublicURL + "/"
 		}
-		if ev.Kind == hub.Asked && m.o.PublicURL != "" {
+		if ev.Kind == hub.Asked {
 			expires := ev.AskedAt.Add(ev.Request.Timeout)
 			if ev.Request.Timeout <= 0 {
 				expires = ev.AskedAt.Add(24 * time.Hour)
 			}
 			n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
 				Who: c.Name(), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
-			n.AnswerURL = m.o.PublicURL + "/push/answer"
+			if m.o.PublicURL != "" {
+				n.AnswerURL = m.o.PublicURL + "/push/answer"
+			}
 		}
 		q := m.queues[c]
 		for {

@@ -60,7 +60,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	case hub.Asked:
 		m.Message, m.Priority, m.Markdown = clip(n.Request.Text, 3000), 4, true
 		m.Tags = []string{"question"}
-		if n.Cap != "" {
+		if n.AnswerURL != "" {
 			for _, label := range quickReplies[:min(len(quickReplies), ntfyMaxActions)] {
 				body, _ := json.Marshal(map[string]string{"cap": n.Cap, "text": label})
 				m.Actions = append(m.Actions, ntfyAction{Action: "http", Label: label, URL: n.AnswerURL, Method: http.MethodPost,

@@ -46,7 +46,7 @@ type Metrics struct {
 
 // doors are the values of the door label; any other is "other", so a
 // label never grows with what a client sends.
-var doors = map[string]bool{"connect": true, "mcp": true, "ingress": true, "ws": true, "push": true, "ntfy": true, "webhook": true}
+var doors = map[string]bool{"connect": true, "mcp": true, "ingress": true, "ws": true, "push": true, "ntfy": true, "webhook": true, "telegram": true}
 
 func door(d string) string {
 	if doors[d] {

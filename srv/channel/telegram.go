@@ -1,0 +1,232 @@
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Telegram sends questions to Telegram chats through a bot, with
+// github.com/go-telegram/bot over long polling (no public address
+// needed): a question as a message with its answers as an inline
+// keyboard; a tap on one, or a reply to the message (text), answers it.
+// When the question is settled anywhere the message is edited to say so
+// and its keyboard removed. Answers count only from the chats it is
+// configured for.
+type Telegram struct {
+	// BotToken is the bot's token (from @BotFather); never logged.
+	BotToken string
+	// Chats are the chat IDs it sends to and takes answers from (a
+	// person's own chat with the bot: their user ID).
+	Chats []int64
+	// ServerURL is the Bot API's address (default Telegram's).
+	ServerURL string
+	Logger    *slog.Logger
+
+	once sync.Once
+	bot  *bot.Bot
+	err  error
+
+	mu   sync.Mutex                   // held alone
+	sent map[string][]sentMessage     // room + "\x00" + request ID → its messages
+	asks map[sentKey]telegramQuestion // a message → the question it asks
+}
+
+type sentKey struct {
+	chat int64
+	msg  int
+}
+
+type sentMessage struct {
+	sentKey
+	text string
+}
+
+type telegramQuestion struct {
+	token string
+	kind  wire.Kind
+	id    string
+}
+
+// maxTracked bounds the messages remembered for replies and edits.
+const maxTracked = 10_000
+
+// Name is "telegram".
+func (*Telegram) Name() string { return "telegram" }
+
+// redact keeps the bot token out of an error (the library's URLs hold it).
+func (t *Telegram) redact(err error) error {
+	if err == nil || t.BotToken == "" {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "***"))
+}
+
+// client makes the bot client once (without a getMe round trip: Send and
+// Listen say what fails).
+func (t *Telegram) client() (*bot.Bot, error) {
+	t.once.Do(func() {
+		opts := []bot.Option{bot.WithSkipGetMe(), bot.WithNotAsyncHandlers(),
+			bot.WithErrorsHandler(func(err error) {
+				if t.Logger != nil {
+					t.Logger.Warn("telegram", "err", t.redact(err))
+				}
+			}),
+			bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
+			bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
+		}
+		if t.ServerURL != "" {
+			opts = append(opts, bot.WithServerURL(strings.TrimRight(t.ServerURL, "/")))
+		}
+		t.bot, t.err = bot.New(t.BotToken, opts...)
+		t.err = t.redact(t.err)
+	})
+	return t.bot, t.err
+}
+
+// Send delivers n to every chat: a question with its keyboard, or the
+// edit of a question's messages once it is settled.
+func (t *Telegram) Send(ctx context.Context, n Notice) error {
+	b, err := t.client()
+	if err != nil {
+		return err
+	}
+	room := store.Room(n.Token)
+	key := room + "\x00" + n.Request.ID
+	if n.Kind != hub.Asked {
+		t.mu.Lock()
+		msgs := t.sent[key]
+		delete(t.sent, key)
+		for _, m := range msgs {
+			delete(t.asks, m.sentKey)
+		}
+		t.mu.Unlock()
+		for _, m := range msgs {
+			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg,
+				Text: m.text + "\n\n— " + title(n), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+			if err != nil {
+				return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
+			}
+		}
+		return nil
+	}
+	text := title(n) + "\n\n" + clip(n.Request.Text, 3500) + "\n\n(Tap an answer, or reply to this message.)"
+	var row []models.InlineKeyboardButton
+	for i, label := range quickReplies {
+		row = append(row, models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + n.Cap})
+	}
+	for _, chat := range t.Chats {
+		if t.already(key, chat) { // a retry after a later chat failed
+			continue
+		}
+		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text,
+			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}})
+		if err != nil {
+			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
+		}
+		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID})
+	}
+	return nil
+}
+
+func (t *Telegram) already(key string, chat int64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.chat == chat })
+}
+
+func (t *Telegram) track(key string, m sentMessage, q telegramQuestion) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.sent == nil {
+		t.sent, t.asks = map[string][]sentMessage{}, map[sentKey]telegramQuestion{}
+	}
+	if len(t.asks) >= maxTracked {
+		for k := range t.asks { // forget one: its reply then goes unanswered
+			delete(t.asks, k)
+			break
+		}
+	}
+	t.sent[key] = append(t.sent[key], m)
+	t.asks[m.sentKey] = q
+}
+
+// Listen takes the chats' taps and replies until ctx ends.
+func (t *Telegram) Listen(ctx context.Context, a Answers) {
+	b, err := t.client()
+	if err != nil {
+		if t.Logger != nil {
+			t.Logger.Error("telegram: cannot listen", "err", err)
+		}
+		return
+	}
+	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.CallbackQuery != nil }, func(ctx context.Context, b *bot.Bot, u *models.Update) {
+		t.tapped(ctx, b, u.CallbackQuery, a)
+	})
+	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.Message != nil && u.Message.ReplyToMessage != nil },
+		func(ctx context.Context, b *bot.Bot, u *models.Update) { t.replied(ctx, b, u.Message, a) })
+	b.Start(ctx)
+}
+
+// allowed: the chat is one the config names.
+func (t *Telegram) allowed(chat int64) bool { return slices.Contains(t.Chats, chat) }
+
+// tapped answers with a keyboard button's capability.
+func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQuery, a Answers) {
+	reply := func(text string) {
+		_, _ = b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: text})
+	}
+	msg := q.Message.Message
+	if msg == nil || !t.allowed(msg.Chat.ID) {
+		reply("This chat may not answer.")
+		return
+	}
+	parts := strings.SplitN(q.Data, ":", 3)
+	i, err := strconv.Atoi(parts[min(1, len(parts)-1)])
+	if len(parts) != 3 || parts[0] != "a" || err != nil || i < 0 || i >= len(quickReplies) {
+		reply("Not an answer of ours.")
+		return
+	}
+	switch err := a.ByCap(parts[2], quickReplies[i]); {
+	case err == nil:
+		reply("Answered: " + quickReplies[i])
+	case errors.Is(err, hub.ErrNotPending):
+		reply("The question is no longer pending.")
+	default:
+		reply(err.Error())
+	}
+}
+
+// replied answers the question a reply is to, with its text.
+func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a Answers) {
+	if !t.allowed(m.Chat.ID) || strings.TrimSpace(m.Text) == "" {
+		return
+	}
+	t.mu.Lock()
+	q, ok := t.asks[sentKey{m.Chat.ID, m.ReplyToMessage.ID}]
+	t.mu.Unlock()
+	if !ok {
+		return
+	}
+	who := "Telegram"
+	if m.From != nil && m.From.FirstName != "" {
+		who = m.From.FirstName + " · Telegram"
+	}
+	err := a.Reply(q.token, q.kind, q.id, m.Text, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
+	if err != nil {
+		_, _ = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + err.Error(),
+			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+	}
+}
