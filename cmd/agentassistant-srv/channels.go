@@ -21,7 +21,7 @@ import (
 type channelsConfig struct {
 	// PublicURL is this server's address as the person's phone reaches
 	// it, for the channels' buttons and links (they need it to answer).
-	PublicURL string         `toml:"public_url"`
+	PublicURL string          `toml:"public_url"`
 	Ntfy      *ntfyConfig     `toml:"ntfy"`
 	Webhook   *webhookConfig  `toml:"webhook"`
 	Telegram  *telegramConfig `toml:"telegram"`
