@@ -158,9 +158,6 @@ func New(o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Guard == nil {
-		o.Guard = &auth.Guard{}
-	}
 	if o.Limiter == nil {
 		o.Limiter = auth.NewLimiter(0, 0)
 	}

@@ -112,9 +112,6 @@ func New(o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Guard == nil {
-		o.Guard = &auth.Guard{}
-	}
 	if o.MaxBody <= 0 {
 		o.MaxBody = DefaultMaxBody
 	}

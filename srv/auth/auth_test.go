@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -130,5 +131,20 @@ func TestOriginAllowed(t *testing.T) {
 		if g.OriginAllowed(r) {
 			t.Errorf("OriginAllowed(origins %q) = true", origins)
 		}
+	}
+}
+
+// TestNilGuardIsTheZeroGuard: a door given no Guard checks as the zero
+// one does (loopback names only), rather than failing.
+func TestNilGuardIsTheZeroGuard(t *testing.T) {
+	var g *Guard
+	r, _ := http.NewRequest("GET", "http://127.0.0.1:22080/ws", nil)
+	r.Header.Set("Origin", "http://evil.example")
+	if g.OriginAllowed(r) || !g.HostAllowed("localhost:22080") || g.HostAllowed("evil.example") {
+		t.Error("a nil Guard does not check as the zero Guard")
+	}
+	r.Header.Set("Origin", "http://127.0.0.1:22080")
+	if !g.OriginAllowed(r) {
+		t.Error("a nil Guard refuses the server's own page")
 	}
 }

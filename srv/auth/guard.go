@@ -9,7 +9,8 @@ import (
 
 // Guard rejects requests whose Host header is not one of ours (DNS
 // rebinding) and checks the Origin of WebSocket upgrades (cross-site
-// WebSocket hijacking). The zero value accepts loopback names only.
+// WebSocket hijacking). The zero value, and a nil *Guard, accept loopback
+// names only.
 type Guard struct {
 	// Hosts are extra host names (without port) the server answers to,
 	// e.g. a LAN name when it listens beyond loopback. Compared lower-case.
@@ -51,7 +52,7 @@ func (g *Guard) HostAllowed(hostport string) bool {
 	if ip := net.ParseIP(host); ip != nil && ip.String() == canonicalIP(host) {
 		return ip.IsLoopback()
 	}
-	for _, h := range g.Hosts {
+	for _, h := range g.hosts() {
 		if strings.EqualFold(h, host) {
 			return true
 		}
@@ -84,7 +85,7 @@ func (g *Guard) OriginAllowed(r *http.Request) bool {
 	if origin == "" {
 		return true
 	}
-	for _, o := range g.Origins {
+	for _, o := range g.origins() {
 		if strings.EqualFold(o, origin) {
 			return true
 		}
@@ -98,4 +99,19 @@ func (g *Guard) OriginAllowed(r *http.Request) bool {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host) && g.HostAllowed(u.Host)
+}
+
+// hosts and origins are g's lists; none for a nil Guard.
+func (g *Guard) hosts() []string {
+	if g == nil {
+		return nil
+	}
+	return g.Hosts
+}
+
+func (g *Guard) origins() []string {
+	if g == nil {
+		return nil
+	}
+	return g.Origins
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/gate"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -49,9 +50,6 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Guard == nil {
-		o.Guard = &auth.Guard{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -97,32 +95,12 @@ func New(o Options) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.o.Guard.OriginAllowed(r) {
-		http.Error(w, "forbidden origin", http.StatusForbidden)
+	door := gate.Door{Guard: h.o.Guard, Pending: h.o.Pending, Conns: &h.conns, Conn: h.wsOpts, Log: h.log}
+	wc := door.Accept(w, r, min(h.o.MaxLoginFrame, h.o.MaxFrame), time.Now().Add(h.o.LoginTimeout))
+	if wc == nil {
 		return
-	}
-	ev := &wsconn.Evictable{}
-	release, err := h.o.Pending.AcquireUpgrade(r, ev.Evict)
-	if err != nil {
-		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
-		auth.RefusePending(w, err)
-		return
-	}
-	wc, err := wsconn.Upgrade(w, r, h.wsOpts)
-	if err != nil {
-		release()
-		h.log.Debug("websocket handshake refused", "remote", auth.Key(r.RemoteAddr), "err", err)
-		return // the upgrade has answered
 	}
 	c := &conn{h: h, Conn: wc, id: wire.NewID()[:16], connectedAt: time.Now(), remote: r.RemoteAddr}
-	c.UntilActive(release)
-	ev.Set(c.Conn)
-	c.SetReadLimit(min(h.o.MaxLoginFrame, h.o.MaxFrame))
-	c.SetReadDeadline(time.Now().Add(h.o.LoginTimeout))
-	if !h.conns.Add(c.Conn) {
-		c.Finish()
-		return
-	}
 	// The set reads on this goroutine until the client, logged in, goes
 	// quiet; then the goroutine ends and epoll watches the socket.
 	h.conns.Serve(c.Conn, wsconn.Reader{Message: c.message, Timeout: c.timedOut, End: c.ended})

@@ -40,6 +40,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/gate"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -117,9 +118,6 @@ type Handler struct {
 func New(o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Guard == nil {
-		o.Guard = &auth.Guard{}
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -228,29 +226,9 @@ func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
 func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !h.o.Guard.OriginAllowed(r) {
-		http.Error(w, "forbidden origin", http.StatusForbidden)
-		return
-	}
-	ev := &wsconn.Evictable{}
-	release, err := h.o.Pending.AcquireUpgrade(r, ev.Evict)
-	if err != nil {
-		h.log.Debug("connection refused before the upgrade", "remote", auth.Key(r.RemoteAddr), "err", err)
-		auth.RefusePending(w, err)
-		return
-	}
-	c, err := wsconn.Upgrade(w, r, h.o.Conn)
-	if err != nil {
-		release()
-		h.log.Debug("websocket handshake refused", "remote", auth.Key(r.RemoteAddr), "err", err)
-		return
-	}
-	c.UntilActive(release)
-	ev.Set(c)
-	c.SetReadLimit(min(h.o.MaxHelloFrame, h.o.MaxFrame))
-	c.SetReadDeadline(h.now().Add(h.o.HelloTimeout))
-	if !h.conns.Add(c) {
-		c.Finish()
+	door := gate.Door{Guard: h.o.Guard, Pending: h.o.Pending, Conns: &h.conns, Conn: h.o.Conn, Log: h.log}
+	c := door.Accept(w, r, min(h.o.MaxHelloFrame, h.o.MaxFrame), h.now().Add(h.o.HelloTimeout))
+	if c == nil {
 		return
 	}
 	cn := &conn{h: h, c: c, remote: r.RemoteAddr}

@@ -38,6 +38,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
+	"github.com/agentassistant/agentassistant/srv/gate"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -116,9 +117,6 @@ type Relay struct {
 func New(o Options) *Relay {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Guard == nil {
-		o.Guard = &auth.Guard{}
 	}
 	if o.JoinTimeout <= 0 {
 		o.JoinTimeout = 5 * time.Second
@@ -209,29 +207,9 @@ func (r *Relay) Sessions() int {
 func (r *Relay) States() map[string]int { return r.conns.States() }
 
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	if !r.o.Guard.OriginAllowed(req) {
-		http.Error(w, "forbidden origin", http.StatusForbidden)
-		return
-	}
-	ev := &wsconn.Evictable{}
-	release, err := r.o.Pending.AcquireUpgrade(req, ev.Evict)
-	if err != nil {
-		r.log.Debug("connection refused before the upgrade", "remote", auth.Key(req.RemoteAddr), "err", err)
-		auth.RefusePending(w, err)
-		return
-	}
-	c, err := wsconn.Upgrade(w, req, r.o.Conn)
-	if err != nil {
-		release()
-		r.log.Debug("websocket handshake refused", "remote", auth.Key(req.RemoteAddr), "err", err)
-		return // the upgrade has answered
-	}
-	c.UntilActive(release)
-	ev.Set(c)
-	c.SetReadLimit(min(r.o.MaxJoinFrame, r.o.MaxFrame))
-	c.SetReadDeadline(r.now().Add(r.o.JoinTimeout))
-	if !r.conns.Add(c) {
-		c.Finish()
+	door := gate.Door{Guard: r.o.Guard, Pending: r.o.Pending, Conns: &r.conns, Conn: r.o.Conn, Log: r.log}
+	c := door.Accept(w, req, min(r.o.MaxJoinFrame, r.o.MaxFrame), r.now().Add(r.o.JoinTimeout))
+	if c == nil {
 		return
 	}
 	// The set reads on this goroutine until the peer, joined, goes quiet;

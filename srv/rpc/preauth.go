@@ -38,7 +38,7 @@ type preauth struct {
 	a           authInterceptor
 	smallMax    int // bytes of body the small handler reads
 	pending     *auth.Pending
-	guard       *auth.Guard // nil: no Origin check
+	guard       *auth.Guard // nil: loopback names only
 }
 
 // errForbiddenOrigin refuses a browser's call from another site: a page
@@ -47,7 +47,7 @@ type preauth struct {
 var errForbiddenOrigin = errors.New("forbidden origin: this server answers pages of its own origin only")
 
 func (p *preauth) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if p.guard != nil && !p.guard.OriginAllowed(r) {
+	if !p.guard.OriginAllowed(r) {
 		w.Header().Set("Connection", "close") // the body is not read
 		_ = connect.NewErrorWriter().Write(w, r, connect.NewError(connect.CodePermissionDenied, errForbiddenOrigin))
 		return

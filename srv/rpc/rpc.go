@@ -28,7 +28,8 @@ type Options struct {
 	Relay  *relay.Relay // nil: no SrvUIRelay
 	Tokens *auth.Tokens
 	// Guard refuses a call that carries an Origin it does not allow (a
-	// page of another site), before anything else; nil: no Origin check.
+	// page of another site), before anything else; nil: the zero Guard
+	// (the server's own loopback pages only).
 	Guard *auth.Guard
 	// Limiter slows down addresses with too many failed calls; nil: none.
 	Limiter *auth.Limiter
