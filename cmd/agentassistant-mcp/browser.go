@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -13,8 +15,9 @@ import (
 // openWeb serves -web: it opens the server's web UI, signed in with the
 // token, in the person's browser. When it cannot (no token to sign in with,
 // no opener, an opener that fails) it says so on stderr, with the address
-// to open by hand. The token itself is never written there: stderr ends up
-// in the MCP client's log files.
+// to open by hand; so it does on a Linux or BSD machine with no desktop.
+// The token itself is never written there: stderr ends up in the MCP
+// client's log files.
 //
 // The opener runs until it exits or ctx ends; wg lets run wait for it.
 func openWeb(ctx context.Context, wg *sync.WaitGroup, base url.URL, token, tokenFrom string, logger *slog.Logger) {
@@ -62,6 +65,11 @@ func startOpener(ctx context.Context, u string) (*exec.Cmd, error) {
 	case "windows":
 		cmd = exec.CommandContext(ctx, "rundll32", "url.dll,FileProtocolHandler", u) // #nosec G204
 	default:
+		// With no desktop xdg-open finds no browser to show the page in:
+		// it exits, or starts a text browser with no terminal to show.
+		if os.Getenv("DISPLAY") == "" && os.Getenv("WAYLAND_DISPLAY") == "" {
+			return nil, errors.New("no desktop to open a browser on: neither DISPLAY nor WAYLAND_DISPLAY is set")
+		}
 		cmd = exec.CommandContext(ctx, "xdg-open", u) // #nosec G204
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil

@@ -43,7 +43,20 @@ func webEnv(t *testing.T) (bin string) {
 	t.Chdir(home)
 	bin = t.TempDir()
 	t.Setenv("PATH", bin)
+	t.Setenv("DISPLAY", ":0") // a desktop, unless the test takes it away
 	return bin
+}
+
+// noDesktop takes the desktop away: neither DISPLAY nor WAYLAND_DISPLAY
+// is set, as on a server reached over ssh.
+func noDesktop(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"DISPLAY", "WAYLAND_DISPLAY"} {
+		t.Setenv(k, "") // restored after the test
+		if err := os.Unsetenv(k); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func opener() string {
@@ -147,5 +160,39 @@ func TestWebOpensTheBrowser(t *testing.T) {
 	}
 	if want := "http://127.0.0.1:1/?token=" + testToken; string(b) != want {
 		t.Fatalf("opened %q, want %q", b, want)
+	}
+}
+
+// TestWebWithoutDesktopSaysSoWithTheURL: xdg-open is there but no desktop
+// is (no DISPLAY, no WAYLAND_DISPLAY): it is not run, where it could only
+// exit without a browser, or start a text one with no terminal to show
+// it; -web says so with the address to open by hand. macOS has no
+// DISPLAY to look at: its opener runs all the same.
+func TestWebWithoutDesktopSaysSoWithTheURL(t *testing.T) {
+	bin := webEnv(t)
+	noDesktop(t)
+	marker := filepath.Join(bin, "opened")
+	script := "#!/bin/sh\n: > '" + marker + "'\n"                                             // exits 0, as if it had opened
+	if err := os.WriteFile(filepath.Join(bin, opener()), []byte(script), 0o700); err != nil { // #nosec G306 -- a test script
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "darwin" {
+		runWeb(t, "opened the web UI", "-token", testToken)
+		if _, err := os.Stat(marker); err != nil {
+			t.Fatalf("the opener was not run: %v", err)
+		}
+		return
+	}
+	out := runWeb(t, "-web: ", "-token", testToken)
+	for _, want := range []string{"could not open a browser", "DISPLAY", "http://127.0.0.1:1/?token=<token>", "-token"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "opened the web UI") {
+		t.Errorf("stderr says the web UI was opened:\n%s", out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("-web ran xdg-open with no desktop to open a browser on")
 	}
 }

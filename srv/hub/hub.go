@@ -202,6 +202,18 @@ type Hub struct {
 	linkMu    sync.Mutex    // held alone
 	down      chan struct{} // closed while the cluster's link is lost (sharedlink.go)
 	subs      subscribers   // the subscribers to the typed events (events.go)
+	// woke, set only by tests before any call, holds a caller of Ask
+	// between waking and looking at why, so that an answer and the
+	// call's end can meet there in a chosen order; nil in the product.
+	woke func()
+}
+
+// wokeHook runs Hub.woke, if set, in a caller that woke on its request's
+// outcome or its call's end and has not yet looked at the other.
+func (h *Hub) wokeHook() {
+	if h.woke != nil {
+		h.woke()
+	}
 }
 
 // New returns an empty hub.

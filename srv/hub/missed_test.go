@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -251,40 +250,62 @@ func TestTakenAnswerNotHandedTwice(t *testing.T) {
 // An answer that settles the request in the very moment its caller's call
 // ends is not lost: the call ends with its context's error, whichever the
 // caller saw first, and the answer is kept for the project's next call,
-// once, as one given after the call had gone.
+// once, as one given after the call had gone. The hub holds the woken
+// caller (Hub.woke) until the other event has happened too, so each order
+// is met every time.
 func TestAnswerAsTheCallEnds(t *testing.T) {
-	// One P: the caller, readied by the answer, runs only once the test
-	// waits for it, after the cancel; so it finds both, every round.
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for round := range 20 {
-		synctest.Test(t, func(t *testing.T) {
-			h := New(Options{OrphanGrace: time.Hour})
-			ctx, cancel := context.WithCancel(context.Background())
-			type result struct {
-				r   *Reply
-				err error
-			}
-			out := make(chan result, 1)
-			go func() {
-				r, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "q?", Timeout: time.Hour})
-				out <- result{r, err}
-			}()
-			synctest.Wait()
-			if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
-				t.Fatal(err)
-			}
-			cancel() // before the caller ran again: it has both
-			res := <-out
-			if res.err == nil {
-				t.Fatalf("round %d: the call that ended got the answer %v, which its client no longer reads", round, res.r)
-			}
-			ms := h.TakeMissed("tok", "/p", nil, 10)
-			if len(ms) != 1 || ms[0].ID != "q" {
-				t.Fatalf("round %d: kept for the next call: %+v, want the answer", round, ms)
-			}
-			if again := h.TakeMissed("tok", "/p", nil, 10); len(again) != 0 {
-				t.Fatalf("round %d: handed over twice: %+v", round, again)
-			}
+	for _, answerFirst := range []bool{true, false} {
+		name := "call ends as the answer wakes its caller"
+		if !answerFirst {
+			name = "answer comes as the call's end wakes its caller"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := New(Options{OrphanGrace: time.Hour})
+				woke, goOn := make(chan struct{}), make(chan struct{})
+				h.woke = func() {
+					woke <- struct{}{}
+					<-goOn
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				type result struct {
+					r   *Reply
+					err error
+				}
+				out := make(chan result, 1)
+				go func() {
+					r, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "q?", Timeout: time.Hour})
+					out <- result{r, err}
+				}()
+				synctest.Wait() // the caller waits
+				answer := func() {
+					if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if answerFirst {
+					answer()
+					<-woke
+					cancel()
+				} else {
+					cancel()
+					<-woke
+					answer()
+				}
+				close(goOn)
+				res := <-out
+				if res.err == nil {
+					t.Fatalf("the call that ended got the answer %v, which its client no longer reads", res.r)
+				}
+				ms := h.TakeMissed("tok", "/p", nil, 10)
+				if len(ms) != 1 || ms[0].ID != "q" {
+					t.Fatalf("kept for the next call: %+v, want the answer", ms)
+				}
+				if again := h.TakeMissed("tok", "/p", nil, 10); len(again) != 0 {
+					t.Fatalf("handed over twice: %+v", again)
+				}
+			})
 		})
 	}
 }

@@ -152,6 +152,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 
 	select {
 	case <-p.done:
+		h.wokeHook()
 		if ctx.Err() == nil {
 			return p.reply, p.err
 		}
@@ -161,6 +162,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 	case <-h.quit:
 		return nil, ErrClosed
 	case <-ctx.Done():
+		h.wokeHook()
 		// Withdrawn only when neither the leaving caller nor the one
 		// that made it can come back for a missed answer.
 		if h.detach(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {

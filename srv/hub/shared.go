@@ -166,6 +166,13 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	}
 	select {
 	case <-p.done:
+		if p.reply != nil && p.reason == NoteUndelivered {
+			// Kept for the project's next call when it was written, maybe
+			// before this instance heard it: taken once, cluster-wide.
+			if err := h.reattachKept(r, req.ID); err != nil {
+				return nil, err
+			}
+		}
 		return p.reply, p.err
 	case <-h.quit:
 		return nil, ErrClosed
@@ -337,19 +344,21 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	// The callers here have the outcome at once; the rest (the clients
 	// told, the outcome kept) when the change is heard, in its order.
 	r.mu.Lock()
-	h.wakeLocked(p, settledOf(written.Record))
+	h.wakeLocked(p, settledOf(written.Record), written.ClosedNote)
 	r.mu.Unlock()
 	now := h.now()
 	h.emitOutcome(p, rep, err, reason, now, now.Sub(start))
 	return nil
 }
 
-// wakeLocked gives p's callers its outcome, once. Called with r.mu held.
-func (h *Hub) wakeLocked(p *pending, s *settled) {
+// wakeLocked gives p's callers its outcome, once; note is its record's
+// (an answer's NoteUndelivered: it was kept for the project's next call).
+// Called with r.mu held.
+func (h *Hub) wakeLocked(p *pending, s *settled, note string) {
 	if p.woken {
 		return
 	}
 	p.woken = true
-	p.reply, p.err, p.reason = s.reply, s.err, s.reason
+	p.reply, p.err, p.reason = s.reply, s.err, note
 	close(p.done)
 }

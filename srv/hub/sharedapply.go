@@ -130,7 +130,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
-	h.wakeLocked(p, s)
+	h.wakeLocked(p, s, rec.ClosedNote)
 	now := h.now()
 	s.sum = p.sum
 	s.delivered = s.reply != nil && p.waiters > 0

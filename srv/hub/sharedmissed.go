@@ -87,31 +87,48 @@ func (h *Hub) takenLocked(r *room, id string) {
 
 // reattachSettledShared is a caller re-attaching by ID to the settled
 // request id (whose outcome is s) in cluster mode: a kept answer is handed
-// to it, once cluster-wide; one taken by TakeMissed is not.
+// to it, once cluster-wide; one taken by TakeMissed is not. Whether an
+// answer was kept, or taken, is asked of the record, not of what this
+// instance has heard: it may not have heard even its own write yet, while
+// another instance's call took the answer.
 func (h *Hub) reattachSettledShared(r *room, id string, s *settled) (*Reply, error) {
 	r.mu.Lock()
-	taken, kept := s.takenElsewhere, r.missed[id] != nil
+	taken := s.takenElsewhere
 	r.mu.Unlock()
 	if taken {
 		return nil, ErrHandedOver
 	}
-	if !kept {
-		r.mu.Lock()
-		s.delivered = s.reply != nil
-		r.mu.Unlock()
-		return s.reply, s.err
+	if s.reply == nil {
+		return nil, s.err
 	}
+	if err := h.reattachKept(r, id); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	// A caller had it: if its holder keeps it only now, it is handed
+	// over then (applySettledLocked).
+	s.delivered = true
+	r.mu.Unlock()
+	return s.reply, s.err
+}
+
+// reattachKept hands the answer to id, which may be kept for the
+// project's next call, to a caller re-attaching by ID, by compare-and-set
+// of its record; ErrHandedOver when another call took it. A record that
+// cannot be read leaves the caller its answer, as before the cluster.
+func (h *Hub) reattachKept(r *room, id string) error {
 	_, rec, err := h.handOverShared(r, id, false)
 	if err != nil {
 		h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
 	}
 	r.mu.Lock()
-	h.handedOverLocked(r, id)
-	r.mu.Unlock()
+	defer r.mu.Unlock()
 	if rec.Taken {
-		return nil, ErrHandedOver
+		h.takenLocked(r, id)
+		return ErrHandedOver
 	}
-	return s.reply, s.err
+	h.handedOverLocked(r, id)
+	return nil
 }
 
 // applySettledLocked brings a settled record heard for a request not
