@@ -37,6 +37,9 @@ import (
 )
 
 func main() {
+	if runAsService() {
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
@@ -125,9 +128,11 @@ func procs(configured int) int {
 	return configured
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
-	fs := config.NewFlags("agentassistant-srv", configName, false, stderr)
+// newFlags is the server's command line, filling cfg; its defaults are
+// set here.
+func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion *bool) {
+	*cfg = fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
+	fs = config.NewFlags("agentassistant-srv", configName, false, stderr)
 	fs.StringSetting(&cfg.Host, "host", "address to listen on; anything but loopback needs a configured token")
 	fs.IntSetting(&cfg.Port, "port", "port to listen on (0 picks a free one)")
 	fs.StringSetting(&cfg.Token, "token", "token clients must present (default: generated once and kept in the data directory)")
@@ -140,7 +145,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
 	fs.IntSetting(&cfg.MaxIdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed (default 1024)")
 	fs.IntSetting(&cfg.MaxIdlePerAddr, "max-idle-connections-per-address", "of those, from one address (default 256)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	showVersion = fs.Bool("version", false, "print the version and exit")
+	return fs, showVersion
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "service" {
+		return runService(args[1:], stdout, stderr)
+	}
+	var cfg fileConfig
+	fs, showVersion := newFlags(&cfg, stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
