@@ -25,6 +25,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
@@ -180,6 +181,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
 		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token", cfg.Host)
+	}
+	// Before the token, the logs or the store touch the directory: one
+	// this build cannot read is left as it is.
+	if _, err := datadir.Prepare(cfg.DataDir, buildinfo.Version(), log); err != nil {
+		return err
 	}
 	if cfg.Token == "" {
 		tok, created, err := auth.LoadOrCreate(cfg.DataDir)
