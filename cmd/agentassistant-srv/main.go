@@ -25,8 +25,8 @@ import (
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
-	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/cluster"
+	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -153,6 +153,9 @@ func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "service" {
 		return runService(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "health" {
+		return runHealth(ctx, args[1:], stdout, stderr)
 	}
 	var cfg fileConfig
 	fs, showVersion := newFlags(&cfg, stderr)
