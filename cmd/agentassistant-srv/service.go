@@ -189,6 +189,11 @@ func newService(flags []string) (service.Service, error) {
 			"StartType":     "automatic",
 		},
 	}
+	if home, err := os.UserHomeDir(); err == nil && runtime.GOOS == "darwin" {
+		// launchd's output files: where macOS keeps a user's logs,
+		// rather than the home directory itself.
+		cfg.Option["LogDirectory"] = filepath.Join(home, "Library", "Logs")
+	}
 	return service.New(nil, cfg)
 }
 
