@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -38,7 +39,7 @@ func TestDistArchive(t *testing.T) {
 			t.Fatalf("%s -version: %v", name, err)
 		}
 		line := strings.TrimSpace(string(out))
-		if !regexp.MustCompile(`^` + name + ` \S+ [0-9a-f]{12} \d{4}-\d\d-\d\dT\S+ go1\.`).MatchString(line) ||
+		if !regexp.MustCompile(`^`+name+` \S+ [0-9a-f]{12} \d{4}-\d\d-\d\dT\S+ go1\.`).MatchString(line) ||
 			(want != "" && strings.Fields(line)[1] != want) {
 			t.Errorf("%s -version = %q, want version %q, commit and date stamped", name, line, want)
 		}
@@ -101,7 +102,7 @@ func TestContainerImage(t *testing.T) {
 	tr := tar.NewReader(f)
 	for {
 		h, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -184,7 +185,7 @@ func TestContainerImage(t *testing.T) {
 		lr := tar.NewReader(zr)
 		for {
 			h, err := lr.Next()
-			if err == io.EOF {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			if err != nil {
