@@ -9,8 +9,17 @@ BIN     := bin
 WEB     := web
 BUF     := $(WEB)/node_modules/.bin/buf
 RUNARGS ?=
+TOOLS   := $(GO) tool -modfile=tools/go.mod
 
-.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz bench
+# The version, commit and date -version prints, from git when this is a
+# clone (else the binaries say "dev"); release archives stamp their own.
+GIT_VERSION := $(shell git describe --tags --always --dirty 2>/dev/null)
+GIT_COMMIT  := $(shell git rev-parse HEAD 2>/dev/null)
+GIT_DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
+BUILDINFO   := github.com/agentassistant/agentassistant/internal/buildinfo
+LDFLAGS     := $(if $(GIT_VERSION),-X $(BUILDINFO).version=$(GIT_VERSION) -X $(BUILDINFO).commit=$(GIT_COMMIT) -X $(BUILDINFO).date=$(GIT_DATE))
+
+.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz bench dist image
 
 all: build
 
@@ -20,7 +29,22 @@ run: build
 
 ## build: the UI, then the binaries into bin/
 build: web
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+## dist: release archives for linux, macOS and Windows (amd64, arm64) into
+## dist/, with checksums.txt, the Homebrew cask and the Scoop manifest; a
+## snapshot: nothing is published (GoReleaser, a tool of tools/go.mod)
+# GoReleaser reads the commit only where git names a remote: a clone
+# without one names the project's, for this command alone.
+DIST_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/agentassistant/agentassistant.git)
+dist:
+	$(DIST_ENV) $(TOOLS) goreleaser release --snapshot --clean
+
+## image: the container image as an OCI layout tarball,
+## dist/agentassistant-image.tar, from the linux archives' binaries;
+## no Docker engine needed (the Dockerfile is for those with one)
+image:
+	cd tools && $(GO) run ./ociimage -dist ../dist -out ../dist/agentassistant-image.tar
 
 $(WEB)/node_modules/.package-lock.json: $(WEB)/package.json $(WEB)/package-lock.json
 	cd $(WEB) && $(NPM) ci --no-audit --no-fund
@@ -87,4 +111,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist

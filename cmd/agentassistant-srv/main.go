@@ -26,6 +26,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/cluster"
+	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -38,6 +39,9 @@ import (
 )
 
 func main() {
+	if runAsService() {
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -132,9 +136,11 @@ func procs(configured int) int {
 	return configured
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg := fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
-	fs := config.NewFlags("agentassistant-srv", configName, false, stderr)
+// newFlags is the server's command line, filling cfg; its defaults are
+// set here.
+func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion *bool) {
+	*cfg = fileConfig{Host: "127.0.0.1", Port: 22080, DataDir: config.AppDir(), LogLevel: "info"}
+	fs = config.NewFlags("agentassistant-srv", configName, false, stderr)
 	fs.StringSetting(&cfg.Host, "host", "address to listen on; anything but loopback needs a configured token")
 	fs.IntSetting(&cfg.Port, "port", "port to listen on (0 picks a free one)")
 	fs.StringSetting(&cfg.Token, "token", "token clients must present (default: generated once and kept in the data directory)")
@@ -147,7 +153,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
 	fs.IntSetting(&cfg.MaxIdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed (default 1024)")
 	fs.IntSetting(&cfg.MaxIdlePerAddr, "max-idle-connections-per-address", "of those, from one address (default 256)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
+	showVersion = fs.Bool("version", false, "print the version and exit")
+	return fs, showVersion
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "service" {
+		return runService(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "health" {
+		return runHealth(ctx, args[1:], stdout, stderr)
+	}
+	var cfg fileConfig
+	fs, showVersion := newFlags(&cfg, stderr)
 	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -179,6 +197,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
 		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token", cfg.Host)
+	}
+	// Before the token, the logs or the store touch the directory: one
+	// this build cannot read is left as it is.
+	if _, err := datadir.Prepare(cfg.DataDir, buildinfo.Version(), log); err != nil {
+		return err
 	}
 	if cfg.Token == "" {
 		tok, created, err := auth.LoadOrCreate(cfg.DataDir)

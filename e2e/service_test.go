@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// serviceCmd runs agentassistant-srv service ARGS as a user whose home is
+// home, in the working directory wd.
+func serviceCmd(t *testing.T, home, wd string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "agentassistant-srv"), append([]string{"service"}, args...)...)
+	cmd.Dir = wd
+	cmd.Env = []string{"HOME=" + home, "XDG_CONFIG_HOME=" + filepath.Join(home, ".config"), "PATH=" + os.Getenv("PATH")}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestServiceSystemdUserUnit: service install writes a systemd user unit
+// that starts the server with the flags given, from the directory it was
+// given in, with the user's session; systemd-analyze verify finds nothing
+// wrong with it; status and uninstall say in words what there is, and
+// uninstall removes what install wrote. The machine's systemctl does the
+// enabling (it needs no running manager for that).
+func TestServiceSystemdUserUnit(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("systemd user units are Linux's")
+	}
+	for _, tool := range []string{"systemctl", "systemd-analyze"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (Debian: apt-get install systemd); .ci/run installs it", tool)
+		}
+	}
+	home, wd := t.TempDir(), t.TempDir()
+	data := filepath.Join(wd, "data dir")
+	unit := filepath.Join(home, ".config", "systemd", "user", "agentassistant.service")
+	wants := filepath.Join(home, ".config", "systemd", "user", "default.target.wants", "agentassistant.service")
+
+	for _, verb := range []string{"status", "uninstall"} {
+		out, err := serviceCmd(t, home, wd, verb)
+		if err == nil || !strings.Contains(out, "agentassistant is not registered to start with your session") {
+			t.Errorf("service %s before install: %v\n%s", verb, err, out)
+		}
+	}
+	if out, err := serviceCmd(t, home, wd, "install", "-port", "notaport"); err == nil || !strings.Contains(out, "notaport") {
+		t.Errorf("install with a bad flag: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(unit); err == nil {
+		t.Fatal("a refused install left a unit behind")
+	}
+	if out, err := serviceCmd(t, home, wd, "bogus"); err == nil || !strings.Contains(out, `unknown service command "bogus"`) {
+		t.Errorf("service bogus: %v\n%s", err, out)
+	}
+
+	out, err := serviceCmd(t, home, wd, "install", "-port", "22999", "-data", data)
+	if err != nil || !strings.Contains(out, "registered to start with your session") {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	raw, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	exe, _ := filepath.EvalSymlinks(filepath.Join(binDir, "agentassistant-srv"))
+	for _, want := range []string{
+		"ExecStart=" + exe + ` "-port" "22999" "-data" "` + data + `"`,
+		"WorkingDirectory=" + wd,
+		"Restart=on-failure",
+		"WantedBy=default.target",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("unit lacks %q:\n%s", want, text)
+		}
+	}
+	if _, err := os.Lstat(wants); err != nil {
+		t.Errorf("the unit is not enabled for the session: %v", err)
+	}
+	verify := exec.Command("systemd-analyze", "verify", "--user", unit)
+	verify.Env = []string{"HOME=" + home, "XDG_RUNTIME_DIR=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}
+	if vout, err := verify.CombinedOutput(); err != nil || len(strings.TrimSpace(string(vout))) > 0 {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, vout)
+	}
+
+	if out, err := serviceCmd(t, home, wd, "install"); err == nil || !strings.Contains(out, "already registered") {
+		t.Errorf("second install: %v\n%s", err, out)
+	}
+	if out, err := serviceCmd(t, home, wd, "status"); err != nil || !strings.Contains(out, "is registered to start with your session") {
+		t.Errorf("status: %v\n%s", err, out)
+	}
+	if out, err := serviceCmd(t, home, wd, "status", "-port", "1"); err == nil || !strings.Contains(out, "takes no flags") {
+		t.Errorf("status with flags: %v\n%s", err, out)
+	}
+	if out, err := serviceCmd(t, home, wd, "uninstall"); err != nil || !strings.Contains(out, "no longer starts") {
+		t.Errorf("uninstall: %v\n%s", err, out)
+	}
+	for _, p := range []string{unit, wants} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("uninstall left %s", p)
+		}
+	}
+}
