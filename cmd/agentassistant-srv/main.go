@@ -88,6 +88,9 @@ type fileConfig struct {
 	RelayMaxConns    int   `toml:"max_relay_connections_per_token"`
 	RelayStateBytes  int64 `toml:"max_relay_state_bytes_per_token"`
 	RelayCallTimeout int   `toml:"relay_call_timeout_seconds"`
+	// Study logs: what one token's study sessions may write.
+	StudyLogMaxFiles int   `toml:"max_study_logs_per_token"`
+	StudyLogMaxBytes int64 `toml:"max_study_log_bytes_per_token"`
 	// What a client may cost before it has shown the token.
 	MaxUnauthConns   int `toml:"max_unauthenticated_connections"`
 	MaxUnauthPerAddr int `toml:"max_unauthenticated_per_address"`
@@ -233,7 +236,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	logs, err := studylog.Open(cfg.DataDir, studylog.Options{Sync: cfg.StudyLogSync})
+	logs, err := studylog.Open(cfg.DataDir, studylog.Options{Sync: cfg.StudyLogSync,
+		MaxFilesPerOwner: cfg.StudyLogMaxFiles, MaxBytesPerOwner: cfg.StudyLogMaxBytes})
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,8 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Count("max_relay_connections_per_token", "", int64(cfg.RelayMaxConns), 1)
 	c.Count("max_relay_state_bytes_per_token", "", cfg.RelayStateBytes, 1)
 	c.Duration("relay_call_timeout_seconds", "", cfg.RelayCallTimeout, time.Second)
+	c.Count("max_study_logs_per_token", "", int64(cfg.StudyLogMaxFiles), 1)
+	c.Count("max_study_log_bytes_per_token", "", cfg.StudyLogMaxBytes, 64<<10)
 	c.Count("max_unauthenticated_connections", "", int64(cfg.MaxUnauthConns), 1)
 	c.Count("max_unauthenticated_per_address", "", int64(cfg.MaxUnauthPerAddr), 1)
 	c.Count("max_idle_connections", "max-idle-connections", int64(cfg.MaxIdleConns), 1)

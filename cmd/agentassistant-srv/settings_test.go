@@ -99,6 +99,8 @@ func TestImpossibleSettings(t *testing.T) {
 		{"max_relay_connections_per_token = -1\n", nil, []string{"max_relay_connections_per_token = -1", "1 or more"}},
 		{"max_relay_state_bytes_per_token = 0\n", nil, []string{"max_relay_state_bytes_per_token = 0", "1 or more"}},
 		{"relay_call_timeout_seconds = 0\n", nil, []string{"relay_call_timeout_seconds = 0"}},
+		{"max_study_logs_per_token = 0\n", nil, []string{"max_study_logs_per_token = 0", "1 or more"}},
+		{"max_study_log_bytes_per_token = 1000\n", nil, []string{"max_study_log_bytes_per_token = 1000", "65536 or more"}},
 		{"body_timeout_seconds = 0\n", nil, []string{"body_timeout_seconds = 0"}},
 		{"agui_frontend_grace_seconds = -1\n", nil, []string{"agui_frontend_grace_seconds = -1"}},
 		{"agui_max_threads_per_token = 0\n", nil, []string{"agui_max_threads_per_token = 0"}},

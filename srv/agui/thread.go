@@ -14,6 +14,16 @@ import (
 // maxDone bounds the tool call ids kept to make phase two idempotent.
 const maxDone = 4096
 
+// What a thread's queue holds for its frontend's runs, bounded as a
+// WebSocket peer's send queue is (wsconn's defaults): frames, and bytes
+// (one frame past them is taken into an empty queue, as there). A
+// frontend that reads slowly, or has no run open, makes the agent's next
+// message be refused to it rather than held.
+const (
+	maxQueue      = 256
+	maxQueueBytes = 16 << 20
+)
+
 // thread is one AG-UI thread: the host of the relay session of its
 // threadId. What the relay sends it waits in queue for a run to stream.
 type thread struct {
@@ -26,6 +36,7 @@ type thread struct {
 
 	mu      sync.Mutex
 	queue   []relay.Envelope // tool.call, agent.message, relay.agent.waiting, relay.replaced
+	queued  int              // the bytes of queue (queuedSize)
 	wake    chan struct{}    // closed when queue grows
 	running bool
 	run     uint64 // counts the runs: the open one's number while running
@@ -77,19 +88,21 @@ func (t *thread) Deliver(env relay.Envelope) bool {
 		if !t.running {
 			return true // no run to finish
 		}
-		t.pushLocked(env)
+		t.pushLocked(env, true)
 	case relay.TypeUserPosted:
 		t.dropWaitsLocked() // the agent waited for this message
 	case wire.TypeReplaced:
 		t.gone = true
-		t.pushLocked(env)
+		t.pushLocked(env, true)
 	case wire.TypeToolCall:
-		t.pushLocked(env)
+		if !t.pushLocked(env, false) {
+			return false // the relay tells the agent
+		}
 		if !t.running {
 			t.armLocked() // it waits for the frontend's next run
 		}
 	case wire.TypeAgentMessage:
-		t.pushLocked(env)
+		return t.pushLocked(env, false)
 	}
 	return true
 }
@@ -128,10 +141,37 @@ func (t *thread) expectedLocked() bool {
 	return false
 }
 
-func (t *thread) pushLocked(env relay.Envelope) {
+// pushLocked queues env for the runs, unless the queue is full (false);
+// force queues the relay's own small signals (the agent's yield, a
+// replacement) whatever it holds: a run's end must not be lost.
+func (t *thread) pushLocked(env relay.Envelope, force bool) bool {
+	n := queuedSize(env)
+	if !force && (len(t.queue) >= maxQueue || (len(t.queue) > 0 && t.queued+n > maxQueueBytes)) {
+		return false
+	}
 	t.queue = append(t.queue, env)
+	t.queued += n
 	close(t.wake)
 	t.wake = make(chan struct{})
+	return true
+}
+
+// queuedSize is what env holds in the queue, for its bound in bytes.
+func queuedSize(env relay.Envelope) int {
+	return len(env.Type) + len(env.ID) + len(env.ReplyTo) + len(env.Payload)
+}
+
+// setQueueLocked makes q the queue and counts its bytes again; the
+// caller has cleared what it took out of the old one's array, so
+// nothing keeps their payloads.
+func (t *thread) setQueueLocked(q []relay.Envelope) {
+	if len(q) == 0 {
+		q = nil
+	}
+	t.queue, t.queued = q, 0
+	for _, e := range q {
+		t.queued += queuedSize(e)
+	}
 }
 
 // replyLater answers the relay on a goroutine of the Handler's: Deliver
@@ -192,7 +232,8 @@ func (t *thread) dropWaitsLocked() {
 			q = append(q, e)
 		}
 	}
-	t.queue = q
+	clear(t.queue[len(q):])
+	t.setQueueLocked(q)
 }
 
 // giveTurn records that the agent was given something to work on, and
@@ -223,7 +264,7 @@ func (t *thread) atWork() bool {
 func (t *thread) yielded() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.pushLocked(relay.Envelope{Type: relay.TypeAgentWaiting})
+	t.pushLocked(relay.Envelope{Type: relay.TypeAgentWaiting}, true)
 }
 
 // close ends run number run (nothing if it has ended already). lost says
@@ -255,7 +296,12 @@ func (t *thread) next(ctx context.Context, closed <-chan struct{}, late, beat <-
 		t.mu.Lock()
 		if len(t.queue) > 0 {
 			env := t.queue[0]
+			t.queue[0] = relay.Envelope{} // the array does not keep its payload
 			t.queue = t.queue[1:]
+			t.queued -= queuedSize(env)
+			if len(t.queue) == 0 {
+				t.queue = nil
+			}
 			t.mu.Unlock()
 			if env.Type == wire.TypeToolCall && !t.ext.Waiting(env.ID) {
 				continue
@@ -290,7 +336,8 @@ func (t *thread) moreCalls() []relay.Envelope {
 			rest = append(rest, e)
 		}
 	}
-	t.queue = rest
+	clear(t.queue)
+	t.setQueueLocked(rest)
 	t.mu.Unlock()
 	out := calls[:0]
 	for _, e := range calls {

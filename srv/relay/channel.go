@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -135,16 +136,26 @@ func newChannel(r *Relay, token, name string) *channel {
 
 // record appends an event to the active session's log. Called with mu
 // held, before the event is forwarded, so what was relayed is on disk.
-func (ch *channel) record(direction string, env Envelope) {
+// It returns false when the log could not take the event (its token's
+// study logs are at their bound, studylog.ErrFull): the study session has
+// ended then (stopLogging), and the event is not in it; a caller whose
+// event needs a study session does not send it on.
+func (ch *channel) record(direction string, env Envelope) bool {
 	if ch.log == nil {
 		if direction == studylog.Internal {
 			ch.forwardRecord(direction, env) // the home logs what happens here
 		}
-		return
+		return true
 	}
-	if err := ch.log.Append(ch.r.now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload); err != nil {
+	err := ch.log.Append(ch.r.now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload)
+	if errors.Is(err, studylog.ErrFull) {
+		ch.stopLogging()
+		return false
+	}
+	if err != nil {
 		ch.r.log.Error("study log", "session", ch.log.ID(), "err", err)
 	}
+	return true
 }
 
 // fail answers env's sender with a protocol error.

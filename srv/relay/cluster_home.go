@@ -127,7 +127,7 @@ func (r *Relay) claim(ch *channel, p *peer) {
 		return // replaced meanwhile
 	}
 	if ch.log == nil && cur == "" && prev.Session != "" && r.o.Logs != nil {
-		l, err := r.o.Logs.Resume(prev.Session)
+		l, err := r.o.Logs.Resume(ch.token, prev.Session)
 		if err != nil {
 			r.log.Error("resume study log", "session", prev.Session, "err", err)
 			return

@@ -85,7 +85,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 			ch.fail(p, env.ID, errorf(wire.InvalidMessage, "session %s is already active: end it first", ch.log.ID()))
 			return
 		}
-		if !ch.openSession(p, env.ID) {
+		if ch.openSession(p, env.ID) != nil {
 			return
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
@@ -100,9 +100,31 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		ch.fail(p, env.ID, errorf(wire.ToolExecutionFailed, "too many requests waiting for the host"))
 		return
 	}
+	origID, session := env.ID, ""
+	if ch.log != nil {
+		session = ch.log.ID()
+	}
 	env.ID = hostID
-	ch.record(studylog.In, env)
-	ch.host.deliver(env)
+	if !ch.record(studylog.In, env) { // the study session has ended: this needed it
+		ch.untrack(hostID)
+		ch.fail(p, origID, ch.logFull(env.Type, session))
+		return
+	}
+	if !ch.host.deliver(env) {
+		ch.untrack(hostID)
+		ch.fail(p, origID, errorf(wire.InvalidMessage, "%s not delivered: the host of relay session %q has as much waiting for it as it may "+
+			"(its send queue is full: it reads slowly, or an AG-UI frontend has no run open to take it), so nothing of it reached the host; "+
+			"send it again once the host has caught up", env.Type, ch.name))
+		return
+	}
+}
+
+// untrack forgets the call id the host was not sent after all.
+func (ch *channel) untrack(id string) {
+	if c := ch.inflight[id]; c != nil {
+		delete(ch.inflight, id)
+		c.stop()
+	}
 }
 
 // checkAgentPayload validates what the relay can check before the host.
@@ -225,8 +247,10 @@ func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 	var refused *Error // told the host; for a reply, its answer goes on
 	switch env.Type {
 	case wire.TypeSessionStarted:
-		if ch.log == nil && !ch.openSession(p, env.ID) { // started from the host's own UI
-			return errorf(wire.ToolExecutionFailed, "the study session could not be started")
+		if ch.log == nil { // started from the host's own UI
+			if e := ch.openSession(p, env.ID); e != nil {
+				return e
+			}
 		}
 		env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		broadcast = true
@@ -260,7 +284,28 @@ func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 		}
 		broadcast = true
 	}
-	ch.record(studylog.Out, env)
+	session := ""
+	if ch.log != nil {
+		session = ch.log.ID()
+	}
+	if !ch.record(studylog.Out, env) {
+		// The study session has ended (its agents were told): what needs
+		// it is refused, the rest goes on as outside one.
+		switch env.Type {
+		case wire.TypeSessionStarted:
+			e := ch.logFull(env.Type, session)
+			ch.fail(p, env.ID, e)
+			if c := ch.inflight[env.ReplyTo]; c != nil {
+				ch.untrack(env.ReplyTo)
+				if c.from != nil {
+					ch.fail(c.from, c.origID, e)
+				}
+			}
+			return e
+		case wire.TypeSessionEnded:
+			broadcast = false // said already, to every agent
+		}
+	}
 	if c := ch.inflight[env.ReplyTo]; env.Type == wire.TypeError && c != nil && c.typ == wire.TypeSessionStart {
 		ch.closeSession() // the host refused to start it
 	}

@@ -14,7 +14,7 @@ import (
 func localHost(r *Relay, token, name string) (*peer, *channel) {
 	ch := r.acquire(token, name)
 	defer r.release(ch)
-	p := &peer{role: "host", local: make(chan Reply, 64)}
+	p := &peer{role: "host", local: make(chan Reply, maxInflight+64)} // takes every call the tests send it
 	ch.joinHost(p, "j")
 	ch.fromHost(p, Envelope{V: wire.Version, Type: wire.TypeStateUpdated, Payload: json.RawMessage(
 		`{"uiSpec":{"stage":"movie"},"toolSchema":[{"name":"select"}]}`)})
