@@ -20,7 +20,7 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 			real = append(real, k)
 		}
 	}
-	b, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

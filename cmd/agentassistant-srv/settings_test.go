@@ -222,11 +222,11 @@ func writePair(t *testing.T, certFile, keyFile string) {
 	}
 }
 
-// TestREADMEConfigStarts: the agentassistant-srv.toml README shows, every
+// TestREADMEConfigStarts: the agentassistant-srv.toml docs/configuration.md shows, every
 // setting spelt out at its default, starts the server as it is (only the
 // port is made free for the test).
 func TestREADMEConfigStarts(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}

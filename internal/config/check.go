@@ -76,7 +76,7 @@ func (c *Check) Duration(key, flag string, v int, unit time.Duration) {
 // key it needs) is empty.
 //
 // A key set to its default (or left empty) asks for nothing and is
-// accepted: a file that spells every setting out, as README's does,
+// accepted: a file that spells every setting out, as docs/configuration.md's does,
 // starts.
 func (c *Check) Needs(key, flag string, v any, isDefault bool, depKey string, depSet bool) {
 	if c.Set(key, flag) && !isDefault && !depSet {

@@ -41,7 +41,7 @@ type Ev = Record<string, unknown> & { type: string; ts: number }
 
 // Seed 003 (数据模型): each event type's fields. BaseMessage's are every
 // type's; seq, and hello_ack's last_seq, replayed and gap, are this
-// server's documented additions (README, "Connect an Ingress client").
+// server's documented additions (docs/ingress.md).
 const BASE = ['type', 'ts', 'request_id', 'session_id', 'run_id', 'seq']
 const SHAPES: Record<string, { fields: string[]; required: string[] }> = {
   hello_ack: { fields: ['last_seq', 'replayed', 'gap'], required: ['session_id'] },
