@@ -16,6 +16,8 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
+
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -44,9 +46,19 @@ type Slack struct {
 	once sync.Once
 	api  *slack.Client
 
-	mu   sync.Mutex                    // held alone
-	sent map[string]slackMessage       // room + "\x00" + request ID → its message
-	asks map[slackKey]telegramQuestion // a message → the question it asks
+	mu   sync.Mutex                 // held alone
+	sent map[string]slackMessage    // room + "\x00" + request ID → its message
+	asks map[slackKey]slackQuestion // a message → the question it asks
+}
+
+// slackQuestion is what a message asks, and the capability its buttons
+// answer with: kept here, not in the buttons' values, which anyone who
+// can read the channel can read (and post to /push/answer).
+type slackQuestion struct {
+	token string
+	kind  wire.Kind
+	id    string
+	cap   string
 }
 
 // slackKey names a message: its conversation and timestamp.
@@ -134,22 +146,22 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	text := title(n) + "\n\n" + clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
 	var buttons []slack.BlockElement
 	for i, label := range quickReplies {
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i)+":"+n.Cap, slackText(label)))
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(label)))
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(key, slackMessage{slackKey{channel, ts}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID})
+	s.track(key, slackMessage{slackKey{channel, ts}, text}, slackQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap})
 	return nil
 }
 
-func (s *Slack) track(key string, m slackMessage, q telegramQuestion) {
+func (s *Slack) track(key string, m slackMessage, q slackQuestion) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.sent == nil {
-		s.sent, s.asks = map[string]slackMessage{}, map[slackKey]telegramQuestion{}
+		s.sent, s.asks = map[string]slackMessage{}, map[slackKey]slackQuestion{}
 	}
 	if len(s.asks) >= maxTracked {
 		for k, q := range s.asks { // forget one: its replies then go unanswered
@@ -163,7 +175,7 @@ func (s *Slack) track(key string, m slackMessage, q telegramQuestion) {
 }
 
 // question is what the message k asks, if it is one of ours.
-func (s *Slack) question(k slackKey) (telegramQuestion, bool) {
+func (s *Slack) question(k slackKey) (slackQuestion, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	q, ok := s.asks[k]
@@ -244,24 +256,30 @@ func (s *Slack) tell(ctx context.Context, channel, user, text string) {
 	}
 }
 
-// pressed answers with a button's capability.
+// pressed answers with the capability of the question the pressed
+// message asks.
 func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Answers) {
-	channel := cb.Channel.ID
+	channel, ts := cb.Container.ChannelID, cb.Container.MessageTs
 	if channel == "" {
-		channel = cb.Container.ChannelID
+		channel, ts = cb.Channel.ID, cb.Message.Timestamp
 	}
 	for _, act := range cb.ActionCallback.BlockActions {
 		if !s.allowed(cb.User.ID) {
 			s.tell(ctx, channel, cb.User.ID, "You may not answer this question.")
 			return
 		}
-		parts := strings.SplitN(act.Value, ":", 3)
-		i, err := strconv.Atoi(parts[min(1, len(parts)-1)])
-		if len(parts) != 3 || parts[0] != "a" || err != nil || i < 0 || i >= len(quickReplies) {
+		q, asked := s.question(slackKey{channel, ts})
+		label, ok := strings.CutPrefix(act.Value, "a:")
+		i, err := strconv.Atoi(label)
+		if !ok || err != nil || i < 0 || i >= len(quickReplies) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
-		switch err := a.ByCap(parts[2], quickReplies[i]); {
+		if !asked { // settled (its message updated), or asked before a restart
+			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
+			return
+		}
+		switch err := a.ByCap(q.cap, quickReplies[i]); {
 		case err == nil:
 		case errors.Is(err, hub.ErrNotPending):
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")

@@ -240,7 +240,7 @@ type slackBlocks []struct {
 }
 
 // TestSlack: a question goes to the configured DM as a Block Kit message
-// with buttons; a stranger's press answers nothing (they are told so);
+// with buttons, whose values are no capability; a stranger's press answers nothing (they are told so);
 // a configured user's press answers with that button, and the message is
 // updated to say the question is settled, without its buttons; a reply
 // in a question's thread answers it with the reply's text, a stranger's
@@ -262,10 +262,23 @@ func TestSlack(t *testing.T) {
 	if blocks[1].Type != "actions" || len(blocks[1].Elements) != 3 || blocks[1].Elements[1].Type != "button" || blocks[1].Elements[1].Text.Text != "No" {
 		t.Fatalf("actions %+v", blocks[1])
 	}
-	no := blocks[1].Elements[1].Value
+	no, yes := blocks[1].Elements[1].Value, blocks[1].Elements[0].Value
 	const dm = "D42"
 	ts := sent["_ts"]
 
+	// Anyone who can read the channel reads the buttons' values: they do
+	// not answer at the server's public address.
+	for part := range strings.SplitSeq(no, ":") {
+		body, _ := json.Marshal(map[string]string{"cap": part, "text": "Yes"})
+		resp, err := http.Post(f.public.URL+"/push/answer", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatalf("a button's value %q answers at /push/answer", no)
+		}
+	}
 	api.envelope(t, "interactive", press("U99", dm, ts, no)) // a stranger
 	if got := api.waitCall(t, "chat.postEphemeral", 1); got["user"] != "U99" || !strings.Contains(got["text"], "may not answer") {
 		t.Errorf("the stranger was told %v", got)
@@ -279,6 +292,11 @@ func TestSlack(t *testing.T) {
 	if err := json.Unmarshal([]byte(upd["blocks"]), &blocks); err != nil || upd["channel"] != dm || upd["ts"] != ts || len(blocks) != 1 ||
 		!strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on slack") {
 		t.Errorf("update %v: %v", upd, err)
+	}
+
+	api.envelope(t, "interactive", press("U42", dm, ts, yes))
+	if got := api.waitCall(t, "chat.postEphemeral", 2); got["user"] != "U42" || !strings.Contains(got["text"], "no longer pending") {
+		t.Errorf("a press after the answer: %v", got)
 	}
 
 	second := f.ask(tokA, "q-2")
