@@ -121,6 +121,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if n.Kind != hub.Asked {
 		s.mu.Lock()
 		m, ok := s.sent[key]
+		delete(s.asks, m.slackKey) // settled: its presses and replies answer nothing now
 		s.mu.Unlock()
 		if !ok {
 			return nil
@@ -133,7 +134,6 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		}
 		s.mu.Lock()
 		delete(s.sent, key)
-		delete(s.asks, m.slackKey)
 		s.mu.Unlock()
 		return nil
 	}
