@@ -25,6 +25,16 @@ type channelsConfig struct {
 	Ntfy      *ntfyConfig     `toml:"ntfy"`
 	Webhook   *webhookConfig  `toml:"webhook"`
 	Telegram  *telegramConfig `toml:"telegram"`
+	Slack     *slackConfig    `toml:"slack"`
+}
+
+type slackConfig struct {
+	BotToken string   `toml:"bot_token"`
+	AppToken string   `toml:"app_token"`
+	Channel  string   `toml:"channel"`
+	Users    []string `toml:"users"`
+	APIURL   string   `toml:"api_url"`
+	Tokens   []string `toml:"tokens"`
 }
 
 type telegramConfig struct {
@@ -52,7 +62,7 @@ type webhookConfig struct {
 // read then gets a warning).
 func (c *channelsConfig) secret() bool {
 	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != "" ||
-		c.Telegram != nil && c.Telegram.BotToken != ""
+		c.Telegram != nil && c.Telegram.BotToken != "" || c.Slack != nil && (c.Slack.BotToken != "" || c.Slack.AppToken != "")
 }
 
 // channelOptions builds the channels the config sets, routed to their
@@ -95,6 +105,15 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		}
 		ch := &channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}
 		for _, t := range tokensOf(tg.Tokens) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
+	if sl := c.Slack; sl != nil {
+		if !strings.HasPrefix(sl.BotToken, "xoxb-") || !strings.HasPrefix(sl.AppToken, "xapp-") || sl.Channel == "" || len(sl.Users) == 0 {
+			return nil, fmt.Errorf("channels.slack: bot_token (xoxb-…), app_token (xapp-…, Socket Mode), channel (a channel ID, or a user ID for a DM) and users (the Slack user IDs that may answer) are needed")
+		}
+		ch := &channel.Slack{BotToken: sl.BotToken, AppToken: sl.AppToken, Channel: sl.Channel, Users: sl.Users, APIURL: sl.APIURL, Logger: log}
+		for _, t := range tokensOf(sl.Tokens) {
 			routes[t] = append(routes[t], ch)
 		}
 	}

@@ -1,0 +1,310 @@
+package channel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Slack sends questions to a Slack channel or a person's DM through an
+// app's bot, with github.com/slack-go/slack over Socket Mode (no public
+// address needed): a question as a Block Kit message with its answers as
+// buttons; a press of one, or a reply in the message's thread (text),
+// answers it. When the question is settled anywhere the message is
+// updated to say so and its buttons removed. Answers count only from the
+// Slack users it is configured for.
+type Slack struct {
+	// BotToken (xoxb-…) posts and updates messages; AppToken (xapp-…,
+	// with connections:write) opens the Socket Mode connection. Never
+	// logged.
+	BotToken, AppToken string
+	// Channel is where questions go: a channel ID, or a user ID for that
+	// person's DM with the app.
+	Channel string
+	// Users are the Slack user IDs whose presses and replies answer.
+	Users []string
+	// APIURL is the Web API's address (default Slack's).
+	APIURL string
+	Logger *slog.Logger
+
+	once sync.Once
+	api  *slack.Client
+
+	mu   sync.Mutex                 // held alone
+	sent map[string]slackMessage    // room + "\x00" + request ID → its message
+	asks map[slackKey]slackQuestion // a message → the question it asks
+}
+
+// slackQuestion is what a message asks, and the capability its buttons
+// answer with: kept here, not in the buttons' values, which anyone who
+// can read the channel can read (and post to /push/answer).
+type slackQuestion struct {
+	token string
+	kind  wire.Kind
+	id    string
+	cap   string
+}
+
+// slackKey names a message: its conversation and timestamp.
+type slackKey struct{ channel, ts string }
+
+type slackMessage struct {
+	slackKey
+	text string
+}
+
+// Name is "slack".
+func (*Slack) Name() string { return "slack" }
+
+// redact keeps the tokens out of an error.
+func (s *Slack) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	for _, tok := range []string{s.BotToken, s.AppToken} {
+		if tok != "" {
+			msg = strings.ReplaceAll(msg, tok, "***")
+		}
+	}
+	if msg == err.Error() {
+		return err
+	}
+	return errors.New(msg)
+}
+
+func (s *Slack) warn(msg string, args ...any) {
+	if s.Logger != nil {
+		s.Logger.Warn(msg, args...)
+	}
+}
+
+// client makes the Web API client once.
+func (s *Slack) client() *slack.Client {
+	s.once.Do(func() {
+		opts := []slack.Option{slack.OptionAppLevelToken(s.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: 30 * time.Second})}
+		if s.APIURL != "" {
+			opts = append(opts, slack.OptionAPIURL(strings.TrimRight(s.APIURL, "/")+"/"))
+		}
+		s.api = slack.New(s.BotToken, opts...)
+	})
+	return s.api
+}
+
+// slackText is a plain-text object: an agent's text cannot mention
+// anyone (<!channel>) or format itself as Slack's markup.
+func slackText(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, text, false, false)
+}
+
+// Send delivers n: a question with its buttons, or the update of a
+// question's message once it is settled.
+func (s *Slack) Send(ctx context.Context, n Notice) error {
+	api := s.client()
+	key := store.Room(n.Token) + "\x00" + n.Request.ID
+	if n.Kind != hub.Asked {
+		s.mu.Lock()
+		m, ok := s.sent[key]
+		delete(s.asks, m.slackKey) // settled: its presses and replies answer nothing now
+		s.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		text := m.text + "\n\n— " + title(n)
+		_, _, _, err := api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
+			slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil)))
+		if err != nil {
+			return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
+		}
+		s.mu.Lock()
+		delete(s.sent, key)
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Lock()
+	_, done := s.sent[key] // a retry after the post went through
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	text := title(n) + "\n\n" + clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	var buttons []slack.BlockElement
+	for i, label := range quickReplies {
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(label)))
+	}
+	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
+		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
+	if err != nil {
+		return fmt.Errorf("slack: post the question: %w", s.redact(err))
+	}
+	s.track(key, slackMessage{slackKey{channel, ts}, text}, slackQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap})
+	return nil
+}
+
+func (s *Slack) track(key string, m slackMessage, q slackQuestion) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sent == nil {
+		s.sent, s.asks = map[string]slackMessage{}, map[slackKey]slackQuestion{}
+	}
+	if len(s.asks) >= maxTracked {
+		for k, q := range s.asks { // forget one: its replies then go unanswered
+			delete(s.asks, k)
+			delete(s.sent, store.Room(q.token)+"\x00"+q.id)
+			break
+		}
+	}
+	s.sent[key] = m
+	s.asks[m.slackKey] = q
+}
+
+// question is what the message k asks, if it is one of ours.
+func (s *Slack) question(k slackKey) (slackQuestion, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q, ok := s.asks[k]
+	return q, ok
+}
+
+// Listen takes the presses and thread replies over Socket Mode until ctx
+// ends, connecting again with backoff when Slack refuses or drops it.
+func (s *Slack) Listen(ctx context.Context, a Answers) {
+	sm := socketmode.New(s.client())
+	var wg sync.WaitGroup
+	// The library hands every envelope to sm.Events and waits for it to
+	// be taken: this drains them for as long as Listen runs.
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-sm.Events:
+				s.event(ctx, sm, ev, a)
+			}
+		}
+	})
+	defer wg.Wait()
+	wait := time.Second
+	for {
+		err := sm.RunContext(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.warn("slack: Socket Mode connection failed", "err", s.redact(err), "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Minute)
+	}
+}
+
+// event handles one Socket Mode event, acknowledging its envelope first
+// (Slack sends it again when not acknowledged within seconds).
+func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) {
+	if ev.Request != nil && ev.Request.EnvelopeID != "" {
+		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
+			return
+		}
+	}
+	switch ev.Type {
+	case socketmode.EventTypeInteractive:
+		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeBlockActions {
+			s.pressed(ctx, cb, a)
+		}
+	case socketmode.EventTypeEventsAPI:
+		e, ok := ev.Data.(slackevents.EventsAPIEvent)
+		if !ok || e.Type != slackevents.CallbackEvent {
+			return
+		}
+		if m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent); ok {
+			s.replied(ctx, m, a)
+		}
+	case socketmode.EventTypeConnectionError:
+		if e, ok := ev.Data.(*slack.ConnectionErrorEvent); ok {
+			s.warn("slack: cannot connect", "err", s.redact(e.ErrorObj), "attempt", e.Attempt)
+		}
+	case socketmode.EventTypeInvalidAuth:
+		s.warn("slack: the app token is refused")
+	}
+}
+
+// allowed: the user is one the config names.
+func (s *Slack) allowed(user string) bool { return user != "" && slices.Contains(s.Users, user) }
+
+// tell shows text to user alone, in the conversation of the message.
+func (s *Slack) tell(ctx context.Context, channel, user, text string) {
+	if _, err := s.client().PostEphemeralContext(ctx, channel, user, slack.MsgOptionText(text, true)); err != nil {
+		s.warn("slack: cannot reply to a press", "err", s.redact(err))
+	}
+}
+
+// pressed answers with the capability of the question the pressed
+// message asks.
+func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Answers) {
+	channel, ts := cb.Container.ChannelID, cb.Container.MessageTs
+	if channel == "" {
+		channel, ts = cb.Channel.ID, cb.Message.Timestamp
+	}
+	for _, act := range cb.ActionCallback.BlockActions {
+		if !s.allowed(cb.User.ID) {
+			s.tell(ctx, channel, cb.User.ID, "You may not answer this question.")
+			return
+		}
+		q, asked := s.question(slackKey{channel, ts})
+		label, ok := strings.CutPrefix(act.Value, "a:")
+		i, err := strconv.Atoi(label)
+		if !ok || err != nil || i < 0 || i >= len(quickReplies) {
+			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
+			continue
+		}
+		if !asked { // settled (its message updated), or asked before a restart
+			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
+			return
+		}
+		switch err := a.ByCap(q.cap, quickReplies[i]); {
+		case err == nil:
+		case errors.Is(err, hub.ErrNotPending):
+			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
+		default:
+			s.tell(ctx, channel, cb.User.ID, err.Error())
+		}
+	}
+}
+
+// replied answers the question whose thread a message is in, with its
+// text.
+func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answers) {
+	if m.SubType != "" || m.BotID != "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp ||
+		!s.allowed(m.User) || strings.TrimSpace(m.Text) == "" {
+		return
+	}
+	q, ok := s.question(slackKey{m.Channel, m.ThreadTimeStamp})
+	if !ok {
+		return
+	}
+	if err := a.Reply(q.token, q.kind, q.id, m.Text, "Slack", m.User, "slack"); err != nil {
+		_, _, err := s.client().PostMessageContext(ctx, m.Channel, slack.MsgOptionTS(m.ThreadTimeStamp),
+			slack.MsgOptionText("Not taken: "+err.Error(), true))
+		if err != nil {
+			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
+		}
+	}
+}
