@@ -14,6 +14,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -21,7 +22,9 @@ import (
 // Telegram sends questions to Telegram chats through a bot, with
 // github.com/go-telegram/bot over long polling (no public address
 // needed): a question as a message with its answers as an inline
-// keyboard; a tap on one, or a reply to the message (text), answers it.
+// keyboard (its buttons carry only their index: the capability they
+// answer with stays here); a tap on one, or a reply to the message
+// (text), answers it.
 // When the question is settled anywhere the message is edited to say so
 // and its keyboard removed. Answers count only from the chats it is
 // configured for.
@@ -58,6 +61,10 @@ type telegramQuestion struct {
 	token string
 	kind  wire.Kind
 	id    string
+	// cap answers it from a button. It stays here: a button's data is
+	// readable by anyone in the chat, and a capability in it would
+	// answer at /push/answer without the chat check.
+	cap string
 }
 
 // maxTracked bounds the messages remembered for replies and edits.
@@ -125,7 +132,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	text := title(n) + "\n\n" + clip(n.Request.Text, 3500) + "\n\n(Tap an answer, or reply to this message.)"
 	var row []models.InlineKeyboardButton
 	for i, label := range quickReplies {
-		row = append(row, models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + n.Cap})
+		row = append(row, models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i)})
 	}
 	for _, chat := range t.Chats {
 		if t.already(key, chat) { // a retry after a later chat failed
@@ -136,7 +143,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID})
+		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap})
 	}
 	return nil
 }
@@ -193,13 +200,20 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("This chat may not answer.")
 		return
 	}
-	parts := strings.SplitN(q.Data, ":", 3)
-	i, err := strconv.Atoi(parts[min(1, len(parts)-1)])
-	if len(parts) != 3 || parts[0] != "a" || err != nil || i < 0 || i >= len(quickReplies) {
+	label, ok := strings.CutPrefix(q.Data, "a:")
+	i, err := strconv.Atoi(label)
+	if !ok || err != nil || i < 0 || i >= len(quickReplies) {
 		reply("Not an answer of ours.")
 		return
 	}
-	switch err := a.ByCap(parts[2], quickReplies[i]); {
+	t.mu.Lock()
+	question, known := t.asks[sentKey{msg.Chat.ID, msg.ID}]
+	t.mu.Unlock()
+	if !known {
+		reply(answercap.ErrVoid.Error())
+		return
+	}
+	switch err := a.ByCap(question.cap, quickReplies[i]); {
 	case err == nil:
 		reply("Answered: " + quickReplies[i])
 	case errors.Is(err, hub.ErrNotPending):
