@@ -220,6 +220,9 @@ func New(o Options) *Server {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
+		if s.uncleanInternal(w, r) {
+			return
+		}
 		s.mux.ServeHTTP(w, r)
 	}))
 	s.inproc.serve(s.handler)
