@@ -65,6 +65,15 @@ func badSessionID(w http.ResponseWriter) {
 			`(1 to 64 letters, digits, '.', '_' or '-', not "." or ".."), written as is in the path: no escapes, no slashes`})
 }
 
+// route serves r through the mux, but for a path under /internal/ that
+// the mux would redirect (uncleanInternal).
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if s.uncleanInternal(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
 // uncleanInternal answers a path under /internal/ that URL cleaning would
 // change ("..", ".", "//"): ServeMux would redirect it to another route,
 // and a session id is never such a segment. It reports whether it
