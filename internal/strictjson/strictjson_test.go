@@ -3,6 +3,7 @@ package strictjson
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,4 +83,33 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) = %#v", b, err)
 		}
 	})
+}
+
+// BenchmarkCheck measures the worst texts per byte: a frame of the
+// relay's largest size (4 MiB) of one-digit numbers, and of one-key
+// members.
+func BenchmarkCheck(b *testing.B) {
+	const size = 4 << 20
+	var keys strings.Builder
+	keys.WriteString("{")
+	for i := 0; keys.Len() < size; i++ {
+		if i > 0 {
+			keys.WriteString(",")
+		}
+		keys.WriteString(`"` + strconv.FormatInt(int64(i), 36) + `":0`)
+	}
+	keys.WriteString("}")
+	for name, text := range map[string]string{
+		"numbers": "[" + strings.Repeat("0,", size/2-1) + "0]",
+		"keys":    keys.String(),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if err := Check([]byte(text)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
