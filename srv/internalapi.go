@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -24,6 +27,10 @@ const InboxSession = "inbox"
 func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 	tok := s.tokenOf(r)
 	id := r.PathValue("id")
+	if !validSessionID(id) || r.URL.EscapedPath() != "/internal/sessions/"+id+"/status" {
+		badSessionID(w)
+		return
+	}
 	var online bool
 	var conns int
 	var last time.Time
@@ -36,10 +43,6 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 		notFound(w, id)
 		return
 	} else {
-		if !relay.ValidSession(id) {
-			http.Error(w, "bad session id", http.StatusBadRequest)
-			return
-		}
 		online, conns, last = s.relay.Status(tok, id)
 	}
 	out := map[string]any{"session_id": id, "online": online, "connection_count": conns, "last_activity_at": int64(0)}
@@ -47,6 +50,48 @@ func (s *Server) sessionStatus(w http.ResponseWriter, r *http.Request) {
 		out["last_activity_at"] = last.UnixMilli()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// validSessionID: "inbox", an Ingress session's id (sess_ and letters)
+// or a relay session's name, which is never "." or "..": a path segment
+// of its own that no URL cleaning changes.
+func validSessionID(id string) bool {
+	return id != "" && id != "." && id != ".." && relay.ValidSession(id)
+}
+
+func badSessionID(w http.ResponseWriter) {
+	writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": wire.IngressInvalidMessage,
+		"message": `the session id is "inbox", an Ingress session's id (sess_…) or a relay session's name ` +
+			`(1 to 64 letters, digits, '.', '_' or '-', not "." or ".."), written as is in the path: no escapes, no slashes`})
+}
+
+// route serves r through the mux, but for a path under /internal/ that
+// the mux would redirect (uncleanInternal).
+func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if s.uncleanInternal(w, r) {
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// uncleanInternal answers a path under /internal/ that URL cleaning would
+// change ("..", ".", "//"): ServeMux would redirect it to another route,
+// and a session id is never such a segment. It reports whether it
+// answered.
+func (s *Server) uncleanInternal(w http.ResponseWriter, r *http.Request) bool {
+	p := r.URL.EscapedPath()
+	if !strings.HasPrefix(p, "/internal/") || r.Method == http.MethodConnect {
+		return false
+	}
+	clean := path.Clean(p)
+	if strings.HasSuffix(p, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean == p {
+		return false
+	}
+	s.requireToken(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { badSessionID(w) })).ServeHTTP(w, r)
+	return true
 }
 
 // send: POST /internal/send {"session_id", "event": {"type", ...}} pushes
@@ -57,7 +102,17 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		SessionID string          `json:"session_id"`
 		Event     json.RawMessage `json:"event"`
 	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	body, err := io.ReadAll(r.Body) // bounded by the server (MaxBody)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "cannot read the body: " + err.Error()})
+		return
+	}
+	// The event goes on as written: it must be the one read here.
+	if err := strictjson.Check(body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "the body is refused: " + err.Error()})
+		return
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
 			"message": `the body must be a JSON object {"session_id": "...", "event": {"type": "...", ...}}`})
 		return
@@ -78,7 +133,7 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 			"message": "need session_id (a relay session) and event with a type"})
 		return
 	}
-	err := s.relay.Push(s.tokenOf(r), req.SessionID, ev.Type, req.Event)
+	err = s.relay.Push(s.tokenOf(r), req.SessionID, ev.Type, req.Event)
 	switch {
 	case errors.Is(err, relay.ErrClientOffline):
 		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",

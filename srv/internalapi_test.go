@@ -77,3 +77,74 @@ func TestInternalAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestInternalStatusRefusesOddSessionIDs: a session id is "inbox", an
+// Ingress session's (sess_…) or a relay session's name, written as is in
+// the path. ".", "..", an empty one, one with a slash or written with
+// escapes is refused 400 invalid_message, like the route's other errors,
+// and never redirected (ServeMux would send ../status on to another
+// route) nor answered as if it were a session.
+func TestInternalStatusRefusesOddSessionIDs(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(path string) (int, map[string]any) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, url+path, nil)
+		req.Header.Set(auth.TokenHeader, tokA)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&m)
+		return resp.StatusCode, m
+	}
+	for _, p := range []string{
+		"/internal/sessions/../status", "/internal/sessions/./status", "/internal/sessions//status",
+		"/internal/sessions/%2e%2e/status", "/internal/sessions/%2E%2e/status", "/internal/sessions/%2e/status",
+		"/internal/sessions/a%2fb/status", "/internal/sessions/a%2Fb/status", "/internal/sessions/%64efault/status",
+		"/internal/sessions/de%2efault/status", "/internal/sessions/a/../default/status", "/internal/sessions/x/../../send",
+		"/internal/sessions/sess_%2e%2e/status", "/internal/sessions/" + strings.Repeat("a", 65) + "/status",
+	} {
+		code, m := get(p)
+		if code != http.StatusBadRequest || m["ok"] != false || m["error"] != "invalid_message" || m["message"] == "" {
+			t.Errorf("GET %s: %d %v, want 400 invalid_message", p, code, m)
+		}
+	}
+	for _, id := range []string{"default", "inbox", "a.b", "...", "x_-1"} {
+		if code, m := get("/internal/sessions/" + id + "/status"); code != http.StatusOK || m["session_id"] != id {
+			t.Errorf("GET the status of %s: %d %v", id, code, m)
+		}
+	}
+	// Without the token, the token is what is wrong.
+	req, _ := http.NewRequest(http.MethodGet, url+"/internal/sessions/../status", nil)
+	if resp, err := noRedirect.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("without a token: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+}
+
+// TestInternalSendRefusesDuplicateKeys: a push whose body gives a key
+// twice, at any depth, is refused 400 invalid_message, not read as its
+// last.
+func TestInternalSendRefusesDuplicateKeys(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := hostFor(t, url, tokA, testhost.Options{})
+	for _, body := range []string{
+		`{"session_id":"nobody","session_id":"default","event":{"type":"agent.message","payload":{"text":"x"}}}`,
+		`{"session_id":"default","event":{"type":"agent.message","payload":{"text":"x","text":"y"}}}`,
+		`{"session_id":"default","event":{"type":"agent.message","payload":{"a":[{"b":1,"\u0062":2}]}}}`,
+		`{"session_id":"default","event":{"type":"agent.message","payload":{"n":1e999999}}}`,
+	} {
+		if code, m := call(t, "POST", url+"/internal/send", body); code != 400 || m["error"] != "invalid_message" {
+			t.Errorf("push %s: %d %v", body, code, m)
+		}
+	}
+	for _, e := range h.Seen() {
+		if e["type"] == "agent.message" {
+			t.Errorf("the host got %v", e)
+		}
+	}
+}

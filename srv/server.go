@@ -280,7 +280,7 @@ func New(o Options) *Server {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
-		s.mux.ServeHTTP(w, r)
+		s.route(w, r)
 	}))
 	s.inproc.serve(s.handler)
 	return s

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -51,6 +52,12 @@ const (
 // parseInput decodes and checks a RunAgentInput; the error says what is
 // wrong in words a frontend developer can act on.
 func parseInput(body []byte) (*RunAgentInput, error) {
+	// encoding/json keeps the last of a key given twice: the run would
+	// be another than the one its bytes show, and the state forwarded
+	// as written another than the one checked.
+	if err := strictjson.Check(body); err != nil {
+		return nil, fmt.Errorf("RunAgentInput refused: %w", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var in RunAgentInput
 	if err := dec.Decode(&in); err != nil {
@@ -82,6 +89,13 @@ func parseInput(body []byte) (*RunAgentInput, error) {
 		}
 		if m.Role == "tool" && m.callID() == "" {
 			return nil, fmt.Errorf("RunAgentInput.messages[%d]: a tool message needs toolCallId (or tool_id)", i)
+		}
+		// A result that is JSON text goes to the agent as JSON
+		// (deliverResults): it is held to the same rules as the body.
+		if c := []byte(m.text()); m.Role == "tool" && json.Valid(c) {
+			if err := strictjson.Check(c); err != nil {
+				return nil, fmt.Errorf("RunAgentInput.messages[%d].content refused: %w", i, err)
+			}
 		}
 	}
 	for i, t := range in.Tools {

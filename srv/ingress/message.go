@@ -10,6 +10,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -159,6 +160,13 @@ func Parse(data []byte) (Message, *Error) {
 	_ = json.Unmarshal(probe.Type, &m.Type)
 	if rid := ""; json.Unmarshal(probe.RequestID, &rid) == nil && idPattern.MatchString(rid) {
 		m.RequestID = rid
+	}
+	// A key given twice reads as its last (encoding/json, a JavaScript
+	// orchestrator), while a check may have read the first: such a frame
+	// has no one meaning, and what goes on (a result) would not be what
+	// was checked.
+	if err := strictjson.Check(data); err != nil {
+		return m, errorf(wire.IngressInvalidMessage, "frame refused: %v", err)
 	}
 	if m.Type == "" {
 		return m, errorf(wire.IngressInvalidMessage, `missing "type" (a string)`)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 )
 
 // JSON-RPC 2.0's codes for a body that is no request.
@@ -80,6 +82,20 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 			id = v
 		}
 		return invalidRequest, id, fmt.Sprintf("member %q is given more than once", dup)
+	}
+	// Below the top the same holds, with names as written (a tool's
+	// arguments may have "a" and "A"); and a number mcp-go would read as
+	// Inf, or nesting past the checker's bound, is no request either.
+	var bad *strictjson.Error
+	if errors.As(strictjson.Check(b), &bad) {
+		id := null
+		if v, ok := field["id"]; ok && validID(v) {
+			id = v
+		}
+		if bad.Kind == strictjson.Syntax || bad.Kind == strictjson.Depth {
+			return parseError, null, "the body is not valid JSON: " + bad.Error()
+		}
+		return invalidRequest, id, bad.Error()
 	}
 	method, hasMethod := field["method"]
 	_, hasResult := field["result"]

@@ -42,6 +42,12 @@ func TestNotARequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, -32600, "null"},
 		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, "null"},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, -32700, "null"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`, -32700, "null"},
+		// A name given twice below the top: the tool would get the last.
+		{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask_question","name":"work_report"}}`, -32600, "9"},
+		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":{"a":[{"b":1,"\u0062":2}]}}}`, -32600, "10"},
+		{`{"jsonrpc":"2.0","id":11,"method":"ping","m\u0065thod":"tools/list"}`, -32600, "11"},
+		{`{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"x","arguments":{"n":1e999999}}}`, -32600, "12"},
 	} {
 		req, _ := http.NewRequest(http.MethodPost, base+"?t=token-a", strings.NewReader(tc.body))
 		req.Header.Set("Content-Type", "application/json")

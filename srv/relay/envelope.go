@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -65,6 +66,11 @@ func Parse(data []byte) (Envelope, *Error) {
 		env.ID = ""
 		return env, errorf(wire.InvalidMessage, "id longer than %d characters", maxIDLen)
 	}
+	// What the relay checks (backendData stripped, state kept) and what
+	// it forwards must be one document: a key given twice has none.
+	if err := strictjson.Check(data); err != nil {
+		return env, errorf(wire.InvalidMessage, "frame refused: %v", err)
+	}
 	for _, f := range []struct {
 		name string
 		r    json.RawMessage
@@ -87,7 +93,7 @@ func Parse(data []byte) (Envelope, *Error) {
 	p := bytes.TrimSpace(raw.Payload)
 	switch {
 	case len(p) == 0 || string(p) == "null":
-		env.Payload = json.RawMessage("{}")
+		return env, errorf(wire.InvalidMessage, "missing \"payload\": every envelope carries an object ({} when there is nothing in it)")
 	case p[0] != '{':
 		return env, errorf(wire.InvalidMessage, "\"payload\" must be an object")
 	default:
@@ -121,7 +127,9 @@ func mustJSON(v any) json.RawMessage {
 // stripBackendData removes every "backendData" key, at any depth, from a
 // payload: backend data drives the host UI and must never reach an agent
 // or a log. The quick check keeps the common case free of a re-encode; a
-// key spelt with escapes (\u0044) still takes the slow path.
+// key spelt with escapes (\u0044) still takes the slow path. Parse has
+// refused a key given twice, so the value stripped and re-encoded is the
+// one the bytes hold, not the last of two.
 func stripBackendData(p json.RawMessage) json.RawMessage {
 	if !bytes.Contains(p, []byte("backendData")) && !bytes.Contains(p, []byte(`\u`)) {
 		return p

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -18,6 +19,8 @@ func FuzzParse(f *testing.F) {
 		`{"v":"mvp-0.1","type":"x"}`, `{"v":"mvp-0.2"}`, `{"v":"mvp-0.2","type":1}`, `[]`, `null`, `{`, "\xff\xfe",
 		`{"v":"mvp-0.2","type":"x","payload":"str"}`, `{"v":"mvp-0.2","type":"x","id":{"a":1}}`,
 		`{"v":"mvp-0.2","type":"state.updated","payload":{"uiSpec":{"backend\u0044ata":{"k":1}}}}`,
+		`{"v":"mvp-0.2","type":"state.updated","payload":{"uiSpec":{"backendData":1},"ui\u0053pec":{}}}`,
+		`{"v":"mvp-0.2","type":"snapshot.get","id":"x"}`, `{"v":"mvp-0.2","type":"x","payload":{"n":1e999}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -32,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if env.V != wire.Version || env.Type == "" || !utf8.ValidString(env.Type) {
+		if env.V != wire.Version || env.Type == "" || !utf8.ValidString(env.Type) || strictjson.Check(data) != nil {
 			t.Fatalf("accepted %+v", env)
 		}
 		var obj map[string]json.RawMessage

@@ -1,0 +1,255 @@
+// Package strictjson checks JSON from the wire before anything reads it,
+// so that what a door checks and what it forwards are one document.
+//
+// encoding/json keeps the last of a key given twice, a JavaScript peer
+// too, while a check that scans the bytes or reads the first one sees
+// another value: {"uiSpec":{"backendData":1},"uiSpec":{}} reads as a
+// uiSpec without backendData, and its bytes, forwarded as written, still
+// carry it. Such a text has no one meaning, so it is refused, as are a
+// number no float64 holds (1e999999 reads as Inf, or not at all) and a
+// number literal of megabytes. Keys are compared as decoded: "a" and
+// "\u0061" are one key.
+//
+// The check runs on untrusted input, before or at authentication: it
+// reads with encoding/json's tokenizer (Decoder.Token; encoding/json/v2's
+// jsontext still needs GOEXPERIMENT=jsonv2), its time and memory grow
+// linearly with the size of the text, which the caller bounds (a frame,
+// a body), and nesting is bounded by MaxDepth. A text costs about what
+// decoding it once into an any costs (BenchmarkCheck: a 4 MiB array of
+// one-digit numbers is the worst per byte).
+package strictjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+)
+
+const (
+	// MaxDepth bounds the nesting of objects and arrays.
+	MaxDepth = 512
+	// MaxNumberLen bounds a number literal, in bytes: a float64 needs at
+	// most 24 to be written exactly enough to read back.
+	MaxNumberLen = 128
+)
+
+// Kind says what is wrong with a text.
+type Kind int
+
+const (
+	Syntax    Kind = iota + 1 // not one JSON value
+	Depth                     // nested deeper than MaxDepth
+	Duplicate                 // an object gives a key twice
+	Number                    // a number no float64 holds, or longer than MaxNumberLen
+)
+
+// Error is what Check found, where.
+type Error struct {
+	Kind Kind
+	// Path is where, from the root: $, $.uiSpec, $.a[0]["b c"].
+	Path string
+	// Detail says what, in words a sender can act on.
+	Detail string
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" || e.Path == "$" {
+		return e.Detail
+	}
+	return e.Detail + " at " + e.Path
+}
+
+// Check reports whether b is exactly one JSON value (whitespace around it
+// aside) whose objects give each key once, whose numbers a float64 holds
+// and whose nesting is at most MaxDepth; the error is an *Error.
+func Check(b []byte) error {
+	c := checker{d: json.NewDecoder(bytes.NewReader(b))}
+	c.d.UseNumber()
+	return c.run()
+}
+
+// level is an open object or array.
+type level struct {
+	object bool
+	// key is the object's member being read ("" before the first);
+	// index the array's element.
+	key   string
+	index int
+	// wantKey: the object's next token is a key (or its end).
+	wantKey bool
+	// keys seen: a few in a slice, then a set.
+	few  []string
+	many map[string]struct{}
+}
+
+// seen records k and reports whether it was already there.
+func (l *level) seen(k string) bool {
+	if l.many != nil {
+		if _, ok := l.many[k]; ok {
+			return true
+		}
+		l.many[k] = struct{}{}
+		return false
+	}
+	for _, f := range l.few {
+		if f == k {
+			return true
+		}
+	}
+	if len(l.few) < 8 {
+		l.few = append(l.few, k)
+		return false
+	}
+	l.many = make(map[string]struct{}, 16)
+	for _, f := range l.few {
+		l.many[f] = struct{}{}
+	}
+	l.few = nil
+	l.many[k] = struct{}{}
+	return false
+}
+
+type checker struct {
+	d     *json.Decoder
+	stack []level
+}
+
+func (c *checker) run() error {
+	done := false // the top-level value is complete
+	for {
+		tok, err := c.d.Token()
+		if errors.Is(err, io.EOF) {
+			if !done {
+				return c.fail(Syntax, "not valid JSON: the text ends before its value does")
+			}
+			return nil
+		}
+		if err != nil {
+			return c.syntax(err)
+		}
+		if done {
+			return &Error{Kind: Syntax, Path: "$", Detail: "not valid JSON: trailing data after the value"}
+		}
+		if top := c.top(); top != nil && top.object && top.wantKey {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				done = c.pop()
+				continue
+			}
+			k, _ := tok.(string) // the tokenizer gives only a string or } here
+			if top.seen(k) {
+				return c.fail(Duplicate, fmt.Sprintf("key %.64q is given more than once in the object", k))
+			}
+			top.key, top.wantKey = k, false
+			continue
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{', '[':
+				if len(c.stack) >= MaxDepth {
+					return c.fail(Depth, fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+				}
+				c.stack = append(c.stack, level{object: t == '{', wantKey: t == '{'})
+				continue
+			case ']':
+				done = c.pop()
+				continue
+			}
+		case json.Number:
+			if e := c.number(string(t)); e != nil {
+				return e
+			}
+		}
+		done = c.value()
+	}
+}
+
+func (c *checker) top() *level {
+	if len(c.stack) == 0 {
+		return nil
+	}
+	return &c.stack[len(c.stack)-1]
+}
+
+// pop closes the innermost object or array, a value of its parent; it
+// reports whether that was the top-level value.
+func (c *checker) pop() bool {
+	c.stack = c.stack[:len(c.stack)-1]
+	return c.value()
+}
+
+// value moves past a complete value; it reports whether that was the
+// top-level value.
+func (c *checker) value() bool {
+	top := c.top()
+	switch {
+	case top == nil:
+		return true
+	case top.object:
+		top.wantKey = true
+	default:
+		top.index++
+	}
+	return false
+}
+
+func (c *checker) number(s string) error {
+	if len(s) > MaxNumberLen {
+		return c.fail(Number, fmt.Sprintf("a number of %d characters (at most %d)", len(s), MaxNumberLen))
+	}
+	if f, err := strconv.ParseFloat(s, 64); math.IsInf(f, 0) || (err != nil && !errors.Is(err, strconv.ErrRange)) {
+		return c.fail(Number, fmt.Sprintf("the number %s does not fit a 64-bit float", s))
+	}
+	return nil
+}
+
+func (c *checker) syntax(err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return c.fail(Syntax, fmt.Sprintf("not valid JSON (at byte %d)", se.Offset))
+	}
+	return c.fail(Syntax, "not valid JSON")
+}
+
+func (c *checker) fail(k Kind, detail string) *Error {
+	return &Error{Kind: k, Path: c.path(), Detail: detail}
+}
+
+// path names where the checker is, from the root.
+func (c *checker) path() string {
+	var b strings.Builder
+	b.WriteString("$")
+	for _, l := range c.stack {
+		switch {
+		case !l.object:
+			fmt.Fprintf(&b, "[%d]", l.index)
+		case l.wantKey:
+			// between members: the object itself
+		case isName(l.key):
+			b.WriteString("." + l.key)
+		default:
+			fmt.Fprintf(&b, "[%.64q]", l.key)
+		}
+		if b.Len() > 512 {
+			return b.String()[:512] + "…"
+		}
+	}
+	return b.String()
+}
+
+func isName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}

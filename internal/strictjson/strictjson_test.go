@@ -1,0 +1,115 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestCheckAccepts(t *testing.T) {
+	for _, s := range []string{
+		`{}`, `[]`, `null`, `0`, `"x"`, ` {"a":1} `, "\n[1,2]\t",
+		`{"a":{"a":{"a":1}},"b":[{"a":1},{"a":2}]}`, // one key per object, however often across them
+		`{"a":1,"A":2}`,     // keys are case-sensitive
+		`{"":1,"\u0000":2}`, // the empty key and NUL are two keys
+		`[1.7976931348623157e308,-1.7976931348623157e308,5e-324,1e-999999,0.1000000000000000055511151231257827021181583404541015625]`,
+		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10}`,
+		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+	} {
+		if err := Check([]byte(s)); err != nil {
+			t.Errorf("Check(%.80s) = %v, want nil", s, err)
+		}
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	many := `{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10,"k9":9}`
+	for _, c := range []struct {
+		in   string
+		kind Kind
+		path string
+	}{
+		{`{"uiSpec":{"backendData":"SECRET"},"uiSpec":{"v":1}}`, Duplicate, "$"},
+		{`{"uiSpec":{"a":[{"b":{"backendData":"SECRET"}}],"a":0}}`, Duplicate, "$.uiSpec"},
+		{`{"a":[{"b":1},{"c":1,"c":2}]}`, Duplicate, "$.a[1]"},
+		{`[[0],[1,{"x":{"y":1,"y":1}}]]`, Duplicate, "$[1][1].x"},
+		{`{"a":1,"\u0061":2}`, Duplicate, "$"},
+		{`{"backendData":1,"backend\u0044ata":2}`, Duplicate, "$"},
+		{`{"a b":{"z":1,"z":2}}`, Duplicate, `$["a b"]`},
+		{many, Duplicate, "$"},
+		{`{"a":1e999999}`, Number, "$.a"},
+		{`[-1e309]`, Number, "$[0]"},
+		{`{"n":` + strings.Repeat("9", MaxNumberLen+1) + `}`, Number, "$.n"},
+		{`{"n":0.` + strings.Repeat("0", MaxNumberLen) + `}`, Number, "$.n"},
+		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), Depth, ("$" + strings.Repeat("[0]", MaxDepth))[:512] + "…"}, // a path is cut
+		{``, Syntax, "$"},
+		{`   `, Syntax, "$"},
+		{`{"a":1`, Syntax, "$"},
+		{`{"a":1,}`, Syntax, "$"},
+		{`{} {}`, Syntax, "$"},
+		{`{}x`, Syntax, "$"},
+		{`[1,]`, Syntax, "$[1]"},
+		{`{"a" 1}`, Syntax, "$.a"},
+		{`"\x"`, Syntax, "$"},
+		{`01`, Syntax, "$"},
+	} {
+		err := Check([]byte(c.in))
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("Check(%.80s) = %v, want a %d error", c.in, err, c.kind)
+			continue
+		}
+		if e.Kind != c.kind || e.Path != c.path || e.Detail == "" {
+			t.Errorf("Check(%.80s) = %+v, want kind %d at %s", c.in, e, c.kind, c.path)
+		}
+	}
+}
+
+// FuzzCheck: what Check takes, encoding/json takes; what it refuses, it
+// says why and where.
+func FuzzCheck(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a":1,"a":2}`, `[1e999]`, `{"a":[{"b":"\u0062"}]}`, `[`, `"\ud800"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		err := Check(b)
+		if err == nil && !json.Valid(b) {
+			t.Fatalf("Check took %q, which is not JSON", b)
+		}
+		var e *Error
+		if err != nil && (!errors.As(err, &e) || e.Detail == "" || !strings.HasPrefix(e.Path, "$")) {
+			t.Fatalf("Check(%q) = %#v", b, err)
+		}
+	})
+}
+
+// BenchmarkCheck measures the worst texts per byte: a frame of the
+// relay's largest size (4 MiB) of one-digit numbers, and of one-key
+// members.
+func BenchmarkCheck(b *testing.B) {
+	const size = 4 << 20
+	var keys strings.Builder
+	keys.WriteString("{")
+	for i := 0; keys.Len() < size; i++ {
+		if i > 0 {
+			keys.WriteString(",")
+		}
+		keys.WriteString(`"` + strconv.FormatInt(int64(i), 36) + `":0`)
+	}
+	keys.WriteString("}")
+	for name, text := range map[string]string{
+		"numbers": "[" + strings.Repeat("0,", size/2-1) + "0]",
+		"keys":    keys.String(),
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(text)))
+			for b.Loop() {
+				if err := Check([]byte(text)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
