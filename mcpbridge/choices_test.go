@@ -55,7 +55,9 @@ func TestAnswerNamesTheChosenOptions(t *testing.T) {
 		return &pb.AskQuestionResponse{ID: r.GetID(), Contents: reply}, nil
 	}}
 	c := newClient(t, f, Options{})
-	txt := func(s string) *pb.McpResultContent { return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}} }
+	txt := func(s string) *pb.McpResultContent {
+		return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}}
+	}
 	reply = []*pb.McpResultContent{txt("Stop"), txt("and tell me why"), txt("Continue")}
 	r := call(t, c, "ask_question", map[string]any{
 		"question": "Go on?", "multi_select": true,
