@@ -58,6 +58,8 @@ type telegramQuestion struct {
 	token string
 	kind  wire.Kind
 	id    string
+	// labels are what its buttons answer with, by index.
+	labels []string
 }
 
 // maxTracked bounds the messages remembered for replies and edits.
@@ -123,20 +125,27 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		return nil
 	}
 	text := title(n) + "\n\n" + clip(n.Request.Text, 3500) + "\n\n(Tap an answer, or reply to this message.)"
-	var row []models.InlineKeyboardButton
-	for i, label := range quickReplies {
-		row = append(row, models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + n.Cap})
+	// The quick replies fit on one row; a question's own options, longer
+	// and up to ten, take a row each.
+	labels, own := buttonsOf(n.Request)
+	var rows [][]models.InlineKeyboardButton
+	for i, label := range labels {
+		b := models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + n.Cap}
+		if len(rows) == 0 || own {
+			rows = append(rows, nil)
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], b)
 	}
 	for _, chat := range t.Chats {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
 		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text,
-			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}})
+			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID})
+		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, labels})
 	}
 	return nil
 }
@@ -193,15 +202,23 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("This chat may not answer.")
 		return
 	}
+	// The buttons of the message tapped; a message no longer tracked
+	// (settled, or forgotten) had the quick replies or answers nothing.
+	labels := quickReplies
+	t.mu.Lock()
+	if tq, ok := t.asks[sentKey{msg.Chat.ID, msg.ID}]; ok {
+		labels = tq.labels
+	}
+	t.mu.Unlock()
 	parts := strings.SplitN(q.Data, ":", 3)
 	i, err := strconv.Atoi(parts[min(1, len(parts)-1)])
-	if len(parts) != 3 || parts[0] != "a" || err != nil || i < 0 || i >= len(quickReplies) {
+	if len(parts) != 3 || parts[0] != "a" || err != nil || i < 0 || i >= len(labels) {
 		reply("Not an answer of ours.")
 		return
 	}
-	switch err := a.ByCap(parts[2], quickReplies[i]); {
+	switch err := a.ByCap(parts[2], labels[i]); {
 	case err == nil:
-		reply("Answered: " + quickReplies[i])
+		reply("Answered: " + labels[i])
 	case errors.Is(err, hub.ErrNotPending):
 		reply("The question is no longer pending.")
 	default:
