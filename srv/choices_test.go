@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -60,5 +61,52 @@ func TestOptionsOverMCP(t *testing.T) {
 	}
 	if err := json.Unmarshal(b, &a); err != nil || strings.Join(a.Chosen, "|") != "Wait" || a.Text != "until the backup ends" {
 		t.Errorf("structured content = %s", b)
+	}
+}
+
+// TestOptionsInTheClientsForm: over /mcp, a client that shows forms gets
+// the options as an array of enums (multi_select); choosing two there
+// answers the call with both, and the inbox's devices are told the same
+// labels.
+func TestOptionsInTheClientsForm(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	tr, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tokA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := startFormClient(t, tr)
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := callTool(context.Background(), fc.Client, "task_finish", map[string]any{
+			"summary": "Refactored the cart.", "multi_select": true, "allow_other": false,
+			"options": []any{map[string]any{"label": "Run the tests again"}, map[string]any{"label": "Update the docs"}, map[string]any{"label": "Stop"}},
+		}, nil)
+		done <- result{r, err}
+	}()
+	expect(t, phone, "TaskFinish")
+	expect(t, phone, "WorkReport") // the same report under the current generation's Cmd
+	f := fc.nextForm(t)
+	f.answer <- &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"choice": []any{"Stop", "Run the tests again"}}}}
+	res := <-done
+	if res.err != nil || res.r.IsError || resultText(res.r) != `The person chose the options "Run the tests again", "Stop".` {
+		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+	b, _ := json.Marshal(res.r.StructuredContent)
+	if !strings.Contains(string(b), `"chosen":["Run the tests again","Stop"]`) {
+		t.Errorf("structured content = %s", b)
+	}
+	n := expect(t, phone, "TaskFinishReplyNotification")
+	var got []string
+	for _, c := range n.GetTaskFinishResponse().GetContents() {
+		got = append(got, c.GetText().GetText())
+	}
+	if strings.Join(got, "|") != "Stop|Run the tests again" {
+		t.Errorf("the inbox was told %q", got)
 	}
 }
