@@ -469,12 +469,26 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 	res := &mcp.CallToolResult{IsError: r.GetIsError()}
 	opts, _, _ := wire.OptionsOf(qs)
 	var texts []string
+	for _, c := range r.GetContents() {
+		if t := c.GetText().GetText(); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	chosen, free := wire.Chosen(opts, texts)
+	if len(chosen) > 0 {
+		res.Content = append(res.Content, mcp.NewTextContent(chosenText(chosen)))
+	}
+	// The rest in the order given: the chosen labels are told above.
+	label := make(map[string]bool, len(chosen))
+	for _, c := range chosen {
+		label[c] = true
+	}
 	images := 0
 	for _, c := range r.GetContents() {
 		switch {
 		case c.GetText() != nil || c.GetType() == 1:
-			if t := c.GetText().GetText(); t != "" {
-				texts = append(texts, t)
+			if t := c.GetText().GetText(); t != "" && !label[t] {
+				res.Content = append(res.Content, mcp.NewTextContent(t))
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
 			if im := c.GetImage(); im.GetData() != "" {
@@ -491,15 +505,6 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 			}
 		}
 	}
-	chosen, free := wire.Chosen(opts, texts)
-	var lead []mcp.Content
-	if len(chosen) > 0 {
-		lead = append(lead, mcp.NewTextContent(chosenText(chosen)))
-	}
-	for _, t := range free {
-		lead = append(lead, mcp.NewTextContent(t))
-	}
-	res.Content = append(lead, res.Content...)
 	if len(res.Content) == 0 {
 		msg := "The person answered with an empty reply."
 		if kind == wire.TaskFinish {
