@@ -56,7 +56,7 @@ type offer struct {
 // requests to clients (no sampling, no roots, no pings: see the HTTP
 // endpoint), so while it holds formSlot, its next form gets formSeq+1. A
 // second call waiting meanwhile offers its form when the first one's ends.
-func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text string, endCall context.CancelCauseFunc) *offer {
+func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text string, qs []*pb.Question, endCall context.CancelCauseFunc) *offer {
 	o := &offer{done: make(chan struct{}), ended: make(chan struct{})}
 	srv := server.ServerFromContext(ctx)
 	if b.o.Reply == nil || srv == nil || !formElicitation(ctx) {
@@ -75,7 +75,7 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 		}
 		defer func() { <-b.formSlot }()
 		seq := b.formSeq + 1
-		res, err := srv.RequestElicitation(ectx, formFor(kind, text))
+		res, err := srv.RequestElicitation(ectx, formFor(kind, text, qs))
 		if !notSent(err) {
 			b.formSeq, o.shown = seq, true
 		}
@@ -104,7 +104,7 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 			b.log.Info("the person dismissed the form in the client; the request waits in the inbox", "kind", kind, "id", id, "action", res.Action)
 			_ = logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
 		default:
-			o.answered, o.direct = b.answerFromClient(ctx, kind, id, formAnswer(res.Content))
+			o.answered, o.direct = b.answerFromClient(ctx, kind, id, formAnswer(res.Content), qs)
 			if o.direct != nil {
 				endCall(errAnsweredInClient)
 			}
@@ -117,12 +117,15 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 // device's answer, under the client's name. It reports whether it went
 // in first; when it could not go in at all, it returns the answer as the
 // call's result, so nothing typed is lost.
-func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id, answer string) (won bool, direct *mcp.CallToolResult) {
+func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string, answer []string, qs []*pb.Question) (won bool, direct *mcp.CallToolResult) {
 	nick := ClientNickname
 	if name := mcpClientName(ctx); name != "" {
 		nick += " (" + name + ")"
 	}
-	resp := &pb.AskQuestionResponse{ID: id, Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: answer}}}}
+	resp := &pb.AskQuestionResponse{ID: id}
+	for _, t := range answer {
+		resp.Contents = append(resp.Contents, &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: t}})
+	}
 	var err error
 	if kind == wire.TaskFinish {
 		_, err = b.o.Reply.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: b.o.Token, Nickname: nick,
@@ -141,7 +144,7 @@ func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id, answe
 		return false, nil
 	}
 	b.log.Warn("could not put the form's answer in; returning it directly", "kind", kind, "id", id, "err", err)
-	return false, toResult(kind, resp)
+	return false, toResult(kind, resp, qs)
 }
 
 // end withdraws the form if it is still open, waits for the offer, and
@@ -195,16 +198,54 @@ func notSent(err error) bool {
 		errors.Is(err, server.ErrServerInitiatedRequestUnsupported)
 }
 
-// formFor is the form for a request: its text and one answer field.
-func formFor(kind wire.Kind, text string) mcp.ElicitationRequest {
+// formFor is the form for a request: its text, the options it offers as
+// an enum (an array of enums when several may be chosen), and a free
+// answer field unless only the options are allowed.
+func formFor(kind wire.Kind, text string, qs []*pb.Question) mcp.ElicitationRequest {
 	msg := text + "\n\n(You can also answer in the agentassistant inbox on your PC or phone; the first answer counts.)"
 	field := map[string]any{"type": "string", "title": "Your answer"}
-	schema := map[string]any{"type": "object", "properties": map[string]any{"answer": field}, "required": []string{"answer"}}
+	props := map[string]any{}
+	required := []string{"answer"}
 	if kind == wire.TaskFinish {
 		msg = "The agent finished a task:\n\n" + text +
 			"\n\nYour feedback or next instruction (or answer in the agentassistant inbox on your PC or phone; the first answer counts)."
 		field["title"] = "Feedback or next instruction"
-		delete(schema, "required")
+		required = nil
+	}
+	opts, multiple, custom := wire.OptionsOf(qs)
+	if len(opts) > 0 {
+		labels := make([]string, len(opts))
+		var desc []string
+		for i, o := range opts {
+			labels[i] = o.GetLabel()
+			if o.GetDescription() != "" {
+				desc = append(desc, o.GetLabel()+": "+o.GetDescription())
+			}
+		}
+		choice := map[string]any{"type": "string", "title": "Choose", "enum": labels}
+		if multiple {
+			choice = map[string]any{"type": "array", "title": "Choose one or more", "items": map[string]any{"type": "string", "enum": labels}}
+		}
+		if len(desc) > 0 {
+			choice["description"] = strings.Join(desc, "\n")
+		}
+		props["choice"] = choice
+		required = nil
+		if !custom {
+			if !multiple {
+				required = []string{"choice"}
+			}
+			field = nil
+		} else {
+			field["title"] = "Or your own answer"
+		}
+	}
+	if field != nil {
+		props["answer"] = field
+	}
+	schema := map[string]any{"type": "object", "properties": props}
+	if len(required) > 0 {
+		schema["required"] = required
 	}
 	return mcp.ElicitationRequest{
 		Request: mcp.Request{Method: string(mcp.MethodElicitationCreate)},
@@ -212,11 +253,28 @@ func formFor(kind wire.Kind, text string) mcp.ElicitationRequest {
 	}
 }
 
-// formAnswer is the text of an accepted form.
-func formAnswer(content any) string {
+// formAnswer is the texts of an accepted form: the chosen option labels,
+// one text each, then what was typed.
+func formAnswer(content any) []string {
 	m, _ := content.(map[string]any)
+	var out []string
+	switch c := m["choice"].(type) {
+	case string:
+		if c != "" {
+			out = append(out, c)
+		}
+	case []any:
+		for _, v := range c {
+			if s, ok := v.(string); ok && s != "" {
+				out = append(out, s)
+			}
+		}
+	}
 	s, _ := m["answer"].(string)
-	return strings.TrimSpace(s)
+	if s = strings.TrimSpace(s); s != "" || len(out) == 0 {
+		out = append(out, s)
+	}
+	return out
 }
 
 // answeredBy reads who answered from a call's response headers.

@@ -153,8 +153,9 @@ func TestWorkReportTool(t *testing.T) {
 				args = append(args, name)
 			}
 			slices.Sort(args)
-			if want := []string{"agent_name", "project_directory", "reasoning_model_name", "summary", "timeout"}; !slices.Equal(args, want) {
-				t.Errorf("work_report takes %v, want upstream's %v", args, want)
+			// Upstream's arguments, and the choices it may offer besides.
+			if want := []string{"agent_name", "allow_other", "multi_select", "options", "project_directory", "reasoning_model_name", "summary", "timeout"}; !slices.Equal(args, want) {
+				t.Errorf("work_report takes %v, want upstream's and the choices %v", args, want)
 			}
 			if !slices.Equal(wr.InputSchema.Required, []string{"summary"}) {
 				t.Errorf("work_report requires %v", wr.InputSchema.Required)

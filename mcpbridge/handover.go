@@ -45,7 +45,9 @@ func (b *bridge) handOver(ctx context.Context, kind wire.Kind, tool, dir string)
 // missedResult is the tool result that hands over answers given while no
 // agent waited, instead of the call of kind to tool.
 func missedResult(kind wire.Kind, tool string, as []*pb.MissedAnswer, now time.Time) *mcp.CallToolResult {
-	res := &mcp.CallToolResult{}
+	// Nothing was asked: the structured content (the tools' outputSchema)
+	// says so.
+	res := &mcp.CallToolResult{StructuredContent: answer{Chosen: []string{}}}
 	for _, a := range as {
 		akind := wire.AskQuestion
 		if a.GetMessageType() == wire.TaskFinish.String() {
@@ -59,7 +61,7 @@ func missedResult(kind wire.Kind, tool string, as []*pb.MissedAnswer, now time.T
 			"While no agent was waiting for it, the person answered an earlier %s from this project (asked %s ago, answered %s ago%s). The %s was:\n\n%s\n\nTheir answer:",
 			kindWord(akind), ago(now.Sub(time.UnixMilli(a.GetCreatedAt()))), ago(now.Sub(time.UnixMilli(a.GetAnsweredAt()))), by,
 			kindWord(akind), quote(a.GetText()))))
-		res.Content = append(res.Content, toResult(akind, a.GetResponse()).Content...)
+		res.Content = append(res.Content, toResult(akind, a.GetResponse(), nil).Content...)
 	}
 	if kind == wire.TaskFinish {
 		res.Content = append(res.Content, mcp.NewTextContent(

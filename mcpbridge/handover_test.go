@@ -132,7 +132,7 @@ func TestSessionEndLeavesRequestPending(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		res := make(chan *mcp.CallToolResult, 1)
 		go func() {
-			r, _ := b.wait(ctx, mcp.CallToolRequest{}, wire.AskQuestion, "id-1", time.Minute, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+			r, _ := b.wait(ctx, mcp.CallToolRequest{}, wire.AskQuestion, "id-1", nil, time.Minute, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 				<-ctx.Done()
 				return nil, connect.NewError(connect.CodeCanceled, ctx.Err())
 			})

@@ -155,7 +155,7 @@ func TestReattachTexts(t *testing.T) {
 				o.defaults()
 				b := newBridge(o)
 				start := time.Now()
-				res, err := b.wait(context.Background(), mcp.CallToolRequest{}, wire.AskQuestion, "id-1", time.Minute,
+				res, err := b.wait(context.Background(), mcp.CallToolRequest{}, wire.AskQuestion, "id-1", nil, time.Minute,
 					func(ctx context.Context) (*pb.AskQuestionResponse, error) { return tc.srv(ctx, time.Since(start)) })
 				took := time.Since(start)
 				if err != nil {

@@ -29,13 +29,16 @@ func (b *bridge) register(s *server.MCPServer) {
 	modelOpt := mcp.WithString("reasoning_model_name",
 		mcp.Description("The model you run on (e.g. claude-sonnet-4, gpt-5); shown to the person."),
 	)
+	choiceOpts := choiceOpts()
 	s.AddTool(mcp.NewTool("ask_question",
 		mcp.WithDescription("Ask the person you work for a question and wait for their answer. "+
 			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
-			"rather than guessing or stopping. Markdown is rendered. The answer may contain text and images."),
+			"rather than guessing or stopping. Markdown is rendered. Offer options when the answer is one of a few choices: "+
+			"the person answers in one tap. The answer may contain the chosen options, text and images."),
 		mcp.WithString("question", mcp.Required(),
 			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see.")),
-		dirOpt, timeoutOpt, agentOpt, modelOpt,
+		dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
+		mcp.WithRawOutputSchema(answerSchema),
 		mcp.WithTitleAnnotation("Ask the user"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -45,8 +48,10 @@ func (b *bridge) register(s *server.MCPServer) {
 		mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open."))
 	s.AddTool(mcp.NewTool("task_finish",
 		mcp.WithDescription("Report to the person you work for that you have finished the task, and wait for their feedback: "+
-			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did."),
-		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
+			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did. "+
+			"You may offer options for the next step (e.g. \"Continue\", \"Stop\", \"Run the tests again\")."),
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
+		mcp.WithRawOutputSchema(answerSchema),
 		mcp.WithTitleAnnotation("Report the finished task"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -58,7 +63,8 @@ func (b *bridge) register(s *server.MCPServer) {
 	s.AddTool(mcp.NewTool("work_report",
 		mcp.WithDescription("Before you finish a task, send the person you work for a report of your work and wait for their "+
 			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish."),
-		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt,
+		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
+		mcp.WithRawOutputSchema(answerSchema),
 		mcp.WithTitleAnnotation("Report the work"),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
@@ -71,6 +77,10 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	if strings.TrimSpace(q) == "" {
 		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
 	}
+	qs, err := questionsArg(req, q)
+	if err != nil {
+		return mcp.NewToolResultError("ask_question: " + err.Error() + "."), nil
+	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	if res := b.handOver(ctx, wire.AskQuestion, "ask_question", b.dir(req)); res != nil {
 		return res, nil
@@ -79,9 +89,9 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
 		ProjectDirectory: b.dir(req), Question: q, Timeout: wire.Seconds(timeout),
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
-		McpClientName: mcpClientName(ctx),
+		McpClientName: mcpClientName(ctx), Questions: qs,
 	}}
-	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.o.Client.AskQuestion(ctx, call)
 	})
 }
@@ -98,6 +108,10 @@ func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRe
 	if strings.TrimSpace(sum) == "" {
 		return mcp.NewToolResultError(tool + " needs a non-empty \"summary\"."), nil
 	}
+	qs, err := questionsArg(req, sum)
+	if err != nil {
+		return mcp.NewToolResultError(tool + ": " + err.Error() + "."), nil
+	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	if res := b.handOver(ctx, wire.TaskFinish, tool, b.dir(req)); res != nil {
 		return res, nil
@@ -106,23 +120,23 @@ func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRe
 	report := &pb.McpWorkReportRequest{
 		ProjectDirectory: b.dir(req), Summary: sum, Timeout: wire.Seconds(timeout),
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
-		McpClientName: mcpClientName(ctx),
+		McpClientName: mcpClientName(ctx), Questions: qs,
 	}
-	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		return b.reportCall(ctx, id, report)
 	})
 }
 
 // waitAndOffer waits for the request (wait) while it is also offered as a
 // form in the agent's client (offerInClient), and returns the outcome.
-func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id, text string, timeout time.Duration,
+func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id, text string, qs []*pb.Question, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	wctx, endCall := context.WithCancelCause(ctx)
 	defer endCall(nil)
-	form := b.offerInClient(ctx, kind, id, text, endCall)
+	form := b.offerInClient(ctx, kind, id, text, qs, endCall)
 	var by string
 	replied := false
-	res, err := b.wait(wctx, req, kind, id, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
+	res, err := b.wait(wctx, req, kind, id, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		cctx, info := connect.NewClientContext(ctx)
 		// It takes the answers given while it was away (handOver) and
 		// re-attaches: its requests outlive a dropped call.
@@ -155,7 +169,7 @@ func (b *bridge) reportCall(ctx context.Context, id string, r *pb.McpWorkReportR
 	}
 	resp, err := b.o.Client.TaskFinish(ctx, &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
 		ProjectDirectory: r.ProjectDirectory, Summary: r.Summary, Timeout: r.Timeout,
-		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName,
+		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName, Questions: r.Questions,
 	}})
 	if err != nil {
 		return nil, err
@@ -186,7 +200,7 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 // client cancels, the request is withdrawn explicitly; when the MCP
 // session ends (Options.Done), it is left pending for the next
 // agentassistant-mcp of the project.
-func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, timeout time.Duration,
+func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, qs []*pb.Question, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
 	defer stop()
@@ -227,7 +241,7 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 				return mcp.NewToolResultError(b.explain(kind, timeout, told)), nil
 			}
 			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
-			return toResult(kind, resp), nil
+			return toResult(kind, resp, qs), nil
 		}
 		if ctx.Err() != nil {
 			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
@@ -448,18 +462,38 @@ func rootCause(err error) string {
 }
 
 // toResult turns a person's reply into MCP content: text as text, images
-// as images.
-func toResult(kind wire.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
+// as images; with the options the request offered (qs), a text naming
+// an option's label is a choice, told first in words, and the structured
+// content says which were chosen and what was typed besides.
+func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{IsError: r.GetIsError()}
+	opts, _, _ := wire.OptionsOf(qs)
+	var texts []string
+	for _, c := range r.GetContents() {
+		if t := c.GetText().GetText(); t != "" {
+			texts = append(texts, t)
+		}
+	}
+	chosen, free := wire.Chosen(opts, texts)
+	if len(chosen) > 0 {
+		res.Content = append(res.Content, mcp.NewTextContent(chosenText(chosen)))
+	}
+	// The rest in the order given: the chosen labels are told above.
+	label := make(map[string]bool, len(chosen))
+	for _, c := range chosen {
+		label[c] = true
+	}
+	images := 0
 	for _, c := range r.GetContents() {
 		switch {
 		case c.GetText() != nil || c.GetType() == 1:
-			if t := c.GetText().GetText(); t != "" {
+			if t := c.GetText().GetText(); t != "" && !label[t] {
 				res.Content = append(res.Content, mcp.NewTextContent(t))
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
 			if im := c.GetImage(); im.GetData() != "" {
 				res.Content = append(res.Content, mcp.NewImageContent(im.GetData(), orDefault(im.GetMimeType(), "image/png")))
+				images++
 			}
 		case c.GetAudio() != nil || c.GetType() == 3:
 			if a := c.GetAudio(); a.GetData() != "" {
@@ -478,7 +512,17 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse) *mcp.CallToolResult {
 		}
 		res.Content = append(res.Content, mcp.NewTextContent(msg))
 	}
+	if !res.IsError {
+		res.StructuredContent = answer{Answered: true, Chosen: orEmpty(chosen), Text: strings.Join(free, "\n\n"), Images: images}
+	}
 	return res
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 func embedded(e *pb.EmbeddedResource) mcp.Content {

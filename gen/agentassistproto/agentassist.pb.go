@@ -383,6 +383,142 @@ func (*MsgEmpty) Descriptor() ([]byte, []int) {
 	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{5}
 }
 
+// A choice offered with a question.
+type Option struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the person taps; the answer names the option by it.
+	Label string `protobuf:"bytes,1,opt,name=label,proto3" json:"label,omitempty"`
+	// A line saying what choosing it means; optional.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Option) Reset() {
+	*x = Option{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Option) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Option) ProtoMessage() {}
+
+func (x *Option) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Option.ProtoReflect.Descriptor instead.
+func (*Option) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Option) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *Option) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A question with choices, as the current upstream generation defines it.
+type Question struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The complete question, markdown.
+	Question string `protobuf:"bytes,1,opt,name=question,proto3" json:"question,omitempty"`
+	// A very short label; optional.
+	Header  string    `protobuf:"bytes,2,opt,name=header,proto3" json:"header,omitempty"`
+	Options []*Option `protobuf:"bytes,3,rep,name=options,proto3" json:"options,omitempty"`
+	// More than one option may be chosen.
+	Multiple bool `protobuf:"varint,4,opt,name=multiple,proto3" json:"multiple,omitempty"`
+	// Free text may be given besides (or instead of) the options.
+	Custom        bool `protobuf:"varint,5,opt,name=custom,proto3" json:"custom,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Question) Reset() {
+	*x = Question{}
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Question) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Question) ProtoMessage() {}
+
+func (x *Question) ProtoReflect() protoreflect.Message {
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Question.ProtoReflect.Descriptor instead.
+func (*Question) Descriptor() ([]byte, []int) {
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *Question) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *Question) GetHeader() string {
+	if x != nil {
+		return x.Header
+	}
+	return ""
+}
+
+func (x *Question) GetOptions() []*Option {
+	if x != nil {
+		return x.Options
+	}
+	return nil
+}
+
+func (x *Question) GetMultiple() bool {
+	if x != nil {
+		return x.Multiple
+	}
+	return false
+}
+
+func (x *Question) GetCustom() bool {
+	if x != nil {
+		return x.Custom
+	}
+	return false
+}
+
 type McpAskQuestionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The agent's working directory, shown so people know which project asks.
@@ -397,13 +533,16 @@ type McpAskQuestionRequest struct {
 	AgentName          string `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
 	ReasoningModelName string `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
 	McpClientName      string `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The choices offered with the question or report (the options of its
+	// first entry); clients that do not know the field show the text alone.
+	Questions     []*Question `protobuf:"bytes,7,rep,name=Questions,proto3" json:"Questions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpAskQuestionRequest) Reset() {
 	*x = McpAskQuestionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[6]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +554,7 @@ func (x *McpAskQuestionRequest) String() string {
 func (*McpAskQuestionRequest) ProtoMessage() {}
 
 func (x *McpAskQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[6]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +567,7 @@ func (x *McpAskQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpAskQuestionRequest.ProtoReflect.Descriptor instead.
 func (*McpAskQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{6}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *McpAskQuestionRequest) GetProjectDirectory() string {
@@ -473,6 +612,13 @@ func (x *McpAskQuestionRequest) GetMcpClientName() string {
 	return ""
 }
 
+func (x *McpAskQuestionRequest) GetQuestions() []*Question {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
 type AskQuestionRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	ID        string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
@@ -487,7 +633,7 @@ type AskQuestionRequest struct {
 
 func (x *AskQuestionRequest) Reset() {
 	*x = AskQuestionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[7]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -499,7 +645,7 @@ func (x *AskQuestionRequest) String() string {
 func (*AskQuestionRequest) ProtoMessage() {}
 
 func (x *AskQuestionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[7]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -512,7 +658,7 @@ func (x *AskQuestionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{7}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AskQuestionRequest) GetID() string {
@@ -555,7 +701,7 @@ type AskQuestionResponse struct {
 
 func (x *AskQuestionResponse) Reset() {
 	*x = AskQuestionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[8]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +713,7 @@ func (x *AskQuestionResponse) String() string {
 func (*AskQuestionResponse) ProtoMessage() {}
 
 func (x *AskQuestionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[8]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +726,7 @@ func (x *AskQuestionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionResponse.ProtoReflect.Descriptor instead.
 func (*AskQuestionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{8}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *AskQuestionResponse) GetID() string {
@@ -623,13 +769,16 @@ type McpTaskFinishRequest struct {
 	AgentName          string `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
 	ReasoningModelName string `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
 	McpClientName      string `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The choices offered with the question or report (the options of its
+	// first entry); clients that do not know the field show the text alone.
+	Questions     []*Question `protobuf:"bytes,7,rep,name=Questions,proto3" json:"Questions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpTaskFinishRequest) Reset() {
 	*x = McpTaskFinishRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[9]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -641,7 +790,7 @@ func (x *McpTaskFinishRequest) String() string {
 func (*McpTaskFinishRequest) ProtoMessage() {}
 
 func (x *McpTaskFinishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[9]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -654,7 +803,7 @@ func (x *McpTaskFinishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpTaskFinishRequest.ProtoReflect.Descriptor instead.
 func (*McpTaskFinishRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{9}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *McpTaskFinishRequest) GetProjectDirectory() string {
@@ -699,6 +848,13 @@ func (x *McpTaskFinishRequest) GetMcpClientName() string {
 	return ""
 }
 
+func (x *McpTaskFinishRequest) GetQuestions() []*Question {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
 type TaskFinishRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	ID        string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
@@ -713,7 +869,7 @@ type TaskFinishRequest struct {
 
 func (x *TaskFinishRequest) Reset() {
 	*x = TaskFinishRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[10]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +881,7 @@ func (x *TaskFinishRequest) String() string {
 func (*TaskFinishRequest) ProtoMessage() {}
 
 func (x *TaskFinishRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[10]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +894,7 @@ func (x *TaskFinishRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{10}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskFinishRequest) GetID() string {
@@ -781,7 +937,7 @@ type TaskFinishResponse struct {
 
 func (x *TaskFinishResponse) Reset() {
 	*x = TaskFinishResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[11]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +949,7 @@ func (x *TaskFinishResponse) String() string {
 func (*TaskFinishResponse) ProtoMessage() {}
 
 func (x *TaskFinishResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[11]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +962,7 @@ func (x *TaskFinishResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishResponse.ProtoReflect.Descriptor instead.
 func (*TaskFinishResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{11}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TaskFinishResponse) GetID() string {
@@ -850,13 +1006,16 @@ type McpWorkReportRequest struct {
 	AgentName          string                 `protobuf:"bytes,4,opt,name=AgentName,proto3" json:"AgentName,omitempty"`
 	ReasoningModelName string                 `protobuf:"bytes,5,opt,name=ReasoningModelName,proto3" json:"ReasoningModelName,omitempty"`
 	McpClientName      string                 `protobuf:"bytes,6,opt,name=McpClientName,proto3" json:"McpClientName,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	// The choices offered with the question or report (the options of its
+	// first entry); clients that do not know the field show the text alone.
+	Questions     []*Question `protobuf:"bytes,7,rep,name=Questions,proto3" json:"Questions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *McpWorkReportRequest) Reset() {
 	*x = McpWorkReportRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -868,7 +1027,7 @@ func (x *McpWorkReportRequest) String() string {
 func (*McpWorkReportRequest) ProtoMessage() {}
 
 func (x *McpWorkReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[12]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -881,7 +1040,7 @@ func (x *McpWorkReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpWorkReportRequest.ProtoReflect.Descriptor instead.
 func (*McpWorkReportRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{12}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *McpWorkReportRequest) GetProjectDirectory() string {
@@ -926,6 +1085,13 @@ func (x *McpWorkReportRequest) GetMcpClientName() string {
 	return ""
 }
 
+func (x *McpWorkReportRequest) GetQuestions() []*Question {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
 type WorkReportRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ID            string                 `protobuf:"bytes,1,opt,name=ID,proto3" json:"ID,omitempty"`
@@ -938,7 +1104,7 @@ type WorkReportRequest struct {
 
 func (x *WorkReportRequest) Reset() {
 	*x = WorkReportRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1116,7 @@ func (x *WorkReportRequest) String() string {
 func (*WorkReportRequest) ProtoMessage() {}
 
 func (x *WorkReportRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[13]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1129,7 @@ func (x *WorkReportRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkReportRequest.ProtoReflect.Descriptor instead.
 func (*WorkReportRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{13}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WorkReportRequest) GetID() string {
@@ -1006,7 +1172,7 @@ type WorkReportResponse struct {
 
 func (x *WorkReportResponse) Reset() {
 	*x = WorkReportResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1184,7 @@ func (x *WorkReportResponse) String() string {
 func (*WorkReportResponse) ProtoMessage() {}
 
 func (x *WorkReportResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[14]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1197,7 @@ func (x *WorkReportResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkReportResponse.ProtoReflect.Descriptor instead.
 func (*WorkReportResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{14}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WorkReportResponse) GetID() string {
@@ -1076,7 +1242,7 @@ type McpClientInfoData struct {
 
 func (x *McpClientInfoData) Reset() {
 	*x = McpClientInfoData{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1088,7 +1254,7 @@ func (x *McpClientInfoData) String() string {
 func (*McpClientInfoData) ProtoMessage() {}
 
 func (x *McpClientInfoData) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[15]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1101,7 +1267,7 @@ func (x *McpClientInfoData) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpClientInfoData.ProtoReflect.Descriptor instead.
 func (*McpClientInfoData) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{15}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *McpClientInfoData) GetProtocolVersion() string {
@@ -1144,7 +1310,7 @@ type McpClientInfoRequest struct {
 
 func (x *McpClientInfoRequest) Reset() {
 	*x = McpClientInfoRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1156,7 +1322,7 @@ func (x *McpClientInfoRequest) String() string {
 func (*McpClientInfoRequest) ProtoMessage() {}
 
 func (x *McpClientInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[16]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1169,7 +1335,7 @@ func (x *McpClientInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpClientInfoRequest.ProtoReflect.Descriptor instead.
 func (*McpClientInfoRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{16}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *McpClientInfoRequest) GetID() string {
@@ -1209,7 +1375,7 @@ type McpClientInfoResponse struct {
 
 func (x *McpClientInfoResponse) Reset() {
 	*x = McpClientInfoResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1387,7 @@ func (x *McpClientInfoResponse) String() string {
 func (*McpClientInfoResponse) ProtoMessage() {}
 
 func (x *McpClientInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[17]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1400,7 @@ func (x *McpClientInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use McpClientInfoResponse.ProtoReflect.Descriptor instead.
 func (*McpClientInfoResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{17}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *McpClientInfoResponse) GetSuccess() bool {
@@ -1253,7 +1419,7 @@ type CheckMessageValidityRequest struct {
 
 func (x *CheckMessageValidityRequest) Reset() {
 	*x = CheckMessageValidityRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1265,7 +1431,7 @@ func (x *CheckMessageValidityRequest) String() string {
 func (*CheckMessageValidityRequest) ProtoMessage() {}
 
 func (x *CheckMessageValidityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[18]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1278,7 +1444,7 @@ func (x *CheckMessageValidityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckMessageValidityRequest.ProtoReflect.Descriptor instead.
 func (*CheckMessageValidityRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{18}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CheckMessageValidityRequest) GetRequestIds() []string {
@@ -1298,7 +1464,7 @@ type CheckMessageValidityResponse struct {
 
 func (x *CheckMessageValidityResponse) Reset() {
 	*x = CheckMessageValidityResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1310,7 +1476,7 @@ func (x *CheckMessageValidityResponse) String() string {
 func (*CheckMessageValidityResponse) ProtoMessage() {}
 
 func (x *CheckMessageValidityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[19]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1323,7 +1489,7 @@ func (x *CheckMessageValidityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckMessageValidityResponse.ProtoReflect.Descriptor instead.
 func (*CheckMessageValidityResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{19}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CheckMessageValidityResponse) GetValidity() map[string]bool {
@@ -1343,7 +1509,7 @@ type GetPendingMessagesRequest struct {
 
 func (x *GetPendingMessagesRequest) Reset() {
 	*x = GetPendingMessagesRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1355,7 +1521,7 @@ func (x *GetPendingMessagesRequest) String() string {
 func (*GetPendingMessagesRequest) ProtoMessage() {}
 
 func (x *GetPendingMessagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[20]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1368,7 +1534,7 @@ func (x *GetPendingMessagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingMessagesRequest.ProtoReflect.Descriptor instead.
 func (*GetPendingMessagesRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{20}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetPendingMessagesRequest) GetUserToken() string {
@@ -1401,7 +1567,7 @@ type PendingMessage struct {
 
 func (x *PendingMessage) Reset() {
 	*x = PendingMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1413,7 +1579,7 @@ func (x *PendingMessage) String() string {
 func (*PendingMessage) ProtoMessage() {}
 
 func (x *PendingMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[21]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1426,7 +1592,7 @@ func (x *PendingMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingMessage.ProtoReflect.Descriptor instead.
 func (*PendingMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{21}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PendingMessage) GetMessageType() string {
@@ -1481,7 +1647,7 @@ type GetPendingMessagesResponse struct {
 
 func (x *GetPendingMessagesResponse) Reset() {
 	*x = GetPendingMessagesResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1493,7 +1659,7 @@ func (x *GetPendingMessagesResponse) String() string {
 func (*GetPendingMessagesResponse) ProtoMessage() {}
 
 func (x *GetPendingMessagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[22]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1506,7 +1672,7 @@ func (x *GetPendingMessagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetPendingMessagesResponse.ProtoReflect.Descriptor instead.
 func (*GetPendingMessagesResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{22}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetPendingMessagesResponse) GetPendingMessages() []*PendingMessage {
@@ -1535,7 +1701,7 @@ type RequestCancelledNotification struct {
 
 func (x *RequestCancelledNotification) Reset() {
 	*x = RequestCancelledNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1547,7 +1713,7 @@ func (x *RequestCancelledNotification) String() string {
 func (*RequestCancelledNotification) ProtoMessage() {}
 
 func (x *RequestCancelledNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[23]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1560,7 +1726,7 @@ func (x *RequestCancelledNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestCancelledNotification.ProtoReflect.Descriptor instead.
 func (*RequestCancelledNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{23}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RequestCancelledNotification) GetRequestId() string {
@@ -1596,7 +1762,7 @@ type OnlineUser struct {
 
 func (x *OnlineUser) Reset() {
 	*x = OnlineUser{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1774,7 @@ func (x *OnlineUser) String() string {
 func (*OnlineUser) ProtoMessage() {}
 
 func (x *OnlineUser) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[24]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,7 +1787,7 @@ func (x *OnlineUser) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OnlineUser.ProtoReflect.Descriptor instead.
 func (*OnlineUser) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{24}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *OnlineUser) GetClientId() string {
@@ -1655,7 +1821,7 @@ type GetOnlineUsersRequest struct {
 
 func (x *GetOnlineUsersRequest) Reset() {
 	*x = GetOnlineUsersRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1833,7 @@ func (x *GetOnlineUsersRequest) String() string {
 func (*GetOnlineUsersRequest) ProtoMessage() {}
 
 func (x *GetOnlineUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[25]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1846,7 @@ func (x *GetOnlineUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOnlineUsersRequest.ProtoReflect.Descriptor instead.
 func (*GetOnlineUsersRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{25}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *GetOnlineUsersRequest) GetUserToken() string {
@@ -1700,7 +1866,7 @@ type GetOnlineUsersResponse struct {
 
 func (x *GetOnlineUsersResponse) Reset() {
 	*x = GetOnlineUsersResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +1878,7 @@ func (x *GetOnlineUsersResponse) String() string {
 func (*GetOnlineUsersResponse) ProtoMessage() {}
 
 func (x *GetOnlineUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[26]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +1891,7 @@ func (x *GetOnlineUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetOnlineUsersResponse.ProtoReflect.Descriptor instead.
 func (*GetOnlineUsersResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{26}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetOnlineUsersResponse) GetOnlineUsers() []*OnlineUser {
@@ -1758,7 +1924,7 @@ type ChatMessage struct {
 
 func (x *ChatMessage) Reset() {
 	*x = ChatMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1770,7 +1936,7 @@ func (x *ChatMessage) String() string {
 func (*ChatMessage) ProtoMessage() {}
 
 func (x *ChatMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[27]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1783,7 +1949,7 @@ func (x *ChatMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessage.ProtoReflect.Descriptor instead.
 func (*ChatMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{27}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ChatMessage) GetMessageId() string {
@@ -1845,7 +2011,7 @@ type SendChatMessageRequest struct {
 
 func (x *SendChatMessageRequest) Reset() {
 	*x = SendChatMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1857,7 +2023,7 @@ func (x *SendChatMessageRequest) String() string {
 func (*SendChatMessageRequest) ProtoMessage() {}
 
 func (x *SendChatMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[28]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1870,7 +2036,7 @@ func (x *SendChatMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendChatMessageRequest.ProtoReflect.Descriptor instead.
 func (*SendChatMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{28}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SendChatMessageRequest) GetReceiverClientId() string {
@@ -1896,7 +2062,7 @@ type ChatMessageNotification struct {
 
 func (x *ChatMessageNotification) Reset() {
 	*x = ChatMessageNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1908,7 +2074,7 @@ func (x *ChatMessageNotification) String() string {
 func (*ChatMessageNotification) ProtoMessage() {}
 
 func (x *ChatMessageNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[29]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1921,7 +2087,7 @@ func (x *ChatMessageNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChatMessageNotification.ProtoReflect.Descriptor instead.
 func (*ChatMessageNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{29}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ChatMessageNotification) GetChatMessage() *ChatMessage {
@@ -1942,7 +2108,7 @@ type SendBackspaceRequest struct {
 
 func (x *SendBackspaceRequest) Reset() {
 	*x = SendBackspaceRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1954,7 +2120,7 @@ func (x *SendBackspaceRequest) String() string {
 func (*SendBackspaceRequest) ProtoMessage() {}
 
 func (x *SendBackspaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[30]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1967,7 +2133,7 @@ func (x *SendBackspaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SendBackspaceRequest.ProtoReflect.Descriptor instead.
 func (*SendBackspaceRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{30}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SendBackspaceRequest) GetReceiverClientId() string {
@@ -1993,7 +2159,7 @@ type UserLoginResponse struct {
 
 func (x *UserLoginResponse) Reset() {
 	*x = UserLoginResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2005,7 +2171,7 @@ func (x *UserLoginResponse) String() string {
 func (*UserLoginResponse) ProtoMessage() {}
 
 func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[31]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2018,7 +2184,7 @@ func (x *UserLoginResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserLoginResponse.ProtoReflect.Descriptor instead.
 func (*UserLoginResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{31}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *UserLoginResponse) GetClientId() string {
@@ -2070,7 +2236,7 @@ type UserConnectionStatusNotification struct {
 
 func (x *UserConnectionStatusNotification) Reset() {
 	*x = UserConnectionStatusNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2082,7 +2248,7 @@ func (x *UserConnectionStatusNotification) String() string {
 func (*UserConnectionStatusNotification) ProtoMessage() {}
 
 func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[32]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2095,7 +2261,7 @@ func (x *UserConnectionStatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserConnectionStatusNotification.ProtoReflect.Descriptor instead.
 func (*UserConnectionStatusNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{32}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *UserConnectionStatusNotification) GetUser() *OnlineUser {
@@ -2137,7 +2303,7 @@ type ErrorNotification struct {
 
 func (x *ErrorNotification) Reset() {
 	*x = ErrorNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2149,7 +2315,7 @@ func (x *ErrorNotification) String() string {
 func (*ErrorNotification) ProtoMessage() {}
 
 func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[33]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2162,7 +2328,7 @@ func (x *ErrorNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorNotification.ProtoReflect.Descriptor instead.
 func (*ErrorNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{33}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ErrorNotification) GetCode() string {
@@ -2208,7 +2374,7 @@ type RequestAgentStatusNotification struct {
 
 func (x *RequestAgentStatusNotification) Reset() {
 	*x = RequestAgentStatusNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2220,7 +2386,7 @@ func (x *RequestAgentStatusNotification) String() string {
 func (*RequestAgentStatusNotification) ProtoMessage() {}
 
 func (x *RequestAgentStatusNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[34]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2233,7 +2399,7 @@ func (x *RequestAgentStatusNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestAgentStatusNotification.ProtoReflect.Descriptor instead.
 func (*RequestAgentStatusNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{34}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *RequestAgentStatusNotification) GetRequestId() string {
@@ -2272,7 +2438,7 @@ type RequestsLostNotification struct {
 
 func (x *RequestsLostNotification) Reset() {
 	*x = RequestsLostNotification{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2284,7 +2450,7 @@ func (x *RequestsLostNotification) String() string {
 func (*RequestsLostNotification) ProtoMessage() {}
 
 func (x *RequestsLostNotification) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[35]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2297,7 +2463,7 @@ func (x *RequestsLostNotification) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestsLostNotification.ProtoReflect.Descriptor instead.
 func (*RequestsLostNotification) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{35}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *RequestsLostNotification) GetRequests() []*LostRequest {
@@ -2322,7 +2488,7 @@ type LostRequest struct {
 
 func (x *LostRequest) Reset() {
 	*x = LostRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2334,7 +2500,7 @@ func (x *LostRequest) String() string {
 func (*LostRequest) ProtoMessage() {}
 
 func (x *LostRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[36]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2347,7 +2513,7 @@ func (x *LostRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostRequest.ProtoReflect.Descriptor instead.
 func (*LostRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{36}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LostRequest) GetRequestId() string {
@@ -2443,7 +2609,7 @@ type WebsocketMessage struct {
 
 func (x *WebsocketMessage) Reset() {
 	*x = WebsocketMessage{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2455,7 +2621,7 @@ func (x *WebsocketMessage) String() string {
 func (*WebsocketMessage) ProtoMessage() {}
 
 func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[37]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2468,7 +2634,7 @@ func (x *WebsocketMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WebsocketMessage.ProtoReflect.Descriptor instead.
 func (*WebsocketMessage) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{37}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WebsocketMessage) GetCmd() string {
@@ -2675,7 +2841,7 @@ type GetHistoryRequest struct {
 
 func (x *GetHistoryRequest) Reset() {
 	*x = GetHistoryRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2687,7 +2853,7 @@ func (x *GetHistoryRequest) String() string {
 func (*GetHistoryRequest) ProtoMessage() {}
 
 func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[38]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2700,7 +2866,7 @@ func (x *GetHistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryRequest.ProtoReflect.Descriptor instead.
 func (*GetHistoryRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{38}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GetHistoryRequest) GetBefore() int64 {
@@ -2737,7 +2903,7 @@ type HistoryItem struct {
 
 func (x *HistoryItem) Reset() {
 	*x = HistoryItem{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2915,7 @@ func (x *HistoryItem) String() string {
 func (*HistoryItem) ProtoMessage() {}
 
 func (x *HistoryItem) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[39]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2928,7 @@ func (x *HistoryItem) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryItem.ProtoReflect.Descriptor instead.
 func (*HistoryItem) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{39}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *HistoryItem) GetMessageType() string {
@@ -2832,7 +2998,7 @@ type GetHistoryResponse struct {
 
 func (x *GetHistoryResponse) Reset() {
 	*x = GetHistoryResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +3010,7 @@ func (x *GetHistoryResponse) String() string {
 func (*GetHistoryResponse) ProtoMessage() {}
 
 func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[40]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +3023,7 @@ func (x *GetHistoryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetHistoryResponse.ProtoReflect.Descriptor instead.
 func (*GetHistoryResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{40}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *GetHistoryResponse) GetItems() []*HistoryItem {
@@ -2887,7 +3053,7 @@ type AskQuestionReplyRequest struct {
 
 func (x *AskQuestionReplyRequest) Reset() {
 	*x = AskQuestionReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +3065,7 @@ func (x *AskQuestionReplyRequest) String() string {
 func (*AskQuestionReplyRequest) ProtoMessage() {}
 
 func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[41]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +3078,7 @@ func (x *AskQuestionReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AskQuestionReplyRequest.ProtoReflect.Descriptor instead.
 func (*AskQuestionReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{41}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AskQuestionReplyRequest) GetUserToken() string {
@@ -2947,7 +3113,7 @@ type TaskFinishReplyRequest struct {
 
 func (x *TaskFinishReplyRequest) Reset() {
 	*x = TaskFinishReplyRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2959,7 +3125,7 @@ func (x *TaskFinishReplyRequest) String() string {
 func (*TaskFinishReplyRequest) ProtoMessage() {}
 
 func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[42]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2972,7 +3138,7 @@ func (x *TaskFinishReplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskFinishReplyRequest.ProtoReflect.Descriptor instead.
 func (*TaskFinishReplyRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{42}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TaskFinishReplyRequest) GetUserToken() string {
@@ -3008,7 +3174,7 @@ type RelayError struct {
 
 func (x *RelayError) Reset() {
 	*x = RelayError{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3020,7 +3186,7 @@ func (x *RelayError) String() string {
 func (*RelayError) ProtoMessage() {}
 
 func (x *RelayError) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[43]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3033,7 +3199,7 @@ func (x *RelayError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayError.ProtoReflect.Descriptor instead.
 func (*RelayError) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{43}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *RelayError) GetCode() string {
@@ -3069,7 +3235,7 @@ type UIState struct {
 
 func (x *UIState) Reset() {
 	*x = UIState{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3081,7 +3247,7 @@ func (x *UIState) String() string {
 func (*UIState) ProtoMessage() {}
 
 func (x *UIState) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[44]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3094,7 +3260,7 @@ func (x *UIState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UIState.ProtoReflect.Descriptor instead.
 func (*UIState) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{44}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *UIState) GetUiSpecJson() string {
@@ -3151,7 +3317,7 @@ type StartSessionRequest struct {
 
 func (x *StartSessionRequest) Reset() {
 	*x = StartSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3163,7 +3329,7 @@ func (x *StartSessionRequest) String() string {
 func (*StartSessionRequest) ProtoMessage() {}
 
 func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[45]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3176,7 +3342,7 @@ func (x *StartSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartSessionRequest.ProtoReflect.Descriptor instead.
 func (*StartSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{45}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *StartSessionRequest) GetRelaySession() string {
@@ -3210,7 +3376,7 @@ type EndSessionRequest struct {
 
 func (x *EndSessionRequest) Reset() {
 	*x = EndSessionRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3222,7 +3388,7 @@ func (x *EndSessionRequest) String() string {
 func (*EndSessionRequest) ProtoMessage() {}
 
 func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[46]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3235,7 +3401,7 @@ func (x *EndSessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndSessionRequest.ProtoReflect.Descriptor instead.
 func (*EndSessionRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{46}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *EndSessionRequest) GetRelaySession() string {
@@ -3264,7 +3430,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3276,7 +3442,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[47]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3289,7 +3455,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{47}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *SessionResponse) GetError() *RelayError {
@@ -3325,7 +3491,7 @@ type GetUIStateRequest struct {
 
 func (x *GetUIStateRequest) Reset() {
 	*x = GetUIStateRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3337,7 +3503,7 @@ func (x *GetUIStateRequest) String() string {
 func (*GetUIStateRequest) ProtoMessage() {}
 
 func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[48]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3350,7 +3516,7 @@ func (x *GetUIStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateRequest.ProtoReflect.Descriptor instead.
 func (*GetUIStateRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{48}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *GetUIStateRequest) GetRelaySession() string {
@@ -3377,7 +3543,7 @@ type GetUIStateResponse struct {
 
 func (x *GetUIStateResponse) Reset() {
 	*x = GetUIStateResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3389,7 +3555,7 @@ func (x *GetUIStateResponse) String() string {
 func (*GetUIStateResponse) ProtoMessage() {}
 
 func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[49]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3402,7 +3568,7 @@ func (x *GetUIStateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetUIStateResponse.ProtoReflect.Descriptor instead.
 func (*GetUIStateResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{49}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *GetUIStateResponse) GetError() *RelayError {
@@ -3433,7 +3599,7 @@ type CallUIToolRequest struct {
 
 func (x *CallUIToolRequest) Reset() {
 	*x = CallUIToolRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3445,7 +3611,7 @@ func (x *CallUIToolRequest) String() string {
 func (*CallUIToolRequest) ProtoMessage() {}
 
 func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[50]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3458,7 +3624,7 @@ func (x *CallUIToolRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolRequest.ProtoReflect.Descriptor instead.
 func (*CallUIToolRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{50}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *CallUIToolRequest) GetRelaySession() string {
@@ -3503,7 +3669,7 @@ type CallUIToolResponse struct {
 
 func (x *CallUIToolResponse) Reset() {
 	*x = CallUIToolResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3515,7 +3681,7 @@ func (x *CallUIToolResponse) String() string {
 func (*CallUIToolResponse) ProtoMessage() {}
 
 func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[51]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3528,7 +3694,7 @@ func (x *CallUIToolResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallUIToolResponse.ProtoReflect.Descriptor instead.
 func (*CallUIToolResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{51}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *CallUIToolResponse) GetError() *RelayError {
@@ -3562,7 +3728,7 @@ type AgentMessageRequest struct {
 
 func (x *AgentMessageRequest) Reset() {
 	*x = AgentMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3574,7 +3740,7 @@ func (x *AgentMessageRequest) String() string {
 func (*AgentMessageRequest) ProtoMessage() {}
 
 func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[52]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3587,7 +3753,7 @@ func (x *AgentMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageRequest.ProtoReflect.Descriptor instead.
 func (*AgentMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{52}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *AgentMessageRequest) GetRelaySession() string {
@@ -3613,7 +3779,7 @@ type AgentMessageResponse struct {
 
 func (x *AgentMessageResponse) Reset() {
 	*x = AgentMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3625,7 +3791,7 @@ func (x *AgentMessageResponse) String() string {
 func (*AgentMessageResponse) ProtoMessage() {}
 
 func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[53]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3638,7 +3804,7 @@ func (x *AgentMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessageResponse.ProtoReflect.Descriptor instead.
 func (*AgentMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{53}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *AgentMessageResponse) GetError() *RelayError {
@@ -3659,7 +3825,7 @@ type WaitUserMessageRequest struct {
 
 func (x *WaitUserMessageRequest) Reset() {
 	*x = WaitUserMessageRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3671,7 +3837,7 @@ func (x *WaitUserMessageRequest) String() string {
 func (*WaitUserMessageRequest) ProtoMessage() {}
 
 func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[54]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3684,7 +3850,7 @@ func (x *WaitUserMessageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageRequest.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{54}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WaitUserMessageRequest) GetRelaySession() string {
@@ -3715,7 +3881,7 @@ type WaitUserMessageResponse struct {
 
 func (x *WaitUserMessageResponse) Reset() {
 	*x = WaitUserMessageResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3727,7 +3893,7 @@ func (x *WaitUserMessageResponse) String() string {
 func (*WaitUserMessageResponse) ProtoMessage() {}
 
 func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[55]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3740,7 +3906,7 @@ func (x *WaitUserMessageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitUserMessageResponse.ProtoReflect.Descriptor instead.
 func (*WaitUserMessageResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{55}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *WaitUserMessageResponse) GetReceived() bool {
@@ -3782,7 +3948,7 @@ type CancelRequestRequest struct {
 
 func (x *CancelRequestRequest) Reset() {
 	*x = CancelRequestRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3794,7 +3960,7 @@ func (x *CancelRequestRequest) String() string {
 func (*CancelRequestRequest) ProtoMessage() {}
 
 func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[56]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3807,7 +3973,7 @@ func (x *CancelRequestRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequestRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequestRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{56}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CancelRequestRequest) GetUserToken() string {
@@ -3839,7 +4005,7 @@ type TakeMissedAnswersRequest struct {
 
 func (x *TakeMissedAnswersRequest) Reset() {
 	*x = TakeMissedAnswersRequest{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +4017,7 @@ func (x *TakeMissedAnswersRequest) String() string {
 func (*TakeMissedAnswersRequest) ProtoMessage() {}
 
 func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[57]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +4030,7 @@ func (x *TakeMissedAnswersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersRequest.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersRequest) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{57}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *TakeMissedAnswersRequest) GetUserToken() string {
@@ -3908,7 +4074,7 @@ type MissedAnswer struct {
 
 func (x *MissedAnswer) Reset() {
 	*x = MissedAnswer{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3920,7 +4086,7 @@ func (x *MissedAnswer) String() string {
 func (*MissedAnswer) ProtoMessage() {}
 
 func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[58]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3933,7 +4099,7 @@ func (x *MissedAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MissedAnswer.ProtoReflect.Descriptor instead.
 func (*MissedAnswer) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{58}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *MissedAnswer) GetMessageType() string {
@@ -3995,7 +4161,7 @@ type TakeMissedAnswersResponse struct {
 
 func (x *TakeMissedAnswersResponse) Reset() {
 	*x = TakeMissedAnswersResponse{}
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4007,7 +4173,7 @@ func (x *TakeMissedAnswersResponse) String() string {
 func (*TakeMissedAnswersResponse) ProtoMessage() {}
 
 func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_agentassistproto_agentassist_proto_msgTypes[59]
+	mi := &file_agentassistproto_agentassist_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4020,7 +4186,7 @@ func (x *TakeMissedAnswersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TakeMissedAnswersResponse.ProtoReflect.Descriptor instead.
 func (*TakeMissedAnswersResponse) Descriptor() ([]byte, []int) {
-	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{59}
+	return file_agentassistproto_agentassist_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *TakeMissedAnswersResponse) GetAnswers() []*MissedAnswer {
@@ -4058,14 +4224,24 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x05audio\x18\x04 \x01(\v2\x1e.agentassistproto.AudioContentR\x05audio\x12O\n" +
 	"\x11embedded_resource\x18\x05 \x01(\v2\".agentassistproto.EmbeddedResourceR\x10embeddedResource\"\n" +
 	"\n" +
-	"\bMsgEmpty\"\xed\x01\n" +
+	"\bMsgEmpty\"@\n" +
+	"\x06Option\x12\x14\n" +
+	"\x05label\x18\x01 \x01(\tR\x05label\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\xa6\x01\n" +
+	"\bQuestion\x12\x1a\n" +
+	"\bquestion\x18\x01 \x01(\tR\bquestion\x12\x16\n" +
+	"\x06header\x18\x02 \x01(\tR\x06header\x122\n" +
+	"\aoptions\x18\x03 \x03(\v2\x18.agentassistproto.OptionR\aoptions\x12\x1a\n" +
+	"\bmultiple\x18\x04 \x01(\bR\bmultiple\x12\x16\n" +
+	"\x06custom\x18\x05 \x01(\bR\x06custom\"\xa7\x02\n" +
 	"\x15McpAskQuestionRequest\x12*\n" +
 	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x1a\n" +
 	"\bQuestion\x18\x02 \x01(\tR\bQuestion\x12\x18\n" +
 	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
 	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
 	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
-	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa3\x01\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\x128\n" +
+	"\tQuestions\x18\a \x03(\v2\x1a.agentassistproto.QuestionR\tQuestions\"\xa3\x01\n" +
 	"\x12AskQuestionRequest\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
 	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12A\n" +
@@ -4078,14 +4254,15 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\bcontents\x18\x04 \x03(\v2\".agentassistproto.McpResultContentR\bcontents\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x02\n" +
 	"\x14McpTaskFinishRequest\x12*\n" +
 	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x18\n" +
 	"\aSummary\x18\x02 \x01(\tR\aSummary\x12\x18\n" +
 	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
 	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
 	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
-	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa1\x01\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\x128\n" +
+	"\tQuestions\x18\a \x03(\v2\x1a.agentassistproto.QuestionR\tQuestions\"\xa1\x01\n" +
 	"\x11TaskFinishRequest\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
 	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12@\n" +
@@ -4098,14 +4275,15 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\bcontents\x18\x04 \x03(\v2\".agentassistproto.McpResultContentR\bcontents\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa4\x02\n" +
 	"\x14McpWorkReportRequest\x12*\n" +
 	"\x10ProjectDirectory\x18\x01 \x01(\tR\x10ProjectDirectory\x12\x18\n" +
 	"\aSummary\x18\x02 \x01(\tR\aSummary\x12\x18\n" +
 	"\aTimeout\x18\x03 \x01(\x05R\aTimeout\x12\x1c\n" +
 	"\tAgentName\x18\x04 \x01(\tR\tAgentName\x12.\n" +
 	"\x12ReasoningModelName\x18\x05 \x01(\tR\x12ReasoningModelName\x12$\n" +
-	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\"\xa1\x01\n" +
+	"\rMcpClientName\x18\x06 \x01(\tR\rMcpClientName\x128\n" +
+	"\tQuestions\x18\a \x03(\v2\x1a.agentassistproto.QuestionR\tQuestions\"\xa1\x01\n" +
 	"\x11WorkReportRequest\x12\x0e\n" +
 	"\x02ID\x18\x01 \x01(\tR\x02ID\x12\x1c\n" +
 	"\tUserToken\x18\x02 \x01(\tR\tUserToken\x12@\n" +
@@ -4390,7 +4568,7 @@ func file_agentassistproto_agentassist_proto_rawDescGZIP() []byte {
 	return file_agentassistproto_agentassist_proto_rawDescData
 }
 
-var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_agentassistproto_agentassist_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*TextContent)(nil),                      // 0: agentassistproto.TextContent
 	(*ImageContent)(nil),                     // 1: agentassistproto.ImageContent
@@ -4398,156 +4576,162 @@ var file_agentassistproto_agentassist_proto_goTypes = []any{
 	(*EmbeddedResource)(nil),                 // 3: agentassistproto.EmbeddedResource
 	(*McpResultContent)(nil),                 // 4: agentassistproto.McpResultContent
 	(*MsgEmpty)(nil),                         // 5: agentassistproto.MsgEmpty
-	(*McpAskQuestionRequest)(nil),            // 6: agentassistproto.McpAskQuestionRequest
-	(*AskQuestionRequest)(nil),               // 7: agentassistproto.AskQuestionRequest
-	(*AskQuestionResponse)(nil),              // 8: agentassistproto.AskQuestionResponse
-	(*McpTaskFinishRequest)(nil),             // 9: agentassistproto.McpTaskFinishRequest
-	(*TaskFinishRequest)(nil),                // 10: agentassistproto.TaskFinishRequest
-	(*TaskFinishResponse)(nil),               // 11: agentassistproto.TaskFinishResponse
-	(*McpWorkReportRequest)(nil),             // 12: agentassistproto.McpWorkReportRequest
-	(*WorkReportRequest)(nil),                // 13: agentassistproto.WorkReportRequest
-	(*WorkReportResponse)(nil),               // 14: agentassistproto.WorkReportResponse
-	(*McpClientInfoData)(nil),                // 15: agentassistproto.McpClientInfoData
-	(*McpClientInfoRequest)(nil),             // 16: agentassistproto.McpClientInfoRequest
-	(*McpClientInfoResponse)(nil),            // 17: agentassistproto.McpClientInfoResponse
-	(*CheckMessageValidityRequest)(nil),      // 18: agentassistproto.CheckMessageValidityRequest
-	(*CheckMessageValidityResponse)(nil),     // 19: agentassistproto.CheckMessageValidityResponse
-	(*GetPendingMessagesRequest)(nil),        // 20: agentassistproto.GetPendingMessagesRequest
-	(*PendingMessage)(nil),                   // 21: agentassistproto.PendingMessage
-	(*GetPendingMessagesResponse)(nil),       // 22: agentassistproto.GetPendingMessagesResponse
-	(*RequestCancelledNotification)(nil),     // 23: agentassistproto.RequestCancelledNotification
-	(*OnlineUser)(nil),                       // 24: agentassistproto.OnlineUser
-	(*GetOnlineUsersRequest)(nil),            // 25: agentassistproto.GetOnlineUsersRequest
-	(*GetOnlineUsersResponse)(nil),           // 26: agentassistproto.GetOnlineUsersResponse
-	(*ChatMessage)(nil),                      // 27: agentassistproto.ChatMessage
-	(*SendChatMessageRequest)(nil),           // 28: agentassistproto.SendChatMessageRequest
-	(*ChatMessageNotification)(nil),          // 29: agentassistproto.ChatMessageNotification
-	(*SendBackspaceRequest)(nil),             // 30: agentassistproto.SendBackspaceRequest
-	(*UserLoginResponse)(nil),                // 31: agentassistproto.UserLoginResponse
-	(*UserConnectionStatusNotification)(nil), // 32: agentassistproto.UserConnectionStatusNotification
-	(*ErrorNotification)(nil),                // 33: agentassistproto.ErrorNotification
-	(*RequestAgentStatusNotification)(nil),   // 34: agentassistproto.RequestAgentStatusNotification
-	(*RequestsLostNotification)(nil),         // 35: agentassistproto.RequestsLostNotification
-	(*LostRequest)(nil),                      // 36: agentassistproto.LostRequest
-	(*WebsocketMessage)(nil),                 // 37: agentassistproto.WebsocketMessage
-	(*GetHistoryRequest)(nil),                // 38: agentassistproto.GetHistoryRequest
-	(*HistoryItem)(nil),                      // 39: agentassistproto.HistoryItem
-	(*GetHistoryResponse)(nil),               // 40: agentassistproto.GetHistoryResponse
-	(*AskQuestionReplyRequest)(nil),          // 41: agentassistproto.AskQuestionReplyRequest
-	(*TaskFinishReplyRequest)(nil),           // 42: agentassistproto.TaskFinishReplyRequest
-	(*RelayError)(nil),                       // 43: agentassistproto.RelayError
-	(*UIState)(nil),                          // 44: agentassistproto.UIState
-	(*StartSessionRequest)(nil),              // 45: agentassistproto.StartSessionRequest
-	(*EndSessionRequest)(nil),                // 46: agentassistproto.EndSessionRequest
-	(*SessionResponse)(nil),                  // 47: agentassistproto.SessionResponse
-	(*GetUIStateRequest)(nil),                // 48: agentassistproto.GetUIStateRequest
-	(*GetUIStateResponse)(nil),               // 49: agentassistproto.GetUIStateResponse
-	(*CallUIToolRequest)(nil),                // 50: agentassistproto.CallUIToolRequest
-	(*CallUIToolResponse)(nil),               // 51: agentassistproto.CallUIToolResponse
-	(*AgentMessageRequest)(nil),              // 52: agentassistproto.AgentMessageRequest
-	(*AgentMessageResponse)(nil),             // 53: agentassistproto.AgentMessageResponse
-	(*WaitUserMessageRequest)(nil),           // 54: agentassistproto.WaitUserMessageRequest
-	(*WaitUserMessageResponse)(nil),          // 55: agentassistproto.WaitUserMessageResponse
-	(*CancelRequestRequest)(nil),             // 56: agentassistproto.CancelRequestRequest
-	(*TakeMissedAnswersRequest)(nil),         // 57: agentassistproto.TakeMissedAnswersRequest
-	(*MissedAnswer)(nil),                     // 58: agentassistproto.MissedAnswer
-	(*TakeMissedAnswersResponse)(nil),        // 59: agentassistproto.TakeMissedAnswersResponse
-	nil,                                      // 60: agentassistproto.AskQuestionResponse.MetaEntry
-	nil,                                      // 61: agentassistproto.TaskFinishResponse.MetaEntry
-	nil,                                      // 62: agentassistproto.WorkReportResponse.MetaEntry
-	nil,                                      // 63: agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	(*Option)(nil),                           // 6: agentassistproto.Option
+	(*Question)(nil),                         // 7: agentassistproto.Question
+	(*McpAskQuestionRequest)(nil),            // 8: agentassistproto.McpAskQuestionRequest
+	(*AskQuestionRequest)(nil),               // 9: agentassistproto.AskQuestionRequest
+	(*AskQuestionResponse)(nil),              // 10: agentassistproto.AskQuestionResponse
+	(*McpTaskFinishRequest)(nil),             // 11: agentassistproto.McpTaskFinishRequest
+	(*TaskFinishRequest)(nil),                // 12: agentassistproto.TaskFinishRequest
+	(*TaskFinishResponse)(nil),               // 13: agentassistproto.TaskFinishResponse
+	(*McpWorkReportRequest)(nil),             // 14: agentassistproto.McpWorkReportRequest
+	(*WorkReportRequest)(nil),                // 15: agentassistproto.WorkReportRequest
+	(*WorkReportResponse)(nil),               // 16: agentassistproto.WorkReportResponse
+	(*McpClientInfoData)(nil),                // 17: agentassistproto.McpClientInfoData
+	(*McpClientInfoRequest)(nil),             // 18: agentassistproto.McpClientInfoRequest
+	(*McpClientInfoResponse)(nil),            // 19: agentassistproto.McpClientInfoResponse
+	(*CheckMessageValidityRequest)(nil),      // 20: agentassistproto.CheckMessageValidityRequest
+	(*CheckMessageValidityResponse)(nil),     // 21: agentassistproto.CheckMessageValidityResponse
+	(*GetPendingMessagesRequest)(nil),        // 22: agentassistproto.GetPendingMessagesRequest
+	(*PendingMessage)(nil),                   // 23: agentassistproto.PendingMessage
+	(*GetPendingMessagesResponse)(nil),       // 24: agentassistproto.GetPendingMessagesResponse
+	(*RequestCancelledNotification)(nil),     // 25: agentassistproto.RequestCancelledNotification
+	(*OnlineUser)(nil),                       // 26: agentassistproto.OnlineUser
+	(*GetOnlineUsersRequest)(nil),            // 27: agentassistproto.GetOnlineUsersRequest
+	(*GetOnlineUsersResponse)(nil),           // 28: agentassistproto.GetOnlineUsersResponse
+	(*ChatMessage)(nil),                      // 29: agentassistproto.ChatMessage
+	(*SendChatMessageRequest)(nil),           // 30: agentassistproto.SendChatMessageRequest
+	(*ChatMessageNotification)(nil),          // 31: agentassistproto.ChatMessageNotification
+	(*SendBackspaceRequest)(nil),             // 32: agentassistproto.SendBackspaceRequest
+	(*UserLoginResponse)(nil),                // 33: agentassistproto.UserLoginResponse
+	(*UserConnectionStatusNotification)(nil), // 34: agentassistproto.UserConnectionStatusNotification
+	(*ErrorNotification)(nil),                // 35: agentassistproto.ErrorNotification
+	(*RequestAgentStatusNotification)(nil),   // 36: agentassistproto.RequestAgentStatusNotification
+	(*RequestsLostNotification)(nil),         // 37: agentassistproto.RequestsLostNotification
+	(*LostRequest)(nil),                      // 38: agentassistproto.LostRequest
+	(*WebsocketMessage)(nil),                 // 39: agentassistproto.WebsocketMessage
+	(*GetHistoryRequest)(nil),                // 40: agentassistproto.GetHistoryRequest
+	(*HistoryItem)(nil),                      // 41: agentassistproto.HistoryItem
+	(*GetHistoryResponse)(nil),               // 42: agentassistproto.GetHistoryResponse
+	(*AskQuestionReplyRequest)(nil),          // 43: agentassistproto.AskQuestionReplyRequest
+	(*TaskFinishReplyRequest)(nil),           // 44: agentassistproto.TaskFinishReplyRequest
+	(*RelayError)(nil),                       // 45: agentassistproto.RelayError
+	(*UIState)(nil),                          // 46: agentassistproto.UIState
+	(*StartSessionRequest)(nil),              // 47: agentassistproto.StartSessionRequest
+	(*EndSessionRequest)(nil),                // 48: agentassistproto.EndSessionRequest
+	(*SessionResponse)(nil),                  // 49: agentassistproto.SessionResponse
+	(*GetUIStateRequest)(nil),                // 50: agentassistproto.GetUIStateRequest
+	(*GetUIStateResponse)(nil),               // 51: agentassistproto.GetUIStateResponse
+	(*CallUIToolRequest)(nil),                // 52: agentassistproto.CallUIToolRequest
+	(*CallUIToolResponse)(nil),               // 53: agentassistproto.CallUIToolResponse
+	(*AgentMessageRequest)(nil),              // 54: agentassistproto.AgentMessageRequest
+	(*AgentMessageResponse)(nil),             // 55: agentassistproto.AgentMessageResponse
+	(*WaitUserMessageRequest)(nil),           // 56: agentassistproto.WaitUserMessageRequest
+	(*WaitUserMessageResponse)(nil),          // 57: agentassistproto.WaitUserMessageResponse
+	(*CancelRequestRequest)(nil),             // 58: agentassistproto.CancelRequestRequest
+	(*TakeMissedAnswersRequest)(nil),         // 59: agentassistproto.TakeMissedAnswersRequest
+	(*MissedAnswer)(nil),                     // 60: agentassistproto.MissedAnswer
+	(*TakeMissedAnswersResponse)(nil),        // 61: agentassistproto.TakeMissedAnswersResponse
+	nil,                                      // 62: agentassistproto.AskQuestionResponse.MetaEntry
+	nil,                                      // 63: agentassistproto.TaskFinishResponse.MetaEntry
+	nil,                                      // 64: agentassistproto.WorkReportResponse.MetaEntry
+	nil,                                      // 65: agentassistproto.CheckMessageValidityResponse.ValidityEntry
 }
 var file_agentassistproto_agentassist_proto_depIdxs = []int32{
 	0,  // 0: agentassistproto.McpResultContent.text:type_name -> agentassistproto.TextContent
 	1,  // 1: agentassistproto.McpResultContent.image:type_name -> agentassistproto.ImageContent
 	2,  // 2: agentassistproto.McpResultContent.audio:type_name -> agentassistproto.AudioContent
 	3,  // 3: agentassistproto.McpResultContent.embedded_resource:type_name -> agentassistproto.EmbeddedResource
-	6,  // 4: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
-	60, // 5: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
-	4,  // 6: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
-	9,  // 7: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
-	61, // 8: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
-	4,  // 9: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
-	12, // 10: agentassistproto.WorkReportRequest.Request:type_name -> agentassistproto.McpWorkReportRequest
-	62, // 11: agentassistproto.WorkReportResponse.Meta:type_name -> agentassistproto.WorkReportResponse.MetaEntry
-	4,  // 12: agentassistproto.WorkReportResponse.contents:type_name -> agentassistproto.McpResultContent
-	15, // 13: agentassistproto.McpClientInfoRequest.Request:type_name -> agentassistproto.McpClientInfoData
-	63, // 14: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
-	7,  // 15: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 16: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	21, // 17: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
-	24, // 18: agentassistproto.GetOnlineUsersResponse.online_users:type_name -> agentassistproto.OnlineUser
-	27, // 19: agentassistproto.ChatMessageNotification.chat_message:type_name -> agentassistproto.ChatMessage
-	24, // 20: agentassistproto.UserConnectionStatusNotification.user:type_name -> agentassistproto.OnlineUser
-	36, // 21: agentassistproto.RequestsLostNotification.requests:type_name -> agentassistproto.LostRequest
-	7,  // 22: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
-	10, // 23: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 24: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
-	11, // 25: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
-	18, // 26: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
-	19, // 27: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
-	20, // 28: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
-	22, // 29: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
-	23, // 30: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
-	25, // 31: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
-	26, // 32: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
-	28, // 33: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
-	29, // 34: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
-	31, // 35: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
-	32, // 36: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
-	30, // 37: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
-	38, // 38: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
-	40, // 39: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
-	33, // 40: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
-	34, // 41: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
-	35, // 42: agentassistproto.WebsocketMessage.RequestsLost:type_name -> agentassistproto.RequestsLostNotification
-	7,  // 43: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
-	10, // 44: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
-	8,  // 45: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
-	39, // 46: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
-	8,  // 47: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
-	11, // 48: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
-	43, // 49: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
-	43, // 50: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
-	44, // 51: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
-	43, // 52: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
-	44, // 53: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
-	43, // 54: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
-	8,  // 55: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
-	58, // 56: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
-	7,  // 57: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
-	10, // 58: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
-	13, // 59: agentassistproto.SrvAgentAssist.WorkReport:input_type -> agentassistproto.WorkReportRequest
-	16, // 60: agentassistproto.SrvAgentAssist.SendMcpClientInfo:input_type -> agentassistproto.McpClientInfoRequest
-	41, // 61: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
-	42, // 62: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
-	45, // 63: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
-	46, // 64: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
-	48, // 65: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
-	50, // 66: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
-	52, // 67: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
-	54, // 68: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
-	56, // 69: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
-	57, // 70: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
-	8,  // 71: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
-	11, // 72: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
-	14, // 73: agentassistproto.SrvAgentAssist.WorkReport:output_type -> agentassistproto.WorkReportResponse
-	17, // 74: agentassistproto.SrvAgentAssist.SendMcpClientInfo:output_type -> agentassistproto.McpClientInfoResponse
-	5,  // 75: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
-	5,  // 76: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
-	47, // 77: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
-	47, // 78: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
-	49, // 79: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
-	51, // 80: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
-	53, // 81: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
-	55, // 82: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
-	5,  // 83: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
-	59, // 84: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
-	71, // [71:85] is the sub-list for method output_type
-	57, // [57:71] is the sub-list for method input_type
-	57, // [57:57] is the sub-list for extension type_name
-	57, // [57:57] is the sub-list for extension extendee
-	0,  // [0:57] is the sub-list for field type_name
+	6,  // 4: agentassistproto.Question.options:type_name -> agentassistproto.Option
+	7,  // 5: agentassistproto.McpAskQuestionRequest.Questions:type_name -> agentassistproto.Question
+	8,  // 6: agentassistproto.AskQuestionRequest.Request:type_name -> agentassistproto.McpAskQuestionRequest
+	62, // 7: agentassistproto.AskQuestionResponse.Meta:type_name -> agentassistproto.AskQuestionResponse.MetaEntry
+	4,  // 8: agentassistproto.AskQuestionResponse.contents:type_name -> agentassistproto.McpResultContent
+	7,  // 9: agentassistproto.McpTaskFinishRequest.Questions:type_name -> agentassistproto.Question
+	11, // 10: agentassistproto.TaskFinishRequest.Request:type_name -> agentassistproto.McpTaskFinishRequest
+	63, // 11: agentassistproto.TaskFinishResponse.Meta:type_name -> agentassistproto.TaskFinishResponse.MetaEntry
+	4,  // 12: agentassistproto.TaskFinishResponse.contents:type_name -> agentassistproto.McpResultContent
+	7,  // 13: agentassistproto.McpWorkReportRequest.Questions:type_name -> agentassistproto.Question
+	14, // 14: agentassistproto.WorkReportRequest.Request:type_name -> agentassistproto.McpWorkReportRequest
+	64, // 15: agentassistproto.WorkReportResponse.Meta:type_name -> agentassistproto.WorkReportResponse.MetaEntry
+	4,  // 16: agentassistproto.WorkReportResponse.contents:type_name -> agentassistproto.McpResultContent
+	17, // 17: agentassistproto.McpClientInfoRequest.Request:type_name -> agentassistproto.McpClientInfoData
+	65, // 18: agentassistproto.CheckMessageValidityResponse.validity:type_name -> agentassistproto.CheckMessageValidityResponse.ValidityEntry
+	9,  // 19: agentassistproto.PendingMessage.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	12, // 20: agentassistproto.PendingMessage.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	23, // 21: agentassistproto.GetPendingMessagesResponse.pending_messages:type_name -> agentassistproto.PendingMessage
+	26, // 22: agentassistproto.GetOnlineUsersResponse.online_users:type_name -> agentassistproto.OnlineUser
+	29, // 23: agentassistproto.ChatMessageNotification.chat_message:type_name -> agentassistproto.ChatMessage
+	26, // 24: agentassistproto.UserConnectionStatusNotification.user:type_name -> agentassistproto.OnlineUser
+	38, // 25: agentassistproto.RequestsLostNotification.requests:type_name -> agentassistproto.LostRequest
+	9,  // 26: agentassistproto.WebsocketMessage.AskQuestionRequest:type_name -> agentassistproto.AskQuestionRequest
+	12, // 27: agentassistproto.WebsocketMessage.TaskFinishRequest:type_name -> agentassistproto.TaskFinishRequest
+	10, // 28: agentassistproto.WebsocketMessage.AskQuestionResponse:type_name -> agentassistproto.AskQuestionResponse
+	13, // 29: agentassistproto.WebsocketMessage.TaskFinishResponse:type_name -> agentassistproto.TaskFinishResponse
+	20, // 30: agentassistproto.WebsocketMessage.CheckMessageValidityRequest:type_name -> agentassistproto.CheckMessageValidityRequest
+	21, // 31: agentassistproto.WebsocketMessage.CheckMessageValidityResponse:type_name -> agentassistproto.CheckMessageValidityResponse
+	22, // 32: agentassistproto.WebsocketMessage.GetPendingMessagesRequest:type_name -> agentassistproto.GetPendingMessagesRequest
+	24, // 33: agentassistproto.WebsocketMessage.GetPendingMessagesResponse:type_name -> agentassistproto.GetPendingMessagesResponse
+	25, // 34: agentassistproto.WebsocketMessage.RequestCancelledNotification:type_name -> agentassistproto.RequestCancelledNotification
+	27, // 35: agentassistproto.WebsocketMessage.GetOnlineUsersRequest:type_name -> agentassistproto.GetOnlineUsersRequest
+	28, // 36: agentassistproto.WebsocketMessage.GetOnlineUsersResponse:type_name -> agentassistproto.GetOnlineUsersResponse
+	30, // 37: agentassistproto.WebsocketMessage.SendChatMessageRequest:type_name -> agentassistproto.SendChatMessageRequest
+	31, // 38: agentassistproto.WebsocketMessage.ChatMessageNotification:type_name -> agentassistproto.ChatMessageNotification
+	33, // 39: agentassistproto.WebsocketMessage.UserLoginResponse:type_name -> agentassistproto.UserLoginResponse
+	34, // 40: agentassistproto.WebsocketMessage.UserConnectionStatusNotification:type_name -> agentassistproto.UserConnectionStatusNotification
+	32, // 41: agentassistproto.WebsocketMessage.SendBackspaceRequest:type_name -> agentassistproto.SendBackspaceRequest
+	40, // 42: agentassistproto.WebsocketMessage.GetHistoryRequest:type_name -> agentassistproto.GetHistoryRequest
+	42, // 43: agentassistproto.WebsocketMessage.GetHistoryResponse:type_name -> agentassistproto.GetHistoryResponse
+	35, // 44: agentassistproto.WebsocketMessage.Error:type_name -> agentassistproto.ErrorNotification
+	36, // 45: agentassistproto.WebsocketMessage.RequestAgentStatusNotification:type_name -> agentassistproto.RequestAgentStatusNotification
+	37, // 46: agentassistproto.WebsocketMessage.RequestsLost:type_name -> agentassistproto.RequestsLostNotification
+	9,  // 47: agentassistproto.HistoryItem.ask_question_request:type_name -> agentassistproto.AskQuestionRequest
+	12, // 48: agentassistproto.HistoryItem.task_finish_request:type_name -> agentassistproto.TaskFinishRequest
+	10, // 49: agentassistproto.HistoryItem.response:type_name -> agentassistproto.AskQuestionResponse
+	41, // 50: agentassistproto.GetHistoryResponse.items:type_name -> agentassistproto.HistoryItem
+	10, // 51: agentassistproto.AskQuestionReplyRequest.Response:type_name -> agentassistproto.AskQuestionResponse
+	13, // 52: agentassistproto.TaskFinishReplyRequest.Response:type_name -> agentassistproto.TaskFinishResponse
+	45, // 53: agentassistproto.SessionResponse.error:type_name -> agentassistproto.RelayError
+	45, // 54: agentassistproto.GetUIStateResponse.error:type_name -> agentassistproto.RelayError
+	46, // 55: agentassistproto.GetUIStateResponse.state:type_name -> agentassistproto.UIState
+	45, // 56: agentassistproto.CallUIToolResponse.error:type_name -> agentassistproto.RelayError
+	46, // 57: agentassistproto.CallUIToolResponse.state:type_name -> agentassistproto.UIState
+	45, // 58: agentassistproto.AgentMessageResponse.error:type_name -> agentassistproto.RelayError
+	10, // 59: agentassistproto.MissedAnswer.response:type_name -> agentassistproto.AskQuestionResponse
+	60, // 60: agentassistproto.TakeMissedAnswersResponse.answers:type_name -> agentassistproto.MissedAnswer
+	9,  // 61: agentassistproto.SrvAgentAssist.AskQuestion:input_type -> agentassistproto.AskQuestionRequest
+	12, // 62: agentassistproto.SrvAgentAssist.TaskFinish:input_type -> agentassistproto.TaskFinishRequest
+	15, // 63: agentassistproto.SrvAgentAssist.WorkReport:input_type -> agentassistproto.WorkReportRequest
+	18, // 64: agentassistproto.SrvAgentAssist.SendMcpClientInfo:input_type -> agentassistproto.McpClientInfoRequest
+	43, // 65: agentassistproto.SrvAgentAssistReply.AskQuestionReply:input_type -> agentassistproto.AskQuestionReplyRequest
+	44, // 66: agentassistproto.SrvAgentAssistReply.TaskFinishReply:input_type -> agentassistproto.TaskFinishReplyRequest
+	47, // 67: agentassistproto.SrvUIRelay.StartSession:input_type -> agentassistproto.StartSessionRequest
+	48, // 68: agentassistproto.SrvUIRelay.EndSession:input_type -> agentassistproto.EndSessionRequest
+	50, // 69: agentassistproto.SrvUIRelay.GetUIState:input_type -> agentassistproto.GetUIStateRequest
+	52, // 70: agentassistproto.SrvUIRelay.CallUITool:input_type -> agentassistproto.CallUIToolRequest
+	54, // 71: agentassistproto.SrvUIRelay.PostAgentMessage:input_type -> agentassistproto.AgentMessageRequest
+	56, // 72: agentassistproto.SrvUIRelay.WaitUserMessage:input_type -> agentassistproto.WaitUserMessageRequest
+	58, // 73: agentassistproto.SrvAgentAssistControl.CancelRequest:input_type -> agentassistproto.CancelRequestRequest
+	59, // 74: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:input_type -> agentassistproto.TakeMissedAnswersRequest
+	10, // 75: agentassistproto.SrvAgentAssist.AskQuestion:output_type -> agentassistproto.AskQuestionResponse
+	13, // 76: agentassistproto.SrvAgentAssist.TaskFinish:output_type -> agentassistproto.TaskFinishResponse
+	16, // 77: agentassistproto.SrvAgentAssist.WorkReport:output_type -> agentassistproto.WorkReportResponse
+	19, // 78: agentassistproto.SrvAgentAssist.SendMcpClientInfo:output_type -> agentassistproto.McpClientInfoResponse
+	5,  // 79: agentassistproto.SrvAgentAssistReply.AskQuestionReply:output_type -> agentassistproto.MsgEmpty
+	5,  // 80: agentassistproto.SrvAgentAssistReply.TaskFinishReply:output_type -> agentassistproto.MsgEmpty
+	49, // 81: agentassistproto.SrvUIRelay.StartSession:output_type -> agentassistproto.SessionResponse
+	49, // 82: agentassistproto.SrvUIRelay.EndSession:output_type -> agentassistproto.SessionResponse
+	51, // 83: agentassistproto.SrvUIRelay.GetUIState:output_type -> agentassistproto.GetUIStateResponse
+	53, // 84: agentassistproto.SrvUIRelay.CallUITool:output_type -> agentassistproto.CallUIToolResponse
+	55, // 85: agentassistproto.SrvUIRelay.PostAgentMessage:output_type -> agentassistproto.AgentMessageResponse
+	57, // 86: agentassistproto.SrvUIRelay.WaitUserMessage:output_type -> agentassistproto.WaitUserMessageResponse
+	5,  // 87: agentassistproto.SrvAgentAssistControl.CancelRequest:output_type -> agentassistproto.MsgEmpty
+	61, // 88: agentassistproto.SrvAgentAssistControl.TakeMissedAnswers:output_type -> agentassistproto.TakeMissedAnswersResponse
+	75, // [75:89] is the sub-list for method output_type
+	61, // [61:75] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_agentassistproto_agentassist_proto_init() }
@@ -4561,7 +4745,7 @@ func file_agentassistproto_agentassist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_agentassistproto_agentassist_proto_rawDesc), len(file_agentassistproto_agentassist_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   64,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

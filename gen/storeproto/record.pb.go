@@ -57,6 +57,9 @@ type Record struct {
 	// A task report asked through the TaskFinish RPC (the older upstream
 	// generation's name), listed to clients under that name.
 	TaskFinishEra bool `protobuf:"varint,17,opt,name=task_finish_era,json=taskFinishEra" json:"task_finish_era,omitempty"`
+	// The choices offered with the request: an agentassistproto
+	// McpAskQuestionRequest carrying only its Questions (field 7).
+	Questions []byte `protobuf:"bytes,18,opt,name=questions" json:"questions,omitempty"`
 	// CRC-32C of every byte before this field, the format byte included;
 	// always the last field. Records of the second layout have none.
 	Sum           *uint32 `protobuf:"fixed32,100,opt,name=sum" json:"sum,omitempty"`
@@ -213,6 +216,13 @@ func (x *Record) GetTaskFinishEra() bool {
 	return false
 }
 
+func (x *Record) GetQuestions() []byte {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
 func (x *Record) GetSum() uint32 {
 	if x != nil && x.Sum != nil {
 		return *x.Sum
@@ -225,7 +235,7 @@ var File_storeproto_record_proto protoreflect.FileDescriptor
 const file_storeproto_record_proto_rawDesc = "" +
 	"\n" +
 	"\x17storeproto/record.proto\x12\n" +
-	"storeproto\"\xb7\x04\n" +
+	"storeproto\"\xd5\x04\n" +
 	"\x06Record\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -247,7 +257,8 @@ const file_storeproto_record_proto_rawDesc = "" +
 	"\x14reasoning_model_name\x18\x0e \x01(\tR\x12reasoningModelName\x12&\n" +
 	"\x0fmcp_client_name\x18\x0f \x01(\tR\rmcpClientName\x12*\n" +
 	"\x11withdraw_on_leave\x18\x10 \x01(\bR\x0fwithdrawOnLeave\x12&\n" +
-	"\x0ftask_finish_era\x18\x11 \x01(\bR\rtaskFinishEra\x12\x17\n" +
+	"\x0ftask_finish_era\x18\x11 \x01(\bR\rtaskFinishEra\x12\x1c\n" +
+	"\tquestions\x18\x12 \x01(\fR\tquestions\x12\x17\n" +
 	"\x03sum\x18d \x01(\aB\x05\xaa\x01\x02\b\x01R\x03sumBKZBgithub.com/agentassistant/agentassistant/gen/storeproto;storeproto\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
 
 var (

@@ -61,7 +61,8 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		m.Message, m.Priority, m.Markdown = clip(n.Request.Text, 3000), 4, true
 		m.Tags = []string{"question"}
 		if n.AnswerURL != "" {
-			for _, label := range quickReplies[:min(len(quickReplies), ntfyMaxActions)] {
+			labels, _ := buttonsOf(n.Request)
+			for _, label := range labels[:min(len(labels), ntfyMaxActions)] {
 				body, _ := json.Marshal(map[string]string{"cap": n.Cap, "text": label})
 				m.Actions = append(m.Actions, ntfyAction{Action: "http", Label: label, URL: n.AnswerURL, Method: http.MethodPost,
 					Headers: map[string]string{"Content-Type": "application/json"}, Body: string(body), Clear: true})

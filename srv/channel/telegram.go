@@ -65,6 +65,8 @@ type telegramQuestion struct {
 	// readable by anyone in the chat, and a capability in it would
 	// answer at /push/answer without the chat check.
 	cap string
+	// labels are what its buttons answer with, by index.
+	labels []string
 }
 
 // maxTracked bounds the messages remembered for replies and edits.
@@ -130,20 +132,27 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		return nil
 	}
 	text := title(n) + "\n\n" + clip(n.Request.Text, 3500) + "\n\n(Tap an answer, or reply to this message.)"
-	var row []models.InlineKeyboardButton
-	for i, label := range quickReplies {
-		row = append(row, models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i)})
+	// The quick replies fit on one row; a question's own options, longer
+	// and up to ten, take a row each.
+	labels, own := buttonsOf(n.Request)
+	var rows [][]models.InlineKeyboardButton
+	for i, label := range labels {
+		b := models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i)}
+		if len(rows) == 0 || own {
+			rows = append(rows, nil)
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], b)
 	}
 	for _, chat := range t.Chats {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
 		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text,
-			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{row}}})
+			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap})
+		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels})
 	}
 	return nil
 }
@@ -200,22 +209,26 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("This chat may not answer.")
 		return
 	}
-	label, ok := strings.CutPrefix(q.Data, "a:")
-	i, err := strconv.Atoi(label)
-	if !ok || err != nil || i < 0 || i >= len(quickReplies) {
-		reply("Not an answer of ours.")
-		return
-	}
+	// The message tapped: the buttons it had and the capability they
+	// answer with; one no longer tracked (settled, or forgotten)
+	// answers nothing.
 	t.mu.Lock()
 	question, known := t.asks[sentKey{msg.Chat.ID, msg.ID}]
 	t.mu.Unlock()
+	index, ok := strings.CutPrefix(q.Data, "a:")
+	i, err := strconv.Atoi(index)
+	if !ok || err != nil || i < 0 || known && i >= len(question.labels) {
+		reply("Not an answer of ours.")
+		return
+	}
 	if !known {
 		reply(answercap.ErrVoid.Error())
 		return
 	}
-	switch err := a.ByCap(question.cap, quickReplies[i]); {
+	labels := question.labels
+	switch err := a.ByCap(question.cap, labels[i]); {
 	case err == nil:
-		reply("Answered: " + quickReplies[i])
+		reply("Answered: " + labels[i])
 	case errors.Is(err, hub.ErrNotPending):
 		reply("The question is no longer pending.")
 	default:

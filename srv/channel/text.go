@@ -63,3 +63,17 @@ func clip(s string, n int) string {
 
 // quickReplies are the buttons of a question with no options of its own.
 var quickReplies = []string{"Yes", "No", "Go ahead"}
+
+// buttonsOf is what a request's buttons say (and answer with): its
+// options when it offers some (own), else the quick replies.
+func buttonsOf(req hub.Request) (labels []string, own bool) {
+	opts, _, _ := wire.OptionsOf(req.Questions)
+	if len(opts) == 0 {
+		return quickReplies, false
+	}
+	labels = make([]string, len(opts))
+	for i, o := range opts {
+		labels[i] = o.GetLabel()
+	}
+	return labels, true
+}

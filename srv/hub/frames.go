@@ -30,6 +30,7 @@ func askRequest(p *pending) *pb.AskQuestionRequest {
 			AgentName:          p.req.AgentName,
 			ReasoningModelName: p.req.ReasoningModelName,
 			McpClientName:      p.req.McpClientName,
+			Questions:          p.req.Questions,
 		},
 		Timestamp: p.createdAt.UnixMilli(),
 	}
@@ -46,6 +47,7 @@ func taskRequest(p *pending) *pb.TaskFinishRequest {
 			AgentName:          p.req.AgentName,
 			ReasoningModelName: p.req.ReasoningModelName,
 			McpClientName:      p.req.McpClientName,
+			Questions:          p.req.Questions,
 		},
 		Timestamp: p.createdAt.UnixMilli(),
 	}

@@ -80,6 +80,10 @@ type Request struct {
 	// app converts only its own name, and the one that asked is the one
 	// whose app should find it there.
 	TaskFinishEra bool
+	// Questions are the choices offered with the request (the wire's
+	// field 7): options the person answers with in one tap. Checked by the
+	// door (wire.CheckQuestions); nil when none.
+	Questions []*pb.Question
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse

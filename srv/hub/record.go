@@ -34,6 +34,7 @@ func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string
 		Status: status, ClosedNote: note,
 		AgentName: p.req.AgentName, ReasoningModelName: p.req.ReasoningModelName, McpClientName: p.req.McpClientName,
 		WithdrawOnLeave: p.req.WithdrawOnLeave, TaskFinishEra: p.req.TaskFinishEra,
+		Questions: encodeQuestions(p.req.Questions),
 	}
 	if status != store.Pending {
 		rec.ClosedAt = h.now()
@@ -50,7 +51,7 @@ func missedRecord(r *room, m *missed, note string) store.Record {
 		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
 		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
 		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
-		TaskFinishEra: m.p.req.TaskFinishEra,
+		TaskFinishEra: m.p.req.TaskFinishEra, Questions: encodeQuestions(m.p.req.Questions),
 	}
 }
 
@@ -59,7 +60,28 @@ func requestOf(rec store.Record) Request {
 	return Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
 		Timeout:   time.Duration(rec.TimeoutSeconds) * time.Second,
 		AgentName: rec.AgentName, ReasoningModelName: rec.ReasoningModelName, McpClientName: rec.McpClientName,
-		WithdrawOnLeave: rec.WithdrawOnLeave, TaskFinishEra: rec.TaskFinishEra}
+		WithdrawOnLeave: rec.WithdrawOnLeave, TaskFinishEra: rec.TaskFinishEra, Questions: decodeQuestions(rec.Questions)}
+}
+
+// encodeQuestions stores the choices as the wire's McpAskQuestionRequest
+// carrying only its Questions; nil for none.
+func encodeQuestions(qs []*pb.Question) []byte {
+	if len(qs) == 0 {
+		return nil
+	}
+	b, _ := proto.Marshal(&pb.McpAskQuestionRequest{Questions: qs})
+	return b
+}
+
+func decodeQuestions(b []byte) []*pb.Question {
+	if len(b) == 0 {
+		return nil
+	}
+	var m pb.McpAskQuestionRequest
+	if proto.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m.Questions
 }
 
 // encodeReply stores a reply as the wire's response message; who answered

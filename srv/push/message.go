@@ -73,6 +73,20 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
 		Title: clip(title, maxTitle), Body: clip(plain(req.Text), maxBody),
 		Cap: capName, Answer: "/push/answer", URL: "/?request=" + url.QueryEscape(req.ID)}
+	if opts, _, _ := wire.OptionsOf(req.Questions); len(opts) > 0 {
+		// The question's own options, the first that fit: an action posts
+		// its label as the answer, so a label is never cut (the others
+		// are in the app).
+		for _, o := range opts {
+			if len(m.Actions) == maxActions {
+				break
+			}
+			if l := o.GetLabel(); len(l) <= maxAction {
+				m.Actions = append(m.Actions, l)
+			}
+		}
+		return m
+	}
 	for _, r := range sub.Replies {
 		if len(m.Actions) == maxActions {
 			break

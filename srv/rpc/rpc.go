@@ -119,6 +119,7 @@ func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (
 	rep, id, err := s.ask(ctx, hub.Request{
 		Kind: wire.AskQuestion, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetQuestion(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+		Questions: r.GetQuestions(),
 	}, r.GetTimeout())
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*p
 	rep, id, err := s.ask(ctx, hub.Request{
 		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
-		TaskFinishEra: true,
+		TaskFinishEra: true, Questions: r.GetQuestions(),
 	}, r.GetTimeout())
 	if err != nil {
 		return nil, err
@@ -147,6 +148,7 @@ func (s *service) WorkReport(ctx context.Context, req *pb.WorkReportRequest) (*p
 	rep, id, err := s.ask(ctx, hub.Request{
 		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+		Questions: r.GetQuestions(),
 	}, r.GetTimeout())
 	if err != nil {
 		return nil, err
@@ -187,6 +189,13 @@ func clip(s string) string {
 
 func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*hub.Reply, string, error) {
 	kind, id := req.Kind, req.ID
+	if strings.TrimSpace(req.Text) == "" && len(req.Questions) > 0 {
+		// The current upstream generation asks in Questions alone.
+		req.Text = req.Questions[0].GetQuestion()
+	}
+	if err := wire.CheckQuestions(req.Questions); err != nil {
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Questions: %w", err))
+	}
 	if strings.TrimSpace(req.Text) == "" {
 		what := "Question"
 		if kind == wire.TaskFinish {

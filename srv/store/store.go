@@ -68,6 +68,9 @@ type Record struct {
 	// TaskFinishEra: a task report asked through the older generation's
 	// TaskFinish RPC, listed to clients under that name.
 	TaskFinishEra bool `json:"taskFinishEra,omitempty"`
+	// Questions are the choices offered with the request, protobuf-encoded
+	// (an McpAskQuestionRequest carrying only its Questions).
+	Questions []byte `json:"questions,omitempty"`
 }
 
 // Store is safe for concurrent use. Writes made with Put are written by

@@ -39,6 +39,17 @@ export interface Item {
   agentGone?: boolean
   agent?: string // the agent (or its MCP client) that asked
   model?: string // the model it runs
+  // The choices offered with it (the wire's Questions, field 7): buttons
+  // that answer with their label; multiple: several may be chosen;
+  // custom: free text is allowed besides (true unless the agent said no).
+  options?: Choice[]
+  multiple?: boolean
+  custom?: boolean
+}
+
+export interface Choice {
+  label: string
+  description?: string
 }
 
 export interface ChatLine {
@@ -70,6 +81,27 @@ export function replyTarget(waiting: Item[], selected: string): Item | undefined
 export type Req = {
   ProjectDirectory?: string; Question?: string; Summary?: string; Timeout?: number
   AgentName?: string; ReasoningModelName?: string; McpClientName?: string
+  Questions?: { question?: string; options?: { label: string; description?: string }[]; multiple?: boolean; custom?: boolean }[]
+}
+
+// choices are the options a request offers (the first set of its
+// Questions), none when it offers none.
+export function choices(r: Req | undefined): Pick<Item, 'options' | 'multiple' | 'custom'> {
+  const q = r?.Questions?.[0]
+  const opts = (q?.options ?? []).filter((o) => o.label)
+  if (!opts.length) return {}
+  return {
+    options: opts.map((o) => (o.description ? { label: o.label, description: o.description } : { label: o.label })),
+    multiple: !!q?.multiple,
+    custom: !!q?.custom,
+  }
+}
+
+// requestText is a request's text: the question or summary, or, when it
+// asks in Questions alone (the current upstream generation), the first
+// one's question.
+export function requestText(kind: Kind, r: Req | undefined): string {
+  return (kind === 'AskQuestion' ? r?.Question : r?.Summary) || r?.Questions?.[0]?.question || ''
 }
 
 // who names the agent and model of a request, when it says.

@@ -44,6 +44,18 @@ describe('the inbox store reads frames as the server sends them', () => {
     expect(s.state.lost).toEqual([])
   })
 
+  it('a request\'s options (field 7) are kept with it; a question asked in Questions alone takes its text', () => {
+    const s = createStore('test-options')
+    s.handle(frame({ Cmd: 'AskQuestion', AskQuestionRequest: { ID: 'q1', Request: { Question: 'Deploy?', Questions: [{
+      question: 'Deploy?', options: [{ label: 'Yes', description: 'now' }, { label: 'No' }], multiple: true, custom: false,
+    }] } } }))
+    s.handle(frame({ Cmd: 'AskQuestion', AskQuestionRequest: { ID: 'q2', Request: { Questions: [{ question: 'Which port?', options: [{ label: '80' }], custom: true }] } } }))
+    s.handle(frame({ Cmd: 'AskQuestion', AskQuestionRequest: { ID: 'q3', Request: { Question: 'Plain?' } } }))
+    expect(s.state.items.find((i) => i.id === 'q1')).toMatchObject({ text: 'Deploy?', options: [{ label: 'Yes', description: 'now' }, { label: 'No' }], multiple: true, custom: false })
+    expect(s.state.items.find((i) => i.id === 'q2')).toMatchObject({ text: 'Which port?', options: [{ label: '80' }], multiple: false, custom: true })
+    expect(s.state.items.find((i) => i.id === 'q3')?.options).toBeUndefined()
+  })
+
   it('a task report under both generations\' Cmds is one item, with who asked', () => {
     const s = createStore('test-generations')
     const req = { ID: 't1', Request: { Summary: 'Done.', AgentName: 'Cursor', ReasoningModelName: 'gpt-5' } }

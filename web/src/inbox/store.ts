@@ -2,7 +2,7 @@ import { computed, reactive } from 'vue'
 import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
 import {
-  chatFrame, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, who,
+  chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
   type ChatLine, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
@@ -75,11 +75,12 @@ export function createStore(storageKey: string) {
       id: req.ID,
       kind,
       project: r?.ProjectDirectory ?? '',
-      text: (kind === 'AskQuestion' ? r?.Question : r?.Summary) ?? '',
+      text: requestText(kind, r),
       createdAt: createdAt ?? Date.now(),
       timeout: timeout ?? r?.Timeout ?? 0,
       status: 'waiting',
       ...who(r),
+      ...choices(r),
     })
     state.items.sort((a, b) => a.createdAt - b.createdAt)
     save()
@@ -160,12 +161,13 @@ export function createStore(storageKey: string) {
             id: req.ID,
             kind: it.messageType as Kind,
             project: r?.ProjectDirectory ?? '',
-            text: (it.messageType === 'TaskFinish' ? r?.Summary : r?.Question) ?? '',
+            text: requestText(it.messageType === 'TaskFinish' ? 'TaskFinish' : 'AskQuestion', r),
             createdAt: Number(it.createdAt),
             timeout: r?.Timeout ?? 0,
             status,
             ...outcome,
             ...who(r),
+            ...choices(r),
           })
         }
         state.items.sort((a, b) => a.createdAt - b.createdAt)

@@ -1,0 +1,94 @@
+package wire
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+)
+
+// Limits of the choices offered with a question or a task report: what
+// fits as buttons on a phone and as a notification's actions.
+const (
+	MaxOptions          = 10
+	MaxLabelBytes       = 80
+	MaxDescriptionBytes = 200
+	// MaxQuestions: one set of choices per request; the inbox shows one.
+	MaxQuestions = 1
+)
+
+// CheckQuestions reports the first way qs breaks the limits above, naming
+// the limit; nil when they are fine.
+func CheckQuestions(qs []*pb.Question) error {
+	if len(qs) > MaxQuestions {
+		return fmt.Errorf("at most %d set of options per request, got %d", MaxQuestions, len(qs))
+	}
+	for _, q := range qs {
+		if err := CheckOptions(q.GetOptions()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckOptions checks one set of options: at most MaxOptions, labels of 1
+// to MaxLabelBytes bytes, unique, descriptions of at most
+// MaxDescriptionBytes bytes, all valid UTF-8.
+func CheckOptions(opts []*pb.Option) error {
+	if len(opts) > MaxOptions {
+		return fmt.Errorf("too many options: %d, at most %d", len(opts), MaxOptions)
+	}
+	seen := make(map[string]bool, len(opts))
+	for i, o := range opts {
+		l := o.GetLabel()
+		switch {
+		case l == "":
+			return fmt.Errorf("option %d has an empty label (labels are 1 to %d bytes)", i+1, MaxLabelBytes)
+		case len(l) > MaxLabelBytes:
+			return fmt.Errorf("option %d's label is %d bytes, longer than the limit of %d bytes", i+1, len(l), MaxLabelBytes)
+		case !utf8.ValidString(l) || !utf8.ValidString(o.GetDescription()):
+			return fmt.Errorf("option %d is not valid UTF-8", i+1)
+		case seen[l]:
+			return fmt.Errorf("option %d repeats the label %q (labels must be unique)", i+1, l)
+		case len(o.GetDescription()) > MaxDescriptionBytes:
+			return fmt.Errorf("option %d's description is %d bytes, longer than the limit of %d bytes", i+1, len(o.GetDescription()), MaxDescriptionBytes)
+		}
+		seen[l] = true
+	}
+	return nil
+}
+
+// OptionsOf is the options of the first set of choices in qs, and whether
+// several may be chosen and free text given besides; no options when qs
+// offers none.
+func OptionsOf(qs []*pb.Question) (opts []*pb.Option, multiple, custom bool) {
+	if len(qs) == 0 {
+		return nil, false, true
+	}
+	return qs[0].GetOptions(), qs[0].GetMultiple(), qs[0].GetCustom()
+}
+
+// Chosen splits an answer's texts into the labels of opts they name (in
+// the order of opts) and the rest, the free text: a client answers with
+// an option by sending its label as one text content.
+func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
+	picked := make(map[string]bool, len(texts))
+	for _, t := range texts {
+		named := false
+		for _, o := range opts {
+			if t == o.GetLabel() {
+				picked[t], named = true, true
+				break
+			}
+		}
+		if !named {
+			free = append(free, t)
+		}
+	}
+	for _, o := range opts {
+		if picked[o.GetLabel()] {
+			chosen = append(chosen, o.GetLabel())
+		}
+	}
+	return chosen, free
+}

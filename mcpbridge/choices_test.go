@@ -1,0 +1,140 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+func TestToolsOfferOptionsAndDeclareOutput(t *testing.T) {
+	c := newClient(t, &fakeSrv{}, Options{})
+	tools, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, tool := range tools.Tools {
+		if tool.Name != "ask_question" && tool.Name != "task_finish" && tool.Name != "work_report" {
+			continue
+		}
+		seen++
+		b, _ := json.Marshal(tool)
+		var m struct {
+			InputSchema struct {
+				Properties map[string]map[string]any `json:"properties"`
+			} `json:"inputSchema"`
+			OutputSchema struct {
+				Properties map[string]any `json:"properties"`
+			} `json:"outputSchema"`
+		}
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		p := m.InputSchema.Properties
+		if p["options"]["type"] != "array" || p["multi_select"]["default"] != false || p["allow_other"]["default"] != true {
+			t.Errorf("%s: input schema lacks the choices: %s", tool.Name, b)
+		}
+		if _, ok := m.OutputSchema.Properties["chosen"]; !ok {
+			t.Errorf("%s: no outputSchema naming the chosen options: %s", tool.Name, b)
+		}
+	}
+	if seen != 3 {
+		t.Fatalf("saw %d of the three tools", seen)
+	}
+}
+
+func TestAnswerNamesTheChosenOptions(t *testing.T) {
+	var reply []*pb.McpResultContent
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		return &pb.AskQuestionResponse{ID: r.GetID(), Contents: reply}, nil
+	}}
+	c := newClient(t, f, Options{})
+	txt := func(s string) *pb.McpResultContent {
+		return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}}
+	}
+	reply = []*pb.McpResultContent{txt("Stop"), txt("and tell me why"), txt("Continue")}
+	r := call(t, c, "ask_question", map[string]any{
+		"question": "Go on?", "multi_select": true,
+		"options": []any{map[string]any{"label": "Continue", "description": "keep going"}, map[string]any{"label": "Stop"}},
+	}, nil)
+	if r.IsError {
+		t.Fatalf("error: %s", text(r))
+	}
+	f.mu.Lock()
+	q := f.asks[0].GetRequest().GetQuestions()
+	f.mu.Unlock()
+	if len(q) != 1 || len(q[0].GetOptions()) != 2 || q[0].GetOptions()[0].GetDescription() != "keep going" || !q[0].GetMultiple() || !q[0].GetCustom() {
+		t.Fatalf("questions sent = %v", q)
+	}
+	if !strings.Contains(text(r), `The person chose the options "Continue", "Stop".`) || !strings.Contains(text(r), "and tell me why") {
+		t.Errorf("text = %q", text(r))
+	}
+	b, _ := json.Marshal(r.StructuredContent)
+	var a answer
+	if err := json.Unmarshal(b, &a); err != nil {
+		t.Fatal(err)
+	}
+	if !a.Answered || strings.Join(a.Chosen, "|") != "Continue|Stop" || a.Text != "and tell me why" {
+		t.Errorf("structured content = %s", b)
+	}
+
+	// No options: the structured content is still there (outputSchema).
+	reply = []*pb.McpResultContent{txt("yes")}
+	r = call(t, c, "ask_question", map[string]any{"question": "ok?"}, nil)
+	b, _ = json.Marshal(r.StructuredContent)
+	if string(b) != `{"answered":true,"chosen":[],"images":0,"text":"yes"}` {
+		t.Errorf("structured content without options = %s", b)
+	}
+}
+
+func TestBadOptionsNameTheLimit(t *testing.T) {
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		t.Error("a bad request reached the server")
+		return &pb.AskQuestionResponse{}, nil
+	}}
+	c := newClient(t, f, Options{})
+	many := make([]any, wire.MaxOptions+1)
+	for i := range many {
+		many[i] = map[string]any{"label": string(rune('a' + i))}
+	}
+	for _, tc := range []struct {
+		tool string
+		opts []any
+		want string
+	}{
+		{"ask_question", many, "at most 10"},
+		{"ask_question", []any{map[string]any{"label": ""}}, "empty label"},
+		{"task_finish", []any{map[string]any{"label": "A"}, map[string]any{"label": "A"}}, "unique"},
+		{"work_report", []any{map[string]any{"label": strings.Repeat("x", 81)}}, "limit of 80 bytes"},
+		{"ask_question", []any{map[string]any{"label": "A", "description": strings.Repeat("x", 201)}}, "limit of 200 bytes"},
+	} {
+		r := call(t, c, tc.tool, map[string]any{"question": "q", "summary": "s", "options": tc.opts}, nil)
+		if !r.IsError || !strings.Contains(text(r), tc.want) {
+			t.Errorf("%s %v: %v %q, want an error naming %q", tc.tool, len(tc.opts), r.IsError, text(r), tc.want)
+		}
+	}
+}
+
+func TestFormOffersTheOptions(t *testing.T) {
+	qs := []*pb.Question{{Options: []*pb.Option{{Label: "A"}, {Label: "B", Description: "bee"}}, Multiple: true}}
+	f := formFor(wire.AskQuestion, "which?", qs)
+	b, _ := json.Marshal(f.Params.RequestedSchema)
+	if !strings.Contains(string(b), `"choice":{"description":"B: bee","items":{"enum":["A","B"],"type":"string"}`) || strings.Contains(string(b), `"answer"`) {
+		t.Errorf("multi-select form without free text = %s", b)
+	}
+	qs[0].Multiple, qs[0].Custom = false, true
+	b, _ = json.Marshal(formFor(wire.AskQuestion, "which?", qs).Params.RequestedSchema)
+	if !strings.Contains(string(b), `"enum":["A","B"],"title":"Choose","type":"string"`) || !strings.Contains(string(b), `"answer"`) {
+		t.Errorf("single-select form with free text = %s", b)
+	}
+	got := formAnswer(map[string]any{"choice": []any{"A", "B"}, "answer": " more "})
+	if strings.Join(got, "|") != "A|B|more" {
+		t.Errorf("form answer = %q", got)
+	}
+}

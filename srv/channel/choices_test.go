@@ -1,0 +1,79 @@
+package channel
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+var offered = []*pb.Question{{Options: []*pb.Option{{Label: "Continue"}, {Label: "Stop"}, {Label: "Run the tests again"}, {Label: "Ship it"}}}}
+
+// askChoices asks token's room a task report offering the options above.
+func (f *fixture) askChoices(token, id string) chan *hub.Reply {
+	out := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := f.hub.Ask(context.Background(), token, hub.Request{Kind: wire.TaskFinish, ID: id, Text: "Done.",
+			ProjectDirectory: "/srv/shop", AgentName: "Claude Code", Timeout: time.Hour, Questions: offered})
+		out <- rep
+	}()
+	return out
+}
+
+// TestNtfyOffersTheOptions: ntfy's actions are the request's options
+// (the first three), not the quick replies.
+func TestNtfyOffersTheOptions(t *testing.T) {
+	ntfy := newReceiver(t)
+	f := newFixture(t, map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "aa-secret-topic"}}}, Options{})
+	f.askChoices(tokA, "r-1")
+	_, bodies := ntfy.waitFor(t, 1)
+	var m ntfyMessage
+	if err := json.Unmarshal(bodies[0], &m); err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, a := range m.Actions {
+		labels = append(labels, a.Label)
+	}
+	if strings.Join(labels, "|") != "Continue|Stop|Run the tests again" || !strings.Contains(m.Actions[2].Body, `"text":"Run the tests again"`) {
+		t.Errorf("actions %+v", m.Actions)
+	}
+}
+
+// TestTelegramOffersTheOptions: the keyboard has a row per option, and a
+// tap answers with that option's label.
+func TestTelegramOffersTheOptions(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := newBotAPI(t, botToken)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	answered := f.askChoices(tokA, "r-1")
+	sent := api.waitCall(t, "sendMessage", 1)
+	var kb struct {
+		InlineKeyboard [][]struct {
+			Text         string `json:"text"`
+			CallbackData string `json:"callback_data"`
+		} `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(sent["reply_markup"]), &kb); err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
+		t.Fatalf("keyboard %s: %v", sent["reply_markup"], err)
+	}
+	for tracked := false; !tracked; { // the channel has noted what the message's buttons say
+		tg.mu.Lock()
+		_, tracked = tg.asks[sentKey{42, 101}]
+		tg.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	api.push(callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
+	if got := api.waitCall(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
+		t.Errorf("the tap: %v", got)
+	}
+	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}

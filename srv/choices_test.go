@@ -1,0 +1,112 @@
+package srv_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv"
+)
+
+// TestOptionsOverMCP: a question asked at /mcp with options reaches a /ws
+// device with them in McpAskQuestionRequest.Questions (field 7); the
+// device answers with an option's label and free text, and the agent gets
+// the choice in words and as structured content.
+func TestOptionsOverMCP(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	c := mcpClient(t, base, tokA, "")
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := callTool(context.Background(), c, "ask_question", map[string]any{
+			"question": "Deploy now?", "allow_other": true,
+			"options": []any{map[string]any{"label": "Deploy", "description": "ship to production"}, map[string]any{"label": "Wait"}},
+		}, nil)
+		done <- result{r, err}
+	}()
+	q := expect(t, phone, "AskQuestion")
+	qs := q.GetAskQuestionRequest().GetRequest().GetQuestions()
+	if len(qs) != 1 || len(qs[0].GetOptions()) != 2 || qs[0].GetOptions()[0].GetLabel() != "Deploy" ||
+		qs[0].GetOptions()[0].GetDescription() != "ship to production" || qs[0].GetMultiple() || !qs[0].GetCustom() {
+		t.Fatalf("the device got Questions %v", qs)
+	}
+	id := q.GetAskQuestionRequest().GetID()
+	if err := phone.Send(&pb.WebsocketMessage{Cmd: "AskQuestionReply", AskQuestionRequest: &pb.AskQuestionRequest{ID: id},
+		AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: []*pb.McpResultContent{
+			{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Wait"}},
+			{Type: 1, Text: &pb.TextContent{Type: "text", Text: "until the backup ends"}},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.r.IsError {
+		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+	if got := resultText(res.r); got != "The person chose the option \"Wait\".\nuntil the backup ends" {
+		t.Errorf("text = %q", got)
+	}
+	b, _ := json.Marshal(res.r.StructuredContent)
+	var a struct {
+		Chosen []string `json:"chosen"`
+		Text   string   `json:"text"`
+	}
+	if err := json.Unmarshal(b, &a); err != nil || strings.Join(a.Chosen, "|") != "Wait" || a.Text != "until the backup ends" {
+		t.Errorf("structured content = %s", b)
+	}
+}
+
+// TestOptionsInTheClientsForm: over /mcp, a client that shows forms gets
+// the options as an array of enums (multi_select); choosing two there
+// answers the call with both, and the inbox's devices are told the same
+// labels.
+func TestOptionsInTheClientsForm(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	tr, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tokA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := startFormClient(t, tr)
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := callTool(context.Background(), fc.Client, "task_finish", map[string]any{
+			"summary": "Refactored the cart.", "multi_select": true, "allow_other": false,
+			"options": []any{map[string]any{"label": "Run the tests again"}, map[string]any{"label": "Update the docs"}, map[string]any{"label": "Stop"}},
+		}, nil)
+		done <- result{r, err}
+	}()
+	expect(t, phone, "TaskFinish")
+	expect(t, phone, "WorkReport") // the same report under the current generation's Cmd
+	f := fc.nextForm(t)
+	f.answer <- &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{"choice": []any{"Stop", "Run the tests again"}}}}
+	res := <-done
+	if res.err != nil || res.r.IsError || resultText(res.r) != `The person chose the options "Run the tests again", "Stop".` {
+		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+	b, _ := json.Marshal(res.r.StructuredContent)
+	if !strings.Contains(string(b), `"chosen":["Run the tests again","Stop"]`) {
+		t.Errorf("structured content = %s", b)
+	}
+	n := expect(t, phone, "TaskFinishReplyNotification")
+	var got []string
+	for _, c := range n.GetTaskFinishResponse().GetContents() {
+		got = append(got, c.GetText().GetText())
+	}
+	if strings.Join(got, "|") != "Stop|Run the tests again" {
+		t.Errorf("the inbox was told %q", got)
+	}
+}

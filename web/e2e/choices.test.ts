@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { launch, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+let srv: Server
+let mcp: Client
+let browser: Browser
+const ctxs: BrowserContext[] = []
+
+beforeAll(async () => {
+  srv = await startServer()
+  mcp = await startMCP(srv)
+  browser = await launch()
+})
+
+afterAll(async () => {
+  for (const c of ctxs) await c.close()
+  await browser?.close()
+  await mcp?.close()
+  await srv?.stop()
+})
+
+async function openInbox(width: number, height: number, scheme: 'light' | 'dark'): Promise<Page> {
+  const phone = width < 600
+  const ctx = await browser.newContext({ viewport: { width, height }, locale: 'en-US', colorScheme: scheme, isMobile: phone, hasTouch: phone })
+  ctxs.push(ctx)
+  await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), `device-${width}-${scheme}`)
+  const page = await ctx.newPage()
+  await page.goto(`${srv.url}/?token=${srv.token}`)
+  await page.locator('[data-testid=conn][data-state=online]').waitFor()
+  return page
+}
+
+type Structured = ToolResult & { structuredContent?: { answered: boolean; chosen: string[]; text: string; images: number } }
+
+function ask(args: Record<string, unknown>, tool = 'ask_question') {
+  return mcp.callTool({ name: tool, arguments: args }, undefined, { timeout: 120_000 }) as Promise<Structured>
+}
+
+describe('options in the inbox', () => {
+  it('shows a question\'s options as buttons; one tap answers, and the agent is told which', async () => {
+    const pages: Page[] = []
+    for (const [w, h, scheme] of [[1280, 800, 'light'], [1280, 800, 'dark'], [390, 844, 'light'], [390, 844, 'dark']] as const) {
+      pages.push(await openInbox(w, h, scheme))
+    }
+    const call = ask({
+      question: 'The migration on **staging** finished. Deploy to production now?', project_directory: '/home/me/shop',
+      agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4',
+      options: [
+        { label: 'Deploy now', description: 'run the production migration and switch traffic' },
+        { label: 'Wait for the backup', description: 'deploy after the nightly backup at 02:00' },
+        { label: 'Cancel the release' },
+      ],
+    })
+    for (const [i, page] of pages.entries()) {
+      const item = page.locator('[data-status=waiting]', { hasText: 'Deploy to production' })
+      await item.waitFor()
+      const buttons = item.locator('[data-testid=option]')
+      await expect(buttons.count()).resolves.toBe(3)
+      await expect(buttons.nth(0).textContent()).resolves.toContain('run the production migration')
+      // Free text is allowed: the reply box still takes it, without the generic quick replies.
+      await expect(page.locator('textarea[data-testid=reply-input]').isDisabled()).resolves.toBe(false)
+      await expect(page.locator('.q-footer .q-chip').count()).resolves.toBe(0)
+      const [w, scheme] = [[1280, 'light'], [1280, 'dark'], [390, 'light'], [390, 'dark']][i]!
+      if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-options-${w}-${scheme}.png` })
+    }
+    await pages[2]!.locator('[data-testid=option]', { hasText: 'Wait for the backup' }).click()
+    const r = await call
+    expect(r.isError).toBeFalsy()
+    expect(text(r)).toBe('The person chose the option "Wait for the backup".')
+    expect(r.structuredContent).toEqual({ answered: true, chosen: ['Wait for the backup'], text: '', images: 0 })
+    // Answered on one device: the buttons leave every screen.
+    for (const page of pages) {
+      await page.locator('[data-status=answeredElsewhere], [data-status=answeredHere]', { hasText: 'Deploy to production' }).waitFor()
+      await expect(page.locator('[data-testid=option]').count()).resolves.toBe(0)
+    }
+  })
+
+  it('takes several choices with multi_select, and only the options without allow_other', async () => {
+    const page = await openInbox(1280, 800, 'light')
+    const call = ask({
+      summary: 'Refactored the cart. What next?', multi_select: true, allow_other: false,
+      options: [{ label: 'Run the tests again' }, { label: 'Update the docs' }, { label: 'Stop' }],
+    }, 'task_finish')
+    const item = page.locator('[data-status=waiting]', { hasText: 'Refactored the cart' })
+    await item.waitFor()
+    await expect(page.locator('textarea[data-testid=reply-input]').isDisabled()).resolves.toBe(true)
+    const send = item.locator('[data-testid=send-choices]')
+    await expect(send.isDisabled()).resolves.toBe(true)
+    await item.locator('[data-testid=option]', { hasText: 'Update the docs' }).click()
+    await item.locator('[data-testid=option]', { hasText: 'Run the tests again' }).click()
+    await expect(send.textContent()).resolves.toContain('Send 2 choices')
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-options-multi-1280-light.png` })
+    await send.click()
+    const r = await call
+    expect(text(r)).toBe('The person chose the options "Run the tests again", "Update the docs".')
+    expect(r.structuredContent?.chosen).toEqual(['Run the tests again', 'Update the docs'])
+  })
+})
