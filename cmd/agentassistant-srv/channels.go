@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/mail"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,22 @@ type channelsConfig struct {
 	Ntfy      *ntfyConfig     `toml:"ntfy"`
 	Webhook   *webhookConfig  `toml:"webhook"`
 	Telegram  *telegramConfig `toml:"telegram"`
+	Email     *emailConfig    `toml:"email"`
+}
+
+type emailConfig struct {
+	SMTPAddr     string   `toml:"smtp_addr"`
+	SMTPUser     string   `toml:"smtp_user"`
+	SMTPPassword string   `toml:"smtp_password"`
+	From         string   `toml:"from"`
+	To           []string `toml:"to"`
+	IMAPAddr     string   `toml:"imap_addr"`
+	IMAPUser     string   `toml:"imap_user"`
+	IMAPPassword string   `toml:"imap_password"`
+	Mailbox      string   `toml:"mailbox"`
+	Senders      []string `toml:"senders"`
+	TLS          string   `toml:"tls"`
+	Tokens       []string `toml:"tokens"`
 }
 
 type telegramConfig struct {
@@ -52,7 +69,8 @@ type webhookConfig struct {
 // read then gets a warning).
 func (c *channelsConfig) secret() bool {
 	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != "" ||
-		c.Telegram != nil && c.Telegram.BotToken != ""
+		c.Telegram != nil && c.Telegram.BotToken != "" ||
+		c.Email != nil && (c.Email.SMTPPassword != "" || c.Email.IMAPPassword != "")
 }
 
 // channelOptions builds the channels the config sets, routed to their
@@ -95,6 +113,27 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		}
 		ch := &channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}
 		for _, t := range tokensOf(tg.Tokens) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
+	if m := c.Email; m != nil {
+		if m.SMTPAddr == "" || m.From == "" || len(m.To) == 0 {
+			return nil, fmt.Errorf("channels.email: smtp_addr (host:port), from and to are needed")
+		}
+		for _, a := range append(append([]string{m.From}, m.To...), m.Senders...) {
+			if _, err := mail.ParseAddress(a); err != nil {
+				return nil, fmt.Errorf("channels.email: %q is no e-mail address: %w", a, err)
+			}
+		}
+		switch m.TLS {
+		case "", "starttls", "tls", "none":
+		default:
+			return nil, fmt.Errorf("channels.email: tls = %q: it is \"starttls\", \"tls\" or \"none\"", m.TLS)
+		}
+		ch := &channel.Email{SMTPAddr: m.SMTPAddr, SMTPUser: m.SMTPUser, SMTPPassword: m.SMTPPassword, From: m.From, To: m.To,
+			IMAPAddr: m.IMAPAddr, IMAPUser: m.IMAPUser, IMAPPassword: m.IMAPPassword, Mailbox: m.Mailbox, Senders: m.Senders,
+			TLS: m.TLS, Logger: log}
+		for _, t := range tokensOf(m.Tokens) {
 			routes[t] = append(routes[t], ch)
 		}
 	}
