@@ -78,6 +78,8 @@ type emailQuestion struct {
 	kind  wire.Kind
 	id    string
 	title string
+	// mailed: the question's mail went out (else no follow-up either).
+	mailed bool
 }
 
 const (
@@ -133,25 +135,42 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		if id == "" {
 			return nil
 		}
+		if !q.mailed {
+			e.forget(key, id)
+			return nil
+		}
 		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
 		if err := e.mail(ctx, "Re: "+q.title, e.newID(), id, body); err != nil {
 			return err
 		}
-		e.mu.Lock()
-		delete(e.sent, key)
-		delete(e.asks, id)
-		e.mu.Unlock()
+		e.forget(key, id)
 		return nil
 	}
 	if id == "" { // not a retry: the question's own Message-ID
 		id = e.newID()
-		e.track(key, id, emailQuestion{n.Token, n.Request.Kind, n.Request.ID, "[agentassistant] " + title(n)})
+		e.track(key, id, emailQuestion{token: n.Token, kind: n.Request.Kind, id: n.Request.ID, title: "[agentassistant] " + title(n)})
 	}
 	body := clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
-	return e.mail(ctx, "[agentassistant] "+title(n), id, "", body)
+	if err := e.mail(ctx, "[agentassistant] "+title(n), id, "", body); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if q, ok := e.asks[id]; ok {
+		q.mailed = true
+		e.asks[id] = q
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Email) forget(key, id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.sent, key)
+	delete(e.asks, id)
 }
 
 func (e *Email) track(key, id string, q emailQuestion) {

@@ -391,3 +391,52 @@ func TestEmailReconnects(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// TestEmailSendEndsWithContext: a send to an SMTP server that never
+// answers ends when its context does (the Manager's timeout or Close),
+// so a hung server holds up nothing else.
+func TestEmailSendEndsWithContext(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			accepted <- c // held open, silent
+		}
+	}()
+	e := &Email{SMTPAddr: ln.Addr().String(), From: aaAddr, To: []string{"ana@example.org"}, TLS: "none"}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- e.Send(ctx, Notice{Event: hub.Event{Kind: hub.Asked, Token: tokA, Request: hub.Request{Kind: wire.AskQuestion, ID: "q"}}})
+	}()
+	c := <-accepted
+	defer c.Close()
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("Send to a silent server succeeded")
+	}
+}
+
+// TestEmailNoFollowUpForUnsent: a question whose mail never went out
+// gets no "settled" follow-up either.
+func TestEmailNoFollowUpForUnsent(t *testing.T) {
+	sink := newSMTPSink(t)
+	e := &Email{SMTPAddr: "127.0.0.1:1", SMTPUser: aaAddr, SMTPPassword: smtpPass, From: aaAddr, To: []string{"ana@example.org"}, TLS: "none"}
+	req := hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?"}
+	if err := e.Send(context.Background(), Notice{Event: hub.Event{Kind: hub.Asked, Token: tokA, Request: req}}); err == nil {
+		t.Fatal("Send to no server succeeded")
+	}
+	e.SMTPAddr = sink.addr
+	if err := e.Send(context.Background(), Notice{Event: hub.Event{Kind: hub.Answered, Token: tokA, Request: req}}); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.mails) != 0 {
+		t.Errorf("a follow-up for a question never mailed:\n%s", sink.mails[0].data)
+	}
+}
