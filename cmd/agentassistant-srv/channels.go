@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/mail"
 	"os"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type channelsConfig struct {
 	Webhook   *webhookConfig  `toml:"webhook"`
 	Telegram  *telegramConfig `toml:"telegram"`
 	Slack     *slackConfig    `toml:"slack"`
+	Email     *emailConfig    `toml:"email"`
 }
 
 type slackConfig struct {
@@ -35,6 +37,21 @@ type slackConfig struct {
 	Users    []string `toml:"users"`
 	APIURL   string   `toml:"api_url"`
 	Tokens   []string `toml:"tokens"`
+}
+
+type emailConfig struct {
+	SMTPAddr     string   `toml:"smtp_addr"`
+	SMTPUser     string   `toml:"smtp_user"`
+	SMTPPassword string   `toml:"smtp_password"`
+	From         string   `toml:"from"`
+	To           []string `toml:"to"`
+	IMAPAddr     string   `toml:"imap_addr"`
+	IMAPUser     string   `toml:"imap_user"`
+	IMAPPassword string   `toml:"imap_password"`
+	Mailbox      string   `toml:"mailbox"`
+	Senders      []string `toml:"senders"`
+	TLS          string   `toml:"tls"`
+	Tokens       []string `toml:"tokens"`
 }
 
 type telegramConfig struct {
@@ -62,7 +79,8 @@ type webhookConfig struct {
 // read then gets a warning).
 func (c *channelsConfig) secret() bool {
 	return c.Ntfy != nil && c.Ntfy.AccessToken != "" || c.Webhook != nil && c.Webhook.Secret != "" ||
-		c.Telegram != nil && c.Telegram.BotToken != "" || c.Slack != nil && (c.Slack.BotToken != "" || c.Slack.AppToken != "")
+		c.Telegram != nil && c.Telegram.BotToken != "" || c.Slack != nil && (c.Slack.BotToken != "" || c.Slack.AppToken != "") ||
+		c.Email != nil && (c.Email.SMTPPassword != "" || c.Email.IMAPPassword != "")
 }
 
 // channelOptions builds the channels the config sets, routed to their
@@ -114,6 +132,27 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		}
 		ch := &channel.Slack{BotToken: sl.BotToken, AppToken: sl.AppToken, Channel: sl.Channel, Users: sl.Users, APIURL: sl.APIURL, Logger: log}
 		for _, t := range tokensOf(sl.Tokens) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
+	if m := c.Email; m != nil {
+		if m.SMTPAddr == "" || m.From == "" || len(m.To) == 0 {
+			return nil, fmt.Errorf("channels.email: smtp_addr (host:port), from and to are needed")
+		}
+		for _, a := range append(append([]string{m.From}, m.To...), m.Senders...) {
+			if _, err := mail.ParseAddress(a); err != nil {
+				return nil, fmt.Errorf("channels.email: %q is no e-mail address: %w", a, err)
+			}
+		}
+		switch m.TLS {
+		case "", "starttls", "tls", "none":
+		default:
+			return nil, fmt.Errorf("channels.email: tls = %q: it is \"starttls\", \"tls\" or \"none\"", m.TLS)
+		}
+		ch := &channel.Email{SMTPAddr: m.SMTPAddr, SMTPUser: m.SMTPUser, SMTPPassword: m.SMTPPassword, From: m.From, To: m.To,
+			IMAPAddr: m.IMAPAddr, IMAPUser: m.IMAPUser, IMAPPassword: m.IMAPPassword, Mailbox: m.Mailbox, Senders: m.Senders,
+			TLS: m.TLS, Logger: log}
+		for _, t := range tokensOf(m.Tokens) {
 			routes[t] = append(routes[t], ch)
 		}
 	}

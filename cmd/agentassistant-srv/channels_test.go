@@ -3,12 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/emersion/go-smtp"
 )
 
 // TestCheckChannels: -check-channels sends a test message through each
@@ -49,5 +54,63 @@ func TestCheckChannels(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != "Bearer tk_secret_value" {
 		t.Errorf("ntfy got %v", got)
+	}
+}
+
+// mailSink is an SMTP server (go-smtp) that keeps the mails it is given.
+type mailSink struct {
+	mu    sync.Mutex
+	rcpts []string
+	data  []byte
+}
+
+type mailSession struct{ s *mailSink }
+
+func (m mailSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (m mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	m.s.rcpts = append(m.s.rcpts, to)
+	return nil
+}
+func (m mailSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	m.s.mu.Lock()
+	defer m.s.mu.Unlock()
+	m.s.data = b
+	return err
+}
+func (mailSession) Reset()        {}
+func (mailSession) Logout() error { return nil }
+
+// TestCheckChannelsEmail: -check-channels mails its test message to the
+// configured recipients through the SMTP server.
+func TestCheckChannelsEmail(t *testing.T) {
+	sink := &mailSink{}
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return mailSession{sink}, nil }))
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	conf := "[channels.email]\nsmtp_addr = \"" + ln.Addr().String() + "\"\nfrom = \"aa@example.org\"\nto = [\"ana@example.org\"]\ntls = \"none\"\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s%s", err, out.String(), errOut.String())
+	}
+	if !strings.Contains(out.String(), "email: sent") {
+		t.Errorf("output:\n%s", out.String())
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.rcpts) != 1 || sink.rcpts[0] != "ana@example.org" || !strings.Contains(string(sink.data), "A test from agentassistant") {
+		t.Errorf("mailed to %v:\n%s", sink.rcpts, sink.data)
 	}
 }

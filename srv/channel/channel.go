@@ -1,5 +1,5 @@
 // Package channel takes the core's events to services a person already
-// has open (ntfy, a webhook, Telegram, Slack; e-mail next): each is a
+// has open (ntfy, a webhook, Telegram, Slack, e-mail): each is a
 // Channel, an adapter that delivers a Notice and may hand answers back,
 // which compete under first-reply-wins like any device's (through a
 // capability of srv/answercap, or the channel's own signed entry).

@@ -312,29 +312,6 @@ func TestSlack(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log's output, read while it is written.
-type syncBuffer struct {
-	mu   sync.Mutex
-	b    bytes.Buffer
-	wake chan struct{}
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSlackKeepsTokensSecret: when Slack's answers name the tokens, they
 // appear neither in Send's error nor in the log of a refused connection.
 func TestSlackKeepsTokensSecret(t *testing.T) {

@@ -1,0 +1,601 @@
+package channel
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-message"
+	_ "github.com/emersion/go-message/charset" // replies in any charset
+	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Email sends questions as mails over SMTP (github.com/emersion/go-smtp)
+// and takes the replies from a mailbox it watches with IMAP IDLE
+// (github.com/emersion/go-imap/v2): a reply answers the question whose
+// mail it is to (In-Reply-To or References), with the text above the
+// quote, when it comes from one of Senders. When the question is settled
+// a short follow-up in the same thread says so.
+//
+// The From of a mail can be forged; a forger would also need the
+// question's Message-ID, random and only in the mails sent to To.
+type Email struct {
+	// SMTPAddr is the SMTP server's host:port; SMTPUser and SMTPPassword
+	// log in there (no login when SMTPUser is ""). Never logged.
+	SMTPAddr, SMTPUser, SMTPPassword string
+	// From is the mails' sender ("Agent Assistant <aa@example.org>");
+	// To, their recipients.
+	From string
+	To   []string
+	// IMAPAddr is the IMAP server's host:port ("" takes no replies);
+	// IMAPUser and IMAPPassword log in there; Mailbox is watched
+	// (default INBOX).
+	IMAPAddr, IMAPUser, IMAPPassword string
+	Mailbox                          string
+	// Senders are the addresses whose replies answer (default To).
+	Senders []string
+	// TLS is "starttls" (the default), "tls" or "none".
+	TLS string
+	// TLSConfig, when set, checks the servers' certificates (tests).
+	TLSConfig *tls.Config
+	// Backoff is the first wait before logging in to IMAP again (default
+	// 1s, doubling up to a minute).
+	Backoff time.Duration
+	Logger  *slog.Logger
+
+	mu   sync.Mutex               // held alone
+	sent map[string]string        // room + "\x00" + request ID → its Message-ID
+	asks map[string]emailQuestion // a Message-ID → the question it asks
+
+	// The watch's own, touched only by Listen's goroutine: the mailbox's
+	// UIDVALIDITY and the last UID looked at.
+	uidValidity uint32
+	lastUID     imap.UID
+}
+
+type emailQuestion struct {
+	token string
+	kind  wire.Kind
+	id    string
+	title string
+	// mailed: the question's mail went out (else no follow-up either).
+	mailed bool
+}
+
+const (
+	// maxReplySize bounds a reply fetched to be read; maxAnswer, its
+	// answer.
+	maxReplySize = 1 << 20
+	maxAnswer    = 16 << 10
+	// maxBatch bounds the new mails looked at in one round.
+	maxBatch = 200
+	// pollEvery is how often a server without IDLE is asked for news.
+	pollEvery = time.Minute
+)
+
+// Name is "email".
+func (*Email) Name() string { return "email" }
+
+// redact keeps the passwords out of an error (a server may repeat what
+// it was given).
+func (e *Email) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	for _, p := range []string{e.SMTPPassword, e.IMAPPassword} {
+		if p != "" {
+			s = strings.ReplaceAll(s, p, "***")
+		}
+	}
+	if s == err.Error() {
+		return err
+	}
+	return errors.New(s)
+}
+
+func (e *Email) log() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return e.Logger
+}
+
+// Send mails n to To: a question, or the follow-up of a settled one.
+func (e *Email) Send(ctx context.Context, n Notice) error {
+	key := store.Room(n.Token) + "\x00" + n.Request.ID
+	e.mu.Lock()
+	id := e.sent[key]
+	var q emailQuestion
+	if id != "" {
+		q = e.asks[id]
+	}
+	e.mu.Unlock()
+	if n.Kind != hub.Asked {
+		if id == "" {
+			return nil
+		}
+		if !q.mailed {
+			e.forget(key, id)
+			return nil
+		}
+		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
+		if err := e.mail(ctx, "Re: "+q.title, e.newID(), id, body); err != nil {
+			return err
+		}
+		e.forget(key, id)
+		return nil
+	}
+	if id == "" { // not a retry: the question's own Message-ID
+		id = e.newID()
+		e.track(key, id, emailQuestion{token: n.Token, kind: n.Request.Kind, id: n.Request.ID, title: "[agentassistant] " + title(n)})
+	}
+	body := clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
+	if n.AppURL != "" {
+		body += "Or answer in the app: " + n.AppURL + "\r\n"
+	}
+	if err := e.mail(ctx, "[agentassistant] "+title(n), id, "", body); err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if q, ok := e.asks[id]; ok {
+		q.mailed = true
+		e.asks[id] = q
+	}
+	e.mu.Unlock()
+	return nil
+}
+
+func (e *Email) forget(key, id string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.sent, key)
+	delete(e.asks, id)
+}
+
+func (e *Email) track(key, id string, q emailQuestion) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.sent == nil {
+		e.sent, e.asks = map[string]string{}, map[string]emailQuestion{}
+	}
+	if len(e.asks) >= maxTracked {
+		for k, q := range e.asks { // forget one: its reply then goes unanswered
+			delete(e.asks, k)
+			delete(e.sent, store.Room(q.token)+"\x00"+q.id)
+			break
+		}
+	}
+	e.sent[key] = id
+	e.asks[id] = q
+}
+
+// newID is a Message-ID (without its brackets): random, so that only
+// who got the question can reply to it.
+func (e *Email) newID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	domain := "agentassistant.invalid"
+	if a, err := mail.ParseAddress(e.From); err == nil {
+		if _, d, ok := strings.Cut(a.Address, "@"); ok && d != "" {
+			domain = d
+		}
+	}
+	return hex.EncodeToString(b) + "@" + domain
+}
+
+// mail sends one text/plain mail to To; inReplyTo, when set, threads it.
+func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) error {
+	from, err := mail.ParseAddress(e.From)
+	if err != nil {
+		return fmt.Errorf("email: parse from: %w", err)
+	}
+	var to []*mail.Address
+	var rcpt []string
+	for _, s := range e.To {
+		a, err := mail.ParseAddress(s)
+		if err != nil {
+			return fmt.Errorf("email: parse to: %w", err)
+		}
+		to, rcpt = append(to, a), append(rcpt, a.Address)
+	}
+	var h mail.Header
+	h.SetDate(time.Now())
+	h.SetAddressList("From", []*mail.Address{from})
+	h.SetAddressList("To", to)
+	h.SetSubject(subject)
+	h.SetMessageID(id)
+	if inReplyTo != "" {
+		h.SetMsgIDList("In-Reply-To", []string{inReplyTo})
+		h.SetMsgIDList("References", []string{inReplyTo})
+	}
+	h.Set("Auto-Submitted", "auto-generated")
+	h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
+	var buf bytes.Buffer
+	w, err := mail.CreateSingleInlineWriter(&buf, h)
+	if err != nil {
+		return fmt.Errorf("email: write the mail: %w", err)
+	}
+	_, _ = io.WriteString(w, body)
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("email: write the mail: %w", err)
+	}
+	if err := e.submit(ctx, from.Address, rcpt, buf.Bytes()); err != nil {
+		return fmt.Errorf("email: send: %w", e.redact(err))
+	}
+	return nil
+}
+
+// submit hands msg to the SMTP server, within ctx.
+func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte) error {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", e.SMTPAddr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	var c *smtp.Client
+	switch e.TLS {
+	case "none":
+		c = smtp.NewClient(conn)
+	case "tls":
+		c = smtp.NewClient(tls.Client(conn, e.tlsConfig(e.SMTPAddr)))
+	default:
+		if c, err = smtp.NewClientStartTLS(conn, e.tlsConfig(e.SMTPAddr)); err != nil {
+			return err
+		}
+	}
+	defer c.Close()
+	if e.SMTPUser != "" {
+		if err := c.Auth(sasl.NewPlainClient("", e.SMTPUser, e.SMTPPassword)); err != nil {
+			return fmt.Errorf("log in: %w", err)
+		}
+	}
+	if err := c.SendMail(from, to, bytes.NewReader(msg)); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+func (e *Email) tlsConfig(addr string) *tls.Config {
+	cfg := &tls.Config{}
+	if e.TLSConfig != nil {
+		cfg = e.TLSConfig.Clone()
+	}
+	if cfg.ServerName == "" {
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	return cfg
+}
+
+// Listen watches the mailbox for replies until ctx ends, logging in again
+// with backoff when the server goes away.
+func (e *Email) Listen(ctx context.Context, a Answers) {
+	if e.IMAPAddr == "" {
+		return
+	}
+	first := e.Backoff
+	if first <= 0 {
+		first = time.Second
+	}
+	wait := first
+	for {
+		watched, err := e.watch(ctx, a)
+		if ctx.Err() != nil {
+			return
+		}
+		if watched {
+			wait = first
+		}
+		e.log().Warn("email: the mailbox is out of reach; trying again", "err", e.redact(err), "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// watch logs in, takes the replies there are and those that come, until
+// the connection or ctx ends; watched says it got as far as watching.
+func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) {
+	news := make(chan struct{}, 1)
+	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr), UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+			if d.NumMessages != nil {
+				select {
+				case news <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}}
+	var c *imapclient.Client
+	switch e.TLS {
+	case "none":
+		c, err = imapclient.DialInsecure(e.IMAPAddr, opts)
+	case "tls":
+		c, err = imapclient.DialTLS(e.IMAPAddr, opts)
+	default:
+		c, err = imapclient.DialStartTLS(e.IMAPAddr, opts)
+	}
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
+		return false, fmt.Errorf("log in: %w", err)
+	}
+	box := e.Mailbox
+	if box == "" {
+		box = "INBOX"
+	}
+	sel, err := c.Select(box, nil).Wait()
+	if err != nil {
+		return false, fmt.Errorf("select %s: %w", box, err)
+	}
+	if sel.UIDValidity != e.uidValidity { // UIDs from before mean nothing
+		e.uidValidity, e.lastUID = sel.UIDValidity, 0
+	}
+	e.log().Debug("email: watching the mailbox", "mailbox", box)
+	idle := c.Caps().Has(imap.CapIdle)
+	for {
+		if err := e.take(c, a); err != nil {
+			return true, err
+		}
+		if !idle {
+			select {
+			case <-news:
+			case <-time.After(pollEvery):
+			case <-c.Closed():
+				return true, errors.New("the connection closed")
+			}
+			if err := c.Noop().Wait(); err != nil {
+				return true, fmt.Errorf("noop: %w", err)
+			}
+			continue
+		}
+		cmd, err := c.Idle()
+		if err != nil {
+			return true, fmt.Errorf("idle: %w", err)
+		}
+		select {
+		case <-news:
+		case <-c.Closed():
+		}
+		_ = cmd.Close()
+		if err := cmd.Wait(); err != nil {
+			return true, fmt.Errorf("idle: %w", err)
+		}
+		select {
+		case <-c.Closed():
+			return true, errors.New("the connection closed")
+		default:
+		}
+	}
+}
+
+// take looks at the unread mails that came since the last look, and
+// answers with the replies to questions from allowed senders.
+func (e *Email) take(c *imapclient.Client, a Answers) error {
+	crit := &imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}
+	if e.lastUID > 0 {
+		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: e.lastUID + 1, Stop: 0}}}
+	}
+	data, err := c.UIDSearch(crit, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	var uids []imap.UID
+	for _, u := range data.AllUIDs() {
+		if u > e.lastUID { // "n:*" holds the last mail even below n
+			uids = append(uids, u)
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	if len(uids) > maxBatch { // the newest: a reply is recent
+		uids = uids[len(uids)-maxBatch:]
+	}
+	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "In-Reply-To", "References"}, Peek: true}
+	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true, BodySection: []*imap.FetchItemBodySection{head}}).Collect()
+	if err != nil {
+		return fmt.Errorf("fetch headers: %w", err)
+	}
+	for _, m := range msgs {
+		e.lastUID = max(e.lastUID, m.UID)
+		q, from, ok := e.match(m.FindBodySection(head))
+		if !ok {
+			continue
+		}
+		if !e.allowed(from) {
+			e.log().Info("email: a reply from an address not in senders answers nothing", "from", from)
+			continue
+		}
+		if m.RFC822Size > maxReplySize {
+			e.log().Info("email: a reply too large to read", "from", from, "bytes", m.RFC822Size)
+			continue
+		}
+		if err := e.answer(c, m.UID, q, from, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// match finds the question a mail's header replies to, and its sender.
+func (e *Email) match(raw []byte) (emailQuestion, string, bool) {
+	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return emailQuestion{}, "", false
+	}
+	h := mail.Header{Header: message.Header{Header: th}}
+	irt, _ := h.MsgIDList("In-Reply-To")
+	refs, _ := h.MsgIDList("References")
+	from, err := h.AddressList("From")
+	if err != nil || len(from) != 1 {
+		return emailQuestion{}, "", false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range append(irt, refs...) {
+		if q, ok := e.asks[id]; ok {
+			return q, strings.ToLower(from[0].Address), true
+		}
+	}
+	return emailQuestion{}, "", false
+}
+
+// allowed: the address is one of the senders the config names.
+func (e *Email) allowed(addr string) bool {
+	senders := e.Senders
+	if len(senders) == 0 {
+		senders = e.To
+	}
+	for _, s := range senders {
+		if a, err := mail.ParseAddress(s); err == nil && strings.EqualFold(a.Address, addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// answer reads the reply uid, marks it \Seen (taken), and answers q with
+// its text above the quote.
+func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from string, a Answers) error {
+	whole := &imap.FetchItemBodySection{Peek: true}
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+	if err != nil {
+		return fmt.Errorf("fetch a reply: %w", err)
+	}
+	if len(msgs) != 1 {
+		return nil // gone meanwhile
+	}
+	text := replyText(msgs[0].FindBodySection(whole))
+	if text == "" {
+		e.log().Info("email: a reply with no text above the quote answers nothing", "from", from)
+		return nil
+	}
+	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+		return fmt.Errorf("mark a reply seen: %w", err)
+	}
+	if err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); err != nil {
+		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
+	}
+	return nil
+}
+
+// replyText is the answer a mail holds: its first text/plain part's
+// lines above the quote.
+func replyText(raw []byte) string {
+	r, err := mail.CreateReader(bytes.NewReader(raw))
+	if err != nil && !message.IsUnknownCharset(err) {
+		return ""
+	}
+	defer r.Close()
+	for {
+		p, err := r.NextPart()
+		if err != nil {
+			return ""
+		}
+		ih, ok := p.Header.(*mail.InlineHeader)
+		if !ok {
+			continue
+		}
+		if t, _, _ := ih.ContentType(); t != "" && t != "text/plain" {
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(p.Body, maxReplySize))
+		return clip(stripQuote(string(b)), maxAnswer)
+	}
+}
+
+// stripQuote keeps what was written above the quoted mail: it drops the
+// lines quoted with ">", the "On … wrote:" line before them, an
+// "Original Message" block and the signature after "-- ". A reply
+// written below the quote keeps its own lines.
+func stripQuote(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	for i, l := range lines {
+		t := strings.TrimRight(l, " \t")
+		if l == "-- " || t == "--" || strings.HasPrefix(strings.TrimSpace(l), "-----Original Message-----") {
+			lines = lines[:i]
+			break
+		}
+	}
+	above := lines
+	for i, l := range lines {
+		if strings.HasPrefix(l, ">") {
+			above = lines[:i]
+			break
+		}
+	}
+	above = dropAttribution(above)
+	if text := strings.TrimSpace(strings.Join(above, "\n")); text != "" {
+		return text
+	}
+	var own []string // below the quote
+	for _, l := range lines {
+		if !strings.HasPrefix(l, ">") {
+			own = append(own, l)
+		}
+	}
+	own = dropAttribution(trimBlank(own))
+	return strings.TrimSpace(strings.Join(own, "\n"))
+}
+
+// dropAttribution drops a trailing "On … wrote:" line (which a mail
+// program may have wrapped over two).
+func dropAttribution(lines []string) []string {
+	lines = trimBlank(lines)
+	n := len(lines)
+	if n == 0 {
+		return lines
+	}
+	last := strings.TrimSpace(lines[n-1])
+	if !strings.HasSuffix(last, "wrote:") && !(strings.HasPrefix(last, "On ") && strings.HasSuffix(last, ":")) {
+		return lines
+	}
+	lines = lines[:n-1]
+	if !strings.HasPrefix(last, "On ") && n >= 2 && strings.HasPrefix(strings.TrimSpace(lines[n-2]), "On ") {
+		lines = lines[:n-2]
+	}
+	return trimBlank(lines)
+}
+
+// trimBlank drops the blank lines at the end.
+func trimBlank(lines []string) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
+}
