@@ -2,23 +2,95 @@
 // its service worker activates, and Web Push reaches a question's
 // notification whose button answers the agent.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { mkdtempSync, rmSync } from 'node:fs'
+//
+// Chromium sends its subscriptions to Google's push service, which a
+// test cannot reach or read. So the page's PushManager hands out a
+// subscription to the test's own push service (an https server on
+// 127.0.0.1, the server trusting its certificate through SSL_CERT_FILE),
+// with keys the test made: the server encrypts each push to them, the
+// test decrypts it with npm's http_ece, and CDP delivers what the server
+// sent to the real service worker (ServiceWorker.deliverPushMessage).
+import { execFileSync } from 'node:child_process'
+import { createECDH, randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server as HTTPSServer } from 'node:https'
+import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page, type Worker } from 'playwright-core'
-import { CHROMIUM, startServer, type Server } from './harness'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { CHROMIUM, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+const ece = createRequire(import.meta.url)('http_ece') as {
+  decrypt(b: Buffer, o: { version: string; privateKey: unknown; authSecret: string }): Buffer
+}
 
 let srv: Server
+let mcp: Client
+let pushService: PushDouble
 const profiles: string[] = []
+const tmp = mkdtempSync(join(tmpdir(), 'aa-pwa-'))
 
 beforeAll(async () => {
+  pushService = await startPushDouble()
+  process.env.SSL_CERT_FILE = pushService.certFile // the server's trust, only
   srv = await startServer()
+  delete process.env.SSL_CERT_FILE
+  mcp = await startMCP(srv)
 })
 
 afterAll(async () => {
+  await mcp?.close()
   await srv?.stop()
-  for (const p of profiles) rmSync(p, { recursive: true, force: true })
+  pushService?.server.close()
+  for (const p of [...profiles, tmp]) rmSync(p, { recursive: true, force: true })
 })
+
+interface PushDouble {
+  server: HTTPSServer
+  endpoint: string
+  certFile: string
+  p256dh: string
+  auth: string
+  next(): Promise<{ plaintext: string; authorization: string }>
+}
+
+// startPushDouble is a push service for one subscription: it keeps what
+// it is sent, decrypted with the subscription's private key.
+async function startPushDouble(): Promise<PushDouble> {
+  const certFile = join(tmp, 'cert.pem')
+  const keyFile = join(tmp, 'key.pem')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' })
+  const ecdh = createECDH('prime256v1')
+  ecdh.generateKeys()
+  const auth = randomBytes(16).toString('base64url')
+  const got: { plaintext: string; authorization: string }[] = []
+  const waiting: ((v: { plaintext: string; authorization: string }) => void)[] = []
+  const server = createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const plaintext = ece.decrypt(Buffer.concat(chunks), { version: 'aes128gcm', privateKey: ecdh, authSecret: auth }).toString('utf8')
+      const m = { plaintext, authorization: String(req.headers.authorization) }
+      const w = waiting.shift()
+      if (w) w(m)
+      else got.push(m)
+      res.writeHead(201).end()
+    })
+  })
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  const port = (server.address() as { port: number }).port
+  return {
+    server, certFile, auth, p256dh: ecdh.getPublicKey().toString('base64url'),
+    endpoint: `https://127.0.0.1:${port}/push/e2e-device`,
+    next: () => new Promise((ok) => {
+      const m = got.shift()
+      if (m) ok(m)
+      else waiting.push(ok)
+    }),
+  }
+}
 
 // profile is a browser with a profile on disk: Chromium installs no app
 // and keeps no push subscription in an incognito context.
@@ -29,6 +101,29 @@ async function profile(): Promise<BrowserContext> {
     executablePath: CHROMIUM, locale: 'en-US', viewport: { width: 1280, height: 800 },
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
   })
+}
+
+// usePushDouble makes the page's PushManager subscribe to the push
+// double, with its keys.
+async function usePushDouble(ctx: BrowserContext) {
+  await ctx.addInitScript(({ endpoint, p256dh, auth }) => {
+    const KEY = 'e2e.subscribed'
+    const sub = (key: ArrayBuffer) => ({
+      endpoint, expirationTime: null, options: { userVisibleOnly: true, applicationServerKey: key },
+      toJSON: () => ({ endpoint, expirationTime: null, keys: { p256dh, auth } }),
+      unsubscribe: async () => (localStorage.removeItem(KEY), true),
+    })
+    const b64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0)).buffer
+    PushManager.prototype.subscribe = async function (o?: PushSubscriptionOptionsInit) {
+      const k = new Uint8Array(o!.applicationServerKey as ArrayBuffer)
+      localStorage.setItem(KEY, btoa(String.fromCharCode(...k)))
+      return sub(k.buffer) as unknown as PushSubscription
+    }
+    PushManager.prototype.getSubscription = async function () {
+      const k = localStorage.getItem(KEY)
+      return (k ? sub(b64(k)) : null) as unknown as PushSubscription
+    }
+  }, { endpoint: pushService.endpoint, p256dh: pushService.p256dh, auth: pushService.auth })
 }
 
 async function openApp(ctx: BrowserContext): Promise<{ page: Page; sw: Worker }> {
@@ -73,6 +168,95 @@ describe('installable app', () => {
     const chip = page.locator('[data-testid=conn][data-state=offline]')
     await chip.waitFor()
     expect(await chip.textContent()).toContain('Offline')
+    await ctx.close()
+  })
+})
+
+type Shown = { title: string; body: string; tag: string; requireInteraction: boolean; actions: { action: string; title: string }[] }
+
+function subscriptions(): { endpoint: string; device: string; replies: string[] }[] {
+  try {
+    const all = JSON.parse(readFileSync(join(srv.data, 'push-subscriptions.json'), 'utf8')) as Record<string, unknown>
+    return Object.values(all).flat() as { endpoint: string; device: string; replies: string[] }[]
+  } catch {
+    return []
+  }
+}
+
+describe('Web Push', () => {
+  it('the toggle subscribes this device with its quick replies; a push shows the question; its button answers the agent', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    await ctx.addInitScript(() => localStorage.setItem('aa.nickname', 'Pixel 8'))
+    const { page, sw } = await openApp(ctx)
+
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([expect.objectContaining({ endpoint: pushService.endpoint, device: 'Pixel 8',
+      replies: ['Yes', 'No', 'Go ahead', 'Stop and wait'] })])
+
+    // The person's own replies, edited while subscribed, reach the server.
+    for (const r of ['Yes', 'No', 'Go ahead', 'Stop and wait']) await page.getByRole('button', { name: `Remove “${r}”` }).click()
+    for (const r of ['Ship it', 'Hold on']) {
+      await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().fill(r)
+      await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().press('Enter')
+    }
+    await expect.poll(() => subscriptions()[0]?.replies).toEqual(['Ship it', 'Hold on'])
+    await page.keyboard.press('Escape')
+
+    const cdp = await ctx.newCDPSession(page)
+    const regs: { registrationId: string; scopeURL: string }[] = []
+    cdp.on('ServiceWorker.workerRegistrationUpdated', (e: { registrations: { registrationId: string; scopeURL: string }[] }) => regs.push(...e.registrations))
+    await cdp.send('ServiceWorker.enable')
+    await expect.poll(() => regs.find((r) => r.scopeURL === `${srv.url}/`)).toBeTruthy()
+    const registrationId = regs.find((r) => r.scopeURL === `${srv.url}/`)!.registrationId
+    const deliver = (data: string) => cdp.send('ServiceWorker.deliverPushMessage', { origin: srv.url, registrationId, data })
+    const shown = () => sw.evaluate(async () => (await self.registration.getNotifications()).map((n) => ({
+      title: n.title, body: n.body, tag: n.tag, requireInteraction: n.requireInteraction,
+      actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => ({ action: a.action, title: a.title })),
+    }))) as Promise<Shown[]>
+
+    const first = mcp.callTool({ name: 'ask_question', arguments: { question: 'Deploy **v2** to production?', project_directory: '/home/me/shop' } },
+      undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const ask = await pushService.next()
+    expect(ask.authorization).toMatch(/^vapid t=/)
+    const m = JSON.parse(ask.plaintext)
+    expect(m).toMatchObject({ type: 'ask', kind: 'question', title: 'shop · Your agent asks', body: 'Deploy v2 to production?', actions: ['Ship it', 'Hold on'] })
+    expect(ask.plaintext).not.toContain(srv.token)
+    await deliver(ask.plaintext)
+    await expect.poll(shown).toEqual([{ title: 'shop · Your agent asks', body: 'Deploy v2 to production?', tag: m.tag, requireInteraction: true,
+      actions: [{ action: 'a0', title: 'Ship it' }, { action: 'a1', title: 'Hold on' }] }])
+
+    // The lock screen's button: the worker answers with the capability.
+    await sw.evaluate(async (tag) => {
+      const [n] = await self.registration.getNotifications({ tag })
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n!, action: 'a1' }))
+    }, m.tag)
+    expect(text(await first)).toBe('Hold on')
+    await expect.poll(shown).toEqual([])
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m.tag })
+
+    // Answered in the open page instead: the settled push closes it.
+    const second = mcp.callTool({ name: 'ask_question', arguments: { question: 'Merge the branch?' } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const ask2 = await pushService.next()
+    const m2 = JSON.parse(ask2.plaintext)
+    await deliver(ask2.plaintext)
+    await expect.poll(async () => (await shown()).map((n) => n.tag)).toEqual([m2.tag])
+    await page.getByTestId('quick').filter({ hasText: 'Ship it' }).click()
+    expect(text(await second)).toBe('Ship it')
+    const settled = await pushService.next()
+    expect(JSON.parse(settled.plaintext)).toMatchObject({ type: 'settled', tag: m2.tag })
+    await deliver(settled.plaintext)
+    await expect.poll(shown).toEqual([])
+
+    // Off: unsubscribed here and removed on the server.
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([])
+    expect(await page.evaluate(() => localStorage.getItem('aa.push'))).toBeNull()
     await ctx.close()
   })
 })
