@@ -72,8 +72,9 @@ async function openApp(url = '/') {
   const open = await self.clients.matchAll({ type: 'window', includeUncontrolled: true })
   const page = open.find((c) => new URL(c.url).origin === self.location.origin)
   if (page) {
-    await page.focus()
     page.postMessage({ type: 'open', url: to.pathname + to.search })
+    // Allowed only while handling the person's tap.
+    await page.focus().catch(() => undefined)
     return
   }
   await self.clients.openWindow(to.pathname + to.search)
