@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { chromium, type BrowserContext, type Page, type Worker } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { CHROMIUM, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { CHROMIUM, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 const ece = createRequire(import.meta.url)('http_ece') as {
   decrypt(b: Buffer, o: { version: string; privateKey: unknown; authSecret: string }): Buffer
@@ -315,3 +315,57 @@ describe('Web Push', () => {
     await ctx.close()
   })
 })
+
+describe('screens', () => {
+  // The settings with the push toggle and the quick replies, and what a
+  // question's notification shows (headless Chromium draws no system
+  // notification: the page draws its title, body and buttons, from the
+  // options the service worker shows it with).
+  it('settings and a notification, 1280 and 390 px wide, light and dark', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    const { page } = await openApp(ctx)
+    const { notificationOptions } = await import('../src/lib/pushmessage')
+    const m = { v: 1, type: 'ask' as const, id: 'r1', tag: 't1', kind: 'question' as const, title: 'shop · Claude asks',
+      body: 'Deploy v2 to production? The migration adds a column to orders.', actions: ['Ship it', 'Hold on', 'Stop and wait'], url: '/?request=r1' }
+    const o = notificationOptions(m, 2)
+    for (const scheme of ['light', 'dark'] as const) {
+      for (const width of [1280, 390]) {
+        await page.emulateMedia({ colorScheme: scheme })
+        await page.setViewportSize({ width, height: width > 600 ? 800 : 844 })
+        await page.reload()
+        await page.locator('[data-testid=conn][data-state=online]').waitFor()
+        await page.locator('button[aria-label=Settings]').click()
+        await page.getByTestId('push-toggle').waitFor()
+        await page.getByTestId('quick-reply').first().waitFor()
+        await page.locator('.q-menu').evaluate((el) => Promise.all(el.getAnimations({ subtree: true }).map((a) => a.finished)))
+        const name = `push-settings-${width}-${scheme}.png`
+        if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}` })
+        await page.keyboard.press('Escape')
+      }
+      const note = await ctx.newPage()
+      await note.emulateMedia({ colorScheme: scheme })
+      await note.setViewportSize({ width: 390, height: 220 })
+      await note.setContent(notificationHTML(m.title, o.body ?? '', o.actions.map((a) => a.title), scheme))
+      if (SHOTS) await note.screenshot({ path: `${SHOTS}/push-notification-${scheme}.png` })
+      expect(await note.locator('button').allTextContents()).toEqual(['Ship it', 'Hold on'])
+      await note.close()
+    }
+    await ctx.close()
+  })
+})
+
+function notificationHTML(title: string, body: string, actions: string[], scheme: 'light' | 'dark'): string {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
+  const [bg, fg, sub, line] = scheme === 'dark' ? ['#2b2d31', '#e8eaed', '#bdc1c6', '#3c4043'] : ['#ffffff', '#202124', '#5f6368', '#e0e0e0']
+  return `<body style="margin:0;padding:16px;background:${scheme === 'dark' ? '#111' : '#e8eaed'};font:14px/1.4 system-ui,sans-serif">
+<div style="background:${bg};color:${fg};border-radius:16px;box-shadow:0 2px 8px #0004;overflow:hidden">
+ <div style="display:flex;gap:12px;padding:14px 16px">
+  <img src="data:image/png;base64,${readFileSync(join(__dirname, '../public/icons/icon-192.png')).toString('base64')}" width="36" height="36" style="border-radius:8px">
+  <div><div style="font-size:12px;color:${sub}">agentassistant · 127.0.0.1</div>
+   <div style="font-weight:600">${esc(title)}</div><div style="color:${sub}">${esc(body)}</div></div>
+ </div>
+ <div style="display:flex;border-top:1px solid ${line}">${actions.map((a) => `<button style="flex:1;padding:12px;border:0;background:none;color:#1f6feb;font:600 14px system-ui">${esc(a)}</button>`).join('')}</div>
+</div></body>`
+}

@@ -88,7 +88,7 @@ export default {
     otherLanguage: '中文', // the language the toggle switches to, in its own words
     clearHistory: 'Clear history',
     quickReplies: 'Quick replies',
-    quickRepliesHelp: 'One tap answers a question with one of these; the first three are the buttons of its notification.',
+    quickRepliesHelp: 'One tap answers a question with one of these; the first ones (up to three, as many as the browser shows) are the buttons of its notification.',
     addReply: 'Add a reply',
     removeReply: 'Remove “{reply}”',
     replyTooLong: 'At most 40 bytes',

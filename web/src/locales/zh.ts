@@ -87,7 +87,7 @@ export default {
     otherLanguage: 'English',
     clearHistory: '清除历史',
     quickReplies: '快捷回复',
-    quickRepliesHelp: '点一下即可用其中一条回答问题；前三条也是通知上的按钮。',
+    quickRepliesHelp: '点一下即可用其中一条回答问题；排在前面的几条（最多三条，视浏览器而定）也是通知上的按钮。',
     addReply: '添加回复',
     removeReply: '删除“{reply}”',
     replyTooLong: '最多 40 字节',
