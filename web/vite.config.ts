@@ -2,10 +2,44 @@
 import { defineConfig } from 'vite'
 import vue from '@vitejs/plugin-vue'
 import { quasar, transformAssetUrls } from '@quasar/vite-plugin'
+import { VitePWA } from 'vite-plugin-pwa'
 
 // The build goes straight into the Go embed directory.
 export default defineConfig({
-  plugins: [vue({ template: { transformAssetUrls } }), quasar({ sassVariables: false })],
+  plugins: [
+    vue({ template: { transformAssetUrls } }),
+    quasar({ sassVariables: false }),
+    // The installable app: our own service worker (src/sw.ts: the
+    // precached shell and Web Push), registered by src/lib/sw.ts.
+    VitePWA({
+      strategies: 'injectManifest',
+      srcDir: 'src',
+      filename: 'sw.ts',
+      injectRegister: false,
+      injectManifest: {
+        globPatterns: ['**/*.{js,css,html,svg,png,woff,woff2}'],
+        rollupFormat: 'iife',
+        maximumFileSizeToCacheInBytes: 4 << 20,
+      },
+      includeAssets: ['favicon.svg'],
+      manifest: {
+        id: '/',
+        name: 'agentassistant',
+        short_name: 'Agent Inbox',
+        description: "Your agents' questions and reports, answered from any device",
+        start_url: '/', // no token: the app keeps it on the device
+        scope: '/',
+        display: 'standalone',
+        theme_color: '#1f6feb',
+        background_color: '#ffffff',
+        icons: [
+          { src: '/icons/icon-192.png', sizes: '192x192', type: 'image/png', purpose: 'any' },
+          { src: '/icons/icon-512.png', sizes: '512x512', type: 'image/png', purpose: 'any' },
+          { src: '/icons/maskable-512.png', sizes: '512x512', type: 'image/png', purpose: 'maskable' },
+        ],
+      },
+    }),
+  ],
   // vue-i18n's build flags: the composition API only, no devtools hooks.
   define: {
     __VUE_I18N_FULL_INSTALL__: false,

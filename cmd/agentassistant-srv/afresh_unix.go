@@ -16,7 +16,7 @@ func startAfresh() error {
 	if err != nil {
 		return fmt.Errorf("start afresh: %w", err)
 	}
-	if err := syscall.Exec(self, os.Args, os.Environ()); err != nil { // #nosec G204 -- this binary, its own arguments
+	if err := syscall.Exec(self, os.Args, os.Environ()); err != nil { // #nosec G204 G702 -- this binary, its own arguments
 		return fmt.Errorf("start afresh: %w", err)
 	}
 	return nil

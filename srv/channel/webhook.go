@@ -57,7 +57,7 @@ const signWindow = 5 * time.Minute
 // Sign is the signature of body at timestamp ts with secret.
 func Sign(secret string, ts int64, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
-	fmt.Fprintf(m, "%d.", ts)
+	m.Write([]byte(strconv.FormatInt(ts, 10) + "."))
 	m.Write(body)
 	return "v1=" + hex.EncodeToString(m.Sum(nil))
 }

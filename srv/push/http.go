@@ -90,7 +90,7 @@ func (p *Pusher) checkSubscription(req *subscribeRequest) string {
 	switch {
 	case len(req.Endpoint) > maxEndpoint || err != nil || u.Host == "" || u.User != nil:
 		return "endpoint must be the push service's URL"
-	case u.Scheme != "https" && !(p.o.AllowHTTP && u.Scheme == "http"):
+	case u.Scheme != "https" && (!p.o.AllowHTTP || u.Scheme != "http"):
 		return "endpoint must be an https URL (push services are)"
 	}
 	if k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(req.Keys.P256dh, "=")); err != nil || len(k) != 65 || k[0] != 4 {

@@ -52,7 +52,12 @@ func handler(sub fs.FS) http.Handler {
 			if strings.HasPrefix(p, "/assets/") {
 				w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
 			} else {
+				// sw.js among them: a new build's service worker is seen
+				// on the next load.
 				w.Header().Set("Cache-Control", "no-cache")
+			}
+			if strings.HasSuffix(p, ".webmanifest") {
+				w.Header().Set("Content-Type", "application/manifest+json")
 			}
 			files.ServeHTTP(w, r)
 			return
@@ -75,13 +80,13 @@ func isFile(sub fs.FS, p string) bool {
 }
 
 // setSecurityHeaders keeps the token out of Referer headers, forbids inline
-// script and framing.
+// script and framing; the service worker and the manifest are our own.
 func setSecurityHeaders(h http.Header) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "+
-		"img-src 'self' data: blob:; media-src 'self' data: blob:; connect-src 'self'; object-src 'none'; "+
+		"img-src 'self' data: blob:; media-src 'self' data: blob:; connect-src 'self'; worker-src 'self'; manifest-src 'self'; object-src 'none'; "+
 		"base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
 }
 

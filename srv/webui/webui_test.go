@@ -88,3 +88,37 @@ func TestOnlyPagesAndFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallableAppFiles: the service worker is revalidated on every
+// load (a new build's worker takes over at once), the manifest has its
+// media type, and the CSP lets the page use both.
+func TestInstallableAppFiles(t *testing.T) {
+	build := fstest.MapFS{
+		"index.html":           {Data: []byte("<!doctype html><title>app</title>")},
+		"sw.js":                {Data: []byte("self.addEventListener('push', () => {})")},
+		"manifest.webmanifest": {Data: []byte(`{"name":"agentassistant"}`)},
+		"icons/icon-192.png":   {Data: []byte("\x89PNG\r\n\x1a\n")},
+	}
+	h := handler(build)
+	get := func(p string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		return rec
+	}
+	for p, want := range map[string][2]string{
+		"/sw.js":                {"text/javascript", "no-cache"},
+		"/manifest.webmanifest": {"application/manifest+json", "no-cache"},
+		"/icons/icon-192.png":   {"image/png", "no-cache"},
+	} {
+		rec := get(p)
+		if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Header().Get("Content-Type"), want[0]) || rec.Header().Get("Cache-Control") != want[1] {
+			t.Errorf("%s: %d %q %q, want %q %q", p, rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Cache-Control"), want[0], want[1])
+		}
+	}
+	csp := get("/").Header().Get("Content-Security-Policy")
+	for _, d := range []string{"worker-src 'self'", "manifest-src 'self'"} {
+		if !strings.Contains(csp, d) {
+			t.Errorf("CSP %q lacks %q", csp, d)
+		}
+	}
+}

@@ -5,8 +5,11 @@ import 'quasar/src/css/index.sass'
 import './app.css'
 import App from './App.vue'
 import { i18n, quasarLang } from './lib/i18n'
+import { registerSW } from './lib/sw'
 
 createApp(App)
   .use(i18n)
   .use(Quasar, { plugins: { Notify, Dialog }, iconSet, lang: quasarLang(), config: { dark: 'auto' } })
   .mount('#app')
+
+registerSW()?.catch((e: unknown) => console.warn('service worker not registered', e))

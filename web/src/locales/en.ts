@@ -92,6 +92,19 @@ export default {
     language: 'Language',
     otherLanguage: '中文', // the language the toggle switches to, in its own words
     clearHistory: 'Clear history',
+    quickReplies: 'Quick replies',
+    quickRepliesHelp: 'One tap answers a question with one of these; the first ones (up to three, as many as the browser shows) are the buttons of its notification.',
+    addReply: 'Add a reply',
+    removeReply: 'Remove “{reply}”',
+    replyTooLong: 'At most 40 bytes',
+    resetReplies: 'Back to the defaults',
+  },
+  push: {
+    toggle: 'Notify this device when the page is closed',
+    insecure: 'Push needs a secure page: open the app over https (or on localhost). See “On your phone” in the README.',
+    unsupported: 'This browser cannot receive push notifications.',
+    denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
+    failed: 'Push could not be turned on: {why}',
   },
   // The AG-UI demo page (/agui-demo): an AG-UI frontend the agent drives.
   agui: {

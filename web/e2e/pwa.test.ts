@@ -1,0 +1,371 @@
+// The installable app: Chromium finds nothing that stops installing it,
+// its service worker activates, and Web Push reaches a question's
+// notification whose button answers the agent.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+//
+// Chromium sends its subscriptions to Google's push service, which a
+// test cannot reach or read. So the page's PushManager hands out a
+// subscription to the test's own push service (an https server on
+// 127.0.0.1, the server trusting its certificate through SSL_CERT_FILE),
+// with keys the test made: the server encrypts each push to them, the
+// test decrypts it with npm's http_ece, and CDP delivers what the server
+// sent to the real service worker (ServiceWorker.deliverPushMessage).
+import { execFileSync } from 'node:child_process'
+import { createECDH, randomBytes } from 'node:crypto'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer, type Server as HTTPSServer } from 'node:https'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { chromium, type BrowserContext, type Page, type Worker } from 'playwright-core'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { CHROMIUM, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+const ece = createRequire(import.meta.url)('http_ece') as {
+  decrypt(b: Buffer, o: { version: string; privateKey: unknown; authSecret: string }): Buffer
+}
+
+let srv: Server
+let mcp: Client
+let pushService: PushDouble
+const profiles: string[] = []
+const tmp = mkdtempSync(join(tmpdir(), 'aa-pwa-'))
+
+beforeAll(async () => {
+  pushService = await startPushDouble()
+  process.env.SSL_CERT_FILE = pushService.certFile // the server's trust, only
+  srv = await startServer()
+  delete process.env.SSL_CERT_FILE
+  mcp = await startMCP(srv)
+})
+
+afterAll(async () => {
+  await mcp?.close()
+  await srv?.stop()
+  pushService?.server.close()
+  for (const p of [...profiles, tmp]) rmSync(p, { recursive: true, force: true })
+})
+
+interface PushDouble {
+  server: HTTPSServer
+  endpoint: string
+  certFile: string
+  p256dh: string
+  auth: string
+  next(): Promise<{ plaintext: string; authorization: string }>
+}
+
+// startPushDouble is a push service for one subscription: it keeps what
+// it is sent, decrypted with the subscription's private key.
+async function startPushDouble(): Promise<PushDouble> {
+  const certFile = join(tmp, 'cert.pem')
+  const keyFile = join(tmp, 'key.pem')
+  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
+    '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' })
+  const ecdh = createECDH('prime256v1')
+  ecdh.generateKeys()
+  const auth = randomBytes(16).toString('base64url')
+  const got: { plaintext: string; authorization: string }[] = []
+  const waiting: ((v: { plaintext: string; authorization: string }) => void)[] = []
+  const server = createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
+    const chunks: Buffer[] = []
+    req.on('data', (c: Buffer) => chunks.push(c))
+    req.on('end', () => {
+      const plaintext = ece.decrypt(Buffer.concat(chunks), { version: 'aes128gcm', privateKey: ecdh, authSecret: auth }).toString('utf8')
+      const m = { plaintext, authorization: String(req.headers.authorization) }
+      const w = waiting.shift()
+      if (w) w(m)
+      else got.push(m)
+      res.writeHead(201).end()
+    })
+  })
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
+  const port = (server.address() as { port: number }).port
+  return {
+    server, certFile, auth, p256dh: ecdh.getPublicKey().toString('base64url'),
+    endpoint: `https://127.0.0.1:${port}/push/e2e-device`,
+    next: () => new Promise((ok) => {
+      const m = got.shift()
+      if (m) ok(m)
+      else waiting.push(ok)
+    }),
+  }
+}
+
+// profile is a browser with a profile on disk: Chromium installs no app
+// and keeps no push subscription in an incognito context.
+async function profile(): Promise<BrowserContext> {
+  const dir = mkdtempSync(join(tmpdir(), 'aa-profile-'))
+  profiles.push(dir)
+  return chromium.launchPersistentContext(dir, {
+    executablePath: CHROMIUM, locale: 'en-US', viewport: { width: 1280, height: 800 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-component-update', '--disable-sync'],
+  })
+}
+
+// usePushDouble makes the page's PushManager subscribe to the push
+// double, with its keys.
+async function usePushDouble(ctx: BrowserContext) {
+  await ctx.addInitScript(({ endpoint, p256dh, auth }) => {
+    const KEY = 'e2e.subscribed'
+    const sub = (key: ArrayBuffer) => ({
+      endpoint, expirationTime: null, options: { userVisibleOnly: true, applicationServerKey: key },
+      toJSON: () => ({ endpoint, expirationTime: null, keys: { p256dh, auth } }),
+      unsubscribe: async () => (localStorage.removeItem(KEY), true),
+    })
+    const b64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0)).buffer
+    PushManager.prototype.subscribe = async function (o?: PushSubscriptionOptionsInit) {
+      const k = new Uint8Array(o!.applicationServerKey as ArrayBuffer)
+      localStorage.setItem(KEY, btoa(String.fromCharCode(...k)))
+      return sub(k.buffer) as unknown as PushSubscription
+    }
+    PushManager.prototype.getSubscription = async function () {
+      const k = localStorage.getItem(KEY)
+      return (k ? sub(b64(k)) : null) as unknown as PushSubscription
+    }
+  }, { endpoint: pushService.endpoint, p256dh: pushService.p256dh, auth: pushService.auth })
+}
+
+async function openApp(ctx: BrowserContext): Promise<{ page: Page; sw: Worker }> {
+  const page = await ctx.newPage()
+  const swSeen = ctx.waitForEvent('serviceworker')
+  await page.goto(`${srv.url}/?token=${srv.token}`)
+  await page.locator('[data-testid=conn][data-state=online]').waitFor()
+  const sw = ctx.serviceWorkers()[0] ?? (await swSeen)
+  await page.evaluate(() => navigator.serviceWorker.ready)
+  return { page, sw }
+}
+
+describe('installable app', () => {
+  it('has a manifest Chromium can install from, and an active service worker', async () => {
+    const ctx = await profile()
+    const { page, sw } = await openApp(ctx)
+    expect(sw.url()).toBe(`${srv.url}/sw.js`)
+    const cdp = await ctx.newCDPSession(page)
+    const { installabilityErrors } = (await cdp.send('Page.getInstallabilityErrors')) as { installabilityErrors: { errorId: string }[] }
+    expect(installabilityErrors).toEqual([])
+    const m = (await cdp.send('Page.getAppManifest')) as { url: string; errors: unknown[]; data?: string }
+    expect(m.errors).toEqual([])
+    const manifest = JSON.parse(m.data ?? '{}')
+    expect(manifest).toMatchObject({ name: 'agentassistant', start_url: '/', scope: '/', display: 'standalone' })
+    expect(manifest.start_url).not.toContain('token')
+    expect(manifest.icons.map((i: { sizes: string; purpose: string }) => i.sizes + ' ' + i.purpose))
+      .toEqual(['192x192 any', '512x512 any', '512x512 maskable'])
+    const state = await page.evaluate(async () => {
+      const r = await navigator.serviceWorker.ready
+      return { active: r.active?.state, scope: r.scope }
+    })
+    expect(state).toEqual({ active: 'activated', scope: `${srv.url}/` })
+    await ctx.close()
+  })
+
+  it('opens from its precached shell when the server is unreachable, and says it is offline', async () => {
+    const ctx = await profile()
+    const { page } = await openApp(ctx)
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null)
+    await ctx.setOffline(true)
+    await page.goto(`${srv.url}/`) // start_url: no token in it
+    const chip = page.locator('[data-testid=conn][data-state=offline]')
+    await chip.waitFor()
+    expect(await chip.textContent()).toContain('Offline')
+    await ctx.close()
+  })
+})
+
+type Shown = { title: string; body: string; tag: string; requireInteraction: boolean; actions: { action: string; title: string }[] }
+
+function subscriptions(): { endpoint: string; device: string; replies: string[] }[] {
+  try {
+    const all = JSON.parse(readFileSync(join(srv.data, 'push-subscriptions.json'), 'utf8')) as Record<string, unknown>
+    return Object.values(all).flat() as { endpoint: string; device: string; replies: string[] }[]
+  } catch {
+    return []
+  }
+}
+
+describe('Web Push', () => {
+  it('the toggle subscribes this device with its quick replies; a push shows the question; its button answers the agent', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    await ctx.addInitScript(() => localStorage.setItem('aa.nickname', 'Pixel 8'))
+    const { page, sw } = await openApp(ctx)
+
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([expect.objectContaining({ endpoint: pushService.endpoint, device: 'Pixel 8',
+      replies: ['Yes', 'No', 'Go ahead', 'Stop and wait'] })])
+
+    // The person's own replies, edited while subscribed, reach the server.
+    for (const r of ['Yes', 'No', 'Go ahead', 'Stop and wait']) await page.getByRole('button', { name: `Remove “${r}”` }).click()
+    for (const r of ['Ship it', 'Hold on']) {
+      await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().fill(r)
+      await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().press('Enter')
+    }
+    await expect.poll(() => subscriptions()[0]?.replies).toEqual(['Ship it', 'Hold on'])
+    await page.keyboard.press('Escape')
+
+    const cdp = await ctx.newCDPSession(page)
+    const regs: { registrationId: string; scopeURL: string }[] = []
+    cdp.on('ServiceWorker.workerRegistrationUpdated', (e: { registrations: { registrationId: string; scopeURL: string }[] }) => regs.push(...e.registrations))
+    const versions: { registrationId: string; runningStatus: string; status: string }[] = []
+    cdp.on('ServiceWorker.workerVersionUpdated', (e: { versions: typeof versions }) => versions.push(...e.versions))
+    await cdp.send('ServiceWorker.enable')
+    await expect.poll(() => regs.find((r) => r.scopeURL === `${srv.url}/`)).toBeTruthy()
+    const registrationId = regs.find((r) => r.scopeURL === `${srv.url}/`)!.registrationId
+    // DevTools delivers to the running, activated version it knows of.
+    await expect.poll(() => versions.some((v) => v.registrationId === registrationId && v.runningStatus === 'running' && v.status === 'activated')).toBe(true)
+    expect(await sw.evaluate(() => self.registration.active?.state)).toBe('activated')
+    const shown = () => sw.evaluate(async () => (await self.registration.getNotifications()).map((n) => ({
+      title: n.title, body: n.body, tag: n.tag, requireInteraction: n.requireInteraction,
+      actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => ({ action: a.action, title: a.title })),
+    }))) as Promise<Shown[]>
+    const send = (data: string) => cdp.send('ServiceWorker.deliverPushMessage', { origin: srv.url, registrationId, data })
+    // DevTools now and then drops a push it was given (it answers {} all
+    // the same); a push service redelivers what was not received, and so
+    // does this, until the notifications are as the push makes them.
+    // A push shows or closes one tag, so twice is the same as once.
+    const deliver = async (data: string) => {
+      const m = JSON.parse(data) as { type: string; tag: string }
+      const done = async () => (await shown()).some((n) => n.tag === m.tag) === (m.type === 'ask')
+      for (let i = 0; i < 5; i++) {
+        await send(data)
+        try {
+          await expect.poll(done, { timeout: 3000 }).toBe(true)
+          return
+        } catch {
+          // not received: again
+        }
+      }
+      throw new Error('push not received: ' + data)
+    }
+
+    const first = mcp.callTool({ name: 'ask_question', arguments: { question: 'Deploy **v2** to production?', project_directory: '/home/me/shop' } },
+      undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const ask = await pushService.next()
+    expect(ask.authorization).toMatch(/^vapid t=/)
+    const m = JSON.parse(ask.plaintext)
+    expect(m).toMatchObject({ type: 'ask', kind: 'question', title: 'shop · Your agent asks', body: 'Deploy v2 to production?', actions: ['Ship it', 'Hold on'] })
+    expect(ask.plaintext).not.toContain(srv.token)
+    await deliver(ask.plaintext)
+    await expect.poll(shown).toEqual([{ title: 'shop · Your agent asks', body: 'Deploy v2 to production?', tag: m.tag, requireInteraction: true,
+      actions: [{ action: 'a0', title: 'Ship it' }, { action: 'a1', title: 'Hold on' }] }])
+
+    // The lock screen's button: the worker answers with the capability.
+    await sw.evaluate(async (tag) => {
+      const [n] = await self.registration.getNotifications({ tag })
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n!, action: 'a1' }))
+    }, m.tag)
+    expect(text(await first)).toBe('Hold on')
+    await expect.poll(shown).toEqual([])
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m.tag })
+
+    // A button pressed too late (the capability is used): the app opens
+    // on the question instead.
+    await page.evaluate(() => {
+      const w = window as unknown as { opened: unknown[] }
+      w.opened = []
+      navigator.serviceWorker.addEventListener('message', (e) => w.opened.push(e.data))
+    })
+    await deliver(ask.plaintext)
+    await expect.poll(async () => (await shown()).length).toBe(1)
+    await sw.evaluate(async (tag) => {
+      const [n] = await self.registration.getNotifications({ tag })
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n!, action: 'a0' }))
+    }, m.tag)
+    await expect.poll(() => page.evaluate(() => (window as unknown as { opened: unknown[] }).opened))
+      .toEqual([{ type: 'open', url: `/?request=${m.id}` }])
+    await expect.poll(shown).toEqual([])
+
+    // Answered in the open page instead: the settled push closes it.
+    const call = (q: string) => mcp.callTool({ name: 'ask_question', arguments: { question: q } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const second = call('Merge the branch?')
+    const m2 = JSON.parse((await pushService.next()).plaintext)
+    const third = call('Tag the release?')
+    const m3 = JSON.parse((await pushService.next()).plaintext)
+    await deliver(JSON.stringify(m2))
+    await expect.poll(async () => (await shown()).map((n) => n.tag)).toEqual([m2.tag])
+    await deliver(JSON.stringify(m3))
+    await expect.poll(async () => (await shown()).map((n) => n.tag).sort()).toEqual([m2.tag, m3.tag].sort())
+    // Its body tapped: the open page turns to that question.
+    await page.getByTestId('pick-question').waitFor()
+    await sw.evaluate(async (tag) => {
+      const [n] = await self.registration.getNotifications({ tag })
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n! }))
+    }, m2.tag)
+    await page.locator(`[data-request-id="${m2.id}"] [data-testid=answer][aria-pressed=true]`).waitFor()
+    await expect.poll(async () => (await shown()).map((n) => n.tag)).toEqual([m3.tag])
+    await page.getByTestId('quick').filter({ hasText: 'Ship it' }).click()
+    expect(text(await second)).toBe('Ship it')
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m2.tag })
+    await page.getByTestId('quick').filter({ hasText: 'Hold on' }).click()
+    expect(text(await third)).toBe('Hold on')
+    const settled = await pushService.next()
+    expect(JSON.parse(settled.plaintext)).toMatchObject({ type: 'settled', tag: m3.tag, outcome: 'Answered on Pixel 8' })
+    await deliver(settled.plaintext)
+    await expect.poll(shown).toEqual([])
+
+    // Off: unsubscribed here and removed on the server.
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([])
+    expect(await page.evaluate(() => localStorage.getItem('aa.push'))).toBeNull()
+    await ctx.close()
+  })
+})
+
+describe('screens', () => {
+  // The settings with the push toggle and the quick replies, and what a
+  // question's notification shows (headless Chromium draws no system
+  // notification: the page draws its title, body and buttons, from the
+  // options the service worker shows it with).
+  it('settings and a notification, 1280 and 390 px wide, light and dark', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    const { page } = await openApp(ctx)
+    const { notificationOptions } = await import('../src/lib/pushmessage')
+    const m = { v: 1, type: 'ask' as const, id: 'r1', tag: 't1', kind: 'question' as const, title: 'shop · Claude asks',
+      body: 'Deploy v2 to production? The migration adds a column to orders.', actions: ['Ship it', 'Hold on', 'Stop and wait'], url: '/?request=r1' }
+    const o = notificationOptions(m, 2)
+    for (const scheme of ['light', 'dark'] as const) {
+      for (const width of [1280, 390]) {
+        await page.emulateMedia({ colorScheme: scheme })
+        await page.setViewportSize({ width, height: width > 600 ? 800 : 844 })
+        await page.reload()
+        await page.locator('[data-testid=conn][data-state=online]').waitFor()
+        await page.locator('button[aria-label=Settings]').click()
+        await page.getByTestId('push-toggle').waitFor()
+        await page.getByTestId('quick-reply').first().waitFor()
+        await page.locator('.q-menu').evaluate((el) => Promise.all(el.getAnimations({ subtree: true }).map((a) => a.finished)))
+        const name = `push-settings-${width}-${scheme}.png`
+        if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}` })
+        await page.keyboard.press('Escape')
+      }
+      const note = await ctx.newPage()
+      await note.emulateMedia({ colorScheme: scheme })
+      await note.setViewportSize({ width: 390, height: 220 })
+      await note.setContent(notificationHTML(m.title, o.body ?? '', o.actions.map((a) => a.title), scheme))
+      if (SHOTS) await note.screenshot({ path: `${SHOTS}/push-notification-${scheme}.png` })
+      expect(await note.locator('button').allTextContents()).toEqual(['Ship it', 'Hold on'])
+      await note.close()
+    }
+    await ctx.close()
+  })
+})
+
+function notificationHTML(title: string, body: string, actions: string[], scheme: 'light' | 'dark'): string {
+  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => `&#${c.charCodeAt(0)};`)
+  const [bg, fg, sub, line] = scheme === 'dark' ? ['#2b2d31', '#e8eaed', '#bdc1c6', '#3c4043'] : ['#ffffff', '#202124', '#5f6368', '#e0e0e0']
+  return `<body style="margin:0;padding:16px;background:${scheme === 'dark' ? '#111' : '#e8eaed'};font:14px/1.4 system-ui,sans-serif">
+<div style="background:${bg};color:${fg};border-radius:16px;box-shadow:0 2px 8px #0004;overflow:hidden">
+ <div style="display:flex;gap:12px;padding:14px 16px">
+  <img src="data:image/png;base64,${readFileSync(join(__dirname, '../public/icons/icon-192.png')).toString('base64')}" width="36" height="36" style="border-radius:8px">
+  <div><div style="font-size:12px;color:${sub}">agentassistant · 127.0.0.1</div>
+   <div style="font-weight:600">${esc(title)}</div><div style="color:${sub}">${esc(body)}</div></div>
+ </div>
+ <div style="display:flex;border-top:1px solid ${line}">${actions.map((a) => `<button style="flex:1;padding:12px;border:0;background:none;color:#1f6feb;font:600 14px system-ui">${esc(a)}</button>`).join('')}</div>
+</div></body>`
+}

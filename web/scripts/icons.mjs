@@ -1,0 +1,25 @@
+// Draws the app's PNG icons from public/favicon.svg with Chromium
+// (playwright-core, already a dev dependency): 192 and 512 px "any", and
+// a 512 px maskable one whose drawing keeps inside the 80 % safe zone.
+// Run: node scripts/icons.mjs (CHROMIUM names the browser).
+import { readFileSync } from 'node:fs'
+import { chromium } from 'playwright-core'
+
+const svg = readFileSync(new URL('../public/favicon.svg', import.meta.url), 'utf8')
+const src = 'data:image/svg+xml;base64,' + Buffer.from(svg).toString('base64')
+const out = (name) => new URL('../public/icons/' + name, import.meta.url).pathname
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] })
+const page = await browser.newPage()
+async function draw(size, name, maskable) {
+  await page.setViewportSize({ width: size, height: size })
+  const pad = maskable ? size * 0.14 : 0
+  await page.setContent(`<body style="margin:0;background:${maskable ? '#1f6feb' : 'transparent'}">
+    <img src="${src}" style="display:block;width:${size - 2 * pad}px;height:${size - 2 * pad}px;margin:${pad}px"></body>`)
+  await page.locator('img').evaluate((img) => img.decode())
+  await page.screenshot({ path: out(name), omitBackground: !maskable })
+}
+await draw(192, 'icon-192.png', false)
+await draw(512, 'icon-512.png', false)
+await draw(512, 'maskable-512.png', true)
+await browser.close()

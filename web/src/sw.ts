@@ -1,0 +1,81 @@
+/// <reference lib="webworker" />
+// The service worker: the app's shell precached (Workbox), so the
+// installed app opens without the network and says it is offline; and
+// Web Push: a question's notification with the person's quick replies as
+// buttons, answered with the push's single-use capability (never the
+// token, which this worker does not have).
+import { createHandlerBoundToURL, precacheAndRoute, cleanupOutdatedCaches } from 'workbox-precaching'
+import { NavigationRoute, registerRoute } from 'workbox-routing'
+import { clientsClaim } from 'workbox-core'
+import { notificationOptions, type PushMessage } from './lib/pushmessage'
+
+declare const self: ServiceWorkerGlobalScope
+
+precacheAndRoute(self.__WB_MANIFEST)
+cleanupOutdatedCaches()
+// The app's pages are one index.html; other paths (/health, /push/...)
+// are the server's and are never answered from the cache.
+registerRoute(new NavigationRoute(createHandlerBoundToURL('/index.html'), {
+  allowlist: [/^\/(index\.html)?(\?.*)?$/, /^\/(booking|agui-demo)\/?(\?.*)?$/],
+}))
+
+self.addEventListener('install', () => void self.skipWaiting())
+clientsClaim()
+
+self.addEventListener('push', (e) => {
+  let m: PushMessage | undefined
+  try {
+    m = e.data?.json() as PushMessage
+  } catch {
+    return
+  }
+  if (m?.v === 1) e.waitUntil(onPush(m))
+})
+
+async function onPush(m: PushMessage) {
+  if (m.type === 'settled') {
+    for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close()
+    return
+  }
+  const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
+  await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max))
+}
+
+self.addEventListener('notificationclick', (e) => {
+  e.notification.close()
+  e.waitUntil(onClick(e.notification.data ?? {}, e.action))
+})
+
+interface NoteData { url?: string; cap?: string; answer?: string; actions?: string[] }
+
+async function onClick(d: NoteData, action: string) {
+  const i = /^a(\d+)$/.exec(action)?.[1]
+  const text = i === undefined ? undefined : d.actions?.[Number(i)]
+  if (text && d.cap && d.answer) {
+    const to = new URL(d.answer, self.location.origin)
+    if (to.origin === self.location.origin) {
+      try {
+        const r = await fetch(to, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ cap: d.cap, text }) })
+        if (r.ok) return
+      } catch {
+        // the network: the app shows the question instead
+      }
+    }
+  }
+  await openApp(d.url)
+}
+
+// openApp focuses an open page of the app on the question, or opens one.
+async function openApp(url = '/') {
+  const to = new URL(url, self.location.origin)
+  if (to.origin !== self.location.origin) return
+  const open = await self.clients.matchAll({ type: 'window', includeUncontrolled: true })
+  const page = open.find((c) => new URL(c.url).origin === self.location.origin)
+  if (page) {
+    page.postMessage({ type: 'open', url: to.pathname + to.search })
+    // Allowed only while handling the person's tap.
+    await page.focus().catch(() => undefined)
+    return
+  }
+  await self.clients.openWindow(to.pathname + to.search)
+}
