@@ -79,7 +79,7 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 	}
 	qs, err := questionsArg(req, q)
 	if err != nil {
-		return mcp.NewToolResultError("ask_question: " + err.Error() + "."), nil
+		return badArgs("ask_question", err)
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	if res := b.handOver(ctx, wire.AskQuestion, "ask_question", b.dir(req)); res != nil {
@@ -110,7 +110,7 @@ func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRe
 	}
 	qs, err := questionsArg(req, sum)
 	if err != nil {
-		return mcp.NewToolResultError(tool + ": " + err.Error() + "."), nil
+		return badArgs(tool, err)
 	}
 	timeout := b.timeout(req.GetFloat("timeout", 0))
 	if res := b.handOver(ctx, wire.TaskFinish, tool, b.dir(req)); res != nil {
@@ -538,4 +538,10 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// badArgs is the tool result for arguments the tool refuses: a tool
+// error the agent reads (the call itself succeeded).
+func badArgs(tool string, err error) (*mcp.CallToolResult, error) {
+	return mcp.NewToolResultError(tool + ": " + err.Error() + "."), nil
 }

@@ -253,7 +253,7 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	if dl, ok := ctx.Deadline(); ok {
 		_ = conn.SetDeadline(dl)
 	}
@@ -270,7 +270,7 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 			return err
 		}
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if e.SMTPUser != "" {
 		if err := c.Auth(sasl.NewPlainClient("", e.SMTPUser, e.SMTPPassword)); err != nil {
 			return fmt.Errorf("log in: %w", err)
@@ -348,7 +348,7 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
@@ -521,7 +521,7 @@ func replyText(raw []byte) string {
 	if err != nil && !message.IsUnknownCharset(err) {
 		return ""
 	}
-	defer r.Close()
+	defer func() { _ = r.Close() }()
 	for {
 		p, err := r.NextPart()
 		if err != nil {
@@ -582,7 +582,7 @@ func dropAttribution(lines []string) []string {
 		return lines
 	}
 	last := strings.TrimSpace(lines[n-1])
-	if !strings.HasSuffix(last, "wrote:") && !(strings.HasPrefix(last, "On ") && strings.HasSuffix(last, ":")) {
+	if !strings.HasSuffix(last, "wrote:") && (!strings.HasPrefix(last, "On ") || !strings.HasSuffix(last, ":")) {
 		return lines
 	}
 	lines = lines[:n-1]

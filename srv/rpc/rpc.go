@@ -194,7 +194,7 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 		req.Text = req.Questions[0].GetQuestion()
 	}
 	if err := wire.CheckQuestions(req.Questions); err != nil {
-		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("Questions: %w", err))
+		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the Questions field: %w", err))
 	}
 	if strings.TrimSpace(req.Text) == "" {
 		what := "Question"
