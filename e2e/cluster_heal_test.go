@@ -73,7 +73,7 @@ func TestClusterStorageWiped(t *testing.T) {
 	ns.Wipe()
 	waitLog(t, one, "NATS lost the cluster's storage", "lost_pending=1")
 	waitLog(t, one, "shutting down", "to_start_afresh=true")
-	for try := 0; strings.Count(one.logw.String(), "cluster mode") < 2; try++ { // the fresh run
+	for try := 0; strings.Count(one.logw.String(), `msg="cluster mode"`) < 2; try++ { // the fresh run
 		if try == 1500 {
 			t.Fatal("the instance never started afresh")
 		}
