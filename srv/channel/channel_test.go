@@ -120,6 +120,41 @@ func (f *fixture) ask(token, id string) chan *hub.Reply {
 	return out
 }
 
+// answer waits for the agent's answer to come back on ch.
+func answer(t *testing.T, ch chan *hub.Reply) *hub.Reply {
+	t.Helper()
+	return within(t, "the agent's answer", ch)
+}
+
+// within waits up to 10 s for what to come on ch.
+func within[T any](t *testing.T, what string, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no %s", what)
+		var zero T
+		return zero
+	}
+}
+
+// eventually waits for cond to hold, looking at it every millisecond, and
+// fails the test after 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("never %s", what)
+		}
+	}
+}
+
 // TestNtfy: a question is published to the topic as JSON with a title,
 // priority, tags, a click URL to the app and "http" actions; replaying
 // the second action's post, as the ntfy app would, answers the question
@@ -161,7 +196,7 @@ func TestNtfy(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("the action's post: %d", resp.StatusCode)
 	}
-	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "ntfy" {
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "ntfy" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	_, bodies = ntfy.waitFor(t, 2)
@@ -233,7 +268,7 @@ func TestWebhook(t *testing.T) {
 	if code := post("s3cret", now, body); code != http.StatusOK {
 		t.Fatalf("the signed answer: %d", code)
 	}
-	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." || rep.Nickname != "Ana (webhook n8n)" {
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." || rep.Nickname != "Ana (webhook n8n)" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	if code := post("s3cret", now, body); code != http.StatusConflict {
@@ -273,6 +308,6 @@ func TestFaultyChannelsDelayNothing(t *testing.T) {
 	if err := f.hub.Answer(tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC", Door: "ws"}); err != nil {
 		t.Fatal(err)
 	}
-	<-answered
+	answer(t, answered)
 	fine.waitFor(t, 2)
 }

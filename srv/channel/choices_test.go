@@ -63,17 +63,12 @@ func TestTelegramOffersTheOptions(t *testing.T) {
 	if err := json.Unmarshal([]byte(sent["reply_markup"]), &kb); err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
 		t.Fatalf("keyboard %s: %v", sent["reply_markup"], err)
 	}
-	for tracked := false; !tracked; { // the channel has noted what the message's buttons say
-		tg.mu.Lock()
-		_, tracked = tg.asks[sentKey{42, 101}]
-		tg.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "noted what the message's buttons say", func() bool { return tg.tracks(sentKey{42, 101}) })
 	api.push(callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
 	if got := api.waitCall(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
 		t.Errorf("the tap: %v", got)
 	}
-	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }

@@ -254,10 +254,10 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 		return err
 	}
 	defer func() { _ = conn.Close() }()
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	// go-smtp sets the connection's deadline itself before each command,
+	// so a deadline of ours would be overwritten: the end of ctx (its
+	// deadline or its cancel) closes the connection instead.
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
 	var c *smtp.Client
 	switch e.TLS {
@@ -387,10 +387,16 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 		if err != nil {
 			return true, fmt.Errorf("idle: %w", err)
 		}
+		// IDLE is renewed every pollEvery: a server that missed telling
+		// of a mail, or a connection dropped without a word, costs at
+		// most that long (RFC 2177 asks for less than 29 minutes).
+		renew := time.NewTimer(pollEvery)
 		select {
 		case <-news:
+		case <-renew.C:
 		case <-c.Closed():
 		}
+		renew.Stop()
 		_ = cmd.Close()
 		if err := cmd.Wait(); err != nil {
 			return true, fmt.Errorf("idle: %w", err)

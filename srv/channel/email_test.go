@@ -153,6 +153,38 @@ type imapBox struct {
 
 type echoSession struct{ imapserver.Session }
 
+// Idle tells of what came before the IDLE began, as real servers do
+// (imapmemserver's waits for the next change), and looks again every
+// few milliseconds, so that a mail delivered between the client's last
+// command and its IDLE is told too.
+func (s echoSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	for {
+		if err := s.Poll(w, true); err != nil {
+			return err
+		}
+		again := make(chan struct{})
+		time.AfterFunc(5*time.Millisecond, func() { close(again) })
+		merged := make(chan struct{})
+		go func() {
+			select {
+			case <-stop:
+			case <-again:
+			}
+			close(merged)
+		}()
+		err := s.Session.Idle(w, merged)
+		<-merged // at most 5 ms
+		select {
+		case <-stop:
+			return err
+		default:
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
 func (s echoSession) Login(user, pass string) error {
 	if pass != imapPass {
 		return &imap.Error{Type: imap.StatusResponseTypeNo, Text: "no such user with password " + pass}
@@ -365,7 +397,7 @@ func TestEmailSecrets(t *testing.T) {
 	go func() { defer close(done); e.Listen(ctx, Answers{}) }()
 	got := logs.waitFor(t, "no such user with password")
 	cancel()
-	<-done
+	within(t, "end of Listen after its context", done)
 	if strings.Contains(got, e.IMAPPassword) || strings.Contains(got, e.SMTPPassword) {
 		t.Errorf("the log shows a password:\n%s", got)
 	}
@@ -413,10 +445,10 @@ func TestEmailSendEndsWithContext(t *testing.T) {
 	go func() {
 		done <- e.Send(ctx, Notice{Event: hub.Event{Kind: hub.Asked, Token: tokA, Request: hub.Request{Kind: wire.AskQuestion, ID: "q"}}})
 	}()
-	c := <-accepted
+	c := within(t, "connection", accepted)
 	defer c.Close()
 	cancel()
-	if err := <-done; err == nil {
+	if err := within(t, "end of Send after its context", done); err == nil {
 		t.Fatal("Send to a silent server succeeded")
 	}
 }

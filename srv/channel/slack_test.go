@@ -279,12 +279,14 @@ func TestSlack(t *testing.T) {
 			t.Fatalf("a button's value %q answers at /push/answer", no)
 		}
 	}
+	// A press can come only once the message is posted and its ts noted.
+	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts}); return ok })
 	api.envelope(t, "interactive", press("U99", dm, ts, no)) // a stranger
 	if got := api.waitCall(t, "chat.postEphemeral", 1); got["user"] != "U99" || !strings.Contains(got["text"], "may not answer") {
 		t.Errorf("the stranger was told %v", got)
 	}
 	api.envelope(t, "interactive", press("U42", dm, ts, no))
-	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "slack" {
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "slack" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	upd := api.waitCall(t, "chat.update", 1)
@@ -301,13 +303,10 @@ func TestSlack(t *testing.T) {
 
 	second := f.ask(tokA, "q-2")
 	ts2 := api.waitCall(t, "chat.postMessage", 2)["_ts"]
-	for tracked := false; !tracked; { // the channel has noted what the message asks
-		_, tracked = sl.question(slackKey{dm, ts2})
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts2}); return ok })
 	api.envelope(t, "events_api", threadReply("U99", dm, ts2, "Ship it.")) // a stranger
 	api.envelope(t, "events_api", threadReply("U42", dm, ts2, "Wait for the review."))
-	if rep := <-second; rep == nil || rep.Contents[0].GetText().GetText() != "Wait for the review." || rep.Door != "slack" || rep.ClientID != "slack:U42" {
+	if rep := answer(t, second); rep == nil || rep.Contents[0].GetText().GetText() != "Wait for the review." || rep.Door != "slack" || rep.ClientID != "slack:U42" {
 		t.Fatalf("the reply: %+v", rep)
 	}
 }

@@ -172,6 +172,8 @@ func TestTelegram(t *testing.T) {
 		t.Fatalf("button %+v: its data must carry no capability (anyone in the chat can read it)", no)
 	}
 
+	// A tap can come only once the message is sent and its id noted.
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, 101}) })
 	api.push(callback(99, 101, no.CallbackData)) // a stranger's chat
 	if got := api.waitCall(t, "answerCallbackQuery", 1); got["text"] != "This chat may not answer." {
 		t.Errorf("a stranger's tap: %v", got)
@@ -180,7 +182,7 @@ func TestTelegram(t *testing.T) {
 	if got := api.waitCall(t, "answerCallbackQuery", 2); got["text"] != "Answered: No" {
 		t.Errorf("the tap: %v", got)
 	}
-	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "telegram" {
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "telegram" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	edit := api.waitCall(t, "editMessageText", 1)
@@ -194,16 +196,19 @@ func TestTelegram(t *testing.T) {
 
 	second := f.ask(tokA, "q-2")
 	msg, _ := strconv.Atoi(api.waitCall(t, "sendMessage", 2)["sent_message_id"])
-	for tracked := false; !tracked; { // the channel has noted what the message asks
-		tg.mu.Lock()
-		_, tracked = tg.asks[sentKey{42, msg}]
-		tg.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, msg}) })
 	api.push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000, "text": "Wait for the review.",
 		"chat": map[string]any{"id": 42, "type": "private"}, "from": map[string]any{"id": 42, "is_bot": false, "first_name": "Ana"},
 		"reply_to_message": map[string]any{"message_id": msg, "date": 1700000000, "chat": map[string]any{"id": 42, "type": "private"}}}})
-	if rep := <-second; rep == nil || rep.Contents[0].GetText().GetText() != "Wait for the review." || rep.Nickname != "Ana · Telegram" {
+	if rep := answer(t, second); rep == nil || rep.Contents[0].GetText().GetText() != "Wait for the review." || rep.Nickname != "Ana · Telegram" {
 		t.Fatalf("the reply: %+v", rep)
 	}
+}
+
+// tracks: tg has noted what the message k asks.
+func (tg *Telegram) tracks(k sentKey) bool {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	_, ok := tg.asks[k]
+	return ok
 }
