@@ -170,6 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var cfg fileConfig
 	fs, showVersion := newFlags(&cfg, stderr)
 	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
+	qr := fs.Bool("qr", false, "print the phone's URL as a QR code even when the output is no terminal")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -221,7 +222,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("token: %w", err)
 	}
 	guard := &auth.Guard{Hosts: cfg.AllowedHosts, Origins: cfg.AllowedOrigins}
-	if !loopback && cfg.Host != "" && cfg.Host != "0.0.0.0" && cfg.Host != "::" {
+	switch {
+	case isWildcard(cfg.Host): // a phone opens it at one of them
+		for _, a := range ownAddrs() {
+			guard.Hosts = append(guard.Hosts, a.String())
+		}
+	case !loopback:
 		guard.Hosts = append(guard.Hosts, cfg.Host)
 	}
 
@@ -365,6 +371,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RawQuery: url.Values{"token": {cfg.Token}}.Encode()}
 	log.Info("listening", "addr", addr.String())
 	_, _ = fmt.Fprintf(stdout, "agentassistant-srv is running. Open this URL to answer your agents:\n\n  %s\n\n", u.String())
+	printPhone(stdout, u, cfg.Host, *qr)
 
 	errc := make(chan error, 1)
 	go func() {

@@ -63,11 +63,15 @@ func TestGenerateAndPersist(t *testing.T) {
 }
 
 func TestHostAllowed(t *testing.T) {
-	g := &Guard{Hosts: []string{"box.lan"}}
+	g := &Guard{Hosts: []string{"box.lan", "192.168.1.20", "2001:db8::1"}}
 	for _, tc := range []struct {
 		host string
 		want bool
 	}{
+		{"192.168.1.20:22080", true}, // an allowed address, as allowed_hosts says
+		{"[2001:db8::1]:22080", true},
+		{"192.168.1.21:22080", false},
+		{"192.168.001.020:22080", false},
 		{"127.0.0.1:22080", true},
 		{"127.0.0.1", true},
 		{"127.1.2.3:80", true},

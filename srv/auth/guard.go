@@ -49,8 +49,8 @@ func (g *Guard) HostAllowed(hostport string) bool {
 	}
 	// Only canonical dotted or colon forms parse here, so tricks such as
 	// "0177.0.0.1" or "localhost." fall through to the allowlist and fail.
-	if ip := net.ParseIP(host); ip != nil && ip.String() == canonicalIP(host) {
-		return ip.IsLoopback()
+	if ip := net.ParseIP(host); ip != nil && ip.String() == canonicalIP(host) && ip.IsLoopback() {
+		return true
 	}
 	for _, h := range g.hosts() {
 		if strings.EqualFold(h, host) {
