@@ -90,6 +90,10 @@ type Options struct {
 	// Push, when set, sends Web Push to the devices that turned it on
 	// (/push/...); its Hub and Logger are filled in. nil: no push.
 	Push *push.Options
+	// Caps answer one question each from a notification or a channel
+	// (nil: this process's own; a cluster shares them,
+	// answercap.NewShared).
+	Caps *answercap.Store
 	// Channels, when set, takes the events of the tokens it routes to
 	// ntfy, webhooks...; its Hub, Caps and Logger are filled in.
 	Channels *channel.Options
@@ -239,7 +243,10 @@ func New(o Options) *Server {
 	}
 	s.ingress = ingress.New(igo)
 	s.handle("/ingress/ws", GuardHello, s.upgradeToken(s.ingress))
-	s.caps = answercap.New()
+	s.caps = o.Caps
+	if s.caps == nil {
+		s.caps = answercap.New()
+	}
 	s.stopCaps = s.caps.Follow(s.hub, store.Room)
 	if o.Push != nil {
 		po := *o.Push

@@ -23,6 +23,7 @@ import (
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv"
 	"github.com/agentassistant/agentassistant/srv/agui"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
 	"github.com/agentassistant/agentassistant/srv/cluster"
@@ -296,8 +297,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		io.Orchestrator = orch
 	}
 	// Web Push: its keys and the devices' subscriptions live in the data
-	// directory, so one process only for now.
+	// directory, or in a cluster in JetStream, where the capabilities
+	// of its notifications are checked too (any instance may take one).
 	var pushOpts *push.Options
+	var caps *answercap.Store
 	if cl == nil {
 		keys, err := push.LoadOrCreateKeys(cfg.DataDir)
 		if err != nil {
@@ -309,13 +312,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		pushOpts = &push.Options{Keys: keys, Subscriptions: subs}
 	} else {
-		log.Info("Web Push is off in cluster mode: its subscriptions are not shared across instances yet")
+		sp, err := cl.OpenPush(ctx)
+		if err != nil {
+			return err
+		}
+		defer sp.Close()
+		if caps, err = answercap.NewShared(sp.CapKey, sp, sp.Token); err != nil {
+			return err
+		}
+		pushOpts = &push.Options{Keys: sp.Keys, Subscriptions: sp.Subscriptions()}
 	}
 	chans, err := channelOptions(&cfg, log.With("component", "channels"))
 	if err != nil {
 		return err
 	}
-	server := srv.New(srv.Options{Ingress: io, Push: pushOpts, Channels: chans, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
+	server := srv.New(srv.Options{Ingress: io, Push: pushOpts, Caps: caps, Channels: chans, Tokens: tokens, Guard: guard, Logger: log, StudyLogs: logs, Catalog: cat, Cluster: cl,
 		Pending:          auth.NewPending(cfg.MaxUnauthConns, cfg.MaxUnauthPerAddr),
 		Idle:             srv.NewIdleConns(cfg.MaxIdleConns, cfg.MaxIdlePerAddr),
 		MaxUnauthMessage: cfg.MaxUnauthMessage, BodyTimeout: secs(cfg.BodyTimeout),

@@ -49,6 +49,8 @@ type Store struct {
 	mu    sync.Mutex // held alone
 	byCap map[string]*Cap
 	byReq map[string][]string // room + "\x00" + request ID → its capabilities
+
+	shared *signer // cluster mode (shared.go): no map, signed capabilities
 }
 
 // New returns an empty store.
@@ -60,6 +62,9 @@ func reqKey(room, id string) string { return room + "\x00" + id }
 
 // Make returns a new capability for c, whose token is token.
 func (s *Store) Make(token string, c Cap, now time.Time) string {
+	if s.shared != nil {
+		return s.shared.make(c)
+	}
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	name := base64.RawURLEncoding.EncodeToString(b)
@@ -77,6 +82,23 @@ func (s *Store) Make(token string, c Cap, now time.Time) string {
 
 // Take returns the capability named and voids it: it is good once.
 func (s *Store) Take(name string, now time.Time) (*Cap, bool) {
+	c, err := s.take(name, now)
+	return c, err == nil
+}
+
+// take is Take, saying why not: ErrVoid, or the cluster's error.
+func (s *Store) take(name string, now time.Time) (*Cap, error) {
+	if s.shared != nil {
+		return s.shared.take(name, now)
+	}
+	c, ok := s.takeLocal(name, now)
+	if !ok {
+		return nil, ErrVoid
+	}
+	return c, nil
+}
+
+func (s *Store) takeLocal(name string, now time.Time) (*Cap, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.byCap[name]
@@ -90,8 +112,12 @@ func (s *Store) Take(name string, now time.Time) (*Cap, bool) {
 	return c, true
 }
 
-// Void ends every capability of a settled question.
+// Void ends every capability of a settled question. In cluster mode
+// the hub refuses them instead: their question is no longer pending.
 func (s *Store) Void(room, id string) {
+	if s.shared != nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := reqKey(room, id)
@@ -148,9 +174,9 @@ var ErrVoid = errors.New("this button can no longer answer: the question was ans
 // Use answers c's question with text, through the capability named,
 // which it takes (good once).
 func (s *Store) Use(h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
-	c, ok := s.Take(name, now)
-	if !ok {
-		return nil, ErrVoid
+	c, err := s.take(name, now)
+	if err != nil {
+		return nil, err
 	}
 	return c, h.Answer(c.token, c.Kind, c.ID, hub.Reply{
 		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
@@ -195,6 +221,8 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusGone, "this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
 		case errors.Is(err, hub.ErrNotPending):
 			writeError(w, http.StatusConflict, "the question is no longer pending")
+		case errors.Is(err, errUnsure):
+			writeError(w, http.StatusServiceUnavailable, "the answer cannot be taken now; try again")
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error())
 		default:

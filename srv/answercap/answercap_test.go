@@ -1,6 +1,9 @@
 package answercap
 
 import (
+	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +38,70 @@ func TestCapabilities(t *testing.T) {
 	}
 	if got, ok := s.Take(other, now); !ok || got.ID != "q2" {
 		t.Errorf("another question's capability: %+v %v", got, ok)
+	}
+}
+
+// claims is Claims in memory.
+type claims struct {
+	used map[string]bool
+	err  error
+}
+
+func (c *claims) Claim(_ context.Context, nonce string, _ time.Time) (bool, error) {
+	if c.err != nil {
+		return false, c.err
+	}
+	if c.used[nonce] {
+		return false, nil
+	}
+	c.used[nonce] = true
+	return true, nil
+}
+
+// TestSharedCapabilities: in cluster mode a capability made by one
+// instance is taken by another that shares its key, once; one signed
+// with another key, altered, expired or of an unknown room is void, and
+// one the cluster cannot check is not called void.
+func TestSharedCapabilities(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	used := &claims{used: map[string]bool{}}
+	tokens := func(room string) (string, bool) { return "tok-" + room, room == "r1" }
+	a, err := NewShared(key, used, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewShared(key, used, tokens)
+	now := time.Unix(1_800_000_000, 0)
+	c := Cap{Room: "r1", Kind: wire.AskQuestion, ID: "q1", Who: "phone", WhoID: "s1", Door: "push", Expires: now.Add(time.Hour)}
+	name := a.Make("tok-r1", c, now)
+	if other := a.Make("tok-r1", c, now); other == name {
+		t.Fatal("two capabilities share a name")
+	}
+	got, err := b.take(name, now)
+	if err != nil || got.token != "tok-r1" || got.ID != "q1" || got.Kind != wire.AskQuestion || got.Door != "push" || got.WhoID != "s1" {
+		t.Fatalf("take on another instance: %+v %v", got, err)
+	}
+	if _, err := a.take(name, now); !errors.Is(err, ErrVoid) {
+		t.Errorf("a capability was good twice: %v", err)
+	}
+	stranger, _ := NewShared([]byte("another key, also 32 bytes long!"), used, tokens)
+	for what, n := range map[string]string{
+		"another key's": stranger.Make("tok-r1", c, now),
+		"altered":       strings.Replace(a.Make("tok-r1", c, now), "A", "B", 1),
+		"expired":       a.Make("tok-r1", Cap{Room: "r1", ID: "q2", Expires: now.Add(-time.Second)}, now),
+		"unknown room":  a.Make("tok-r2", Cap{Room: "r2", ID: "q3", Expires: now.Add(time.Hour)}, now),
+		"no signature":  "e30",
+		"oversized":     strings.Repeat("a", 4096) + "." + "b",
+	} {
+		if _, err := b.take(n, now); !errors.Is(err, ErrVoid) {
+			t.Errorf("%s capability: %v, want ErrVoid", what, err)
+		}
+	}
+	used.err = errors.New("no responders")
+	if _, err := b.take(a.Make("tok-r1", c, now), now); err == nil || errors.Is(err, ErrVoid) {
+		t.Errorf("a capability the cluster cannot check: %v", err)
+	}
+	if _, err := NewShared([]byte("short"), used, tokens); err == nil {
+		t.Error("a short key was taken")
 	}
 }

@@ -1,0 +1,115 @@
+package answercap
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// Capabilities in cluster mode. An answer may reach any instance, so a
+// capability carries what it stands for, signed with a key every
+// instance shares (HMAC-SHA256): the instance that takes it need not be
+// the one that made it. It is good once: taking it claims its nonce in
+// the cluster, and of two takers one wins. It holds no token: the taker
+// finds the token of its room among its own.
+
+// Claims is where a cluster marks capabilities used.
+type Claims interface {
+	// Claim marks the capability nonce used until it expires; false when
+	// it was already.
+	Claim(ctx context.Context, nonce string, until time.Time) (bool, error)
+}
+
+// NewShared returns a store for cluster mode: key (32 bytes or more, the
+// same on every instance) signs the capabilities, claims makes each good
+// once, token finds a room's token.
+func NewShared(key []byte, claims Claims, token func(room string) (string, bool)) (*Store, error) {
+	if len(key) < 32 {
+		return nil, errors.New("answercap: the signing key is shorter than 32 bytes")
+	}
+	return &Store{shared: &signer{key: key, claims: claims, token: token}}, nil
+}
+
+type signer struct {
+	key    []byte
+	claims Claims
+	token  func(room string) (string, bool)
+}
+
+// signed is what a cluster's capability says.
+type signed struct {
+	Room  string    `json:"r"`
+	Kind  wire.Kind `json:"k"`
+	ID    string    `json:"i"`
+	Who   string    `json:"w"`
+	WhoID string    `json:"u"`
+	Door  string    `json:"d"`
+	Exp   int64     `json:"e"`
+	Nonce string    `json:"n"`
+}
+
+// maxSigned bounds a capability's name: what is read before the check.
+const maxSigned = 2048
+
+// claimTimeout bounds the claim of one capability.
+const claimTimeout = 5 * time.Second
+
+// errUnsure: the cluster could not say whether the capability was used.
+var errUnsure = errors.New("the capability cannot be checked now")
+
+var b64 = base64.RawURLEncoding
+
+func (g *signer) sign(payload string) []byte {
+	m := hmac.New(sha256.New, g.key)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+func (g *signer) make(c Cap) string {
+	nonce := make([]byte, 16)
+	_, _ = rand.Read(nonce)
+	b, _ := json.Marshal(signed{Room: c.Room, Kind: c.Kind, ID: c.ID, Who: c.Who, WhoID: c.WhoID, Door: c.Door,
+		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce)})
+	p := b64.EncodeToString(b)
+	return p + "." + b64.EncodeToString(g.sign(p))
+}
+
+func (g *signer) take(name string, now time.Time) (*Cap, error) {
+	p, sig, ok := strings.Cut(name, ".")
+	if !ok || len(name) > maxSigned {
+		return nil, ErrVoid
+	}
+	mac, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(mac, g.sign(p)) {
+		return nil, ErrVoid
+	}
+	b, err := b64.DecodeString(p)
+	var sd signed
+	if err != nil || json.Unmarshal(b, &sd) != nil {
+		return nil, ErrVoid
+	}
+	exp := time.Unix(sd.Exp, 0)
+	tok, ok := g.token(sd.Room)
+	if now.After(exp) || !ok || sd.Nonce == "" {
+		return nil, ErrVoid
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	won, err := g.claims.Claim(ctx, sd.Nonce, exp)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", errUnsure, err)
+	case !won:
+		return nil, ErrVoid
+	}
+	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp}, nil
+}

@@ -1,0 +1,287 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	webpush "github.com/SherClockHolmes/webpush-go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/srv/push"
+)
+
+// Web Push in cluster mode. Every instance pushes what happened on it
+// (the hub's events are emitted once in the cluster) and takes the
+// answers of any notification, so they share, in JetStream:
+//   - the VAPID keys (a subscription is made for one key pair) and the
+//     key capabilities are signed with (answercap.NewShared), each made
+//     once by whichever instance comes first;
+//   - the devices' subscriptions, one key per room, changed by
+//     compare-and-set and followed by every instance, which reads them
+//     from memory on each event;
+//   - the capabilities used, each a key made once (good once), kept
+//     until it would have expired anyway.
+
+// The buckets of Web Push.
+const (
+	PushBucket   = "agentassistant_push"
+	ClaimsBucket = "agentassistant_claims"
+)
+
+// claimsFor is how long a used capability is remembered: longer than
+// any lives (a day at most).
+const claimsFor = 25 * time.Hour
+
+// Push is Web Push's share of the cluster. Its Subscriptions and Claim
+// are safe for concurrent use; Close stops following the subscriptions.
+type Push struct {
+	// Keys sign the pushes; CapKey signs the capabilities.
+	Keys   push.Keys
+	CapKey []byte
+
+	kv, claims jetstream.KeyValue
+	rooms      map[string]string // room digest -> token
+
+	mu   sync.Mutex                     // held alone
+	subs map[string][]push.Subscription // by room, as last heard
+
+	stop context.CancelFunc
+	wg   sync.WaitGroup
+}
+
+// OpenPush opens Web Push's buckets, making the keys if no instance has,
+// and follows the subscriptions.
+func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
+	kv, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PushBucket,
+		Description: "agentassistant Web Push: keys and subscriptions", History: 1,
+		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", PushBucket, err)
+	}
+	claims, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ClaimsBucket,
+		Description: "agentassistant capabilities used", History: 1, TTL: claimsFor,
+		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", ClaimsBucket, err)
+	}
+	p := &Push{kv: kv, claims: claims, rooms: c.rooms, subs: map[string][]push.Subscription{}}
+	kb, err := once(ctx, kv, "vapid", func() ([]byte, error) {
+		priv, pub, err := webpush.GenerateVAPIDKeys()
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(push.Keys{Public: pub, Private: priv})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("push keys: %w", err)
+	}
+	if err := json.Unmarshal(kb, &p.Keys); err != nil || p.Keys.Public == "" || p.Keys.Private == "" {
+		return nil, fmt.Errorf("push keys in bucket %s: not the server's", PushBucket)
+	}
+	if p.CapKey, err = once(ctx, kv, "capkey", func() ([]byte, error) {
+		k := make([]byte, 32)
+		_, err := rand.Read(k)
+		return k, err
+	}); err != nil {
+		return nil, fmt.Errorf("capability key: %w", err)
+	}
+	if err := p.follow(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// once is the value of key, made by make and kept if no instance has
+// kept one yet.
+func once(ctx context.Context, kv jetstream.KeyValue, key string, make func() ([]byte, error)) ([]byte, error) {
+	for range 3 {
+		e, err := kv.Get(ctx, key)
+		if err == nil {
+			return e.Value(), nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, err
+		}
+		v, err := make()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := kv.Create(ctx, key, v); err == nil {
+			return v, nil
+		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, err
+		}
+		// Another instance made it first: read that one.
+	}
+	return nil, fmt.Errorf("%s keeps changing", key)
+}
+
+const subsPrefix = "subs."
+
+// follow reads the subscriptions there are, then keeps them up to date
+// on a goroutine of p's until Close.
+func (p *Push) follow(ctx context.Context) error {
+	ctx, stop := context.WithCancel(context.Background())
+	w, err := p.kv.Watch(ctx, subsPrefix+"*")
+	if err != nil {
+		stop()
+		return fmt.Errorf("watch bucket %s: %w", PushBucket, err)
+	}
+	p.stop = stop
+	initial := make(chan struct{})
+	p.wg.Go(func() {
+		defer func() { _ = w.Stop() }()
+		first := true
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil { // the values there were are all in
+					if first {
+						first = false
+						close(initial)
+					}
+					continue
+				}
+				p.heard(e)
+			}
+		}
+	})
+	select {
+	case <-initial:
+		return nil
+	case <-ctx.Done():
+		p.Close()
+		return ctx.Err()
+	}
+}
+
+// heard takes one change of a room's subscriptions.
+func (p *Push) heard(e jetstream.KeyValueEntry) {
+	room := strings.TrimPrefix(e.Key(), subsPrefix)
+	var subs []push.Subscription
+	if e.Operation() == jetstream.KeyValuePut {
+		if err := json.Unmarshal(e.Value(), &subs); err != nil {
+			return
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(subs) == 0 {
+		delete(p.subs, room)
+		return
+	}
+	p.subs[room] = subs
+}
+
+// Close stops following the subscriptions.
+func (p *Push) Close() {
+	if p.stop != nil {
+		p.stop()
+	}
+	p.wg.Wait()
+}
+
+// Subscriptions are the devices' subscriptions of every instance.
+func (p *Push) Subscriptions() push.Subscriptions { return (*pushSubs)(p) }
+
+type pushSubs Push
+
+func (s *pushSubs) List(room string) ([]push.Subscription, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.subs[room]), nil
+}
+
+func (s *pushSubs) Put(room string, sub push.Subscription) error {
+	_, err := s.change(room, func(subs []push.Subscription) []push.Subscription {
+		subs = slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.Endpoint == sub.Endpoint || o.ID == sub.ID })
+		return append(subs, sub)
+	})
+	return err
+}
+
+func (s *pushSubs) Remove(room, id string) (bool, error) {
+	return s.change(room, func(subs []push.Subscription) []push.Subscription {
+		return slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.ID == id })
+	})
+}
+
+// change replaces room's subscriptions with edit's, by compare-and-set
+// (another instance may change them meanwhile); changed says edit
+// changed them.
+func (s *pushSubs) change(room string, edit func([]push.Subscription) []push.Subscription) (changed bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	key := subsPrefix + room
+	for range 16 {
+		var subs []push.Subscription
+		var rev uint64
+		e, err := s.kv.Get(ctx, key)
+		switch {
+		case err == nil:
+			rev = e.Revision()
+			if err := json.Unmarshal(e.Value(), &subs); err != nil {
+				return false, fmt.Errorf("read push subscriptions: %w", err)
+			}
+		case !errors.Is(err, jetstream.ErrKeyNotFound):
+			return false, fmt.Errorf("read push subscriptions: %w", err)
+		}
+		next := edit(slices.Clone(subs))
+		b, err := json.Marshal(next)
+		if err != nil {
+			return false, err
+		}
+		if rev == 0 && len(next) == 0 || rev != 0 && bytes.Equal(b, e.Value()) {
+			return false, nil
+		}
+		if rev == 0 {
+			_, err = s.kv.Create(ctx, key, b)
+		} else {
+			_, err = s.kv.Update(ctx, key, b, rev)
+		}
+		if err == nil {
+			s.mu.Lock()
+			s.subs[room] = next // read as written, before the watch tells it
+			if len(next) == 0 {
+				delete(s.subs, room)
+			}
+			s.mu.Unlock()
+			return true, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, fmt.Errorf("keep push subscriptions: %w", err)
+		}
+	}
+	return false, errors.New("keep push subscriptions: they keep changing")
+}
+
+// Claim marks the capability nonce used; false when it was already.
+func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, error) {
+	_, err := p.claims.Create(ctx, "u."+nonce, []byte{1})
+	switch {
+	case errors.Is(err, jetstream.ErrKeyExists):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// Token is the token of room, when it is one of the server's.
+func (p *Push) Token(room string) (string, bool) {
+	t, ok := p.rooms[room]
+	return t, ok
+}
