@@ -66,10 +66,17 @@ func (a Answers) ByCap(name, text string) error {
 
 // Reply answers the question id of token with text, from who.
 func (a Answers) Reply(token string, kind wire.Kind, id, text, who, whoID, door string) error {
-	return a.hub.Answer(token, kind, id, hub.Reply{
-		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
-		ClientID: door + ":" + whoID, Nickname: who, Door: door,
-	})
+	return a.ReplyWith(token, kind, id, []*pb.McpResultContent{textContent(text)}, who, whoID, door)
+}
+
+// ReplyWith answers the question id of token with contents (text and
+// images), from who.
+func (a Answers) ReplyWith(token string, kind wire.Kind, id string, contents []*pb.McpResultContent, who, whoID, door string) error {
+	return a.hub.Answer(token, kind, id, hub.Reply{Contents: contents, ClientID: door + ":" + whoID, Nickname: who, Door: door})
+}
+
+func textContent(text string) *pb.McpResultContent {
+	return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}
 }
 
 // Options configure a Manager. Hub is required.

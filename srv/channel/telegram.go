@@ -1,10 +1,15 @@
 package channel
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"html"
+	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +18,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -123,15 +129,16 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		t.mu.Unlock()
 		for _, m := range msgs {
-			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg,
-				Text: m.text + "\n\n— " + title(n), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
+				Text: m.text + "\n\n— " + html.EscapeString(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
 			if err != nil {
 				return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
 			}
 		}
 		return nil
 	}
-	text := title(n) + "\n\n" + clip(n.Request.Text, 3500) + "\n\n(Tap an answer, or reply to this message.)"
+	body, photos := telegramHTML(clip(n.Request.Text, 3000))
+	text := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
 	labels, own := buttonsOf(n.Request)
@@ -147,12 +154,23 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
-		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text,
+		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: models.ParseModeHTML,
 			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
 		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels})
+		// Its images follow as photos replying to it; one that fails is
+		// told in the log, the question stands without it.
+		for i, p := range photos {
+			name := "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.mime, "image/")
+			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: clip(p.alt, 1000),
+				Photo:           &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.data)},
+				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+			if err != nil && t.Logger != nil {
+				t.Logger.Warn("telegram: a question's image not sent", "err", t.redact(err))
+			}
+		}
 	}
 	return nil
 }
@@ -236,9 +254,10 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	}
 }
 
-// replied answers the question a reply is to, with its text.
+// replied answers the question a reply is to, with its text, or its
+// photo and caption.
 func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a Answers) {
-	if !t.allowed(m.Chat.ID) || strings.TrimSpace(m.Text) == "" {
+	if !t.allowed(m.Chat.ID) || strings.TrimSpace(m.Text) == "" && len(m.Photo) == 0 {
 		return
 	}
 	t.mu.Lock()
@@ -251,9 +270,67 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	if m.From != nil && m.From.FirstName != "" {
 		who = m.From.FirstName + " · Telegram"
 	}
-	err := a.Reply(q.token, q.kind, q.id, m.Text, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
+	var contents []*pb.McpResultContent
+	if len(m.Photo) > 0 {
+		img, err := t.photo(ctx, b, m.Photo)
+		if err != nil {
+			_, _ = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: the photo could not be read (" + t.redact(err).Error() + ")",
+				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+			return
+		}
+		contents = append(contents, img)
+	}
+	if text := strings.TrimSpace(m.Text + m.Caption); text != "" {
+		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
+	}
+	err := a.ReplyWith(q.token, q.kind, q.id, contents, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
 	if err != nil {
 		_, _ = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + err.Error(),
 			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
 	}
+}
+
+// maxPhotoBytes bounds a photo read as an answer.
+const maxPhotoBytes = 5 << 20
+
+// photo reads the largest size of a reply's photo that is within
+// maxPhotoBytes, as an answer's image.
+func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSize) (*pb.McpResultContent, error) {
+	best := -1
+	for i, s := range sizes {
+		if s.FileSize <= maxPhotoBytes && (best < 0 || s.Width*s.Height > sizes[best].Width*sizes[best].Height) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, errors.New("it is larger than 5 MiB")
+	}
+	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: sizes[best].FileID})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.FileDownloadLink(f), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req) // #nosec G107 -- the Bot API's own file link
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the Bot API answered %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxPhotoBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxPhotoBytes {
+		return nil, errors.New("it is larger than 5 MiB")
+	}
+	mime := http.DetectContentType(data)
+	if !strings.HasPrefix(mime, "image/") {
+		return nil, errors.New("it is no image")
+	}
+	return &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Type: "image", Data: base64.StdEncoding.EncodeToString(data), MimeType: mime}}, nil
 }

@@ -23,6 +23,7 @@ type botAPI struct {
 	calls   []botCall
 	updates []map[string]any
 	nextMsg int
+	files   map[string][]byte // getFile's file_path → the file
 	more    chan struct{}
 	wake    chan struct{}
 }
@@ -40,6 +41,17 @@ func newBotAPI(t *testing.T, token string) *botAPI {
 }
 
 func (api *botAPI) serve(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+api.token+"/"); ok { // a file's download link
+		api.mu.Lock()
+		b, ok := api.files[path]
+		api.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	tok, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
 	if !ok || tok != api.token {
@@ -53,6 +65,11 @@ func (api *botAPI) serve(w http.ResponseWriter, r *http.Request) {
 	form := map[string]string{}
 	for k, v := range r.Form {
 		form[k] = v[0]
+	}
+	if r.MultipartForm != nil { // an upload: its files' names and sizes
+		for k, fs := range r.MultipartForm.File {
+			form[k] = fs[0].Filename + ":" + strconv.FormatInt(fs[0].Size, 10)
+		}
 	}
 	var result any = true
 	switch method {
@@ -82,7 +99,18 @@ func (api *botAPI) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			break
 		}
-	case "sendMessage", "editMessageText":
+	case "getFile":
+		path := "photos/" + form["file_id"] + ".jpg"
+		api.mu.Lock()
+		_, ok := api.files[path]
+		api.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"ok":false,"error_code":400,"description":"Bad Request: invalid file_id"}`))
+			return
+		}
+		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
+	case "sendMessage", "editMessageText", "sendPhoto":
 		id, err := strconv.Atoi(form["message_id"])
 		if err != nil { // a new message
 			api.mu.Lock()
@@ -155,7 +183,7 @@ func TestTelegram(t *testing.T) {
 	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
 	answered := f.ask(tokA, "q-1")
 	sent := api.waitCall(t, "sendMessage", 1)
-	if sent["chat_id"] != "42" || !strings.HasPrefix(sent["text"], "shop · Claude Code asks\n\nDeploy **now**?") {
+	if sent["chat_id"] != "42" || sent["parse_mode"] != "HTML" || !strings.HasPrefix(sent["text"], "<b>shop · Claude Code asks</b>\n\nDeploy <b>now</b>?") {
 		t.Fatalf("sent %v", sent)
 	}
 	var kb struct {

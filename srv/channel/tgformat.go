@@ -1,0 +1,223 @@
+package channel
+
+import (
+	"bytes"
+	"encoding/base64"
+	"html"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/ast"
+	"github.com/yuin/goldmark/extension"
+	extast "github.com/yuin/goldmark/extension/ast"
+	"github.com/yuin/goldmark/text"
+)
+
+// A question's markdown in Telegram: the Bot API's HTML (parse_mode
+// HTML) has bold, italic, strikethrough, code, preformatted blocks,
+// links and quotes, and nothing else; headings become bold lines and
+// lists bullets. Images given as data: URLs go as photos of their own;
+// any other image is a link, never fetched by the server.
+
+// photo is an image of a question, to be sent as a Telegram photo.
+type photo struct {
+	alt  string
+	mime string
+	data []byte
+}
+
+// maxPhotos bounds the photos of one question (a media group holds 10).
+const maxPhotos = 10
+
+var mdParser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
+
+// telegramHTML renders md as Telegram's HTML, taking out its data: images.
+func telegramHTML(md string) (string, []photo) {
+	src := []byte(md)
+	r := &tgRenderer{src: src}
+	r.block(mdParser.Parse(text.NewReader(src)))
+	return strings.TrimSpace(r.b.String()), r.photos
+}
+
+type tgRenderer struct {
+	src    []byte
+	b      strings.Builder
+	photos []photo
+}
+
+func (r *tgRenderer) esc(s string) { r.b.WriteString(html.EscapeString(s)) }
+
+// block renders a block node's children, each ending in a blank line.
+func (r *tgRenderer) block(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Heading:
+			r.b.WriteString("<b>")
+			r.inline(c)
+			r.b.WriteString("</b>\n\n")
+		case *ast.Paragraph, *ast.TextBlock:
+			r.inline(c)
+			r.b.WriteString("\n\n")
+		case *ast.ThematicBreak:
+			r.b.WriteString("———\n\n")
+		case *ast.FencedCodeBlock:
+			if lang := string(c.Language(r.src)); lang != "" {
+				r.b.WriteString(`<pre><code class="language-` + html.EscapeString(lang) + `">`)
+			} else {
+				r.b.WriteString("<pre><code>")
+			}
+			r.lines(c)
+			r.b.WriteString("</code></pre>\n\n")
+		case *ast.CodeBlock:
+			r.b.WriteString("<pre><code>")
+			r.lines(c)
+			r.b.WriteString("</code></pre>\n\n")
+		case *ast.HTMLBlock:
+			r.lines(c)
+			r.b.WriteString("\n")
+		case *ast.Blockquote:
+			var inner tgRenderer
+			inner.src = r.src
+			inner.block(c)
+			r.photos = append(r.photos, inner.photos...)
+			r.b.WriteString("<blockquote>" + strings.TrimSpace(inner.b.String()) + "</blockquote>\n\n")
+		case *ast.List:
+			r.list(c)
+		default:
+			r.block(c)
+		}
+	}
+}
+
+// lines writes a code or HTML block's lines, escaped.
+func (r *tgRenderer) lines(n ast.Node) {
+	ls := n.Lines()
+	for i := range ls.Len() {
+		s := ls.At(i)
+		r.esc(string(s.Value(r.src)))
+	}
+}
+
+func (r *tgRenderer) list(l *ast.List) {
+	n := l.Start
+	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
+		mark := "• "
+		if l.IsOrdered() {
+			mark = strconv.Itoa(n) + ". "
+			n++
+		}
+		var inner tgRenderer
+		inner.src = r.src
+		inner.block(item)
+		r.photos = append(r.photos, inner.photos...)
+		body := strings.TrimSpace(inner.b.String())
+		body = strings.ReplaceAll(body, "\n\n", "\n")
+		r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
+	}
+	r.b.WriteString("\n")
+}
+
+// inline renders a node's inline children.
+func (r *tgRenderer) inline(n ast.Node) {
+	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+		switch c := c.(type) {
+		case *ast.Text:
+			r.esc(string(c.Value(r.src)))
+			if c.SoftLineBreak() || c.HardLineBreak() {
+				r.b.WriteString("\n")
+			}
+		case *ast.String:
+			r.esc(string(c.Value))
+		case *ast.CodeSpan:
+			r.b.WriteString("<code>")
+			for t := c.FirstChild(); t != nil; t = t.NextSibling() {
+				if tx, ok := t.(*ast.Text); ok {
+					r.esc(string(tx.Value(r.src)))
+				}
+			}
+			r.b.WriteString("</code>")
+		case *ast.Emphasis:
+			tag := "i"
+			if c.Level >= 2 {
+				tag = "b"
+			}
+			r.b.WriteString("<" + tag + ">")
+			r.inline(c)
+			r.b.WriteString("</" + tag + ">")
+		case *extast.Strikethrough:
+			r.b.WriteString("<s>")
+			r.inline(c)
+			r.b.WriteString("</s>")
+		case *ast.Link:
+			r.link(string(c.Destination), c)
+		case *ast.AutoLink:
+			u := string(c.URL(r.src))
+			if c.AutoLinkType == ast.AutoLinkEmail {
+				u = "mailto:" + u
+			}
+			r.link(u, c)
+		case *ast.Image:
+			r.image(c)
+		case *ast.RawHTML:
+			segs := c.Segments
+			for i := range segs.Len() {
+				s := segs.At(i)
+				r.esc(string(s.Value(r.src)))
+			}
+		default:
+			r.inline(c)
+		}
+	}
+}
+
+// link writes an http(s) or mailto link; any other kind is its text.
+func (r *tgRenderer) link(dest string, n ast.Node) {
+	u, err := url.Parse(dest)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+		r.inline(n)
+		return
+	}
+	r.b.WriteString(`<a href="` + html.EscapeString(u.String()) + `">`)
+	if n.FirstChild() == nil {
+		r.esc(dest)
+	} else {
+		r.inline(n)
+	}
+	r.b.WriteString("</a>")
+}
+
+// image takes a data: image out as a photo; any other is a link to it.
+func (r *tgRenderer) image(img *ast.Image) {
+	var alt bytes.Buffer
+	for t := img.FirstChild(); t != nil; t = t.NextSibling() {
+		if tx, ok := t.(*ast.Text); ok {
+			alt.Write(tx.Value(r.src))
+		}
+	}
+	dest := string(img.Destination)
+	if meta, data, ok := strings.Cut(dest, ","); ok && strings.HasPrefix(meta, "data:image/") && strings.HasSuffix(meta, ";base64") {
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err == nil && len(r.photos) < maxPhotos {
+			r.photos = append(r.photos, photo{alt: alt.String(), mime: strings.TrimSuffix(strings.TrimPrefix(meta, "data:"), ";base64"), data: b})
+			if alt.Len() > 0 {
+				r.b.WriteString("[")
+				r.esc(alt.String())
+				r.b.WriteString("]")
+			}
+			return
+		}
+	}
+	label := alt.String()
+	if label == "" {
+		label = "image"
+	}
+	if u, err := url.Parse(dest); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
+		r.b.WriteString(`<a href="` + html.EscapeString(u.String()) + `">`)
+		r.esc("[" + label + "]")
+		r.b.WriteString("</a>")
+		return
+	}
+	r.esc("[" + label + "]")
+}
