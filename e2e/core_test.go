@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"io"
 	"net/http"
 
 	"connectrpc.com/connect"
@@ -261,7 +262,13 @@ func TestRequestBeforeAnyClient(t *testing.T) {
 		})
 		done <- res{r, err}
 	}()
-	time.Sleep(300 * time.Millisecond) // the call is in flight, nobody online
+	// The question is asked, with nobody online, before a client comes.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, s.URL, tokenA), `event="asked"} 1`); {
+		if time.Now().After(deadline) {
+			t.Fatal("the question was never asked")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	ui := dial(t, s, tokenA, "late")
 	var pending *pb.GetPendingMessagesResponse
@@ -345,4 +352,18 @@ func TestReplyService(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeFailedPrecondition || !strings.Contains(ce.Message(), "not pending") {
 		t.Errorf("second answer: %v", err)
 	}
+}
+
+// metrics is the server's /metrics text.
+func metrics(t *testing.T, base, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, base+"/metrics", nil)
+	req.Header.Set("X-Agentassistant-Token", token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
