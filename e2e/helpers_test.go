@@ -109,7 +109,7 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 	for i, tok := range tokens {
 		quoted[i] = fmt.Sprintf("%q", tok)
 	}
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("tokens = [%s]\n", strings.Join(quoted, ","))), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("[server]\ntokens = [%s]\n", strings.Join(quoted, ","))), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	args := append([]string{"-port", port, "-data", data, "-config", cfg, "-log-level", "debug"}, extra...)

@@ -92,7 +92,7 @@ func TestFormat1DirectoryUpgrades(t *testing.T) {
 	// The questions were asked when the directory was made: the history
 	// must keep them however long ago that was.
 	cfg := filepath.Join(t.TempDir(), "keep.toml")
-	if err := os.WriteFile(cfg, []byte("history_days = 36500\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("[requests]\nhistory = \"876000h\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	s := startServerWith(t, freePort(t), data, []string{"-config", cfg})

@@ -1,19 +1,25 @@
 package main
 
 import (
+	"os"
 	"testing"
-
-	"github.com/agentassistant/agentassistant/internal/config"
 )
 
 // TestComposeConfig: the compose cluster's config file names only
-// settings the server has.
+// settings the server has, under their current names.
 func TestComposeConfig(t *testing.T) {
-	var cfg fileConfig
-	if err := config.Load("../../deploy/compose/agentassistant-srv.toml", &cfg); err != nil {
+	b, err := os.ReadFile("../../deploy/compose/agentassistant-srv.toml")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.NATSURL == "" || cfg.NATSReplicas != 3 {
+	cfg, fs, err := loadConfig(t, string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Cluster.NATSURL == "" || cfg.Cluster.Replicas != 3 {
 		t.Errorf("config = %+v", cfg)
+	}
+	if len(fs.Moved()) != 0 {
+		t.Errorf("old keys: %v", fs.Moved())
 	}
 }

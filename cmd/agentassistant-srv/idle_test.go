@@ -11,13 +11,13 @@ import (
 	"testing"
 )
 
-// TestIdleConnectionSettings: max_idle_connections (TOML) and
+// TestIdleConnectionSettings: [limits] idle_connections and
 // -max-idle-connections-per-address reach the server run starts: a flood
 // of idle keep-alive connections from one address leaves at most the
 // per-address bound waiting, and the owner's request gets through.
 func TestIdleConnectionSettings(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "srv.toml")
-	if err := os.WriteFile(cfg, []byte("max_idle_connections = 50\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("[limits]\nidle_connections = 50\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	u := runServer(t, "-config", cfg, "-max-idle-connections-per-address", "6")

@@ -64,11 +64,53 @@ func readmeBlock(t *testing.T, readme, intro string) []string {
 	return keys
 }
 
+// srvBlockIntro is the line of docs/configuration.md before its
+// agentassistant-srv.toml.
+const srvBlockIntro = "`agentassistant-srv.toml` (every setting at its default; durations are"
+
+// oldKeysSection is the part of docs/configuration.md that names the flat
+// keys of earlier versions: the one place they may be quoted.
+func oldKeysSection(t *testing.T, text string) (section, rest string) {
+	t.Helper()
+	before, after, ok := strings.Cut(text, "### Files from earlier versions\n")
+	if !ok {
+		t.Fatal("docs/configuration.md has no section on files from earlier versions")
+	}
+	section, tail, _ := strings.Cut(after, "\n#")
+	return section, before + "\n#" + tail
+}
+
+// TestOldKeysDocumented: docs/configuration.md's table of old keys names
+// each of them with its new place, as the server reads them.
+func TestOldKeysDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _ := oldKeysSection(t, string(b))
+	row := regexp.MustCompile("(?m)^\\| `([a-z0-9_]+)` \\| `\\[([a-z]+)\\] ([a-z0-9_]+)`")
+	shown := map[string]string{}
+	for _, m := range row.FindAllStringSubmatch(section, -1) {
+		shown[m[1]] = m[2] + "." + m[3]
+	}
+	for _, m := range moves {
+		if shown[m.Old] != m.New {
+			t.Errorf("the table shows %s as %q, the server reads it as %s", m.Old, shown[m.Old], m.New)
+		}
+		delete(shown, m.Old)
+	}
+	for old := range shown {
+		t.Errorf("the table shows %s, which the server does not read", old)
+	}
+}
+
 // TestREADMENamesTheRealSettings: the example agentassistant-srv.toml in
-// README.md sets every key the server reads and no other, and every
-// setting-like name the documentation quotes (`max_...`, `..._seconds`,
-// ...) is a key of the server or of agentassistant-mcp: a reader who
-// copies one gets a setting, not "unknown key" at start.
+// docs/configuration.md sets every key the server reads and no other, and
+// every setting-like name the documentation quotes (`max_...`,
+// `..._seconds`, `[relay] call_timeout`, `cluster.nats_url`, ...) is a key
+// of the server or of agentassistant-mcp, under its current name: a reader
+// who copies one gets a setting, not "unknown key" or a warning at start.
+// Only the table of old keys names the old ones.
 func TestREADMENamesTheRealSettings(t *testing.T) {
 	b, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
@@ -76,7 +118,7 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 	}
 	readme := string(b)
 	real := tomlKeys(fileConfig{})
-	shown := readmeBlock(t, readme, "`agentassistant-srv.toml`:")
+	shown := readmeBlock(t, readme, srvBlockIntro)
 	for _, k := range shown {
 		if !slices.Contains(real, k) {
 			t.Errorf("README's agentassistant-srv.toml sets %s, which is no setting of the server", k)
@@ -88,15 +130,27 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 		}
 	}
 
-	known := append(slices.Clone(real), readmeBlock(t, readme, "`agentassistant-mcp.toml` (an example is in this repository):")...)
+	known := slices.Clone(real)
+	tables := map[string]bool{}
+	for _, k := range real { // a key may be quoted without its table
+		if table, key, ok := strings.Cut(k, "."); ok && !strings.HasPrefix(k, "channels.") {
+			known = append(known, key)
+			tables[table] = true
+		}
+	}
+	known = append(known, readmeBlock(t, readme, "`agentassistant-mcp.toml` (an example is in this repository):")...)
 	front, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := map[string]string{"README.md": string(front)}
+	_, readme = oldKeysSection(t, readme)
+	docs := map[string]string{"README.md": string(front), "configuration.md": readme}
 	more, _ := filepath.Glob("../../docs/*.md")
 	more = append(more, "../../SECURITY.md")
 	for _, p := range more {
+		if filepath.Base(p) == "configuration.md" {
+			continue
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -109,13 +163,20 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 	notOurs := []string{"max_payload", "orchestrator_error", "agentassistant_instances", "agentassistant_presence", "agentassistant_relay_hosts", "agentassistant_requests", "agentassistant_push", "agentassistant_claims",
 		"agentassistant_requests_total", "agentassistant_answer_seconds", "agentassistant_store_write_seconds", "agentassistant_connections",
 		"agentassistant_preauth_refused_total", "agentassistant_preauth_evicted_total", "agentassistant_nats_ok", "uptime_seconds"}
-	settingLike := regexp.MustCompile(`^(max_|agui_|ingress_|orchestrator_|nats_|agentassistant_|allowed_|tls_|db_|study_|history_|missed_|orphan_|login_|ping_|pong_|write_|body_|booking_|relay_session)|(_seconds|_hours|_days|_bytes|_fsync|_per_token|_per_address)$`)
+	settingLike := regexp.MustCompile(`^(max_|agui_|ingress_|orchestrator_|nats_|agentassistant_|allowed_|tls_|db_|study_|history_|missed_|orphan_|login_|ping_|pong_|write_|body_|booking_|relay_session|unauthenticated_|inbox_|mcp_|idle_|replay_|frontend_)|(_seconds|_hours|_days|_bytes|_fsync|_per_token|_per_address|_timeout|_grace|_wait|_interval|_window)$`)
 	quoted := regexp.MustCompile("`([a-z][a-z0-9]*(?:_[a-z0-9]+)+)`")
+	inTable := regexp.MustCompile("`\\[([a-z]+)\\] ([a-z][a-z0-9_]*)")
 	for name, text := range docs {
 		for _, m := range quoted.FindAllStringSubmatch(text, -1) {
 			k := m[1]
 			if settingLike.MatchString(k) && !slices.Contains(known, k) && !slices.Contains(notOurs, k) {
 				t.Errorf("%s quotes `%s`, which is no setting (of agentassistant-srv.toml or agentassistant-mcp.toml)", name, k)
+			}
+		}
+		for _, m := range inTable.FindAllStringSubmatch(text, -1) {
+			table := m[1]
+			if tables[table] && !slices.Contains(real, table+"."+m[2]) {
+				t.Errorf("%s quotes %s, which is no setting of [%s]", name, m[0], table)
 			}
 		}
 	}

@@ -12,13 +12,13 @@ import (
 	"github.com/gorilla/websocket"
 )
 
-// TestRelaySettings: max_relay_sessions_per_token and
-// relay_call_timeout_seconds (TOML) reach the server run starts: a
+// TestRelaySettings: [relay] max_sessions_per_token and call_timeout
+// reach the server run starts: a
 // token's third relay session is refused naming the setting, and a call
 // the host leaves unanswered fails after the configured time.
 func TestRelaySettings(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "srv.toml")
-	if err := os.WriteFile(cfg, []byte("max_relay_sessions_per_token = 2\nrelay_call_timeout_seconds = 1\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("[relay]\nmax_sessions_per_token = 2\ncall_timeout = \"1s\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	u := runServer(t, "-config", cfg)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv/auth"
-	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
 
 // maxReplicas is the most replicas JetStream gives a stream or bucket.
@@ -20,7 +19,7 @@ const maxReplicas = 5
 // checkSettings refuses every setting that cannot work, before anything is
 // created or announced: a value outside its range, one that contradicts
 // another, or one that applies only with a setting left empty. A setting
-// not given keeps its default (the library's, for a zero value).
+// not given keeps its default (defaults()).
 func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c := fs.Check()
 	if cfg.Host != "" && !config.HostName(cfg.Host) {
@@ -32,123 +31,123 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 			c.Bad("agentassistant_server_token", "token", "…", err.Error()) // never the token itself
 		}
 	}
-	for i, tok := range cfg.Tokens {
+	for i, tok := range cfg.Server.Tokens {
 		if err := auth.Check(tok); err != nil {
-			c.Bad(fmt.Sprintf("tokens[%d]", i), "", "…", err.Error())
+			c.Bad(fmt.Sprintf("server.tokens[%d]", i), "", "…", err.Error())
 		}
 	}
-	if c.Set("data_dir", "data") && cfg.DataDir == "" {
-		cfg.DataDir = config.AppDir() // README: empty is the default
+	sv := cfg.Server
+	if c.Set("server.data_dir", "data") && sv.DataDir == "" {
+		cfg.Server.DataDir = config.AppDir() // the docs: empty is the default
 	}
-	for _, h := range cfg.AllowedHosts {
+	for _, h := range sv.AllowedHosts {
 		if !config.HostName(h) {
-			c.Bad("allowed_hosts", "", h, "each must be a host name or an IP address as the Host header names it, without scheme, port or path (e.g. \"mybox.lan\")")
+			c.Bad("server.allowed_hosts", "", h, "each must be a host name or an IP address as the Host header names it, without scheme, port or path (e.g. \"mybox.lan\")")
 		}
 	}
-	for _, o := range cfg.AllowedOrigins {
+	for _, o := range sv.AllowedOrigins {
 		if err := config.Origin(o); err != nil {
-			c.Bad("allowed_origins", "", o, err.Error())
+			c.Bad("server.allowed_origins", "", o, err.Error())
 		}
 	}
-	c.LogLevel(cfg.LogLevel)
+	c.Level("server.log_level", "log-level", sv.LogLevel)
 	switch {
-	case cfg.TLSCert != "" && cfg.TLSKey == "":
-		c.Bad("tls_key", "tls-key", cfg.TLSKey, "it must be set with tls_cert: HTTPS needs both")
-	case cfg.TLSCert == "" && cfg.TLSKey != "":
-		c.Bad("tls_cert", "tls-cert", cfg.TLSCert, "it must be set with tls_key: HTTPS needs both")
-	case cfg.TLSCert != "":
+	case sv.TLSCert != "" && sv.TLSKey == "":
+		c.Bad("server.tls_key", "tls-key", sv.TLSKey, "it must be set with tls_cert: HTTPS needs both")
+	case sv.TLSCert == "" && sv.TLSKey != "":
+		c.Bad("server.tls_cert", "tls-cert", sv.TLSCert, "it must be set with tls_key: HTTPS needs both")
+	case sv.TLSCert != "":
 		// The pair is loaded again when serving; loading it here refuses a
 		// missing or wrong file before the server says it is running.
-		if _, err := tls.LoadX509KeyPair(cfg.TLSCert, cfg.TLSKey); err != nil {
-			c.Bad("tls_cert", "tls-cert", cfg.TLSCert, fmt.Sprintf("with tls_key %q it must be a PEM certificate and its key: %v", cfg.TLSKey, err))
+		if _, err := tls.LoadX509KeyPair(sv.TLSCert, sv.TLSKey); err != nil {
+			c.Bad("server.tls_cert", "tls-cert", sv.TLSCert, fmt.Sprintf("with tls_key %q it must be a PEM certificate and its key: %v", sv.TLSKey, err))
 		}
 	}
+	c.Int("server.procs", "", int64(sv.Procs), 0, 1024, "it must be from 0 (the Go runtime's choice) to 1024")
 
-	c.Count("max_connections_per_token", "", int64(cfg.MaxPerToken), 1)
-	c.Duration("orphan_grace_seconds", "", cfg.OrphanGrace, time.Second)
-	c.Duration("ping_interval_seconds", "", cfg.PingInterval, time.Second)
-	c.Duration("pong_wait_seconds", "", cfg.PongWait, time.Second)
-	c.Duration("write_wait_seconds", "", cfg.WriteWait, time.Second)
-	pingSet, pongSet := c.Set("ping_interval_seconds", ""), c.Set("pong_wait_seconds", "")
-	if (pingSet || pongSet) && (!pingSet || cfg.PingInterval > 0) && (!pongSet || cfg.PongWait > 0) {
-		w := wsconn.Options{PingInterval: secs(cfg.PingInterval), PongWait: secs(cfg.PongWait)}
-		w.Defaults() // what is not set is the default
-		ping, pong := int(w.PingInterval/time.Second), int(w.PongWait/time.Second)
-		why := ": a peer that only answers pings would be counted dead between them"
-		switch {
-		case w.PingInterval < w.PongWait:
-		case pingSet:
-			c.Bad("ping_interval_seconds", "", ping, fmt.Sprintf("it must be below pong_wait_seconds (%d)%s", pong, why))
-		default:
-			c.Bad("pong_wait_seconds", "", pong, fmt.Sprintf("it must be above ping_interval_seconds (%d)%s", ping, why))
-		}
-	}
-	c.Duration("login_timeout_seconds", "", cfg.LoginTimeout, time.Second)
-	c.Duration("host_grace_seconds", "", cfg.HostGrace, time.Second)
-	c.Duration("history_days", "", cfg.HistoryDays, 24*time.Hour)
-	c.Duration("missed_answer_hours", "", cfg.MissedHours, time.Hour)
-	c.Int("procs", "", int64(cfg.Procs), 0, 1024, "it must be from 0 (the Go runtime's choice) to 1024")
-	c.Count("max_mcp_sessions_per_token", "", int64(cfg.MaxMCPSessions), 1)
-	c.Count("max_relay_sessions_per_token", "", int64(cfg.RelayMaxSessions), 1)
-	c.Count("max_relay_connections_per_token", "", int64(cfg.RelayMaxConns), 1)
-	c.Count("max_relay_state_bytes_per_token", "", cfg.RelayStateBytes, 1)
-	c.Duration("relay_call_timeout_seconds", "", cfg.RelayCallTimeout, time.Second)
-	c.Count("max_study_logs_per_token", "", int64(cfg.StudyLogMaxFiles), 1)
-	c.Count("max_study_log_bytes_per_token", "", cfg.StudyLogMaxBytes, 64<<10)
-	c.Count("max_unauthenticated_connections", "", int64(cfg.MaxUnauthConns), 1)
-	c.Count("max_unauthenticated_per_address", "", int64(cfg.MaxUnauthPerAddr), 1)
-	c.Count("max_idle_connections", "max-idle-connections", int64(cfg.MaxIdleConns), 1)
-	c.Count("max_idle_connections_per_address", "max-idle-connections-per-address", int64(cfg.MaxIdlePerAddr), 1)
-	c.Int("max_unauthenticated_message_bytes", "", int64(cfg.MaxUnauthMessage), 1024, 16<<20,
+	li := cfg.Limits
+	c.Count("limits.inbox_connections_per_token", "", int64(li.InboxConnsPerToken), 1)
+	c.Count("limits.mcp_sessions_per_token", "", int64(li.MCPSessionsPerToken), 1)
+	c.Count("limits.unauthenticated_connections", "", int64(li.UnauthConns), 1)
+	c.Count("limits.unauthenticated_per_address", "", int64(li.UnauthPerAddr), 1)
+	c.Int("limits.unauthenticated_message_bytes", "", int64(li.UnauthMessageBytes), 1024, 16<<20,
 		"it must be from 1024 (a login must fit) to 16777216 (the most any message may be once the token is shown)")
-	c.Duration("body_timeout_seconds", "", cfg.BodyTimeout, time.Second)
-	c.Count("agui_max_body_bytes", "", cfg.AGUIMaxBody, 1)
-	c.Duration("agui_frontend_grace_seconds", "", cfg.AGUIFrontendGrace, time.Second)
-	c.Count("agui_max_threads_per_token", "", int64(cfg.AGUIMaxThreads), 1)
-	c.Duration("agui_agent_wait_seconds", "", cfg.AGUIAgentWait, time.Second)
-	c.Duration("agui_agent_idle_seconds", "", cfg.AGUIAgentIdle, time.Second)
+	c.Positive("limits.body_timeout", "", time.Duration(li.BodyTimeout))
+	c.Count("limits.idle_connections", "max-idle-connections", int64(li.IdleConns), 1)
+	c.Count("limits.idle_connections_per_address", "max-idle-connections-per-address", int64(li.IdleConnsPerAddr), 1)
 
-	if cfg.OrchestratorURL != "" {
-		if u, err := url.Parse(cfg.OrchestratorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			c.Bad("orchestrator_url", "orchestrator-url", cfg.OrchestratorURL, "it must be http(s)://host[:port][/path], or empty (the token's MCP agent runs Ingress runs)")
+	ws := cfg.WebSocket
+	c.Positive("websocket.ping_interval", "", time.Duration(ws.PingInterval))
+	c.Positive("websocket.pong_wait", "", time.Duration(ws.PongWait))
+	c.Positive("websocket.write_wait", "", time.Duration(ws.WriteWait))
+	c.Positive("websocket.login_timeout", "", time.Duration(ws.LoginTimeout))
+	if ws.PingInterval > 0 && ws.PongWait > 0 && ws.PingInterval >= ws.PongWait {
+		why := ": a peer that only answers pings would be counted dead between them"
+		if c.Set("websocket.ping_interval", "") {
+			c.Bad("websocket.ping_interval", "", ws.PingInterval.String(), fmt.Sprintf("it must be below pong_wait (%s)%s", ws.PongWait, why))
+		} else {
+			c.Bad("websocket.pong_wait", "", ws.PongWait.String(), fmt.Sprintf("it must be above ping_interval (%s)%s", ws.PingInterval, why))
 		}
 	}
-	if cfg.Catalog != "" {
-		if _, err := catalog.Load(cfg.Catalog); err != nil {
-			c.Bad("booking_catalog", "", cfg.Catalog, fmt.Sprintf("it must be a readable catalog file, or empty (the built-in one): %v", err))
+
+	rq := cfg.Requests
+	c.Positive("requests.orphan_grace", "", time.Duration(rq.OrphanGrace))
+	c.Positive("requests.history", "", time.Duration(rq.History))
+	c.Positive("requests.missed_answers", "", time.Duration(rq.MissedAnswers))
+
+	rl := cfg.Relay
+	c.Count("relay.max_sessions_per_token", "", int64(rl.MaxSessionsPerToken), 1)
+	c.Count("relay.max_connections_per_token", "", int64(rl.MaxConnsPerToken), 1)
+	c.Count("relay.max_state_bytes_per_token", "", rl.MaxStatePerToken, 1)
+	c.Positive("relay.call_timeout", "", time.Duration(rl.CallTimeout))
+	c.Positive("relay.host_grace", "", time.Duration(rl.HostGrace))
+	if rl.BookingCatalog != "" {
+		if _, err := catalog.Load(rl.BookingCatalog); err != nil {
+			c.Bad("relay.booking_catalog", "", rl.BookingCatalog, fmt.Sprintf("it must be a readable catalog file, or empty (the built-in one): %v", err))
 		}
 	}
-	orch := cfg.OrchestratorURL != ""
-	c.Needs("orchestrator_token", "", "…", cfg.OrchestratorToken == "", "orchestrator_url", orch)
-	c.Needs("orchestrator_timeout_seconds", "", cfg.OrchestratorTimeout, cfg.OrchestratorTimeout == defaultOrchestratorTimeout, "orchestrator_url", orch)
-	c.Duration("orchestrator_timeout_seconds", "", cfg.OrchestratorTimeout, time.Second)
-	c.Duration("ingress_replay_seconds", "", cfg.IngressReplay, time.Second)
-	c.Duration("ingress_approval_timeout_seconds", "", cfg.IngressApproval, time.Second)
-	c.Count("ingress_replay_bytes", "", cfg.IngressReplayBytes, 1)
-	c.Count("ingress_replay_total_bytes", "", cfg.IngressReplayTotal, 1)
-	c.Duration("ingress_agent_wait_seconds", "", cfg.IngressAgentWait, time.Second)
 
-	nats := cfg.NATSURL != ""
+	c.Count("studylog.max_files_per_token", "", int64(cfg.StudyLog.MaxFilesPerToken), 1)
+	c.Count("studylog.max_bytes_per_token", "", cfg.StudyLog.MaxBytesPerToken, 64<<10)
+
+	ag := cfg.AGUI
+	c.Count("agui.max_body_bytes", "", ag.MaxBody, 1)
+	c.Positive("agui.frontend_grace", "", time.Duration(ag.FrontendGrace))
+	c.Count("agui.max_threads_per_token", "", int64(ag.MaxThreadsPerToken), 1)
+	c.Positive("agui.agent_wait", "", time.Duration(ag.AgentWait))
+	c.Positive("agui.agent_idle", "", time.Duration(ag.AgentIdle))
+
+	def := defaults()
+	in := cfg.Ingress
+	if in.OrchestratorURL != "" {
+		if u, err := url.Parse(in.OrchestratorURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			c.Bad("ingress.orchestrator_url", "orchestrator-url", in.OrchestratorURL, "it must be http(s)://host[:port][/path], or empty (the token's MCP agent runs Ingress runs)")
+		}
+	}
+	orch := in.OrchestratorURL != ""
+	c.Needs("ingress.orchestrator_token", "", "…", in.OrchestratorToken == "", "orchestrator_url", orch)
+	c.Needs("ingress.orchestrator_timeout", "", in.OrchestratorTimeout.String(), in.OrchestratorTimeout == def.Ingress.OrchestratorTimeout, "orchestrator_url", orch)
+	c.Positive("ingress.orchestrator_timeout", "", time.Duration(in.OrchestratorTimeout))
+	c.Positive("ingress.replay_window", "", time.Duration(in.ReplayWindow))
+	c.Positive("ingress.approval_timeout", "", time.Duration(in.ApprovalTimeout))
+	c.Count("ingress.replay_bytes", "", in.ReplayBytes, 1)
+	c.Count("ingress.replay_total_bytes", "", in.ReplayTotalBytes, 1)
+	c.Positive("ingress.agent_wait", "", time.Duration(in.AgentWait))
+
+	cl := cfg.Cluster
+	nats := cl.NATSURL != ""
 	if nats {
-		for _, s := range strings.Split(cfg.NATSURL, ",") {
+		for _, s := range strings.Split(cl.NATSURL, ",") {
 			if strings.TrimSpace(s) == "" {
-				c.Bad("nats_url", "nats-url", cfg.NATSURL, "it must be NATS server URLs, comma-separated (e.g. \"nats://10.0.0.1:4222,nats://10.0.0.2:4222\"), or empty (one process)")
+				c.Bad("cluster.nats_url", "nats-url", cl.NATSURL, "it must be NATS server URLs, comma-separated (e.g. \"nats://10.0.0.1:4222,nats://10.0.0.2:4222\"), or empty (one process)")
 				break
 			}
 		}
 	}
-	c.Needs("nats_replicas", "", cfg.NATSReplicas, cfg.NATSReplicas == defaultNATSReplicas, "nats_url", nats)
-	c.Int("nats_replicas", "", int64(cfg.NATSReplicas), 0, maxReplicas, fmt.Sprintf("it must be from 1 to %d (what JetStream allows), at most the JetStream servers there are, or 0 (3 with several nats_url servers, else 1)", maxReplicas))
-	c.Needs("instance_name", "instance", cfg.Instance, cfg.Instance == "", "nats_url", nats)
-	c.Needs("history_scan", "", cfg.HistoryScan, cfg.HistoryScan == defaultHistoryScan, "nats_url", nats)
-	c.Count("history_scan", "", int64(cfg.HistoryScan), 1)
+	c.Needs("cluster.replicas", "", cl.Replicas, cl.Replicas == def.Cluster.Replicas, "nats_url", nats)
+	c.Int("cluster.replicas", "", int64(cl.Replicas), 0, maxReplicas, fmt.Sprintf("it must be from 1 to %d (what JetStream allows), at most the JetStream servers there are, or 0 (3 with several nats_url servers, else 1)", maxReplicas))
+	c.Needs("cluster.instance", "instance", cl.Instance, cl.Instance == "", "nats_url", nats)
+	c.Needs("cluster.history_scan", "", cl.HistoryScan, cl.HistoryScan == def.Cluster.HistoryScan, "nats_url", nats)
+	c.Count("cluster.history_scan", "", int64(cl.HistoryScan), 1)
 	return c.Err()
 }
-
-// The defaults of settings that apply only with another one set: a file
-// may spell them out without it (README's does).
-const (
-	defaultOrchestratorTimeout = 10    // ingress.HTTPOptions.Timeout's, in seconds
-	defaultNATSReplicas        = 0     // cluster.Options.Replicas' (0: by the servers named)
-	defaultHistoryScan         = 10000 // cluster.Options.HistoryScan's
-)

@@ -55,69 +55,72 @@ func TestImpossibleSettings(t *testing.T) {
 		args []string
 		want []string // in the error
 	}{
-		{"ping_interval_seconds = 100\npong_wait_seconds = 5\n", nil, []string{"ping_interval_seconds = 100", "below pong_wait_seconds (5)"}},
-		{"ping_interval_seconds = 60\n", nil, []string{"ping_interval_seconds = 60", "below pong_wait_seconds (60)"}},
-		{"pong_wait_seconds = 5\n", nil, []string{"pong_wait_seconds = 5", "above ping_interval_seconds (30)"}},
-		{"max_connections_per_token = -1\n", nil, []string{"max_connections_per_token = -1", "1 or more"}},
-		{"max_connections_per_token = 0\n", nil, []string{"max_connections_per_token = 0"}},
-		{"max_unauthenticated_connections = 0\n", nil, []string{"max_unauthenticated_connections = 0", "1 or more"}},
-		{"max_unauthenticated_per_address = -1\n", nil, []string{"max_unauthenticated_per_address = -1"}},
-		{"max_idle_connections = 0\n", nil, []string{"max_idle_connections (-max-idle-connections) = 0", "1 or more"}},
-		{"", []string{"-max-idle-connections-per-address", "-5"}, []string{"max_idle_connections_per_address (-max-idle-connections-per-address) = -5"}},
-		{"max_unauthenticated_message_bytes = -10\n", nil, []string{"max_unauthenticated_message_bytes = -10", "from 1024"}},
-		{"max_unauthenticated_message_bytes = 100000000\n", nil, []string{"max_unauthenticated_message_bytes = 100000000", "16777216"}},
-		{"history_days = -3\n", nil, []string{"history_days = -3", "1 to "}},
-		{"history_days = 200000\n", nil, []string{"history_days = 200000"}}, // past what a time.Duration holds
-		{"agui_max_body_bytes = 0\n", nil, []string{"agui_max_body_bytes = 0"}},
-		{"procs = -4\n", nil, []string{"procs = -4", "0 (the Go runtime's choice)"}},
-		{"nats_replicas = 7\n", nil, []string{"nats_replicas = 7", "only with nats_url", "from 1 to 5"}},
-		{"nats_replicas = 3\n", nil, []string{"nats_replicas = 3", "only with nats_url"}},
-		{"booking_catalog = \"/nonexistent/catalog.json\"\n", nil, []string{"booking_catalog = \"/nonexistent/catalog.json\"", "readable catalog"}},
-		{"instance_name = \"a\"\n", nil, []string{"instance_name (-instance) = \"a\"", "only with nats_url"}},
-		{"", []string{"-instance", "a"}, []string{"instance_name (-instance)"}},
-		{"history_scan = 5\n", nil, []string{"history_scan = 5", "only with nats_url"}},
-		{"nats_url = \",\"\n", nil, []string{`nats_url (-nats-url) = ","`}},
-		{"allowed_origins = [\"not a url\"]\n", nil, []string{`allowed_origins = "not a url"`, "scheme://host[:port]"}},
-		{"allowed_origins = [\"http://x/\"]\n", nil, []string{`allowed_origins = "http://x/"`}},
-		{"allowed_origins = [\"http://x:80\"]\n", nil, []string{`allowed_origins = "http://x:80"`, "default port 80"}},
-		{"allowed_hosts = [\"http://x\"]\n", nil, []string{`allowed_hosts = "http://x"`, "without scheme, port or path"}},
-		{"allowed_hosts = [\"x:80\"]\n", nil, []string{`allowed_hosts = "x:80"`}},
+		{"[websocket]\nping_interval = \"100s\"\npong_wait = \"5s\"\n", nil, []string{`websocket.ping_interval = "100s"`, "below pong_wait (5s)"}},
+		{"[websocket]\nping_interval = \"1m\"\n", nil, []string{`websocket.ping_interval = "1m"`, "below pong_wait (1m)"}},
+		{"[websocket]\npong_wait = \"5s\"\n", nil, []string{`websocket.pong_wait = "5s"`, "above ping_interval (30s)"}},
+		{"pong_wait_seconds = 5\n", nil, []string{`websocket.pong_wait (written as pong_wait_seconds) = "5s"`, "above ping_interval (30s)"}},
+		{"[limits]\ninbox_connections_per_token = -1\n", nil, []string{"limits.inbox_connections_per_token = -1", "1 or more"}},
+		{"max_connections_per_token = 0\n", nil, []string{"limits.inbox_connections_per_token (written as max_connections_per_token) = 0"}},
+		{"[limits]\nunauthenticated_connections = 0\n", nil, []string{"limits.unauthenticated_connections = 0", "1 or more"}},
+		{"[limits]\nunauthenticated_per_address = -1\n", nil, []string{"limits.unauthenticated_per_address = -1"}},
+		{"[limits]\nidle_connections = 0\n", nil, []string{"limits.idle_connections (-max-idle-connections) = 0", "1 or more"}},
+		{"", []string{"-max-idle-connections-per-address", "-5"}, []string{"limits.idle_connections_per_address (-max-idle-connections-per-address) = -5"}},
+		{"[limits]\nunauthenticated_message_bytes = -10\n", nil, []string{"limits.unauthenticated_message_bytes = -10", "from 1024"}},
+		{"[limits]\nunauthenticated_message_bytes = 100000000\n", nil, []string{"limits.unauthenticated_message_bytes = 100000000", "16777216"}},
+		{"[requests]\nhistory = \"-72h\"\n", nil, []string{`requests.history = "-72h"`, "more than 0s"}},
+		{"history_days = -3\n", nil, []string{`requests.history (written as history_days) = "-72h"`}},
+		{"history_days = 200000\n", nil, []string{"history_days = 200000", "292 years"}}, // past what a time.Duration holds
+		{"[requests]\nhistory = \"2000000000h\"\n", nil, []string{"requests.history", "no duration"}},
+		{"[agui]\nmax_body_bytes = 0\n", nil, []string{"agui.max_body_bytes = 0"}},
+		{"[server]\nprocs = -4\n", nil, []string{"server.procs = -4", "0 (the Go runtime's choice)"}},
+		{"[cluster]\nreplicas = 7\n", nil, []string{"cluster.replicas = 7", "only with nats_url", "from 1 to 5"}},
+		{"nats_replicas = 3\n", nil, []string{"cluster.replicas (written as nats_replicas) = 3", "only with nats_url"}},
+		{"[relay]\nbooking_catalog = \"/nonexistent/catalog.json\"\n", nil, []string{"relay.booking_catalog = \"/nonexistent/catalog.json\"", "readable catalog"}},
+		{"[cluster]\ninstance = \"a\"\n", nil, []string{"cluster.instance (-instance) = \"a\"", "only with nats_url"}},
+		{"", []string{"-instance", "a"}, []string{"cluster.instance (-instance)"}},
+		{"[cluster]\nhistory_scan = 5\n", nil, []string{"cluster.history_scan = 5", "only with nats_url"}},
+		{"[cluster]\nnats_url = \",\"\n", nil, []string{`cluster.nats_url (-nats-url) = ","`}},
+		{"[server]\nallowed_origins = [\"not a url\"]\n", nil, []string{`server.allowed_origins = "not a url"`, "scheme://host[:port]"}},
+		{"[server]\nallowed_origins = [\"http://x/\"]\n", nil, []string{`server.allowed_origins = "http://x/"`}},
+		{"allowed_origins = [\"http://x:80\"]\n", nil, []string{`server.allowed_origins (written as allowed_origins) = "http://x:80"`, "default port 80"}},
+		{"[server]\nallowed_hosts = [\"http://x\"]\n", nil, []string{`server.allowed_hosts = "http://x"`, "without scheme, port or path"}},
+		{"[server]\nallowed_hosts = [\"x:80\"]\n", nil, []string{`server.allowed_hosts = "x:80"`}},
 		{"agentassistant_server_port = 70000\n", nil, []string{"agentassistant_server_port (-port) = 70000", "0 to 65535"}},
 		{"", []string{"-port", "-1"}, []string{"agentassistant_server_port (-port) = -1"}},
 		{"agentassistant_server_host = \"http://x\"\n", nil, []string{`agentassistant_server_host (-host) = "http://x"`}},
 		{"", []string{"-host", "127.0.0.1:80"}, []string{`agentassistant_server_host (-host) = "127.0.0.1:80"`}},
-		{"log_level = \"loud\"\n", nil, []string{`log_level (-log-level) = "loud"`, "debug, info, warn or error"}},
-		{"tokens = [\"short\"]\n", nil, []string{"tokens[0]", "too short"}},
+		{"[server]\nlog_level = \"loud\"\n", nil, []string{`server.log_level (-log-level) = "loud"`, "debug, info, warn or error"}},
+		{"[server]\ntokens = [\"short\"]\n", nil, []string{"server.tokens[0]", "too short"}},
 		{"", []string{"-token", "has a space"}, []string{"agentassistant_server_token (-token)", "white space"}},
-		{"orphan_grace_seconds = 0\n", nil, []string{"orphan_grace_seconds = 0"}},
-		{"write_wait_seconds = -1\n", nil, []string{"write_wait_seconds = -1"}},
-		{"login_timeout_seconds = 0\n", nil, []string{"login_timeout_seconds = 0"}},
-		{"host_grace_seconds = -5\n", nil, []string{"host_grace_seconds = -5"}},
-		{"missed_answer_hours = 0\n", nil, []string{"missed_answer_hours = 0"}},
-		{"max_mcp_sessions_per_token = 0\n", nil, []string{"max_mcp_sessions_per_token = 0"}},
-		{"max_relay_sessions_per_token = 0\n", nil, []string{"max_relay_sessions_per_token = 0", "1 or more"}},
-		{"max_relay_connections_per_token = -1\n", nil, []string{"max_relay_connections_per_token = -1", "1 or more"}},
-		{"max_relay_state_bytes_per_token = 0\n", nil, []string{"max_relay_state_bytes_per_token = 0", "1 or more"}},
-		{"relay_call_timeout_seconds = 0\n", nil, []string{"relay_call_timeout_seconds = 0"}},
-		{"max_study_logs_per_token = 0\n", nil, []string{"max_study_logs_per_token = 0", "1 or more"}},
-		{"max_study_log_bytes_per_token = 1000\n", nil, []string{"max_study_log_bytes_per_token = 1000", "65536 or more"}},
-		{"body_timeout_seconds = 0\n", nil, []string{"body_timeout_seconds = 0"}},
-		{"agui_frontend_grace_seconds = -1\n", nil, []string{"agui_frontend_grace_seconds = -1"}},
-		{"agui_max_threads_per_token = 0\n", nil, []string{"agui_max_threads_per_token = 0"}},
-		{"agui_agent_wait_seconds = 0\n", nil, []string{"agui_agent_wait_seconds = 0"}},
-		{"agui_agent_idle_seconds = -300\n", nil, []string{"agui_agent_idle_seconds = -300"}},
-		{"orchestrator_url = \"ftp://x\"\n", nil, []string{`orchestrator_url (-orchestrator-url) = "ftp://x"`, "http(s)://"}},
-		{"orchestrator_token = \"secret-orchestrator\"\n", nil, []string{"orchestrator_token", "only with orchestrator_url"}},
-		{"orchestrator_timeout_seconds = 5\n", nil, []string{"orchestrator_timeout_seconds = 5", "only with orchestrator_url"}},
-		{"orchestrator_url = \"http://127.0.0.1:1\"\norchestrator_timeout_seconds = 0\n", nil, []string{"orchestrator_timeout_seconds = 0"}},
-		{"ingress_replay_seconds = 0\n", nil, []string{"ingress_replay_seconds = 0"}},
-		{"ingress_approval_timeout_seconds = -1\n", nil, []string{"ingress_approval_timeout_seconds = -1"}},
-		{"ingress_replay_bytes = 0\n", nil, []string{"ingress_replay_bytes = 0"}},
-		{"ingress_replay_total_bytes = -1\n", nil, []string{"ingress_replay_total_bytes = -1"}},
-		{"ingress_agent_wait_seconds = 0\n", nil, []string{"ingress_agent_wait_seconds = 0"}},
-		{"tls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.key\"\n", nil, []string{`tls_cert (-tls-cert) = "/nonexistent.pem"`, "no such file"}},
-		{"tls_cert = \"/nonexistent.pem\"\n", nil, []string{`tls_key (-tls-key) = ""`, "set with tls_cert"}},
-		{"", []string{"-tls-key", "k.pem"}, []string{`tls_cert (-tls-cert) = ""`, "set with tls_key"}},
+		{"[requests]\norphan_grace = \"0s\"\n", nil, []string{`requests.orphan_grace = "0s"`}},
+		{"[websocket]\nwrite_wait = \"-1s\"\n", nil, []string{`websocket.write_wait = "-1s"`}},
+		{"[websocket]\nlogin_timeout = \"0s\"\n", nil, []string{`websocket.login_timeout = "0s"`}},
+		{"[relay]\nhost_grace = \"-5s\"\n", nil, []string{`relay.host_grace = "-5s"`}},
+		{"[requests]\nmissed_answers = \"0s\"\n", nil, []string{`requests.missed_answers = "0s"`}},
+		{"[limits]\nmcp_sessions_per_token = 0\n", nil, []string{"limits.mcp_sessions_per_token = 0"}},
+		{"[relay]\nmax_sessions_per_token = 0\n", nil, []string{"relay.max_sessions_per_token = 0", "1 or more"}},
+		{"[relay]\nmax_connections_per_token = -1\n", nil, []string{"relay.max_connections_per_token = -1", "1 or more"}},
+		{"[relay]\nmax_state_bytes_per_token = 0\n", nil, []string{"relay.max_state_bytes_per_token = 0", "1 or more"}},
+		{"[relay]\ncall_timeout = \"0s\"\n", nil, []string{`relay.call_timeout = "0s"`}},
+		{"[studylog]\nmax_files_per_token = 0\n", nil, []string{"studylog.max_files_per_token = 0", "1 or more"}},
+		{"[studylog]\nmax_bytes_per_token = 1000\n", nil, []string{"studylog.max_bytes_per_token = 1000", "65536 or more"}},
+		{"[limits]\nbody_timeout = \"0s\"\n", nil, []string{`limits.body_timeout = "0s"`}},
+		{"[agui]\nfrontend_grace = \"-1s\"\n", nil, []string{`agui.frontend_grace = "-1s"`}},
+		{"[agui]\nmax_threads_per_token = 0\n", nil, []string{"agui.max_threads_per_token = 0"}},
+		{"[agui]\nagent_wait = \"0s\"\n", nil, []string{`agui.agent_wait = "0s"`}},
+		{"[agui]\nagent_idle = \"-5m\"\n", nil, []string{`agui.agent_idle = "-5m"`}},
+		{"[ingress]\norchestrator_url = \"ftp://x\"\n", nil, []string{`ingress.orchestrator_url (-orchestrator-url) = "ftp://x"`, "http(s)://"}},
+		{"[ingress]\norchestrator_token = \"secret-orchestrator\"\n", nil, []string{"ingress.orchestrator_token", "only with orchestrator_url"}},
+		{"[ingress]\norchestrator_timeout = \"5s\"\n", nil, []string{`ingress.orchestrator_timeout = "5s"`, "only with orchestrator_url"}},
+		{"[ingress]\norchestrator_url = \"http://127.0.0.1:1\"\norchestrator_timeout = \"0s\"\n", nil, []string{`ingress.orchestrator_timeout = "0s"`}},
+		{"[ingress]\nreplay_window = \"0s\"\n", nil, []string{`ingress.replay_window = "0s"`}},
+		{"[ingress]\napproval_timeout = \"-1s\"\n", nil, []string{`ingress.approval_timeout = "-1s"`}},
+		{"[ingress]\nreplay_bytes = 0\n", nil, []string{"ingress.replay_bytes = 0"}},
+		{"[ingress]\nreplay_total_bytes = -1\n", nil, []string{"ingress.replay_total_bytes = -1"}},
+		{"[ingress]\nagent_wait = \"0s\"\n", nil, []string{`ingress.agent_wait = "0s"`}},
+		{"[server]\ntls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.key\"\n", nil, []string{`server.tls_cert (-tls-cert) = "/nonexistent.pem"`, "no such file"}},
+		{"[server]\ntls_cert = \"/nonexistent.pem\"\n", nil, []string{`server.tls_key (-tls-key) = ""`, "set with tls_cert"}},
+		{"", []string{"-tls-key", "k.pem"}, []string{`server.tls_cert (-tls-cert) = ""`, "set with tls_key"}},
 	} {
 		name := strings.TrimSpace(c.body + strings.Join(c.args, " "))
 		t.Run(name, func(t *testing.T) {
@@ -145,13 +148,15 @@ func TestImpossibleSettings(t *testing.T) {
 func TestPossibleSettings(t *testing.T) {
 	for _, body := range []string{
 		"",
-		"ping_interval_seconds = 20\npong_wait_seconds = 25\n",
-		"pong_wait_seconds = 31\n",
-		"procs = 0\nagentassistant_server_port = 0\n",
-		"allowed_origins = [\"http://localhost:5173\", \"https://[::1]:8443\", \"chrome-extension://abcdef\"]\nallowed_hosts = [\"mybox.lan\", \"10.0.0.2\", \"fe80::1\"]\n",
-		"max_unauthenticated_message_bytes = 1024\nhistory_days = 1\nmissed_answer_hours = 1\n",
-		"orchestrator_url = \"http://127.0.0.1:1/base\"\norchestrator_token = \"x\"\norchestrator_timeout_seconds = 3\n",
+		"[websocket]\nping_interval = \"20s\"\npong_wait = \"25s\"\n",
+		"[websocket]\npong_wait = \"31s\"\n",
+		"agentassistant_server_port = 0\n[server]\nprocs = 0\n",
+		"[server]\nallowed_origins = [\"http://localhost:5173\", \"https://[::1]:8443\", \"chrome-extension://abcdef\"]\nallowed_hosts = [\"mybox.lan\", \"10.0.0.2\", \"fe80::1\"]\n",
+		"[limits]\nunauthenticated_message_bytes = 1024\n[requests]\nhistory = \"24h\"\nmissed_answers = \"1h\"\n",
+		"[ingress]\norchestrator_url = \"http://127.0.0.1:1/base\"\norchestrator_token = \"x\"\norchestrator_timeout = \"3s\"\n",
 		"agentassistant_server_host = \"::1\"\n",
+		// the flat keys of the first releases, as an older file has them
+		"ping_interval_seconds = 20\npong_wait_seconds = 25\nhistory_days = 1\nmissed_answer_hours = 1\nprocs = 0\n",
 	} {
 		t.Run(body, func(t *testing.T) {
 			if stdout, _, err := start(t, body); err != nil || !strings.Contains(stdout, "is running") {
@@ -161,14 +166,14 @@ func TestPossibleSettings(t *testing.T) {
 	}
 }
 
-// TestEmptyDataDir: README documents data_dir = "" as the default, the
+// TestEmptyDataDir: the docs document data_dir = "" as the default, the
 // user config directory's agentassistant/, not the working directory.
 func TestEmptyDataDir(t *testing.T) {
 	home := t.TempDir()
 	t.Setenv("XDG_CONFIG_HOME", home)
 	t.Setenv("HOME", home)
 	file := filepath.Join(t.TempDir(), "srv.toml")
-	if err := os.WriteFile(file, []byte("data_dir = \"\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte("[server]\ndata_dir = \"\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -230,7 +235,7 @@ func TestREADMEConfigStarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "`agentassistant-srv.toml`:")
+	_, rest, ok := strings.Cut(string(readme), srvBlockIntro)
 	if !ok {
 		t.Fatal("README has no agentassistant-srv.toml block")
 	}

@@ -36,6 +36,9 @@ func (c *Check) Set(key, flag string) bool {
 // Bad records that key's value is not allowed; allowed says what is.
 func (c *Check) Bad(key, flag string, value any, allowed string) {
 	name := key
+	if old := c.f.from[key]; old != "" {
+		name += " (written as " + old + ")"
+	}
 	if flag != "" {
 		name += " (-" + flag + ")"
 	}
@@ -70,6 +73,13 @@ func (c *Check) Count(key, flag string, v, lo int64) {
 // not positive or does not fit a time.Duration.
 func (c *Check) Duration(key, flag string, v int, unit time.Duration) {
 	c.Int(key, flag, int64(v), 1, int64(math.MaxInt64/unit), "")
+}
+
+// Positive refuses a duration of key, when set, that is not positive.
+func (c *Check) Positive(key, flag string, v time.Duration) {
+	if c.Set(key, flag) && v <= 0 {
+		c.Bad(key, flag, Duration(v).String(), "it must be more than 0s")
+	}
 }
 
 // Needs refuses key, when set, while the setting it depends on (dep, the
@@ -139,9 +149,12 @@ func Origin(s string) error {
 }
 
 // LogLevel refuses a log_level (flag -log-level) that Logger does not know.
-func (c *Check) LogLevel(level string) {
+func (c *Check) LogLevel(level string) { c.Level("log_level", "log-level", level) }
+
+// Level refuses a log level of key (flag) that Logger does not know.
+func (c *Check) Level(key, flag, level string) {
 	if _, err := Logger(level, io.Discard); err != nil {
-		c.Bad("log_level", "log-level", level, "it must be debug, info, warn or error")
+		c.Bad(key, flag, level, "it must be debug, info, warn or error")
 	}
 }
 

@@ -44,29 +44,35 @@ func Find(explicit, name string) (string, error) {
 // Load decodes the TOML file at path into v. Unknown keys are an error, so
 // a misspelt setting does not pass silently.
 func Load(path string, v any) error {
-	_, err := decode(path, v, true)
+	_, _, err := decode(path, v, true, nil)
 	return err
 }
 
 // decode is Load, saying which keys the file defined; with strict false,
 // the file may hold keys v does not have (a file shared with another
-// binary: they are that one's business).
-func decode(path string, v any, strict bool) (map[string]bool, error) {
+// binary: they are that one's business). The top-level keys old
+// reports true for are known under an old name (Move), not unknown.
+func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaData, map[string]bool, error) {
 	md, err := toml.DecodeFile(path, v)
 	if err != nil {
-		return nil, fmt.Errorf("read config %s: %w", path, err)
+		return md, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
-	if und := md.Undecoded(); strict && len(und) > 0 {
-		keys := make([]string, len(und))
-		for i, k := range und {
-			keys[i] = k.String()
+	var keys []string
+	for _, k := range md.Undecoded() {
+		if len(k) == 1 && old != nil && old(k[0]) {
+			continue
 		}
+		keys = append(keys, k.String())
+	}
+	if strict && len(keys) > 0 {
 		sort.Strings(keys)
-		return nil, fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		return md, nil, fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
 	}
 	defined := make(map[string]bool)
 	for _, k := range md.Keys() {
-		defined[k.String()] = true
+		if len(k) != 1 || old == nil || !old(k[0]) {
+			defined[k.String()] = true
+		}
 	}
-	return defined, nil
+	return md, defined, nil
 }

@@ -18,7 +18,10 @@ type Flags struct {
 	path    *string // -config
 	partial bool
 	apply   map[string]func() // by flag name: copies the flag's value into the config
-	keys    map[string]bool   // the keys the config file defined
+	keys    map[string]bool   // the keys the config file defined, moved ones by their new name
+	moves   []Move            // the keys that have a new name (Rename)
+	moved   []Moved           // the old names the file used
+	from    map[string]string // by new key: the old one the file wrote it as
 }
 
 // NewFlags returns the flags of program, whose config file is named file;
@@ -27,7 +30,7 @@ type Flags struct {
 func NewFlags(program, file string, partial bool, w io.Writer) *Flags {
 	fs := flag.NewFlagSet(program, flag.ContinueOnError)
 	fs.SetOutput(w)
-	f := &Flags{FlagSet: fs, file: file, partial: partial, apply: make(map[string]func())}
+	f := &Flags{FlagSet: fs, file: file, partial: partial, apply: make(map[string]func()), from: make(map[string]string)}
 	f.path = fs.String("config", "", "config file (default: ./"+file+", then "+file+" in the user config directory)")
 	return f
 }
@@ -52,7 +55,8 @@ func (f *Flags) Given(name string) bool {
 }
 
 // Load reads the config file into cfg, the struct whose fields the flags
-// were declared on, then sets the fields of the flags given. It returns
+// were declared on, the old names of Rename at their new places, then
+// sets the fields of the flags given (a flag wins over either name). It returns
 // the file read, "" when there was none. Call it after Parse.
 func (f *Flags) Load(cfg any) (path string, err error) {
 	if f.NArg() > 0 {
@@ -65,8 +69,11 @@ func (f *Flags) Load(cfg any) (path string, err error) {
 		return "", err
 	}
 	if path != "" {
-		keys, err := decode(path, cfg, !f.partial)
+		md, keys, err := decode(path, cfg, !f.partial, f.isOld)
 		if err != nil {
+			return "", err
+		}
+		if err := f.applyMoves(path, md, cfg, keys); err != nil {
 			return "", err
 		}
 		f.keys = keys

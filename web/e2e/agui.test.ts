@@ -108,7 +108,7 @@ describe('AG-UI frontend that goes away', () => {
   let gmcp: Client
 
   beforeAll(async () => {
-    gsrv = await startServer({ config: 'agui_frontend_grace_seconds = 2\n' })
+    gsrv = await startServer({ config: '[agui]\nfrontend_grace = "2s"\n' })
     gmcp = await startMCP(gsrv, { session: GONE })
   })
 

@@ -190,7 +190,7 @@ describe('forms in the agent\'s client (elicitation)', () => {
 
 describe('MCP sessions past the cap', () => {
   let capped: Server
-  beforeAll(async () => { capped = await startServer({ config: 'max_mcp_sessions_per_token = 2\n' }) })
+  beforeAll(async () => { capped = await startServer({ config: '[limits]\nmcp_sessions_per_token = 2\n' }) })
   afterAll(async () => { await capped?.stop() })
 
   // listening connects an SDK client and resolves once its standalone

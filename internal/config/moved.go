@@ -1,0 +1,148 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Move says that the top-level key Old now lives at New ("table.key").
+// A file that still uses Old keeps working: its value is read as New's,
+// and Moved reports it so the binary can say which key to write instead.
+// With Unit set, Old was a whole number of Units (e.g. seconds) and New
+// is a Duration ("30s").
+type Move struct {
+	Old, New string
+	Unit     time.Duration
+}
+
+// Moved is a key a file used under its old name: the warning to log.
+type Moved struct {
+	Old, New string
+	// Value is the value to write New with, for a count of units turned
+	// into a duration; "" otherwise (the value may be a secret).
+	Value string
+}
+
+// String is the warning, e.g. `ping_interval_seconds is deprecated; use
+// [websocket] ping_interval = "30s"`.
+func (m Moved) String() string {
+	table, key, _ := strings.Cut(m.New, ".")
+	s := fmt.Sprintf("%s is deprecated; use [%s] %s", m.Old, table, key)
+	if m.Value != "" {
+		s += " = " + m.Value
+	}
+	return s
+}
+
+// Rename declares the keys that moved. Call it before Load.
+func (f *Flags) Rename(moves ...Move) { f.moves = append(f.moves, moves...) }
+
+// Moved returns the old keys the file used, in the order of Rename.
+func (f *Flags) Moved() []Moved { return f.moved }
+
+// LogMoved logs one warning per old key the file used.
+func (f *Flags) LogMoved(log *slog.Logger) {
+	for _, m := range f.moved {
+		log.Warn(m.String())
+	}
+}
+
+// isOld reports whether key is the old name of a move.
+func (f *Flags) isOld(key string) bool {
+	for _, m := range f.moves {
+		if m.Old == key {
+			return true
+		}
+	}
+	return false
+}
+
+// applyMoves reads the old keys the file at path defined into v at their
+// new places; defined gains the new keys. A file that gives a setting
+// under both names is refused, naming both: which one was meant cannot be
+// told.
+func (f *Flags) applyMoves(path string, md toml.MetaData, v any, defined map[string]bool) error {
+	var raw map[string]any
+	for _, m := range f.moves {
+		if !md.IsDefined(m.Old) {
+			continue
+		}
+		table, key, _ := strings.Cut(m.New, ".")
+		if prev := f.from[m.New]; prev != "" {
+			return fmt.Errorf("read config %s: %s and %s are the same setting, [%s] %s: keep only [%s] %s", path, prev, m.Old, table, key, table, key)
+		}
+		if defined[m.New] {
+			return fmt.Errorf("read config %s: %s and [%s] %s are the same setting: keep only [%s] %s", path, m.Old, table, key, table, key)
+		}
+		if raw == nil {
+			if _, err := toml.DecodeFile(path, &raw); err != nil {
+				return fmt.Errorf("read config %s: %w", path, err)
+			}
+		}
+		val := raw[m.Old]
+		shown := ""
+		if m.Unit != 0 {
+			n, ok := val.(int64)
+			if !ok {
+				return fmt.Errorf("read config %s: %s = %v: it must be a whole number (or write [%s] %s as a duration, e.g. \"30s\")", path, m.Old, val, table, key)
+			}
+			if n > math.MaxInt64/int64(m.Unit) || n < math.MinInt64/int64(m.Unit) {
+				return fmt.Errorf("read config %s: %s = %d is not allowed: it must fit in 292 years", path, m.Old, n)
+			}
+			d := Duration(time.Duration(n) * m.Unit)
+			val = d.String()
+			shown = fmt.Sprintf("%q", d.String())
+		}
+		var b bytes.Buffer
+		if err := toml.NewEncoder(&b).Encode(map[string]any{table: map[string]any{key: val}}); err != nil {
+			return fmt.Errorf("read config %s: %s: %w", path, m.Old, err)
+		}
+		if _, err := toml.NewDecoder(&b).Decode(v); err != nil {
+			return fmt.Errorf("read config %s: %s: %w", path, m.Old, err)
+		}
+		defined[m.New] = true
+		f.from[m.New] = m.Old
+		f.moved = append(f.moved, Moved{Old: m.Old, New: m.New, Value: shown})
+	}
+	return nil
+}
+
+// Duration is a setting's length of time, written in the file as a
+// string time.ParseDuration reads: "30s", "2m", "72h".
+type Duration time.Duration
+
+// UnmarshalText reads "30s"; a bare number (which unit?) is refused.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is no duration: write it as a string with its unit, e.g. \"30s\", \"2m\" or \"72h\"", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes d as String does.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// String writes d in the largest whole unit of hours, minutes or seconds
+// that holds it ("720h", "2m", "30s"), else as time.Duration does.
+func (d Duration) String() string {
+	v := time.Duration(d)
+	switch {
+	case v == 0:
+		return "0s"
+	case v%time.Hour == 0:
+		return fmt.Sprintf("%dh", v/time.Hour)
+	case v%time.Minute == 0:
+		return fmt.Sprintf("%dm", v/time.Minute)
+	case v%time.Second == 0:
+		return fmt.Sprintf("%ds", v/time.Second)
+	}
+	return v.String()
+}
