@@ -37,6 +37,9 @@ export interface Item {
   // No agent waits for the answer now; the server keeps it for the
   // agent's next call from the project.
   agentGone?: boolean
+  // Why a cancelled one ended, when the server said (RequestCancelled's
+  // reason); history says only "cancelled", which is all it is then.
+  ended?: Ended
   agent?: string // the agent (or its MCP client) that asked
   model?: string // the model it runs
   // The choices offered with it (the wire's Questions, field 7): buttons
@@ -45,6 +48,26 @@ export interface Item {
   options?: Choice[]
   multiple?: boolean
   custom?: boolean
+}
+
+// How a request withdrawn before anyone answered ended: its agent
+// withdrew it, its agent went away (the MCP client ended or restarted and
+// did not come back for it), or the server could not save it.
+export type Ended = 'agent' | 'agentLeft' | 'notSaved'
+
+// cancelOutcome is what a RequestCancelled's reason says happened. The
+// reasons are the server's (srv/hub: "timeout", "cancelled", "abandoned",
+// "not saved", "no longer pending"); one this page does not know is a
+// request closed without an answer, and no more is claimed.
+export function cancelOutcome(reason: string): { status: Status; ended?: Ended } {
+  switch (reason) {
+    case 'timeout': return { status: 'timedOut' }
+    case 'cancelled': return { status: 'cancelled', ended: 'agent' }
+    case 'abandoned': return { status: 'cancelled', ended: 'agentLeft' }
+    case 'not saved': return { status: 'cancelled', ended: 'notSaved' }
+    case 'no longer pending': return { status: 'closed' }
+  }
+  return { status: 'cancelled' }
 }
 
 export interface Choice {

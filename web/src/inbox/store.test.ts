@@ -201,6 +201,23 @@ describe('the inbox store', () => {
       expect(s.state.items.map((i) => [i.id, i.status])).toEqual([['c', 'cancelled'], ['t', 'timedOut']])
     })
 
+    it('each reason a withdrawal carries keeps what really happened', () => {
+      const s = createStore('t')
+      const reasons = { c: 'cancelled', a: 'abandoned', n: 'not saved', g: 'no longer pending', t: 'timeout', o: 'some future reason' }
+      for (const [id, reason] of Object.entries(reasons)) {
+        s.handle(ask(id))
+        s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: id, reason } }))
+      }
+      expect(s.state.items.map((i) => [i.id, i.status, i.ended])).toEqual([
+        ['c', 'cancelled', 'agent'], // the agent withdrew it
+        ['a', 'cancelled', 'agentLeft'], // its agent went away and did not come back
+        ['n', 'cancelled', 'notSaved'],
+        ['g', 'closed', undefined],
+        ['t', 'timedOut', undefined],
+        ['o', 'cancelled', undefined], // a reason this page does not know: closed unanswered, nothing more
+      ])
+    })
+
     it('agent gone: from the pending list and from a status notification, both ways', () => {
       const s = createStore('t')
       s.handle(pending({ id: 'g', gone: true }))

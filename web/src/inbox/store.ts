@@ -2,7 +2,7 @@ import { computed, reactive } from 'vue'
 import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
 import {
-  chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
+  cancelOutcome, chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
   type ChatLine, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
@@ -194,7 +194,9 @@ export function createStore(storageKey: string) {
       }
       case 'RequestCancelled': {
         const n = m.RequestCancelledNotification
-        if (n) setStatus(n.requestId, n.reason === 'timeout' ? 'timedOut' : 'cancelled')
+        if (!n) break
+        const { status, ended } = cancelOutcome(n.reason)
+        setStatus(n.requestId, status, { ended })
         break
       }
       case 'GetOnlineUsers':
