@@ -36,7 +36,7 @@ beforeAll(async () => {
   calls.push(mcp.callTool({ name: 'task_finish', arguments: { summary: 'Refactored the **payment** module; all 214 tests pass.',
     project_directory: '/home/me/shop', agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4' } }, undefined, { timeout: 600_000 }).catch(() => undefined))
   calls.push(mcp.callTool({ name: 'ask_question', arguments: {
-    question: 'Which **database** for the new service? See [the design doc](https://example.com/design) and the diagram:\n\n![architecture diagram](https://example.com/arch.png)',
+    question: 'Which **database** for the new service? See [the design doc](https://example.com/design) and the diagram:\n\n![architecture diagram](https://example.com/arch.png) ![load chart](charts/load.png)',
     project_directory: '/home/me/shop', agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4' } }, undefined, { timeout: 600_000 }).catch(() => undefined))
 })
 
@@ -224,6 +224,21 @@ describe('the inbox as a phone app', () => {
     // showing or on its way.
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))))
     expect(await page.locator('.q-tooltip').count()).toBe(0)
+    await page.context().close()
+  })
+
+  it('an image from elsewhere is a link that says so, one without a web address a note; the tool says it too', async () => {
+    const page = await open(390, 844, 'light', 'image-check')
+    const q = page.locator('[data-status=waiting]', { hasText: 'database' }).locator('[data-testid=question]')
+    const link = q.locator('a[data-image=link]')
+    await expect(link.textContent()).resolves.toBe('Image, not loaded: architecture diagram (example.com)')
+    await expect(link.getAttribute('href')).resolves.toBe('https://example.com/arch.png')
+    await expect(q.locator('[data-image=left-out]').textContent()).resolves.toBe('Image left out: load chart')
+    await expect(q.locator('img').count()).resolves.toBe(0)
+    const { tools } = await mcp.listTools()
+    const d = tools.find((t) => t.name === 'ask_question')!.description!
+    expect(d).toContain('data: URL')
+    expect(d).toMatch(/link/)
     await page.context().close()
   })
 
