@@ -242,6 +242,45 @@ describe('the inbox as a phone app', () => {
     await page.context().close()
   })
 
+  it('a new device is named from its model and browser; a rename shows in the answers it gave, on every screen', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'en-US', isMobile: true, hasTouch: true })
+    ctxs.push(ctx)
+    // Chrome on a Pixel 8, as navigator.userAgentData tells it.
+    await ctx.addInitScript(() => Object.defineProperty(Navigator.prototype, 'userAgentData', {
+      get: () => ({
+        platform: 'Android', mobile: true, brands: [{ brand: 'Chromium', version: '131' }, { brand: 'Google Chrome', version: '131' }],
+        getHighEntropyValues: async () => ({ platform: 'Android', model: 'Pixel 8' }),
+      }),
+    }))
+    const phone = await ctx.newPage()
+    await phone.goto(`${srv.url}/?token=${srv.token}`)
+    await phone.locator('[data-testid=conn][data-state=online]').waitFor()
+    const me = phone.locator('[data-testid=me]')
+    await expect.poll(() => me.textContent()).toBe('Pixel 8 · Chrome (You)')
+    const desk = await open(1280, 800, 'light', 'rename-desk', false)
+    await desk.locator('[data-testid=users]').getByText('Pixel 8 · Chrome').waitFor()
+
+    const call = mcp.callTool({ name: 'ask_question', arguments: { question: 'Rename check: merge the branch?' } }, undefined, { timeout: 120_000 })
+    const card = phone.locator('[data-status=waiting]', { hasText: 'Rename check' })
+    await card.locator('[data-testid=answer]').click()
+    await phone.locator('textarea[data-testid=reply-input]').fill('Merge it.')
+    await phone.locator('[data-testid=send]').click()
+    await call
+    const onDesk = desk.locator('[data-status=answeredElsewhere]', { hasText: 'Rename check' }).locator('[data-testid=reply]')
+    await expect.poll(() => onDesk.textContent()).toContain('by Pixel 8 · Chrome')
+
+    await phone.locator('[data-testid=name-device]').click()
+    await phone.locator('.q-dialog input').fill("Anna's phone")
+    await phone.keyboard.press('Enter')
+    await expect.poll(() => onDesk.textContent()).toContain("by Anna's phone")
+    const onPhone = phone.locator('[data-status=answeredHere]', { hasText: 'Rename check' }).locator('[data-testid=reply]')
+    await expect.poll(() => onPhone.textContent()).toContain("by Anna's phone")
+    // Kept on the desk across a reload.
+    await desk.reload()
+    await expect.poll(() => desk.locator('[data-request-id]', { hasText: 'Rename check' }).locator('[data-testid=reply]').textContent()).toContain("by Anna's phone")
+    await desk.context().close()
+  })
+
   it('an agent that went away is named so, not as withdrawing', async () => {
     const page = await open(390, 844, 'light', 'label-check')
     await agentLeaves('left-1', 'Rotate the API keys tonight?', [page])

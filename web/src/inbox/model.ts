@@ -33,6 +33,7 @@ export interface Item {
   status: Status
   reply?: ReplyPart[]
   answeredBy?: string
+  answeredById?: string // the client id of the device that answered, to follow its renames
   answeredAt?: number
   // No agent waits for the answer now; the server keeps it for the
   // agent's next call from the project.
@@ -131,6 +132,19 @@ export function requestText(kind: Kind, r: Req | undefined): string {
 export function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
   const agent = r?.AgentName || r?.McpClientName
   return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
+}
+
+// answererId is the client id in a reply notification's text (seed 002:
+// "… from client <id>", the nickname after it in parentheses); none when
+// the answer is named by its nickname alone.
+export function answererId(text: string, nickname: string): string | undefined {
+  const at = text.indexOf('client ')
+  if (at < 0) return undefined
+  let id = text.slice(at + 'client '.length)
+  const tail = ` (${nickname})`
+  if (nickname && id.endsWith(tail)) id = id.slice(0, -tail.length)
+  else if (id === nickname) return undefined
+  return id || undefined
 }
 
 export function contentsToParts(cs: McpResultContent[] | undefined): ReplyPart[] {
