@@ -281,6 +281,30 @@ describe('the inbox as a phone app', () => {
     await desk.context().close()
   })
 
+  it('the tab\'s title counts what waits; a search finds by text, project and agent', async () => {
+    const page = await open(390, 844, 'light', 'search-check')
+    await agentLeaves('left-s', 'Rotate the API keys tonight?', [page]) // asked by Cursor in /home/me/infra
+    const waiting = await page.locator('[data-status=waiting]').count()
+    expect(waiting).toBeGreaterThan(1)
+    await expect.poll(() => page.title()).toBe(`(${waiting}) Agent Assistant`)
+
+    await page.locator('[data-testid=search-toggle]').click()
+    const search = page.locator('input[data-testid=search]')
+    const shown = () => page.locator('[data-request-id]').evaluateAll((els) => els.map((e) => e.getAttribute('data-request-id')).sort())
+    await search.fill('payment')
+    await expect.poll(() => page.locator('[data-request-id]').count()).toBe(1)
+    await expect(page.locator('[data-request-id]').textContent()).resolves.toContain('payment')
+    await search.fill('cursor infra') // the agent and the project
+    await expect.poll(async () => (await shown()).every((id) => id!.startsWith('left'))).toBe(true)
+    await expect.poll(() => page.locator('[data-request-id]').count()).toBeGreaterThan(0)
+    if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-search-390-light.png` })
+    await search.fill('no such thing anywhere')
+    await page.locator('[data-testid=none-found]').waitFor()
+    await page.locator('[data-testid=search-toggle]').click()
+    await expect.poll(() => page.locator('[data-status=waiting]').count()).toBe(waiting)
+    await page.context().close()
+  })
+
   it('an agent that went away is named so, not as withdrawing', async () => {
     const page = await open(390, 844, 'light', 'label-check')
     await agentLeaves('left-1', 'Rotate the API keys tonight?', [page])

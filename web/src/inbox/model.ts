@@ -3,6 +3,7 @@
 // (store.ts) keeps them; this file has no state.
 import type { McpResultContent } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
+import { markdownToText } from '../lib/plaintext'
 
 export type Kind = 'AskQuestion' | 'TaskFinish'
 export type Status = 'waiting' | 'answeredHere' | 'answeredElsewhere' | 'cancelled' | 'timedOut' | 'closed'
@@ -184,4 +185,33 @@ export function replyFrame(it: Pick<Item, 'id' | 'kind'>, parts: ReplyPart[]): I
 
 export function chatFrame(peer: string, text: string): Init {
   return { Cmd: 'SendChatMessage', SendChatMessageRequest: { receiverClientId: peer, content: text } }
+}
+
+// tabTitle is the tab's title with the number of things waiting for the
+// person, so a tab in the background says it.
+export function tabTitle(base: string, waiting: number): string {
+  return waiting > 0 ? `(${waiting}) ${base}` : base
+}
+
+// The words a search looks in, per request text (its markdown as plain
+// text: a search for "**" finds no bold), kept while the text is seen.
+const plain = new Map<string, string>()
+function plainText(md: string): string {
+  let p = plain.get(md)
+  if (p === undefined) {
+    if (plain.size > 2000) plain.clear()
+    p = markdownToText(md).toLocaleLowerCase()
+    plain.set(md, p)
+  }
+  return p
+}
+
+// matches says whether a request is found by a search: every word of the
+// query is somewhere in its text, project, agent, model or answer.
+export function matches(it: Item, query: string): boolean {
+  const words = query.toLocaleLowerCase().split(/\s+/).filter(Boolean)
+  if (!words.length) return true
+  const hay = [plainText(it.text), it.project, it.agent, it.model, it.answeredBy, ...(it.reply ?? []).map((p) => p.text)]
+    .filter(Boolean).join('\n').toLocaleLowerCase()
+  return words.every((w) => hay.includes(w))
 }

@@ -24,6 +24,11 @@ export default {
     older: 'Load older',
     allProjects: 'All projects',
     noProject: '(no project)',
+    search: 'Search',
+    searchPlaceholder: 'Search text, project or agent',
+    found: 'Nothing found. | One found. | {n} found.',
+    noneFound: 'No question or report matches.',
+    searchLoaded: 'This searches the history on this device; older pages load as you scroll up.',
     newQuestion: 'New question from your agent',
   },
   item: {

@@ -24,6 +24,11 @@ export default {
     older: '加载更早的',
     allProjects: '全部项目',
     noProject: '（无项目）',
+    search: '搜索',
+    searchPlaceholder: '搜索文字、项目或 Agent',
+    found: '没有找到。 | 找到 1 条。 | 找到 {n} 条。',
+    noneFound: '没有匹配的问题或报告。',
+    searchLoaded: '只搜索此设备上的历史；向上滚动会加载更早的。',
     newQuestion: '你的 Agent 有新问题',
   },
   item: {
