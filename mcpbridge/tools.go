@@ -33,7 +33,9 @@ func (b *bridge) register(s *server.MCPServer) {
 	s.AddTool(mcp.NewTool("ask_question",
 		mcp.WithDescription("Ask the person you work for a question and wait for their answer. "+
 			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
-			"rather than guessing or stopping. Markdown is rendered. Offer options when the answer is one of a few choices: "+
+			"rather than guessing or stopping. Markdown is rendered. An image shows only as a data: URL (base64); one at a web address "+
+			"is shown as a link the person may open (never loaded on its own), any other as a note that an image was left out. "+
+			"Offer options when the answer is one of a few choices: "+
 			"the person answers in one tap. The answer may contain the chosen options, text and images."),
 		mcp.WithString("question", mcp.Required(),
 			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see.")),

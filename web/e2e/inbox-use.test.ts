@@ -185,7 +185,7 @@ describe('the inbox as a person uses it', () => {
     await page.context().close()
   })
 
-  it('phone: no keyboard shortcut offered; the device is named as a phone and invites a nickname', async () => {
+  it('phone: no keyboard shortcut offered; the device is named by platform and browser and invites a nickname', async () => {
     const phone = await open(PHONE)
     const call = ask('Phone check: all good?')
     await phone.locator('[data-status=waiting]', { hasText: 'Phone check' }).waitFor()
@@ -194,10 +194,10 @@ describe('the inbox as a person uses it', () => {
     const desk = await open(DESKTOP, 'desk')
     expect(await desk.locator('textarea[data-testid=reply-input]').getAttribute('placeholder')).toContain('Ctrl+Enter')
 
-    // Named by kind, and the same name after a reload.
+    // Named by its platform and browser, and the same name after a reload.
     const me = phone.locator('[data-testid=me]')
     const auto = (await me.textContent())!.trim()
-    expect(auto).toMatch(/^Phone-\w{4}\b/)
+    expect(auto).toMatch(/^Linux · (Chrome|Chromium) \(You\)$/)
     await phone.reload()
     await phone.locator('[data-testid=conn][data-state=online]').waitFor()
     expect((await me.textContent())!.trim()).toBe(auto)
@@ -212,9 +212,9 @@ describe('the inbox as a person uses it', () => {
     expect(await phone.locator('[data-testid=name-device]').count()).toBe(0)
     await desk.locator('[data-testid=users]').getByText("Anna's phone").waitFor()
 
-    // A desktop is named as one.
-    const pc = await open(DESKTOP)
-    expect((await pc.locator('[data-testid=me]').textContent())!.trim()).toMatch(/^PC-\w{4}\b/)
+    // So is a desktop; an old random name ("PC-sd8y") gives way to it.
+    const pc = await open(DESKTOP, undefined, () => localStorage.setItem('aa.device', 'PC-sd8y'))
+    expect((await pc.locator('[data-testid=me]').textContent())!.trim()).toMatch(/^Linux · (Chrome|Chromium) \(You\)$/)
 
     await phone.locator('.q-footer').getByText('Yes', { exact: true }).click()
     expect(text(await call)).toBe('Yes')

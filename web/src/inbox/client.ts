@@ -38,6 +38,17 @@ export class InboxClient extends Reconnecting {
     return true
   }
 
+  // rename tells the server this page's new name on the connection it
+  // has (UserLogin again): the client id stays, so the other devices see
+  // the same device renamed, and its answers follow. Offline, the next
+  // login carries the name.
+  rename() {
+    if (this.ws?.readyState !== WebSocket.OPEN || this.state !== 'online') return
+    this.ws.send(toBinary(WebsocketMessageSchema, create(WebsocketMessageSchema, {
+      Cmd: 'UserLogin', StrParam: this.token, Nickname: this.nickname(), Epoch: this.epoch, ResumeFrom: this.lastSeq,
+    })))
+  }
+
   private setState(s: ConnState) {
     this.state = s
     this.on.state(s)

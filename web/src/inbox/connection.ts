@@ -18,10 +18,9 @@ export function useConnection(token: string | null, nickname: () => string, on: 
     return client?.send(init) ?? false
   }
 
-  // relogin logs in again, e.g. under a new name.
-  function relogin() {
-    client?.stop()
-    client?.start()
+  // rename tells the server the page's new name, keeping its client id.
+  function rename() {
+    client?.rename()
   }
 
   // Big rooms only say that presence changed; fetch the list at most
@@ -55,7 +54,7 @@ export function useConnection(token: string | null, nickname: () => string, on: 
     window.removeEventListener('online', online)
   })
 
-  return { state, send, relogin, refreshUsersSoon, clientId: () => client?.clientId ?? '' }
+  return { state, send, rename, refreshUsersSoon, clientId: () => client?.clientId ?? '' }
 }
 
 export type Connection = ReturnType<typeof useConnection>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { chatFrame, loginRequests, replyFrame, replyTarget, type Item } from './model'
+import { chatFrame, loginRequests, matches, replyFrame, replyTarget, tabTitle, type Item } from './model'
 
 describe('the inbox\'s rules and frames', () => {
   it('a fresh login fetches the pending list, the newest history page and who is online; a resumed one only who is online', () => {
@@ -37,5 +37,19 @@ describe('the inbox\'s rules and frames', () => {
 
   it('a chat line goes to one device', () => {
     expect(chatFrame('phone-1', 'hello')).toEqual({ Cmd: 'SendChatMessage', SendChatMessageRequest: { receiverClientId: 'phone-1', content: 'hello' } })
+  })
+
+  it('the tab\'s title counts what waits for the person', () => {
+    expect(tabTitle('Agent Assistant', 3)).toBe('(3) Agent Assistant')
+    expect(tabTitle('Agent Assistant', 0)).toBe('Agent Assistant')
+  })
+
+  it('a search matches the text, the project, the agent, the model and the answer; every word somewhere', () => {
+    const it: Item = {
+      id: 'x', kind: 'AskQuestion', project: '/home/me/shop', text: 'Which **database** for the service?', createdAt: 0, timeout: 0,
+      status: 'answeredElsewhere', agent: 'Claude Code', model: 'claude-opus-4', reply: [{ type: 'text', text: 'PostgreSQL' }],
+    }
+    for (const q of ['', 'database', 'DataBase', 'shop', 'claude code', 'opus', 'postgres', 'shop database', '  shop   claude ']) expect(matches(it, q), q).toBe(true)
+    for (const q of ['mysql', 'shop mysql', 'cursor', '**']) expect(matches(it, q), q).toBe(false)
   })
 })

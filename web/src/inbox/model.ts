@@ -3,6 +3,7 @@
 // (store.ts) keeps them; this file has no state.
 import type { McpResultContent } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
+import { markdownToText } from '../lib/plaintext'
 
 export type Kind = 'AskQuestion' | 'TaskFinish'
 export type Status = 'waiting' | 'answeredHere' | 'answeredElsewhere' | 'cancelled' | 'timedOut' | 'closed'
@@ -33,10 +34,14 @@ export interface Item {
   status: Status
   reply?: ReplyPart[]
   answeredBy?: string
+  answeredById?: string // the client id of the device that answered, to follow its renames
   answeredAt?: number
   // No agent waits for the answer now; the server keeps it for the
   // agent's next call from the project.
   agentGone?: boolean
+  // Why a cancelled one ended, when the server said (RequestCancelled's
+  // reason); history says only "cancelled", which is all it is then.
+  ended?: Ended
   agent?: string // the agent (or its MCP client) that asked
   model?: string // the model it runs
   // The choices offered with it (the wire's Questions, field 7): buttons
@@ -45,6 +50,26 @@ export interface Item {
   options?: Choice[]
   multiple?: boolean
   custom?: boolean
+}
+
+// How a request withdrawn before anyone answered ended: its agent
+// withdrew it, its agent went away (the MCP client ended or restarted and
+// did not come back for it), or the server could not save it.
+export type Ended = 'agent' | 'agentLeft' | 'notSaved'
+
+// cancelOutcome is what a RequestCancelled's reason says happened. The
+// reasons are the server's (srv/hub: "timeout", "cancelled", "abandoned",
+// "not saved", "no longer pending"); one this page does not know is a
+// request closed without an answer, and no more is claimed.
+export function cancelOutcome(reason: string): { status: Status; ended?: Ended } {
+  switch (reason) {
+    case 'timeout': return { status: 'timedOut' }
+    case 'cancelled': return { status: 'cancelled', ended: 'agent' }
+    case 'abandoned': return { status: 'cancelled', ended: 'agentLeft' }
+    case 'not saved': return { status: 'cancelled', ended: 'notSaved' }
+    case 'no longer pending': return { status: 'closed' }
+  }
+  return { status: 'cancelled' }
 }
 
 export interface Choice {
@@ -110,6 +135,19 @@ export function who(r: Req | undefined): Pick<Item, 'agent' | 'model'> {
   return { ...(agent ? { agent } : {}), ...(r?.ReasoningModelName ? { model: r.ReasoningModelName } : {}) }
 }
 
+// answererId is the client id in a reply notification's text (seed 002:
+// "… from client <id>", the nickname after it in parentheses); none when
+// the answer is named by its nickname alone.
+export function answererId(text: string, nickname: string): string | undefined {
+  const at = text.indexOf('client ')
+  if (at < 0) return undefined
+  let id = text.slice(at + 'client '.length)
+  const tail = ` (${nickname})`
+  if (nickname && id.endsWith(tail)) id = id.slice(0, -tail.length)
+  else if (id === nickname) return undefined
+  return id || undefined
+}
+
 export function contentsToParts(cs: McpResultContent[] | undefined): ReplyPart[] {
   const out: ReplyPart[] = []
   for (const c of cs ?? []) {
@@ -147,4 +185,33 @@ export function replyFrame(it: Pick<Item, 'id' | 'kind'>, parts: ReplyPart[]): I
 
 export function chatFrame(peer: string, text: string): Init {
   return { Cmd: 'SendChatMessage', SendChatMessageRequest: { receiverClientId: peer, content: text } }
+}
+
+// tabTitle is the tab's title with the number of things waiting for the
+// person, so a tab in the background says it.
+export function tabTitle(base: string, waiting: number): string {
+  return waiting > 0 ? `(${waiting}) ${base}` : base
+}
+
+// The words a search looks in, per request text (its markdown as plain
+// text: a search for "**" finds no bold), kept while the text is seen.
+const plain = new Map<string, string>()
+function plainText(md: string): string {
+  let p = plain.get(md)
+  if (p === undefined) {
+    if (plain.size > 2000) plain.clear()
+    p = markdownToText(md).toLocaleLowerCase()
+    plain.set(md, p)
+  }
+  return p
+}
+
+// matches says whether a request is found by a search: every word of the
+// query is somewhere in its text, project, agent, model or answer.
+export function matches(it: Item, query: string): boolean {
+  const words = query.toLocaleLowerCase().split(/\s+/).filter(Boolean)
+  if (!words.length) return true
+  const hay = [plainText(it.text), it.project, it.agent, it.model, it.answeredBy, ...(it.reply ?? []).map((p) => p.text)]
+    .filter(Boolean).join('\n').toLocaleLowerCase()
+  return words.every((w) => hay.includes(w))
 }

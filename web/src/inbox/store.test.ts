@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createStore } from './store'
+import { answererId } from './model'
 import { ask, frame, ids, memoryStorage, pending } from './testing'
 
 describe('the inbox store reads frames as the server sends them', () => {
@@ -199,6 +200,57 @@ describe('the inbox store', () => {
       s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 't', reason: 'timeout' } }))
       s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: 'unknown', reason: 'timeout' } }))
       expect(s.state.items.map((i) => [i.id, i.status])).toEqual([['c', 'cancelled'], ['t', 'timedOut']])
+    })
+
+    it('each reason a withdrawal carries keeps what really happened', () => {
+      const s = createStore('t')
+      const reasons = { c: 'cancelled', a: 'abandoned', n: 'not saved', g: 'no longer pending', t: 'timeout', o: 'some future reason' }
+      for (const [id, reason] of Object.entries(reasons)) {
+        s.handle(ask(id))
+        s.handle(frame({ Cmd: 'RequestCancelled', RequestCancelledNotification: { requestId: id, reason } }))
+      }
+      expect(s.state.items.map((i) => [i.id, i.status, i.ended])).toEqual([
+        ['c', 'cancelled', 'agent'], // the agent withdrew it
+        ['a', 'cancelled', 'agentLeft'], // its agent went away and did not come back
+        ['n', 'cancelled', 'notSaved'],
+        ['g', 'closed', undefined],
+        ['t', 'timedOut', undefined],
+        ['o', 'cancelled', undefined], // a reason this page does not know: closed unanswered, nothing more
+      ])
+    })
+
+    it('an answer names the device that gave it, and follows that device when it is renamed', () => {
+      const s = createStore('t')
+      s.handle(ask('q'))
+      s.handle(ask('mine'))
+      s.handle(frame({ Cmd: 'GetOnlineUsers', GetOnlineUsersResponse: { onlineUsers: [{ clientId: 'c-1', nickname: 'Pixel 8 · Chrome', connectedAt: 1n }] } }))
+      s.handle(frame({
+        Cmd: 'AskQuestionReplyNotification', AskQuestionRequest: { ID: 'q' }, Nickname: 'Pixel 8 · Chrome',
+        StrParam: 'Response received from client c-1 (Pixel 8 · Chrome)',
+        AskQuestionResponse: { ID: 'q', contents: [{ type: 1, text: { text: 'yes' } }] },
+      }))
+      expect(s.find('q')).toMatchObject({ answeredBy: 'Pixel 8 · Chrome', answeredById: 'c-1' })
+      s.markAnsweredHere('mine', [{ type: 'text', text: 'ok' }], 'Linux · Chrome')
+      // The phone is renamed: the others hear it connected again under the same id.
+      s.handle(frame({
+        Cmd: 'UserConnectionStatusNotification',
+        UserConnectionStatusNotification: { status: 'connected', user: { clientId: 'c-1', nickname: "Anna's phone", connectedAt: 1n } },
+      }))
+      expect(s.find('q')?.answeredBy).toBe("Anna's phone")
+      expect(JSON.parse(localStorage.getItem('t')!).find((i: { id: string }) => i.id === 'q').answeredBy).toBe("Anna's phone")
+      expect(s.find('mine')?.answeredBy).toBe('Linux · Chrome') // not that device's
+      // This device is renamed: its own answers follow.
+      s.renamed('c-me', 'Desk', true)
+      expect(s.find('mine')?.answeredBy).toBe('Desk')
+      expect(s.find('q')?.answeredBy).toBe("Anna's phone")
+    })
+
+    it('who answered: the client id from the notification, without the nickname after it', () => {
+      expect(answererId('Response received from client c-1 (Pixel 8 · Chrome)', 'Pixel 8 · Chrome')).toBe('c-1')
+      expect(answererId('Task completion confirmed by client c-2', '')).toBe('c-2')
+      expect(answererId('Response received from client rpc:Pixel (x) (Pixel (x))', 'Pixel (x)')).toBe('rpc:Pixel (x)')
+      expect(answererId('Response received from client phone', 'phone')).toBeUndefined() // named by its nickname alone
+      expect(answererId('', 'phone')).toBeUndefined()
     })
 
     it('agent gone: from the pending list and from a status notification, both ways', () => {

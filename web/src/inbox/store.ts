@@ -2,7 +2,7 @@ import { computed, reactive } from 'vue'
 import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
 import {
-  chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
+  answererId, cancelOutcome, chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
   type ChatLine, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
@@ -129,7 +129,10 @@ export function createStore(storageKey: string) {
       case 'WorkReportReplyNotification': {
         const id = m.AskQuestionRequest?.ID || m.TaskFinishRequest?.ID || ''
         const resp = m.AskQuestionResponse ?? m.TaskFinishResponse
-        const outcome = { reply: contentsToParts(resp?.contents), answeredBy: m.Nickname || m.StrParam, answeredAt: Date.now() }
+        const outcome = {
+          reply: contentsToParts(resp?.contents), answeredBy: m.Nickname || m.StrParam, answeredById: answererId(m.StrParam, m.Nickname),
+          answeredAt: Date.now(),
+        }
         if (find(id)?.status === 'answeredHere') {
           // Our own answer, replayed after a reconnect; or another
           // device's, sent at the same moment as ours: if the server
@@ -194,7 +197,9 @@ export function createStore(storageKey: string) {
       }
       case 'RequestCancelled': {
         const n = m.RequestCancelledNotification
-        if (n) setStatus(n.requestId, n.reason === 'timeout' ? 'timedOut' : 'cancelled')
+        if (!n) break
+        const { status, ended } = cancelOutcome(n.reason)
+        setStatus(n.requestId, status, { ended })
         break
       }
       case 'GetOnlineUsers':
@@ -211,7 +216,11 @@ export function createStore(storageKey: string) {
         const u = { clientId: n.user.clientId, nickname: n.user.nickname, connectedAt: Number(n.user.connectedAt) * 1000 }
         const at = state.users.findIndex((x) => x.clientId === u.clientId)
         if (n.status !== 'connected') state.users = state.users.filter((x) => x.clientId !== u.clientId)
-        else if (at >= 0) state.users[at] = u // connected again: a rename
+        else if (at >= 0) {
+          // Connected again: a rename. Its answers take the new name.
+          if (state.users[at]!.nickname !== u.nickname) renamed(u.clientId, u.nickname)
+          state.users[at] = u
+        }
         else state.users.push(u)
         break
       }
@@ -298,6 +307,20 @@ export function createStore(storageKey: string) {
     state.chats.push({ id: crypto.randomUUID(), peer, from, mine: true, text, at: Date.now(), ...(control ? { control } : {}) })
   }
 
+  // renamed gives a renamed device's name to the answers it gave: those
+  // answered by its client id, and, when it is this one (mine), those
+  // answered here.
+  function renamed(clientId: string, nickname: string, mine = false) {
+    let changed = false
+    for (const it of state.items) {
+      if ((clientId && it.answeredById === clientId) || (mine && it.status === 'answeredHere')) {
+        it.answeredBy = nickname
+        changed = true
+      }
+    }
+    if (changed) save()
+  }
+
   function clear() {
     state.items.splice(0, state.items.length, ...state.items.filter((i) => i.status === 'waiting'))
     save()
@@ -306,7 +329,7 @@ export function createStore(storageKey: string) {
   return {
     state, projects, shown, waiting, target,
     handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived, dismissLost,
-    openChat, chatFrame, chatSent, setStatus, find, clear, save,
+    openChat, chatFrame, chatSent, setStatus, find, clear, save, renamed,
   }
 }
 

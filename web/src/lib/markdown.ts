@@ -1,5 +1,6 @@
 import { Marked } from 'marked'
 import DOMPurify from 'dompurify'
+import { i18n } from './i18n'
 
 const md = new Marked({ gfm: true, breaks: true })
 
@@ -12,10 +13,13 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 })
 
-// The page loads images only from itself or inline (its CSP), so an
-// image from elsewhere would show broken, and a relative one would ask this
-// server for a file it does not have: both become a link to the image,
-// named by its alt text. Inline images (data:, blob:) are shown.
+// The page shows only inline images (data:, blob:), which it already
+// holds. It never fetches one from elsewhere: that would tell the image's
+// host that the person is reading (and its CSP would show it broken), and a
+// relative one would ask this server for a file it does not have. An
+// image with a web address becomes a link the person may open, saying it
+// is an image that was not loaded; any other becomes a note, in place,
+// that an image was left out. Both are named by the alt text.
 const shown = /^(data:image\/|blob:)/i
 
 export function renderMarkdown(src: string): string {
@@ -25,21 +29,33 @@ export function renderMarkdown(src: string): string {
     FORBID_ATTR: ['style'],
     RETURN_DOM_FRAGMENT: true,
   })
+  const { t } = i18n.global
   for (const img of Array.from(doc.querySelectorAll('img'))) {
     const at = img.getAttribute('src') ?? ''
     if (shown.test(at)) continue
-    const web = /^https?:\/\//i.test(at)
-    const name = img.getAttribute('alt')?.trim() || img.getAttribute('title')?.trim() || (web ? at : 'image')
-    let link: Node = document.createTextNode(`[${name}]`)
-    if (web) {
-      const a = document.createElement('a')
-      a.href = at
-      a.target = '_blank'
-      a.rel = 'noopener noreferrer'
-      a.textContent = name
-      link = a
+    let host = ''
+    try {
+      const u = new URL(at)
+      if (u.protocol === 'https:' || u.protocol === 'http:') host = u.host
+    } catch {
+      /* not an absolute address: left out */
     }
-    img.replaceWith(link)
+    const name = img.getAttribute('alt')?.trim() || img.getAttribute('title')?.trim() || (host ? at : '')
+    let out: HTMLElement
+    if (host && !img.closest('a')) {
+      out = document.createElement('a')
+      out.setAttribute('href', at)
+      out.setAttribute('target', '_blank')
+      out.setAttribute('rel', 'noopener noreferrer')
+      out.setAttribute('data-image', 'link')
+      out.textContent = t('item.imageLink', { name, host })
+    } else {
+      out = document.createElement('span')
+      out.setAttribute('data-image', 'left-out')
+      out.textContent = host ? t('item.imageLink', { name, host }) : name ? t('item.imageLeftOut', { name }) : t('item.imageLeftOutUnnamed')
+    }
+    out.className = 'aa-img-out'
+    img.replaceWith(out)
   }
   const box = document.createElement('div')
   box.append(doc)
