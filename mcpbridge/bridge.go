@@ -200,7 +200,9 @@ type bridge struct {
 func newBridge(o Options) *bridge {
 	b := &bridge{o: o, log: o.Logger, be: o.Backend, replies: o.Backend != nil || o.Reply != nil,
 		waiting: make(map[string]struct{}), formSlot: make(chan struct{}, 1)}
-	if b.be == nil {
+	if b.be != nil {
+		b.o.Probe = nil // no link to a server that could stall
+	} else {
 		b.be = &connectBackend{client: o.Client, control: o.Control, reply: o.Reply, ui: o.UI, serverURL: o.ServerURL, log: o.Logger}
 		b.linked = true
 	}

@@ -261,7 +261,6 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 	b := &bridge{room: rm, relay: name}
 	o := h.o.Bridge
 	o.Backend = h.o.Backend(rm.token)
-	o.Client, o.Control, o.Reply, o.UI, o.Probe = nil, nil, nil, nil, nil
 	o.Token, o.RelaySession, o.ServerURL = rm.token, name, base
 	o.Logger = h.log.With("relay_session", name)
 	o.Done, o.Stopped = h.closing.Done(), "agentassistant-srv stopped"
