@@ -1,12 +1,13 @@
 // Package mcpbridge is agentassistant-mcp's MCP server: the tools an LLM
-// client sees, each backed by a Connect call to agentassistant-srv.
+// client sees, each backed by a call to agentassistant-srv (Backend):
+// over Connect from agentassistant-mcp, in process from the server's own
+// /mcp endpoint.
 package mcpbridge
 
 import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,7 +18,12 @@ import (
 
 // Options configure the bridge.
 type Options struct {
-	// Client reaches agentassistant-srv. Required.
+	// Backend reaches the server in process, in place of the Connect
+	// clients below (Client, Control, Reply, UI) and Probe: every tool
+	// is offered, and an error is the server's, never a broken link's.
+	Backend Backend
+	// Client reaches agentassistant-srv over Connect. Required without
+	// Backend.
 	Client agentassistprotoconnect.SrvAgentAssistClient
 	// Control withdraws requests when the MCP client cancels (nil: a
 	// cancelled request is withdrawn after the server's orphan grace) and
@@ -114,7 +120,7 @@ func (o *Options) defaults() {
 // step with its host.
 type Server struct {
 	*server.MCPServer
-	ui *uiTools // nil without Options.UI
+	ui *uiTools // nil without Options.UI or Backend
 }
 
 // New returns the MCP server with its tools registered.
@@ -132,7 +138,7 @@ func New(o Options) *Server {
 	b := newBridge(o)
 	b.register(s)
 	out := &Server{MCPServer: s}
-	if o.UI != nil {
+	if o.Backend != nil || o.UI != nil {
 		u := &uiTools{b: b, srv: s, registered: make(map[string]bool), unlisted: make(map[string]bool)}
 		u.register()
 		// Before every tools/list, learn the host tools the server has
@@ -174,9 +180,12 @@ When a web UI (the booking host) is connected, get_ui_state shows what the parti
 type bridge struct {
 	o   Options
 	log *slog.Logger
-	// taskFinishOnly is set once the server turned out to be of the
-	// TaskFinish generation (no WorkReport).
-	taskFinishOnly atomic.Bool
+	be  Backend
+	// linked: the backend reaches the server over a link (Connect), so an
+	// error may be the link's rather than the server's.
+	linked bool
+	// replies: the backend can put the person's answer in (a form's).
+	replies bool
 
 	mu      sync.Mutex
 	waiting map[string]struct{} // request IDs of the calls waiting now
@@ -189,7 +198,15 @@ type bridge struct {
 }
 
 func newBridge(o Options) *bridge {
-	return &bridge{o: o, log: o.Logger, waiting: make(map[string]struct{}), formSlot: make(chan struct{}, 1)}
+	b := &bridge{o: o, log: o.Logger, be: o.Backend, replies: o.Backend != nil || o.Reply != nil,
+		waiting: make(map[string]struct{}), formSlot: make(chan struct{}, 1)}
+	if b.be != nil {
+		b.o.Probe = nil // no link to a server that could stall
+	} else {
+		b.be = &connectBackend{client: o.Client, control: o.Control, reply: o.Reply, ui: o.UI, serverURL: o.ServerURL, log: o.Logger}
+		b.linked = true
+	}
+	return b
 }
 
 // timeout turns the seconds an LLM passed into the duration to wait.

@@ -43,7 +43,7 @@ type offer struct {
 
 // offerInClient shows the request as a form (MCP elicitation) in the
 // agent's client when the client supports form elicitation and the bridge
-// can put answers in (Options.Reply): whichever answers first, the form
+// can put answers in (Options.Reply, or a Backend): whichever answers first, the form
 // or a device of the inbox, wins through the server's first-answer-wins,
 // and the other side is told (the inbox names the agent's client; the
 // form is withdrawn). A declined or dismissed form leaves the request
@@ -59,7 +59,7 @@ type offer struct {
 func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text string, qs []*pb.Question, endCall context.CancelCauseFunc) *offer {
 	o := &offer{done: make(chan struct{}), ended: make(chan struct{})}
 	srv := server.ServerFromContext(ctx)
-	if b.o.Reply == nil || srv == nil || !formElicitation(ctx) {
+	if !b.replies || srv == nil || !formElicitation(ctx) {
 		close(o.done)
 		o.cancel = func() {}
 		return o
@@ -128,10 +128,10 @@ func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string
 	}
 	var err error
 	if kind == wire.TaskFinish {
-		_, err = b.o.Reply.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: b.o.Token, Nickname: nick,
+		err = b.be.TaskFinishReply(ctx, &pb.TaskFinishReplyRequest{UserToken: b.o.Token, Nickname: nick,
 			Response: &pb.TaskFinishResponse{ID: id, Contents: resp.Contents}})
 	} else {
-		_, err = b.o.Reply.AskQuestionReply(ctx, &pb.AskQuestionReplyRequest{UserToken: b.o.Token, Nickname: nick, Response: resp})
+		err = b.be.AskQuestionReply(ctx, &pb.AskQuestionReplyRequest{UserToken: b.o.Token, Nickname: nick, Response: resp})
 	}
 	switch {
 	case err == nil:

@@ -22,15 +22,12 @@ import (
 // none reachable: the call itself reports that). tool is the tool called,
 // which the agent is told to call again.
 func (b *bridge) handOver(ctx context.Context, kind wire.Kind, tool, dir string) *mcp.CallToolResult {
-	if b.o.Control == nil {
-		return nil
-	}
 	b.mu.Lock()
 	except := slices.Collect(maps.Keys(b.waiting))
 	b.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := b.o.Control.TakeMissedAnswers(ctx, &pb.TakeMissedAnswersRequest{UserToken: b.o.Token, ProjectDirectory: dir, ExceptIds: except})
+	resp, err := b.be.TakeMissedAnswers(ctx, &pb.TakeMissedAnswersRequest{UserToken: b.o.Token, ProjectDirectory: dir, ExceptIds: except})
 	if err != nil {
 		b.log.Debug("take missed answers", "err", err)
 		return nil

@@ -93,8 +93,8 @@ func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx), Questions: qs,
 	}}
-	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		return b.o.Client.AskQuestion(ctx, call)
+	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
+		return b.be.AskQuestion(ctx, call)
 	})
 }
 
@@ -119,64 +119,33 @@ func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRe
 		return res, nil
 	}
 	id := wire.NewID()
-	report := &pb.McpWorkReportRequest{
+	report := &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpWorkReportRequest{
 		ProjectDirectory: b.dir(req), Summary: sum, Timeout: wire.Seconds(timeout),
 		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
 		McpClientName: mcpClientName(ctx), Questions: qs,
-	}
-	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		return b.reportCall(ctx, id, report)
+	}}
+	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
+		return b.be.TaskReport(ctx, report)
 	})
 }
 
 // waitAndOffer waits for the request (wait) while it is also offered as a
 // form in the agent's client (offerInClient), and returns the outcome.
 func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id, text string, qs []*pb.Question, timeout time.Duration,
-	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
+	call func(context.Context) (*pb.AskQuestionResponse, string, error)) (*mcp.CallToolResult, error) {
 	wctx, endCall := context.WithCancelCause(ctx)
 	defer endCall(nil)
 	form := b.offerInClient(ctx, kind, id, text, qs, endCall)
 	var by string
 	replied := false
 	res, err := b.wait(wctx, req, kind, id, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
-		cctx, info := connect.NewClientContext(ctx)
-		// It takes the answers given while it was away (handOver) and
-		// re-attaches: its requests outlive a dropped call.
-		info.RequestHeader().Set(wire.TakesMissedHeader, wire.TakesMissedYes)
-		resp, err := call(cctx)
+		resp, who, err := call(ctx)
 		if err == nil {
-			replied, by = true, answeredBy(info.ResponseHeader())
+			replied, by = true, who
 		}
 		return resp, err
 	})
 	return form.end(res, replied, by), err
-}
-
-// reportCall makes the task-report call in the server's generation: WorkReport
-// (the current upstream name), or TaskFinish on servers that do not have
-// it (they answer Unimplemented, an HTTP 404), which is then used for the
-// rest of the process's life. The two carry the same fields.
-func (b *bridge) reportCall(ctx context.Context, id string, r *pb.McpWorkReportRequest) (*pb.AskQuestionResponse, error) {
-	if !b.taskFinishOnly.Load() {
-		resp, err := b.o.Client.WorkReport(ctx, &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: r})
-		if connect.CodeOf(err) != connect.CodeUnimplemented {
-			if err != nil {
-				return nil, err
-			}
-			// Same shape on the wire; one conversion path for every kind.
-			return &pb.AskQuestionResponse{ID: resp.ID, IsError: resp.IsError, Meta: resp.Meta, Contents: resp.Contents}, nil
-		}
-		b.taskFinishOnly.Store(true)
-		b.log.Info("the server has no WorkReport; reporting with TaskFinish", "server", b.o.ServerURL)
-	}
-	resp, err := b.o.Client.TaskFinish(ctx, &pb.TaskFinishRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpTaskFinishRequest{
-		ProjectDirectory: r.ProjectDirectory, Summary: r.Summary, Timeout: r.Timeout,
-		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName, Questions: r.Questions,
-	}})
-	if err != nil {
-		return nil, err
-	}
-	return &pb.AskQuestionResponse{ID: resp.ID, IsError: resp.IsError, Meta: resp.Meta, Contents: resp.Contents}, nil
 }
 
 // mcpClientName is the name the MCP client gave in its initialize request.
@@ -248,7 +217,7 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 		if ctx.Err() != nil {
 			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
 		}
-		if !retryable(err) {
+		if !b.retryable(err) {
 			b.log.Info("call ended without an answer", "kind", kind, "err", err)
 			return mcp.NewToolResultError(b.explain(kind, timeout, err)), nil
 		}
@@ -281,13 +250,20 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 // pending: the network failed, or the server said it cannot serve it now
 // (Unavailable: a server shutting down, which keeps the request, or a
 // cluster's instance that lost NATS, which never saved it).
-func retryable(err error) bool {
+func (b *bridge) retryable(err error) bool {
 	if connect.CodeOf(err) == connect.CodeUnavailable {
 		return true
 	}
 	// Connect reports a reset link as "canceled", which is not a
 	// withdrawal; a server's own Canceled is.
-	return !serverAnswered(err) && (isConnError(err) || connect.CodeOf(err) == connect.CodeCanceled)
+	return !b.fromServer(err) && (isConnError(err) || connect.CodeOf(err) == connect.CodeCanceled)
+}
+
+// fromServer reports an error the server itself gave, as opposed to
+// one a Connect client made up from a broken link; in process there is
+// no link.
+func (b *bridge) fromServer(err error) bool {
+	return !b.linked || serverAnswered(err)
 }
 
 // cancelled ends a call whose MCP request ended: withdrawn when the client
@@ -316,12 +292,12 @@ func (b *bridge) gaveUp(kind wire.Kind, timeout, waited time.Duration, lostAt ti
 	return fmt.Sprintf("Lost agentassistant-srv at %s %s ago (%s) and it was not back within the %s's %d-second timeout (last try: %s), "+
 		"so no answer can arrive through this call. If the person answered meanwhile, the answer is kept: "+
 		"your next ask_question or task_finish from this project gets it.",
-		b.o.ServerURL, time.Since(lostAt).Round(time.Second), lossCause(lostErr), what, int(timeout.Seconds()), rootCause(last))
+		b.o.ServerURL, time.Since(lostAt).Round(time.Second), b.lossCause(lostErr), what, int(timeout.Seconds()), rootCause(last))
 }
 
 // lossCause is what a lost server said, or what broke the link.
-func lossCause(err error) string {
-	if serverAnswered(err) {
+func (b *bridge) lossCause(err error) string {
+	if b.fromServer(err) {
 		return connectMessage(err)
 	}
 	return rootCause(err)
@@ -350,12 +326,9 @@ func kindWord(k wire.Kind) string {
 // leaves the person's screens at once. Best effort: if it fails, the
 // server withdraws it after its orphan grace.
 func (b *bridge) withdraw(id string) {
-	if b.o.Control == nil {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := b.o.Control.CancelRequest(ctx, &pb.CancelRequestRequest{UserToken: b.o.Token, ID: id}); err != nil {
+	if err := b.be.CancelRequest(ctx, &pb.CancelRequestRequest{UserToken: b.o.Token, ID: id}); err != nil {
 		b.log.Debug("withdraw request", "id", id, "err", err)
 	}
 }

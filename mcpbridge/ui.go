@@ -148,7 +148,7 @@ func (u *uiTools) sync(st *pb.UIState) {
 func (u *uiTools) refresh(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	r, err := u.b.o.UI.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: u.b.o.RelaySession})
+	r, err := u.b.be.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: u.b.o.RelaySession})
 	if err == nil {
 		u.sync(r.GetState())
 	}
@@ -218,10 +218,7 @@ func (u *uiTools) invoke(ctx context.Context, name string, params map[string]any
 	if params == nil {
 		params = map[string]any{}
 	}
-	pj, _ := json.Marshal(params)
-	r, err := u.b.o.UI.CallUITool(ctx, &pb.CallUIToolRequest{
-		RelaySession: u.b.o.RelaySession, ToolName: name, ParamsJson: string(pj), Reason: reason,
-	})
+	r, err := u.b.be.CallUITool(ctx, u.b.o.RelaySession, name, params, reason)
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
@@ -236,7 +233,7 @@ func (u *uiTools) invoke(ctx context.Context, name string, params map[string]any
 }
 
 func (u *uiTools) getState(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r, err := u.b.o.UI.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: u.b.o.RelaySession, Refresh: true})
+	r, err := u.b.be.GetUIState(ctx, &pb.GetUIStateRequest{RelaySession: u.b.o.RelaySession, Refresh: true})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
@@ -254,7 +251,7 @@ func (u *uiTools) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 	if strings.TrimSpace(text) == "" {
 		return mcp.NewToolResultError("send_agent_message needs \"text\"."), nil
 	}
-	r, err := u.b.o.UI.PostAgentMessage(ctx, &pb.AgentMessageRequest{RelaySession: u.b.o.RelaySession, Text: text})
+	r, err := u.b.be.PostAgentMessage(ctx, &pb.AgentMessageRequest{RelaySession: u.b.o.RelaySession, Text: text})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
@@ -267,7 +264,7 @@ func (u *uiTools) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	d := time.Duration(req.GetFloat("timeout", 30) * float64(time.Second))
 	d = min(max(d, time.Second), maxUserWait)
-	r, err := u.b.o.UI.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: int32(d / time.Millisecond)})
+	r, err := u.b.be.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: int32(d / time.Millisecond)})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
@@ -293,7 +290,7 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 }
 
 func (u *uiTools) startSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r, err := u.b.o.UI.StartSession(ctx, &pb.StartSessionRequest{
+	r, err := u.b.be.StartSession(ctx, &pb.StartSessionRequest{
 		RelaySession: u.b.o.RelaySession, StudyId: req.GetString("study_id", ""), ParticipantId: req.GetString("participant_id", ""),
 	})
 	if err != nil {
@@ -306,7 +303,7 @@ func (u *uiTools) startSession(ctx context.Context, req mcp.CallToolRequest) (*m
 }
 
 func (u *uiTools) endSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	r, err := u.b.o.UI.EndSession(ctx, &pb.EndSessionRequest{RelaySession: u.b.o.RelaySession, Reason: req.GetString("reason", "")})
+	r, err := u.b.be.EndSession(ctx, &pb.EndSessionRequest{RelaySession: u.b.o.RelaySession, Reason: req.GetString("reason", "")})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
@@ -344,7 +341,7 @@ func (u *uiTools) transportError(ctx context.Context, err error) string {
 	case connect.CodeDeadlineExceeded, connect.CodeCanceled:
 		return "agentassistant-srv did not answer in time; the action may or may not have happened. Call get_ui_state to check."
 	}
-	if isConnError(err) {
+	if !u.b.fromServer(err) && isConnError(err) {
 		return fmt.Sprintf("Could not reach agentassistant-srv at %s (%s). Ask the person to start it.", u.b.o.ServerURL, rootCause(err))
 	}
 	return fmt.Sprintf("agentassistant-srv at %s answered %s: %s", u.b.o.ServerURL, connect.CodeOf(err), connectMessage(err))

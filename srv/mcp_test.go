@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -355,5 +356,52 @@ func TestRefusedUnread(t *testing.T) {
 			t.Errorf("%s %s: %d, close=%v", tc.path, tc.header, resp.StatusCode, resp.Close)
 		}
 		conn.Close()
+	}
+}
+
+// TestMCPCallInProcess: a tool call over /mcp reaches the hub from the
+// /mcp request itself, with no second HTTP hop into the server's own
+// Connect services and no second pass of their guards. While a question
+// asked over /mcp waits, the goroutine waiting for it in the hub runs no
+// Connect handler.
+func TestMCPCallInProcess(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	c := mcpClient(t, base, tokA, "")
+	done := goCall(c, "ask_question", map[string]any{"question": "Which port?"})
+	q := expect(t, phone, "AskQuestion")
+	// The question is on the phone: its call is inside Hub.Ask until it
+	// is answered.
+	var waiting []string
+	for _, g := range goroutines() {
+		if strings.Contains(g, "srv/hub.(*Hub).Ask(") {
+			waiting = append(waiting, g)
+		}
+	}
+	if len(waiting) != 1 {
+		t.Fatalf("%d goroutines wait in Hub.Ask, want the call's one", len(waiting))
+	}
+	for _, hop := range []string{"srv/rpc.(*preauth).ServeHTTP", "connectrpc.com/connect.(*Handler).ServeHTTP"} {
+		if strings.Contains(waiting[0], hop) {
+			t.Errorf("the call waits in the hub behind %s:\n%s", hop, waiting[0])
+		}
+	}
+	if err := phone.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "8080")); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-done; res.err != nil || resultText(res.r) != "8080" {
+		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+}
+
+// goroutines are the stacks of every goroutine of the process.
+func goroutines() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -130,7 +131,6 @@ type Server struct {
 	inbox   *inbox.Handler
 	relay   *relay.Relay
 	mcp     *mcphttp.Handler
-	inproc  *inProcess
 	guard   *auth.Guard
 	agui    *agui.Handler
 	ingress *ingress.Handler
@@ -204,7 +204,8 @@ func New(o Options) *Server {
 	if ro.MaxUnauthMessage <= 0 {
 		ro.MaxUnauthMessage = o.MaxUnauthMessage
 	}
-	for _, path := range rpc.Mount(s.mux, ro) {
+	services := rpc.New(ro)
+	for _, path := range services.Mount(s.mux) {
 		s.routes = append(s.routes, Route{Pattern: path, Guard: GuardConnect})
 	}
 
@@ -218,11 +219,11 @@ func New(o Options) *Server {
 	s.handle("GET /api/catalog", GuardHeader, s.requireToken(catalog.Handler(cat)))
 	s.handle("GET /internal/sessions/{id}/status", GuardHeader, s.requireToken(http.HandlerFunc(s.sessionStatus)))
 	s.handle("POST /internal/send", GuardHeader, s.checkOrigin(s.requireToken(http.HandlerFunc(s.send))))
-	// MCP over Streamable HTTP: the tools reach the Connect services above
-	// in process, through the same guards as agentassistant-mcp's calls.
-	s.inproc = newInProcess()
+	// MCP over Streamable HTTP: agentassistant-mcp's tools, calling the
+	// services above in process for the token this route checked.
 	mo := o.MCP
-	mo.Connect, mo.BaseURL, mo.TokenOf, mo.Logger = s.inproc.Client(), inProcessURL, s.tokenOf, o.Logger.With("component", "mcp")
+	mo.Backend = func(token string) mcpbridge.Backend { return services.Local("mcp", token) }
+	mo.TokenOf, mo.Logger = s.tokenOf, o.Logger.With("component", "mcp")
 	s.mcp = mcphttp.New(mo)
 	s.handle("/mcp", GuardHeader, s.checkOrigin(s.requireToken(s.mcp)))
 	ao := o.AGUI
@@ -289,7 +290,6 @@ func New(o Options) *Server {
 		}
 		s.route(w, r)
 	}))
-	s.inproc.serve(s.handler)
 	return s
 }
 
@@ -352,9 +352,7 @@ func (s *Server) Close() error {
 	}
 	s.agui.Close()
 	_ = s.relay.Close()
-	err := s.inbox.Close()
-	s.inproc.stop()
-	return err
+	return s.inbox.Close()
 }
 
 // requireToken guards a plain HTTP endpoint: the token in the

@@ -73,6 +73,31 @@ func Check(b []byte) error {
 	return c.run()
 }
 
+// Member is a member of the object checked, as written.
+type Member struct {
+	// Name is the key, decoded ("m\u0065thod" is "method").
+	Name string
+	// Value is the value's text: a slice of the text checked.
+	Value []byte
+}
+
+// Members checks b as Check does and, in the same pass, returns the
+// members of b when it is an object, in order, so that a caller reads
+// them without decoding b again. A key given twice or a number no
+// float64 holds does not end the pass: the error is the first such one,
+// and the members are all there (a caller may still read, say, the id
+// of a request it refuses). A text that is no JSON, or nested deeper
+// than MaxDepth, ends it: the members are those read until then.
+func Members(b []byte) ([]Member, error) {
+	c := checker{d: json.NewDecoder(bytes.NewReader(b)), text: b, collect: true}
+	c.d.UseNumber()
+	err := c.run()
+	if err == nil && c.first != nil {
+		err = c.first
+	}
+	return c.members, err
+}
+
 // level is an open object or array.
 type level struct {
 	object bool
@@ -117,6 +142,27 @@ func (l *level) seen(k string) bool {
 type checker struct {
 	d     *json.Decoder
 	stack []level
+
+	// With collect (Members), the top-level object's members are kept
+	// from text, and a Duplicate or Number problem is kept in first
+	// while the pass goes on.
+	collect bool
+	text    []byte
+	members []Member
+	from    int64 // where the member being read starts: after its key
+	first   *Error
+}
+
+// problem ends the pass with e, or, collecting, keeps the first and goes
+// on.
+func (c *checker) problem(e *Error) error {
+	if !c.collect {
+		return e
+	}
+	if c.first == nil {
+		c.first = e
+	}
+	return nil
 }
 
 func (c *checker) run() error {
@@ -142,9 +188,14 @@ func (c *checker) run() error {
 			}
 			k, _ := tok.(string) // the tokenizer gives only a string or } here
 			if top.seen(k) {
-				return c.fail(Duplicate, fmt.Sprintf("key %.64q is given more than once in the object", k))
+				if e := c.problem(c.fail(Duplicate, fmt.Sprintf("key %.64q is given more than once in the object", k))); e != nil {
+					return e
+				}
 			}
 			top.key, top.wantKey = k, false
+			if c.collect && len(c.stack) == 1 {
+				c.from = c.d.InputOffset()
+			}
 			continue
 		}
 		switch t := tok.(type) {
@@ -162,7 +213,9 @@ func (c *checker) run() error {
 			}
 		case json.Number:
 			if e := c.number(string(t)); e != nil {
-				return e
+				if e := c.problem(e); e != nil {
+					return e
+				}
 			}
 		}
 		done = c.value()
@@ -192,13 +245,19 @@ func (c *checker) value() bool {
 		return true
 	case top.object:
 		top.wantKey = true
+		if c.collect && len(c.stack) == 1 {
+			// The member's value ends here; it starts after the ':'
+			// that follows its key.
+			v := bytes.TrimLeft(c.text[c.from:c.d.InputOffset()], " \t\r\n:")
+			c.members = append(c.members, Member{Name: top.key, Value: v})
+		}
 	default:
 		top.index++
 	}
 	return false
 }
 
-func (c *checker) number(s string) error {
+func (c *checker) number(s string) *Error {
 	if len(s) > MaxNumberLen {
 		return c.fail(Number, fmt.Sprintf("a number of %d characters (at most %d)", len(s), MaxNumberLen))
 	}

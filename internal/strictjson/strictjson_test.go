@@ -113,3 +113,48 @@ func BenchmarkCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestMembers: the top-level members come as written, from the same pass
+// that checks the text; a duplicate key or a number out of range below
+// or at the top does not end it (the first problem is the error), a text
+// that is no JSON or nested too deep does.
+func TestMembers(t *testing.T) {
+	type m = []string // name, value, name, value, ...
+	deep := strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1)
+	for _, c := range []struct {
+		in   string
+		want m
+		kind Kind
+	}{
+		{` { "a" : 1 , "m\u0065thod":"x\"y", "o": {"p":[1, {"q":null}]} ,"e":[] } `, m{"a", "1", "method", `"x\"y"`, "o", `{"p":[1, {"q":null}]}`, "e", "[]"}, 0},
+		{"{\n\t\"a\"\r\n:\ttrue}", m{"a", "true"}, 0},
+		{`{}`, nil, 0},
+		{`[{"a":1}]`, nil, 0},
+		{`"x"`, nil, 0},
+		{`{"id":1,"id":2,"x":3}`, m{"id", "1", "id", "2", "x", "3"}, Duplicate},
+		{`{"p":{"a":1,"a":2},"id":7}`, m{"p", `{"a":1,"a":2}`, "id", "7"}, Duplicate},
+		{`{"n":1e999999,"id":8,"d":{"b":1,"b":2}}`, m{"n", "1e999999", "id", "8", "d", `{"b":1,"b":2}`}, Number},
+		{`{"id":9,"p":` + deep + `,"q":1}`, m{"id", "9"}, Depth},
+		{`{"id":10,"p":[1,}`, m{"id", "10"}, Syntax},
+		{`{"id":11} {}`, m{"id", "11"}, Syntax},
+	} {
+		ms, err := Members([]byte(c.in))
+		var got m
+		for _, x := range ms {
+			got = append(got, x.Name, string(x.Value))
+		}
+		if strings.Join(got, "|") != strings.Join(c.want, "|") {
+			t.Errorf("Members(%.60s) = %q, want %q", c.in, got, c.want)
+		}
+		var e *Error
+		switch {
+		case c.kind == 0 && err != nil:
+			t.Errorf("Members(%.60s): %v", c.in, err)
+		case c.kind != 0 && (!errors.As(err, &e) || e.Kind != c.kind):
+			t.Errorf("Members(%.60s): %v, want kind %d", c.in, err, c.kind)
+		}
+		if cerr := Check([]byte(c.in)); (cerr == nil) != (err == nil) {
+			t.Errorf("Members(%.60s): %v, Check: %v", c.in, err, cerr)
+		}
+	}
+}

@@ -60,10 +60,21 @@ func refuse(w http.ResponseWriter, status, code int, id json.RawMessage, why str
 // problem says what makes b no JSON-RPC 2.0 message: its code, the id to
 // answer with (null when it has none that can be read) and why; code 0
 // when b is one.
+//
+// b is read once, by the strict checker's tokenizer, which also gives the
+// top-level members as written (strictjson.Members); what follows reads
+// only those few values. The MCP library decodes the body again, into
+// its own types: that decoding is its own, and it is the only other one.
 func problem(b []byte) (code int, id json.RawMessage, why string) {
 	null := json.RawMessage("null")
-	if !json.Valid(b) {
-		return parseError, null, "the body is not valid JSON (or is nested deeper than 10000 levels)"
+	ms, err := strictjson.Members(b)
+	// mcp-go matches member names without regard to case, as
+	// encoding/json does (the last one wins): a name given twice, in any
+	// case, is refused rather than guessed at.
+	field, dup := members(ms)
+	var bad *strictjson.Error
+	if errors.As(err, &bad) && (bad.Kind == strictjson.Syntax || bad.Kind == strictjson.Depth && dup == "") {
+		return parseError, null, "the body is not valid JSON: " + bad.Error()
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
 	switch {
@@ -72,10 +83,6 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	case len(t) == 0 || t[0] != '{':
 		return invalidRequest, null, "the body must be a JSON-RPC message: a JSON object"
 	}
-	// mcp-go matches member names without regard to case, as
-	// encoding/json does (the last one wins): a name given twice, in any
-	// case, is refused rather than guessed at.
-	field, dup := members(b)
 	if dup != "" {
 		id := null
 		if v, ok := field["id"]; ok && dup != "id" && validID(v) {
@@ -85,15 +92,11 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	}
 	// Below the top the same holds, with names as written (a tool's
 	// arguments may have "a" and "A"); and a number mcp-go would read as
-	// Inf, or nesting past the checker's bound, is no request either.
-	var bad *strictjson.Error
-	if errors.As(strictjson.Check(b), &bad) {
+	// Inf is no request either.
+	if bad != nil {
 		id := null
 		if v, ok := field["id"]; ok && validID(v) {
 			id = v
-		}
-		if bad.Kind == strictjson.Syntax || bad.Kind == strictjson.Depth {
-			return parseError, null, "the body is not valid JSON: " + bad.Error()
 		}
 		return invalidRequest, id, bad.Error()
 	}
@@ -101,7 +104,7 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	_, hasResult := field["result"]
 	_, hasError := field["error"]
 	id, hasID := field["id"]
-	isNull := bytes.Equal(bytes.TrimSpace(id), null)
+	isNull := bytes.Equal(id, null)
 	switch {
 	case !hasID:
 		id = null
@@ -123,37 +126,24 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	case !hasMethod && !hasResult && !hasError:
 		return invalidRequest, id, "a request needs a method (a response, a result or an error)"
 	}
-	if p, ok := field["params"]; ok && !bytes.Equal(bytes.TrimSpace(p), null) {
-		if t := bytes.TrimSpace(p); len(t) == 0 || (t[0] != '{' && t[0] != '[') {
-			return invalidRequest, id, fmt.Sprintf("params must be an object or an array, not %.40s", t)
+	if p, ok := field["params"]; ok && !bytes.Equal(p, null) {
+		if len(p) == 0 || (p[0] != '{' && p[0] != '[') {
+			return invalidRequest, id, fmt.Sprintf("params must be an object or an array, not %.40s", p)
 		}
 	}
 	return 0, nil, ""
 }
 
-// members reads the members of the JSON object b (valid JSON), by their
-// names in lower case, in order; dup is the first name given twice.
-func members(b []byte) (field map[string]json.RawMessage, dup string) {
-	field = map[string]json.RawMessage{}
-	d := json.NewDecoder(bytes.NewReader(b))
-	if _, err := d.Token(); err != nil { // {
-		return field, ""
-	}
-	for d.More() {
-		t, err := d.Token()
-		if err != nil {
-			return field, ""
-		}
-		name, _ := t.(string)
-		var v json.RawMessage
-		if err := d.Decode(&v); err != nil {
-			return field, ""
-		}
-		k := strings.ToLower(name)
+// members are the top-level members ms by their names in lower case; dup
+// is the first name given twice.
+func members(ms []strictjson.Member) (field map[string]json.RawMessage, dup string) {
+	field = make(map[string]json.RawMessage, len(ms))
+	for _, m := range ms {
+		k := strings.ToLower(m.Name)
 		if _, seen := field[k]; seen && dup == "" {
 			dup = k
 		}
-		field[k] = v
+		field[k] = m.Value
 	}
 	return field, dup
 }

@@ -5,10 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 )
 
 // A body that is no JSON-RPC request is answered as JSON-RPC 2.0 says:
@@ -43,6 +46,7 @@ func TestNotARequest(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, -32600, "null"},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`, -32700, "null"},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`, -32700, "null"},
+		{`{"jsonrpc":"2.0","id":1,"ID":2,"method":"ping","params":{"a":` + strings.Repeat("[", 600) + strings.Repeat("]", 600) + `}}`, -32600, "null"},
 		// A name given twice below the top: the tool would get the last.
 		{`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ask_question","name":"work_report"}}`, -32600, "9"},
 		{`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"x","arguments":{"a":[{"b":1,"\u0062":2}]}}}`, -32600, "10"},
@@ -129,4 +133,38 @@ func TestRefusedBodyEvictsNoSession(t *testing.T) {
 	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
 		t.Errorf("the idle session after a refused body: %v", err)
 	}
+}
+
+// TestBodyCheckedInOnePass: checkBody judges a body in one pass of the
+// strict checker's tokenizer, which also gives it the top-level members:
+// it costs what strictjson.Check alone costs, not a validation, a
+// decoding of the members and the strict check, one after the other.
+func TestBodyCheckedInOnePass(t *testing.T) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_ui_tool","arguments":` +
+		`{"tool_name":"postMessage","reason":"r","params":{"text":"` + strings.Repeat("x", 1<<20) + `"}}}}`)
+	alone := allocated(func() {
+		if err := strictjson.Check(body); err != nil {
+			t.Fatal(err)
+		}
+	})
+	checked := allocated(func() {
+		if code, _, why := problem(body); code != 0 {
+			t.Fatal(why)
+		}
+	})
+	if checked > alone*5/4 {
+		t.Errorf("checking the body allocates %d bytes, the strict pass alone %d", checked, alone)
+	}
+}
+
+// allocated is what f allocates on the heap, in bytes, per run.
+func allocated(f func()) uint64 {
+	const runs = 8
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return (after.TotalAlloc - before.TotalAlloc) / runs
 }

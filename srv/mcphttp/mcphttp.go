@@ -5,9 +5,10 @@
 // apart and bounded.
 //
 // Each (token, relay session) pair has its own bridge: an MCP server with
-// its tools and its Streamable HTTP transport. The bridge reaches the
-// server's Connect services through Options.Connect, as agentassistant-mcp
-// does over the network, so one code path serves both.
+// its tools and its Streamable HTTP transport. The bridge calls the
+// server's services in process (Options.Backend): the tools are
+// agentassistant-mcp's, only the backend differs, and a call crosses no
+// second HTTP server and no second pass of the guards.
 package mcphttp
 
 import (
@@ -19,22 +20,18 @@ import (
 	"sync/atomic"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/mcpbridge"
-	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
-// Options configure the endpoint. Connect, BaseURL and TokenOf are
-// required.
+// Options configure the endpoint. Backend and TokenOf are required.
 type Options struct {
-	// Connect reaches the server's Connect services at BaseURL.
-	Connect *http.Client
-	BaseURL string
+	// Backend is the server's services for the calls of a token the
+	// caller checked (rpc.Services.Local).
+	Backend func(token string) mcpbridge.Backend
 	// TokenOf is the token a request presents; the caller has checked it.
 	TokenOf func(*http.Request) string
 	Logger  *slog.Logger
@@ -46,7 +43,7 @@ type Options struct {
 	// one has a request in progress, it is refused with 503.
 	MaxSessions int
 	// Bridge tunes every bridge (timeouts, progress, host grace, Version);
-	// the clients, Token, RelaySession, ServerURL, Logger, Done, Stopped
+	// the Backend, Token, RelaySession, ServerURL, Logger, Done, Stopped
 	// and Hooks are filled in.
 	Bridge mcpbridge.Options
 	// Now is the clock (nil: time.Now).
@@ -262,12 +259,8 @@ func (h *Handler) stopBridge(b *bridge) {
 // UI's tools.
 func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 	b := &bridge{room: rm, relay: name}
-	opts := []connect.ClientOption{connect.WithInterceptors(tokenHeader(rm.token))}
 	o := h.o.Bridge
-	o.Client = agentassistprotoconnect.NewSrvAgentAssistClient(h.o.Connect, h.o.BaseURL, opts...)
-	o.Control = agentassistprotoconnect.NewSrvAgentAssistControlClient(h.o.Connect, h.o.BaseURL, opts...)
-	o.Reply = agentassistprotoconnect.NewSrvAgentAssistReplyClient(h.o.Connect, h.o.BaseURL, opts...)
-	o.UI = agentassistprotoconnect.NewSrvUIRelayClient(h.o.Connect, h.o.BaseURL, opts...)
+	o.Backend = h.o.Backend(rm.token)
 	o.Token, o.RelaySession, o.ServerURL = rm.token, name, base
 	o.Logger = h.log.With("relay_session", name)
 	o.Done, o.Stopped = h.closing.Done(), "agentassistant-srv stopped"
@@ -316,18 +309,6 @@ func (h *Handler) unregistered(b *bridge, sid string) {
 	defer h.mu.Unlock()
 	if s := b.room.sessions[sid]; s != nil && s.b == b {
 		h.forgetLocked(s)
-	}
-}
-
-// tokenHeader sends the token in a header on every in-process call, as
-// agentassistant-mcp does for the services without UserToken: the calls
-// get the limits of authenticated clients.
-func tokenHeader(token string) connect.UnaryInterceptorFunc {
-	return func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(auth.TokenHeader, token)
-			return next(ctx, req)
-		}
 	}
 }
 

@@ -8,10 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/mcpbridge"
 )
 
 // newEndpoint serves a Handler whose bridges reach no server (the session
@@ -19,7 +23,7 @@ import (
 // client sends its headers on every request but the DELETE).
 func newEndpoint(t *testing.T, max int) (*Handler, string) {
 	t.Helper()
-	h := New(Options{Connect: http.DefaultClient, BaseURL: "http://127.0.0.1:1", MaxSessions: max,
+	h := New(Options{Backend: func(string) mcpbridge.Backend { return noServer{} }, MaxSessions: max,
 		TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") }})
 	ts := httptest.NewServer(h)
 	t.Cleanup(func() {
@@ -47,6 +51,59 @@ func dial(t *testing.T, base, token, query string) *client.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// noServer is a backend whose server is away: every call is Unavailable.
+type noServer struct{}
+
+var errNoServer = errors.New("no server in this test")
+
+func (noServer) AskQuestion(context.Context, *pb.AskQuestionRequest) (*pb.AskQuestionResponse, string, error) {
+	return nil, "", connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) TaskReport(context.Context, *pb.WorkReportRequest) (*pb.AskQuestionResponse, string, error) {
+	return nil, "", connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) TakeMissedAnswers(context.Context, *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) CancelRequest(context.Context, *pb.CancelRequestRequest) error {
+	return connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) AskQuestionReply(context.Context, *pb.AskQuestionReplyRequest) error {
+	return connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) TaskFinishReply(context.Context, *pb.TaskFinishReplyRequest) error {
+	return connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) GetUIState(context.Context, *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) CallUITool(context.Context, string, string, map[string]any, string) (*pb.CallUIToolResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) PostAgentMessage(context.Context, *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) WaitUserMessage(context.Context, *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) StartSession(context.Context, *pb.StartSessionRequest) (*pb.SessionResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
+}
+
+func (noServer) EndSession(context.Context, *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	return nil, connect.NewError(connect.CodeUnavailable, errNoServer)
 }
 
 // state is the table: bridges and sessions per token.

@@ -220,27 +220,53 @@ func TestAnswerReachesTheAgent(t *testing.T) {
 	})
 }
 
-// TestDoorIsTheServers: the door a request came through is the one the
-// server marks on its connections (its own /mcp endpoint calls in
-// process); a call from the network is "connect".
+// TestDoorIsTheServers: a call over the network comes through the door
+// "connect"; the server's own calls in process (its /mcp endpoint's)
+// through the door they name, with the token they checked, taking the
+// answers given while they were away, and told who answered.
 func TestDoorIsTheServers(t *testing.T) {
 	t.Parallel()
+	type ask func(f *fixture, req *pb.AskQuestionRequest) (by string, err error)
 	for _, tc := range []struct {
-		name string
-		base context.Context
-		want string
+		name     string
+		ask      ask
+		door     string
+		withdraw bool
 	}{
-		{"over the network", nil, "connect"},
-		{"the server's own /mcp", rpc.WithDoor(context.Background(), "mcp"), "mcp"},
+		{"over the network", func(f *fixture, req *pb.AskQuestionRequest) (string, error) {
+			ctx, info := headers(context.Background())
+			_, err := f.agent.AskQuestion(ctx, req)
+			return wire.DecodeAnsweredBy(info.ResponseHeader().Get(wire.AnsweredByHeader)), err
+		}, "connect", true},
+		{"the server's own /mcp", func(f *fixture, req *pb.AskQuestionRequest) (string, error) {
+			req.UserToken = "" // checked by the caller: the message's is not read
+			_, by, err := f.services.Local("mcp", tokA).AskQuestion(context.Background(), req)
+			return by, err
+		}, "mcp", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				f := start(t, setup{base: tc.base})
-				f.askAsync(context.Background(), question("q", "Ship it?", 60))
+				f := start(t, setup{})
+				done := make(chan error, 1)
+				go func() {
+					by, err := tc.ask(f, question("q", "Ship it?", 60))
+					if err == nil && by != "My phone" {
+						err = fmt.Errorf("answered by %q", by)
+					}
+					done <- err
+				}()
 				synctest.Wait()
-				if e := f.next(t); e.Request.Door != tc.want {
-					t.Errorf("door %q, want %q", e.Request.Door, tc.want)
+				e := f.next(t)
+				if e.Request.Door != tc.door || e.Token != tokA || e.Request.WithdrawOnLeave != tc.withdraw {
+					t.Errorf("door %q, token %q, withdraw on leave %v; want %q, %q, %v",
+						e.Request.Door, e.Token, e.Request.WithdrawOnLeave, tc.door, tokA, tc.withdraw)
+				}
+				if err := f.answer(context.Background(), "q", "My phone", "Yes."); err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Error(err)
 				}
 			})
 		})

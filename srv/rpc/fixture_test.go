@@ -82,20 +82,21 @@ const baseURL = "http://127.0.0.1"
 // setup says how to start a fixture; its zero value is a server of the
 // two rooms with a fresh hub and no limits.
 type setup struct {
-	rpc  rpc.Options // Hub and Tokens are filled in when nil
-	hub  hub.Options // for the fresh hub
-	base context.Context
+	rpc rpc.Options // Hub and Tokens are filled in when nil
+	hub hub.Options // for the fresh hub
 }
 
 // fixture is the Connect services on an in-memory network, with a client
 // of each and the hub's events as they happen.
 type fixture struct {
-	hub     *hub.Hub
-	http    *http.Client
-	agent   agentassistprotoconnect.SrvAgentAssistClient
-	reply   agentassistprotoconnect.SrvAgentAssistReplyClient
-	control agentassistprotoconnect.SrvAgentAssistControlClient
-	events  chan hub.Event
+	hub  *hub.Hub
+	http *http.Client
+	// services are the same handlers, for calls in process (Local).
+	services *rpc.Services
+	agent    agentassistprotoconnect.SrvAgentAssistClient
+	reply    agentassistprotoconnect.SrvAgentAssistReplyClient
+	control  agentassistprotoconnect.SrvAgentAssistControlClient
+	events   chan hub.Event
 }
 
 func start(t *testing.T, s setup, opts ...connect.ClientOption) *fixture {
@@ -123,12 +124,10 @@ func start(t *testing.T, s setup, opts ...connect.ClientOption) *fixture {
 	}))
 
 	mux := http.NewServeMux()
-	rpc.Mount(mux, o)
+	f.services = rpc.New(o)
+	f.services.Mount(mux)
 	l := newPipeNet()
 	hs := &http.Server{Handler: mux}
-	if s.base != nil {
-		hs.BaseContext = func(net.Listener) context.Context { return s.base }
-	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

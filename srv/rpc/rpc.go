@@ -50,8 +50,16 @@ type Options struct {
 	MaxUnauthMessage int
 }
 
-// Mount registers the Connect services on mux and returns their paths.
-func Mount(mux *http.ServeMux, o Options) []string {
+// Services are the Connect services' handlers: mounted on a mux for the
+// network (Mount), and called in process by the server's own /mcp
+// endpoint (Local).
+type Services struct {
+	s  *service
+	ui *uiRelay // nil without Options.Relay
+}
+
+// New returns the services of o.
+func New(o Options) *Services {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -67,6 +75,19 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	if o.MaxUnauthMessage <= 0 {
 		o.MaxUnauthMessage = 64 << 10
 	}
+	v := &Services{s: &service{o: o}}
+	if o.Relay != nil {
+		v.ui = &uiRelay{o.Relay}
+	}
+	return v
+}
+
+// Mount registers the Connect services on mux and returns their paths.
+func Mount(mux *http.ServeMux, o Options) []string { return New(o).Mount(mux) }
+
+// Mount registers the Connect services on mux and returns their paths.
+func (v *Services) Mount(mux *http.ServeMux) []string {
+	o := v.s.o
 	a := authInterceptor{tokens: o.Tokens, limiter: o.Limiter}
 	common := []connect.HandlerOption{
 		connect.WithInterceptors(a),
@@ -84,7 +105,7 @@ func Mount(mux *http.ServeMux, o Options) []string {
 		connect.WithReadMaxBytes(o.MaxUnauthMessage),
 		connect.WithCompression("gzip", gzipCapped(o.MaxUnauthMessage, errNeedsHeader(o.MaxUnauthMessage)), newGzipWriter),
 	)...)
-	s := &service{o: o}
+	s := v.s
 	var paths []string
 	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
 		path, f := handler(full)
@@ -101,9 +122,9 @@ func Mount(mux *http.ServeMux, o Options) []string {
 	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
 		return agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, opts...)
 	})
-	if o.Relay != nil {
+	if v.ui != nil {
 		mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
-			return agentassistprotoconnect.NewSrvUIRelayHandler(uiRelay{o.Relay}, opts...)
+			return agentassistprotoconnect.NewSrvUIRelayHandler(uiHandler{v.ui}, opts...)
 		})
 	}
 	return paths
@@ -114,24 +135,56 @@ const CompressMinBytes = 16 << 10
 
 type service struct{ o Options }
 
+// caller is who makes a call: the token checked for it, the door it came
+// through, and whether it takes the answers given while it was away.
+type caller struct {
+	token, door string
+	takesMissed bool
+}
+
+// DoorConnect is the door of the calls that come over the network.
+const DoorConnect = "connect"
+
+// connectCaller is the caller of a Connect call: the interceptor's token
+// and the TakesMissedHeader it sent (only "1" says it takes them).
+func connectCaller(ctx context.Context) caller {
+	c := caller{token: tokenOf(ctx), door: DoorConnect}
+	if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && ci.RequestHeader().Get(wire.TakesMissedHeader) == wire.TakesMissedYes {
+		c.takesMissed = true
+	}
+	return c
+}
+
+// tellAnsweredBy names, in the Connect response's header, who answered.
+func tellAnsweredBy(ctx context.Context, rep *hub.Reply) {
+	if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && rep.Nickname != "" {
+		ci.ResponseHeader().Set(wire.AnsweredByHeader, wire.EncodeAnsweredBy(rep.Nickname))
+	}
+}
+
 func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+	rep, id, err := s.askQuestion(ctx, connectCaller(ctx), req)
+	if err != nil {
+		return nil, err
+	}
+	tellAnsweredBy(ctx, rep)
+	return hub.AskResponse(id, rep), nil
+}
+
+func (s *service) askQuestion(ctx context.Context, c caller, req *pb.AskQuestionRequest) (*hub.Reply, string, error) {
 	r := req.GetRequest()
-	rep, id, err := s.ask(ctx, hub.Request{
+	return s.ask(ctx, c, hub.Request{
 		Kind: wire.AskQuestion, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetQuestion(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
 		Questions: r.GetQuestions(),
 	}, r.GetTimeout())
-	if err != nil {
-		return nil, err
-	}
-	return hub.AskResponse(id, rep), nil
 }
 
 // TaskFinish is the task report of upstream's older generation, whose
 // apps know it by that name only: it is listed to them so.
 func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*pb.TaskFinishResponse, error) {
 	r := req.GetRequest()
-	rep, id, err := s.ask(ctx, hub.Request{
+	rep, id, err := s.ask(ctx, connectCaller(ctx), hub.Request{
 		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
 		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
 		TaskFinishEra: true, Questions: r.GetQuestions(),
@@ -139,21 +192,26 @@ func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*p
 	if err != nil {
 		return nil, err
 	}
+	tellAnsweredBy(ctx, rep)
 	return hub.TaskResponse(id, rep), nil
 }
 
 // WorkReport is TaskFinish under the current upstream generation's name.
 func (s *service) WorkReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.WorkReportResponse, error) {
-	r := req.GetRequest()
-	rep, id, err := s.ask(ctx, hub.Request{
-		Kind: wire.TaskFinish, ID: req.GetID(), ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
-		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
-		Questions: r.GetQuestions(),
-	}, r.GetTimeout())
+	rep, id, err := s.workReport(ctx, connectCaller(ctx), req.GetID(), req.GetRequest())
 	if err != nil {
 		return nil, err
 	}
+	tellAnsweredBy(ctx, rep)
 	return &pb.WorkReportResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}, nil
+}
+
+func (s *service) workReport(ctx context.Context, c caller, id string, r *pb.McpWorkReportRequest) (*hub.Reply, string, error) {
+	return s.ask(ctx, c, hub.Request{
+		Kind: wire.TaskFinish, ID: id, ProjectDirectory: r.GetProjectDirectory(), Text: r.GetSummary(),
+		AgentName: r.GetAgentName(), ReasoningModelName: r.GetReasoningModelName(), McpClientName: r.GetMcpClientName(),
+		Questions: r.GetQuestions(),
+	}, r.GetTimeout())
 }
 
 // SendMcpClientInfo records which MCP client an agent runs in: in the log,
@@ -187,7 +245,7 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:maxNameLen], "")
 }
 
-func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*hub.Reply, string, error) {
+func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec int32) (*hub.Reply, string, error) {
 	kind, id := req.Kind, req.ID
 	if strings.TrimSpace(req.Text) == "" && len(req.Questions) > 0 {
 		// The current upstream generation asks in Questions alone.
@@ -218,17 +276,11 @@ func (s *service) ask(ctx context.Context, req hub.Request, timeoutSec int32) (*
 	req.AgentName, req.ReasoningModelName, req.McpClientName = clip(req.AgentName), clip(req.ReasoningModelName), clip(req.McpClientName)
 	// A caller that does not say it takes missed answers (upstream's
 	// agentassistant-mcp) never learns of one: its request goes with it.
-	// Only "1" says it does.
-	if ci, ok := connect.CallInfoForHandlerContext(ctx); !ok || ci.RequestHeader().Get(wire.TakesMissedHeader) != wire.TakesMissedYes {
-		req.WithdrawOnLeave = true
-	}
-	req.Door = doorOf(ctx)
-	rep, err := s.o.Hub.Ask(ctx, tokenOf(ctx), req)
+	req.WithdrawOnLeave = !c.takesMissed
+	req.Door = c.door
+	rep, err := s.o.Hub.Ask(ctx, c.token, req)
 	switch {
 	case err == nil:
-		if ci, ok := connect.CallInfoForHandlerContext(ctx); ok && rep.Nickname != "" {
-			ci.ResponseHeader().Set(wire.AnsweredByHeader, wire.EncodeAnsweredBy(rep.Nickname))
-		}
 		return rep, id, nil
 	case errors.Is(err, hub.ErrTimeout):
 		return nil, "", connect.NewError(connect.CodeDeadlineExceeded,
@@ -259,23 +311,23 @@ type replyService struct{ s *service }
 
 func (r replyService) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(ctx, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(connectCaller(ctx), wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
 func (r replyService) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(ctx, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(connectCaller(ctx), wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
-func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
+func (r replyService) answer(c caller, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
 	if id == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
 	}
 	if nick = clip(nick); nick == "" {
 		nick = "rpc"
 	}
-	err := r.s.o.Hub.Answer(tokenOf(ctx), kind, id, hub.Reply{
-		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick, Door: doorOf(ctx),
+	err := r.s.o.Hub.Answer(c.token, kind, id, hub.Reply{
+		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick, Door: c.door,
 	})
 	if errors.Is(err, hub.ErrUnreachable) {
 		return nil, connect.NewError(connect.CodeUnavailable, err)
@@ -293,7 +345,11 @@ func (r replyService) answer(ctx context.Context, kind wire.Kind, id, nick strin
 type controlService struct{ s *service }
 
 func (c controlService) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
-	if err := c.s.o.Hub.Cancel(tokenOf(ctx), req.GetID()); err != nil {
+	return c.cancel(tokenOf(ctx), req)
+}
+
+func (c controlService) cancel(token string, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
+	if err := c.s.o.Hub.Cancel(token, req.GetID()); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", req.GetID(), err))
 	}
 	return &pb.MsgEmpty{}, nil
@@ -307,10 +363,14 @@ const (
 )
 
 func (c controlService) TakeMissedAnswers(ctx context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
+	return c.takeMissed(tokenOf(ctx), req)
+}
+
+func (c controlService) takeMissed(token string, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
 	if len(req.GetExceptIds()) > maxExceptIDs {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("more than %d except_ids", maxExceptIDs))
 	}
-	ms := c.s.o.Hub.TakeMissed(tokenOf(ctx), req.GetProjectDirectory(), req.GetExceptIds(), maxMissedPerCall)
+	ms := c.s.o.Hub.TakeMissed(token, req.GetProjectDirectory(), req.GetExceptIds(), maxMissedPerCall)
 	out := &pb.TakeMissedAnswersResponse{Answers: make([]*pb.MissedAnswer, len(ms))}
 	for i, m := range ms {
 		out.Answers[i] = &pb.MissedAnswer{

@@ -25,13 +25,60 @@ const (
 	hostTimeoutError = "the host did not answer within %s; the action may or may not have happened"
 )
 
+// uiRelay is SrvUIRelay for a token already checked: the Connect
+// handler's (uiHandler) and the in-process calls' (Local).
 type uiRelay struct{ r *relay.Relay }
 
-func (u uiRelay) local(ctx context.Context, session string) (*relay.Local, error) {
+func (u *uiRelay) local(token, session string) (*relay.Local, error) {
 	if !relay.ValidSession(session) {
-		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: 1 to 64 letters, digits, '.', '_' or '-'"))
+		return nil, badSession()
 	}
-	return u.r.Local(tokenOf(ctx), session), nil // the caller closes it
+	return u.r.Local(token, session), nil // the caller closes it
+}
+
+// badSession refuses a relay session name no session can have.
+func badSession() error {
+	return connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: 1 to 64 letters, digits, '.', '_' or '-'"))
+}
+
+// uiHandler serves SrvUIRelay over Connect, for the token its
+// interceptor checked.
+type uiHandler struct{ u *uiRelay }
+
+func (h uiHandler) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
+	return h.u.startSession(ctx, tokenOf(ctx), req)
+}
+
+func (h uiHandler) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	return h.u.endSession(ctx, tokenOf(ctx), req)
+}
+
+func (h uiHandler) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	return h.u.getUIState(ctx, tokenOf(ctx), req)
+}
+
+// CallUITool takes the parameters as the JSON object the wire carries
+// and forwards it as it is.
+func (h uiHandler) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb.CallUIToolResponse, error) {
+	params := json.RawMessage(strings.TrimSpace(req.GetParamsJson()))
+	if len(params) == 0 {
+		params = json.RawMessage("{}")
+	}
+	if !relay.ValidSession(req.GetRelaySession()) {
+		return nil, badSession()
+	}
+	if !json.Valid(params) || params[0] != '{' {
+		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object"}}, nil
+	}
+	return h.u.callTool(ctx, tokenOf(ctx), req.GetRelaySession(), toolCall{Params: params, Reason: req.GetReason(), ToolName: req.GetToolName()})
+}
+
+func (h uiHandler) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
+	return h.u.postAgentMessage(ctx, tokenOf(ctx), req)
+}
+
+func (h uiHandler) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	return h.u.waitUserMessage(ctx, tokenOf(ctx), req)
 }
 
 // request makes one call to the host and splits the answer into the reply
@@ -65,8 +112,8 @@ func relayError(p json.RawMessage) *pb.RelayError {
 	return &pb.RelayError{Code: e.Code, Message: e.Message}
 }
 
-func (u uiRelay) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+func (u *uiRelay) startSession(ctx context.Context, token string, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
+	l, err := u.local(token, req.GetRelaySession())
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +131,8 @@ func (u uiRelay) StartSession(ctx context.Context, req *pb.StartSessionRequest) 
 	return &pb.SessionResponse{StudySessionId: p.SessionID}, nil
 }
 
-func (u uiRelay) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+func (u *uiRelay) endSession(ctx context.Context, token string, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	l, err := u.local(token, req.GetRelaySession())
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +153,8 @@ func (u uiRelay) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb
 	return &pb.SessionResponse{StudySessionId: p.SessionID, LogFile: p.LogFile}, nil
 }
 
-func (u uiRelay) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+func (u *uiRelay) getUIState(ctx context.Context, token string, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	l, err := u.local(token, req.GetRelaySession())
 	if err != nil {
 		return nil, err
 	}
@@ -120,22 +167,25 @@ func (u uiRelay) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb
 	return &pb.GetUIStateResponse{State: uiState(l.State())}, nil
 }
 
-func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb.CallUIToolResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+// toolCall is a tool.call's payload. Its members are in the order
+// encoding/json writes a map's: the bytes are those of every earlier
+// version.
+type toolCall struct {
+	// Params is a JSON object: the wire's bytes (json.RawMessage) or
+	// the members an MCP client sent, as read (map[string]any).
+	Params   any    `json:"params"`
+	Reason   string `json:"reason"`
+	ToolName string `json:"toolName"`
+}
+
+// callTool calls a host's tool, encoding the call once.
+func (u *uiRelay) callTool(ctx context.Context, token, session string, call toolCall) (*pb.CallUIToolResponse, error) {
+	l, err := u.local(token, session)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	params := json.RawMessage(strings.TrimSpace(req.GetParamsJson()))
-	if len(params) == 0 {
-		params = json.RawMessage("{}")
-	}
-	if !json.Valid(params) || params[0] != '{' {
-		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object"}}, nil
-	}
-	env, rerr := request(ctx, l, wire.TypeToolCall, map[string]any{
-		"toolName": req.GetToolName(), "params": params, "reason": req.GetReason(),
-	}, hostCallTimeout)
+	env, rerr := request(ctx, l, wire.TypeToolCall, call, hostCallTimeout)
 	if rerr != nil {
 		return &pb.CallUIToolResponse{Error: rerr, State: uiState(l.State())}, nil
 	}
@@ -164,8 +214,8 @@ func (u uiRelay) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb
 	return out, nil
 }
 
-func (u uiRelay) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+func (u *uiRelay) postAgentMessage(ctx context.Context, token string, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
+	l, err := u.local(token, req.GetRelaySession())
 	if err != nil {
 		return nil, err
 	}
@@ -177,8 +227,8 @@ func (u uiRelay) PostAgentMessage(ctx context.Context, req *pb.AgentMessageReque
 	return &pb.AgentMessageResponse{}, nil
 }
 
-func (u uiRelay) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	l, err := u.local(ctx, req.GetRelaySession())
+func (u *uiRelay) waitUserMessage(ctx context.Context, token string, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	l, err := u.local(token, req.GetRelaySession())
 	if err != nil {
 		return nil, err
 	}

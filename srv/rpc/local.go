@@ -1,0 +1,124 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+
+	"connectrpc.com/connect"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Local is the services called in process by one caller of the server
+// itself (the /mcp endpoint's bridge of one token): the same handlers as
+// the Connect calls, with no HTTP, no Connect and no second pass of the
+// guards between. The caller has checked the token. Its methods are
+// those of mcpbridge.Backend; errors are the Connect errors a network
+// caller would get.
+type Local struct {
+	s  *service
+	ui *uiRelay // nil: no relay
+	c  caller
+}
+
+// Local returns the services for calls through door with token, which
+// the caller checked. Such a caller takes the answers given while it was
+// away, as agentassistant-mcp does.
+func (v *Services) Local(door, token string) *Local {
+	return &Local{s: v.s, ui: v.ui, c: caller{token: token, door: door, takesMissed: true}}
+}
+
+// AskQuestion asks the person and waits; by is who answered.
+func (l *Local) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, string, error) {
+	rep, id, err := l.s.askQuestion(ctx, l.c, req)
+	if err != nil {
+		return nil, "", err
+	}
+	return hub.AskResponse(id, rep), rep.Nickname, nil
+}
+
+// TaskReport reports a finished task and waits for the person's
+// feedback (WorkReport); by is who answered.
+func (l *Local) TaskReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.AskQuestionResponse, string, error) {
+	rep, id, err := l.s.workReport(ctx, l.c, req.GetID(), req.GetRequest())
+	if err != nil {
+		return nil, "", err
+	}
+	return hub.AskResponse(id, rep), rep.Nickname, nil
+}
+
+func (l *Local) TakeMissedAnswers(_ context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
+	return controlService{l.s}.takeMissed(l.c.token, req)
+}
+
+func (l *Local) CancelRequest(_ context.Context, req *pb.CancelRequestRequest) error {
+	_, err := controlService{l.s}.cancel(l.c.token, req)
+	return err
+}
+
+func (l *Local) AskQuestionReply(_ context.Context, req *pb.AskQuestionReplyRequest) error {
+	resp := req.GetResponse()
+	_, err := replyService{l.s}.answer(l.c, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return err
+}
+
+func (l *Local) TaskFinishReply(_ context.Context, req *pb.TaskFinishReplyRequest) error {
+	resp := req.GetResponse()
+	_, err := replyService{l.s}.answer(l.c, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return err
+}
+
+// errNoRelay answers the UI calls of a server without relay sessions.
+func errNoRelay() error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("this server has no relay sessions"))
+}
+
+func (l *Local) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	return l.ui.getUIState(ctx, l.c.token, req)
+}
+
+// CallUITool calls the host's tool with params, the members of the JSON
+// object the MCP client sent, as read: they are encoded once, into the
+// tool.call.
+func (l *Local) CallUITool(ctx context.Context, session, tool string, params map[string]any, reason string) (*pb.CallUIToolResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	if params == nil {
+		params = map[string]any{}
+	}
+	return l.ui.callTool(ctx, l.c.token, session, toolCall{Params: params, Reason: reason, ToolName: tool})
+}
+
+func (l *Local) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	return l.ui.postAgentMessage(ctx, l.c.token, req)
+}
+
+func (l *Local) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	return l.ui.waitUserMessage(ctx, l.c.token, req)
+}
+
+func (l *Local) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	return l.ui.startSession(ctx, l.c.token, req)
+}
+
+func (l *Local) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	if l.ui == nil {
+		return nil, errNoRelay()
+	}
+	return l.ui.endSession(ctx, l.c.token, req)
+}
