@@ -129,8 +129,9 @@ const subsPrefix = "subs."
 // follow reads the subscriptions there are, then keeps them up to date
 // on a goroutine of p's until Close.
 func (p *Push) follow(ctx context.Context) error {
-	ctx, stop := context.WithCancel(context.Background())
-	w, err := p.kv.Watch(ctx, subsPrefix+"*")
+	// The watch outlives ctx, which bounds only the first read.
+	wctx, stop := context.WithCancel(context.Background())
+	w, err := p.kv.Watch(wctx, subsPrefix+"*")
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", PushBucket, err)
@@ -142,7 +143,7 @@ func (p *Push) follow(ctx context.Context) error {
 		first := true
 		for {
 			select {
-			case <-ctx.Done():
+			case <-wctx.Done():
 				return
 			case e, ok := <-w.Updates():
 				if !ok {
