@@ -83,3 +83,54 @@ func TestHistoryPagedAndCleared(t *testing.T) {
 		t.Errorf("clearing history touched the pending request: %v", ps)
 	}
 }
+
+// TestHistorySaysWhyUnanswered: a request that closed without an answer
+// comes back in the history with the reason its live notice gave, so a
+// device that was away labels it as truly (the agent withdrew it, or went
+// away).
+func TestHistorySaysWhyUnanswered(t *testing.T) {
+	db, err := store.Open(t.TempDir(), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s, base := newGuarded(t, srv.Options{Hub: hub.Options{Store: db}})
+	h := s.Hub()
+	ui := login(t, base, tokA, "pc")
+	go func() {
+		_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "w1", Text: "withdrawn?", Timeout: time.Minute})
+	}()
+	expect(t, ui, "AskQuestion")
+	if err := h.Cancel(tokA, "w1"); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, ui, "RequestCancelled")
+	ctx, leave := context.WithCancel(context.Background())
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		_, _ = h.Ask(ctx, tokA, hub.Request{Kind: wire.AskQuestion, ID: "w2", Text: "left?", Timeout: time.Minute, WithdrawOnLeave: true})
+	}()
+	expect(t, ui, "AskQuestion")
+	leave()
+	<-left
+	if m := expect(t, ui, "RequestCancelled"); m.GetRequestCancelledNotification().GetReason() != "abandoned" {
+		t.Fatalf("the live notice: %v", m)
+	}
+	if err := ui.Send(&pb.WebsocketMessage{Cmd: "GetHistory"}); err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]string{}
+	for _, it := range expectHistory(t, ui) {
+		reasons[it.GetAskQuestionRequest().GetID()] = it.GetStatus() + "/" + it.GetReason()
+	}
+	if reasons["w1"] != "cancelled/cancelled" || reasons["w2"] != "cancelled/abandoned" {
+		t.Errorf("history's reasons: %v", reasons)
+	}
+}
+
+// expectHistory is the next GetHistory reply's items.
+func expectHistory(t *testing.T, ui *wstest.Client) []*pb.HistoryItem {
+	t.Helper()
+	return expect(t, ui, "GetHistory").GetGetHistoryResponse().GetItems()
+}

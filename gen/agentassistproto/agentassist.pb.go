@@ -2894,9 +2894,13 @@ type HistoryItem struct {
 	// "answered", "cancelled" or "timeout".
 	Status string `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
 	// The answer, when answered (the same shape for both kinds).
-	Response      *AskQuestionResponse `protobuf:"bytes,6,opt,name=response,proto3" json:"response,omitempty"`
-	AnsweredBy    string               `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
-	ClosedAt      int64                `protobuf:"varint,8,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	Response   *AskQuestionResponse `protobuf:"bytes,6,opt,name=response,proto3" json:"response,omitempty"`
+	AnsweredBy string               `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	ClosedAt   int64                `protobuf:"varint,8,opt,name=closed_at,json=closedAt,proto3" json:"closed_at,omitempty"`
+	// Why it closed unanswered, as RequestCancelledNotification's reason
+	// says it ("cancelled", "abandoned", "not saved", "timeout"...); empty
+	// when answered or not known.
+	Reason        string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2985,6 +2989,13 @@ func (x *HistoryItem) GetClosedAt() int64 {
 		return x.ClosedAt
 	}
 	return 0
+}
+
+func (x *HistoryItem) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 type GetHistoryResponse struct {
@@ -4432,7 +4443,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\fRequestsLost\x18) \x01(\v2*.agentassistproto.RequestsLostNotificationR\fRequestsLost\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\x95\x03\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xad\x03\n" +
 	"\vHistoryItem\x12!\n" +
 	"\fmessage_type\x18\x01 \x01(\tR\vmessageType\x12V\n" +
 	"\x14ask_question_request\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12askQuestionRequest\x12S\n" +
@@ -4443,7 +4454,8 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\bresponse\x18\x06 \x01(\v2%.agentassistproto.AskQuestionResponseR\bresponse\x12\x1f\n" +
 	"\vanswered_by\x18\a \x01(\tR\n" +
 	"answeredBy\x12\x1b\n" +
-	"\tclosed_at\x18\b \x01(\x03R\bclosedAt\"]\n" +
+	"\tclosed_at\x18\b \x01(\x03R\bclosedAt\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\"]\n" +
 	"\x12GetHistoryResponse\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.agentassistproto.HistoryItemR\x05items\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\"\x96\x01\n" +

@@ -117,6 +117,8 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryI
 			rep := decodeReply(rec.Reply)
 			it.Response = AskResponse(rec.ID, rep)
 			it.AnsweredBy = rep.Nickname
+		} else {
+			it.Reason = rec.ClosedNote
 		}
 		out = append(out, it)
 	}

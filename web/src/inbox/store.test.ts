@@ -271,7 +271,7 @@ describe('the inbox store', () => {
   })
 
   describe('history', () => {
-    const page = (more: boolean, ...items: { id: string; at: number; status: string; kind?: string; answer?: string; by?: string }[]) => frame({
+    const page = (more: boolean, ...items: { id: string; at: number; status: string; kind?: string; answer?: string; by?: string; reason?: string }[]) => frame({
       Cmd: 'GetHistory',
       GetHistoryResponse: {
         more,
@@ -280,10 +280,22 @@ describe('the inbox store', () => {
           ...(h.kind === 'TaskFinish'
             ? { taskFinishRequest: { ID: h.id, Request: { Summary: `Report ${h.id}` } } }
             : { askQuestionRequest: { ID: h.id, Request: { Question: `Question ${h.id}`, Timeout: 60 } } }),
-          createdAt: BigInt(h.at), closedAt: BigInt(h.at + 500), status: h.status, answeredBy: h.by ?? '',
+          createdAt: BigInt(h.at), closedAt: BigInt(h.at + 500), status: h.status, answeredBy: h.by ?? '', reason: h.reason ?? '',
           response: h.answer ? { contents: [{ type: 1, text: { text: h.answer } }] } : undefined,
         })),
       },
+    })
+
+    it('says why an item closed unanswered, as the live notice would', () => {
+      const s = createStore('t')
+      s.handle(page(false,
+        { id: 'c1', at: 4000, status: 'cancelled', reason: 'abandoned' },
+        { id: 'c2', at: 3000, status: 'cancelled', reason: 'cancelled' },
+        { id: 'c3', at: 2000, status: 'cancelled', reason: 'not saved' },
+        { id: 'c4', at: 1000, status: 'cancelled' },
+        { id: 'c5', at: 500, status: 'cancelled', reason: 'no longer pending' }))
+      expect(['c1', 'c2', 'c3', 'c4', 'c5'].map((id) => [s.find(id)?.status, s.find(id)?.ended])).toEqual([
+        ['cancelled', 'agentLeft'], ['cancelled', 'agent'], ['cancelled', 'notSaved'], ['cancelled', undefined], ['cancelled', undefined]])
     })
 
     it('pages back from the oldest item shown while the server has more', () => {

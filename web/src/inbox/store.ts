@@ -3,7 +3,7 @@ import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '..
 import type { Init } from './client'
 import {
   answererId, cancelOutcome, chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
-  type ChatLine, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
+  type ChatLine, type Ended, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
 export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq } from './model'
@@ -149,11 +149,16 @@ export function createStore(storageKey: string) {
           const req = it.messageType === 'TaskFinish' ? it.taskFinishRequest : it.askQuestionRequest
           if (!req) continue
           const r = req.Request as Req | undefined
-          const status: Status = it.status === 'answered' ? 'answeredElsewhere' : it.status === 'timeout' ? 'timedOut' : 'cancelled'
+          // Unanswered: why, as the live notice said it (older servers
+          // send no reason: then it is only closed unanswered).
+          const { status, ended } = it.status === 'answered'
+            ? { status: 'answeredElsewhere' as Status, ended: undefined }
+            : it.status === 'timeout' ? { status: 'timedOut' as Status, ended: undefined } : historyCancel(it.reason)
           const outcome = {
             reply: contentsToParts(it.response?.contents),
             answeredBy: it.answeredBy || undefined,
             answeredAt: Number(it.closedAt) || undefined,
+            ended,
           }
           const known = find(req.ID)
           // Settled while this device was away ("closed") or while it was
@@ -334,3 +339,10 @@ export function createStore(storageKey: string) {
 }
 
 export type Store = ReturnType<typeof createStore>
+
+// historyCancel is how a history item closed unanswered ended: what its
+// reason says, and never "closed" (history is how a device learns that).
+function historyCancel(reason: string): { status: Status; ended?: Ended } {
+  const o = cancelOutcome(reason)
+  return o.status === 'closed' ? { status: 'cancelled' } : o
+}
