@@ -136,6 +136,12 @@ describe('the inbox as a phone app', () => {
     }
   })
 
+  it('the app\'s title is whole at 390 px, beside the status and the buttons', async () => {
+    const page = await open(390, 844, 'light', 'title-check', false)
+    const cut = await page.locator('.q-toolbar__title').evaluate((e) => e.scrollWidth > e.clientWidth)
+    expect(cut).toBe(false)
+  })
+
   it('every card header is one line at 390 px', async () => {
     const page = await open(390, 844, 'light', 'header-check')
     await page.locator('[data-request-id=answered][data-status=answeredElsewhere]').waitFor()
