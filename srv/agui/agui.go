@@ -33,6 +33,7 @@ import (
 
 	"github.com/tmaxmax/go-sse"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -112,21 +113,11 @@ func New(o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultMaxBody
-	}
-	if o.MaxThreadsPerToken <= 0 {
-		o.MaxThreadsPerToken = DefaultMaxThreadsPerToken
-	}
-	if o.FrontendGrace <= 0 {
-		o.FrontendGrace = DefaultFrontendGrace
-	}
-	if o.AgentWait <= 0 {
-		o.AgentWait = DefaultAgentWait
-	}
-	if o.AgentIdle <= 0 {
-		o.AgentIdle = DefaultAgentIdle
-	}
+	opt.Default(&o.MaxBody, DefaultMaxBody)
+	opt.Default(&o.MaxThreadsPerToken, DefaultMaxThreadsPerToken)
+	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)
+	opt.Default(&o.AgentWait, DefaultAgentWait)
+	opt.Default(&o.AgentIdle, DefaultAgentIdle)
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
 }
 

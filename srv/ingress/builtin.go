@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -72,12 +73,8 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.ToolDeadline <= 0 {
-		o.ToolDeadline = 20 * time.Second
-	}
-	if o.AgentWait <= 0 {
-		o.AgentWait = DefaultAgentWait
-	}
+	opt.Default(&o.ToolDeadline, 20*time.Second)
+	opt.Default(&o.AgentWait, DefaultAgentWait)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -119,37 +120,19 @@ func New(o Options) *Handler {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.HelloTimeout, 5*time.Second)
-	def(&o.ReplayWindow, 60*time.Second)
-	def(&o.ApprovalTimeout, 10*time.Minute)
-	def(&o.CallTimeout, 15*time.Second)
-	def(&o.CancelGrace, 5*time.Second)
-	defInt := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
-		}
-	}
-	defInt(&o.ReplayEvents, 1024)
-	defInt(&o.MaxSessions, 64)
-	defInt(&o.MaxDevices, 16)
-	defInt(&o.MaxRuns, 8)
-	if o.ReplayBytes <= 0 {
-		o.ReplayBytes = 4 << 20
-	}
-	if o.ReplayTotalBytes <= 0 {
-		o.ReplayTotalBytes = 64 << 20
-	}
-	if o.MaxHelloFrame <= 0 {
-		o.MaxHelloFrame = 64 << 10
-	}
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 2 << 20
-	}
+	opt.Default(&o.HelloTimeout, 5*time.Second)
+	opt.Default(&o.ReplayWindow, 60*time.Second)
+	opt.Default(&o.ApprovalTimeout, 10*time.Minute)
+	opt.Default(&o.CallTimeout, 15*time.Second)
+	opt.Default(&o.CancelGrace, 5*time.Second)
+	opt.Default(&o.ReplayEvents, 1024)
+	opt.Default(&o.MaxSessions, 64)
+	opt.Default(&o.MaxDevices, 16)
+	opt.Default(&o.MaxRuns, 8)
+	opt.Default(&o.ReplayBytes, 4<<20)
+	opt.Default(&o.ReplayTotalBytes, 64<<20)
+	opt.Default(&o.MaxHelloFrame, 64<<10)
+	opt.Default(&o.MaxFrame, 2<<20)
 	if o.Now == nil {
 		o.Now = time.Now
 	}

@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -118,33 +119,17 @@ func New(o Options) *Relay {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.JoinTimeout <= 0 {
-		o.JoinTimeout = 5 * time.Second
-	}
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 4 << 20
-	}
-	if o.MaxJoinFrame <= 0 {
-		o.MaxJoinFrame = 64 << 10
-	}
-	if o.HostGrace <= 0 {
-		o.HostGrace = 2 * time.Minute
-	}
+	opt.Default(&o.JoinTimeout, 5*time.Second)
+	opt.Default(&o.MaxFrame, 4<<20)
+	opt.Default(&o.MaxJoinFrame, 64<<10)
+	opt.Default(&o.HostGrace, 2*time.Minute)
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.MaxSessionsPerToken <= 0 {
-		o.MaxSessionsPerToken = DefaultMaxSessionsPerToken
-	}
-	if o.MaxConnsPerToken <= 0 {
-		o.MaxConnsPerToken = DefaultMaxConnsPerToken
-	}
-	if o.MaxStatePerToken <= 0 {
-		o.MaxStatePerToken = DefaultMaxStatePerToken
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
+	opt.Default(&o.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
+	opt.Default(&o.MaxConnsPerToken, DefaultMaxConnsPerToken)
+	opt.Default(&o.MaxStatePerToken, DefaultMaxStatePerToken)
+	opt.Default(&o.CallTimeout, DefaultCallTimeout)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
