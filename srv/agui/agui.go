@@ -34,6 +34,7 @@ import (
 	"github.com/tmaxmax/go-sse"
 
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -103,9 +104,9 @@ type Handler struct {
 	mu      sync.Mutex
 	threads map[string]map[string]*thread // by token, then threadId
 	clock   uint64                        // orders the threads' use
-	closed  chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
+	// goroutines are the replies and the ends of graces; Done when
+	// Close begins.
+	goroutines owned.Group
 }
 
 // New returns the handler.
@@ -118,28 +119,26 @@ func New(o Options) *Handler {
 	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
 	opt.Default(&o.AgentIdle, DefaultAgentIdle)
-	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
+	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread)}
 }
 
 // Close ends the open runs, leaves every relay session and waits for the
 // handler's goroutines. Idempotent.
 func (h *Handler) Close() {
-	h.once.Do(func() {
-		close(h.closed)
-		h.mu.Lock()
-		all := h.threads
-		h.threads = map[string]map[string]*thread{}
-		h.mu.Unlock()
-		for _, ts := range all {
-			for _, t := range ts {
-				t.mu.Lock()
-				t.disarmLocked()
-				t.mu.Unlock()
-				t.ext.Leave()
-			}
+	h.goroutines.Stop()
+	h.mu.Lock()
+	all := h.threads
+	h.threads = map[string]map[string]*thread{}
+	h.mu.Unlock()
+	for _, ts := range all {
+		for _, t := range ts {
+			t.mu.Lock()
+			t.disarmLocked()
+			t.mu.Unlock()
+			t.ext.Leave()
 		}
-		h.wg.Wait()
-	})
+	}
+	h.goroutines.Wait()
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -291,12 +290,11 @@ func (h *Handler) evictLocked(ts map[string]*thread) bool {
 // later starts a new thread.
 func (h *Handler) goneAway(t *thread, round uint64) {
 	h.mu.Lock()
-	select {
-	case <-h.closed:
+	if !h.goroutines.Enter() { // under h.mu, so before Close takes the threads
 		h.mu.Unlock()
 		return
-	default:
 	}
+	defer h.goroutines.Exit()
 	t.mu.Lock()
 	if t.awayRound != round || t.running || t.gone {
 		t.mu.Unlock()
@@ -316,9 +314,7 @@ func (h *Handler) goneAway(t *thread, round uint64) {
 	t.queue = nil
 	t.mu.Unlock()
 	h.forgetLocked(t)
-	h.wg.Add(1) // under h.mu, so before Close waits
 	h.mu.Unlock()
-	defer h.wg.Done()
 	g := h.o.FrontendGrace
 	for _, id := range sent {
 		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+

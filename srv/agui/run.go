@@ -95,7 +95,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	beat := time.NewTicker(keepAliveEvery)
 	defer beat.Stop()
 	for {
-		env, ok := t.next(ctx, h.closed, timer.C, beat.C)
+		env, ok := t.next(ctx, h.goroutines.Done(), timer.C, beat.C)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})

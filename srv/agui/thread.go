@@ -177,17 +177,10 @@ func (t *thread) setQueueLocked(q []relay.Envelope) {
 // replyLater answers the relay on a goroutine of the Handler's: Deliver
 // may not call back into the relay.
 func (t *thread) replyLater(env relay.Envelope) {
-	select {
-	case <-t.h.closed:
-		return
-	default:
-	}
-	t.h.wg.Add(1)
-	go func() {
-		defer t.h.wg.Done()
+	t.h.goroutines.Go(func() {
 		<-t.ready
 		_ = t.ext.Send(env) // a reply: it reaches its agent even when its state is not kept
-	}()
+	})
 }
 
 func (t *thread) snapshotLocked() json.RawMessage {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -63,9 +64,7 @@ type Builtin struct {
 	calls     map[string]*bcall // tool calls waiting for a tool_result, by the id the client sees
 	approvals map[string]*bhost // by approval id
 
-	gmu    lockorder.Mutex[lockorder.BuiltinReplies] // after bhost.mu: replyLater runs under it
-	closed bool
-	wg     sync.WaitGroup // replies to the relay, sent off its lock
+	replies owned.Group // replies to the relay, sent off its lock; started under bhost.mu
 }
 
 // NewBuiltin returns the built-in orchestrator.
@@ -85,9 +84,7 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 // Close leaves every relay session and waits for the replies in flight.
 // Idempotent.
 func (b *Builtin) Close() {
-	b.gmu.Lock()
-	b.closed = true
-	b.gmu.Unlock()
+	b.replies.Stop()
 	b.mu.Lock()
 	hs := b.hosts
 	b.hosts = map[string]*bhost{}
@@ -95,7 +92,7 @@ func (b *Builtin) Close() {
 	for _, h := range hs {
 		h.ext.Leave()
 	}
-	b.wg.Wait()
+	b.replies.Wait()
 }
 
 // bhost is the host of one relay session, shared by the Ingress sessions
@@ -166,10 +163,7 @@ func (b *Builtin) host(info SessionInfo) (*bhost, error) {
 	k := key(info.Token, relayName(info))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.gmu.Lock()
-	closed := b.closed
-	b.gmu.Unlock()
-	if closed {
+	if b.replies.Context().Err() != nil {
 		return nil, errorf(wire.IngressInternalError, "the server is shutting down")
 	}
 	if h := b.hosts[k]; h != nil && !h.isGone() {
@@ -358,13 +352,7 @@ func (h *bhost) pushLocked(env relay.Envelope) {
 // replyLater answers the relay on a goroutine of the Builtin's: Deliver
 // may not call back into the relay.
 func (h *bhost) replyLater(env relay.Envelope) {
-	b := h.b
-	b.gmu.Lock()
-	defer b.gmu.Unlock()
-	if b.closed {
-		return
-	}
-	b.wg.Go(func() {
+	h.b.replies.Go(func() {
 		<-h.ready
 		_ = h.ext.Send(env) // a reply: it reaches its agent even when its state is not kept
 	})

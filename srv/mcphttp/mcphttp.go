@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -56,11 +57,11 @@ type Options struct {
 
 // Handler is the /mcp endpoint.
 type Handler struct {
-	o       Options
-	log     *slog.Logger
-	closing context.Context // done once Close starts: calls end, bridges stop
-	close   context.CancelFunc
-	runs    sync.WaitGroup // the bridges' Run
+	o   Options
+	log *slog.Logger
+	// runs are the bridges' Run; its context ends once Close starts:
+	// calls end, bridges stop.
+	runs owned.Group
 
 	// mu guards what follows. Lock order: mu is never held while calling
 	// into an MCP server or transport (they call back into the session
@@ -111,9 +112,7 @@ func New(o Options) *Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
-	h.closing, h.close = context.WithCancel(context.Background())
-	return h
+	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 }
 
 // DefaultRelaySession is the relay session a URL without ?session= drives.
@@ -175,7 +174,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.leave(b, s, st)
-	defer context.AfterFunc(h.closing, cancel)()
+	defer context.AfterFunc(h.runs.Context(), cancel)()
 	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
 		// (a client cancels with notifications/cancelled): a call whose
@@ -242,7 +241,7 @@ func (h *Handler) Close() {
 	}
 	h.rooms = nil
 	h.mu.Unlock()
-	h.close()
+	h.runs.Stop()
 	for _, b := range bs {
 		h.stopBridge(b)
 	}
@@ -269,7 +268,7 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 	o.UI = agentassistprotoconnect.NewSrvUIRelayClient(h.o.Connect, h.o.BaseURL, opts...)
 	o.Token, o.RelaySession, o.ServerURL = rm.token, name, base
 	o.Logger = h.log.With("relay_session", name)
-	o.Done, o.Stopped = h.closing.Done(), "agentassistant-srv stopped"
+	o.Done, o.Stopped = h.runs.Done(), "agentassistant-srv stopped"
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { h.registered(b, cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { h.unregistered(b, cs.SessionID()) })
@@ -285,9 +284,9 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 		// client itself (see mcpbridge's offerInClient), and pings would
 		// take numbers too. The connection has its own keepalive.
 	)
-	ctx, stop := context.WithCancel(h.closing)
+	ctx, stop := context.WithCancel(h.runs.Context())
 	b.stop = stop
-	h.runs.Go(func() { _ = b.mcp.Run(ctx) })
+	h.runs.Go(func() { _ = b.mcp.Run(ctx) }) // Close has not begun: enter checked h.closed
 	return b
 }
 

@@ -137,7 +137,7 @@ func (h *Handler) evict(s *session) {
 	registered := s.registered
 	h.mu.Unlock()
 	if registered {
-		req, _ := http.NewRequestWithContext(h.closing, http.MethodDelete, "/mcp", http.NoBody)
+		req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodDelete, "/mcp", http.NoBody)
 		req.Header.Set(server.HeaderKeySessionID, s.id)
 		s.b.http.ServeHTTP(discard{}, req)
 		h.log.Info("an MCP session unused the longest made way for a new one")

@@ -27,7 +27,6 @@
 package relay
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -106,12 +106,10 @@ type Relay struct {
 
 	// Cluster mode (cluster.go): the records to write, instances found
 	// dead (deadMu is a leaf, taken under the others), the goroutine.
-	homes  homeWriter
-	deadMu sync.Mutex
-	dead   map[string]bool
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed sync.Once
+	homes      homeWriter
+	deadMu     sync.Mutex
+	dead       map[string]bool
+	goroutines owned.Group // the cluster goroutine
 }
 
 // New returns the relay.
@@ -135,9 +133,7 @@ func New(o Options) *Relay {
 	o.Conn.Logger = o.Logger
 	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), use: make(map[string]*tokenUse), homes: homeWriter{wake: make(chan struct{}, 1)}}
 	if o.Cluster != nil {
-		ctx, stop := context.WithCancel(context.Background())
-		r.stop = stop
-		r.wg.Go(func() { r.runCluster(ctx) })
+		r.goroutines.Go(func() { r.runCluster(r.goroutines.Context()) })
 	}
 	return r
 }
@@ -169,12 +165,7 @@ func (r *Relay) Close() error {
 		ch.mu.Unlock()
 	}
 	r.mu.Unlock()
-	r.closed.Do(func() {
-		if r.stop != nil {
-			r.stop()
-		}
-	})
-	r.wg.Wait()
+	r.goroutines.Close()
 	return nil
 }
 
