@@ -33,6 +33,7 @@ import (
 
 	"github.com/tmaxmax/go-sse"
 
+	"github.com/agentassistant/agentassistant/internal/lru"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -102,8 +103,7 @@ type Handler struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	threads map[string]map[string]*thread // by token, then threadId
-	clock   uint64                        // orders the threads' use
+	threads map[string]*lru.Map[string, *thread] // by token, then threadId
 	// goroutines are the replies and the ends of graces; Done when
 	// Close begins.
 	goroutines owned.Group
@@ -119,7 +119,7 @@ func New(o Options) *Handler {
 	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
 	opt.Default(&o.AgentIdle, DefaultAgentIdle)
-	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread)}
+	return &Handler{o: o, log: o.Logger, threads: make(map[string]*lru.Map[string, *thread])}
 }
 
 // Close ends the open runs, leaves every relay session and waits for the
@@ -128,10 +128,10 @@ func (h *Handler) Close() {
 	h.goroutines.Stop()
 	h.mu.Lock()
 	all := h.threads
-	h.threads = map[string]map[string]*thread{}
+	h.threads = map[string]*lru.Map[string, *thread]{}
 	h.mu.Unlock()
 	for _, ts := range all {
-		for _, t := range ts {
+		for _, t := range ts.All() {
 			t.mu.Lock()
 			t.disarmLocked()
 			t.mu.Unlock()
@@ -217,8 +217,7 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ts := h.threads[token]
-	if t := ts[id]; t != nil && !t.isGone() {
-		t.used = h.tick()
+	if t, ok := ts.Use(id); ok && !t.isGone() {
 		t.mu.Lock()
 		t.disarmLocked() // it came back: the grace's timer may not act now
 		t.mu.Unlock()
@@ -227,34 +226,31 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	if res := trailingResults(in); len(res) > 0 {
 		return nil, &runError{code: codeInvalidResult, msg: noCallWaiting(res[0].callID(), id)}
 	}
-	if len(ts) >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
+	if ts.Len() >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
 		return nil, &runError{code: "too_many_threads", msg: fmt.Sprintf(
 			"this token has %d AG-UI threads and each has a run open or a tool call waiting for its frontend "+
-				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", len(ts))}
+				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", ts.Len())}
 	}
 	if ts == nil {
-		ts = map[string]*thread{}
+		ts = &lru.Map[string, *thread]{}
 		h.threads[token] = ts
 	}
 	t := newThread(h, id)
 	t.token = token
-	t.used = h.tick()
 	t.ext = h.o.Relay.JoinHost(token, id, t)
 	close(t.ready) // replies queued while joining may go now
-	ts[id] = t
+	ts.Put(id, t)
 	return t, nil
 }
-
-func (h *Handler) tick() uint64 { h.clock++; return h.clock }
 
 // forgetLocked takes t out of the threads, if it is still there.
 func (h *Handler) forgetLocked(t *thread) {
 	ts := h.threads[t.token]
-	if ts[t.id] != t {
+	if cur, _ := ts.Get(t.id); cur != t {
 		return
 	}
-	delete(ts, t.id)
-	if len(ts) == 0 {
+	ts.Delete(t.id)
+	if ts.Len() == 0 {
 		delete(h.threads, t.token)
 	}
 }
@@ -264,14 +260,9 @@ func (h *Handler) forgetLocked(t *thread) {
 // reports whether one went. A thread with an open run, or with a tool
 // call sent to its frontend or queued for it, is never let go: the call
 // would fail for another thread's sake.
-func (h *Handler) evictLocked(ts map[string]*thread) bool {
-	var old *thread
-	for _, t := range ts {
-		if t.idle() && (old == nil || t.used < old.used) {
-			old = t
-		}
-	}
-	if old == nil {
+func (h *Handler) evictLocked(ts *lru.Map[string, *thread]) bool {
+	_, old, ok := ts.Oldest((*thread).idle)
+	if !ok {
 		return false
 	}
 	h.forgetLocked(old)

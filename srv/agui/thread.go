@@ -29,8 +29,7 @@ const (
 type thread struct {
 	h     *Handler
 	id    string
-	token string          // its room: Handler.threads[token][id]
-	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
+	token string          // its room: Handler.threads[token], under id
 	ext   *relay.External // set once, before ready is closed
 	ready chan struct{}
 

@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/lru"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/mcpbridge"
@@ -51,8 +52,6 @@ type Options struct {
 	// the clients, Token, RelaySession, ServerURL, Logger, Done, Stopped
 	// and Hooks are filled in.
 	Bridge mcpbridge.Options
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
 }
 
 // Handler is the /mcp endpoint.
@@ -74,8 +73,8 @@ type Handler struct {
 // room is one token's bridges and sessions.
 type room struct {
 	token    string
-	bridges  map[string]*bridge  // by relay session
-	sessions map[string]*session // by MCP session ID
+	bridges  map[string]*bridge        // by relay session
+	sessions lru.Map[string, *session] // by MCP session ID
 }
 
 type bridge struct {
@@ -90,10 +89,9 @@ type bridge struct {
 }
 
 type session struct {
-	b        *bridge
-	id       string
-	lastUsed time.Time
-	busy     int // requests being served, but its streams
+	b    *bridge
+	id   string
+	busy int // requests being served, but its streams
 	// streams are its standalone streams (GET) open, one at most: they
 	// do not make it busy, and end when it is forgotten.
 	streams    map[*stream]struct{}
@@ -109,9 +107,6 @@ func New(o Options) *Handler {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	opt.Default(&o.MaxSessions, 64)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 }
 
@@ -297,10 +292,10 @@ func (h *Handler) registered(b *bridge, sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rm := b.room
-	s := rm.sessions[sid]
+	s, _ := rm.sessions.Get(sid)
 	if s == nil && !b.gone {
-		s = &session{b: b, id: sid, lastUsed: h.o.Now()}
-		rm.sessions[sid] = s
+		s = &session{b: b, id: sid}
+		rm.sessions.Put(sid, s)
 		b.sessions++
 	}
 	if s != nil {
@@ -312,7 +307,7 @@ func (h *Handler) registered(b *bridge, sid string) {
 func (h *Handler) unregistered(b *bridge, sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s := b.room.sessions[sid]; s != nil && s.b == b {
+	if s, _ := b.room.sessions.Get(sid); s != nil && s.b == b {
 		h.forgetLocked(s)
 	}
 }
