@@ -33,12 +33,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
+	"github.com/agentassistant/agentassistant/internal/ring"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -111,7 +111,7 @@ type Handler struct {
 	// the calls to the orchestrator; they are started under session.mu.
 	goroutines owned.Group
 
-	held atomic.Int64 // bytes in the sessions' replay windows
+	held ring.Pool // bytes in the sessions' replay windows (Max: ReplayTotalBytes)
 }
 
 // New returns the handler.
@@ -139,6 +139,7 @@ func New(o Options) *Handler {
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger
 	h := &Handler{o: o, log: o.Logger, sessions: make(map[string]*session), byUser: make(map[string]*session)}
+	h.held.Max = o.ReplayTotalBytes
 	h.ctx = h.goroutines.Context()
 	return h
 }
@@ -186,7 +187,7 @@ func (h *Handler) Sessions() int {
 }
 
 // ReplayBytes is what the sessions' replay windows hold, in bytes.
-func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
+func (h *Handler) ReplayBytes() int64 { return h.held.Held() }
 
 // IsSessionID reports whether id has the form of an Ingress session id
 // ("sess_…"), as opposed to a relay session's name.
