@@ -135,7 +135,7 @@ func (h *Handler) Close() {
 			t.mu.Lock()
 			t.disarmLocked()
 			t.mu.Unlock()
-			t.ext.Leave()
+			t.Ext.Leave()
 		}
 	}
 	h.goroutines.Wait()
@@ -237,8 +237,7 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	}
 	t := newThread(h, id)
 	t.token = token
-	t.ext = h.o.Relay.JoinHost(token, id, t)
-	close(t.ready) // replies queued while joining may go now
+	t.Join(h.o.Relay, token, id, relay.HostKindAGUI, &h.goroutines, t)
 	ts.Put(id, t)
 	return t, nil
 }
@@ -270,7 +269,7 @@ func (h *Handler) evictLocked(ts *lru.Map[string, *thread]) bool {
 	old.disarmLocked()
 	old.gone = true
 	old.mu.Unlock()
-	old.ext.Leave()
+	old.Ext.Leave()
 	return true
 }
 
@@ -308,14 +307,14 @@ func (h *Handler) goneAway(t *thread, round uint64) {
 	h.mu.Unlock()
 	g := h.o.FrontendGrace
 	for _, id := range sent {
-		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+
+		t.Ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+
 			"(its page was closed or lost its connection); the action may or may not have happened", t.id, g))
 	}
 	for _, id := range queued {
-		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q started no run within %s to receive this tool call "+
+		t.Ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q started no run within %s to receive this tool call "+
 			"(an AG-UI frontend hears from the agent only during a run; its page was closed, lost its connection or is idle); "+
 			"the call was not delivered and the action did not happen", t.id, g))
 	}
-	t.ext.Leave()
+	t.Ext.Leave()
 	h.log.Info("AG-UI frontend gone: its thread left the relay session", "thread", t.id, "failedCalls", len(sent)+len(queued))
 }
