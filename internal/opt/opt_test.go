@@ -1,6 +1,7 @@
 package opt
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 )
@@ -30,5 +31,26 @@ func TestDefault(t *testing.T) {
 	Default(&b, 4<<20)
 	if b != 7 {
 		t.Fatalf("set int64: got %d", b)
+	}
+}
+
+func TestLoggerAndClock(t *testing.T) {
+	var o struct {
+		Logger *slog.Logger
+		Now    func() time.Time
+	}
+	Logger(&o.Logger)
+	Clock(&o.Now)
+	if o.Logger == nil || o.Now == nil {
+		t.Fatal("nil logger or clock left nil")
+	}
+	o.Logger.Info("discarded") // does not panic
+	l := slog.Default()
+	fixed := time.Unix(1, 0)
+	o.Logger, o.Now = l, func() time.Time { return fixed }
+	Logger(&o.Logger)
+	Clock(&o.Now)
+	if o.Logger != l || !o.Now().Equal(fixed) {
+		t.Fatal("a given logger or clock was replaced")
 	}
 }

@@ -111,9 +111,7 @@ type Handler struct {
 
 // New returns the handler.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.MaxBody, DefaultMaxBody)
 	opt.Default(&o.MaxThreadsPerToken, DefaultMaxThreadsPerToken)
 	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)

@@ -49,9 +49,7 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.LoginTimeout, 10*time.Second)
 	opt.Default(&o.PingInterval, 30*time.Second)
 	opt.Default(&o.PongWait, 60*time.Second)

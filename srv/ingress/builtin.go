@@ -69,14 +69,10 @@ type Builtin struct {
 
 // NewBuiltin returns the built-in orchestrator.
 func NewBuiltin(o BuiltinOptions) *Builtin {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.ToolDeadline, 20*time.Second)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Clock(&o.Now)
 	return &Builtin{o: o, log: o.Logger, hosts: map[string]*bhost{}, runs: map[string]*bhost{},
 		calls: map[string]*bcall{}, approvals: map[string]*bhost{}}
 }

@@ -72,9 +72,7 @@ func NewHTTPOrchestrator(o HTTPOptions) (*HTTPOrchestrator, error) {
 	}
 	opt.Default(&o.Backoff, 200*time.Millisecond)
 	opt.Default(&o.MaxEvent, 1<<20)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = o.Timeout

@@ -116,9 +116,7 @@ type Handler struct {
 
 // New returns the handler.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.HelloTimeout, 5*time.Second)
 	opt.Default(&o.ReplayWindow, 60*time.Second)
 	opt.Default(&o.ApprovalTimeout, 10*time.Minute)
@@ -132,9 +130,7 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayTotalBytes, 64<<20)
 	opt.Default(&o.MaxHelloFrame, 64<<10)
 	opt.Default(&o.MaxFrame, 2<<20)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Clock(&o.Now)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger

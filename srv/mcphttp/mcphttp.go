@@ -103,9 +103,7 @@ type session struct {
 
 // New returns the endpoint; Close stops it.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.MaxSessions, 64)
 	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 }

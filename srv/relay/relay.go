@@ -114,16 +114,12 @@ type Relay struct {
 
 // New returns the relay.
 func New(o Options) *Relay {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	opt.Default(&o.JoinTimeout, 5*time.Second)
 	opt.Default(&o.MaxFrame, 4<<20)
 	opt.Default(&o.MaxJoinFrame, 64<<10)
 	opt.Default(&o.HostGrace, 2*time.Minute)
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Clock(&o.Now)
 	opt.Default(&o.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
 	opt.Default(&o.MaxConnsPerToken, DefaultMaxConnsPerToken)
 	opt.Default(&o.MaxStatePerToken, DefaultMaxStatePerToken)

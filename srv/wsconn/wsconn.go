@@ -67,9 +67,7 @@ func (o *Options) Defaults() {
 	opt.Default(&o.ParkAfter, 100*time.Millisecond)
 	opt.Default(&o.SendQueue, 256)
 	opt.Default(&o.SendQueueBytes, 16<<20)
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 }
 
 // hasToken reports whether header key lists token (RFC 9110 5.6.1:
