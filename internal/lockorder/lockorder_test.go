@@ -87,8 +87,8 @@ func TestOrder(t *testing.T) {
 
 // The levels are distinct and in the order levels.go lists them.
 func TestLevels(t *testing.T) {
-	levels := []Level{BuiltinHosts{}, RelaySessions{}, RelaySession{}, BuiltinHost{}, BuiltinReplies{}, Rooms{}, Room{}, StudyLogs{},
-		Store{}, IngressSessions{}, IngressSession{}, IngressGoroutines{}, Pending{}, Limiter{}}
+	levels := []Level{BuiltinHosts{}, RelaySessions{}, RelaySession{}, BuiltinHost{}, Rooms{}, Room{}, StudyLogs{},
+		Store{}, IngressSessions{}, IngressSession{}, Pending{}, Limiter{}}
 	last := 0
 	for _, l := range levels {
 		n, name := l.Order()

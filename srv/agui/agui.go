@@ -33,6 +33,9 @@ import (
 
 	"github.com/tmaxmax/go-sse"
 
+	"github.com/agentassistant/agentassistant/internal/lru"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -100,55 +103,40 @@ type Handler struct {
 	log *slog.Logger
 
 	mu      sync.Mutex
-	threads map[string]map[string]*thread // by token, then threadId
-	clock   uint64                        // orders the threads' use
-	closed  chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
+	threads map[string]*lru.Map[string, *thread] // by token, then threadId
+	// goroutines are the replies and the ends of graces; Done when
+	// Close begins.
+	goroutines owned.Group
 }
 
 // New returns the handler.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.MaxBody <= 0 {
-		o.MaxBody = DefaultMaxBody
-	}
-	if o.MaxThreadsPerToken <= 0 {
-		o.MaxThreadsPerToken = DefaultMaxThreadsPerToken
-	}
-	if o.FrontendGrace <= 0 {
-		o.FrontendGrace = DefaultFrontendGrace
-	}
-	if o.AgentWait <= 0 {
-		o.AgentWait = DefaultAgentWait
-	}
-	if o.AgentIdle <= 0 {
-		o.AgentIdle = DefaultAgentIdle
-	}
-	return &Handler{o: o, log: o.Logger, threads: make(map[string]map[string]*thread), closed: make(chan struct{})}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.MaxBody, DefaultMaxBody)
+	opt.Default(&o.MaxThreadsPerToken, DefaultMaxThreadsPerToken)
+	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)
+	opt.Default(&o.AgentWait, DefaultAgentWait)
+	opt.Default(&o.AgentIdle, DefaultAgentIdle)
+	return &Handler{o: o, log: o.Logger, threads: make(map[string]*lru.Map[string, *thread])}
 }
 
 // Close ends the open runs, leaves every relay session and waits for the
 // handler's goroutines. Idempotent.
 func (h *Handler) Close() {
-	h.once.Do(func() {
-		close(h.closed)
-		h.mu.Lock()
-		all := h.threads
-		h.threads = map[string]map[string]*thread{}
-		h.mu.Unlock()
-		for _, ts := range all {
-			for _, t := range ts {
-				t.mu.Lock()
-				t.disarmLocked()
-				t.mu.Unlock()
-				t.ext.Leave()
-			}
+	h.goroutines.Stop()
+	h.mu.Lock()
+	all := h.threads
+	h.threads = map[string]*lru.Map[string, *thread]{}
+	h.mu.Unlock()
+	for _, ts := range all {
+		for _, t := range ts.All() {
+			t.mu.Lock()
+			t.disarmLocked()
+			t.mu.Unlock()
+			t.Ext.Leave()
 		}
-		h.wg.Wait()
-	})
+	}
+	h.goroutines.Wait()
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -227,8 +215,7 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	ts := h.threads[token]
-	if t := ts[id]; t != nil && !t.isGone() {
-		t.used = h.tick()
+	if t, ok := ts.Use(id); ok && !t.isGone() {
 		t.mu.Lock()
 		t.disarmLocked() // it came back: the grace's timer may not act now
 		t.mu.Unlock()
@@ -237,34 +224,30 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	if res := trailingResults(in); len(res) > 0 {
 		return nil, &runError{code: codeInvalidResult, msg: noCallWaiting(res[0].callID(), id)}
 	}
-	if len(ts) >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
+	if ts.Len() >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
 		return nil, &runError{code: "too_many_threads", msg: fmt.Sprintf(
 			"this token has %d AG-UI threads and each has a run open or a tool call waiting for its frontend "+
-				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", len(ts))}
+				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", ts.Len())}
 	}
 	if ts == nil {
-		ts = map[string]*thread{}
+		ts = &lru.Map[string, *thread]{}
 		h.threads[token] = ts
 	}
 	t := newThread(h, id)
 	t.token = token
-	t.used = h.tick()
-	t.ext = h.o.Relay.JoinHost(token, id, t)
-	close(t.ready) // replies queued while joining may go now
-	ts[id] = t
+	t.Join(h.o.Relay, token, id, relay.HostKindAGUI, &h.goroutines, t)
+	ts.Put(id, t)
 	return t, nil
 }
-
-func (h *Handler) tick() uint64 { h.clock++; return h.clock }
 
 // forgetLocked takes t out of the threads, if it is still there.
 func (h *Handler) forgetLocked(t *thread) {
 	ts := h.threads[t.token]
-	if ts[t.id] != t {
+	if cur, _ := ts.Get(t.id); cur != t {
 		return
 	}
-	delete(ts, t.id)
-	if len(ts) == 0 {
+	ts.Delete(t.id)
+	if ts.Len() == 0 {
 		delete(h.threads, t.token)
 	}
 }
@@ -274,14 +257,9 @@ func (h *Handler) forgetLocked(t *thread) {
 // reports whether one went. A thread with an open run, or with a tool
 // call sent to its frontend or queued for it, is never let go: the call
 // would fail for another thread's sake.
-func (h *Handler) evictLocked(ts map[string]*thread) bool {
-	var old *thread
-	for _, t := range ts {
-		if t.idle() && (old == nil || t.used < old.used) {
-			old = t
-		}
-	}
-	if old == nil {
+func (h *Handler) evictLocked(ts *lru.Map[string, *thread]) bool {
+	_, old, ok := ts.Oldest((*thread).idle)
+	if !ok {
 		return false
 	}
 	h.forgetLocked(old)
@@ -289,7 +267,7 @@ func (h *Handler) evictLocked(ts map[string]*thread) bool {
 	old.disarmLocked()
 	old.gone = true
 	old.mu.Unlock()
-	old.ext.Leave()
+	old.Ext.Leave()
 	return true
 }
 
@@ -300,12 +278,11 @@ func (h *Handler) evictLocked(ts map[string]*thread) bool {
 // later starts a new thread.
 func (h *Handler) goneAway(t *thread, round uint64) {
 	h.mu.Lock()
-	select {
-	case <-h.closed:
+	if !h.goroutines.Enter() { // under h.mu, so before Close takes the threads
 		h.mu.Unlock()
 		return
-	default:
 	}
+	defer h.goroutines.Exit()
 	t.mu.Lock()
 	if t.awayRound != round || t.running || t.gone {
 		t.mu.Unlock()
@@ -325,19 +302,17 @@ func (h *Handler) goneAway(t *thread, round uint64) {
 	t.queue = nil
 	t.mu.Unlock()
 	h.forgetLocked(t)
-	h.wg.Add(1) // under h.mu, so before Close waits
 	h.mu.Unlock()
-	defer h.wg.Done()
 	g := h.o.FrontendGrace
 	for _, id := range sent {
-		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+
+		t.Ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q got this tool call but sent no result: no run came from it within %s "+
 			"(its page was closed or lost its connection); the action may or may not have happened", t.id, g))
 	}
 	for _, id := range queued {
-		t.ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q started no run within %s to receive this tool call "+
+		t.Ext.Fail(id, fmt.Sprintf("the AG-UI frontend of thread %q started no run within %s to receive this tool call "+
 			"(an AG-UI frontend hears from the agent only during a run; its page was closed, lost its connection or is idle); "+
 			"the call was not delivered and the action did not happen", t.id, g))
 	}
-	t.ext.Leave()
+	t.Ext.Leave()
 	h.log.Info("AG-UI frontend gone: its thread left the relay session", "thread", t.id, "failedCalls", len(sent)+len(queued))
 }

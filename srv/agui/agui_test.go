@@ -37,8 +37,8 @@ func TestThreadsAreBounded(t *testing.T) {
 		threadOf(t, h, "tok", id)
 	}
 	h.mu.Lock()
-	n := len(h.threads["tok"])
-	_, hasBusy := h.threads["tok"]["busy"]
+	n := h.threads["tok"].Len()
+	_, hasBusy := h.threads["tok"].Get("busy")
 	h.mu.Unlock()
 	if n != 3 || !hasBusy {
 		t.Fatalf("threads = %d, busy kept %v", n, hasBusy)
@@ -76,7 +76,7 @@ func TestBusyThreadsAreKept(t *testing.T) {
 		}
 	}
 	h.mu.Lock()
-	n := len(h.threads["tok"])
+	n := h.threads["tok"].Len()
 	h.mu.Unlock()
 	if n != 2 {
 		t.Fatalf("threads = %d, want 2", n)

@@ -145,7 +145,7 @@ func (t *thread) publish(in *RunAgentInput) ([]toolName, error) {
 		state = json.RawMessage("{}")
 	}
 	b, _ := json.Marshal(map[string]any{"uiSpec": state, "toolSchema": schema})
-	if err := t.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b}); err != nil {
+	if err := t.Ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b}); err != nil {
 		return nil, fmt.Errorf("publish the run's state and tools: %w", err)
 	}
 	t.mu.Lock()
@@ -175,7 +175,7 @@ func (t *thread) deliverResults(rs []result) {
 		}
 		b, _ := json.Marshal(p)
 		// An answer reaches its agent even when its state is not kept.
-		_ = t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: r.id, Payload: b})
+		_ = t.Ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: r.id, Payload: b})
 	}
 }
 
@@ -183,7 +183,7 @@ func (t *thread) deliverResults(rs []result) {
 // returns the relay's refusal (past the token's budget).
 func (t *thread) postUser(m Message) error {
 	b, _ := json.Marshal(map[string]string{"text": m.text()})
-	if err := t.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b}); err != nil {
+	if err := t.Ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: b}); err != nil {
 		return fmt.Errorf("post the user's message: %w", err)
 	}
 	return nil

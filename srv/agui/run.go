@@ -82,7 +82,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		}
 		timer.Reset(h.o.AgentWait)
 		idle = false
-	} else if len(results) == 0 && t.ext.AgentWaiting() {
+	} else if len(results) == 0 && t.Ext.AgentWaiting() {
 		t.yielded() // nothing new for an agent that waits for the user: what is queued, then the end
 	} else if len(results) == 0 {
 		timer.Reset(h.o.AgentWait)
@@ -95,7 +95,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	beat := time.NewTicker(keepAliveEvery)
 	defer beat.Stop()
 	for {
-		env, ok := t.next(ctx, h.closed, timer.C, beat.C)
+		env, ok := t.next(ctx, h.goroutines.Done(), timer.C, beat.C)
 		if !ok {
 			if ctx.Err() == nil {
 				end(event{"type": RunError, "message": "the server is shutting down", "code": "shutdown"})
@@ -110,13 +110,13 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 		}
 		if env.Type == typeAgentLate {
 			switch {
-			case !idle && t.ext.Unheard():
+			case !idle && t.Ext.Unheard():
 				end(event{"type": RunError, "message": noAgentMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
 				return
-			case empty && !t.ext.AgentPresent() && !t.atWork():
+			case empty && !t.Ext.AgentPresent() && !t.atWork():
 				end(event{"type": RunError, "message": nothingToDoMessage(in.ThreadID, h.o.AgentWait), "code": "no_agent"})
 				return
-			case idle && !t.ext.AgentPresent():
+			case idle && !t.Ext.AgentPresent():
 				end(event{"type": RunError, "message": goneAgentMessage(in.ThreadID, h.o.AgentIdle), "code": "agent_gone"})
 				return
 			}

@@ -44,5 +44,5 @@ func (t *thread) logEnd(in *RunAgentInput, ev event) {
 
 func (t *thread) logRun(direction, typ string, p map[string]any) {
 	b, _ := json.Marshal(p)
-	t.ext.Record(direction, relay.Envelope{Type: typ, Payload: b})
+	t.Ext.Record(direction, relay.Envelope{Type: typ, Payload: b})
 }

@@ -29,10 +29,10 @@ const (
 type thread struct {
 	h     *Handler
 	id    string
-	token string          // its room: Handler.threads[token][id]
-	used  uint64          // Handler.clock at its last run; guarded by Handler.mu
-	ext   *relay.External // set once, before ready is closed
-	ready chan struct{}
+	token string // its room: Handler.threads[token], under id
+	// Adapter joins it as the host and answers what every host answers
+	// alike; its replies are the Handler's goroutines.
+	relay.Adapter
 
 	mu      sync.Mutex
 	queue   []relay.Envelope // tool.call, agent.message, relay.agent.waiting, relay.replaced
@@ -60,29 +60,19 @@ type thread struct {
 
 func newThread(h *Handler, id string) *thread {
 	return &thread{
-		h: h, id: id, wake: make(chan struct{}), ready: make(chan struct{}), state: json.RawMessage("{}"),
+		h: h, id: id, wake: make(chan struct{}), state: json.RawMessage("{}"),
 		tools: map[string]string{}, calls: map[string]string{}, done: map[string]string{}, users: map[string]bool{},
 	}
 }
-
-// HostKind tells the relay what took over, for the host it replaces.
-func (t *thread) HostKind() string { return relay.HostKindAGUI }
-
-// WholeToolSet: each run declares all the frontend's tools, so the latest
-// run's are the agent's tools.
-func (t *thread) WholeToolSet() bool { return true }
 
 // Deliver is the relay's: called with the relay session's lock held.
 func (t *thread) Deliver(env relay.Envelope) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.Lifecycle(env, func() any { return t.state }) {
+		return true
+	}
 	switch env.Type {
-	case wire.TypeSessionStart:
-		t.replyLater(relay.Envelope{Type: wire.TypeSessionStarted, ReplyTo: env.ID, Payload: json.RawMessage("{}")})
-	case wire.TypeSessionEnd:
-		t.replyLater(relay.Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
-	case wire.TypeSnapshotGet:
-		t.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: t.snapshotLocked()})
 	case relay.TypeAgentWaiting:
 		t.agentsTurn = false
 		if !t.running {
@@ -172,27 +162,6 @@ func (t *thread) setQueueLocked(q []relay.Envelope) {
 	for _, e := range q {
 		t.queued += queuedSize(e)
 	}
-}
-
-// replyLater answers the relay on a goroutine of the Handler's: Deliver
-// may not call back into the relay.
-func (t *thread) replyLater(env relay.Envelope) {
-	select {
-	case <-t.h.closed:
-		return
-	default:
-	}
-	t.h.wg.Add(1)
-	go func() {
-		defer t.h.wg.Done()
-		<-t.ready
-		_ = t.ext.Send(env) // a reply: it reaches its agent even when its state is not kept
-	}()
-}
-
-func (t *thread) snapshotLocked() json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"uiSpec": t.state})
-	return b
 }
 
 // idle reports whether nothing waits on t: no open run, no tool call
@@ -303,7 +272,7 @@ func (t *thread) next(ctx context.Context, closed <-chan struct{}, late, beat <-
 				t.queue = nil
 			}
 			t.mu.Unlock()
-			if env.Type == wire.TypeToolCall && !t.ext.Waiting(env.ID) {
+			if env.Type == wire.TypeToolCall && !t.Ext.Waiting(env.ID) {
 				continue
 			}
 			return env, true
@@ -341,7 +310,7 @@ func (t *thread) moreCalls() []relay.Envelope {
 	t.mu.Unlock()
 	out := calls[:0]
 	for _, e := range calls {
-		if t.ext.Waiting(e.ID) {
+		if t.Ext.Waiting(e.ID) {
 			out = append(out, e)
 		}
 	}
@@ -369,7 +338,7 @@ func (t *thread) emitCall(s *stream, env relay.Envelope) bool {
 	if !known {
 		b, _ := json.Marshal(map[string]any{"ok": false, "code": wire.InvalidParams,
 			"message": fmt.Sprintf("the AG-UI frontend of thread %q declares no tool %q", t.id, p.ToolName)})
-		_ = t.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b}) // carries no state
+		_ = t.Ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: env.ID, Payload: b}) // carries no state
 		return false
 	}
 	s.emit(event{"type": ToolCallStart, "toolCallId": env.ID, "toolCallName": name})

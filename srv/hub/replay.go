@@ -4,6 +4,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/ring"
 )
 
 // Replay: a room's request events are numbered, and the last ones kept,
@@ -32,25 +33,26 @@ type event struct {
 }
 
 // events keeps the last replayEvents events, oldest first, in a ring: a
-// new event overwrites the oldest instead of moving the others.
-type events struct {
-	buf   []event // grows to replayEvents, then wraps
-	start int     // index of the oldest once full
-}
+// new event overwrites the oldest instead of moving the others. Their age
+// is checked as they are replayed: an old one means a resync.
+type events struct{ r *ring.Ring[event] } // nil until the first event
 
 func (q *events) push(e event) {
-	if len(q.buf) < replayEvents {
-		q.buf = append(q.buf, e)
-		return
+	if q.r == nil {
+		q.r = ring.New(ring.Bounds[event]{Count: replayEvents})
 	}
-	q.buf[q.start] = e
-	q.start = (q.start + 1) % len(q.buf)
+	q.r.Push(e)
 }
 
-func (q *events) len() int { return len(q.buf) }
+func (q *events) len() int {
+	if q.r == nil {
+		return 0
+	}
+	return q.r.Len()
+}
 
 // at returns the i-th oldest event.
-func (q *events) at(i int) *event { return &q.buf[(q.start+i)%len(q.buf)] }
+func (q *events) at(i int) event { return q.r.At(i) }
 
 // emitLocked numbers a request event (its frames share the number), keeps
 // it for replay and returns its encoding. Called with r.mu held, so numbers

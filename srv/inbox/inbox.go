@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -48,30 +49,15 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.LoginTimeout, 10*time.Second)
-	def(&o.PingInterval, 30*time.Second)
-	def(&o.PongWait, 60*time.Second)
-	def(&o.WriteWait, 10*time.Second)
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 16 << 20
-	}
-	if o.MaxLoginFrame <= 0 {
-		o.MaxLoginFrame = 64 << 10
-	}
-	if o.SendQueue <= 0 {
-		o.SendQueue = 256
-	}
-	if o.MaxPerToken <= 0 {
-		o.MaxPerToken = 256
-	}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.LoginTimeout, 10*time.Second)
+	opt.Default(&o.PingInterval, 30*time.Second)
+	opt.Default(&o.PongWait, 60*time.Second)
+	opt.Default(&o.WriteWait, 10*time.Second)
+	opt.Default(&o.MaxFrame, 16<<20)
+	opt.Default(&o.MaxLoginFrame, 64<<10)
+	opt.Default(&o.SendQueue, 256)
+	opt.Default(&o.MaxPerToken, 256)
 }
 
 // Handler is the /ws endpoint. It owns every connection it accepts; Close

@@ -74,7 +74,7 @@ func (s *session) toolResult(m Message) *Error {
 
 func (s *session) submit(tc *toolCall, res ToolResult) {
 	h := s.h
-	h.goOwned(func() {
+	h.goroutines.Go(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		defer cancel()
 		if err := h.o.Orchestrator.SubmitToolResult(ctx, tc.id, res); err != nil {
@@ -102,7 +102,7 @@ func (s *session) trackApprovalLocked(r *run, ev Event) {
 		ctx = r.ctx
 	}
 	if s.h.o.Hub != nil {
-		s.h.goOwned(func() { s.askInbox(ctx, ap) })
+		s.h.goroutines.Go(func() { s.askInbox(ctx, ap) })
 	}
 }
 
@@ -178,10 +178,10 @@ func (s *session) decide(dev *device, m Message) *Error {
 	d := Decision{RunID: ap.runID, Decision: m.Decision, Reason: m.Reason, DecidedBy: "client"}
 	h := s.h
 	if h.o.Hub == nil {
-		h.goOwned(func() { s.decided(ap, d) })
+		h.goroutines.Go(func() { s.decided(ap, d) })
 		return nil
 	}
-	h.goOwned(func() {
+	h.goroutines.Go(func() {
 		text := m.Decision
 		if m.Reason != "" {
 			text += ": " + m.Reason

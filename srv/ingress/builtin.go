@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -62,25 +64,15 @@ type Builtin struct {
 	calls     map[string]*bcall // tool calls waiting for a tool_result, by the id the client sees
 	approvals map[string]*bhost // by approval id
 
-	gmu    lockorder.Mutex[lockorder.BuiltinReplies] // after bhost.mu: replyLater runs under it
-	closed bool
-	wg     sync.WaitGroup // replies to the relay, sent off its lock
+	replies owned.Group // replies to the relay, sent off its lock; started under bhost.mu
 }
 
 // NewBuiltin returns the built-in orchestrator.
 func NewBuiltin(o BuiltinOptions) *Builtin {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.ToolDeadline <= 0 {
-		o.ToolDeadline = 20 * time.Second
-	}
-	if o.AgentWait <= 0 {
-		o.AgentWait = DefaultAgentWait
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.ToolDeadline, 20*time.Second)
+	opt.Default(&o.AgentWait, DefaultAgentWait)
+	opt.Clock(&o.Now)
 	return &Builtin{o: o, log: o.Logger, hosts: map[string]*bhost{}, runs: map[string]*bhost{},
 		calls: map[string]*bcall{}, approvals: map[string]*bhost{}}
 }
@@ -88,17 +80,15 @@ func NewBuiltin(o BuiltinOptions) *Builtin {
 // Close leaves every relay session and waits for the replies in flight.
 // Idempotent.
 func (b *Builtin) Close() {
-	b.gmu.Lock()
-	b.closed = true
-	b.gmu.Unlock()
+	b.replies.Stop()
 	b.mu.Lock()
 	hs := b.hosts
 	b.hosts = map[string]*bhost{}
 	b.mu.Unlock()
 	for _, h := range hs {
-		h.ext.Leave()
+		h.Ext.Leave()
 	}
-	b.wg.Wait()
+	b.replies.Wait()
 }
 
 // bhost is the host of one relay session, shared by the Ingress sessions
@@ -107,8 +97,9 @@ type bhost struct {
 	b     *Builtin
 	token string
 	name  string
-	ext   *relay.External // set before ready is closed
-	ready chan struct{}
+	// Adapter joins it as the host and answers what every host answers
+	// alike; its replies are Builtin.replies.
+	relay.Adapter
 
 	mu       lockorder.Mutex[lockorder.BuiltinHost]
 	users    map[string]bool // Ingress session ids
@@ -169,19 +160,15 @@ func (b *Builtin) host(info SessionInfo) (*bhost, error) {
 	k := key(info.Token, relayName(info))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.gmu.Lock()
-	closed := b.closed
-	b.gmu.Unlock()
-	if closed {
+	if b.replies.Context().Err() != nil {
 		return nil, errorf(wire.IngressInternalError, "the server is shutting down")
 	}
 	if h := b.hosts[k]; h != nil && !h.isGone() {
 		return h, nil
 	}
-	h := &bhost{b: b, token: info.Token, name: relayName(info), ready: make(chan struct{}), wake: make(chan struct{}),
+	h := &bhost{b: b, token: info.Token, name: relayName(info), wake: make(chan struct{}),
 		users: map[string]bool{}, tools: map[string]ClientTool{}}
-	h.ext = b.o.Relay.JoinHost(info.Token, h.name, h)
-	close(h.ready)
+	h.Join(b.o.Relay, info.Token, h.name, relay.HostKindIngress, &b.replies, h)
 	b.hosts[k] = h
 	return h, nil
 }
@@ -223,7 +210,7 @@ func (b *Builtin) CloseSession(info SessionInfo) {
 	}
 	b.mu.Unlock()
 	if last {
-		h.ext.Leave()
+		h.Ext.Leave()
 	}
 }
 
@@ -232,13 +219,6 @@ func (h *bhost) isGone() bool {
 	defer h.mu.Unlock()
 	return h.gone
 }
-
-// HostKind tells a host this one replaces what took over (relay.replaced).
-func (h *bhost) HostKind() string { return relay.HostKindIngress }
-
-// WholeToolSet: each toolSchema published is every tool of the session's
-// clients, so tools a client no longer declares are withdrawn.
-func (h *bhost) WholeToolSet() bool { return true }
 
 // publish sends the client's tools as the host's toolSchema; the relay's
 // refusal is kept in unpublished, for the next run to tell the client.
@@ -262,7 +242,7 @@ func (h *bhost) publish() error {
 	spec := h.specLocked()
 	h.mu.Unlock()
 	b, _ := json.Marshal(map[string]any{"uiSpec": spec, "toolSchema": schema})
-	err := h.ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
+	err := h.Ext.Send(relay.Envelope{Type: wire.TypeStateUpdated, Payload: b})
 	if err != nil {
 		err = fmt.Errorf("publish the client's tools: %w", err)
 	}
@@ -277,14 +257,10 @@ func (h *bhost) publish() error {
 func (h *bhost) Deliver(env relay.Envelope) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.Lifecycle(env, func() any { return h.specLocked() }) {
+		return true
+	}
 	switch env.Type {
-	case wire.TypeSessionStart:
-		h.replyLater(relay.Envelope{Type: wire.TypeSessionStarted, ReplyTo: env.ID, Payload: json.RawMessage("{}")})
-	case wire.TypeSessionEnd:
-		h.replyLater(relay.Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
-	case wire.TypeSnapshotGet:
-		b, _ := json.Marshal(map[string]any{"uiSpec": h.specLocked()})
-		h.replyLater(relay.Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: b})
 	case wire.TypeSession:
 		var p struct {
 			Active bool `json:"active"`
@@ -304,14 +280,14 @@ func (h *bhost) Deliver(env relay.Envelope) bool {
 			// The agent hears that nothing reached the client (an agent
 			// on /agent/ws that sent it without an id asked for no answer).
 			if env.ID != "" {
-				h.replyLater(messageError(env.ID, h.noRunLocked()))
+				h.ReplyLater(messageError(env.ID, h.noRunLocked()))
 			}
 			return true
 		}
 		h.pushLocked(env)
 	case wire.TypeToolCall:
 		if !h.openLocked() {
-			h.replyLater(toolError(env.ID, wire.ToolExecutionFailed, h.noRunLocked()))
+			h.ReplyLater(toolError(env.ID, wire.ToolExecutionFailed, h.noRunLocked()))
 			return true
 		}
 		h.pushLocked(env)
@@ -356,21 +332,6 @@ func (h *bhost) pushLocked(env relay.Envelope) {
 	h.queue = append(h.queue, env)
 	close(h.wake)
 	h.wake = make(chan struct{})
-}
-
-// replyLater answers the relay on a goroutine of the Builtin's: Deliver
-// may not call back into the relay.
-func (h *bhost) replyLater(env relay.Envelope) {
-	b := h.b
-	b.gmu.Lock()
-	defer b.gmu.Unlock()
-	if b.closed {
-		return
-	}
-	b.wg.Go(func() {
-		<-h.ready
-		_ = h.ext.Send(env) // a reply: it reaches its agent even when its state is not kept
-	})
 }
 
 // messageError answers the agent's message id: it did not reach the

@@ -52,10 +52,10 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	if !studying {
 		// The agent's messages and tool calls need an active study
 		// session: the client's host starts one, as a host's UI may.
-		_ = h.ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")}) // carries no state
+		_ = h.Ext.Send(relay.Envelope{Type: wire.TypeSessionStarted, Payload: json.RawMessage("{}")}) // carries no state
 	}
 	msg, _ := json.Marshal(map[string]string{"text": req.Message.Content, "runId": r.id, "user": req.UserID})
-	if err := h.ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
+	if err := h.Ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
 		b.ended(h, r, "the Ingress run %s ended: its message was not passed to you")
 		emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
 			Message: "the message was not passed to the agent, and is not kept: " + refusal(err)})
@@ -77,7 +77,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 		lateC = nil // the wait is over, or the agent acted: it is there
 		switch env.Type {
 		case typeLate:
-			if !h.ext.Unheard() {
+			if !h.Ext.Unheard() {
 				continue // an agent took it, or one on /agent/ws was sent it
 			}
 			detail, _ := json.Marshal(map[string]any{"relay_session": h.name, "waited_ms": b.o.AgentWait.Milliseconds(), "message_kept": true})
@@ -198,10 +198,10 @@ func (b *Builtin) endRunOnce(h *bhost, r *brun) {
 	why := h.noRunLocked()
 	h.mu.Unlock()
 	for _, id := range untaken {
-		_ = h.ext.Send(toolError(id, wire.ToolExecutionFailed, why)) // carries no state
+		_ = h.Ext.Send(toolError(id, wire.ToolExecutionFailed, why)) // carries no state
 	}
 	for _, id := range unsaid {
-		_ = h.ext.Send(messageError(id, why)) // carries no state
+		_ = h.Ext.Send(messageError(id, why)) // carries no state
 	}
 	b.mu.Lock()
 	delete(b.runs, r.id)
@@ -213,8 +213,8 @@ func (b *Builtin) endRunOnce(h *bhost, r *brun) {
 	}
 	b.mu.Unlock()
 	for _, id := range open {
-		if h.ext.Waiting(id) {
-			_ = h.ext.Send(toolError(id, wire.ToolExecutionFailed, fmt.Sprintf("the Ingress run %s ended before the client answered", r.id))) // carries no state
+		if h.Ext.Waiting(id) {
+			_ = h.Ext.Send(toolError(id, wire.ToolExecutionFailed, fmt.Sprintf("the Ingress run %s ended before the client answered", r.id))) // carries no state
 		}
 	}
 }
@@ -235,7 +235,7 @@ func (b *Builtin) toolCall(h *bhost, r *brun, env relay.Envelope) {
 	t, ok := h.tools[p.ToolName]
 	h.mu.Unlock()
 	if !ok {
-		_ = h.ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", wire.Clip(p.ToolName, 64)))) // carries no state
+		_ = h.Ext.Send(toolError(env.ID, wire.InvalidParams, fmt.Sprintf("the Ingress client declares no tool %q", wire.Clip(p.ToolName, 64)))) // carries no state
 		return
 	}
 	tcID := newCallID()
@@ -297,7 +297,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		if msg == "" {
 			msg = "the client's tool failed"
 		}
-		_ = h.ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg)) // carries no state
+		_ = h.Ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg)) // carries no state
 		return nil
 	}
 	var result any = json.RawMessage("null")
@@ -305,7 +305,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 		result = res.Result
 	}
 	p, _ := json.Marshal(map[string]any{"ok": true, "result": result})
-	_ = h.ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p}) // the answer reaches its agent even when its state is not kept
+	_ = h.Ext.Send(relay.Envelope{Type: wire.TypeToolResult, ReplyTo: c.relayID, Payload: p}) // the answer reaches its agent even when its state is not kept
 	return nil
 }
 
@@ -340,7 +340,7 @@ func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
 	if reason == "" {
 		reason = "no reason given"
 	}
-	_ = h.ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy))) // carries no state
+	_ = h.Ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy))) // carries no state
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	sse "github.com/tmaxmax/go-sse"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -63,23 +64,15 @@ func NewHTTPOrchestrator(o HTTPOptions) (*HTTPOrchestrator, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("orchestrator_url %q: want http(s)://host[:port][/path]", o.URL)
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 10 * time.Second
-	}
+	opt.Default(&o.Timeout, 10*time.Second)
 	if o.Retries < 0 {
 		o.Retries = 0
 	} else if o.Retries == 0 {
 		o.Retries = 2
 	}
-	if o.Backoff <= 0 {
-		o.Backoff = 200 * time.Millisecond
-	}
-	if o.MaxEvent <= 0 {
-		o.MaxEvent = 1 << 20
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Default(&o.Backoff, 200*time.Millisecond)
+	opt.Default(&o.MaxEvent, 1<<20)
+	opt.Logger(&o.Logger)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	tr.ResponseHeaderTimeout = o.Timeout

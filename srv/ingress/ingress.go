@@ -21,10 +21,10 @@
 // Timers (a tool call's deadline, a session's end) run short functions
 // that take the locks as everyone else. Locks (internal/lockorder, after
 // the hub's and the relay's): Handler.mu (the sessions) before session.mu
-// before Handler.gmu; nothing calls out of the package (orchestrator, hub,
+// (the goroutines' own lock is a leaf); nothing calls out of the package (orchestrator, hub,
 // relay) with one of them held, except a connection's Send, which never
 // blocks. The built-in orchestrator's: Builtin.mu before the relay's,
-// bhost.mu under a relay session's (Deliver), then Builtin.gmu.
+// bhost.mu under a relay session's (Deliver).
 package ingress
 
 import (
@@ -33,11 +33,12 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
+	"github.com/agentassistant/agentassistant/internal/ring"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -100,90 +101,53 @@ type Handler struct {
 	o     Options
 	log   *slog.Logger
 	conns wsconn.Set
-	ctx   context.Context // ends at Close: runs and calls stop
-	stop  context.CancelFunc
+	ctx   context.Context // goroutines.Context: ends at Close, runs and calls stop
 
 	mu       lockorder.Mutex[lockorder.IngressSessions]
 	sessions map[string]*session // by token and session id
 	byUser   map[string]*session // by token, user id and relay session
 
-	gmu    lockorder.Mutex[lockorder.IngressGoroutines]
-	closed bool
-	wg     sync.WaitGroup
+	// goroutines run the runs' Invoke, the approvals' questions and
+	// the calls to the orchestrator; they are started under session.mu.
+	goroutines owned.Group
 
-	held atomic.Int64 // bytes in the sessions' replay windows
+	held ring.Pool // bytes in the sessions' replay windows (Max: ReplayTotalBytes)
 }
 
 // New returns the handler.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.HelloTimeout, 5*time.Second)
-	def(&o.ReplayWindow, 60*time.Second)
-	def(&o.ApprovalTimeout, 10*time.Minute)
-	def(&o.CallTimeout, 15*time.Second)
-	def(&o.CancelGrace, 5*time.Second)
-	defInt := func(n *int, v int) {
-		if *n <= 0 {
-			*n = v
-		}
-	}
-	defInt(&o.ReplayEvents, 1024)
-	defInt(&o.MaxSessions, 64)
-	defInt(&o.MaxDevices, 16)
-	defInt(&o.MaxRuns, 8)
-	if o.ReplayBytes <= 0 {
-		o.ReplayBytes = 4 << 20
-	}
-	if o.ReplayTotalBytes <= 0 {
-		o.ReplayTotalBytes = 64 << 20
-	}
-	if o.MaxHelloFrame <= 0 {
-		o.MaxHelloFrame = 64 << 10
-	}
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 2 << 20
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.HelloTimeout, 5*time.Second)
+	opt.Default(&o.ReplayWindow, 60*time.Second)
+	opt.Default(&o.ApprovalTimeout, 10*time.Minute)
+	opt.Default(&o.CallTimeout, 15*time.Second)
+	opt.Default(&o.CancelGrace, 5*time.Second)
+	opt.Default(&o.ReplayEvents, 1024)
+	opt.Default(&o.MaxSessions, 64)
+	opt.Default(&o.MaxDevices, 16)
+	opt.Default(&o.MaxRuns, 8)
+	opt.Default(&o.ReplayBytes, 4<<20)
+	opt.Default(&o.ReplayTotalBytes, 64<<20)
+	opt.Default(&o.MaxHelloFrame, 64<<10)
+	opt.Default(&o.MaxFrame, 2<<20)
+	opt.Clock(&o.Now)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger
-	ctx, stop := context.WithCancel(context.Background())
-	return &Handler{o: o, log: o.Logger, ctx: ctx, stop: stop,
-		sessions: make(map[string]*session), byUser: make(map[string]*session)}
+	h := &Handler{o: o, log: o.Logger, sessions: make(map[string]*session), byUser: make(map[string]*session)}
+	h.held.Max = o.ReplayTotalBytes
+	h.ctx = h.goroutines.Context()
+	return h
 }
 
 func (h *Handler) now() time.Time { return h.o.Now() }
 
-// goOwned runs f on a goroutine the handler waits for at Close; false
-// (f not run) once it is closing.
-func (h *Handler) goOwned(f func()) bool {
-	h.gmu.Lock()
-	defer h.gmu.Unlock()
-	if h.closed {
-		return false
-	}
-	h.wg.Go(f)
-	return true
-}
-
 // Close ends every connection, cancels the runs and waits for the
 // handler's goroutines. Idempotent.
 func (h *Handler) Close() {
-	h.gmu.Lock()
-	h.closed = true
-	h.gmu.Unlock()
-	h.stop()
+	h.goroutines.Stop()
 	h.conns.Close()
-	h.wg.Wait()
+	h.goroutines.Wait()
 	h.mu.Lock()
 	ss := h.sessions
 	h.sessions, h.byUser = map[string]*session{}, map[string]*session{}
@@ -219,7 +183,7 @@ func (h *Handler) Sessions() int {
 }
 
 // ReplayBytes is what the sessions' replay windows hold, in bytes.
-func (h *Handler) ReplayBytes() int64 { return h.held.Load() }
+func (h *Handler) ReplayBytes() int64 { return h.held.Held() }
 
 // IsSessionID reports whether id has the form of an Ingress session id
 // ("sess_…"), as opposed to a relay session's name.

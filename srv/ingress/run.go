@@ -62,7 +62,7 @@ func (s *session) invoke(m Message) *Error {
 	msg := *m.Message
 	msg.Role = "user"
 	req := InvokeRequest{Session: s.info, RequestID: m.RequestID, SessionID: s.id, UserID: s.info.UserID, AgentID: m.AgentID, Message: msg}
-	if !h.goOwned(func() {
+	if !h.goroutines.Go(func() {
 		err := h.o.Orchestrator.Invoke(ctx, req, func(id string) { s.started(r, id, m.AgentID) }, func(ev Event) { s.emit(r, ev) })
 		s.finish(r, err)
 	}) {
@@ -247,7 +247,7 @@ func (s *session) cancelRun(id string) *Error {
 	r.cancelled = true
 	s.mu.Unlock()
 	h := s.h
-	if !h.goOwned(func() {
+	if !h.goroutines.Go(func() {
 		ctx, cancel := context.WithTimeout(h.ctx, h.o.CallTimeout)
 		err := h.o.Orchestrator.Cancel(ctx, id)
 		cancel()

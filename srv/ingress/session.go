@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/ring"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -19,8 +20,7 @@ type session struct {
 	mu        lockorder.Mutex[lockorder.IngressSession]
 	devices   map[*device]struct{}
 	seq       uint64
-	ring      []kept // oldest first
-	ringBytes int64  // the frames' bytes in ring, counted in Handler.held too
+	ring      *ring.Ring[kept] // the replay window, its bytes counted in Handler.held too
 	runs      map[string]*run
 	starting  map[*run]struct{} // invoked, no run id yet
 	early     []Event           // pushed for a run not yet started (run.go)
@@ -40,7 +40,16 @@ type kept struct {
 }
 
 func newSession(h *Handler, info SessionInfo, relay string) *session {
-	return &session{h: h, id: info.SessionID, info: info, relay: relay, devices: map[*device]struct{}{},
+	// The replay window: its events, bytes and age, and every session's
+	// bytes together (past ReplayTotalBytes a session gives up its own
+	// oldest, down to nothing: what it holds is bounded by its own
+	// budget, the total by the sum).
+	r := ring.New(ring.Bounds[kept]{
+		Count: h.o.ReplayEvents, Bytes: h.o.ReplayBytes, Age: h.o.ReplayWindow, Pool: &h.held,
+		Size: func(k kept) int64 { return int64(len(k.frame)) },
+		Time: func(k kept) time.Time { return k.at },
+	})
+	return &session{h: h, id: info.SessionID, info: info, relay: relay, devices: map[*device]struct{}{}, ring: r,
 		runs: map[string]*run{}, starting: map[*run]struct{}{}, tools: map[string]*toolCall{}, approvals: map[string]*approval{}, activity: h.now()}
 }
 
@@ -67,17 +76,17 @@ func (s *session) attach(dev *device, lastSeq *uint64) *Error {
 	}
 	now := s.h.now()
 	s.activity = now
-	s.trimLocked(now)
+	s.ring.Trim(now)
 	var replay [][]byte
 	gap := false
 	if lastSeq != nil && *lastSeq < s.seq {
 		first := s.seq + 1 // the oldest kept
-		if len(s.ring) > 0 {
-			first = s.ring[0].seq
+		if s.ring.Len() > 0 {
+			first = s.ring.At(0).seq
 		}
 		gap = *lastSeq+1 < first
-		for _, k := range s.ring {
-			if k.seq > *lastSeq {
+		for i := range s.ring.Len() {
+			if k := s.ring.At(i); k.seq > *lastSeq {
 				replay = append(replay, k.frame)
 			}
 		}
@@ -147,43 +156,15 @@ func (s *session) broadcastLocked(ev Event) {
 		return
 	}
 	s.activity = now
-	s.ring = append(s.ring, kept{seq: ev.Seq, at: now, frame: b})
-	s.ringBytes += int64(len(b))
-	s.h.held.Add(int64(len(b)))
-	s.trimLocked(now)
+	s.ring.Push(kept{seq: ev.Seq, at: now, frame: b})
+	s.ring.Trim(now)
 	for d := range s.devices {
 		d.c.Send(b)
 	}
 }
 
-// trimLocked drops the oldest events while they are past the replay
-// window, or the ring is over its count or bytes, or all the sessions'
-// rings are over ReplayTotalBytes (then this session gives up its own
-// oldest, down to nothing: what it holds is bounded by its own budget,
-// the total by the sum). The ring stays a run of consecutive events, so
-// attach can tell a device what it missed (gap).
-func (s *session) trimLocked(now time.Time) {
-	cut := 0
-	over := len(s.ring) - s.h.o.ReplayEvents
-	o := &s.h.o
-	for cut < len(s.ring) && (cut < over || now.Sub(s.ring[cut].at) > o.ReplayWindow ||
-		s.ringBytes > o.ReplayBytes || s.h.held.Load() > o.ReplayTotalBytes) {
-		n := int64(len(s.ring[cut].frame))
-		s.ringBytes -= n
-		s.h.held.Add(-n)
-		s.ring[cut] = kept{} // the frame is garbage now, not when the array moves
-		cut++
-	}
-	if cut > 0 {
-		s.ring = s.ring[cut:] // append moves what is left when it grows
-	}
-}
-
 // dropRingLocked lets go of every kept event: the session has ended.
-func (s *session) dropRingLocked() {
-	s.h.held.Add(-s.ringBytes)
-	s.ring, s.ringBytes = nil, 0
-}
+func (s *session) dropRingLocked() { s.ring.Clear() }
 
 // broadcast is broadcastLocked for callers without the lock.
 func (s *session) broadcast(ev Event) {

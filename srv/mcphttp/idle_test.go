@@ -135,7 +135,7 @@ func (h *Handler) waitRequests(sid string, n int) {
 		h.mu.Lock()
 		got := 0
 		for _, rm := range h.rooms {
-			if s := rm.sessions[sid]; s != nil {
+			if s, _ := rm.sessions.Get(sid); s != nil {
 				got = s.requests()
 			}
 		}

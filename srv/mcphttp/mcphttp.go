@@ -23,6 +23,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentassistant/agentassistant/internal/lru"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -46,17 +49,15 @@ type Options struct {
 	// the Backend, Token, RelaySession, ServerURL, Logger, Done, Stopped
 	// and Hooks are filled in.
 	Bridge mcpbridge.Options
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
 }
 
 // Handler is the /mcp endpoint.
 type Handler struct {
-	o       Options
-	log     *slog.Logger
-	closing context.Context // done once Close starts: calls end, bridges stop
-	close   context.CancelFunc
-	runs    sync.WaitGroup // the bridges' Run
+	o   Options
+	log *slog.Logger
+	// runs are the bridges' Run; its context ends once Close starts:
+	// calls end, bridges stop.
+	runs owned.Group
 
 	// mu guards what follows. Lock order: mu is never held while calling
 	// into an MCP server or transport (they call back into the session
@@ -69,8 +70,8 @@ type Handler struct {
 // room is one token's bridges and sessions.
 type room struct {
 	token    string
-	bridges  map[string]*bridge  // by relay session
-	sessions map[string]*session // by MCP session ID
+	bridges  map[string]*bridge        // by relay session
+	sessions lru.Map[string, *session] // by MCP session ID
 }
 
 type bridge struct {
@@ -85,10 +86,9 @@ type bridge struct {
 }
 
 type session struct {
-	b        *bridge
-	id       string
-	lastUsed time.Time
-	busy     int // requests being served, but its streams
+	b    *bridge
+	id   string
+	busy int // requests being served, but its streams
 	// streams are its standalone streams (GET) open, one at most: they
 	// do not make it busy, and end when it is forgotten.
 	streams    map[*stream]struct{}
@@ -100,18 +100,9 @@ type session struct {
 
 // New returns the endpoint; Close stops it.
 func New(o Options) *Handler {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.MaxSessions <= 0 {
-		o.MaxSessions = 64
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
-	h.closing, h.close = context.WithCancel(context.Background())
-	return h
+	opt.Logger(&o.Logger)
+	opt.Default(&o.MaxSessions, 64)
+	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 }
 
 // DefaultRelaySession is the relay session a URL without ?session= drives.
@@ -173,7 +164,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer h.leave(b, s, st)
-	defer context.AfterFunc(h.closing, cancel)()
+	defer context.AfterFunc(h.runs.Context(), cancel)()
 	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
 		// (a client cancels with notifications/cancelled): a call whose
@@ -240,7 +231,7 @@ func (h *Handler) Close() {
 	}
 	h.rooms = nil
 	h.mu.Unlock()
-	h.close()
+	h.runs.Stop()
 	for _, b := range bs {
 		h.stopBridge(b)
 	}
@@ -263,7 +254,7 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 	o.Backend = h.o.Backend(rm.token)
 	o.Token, o.RelaySession, o.ServerURL = rm.token, name, base
 	o.Logger = h.log.With("relay_session", name)
-	o.Done, o.Stopped = h.closing.Done(), "agentassistant-srv stopped"
+	o.Done, o.Stopped = h.runs.Done(), "agentassistant-srv stopped"
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, cs server.ClientSession) { h.registered(b, cs.SessionID()) })
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs server.ClientSession) { h.unregistered(b, cs.SessionID()) })
@@ -279,9 +270,9 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 		// client itself (see mcpbridge's offerInClient), and pings would
 		// take numbers too. The connection has its own keepalive.
 	)
-	ctx, stop := context.WithCancel(h.closing)
+	ctx, stop := context.WithCancel(h.runs.Context())
 	b.stop = stop
-	h.runs.Go(func() { _ = b.mcp.Run(ctx) })
+	h.runs.Go(func() { _ = b.mcp.Run(ctx) }) // Close has not begun: enter checked h.closed
 	return b
 }
 
@@ -292,10 +283,10 @@ func (h *Handler) registered(b *bridge, sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	rm := b.room
-	s := rm.sessions[sid]
+	s, _ := rm.sessions.Get(sid)
 	if s == nil && !b.gone {
-		s = &session{b: b, id: sid, lastUsed: h.o.Now()}
-		rm.sessions[sid] = s
+		s = &session{b: b, id: sid}
+		rm.sessions.Put(sid, s)
 		b.sessions++
 	}
 	if s != nil {
@@ -307,7 +298,7 @@ func (h *Handler) registered(b *bridge, sid string) {
 func (h *Handler) unregistered(b *bridge, sid string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if s := b.room.sessions[sid]; s != nil && s.b == b {
+	if s, _ := b.room.sessions.Get(sid); s != nil && s.b == b {
 		h.forgetLocked(s)
 	}
 }

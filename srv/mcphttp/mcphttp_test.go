@@ -112,7 +112,7 @@ func (h *Handler) state() (bridges, sessions map[string]int) {
 	defer h.mu.Unlock()
 	bridges, sessions = map[string]int{}, map[string]int{}
 	for _, rm := range h.rooms {
-		bridges[rm.token], sessions[rm.token] = len(rm.bridges), len(rm.sessions)
+		bridges[rm.token], sessions[rm.token] = len(rm.bridges), rm.sessions.Len()
 	}
 	return bridges, sessions
 }

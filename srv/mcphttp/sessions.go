@@ -30,11 +30,11 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 	key := sha256.Sum256([]byte(token))
 	rm := h.rooms[key]
 	if rm == nil {
-		rm = &room{token: token, bridges: make(map[string]*bridge), sessions: make(map[string]*session)}
+		rm = &room{token: token, bridges: make(map[string]*bridge)}
 		h.rooms[key] = rm
 	}
 	if sid != "" {
-		s = rm.sessions[sid]
+		s, _ = rm.sessions.Get(sid)
 		if s == nil || s.b.relay != name {
 			h.dropIfEmptyLocked(key, rm)
 			return nil, nil, nil, http.StatusNotFound
@@ -53,7 +53,7 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 		} else {
 			s.busy++
 		}
-		s.lastUsed = h.o.Now()
+		rm.sessions.Use(sid)
 		s.b.busy++
 		return s.b, s, nil, 0
 	}
@@ -61,13 +61,9 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 	if b == nil && len(rm.bridges) >= h.o.MaxSessions {
 		return nil, nil, nil, http.StatusServiceUnavailable
 	}
-	if len(rm.sessions) >= h.o.MaxSessions {
-		for _, c := range rm.sessions {
-			if c.busy == 0 && (victim == nil || c.lastUsed.Before(victim.lastUsed)) {
-				victim = c
-			}
-		}
-		if victim == nil {
+	if rm.sessions.Len() >= h.o.MaxSessions {
+		var ok bool
+		if _, victim, ok = rm.sessions.Oldest(func(c *session) bool { return c.busy == 0 }); !ok {
 			return nil, nil, nil, http.StatusServiceUnavailable
 		}
 		h.forgetLocked(victim)
@@ -83,8 +79,9 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 // forgetLocked takes a session out of the table and ends its streams
 // (the transport keeps a stream open for as long as its client does).
 func (h *Handler) forgetLocked(s *session) {
-	if rm := s.b.room; rm.sessions[s.id] == s {
-		delete(rm.sessions, s.id)
+	rm := s.b.room
+	if cur, _ := rm.sessions.Get(s.id); cur == s {
+		rm.sessions.Delete(s.id)
 		s.b.sessions--
 	}
 	for st := range s.streams {
@@ -94,7 +91,7 @@ func (h *Handler) forgetLocked(s *session) {
 
 // dropIfEmptyLocked forgets a room that holds nothing.
 func (h *Handler) dropIfEmptyLocked(key [sha256.Size]byte, rm *room) {
-	if len(rm.bridges) == 0 && len(rm.sessions) == 0 {
+	if len(rm.bridges) == 0 && rm.sessions.Len() == 0 {
 		delete(h.rooms, key)
 	}
 }
@@ -137,7 +134,7 @@ func (h *Handler) evict(s *session) {
 	registered := s.registered
 	h.mu.Unlock()
 	if registered {
-		req, _ := http.NewRequestWithContext(h.closing, http.MethodDelete, "/mcp", http.NoBody)
+		req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodDelete, "/mcp", http.NoBody)
 		req.Header.Set(server.HeaderKeySessionID, s.id)
 		s.b.http.ServeHTTP(discard{}, req)
 		h.log.Info("an MCP session unused the longest made way for a new one")
@@ -165,7 +162,7 @@ func (m ids) Generate() string {
 	m.h.mu.Lock()
 	defer m.h.mu.Unlock()
 	if !m.b.gone {
-		m.b.room.sessions[sid] = &session{b: m.b, id: sid, lastUsed: m.h.o.Now()}
+		m.b.room.sessions.Put(sid, &session{b: m.b, id: sid})
 		m.b.sessions++
 	}
 	return sid
@@ -174,7 +171,7 @@ func (m ids) Generate() string {
 func (m ids) Validate(sid string) (terminated bool, err error) {
 	m.h.mu.Lock()
 	defer m.h.mu.Unlock()
-	if s := m.b.room.sessions[sid]; s == nil || s.b != m.b {
+	if s, _ := m.b.room.sessions.Get(sid); s == nil || s.b != m.b {
 		return false, errUnknownSession
 	}
 	return false, nil
@@ -183,7 +180,7 @@ func (m ids) Validate(sid string) (terminated bool, err error) {
 func (m ids) Terminate(sid string) (notAllowed bool, err error) {
 	m.h.mu.Lock()
 	defer m.h.mu.Unlock()
-	if s := m.b.room.sessions[sid]; s != nil && s.b == m.b {
+	if s, _ := m.b.room.sessions.Get(sid); s != nil && s.b == m.b {
 		m.h.forgetLocked(s)
 	}
 	return false, nil

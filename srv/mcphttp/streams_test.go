@@ -67,7 +67,7 @@ func (h *Handler) streamsOf(sid string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, rm := range h.rooms {
-		if s := rm.sessions[sid]; s != nil {
+		if s, _ := rm.sessions.Get(sid); s != nil {
 			return len(s.streams)
 		}
 	}

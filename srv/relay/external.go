@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -211,4 +212,60 @@ func ConnectAgent(name string) string {
 	}
 	return fmt.Sprintf("start the MCP client with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q",
 		bridge, name, name)
+}
+
+// Adapter is what every adapter of an external host shares (an AG-UI
+// thread, an Ingress session's built-in host): embedded in its
+// Deliverer, it joins as the host, says what host it is, and answers the
+// requests every host answers alike, off the relay's lock.
+type Adapter struct {
+	Ext     *External // set by Join, before any reply goes
+	kind    string
+	replies *owned.Group
+	ready   chan struct{} // closed once Ext is set
+}
+
+// Join makes d, the Deliverer that embeds a, the host of (token,
+// session), as JoinHost does. kind is what HostKind says; the replies go
+// on goroutines of replies, the adapter's owner's, which waits for them.
+func (a *Adapter) Join(r *Relay, token, session, kind string, replies *owned.Group, d Deliverer) {
+	a.kind, a.replies, a.ready = kind, replies, make(chan struct{})
+	a.Ext = r.JoinHost(token, session, d)
+	close(a.ready) // replies queued while joining may go now
+}
+
+// HostKind tells a host this one replaces what took over.
+func (a *Adapter) HostKind() string { return a.kind }
+
+// WholeToolSet: an adapter's frontend declares all its tools at once (an
+// AG-UI run, an Ingress client's hello), so its latest toolSchema is the
+// agents' whole set.
+func (a *Adapter) WholeToolSet() bool { return true }
+
+// Lifecycle answers session.start, session.end (with its payload) and
+// snapshot.get (whose uiSpec is spec's, called now under the caller's
+// lock), and reports whether env was one of them. Called from Deliver.
+func (a *Adapter) Lifecycle(env Envelope, spec func() any) bool {
+	switch env.Type {
+	case wire.TypeSessionStart:
+		a.ReplyLater(Envelope{Type: wire.TypeSessionStarted, ReplyTo: env.ID, Payload: json.RawMessage("{}")})
+	case wire.TypeSessionEnd:
+		a.ReplyLater(Envelope{Type: wire.TypeSessionEnded, ReplyTo: env.ID, Payload: env.Payload})
+	case wire.TypeSnapshotGet:
+		b, _ := json.Marshal(map[string]any{"uiSpec": spec()})
+		a.ReplyLater(Envelope{Type: wire.TypeSnapshotState, ReplyTo: env.ID, Payload: b})
+	default:
+		return false
+	}
+	return true
+}
+
+// ReplyLater sends env as the host, on a goroutine of the owner's:
+// Deliver may not call back into the relay. Once the owner closes,
+// nothing is sent.
+func (a *Adapter) ReplyLater(env Envelope) {
+	a.replies.Go(func() {
+		<-a.ready
+		_ = a.Ext.Send(env) // a reply: it reaches its agent even when its state is not kept
+	})
 }

@@ -27,7 +27,6 @@
 package relay
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -36,6 +35,8 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/gate"
@@ -105,54 +106,30 @@ type Relay struct {
 
 	// Cluster mode (cluster.go): the records to write, instances found
 	// dead (deadMu is a leaf, taken under the others), the goroutine.
-	homes  homeWriter
-	deadMu sync.Mutex
-	dead   map[string]bool
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	closed sync.Once
+	homes      homeWriter
+	deadMu     sync.Mutex
+	dead       map[string]bool
+	goroutines owned.Group // the cluster goroutine
 }
 
 // New returns the relay.
 func New(o Options) *Relay {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.JoinTimeout <= 0 {
-		o.JoinTimeout = 5 * time.Second
-	}
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = 4 << 20
-	}
-	if o.MaxJoinFrame <= 0 {
-		o.MaxJoinFrame = 64 << 10
-	}
-	if o.HostGrace <= 0 {
-		o.HostGrace = 2 * time.Minute
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	if o.MaxSessionsPerToken <= 0 {
-		o.MaxSessionsPerToken = DefaultMaxSessionsPerToken
-	}
-	if o.MaxConnsPerToken <= 0 {
-		o.MaxConnsPerToken = DefaultMaxConnsPerToken
-	}
-	if o.MaxStatePerToken <= 0 {
-		o.MaxStatePerToken = DefaultMaxStatePerToken
-	}
-	if o.CallTimeout <= 0 {
-		o.CallTimeout = DefaultCallTimeout
-	}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.JoinTimeout, 5*time.Second)
+	opt.Default(&o.MaxFrame, 4<<20)
+	opt.Default(&o.MaxJoinFrame, 64<<10)
+	opt.Default(&o.HostGrace, 2*time.Minute)
+	opt.Clock(&o.Now)
+	opt.Default(&o.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
+	opt.Default(&o.MaxConnsPerToken, DefaultMaxConnsPerToken)
+	opt.Default(&o.MaxStatePerToken, DefaultMaxStatePerToken)
+	opt.Default(&o.CallTimeout, DefaultCallTimeout)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
 	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), use: make(map[string]*tokenUse), homes: homeWriter{wake: make(chan struct{}, 1)}}
 	if o.Cluster != nil {
-		ctx, stop := context.WithCancel(context.Background())
-		r.stop = stop
-		r.wg.Go(func() { r.runCluster(ctx) })
+		r.goroutines.Go(func() { r.runCluster(r.goroutines.Context()) })
 	}
 	return r
 }
@@ -184,12 +161,7 @@ func (r *Relay) Close() error {
 		ch.mu.Unlock()
 	}
 	r.mu.Unlock()
-	r.closed.Do(func() {
-		if r.stop != nil {
-			r.stop()
-		}
-	})
-	r.wg.Wait()
+	r.goroutines.Close()
 	return nil
 }
 

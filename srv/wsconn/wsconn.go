@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/gobwas/ws"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // Options tune a connection. Zero values take the documented defaults.
@@ -59,24 +61,13 @@ type Options struct {
 
 // Defaults fills in the zero values.
 func (o *Options) Defaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.PingInterval, 30*time.Second)
-	def(&o.PongWait, 60*time.Second)
-	def(&o.WriteWait, 10*time.Second)
-	def(&o.ParkAfter, 100*time.Millisecond)
-	if o.SendQueue <= 0 {
-		o.SendQueue = 256
-	}
-	if o.SendQueueBytes <= 0 {
-		o.SendQueueBytes = 16 << 20
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Default(&o.PingInterval, 30*time.Second)
+	opt.Default(&o.PongWait, 60*time.Second)
+	opt.Default(&o.WriteWait, 10*time.Second)
+	opt.Default(&o.ParkAfter, 100*time.Millisecond)
+	opt.Default(&o.SendQueue, 256)
+	opt.Default(&o.SendQueueBytes, 16<<20)
+	opt.Logger(&o.Logger)
 }
 
 // hasToken reports whether header key lists token (RFC 9110 5.6.1:
