@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -49,23 +50,18 @@ func TestNtfyOffersTheOptions(t *testing.T) {
 // tap answers with that option's label.
 func TestTelegramOffersTheOptions(t *testing.T) {
 	const botToken = "123456:ABC-secret-bot-token"
-	api := newBotAPI(t, botToken)
+	api := telegramtest.Start(t, botToken)
 	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
 	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
 	answered := f.askChoices(tokA, "r-1")
-	sent := api.waitCall(t, "sendMessage", 1)
-	var kb struct {
-		InlineKeyboard [][]struct {
-			Text         string `json:"text"`
-			CallbackData string `json:"callback_data"`
-		} `json:"inline_keyboard"`
-	}
-	if err := json.Unmarshal([]byte(sent["reply_markup"]), &kb); err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
+	sent := api.Call(t, "sendMessage", 1)
+	kb, err := telegramtest.KeyboardOf(sent)
+	if err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
 		t.Fatalf("keyboard %s: %v", sent["reply_markup"], err)
 	}
 	eventually(t, "noted what the message's buttons say", func() bool { return tg.tracks(sentKey{42, 101}) })
-	api.push(callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
-	if got := api.waitCall(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
+	api.Push(telegramtest.Callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
+	if got := api.Call(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
 		t.Errorf("the tap: %v", got)
 	}
 	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
