@@ -26,6 +26,7 @@ const (
 	benchSlackApp = "xapp-1-A1-bench-app-token"
 	benchChat     = 42
 	benchPublic   = "https://aa.example.org"
+	benchHookKey  = "bench-webhook-secret-0123456789" // #nosec G101 -- made up, for a double
 )
 
 // channelDoubles are one double of each channel's outside service.
@@ -66,7 +67,7 @@ topic = "aa-bench"
 [channels.webhook]
 id = "bench"
 url = %q
-secret = "bench-webhook-secret-0123456789"
+secret = %q
 
 [channels.telegram]
 bot_token = %q
@@ -85,7 +86,7 @@ smtp_addr = %q
 from = "aa@example.org"
 to = ["ana@example.org"]
 tls = "none"
-`, benchPublic, d.ntfy.URL, d.hook.URL, benchBotToken, benchChat, d.tg.URL, benchSlackBot, benchSlackApp, d.sl.APIURL(), d.mail.addr)
+`, benchPublic, d.ntfy.URL, d.hook.URL, benchHookKey, benchBotToken, benchChat, d.tg.URL, benchSlackBot, benchSlackApp, d.sl.APIURL(), d.mail.addr)
 }
 
 // channels are the same channels as the server's config makes, for the
@@ -94,7 +95,7 @@ func (d *channelDoubles) channels(token string) map[string]channel.Channel {
 	client := &http.Client{Timeout: 20 * time.Second}
 	return map[string]channel.Channel{
 		"ntfy":     &channel.Ntfy{URL: d.ntfy.URL, Topic: "aa-bench", Client: client},
-		"webhook":  &channel.Webhook{ID: "bench", URL: d.hook.URL, Secret: "bench-webhook-secret-0123456789", Token: token, Client: client},
+		"webhook":  &channel.Webhook{ID: "bench", URL: d.hook.URL, Secret: benchHookKey, Token: token, Client: client},
 		"telegram": &channel.Telegram{BotToken: benchBotToken, Chats: []int64{benchChat}, ServerURL: d.tg.URL},
 		"slack":    &channel.Slack{BotToken: benchSlackBot, AppToken: benchSlackApp, Channel: "U42", Users: []string{"U42"}, APIURL: d.sl.APIURL()},
 		"email":    &channel.Email{SMTPAddr: d.mail.addr, From: "aa@example.org", To: []string{"ana@example.org"}, TLS: "none"},
