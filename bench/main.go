@@ -44,6 +44,10 @@ type config struct {
 	ingressEvents  int
 	ingressRounds  int
 	ingressPaced   int
+	// Channels and push: questions per step, devices per push run.
+	channelQs   int
+	pushQs      int
+	pushDevices []int
 }
 
 // Result is one measured figure.
@@ -114,9 +118,11 @@ func main() {
 	if c.smoke {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 200, 8, time.Second, 50, 50, 5, 200, 200, 4
 		c.ingressDevices, c.ingressEvents, c.ingressRounds, c.ingressPaced = []int{1, 4}, 200, 2, 50
+		c.channelQs, c.pushQs, c.pushDevices = 5, 3, []int{1, 10, 100}
 	} else {
 		c.seq, c.concurrent, c.duration, c.mcpCalls, c.fanout, c.fanoutQs, c.idle, c.churn, c.relayPairs = 5000, 64, 5*time.Second, 1000, 1000, 50, 10000, 5000, 100
 		c.ingressDevices, c.ingressEvents, c.ingressRounds, c.ingressPaced = []int{1, 16}, 5000, 10, 500
+		c.channelQs, c.pushQs, c.pushDevices = 200, 100, []int{1, 10, 100}
 	}
 	if *questions > 0 {
 		c.fanoutQs = *questions
@@ -152,6 +158,8 @@ func run(ctx context.Context, c config) error {
 		{"relay", relayThroughput},
 		{"AG-UI round trip", aguiRoundTrip},
 		{"Ingress delta streaming", ingressStream},
+		{"channels", channelsStep},
+		{"push", pushStep},
 		{"cluster", clusterStep},
 	}
 	defer func() {

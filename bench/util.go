@@ -76,6 +76,13 @@ func startServerArgs(c config, args []string, env ...string) (*server, error) {
 
 // startServerFull starts the server with more TOML and more flags.
 func startServerFull(c config, extraConfig string, args []string, env ...string) (*server, error) {
+	return startServerPrepared(c, extraConfig, args, nil, env...)
+}
+
+// startServerPrepared starts the server with more TOML and more flags,
+// after prepare (when set) has written what it needs into the data
+// directory (the subscriptions of push devices).
+func startServerPrepared(c config, extraConfig string, args []string, prepare func(data, token string) error, env ...string) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
 	if err != nil {
 		return nil, err
@@ -85,6 +92,11 @@ func startServerFull(c config, extraConfig string, args []string, env ...string)
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
+	if prepare != nil {
+		if err := prepare(data, token); err != nil {
+			return nil, err
+		}
+	}
 	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), append([]string{"-port", "0", "-data", data, "-config", cfg, "-token", token}, args...)...) // #nosec G204 -- the built server
 	cmd.Env = append(append(append(os.Environ(), serverProcs()...), extraServerEnv...), env...)
 	out, err := cmd.StdoutPipe()

@@ -190,7 +190,7 @@ func (m *Manager) event(ev hub.Event) {
 				expires = ev.AskedAt.Add(24 * time.Hour)
 			}
 			n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
-				Who: c.Name(), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
+				Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
 			if m.o.PublicURL != "" {
 				n.AnswerURL = m.o.PublicURL + "/push/answer"
 			}

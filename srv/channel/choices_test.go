@@ -8,6 +8,8 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/slacktest"
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -49,26 +51,50 @@ func TestNtfyOffersTheOptions(t *testing.T) {
 // tap answers with that option's label.
 func TestTelegramOffersTheOptions(t *testing.T) {
 	const botToken = "123456:ABC-secret-bot-token"
-	api := newBotAPI(t, botToken)
+	api := telegramtest.Start(t, botToken)
 	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
 	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
 	answered := f.askChoices(tokA, "r-1")
-	sent := api.waitCall(t, "sendMessage", 1)
-	var kb struct {
-		InlineKeyboard [][]struct {
-			Text         string `json:"text"`
-			CallbackData string `json:"callback_data"`
-		} `json:"inline_keyboard"`
-	}
-	if err := json.Unmarshal([]byte(sent["reply_markup"]), &kb); err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
+	sent := api.Call(t, "sendMessage", 1)
+	kb, err := telegramtest.KeyboardOf(sent)
+	if err != nil || len(kb.InlineKeyboard) != 4 || kb.InlineKeyboard[3][0].Text != "Ship it" {
 		t.Fatalf("keyboard %s: %v", sent["reply_markup"], err)
 	}
 	eventually(t, "noted what the message's buttons say", func() bool { return tg.tracks(sentKey{42, 101}) })
-	api.push(callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
-	if got := api.waitCall(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
+	api.Push(telegramtest.Callback(42, 101, kb.InlineKeyboard[3][0].CallbackData))
+	if got := api.Call(t, "answerCallbackQuery", 1); got["text"] != "Answered: Ship it" {
 		t.Errorf("the tap: %v", got)
 	}
 	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}
+
+// TestSlackOffersTheOptions: the message's buttons are the request's
+// options, not the quick replies, and a press answers with that option's
+// label.
+func TestSlackOffersTheOptions(t *testing.T) {
+	const botToken, appToken = "xoxb-3-secret-bot-token", "xapp-3-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	answered := f.askChoices(tokA, "r-1")
+	sent := api.Call(t, "chat.postMessage", 1)
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(slacktest.Buttons(blocks), "|"); got != "Continue|Stop|Run the tests again|Ship it" {
+		t.Fatalf("buttons %q, want the options", got)
+	}
+	ship := blocks[1].Elements[3].Value
+	if strings.Contains(ship, "Ship") {
+		t.Errorf("a button's value %q carries its label: the server answers with what it offered, by index", ship)
+	}
+	ts := sent["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{"D42", ts}); return ok })
+	api.Envelope(t, "interactive", slacktest.Press("U42", "D42", ts, ship))
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" || rep.Door != "slack" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }

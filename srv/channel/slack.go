@@ -24,8 +24,8 @@ import (
 
 // Slack sends questions to a Slack channel or a person's DM through an
 // app's bot, with github.com/slack-go/slack over Socket Mode (no public
-// address needed): a question as a Block Kit message with its answers as
-// buttons; a press of one, or a reply in the message's thread (text),
+// address needed): a question as a Block Kit message with its answers
+// (its own options, else the quick replies) as buttons; a press of one, or a reply in the message's thread (text),
 // answers it. When the question is settled anywhere the message is
 // updated to say so and its buttons removed. Answers count only from the
 // Slack users it is configured for.
@@ -59,6 +59,8 @@ type slackQuestion struct {
 	kind  wire.Kind
 	id    string
 	cap   string
+	// labels are what its buttons answer with, by index.
+	labels []string
 }
 
 // slackKey names a message: its conversation and timestamp.
@@ -144,16 +146,20 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		return nil
 	}
 	text := title(n) + "\n\n" + clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	// The question's own options when it offers some, else the quick
+	// replies; a button's text is at most 75 characters (Block Kit's
+	// bound), its value only its index.
+	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
-	for i, label := range quickReplies {
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(label)))
+	for i, label := range labels {
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(clip(label, 75))))
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(key, slackMessage{slackKey{channel, ts}, text}, slackQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap})
+	s.track(key, slackMessage{slackKey{channel, ts}, text}, slackQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels})
 	return nil
 }
 
@@ -271,7 +277,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		q, asked := s.question(slackKey{channel, ts})
 		label, ok := strings.CutPrefix(act.Value, "a:")
 		i, err := strconv.Atoi(label)
-		if !ok || err != nil || i < 0 || i >= len(quickReplies) {
+		if !ok || err != nil || i < 0 || asked && i >= len(q.labels) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
@@ -279,7 +285,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
-		switch err := a.ByCap(q.cap, quickReplies[i]); {
+		switch err := a.ByCap(q.cap, q.labels[i]); {
 		case err == nil:
 		case errors.Is(err, hub.ErrNotPending):
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -32,9 +33,9 @@ func testPNG(t *testing.T) []byte {
 // photo read through the Bot API's getFile and file link.
 func TestTelegramPhotos(t *testing.T) {
 	const botToken = "123456:ABC-secret-bot-token"
-	api := newBotAPI(t, botToken)
+	api := telegramtest.Start(t, botToken)
 	pic := testPNG(t)
-	api.files = map[string][]byte{"photos/ph-1.jpg": pic}
+	api.AddFile("ph-1", pic)
 	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
 	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
 	answered := make(chan *hub.Reply, 1)
@@ -43,11 +44,11 @@ func TestTelegramPhotos(t *testing.T) {
 			Text: "Which one?\n\n![the old layout](data:image/png;base64," + base64.StdEncoding.EncodeToString(pic) + ")", Timeout: time.Hour})
 		answered <- rep
 	}()
-	sent := api.waitCall(t, "sendMessage", 1)
+	sent := api.Call(t, "sendMessage", 1)
 	if !strings.Contains(sent["text"], "Which one?\n\n[the old layout]") || strings.Contains(sent["text"], "base64") {
 		t.Errorf("the question's text: %q", sent["text"])
 	}
-	ph := api.waitCall(t, "sendPhoto", 1)
+	ph := api.Call(t, "sendPhoto", 1)
 	if ph["chat_id"] != "42" || ph["photo"] != "image-1.png:"+strconv.Itoa(len(pic)) || ph["caption"] != "the old layout" ||
 		!strings.Contains(ph["reply_parameters"], `"message_id":`+sent["sent_message_id"]) {
 		t.Errorf("the photo: %v", ph)
@@ -55,7 +56,7 @@ func TestTelegramPhotos(t *testing.T) {
 
 	msgID, _ := strconv.Atoi(sent["sent_message_id"])
 	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, msgID}) })
-	api.push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000, "caption": "This one.",
+	api.Push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000, "caption": "This one.",
 		"photo": []any{
 			map[string]any{"file_id": "ph-small", "file_unique_id": "s", "width": 90, "height": 90, "file_size": 900},
 			map[string]any{"file_id": "ph-1", "file_unique_id": "b", "width": 800, "height": 800, "file_size": len(pic)},
@@ -70,7 +71,7 @@ func TestTelegramPhotos(t *testing.T) {
 	if got, _ := base64.StdEncoding.DecodeString(img.GetData()); !bytes.Equal(got, pic) || img.GetMimeType() != "image/png" {
 		t.Errorf("the answer's image: %s, %d bytes", img.GetMimeType(), len(got))
 	}
-	if gf := api.waitCall(t, "getFile", 1); gf["file_id"] != "ph-1" {
+	if gf := api.Call(t, "getFile", 1); gf["file_id"] != "ph-1" {
 		t.Errorf("getFile took %v, want the largest size", gf)
 	}
 }

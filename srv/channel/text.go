@@ -40,6 +40,22 @@ func title(n Notice) string {
 	return clip(t, 200)
 }
 
+// shownName is how a person reads a channel's name ("Answered on
+// Telegram").
+func shownName(name string) string {
+	switch name {
+	case "telegram":
+		return "Telegram"
+	case "slack":
+		return "Slack"
+	case "email":
+		return "E-mail"
+	case "webhook":
+		return "Webhook"
+	}
+	return name // ntfy writes itself so
+}
+
 // project is the last element of a project directory.
 func project(dir string) string {
 	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")

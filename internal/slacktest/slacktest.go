@@ -1,0 +1,352 @@
+// Package slacktest is a double of Slack's Web API and Socket Mode,
+// written from their documentation
+// (https://docs.slack.dev/apis/events-api/using-socket-mode,
+// https://docs.slack.dev/reference/methods/apps.connections.open,
+// chat.postMessage, chat.update, chat.postEphemeral), for the channel's
+// unit tests, the end-to-end tests and the benchmark: a method is POST
+// /api/<method>, its token in the form's "token" or an "Authorization:
+// Bearer" header, answered {"ok": true, ...} or {"ok": false, "error":
+// ...}; apps.connections.open, with the app-level token, answers the
+// WebSocket URL to dial, where the app is greeted {"type": "hello"} and
+// then sent envelopes ({"envelope_id", "type": "events_api" |
+// "interactive", "payload"}), each to be acknowledged by sending back
+// {"envelope_id": ...}.
+package slacktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Call is one call of a Web API method that the double took.
+type Call struct {
+	Method string
+	// Form is its parameters (without the token), and "_ts": the
+	// timestamp the call answered (a posted message's).
+	Form map[string]string
+	// At is when it arrived.
+	At time.Time
+}
+
+// API is the double. Safe for concurrent use.
+type API struct {
+	*httptest.Server
+	botToken, appToken string
+	// Refuse, set before the first call, answers every method with an
+	// error that names the token presented, as a misconfigured proxy
+	// might.
+	Refuse bool
+
+	mu    sync.Mutex
+	calls []Call
+	acks  []string
+	conn  *websocket.Conn // the app's connection, once it dialled
+	ts    int
+	envs  int
+	// changed is closed, and replaced, when anything above changes.
+	changed chan struct{}
+}
+
+// New starts a double that takes the bot token and the app-level token.
+// Close stops it, and the app's connection.
+func New(botToken, appToken string) *API {
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/{method}", api.method)
+	mux.HandleFunc("GET /link/", api.socket)
+	api.Server = httptest.NewServer(mux)
+	return api
+}
+
+// Start is New, closed when t ends.
+func Start(t testing.TB, botToken, appToken string) *API {
+	api := New(botToken, appToken)
+	t.Cleanup(api.Close)
+	return api
+}
+
+// Close closes the app's connection and stops the double.
+func (api *API) Close() {
+	api.mu.Lock()
+	if api.conn != nil {
+		_ = api.conn.Close()
+	}
+	api.mu.Unlock()
+	api.Server.Close()
+}
+
+// URL of the Web API, as the Slack channel's APIURL takes it.
+func (api *API) APIURL() string { return api.URL + "/api" }
+
+// changedLocked wakes those waiting. Called with api.mu held.
+func (api *API) changedLocked() {
+	close(api.changed)
+	api.changed = make(chan struct{})
+}
+
+// DM is the conversation a message posted to a user's ID goes to: their
+// DM with the app.
+func DM(channel string) string {
+	if strings.HasPrefix(channel, "U") {
+		return "D" + channel[1:]
+	}
+	return channel
+}
+
+func (api *API) method(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = r.ParseForm()
+	form := map[string]string{}
+	for k, v := range r.PostForm {
+		form[k] = v[0]
+	}
+	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if tok == "" {
+		tok = form["token"]
+	}
+	method := r.PathValue("method")
+	want := api.botToken
+	if method == "apps.connections.open" {
+		want = api.appToken
+	}
+	reply := func(v map[string]any) { _ = json.NewEncoder(w).Encode(v) }
+	if api.Refuse {
+		reply(map[string]any{"ok": false, "error": "invalid_auth for " + tok})
+		return
+	}
+	if tok != want {
+		reply(map[string]any{"ok": false, "error": "invalid_auth"})
+		return
+	}
+	api.mu.Lock()
+	api.ts++
+	ts := "1700000000." + strconv.Itoa(api.ts)
+	delete(form, "token")
+	form["_ts"] = ts
+	api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
+	api.changedLocked()
+	api.mu.Unlock()
+	channel := DM(form["channel"])
+	switch method {
+	case "apps.connections.open":
+		reply(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(api.URL, "http") + "/link/?ticket=t-1&app_id=A1"})
+	case "chat.postMessage":
+		reply(map[string]any{"ok": true, "channel": channel, "ts": ts, "message": map[string]any{"type": "message", "text": form["text"], "ts": ts}})
+	case "chat.update":
+		reply(map[string]any{"ok": true, "channel": channel, "ts": form["ts"], "text": form["text"]})
+	case "chat.postEphemeral":
+		reply(map[string]any{"ok": true, "message_ts": ts})
+	default:
+		reply(map[string]any{"ok": false, "error": "unknown_method"})
+	}
+}
+
+// upgrader takes the app's dial (its Origin is https://api.slack.com).
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (api *API) socket(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("ticket") != "t-1" {
+		http.Error(w, "no such ticket", http.StatusUnauthorized)
+		return
+	}
+	c, err := upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	api.mu.Lock()
+	api.conn = c
+	err = c.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
+		"debug_info": map[string]any{"host": "applink-double", "approximate_connection_time": 18060}, "connection_info": map[string]any{"app_id": "A1"}})
+	api.changedLocked()
+	api.mu.Unlock()
+	// The one reader of the connection: the acknowledgements.
+	for err == nil {
+		var ack struct {
+			EnvelopeID string `json:"envelope_id"`
+		}
+		if err = c.ReadJSON(&ack); err == nil {
+			api.mu.Lock()
+			api.acks = append(api.acks, ack.EnvelopeID)
+			api.changedLocked()
+			api.mu.Unlock()
+		}
+	}
+}
+
+// await waits until ok, called with api.mu held, holds, or ctx ends.
+func (api *API) await(ctx context.Context, ok func() bool) error {
+	for {
+		api.mu.Lock()
+		done, changed := ok(), api.changed
+		api.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// WaitFor waits until done, given the calls so far, holds, or ctx ends.
+func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
+	return api.await(ctx, func() bool { return done(api.calls) })
+}
+
+// Calls is the calls so far, in the order they came.
+func (api *API) Calls() []Call {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return slices.Clone(api.calls)
+}
+
+// Nth is the n-th (from 1) call of method among calls.
+func Nth(calls []Call, method string, n int) (Call, bool) {
+	seen := 0
+	for _, c := range calls {
+		if c.Method == method {
+			if seen++; seen == n {
+				return c, true
+			}
+		}
+	}
+	return Call{}, false
+}
+
+// Wait is the n-th call of method, once it came (within ctx).
+func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
+	var c Call
+	err := api.WaitFor(ctx, func(calls []Call) bool {
+		var ok bool
+		c, ok = Nth(calls, method, n)
+		return ok
+	})
+	if err != nil {
+		return Call{}, fmt.Errorf("wait for %s #%d: %w", method, n, err)
+	}
+	return c, nil
+}
+
+// Connected waits until the app has dialled the Socket Mode connection.
+func (api *API) Connected(ctx context.Context) error {
+	if err := api.await(ctx, func() bool { return api.conn != nil }); err != nil {
+		return fmt.Errorf("wait for the app's connection: %w", err)
+	}
+	return nil
+}
+
+// Send sends an envelope of typ ("interactive", "events_api") with
+// payload over the app's connection and waits for its acknowledgement.
+func (api *API) Send(ctx context.Context, typ string, payload map[string]any) error {
+	if err := api.Connected(ctx); err != nil {
+		return err
+	}
+	api.mu.Lock()
+	api.envs++
+	id := "env-" + strconv.Itoa(api.envs)
+	err := api.conn.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload,
+		"accepts_response_payload": typ == "interactive", "retry_attempt": 0, "retry_reason": ""})
+	api.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("send envelope %s: %w", id, err)
+	}
+	if err := api.await(ctx, func() bool { return slices.Contains(api.acks, id) }); err != nil {
+		return fmt.Errorf("wait for the acknowledgement of %s: %w", id, err)
+	}
+	return nil
+}
+
+// Call is the form of the n-th call of method; t fails when none came
+// within 10 s.
+func (api *API) Call(t testing.TB, method string, n int) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := api.Wait(ctx, method, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Form
+}
+
+// Envelope is Send; t fails when it is not acknowledged within 10 s.
+func (api *API) Envelope(t testing.TB, typ string, payload map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := api.Send(ctx, typ, payload); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Press is a block_actions interaction: user pressed the button with
+// value of the message ts in channel.
+func Press(user, channel, ts, value string) map[string]any {
+	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user, "username": "ana", "name": "ana", "team_id": "T1"},
+		"api_app_id": "A1", "token": "verification", "trigger_id": "1.2.3",
+		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false},
+		"team":      map[string]any{"id": "T1", "domain": "example"}, "channel": map[string]any{"id": channel, "name": "directmessage"},
+		"message": map[string]any{"type": "message", "ts": ts, "text": "…"},
+		"actions": []any{map[string]any{"type": "button", "action_id": "answer", "block_id": "answers", "value": value,
+			"text": map[string]any{"type": "plain_text", "text": "…"}, "action_ts": "1700000001.000001"}}}
+}
+
+// ThreadReply is an events_api message event: user replied text in the
+// thread of the message ts in channel.
+func ThreadReply(user, channel, ts, text string) map[string]any {
+	return map[string]any{"token": "verification", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "Ev1", "event_time": 1700000002,
+		"event": map[string]any{"type": "message", "channel": channel, "user": user, "text": text, "ts": "1700000002.000100",
+			"thread_ts": ts, "channel_type": "im", "event_ts": "1700000002.000100"}}
+}
+
+// Block is one Block Kit block of a posted message, as far as the tests
+// read it.
+type Block struct {
+	Type string `json:"type"`
+	Text *struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"text"`
+	Elements []struct {
+		Type  string `json:"type"`
+		Value string `json:"value"`
+		Text  struct {
+			Text string `json:"text"`
+		} `json:"text"`
+	} `json:"elements"`
+}
+
+// BlocksOf reads a call's blocks.
+func BlocksOf(form map[string]string) ([]Block, error) {
+	var b []Block
+	if err := json.Unmarshal([]byte(form["blocks"]), &b); err != nil {
+		return nil, fmt.Errorf("read blocks %q: %w", form["blocks"], err)
+	}
+	return b, nil
+}
+
+// Buttons is the labels of the buttons of blocks, in order.
+func Buttons(blocks []Block) []string {
+	var out []string
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if e.Type == "button" {
+				out = append(out, e.Text.Text)
+			}
+		}
+	}
+	return out
+}

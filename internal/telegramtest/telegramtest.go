@@ -1,0 +1,291 @@
+// Package telegramtest is a double of the Telegram Bot API
+// (https://core.telegram.org/bots/api), written from its documentation,
+// for the channel's unit tests, the end-to-end tests and the benchmark:
+// POST /bot<token>/<method> with the parameters as a form, answered
+// {"ok": true, "result": ...}; getUpdates long-polls the updates pushed
+// with Push. Every other call is recorded, with when it arrived.
+package telegramtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Call is one call of a method other than getUpdates.
+type Call struct {
+	Method string
+	// Form is its parameters; a sendMessage's also holds
+	// "sent_message_id", the ID of the message it made.
+	Form map[string]string
+	// At is when it arrived.
+	At time.Time
+}
+
+// API is the double. Safe for concurrent use.
+type API struct {
+	*httptest.Server
+	token string
+
+	mu      sync.Mutex
+	calls   []Call
+	updates []map[string]any
+	nextMsg int
+	files   map[string][]byte // getFile's file_path → the file
+	// changed is closed, and replaced, when a call or an update comes.
+	changed chan struct{}
+}
+
+// AddFile makes a file the bot may download: getFile with fileID answers
+// its file_path, and the file link serves data.
+func (api *API) AddFile(fileID string, data []byte) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.files == nil {
+		api.files = map[string][]byte{}
+	}
+	api.files[filePath(fileID)] = data
+}
+
+func filePath(fileID string) string { return "photos/" + fileID + ".jpg" }
+
+// FirstMessageID is the ID of the first message the double makes; the
+// next ones count up from it.
+const FirstMessageID = 101
+
+// New starts a double that takes the bot token token. Close stops it.
+func New(token string) *API {
+	api := &API{token: token, nextMsg: FirstMessageID - 1, changed: make(chan struct{})}
+	api.Server = httptest.NewServer(http.HandlerFunc(api.serve))
+	return api
+}
+
+// Start is New, closed when t ends.
+func Start(t testing.TB, token string) *API {
+	api := New(token)
+	t.Cleanup(api.Close)
+	return api
+}
+
+// changedLocked wakes those waiting. Called with api.mu held.
+func (api *API) changedLocked() {
+	close(api.changed)
+	api.changed = make(chan struct{})
+}
+
+// pollFor bounds one getUpdates with nothing to answer, as Telegram's
+// own long poll does (with a longer bound).
+const pollFor = 2 * time.Second
+
+func (api *API) serve(w http.ResponseWriter, r *http.Request) {
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+api.token+"/"); ok { // a file's download link
+		api.mu.Lock()
+		b, ok := api.files[path]
+		api.mu.Unlock()
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	tok, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
+	if !ok || tok != api.token {
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"ok":false,"error_code":401,"description":"Unauthorized"}`))
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
+	if err := r.ParseMultipartForm(1 << 20); err != nil && !errors.Is(err, http.ErrNotMultipart) { // #nosec G120 -- the body is bounded just above
+		_ = r.ParseForm()
+	}
+	form := map[string]string{}
+	for k, v := range r.Form {
+		form[k] = v[0]
+	}
+	if r.MultipartForm != nil { // an upload: its files' names and sizes
+		for k, fs := range r.MultipartForm.File {
+			form[k] = fs[0].Filename + ":" + strconv.FormatInt(fs[0].Size, 10)
+		}
+	}
+	var result any = true
+	switch method {
+	case "getUpdates":
+		offset, _ := strconv.Atoi(form["offset"])
+		poll := time.NewTimer(pollFor)
+		defer poll.Stop()
+		for {
+			api.mu.Lock()
+			var out []map[string]any
+			for _, u := range api.updates {
+				if u["update_id"].(int) >= offset {
+					out = append(out, u)
+				}
+			}
+			changed := api.changed
+			api.mu.Unlock()
+			if len(out) > 0 {
+				result = out
+				break
+			}
+			select {
+			case <-changed:
+				continue
+			case <-r.Context().Done():
+				return
+			case <-poll.C:
+				result = []any{}
+			}
+			break
+		}
+	case "getFile":
+		path := filePath(form["file_id"])
+		api.mu.Lock()
+		_, ok := api.files[path]
+		api.mu.Unlock()
+		if !ok {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"ok":false,"error_code":400,"description":"Bad Request: invalid file_id"}`))
+			return
+		}
+		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
+	case "sendMessage", "editMessageText", "sendPhoto":
+		chat, _ := strconv.ParseInt(form["chat_id"], 10, 64)
+		api.mu.Lock()
+		id, err := strconv.Atoi(form["message_id"])
+		if err != nil { // a new message
+			api.nextMsg++
+			id = api.nextMsg
+			form["sent_message_id"] = strconv.Itoa(id)
+		}
+		api.mu.Unlock()
+		result = map[string]any{"message_id": id, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}, "text": form["text"]}
+	}
+	if method != "getUpdates" {
+		api.mu.Lock()
+		api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
+		api.changedLocked()
+		api.mu.Unlock()
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
+}
+
+// Push makes an update available to getUpdates (its update_id is set).
+func (api *API) Push(u map[string]any) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	u["update_id"] = len(api.updates) + 1
+	api.updates = append(api.updates, u)
+	api.changedLocked()
+}
+
+// Calls is the calls so far, in the order they came.
+func (api *API) Calls() []Call {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return append([]Call(nil), api.calls...)
+}
+
+// WaitFor waits until done, given the calls so far, holds, or ctx ends.
+func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
+	for {
+		api.mu.Lock()
+		ok, changed := done(api.calls), api.changed
+		api.mu.Unlock()
+		if ok {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Nth is the n-th (from 1) call of method among calls.
+func Nth(calls []Call, method string, n int) (Call, bool) {
+	seen := 0
+	for _, c := range calls {
+		if c.Method == method {
+			if seen++; seen == n {
+				return c, true
+			}
+		}
+	}
+	return Call{}, false
+}
+
+// Wait is the n-th call of method, once it came (within ctx).
+func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
+	var c Call
+	err := api.WaitFor(ctx, func(calls []Call) bool {
+		var ok bool
+		c, ok = Nth(calls, method, n)
+		return ok
+	})
+	if err != nil {
+		return Call{}, fmt.Errorf("wait for %s #%d: %w", method, n, err)
+	}
+	return c, nil
+}
+
+// Call is the form of the n-th call of method; t fails when none came
+// within 10 s.
+func (api *API) Call(t testing.TB, method string, n int) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := api.Wait(ctx, method, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Form
+}
+
+// Callback is the update of a tap on the button with data of the
+// message msg in chat, by the person chat (a private chat's ID is its
+// person's).
+func Callback(chat int64, msg int, data string) map[string]any {
+	return map[string]any{"callback_query": map[string]any{"id": "cb" + strconv.FormatInt(chat, 10) + data,
+		"from":          map[string]any{"id": chat, "is_bot": false, "first_name": "Ana"},
+		"message":       map[string]any{"message_id": msg, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}},
+		"chat_instance": "1", "data": data}}
+}
+
+// Reply is the update of a message with text in chat, by Ana, replying
+// to the message to.
+func Reply(chat int64, id, to int, text string) map[string]any {
+	return map[string]any{"message": map[string]any{"message_id": id, "date": 1700000000, "text": text,
+		"chat": map[string]any{"id": chat, "type": "private"}, "from": map[string]any{"id": chat, "is_bot": false, "first_name": "Ana"},
+		"reply_to_message": map[string]any{"message_id": to, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}}}}
+}
+
+// Keyboard is an inline keyboard as sendMessage's reply_markup carries it.
+type Keyboard struct {
+	InlineKeyboard [][]Button `json:"inline_keyboard"`
+}
+
+// Button is one of its buttons.
+type Button struct {
+	Text         string `json:"text"`
+	CallbackData string `json:"callback_data"`
+}
+
+// KeyboardOf reads a call's reply_markup.
+func KeyboardOf(form map[string]string) (Keyboard, error) {
+	var kb Keyboard
+	if err := json.Unmarshal([]byte(form["reply_markup"]), &kb); err != nil {
+		return kb, fmt.Errorf("read reply_markup %q: %w", form["reply_markup"], err)
+	}
+	return kb, nil
+}
