@@ -22,6 +22,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +60,12 @@ type Options struct {
 	Now       func() time.Time
 }
 
+// maxPerService bounds the pushes in flight to one push service (one
+// host): a question for many devices then neither opens a connection
+// for each nor takes every CPU from the inbox while they are encrypted,
+// and a push service that hangs holds only its own.
+const maxPerService = 4
+
 // queueLen bounds what waits for one subscription; past it the oldest
 // push is dropped (a notification the next one replaces anyway).
 const queueLen = 32
@@ -75,6 +82,7 @@ type Pusher struct {
 
 	mu      sync.Mutex // held alone
 	senders map[string]*sender
+	slots   map[string]chan struct{} // a push service's host → its pushes in flight
 	closed  bool
 	wg      sync.WaitGroup
 	quit    chan struct{}
@@ -101,7 +109,9 @@ func New(o Options) *Pusher {
 		o.Subject = "agentassistant@localhost"
 	}
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 10 * time.Second}
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = maxPerService // its connections, kept for the next burst
+		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	}
 	if o.Tries <= 0 {
 		o.Tries = 4
@@ -118,7 +128,7 @@ func New(o Options) *Pusher {
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
-	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, quit: make(chan struct{})}
+	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]chan struct{}{}, quit: make(chan struct{})}
 	p.unsub = o.Hub.Subscribe(p.event)
 	return p
 }
@@ -286,8 +296,31 @@ func retryable(err error) bool {
 	return true // the network
 }
 
+// slot is the bound of the pushes in flight to endpoint's push service.
+func (p *Pusher) slot(endpoint string) chan struct{} {
+	host := endpoint
+	if u, err := url.Parse(endpoint); err == nil {
+		host = u.Host
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sl := p.slots[host]
+	if sl == nil {
+		sl = make(chan struct{}, maxPerService)
+		p.slots[host] = sl
+	}
+	return sl
+}
+
 // post sends one push.
 func (p *Pusher) post(s Subscription, j job) error {
+	sl := p.slot(s.Endpoint)
+	select {
+	case sl <- struct{}{}:
+	case <-p.quit:
+		return errors.New("push: the server is closing")
+	}
+	defer func() { <-sl }()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	go func() { // Close ends a push in flight

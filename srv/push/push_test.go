@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -388,3 +390,77 @@ func TestBadSubscriptionsAreRefused(t *testing.T) {
 }
 
 func storeRoom(token string) string { return store.Room(token) }
+
+// TestPushesShareConnections: a question for 30 devices of one push
+// service is pushed over a few connections kept from one question to the
+// next, with at most maxPerService pushes in flight at once, and with the
+// Pusher's own HTTP client.
+func TestPushesShareConnections(t *testing.T) {
+	var (
+		mu               sync.Mutex
+		conns, now, most int
+		got              = map[string]int{}
+		wake             = make(chan struct{}, 1000)
+	)
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		now++
+		most = max(most, now)
+		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		now--
+		got[r.URL.Path]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		wake <- struct{}{}
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			mu.Lock()
+			conns++
+			mu.Unlock()
+		}
+	}
+	srv.Start()
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	keys, _ := LoadOrCreateKeys(dir)
+	subs, _ := OpenFileSubscriptions(dir)
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true})
+	t.Cleanup(p.Close)
+	const devices = 30
+	for i := range devices {
+		d := newDevice(t, "/d"+strconv.Itoa(i))
+		d.subscribe(t, p, &service{Server: srv}, tokA, "device "+strconv.Itoa(i))
+	}
+	pushes := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, c := range got {
+			n += c
+		}
+		return n
+	}
+	for q := range 2 {
+		go func() {
+			_, _ = h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q" + strconv.Itoa(q), Text: "?", Timeout: time.Hour})
+		}()
+		deadline := time.After(20 * time.Second)
+		for pushes() < devices*(q+1) {
+			select {
+			case <-wake:
+			case <-deadline:
+				t.Fatalf("%d pushes", pushes())
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > maxPerService || conns > maxPerService {
+		t.Errorf("%d pushes in flight at most, over %d connections; want at most %d of each", most, conns, maxPerService)
+	}
+}
