@@ -39,7 +39,7 @@ func newBudgetServer(t *testing.T, budget int64) string {
 }
 
 // TestAGUIMessageOverBudget: a person's message that would pass the
-// token's relay budget (max_relay_state_bytes_per_token) is not lost
+// token's relay budget ([relay] max_state_bytes_per_token) is not lost
 // unseen: the run ends at once with RUN_ERROR message_not_taken, saying
 // the message did not reach the agent and why. Sent again (same message
 // id), it is tried again, not skipped as delivered; a message that fits
@@ -54,7 +54,7 @@ func TestAGUIMessageOverBudget(t *testing.T) {
 		last := evs[len(evs)-1]
 		msg, _ := last["message"].(string)
 		if last["type"] != "RUN_ERROR" || last["code"] != "message_not_taken" ||
-			!strings.Contains(msg, "max_relay_state_bytes_per_token") || !strings.Contains(msg, "not passed to the agent") {
+			!strings.Contains(msg, "[relay] max_state_bytes_per_token") || !strings.Contains(msg, "not passed to the agent") {
 			t.Fatalf("try %d: events %s, last %v", try, types(evs), last)
 		}
 	}
@@ -82,7 +82,7 @@ func TestAGUIStateOverBudget(t *testing.T) {
 	evs := postAGUI(t, url, tokA, in).until()
 	last := evs[len(evs)-1]
 	msg, _ := last["message"].(string)
-	if last["type"] != "RUN_ERROR" || last["code"] != "state_not_kept" || !strings.Contains(msg, "max_relay_state_bytes_per_token") {
+	if last["type"] != "RUN_ERROR" || last["code"] != "state_not_kept" || !strings.Contains(msg, "[relay] max_state_bytes_per_token") {
 		t.Fatalf("events %s, last %v", types(evs), last)
 	}
 	// Smaller, the same message goes (it was not taken as delivered).

@@ -73,7 +73,7 @@ func TestRelaySessionsPerToken(t *testing.T) {
 		open = append(open, joinAgent(t, url, tokA, fmt.Sprint("s-", i)))
 	}
 	a, m := tryJoin(t, url, tokA, "host", "one-more")
-	refusedWith(t, m, wire.InvalidMessage, "max_relay_sessions_per_token")
+	refusedWith(t, m, wire.InvalidMessage, "[relay] max_sessions_per_token")
 	a.expectClosed()
 	if n := relaySessions(t, url); n != relay.DefaultMaxSessionsPerToken {
 		t.Fatalf("%v relay sessions after the refusal, want %d: the refused one was made", n, relay.DefaultMaxSessionsPerToken)
@@ -96,7 +96,7 @@ func TestRelayConnectionsPerToken(t *testing.T) {
 	joinRawHost(t, url, tokA, "x")
 	joinAgent(t, url, tokA, "y")
 	a, m := tryJoin(t, url, tokA, "agent", "x")
-	refusedWith(t, m, wire.InvalidMessage, "max_relay_connections_per_token")
+	refusedWith(t, m, wire.InvalidMessage, "[relay] max_connections_per_token")
 	a.expectClosed()
 	joinAgent(t, url, tokB, "x")
 	first.ws.Close()
@@ -149,7 +149,7 @@ func TestRelayStatePerToken(t *testing.T) {
 	hostB := joinRawHost(t, url, tokA, "b")
 	agentB := joinAgent(t, url, tokA, "b")
 	hostB.sendJSON(bigState(600<<10, "b1"))
-	if p := hostB.expectError(wire.InvalidMessage, "st-b1"); !strings.Contains(p["message"].(string), "max_relay_state_bytes_per_token") {
+	if p := hostB.expectError(wire.InvalidMessage, "st-b1"); !strings.Contains(p["message"].(string), "[relay] max_state_bytes_per_token") {
 		t.Fatalf("the refusal does not name the setting: %v", p)
 	}
 	hostB.sendJSON(bigState(10, "b2"))

@@ -83,7 +83,7 @@ func TestStudyLogFilesPerToken(t *testing.T) {
 	}
 	a.sendJSON(`{"v":"mvp-0.2","type":"session.start","id":"start-3","payload":{}}`)
 	p := a.expectError("INVALID_MESSAGE", "start-3")
-	if msg := p["message"].(string); !strings.Contains(msg, "max_study_logs_per_token") || !strings.Contains(msg, "3 study sessions") {
+	if msg := p["message"].(string); !strings.Contains(msg, "[studylog] max_files_per_token") || !strings.Contains(msg, "3 study sessions") {
 		t.Fatalf("refusal %q", msg)
 	}
 	files := studyFiles(t, data)
@@ -145,7 +145,7 @@ func TestStudyLogBytesPerToken(t *testing.T) {
 					refusedAt = id
 				case "error":
 					p := m["payload"].(map[string]any)
-					if m["replyTo"] != id || p["code"] != "INVALID_MESSAGE" || !strings.Contains(p["message"].(string), "max_study_log_bytes_per_token") {
+					if m["replyTo"] != id || p["code"] != "INVALID_MESSAGE" || !strings.Contains(p["message"].(string), "[studylog] max_bytes_per_token") {
 						t.Fatalf("refusal %v", m)
 					}
 					if refusedAt != id {

@@ -40,7 +40,7 @@ func TestRelaySettings(t *testing.T) {
 	agent, _ := dial("agent", "one")
 	dial("agent", "two")
 	_, refused := dial("agent", "three")
-	if p, _ := refused["payload"].(map[string]any); refused["type"] != "error" || !strings.Contains(fmt.Sprint(p["message"]), "max_relay_sessions_per_token") {
+	if p, _ := refused["payload"].(map[string]any); refused["type"] != "error" || !strings.Contains(fmt.Sprint(p["message"]), "[relay] max_sessions_per_token") {
 		t.Fatalf("third relay session: %v", refused)
 	}
 

@@ -227,7 +227,7 @@ func (h *Handler) thread(token string, in *RunAgentInput) (*thread, *runError) {
 	if ts.Len() >= h.o.MaxThreadsPerToken && !h.evictLocked(ts) {
 		return nil, &runError{code: "too_many_threads", msg: fmt.Sprintf(
 			"this token has %d AG-UI threads and each has a run open or a tool call waiting for its frontend "+
-				"(agui_max_threads_per_token); finish one of them, or post to one of them, and try again", ts.Len())}
+				"([agui] max_threads_per_token); finish one of them, or post to one of them, and try again", ts.Len())}
 	}
 	if ts == nil {
 		ts = &lru.Map[string, *thread]{}

@@ -201,7 +201,7 @@ func (t *thread) unplan(m *Message) {
 }
 
 // Codes of RUN_ERROR for what the relay did not take (its per-token
-// budget, max_relay_state_bytes_per_token).
+// budget, [relay] max_state_bytes_per_token).
 const (
 	codeStateNotKept   = "state_not_kept"
 	codeMessageNotSent = "message_not_taken"

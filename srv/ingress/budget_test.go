@@ -12,7 +12,7 @@ import (
 )
 
 // TestBuiltinMessageOverBudget: an agent_invoke whose message would pass
-// the token's relay budget (max_relay_state_bytes_per_token) does not
+// the token's relay budget ([relay] max_state_bytes_per_token) does not
 // leave its run open with the message dropped: the run ends at once with
 // orchestrator_error saying the message was not taken and why, and the
 // session's next run with a message that fits goes to the agent.
@@ -24,7 +24,7 @@ func TestBuiltinMessageOverBudget(t *testing.T) {
 	run := str(c.expect("run_started"), "run_id")
 	er := c.expectError("orchestrator_error")
 	msg := str(er, "message")
-	if str(er, "run_id") != run || !strings.Contains(msg, "max_relay_state_bytes_per_token") || !strings.Contains(msg, "not passed to the agent") {
+	if str(er, "run_id") != run || !strings.Contains(msg, "[relay] max_state_bytes_per_token") || !strings.Contains(msg, "not passed to the agent") {
 		t.Fatalf("error %v", er)
 	}
 	c.send(strings.Replace(strings.Replace(invokeWith("短"), "sess_001", c.sess, 1), "req_abc123", "req_2", 1))
@@ -49,7 +49,7 @@ func TestBuiltinToolsOverBudget(t *testing.T) {
 	run := str(c.expect("run_started"), "run_id")
 	er := c.expectError("orchestrator_error")
 	msg := str(er, "message")
-	if str(er, "run_id") != run || !strings.Contains(msg, "max_relay_state_bytes_per_token") || !strings.Contains(msg, "tools") {
+	if str(er, "run_id") != run || !strings.Contains(msg, "[relay] max_state_bytes_per_token") || !strings.Contains(msg, "tools") {
 		t.Fatalf("error %v", er)
 	}
 }

@@ -78,7 +78,7 @@ type env struct {
 }
 
 // newEnv serves the whole server. With external, an orchestrator double
-// runs in its own process and the server uses it (orchestrator_url);
+// runs in its own process and the server uses it ([ingress] orchestrator_url);
 // without, the built-in orchestrator runs.
 func newEnv(t *testing.T, external bool, o ingress.Options, ho ingress.HTTPOptions) *env {
 	t.Helper()

@@ -25,7 +25,7 @@ import (
 
 // HTTPOptions configure the external orchestrator client.
 type HTTPOptions struct {
-	// URL is the orchestrator's base URL (orchestrator_url); its
+	// URL is the orchestrator's base URL ([ingress] orchestrator_url); its
 	// /internal/... endpoints are seed 003's.
 	URL string
 	// Token, when set, is sent as "Authorization: Bearer" on every call.
@@ -62,7 +62,7 @@ type HTTPOrchestrator struct {
 func NewHTTPOrchestrator(o HTTPOptions) (*HTTPOrchestrator, error) {
 	u, err := url.Parse(strings.TrimRight(o.URL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("orchestrator_url %q: want http(s)://host[:port][/path]", o.URL)
+		return nil, fmt.Errorf("[ingress] orchestrator_url %q: want http(s)://host[:port][/path]", o.URL)
 	}
 	opt.Default(&o.Timeout, 10*time.Second)
 	if o.Retries < 0 {

@@ -87,7 +87,7 @@ func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
 //
 // It returns the relay's refusal (a *Error), also delivered to the host
 // as an error envelope: the message was not taken (a user.message or a
-// state.updated past the token's budget, max_relay_state_bytes_per_token),
+// state.updated past the token's budget, [relay] max_state_bytes_per_token),
 // or, for a tool.result or snapshot.state, its answer went on but its
 // state was not kept. An in-process host tells its person; nil when all
 // was taken.

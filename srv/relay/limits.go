@@ -64,11 +64,11 @@ func (r *Relay) acquireJoin(token, name string) (*channel, *Error) {
 	if u := r.use[token]; u != nil {
 		if u.conns >= r.o.MaxConnsPerToken {
 			return nil, errorf(wire.InvalidMessage, "%d connections have joined /agent/ws with this token already, the most it may have "+
-				"(max_relay_connections_per_token): close one first", u.conns)
+				"([relay] max_connections_per_token): close one first", u.conns)
 		}
 		if ch := r.channels[token+"\x00"+name]; (ch == nil || !ch.counted) && u.sessions >= r.o.MaxSessionsPerToken {
 			return nil, errorf(wire.InvalidMessage, "this token has %d relay sessions open on /agent/ws already, the most it may have "+
-				"(max_relay_sessions_per_token): join one of them, or leave one first", u.sessions)
+				"([relay] max_sessions_per_token): join one of them, or leave one first", u.sessions)
 		}
 	}
 	ch := r.acquireLocked(token, name)
@@ -124,5 +124,5 @@ func (ch *channel) charge(force bool) bool {
 // token's budget.
 func (ch *channel) overBudget(what string) *Error {
 	return errorf(wire.InvalidMessage, "%s is not kept: the relay sessions of this token would keep more than %d bytes of host state and user messages "+
-		"(max_relay_state_bytes_per_token); send less, or end relay sessions this token no longer uses", what, ch.r.o.MaxStatePerToken)
+		"([relay] max_state_bytes_per_token); send less, or end relay sessions this token no longer uses", what, ch.r.o.MaxStatePerToken)
 }

@@ -40,10 +40,10 @@ func (ch *channel) openSession(p *peer, replyTo string) *Error {
 		switch {
 		case errors.Is(err, studylog.ErrTooManyFiles):
 			e = errorf(wire.InvalidMessage, "no study session started: this token has started %d study sessions since the server started, "+
-				"the most it may (max_study_logs_per_token); no log is deleted to make room: ask the operator to raise the setting", files)
+				"the most it may ([studylog] max_files_per_token); no log is deleted to make room: ask the operator to raise the setting", files)
 		case errors.Is(err, studylog.ErrFull):
 			e = errorf(wire.InvalidMessage, "no study session started: this token's study logs hold %d bytes since the server started, "+
-				"the most they may (max_study_log_bytes_per_token); no log is cut to make room: ask the operator to raise the setting", bytes)
+				"the most they may ([studylog] max_bytes_per_token); no log is cut to make room: ask the operator to raise the setting", bytes)
 		default:
 			ch.r.log.Error("open study log", "err", err)
 			e = errorf(wire.ToolExecutionFailed, "cannot open the study log")
@@ -63,7 +63,7 @@ func (ch *channel) openSession(p *peer, replyTo string) *Error {
 func (ch *channel) logFull(typ, session string) *Error {
 	_, bytes := ch.r.o.Logs.Limits()
 	return errorf(wire.InvalidMessage, "%s not sent: the study log could not take it, its token's study logs would pass %d bytes "+
-		"(max_study_log_bytes_per_token), so study session %s was ended (nothing logged is lost); "+
+		"([studylog] max_bytes_per_token), so study session %s was ended (nothing logged is lost); "+
 		"ask the operator to raise the setting before starting another", typ, bytes, session)
 }
 
@@ -77,12 +77,12 @@ func (ch *channel) stopLogging() {
 	_, bytes := ch.r.o.Logs.Limits()
 	env := Envelope{Type: wire.TypeSessionEnded, Payload: mustJSON(map[string]any{
 		"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "log_full",
-		"limit": map[string]any{"setting": "max_study_log_bytes_per_token", "bytes": bytes},
+		"limit": map[string]any{"setting": "[studylog] max_bytes_per_token", "bytes": bytes},
 	})}
 	if err := ch.log.AppendLast(ch.r.now(), studylog.Internal, env.Type, "", "", env.Payload); err != nil {
 		ch.r.log.Error("study log", "session", ch.log.ID(), "err", err)
 	}
-	ch.r.log.Warn("study log full: study session ended", "session", ch.log.ID(), "relay", ch.name, "max_study_log_bytes_per_token", bytes)
+	ch.r.log.Warn("study log full: study session ended", "session", ch.log.ID(), "relay", ch.name, "max_bytes_per_token", bytes)
 	ch.closeSession()
 	ch.toAgents(env, nil)
 }
