@@ -158,7 +158,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // TestNtfy: a question is published to the topic as JSON with a title,
 // priority, tags, a click URL to the app and "http" actions; replaying
 // the second action's post, as the ntfy app would, answers the question
-// with it; a settled question is told quietly; the access token goes as
+// with it; a settled question is told quietly, under the question's
+// sequence ID so that it replaces it; the access token goes as
 // a bearer token. Another token's question publishes nothing.
 func TestNtfy(t *testing.T) {
 	ntfy := newReceiver(t)
@@ -199,11 +200,16 @@ func TestNtfy(t *testing.T) {
 	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "No" || rep.Door != "ntfy" {
 		t.Fatalf("the agent got %+v", rep)
 	}
-	_, bodies = ntfy.waitFor(t, 2)
+	got, bodies = ntfy.waitFor(t, 2)
 	var settled ntfyMessage
 	_ = json.Unmarshal(bodies[1], &settled)
 	if settled.Priority != 2 || settled.Title != "shop · Answered on ntfy" || len(settled.Actions) != 0 {
 		t.Errorf("settled: %+v", settled)
+	}
+	// The same sequence ID: ntfy replaces the question's notification.
+	if m.SequenceID == "" || settled.SequenceID != m.SequenceID || got[1].Header.Get("X-Sequence-ID") != m.SequenceID ||
+		strings.Contains(m.SequenceID, "q-1") {
+		t.Errorf("sequence IDs %q, then %q (header %q)", m.SequenceID, settled.SequenceID, got[1].Header.Get("X-Sequence-ID"))
 	}
 	resp, err = http.Post(act.URL, "application/json", strings.NewReader(m.Actions[0].Body))
 	if err != nil {

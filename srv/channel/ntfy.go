@@ -3,6 +3,8 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,14 +12,17 @@ import (
 	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // Ntfy publishes to an ntfy topic (ntfy.sh or a server of one's own),
 // with JSON publishing (https://docs.ntfy.sh/publish/#publish-as-json):
 // a question with its buttons as "http" actions that post the answer,
 // with a capability, to the server's public address: the phone must
-// reach it. ntfy cannot change a message once published, so a question
-// settled elsewhere is told as a quiet message of its own.
+// reach it. A question settled elsewhere is published again, quietly and
+// without its buttons, under the same sequence ID: ntfy 2.16 and later
+// replace the notification with it; older servers show it as a message
+// of its own.
 type Ntfy struct {
 	// URL is the ntfy server (default https://ntfy.sh); Topic the topic
 	// (as secret as a password on a public server); AccessToken, when
@@ -48,6 +53,16 @@ type ntfyMessage struct {
 	Click    string       `json:"click,omitempty"`
 	Actions  []ntfyAction `json:"actions,omitempty"`
 	Markdown bool         `json:"markdown,omitempty"`
+	// SequenceID names the question's notification, so the one saying
+	// it is settled replaces it.
+	SequenceID string `json:"sequence_id,omitempty"`
+}
+
+// sequenceID is a question's notification's name: the same for its
+// publishes, telling neither the token nor the request's ID.
+func sequenceID(n Notice) string {
+	d := sha256.Sum256([]byte("agentassistant ntfy\x00" + store.Room(n.Token) + "\x00" + n.Request.ID))
+	return hex.EncodeToString(d[:12])
 }
 
 // ntfy shows three actions at most.
@@ -55,7 +70,7 @@ const ntfyMaxActions = 3
 
 // Send publishes n.
 func (c *Ntfy) Send(ctx context.Context, n Notice) error {
-	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL}
+	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
 		m.Message, m.Priority, m.Markdown = clip(n.Request.Text, 3000), 4, true
@@ -85,6 +100,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		return fmt.Errorf("ntfy: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Sequence-ID", m.SequenceID)
 	if c.AccessToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.AccessToken)
 	}
