@@ -19,7 +19,8 @@ func (h *adapted) Deliver(env Envelope) bool {
 }
 
 // TestAdapterAnswersLifecycle: a host built on Adapter says what it is
-// and answers session.start, session.end and snapshot.get as every host
+// to the host it replaces, publishes its whole tool set each time, and
+// answers session.start, session.end and snapshot.get as every host
 // does, the snapshot carrying its uiSpec.
 func TestAdapterAnswersLifecycle(t *testing.T) {
 	logs, err := studylog.Open(t.TempDir(), studylog.Options{})
@@ -30,16 +31,31 @@ func TestAdapterAnswersLifecycle(t *testing.T) {
 	defer r.Close()
 	var replies owned.Group
 	defer replies.Close()
+	old, _ := localHost(r, "tok", "s")
+	drain(old)
 	h := &adapted{}
 	h.Join(r, "tok", "s", HostKindAGUI, &replies, h)
 	defer h.Ext.Leave()
 	if online, _, _ := r.Status("tok", "s"); !online {
 		t.Fatal("the adapter is not the session's host")
 	}
-	if h.HostKind() != HostKindAGUI || !h.WholeToolSet() {
-		t.Fatalf("kind %q, whole tool set %v", h.HostKind(), h.WholeToolSet())
+	var by struct {
+		By string `json:"by"`
+	}
+	if m := <-old.replies; m.Type != wire.TypeReplaced || json.Unmarshal(m.Payload, &by) != nil || by.By != HostKindAGUI {
+		t.Fatalf("the host it replaced was told %s %s, want relay.replaced by %q", m.Type, m.Payload, HostKindAGUI)
+	}
+	// Its frontend declares all its tools at once: the latest set
+	// replaces the stages' tools the page before it had published.
+	for _, tools := range []string{`[{"name":"a"},{"name":"b"}]`, `[{"name":"c"}]`} {
+		if err := h.Ext.Send(Envelope{Type: wire.TypeStateUpdated, Payload: json.RawMessage(`{"toolSchema":` + tools + `}`)}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	l := r.Local("tok", "s")
+	if st := l.State(); len(st.Tools) != 1 || wire.ParseTool(st.Tools[0]).Name != "c" {
+		t.Fatalf("tools after two sets: %s", st.Tools)
+	}
 	defer l.Close()
 	for _, c := range []struct{ ask, want, payload string }{
 		{wire.TypeSessionStart, wire.TypeSessionStarted, ""}, // the relay adds the study's id

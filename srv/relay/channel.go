@@ -9,57 +9,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
-	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
-
-// peer is one side of a relay session: a WebSocket host or agent, an
-// in-process agent call (local) made for the MCP bridge, or an external
-// host (ext, external.go) such as an AG-UI thread.
-type peer struct {
-	role  string // "host" or "agent"
-	id    string
-	conn  *wsconn.Conn
-	local chan Reply // in-process: receives the reply
-	ext   Deliverer  // external: receives every envelope
-	// remote: on another instance (cluster.go): the home, or the agents
-	// of an instance.
-	remote *remote
-	// kind says what a host is, for the host it replaces (relay.replaced's
-	// "by"): HostKindPage for /agent/ws, the Deliverer's HostKind else.
-	kind string
-	// wholeTools: each toolSchema the host publishes is its whole set of
-	// tools, not one stage's (see ToolSet).
-	wholeTools bool
-}
-
-// Reply is what an in-process request gets back: the envelope, and the
-// state version when it was routed, so a caller can wait for the
-// state.updated that follows it (and not take an earlier one).
-type Reply struct {
-	Envelope
-	StateVersion uint64
-}
-
-func (p *peer) deliver(env Envelope) bool { return p.deliverAt(env, 0) }
-
-func (p *peer) deliverAt(env Envelope, version uint64) bool {
-	if p.conn != nil {
-		return p.conn.Send(encode(env))
-	}
-	if p.ext != nil {
-		env.V = wire.Version
-		return p.ext.Deliver(env)
-	}
-	if p.remote != nil {
-		return p.remote.send(env)
-	}
-	select {
-	case p.local <- Reply{Envelope: env, StateVersion: version}:
-		return true
-	default:
-		return false
-	}
-}
 
 // Limits of one relay session: requests waiting for the host (route.go),
 // user messages waiting for an agent (mailbox.go), agents (members.go).
@@ -89,8 +39,8 @@ type channel struct {
 	held    int64
 
 	mu       lockorder.Mutex[lockorder.RelaySession]
-	host     *peer
-	agents   map[*peer]struct{}
+	host     Peer
+	agents   map[Peer]struct{}
 	log      *studylog.Log // the active study session, nil when none
 	inflight map[string]*call
 	retired  map[string]struct{} // names of calls forgotten while their host may still answer: see track
@@ -114,7 +64,7 @@ type channel struct {
 	// one peer each (also in agents), whether a host was ever here and its
 	// id. Elsewhere: whether the home's host is online and its study
 	// session.
-	proxies       map[string]*peer
+	proxies       map[string]*remotePeer
 	everHome      bool
 	lastHost      string
 	homeOnline    bool
@@ -124,10 +74,10 @@ type channel struct {
 func newChannel(r *Relay, token, name string) *channel {
 	return &channel{
 		r: r, token: token, name: name,
-		agents:      make(map[*peer]struct{}),
+		agents:      make(map[Peer]struct{}),
 		inflight:    make(map[string]*call),
 		retired:     make(map[string]struct{}),
-		proxies:     make(map[string]*peer),
+		proxies:     make(map[string]*remotePeer),
 		toolIndex:   make(map[string]int),
 		stateWake:   make(chan struct{}),
 		mailboxWake: make(chan struct{}),
@@ -159,10 +109,10 @@ func (ch *channel) record(direction string, env Envelope) bool {
 }
 
 // fail answers env's sender with a protocol error.
-func (ch *channel) fail(to *peer, replyTo string, e *Error) {
+func (ch *channel) fail(to Peer, replyTo string, e *Error) {
 	env := Envelope{Type: wire.TypeError, ReplyTo: replyTo, Payload: mustJSON(e)}
 	ch.record(studylog.Internal, env)
-	to.deliver(env)
+	to.deliver(env, nil)
 }
 
 func (ch *channel) String() string { return fmt.Sprintf("relay session %q", ch.name) }

@@ -98,37 +98,19 @@ const (
 	FrameTake    = "take"    // request: the next user message, waiting Wait
 )
 
-// remote is a peer on another instance: the home (as seen from an
-// instance with agents) or an instance with agents (as seen from the
-// home). Delivering to it sends a frame of its kind there.
-type remote struct {
-	r              *Relay
-	token, session string
-	instance       string
-	kind           string
-}
-
-func (m *remote) send(env Envelope) bool {
-	env.V = wire.Version
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
-	if err := m.r.o.Cluster.Send(m.instance, m.token, m.session, Frame{Kind: m.kind, From: m.r.o.Cluster.Instance(), Env: &env}); err != nil {
-		m.r.log.Warn("relay frame not sent to another instance", "instance", m.instance, "type", env.Type, "err", err)
-		return false
-	}
-	return true
-}
-
-func (r *Relay) remotePeer(ch *channel, role, instance, kind string) *peer {
-	return &peer{role: role, id: "instance:" + instance, remote: &remote{r: r, token: ch.token, session: ch.name, instance: instance, kind: kind}}
-}
-
 // isHome reports whether the host is connected here. Called with mu held.
-func (ch *channel) isHome() bool { return ch.host != nil && ch.host.remote == nil }
+func (ch *channel) isHome() bool { return ch.host != nil && ch.host.instance() == "" }
 
 // away reports whether the host is on another instance.
-func (ch *channel) away() bool { return ch.host != nil && ch.host.remote != nil }
+func (ch *channel) away() bool { return ch.home() != "" }
+
+// home is the instance the host is on if not this one, else "".
+func (ch *channel) home() string {
+	if ch.host == nil {
+		return ""
+	}
+	return ch.host.instance()
+}
 
 // hostOnline: the host is connected here, or at the home.
 func (ch *channel) hostOnline() bool { return ch.isHome() || (ch.away() && ch.homeOnline) }
@@ -154,17 +136,17 @@ func (r *Relay) attachHome(ch *channel) {
 	if !ok || h.Instance == r.o.Cluster.Instance() || r.isDead(h.Instance) {
 		return
 	}
-	ch.host = r.remotePeer(ch, "host", h.Instance, FrameAgent)
+	ch.host = ch.remotePeer(h.Instance, FrameAgent)
 	ch.homeOnline, ch.remoteSession = h.Online, h.Session
 }
 
 // proxy is the peer standing for instance's agents in a relay session
 // homed here. Called with mu held.
-func (ch *channel) proxy(instance string) *peer {
+func (ch *channel) proxy(instance string) *remotePeer {
 	if p := ch.proxies[instance]; p != nil {
 		return p
 	}
-	p := ch.r.remotePeer(ch, "agent", instance, FrameHost)
+	p := ch.remotePeer(instance, FrameHost)
 	ch.proxies[instance] = p
 	ch.agents[p] = struct{}{}
 	return p
@@ -308,7 +290,7 @@ const takeChunk = 10 * time.Second
 func (ch *channel) fromHome(instance string, env Envelope) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if !ch.away() || ch.host.remote.instance != instance {
+	if !ch.away() || ch.home() != instance {
 		return // from a home this session has left
 	}
 	ch.activity = ch.r.now()
@@ -350,5 +332,5 @@ func (ch *channel) forwardRecord(direction string, env Envelope) {
 	if len(env.Payload) == 0 {
 		env.Payload = json.RawMessage("{}")
 	}
-	_ = ch.r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameRecord, From: ch.r.o.Cluster.Instance(), Env: &env, Dir: direction})
+	_ = ch.r.o.Cluster.Send(ch.home(), ch.token, ch.name, Frame{Kind: FrameRecord, From: ch.r.o.Cluster.Instance(), Env: &env, Dir: direction})
 }

@@ -45,18 +45,15 @@ func (r *Relay) Moved(token, session string, h Home, deleted bool) {
 	if h.Instance == me {
 		return // our own write
 	}
-	if ch.away() && ch.host.remote.instance == h.Instance {
+	if ch.away() && ch.home() == h.Instance {
 		ch.homeOnline, ch.remoteSession = h.Online, h.Session
 		return
 	}
 	// The host is on another instance now.
-	if old := ch.host; old != nil && old.remote == nil {
-		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
+	if ch.isHome() {
+		ch.host.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
 			"reason": "a newer host joined this relay session",
-		})})
-		if old.conn != nil {
-			old.conn.Shutdown(4001, "replaced by a newer host")
-		}
+		})}, nil)
 	}
 	if ch.isHome() || ch.everHome {
 		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
@@ -71,7 +68,7 @@ func (r *Relay) Moved(token, session string, h Home, deleted bool) {
 		ch.hostGone.Stop()
 		ch.hostGone = nil
 	}
-	ch.host = r.remotePeer(ch, "host", h.Instance, FrameAgent)
+	ch.host = ch.remotePeer(h.Instance, FrameAgent)
 	ch.homeOnline, ch.remoteSession = h.Online, h.Session
 	ch.joinHome()
 	ch.presence()
@@ -81,7 +78,7 @@ func (r *Relay) Moved(token, session string, h Home, deleted bool) {
 // session, if agents here wait for them. Called with mu held.
 func (ch *channel) joinHome() {
 	if ch.away() && len(ch.agents) > 0 {
-		_ = ch.r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameJoin, From: ch.r.o.Cluster.Instance()})
+		_ = ch.r.o.Cluster.Send(ch.home(), ch.token, ch.name, Frame{Kind: FrameJoin, From: ch.r.o.Cluster.Instance()})
 	}
 }
 
@@ -100,7 +97,7 @@ func (ch *channel) handOver() {
 
 // claim records p, which just joined as host here, as the host of ch
 // cluster-wide, and takes up the study session its previous home had.
-func (r *Relay) claim(ch *channel, p *peer) {
+func (r *Relay) claim(ch *channel, p Peer) {
 	if r.o.Cluster == nil {
 		return
 	}
@@ -115,7 +112,7 @@ func (r *Relay) claim(ch *channel, p *peer) {
 		if s == "" {
 			s = prev.Session
 		}
-		return Home{Instance: me, Host: p.id, Online: true, Session: s}
+		return Home{Instance: me, Host: p.id(), Online: true, Session: s}
 	})
 	if err != nil {
 		r.log.Error("relay host not recorded in the cluster", "relay", ch.name, "err", err)
@@ -226,8 +223,8 @@ func (r *Relay) watchHomes(ctx context.Context) {
 	homes := make(map[string][]*channel)
 	for _, ch := range r.channels {
 		ch.mu.Lock()
-		if ch.away() {
-			homes[ch.host.remote.instance] = append(homes[ch.host.remote.instance], ch)
+		if home := ch.home(); home != "" {
+			homes[home] = append(homes[home], ch)
 		}
 		ch.mu.Unlock()
 	}
@@ -240,7 +237,7 @@ func (r *Relay) watchHomes(ctx context.Context) {
 		r.markDead(inst)
 		for _, ch := range chs {
 			ch.mu.Lock()
-			if ch.away() && ch.host.remote.instance == inst {
+			if ch.home() == inst {
 				ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 				ch.host, ch.homeOnline, ch.remoteSession = nil, false, ""
 				ch.presence()

@@ -49,11 +49,11 @@ func TestCallDeadline(t *testing.T) {
 		defer r.Close()
 		const timeout = DefaultCallTimeout
 		b := &inbox{}
-		agent := &peer{role: "agent", ext: b}
+		agent := &External{d: b}
 		ch.joinAgent(agent, "a")
 
 		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "late", Payload: toolCall})
-		call := (<-host.local).Envelope
+		call := (<-host.replies).Envelope
 		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeAgentMessage, ID: "m", Payload: json.RawMessage(`{"text":"hi"}`)})
 		drain(host)
 		time.Sleep(timeout - time.Nanosecond)
@@ -82,7 +82,7 @@ func TestCallDeadline(t *testing.T) {
 
 		// Answered in time: no deadline follows.
 		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "quick", Payload: toolCall})
-		call = (<-host.local).Envelope
+		call = (<-host.replies).Envelope
 		time.Sleep(timeout / 2)
 		ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeToolResult, ReplyTo: call.ID, Payload: json.RawMessage(`{"ok":true}`)})
 		time.Sleep(timeout)

@@ -23,25 +23,10 @@ type Deliverer interface {
 
 // What a host is, in relay.replaced's "by": the host that took over.
 const (
-	HostKindPage     = "page"     // a page on /agent/ws (the booking page, an mvp-0.2 host)
-	HostKindExternal = "external" // an external host that does not say
-	HostKindAGUI     = "agui"     // an AG-UI frontend's thread (srv/agui)
-	HostKindIngress  = "ingress"  // an Ingress client (srv/ingress)
+	HostKindPage    = "page"    // a page on /agent/ws (the booking page, an mvp-0.2 host)
+	HostKindAGUI    = "agui"    // an AG-UI frontend's thread (srv/agui)
+	HostKindIngress = "ingress" // an Ingress client (srv/ingress)
 )
-
-// A Deliverer may say what host it is (relay.replaced's "by" tells the
-// host it replaces); without it, HostKindExternal.
-type HostKinder interface {
-	HostKind() string
-}
-
-// A Deliverer that implements ToolSet and returns true publishes its
-// whole set of tools in every toolSchema (an AG-UI run's tools): the
-// latest replaces the tools the agents see, where a booking page's
-// stages each add theirs to the set.
-type ToolSet interface {
-	WholeToolSet() bool
-}
 
 // TypeAgentWaiting is ours, sent only to an external host: an in-process
 // agent waits for a user message (wait_user_message), it yields the turn.
@@ -52,33 +37,40 @@ const TypeAgentWaiting = "relay.agent.waiting"
 // that message ends.
 const TypeUserPosted = "relay.user.posted"
 
-// External is an external host of one relay session.
+// External is an external host of one relay session, its Peer: its
+// adapter turns what it is sent into its own protocol, for a frontend
+// that takes part in runs.
 type External struct {
+	member
 	ch   *channel
-	p    *peer
+	d    Deliverer
+	kind string
 	left sync.Once
 }
 
-// JoinHost makes d the host of (token, session), replacing any host there
-// (which is told, as when a newer WebSocket host joins). d first receives
-// relay.joined. Call Leave when done.
-func (r *Relay) JoinHost(token, session string, d Deliverer) *External {
+func (e *External) deliver(env Envelope, _ *encoded) bool {
+	env.V = wire.Version
+	return e.d.Deliver(env)
+}
+
+func (e *External) hostKind() string { return e.kind }
+func (*External) inRuns() bool       { return true }
+
+// JoinHost makes d, a host of kind (HostKindAGUI, HostKindIngress), the
+// host of (token, session), replacing any host there (which is told, as
+// when a newer WebSocket host joins). d first receives relay.joined. Call
+// Leave when done.
+func (r *Relay) JoinHost(token, session, kind string, d Deliverer) *External {
 	if session == "" {
 		session = DefaultSession
 	}
 	ch := r.acquire(token, session)
 	defer r.release(ch) // the host holds it from now on
-	p := &peer{role: "host", id: wire.NewID()[:12], ext: d, kind: HostKindExternal}
-	if k, ok := d.(HostKinder); ok && k.HostKind() != "" {
-		p.kind = k.HostKind()
-	}
-	if w, ok := d.(ToolSet); ok {
-		p.wholeTools = w.WholeToolSet()
-	}
-	ch.joinHost(p, "")
-	r.claim(ch, p)
-	r.log.Info("relay joined", "role", "host", "relay", session, "peer", p.id, "kind", "external")
-	return &External{ch: ch, p: p}
+	e := &External{member: member{ident: wire.NewID()[:12]}, ch: ch, d: d, kind: kind}
+	ch.joinHost(e, "")
+	r.claim(ch, e)
+	r.log.Info("relay joined", "role", "host", "relay", session, "peer", e.ident, "kind", "external")
+	return e
 }
 
 // Send is a message from the host (state.updated, tool.result with
@@ -96,7 +88,7 @@ func (e *External) Send(env Envelope) error {
 	if len(env.Payload) == 0 {
 		env.Payload = json.RawMessage("{}")
 	}
-	if err := e.ch.fromHost(e.p, env); err != nil {
+	if err := e.ch.fromHost(e, env); err != nil {
 		return err
 	}
 	return nil
@@ -108,13 +100,13 @@ func (e *External) Waiting(id string) bool {
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
 	c := e.ch.inflight[id]
-	return c != nil && c.from != nil && e.ch.host == e.p
+	return c != nil && c.from != nil && e.ch.host == e
 }
 
 // Leave takes the host out of the relay session; as for a WebSocket host,
 // its study session waits HostGrace for a host to come back. Idempotent.
 func (e *External) Leave() {
-	e.left.Do(func() { e.ch.leave(e.p) })
+	e.left.Do(func() { e.ch.leave(e) })
 }
 
 // AgentWaiting reports whether an in-process agent waits for a user
@@ -147,20 +139,20 @@ func (e *External) AgentPresent() bool {
 }
 
 // agentWaits counts an in-process agent that starts waiting for a user
-// message (its caller counts it out) and tells an external host it
-// yields the turn. Called with mu held.
+// message (its caller counts it out) and tells a host in runs it yields
+// the turn. Called with mu held.
 func (ch *channel) agentWaits() {
 	ch.waiters++
-	if ch.host != nil && ch.host.ext != nil {
-		ch.host.deliver(Envelope{Type: TypeAgentWaiting, Payload: json.RawMessage("{}")})
-	}
+	ch.turn(TypeAgentWaiting)
 }
 
-// posted tells an external host a user message was queued. Called with
-// mu held, so it is ordered with agentWaits.
-func (ch *channel) posted() {
-	if ch.host != nil && ch.host.ext != nil {
-		ch.host.deliver(Envelope{Type: TypeUserPosted, Payload: json.RawMessage("{}")})
+// posted tells a host in runs a user message was queued.
+// Called with mu held, so it is ordered with agentWaits.
+func (ch *channel) posted() { ch.turn(TypeUserPosted) }
+
+func (ch *channel) turn(typ string) {
+	if ch.host != nil && ch.host.inRuns() {
+		ch.host.deliver(Envelope{Type: typ, Payload: json.RawMessage("{}")}, nil)
 	}
 }
 
@@ -174,7 +166,7 @@ func (e *External) Fail(id, msg string) bool {
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
 	c := e.ch.inflight[id]
-	if c == nil || e.ch.host != e.p {
+	if c == nil || e.ch.host != e {
 		return false
 	}
 	delete(e.ch.inflight, id)
@@ -197,7 +189,7 @@ func (e *External) Record(direction string, env Envelope) {
 	}
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
-	if e.ch.host == e.p {
+	if e.ch.host == e {
 		e.ch.record(direction, env)
 	}
 }
@@ -216,31 +208,22 @@ func ConnectAgent(name string) string {
 
 // Adapter is what every adapter of an external host shares (an AG-UI
 // thread, an Ingress session's built-in host): embedded in its
-// Deliverer, it joins as the host, says what host it is, and answers the
-// requests every host answers alike, off the relay's lock.
+// Deliverer, it joins as the host and answers the requests every host
+// answers alike, off the relay's lock.
 type Adapter struct {
 	Ext     *External // set by Join, before any reply goes
-	kind    string
 	replies *owned.Group
 	ready   chan struct{} // closed once Ext is set
 }
 
 // Join makes d, the Deliverer that embeds a, the host of (token,
-// session), as JoinHost does. kind is what HostKind says; the replies go
-// on goroutines of replies, the adapter's owner's, which waits for them.
+// session), a host of kind, as JoinHost does; the replies go on
+// goroutines of replies, the adapter's owner's, which waits for them.
 func (a *Adapter) Join(r *Relay, token, session, kind string, replies *owned.Group, d Deliverer) {
-	a.kind, a.replies, a.ready = kind, replies, make(chan struct{})
-	a.Ext = r.JoinHost(token, session, d)
+	a.replies, a.ready = replies, make(chan struct{})
+	a.Ext = r.JoinHost(token, session, kind, d)
 	close(a.ready) // replies queued while joining may go now
 }
-
-// HostKind tells a host this one replaces what took over.
-func (a *Adapter) HostKind() string { return a.kind }
-
-// WholeToolSet: an adapter's frontend declares all its tools at once (an
-// AG-UI run, an Ingress client's hello), so its latest toolSchema is the
-// agents' whole set.
-func (a *Adapter) WholeToolSet() bool { return true }
 
 // Lifecycle answers session.start, session.end (with its payload) and
 // snapshot.get (whose uiSpec is spec's, called now under the caller's

@@ -41,11 +41,11 @@ func ValidSession(name string) bool { return name == "" || namePattern.MatchStri
 // host's reply, or an "error" envelope from the relay or the host. It
 // returns ctx.Err() if ctx ends first; the request is then forgotten.
 func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage) (Reply, error) {
-	p := &peer{role: "agent", local: make(chan Reply, 1)}
+	p := l.ch.localPeer(1)
 	l.ch.fromAgent(p, Envelope{V: wire.Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	select {
-	case r := <-p.local:
+	case r := <-p.replies:
 		return r, nil
 	case <-ctx.Done():
 		return Reply{}, ctx.Err()
@@ -55,13 +55,13 @@ func (l *Local) Request(ctx context.Context, typ string, payload json.RawMessage
 // Post sends a message that gets no reply (agent.message). It returns the
 // error envelope if the relay or the host refuses it within grace.
 func (l *Local) Post(ctx context.Context, typ string, payload json.RawMessage, grace time.Duration) (Envelope, bool) {
-	p := &peer{role: "agent", local: make(chan Reply, 1)}
+	p := l.ch.localPeer(1)
 	l.ch.fromAgent(p, Envelope{V: wire.Version, Type: typ, Payload: payload})
 	defer l.forget(p)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case r := <-p.local:
+	case r := <-p.replies:
 		return r.Envelope, r.Type == wire.TypeError
 	case <-t.C:
 	case <-ctx.Done():
@@ -69,7 +69,7 @@ func (l *Local) Post(ctx context.Context, typ string, payload json.RawMessage, g
 	return Envelope{}, false
 }
 
-func (l *Local) forget(p *peer) {
+func (l *Local) forget(p Peer) {
 	l.ch.mu.Lock()
 	l.ch.forget(p)
 	l.ch.mu.Unlock()
@@ -95,12 +95,9 @@ type State struct {
 func (l *Local) State() State {
 	l.ch.mu.Lock()
 	s := l.ch.stateLocked()
-	home, away := "", l.ch.away()
-	if away {
-		home = l.ch.host.remote.instance
-	}
+	home := l.ch.home()
 	l.ch.mu.Unlock()
-	if !away {
+	if home == "" {
 		return s
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -172,12 +169,9 @@ func (l *Local) nextClustered(ctx context.Context) (Envelope, bool) {
 	c := l.ch.r.o.Cluster
 	for ctx.Err() == nil {
 		l.ch.mu.Lock()
-		home, away := "", l.ch.away()
-		if away {
-			home = l.ch.host.remote.instance
-		}
+		home := l.ch.home()
 		l.ch.mu.Unlock()
-		if !away {
+		if home == "" {
 			cctx, cancel := context.WithTimeout(ctx, takeChunk)
 			env, ok := l.nextLocal(cctx)
 			cancel()
@@ -290,6 +284,6 @@ func (r *Relay) Push(token, session string, typ string, payload json.RawMessage)
 	}
 	env := Envelope{Type: typ, Payload: payload}
 	ch.record(studylog.In, env)
-	ch.host.deliver(env)
+	ch.host.deliver(env, nil)
 	return nil
 }

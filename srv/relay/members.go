@@ -16,57 +16,52 @@ import (
 // Registration and acknowledgement happen under one lock: whatever the
 // peer, or anyone it tells, does after relay.joined finds it in place, and
 // nothing reaches it before relay.joined.
-func (ch *channel) joinHost(p *peer, joinID string) {
+func (ch *channel) joinHost(p Peer, joinID string) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if old := ch.host; old != nil && old.remote != nil {
+	if old := ch.host; old != nil && old.instance() != "" {
 		// The host was on another instance: this one is newer. That
 		// instance fails the calls it had when it sees the claim (claim).
 		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
 	} else if old != nil {
 		old.deliver(Envelope{Type: wire.TypeReplaced, Payload: mustJSON(map[string]any{
-			"reason": replacedReason(p.kind, ch.name), "by": p.kind,
-		})})
-		if old.conn != nil {
-			old.conn.Shutdown(4001, "replaced by a newer host")
-		}
+			"reason": replacedReason(p.hostKind(), ch.name), "by": p.hostKind(),
+		})}, nil)
 		ch.failInflight("the host was replaced by a newer one before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.replaced", Payload: json.RawMessage("{}")})
 	}
 	ch.host = p
-	ch.everHome, ch.lastHost, ch.homeOnline, ch.remoteSession = true, p.id, false, ""
+	ch.everHome, ch.lastHost, ch.homeOnline, ch.remoteSession = true, p.id(), false, ""
 	if ch.hostGone != nil {
 		ch.hostGone.Stop() // came back in time: the session goes on
 		ch.hostGone = nil
 	}
-	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")})
+	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("host")}, nil)
 	ch.record(studylog.Internal, Envelope{Type: "relay.host.joined", Payload: json.RawMessage("{}")})
 	ch.presence()
 }
 
 // joinAgent adds p to the agents and acknowledges, as joinHost does.
-func (ch *channel) joinAgent(p *peer, joinID string) bool {
+func (ch *channel) joinAgent(p Peer, joinID string) bool {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	if len(ch.agents)-len(ch.proxies) >= maxAgents {
-		p.deliver(Envelope{Type: wire.TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(wire.InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))})
+		p.deliver(Envelope{Type: wire.TypeError, ReplyTo: joinID, Payload: mustJSON(errorf(wire.InvalidMessage, "relay session %q has %d agents already", ch.name, maxAgents))}, nil)
 		return false
 	}
 	ch.agents[p] = struct{}{}
 	ch.joinHome()
-	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")})
+	p.deliver(Envelope{Type: wire.TypeJoined, ReplyTo: joinID, Payload: ch.joinedPayloadLocked("agent")}, nil)
 	return true
 }
 
 // remove takes p out of the relay session; a host leaving starts the
-// grace within which it may come back.
-func (ch *channel) remove(p *peer) {
+// grace within which it may come back. A host already replaced is in it
+// no more.
+func (ch *channel) remove(p Peer) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	if p.role == "host" {
-		if ch.host != p {
-			return
-		}
+	if ch.host == p {
 		ch.host = nil
 		ch.failInflight("the host disconnected before answering; the action may or may not have happened")
 		ch.record(studylog.Internal, Envelope{Type: "relay.host.left", Payload: json.RawMessage("{}")})
@@ -84,7 +79,7 @@ func (ch *channel) remove(p *peer) {
 }
 
 // leave removes p and frees the relay session if that left it empty.
-func (ch *channel) leave(p *peer) {
+func (ch *channel) leave(p Peer) {
 	ch.remove(p)
 	ch.r.tidy(ch)
 }
@@ -118,18 +113,11 @@ func (ch *channel) presence() {
 // toAgents delivers env to every agent but except. It is encoded once for
 // the agents on a socket: their send queues share the bytes, so a host's
 // big state to many slow agents is held once, not once per agent.
-func (ch *channel) toAgents(env Envelope, except *peer) {
-	var b []byte
+func (ch *channel) toAgents(env Envelope, except Peer) {
+	var shared encoded
 	for a := range ch.agents {
-		switch {
-		case a == except:
-		case a.conn != nil:
-			if b == nil {
-				b = encode(env)
-			}
-			a.conn.Send(b)
-		default:
-			a.deliver(env)
+		if a != except {
+			a.deliver(env, &shared)
 		}
 	}
 }

@@ -11,8 +11,9 @@
 //
 // Files: relay.go the /agent/ws endpoint and relay.join; envelope.go the
 // frames; sessions.go where relay sessions live and when they are freed;
-// channel.go a relay session; members.go its host and agents, and the
-// host's grace; route.go requests and replies between them; state.go the
+// channel.go a relay session; peer.go what each of its members is (Peer:
+// on a socket, in process, behind another protocol, on another
+// instance); members.go its host and agents, and the host's grace; route.go requests and replies between them; state.go the
 // host's state and tools; mailbox.go user messages; study.go the study
 // session; local.go the in-process agent of the MCP bridge; external.go a
 // host behind another protocol (an AG-UI thread, srv/agui); limits.go
@@ -196,7 +197,7 @@ type relayConn struct {
 	r      *Relay
 	c      *wsconn.Conn
 	remote string
-	p      *peer
+	p      *wsPeer
 	ch     *channel
 }
 
@@ -225,7 +226,7 @@ func (rc *relayConn) message(_ bool, data []byte) bool {
 		}
 		return true
 	}
-	if rc.p.role == "host" {
+	if rc.p.host {
 		_ = ch.fromHost(rc.p, env) // a refusal is sent to the host (fail)
 	} else {
 		ch.fromAgent(rc.p, env)
@@ -258,7 +259,7 @@ type joinPayload struct {
 
 // join handles frames before relay.join succeeded. ok is false when the
 // connection must close.
-func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *channel, bool) {
+func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*wsPeer, *channel, bool) {
 	fail := func(code, msg string) {
 		send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(&Error{Code: code, Message: msg})})
 	}
@@ -298,10 +299,10 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		return nil, nil, false
 	}
 	defer r.release(ch) // once joined, the peer holds it
-	p := &peer{role: jp.Role, id: wire.NewID()[:12], conn: c, kind: HostKindPage}
+	p := &wsPeer{member: member{ident: wire.NewID()[:12]}, conn: c, host: jp.Role == "host"}
 	c.KeepAlive()
 	c.SetState(wsconn.Active)
-	if jp.Role == "host" {
+	if p.host {
 		ch.joinHost(p, env.ID)
 		r.claim(ch, p)
 	} else if !ch.joinAgent(p, env.ID) {
@@ -309,6 +310,6 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*peer, *chann
 		c.Shutdown(wsconn.ClosePolicyViolation, "too many agents")
 		return nil, nil, false
 	}
-	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id)
+	r.log.Info("relay joined", "role", jp.Role, "relay", jp.SessionID, "peer", p.id())
 	return p, ch, true
 }

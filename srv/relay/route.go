@@ -18,7 +18,7 @@ import (
 // nil once its agent has gone: the call keeps its id taken until the host
 // answers it (or leaves), so the late answer reaches no one else.
 type call struct {
-	from   *peer
+	from   Peer
 	origID string // the id the agent used; restored in the reply's replyTo
 	typ    string
 	at     time.Time
@@ -50,7 +50,7 @@ func (ch *channel) expire(id string, c *call) {
 	c.from = nil
 }
 
-func (ch *channel) fromAgent(p *peer, env Envelope) {
+func (ch *channel) fromAgent(p Peer, env Envelope) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.activity = ch.r.now()
@@ -69,7 +69,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 	}
 	// An instance's agents reach only a host here (cluster.go): a home
 	// that moved on does not pass them along.
-	if ch.host == nil || (p.remote != nil && ch.away()) {
+	if ch.host == nil || (p.instance() != "" && ch.away()) {
 		ch.fail(p, env.ID, errorf(wire.NoActiveSpec, "no UI is connected to relay session %[1]q: open the booking page "+
 			"(/booking?token=…&session=%[1]s), an AG-UI frontend on thread %[1]q, or an Ingress client on session %[1]q, with this token", ch.name))
 		return
@@ -110,7 +110,7 @@ func (ch *channel) fromAgent(p *peer, env Envelope) {
 		ch.fail(p, origID, ch.logFull(env.Type, session))
 		return
 	}
-	if !ch.host.deliver(env) {
+	if !ch.host.deliver(env, nil) {
 		ch.untrack(hostID)
 		ch.fail(p, origID, errorf(wire.InvalidMessage, "%s not delivered: the host of relay session %q has as much waiting for it as it may "+
 			"(its send queue is full: it reads slowly, or an AG-UI frontend has no run open to take it), so nothing of it reached the host; "+
@@ -171,8 +171,8 @@ func checkAgentPayload(env Envelope) *Error {
 // answer can never be taken for a new call's. Retired names are bounded
 // too: past maxInflight of them, old calls stay in flight and new ones are
 // refused.
-func (ch *channel) track(p *peer, env Envelope) (string, bool) {
-	if env.ID == "" && p.local == nil && env.Type == wire.TypeAgentMessage {
+func (ch *channel) track(p Peer, env Envelope) (string, bool) {
+	if env.ID == "" && !p.inProcess() && env.Type == wire.TypeAgentMessage {
 		return "", true // fire-and-forget; nothing to route back
 	}
 	if len(ch.inflight) >= maxInflight/4 {
@@ -203,7 +203,7 @@ func (ch *channel) track(p *peer, env Envelope) (string, bool) {
 		}
 	}
 	c := &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
-	if p.local == nil && env.Type != wire.TypeAgentMessage {
+	if !p.inProcess() && env.Type != wire.TypeAgentMessage {
 		c.deadline = time.AfterFunc(ch.r.o.CallTimeout, func() { ch.expire(id, c) })
 	}
 	ch.inflight[id] = c
@@ -219,7 +219,7 @@ func (ch *channel) taken(id string) bool {
 // fromHost handles a host's message. It returns what the host was told
 // went wrong (External.Send hands it to an in-process host), nil when all
 // was taken.
-func (ch *channel) fromHost(p *peer, env Envelope) *Error {
+func (ch *channel) fromHost(p Peer, env Envelope) *Error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
 	ch.activity = ch.r.now()
@@ -321,7 +321,7 @@ func (ch *channel) fromHost(p *peer, env Envelope) *Error {
 // whose agent has gone, or to no call at all, goes nowhere unless it is
 // also an event everyone sees (session.started, state.updated, ...).
 func (ch *channel) route(env Envelope, broadcast bool) {
-	var to *peer
+	var to Peer
 	if env.ReplyTo == "" {
 		broadcast = true
 	} else if c := ch.inflight[env.ReplyTo]; c != nil {
@@ -330,7 +330,7 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 		if to = c.from; to != nil {
 			reply := env
 			reply.ReplyTo = c.origID
-			to.deliverAt(reply, ch.stateVersion)
+			to.deliver(reply, nil)
 		}
 	} else if _, ok := ch.retired[env.ReplyTo]; ok {
 		delete(ch.retired, env.ReplyTo) // answered at last: the name is free
@@ -346,7 +346,7 @@ func (ch *channel) route(env Envelope, broadcast bool) {
 
 // forget disowns p's requests in flight; their answers go nowhere, and
 // their ids stay taken until the host answers (see call).
-func (ch *channel) forget(p *peer) {
+func (ch *channel) forget(p Peer) {
 	for _, c := range ch.inflight {
 		if c.from == p {
 			c.from = nil

@@ -97,7 +97,7 @@ func (ch *channel) leaveCluster() {
 		return
 	}
 	if ch.away() {
-		_ = r.o.Cluster.Send(ch.host.remote.instance, ch.token, ch.name, Frame{Kind: FrameLeave, From: r.o.Cluster.Instance()})
+		_ = r.o.Cluster.Send(ch.home(), ch.token, ch.name, Frame{Kind: FrameLeave, From: r.o.Cluster.Instance()})
 		return
 	}
 	if ch.everHome && ch.host == nil {

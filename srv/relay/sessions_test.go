@@ -11,10 +11,10 @@ import (
 
 // localHost joins an in-process host to (token, name), as the relay does
 // for a host on /agent/ws, and publishes a state.
-func localHost(r *Relay, token, name string) (*peer, *channel) {
+func localHost(r *Relay, token, name string) (*localPeer, *channel) {
 	ch := r.acquire(token, name)
 	defer r.release(ch)
-	p := &peer{role: "host", local: make(chan Reply, maxInflight+64)} // takes every call the tests send it
+	p := ch.localPeer(maxInflight + 64) // takes every call the tests send it
 	ch.joinHost(p, "j")
 	ch.fromHost(p, Envelope{V: wire.Version, Type: wire.TypeStateUpdated, Payload: json.RawMessage(
 		`{"uiSpec":{"stage":"movie"},"toolSchema":[{"name":"select"}]}`)})

@@ -38,7 +38,7 @@ func (ch *channel) absorbState(payload json.RawMessage, authoritative bool) *Err
 	}
 	if len(p.ToolSchema) > 0 && string(p.ToolSchema) != "null" {
 		ch.toolSchema = p.ToolSchema
-		if authoritative && ch.host != nil && ch.host.wholeTools {
+		if authoritative && ch.host != nil && ch.host.inRuns() {
 			ch.tools, ch.toolIndex = nil, map[string]int{} // the latest set replaces the earlier ones
 		}
 		ch.learnTools(p.ToolSchema)

@@ -16,7 +16,7 @@ import (
 // openSession starts a study session, or tells p why not (and returns
 // it): past its token's study logs (studylog's bounds), a new one is
 // refused, and nothing logged before is touched to make room.
-func (ch *channel) openSession(p *peer, replyTo string) *Error {
+func (ch *channel) openSession(p Peer, replyTo string) *Error {
 	if ch.r.o.Logs == nil {
 		e := errorf(wire.ToolExecutionFailed, "study logs are not configured on this server")
 		ch.fail(p, replyTo, e)
@@ -96,7 +96,7 @@ func (ch *channel) tellHost() {
 	if ch.log != nil {
 		p["sessionId"] = ch.log.ID()
 	}
-	ch.host.deliver(Envelope{Type: wire.TypeSession, Payload: mustJSON(p)})
+	ch.host.deliver(Envelope{Type: wire.TypeSession, Payload: mustJSON(p)}, nil)
 }
 
 func (ch *channel) closeSession() {

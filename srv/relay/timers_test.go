@@ -19,7 +19,7 @@ import (
 
 // studyHost is a relay session with an in-process host and an active
 // study session, so tool calls go through.
-func studyHost(t *testing.T) (*Relay, *peer, *channel) {
+func studyHost(t *testing.T) (*Relay, *localPeer, *channel) {
 	t.Helper()
 	logs, err := studylog.Open(t.TempDir(), studylog.Options{})
 	if err != nil {
@@ -35,9 +35,9 @@ func studyHost(t *testing.T) (*Relay, *peer, *channel) {
 		rep, _ := l.Request(t.Context(), wire.TypeSessionStart, json.RawMessage(`{}`))
 		started <- rep
 	}()
-	start := (<-host.local).Envelope
+	start := (<-host.replies).Envelope
 	for start.Type != wire.TypeSessionStart { // relay.session comes first
-		start = (<-host.local).Envelope
+		start = (<-host.replies).Envelope
 	}
 	ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeSessionStarted, ReplyTo: start.ID, Payload: json.RawMessage(`{}`)})
 	if rep := <-started; rep.Type != wire.TypeSessionStarted {
@@ -48,10 +48,10 @@ func studyHost(t *testing.T) (*Relay, *peer, *channel) {
 }
 
 // drain empties what the host was sent.
-func drain(p *peer) {
+func drain(p *localPeer) {
 	for {
 		select {
-		case <-p.local:
+		case <-p.replies:
 		default:
 			return
 		}
@@ -67,7 +67,7 @@ func TestToolCallTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, host, ch := studyHost(t)
 		defer r.Close()
-		other := &peer{role: "agent", local: make(chan Reply, 8)}
+		other := ch.localPeer(8)
 		ch.joinAgent(other, "o")
 		drain(other)
 		l := r.Local("tok", "s")
@@ -82,7 +82,7 @@ func TestToolCallTimeout(t *testing.T) {
 			_, err := l.Request(ctx, wire.TypeToolCall, toolCall)
 			done <- err
 		}()
-		call := (<-host.local).Envelope
+		call := (<-host.replies).Envelope
 		time.Sleep(timeout - time.Nanosecond)
 		synctest.Wait()
 		select {
@@ -107,7 +107,7 @@ func TestToolCallTimeout(t *testing.T) {
 			t.Fatal("the id stayed taken after the host answered")
 		}
 		select {
-		case m := <-other.local:
+		case m := <-other.replies:
 			t.Fatalf("the late answer went to another agent: %+v", m)
 		default:
 		}
@@ -121,7 +121,7 @@ func TestStaleCallsForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, host, ch := studyHost(t)
 		defer r.Close()
-		agent := &peer{role: "agent", local: make(chan Reply, maxInflight)}
+		agent := ch.localPeer(maxInflight)
 		ch.joinAgent(agent, "a")
 		send := func(n int) {
 			for range n {
@@ -194,7 +194,7 @@ func TestPostGrace(t *testing.T) {
 
 		start = time.Now()
 		go func() {
-			m := (<-host.local).Envelope
+			m := (<-host.replies).Envelope
 			time.Sleep(100 * time.Millisecond)
 			ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeError, ReplyTo: m.ID,
 				Payload: mustJSON(errorf(wire.InvalidParams, "too long"))})
@@ -215,11 +215,11 @@ func TestForgottenCallNameNotReused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r, host, ch := studyHost(t)
 		defer r.Close()
-		agent := &peer{role: "agent", local: make(chan Reply, 4*maxInflight)}
+		agent := ch.localPeer(4 * maxInflight)
 		ch.joinAgent(agent, "a")
 		drain(agent)
 		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "x", Payload: toolCall})
-		if old := (<-host.local).Envelope; old.ID != "x" {
+		if old := (<-host.replies).Envelope; old.ID != "x" {
 			t.Fatalf("the first call went to the host as %q", old.ID)
 		}
 		for i := range maxInflight / 4 {
@@ -228,13 +228,13 @@ func TestForgottenCallNameNotReused(t *testing.T) {
 		drain(host)
 		time.Sleep(2*time.Minute + time.Second)
 		ch.fromAgent(agent, Envelope{V: wire.Version, Type: wire.TypeToolCall, ID: "x", Payload: toolCall})
-		again := (<-host.local).Envelope
+		again := (<-host.replies).Envelope
 		if again.ID == "x" {
 			t.Fatal("a new call was sent to the host under the name of a forgotten call it may still answer")
 		}
 		told := 0
-		for len(agent.local) > 0 {
-			if m := <-agent.local; m.Type == wire.TypeError && m.ReplyTo == "x" {
+		for len(agent.replies) > 0 {
+			if m := <-agent.replies; m.Type == wire.TypeError && m.ReplyTo == "x" {
 				told++
 			}
 		}
@@ -243,12 +243,12 @@ func TestForgottenCallNameNotReused(t *testing.T) {
 		}
 		ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeToolResult, ReplyTo: "x", Payload: json.RawMessage(`{"ok":"late"}`)})
 		select {
-		case m := <-agent.local:
+		case m := <-agent.replies:
 			t.Fatalf("the host's late answer to the forgotten call reached the agent: %+v", m)
 		default:
 		}
 		ch.fromHost(host, Envelope{V: wire.Version, Type: wire.TypeToolResult, ReplyTo: again.ID, Payload: json.RawMessage(`{"ok":"new"}`)})
-		if m := <-agent.local; m.ReplyTo != "x" || string(m.Payload) != `{"ok":"new"}` {
+		if m := <-agent.replies; m.ReplyTo != "x" || string(m.Payload) != `{"ok":"new"}` {
 			t.Fatalf("the new call's answer arrived as %+v", m)
 		}
 	})
