@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -236,11 +237,23 @@ func TestClusterRelayNewestHostTakesOver(t *testing.T) {
 	if !replaced {
 		t.Fatalf("the first host was not told: %v", first.Seen())
 	}
-	// The new host is the one answering (its booking starts afresh).
+	// The new host is the one answering (its booking starts afresh). Until
+	// the agent's instance hears of the move, a call may still go to the
+	// first host and come back "the host was replaced": asked again, it
+	// reaches the new one.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		txt := step(t, agent, "get_ui_state", nil, false)
-		if strings.Contains(txt, "study session: "+sid) || time.Now().After(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r, err := callTool(ctx, agent, "get_ui_state", nil)
+		cancel()
+		if err != nil {
+			t.Fatalf("get_ui_state: %v", err)
+		}
+		txt := resultText(r)
+		if r.IsError && !strings.Contains(txt, "replaced") {
+			t.Fatalf("get_ui_state while the host moves: %s", txt)
+		}
+		if !r.IsError && strings.Contains(txt, "study session: "+sid) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
