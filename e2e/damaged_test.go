@@ -28,13 +28,19 @@ func askFrom(s *server, id, project, text string) {
 }
 
 // waitFolded waits until the journal is empty again once the questions
-// were acknowledged: the writer folded them into the database.
-func waitFolded(t *testing.T, data string) {
+// were acknowledged (the writer folded them into the database) and the
+// list of pending requests beside the database names every one of ids.
+func waitFolded(t *testing.T, data string, ids ...string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
 		fi, err := os.Stat(filepath.Join(data, "agentassistant.journal"))
-		if err == nil && fi.Size() == 0 {
+		listed, _ := os.ReadFile(filepath.Join(data, "agentassistant.pending"))
+		named := true
+		for _, id := range ids {
+			named = named && strings.Contains(string(listed), `"id":"`+id+`"`)
+		}
+		if err == nil && fi.Size() == 0 && named {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -86,7 +92,7 @@ func TestDamagedStoreSaysWhatItLost(t *testing.T) {
 				askFrom(s, id, projects[id], "Will "+id+" survive?")
 			}
 			waitPending(t, s, 3)
-			waitFolded(t, data)
+			waitFolded(t, data, slices.Collect(maps.Keys(projects))...)
 			s.kill9(t)
 			if err := os.Truncate(filepath.Join(data, "agentassistant.db"), size); err != nil {
 				t.Fatal(err)
