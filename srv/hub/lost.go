@@ -17,15 +17,17 @@ import (
 // maxLostShown bounds the lost requests in one frame: the newest go.
 const maxLostShown = 200
 
-// restoreLost gives each room of byRoom the lost requests of the store
-// that are its.
-func (h *Hub) restoreLost(byRoom map[string]string) int {
+// restoreLost gives each room of rooms (digests) the lost requests of
+// the store that are its.
+func (h *Hub) restoreLost(rooms map[string]bool) int {
 	n := 0
-	for _, l := range h.store.Lost() {
-		token, ok := byRoom[l.Room]
-		if !ok {
+	for _, l := range h.local.db.Lost() {
+		if !rooms[l.Room] {
 			continue
 		}
+		h.mu.Lock()
+		token := h.tokens[l.Room]
+		h.mu.Unlock()
 		r := h.room(token)
 		r.mu.Lock()
 		r.lost = append(r.lost, l)
@@ -77,10 +79,10 @@ func (h *Hub) DismissLost(token string, ids []string) error {
 		c.Send(b) // queues; a client too slow is shut down, not waited for
 	}
 	r.mu.Unlock()
-	if h.store == nil {
+	if h.local == nil || h.local.db == nil {
 		return nil
 	}
-	if err := h.store.Dismiss(r.digest, ids); err != nil {
+	if err := h.local.db.Dismiss(r.digest, ids); err != nil {
 		return fmt.Errorf("dismiss lost requests: %w", err)
 	}
 	return nil

@@ -1,10 +1,6 @@
 package hub
 
-import (
-	"time"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-)
+import "time"
 
 // Replay: a room's request events are numbered, and the last ones kept,
 // so a client that comes back within the window gets what it missed.
@@ -34,8 +30,9 @@ type event struct {
 // events keeps the last replayEvents events, oldest first, in a ring: a
 // new event overwrites the oldest instead of moving the others.
 type events struct {
-	buf   []event // grows to replayEvents, then wraps
-	start int     // index of the oldest once full
+	buf     []event // grows to replayEvents, then wraps
+	start   int     // index of the oldest once full
+	dropped uint64  // the number of the last event overwritten
 }
 
 func (q *events) push(e event) {
@@ -43,6 +40,7 @@ func (q *events) push(e event) {
 		q.buf = append(q.buf, e)
 		return
 	}
+	q.dropped = q.buf[q.start].seq
 	q.buf[q.start] = e
 	q.start = (q.start + 1) % len(q.buf)
 }
@@ -51,43 +49,3 @@ func (q *events) len() int { return len(q.buf) }
 
 // at returns the i-th oldest event.
 func (q *events) at(i int) *event { return &q.buf[(q.start+i)%len(q.buf)] }
-
-// emitLocked numbers a request event (its frames share the number), keeps
-// it for replay and returns its encoding. Called with r.mu held, so numbers
-// follow the order of events.
-func (r *room) emitLocked(ms []*pb.WebsocketMessage, now time.Time) [][]byte {
-	r.activity = now
-	r.seq++
-	bs := make([][]byte, len(ms))
-	for i, m := range ms {
-		m.Seq = r.seq
-		bs[i] = marshal(m)
-	}
-	r.events.push(event{seq: r.seq, frames: bs, at: now})
-	return bs
-}
-
-// replayLocked returns the events after from, or false when they are no
-// longer all kept (the client needs a full resync).
-func (r *room) replayLocked(from uint64, now time.Time) ([][]byte, bool) {
-	if from > r.seq {
-		return nil, false
-	}
-	if from == r.seq {
-		return nil, true
-	}
-	n := r.events.len()
-	if n == 0 || r.events.at(0).seq > from+1 {
-		return nil, false
-	}
-	var out [][]byte
-	for i := range n {
-		if e := r.events.at(i); e.seq > from {
-			if now.Sub(e.at) > replayAge {
-				return nil, false
-			}
-			out = append(out, e.frames...)
-		}
-	}
-	return out, true
-}
