@@ -11,30 +11,21 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
-// The records of a server that runs alone: the Shared store the hub uses
-// when it is given none, so one process runs the same request lifecycle
-// as a cluster (shared.go), over the embedded store instead of
-// JetStream.
-//
-// One process writes, so a compare-and-set is checked here, under a
-// mutex; the record then goes through the store's journal, and the call
-// returns once it is saved ("nothing is called safe before it is on
-// disk") and the change has been applied to the hub, in the order of the
-// revisions, as a cluster's watcher applies what it hears. Without a
-// store (no data directory) the records live in memory only.
-//
-// Revisions number the changes of this run; the records restored at
-// start (Restore) are applied first, as a watcher's first changes are.
-// The epoch names the run: a device that comes back after a restart gets
-// a full resync, as before.
-//
-// The records kept here are those the lifecycle may still read or change:
-// pending ones, outcomes within Retention, answers kept for an absent
-// agent within MissedRetention. The rest is history, in the store only.
+// The records of a server that runs alone: the Shared store a hub given
+// none builds, so one process runs the lifecycle of a cluster (shared.go)
+// over the embedded store (memory only without one). One process writes:
+// a compare-and-set is checked under mu, then the record goes through the
+// store's journal, and the call returns once it is saved (nothing is
+// called safe before it is on disk) and applied, in revision order, as a
+// cluster's watcher applies what it hears. Restore applies the records
+// kept at the last run first. The epoch names the run: a device that
+// comes back after a restart gets a full resync. Kept here: the records
+// the lifecycle may still read or change (pending, outcomes within
+// Retention, answers kept for an absent agent within MissedRetention).
 //
 // Locks: mu is held alone but for the store's queue, taken under it
-// (Stage), so the journal has the changes in the order of their
-// revisions. dmu is taken before the hub's locks: Apply runs under it.
+// (Stage), so the journal has the changes in revision order. dmu is taken
+// before the hub's locks: changes are applied under it.
 type localRecords struct {
 	db     *store.Store // nil: memory only
 	holder string       // the hub's instance name: every call is held here
@@ -103,17 +94,14 @@ func (l *localRecords) Update(_ context.Context, rec SharedRecord, rev uint64) (
 	return l.write(rec, rev, false)
 }
 
-// Get returns the record of id in room, once a write of it in flight is
-// over.
+// Get returns the record of id in room, once a write of it is over.
 func (l *localRecords) Get(_ context.Context, room, id string) (SharedRecord, uint64, error) {
-	k := localKey{room, id}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	e := l.idleLocked(k)
-	if e == nil {
-		return SharedRecord{}, 0, fmt.Errorf("read request record: %w", errNoRecord)
+	if e := l.idleLocked(localKey{room, id}); e != nil {
+		return e.rec, e.rev, nil
 	}
-	return e.rec, e.rev, nil
+	return SharedRecord{}, 0, fmt.Errorf("read request record: %w", errNoRecord)
 }
 
 // idleLocked returns the entry of k once no write of it is in flight;
@@ -219,8 +207,8 @@ func (l *localRecords) deliver(rev uint64, c *localChange) {
 }
 
 // queueLocked notes that the settled record of k was written as revision
-// rev, and forgets the settled records past their time. Called with l.mu
-// held.
+// rev, and forgets those past their time (unless written again since).
+// Called with l.mu held.
 func (l *localRecords) queueLocked(k localKey, rev uint64, rec SharedRecord) {
 	q := localQueued{k: k, rev: rev, at: rec.ClosedAt}
 	if rec.ClosedNote == NoteUndelivered {
@@ -233,20 +221,14 @@ func (l *localRecords) queueLocked(k localKey, rev uint64, rec SharedRecord) {
 	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)))
 }
 
-// forgetLocked drops the records of q settled before cutoff, unless
-// written again since, and returns what is left of q.
 func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time) []localQueued {
 	n := 0
-	for n < len(q) && q[n].at.Before(cutoff) {
+	for ; n < len(q) && q[n].at.Before(cutoff); n++ {
 		if e := l.recs[q[n].k]; e != nil && e.rev == q[n].rev && e.busy == nil {
 			delete(l.recs, q[n].k)
 		}
-		n++
 	}
-	if n == 0 {
-		return q
-	}
-	return append(q[:0:0], q[n:]...)
+	return q[n:]
 }
 
 // restore loads the records of the store that the lifecycle still needs

@@ -17,17 +17,15 @@ import (
 // maxLostShown bounds the lost requests in one frame: the newest go.
 const maxLostShown = 200
 
-// restoreLost gives each room of rooms (digests) the lost requests of
-// the store that are its.
-func (h *Hub) restoreLost(rooms map[string]bool) int {
+// restoreLost gives each room of byRoom the lost requests of the store
+// that are its.
+func (h *Hub) restoreLost(byRoom map[string]string) int {
 	n := 0
 	for _, l := range h.local.db.Lost() {
-		if !rooms[l.Room] {
+		token, ok := byRoom[l.Room]
+		if !ok {
 			continue
 		}
-		h.mu.Lock()
-		token := h.tokens[l.Room]
-		h.mu.Unlock()
 		r := h.room(token)
 		r.mu.Lock()
 		r.lost = append(r.lost, l)

@@ -49,10 +49,10 @@ type pending struct {
 	// woken: its callers have the outcome (done is closed); in cluster
 	// mode before the change is heard and it leaves the room's pending.
 	woken bool
-	// heard: the outcome heard while an outcome was being written here
+	// heard: the outcome heard while one was being written here
 	// (settling), for the writer to wake the callers with if its own
 	// did not land.
-	heard *heardOutcome
+	heard *settled
 	// creating: closed once its record, new here, is written (or could
 	// not be); nil for a request heard from the records.
 	creating chan struct{}
@@ -119,9 +119,8 @@ func stopTimer(t **time.Timer) {
 // settled. The outcome is saved before anyone hears of it: the agent's
 // reply and the other clients' notification wait for the store. An answer
 // that cannot be saved is not taken (a notSaved error; the request stays
-// pending, answerable again); a timeout or withdrawal is told all the same
-// (the agent's call ends either way; a restart brings the request back,
-// where it times out or is withdrawn again).
+// pending, answerable again); a timeout or abandonment is tried again
+// until it is saved (sharedlink.go).
 func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
 	select {
 	case <-h.quit:

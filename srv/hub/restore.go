@@ -23,17 +23,17 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	if h.local == nil || h.local.db == nil {
 		return 0, 0, nil
 	}
-	rooms := make(map[string]bool, len(tokens))
+	byRoom := make(map[string]string, len(tokens))
 	for _, t := range tokens {
-		rooms[h.room(t).digest] = true
+		byRoom[h.room(t).digest] = t // known, for its records to be applied
 	}
 	now := h.now()
 	if _, err := h.local.db.Prune(now.Add(-h.history)); err != nil {
 		return 0, 0, err
 	}
 	last, err := h.local.restore(func(rec store.Record) bool {
-		switch {
-		case !rooms[rec.Room]:
+		switch _, ok := byRoom[rec.Room]; {
+		case !ok:
 			return false
 		case rec.Status == store.Pending:
 			if !rec.WithdrawOnLeave && (rec.TimeoutSeconds <= 0 || now.Before(rec.Deadline)) {
@@ -51,7 +51,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 		return 0, 0, err
 	}
 	h.Following(last)
-	lostN := h.restoreLost(rooms)
+	lostN := h.restoreLost(byRoom)
 	h.log.Info("restored requests", "pending", pendingN, "settled", settledN, "lost", lostN)
 	return pendingN, settledN, nil
 }

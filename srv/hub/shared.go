@@ -84,16 +84,14 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		<-creating
 		return h.askShared(ctx, token, req, sum)
 	}
-	if p == nil {
-		if s := r.settled[req.ID]; s != nil {
-			r.mu.Unlock()
-			if s.sum != sum {
-				return nil, ErrDuplicate
-			}
-			return h.reattachSettledShared(r, req.ID, s)
+	switch s := r.settled[req.ID]; {
+	case p == nil && s != nil:
+		r.mu.Unlock()
+		if s.sum != sum {
+			return nil, ErrDuplicate
 		}
-	}
-	if p == nil {
+		return h.reattachSettledShared(r, req.ID, s)
+	case p == nil:
 		// Not abandoned when the caller gives up meanwhile: the record may
 		// land (and be shown by every instance) after the caller's context
 		// ends, and then it needs this call's waiter to leave properly, so
@@ -104,18 +102,15 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			r.askingLocked(req.ID, -1)
 			r.mu.Unlock()
 		}()
-		var (
-			reply *Reply
-			err   error
-		)
-		if p, reply, err = h.create(ctx, r, token, req, sum); p == nil {
-			return reply, err
+		var rep *Reply
+		var err error
+		if p, rep, err = h.create(ctx, r, token, req, sum); p == nil {
+			return rep, err
 		}
-	} else {
-		if p.sum != sum {
-			r.mu.Unlock()
-			return nil, ErrDuplicate
-		}
+	case p.sum != sum:
+		r.mu.Unlock()
+		return nil, ErrDuplicate
+	default:
 		r.mu.Unlock()
 	}
 	r.mu.Lock()
@@ -204,20 +199,17 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 		delete(r.pending, req.ID) // another call's record stands
 	}
 	if err != nil {
-		if !p.woken {
-			p.woken, p.err = true, &notSaved{what: "request", err: err}
-			close(p.done)
-		}
 		// Unreachable: the caller is told to try again, and comes back
 		// with this ID, or its record, if it lands, is orphaned as any
-		// whose caller left.
-		if !errors.Is(err, ErrRecordExists) && !errors.Is(err, ErrUnreachable) && !errors.Is(err, errNoRecord) {
+		// whose caller left. Calls that re-attached meanwhile ask again.
+		if !errors.Is(err, ErrRecordExists) && !errors.Is(err, ErrUnreachable) {
 			r.noteRefusedLocked(req.ID) // it may land after all
 		}
 		r.mu.Unlock()
 		h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
 		return nil, nil, &notSaved{what: "request", err: err}
 	}
+	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
 	if created {
 		r.mu.Unlock()
 		at := h.now()
@@ -236,7 +228,6 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 		return nil, s.reply, s.err
 	}
 	r.mu.Lock()
-	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
 	q := h.registerLocked(r, token, rec)
 	if q == nil || q.creatingLocked() { // settled meanwhile, or asked again here
 		r.mu.Unlock()
@@ -415,11 +406,10 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	if serr != nil {
 		r.mu.Lock()
 		p.settling = false
-		if heard := p.heard; heard != nil {
-			p.heard = nil
+		if p.heard != nil {
 			// Settled otherwise meanwhile, and heard while this outcome
 			// was written: its callers have that one.
-			h.wakeLocked(p, heard.s, heard.note)
+			h.wakeLocked(p, p.heard, p.heard.reason)
 		}
 		r.mu.Unlock()
 		if errors.Is(serr, ErrNotPending) {
@@ -439,18 +429,9 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	now := h.now()
 	h.emitOutcome(p, rep, err, reason, now, now.Sub(start))
 	r.mu.Lock()
-	p.heard = nil
 	h.wakeLocked(p, settledOf(written.Record), written.ClosedNote)
 	r.mu.Unlock()
 	return nil
-}
-
-// heardOutcome is the outcome of a request heard while this instance
-// wrote one of its own (pending.settling): whoever wrote it wakes the
-// callers, with its own outcome if it landed, else with this one.
-type heardOutcome struct {
-	s    *settled
-	note string
 }
 
 // wakeLocked gives p's callers its outcome, once; note is its record's

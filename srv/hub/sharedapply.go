@@ -140,7 +140,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
 	if p.settling {
-		p.heard = &heardOutcome{s: s, note: rec.ClosedNote} // settleShared wakes them
+		p.heard = &settled{reply: s.reply, err: s.err, reason: rec.ClosedNote} // settleShared wakes the callers
 	} else {
 		h.wakeLocked(p, s, rec.ClosedNote)
 	}

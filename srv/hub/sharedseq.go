@@ -40,9 +40,9 @@ type sequence struct {
 
 func newSequence(alone bool) *sequence {
 	if alone {
-		return &sequence{alone: true}
+		return &sequence{alone: true} // the rings hold every change
 	}
-	return &sequence{since: ^uint64(0)}
+	return &sequence{since: ^uint64(0)} // until Following
 }
 
 // Following says that every change after rev, the last one before the
