@@ -53,8 +53,8 @@ type pending struct {
 	// (settling), for the writer to wake the callers with if its own
 	// did not land.
 	heard *settled
-	// creating: closed once its record, new here, is written (or could
-	// not be); nil for a request heard from the records.
+	// creating: while its record, new here, is being written, closed
+	// (and nil) once it is, or could not be.
 	creating chan struct{}
 	// retry: the wait before the last try again of an outcome that
 	// could not be saved (sharedlink.go).
@@ -122,13 +122,8 @@ func stopTimer(t **time.Timer) {
 // pending, answerable again); a timeout or abandonment is tried again
 // until it is saved (sharedlink.go).
 func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
-	select {
-	case <-h.quit:
-		return ErrNotPending // shutting down: the request stays pending in the store
-	default:
-	}
 	if !h.own("outcome of a request", p.req.ID) {
-		return ErrNotPending
+		return ErrNotPending // shutting down: the request stays pending in the store
 	}
 	defer h.writes.Done()
 	return h.settleShared(r, p, rep, err, reason)

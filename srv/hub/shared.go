@@ -76,7 +76,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
-	if p != nil && p.creatingLocked() {
+	if p != nil && p.creating != nil {
 		// Its record is being written, by another call here: once it is,
 		// this call re-attaches to what was saved, or asks again.
 		creating := p.creating
@@ -193,6 +193,7 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 	}
 	r.mu.Lock()
 	close(p.creating)
+	p.creating = nil
 	if created {
 		p.rev = max(p.rev, rev)
 	} else if r.pending[req.ID] == p {
@@ -229,7 +230,7 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 	}
 	r.mu.Lock()
 	q := h.registerLocked(r, token, rec)
-	if q == nil || q.creatingLocked() { // settled meanwhile, or asked again here
+	if q == nil || q.creating != nil { // settled meanwhile, or asked again here
 		r.mu.Unlock()
 		reply, err := h.askShared(ctx, token, req, sum)
 		return nil, reply, err
@@ -240,20 +241,6 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 	}
 	r.mu.Unlock()
 	return q, nil, nil
-}
-
-// creatingLocked reports whether p's record is being written here.
-// Called with its room's lock held.
-func (p *pending) creatingLocked() bool {
-	if p.creating == nil {
-		return false
-	}
-	select {
-	case <-p.creating:
-		return false
-	default:
-		return true
-	}
 }
 
 // claim makes this instance the holder of p's call and clears its
@@ -362,7 +349,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		return ErrNotPending
 	}
 	p.settling = true
-	if p.creatingLocked() && p.rev == 0 {
+	if p.creating != nil && p.rev == 0 {
 		// Its record is being written, and not heard yet: the outcome is
 		// written over it, once it is saved.
 		creating := p.creating

@@ -44,7 +44,7 @@ func (h *Hub) apply(token string, rec SharedRecord, rev uint64) (send func()) {
 // here already. Called with r.mu held.
 func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 	p := r.pending[rec.ID]
-	if p != nil && p.creatingLocked() && (p.holder != rec.Holder || !p.createdAt.Equal(rec.CreatedAt)) {
+	if p != nil && p.creating != nil && (p.holder != rec.Holder || !p.createdAt.Equal(rec.CreatedAt)) {
 		// Another instance's record of that ID, heard while this one
 		// writes its own, which will find it there: this one is shown.
 		p = nil
