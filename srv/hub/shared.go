@@ -97,31 +97,38 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		// ends, and then it needs this call's waiter to leave properly, so
 		// its agent-gone notice and withdrawal are armed.
 		r.askingLocked(req.ID, +1)
+		counted := false // create counted this call as the waiter of its record
 		defer func() {
-			r.mu.Lock()
-			r.askingLocked(req.ID, -1)
-			r.mu.Unlock()
+			if !counted {
+				r.mu.Lock()
+				r.askingLocked(req.ID, -1)
+				r.mu.Unlock()
+			}
 		}()
 		var rep *Reply
 		var err error
-		if p, rep, err = h.create(ctx, r, token, req, sum); p == nil {
+		if p, counted, rep, err = h.create(ctx, r, token, req, sum); p == nil {
 			return rep, err
 		}
-	case p.sum != sum:
-		r.mu.Unlock()
-		return nil, ErrDuplicate
+		if counted {
+			break
+		}
+		r.mu.Lock()
+		fallthrough
 	default:
+		if p.sum != sum {
+			r.mu.Unlock()
+			return nil, ErrDuplicate
+		}
+		p.waiters++
+		stopTimer(&p.orphan)
+		stopTimer(&p.notice)
+		claim := p.holder != h.self || p.gone.Load()
 		r.mu.Unlock()
-	}
-	r.mu.Lock()
-	p.waiters++
-	stopTimer(&p.orphan)
-	stopTimer(&p.notice)
-	claim := p.holder != h.self || p.gone.Load()
-	r.mu.Unlock()
-	if claim {
-		h.claim(ctx, r, p)
-		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
+		if claim {
+			h.claim(ctx, r, p)
+			h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
+		}
 	}
 
 	// A caller that can come back for the request (agentassistant-mcp
@@ -171,12 +178,14 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 }
 
 // create writes the record of req, a request new here, and returns the
-// pending request to wait on; or nil, and what the call returns, when the
-// record could not be written, or one of that ID is settled already. The
-// request is among the room's pending from before its record is written,
-// unseen: a cancel meanwhile finds it, and withdraws it once it is saved.
-// Called with r.mu held; it returns with r.mu released.
-func (h *Hub) create(ctx context.Context, r *room, token string, req Request, sum digest) (*pending, *Reply, error) {
+// pending request to wait on, and whether the call is counted as its
+// waiter already (its own record: one lock instead of three); or nil, and
+// what the call returns, when the record could not be written, or one of
+// that ID is settled already. The request is among the room's pending
+// from before its record is written, unseen: a cancel meanwhile finds it,
+// and withdraws it once it is saved. Called with r.mu held; it returns
+// with r.mu released.
+func (h *Hub) create(ctx context.Context, r *room, token string, req Request, sum digest) (*pending, bool, *Reply, error) {
 	now := h.now()
 	p := &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), holder: h.self, creating: make(chan struct{})}
 	r.pending[req.ID] = p
@@ -208,39 +217,37 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 		}
 		r.mu.Unlock()
 		h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
-		return nil, nil, &notSaved{what: "request", err: err}
+		return nil, false, nil, &notSaved{what: "request", err: err}
 	}
 	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
 	if created {
+		p.waiters++
+		r.askingLocked(req.ID, -1)
 		r.mu.Unlock()
 		at := h.now()
 		h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: at, Saved: at.Sub(now)})
-		return p, nil, nil
+		return p, true, nil, nil
 	}
 	r.mu.Unlock()
 	if got := requestOf(rec.Record); got.digest() != sum {
-		return nil, nil, ErrDuplicate
+		return nil, false, nil, ErrDuplicate
 	}
 	if rec.Status != store.Pending {
 		if rec.Taken {
-			return nil, nil, ErrHandedOver
+			return nil, false, nil, ErrHandedOver
 		}
 		s := settledOf(rec.Record)
-		return nil, s.reply, s.err
+		return nil, false, s.reply, s.err
 	}
 	r.mu.Lock()
 	q := h.registerLocked(r, token, rec)
 	if q == nil || q.creating != nil { // settled meanwhile, or asked again here
 		r.mu.Unlock()
 		reply, err := h.askShared(ctx, token, req, sum)
-		return nil, reply, err
-	}
-	if q.sum != sum {
-		r.mu.Unlock()
-		return nil, nil, ErrDuplicate
+		return nil, false, reply, err
 	}
 	r.mu.Unlock()
-	return q, nil, nil
+	return q, false, nil, nil
 }
 
 // claim makes this instance the holder of p's call and clears its
