@@ -423,7 +423,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	now := h.now()
 	h.emitOutcome(p, rep, err, reason, now, now.Sub(start))
 	r.mu.Lock()
-	h.wakeLocked(p, settledOf(written.Record), written.ClosedNote)
+	h.wakeLocked(p, &settled{reply: rep, err: err}, written.ClosedNote)
 	r.mu.Unlock()
 	return nil
 }

@@ -129,7 +129,8 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 // re-attaching callers. It returns the function that tells the clients
 // (the event numbered rev).
 func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
-	s := settledOf(rec.Record)
+	s := outcomeOf(rec.Record)
+	s.sum, s.kind = p.sum, p.req.Kind
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {
 		r.mu.Unlock()
@@ -145,7 +146,6 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 		h.wakeLocked(p, s, rec.ClosedNote)
 	}
 	now := h.now()
-	s.sum = p.sum
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
 	switch {
@@ -178,7 +178,14 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 // settledOf is the outcome a settled record keeps.
 func settledOf(rec store.Record) *settled {
 	req := requestOf(rec)
-	s := &settled{sum: req.digest(), kind: req.Kind, at: rec.ClosedAt}
+	s := outcomeOf(rec)
+	s.sum, s.kind = req.digest(), req.Kind
+	return s
+}
+
+// outcomeOf is settledOf without the request (its digest and kind).
+func outcomeOf(rec store.Record) *settled {
+	s := &settled{at: rec.ClosedAt}
 	switch rec.Status {
 	case store.Answered:
 		s.reply = decodeReply(rec.Reply)
