@@ -73,9 +73,6 @@ type localChange struct {
 	send func() // set once applied
 }
 
-// errNoRecord: Get found no record of that request.
-var errNoRecord = errors.New("no record of this request")
-
 func newLocalRecords(db *store.Store, holder string, retention, missedFor time.Duration, now func() time.Time) *localRecords {
 	return &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], retention: retention, missedFor: missedFor, now: now,
 		recs: make(map[localKey]*localEntry), next: 1, ready: make(map[uint64]*localChange)}
@@ -101,7 +98,7 @@ func (l *localRecords) Get(_ context.Context, room, id string) (SharedRecord, ui
 	if e := l.idleLocked(localKey{room, id}); e != nil {
 		return e.rec, e.rev, nil
 	}
-	return SharedRecord{}, 0, fmt.Errorf("read request record: %w", errNoRecord)
+	return SharedRecord{}, 0, errors.New("read request record: no record of this request")
 }
 
 // idleLocked returns the entry of k once no write of it is in flight;
