@@ -15,7 +15,8 @@ package lockorder
 //	45 hub.Hub.wmu         the hub's cluster-mode writes, started under
 //	                       room.mu; nothing is taken under it
 //	50 studylog.Dir.mu     study log names, taken under channel.mu
-//	60 store.Store.mu      the write queue, taken under room.mu (Put)
+//	60 store.Store.mu      the write queue, taken under the hub's local
+//	                       records' lock (Stage), which is held alone
 //	70 ingress.Handler.mu  the Ingress sessions
 //	71 ingress.session.mu  one Ingress session: its devices, runs, calls;
 //	                       nothing above is taken under the Ingress

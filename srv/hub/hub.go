@@ -4,7 +4,11 @@
 // One idea per file: hub.go the Hub, its options and errors; room.go a
 // room's membership; kept.go what a device that never asks for the
 // pending list is pushed at login, and the cards it is remembered to show;
-// request.go a request's lifecycle and its timers; fan.go a room's
+// request.go a request's lifecycle and its timers, written once over the
+// records (shared.go: ask, answer, withdraw, time out; sharedapply.go:
+// each change heard; sharedmissed.go: answers kept for an absent agent,
+// handed over once), which are a cluster's (srv/cluster, JetStream) or
+// this process's own (local.go, the embedded store); fan.go a room's
 // request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents and the agent-gone notice;
 // settled.go outcomes kept for re-attaching callers; replay.go the numbered
@@ -20,14 +24,14 @@
 // request's deadline and orphan grace (request.go), its agent-gone notice
 // (missed.go), a room's presence flush (presence.go); each takes the
 // room's lock, finds whether it still applies, and does nothing otherwise.
-// broadcast splits a crowd among goroutines and waits for them. In
-// cluster mode the writes the hub makes on hearing a change run on
-// goroutines it owns (goWrite); Close waits for them, and for every
-// outcome and agent-gone mark being written (own).
+// broadcast splits a crowd among goroutines and waits for them. The
+// writes the hub makes on hearing a change run on goroutines it owns
+// (goWrite); Close waits for them, and for every outcome and agent-gone
+// mark being written (own).
 //
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
-// room.mu the hub queues records (store.Put) and frames (Client.Send),
-// neither of which waits for the hub. The order of all the server's locks
+// room.mu the hub queues frames (Client.Send), which do not wait for the
+// hub; no record is written under it. The order of all the server's locks
 // is internal/lockorder's, explained in docs/architecture.md. The
 // subscribers' lock (events.go) is held alone.
 package hub
@@ -146,7 +150,8 @@ type Options struct {
 	Logger *slog.Logger // nil: discard
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
-	// Store keeps requests across restarts; nil keeps them in memory.
+	// Store keeps requests across restarts (local.go); nil keeps them in
+	// memory.
 	Store *store.Store
 	// Shared, when set, is the cluster's store of requests (cluster mode,
 	// shared.go), shared with the other instances; Store is then unused.
@@ -181,8 +186,9 @@ type Hub struct {
 	log *slog.Logger
 	now func() time.Time
 
-	mu    lockorder.Mutex[lockorder.Rooms]
-	rooms map[string]*room
+	mu     lockorder.Mutex[lockorder.Rooms]
+	rooms  map[string]*room
+	tokens map[string]string // a room's token by its digest
 
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed
 	closeOnce sync.Once
@@ -192,16 +198,16 @@ type Hub struct {
 	wclosed   bool
 	writes    sync.WaitGroup
 	delay     time.Duration
-	store     *store.Store
 	grace     time.Duration
 	retention time.Duration
 	notice    time.Duration
 	missedFor time.Duration
 	epoch     string // this run's name for the rooms' sequence numbers
 	history   time.Duration
-	shared    Shared        // nil in one process
+	shared    Shared        // the records: the cluster's, or local
+	local     *localRecords // the records of a server that runs alone; nil in a cluster
 	peers     Peers         // the other instances' devices; nil in one process
-	seqs      *sequence     // the cluster's numbering (sharedseq.go); nil in one process
+	seqs      *sequence     // the numbering of the records' revisions (sharedseq.go)
 	self      string        // this instance's name in the cluster
 	linkMu    sync.Mutex    // held alone
 	down      chan struct{} // closed while the cluster's link is lost (sharedlink.go)
@@ -222,8 +228,8 @@ func (h *Hub) wokeHook() {
 
 // New returns an empty hub.
 func New(o Options) *Hub {
-	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), quit: make(chan struct{}), delay: o.PresenceDelay,
-		store: o.Store, grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention, epoch: wire.NewID()[:12]}
+	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), tokens: make(map[string]string), quit: make(chan struct{}), delay: o.PresenceDelay,
+		grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention}
 	if h.notice <= 0 {
 		h.notice = 5 * time.Second
 	}
@@ -237,13 +243,8 @@ func New(o Options) *Hub {
 		h.retention = 10 * time.Minute
 	}
 	h.shared, h.self = o.Shared, o.Instance
-	if h.shared != nil {
-		h.peers, _ = h.shared.(Peers)
-		h.seqs, h.epoch = newSequence(), h.shared.Epoch()
-		h.store = nil
-		if h.self == "" {
-			h.self = wire.NewID()
-		}
+	if h.self == "" {
+		h.self = wire.NewID()
 	}
 	h.history = o.HistoryRetention
 	if h.history <= 0 {
@@ -258,7 +259,27 @@ func New(o Options) *Hub {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	if h.shared == nil {
+		h.local = newLocalRecords(o.Store, h.self, h.retention, h.missedFor, h.now)
+		h.local.apply = h.applyRoom
+		h.shared = h.local
+	}
+	h.peers, _ = h.shared.(Peers)
+	h.seqs, h.epoch = newSequence(h.local != nil), h.shared.Epoch()
 	return h
+}
+
+// applyRoom is Apply for a change of the local records, which name the
+// room by its digest.
+func (h *Hub) applyRoom(room string, rec SharedRecord, rev uint64) (send func()) {
+	h.mu.Lock()
+	token, ok := h.tokens[room]
+	h.mu.Unlock()
+	if !ok {
+		h.seqs.heardRev(rev)
+		return func() {}
+	}
+	return h.apply(token, rec, rev)
 }
 
 func (h *Hub) room(token string) *room {
@@ -268,6 +289,7 @@ func (h *Hub) room(token string) *room {
 	if r == nil {
 		r = &room{digest: store.Room(token), clients: make(map[string]Client), joined: make(map[string]uint64), pending: make(map[string]*pending), settled: make(map[string]*settled), missed: make(map[string]*missed), delay: h.delay}
 		h.rooms[token] = r
+		h.tokens[r.digest] = token
 	}
 	return r
 }
@@ -284,8 +306,8 @@ func (h *Hub) Close() {
 	h.wclosed = true
 	h.wmu.Unlock()
 	h.writes.Wait()
-	if h.store != nil {
-		h.store.Flush()
+	if h.local != nil && h.local.db != nil {
+		h.local.db.Flush()
 	}
 }
 

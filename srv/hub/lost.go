@@ -21,7 +21,7 @@ const maxLostShown = 200
 // that are its.
 func (h *Hub) restoreLost(byRoom map[string]string) int {
 	n := 0
-	for _, l := range h.store.Lost() {
+	for _, l := range h.local.db.Lost() {
 		token, ok := byRoom[l.Room]
 		if !ok {
 			continue
@@ -77,10 +77,10 @@ func (h *Hub) DismissLost(token string, ids []string) error {
 		c.Send(b) // queues; a client too slow is shut down, not waited for
 	}
 	r.mu.Unlock()
-	if h.store == nil {
+	if h.local == nil || h.local.db == nil {
 		return nil
 	}
-	if err := h.store.Dismiss(r.digest, ids); err != nil {
+	if err := h.local.db.Dismiss(r.digest, ids); err != nil {
 		return fmt.Errorf("dismiss lost requests: %w", err)
 	}
 	return nil

@@ -4,9 +4,7 @@ import (
 	"slices"
 	"time"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // Answers no agent waited for.
@@ -64,34 +62,7 @@ type Missed struct {
 // those of the request IDs in except (the caller still waits on them and
 // gets them by re-attaching). Each is handed over once.
 func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Missed {
-	r := h.room(token)
-	if h.shared != nil {
-		return h.takeMissedShared(r, project, except, limit)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h.pruneMissedLocked(r, h.now())
-	var out []Missed
-	for _, id := range r.missedOrder {
-		m := r.missed[id]
-		if m.p.req.ProjectDirectory != project || slices.Contains(except, id) {
-			continue
-		}
-		out = append(out, Missed{Kind: m.p.req.Kind, ID: id, Text: m.p.req.Text, CreatedAt: m.p.createdAt, AnsweredAt: m.at, Reply: m.reply})
-		if len(out) == limit {
-			break
-		}
-	}
-	for _, m := range out {
-		h.handedOverLocked(r, m.ID)
-		if s := r.settled[m.ID]; s != nil {
-			s.takenElsewhere = true
-		}
-	}
-	if len(out) > 0 {
-		h.log.Info("handed over answers kept for an absent agent", "count", len(out))
-	}
-	return out
+	return h.takeMissedShared(h.room(token), project, except, limit)
 }
 
 // keepMissedLocked keeps rep, the answer to p given at when no agent
@@ -135,59 +106,6 @@ func (h *Hub) handedOverLocked(r *room, id string) {
 	if i := slices.Index(r.missedOrder, id); i >= 0 {
 		r.missedOrder = slices.Delete(r.missedOrder, i, i+1)
 	}
-	if h.store != nil {
-		h.store.Enqueue(missedRecord(r, m, NoteHandedOver))
-	}
-}
-
-// noticeLocked arms the timer that tells the clients no agent waits for
-// p. Called with r.mu held, when p's last caller left.
-func (h *Hub) noticeLocked(r *room, p *pending) {
-	stopTimer(&p.notice)
-	if p.gone.Load() {
-		return
-	}
-	p.notice = time.AfterFunc(h.notice, func() {
-		select {
-		case <-h.quit:
-			return
-		default:
-		}
-		r.mu.Lock()
-		if r.pending[p.req.ID] != p || p.waiters > 0 || p.gone.Load() {
-			r.mu.Unlock()
-			return
-		}
-		p.gone.Store(true)
-		frame := r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, true)}, h.now())
-		send := r.fanLocked(frame, "")
-		r.mu.Unlock()
-		send()
-		h.log.Info("no agent waits for a request", "kind", p.req.Kind, "id", p.req.ID)
-	})
-}
-
-// backLocked stops telling the clients p has no agent; it returns the
-// frame to broadcast when they had been told. Called with r.mu held, when
-// a caller re-attached.
-func (h *Hub) backLocked(r *room, p *pending) [][]byte {
-	stopTimer(&p.notice)
-	if !p.gone.Load() {
-		return nil
-	}
-	p.gone.Store(false)
-	return r.emitLocked([]*pb.WebsocketMessage{agentStatusFrame(p, false)}, h.now())
-}
-
-// restoreMissed brings back an answer kept for an absent agent from the
-// store.
-func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
-	req := Request{Kind: wire.Kind(rec.Kind), ID: rec.ID, ProjectDirectory: rec.ProjectDirectory, Text: rec.Text,
-		Timeout: time.Duration(rec.TimeoutSeconds) * time.Second}
-	p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
-	r.mu.Lock()
-	h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
-	r.mu.Unlock()
 }
 
 // keepIfUnread keeps p's answer for its project's next call when p was
@@ -197,19 +115,19 @@ func (h *Hub) restoreMissed(r *room, token string, rec store.Record) {
 // gets it from the settled outcomes instead, and it is handed over once.
 func (h *Hub) keepIfUnread(r *room, p *pending) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !p.overLocked() || p.reply == nil || p.reason == NoteUndelivered || p.waiters != 1 || p.req.WithdrawOnLeave {
+	if !p.overLocked() || p.reply == nil || p.reason == NoteUndelivered || p.waiters > 1 || p.req.WithdrawOnLeave {
+		r.mu.Unlock()
 		return // not answered, kept already, or another caller had it
 	}
-	if _, kept := r.missed[p.req.ID]; kept {
+	if s := r.settled[p.req.ID]; s != nil {
+		s.delivered = false // its caller had it, and did not read it
+	}
+	r.mu.Unlock()
+	if !h.own("mark of an answer its call did not read", p.req.ID) {
 		return
 	}
-	p.reason = NoteUndelivered
-	now := h.now()
-	h.keepMissedLocked(r, p, p.reply, now)
-	if h.store != nil {
-		h.store.Enqueue(missedRecord(r, r.missed[p.req.ID], NoteUndelivered))
-	}
+	defer h.writes.Done()
+	h.keepUnheard(r, p.req.ID)
 	h.log.Info("an answer came as its call ended: kept for the project's next call", "kind", p.req.Kind, "id", p.req.ID)
 }
 

@@ -208,15 +208,16 @@ func TestMissedBounded(t *testing.T) {
 	now := time.Unix(1000, 0)
 	h := New(Options{Now: func() time.Time { return now }})
 	r := h.room("tok")
-	r.mu.Lock()
 	for i := range maxMissed + 10 {
-		p := &pending{req: Request{Kind: wire.AskQuestion, ID: fmt.Sprint("m", i), ProjectDirectory: "/p"}}
-		h.keepMissedLocked(r, p, &Reply{}, now.Add(time.Duration(i)*time.Second))
+		rec := store.Record{Room: r.digest, ID: fmt.Sprint("m", i), Kind: int(wire.AskQuestion), ProjectDirectory: "/p",
+			Status: store.Answered, Reply: encodeReply(&Reply{}), ClosedAt: now.Add(time.Duration(i) * time.Second), ClosedNote: NoteUndelivered}
+		if _, err := h.shared.Create(context.Background(), SharedRecord{Record: rec, Holder: h.self}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	r.mu.Unlock()
 	ms := h.TakeMissed("tok", "/p", nil, 0)
 	if len(ms) != maxMissed || ms[0].ID != "m10" || ms[len(ms)-1].ID != fmt.Sprint("m", maxMissed+9) {
-		t.Fatalf("kept %d, from %s", len(ms), ms[0].ID)
+		t.Fatalf("kept %d, want %d from m10", len(ms), maxMissed)
 	}
 	if len(r.missed) != 0 || len(r.missedOrder) != 0 {
 		t.Fatalf("left %d, order %d", len(r.missed), len(r.missedOrder))

@@ -13,18 +13,6 @@ import (
 
 // The mapping between requests and the store's records.
 
-// persist queues p's state to be written and returns what tells when it
-// is saved (nil without a store). Called with r.mu held, so the store sees
-// the changes of a request in the order they happened; the caller waits
-// (wait) once it has let the lock go, and that wait writes the record
-// itself when the journal is free (store.Stage).
-func (h *Hub) persist(r *room, p *pending, status string, rep *Reply, note string) *store.Ack {
-	if h.store == nil {
-		return nil
-	}
-	return h.store.Stage(h.record(r, p, status, rep, note))
-}
-
 // record is p's state as a store record.
 func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string) store.Record {
 	rec := store.Record{
@@ -43,16 +31,6 @@ func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string
 		rec.Reply = encodeReply(rep)
 	}
 	return rec
-}
-
-func missedRecord(r *room, m *missed, note string) store.Record {
-	return store.Record{
-		Room: r.digest, ID: m.p.req.ID, Kind: int(m.p.req.Kind),
-		ProjectDirectory: m.p.req.ProjectDirectory, Text: m.p.req.Text,
-		TimeoutSeconds: int64(m.p.req.Timeout / time.Second), CreatedAt: m.p.createdAt, Deadline: m.p.deadline,
-		Status: store.Answered, Reply: encodeReply(m.reply), ClosedAt: m.at, ClosedNote: note,
-		TaskFinishEra: m.p.req.TaskFinishEra, Questions: encodeQuestions(m.p.req.Questions),
-	}
 }
 
 // requestOf is the request a record keeps.

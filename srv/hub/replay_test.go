@@ -15,12 +15,12 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	now := time.Now()
 	total := replayEvents + 300
 	for i := 1; i <= total; i++ {
-		r.emitLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, now)
+		r.emitAtLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, uint64(i), now)
 	}
 	oldest := uint64(total - replayEvents + 1)
 	check := func(from uint64, want int) {
 		t.Helper()
-		got, ok := r.replayLocked(from, now)
+		got, ok := r.replaySharedLocked(from, 0, uint64(total), now)
 		if !ok || len(got) != want {
 			t.Fatalf("replay from %d: %d events, ok %v; want %d", from, len(got), ok, want)
 		}
@@ -34,10 +34,10 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	check(oldest-1, replayEvents)
 	check(uint64(total-5), 5)
 	check(uint64(total), 0)
-	if _, ok := r.replayLocked(oldest-2, now); ok {
+	if _, ok := r.replaySharedLocked(oldest-2, 0, uint64(total), now); ok {
 		t.Fatal("an event that was overwritten was replayed")
 	}
-	if _, ok := r.replayLocked(oldest-1, now.Add(replayAge+time.Second)); ok {
+	if _, ok := r.replaySharedLocked(oldest-1, 0, uint64(total), now.Add(replayAge+time.Second)); ok {
 		t.Fatal("events older than replayAge were replayed")
 	}
 }

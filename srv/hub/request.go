@@ -49,6 +49,13 @@ type pending struct {
 	// woken: its callers have the outcome (done is closed); in cluster
 	// mode before the change is heard and it leaves the room's pending.
 	woken bool
+	// heard: the outcome heard while one was being written here
+	// (settling), for the writer to wake the callers with if its own
+	// did not land.
+	heard *settled
+	// creating: while its record, new here, is being written, closed
+	// (and nil) once it is, or could not be.
+	creating chan struct{}
 	// retry: the wait before the last try again of an outcome that
 	// could not be saved (sharedlink.go).
 	retry time.Duration
@@ -75,126 +82,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		return nil, ErrClosed
 	default:
 	}
-	sum := req.digest() // outside the lock: the text may be long
-	if h.shared != nil {
-		return h.askShared(ctx, token, req, sum)
-	}
-	r := h.room(token)
-	r.mu.Lock()
-	p := r.pending[req.ID]
-	switch {
-	case p != nil && p.sum != sum:
-		r.mu.Unlock()
-		return nil, ErrDuplicate
-	case p != nil:
-		p.waiters++
-		stopTimer(&p.orphan)
-		var send func()
-		if back := h.backLocked(r, p); back != nil {
-			send = r.fanLocked(back, "")
-		}
-		r.mu.Unlock()
-		if send != nil {
-			send()
-		}
-		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
-	default:
-		if s := r.settled[req.ID]; s != nil {
-			if s.sum != sum {
-				r.mu.Unlock()
-				return nil, ErrDuplicate
-			}
-			if s.takenElsewhere {
-				r.mu.Unlock()
-				return nil, ErrHandedOver
-			}
-			h.handedOverLocked(r, req.ID)
-			r.mu.Unlock()
-			h.log.Info("re-attached to a settled request", "kind", req.Kind, "id", req.ID)
-			return s.reply, s.err
-		}
-		if m := r.missed[req.ID]; m != nil {
-			if m.p.sum != sum {
-				r.mu.Unlock()
-				return nil, ErrDuplicate
-			}
-			h.handedOverLocked(r, req.ID)
-			r.mu.Unlock()
-			h.log.Info("re-attached to an answer kept for its agent", "kind", req.Kind, "id", req.ID)
-			return m.reply, nil
-		}
-		now := h.now()
-		p = &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), waiters: 1}
-		r.pending[req.ID] = p
-		saved := h.persist(r, p, store.Pending, nil, "")
-		r.mu.Unlock()
-		// Shown only once saved: a question on a screen survives a crash.
-		err := wait(saved)
-		took := h.now().Sub(now)
-		if err != nil {
-			return nil, h.refuse(r, p, err)
-		}
-		r.mu.Lock()
-		if r.pending[req.ID] != p || p.settling { // withdrawn meanwhile
-			r.mu.Unlock()
-			break
-		}
-		p.shown = true
-		h.arm(r, p)
-		frame := r.emitLocked(requestFrame(p), h.now())
-		p.seq = r.seq
-		send := r.fanLocked(frame, "")
-		r.mu.Unlock()
-		send()
-		h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: now.Add(took), Saved: took})
-		h.log.Debug("request pending", "kind", req.Kind, "id", req.ID, "timeout", req.Timeout)
-	}
-
-	select {
-	case <-p.done:
-		h.wokeHook()
-		if ctx.Err() == nil {
-			return p.reply, p.err
-		}
-		// Its outcome came as the call ended: nobody reads this reply.
-		h.keepIfUnread(r, p)
-		return nil, ctx.Err()
-	case <-h.quit:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		h.wokeHook()
-		// Withdrawn only when neither the leaving caller nor the one
-		// that made it can come back for a missed answer.
-		if h.detach(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave) {
-			h.withdrawLeft(r, p)
-		}
-		h.keepIfUnread(r, p)
-		return nil, ctx.Err()
-	}
-}
-
-// wait waits for a record to be saved; without a store there is nothing
-// to wait for.
-func wait(a *store.Ack) error {
-	if a == nil {
-		return nil
-	}
-	return a.Wait()
-}
-
-// refuse withdraws p, which could not be saved, before anyone saw it; its
-// callers (the first one, and any that re-attached meanwhile) are told.
-func (h *Hub) refuse(r *room, p *pending, err error) error {
-	ns := &notSaved{what: "request", err: err}
-	r.mu.Lock()
-	if r.pending[p.req.ID] == p {
-		delete(r.pending, p.req.ID)
-		p.err = ns
-		close(p.done)
-	}
-	r.mu.Unlock()
-	h.log.Error("request refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", err)
-	return ns
+	return h.askShared(ctx, token, req, req.digest()) // digested outside the lock: the text may be long
 }
 
 // arm starts the deadline timer. Called with r.mu held.
@@ -206,39 +94,6 @@ func (h *Hub) arm(r *room, p *pending) {
 			}
 		})
 	}
-}
-
-// detach drops one waiter; the last one leaving orphans the request, or,
-// when it cannot come back for the answer (leaving), reports that the
-// request is to be withdrawn.
-func (h *Hub) detach(r *room, p *pending, leaving bool) (withdraw bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending[p.req.ID] != p {
-		return false
-	}
-	p.waiters--
-	if p.waiters > 0 {
-		return false
-	}
-	if leaving {
-		return true
-	}
-	h.orphanLocked(r, p)
-	return false
-}
-
-func (h *Hub) orphanLocked(r *room, p *pending) {
-	stopTimer(&p.orphan)
-	h.noticeLocked(r, p)
-	p.orphan = time.AfterFunc(h.grace, func() {
-		r.mu.Lock()
-		alone := r.pending[p.req.ID] == p && p.waiters <= 0
-		r.mu.Unlock()
-		if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
-			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
-		}
-	})
 }
 
 // overLocked reports whether p has its outcome (reply, err, reason).
@@ -264,85 +119,14 @@ func stopTimer(t **time.Timer) {
 // settled. The outcome is saved before anyone hears of it: the agent's
 // reply and the other clients' notification wait for the store. An answer
 // that cannot be saved is not taken (a notSaved error; the request stays
-// pending, answerable again); a timeout or withdrawal is told all the same
-// (the agent's call ends either way; a restart brings the request back,
-// where it times out or is withdrawn again).
+// pending, answerable again); a timeout or abandonment is tried again
+// until it is saved (sharedlink.go).
 func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
-	select {
-	case <-h.quit:
+	if !h.own("outcome of a request", p.req.ID) {
 		return ErrNotPending // shutting down: the request stays pending in the store
-	default:
 	}
-	if h.shared != nil {
-		if !h.own("outcome of a request", p.req.ID) {
-			return ErrNotPending
-		}
-		defer h.writes.Done()
-		return h.settleShared(r, p, rep, err, reason)
-	}
-	r.mu.Lock()
-	if r.pending[p.req.ID] != p || p.settling {
-		r.mu.Unlock()
-		return ErrNotPending
-	}
-	p.settling = true
-	status := statusOf(err)
-	if rep != nil && p.waiters <= 0 {
-		reason = NoteUndelivered // no agent waits for this answer
-	}
-	saved := h.persist(r, p, status, rep, reason)
-	r.mu.Unlock()
-	start := h.now()
-	serr := wait(saved)
-	took := h.now().Sub(start)
-	r.mu.Lock()
-	if serr != nil && rep != nil {
-		p.settling = false
-		// Its timers may have fired meanwhile, and found it settling.
-		stopTimer(&p.expiry)
-		h.arm(r, p)
-		if p.waiters <= 0 {
-			h.orphanLocked(r, p)
-		}
-		r.mu.Unlock()
-		h.log.Error("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
-		return &notSaved{what: "answer", err: serr}
-	}
-	if serr != nil {
-		h.log.Error("outcome not saved: after a restart the request is pending again", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
-	}
-	delete(r.pending, p.req.ID)
-	stopTimer(&p.expiry)
-	stopTimer(&p.orphan)
-	stopTimer(&p.notice)
-	p.reply, p.err, p.reason = rep, err, reason
-	close(p.done)
-	now := h.now()
-	r.keepSettled(p.req.ID, &settled{sum: p.sum, kind: p.req.Kind, reply: rep, err: err, reason: reason, at: now}, now.Add(-h.retention))
-	if reason == NoteUndelivered {
-		// No agent waited for this answer: keep it for the next call. One
-		// that re-attached while it was saved has it now.
-		h.keepMissedLocked(r, p, rep, now)
-		if p.waiters > 0 {
-			h.handedOverLocked(r, p.req.ID)
-		}
-	}
-	if !p.shown {
-		r.mu.Unlock()
-		return nil
-	}
-	defer h.emitOutcome(p, rep, err, reason, now, took)
-	except := ""
-	var frame [][]byte
-	if rep != nil {
-		frame, except = r.emitLocked(replyNotificationFrame(p, rep), now), rep.ClientID
-	} else {
-		frame = r.emitLocked(cancelledFrame(p, reason), now)
-	}
-	send := r.fanLaterLocked(frame, except)
-	r.mu.Unlock()
-	send()
-	return nil
+	defer h.writes.Done()
+	return h.settleShared(r, p, rep, err, reason)
 }
 
 // Answer records a reply to the request id of the given kind. The first

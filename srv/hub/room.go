@@ -97,11 +97,11 @@ func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, re
 func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
 	r := h.room(token)
 	var w *window
-	if h.seqs != nil && resume.From > 0 && resume.Epoch == h.epoch {
+	if resume.From > 0 && resume.Epoch == h.epoch {
 		since, heard := h.seqs.window(resume.From)
-		w = &window{since: since, heard: heard}
+		w = &window{from: resume.From, since: since, heard: heard}
 	}
-	seq, err := r.join(c, limit, welcome, resume, w, h.epoch, h.now())
+	seq, err := r.join(c, limit, welcome, w, h.now())
 	if err == nil && h.peers != nil {
 		h.peers.Joined(r.digest, c)
 	}
@@ -158,12 +158,13 @@ func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
 	return h.room(token).onlineUsers()
 }
 
-// window is the range of a cluster's revisions an instance's rings hold.
-type window struct{ since, heard uint64 }
+// window is the range of the revisions the rings hold, and the one a
+// device resumes from.
+type window struct{ from, since, heard uint64 }
 
-// join adds c unless the room already has limit clients (0: no limit). In
-// cluster mode w is what the rings hold (nil when c does not resume).
-func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resume, w *window, epoch string, now time.Time) (uint64, error) {
+// join adds c unless the room already has limit clients (0: no limit),
+// resuming from w.from when w is not nil (c resumes within this epoch).
+func (r *room) join(c Client, limit int, welcome func(bool) []byte, w *window, now time.Time) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if limit > 0 && len(r.clients) >= limit {
@@ -172,9 +173,7 @@ func (r *room) join(c Client, limit int, welcome func(bool) []byte, resume Resum
 	var missed [][]byte
 	resumed := false
 	if w != nil {
-		missed, resumed = r.replaySharedLocked(resume.From, w.since, w.heard, now)
-	} else if resume.From > 0 && resume.Epoch == epoch {
-		missed, resumed = r.replayLocked(resume.From, now)
+		missed, resumed = r.replaySharedLocked(w.from, w.since, w.heard, now)
 	}
 	if welcome != nil {
 		c.Send(welcome(resumed))

@@ -8,10 +8,13 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
-// Cluster mode: several instances of the server share their requests.
+// The request lifecycle, over the records of a Shared store: a cluster's,
+// where several instances of the server share their requests (srv/cluster:
+// a JetStream key-value bucket), or this process's own (local.go: the
+// embedded store), which is a cluster of one.
 //
-// The records live in a Shared store (srv/cluster: a JetStream key-value
-// bucket), one per request, each change a new revision. Every instance
+// The records live in the Shared store, one per request, each change a
+// new revision. Every instance
 // hears every change, in order, and applies it (Apply): a record created
 // pending is shown to the instance's clients and its deadline armed; a
 // record settled ends the request there, wakes the callers waiting
@@ -27,8 +30,8 @@ import (
 // OrphanGrace. An agent that re-attaches through another instance makes
 // that one the holder, so the first one's timers stand down.
 //
-// Without a Shared store (the default, one process) none of this runs:
-// Ask and settle take the paths of request.go.
+// A server that runs alone is the one instance: it holds every call, and
+// hears each change as soon as it is saved (local.go).
 
 // SharedRecord is a request's record in a cluster: the store's record,
 // who holds its agent's call, and whether the clients were told no agent
@@ -68,93 +71,64 @@ var (
 // sharedTimeout bounds one call to the shared store.
 const sharedTimeout = 10 * time.Second
 
-// askShared is Ask in cluster mode.
+// askShared is Ask.
 func (h *Hub) askShared(ctx context.Context, token string, req Request, sum digest) (*Reply, error) {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
-	if p == nil {
-		if s := r.settled[req.ID]; s != nil {
-			r.mu.Unlock()
-			if s.sum != sum {
-				return nil, ErrDuplicate
-			}
-			return h.reattachSettledShared(r, req.ID, s)
-		}
+	if p != nil && p.creating != nil {
+		// Its record is being written, by another call here: once it is,
+		// this call re-attaches to what was saved, or asks again.
+		creating := p.creating
+		r.mu.Unlock()
+		<-creating
+		return h.askShared(ctx, token, req, sum)
 	}
-	r.mu.Unlock()
-	if p == nil {
-		now := h.now()
-		rec := SharedRecord{Record: h.record(r, &pending{req: req, createdAt: now, deadline: now.Add(req.Timeout)}, store.Pending, nil, ""), Holder: h.self}
+	switch s := r.settled[req.ID]; {
+	case p == nil && s != nil:
+		r.mu.Unlock()
+		if s.sum != sum {
+			return nil, ErrDuplicate
+		}
+		return h.reattachSettledShared(r, req.ID, s)
+	case p == nil:
 		// Not abandoned when the caller gives up meanwhile: the record may
 		// land (and be shown by every instance) after the caller's context
 		// ends, and then it needs this call's waiter to leave properly, so
 		// its agent-gone notice and withdrawal are armed.
-		r.mu.Lock()
 		r.askingLocked(req.ID, +1)
-		r.mu.Unlock()
+		counted := false // create counted this call as the waiter of its record
 		defer func() {
-			r.mu.Lock()
-			r.askingLocked(req.ID, -1)
-			r.mu.Unlock()
-		}()
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-		_, err := h.shared.Create(sctx, rec)
-		cancel()
-		created := err == nil
-		if errors.Is(err, ErrRecordExists) {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-			rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
-			cancel()
-		}
-		if err != nil {
-			// Unreachable: the caller is told to try again, and comes back
-			// with this ID, or its record, if it lands, is orphaned as any
-			// whose caller left.
-			if !errors.Is(err, ErrRecordExists) && !errors.Is(err, ErrUnreachable) {
+			if !counted {
 				r.mu.Lock()
-				r.noteRefusedLocked(req.ID) // it may land after all
+				r.askingLocked(req.ID, -1)
 				r.mu.Unlock()
 			}
-			h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
-			return nil, &notSaved{what: "request", err: err}
+		}()
+		var rep *Reply
+		var err error
+		if p, counted, rep, err = h.create(ctx, r, token, req, sum); p == nil {
+			return rep, err
 		}
-		if got := requestOf(rec.Record); got.digest() != sum {
-			return nil, ErrDuplicate
-		}
-		if rec.Status != store.Pending {
-			if rec.Taken {
-				return nil, ErrHandedOver
-			}
-			s := settledOf(rec.Record)
-			return s.reply, s.err
+		if counted {
+			break
 		}
 		r.mu.Lock()
-		r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
-		p = h.registerLocked(r, token, rec)
-		r.mu.Unlock()
-		if p == nil { // settled meanwhile
-			return h.askShared(ctx, token, req, sum)
-		}
+		fallthrough
+	default:
 		if p.sum != sum {
+			r.mu.Unlock()
 			return nil, ErrDuplicate
 		}
-		if created {
-			at := h.now()
-			h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: at, Saved: at.Sub(now)})
+		p.waiters++
+		stopTimer(&p.orphan)
+		stopTimer(&p.notice)
+		claim := p.holder != h.self || p.gone.Load()
+		r.mu.Unlock()
+		if claim {
+			h.claim(ctx, r, p)
+			h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 		}
-	} else if p.sum != sum {
-		return nil, ErrDuplicate
-	}
-	r.mu.Lock()
-	p.waiters++
-	stopTimer(&p.orphan)
-	stopTimer(&p.notice)
-	claim := p.holder != h.self || p.gone.Load()
-	r.mu.Unlock()
-	if claim {
-		h.claim(ctx, r, p)
-		h.log.Info("re-attached to a pending request", "kind", req.Kind, "id", req.ID)
 	}
 
 	// A caller that can come back for the request (agentassistant-mcp
@@ -166,6 +140,12 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 	}
 	select {
 	case <-p.done:
+		h.wokeHook()
+		if ctx.Err() != nil {
+			// Its outcome came as the call ended: nobody reads this reply.
+			h.keepIfUnread(r, p)
+			return nil, ctx.Err()
+		}
 		if p.reply != nil && p.reason == NoteUndelivered {
 			// Kept for the project's next call when it was written, maybe
 			// before this instance heard it: taken once, cluster-wide.
@@ -184,13 +164,90 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		h.log.Info("agent call ended: this instance lost its link to NATS", "kind", req.Kind, "id", req.ID)
 		return nil, errLinkLost
 	case <-ctx.Done():
+		h.wokeHook()
+		// Withdrawn only when neither the leaving caller nor the one
+		// that made it can come back for a missed answer.
 		withdraw := h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
 		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)
 		if withdraw {
 			h.withdrawLeft(r, p)
 		}
+		h.keepIfUnread(r, p)
 		return nil, ctx.Err()
 	}
+}
+
+// create writes the record of req, a request new here, and returns the
+// pending request to wait on, and whether the call is counted as its
+// waiter already (its own record: one lock instead of three); or nil, and
+// what the call returns, when the record could not be written, or one of
+// that ID is settled already. The request is among the room's pending
+// from before its record is written, unseen: a cancel meanwhile finds it,
+// and withdraws it once it is saved. Called with r.mu held; it returns
+// with r.mu released.
+func (h *Hub) create(ctx context.Context, r *room, token string, req Request, sum digest) (*pending, bool, *Reply, error) {
+	now := h.now()
+	p := &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), holder: h.self, creating: make(chan struct{})}
+	r.pending[req.ID] = p
+	rec := SharedRecord{Record: h.record(r, p, store.Pending, nil, ""), Holder: h.self}
+	r.mu.Unlock()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	rev, err := h.shared.Create(sctx, rec)
+	cancel()
+	created := err == nil
+	if errors.Is(err, ErrRecordExists) {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+		rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
+		cancel()
+	}
+	r.mu.Lock()
+	close(p.creating)
+	p.creating = nil
+	if created {
+		p.rev = max(p.rev, rev)
+	} else if r.pending[req.ID] == p {
+		delete(r.pending, req.ID) // another call's record stands
+	}
+	if err != nil {
+		// Unreachable: the caller is told to try again, and comes back
+		// with this ID, or its record, if it lands, is orphaned as any
+		// whose caller left. Calls that re-attached meanwhile ask again.
+		if !errors.Is(err, ErrRecordExists) && !errors.Is(err, ErrUnreachable) {
+			r.noteRefusedLocked(req.ID) // it may land after all
+		}
+		r.mu.Unlock()
+		h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
+		return nil, false, nil, &notSaved{what: "request", err: err}
+	}
+	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
+	if created {
+		p.waiters++
+		r.askingLocked(req.ID, -1)
+		r.mu.Unlock()
+		at := h.now()
+		h.emit(Event{Kind: Asked, Token: token, Request: req, AskedAt: now, At: at, Saved: at.Sub(now)})
+		return p, true, nil, nil
+	}
+	r.mu.Unlock()
+	if got := requestOf(rec.Record); got.digest() != sum {
+		return nil, false, nil, ErrDuplicate
+	}
+	if rec.Status != store.Pending {
+		if rec.Taken {
+			return nil, false, nil, ErrHandedOver
+		}
+		s := settledOf(rec.Record)
+		return nil, false, s.reply, s.err
+	}
+	r.mu.Lock()
+	q := h.registerLocked(r, token, rec)
+	if q == nil || q.creating != nil { // settled meanwhile, or asked again here
+		r.mu.Unlock()
+		reply, err := h.askShared(ctx, token, req, sum)
+		return nil, false, reply, err
+	}
+	r.mu.Unlock()
+	return q, false, nil, nil
 }
 
 // claim makes this instance the holder of p's call and clears its
@@ -299,6 +356,19 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		return ErrNotPending
 	}
 	p.settling = true
+	if p.creating != nil && p.rev == 0 {
+		// Its record is being written, and not heard yet: the outcome is
+		// written over it, once it is saved.
+		creating := p.creating
+		r.mu.Unlock()
+		<-creating
+		r.mu.Lock()
+		if r.pending[p.req.ID] != p {
+			p.settling = false
+			r.mu.Unlock()
+			return ErrNotPending // it could not be saved
+		}
+	}
 	status := statusOf(err)
 	if rep != nil && (p.holder == h.self && p.waiters <= 0 && r.asking[p.req.ID] == 0 || p.holder != h.self && p.gone.Load()) {
 		// No agent waits for this answer: here, or where its call was
@@ -330,6 +400,11 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	if serr != nil {
 		r.mu.Lock()
 		p.settling = false
+		if p.heard != nil {
+			// Settled otherwise meanwhile, and heard while this outcome
+			// was written: its callers have that one.
+			h.wakeLocked(p, p.heard, p.heard.reason)
+		}
 		r.mu.Unlock()
 		if errors.Is(serr, ErrNotPending) {
 			return ErrNotPending // another instance settled it first
@@ -341,13 +416,15 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		h.retryOutcome(r, p, err, reason, serr)
 		return serr
 	}
-	// The callers here have the outcome at once; the rest (the clients
-	// told, the outcome kept) when the change is heard, in its order.
-	r.mu.Lock()
-	h.wakeLocked(p, settledOf(written.Record), written.ClosedNote)
-	r.mu.Unlock()
+	// The callers here have the outcome at once, after the subscribers
+	// (so that one who acts on it next finds it told); the rest (the
+	// clients told, the outcome kept) when the change is heard, in its
+	// order.
 	now := h.now()
 	h.emitOutcome(p, rep, err, reason, now, now.Sub(start))
+	r.mu.Lock()
+	h.wakeLocked(p, &settled{reply: rep, err: err}, written.ClosedNote)
+	r.mu.Unlock()
 	return nil
 }
 

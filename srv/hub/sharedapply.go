@@ -14,25 +14,28 @@ import (
 // Apply is a change of a shared record heard from the cluster, in the
 // order the changes were made: token is the record's room.
 func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
-	if h.seqs != nil {
-		defer h.seqs.heardRev(rev)
-	}
+	h.apply(token, rec, rev)()
+}
+
+// apply is Apply, but for the frames it makes: it returns the function
+// that sends them, in their turn (fan.go), which the caller calls.
+func (h *Hub) apply(token string, rec SharedRecord, rev uint64) (send func()) {
+	defer h.seqs.heardRev(rev)
 	r := h.room(token)
 	r.mu.Lock()
 	if rec.Status == store.Pending {
 		_, send := h.mirrorLocked(r, token, rec, rev)
 		r.mu.Unlock()
-		send()
-		return
+		return send
 	}
 	p := r.pending[rec.ID]
 	if p == nil {
 		h.applySettledLocked(r, token, rec)
 		r.mu.Unlock()
-		return
+		return func() {}
 	}
 	r.mu.Unlock()
-	h.finishShared(r, p, rec, rev)
+	return h.finishShared(r, p, rec, rev)
 }
 
 // registerLocked makes sure r has a pending entry for the pending record
@@ -41,6 +44,11 @@ func (h *Hub) Apply(token string, rec SharedRecord, rev uint64) {
 // here already. Called with r.mu held.
 func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 	p := r.pending[rec.ID]
+	if p != nil && p.creating != nil && (p.holder != rec.Holder || !p.createdAt.Equal(rec.CreatedAt)) {
+		// Another instance's record of that ID, heard while this one
+		// writes its own, which will find it there: this one is shown.
+		p = nil
+	}
 	if p == nil {
 		if r.settled[rec.ID] != nil {
 			return nil
@@ -91,7 +99,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 		h.orphanSharedLocked(r, p)
 	}
 	var ms []*pb.WebsocketMessage
-	if !p.shown {
+	if !p.shown && !p.settling { // not when withdrawn as it was saved
 		p.shown = true
 		h.arm(r, p)
 		ms = append(ms, requestFrame(p)...)
@@ -118,21 +126,26 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 
 // finishShared ends p with the settled record rec, heard at revision rev:
 // its callers here are woken (unless they were), the outcome kept for
-// re-attaching callers, the clients told (the event numbered rev).
-func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
-	s := settledOf(rec.Record)
+// re-attaching callers. It returns the function that tells the clients
+// (the event numbered rev).
+func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
+	s := outcomeOf(rec.Record)
+	s.sum, s.kind = p.sum, p.req.Kind
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {
 		r.mu.Unlock()
-		return
+		return func() {}
 	}
 	delete(r.pending, p.req.ID)
 	stopTimer(&p.expiry)
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
-	h.wakeLocked(p, s, rec.ClosedNote)
+	if p.settling {
+		p.heard = &settled{reply: s.reply, err: s.err, reason: rec.ClosedNote} // settleShared wakes the callers
+	} else {
+		h.wakeLocked(p, s, rec.ClosedNote)
+	}
 	now := h.now()
-	s.sum = p.sum
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
 	switch {
@@ -148,7 +161,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	}
 	if !p.shown {
 		r.mu.Unlock()
-		return
+		return func() {}
 	}
 	except := ""
 	var frame [][]byte
@@ -157,15 +170,22 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) {
 	} else {
 		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
 	}
-	send := r.fanLaterLocked(frame, except)
+	send = r.fanLaterLocked(frame, except)
 	r.mu.Unlock()
-	send()
+	return send
 }
 
 // settledOf is the outcome a settled record keeps.
 func settledOf(rec store.Record) *settled {
 	req := requestOf(rec)
-	s := &settled{sum: req.digest(), kind: req.Kind, at: rec.ClosedAt}
+	s := outcomeOf(rec)
+	s.sum, s.kind = req.digest(), req.Kind
+	return s
+}
+
+// outcomeOf is settledOf without the request (its digest and kind).
+func outcomeOf(rec store.Record) *settled {
+	s := &settled{at: rec.ClosedAt}
 	switch rec.Status {
 	case store.Answered:
 		s.reply = decodeReply(rec.Reply)

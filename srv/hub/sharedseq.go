@@ -27,15 +27,23 @@ import (
 // hear the events it has seen elsewhere.
 const catchUp = 2 * time.Second
 
-// sequence is what the hub knows of the cluster's numbering.
+// sequence is what the hub knows of the records' numbering.
 type sequence struct {
 	mu    sync.Mutex
 	since uint64 // the rings hold every event after since
 	heard uint64 // the last revision applied
 	more  chan struct{}
+	// alone: the records are this process's own (local.go), every change
+	// applied from the first: there is nothing more to wait for.
+	alone bool
 }
 
-func newSequence() *sequence { return &sequence{since: ^uint64(0)} }
+func newSequence(alone bool) *sequence {
+	if alone {
+		return &sequence{alone: true} // the rings hold every change
+	}
+	return &sequence{since: ^uint64(0)} // until Following
+}
 
 // Following says that every change after rev, the last one before the
 // cluster's watch began, is applied here from now on, in order. Called by
@@ -43,9 +51,6 @@ func newSequence() *sequence { return &sequence{since: ^uint64(0)} }
 // overwritten before that is older than one of them, so the rings are
 // complete after the later of rev and the last change applied.
 func (h *Hub) Following(rev uint64) {
-	if h.seqs == nil {
-		return
-	}
 	h.seqs.mu.Lock()
 	h.seqs.since = max(rev, h.seqs.heard)
 	h.seqs.mu.Unlock()
@@ -73,7 +78,7 @@ func (s *sequence) window(from uint64) (since, heard uint64) {
 	for {
 		s.mu.Lock()
 		since, heard = s.since, s.heard
-		if heard >= from {
+		if heard >= from || s.alone {
 			s.mu.Unlock()
 			return since, heard
 		}
@@ -105,17 +110,17 @@ func (r *room) emitAtLocked(ms []*pb.WebsocketMessage, seq uint64, now time.Time
 	return bs
 }
 
-// replaySharedLocked is replayLocked for numbers with gaps (the revisions
-// of other rooms, and changes that make no event): the events after from,
-// or false when this instance cannot tell it holds them all.
+// replaySharedLocked returns the events after from, numbered with gaps
+// (the revisions of other rooms, and changes that make no event), or false
+// when this instance cannot tell it holds them all.
 func (r *room) replaySharedLocked(from, since, heard uint64, now time.Time) ([][]byte, bool) {
 	if from < since || from > heard {
 		return nil, false
 	}
-	n := r.events.len()
-	if n == replayEvents && r.events.at(0).seq > from {
-		return nil, false // one after from may have been dropped
+	if r.events.dropped > from {
+		return nil, false // one after from was dropped
 	}
+	n := r.events.len()
 	var out [][]byte
 	for i := range n {
 		if e := r.events.at(i); e.seq > from {

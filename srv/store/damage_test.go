@@ -133,7 +133,7 @@ func write(t *testing.T, dir string, rs []Record) {
 	t.Helper()
 	s := open(t, dir)
 	for _, r := range rs {
-		s.Enqueue(r)
+		s.Put(r)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -41,20 +41,20 @@ func makeBase(dir string) (openBase, error) {
 	}
 	rs := texty(150, 200)
 	for _, r := range rs[:100] {
-		s.Enqueue(r)
+		s.Put(r)
 		keep(r)
 	}
 	s.Flush()
 	for i, r := range rs[:100] {
 		if r.Status == Pending && i%4 == 0 { // answered in a later commit
 			r.Status, r.Reply, r.ClosedAt = Answered, []byte("later"), r.CreatedAt.Add(time.Hour)
-			s.Enqueue(r)
+			s.Put(r)
 			keep(r)
 		}
 	}
 	s.Flush()
 	for _, r := range rs[100:140] {
-		s.Enqueue(r)
+		s.Put(r)
 		keep(r)
 	}
 	if err := s.Close(); err != nil {

@@ -130,7 +130,7 @@ func TestLeadsAndTheWriterKeepTheOrder(t *testing.T) {
 				r.Text = fmt.Sprint("change ", i)
 				switch {
 				case i%5 == 4:
-					s.Enqueue(r)
+					s.Put(r)
 				case i%2 == 0:
 					if err := s.Stage(r).Wait(); err != nil {
 						t.Error(err)

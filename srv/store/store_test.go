@@ -57,9 +57,9 @@ func TestRecordsRoundTripAndSurviveReopen(t *testing.T) {
 	answered := sample("r1", "b", t0.Add(time.Second))
 	answered.Status, answered.Reply, answered.ClosedAt, answered.ClosedNote = Answered, []byte{0, 1, 2, 0xff}, t0.Add(2*time.Second), "by phone"
 	zero := Record{Room: "r2", ID: "z", CreatedAt: t0, Status: Cancelled} // zero fields stay zero
-	s.Enqueue(pending)
-	s.Enqueue(answered)
-	s.Enqueue(zero)
+	s.Put(pending)
+	s.Put(answered)
+	s.Put(zero)
 	if err := s.Close(); err != nil { // Close commits what is queued
 		t.Fatal(err)
 	}
@@ -102,7 +102,7 @@ func TestKeysFollowCreationTime(t *testing.T) {
 	t0 := time.Now()
 	// IDs in reverse order of creation: the keys must still sort by time.
 	for i := range 20 {
-		s.Enqueue(sample("r", fmt.Sprintf("id-%02d", 19-i), t0.Add(time.Duration(i)*time.Millisecond)))
+		s.Put(sample("r", fmt.Sprintf("id-%02d", 19-i), t0.Add(time.Duration(i)*time.Millisecond)))
 	}
 	s.Flush()
 	got := all(t, s)
@@ -173,10 +173,10 @@ func TestHistoryClearAndPrune(t *testing.T) {
 	for i := range 5 {
 		r := sample("r", fmt.Sprint("s", i), t0.Add(time.Duration(i)*time.Minute))
 		r.Status, r.ClosedAt = Answered, r.CreatedAt.Add(time.Second)
-		s.Enqueue(r)
+		s.Put(r)
 	}
-	s.Enqueue(sample("r", "open", t0))
-	s.Enqueue(Record{Room: "other", ID: "x", CreatedAt: t0, Status: Answered, ClosedAt: t0})
+	s.Put(sample("r", "open", t0))
+	s.Put(Record{Room: "other", ID: "x", CreatedAt: t0, Status: Answered, ClosedAt: t0})
 
 	page, more, err := s.History("r", time.Now(), 3)
 	if err != nil || !more || len(page) != 3 || page[0].ID != "s4" || page[2].ID != "s2" {
@@ -245,7 +245,7 @@ func TestJournalThenFold(t *testing.T) {
 	t0 := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
 	r := sample("r1", "a", t0)
 	r.Status, r.ClosedAt = Answered, t0.Add(time.Second)
-	s.Enqueue(r)
+	s.Put(r)
 	journal := filepath.Join(dir, JournalName)
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
 		if fi, err := os.Stat(journal); err == nil && fi.Size() > 0 {
@@ -271,7 +271,7 @@ func TestJournalThenFold(t *testing.T) {
 		t.Fatalf("the journal was not emptied by the fold: %v %v", fi, err)
 	}
 	// Without a reader, the fold comes within a second.
-	s.Enqueue(sample("r1", "b", t0.Add(time.Minute)))
+	s.Put(sample("r1", "b", t0.Add(time.Minute)))
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		n := 0
 		_ = s.db.View(func(tx *bolt.Tx) error { n = tx.Bucket(requests).Stats().KeyN; return nil })

@@ -173,9 +173,6 @@ func (s *Store) encodeBatch(batch []Record) []entry {
 	return es
 }
 
-// Enqueue is Put for a record no one waits for.
-func (s *Store) Enqueue(r Record) { s.Put(r) }
-
 // Flush waits until every record queued so far is in the database, or a
 // fold into it failed (a full disk: they stay in the journal).
 func (s *Store) Flush() {
