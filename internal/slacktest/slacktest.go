@@ -27,17 +27,14 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentassistant/agentassistant/internal/apicalls"
 )
 
-// Call is one call of a Web API method that the double took.
-type Call struct {
-	Method string
-	// Form is its parameters (without the token), and "_ts": the
-	// timestamp the call answered (a posted message's).
-	Form map[string]string
-	// At is when it arrived.
-	At time.Time
-}
+// Call is one call of a Web API method; its Form is the parameters
+// (without the token) and "_ts", the timestamp the call answered (a
+// posted message's).
+type Call = apicalls.Call
 
 // API is the double. Safe for concurrent use.
 type API struct {
@@ -213,31 +210,9 @@ func (api *API) Calls() []Call {
 	return slices.Clone(api.calls)
 }
 
-// Nth is the n-th (from 1) call of method among calls.
-func Nth(calls []Call, method string, n int) (Call, bool) {
-	seen := 0
-	for _, c := range calls {
-		if c.Method == method {
-			if seen++; seen == n {
-				return c, true
-			}
-		}
-	}
-	return Call{}, false
-}
-
 // Wait is the n-th call of method, once it came (within ctx).
 func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
-	var c Call
-	err := api.WaitFor(ctx, func(calls []Call) bool {
-		var ok bool
-		c, ok = Nth(calls, method, n)
-		return ok
-	})
-	if err != nil {
-		return Call{}, fmt.Errorf("wait for %s #%d: %w", method, n, err)
-	}
-	return c, nil
+	return apicalls.Wait(ctx, api.WaitFor, method, n)
 }
 
 // Connected waits until the app has dialled the Socket Mode connection.
@@ -273,13 +248,7 @@ func (api *API) Send(ctx context.Context, typ string, payload map[string]any) er
 // within 10 s.
 func (api *API) Call(t testing.TB, method string, n int) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := api.Wait(ctx, method, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Form
+	return apicalls.Form(t, api.WaitFor, method, n)
 }
 
 // Envelope is Send; t fails when it is not acknowledged within 10 s.

@@ -18,17 +18,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/apicalls"
 )
 
-// Call is one call of a method other than getUpdates.
-type Call struct {
-	Method string
-	// Form is its parameters; a sendMessage's also holds
-	// "sent_message_id", the ID of the message it made.
-	Form map[string]string
-	// At is when it arrived.
-	At time.Time
-}
+// Call is one call of a method other than getUpdates; a sendMessage's
+// Form also holds "sent_message_id", the ID of the message it made.
+type Call = apicalls.Call
 
 // API is the double. Safe for concurrent use.
 type API struct {
@@ -212,44 +208,16 @@ func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
 	}
 }
 
-// Nth is the n-th (from 1) call of method among calls.
-func Nth(calls []Call, method string, n int) (Call, bool) {
-	seen := 0
-	for _, c := range calls {
-		if c.Method == method {
-			if seen++; seen == n {
-				return c, true
-			}
-		}
-	}
-	return Call{}, false
-}
-
 // Wait is the n-th call of method, once it came (within ctx).
 func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
-	var c Call
-	err := api.WaitFor(ctx, func(calls []Call) bool {
-		var ok bool
-		c, ok = Nth(calls, method, n)
-		return ok
-	})
-	if err != nil {
-		return Call{}, fmt.Errorf("wait for %s #%d: %w", method, n, err)
-	}
-	return c, nil
+	return apicalls.Wait(ctx, api.WaitFor, method, n)
 }
 
 // Call is the form of the n-th call of method; t fails when none came
 // within 10 s.
 func (api *API) Call(t testing.TB, method string, n int) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := api.Wait(ctx, method, n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c.Form
+	return apicalls.Form(t, api.WaitFor, method, n)
 }
 
 // Callback is the update of a tap on the button with data of the
