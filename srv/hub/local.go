@@ -270,10 +270,15 @@ func (l *localRecords) History(_ context.Context, room string, before time.Time,
 	return l.db.History(room, before, limit)
 }
 
-// ClearHistory deletes a room's settled requests from the store.
-func (l *localRecords) ClearHistory(_ context.Context, room string, _ func(SharedRecord) bool) (int, error) {
+// ClearHistory deletes a room's settled requests from the store, but
+// those keep says to keep (an answer still kept for its absent agent).
+func (l *localRecords) ClearHistory(_ context.Context, room string, keep func(SharedRecord) bool) (int, error) {
 	if l.db == nil {
 		return 0, nil
 	}
-	return l.db.Clear(room)
+	var k func(store.Record) bool
+	if keep != nil {
+		k = func(r store.Record) bool { return keep(SharedRecord{Record: r}) }
+	}
+	return l.db.Clear(room, k)
 }

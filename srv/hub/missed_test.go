@@ -337,3 +337,61 @@ func TestOnlyItsOwnKindOfCallerWithdrawsARequest(t *testing.T) {
 		}
 	})
 }
+
+// TestClearKeepsAnswerForAbsentAgent: clearing the history on one server,
+// as in a cluster, leaves an answer kept for an absent agent until it is
+// handed over, across a restart too; the other settled requests go.
+func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		open := func() (*store.Store, *Hub) {
+			db, err := store.Open(dir, store.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := New(Options{Store: db})
+			if _, _, err := h.Restore([]string{"tok"}); err != nil {
+				t.Fatal(err)
+			}
+			return db, h
+		}
+		db, h := open()
+		closed := false
+		defer func() {
+			if !closed {
+				h.Close()
+				_ = db.Close()
+			}
+		}()
+		for _, id := range []string{"gone", "waited"} {
+			cancel, reply := askIn(h, id, "/p")
+			synctest.Wait()
+			if id == "gone" {
+				cancel()
+				<-reply
+			}
+			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+				t.Fatal(err)
+			}
+			if id == "waited" {
+				<-reply
+			}
+			cancel()
+		}
+		if n, err := h.ClearHistory("tok"); err != nil || n != 1 {
+			t.Fatalf("ClearHistory = %d, %v; want 1 (the answer the agent had)", n, err)
+		}
+		h.Close()
+		closed = true
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		db, h = open()
+		defer db.Close()
+		defer h.Close()
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 1 || ms[0].ID != "gone" {
+			t.Fatalf("after the clear and a restart: %+v", ms)
+		}
+	})
+}

@@ -93,9 +93,10 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	return out, false, nil
 }
 
-// Clear deletes the settled records of room; pending ones stay. Queued
-// records are committed first, so none comes back after the clear.
-func (s *Store) Clear(room string) (int, error) {
+// Clear deletes the settled records of room but those keep (when not
+// nil) says to keep; pending ones stay. Queued records are committed
+// first, so none comes back after the clear.
+func (s *Store) Clear(room string, keep func(Record) bool) (int, error) {
 	s.Flush()
 	n := 0
 	prefix := []byte(room + "/")
@@ -111,7 +112,7 @@ func (s *Store) Clear(room string) (int, error) {
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r Record
-			if decode(v, &r) == nil && r.Status == Pending {
+			if decode(v, &r) == nil && (r.Status == Pending || keep != nil && keep(r)) {
 				continue
 			}
 			t.remove(k, v)

@@ -198,7 +198,7 @@ func TestHistoryClearAndPrune(t *testing.T) {
 	if n, err := s.Prune(t0.Add(2*time.Minute + 2*time.Second)); err != nil || n != 4 { // s0, s1, s2 and other/x
 		t.Fatalf("pruned %d, %v; want 4", n, err)
 	}
-	if n, err := s.Clear("r"); err != nil || n != 2 {
+	if n, err := s.Clear("r", nil); err != nil || n != 2 {
 		t.Fatalf("cleared %d, %v; want 2", n, err)
 	}
 	if got := all(t, s); len(got) != 1 || got[0].ID != "open" {
