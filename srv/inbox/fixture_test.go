@@ -1,17 +1,15 @@
 package inbox_test
 
 import (
-	"context"
 	"errors"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/pipenet"
 	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -29,54 +27,6 @@ const (
 // come once the bubble is idle, and one that is not fails the wait at
 // once, in real time.
 const wait = time.Minute
-
-// pipeNet is an in-memory network: each dial is one end of a net.Pipe
-// whose other end Accept returns. Nothing on it waits on the operating
-// system, so a bubble's goroutines block on it durably and its deadlines
-// run on the bubble's clock.
-type pipeNet struct {
-	conns chan net.Conn
-	quit  chan struct{}
-	once  sync.Once
-}
-
-func newPipeNet() *pipeNet {
-	return &pipeNet{conns: make(chan net.Conn), quit: make(chan struct{})}
-}
-
-func (p *pipeNet) Accept() (net.Conn, error) {
-	select {
-	case c := <-p.conns:
-		return c, nil
-	case <-p.quit:
-		return nil, net.ErrClosed
-	}
-}
-
-func (p *pipeNet) Close() error {
-	p.once.Do(func() { close(p.quit) })
-	return nil
-}
-
-func (p *pipeNet) Addr() net.Addr { return pipeAddr{} }
-
-func (p *pipeNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case p.conns <- server:
-		return client, nil
-	case <-p.quit:
-	case <-ctx.Done():
-	}
-	_ = client.Close()
-	_ = server.Close()
-	return nil, errors.New("dial: the in-memory server is closed")
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // baseURL names a loopback host, as the web UI's does; the connection
 // itself is a pipe.
@@ -107,7 +57,7 @@ func start(t *testing.T, o inbox.Options) *fixture {
 	f := &fixture{hub: o.Hub, handler: inbox.New(o)}
 	mux := http.NewServeMux()
 	mux.Handle("/ws", f.handler)
-	l := newPipeNet()
+	l := pipenet.New()
 	hs := &http.Server{Handler: mux}
 	served := make(chan struct{})
 	go func() {
@@ -119,7 +69,7 @@ func start(t *testing.T, o inbox.Options) *fixture {
 		_ = hs.Close()
 		<-served
 	})
-	f.dialer = &websocket.Dialer{NetDialContext: l.dial}
+	f.dialer = &websocket.Dialer{NetDialContext: l.Dial}
 	return f
 }
 

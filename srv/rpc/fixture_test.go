@@ -2,16 +2,14 @@ package rpc_test
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
-	"sync"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/pipenet"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/rpc"
@@ -22,54 +20,6 @@ const (
 	tokA = "token-of-room-a"
 	tokB = "token-of-room-b"
 )
-
-// pipeNet is an in-memory network: each dial is one end of a net.Pipe
-// whose other end Accept returns. Nothing on it waits on the operating
-// system, so a test in a synctest bubble can let its calls settle
-// (synctest.Wait) and its timers run on the bubble's clock.
-type pipeNet struct {
-	conns chan net.Conn
-	quit  chan struct{}
-	once  sync.Once
-}
-
-func newPipeNet() *pipeNet {
-	return &pipeNet{conns: make(chan net.Conn), quit: make(chan struct{})}
-}
-
-func (p *pipeNet) Accept() (net.Conn, error) {
-	select {
-	case c := <-p.conns:
-		return c, nil
-	case <-p.quit:
-		return nil, net.ErrClosed
-	}
-}
-
-func (p *pipeNet) Close() error {
-	p.once.Do(func() { close(p.quit) })
-	return nil
-}
-
-func (p *pipeNet) Addr() net.Addr { return pipeAddr{} }
-
-func (p *pipeNet) dial(ctx context.Context, _, _ string) (net.Conn, error) {
-	client, server := net.Pipe()
-	select {
-	case p.conns <- server:
-		return client, nil
-	case <-p.quit:
-	case <-ctx.Done():
-	}
-	_ = client.Close()
-	_ = server.Close()
-	return nil, errors.New("dial: the in-memory server is closed")
-}
-
-type pipeAddr struct{}
-
-func (pipeAddr) Network() string { return "pipe" }
-func (pipeAddr) String() string  { return "pipe" }
 
 // peer is the remote address the server sees of every pipe connection:
 // the one address all of a test's calls share.
@@ -126,7 +76,7 @@ func start(t *testing.T, s setup, opts ...connect.ClientOption) *fixture {
 	mux := http.NewServeMux()
 	f.services = rpc.New(o)
 	f.services.Mount(mux)
-	l := newPipeNet()
+	l := pipenet.New()
 	hs := &http.Server{Handler: mux}
 	served := make(chan struct{})
 	go func() {
@@ -138,7 +88,7 @@ func start(t *testing.T, s setup, opts ...connect.ClientOption) *fixture {
 		<-served
 	})
 
-	tr := &http.Transport{DialContext: l.dial}
+	tr := &http.Transport{DialContext: l.Dial}
 	t.Cleanup(tr.CloseIdleConnections) // first: the server closes after
 	f.http = &http.Client{Transport: tr}
 	f.agent = agentassistprotoconnect.NewSrvAgentAssistClient(f.http, baseURL, opts...)
