@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
@@ -290,8 +291,12 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	}
 }
 
-// maxPhotoBytes bounds a photo read as an answer.
-const maxPhotoBytes = 5 << 20
+// maxPhotoBytes bounds a photo read as an answer; photoTimeout, the time
+// to read it.
+const (
+	maxPhotoBytes = 5 << 20
+	photoTimeout  = 30 * time.Second
+)
 
 // photo reads the largest size of a reply's photo that is within
 // maxPhotoBytes, as an answer's image.
@@ -305,6 +310,10 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 	if best < 0 {
 		return nil, errors.New("it is larger than 5 MiB")
 	}
+	// Updates are handled one at a time: a slow download holds up none
+	// for long.
+	ctx, cancel := context.WithTimeout(ctx, photoTimeout)
+	defer cancel()
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: sizes[best].FileID})
 	if err != nil {
 		return nil, err

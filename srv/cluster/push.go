@@ -99,9 +99,9 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 	return p, nil
 }
 
-// once is the value of key, made by make and kept if no instance has
+// once is the value of key, made by mk and kept if no instance has
 // kept one yet.
-func once(ctx context.Context, kv jetstream.KeyValue, key string, make func() ([]byte, error)) ([]byte, error) {
+func once(ctx context.Context, kv jetstream.KeyValue, key string, mk func() ([]byte, error)) ([]byte, error) {
 	for range 3 {
 		e, err := kv.Get(ctx, key)
 		if err == nil {
@@ -110,7 +110,7 @@ func once(ctx context.Context, kv jetstream.KeyValue, key string, make func() ([
 		if !errors.Is(err, jetstream.ErrKeyNotFound) {
 			return nil, err
 		}
-		v, err := make()
+		v, err := mk()
 		if err != nil {
 			return nil, err
 		}
