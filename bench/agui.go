@@ -49,12 +49,12 @@ func aguiRoundTrip(ctx context.Context, c config, r *report) error {
 	}
 	defer h.Close()
 
-	agui, err := startMCPStdio(ctx, c, s, "-session", thread)
+	agui, err := startMCPStdio(ctx, c, s, mcp.LATEST_PROTOCOL_VERSION, "-session", thread)
 	if err != nil {
 		return err
 	}
 	defer agui.close()
-	booking, err := startMCPStdio(ctx, c, s)
+	booking, err := startMCPStdio(ctx, c, s, mcp.LATEST_PROTOCOL_VERSION)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func aguiRoundTrip(ctx context.Context, c config, r *report) error {
 	// The thread is the host once its first run is open, and its tool is
 	// listed (tools/list makes the bridge learn it).
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := agui.call(ctx, "start_session", map[string]any{"study_id": "bench"}); err == nil {
+		if _, err := callTool(ctx, agui.c, "start_session", map[string]any{"study_id": "bench"}); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			return err
@@ -71,19 +71,19 @@ func aguiRoundTrip(ctx context.Context, c config, r *report) error {
 	if _, err := agui.c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
 		return err
 	}
-	if _, err := booking.call(ctx, "start_session", map[string]any{"study_id": "bench"}); err != nil {
+	if _, err := callTool(ctx, booking.c, "start_session", map[string]any{"study_id": "bench"}); err != nil {
 		return err
 	}
 	colours, items := []string{"teal", "steelblue", "white"}, []string{"m1", "m2", "m3"}
 	aguiCall := func(i int) error {
-		out, err := agui.call(ctx, "change_background", map[string]any{"color": colours[i%3], "reason": "bench"})
+		out, err := callTool(ctx, agui.c, "change_background", map[string]any{"color": colours[i%3], "reason": "bench"})
 		if err == nil && !strings.Contains(out, "status") {
 			err = fmt.Errorf("change_background: %s", out)
 		}
 		return err
 	}
 	selectCall := func(i int) error {
-		_, err := booking.call(ctx, "select", map[string]any{"itemId": items[i%3], "reason": "bench"})
+		_, err := callTool(ctx, booking.c, "select", map[string]any{"itemId": items[i%3], "reason": "bench"})
 		return err
 	}
 	var aguiDs, selectDs, floorDs []time.Duration
@@ -118,7 +118,9 @@ type mcpStdio struct {
 	home string
 }
 
-func startMCPStdio(ctx context.Context, c config, s *server, args ...string) (*mcpStdio, error) {
+// startMCPStdio starts agentassistant-mcp with args under an MCP client
+// that speaks the protocol version.
+func startMCPStdio(ctx context.Context, c config, s *server, version string, args ...string) (*mcpStdio, error) {
 	home, err := os.MkdirTemp("", "aa-bench-home-")
 	if err != nil {
 		return nil, err
@@ -136,10 +138,7 @@ func startMCPStdio(ctx context.Context, c config, s *server, args ...string) (*m
 		return nil, err
 	}
 	m := &mcpStdio{c: mc, home: home}
-	_ = mc.Start(ctx)
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := mc.Initialize(ctx, init); err != nil {
+	if err := initMCP(ctx, mc, version); err != nil {
 		m.close()
 		return nil, err
 	}
@@ -151,12 +150,24 @@ func (m *mcpStdio) close() {
 	_ = os.RemoveAll(m.home)
 }
 
-// call calls a tool and returns its content as JSON; a tool error is an
-// error.
-func (m *mcpStdio) call(ctx context.Context, name string, args map[string]any) (string, error) {
+// initMCP starts mc and makes the initialize handshake at version.
+func initMCP(ctx context.Context, mc *client.Client, version string) error {
+	if err := mc.Start(ctx); err != nil {
+		return err
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = version
+	init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
+	_, err := mc.Initialize(ctx, init)
+	return err
+}
+
+// callTool calls a tool and returns its content as JSON; a tool error is
+// an error.
+func callTool(ctx context.Context, mc *client.Client, name string, args map[string]any) (string, error) {
 	req := mcp.CallToolRequest{}
 	req.Params.Name, req.Params.Arguments = name, args
-	res, err := m.c.CallTool(ctx, req)
+	res, err := mc.CallTool(ctx, req)
 	if err != nil {
 		return "", err
 	}

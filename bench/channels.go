@@ -143,7 +143,7 @@ func channelsStep(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	defer floorDoubles.close()
-	withCh, err := startServerWith(c, served.config())
+	withCh, err := startServerWith(c, serverExtras{config: served.config()})
 	if err != nil {
 		return err
 	}

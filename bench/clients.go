@@ -21,11 +21,7 @@ type wsClient struct {
 // dialWS logs in and then calls onFrame for every frame until the
 // connection ends. onFrame runs on the reading goroutine and may write.
 func dialWS(ctx context.Context, s *server, nick string, onFrame func(*wsClient, *pb.WebsocketMessage)) (*wsClient, error) {
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-	ws, resp, err := d.DialContext(ctx, strings.Replace(s.url, "http", "ws", 1)+"/ws", nil)
-	if resp != nil {
-		_ = resp.Body.Close()
-	}
+	ws, err := dialWebSocket(ctx, clientDialer, strings.Replace(s.url, "http", "ws", 1)+"/ws")
 	if err != nil {
 		return nil, err
 	}
@@ -100,12 +96,8 @@ func answer(c *wsClient, m *pb.WebsocketMessage) {
 // as for the server's clients.
 func dialFan(ctx context.Context, path string, n int, onFrame func(*wsClient, *pb.WebsocketMessage)) ([]*wsClient, error) {
 	out := make([]*wsClient, 0, n)
-	d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
 	for range n {
-		ws, resp, err := d.DialContext(ctx, "ws://"+fl.addr+path, nil)
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
+		ws, err := dialWebSocket(ctx, clientDialer, "ws://"+fl.addr+path)
 		if err != nil {
 			closeAll(out)
 			return nil, err
@@ -115,4 +107,17 @@ func dialFan(ctx context.Context, path string, n int, onFrame func(*wsClient, *p
 		go c.read(onFrame)
 	}
 	return out, nil
+}
+
+// clientDialer dials the bench's many clients, with buffers as small as a
+// phone's.
+var clientDialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
+
+// dialWebSocket dials url with d.
+func dialWebSocket(ctx context.Context, d *websocket.Dialer, url string) (*websocket.Conn, error) {
+	ws, resp, err := d.DialContext(ctx, url, nil)
+	if resp != nil {
+		_ = resp.Body.Close()
+	}
+	return ws, err
 }

@@ -66,10 +66,7 @@ func startFloor(ctx context.Context) (*floorServer, error) {
 		return nil, fmt.Errorf("floor server: %w", err)
 	}
 	f := &floorServer{proc: proc, addr: proc.addr}
-	ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+f.addr+"/echo", nil)
-	if resp != nil {
-		_ = resp.Body.Close()
-	}
+	ws, err := dialWebSocket(ctx, websocket.DefaultDialer, "ws://"+f.addr+"/echo")
 	if err != nil {
 		proc.stop()
 		return nil, err
@@ -145,11 +142,7 @@ func idleFloor(ctx context.Context, n int) (m memFloor, err error) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			d := websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 1024, WriteBufferSize: 1024}
-			ws, resp, derr := d.DialContext(ctx, "ws://"+f.addr+"/echo", nil)
-			if resp != nil {
-				_ = resp.Body.Close()
-			}
+			ws, derr := dialWebSocket(ctx, clientDialer, "ws://"+f.addr+"/echo")
 			if derr == nil {
 				if derr = ws.WriteMessage(websocket.BinaryMessage, msg); derr == nil {
 					_, _, derr = ws.ReadMessage()
@@ -198,64 +191,16 @@ func fanFrame() []byte {
 	return b
 }
 
-// fanFloor is the bare broadcast: each /fan connection has the writer
-// goroutine and channel of gorilla's own hub example, and POST /fan/go
-// hands one frame to every one of them.
-type fanFloor struct {
+// floorDevices are a floor's connections, each with the writer goroutine
+// and channel of gorilla's own hub example.
+type floorDevices struct {
 	mu    sync.Mutex
 	sends []chan []byte
 }
 
-func (f *fanFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader) {
-	ws, err := up.Upgrade(w, req, nil)
-	if err != nil {
-		return
-	}
-	ch := make(chan []byte, 16)
-	f.mu.Lock()
-	f.sends = append(f.sends, ch)
-	f.mu.Unlock()
-	go func() {
-		for b := range ch {
-			if ws.WriteMessage(websocket.BinaryMessage, b) != nil {
-				return
-			}
-		}
-	}()
-	for {
-		if _, _, err := ws.ReadMessage(); err != nil {
-			_ = ws.Close()
-			return
-		}
-	}
-}
-
-func (f *fanFloor) broadcast(w http.ResponseWriter, _ *http.Request) {
-	b := fanFrame()
-	f.mu.Lock()
-	for _, ch := range f.sends {
-		select {
-		case ch <- b:
-		default:
-		}
-	}
-	f.mu.Unlock()
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// askFloor is the floor under a question fanned out to many devices, one
-// of which answers: what any server must do for it, and nothing else.
-// Each /fanask connection has gorilla's usual writer goroutine and
-// channel; a Connect-shaped POST /fanask/go (a protobuf
-// AskQuestionRequest) writes one AskQuestion frame to every connection and
-// answers with the first reply any of them sends back.
-type askFloor struct {
-	mu      sync.Mutex
-	sends   []chan []byte
-	waiting chan []byte // the POST waiting for its first reply; nil when none
-}
-
-func (f *askFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader) {
+// join serves one connection until it ends, handing each frame it reads
+// to onRead (when set) under mu.
+func (f *floorDevices) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader, onRead func([]byte)) {
 	ws, err := up.Upgrade(w, req, nil)
 	if err != nil {
 		return
@@ -277,13 +222,54 @@ func (f *askFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.
 			_ = ws.Close()
 			return
 		}
-		f.mu.Lock()
+		if onRead != nil {
+			f.mu.Lock()
+			onRead(b)
+			f.mu.Unlock()
+		}
+	}
+}
+
+// sendAll hands b to every connection's writer that has room for it; the
+// caller holds mu.
+func (f *floorDevices) sendAll(b []byte) {
+	for _, ch := range f.sends {
+		select {
+		case ch <- b:
+		default:
+		}
+	}
+}
+
+// fanFloor is the bare broadcast: POST /fan/go hands one frame to every
+// /fan connection.
+type fanFloor struct{ floorDevices }
+
+func (f *fanFloor) broadcast(w http.ResponseWriter, _ *http.Request) {
+	b := fanFrame()
+	f.mu.Lock()
+	f.sendAll(b)
+	f.mu.Unlock()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// askFloor is the floor under a question fanned out to many devices, one
+// of which answers: what any server must do for it, and nothing else.
+// A Connect-shaped POST /fanask/go (a protobuf AskQuestionRequest) writes
+// one AskQuestion frame to every /fanask connection and answers with the
+// first reply any of them sends back.
+type askFloor struct {
+	floorDevices
+	waiting chan []byte // the POST waiting for its first reply; nil when none; under mu
+}
+
+func (f *askFloor) join(w http.ResponseWriter, req *http.Request, up *websocket.Upgrader) {
+	f.floorDevices.join(w, req, up, func(b []byte) {
 		if f.waiting != nil {
 			f.waiting <- b
 			f.waiting = nil
 		}
-		f.mu.Unlock()
-	}
+	})
 }
 
 func (f *askFloor) ask(w http.ResponseWriter, req *http.Request) {
@@ -312,12 +298,7 @@ func (f *askFloor) relay(q *pb.AskQuestionRequest) ([]byte, error) {
 	reply := make(chan []byte, 1)
 	f.mu.Lock()
 	f.waiting = reply
-	for _, ch := range f.sends {
-		select {
-		case ch <- frame:
-		default:
-		}
-	}
+	f.sendAll(frame)
 	f.mu.Unlock()
 	select {
 	case b := <-reply:
@@ -357,7 +338,7 @@ func runFloorServer() error {
 	up := websocket.Upgrader{}
 	mux := http.NewServeMux()
 	var fan fanFloor
-	mux.HandleFunc("/fan", func(w http.ResponseWriter, req *http.Request) { fan.join(w, req, &up) })
+	mux.HandleFunc("/fan", func(w http.ResponseWriter, req *http.Request) { fan.join(w, req, &up, nil) })
 	mux.HandleFunc("POST /fan/go", fan.broadcast)
 	var fanAsk askFloor
 	mux.HandleFunc("/fanask", func(w http.ResponseWriter, req *http.Request) { fanAsk.join(w, req, &up) })

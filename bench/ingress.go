@@ -33,7 +33,7 @@ func ingressStream(ctx context.Context, c config, r *report) error {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 	defer orch.stop()
-	s, err := startServerWith(c, fmt.Sprintf("orchestrator_url = %q\n", orch.addr))
+	s, err := startServerWith(c, serverExtras{config: fmt.Sprintf("orchestrator_url = %q\n", orch.addr)})
 	if err != nil {
 		return err
 	}
@@ -230,10 +230,7 @@ func dialIngress(ctx context.Context, s *server, user string, n int, tallies cha
 	var out []*websocket.Conn
 	session := ""
 	for range n {
-		ws, resp, err := websocket.DefaultDialer.DialContext(ctx, url, nil)
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
+		ws, err := dialWebSocket(ctx, websocket.DefaultDialer, url)
 		if err != nil {
 			closeConns(out)
 			return nil, err
@@ -265,10 +262,7 @@ func dialIngress(ctx context.Context, s *server, user string, n int, tallies cha
 func dialSSEFan(ctx context.Context, n int, tallies chan<- streamTally) ([]*websocket.Conn, error) {
 	var out []*websocket.Conn
 	for range n {
-		ws, resp, err := websocket.DefaultDialer.DialContext(ctx, "ws://"+fl.addr+"/ssefan", nil)
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
+		ws, err := dialWebSocket(ctx, websocket.DefaultDialer, "ws://"+fl.addr+"/ssefan")
 		if err != nil {
 			closeConns(out)
 			return nil, err

@@ -2,16 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -42,39 +37,17 @@ func askOverMCP(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	defer func() { _ = overHTTP.Close() }()
-	home, _ := os.MkdirTemp("", "aa-bench-home-")
-	defer func() { _ = os.RemoveAll(home) }()
-	overStdio, err := client.NewStdioMCPClientWithOptions(filepath.Join(c.bin, "agentassistant-mcp"),
-		[]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home}, []string{"-host", s.host, "-port", s.port, "-token", s.token, "-log-level", "warn"},
-		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...) // #nosec G204 -- the built agentassistant-mcp
-			cmd.Env, cmd.Dir = env, home
-			return cmd, nil
-		}))
+	if err := initMCP(ctx, overHTTP, mcpProtocol); err != nil {
+		return err
+	}
+	overStdio, err := startMCPStdio(ctx, c, s, mcpProtocol)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = overStdio.Close() }()
-	for _, mc := range []*client.Client{overHTTP, overStdio} {
-		if err := mc.Start(ctx); err != nil {
-			return err
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcpProtocol
-		init.Params.ClientInfo = mcp.Implementation{Name: "bench", Version: "1"}
-		if _, err := mc.Initialize(ctx, init); err != nil {
-			return err
-		}
-	}
+	defer overStdio.close()
 	ask := func(mc *client.Client) func(int) error {
 		return func(int) error {
-			req := mcp.CallToolRequest{}
-			req.Params.Name, req.Params.Arguments = "ask_question", map[string]any{"question": "q?", "project_directory": "/bench"}
-			res, err := mc.CallTool(ctx, req)
-			if err == nil && res.IsError {
-				b, _ := json.Marshal(res.Content)
-				err = fmt.Errorf("ask_question: %s", b)
-			}
+			_, err := callTool(ctx, mc, "ask_question", map[string]any{"question": "q?", "project_directory": "/bench"})
 			return err
 		}
 	}
@@ -91,7 +64,7 @@ func askOverMCP(ctx context.Context, c config, r *report) error {
 		ds   []time.Duration
 	}{
 		{name: "MCP HTTP (/mcp)", fn: ask(overHTTP)},
-		{name: "MCP stdio", fn: ask(overStdio)},
+		{name: "MCP stdio", fn: ask(overStdio.c)},
 		{name: "Connect", fn: overConnect},
 		{name: "floor: WebSocket echo", fn: fl.echo},
 		{name: "floor: connect-go unary", fn: func(i int) error { return fl.unary(ctx, i) }},

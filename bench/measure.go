@@ -5,17 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -147,33 +142,13 @@ func throughMCP(ctx context.Context, c config, r *report) error {
 		return err
 	}
 	defer h.Close()
-	home, _ := os.MkdirTemp("", "aa-bench-home-")
-	defer func() { _ = os.RemoveAll(home) }()
-	mc, err := client.NewStdioMCPClientWithOptions(filepath.Join(c.bin, "agentassistant-mcp"),
-		[]string{"HOME=" + home, "XDG_CONFIG_HOME=" + home}, []string{"-host", s.host, "-port", s.port, "-token", s.token, "-log-level", "warn"},
-		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...) // #nosec G204 -- the built agentassistant-mcp
-			cmd.Env, cmd.Dir = env, home
-			return cmd, nil
-		}))
+	m, err := startMCPStdio(ctx, c, s, mcp.LATEST_PROTOCOL_VERSION)
 	if err != nil {
 		return err
 	}
-	defer func() { _ = mc.Close() }()
-	_ = mc.Start(ctx)
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := mc.Initialize(ctx, init); err != nil {
-		return err
-	}
+	defer m.close()
 	callTool := func(name string, args map[string]any) error {
-		req := mcp.CallToolRequest{}
-		req.Params.Name, req.Params.Arguments = name, args
-		res, err := mc.CallTool(ctx, req)
-		if err == nil && res.IsError {
-			b, _ := json.Marshal(res.Content)
-			err = fmt.Errorf("%s: %s", name, b)
-		}
+		_, err := callTool(ctx, m.c, name, args)
 		return err
 	}
 	ds, err := timed(c.mcpCalls, 50, func(int) error { return callTool("ask_question", map[string]any{"question": "q?"}) })
@@ -223,31 +198,17 @@ func churn(ctx context.Context, c config, r *report) error {
 	half := len(conns) / 2
 	frames.Store(0)
 	closeAll(conns[:half])
-	var settled time.Duration
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		h, err := s.health(ctx)
-		if err == nil && h.WS == len(conns)-half {
-			settled = time.Since(t0)
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("half the clients left, still %d connections after 60s", h.WS)
-		}
+	settled, err := s.awaitHealth(ctx, t0, func(h health) bool { return h.WS == len(conns)-half })
+	if err != nil {
+		return fmt.Errorf("half the clients left: %w", err)
 	}
 	time.Sleep(300 * time.Millisecond)
 	leaveFrames := frames.Load()
 	t1 := time.Now()
 	closeAll(conns[half:])
-	var gone time.Duration
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		h, err := s.health(ctx)
-		if err == nil && h.WS == 0 && h.Goroutines <= h0.Goroutines+2 {
-			gone = time.Since(t1)
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("after everyone left: %d connections, %d goroutines (baseline %d)", h.WS, h.Goroutines, h0.Goroutines)
-		}
+	gone, err := s.awaitHealth(ctx, t1, func(h health) bool { return h.WS == 0 && h.Goroutines <= h0.Goroutines+2 })
+	if err != nil {
+		return fmt.Errorf("everyone left (baseline %d goroutines): %w", h0.Goroutines, err)
 	}
 	r.add(fmt.Sprintf("churn: %d of %d disconnect at once, settled in", half, len(conns)), float64(settled.Milliseconds()), "ms").
 		target("≤ 2000 ms", settled <= 2*time.Second)
@@ -256,6 +217,20 @@ func churn(ctx context.Context, c config, r *report) error {
 	res := r.add(fmt.Sprintf("churn: frames each remaining client got for %d departures", half), float64(leaveFrames)/float64(len(conns)-half), "frames")
 	res.Note = fmt.Sprintf("%.1f frames per client for %d arrivals", float64(joinFrames)/float64(len(conns)), len(conns))
 	return nil
+}
+
+// awaitHealth polls the server's health until done, for a minute at the
+// most, and returns how long it took since t0.
+func (s *server) awaitHealth(ctx context.Context, t0 time.Time, done func(health) bool) (time.Duration, error) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		h, err := s.health(ctx)
+		if err == nil && done(h) {
+			return time.Since(t0), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("still %d connections, %d goroutines after 60s", h.WS, h.Goroutines)
+		}
+	}
 }
 
 // relayThroughput: tool calls/s through /agent/ws with P concurrent
@@ -269,10 +244,7 @@ func relayThroughput(ctx context.Context, c config, r *report) error {
 	defer s.stop()
 	wsURL := strings.Replace(s.url, "http", "ws", 1) + "/agent/ws"
 	dial := func(role, session string) (*websocket.Conn, error) {
-		ws, resp, err := websocket.DefaultDialer.DialContext(ctx, wsURL, nil)
-		if resp != nil {
-			_ = resp.Body.Close()
-		}
+		ws, err := dialWebSocket(ctx, websocket.DefaultDialer, wsURL)
 		if err != nil {
 			return nil, err
 		}

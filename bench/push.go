@@ -172,7 +172,7 @@ func pushDevices(ctx context.Context, c config, r *report, svc *httpReceiver, ca
 		}
 		return nil
 	}
-	s, err := startServerPrepared(c, "", nil, prepare, "SSL_CERT_FILE="+ca)
+	s, err := startServerWith(c, serverExtras{prepare: prepare, env: []string{"SSL_CERT_FILE=" + ca}})
 	if err != nil {
 		return err
 	}

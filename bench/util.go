@@ -61,44 +61,42 @@ log_level = "warn"
 `
 
 func startServer(c config, env ...string) (*server, error) {
-	return startServerFull(c, "", nil, env...)
-}
-
-// startServerWith starts the server with more TOML after the bench's.
-func startServerWith(c config, extraConfig string, env ...string) (*server, error) {
-	return startServerFull(c, extraConfig, nil, env...)
+	return startServerWith(c, serverExtras{env: env})
 }
 
 // startServerArgs is startServer with more flags (a cluster's -nats-url).
 func startServerArgs(c config, args []string, env ...string) (*server, error) {
-	return startServerFull(c, "", args, env...)
+	return startServerWith(c, serverExtras{args: args, env: env})
 }
 
-// startServerFull starts the server with more TOML and more flags.
-func startServerFull(c config, extraConfig string, args []string, env ...string) (*server, error) {
-	return startServerPrepared(c, extraConfig, args, nil, env...)
+// serverExtras are what a step adds to the bench's server.
+type serverExtras struct {
+	config string   // TOML after the bench's
+	args   []string // flags
+	env    []string // environment
+	// prepare, when set, writes what the step needs into the data
+	// directory before the server starts (the subscriptions of push
+	// devices).
+	prepare func(data, token string) error
 }
 
-// startServerPrepared starts the server with more TOML and more flags,
-// after prepare (when set) has written what it needs into the data
-// directory (the subscriptions of push devices).
-func startServerPrepared(c config, extraConfig string, args []string, prepare func(data, token string) error, env ...string) (*server, error) {
+func startServerWith(c config, x serverExtras) (*server, error) {
 	data, err := os.MkdirTemp("", "aa-bench-")
 	if err != nil {
 		return nil, err
 	}
 	cfg := filepath.Join(data, "srv.toml")
-	if err := os.WriteFile(cfg, []byte(serverConfig+extraConfig), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte(serverConfig+x.config), 0o600); err != nil {
 		return nil, err
 	}
 	token := "bench-token-0123456789abcdef"
-	if prepare != nil {
-		if err := prepare(data, token); err != nil {
+	if x.prepare != nil {
+		if err := x.prepare(data, token); err != nil {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), append([]string{"-port", "0", "-data", data, "-config", cfg, "-token", token}, args...)...) // #nosec G204 -- the built server
-	cmd.Env = append(append(append(os.Environ(), serverProcs()...), extraServerEnv...), env...)
+	cmd := exec.Command(filepath.Join(c.bin, "agentassistant-srv"), append([]string{"-port", "0", "-data", data, "-config", cfg, "-token", token}, x.args...)...) // #nosec G204 -- the built server
+	cmd.Env = append(append(append(os.Environ(), serverProcs()...), extraServerEnv...), x.env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
