@@ -70,55 +70,44 @@ func (l *Local) TaskFinishReply(_ context.Context, req *pb.TaskFinishReplyReques
 	return err
 }
 
-// errNoRelay answers the UI calls of a server without relay sessions.
-func errNoRelay() error {
-	return connect.NewError(connect.CodeUnimplemented, errors.New("this server has no relay sessions"))
+// viaRelay makes a UI call through the relay, which a server without
+// relay sessions answers with CodeUnimplemented.
+func viaRelay[Req, Resp any](ctx context.Context, l *Local, call func(*uiRelay, context.Context, string, Req) (Resp, error), req Req) (Resp, error) {
+	if l.ui == nil {
+		var none Resp
+		return none, connect.NewError(connect.CodeUnimplemented, errors.New("this server has no relay sessions"))
+	}
+	return call(l.ui, ctx, l.c.token, req)
 }
 
 func (l *Local) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
-	return l.ui.getUIState(ctx, l.c.token, req)
+	return viaRelay(ctx, l, (*uiRelay).getUIState, req)
 }
 
 // CallUITool calls the host's tool with params, the members of the JSON
 // object the MCP client sent, as read: they are encoded once, into the
 // tool.call.
 func (l *Local) CallUITool(ctx context.Context, session, tool string, params map[string]any, reason string) (*pb.CallUIToolResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
 	if params == nil {
 		params = map[string]any{}
 	}
-	return l.ui.callTool(ctx, l.c.token, session, toolCall{Params: params, Reason: reason, ToolName: tool})
+	return viaRelay(ctx, l, func(ui *uiRelay, ctx context.Context, token string, call toolCall) (*pb.CallUIToolResponse, error) {
+		return ui.callTool(ctx, token, session, call)
+	}, toolCall{Params: params, Reason: reason, ToolName: tool})
 }
 
 func (l *Local) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
-	return l.ui.postAgentMessage(ctx, l.c.token, req)
+	return viaRelay(ctx, l, (*uiRelay).postAgentMessage, req)
 }
 
 func (l *Local) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
-	return l.ui.waitUserMessage(ctx, l.c.token, req)
+	return viaRelay(ctx, l, (*uiRelay).waitUserMessage, req)
 }
 
 func (l *Local) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
-	return l.ui.startSession(ctx, l.c.token, req)
+	return viaRelay(ctx, l, (*uiRelay).startSession, req)
 }
 
 func (l *Local) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	if l.ui == nil {
-		return nil, errNoRelay()
-	}
-	return l.ui.endSession(ctx, l.c.token, req)
+	return viaRelay(ctx, l, (*uiRelay).endSession, req)
 }

@@ -83,9 +83,6 @@ func New(o Options) *Services {
 }
 
 // Mount registers the Connect services on mux and returns their paths.
-func Mount(mux *http.ServeMux, o Options) []string { return New(o).Mount(mux) }
-
-// Mount registers the Connect services on mux and returns their paths.
 func (v *Services) Mount(mux *http.ServeMux) []string {
 	o := v.s.o
 	a := authInterceptor{tokens: o.Tokens, limiter: o.Limiter}
@@ -106,26 +103,28 @@ func (v *Services) Mount(mux *http.ServeMux) []string {
 		connect.WithCompression("gzip", gzipCapped(o.MaxUnauthMessage, errNeedsHeader(o.MaxUnauthMessage)), newGzipWriter),
 	)...)
 	s := v.s
+	handlers := []func(...connect.HandlerOption) (string, http.Handler){
+		func(o ...connect.HandlerOption) (string, http.Handler) {
+			return agentassistprotoconnect.NewSrvAgentAssistHandler(s, o...)
+		},
+		func(o ...connect.HandlerOption) (string, http.Handler) {
+			return agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, o...)
+		},
+		func(o ...connect.HandlerOption) (string, http.Handler) {
+			return agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, o...)
+		},
+	}
+	if v.ui != nil {
+		handlers = append(handlers, func(o ...connect.HandlerOption) (string, http.Handler) {
+			return agentassistprotoconnect.NewSrvUIRelayHandler(uiHandler{v.ui}, o...)
+		})
+	}
 	var paths []string
-	mount := func(handler func(...connect.HandlerOption) (string, http.Handler)) {
+	for _, handler := range handlers {
 		path, f := handler(full)
 		_, sm := handler(small)
 		mux.Handle(path, &preauth{full: f, small: sm, a: a, guard: o.Guard, smallMax: o.MaxUnauthMessage, pending: o.Pending})
 		paths = append(paths, path)
-	}
-	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
-		return agentassistprotoconnect.NewSrvAgentAssistHandler(s, opts...)
-	})
-	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
-		return agentassistprotoconnect.NewSrvAgentAssistReplyHandler(replyService{s}, opts...)
-	})
-	mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
-		return agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, opts...)
-	})
-	if v.ui != nil {
-		mount(func(opts ...connect.HandlerOption) (string, http.Handler) {
-			return agentassistprotoconnect.NewSrvUIRelayHandler(uiHandler{v.ui}, opts...)
-		})
 	}
 	return paths
 }
