@@ -4,6 +4,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -52,12 +53,7 @@ func (g *Guard) HostAllowed(hostport string) bool {
 	if ip := net.ParseIP(host); ip != nil && ip.String() == canonicalIP(host) && ip.IsLoopback() {
 		return true
 	}
-	for _, h := range g.hosts() {
-		if strings.EqualFold(h, host) {
-			return true
-		}
-	}
-	return false
+	return g != nil && slices.ContainsFunc(g.Hosts, func(h string) bool { return strings.EqualFold(h, host) })
 }
 
 func canonicalIP(s string) string {
@@ -85,10 +81,8 @@ func (g *Guard) OriginAllowed(r *http.Request) bool {
 	if origin == "" {
 		return true
 	}
-	for _, o := range g.origins() {
-		if strings.EqualFold(o, origin) {
-			return true
-		}
+	if g != nil && slices.ContainsFunc(g.Origins, func(o string) bool { return strings.EqualFold(o, origin) }) {
+		return true
 	}
 	u, err := url.Parse(origin)
 	scheme := "http"
@@ -99,19 +93,4 @@ func (g *Guard) OriginAllowed(r *http.Request) bool {
 		return false
 	}
 	return strings.EqualFold(u.Host, r.Host) && g.HostAllowed(u.Host)
-}
-
-// hosts and origins are g's lists; none for a nil Guard.
-func (g *Guard) hosts() []string {
-	if g == nil {
-		return nil
-	}
-	return g.Hosts
-}
-
-func (g *Guard) origins() []string {
-	if g == nil {
-		return nil
-	}
-	return g.Origins
 }

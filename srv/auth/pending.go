@@ -100,11 +100,7 @@ func (p *Pending) AcquireUpgrade(r *http.Request, evict func()) (release func(),
 	if victim != nil {
 		victim.evict()
 	}
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.removeLocked(e)
-	}, nil
+	return p.releaser(e), nil
 }
 
 // Acquire counts a new connection from remote; at the cap it evicts the
@@ -145,11 +141,7 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 		p.evicted.Add(1)
 		victim.evict()
 	}
-	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		p.removeLocked(e)
-	}, nil
+	return p.releaser(e), nil
 }
 
 // oldestLocked is the oldest evictable entry of l with key, or of all
@@ -161,6 +153,15 @@ func (p *Pending) oldestLocked(l *list.List, key string) *pendingEntry {
 		}
 	}
 	return nil
+}
+
+// releaser uncounts e when called, any number of times.
+func (p *Pending) releaser(e *pendingEntry) func() {
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.removeLocked(e)
+	}
 }
 
 // removeLocked uncounts e, once.
