@@ -50,6 +50,15 @@ var BridgeTools = []string{"ask_question", "task_finish", "work_report", "get_ui
 
 var mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// NameRule is what a name of the relay's world may be: a relay session's,
+// an AG-UI thread's, a client tool's.
+const NameRule = "1 to 64 letters, digits, '.', '_' or '-'"
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// ValidName reports whether name follows NameRule.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // MCPName is a host tool's name as the agent sees it: '.' becomes '_'
 // (MCP clients refuse dots; Ingress and AG-UI tools often have them).
 func MCPName(name string) string { return strings.ReplaceAll(name, ".", "_") }

@@ -3,8 +3,8 @@ package agui
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/agentassistant/agentassistant/internal/strictjson"
@@ -42,8 +42,6 @@ type Tool struct {
 	Parameters  json.RawMessage `json:"parameters"`
 }
 
-var threadPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
 const (
 	maxMessages = 1000
 	maxTools    = 256
@@ -69,8 +67,8 @@ func parseInput(body []byte) (*RunAgentInput, error) {
 	switch {
 	case in.ThreadID == "":
 		return nil, fmt.Errorf("RunAgentInput.threadId is required")
-	case !threadPattern.MatchString(in.ThreadID):
-		return nil, fmt.Errorf("RunAgentInput.threadId names the relay session: 1 to 64 letters, digits, '.', '_' or '-'")
+	case !wire.ValidName(in.ThreadID):
+		return nil, errors.New("RunAgentInput.threadId names the relay session: " + wire.NameRule)
 	case in.RunID == "" || len(in.RunID) > 256:
 		return nil, fmt.Errorf("RunAgentInput.runId is required (at most 256 characters)")
 	case len(in.Messages) > maxMessages:

@@ -130,8 +130,7 @@ func errorf(code, format string, args ...any) *Error {
 }
 
 var (
-	idPattern      = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
-	sessionPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	idPattern = regexp.MustCompile(`^[A-Za-z0-9._:~-]{1,128}$`)
 )
 
 const (
@@ -244,16 +243,16 @@ func (m *Message) meta() (ClientMeta, *Error) {
 			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta: %s", jsonProblem(err))
 		}
 	}
-	if cm.Session != "" && !sessionPattern.MatchString(cm.Session) {
-		return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.session: 1 to 64 letters, digits, '.', '_' or '-'")
+	if cm.Session != "" && !wire.ValidName(cm.Session) {
+		return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.session: "+wire.NameRule)
 	}
 	if len(cm.Tools) > maxTools {
 		return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools: at most %d", maxTools)
 	}
 	seen := map[string]bool{}
 	for i, t := range cm.Tools {
-		if !toolPattern.MatchString(t.Name) {
-			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].name: 1 to 64 letters, digits, '.', '_' or '-'", i)
+		if !wire.ValidName(t.Name) {
+			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].name: "+wire.NameRule, i)
 		}
 		if seen[wire.MCPName(t.Name)] {
 			return cm, errorf(wire.IngressInvalidMessage, "hello: client_meta.tools[%d].name %q is declared twice", i, t.Name)
@@ -303,5 +302,3 @@ func jsonProblem(err error) string {
 	}
 	return "not valid JSON"
 }
-
-var toolPattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

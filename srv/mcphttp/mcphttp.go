@@ -26,6 +26,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/lru"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -126,7 +127,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = DefaultRelaySession
 	}
 	if !relay.ValidSession(name) {
-		http.Error(w, "session: 1 to 64 letters, digits, '.', '_' or '-'", http.StatusBadRequest)
+		http.Error(w, "session: "+wire.NameRule, http.StatusBadRequest)
 		return
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)

@@ -35,7 +35,7 @@ func (l *Local) Close() {
 }
 
 // ValidSession reports whether name may name a relay session.
-func ValidSession(name string) bool { return name == "" || namePattern.MatchString(name) }
+func ValidSession(name string) bool { return name == "" || wire.ValidName(name) }
 
 // Request sends typ with payload to the host and returns the answer: the
 // host's reply, or an "error" envelope from the relay or the host. It

@@ -31,7 +31,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"sync"
 	"time"
 
@@ -136,8 +135,6 @@ func New(o Options) *Relay {
 }
 
 func (r *Relay) now() time.Time { return r.o.Now() }
-
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // DefaultSession is the relay session joined when none is named.
 const DefaultSession = "default"
@@ -279,8 +276,8 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*wsPeer, *cha
 	if jp.SessionID == "" {
 		jp.SessionID = DefaultSession
 	}
-	if !namePattern.MatchString(jp.SessionID) {
-		fail(wire.InvalidMessage, "relay.join payload.sessionId: 1 to 64 letters, digits, '.', '_' or '-'")
+	if !wire.ValidName(jp.SessionID) {
+		fail(wire.InvalidMessage, "relay.join payload.sessionId: "+wire.NameRule)
 		return nil, nil, true
 	}
 	if r.o.Tokens == nil || !r.o.Tokens.Valid(jp.Token) {

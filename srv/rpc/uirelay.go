@@ -38,7 +38,7 @@ func (u *uiRelay) local(token, session string) (*relay.Local, error) {
 
 // badSession refuses a relay session name no session can have.
 func badSession() error {
-	return connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: 1 to 64 letters, digits, '.', '_' or '-'"))
+	return connect.NewError(connect.CodeInvalidArgument, errors.New("relay_session: "+wire.NameRule))
 }
 
 // uiHandler serves SrvUIRelay over Connect, for the token its
