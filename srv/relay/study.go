@@ -33,7 +33,7 @@ func (ch *channel) openSession(p Peer, replyTo string) *Error {
 			return c.Reserve(ctx, id)
 		}
 	}
-	l, err := ch.r.o.Logs.CreateReserved(ch.token, ch.r.now(), reserve)
+	l, err := ch.r.o.Logs.Create(ch.token, ch.r.now(), reserve)
 	if err != nil {
 		files, bytes := ch.r.o.Logs.Limits()
 		var e *Error

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -127,20 +128,17 @@ func (d *Dir) usageLocked(owner string) *usage {
 	return u
 }
 
-var idPattern = regexp.MustCompile(`^s-(\d{8})-(\d{3,})\.jsonl$`)
+// idPattern is a session id's form, s-YYYYMMDD-NNN.
+var idPattern = regexp.MustCompile(`^s-(\d{8})-(\d{3,})$`)
 
 // Create allocates the next session id for the day of now,
 // s-YYYYMMDD-NNN, unique across restarts because the file is created
 // exclusively, and opens its log, counted as owner's. It fails with
-// ErrTooManyFiles or ErrFull when owner has no room for one more.
-func (d *Dir) Create(owner string, now time.Time) (*Log, error) {
-	return d.CreateReserved(owner, now, nil)
-}
-
-// CreateReserved is Create with ids unique beyond this directory: reserve,
-// unless nil, is asked for each id before it is taken, and false passes it
-// over (in a cluster, another instance has it).
-func (d *Dir) CreateReserved(owner string, now time.Time, reserve func(id string) (bool, error)) (*Log, error) {
+// ErrTooManyFiles or ErrFull when owner has no room for one more. Ids
+// are unique beyond this directory with reserve: unless nil, it is asked
+// for each id before it is taken, and false passes it over (in a
+// cluster, another instance has it).
+func (d *Dir) Create(owner string, now time.Time, reserve func(id string) (bool, error)) (*Log, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	u := d.usageLocked(owner)
@@ -169,7 +167,8 @@ func (d *Dir) createLocked(now time.Time, reserve func(id string) (bool, error))
 		return nil, fmt.Errorf("list study logs: %w", err)
 	}
 	for _, e := range entries {
-		if m := idPattern.FindStringSubmatch(e.Name()); m != nil && m[1] == day {
+		id, isLog := strings.CutSuffix(e.Name(), ".jsonl")
+		if m := idPattern.FindStringSubmatch(id); isLog && m != nil && m[1] == day {
 			if n, _ := strconv.Atoi(m[2]); n >= next {
 				next = n + 1
 			}
@@ -201,8 +200,6 @@ func (d *Dir) createLocked(now time.Time, reserve func(id string) (bool, error))
 	return nil, errors.New("create study log: no free session id")
 }
 
-var sessionPattern = regexp.MustCompile(`^s-\d{8}-\d{3,}$`)
-
 // Resume opens the log of session id to go on with it: a study session
 // whose host moved here from another instance of a cluster. Its events
 // are appended to the file of that name here, made if need be; the
@@ -213,7 +210,7 @@ var sessionPattern = regexp.MustCompile(`^s-\d{8}-\d{3,}$`)
 // counts against owner's bytes, and a log resumed without room for its
 // last line takes nothing but that line.
 func (d *Dir) Resume(owner, id string) (*Log, error) {
-	if !sessionPattern.MatchString(id) {
+	if !idPattern.MatchString(id) {
 		return nil, fmt.Errorf("resume study log: %q is not a session id", id)
 	}
 	d.mu.Lock()
@@ -221,7 +218,7 @@ func (d *Dir) Resume(owner, id string) (*Log, error) {
 	rel := RelDir + "/" + id + ".jsonl"
 	path := filepath.Join(d.root, filepath.FromSlash(rel))
 	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600) // #nosec G304 -- id matched sessionPattern above
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600) // #nosec G304 -- id matched idPattern above
 	if err != nil {
 		return nil, fmt.Errorf("resume study log: %w", err)
 	}

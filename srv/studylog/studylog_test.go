@@ -52,7 +52,7 @@ func TestFilesPerOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		l, err := d.Create("tok", day)
+		l, err := d.Create("tok", day, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,10 +63,10 @@ func TestFilesPerOwner(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.Create("tok", day); !errors.Is(err, ErrTooManyFiles) {
+	if _, err := d.Create("tok", day, nil); !errors.Is(err, ErrTooManyFiles) {
 		t.Fatalf("third log: %v, want ErrTooManyFiles", err)
 	}
-	if l, err := d.Create("other", day); err != nil {
+	if l, err := d.Create("other", day, nil); err != nil {
 		t.Fatalf("another owner's log: %v", err)
 	} else {
 		l.Close()
@@ -88,11 +88,11 @@ func TestBytesPerOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := d.Create("tok", day)
+	a, err := d.Create("tok", day, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := d.Create("tok", day) // shares the owner's bytes
+	b, err := d.Create("tok", day, nil) // shares the owner's bytes
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestBytesPerOwner(t *testing.T) {
 	if err := a.AppendLast(day, Internal, "session.ended", "", "", json.RawMessage(`{}`)); !errors.Is(err, ErrFull) {
 		t.Fatalf("a second last line: %v", err)
 	}
-	if _, err := d.Create("tok", day); !errors.Is(err, ErrFull) {
+	if _, err := d.Create("tok", day, nil); !errors.Is(err, ErrFull) {
 		t.Fatalf("a new log with no room: %v", err)
 	}
 	evA, evB := lines(t, dir, a), lines(t, dir, b)
@@ -145,7 +145,7 @@ func TestBytesPerOwner(t *testing.T) {
 	before := size(t, dir, b)
 	b.Close()
 	a.Close()
-	c, err := d.Create("tok", day)
+	c, err := d.Create("tok", day, nil)
 	if err != nil {
 		t.Fatalf("a log after the room came back: %v", err)
 	}
