@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/tmaxmax/go-sse"
-
-	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // The AG-UI event types, spelt as @ag-ui/core's EventType.
@@ -92,5 +90,3 @@ func (s *stream) finish(last event) {
 	}
 	s.emit(last)
 }
-
-func newID() string { return wire.NewID() }

@@ -133,7 +133,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 				Text string `json:"text"`
 			}
 			_ = json.Unmarshal(env.Payload, &p)
-			id := "msg-" + newID()
+			id := "msg-" + wire.NewID()
 			s.emit(event{"type": TextMessageStart, "messageId": id, "role": "assistant"})
 			s.emit(event{"type": TextMessageContent, "messageId": id, "delta": p.Text})
 			s.emit(event{"type": TextMessageEnd, "messageId": id})

@@ -136,7 +136,7 @@ func (h *Handler) waitRequests(sid string, n int) {
 		got := 0
 		for _, rm := range h.rooms {
 			if s, _ := rm.sessions.Get(sid); s != nil {
-				got = s.requests()
+				got = s.busy + len(s.streams)
 			}
 		}
 		h.mu.Unlock()

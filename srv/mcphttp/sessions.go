@@ -185,6 +185,3 @@ func (m ids) Terminate(sid string) (notAllowed bool, err error) {
 	}
 	return false, nil
 }
-
-// requests counts the session's requests being served, streams included.
-func (s *session) requests() int { return s.busy + len(s.streams) }

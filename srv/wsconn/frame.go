@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/gobwas/ws"
 )
@@ -107,9 +106,6 @@ func closePayload(p []byte) (int, error) {
 	}
 	return int(code), nil
 }
-
-// validText reports whether a text message is UTF-8 (RFC 6455 8.1).
-func validText(b []byte) bool { return utf8.Valid(b) }
 
 // frameBuf is one server frame, framed for a single write.
 type frameBuf struct {

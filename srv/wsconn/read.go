@@ -6,6 +6,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gobwas/ws"
 )
@@ -227,7 +228,7 @@ func (c *Conn) take(f frame) (msg []byte, text bool, err error) {
 			c.msg = nil // a big message's buffer is not kept
 		}
 	}
-	if text && !c.o.OwnUTF8 && !validText(msg) {
+	if text && !c.o.OwnUTF8 && !utf8.Valid(msg) { // RFC 6455 8.1
 		return nil, false, protoErr(CloseInvalidPayload, "text message is not UTF-8")
 	}
 	if msg == nil {
