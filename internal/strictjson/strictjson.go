@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -121,10 +122,8 @@ func (l *level) seen(k string) bool {
 		l.many[k] = struct{}{}
 		return false
 	}
-	for _, f := range l.few {
-		if f == k {
-			return true
-		}
+	if slices.Contains(l.few, k) {
+		return true
 	}
 	if len(l.few) < 8 {
 		l.few = append(l.few, k)

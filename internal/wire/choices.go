@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -74,14 +75,9 @@ func OptionsOf(qs []*pb.Question) (opts []*pb.Option, multiple, custom bool) {
 func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 	picked := make(map[string]bool, len(texts))
 	for _, t := range texts {
-		named := false
-		for _, o := range opts {
-			if t == o.GetLabel() {
-				picked[t], named = true, true
-				break
-			}
-		}
-		if !named {
+		if slices.ContainsFunc(opts, func(o *pb.Option) bool { return o.GetLabel() == t }) {
+			picked[t] = true
+		} else {
 			free = append(free, t)
 		}
 	}
