@@ -37,9 +37,7 @@ func TestHistoryPagedAndCleared(t *testing.T) {
 		if err := ui.Send(wstest.TextReply(id, "answer "+id)); err != nil {
 			t.Fatal(err)
 		}
-		for h.Validity(tokA, []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, id+" settled", func() bool { return !h.Validity(tokA, []string{id})[id] })
 		time.Sleep(2 * time.Millisecond) // distinct creation times
 	}
 	page := func(before int64) *pb.GetHistoryResponse {

@@ -184,9 +184,7 @@ func TestPendingCap(t *testing.T) {
 	}
 	// ...and so does one that ends.
 	held[2].Close()
-	for pending.Len() == 2 {
-		time.Sleep(5 * time.Millisecond) // until the server has seen the close
-	}
+	waitFor(t, "the closed connection's place given back", func() bool { return pending.Len() != 2 })
 	// Logged-in connections never count.
 	login(t, base, tokA, "in")
 	// The login's place is given back as the server marks it active, just

@@ -41,9 +41,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	if err := pc.Send(wstest.TextReply("q1", "done on the PC")); err != nil {
 		t.Fatal(err)
 	}
-	for h.Validity(tokA, []string{"q1"})["q1"] {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "q1 settled", func() bool { return !h.Validity(tokA, []string{"q1"})["q1"] })
 	ask("q3")
 	expect(t, pc, "AskQuestion")
 	if err := h.Cancel(tokA, "q2"); err != nil {

@@ -444,9 +444,7 @@ func TestSimultaneousAnswers(t *testing.T) {
 		defer close(done)
 		_, _ = s.Hub().Ask(context.Background(), tokB, hub.Request{Kind: wire.TaskFinish, ID: "herd", Text: "?", Timeout: time.Minute})
 	}()
-	for s.Hub().Validity(tokB, []string{"herd"})["herd"] == false {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "herd pending", func() bool { return s.Hub().Validity(tokB, []string{"herd"})["herd"] })
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {

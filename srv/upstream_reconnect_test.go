@@ -46,9 +46,7 @@ func TestUpstreamWebReconnectGetsEachRequestOnce(t *testing.T) {
 		go func() {
 			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "about " + id, Timeout: time.Hour})
 		}()
-		for !h.Validity(tokA, []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, id+" pending", func() bool { return h.Validity(tokA, []string{id})[id] })
 	}
 	watcher := login(t, url, tokA, "watcher")
 	ask("q1")
@@ -111,9 +109,7 @@ func TestUpstreamWebReconnectIsToldWhatSettled(t *testing.T) {
 		go func() {
 			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: kind, ID: id, Text: "about " + id, Timeout: time.Hour})
 		}()
-		for !h.Validity(tokA, []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, id+" pending", func() bool { return h.Validity(tokA, []string{id})[id] })
 	}
 	watcher := login(t, url, tokA, "watcher")
 	for _, id := range []string{"q1", "q2", "q3"} {
@@ -150,9 +146,7 @@ func TestUpstreamWebReconnectIsToldWhatSettled(t *testing.T) {
 		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "seen"}}}}); err != nil {
 		t.Fatal(err)
 	}
-	for h.Validity(tokA, []string{"q1"})["q1"] {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, "q1 settled", func() bool { return !h.Validity(tokA, []string{"q1"})["q1"] })
 	ask(wire.AskQuestion, "q4")
 
 	_, ms := upstreamWebLoginFrames(t, url, tokA, nick)

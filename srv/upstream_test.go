@@ -414,9 +414,7 @@ func TestPendingPushedToClientsThatDoNotAsk(t *testing.T) {
 		go func() {
 			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: kind, ID: id, Text: "about " + id, Timeout: time.Hour})
 		}()
-		for !h.Validity(tokA, []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, id+" pending", func() bool { return h.Validity(tokA, []string{id})[id] })
 	}
 	ask(wire.AskQuestion, "early-q")
 	ask(wire.TaskFinish, "early-t")
@@ -474,9 +472,7 @@ func TestPendingPushFitsTheSendQueue(t *testing.T) {
 		go func() {
 			_, _ = h.Ask(ctx, tokA, hub.Request{Kind: wire.TaskFinish, ID: id, Text: id + text, Timeout: time.Hour})
 		}()
-		for !h.Validity(tokA, []string{id})[id] {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, id+" pending", func() bool { return h.Validity(tokA, []string{id})[id] })
 	}
 	other := login(t, url, tokA, "other")
 

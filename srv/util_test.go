@@ -2,6 +2,7 @@ package srv_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"google.golang.org/protobuf/proto"
@@ -26,3 +27,13 @@ func readFrame(t *testing.T, ws *websocket.Conn) *pb.WebsocketMessage {
 }
 
 func rpcOpts(max int) rpc.Options { return rpc.Options{MaxMessage: max} }
+
+// waitFor waits until cond holds; only a hang reaches its bound.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("never: %s", what)
+		}
+	}
+}
