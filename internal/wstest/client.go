@@ -3,10 +3,13 @@
 package wstest
 
 import (
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -24,6 +27,7 @@ type Client struct {
 	readErr  chan error
 	writeMu  sync.Mutex
 	closeErr error
+	pings    atomic.Int64
 }
 
 // Dial connects to baseURL's /ws (http:// or ws://) and sends UserLogin.
@@ -63,9 +67,28 @@ func Connect(d *websocket.Dialer, baseURL string, header http.Header) (*Client, 
 		return nil, fmt.Errorf("dial %s: %w", u, err)
 	}
 	c := &Client{Conn: conn, frames: make(chan *pb.WebsocketMessage, 1024), readErr: make(chan error, 1)}
+	// Set before the reader starts, which calls it: a test waits on the
+	// pings answered, the server's own clock, instead of sleeping.
+	conn.SetPingHandler(c.pong)
 	go c.readLoop()
 	return c, nil
 }
+
+// pong answers a ping as gorilla's default handler does, and counts it.
+func (c *Client) pong(data string) error {
+	err := c.Conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	if err == nil {
+		c.pings.Add(1)
+	}
+	var ne net.Error
+	if errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) && ne.Timeout() {
+		return nil // as gorilla's own handler: the close or the read reports it
+	}
+	return err
+}
+
+// Pings is how many of the server's pings the client has answered.
+func (c *Client) Pings() int64 { return c.pings.Load() }
 
 // LogIn sends UserLogin and waits for its answer; a refused login sets
 // Login.Success false and is no error.
