@@ -72,8 +72,10 @@ func TestMissedAnswersHandedOver(t *testing.T) {
 		other <- r
 	}()
 	waitingID := ""
-	for waitingID == "" {
-		time.Sleep(time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); waitingID == ""; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other project's call never reached the server")
+		}
 		f.mu.Lock()
 		if len(f.asks) == 1 {
 			waitingID = f.asks[0].GetID()
