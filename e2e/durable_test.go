@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,15 +70,28 @@ func pendingQuestion(t *testing.T, s *server, text string) (*wstest.Client, stri
 func TestServerKilledWithQuestionPending(t *testing.T) {
 	port, data := freePort(t), t.TempDir()
 	s := startServerWith(t, port, data, nil, tokenA)
-	agent := startMCP(t, s, tokenA)
+	mcpLog := &lockedWriter{b: &strings.Builder{}}
+	agent := startMCPLogged(t, s, tokenA, mcpLog)
 	done := askAsync(agent, "Survive a kill -9?")
 	_, id := pendingQuestion(t, s, "Survive a kill -9?")
 
 	s.kill9(t)
+	// Until agentassistant-mcp has seen the call break and then the
+	// server refuse it, and kept the call both times.
+	for try := 0; strings.Count(mcpLog.String(), "will re-attach") < 2; try++ {
+		select {
+		case r := <-done:
+			t.Fatalf("the tool call ended when the server died: %+v %v", r.r, r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if try == 1500 {
+			t.Fatalf("agentassistant-mcp never tried again; its log:\n%s", mcpLog.String())
+		}
+	}
 	select {
 	case r := <-done:
 		t.Fatalf("the tool call ended when the server died: %+v %v", r.r, r.err)
-	case <-time.After(1500 * time.Millisecond):
+	default:
 	}
 	s2 := startServerWith(t, port, data, nil, tokenA)
 	ui, id2 := pendingQuestion(t, s2, "Survive a kill -9?")
@@ -119,13 +133,23 @@ func TestMCPLosesServerFor10s(t *testing.T) {
 
 	proxy.SetDown(true)
 	cut := time.Now()
-	time.Sleep(2 * time.Second)
+	// The person answers once the screens say no agent waits (the server
+	// saw the call go), as someone seeing that would.
+	m, err := ui.Expect("RequestAgentStatus", 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.GetRequestAgentStatusNotification(); n.GetRequestId() != id || !n.GetAgentGone() {
+		t.Fatalf("agent status while the link is down: %v", n)
+	}
 	if err := ui.Send(wstest.TextReply(id, "Answered while you were away.")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ui.Expect("AskQuestionReplyNotification", time.Second); err == nil {
 		t.Log("(notification went to this client too)")
 	}
+	// The link stays down for 10 s in all: the outage the test is about,
+	// not a wait for something to happen.
 	time.Sleep(time.Until(cut.Add(10 * time.Second)))
 	select {
 	case r := <-done:

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -180,17 +181,27 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 // initializes an MCP session with it.
 func startMCP(t *testing.T, s *server, token string, extra ...string) *client.Client {
 	t.Helper()
+	return startMCPLogged(t, s, token, nil, extra...)
+}
+
+// startMCPLogged is startMCP with agentassistant-mcp's log (its stderr)
+// written to log, when it is not nil, for a test to wait on.
+func startMCPLogged(t *testing.T, s *server, token string, log io.Writer, extra ...string) *client.Client {
+	t.Helper()
 	args := append([]string{"-host", s.Host, "-port", s.Port, "-token", token}, extra...)
 	// HOME and XDG point at an empty directory so no user config is read.
 	home := t.TempDir()
 	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	c, err := client.NewStdioMCPClientWithOptions(filepath.Join(binDir, "agentassistant-mcp"), env, args,
-		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
-			cmd := exec.CommandContext(ctx, command, args...)
-			cmd.Env = env
-			cmd.Dir = home
-			return cmd, nil
-		}))
+	opts := []transport.StdioOption{transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
+		cmd := exec.CommandContext(ctx, command, args...)
+		cmd.Env = env
+		cmd.Dir = home
+		return cmd, nil
+	})}
+	if log != nil {
+		opts = append(opts, transport.WithCommandStderrWriter(log))
+	}
+	c, err := client.NewStdioMCPClientWithOptions(filepath.Join(binDir, "agentassistant-mcp"), env, args, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
