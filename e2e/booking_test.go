@@ -216,13 +216,11 @@ func checkStudyLog(t *testing.T, path, sid string) {
 func TestUIToolsWithoutHost(t *testing.T) {
 	s := startServer(t, tokenA)
 	agent := startMCP(t, s, tokenA)
-	start := time.Now()
+	// NO_ACTIVE_SPEC at once: a call left to its deadline would end
+	// TOOL_EXECUTION_FAILED.
 	step(t, agent, "get_ui_state", nil, true, "NO_ACTIVE_SPEC", s.URL+"/booking?token=")
 	step(t, agent, "call_ui_tool", map[string]any{"tool_name": "select", "params": map[string]any{"itemId": "m1"}, "reason": "r"}, true,
 		"NO_ACTIVE_SPEC", "/booking?token=")
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("no-host answers took %s", time.Since(start))
-	}
 }
 
 func TestHostGoneMidCall(t *testing.T) {
@@ -231,10 +229,7 @@ func TestHostGoneMidCall(t *testing.T) {
 	agent := startMCP(t, s, tokenA)
 	step(t, agent, "start_session", nil, false)
 	step(t, agent, "select", map[string]any{"itemId": "m2", "reason": "r"}, false)
-	start := time.Now()
-	step(t, agent, "next", map[string]any{"reason": "r"}, true, "TOOL_EXECUTION_FAILED", "may or may not have happened")
-	if time.Since(start) > 3*time.Second {
-		t.Errorf("mid-call disconnect took %s to report", time.Since(start))
-	}
+	// Told of the disconnect, not left to the call's deadline.
+	step(t, agent, "next", map[string]any{"reason": "r"}, true, "TOOL_EXECUTION_FAILED", "disconnected before answering; the action may or may not have happened")
 	step(t, agent, "get_ui_state", nil, true, "NO_ACTIVE_SPEC")
 }

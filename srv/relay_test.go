@@ -132,13 +132,10 @@ func TestErrorCodes(t *testing.T) {
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e7","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"   "}}`)
 	a.expectError(wire.InvalidParams, "e7")
 
-	// No host: answered at once.
-	start := time.Now()
+	// No host: answered at once, NO_ACTIVE_SPEC (a call left to its
+	// deadline would end TOOL_EXECUTION_FAILED).
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e8","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
 	a.expectError(wire.NoActiveSpec, "e8")
-	if time.Since(start) > time.Second {
-		t.Errorf("no-host error took %s", time.Since(start))
-	}
 
 	hostFor(t, url, tokA, testhost.Options{Session: "codes"})
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"e9","payload":{"toolName":"select","params":{"itemId":"m1"},"reason":"r"}}`)
@@ -219,11 +216,11 @@ func TestHostTakeoverAndDisconnect(t *testing.T) {
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c1","payload":{"toolName":"select","params":{"itemId":"m3"},"reason":"r"}}`)
 	a.expect("tool.result")
 
-	start := time.Now()
 	a.sendJSON(`{"v":"mvp-0.2","type":"tool.call","id":"c2","payload":{"toolName":"next","params":{},"reason":"r"}}`)
 	p := a.expectError(wire.ToolExecutionFailed, "c2")
-	if !strings.Contains(p["message"].(string), "may or may not have happened") || time.Since(start) > 2*time.Second {
-		t.Errorf("mid-call disconnect: %v after %s", p, time.Since(start))
+	// Told of the disconnect, not left to the call's deadline.
+	if !strings.Contains(p["message"].(string), "disconnected before answering; the action may or may not have happened") {
+		t.Errorf("mid-call disconnect: %v", p)
 	}
 	a.sendJSON(`{"v":"mvp-0.2","type":"snapshot.get","id":"c3","payload":{}}`)
 	a.expectError(wire.NoActiveSpec, "c3")
