@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // inProcess is a Backend in the server's process whose every question
@@ -55,7 +56,7 @@ func TestInProcessErrorsAreTheServers(t *testing.T) {
 				b := newBridge(o)
 				req := mcp.CallToolRequest{}
 				req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
-				res, err := b.askQuestion(context.Background(), req)
+				res, err := b.ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -154,10 +154,7 @@ func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string
 func (o *offer) end(res *mcp.CallToolResult, replied bool, by string) *mcp.CallToolResult {
 	o.reason = "the request ended"
 	if replied {
-		o.reason = "answered on the phone/PC"
-		if by != "" {
-			o.reason += " (" + by + ")"
-		}
+		o.reason = "answered on the phone/PC" + inParens(by)
 	}
 	close(o.ended)
 	o.cancel()

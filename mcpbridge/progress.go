@@ -2,7 +2,6 @@ package mcpbridge
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
@@ -50,5 +49,3 @@ func (b *bridge) progress(ctx context.Context, req mcp.CallToolRequest, timeout 
 	})
 	return func() { cancel(); wg.Wait() }
 }
-
-func base64Std(b []byte) string { return base64.StdEncoding.EncodeToString(b) }

@@ -1,9 +1,12 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,104 +32,79 @@ func (b *bridge) register(s *server.MCPServer) {
 	modelOpt := mcp.WithString("reasoning_model_name",
 		mcp.Description("The model you run on (e.g. claude-sonnet-4, gpt-5); shown to the person."),
 	)
-	choiceOpts := choiceOpts()
-	s.AddTool(mcp.NewTool("ask_question",
-		mcp.WithDescription("Ask the person you work for a question and wait for their answer. "+
+	// Every tool asks the same way: where, how long, who, and what the
+	// person may choose; the answer has one shape.
+	common := append([]mcp.ToolOption{dirOpt, timeoutOpt, agentOpt, modelOpt}, choiceOpts()...)
+	common = append(common,
+		mcp.WithRawOutputSchema(answerSchema),
+		mcp.WithReadOnlyHintAnnotation(true),
+		mcp.WithDestructiveHintAnnotation(false),
+		mcp.WithOpenWorldHintAnnotation(true),
+	)
+	tool := func(name, title, desc string, text mcp.ToolOption) mcp.Tool {
+		return mcp.NewTool(name, append([]mcp.ToolOption{mcp.WithDescription(desc), text, mcp.WithTitleAnnotation(title)}, common...)...)
+	}
+	s.AddTool(tool("ask_question", "Ask the user",
+		"Ask the person you work for a question and wait for their answer. "+
 			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
 			"rather than guessing or stopping. Markdown is rendered. An image shows only as a data: URL (base64); one at a web address "+
 			"is shown as a link the person may open (never loaded on its own), any other as a note that an image was left out. "+
 			"Offer options when the answer is one of a few choices: "+
-			"the person answers in one tap. The answer may contain the chosen options, text and images."),
+			"the person answers in one tap. The answer may contain the chosen options, text and images.",
 		mcp.WithString("question", mcp.Required(),
-			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see.")),
-		dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
-		mcp.WithRawOutputSchema(answerSchema),
-		mcp.WithTitleAnnotation("Ask the user"),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(true),
-	), b.askQuestion)
+			mcp.Description("The question, in markdown. Make it self-contained: give the context and the options you see."))),
+		b.ask(wire.AskQuestion, "ask_question", "question"))
 	summaryOpt := mcp.WithString("summary", mcp.Required(),
 		mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open."))
-	s.AddTool(mcp.NewTool("task_finish",
-		mcp.WithDescription("Report to the person you work for that you have finished the task, and wait for their feedback: "+
+	s.AddTool(tool("task_finish", "Report the finished task",
+		"Report to the person you work for that you have finished the task, and wait for their feedback: "+
 			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did. "+
-			"You may offer options for the next step (e.g. \"Continue\", \"Stop\", \"Run the tests again\")."),
-		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
-		mcp.WithRawOutputSchema(answerSchema),
-		mcp.WithTitleAnnotation("Report the finished task"),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(true),
-	), b.report("task_finish"))
+			"You may offer options for the next step (e.g. \"Continue\", \"Stop\", \"Run the tests again\").",
+		summaryOpt), b.ask(wire.TaskFinish, "task_finish", "summary"))
 	// The name the existing agentassistant's current rules give agents
 	// ("call work_report before you finish"): agents set up with them
 	// work unchanged. The same arguments, the same report.
-	s.AddTool(mcp.NewTool("work_report",
-		mcp.WithDescription("Before you finish a task, send the person you work for a report of your work and wait for their "+
-			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish."),
-		summaryOpt, dirOpt, timeoutOpt, agentOpt, modelOpt, choiceOpts[0], choiceOpts[1], choiceOpts[2],
-		mcp.WithRawOutputSchema(answerSchema),
-		mcp.WithTitleAnnotation("Report the work"),
-		mcp.WithReadOnlyHintAnnotation(true),
-		mcp.WithDestructiveHintAnnotation(false),
-		mcp.WithOpenWorldHintAnnotation(true),
-	), b.report("work_report"))
+	s.AddTool(tool("work_report", "Report the work",
+		"Before you finish a task, send the person you work for a report of your work and wait for their "+
+			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish.",
+		summaryOpt), b.ask(wire.TaskFinish, "work_report", "summary"))
 }
 
-func (b *bridge) askQuestion(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	q := req.GetString("question", "")
-	if strings.TrimSpace(q) == "" {
-		return mcp.NewToolResultError("ask_question needs a non-empty \"question\"."), nil
-	}
-	qs, err := questionsArg(req, q)
-	if err != nil {
-		return badArgs("ask_question", err)
-	}
-	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.AskQuestion, "ask_question", b.dir(req)); res != nil {
-		return res, nil
-	}
-	id := wire.NewID()
-	call := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
-		ProjectDirectory: b.dir(req), Question: q, Timeout: wire.Seconds(timeout),
-		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
-		McpClientName: mcpClientName(ctx), Questions: qs,
-	}}
-	return b.waitAndOffer(ctx, req, wire.AskQuestion, id, q, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
-		return b.be.AskQuestion(ctx, call)
-	})
-}
-
-// report is the handler of the task-report tool named tool.
-func (b *bridge) report(tool string) server.ToolHandlerFunc {
+// ask is the handler of tool, which asks (kind) with the text of its
+// argument arg: a question, or a task report's summary.
+func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return b.taskReport(ctx, tool, req)
+		text := req.GetString(arg, "")
+		if strings.TrimSpace(text) == "" {
+			return mcp.NewToolResultError(tool + " needs a non-empty \"" + arg + "\"."), nil
+		}
+		qs, err := questionsArg(req, text)
+		if err != nil {
+			return badArgs(tool, err)
+		}
+		timeout := b.timeout(req.GetFloat("timeout", 0))
+		dir := b.dir(req)
+		if res := b.handOver(ctx, kind, tool, dir); res != nil {
+			return res, nil
+		}
+		id := wire.NewID()
+		agent, model, client := req.GetString("agent_name", ""), req.GetString("reasoning_model_name", ""), mcpClientName(ctx)
+		var call func(context.Context) (*pb.AskQuestionResponse, string, error)
+		if kind == wire.AskQuestion {
+			q := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
+				ProjectDirectory: dir, Question: text, Timeout: wire.Seconds(timeout),
+				AgentName: agent, ReasoningModelName: model, McpClientName: client, Questions: qs,
+			}}
+			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) { return b.be.AskQuestion(ctx, q) }
+		} else {
+			r := &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpWorkReportRequest{
+				ProjectDirectory: dir, Summary: text, Timeout: wire.Seconds(timeout),
+				AgentName: agent, ReasoningModelName: model, McpClientName: client, Questions: qs,
+			}}
+			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) { return b.be.TaskReport(ctx, r) }
+		}
+		return b.waitAndOffer(ctx, req, kind, id, text, qs, timeout, call)
 	}
-}
-
-func (b *bridge) taskReport(ctx context.Context, tool string, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	sum := req.GetString("summary", "")
-	if strings.TrimSpace(sum) == "" {
-		return mcp.NewToolResultError(tool + " needs a non-empty \"summary\"."), nil
-	}
-	qs, err := questionsArg(req, sum)
-	if err != nil {
-		return badArgs(tool, err)
-	}
-	timeout := b.timeout(req.GetFloat("timeout", 0))
-	if res := b.handOver(ctx, wire.TaskFinish, tool, b.dir(req)); res != nil {
-		return res, nil
-	}
-	id := wire.NewID()
-	report := &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpWorkReportRequest{
-		ProjectDirectory: b.dir(req), Summary: sum, Timeout: wire.Seconds(timeout),
-		AgentName: req.GetString("agent_name", ""), ReasoningModelName: req.GetString("reasoning_model_name", ""),
-		McpClientName: mcpClientName(ctx), Questions: qs,
-	}}
-	return b.waitAndOffer(ctx, req, wire.TaskFinish, id, sum, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
-		return b.be.TaskReport(ctx, report)
-	})
 }
 
 // waitAndOffer waits for the request (wait) while it is also offered as a
@@ -399,31 +377,20 @@ func serverAnswered(err error) bool {
 	return errors.As(err, &ce) && ce.Meta().Get("Content-Type") != ""
 }
 
-// isDialError reports that the request never left: the server could not
-// be connected to at all.
+// dialErrors are the messages of a request that never left: the server
+// could not be connected to at all.
+var dialErrors = []string{"connection refused", "no such host", "dial tcp", "network is unreachable"}
+
+// isDialError reports that the request never left.
 func isDialError(err error) bool {
-	s := err.Error()
-	for _, m := range []string{"connection refused", "no such host", "dial tcp", "network is unreachable"} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(dialErrors, func(m string) bool { return strings.Contains(err.Error(), m) })
 }
 
 // isConnError reports a failure to reach the server at all, as opposed
 // to an error the server answered with.
 func isConnError(err error) bool {
-	if serverAnswered(err) {
-		return false
-	}
-	s := err.Error()
-	for _, m := range []string{"connection refused", "no such host", "dial tcp", "connection reset", "EOF", "i/o timeout", "network is unreachable"} {
-		if strings.Contains(s, m) {
-			return true
-		}
-	}
-	return false
+	return !serverAnswered(err) && (isDialError(err) ||
+		slices.ContainsFunc([]string{"connection reset", "EOF", "i/o timeout"}, func(m string) bool { return strings.Contains(err.Error(), m) }))
 }
 
 func rootCause(err error) string {
@@ -467,12 +434,12 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
 			if im := c.GetImage(); im.GetData() != "" {
-				res.Content = append(res.Content, mcp.NewImageContent(im.GetData(), orDefault(im.GetMimeType(), "image/png")))
+				res.Content = append(res.Content, mcp.NewImageContent(im.GetData(), cmp.Or(im.GetMimeType(), "image/png")))
 				images++
 			}
 		case c.GetAudio() != nil || c.GetType() == 3:
 			if a := c.GetAudio(); a.GetData() != "" {
-				res.Content = append(res.Content, mcp.NewAudioContent(a.GetData(), orDefault(a.GetMimeType(), "audio/wav")))
+				res.Content = append(res.Content, mcp.NewAudioContent(a.GetData(), cmp.Or(a.GetMimeType(), "audio/wav")))
 			}
 		case c.GetEmbeddedResource() != nil || c.GetType() == 4:
 			if e := c.GetEmbeddedResource(); e != nil {
@@ -488,31 +455,17 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 		res.Content = append(res.Content, mcp.NewTextContent(msg))
 	}
 	if !res.IsError {
-		res.StructuredContent = answer{Answered: true, Chosen: orEmpty(chosen), Text: strings.Join(free, "\n\n"), Images: images}
+		res.StructuredContent = answer{Answered: true, Chosen: append([]string{}, chosen...), Text: strings.Join(free, "\n\n"), Images: images}
 	}
 	return res
 }
 
-func orEmpty(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 func embedded(e *pb.EmbeddedResource) mcp.Content {
-	mime := orDefault(e.GetMimeType(), "application/octet-stream")
+	mime := cmp.Or(e.GetMimeType(), "application/octet-stream")
 	if strings.HasPrefix(mime, "text/") || mime == "application/json" {
 		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: e.GetUri(), MIMEType: mime, Text: string(e.GetData())})
 	}
-	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64Std(e.GetData())})
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
+	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64.StdEncoding.EncodeToString(e.GetData())})
 }
 
 // badArgs is the tool result for arguments the tool refuses: a tool

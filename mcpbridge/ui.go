@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -252,11 +253,8 @@ func (u *uiTools) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 		return mcp.NewToolResultError("send_agent_message needs \"text\"."), nil
 	}
 	r, err := u.b.be.PostAgentMessage(ctx, &pb.AgentMessageRequest{RelaySession: u.b.o.RelaySession, Text: text})
-	if err != nil {
-		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
-	}
-	if e := r.GetError(); e != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("error %s: %s%s", e.GetCode(), e.GetMessage(), u.hint(e))), nil
+	if res := u.failed(ctx, err, r.GetError()); res != nil {
+		return res, nil
 	}
 	return mcp.NewToolResultText("Message posted to the participant's chat."), nil
 }
@@ -293,42 +291,40 @@ func (u *uiTools) startSession(ctx context.Context, req mcp.CallToolRequest) (*m
 	r, err := u.b.be.StartSession(ctx, &pb.StartSessionRequest{
 		RelaySession: u.b.o.RelaySession, StudyId: req.GetString("study_id", ""), ParticipantId: req.GetString("participant_id", ""),
 	})
-	if err != nil {
-		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
-	}
-	if e := r.GetError(); e != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("error %s: %s%s", e.GetCode(), e.GetMessage(), u.hint(e))), nil
+	if res := u.failed(ctx, err, r.GetError()); res != nil {
+		return res, nil
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("Study session %s started; every action is logged from now on. Call get_ui_state to see the UI.", r.GetStudySessionId())), nil
 }
 
 func (u *uiTools) endSession(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	r, err := u.b.be.EndSession(ctx, &pb.EndSessionRequest{RelaySession: u.b.o.RelaySession, Reason: req.GetString("reason", "")})
-	if err != nil {
-		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
-	}
-	if e := r.GetError(); e != nil {
-		return mcp.NewToolResultError(fmt.Sprintf("error %s: %s%s", e.GetCode(), e.GetMessage(), u.hint(e))), nil
+	if res := u.failed(ctx, err, r.GetError()); res != nil {
+		return res, nil
 	}
 	return mcp.NewToolResultText(fmt.Sprintf("Study session %s ended; the UI was reset. Log file: %s (in the server's data directory).",
 		r.GetStudySessionId(), r.GetLogFile())), nil
+}
+
+// failed is the result of a call that did not reach the relay (err) or
+// that the relay refused (e); nil when it did neither.
+func (u *uiTools) failed(ctx context.Context, err error, e *pb.RelayError) *mcp.CallToolResult {
+	if err != nil {
+		return mcp.NewToolResultError(u.transportError(ctx, err))
+	}
+	if e != nil {
+		return mcp.NewToolResultError(fmt.Sprintf("error %s: %s%s", e.GetCode(), e.GetMessage(), u.hint(e)))
+	}
+	return nil
 }
 
 // hint adds what to do about an error the agent cannot fix by itself.
 func (u *uiTools) hint(e *pb.RelayError) string {
 	if e.GetCode() == wire.NoActiveSpec {
 		return fmt.Sprintf("\nNo web UI is connected to relay session %q. Ask the person to open %s/booking?token=<their token> in a browser "+
-			"(or to start the AG-UI frontend on thread %[1]q, or the Ingress client on session %[1]q), then try again.", u.session(), u.b.o.ServerURL)
+			"(or to start the AG-UI frontend on thread %[1]q, or the Ingress client on session %[1]q), then try again.", cmp.Or(u.b.o.RelaySession, "default"), u.b.o.ServerURL)
 	}
 	return ""
-}
-
-// session is the relay session the bridge acts in.
-func (u *uiTools) session() string {
-	if u.b.o.RelaySession == "" {
-		return "default"
-	}
-	return u.b.o.RelaySession
 }
 
 func (u *uiTools) transportError(ctx context.Context, err error) string {
@@ -353,11 +349,7 @@ func (u *uiTools) describe(st *pb.UIState, e *pb.RelayError) string {
 	var b strings.Builder
 	if st == nil || (!st.GetHostOnline() && st.GetUiSpecJson() == "") {
 		b.WriteString("The web UI (host) is not connected.")
-		if e == nil || e.GetCode() != wire.NoActiveSpec {
-			b.WriteString(u.hint(&pb.RelayError{Code: wire.NoActiveSpec}))
-		} else {
-			b.WriteString(u.hint(e))
-		}
+		b.WriteString(u.hint(&pb.RelayError{Code: wire.NoActiveSpec}))
 		return b.String()
 	}
 	if !st.GetHostOnline() {
