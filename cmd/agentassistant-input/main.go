@@ -96,7 +96,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		check := fs.Check()
 		check.ServerAddress(cfg.Host, cfg.Port)
-		check.LogLevel(cfg.LogLevel)
+		check.Level("log_level", "log-level", cfg.LogLevel)
 		if err := check.Err(); err != nil {
 			return err
 		}

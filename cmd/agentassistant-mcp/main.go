@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	check := fs.Check()
 	check.ServerAddress(cfg.Host, cfg.Port)
-	check.LogLevel(cfg.LogLevel)
+	check.Level("log_level", "log-level", cfg.LogLevel)
 	check.Int("host_grace_seconds", "", int64(cfg.HostGraceSeconds), 0, int64(math.MaxInt64/time.Second), "it must be 0 (the default, 120) or more")
 	if err := check.Err(); err != nil {
 		return err

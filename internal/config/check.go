@@ -69,12 +69,6 @@ func (c *Check) Count(key, flag string, v, lo int64) {
 	c.Int(key, flag, v, lo, math.MaxInt64, "")
 }
 
-// Duration refuses a duration of key, counted in unit, when set, that is
-// not positive or does not fit a time.Duration.
-func (c *Check) Duration(key, flag string, v int, unit time.Duration) {
-	c.Int(key, flag, int64(v), 1, int64(math.MaxInt64/unit), "")
-}
-
 // Positive refuses a duration of key, when set, that is not positive.
 func (c *Check) Positive(key, flag string, v time.Duration) {
 	if c.Set(key, flag) && v <= 0 {
@@ -147,9 +141,6 @@ func Origin(s string) error {
 	}
 	return nil
 }
-
-// LogLevel refuses a log_level (flag -log-level) that Logger does not know.
-func (c *Check) LogLevel(level string) { c.Level("log_level", "log-level", level) }
 
 // Level refuses a log level of key (flag) that Logger does not know.
 func (c *Check) Level(key, flag, level string) {

@@ -41,17 +41,12 @@ func Find(explicit, name string) (string, error) {
 	return "", nil
 }
 
-// Load decodes the TOML file at path into v. Unknown keys are an error, so
-// a misspelt setting does not pass silently.
-func Load(path string, v any) error {
-	_, _, err := decode(path, v, true, nil)
-	return err
-}
-
-// decode is Load, saying which keys the file defined; with strict false,
-// the file may hold keys v does not have (a file shared with another
-// binary: they are that one's business). The top-level keys old
-// reports true for are known under an old name (Move), not unknown.
+// decode decodes the TOML file at path into v, saying which keys the
+// file defined. With strict, unknown keys are an error, so a misspelt
+// setting does not pass silently; without, the file may hold keys v does
+// not have (a file shared with another binary: they are that one's
+// business). The top-level keys old reports true for are known under an
+// old name (Move), not unknown.
 func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaData, map[string]bool, error) {
 	md, err := toml.DecodeFile(path, v)
 	if err != nil {
@@ -59,10 +54,9 @@ func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaDa
 	}
 	var keys []string
 	for _, k := range md.Undecoded() {
-		if len(k) == 1 && old != nil && old(k[0]) {
-			continue
+		if len(k) != 1 || !old(k[0]) {
+			keys = append(keys, k.String())
 		}
-		keys = append(keys, k.String())
 	}
 	if strict && len(keys) > 0 {
 		sort.Strings(keys)
@@ -70,7 +64,7 @@ func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaDa
 	}
 	defined := make(map[string]bool)
 	for _, k := range md.Keys() {
-		if len(k) != 1 || old == nil || !old(k[0]) {
+		if len(k) != 1 || !old(k[0]) {
 			defined[k.String()] = true
 		}
 	}

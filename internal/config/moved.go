@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -55,12 +56,7 @@ func (f *Flags) LogMoved(log *slog.Logger) {
 
 // isOld reports whether key is the old name of a move.
 func (f *Flags) isOld(key string) bool {
-	for _, m := range f.moves {
-		if m.Old == key {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(f.moves, func(m Move) bool { return m.Old == key })
 }
 
 // applyMoves reads the old keys the file at path defined into v at their
