@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -94,24 +95,23 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		}
 		return named
 	}
+	route := func(ch channel.Channel, named []string) {
+		for _, t := range tokensOf(named) {
+			routes[t] = append(routes[t], ch)
+		}
+	}
 	client := &http.Client{Timeout: 20 * time.Second}
 	if n := c.Ntfy; n != nil {
 		if n.Topic == "" {
 			return nil, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)")
 		}
-		ch := &channel.Ntfy{URL: n.URL, Topic: n.Topic, AccessToken: n.AccessToken, Client: client}
-		for _, t := range tokensOf(n.Tokens) {
-			routes[t] = append(routes[t], ch)
-		}
+		route(&channel.Ntfy{URL: n.URL, Topic: n.Topic, AccessToken: n.AccessToken, Client: client}, n.Tokens)
 	}
 	if w := c.Webhook; w != nil {
 		if w.URL == "" || len(w.Secret) < 16 {
 			return nil, fmt.Errorf("channels.webhook: url and a secret of at least 16 characters are needed")
 		}
-		id := w.ID
-		if id == "" {
-			id = "default"
-		}
+		id := cmp.Or(w.ID, "default")
 		for _, t := range tokensOf(w.Tokens) {
 			// One per token: its signed answers answer that token's questions.
 			routes[t] = append(routes[t], &channel.Webhook{ID: id, URL: w.URL, Secret: w.Secret, Token: t, Client: client})
@@ -121,19 +121,13 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		if tg.BotToken == "" || len(tg.Chats) == 0 {
 			return nil, fmt.Errorf("channels.telegram: bot_token (from @BotFather) and chats (the chat IDs that may answer) are needed")
 		}
-		ch := &channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}
-		for _, t := range tokensOf(tg.Tokens) {
-			routes[t] = append(routes[t], ch)
-		}
+		route(&channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}, tg.Tokens)
 	}
 	if sl := c.Slack; sl != nil {
 		if !strings.HasPrefix(sl.BotToken, "xoxb-") || !strings.HasPrefix(sl.AppToken, "xapp-") || sl.Channel == "" || len(sl.Users) == 0 {
 			return nil, fmt.Errorf("channels.slack: bot_token (xoxb-…), app_token (xapp-…, Socket Mode), channel (a channel ID, or a user ID for a DM) and users (the Slack user IDs that may answer) are needed")
 		}
-		ch := &channel.Slack{BotToken: sl.BotToken, AppToken: sl.AppToken, Channel: sl.Channel, Users: sl.Users, APIURL: sl.APIURL, Logger: log}
-		for _, t := range tokensOf(sl.Tokens) {
-			routes[t] = append(routes[t], ch)
-		}
+		route(&channel.Slack{BotToken: sl.BotToken, AppToken: sl.AppToken, Channel: sl.Channel, Users: sl.Users, APIURL: sl.APIURL, Logger: log}, sl.Tokens)
 	}
 	if m := c.Email; m != nil {
 		if m.SMTPAddr == "" || m.From == "" || len(m.To) == 0 {
@@ -149,12 +143,9 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		default:
 			return nil, fmt.Errorf("channels.email: tls = %q: it is \"starttls\", \"tls\" or \"none\"", m.TLS)
 		}
-		ch := &channel.Email{SMTPAddr: m.SMTPAddr, SMTPUser: m.SMTPUser, SMTPPassword: m.SMTPPassword, From: m.From, To: m.To,
+		route(&channel.Email{SMTPAddr: m.SMTPAddr, SMTPUser: m.SMTPUser, SMTPPassword: m.SMTPPassword, From: m.From, To: m.To,
 			IMAPAddr: m.IMAPAddr, IMAPUser: m.IMAPUser, IMAPPassword: m.IMAPPassword, Mailbox: m.Mailbox, Senders: m.Senders,
-			TLS: m.TLS, Logger: log}
-		for _, t := range tokensOf(m.Tokens) {
-			routes[t] = append(routes[t], ch)
-		}
+			TLS: m.TLS, Logger: log}, m.Tokens)
 	}
 	if len(routes) == 0 {
 		return nil, nil

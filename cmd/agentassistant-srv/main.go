@@ -269,7 +269,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	addr := ln.Addr().(*net.TCPAddr)
 	urlHost := cfg.Host
-	if urlHost == "" || urlHost == "0.0.0.0" || urlHost == "::" {
+	if isWildcard(urlHost) {
 		urlHost = "127.0.0.1"
 	}
 	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(urlHost, strconv.Itoa(addr.Port)), Path: "/",

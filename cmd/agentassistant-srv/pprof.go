@@ -25,7 +25,7 @@ func servePprof(addr string, guard *auth.Guard, log *slog.Logger) (stop func(), 
 	if err != nil {
 		return nil, err
 	}
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if !isLoopback(host) {
 		return nil, errors.New("AGENTASSISTANT_PPROF must be a loopback address")
 	}
 	mux := http.NewServeMux()
