@@ -60,9 +60,9 @@ func validSessionID(id string) bool {
 }
 
 func badSessionID(w http.ResponseWriter) {
-	writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": wire.IngressInvalidMessage,
-		"message": `the session id is "inbox", an Ingress session's id (sess_…) or a relay session's name ` +
-			`(1 to 64 letters, digits, '.', '_' or '-', not "." or ".."), written as is in the path: no escapes, no slashes`})
+	writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage,
+		`the session id is "inbox", an Ingress session's id (sess_…) or a relay session's name `+
+			`(1 to 64 letters, digits, '.', '_' or '-', not "." or ".."), written as is in the path: no escapes, no slashes`)
 }
 
 // route serves r through the mux, but for a path under /internal/ that
@@ -104,17 +104,17 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(r.Body) // bounded by the server (MaxBody)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "cannot read the body: " + err.Error()})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, "cannot read the body: "+err.Error())
 		return
 	}
 	// The event goes on as written: it must be the one read here.
 	if err := strictjson.Check(body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": "the body is refused: " + err.Error()})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, "the body is refused: "+err.Error())
 		return
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
-			"message": `the body must be a JSON object {"session_id": "...", "event": {"type": "...", ...}}`})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage,
+			`the body must be a JSON object {"session_id": "...", "event": {"type": "...", ...}}`)
 		return
 	}
 	if s.ingress.Has(s.tokenOf(r), req.SessionID) {
@@ -129,20 +129,10 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		Type string `json:"type"`
 	}
 	if json.Unmarshal(req.Event, &ev) != nil || ev.Type == "" || !relay.ValidSession(req.SessionID) || req.SessionID == "" {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
-			"message": "need session_id (a relay session) and event with a type"})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, "need session_id (a relay session) and event with a type")
 		return
 	}
-	err = s.relay.Push(s.tokenOf(r), req.SessionID, ev.Type, req.Event)
-	switch {
-	case errors.Is(err, relay.ErrClientOffline):
-		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
-			"message": "session " + req.SessionID + " has no active connections"})
-	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
-	default:
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-	}
+	pushed(w, req.SessionID, s.relay.Push(s.tokenOf(r), req.SessionID, ev.Type, req.Event))
 }
 
 // sendIngress pushes an orchestrator's event to the devices of an
@@ -150,28 +140,33 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 func (s *Server) sendIngress(w http.ResponseWriter, r *http.Request, id string, raw json.RawMessage) {
 	var ev ingress.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message",
-			"message": "event: not an event of seed 003 (an object whose fields have their types: ts a number, the ids and texts strings)"})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage,
+			"event: not an event of seed 003 (an object whose fields have their types: ts a number, the ids and texts strings)")
 		return
 	}
 	if err := ingress.CheckEvent(ev); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": "invalid_message", "message": err.Error()})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, err.Error())
 		return
 	}
 	if !slices.Contains(orchestratorEvents, ev.Type) {
-		writeJSON(w, http.StatusBadRequest, map[string]any{"ok": false, "error": wire.IngressInvalidMessage,
-			"message": fmt.Sprintf("event type %q is not one the orchestrator may push to an Ingress session: it may push %s "+
-				"(hello_ack and run_started are the server's own)", ev.Type, strings.Join(orchestratorEvents, ", "))})
+		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, fmt.Sprintf(
+			"event type %q is not one the orchestrator may push to an Ingress session: it may push %s "+
+				"(hello_ack and run_started are the server's own)", ev.Type, strings.Join(orchestratorEvents, ", ")))
 		return
 	}
-	switch err := s.ingress.Push(s.tokenOf(r), id, ev); {
-	case errors.Is(err, ingress.ErrClientOffline):
-		writeJSON(w, http.StatusConflict, map[string]any{"ok": false, "error": "client_offline",
-			"message": "session " + id + " has no active connections"})
+	pushed(w, id, s.ingress.Push(s.tokenOf(r), id, ev))
+}
+
+// pushed answers for an event pushed to session id (a relay's or an
+// Ingress session's) with the outcome err.
+func pushed(w http.ResponseWriter, id string, err error) {
+	switch {
+	case errors.Is(err, relay.ErrClientOffline), errors.Is(err, ingress.ErrClientOffline):
+		writeError(w, http.StatusConflict, "client_offline", "session "+id+" has no active connections")
 	case errors.Is(err, ingress.ErrNoSession):
 		notFound(w, id)
 	case err != nil:
-		writeJSON(w, http.StatusInternalServerError, map[string]any{"ok": false, "error": "internal_error", "message": err.Error()})
+		writeError(w, http.StatusInternalServerError, "internal_error", err.Error())
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 	}
@@ -189,8 +184,7 @@ var orchestratorEvents = []string{wire.IngressDelta, wire.IngressState, wire.Ing
 // notFound answers for an Ingress session id that is no session of the
 // token presented: it never was, it has ended, or it is another token's.
 func notFound(w http.ResponseWriter, id string) {
-	writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "session_not_found",
-		"message": "session " + id + " is not an Ingress session of this token (it has ended, or never was)"})
+	writeError(w, http.StatusNotFound, "session_not_found", "session "+id+" is not an Ingress session of this token (it has ended, or never was)")
 }
 
 // tokenOf is the token requireToken checked ("" for none, or for
@@ -204,4 +198,10 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError answers with seed 003's error body: code is its error code,
+// msg says what to do about it.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"ok": false, "error": code, "message": msg})
 }

@@ -4,7 +4,6 @@
 package srv
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -278,9 +277,7 @@ func New(o Options) *Server {
 	}
 	// A notification's or a channel's button answers one question with a
 	// capability (srv/answercap), never the token.
-	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), func(r *http.Request) {
-		waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
-	})))
+	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), s.failedLogin)))
 	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
 	s.handle("/", GuardPublic, webui.Handler())
@@ -360,9 +357,7 @@ func (s *Server) Close() error {
 func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.tokens.Presented(r); err != nil {
-			// Past the budget, the answer waits, on a connection that
-			// counts as idle meanwhile.
-			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+			s.failedLogin(r)
 			refuseUnread(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -388,15 +383,19 @@ func (s *Server) upgradeToken(h http.Handler) http.Handler {
 		case err == nil && s.tokens.Valid(tok):
 			r = r.WithContext(auth.WithUpgradeToken(r.Context(), tok))
 		default:
-			// Past the budget the upgrade waits, on a connection that
-			// counts as idle meanwhile.
-			waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+			s.failedLogin(r)
 			if r.Context().Err() != nil {
 				return // closed meanwhile
 			}
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// failedLogin counts r's failed login, and past the Limiter's budget
+// waits, on a connection that counts as idle meanwhile.
+func (s *Server) failedLogin(r *http.Request) {
+	waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
 }
 
 // checkOrigin refuses a browser request from another site (403), as the
@@ -449,7 +448,7 @@ func (s *Server) natsState() func() bool {
 // the token come seed 003's connections and uptime_seconds and the
 // detail for operators and benchmarks.
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	healthy, reason := true, ""
+	status, code, reason := "healthy", http.StatusOK, ""
 	var c any
 	mode := "single"
 	if s.cluster != nil {
@@ -458,32 +457,23 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		if !st.Healthy {
 			// Nothing can be saved here until NATS answers again: a
 			// balancer should send no one.
-			healthy, reason = false, "nats: "+st.Problem
+			status, code, reason = "unhealthy", http.StatusServiceUnavailable, "nats: "+st.Problem
 		}
 	}
-	status, code := "healthy", http.StatusOK
-	if !healthy {
-		status, code = "unhealthy", http.StatusServiceUnavailable
-	}
 	tok, err := auth.RequestToken(r)
-	if err == nil && tok == "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(map[string]string{"status": status})
-		return
-	}
-	if err == nil && !s.tokens.Valid(tok) {
+	if err == nil && tok != "" && !s.tokens.Valid(tok) {
 		err = auth.ErrInvalidToken
 	}
 	if err != nil {
-		waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+		s.failedLogin(r)
 		refuseUnread(w, err.Error(), http.StatusUnauthorized)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(code)
+	if tok == "" {
+		writeJSON(w, code, map[string]string{"status": status})
+		return
+	}
 	uptime := int64(time.Since(s.started).Seconds())
 	out := map[string]any{
 		// seed 003's
@@ -509,7 +499,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if reason != "" {
 		out["reason"] = reason
 	}
-	_ = json.NewEncoder(w).Encode(out)
+	writeJSON(w, code, out)
 }
 
 // HTTPOptions are the timeouts of the http.Server; zero values take the
