@@ -98,21 +98,7 @@ func (*Email) Name() string { return "email" }
 
 // redact keeps the passwords out of an error (a server may repeat what
 // it was given).
-func (e *Email) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	s := err.Error()
-	for _, p := range []string{e.SMTPPassword, e.IMAPPassword} {
-		if p != "" {
-			s = strings.ReplaceAll(s, p, "***")
-		}
-	}
-	if s == err.Error() {
-		return err
-	}
-	return errors.New(s)
-}
+func (e *Email) redact(err error) error { return redact(err, e.SMTPPassword, e.IMAPPassword) }
 
 func (e *Email) log() *slog.Logger {
 	if e.Logger == nil {

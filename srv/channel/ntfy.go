@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -91,10 +92,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		}
 	}
 	b, _ := json.Marshal(m)
-	base := strings.TrimRight(c.URL, "/")
-	if base == "" {
-		base = "https://ntfy.sh"
-	}
+	base := cmp.Or(strings.TrimRight(c.URL, "/"), "https://ntfy.sh")
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base, bytes.NewReader(b))
 	if err != nil {
 		return fmt.Errorf("ntfy: %w", err)

@@ -75,21 +75,7 @@ type slackMessage struct {
 func (*Slack) Name() string { return "slack" }
 
 // redact keeps the tokens out of an error.
-func (s *Slack) redact(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	for _, tok := range []string{s.BotToken, s.AppToken} {
-		if tok != "" {
-			msg = strings.ReplaceAll(msg, tok, "***")
-		}
-	}
-	if msg == err.Error() {
-		return err
-	}
-	return errors.New(msg)
-}
+func (s *Slack) redact(err error) error { return redact(err, s.BotToken, s.AppToken) }
 
 func (s *Slack) warn(msg string, args ...any) {
 	if s.Logger != nil {

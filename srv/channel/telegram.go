@@ -83,12 +83,7 @@ const maxTracked = 10_000
 func (*Telegram) Name() string { return "telegram" }
 
 // redact keeps the bot token out of an error (the library's URLs hold it).
-func (t *Telegram) redact(err error) error {
-	if err == nil || t.BotToken == "" {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), t.BotToken, "***"))
-}
+func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
 
 // client makes the bot client once (without a getMe round trip: Send and
 // Listen say what fails).

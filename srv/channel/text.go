@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"errors"
 	"strings"
 	"unicode/utf8"
 
@@ -43,17 +44,30 @@ func title(n Notice) string {
 // shownName is how a person reads a channel's name ("Answered on
 // Telegram").
 func shownName(name string) string {
-	switch name {
-	case "telegram":
-		return "Telegram"
-	case "slack":
-		return "Slack"
-	case "email":
-		return "E-mail"
-	case "webhook":
-		return "Webhook"
+	if s, ok := shownNames[name]; ok {
+		return s
 	}
 	return name // ntfy writes itself so
+}
+
+var shownNames = map[string]string{"telegram": "Telegram", "slack": "Slack", "email": "E-mail", "webhook": "Webhook"}
+
+// redact keeps secrets out of an error: a server may repeat what it was
+// given, a library's URLs may hold a token.
+func redact(err error, secrets ...string) error {
+	if err == nil {
+		return nil
+	}
+	s := err.Error()
+	for _, p := range secrets {
+		if p != "" {
+			s = strings.ReplaceAll(s, p, "***")
+		}
+	}
+	if s == err.Error() {
+		return err
+	}
+	return errors.New(s)
 }
 
 // project is the last element of a project directory.

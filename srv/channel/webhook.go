@@ -17,7 +17,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -176,11 +175,7 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		if a.By != "" {
 			who = clip(a.By, 64) + " (webhook " + w.ID + ")"
 		}
-		err = h.Answer(w.Token, kind, a.ID, hub.Reply{
-			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: a.Text}}},
-			ClientID: "webhook:" + w.ID, Nickname: who, Door: "webhook",
-		})
-		switch {
+		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
 		case err != nil:
