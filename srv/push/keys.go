@@ -56,20 +56,18 @@ func writeFile(path string, b []byte) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if err := tmp.Chmod(0o600); err != nil {
-		_ = tmp.Close()
-		return err
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone once renamed
+	err = tmp.Chmod(0o600)
+	if err == nil {
+		_, err = tmp.Write(b)
 	}
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return err
+	if err == nil {
+		err = tmp.Sync()
 	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
-	if err := tmp.Close(); err != nil {
+	if err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)

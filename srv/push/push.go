@@ -16,6 +16,7 @@
 package push
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,10 +105,7 @@ type job struct {
 // New starts following the hub's events.
 func New(o Options) *Pusher {
 	// webpush-go makes the subject a mailto: URL unless it is an https one.
-	o.Subject = strings.TrimPrefix(o.Subject, "mailto:")
-	if o.Subject == "" {
-		o.Subject = "agentassistant@localhost"
-	}
+	o.Subject = cmp.Or(strings.TrimPrefix(o.Subject, "mailto:"), "agentassistant@localhost")
 	if o.Client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = maxPerService // its connections, kept for the next burst
@@ -147,9 +145,6 @@ func (p *Pusher) Close() {
 	p.unsub()
 	p.wg.Wait()
 }
-
-// PublicKey is the VAPID public key a browser subscribes with.
-func (p *Pusher) PublicKey() string { return p.o.Keys.Public }
 
 // event takes one of the hub's events; it queues, never waits.
 func (p *Pusher) event(ev hub.Event) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -95,9 +96,7 @@ func (f *FileSubscriptions) Remove(room, id string) (bool, error) {
 // f.mu held.
 func (f *FileSubscriptions) save(room string, subs []Subscription) error {
 	next := make(map[string][]Subscription, len(f.all)+1)
-	for k, v := range f.all {
-		next[k] = v
-	}
+	maps.Copy(next, f.all)
 	if len(subs) == 0 {
 		delete(next, room)
 	} else {
