@@ -111,18 +111,16 @@ func New(o Options) *Metrics {
 
 // count takes one of the hub's events; it only adds to counters.
 func (m *Metrics) count(ev hub.Event) {
+	d, what := ev.Request.Door, "outcome"
 	switch ev.Kind {
 	case hub.Asked:
-		m.requests.WithLabelValues(ev.Kind.String(), door(ev.Request.Door)).Inc()
-		m.storeWrites.WithLabelValues("request").Observe(ev.Saved.Seconds())
-		return
+		what = "request"
 	case hub.Answered:
-		m.requests.WithLabelValues(ev.Kind.String(), door(ev.Reply.Door)).Inc()
+		d = ev.Reply.Door
 		m.answerTime.WithLabelValues(ev.Request.Kind.String()).Observe(ev.At.Sub(ev.AskedAt).Seconds())
-	default:
-		m.requests.WithLabelValues(ev.Kind.String(), door(ev.Request.Door)).Inc()
 	}
-	m.storeWrites.WithLabelValues("outcome").Observe(ev.Saved.Seconds())
+	m.requests.WithLabelValues(ev.Kind.String(), door(d)).Inc()
+	m.storeWrites.WithLabelValues(what).Observe(ev.Saved.Seconds())
 }
 
 // Handler serves the figures in the Prometheus text format.
