@@ -370,7 +370,7 @@ func (c *Companion) do(ctx context.Context, cmd command) string {
 			}
 			c.typed = nil
 		}
-		return c.erase(ctx, cmd, n)
+		return c.press(ctx, cmd, typing.Backspace, n, fmt.Sprintf("✓ erased %d characters", n))
 	case Backspace:
 		if last := len(c.typed) - 1; last >= 0 {
 			if c.typed[last]--; c.typed[last] == 0 {
@@ -383,10 +383,6 @@ func (c *Companion) do(ctx context.Context, cmd command) string {
 		return c.press(ctx, cmd, typing.Enter, 1, "✓ pressed Enter")
 	}
 	return fmt.Sprintf("✗ unknown command %q (this PC knows %s, %s, %s and %s)", cmd.verb, Undo, Clear, Enter, Backspace)
-}
-
-func (c *Companion) erase(ctx context.Context, cmd command, n int) string {
-	return c.press(ctx, cmd, typing.Backspace, n, fmt.Sprintf("✓ erased %d characters", n))
 }
 
 func (c *Companion) press(ctx context.Context, cmd command, k typing.Key, n int, ok string) string {
