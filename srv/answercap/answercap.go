@@ -17,6 +17,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,25 +92,14 @@ func (s *Store) take(name string, now time.Time) (*Cap, error) {
 	if s.shared != nil {
 		return s.shared.take(name, now)
 	}
-	c, ok := s.takeLocal(name, now)
-	if !ok {
-		return nil, ErrVoid
-	}
-	return c, nil
-}
-
-func (s *Store) takeLocal(name string, now time.Time) (*Cap, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := s.byCap[name]
-	if c == nil {
-		return nil, false
-	}
 	delete(s.byCap, name)
-	if now.After(c.Expires) {
-		return nil, false
+	if c == nil || now.After(c.Expires) {
+		return nil, ErrVoid
 	}
-	return c, true
+	return c, nil
 }
 
 // Void ends every capability of a settled question. In cluster mode
@@ -154,16 +144,10 @@ func (s *Store) pruneLocked(now time.Time) {
 		delete(s.byCap, first)
 	}
 	for k, names := range s.byReq {
-		live := names[:0]
-		for _, n := range names {
-			if s.byCap[n] != nil {
-				live = append(live, n)
-			}
-		}
-		if len(live) == 0 {
-			delete(s.byReq, k)
-		} else {
+		if live := slices.DeleteFunc(names, func(n string) bool { return s.byCap[n] == nil }); len(live) > 0 {
 			s.byReq[k] = live
+		} else {
+			delete(s.byReq, k)
 		}
 	}
 }
