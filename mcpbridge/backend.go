@@ -57,12 +57,13 @@ type UIBackend interface {
 // the server at serverURL. A nil Control takes no missed answers and
 // withdraws nothing (the server's orphan grace does); a nil Reply puts
 // no answer in (the bridge offers no form then); a nil UI has no web UI
-// tools (the bridge lists none then).
+// tools (the bridge lists none then). The UI's calls are the relay
+// client's own, but for CallUITool.
 type connectBackend struct {
 	client  agentassistprotoconnect.SrvAgentAssistClient
 	control agentassistprotoconnect.SrvAgentAssistControlClient
 	reply   agentassistprotoconnect.SrvAgentAssistReplyClient
-	ui      agentassistprotoconnect.SrvUIRelayClient
+	agentassistprotoconnect.SrvUIRelayClient
 
 	serverURL string
 	log       *slog.Logger
@@ -144,10 +145,6 @@ func (c *connectBackend) TaskFinishReply(ctx context.Context, req *pb.TaskFinish
 	return err
 }
 
-func (c *connectBackend) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	return c.ui.GetUIState(ctx, req)
-}
-
 // CallUITool sends the parameters as the JSON object the wire carries.
 func (c *connectBackend) CallUITool(ctx context.Context, session, tool string, params map[string]any, reason string) (*pb.CallUIToolResponse, error) {
 	if params == nil {
@@ -157,21 +154,5 @@ func (c *connectBackend) CallUITool(ctx context.Context, session, tool string, p
 	if err != nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("encode params: %w", err))
 	}
-	return c.ui.CallUITool(ctx, &pb.CallUIToolRequest{RelaySession: session, ToolName: tool, ParamsJson: string(pj), Reason: reason})
-}
-
-func (c *connectBackend) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	return c.ui.PostAgentMessage(ctx, req)
-}
-
-func (c *connectBackend) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	return c.ui.WaitUserMessage(ctx, req)
-}
-
-func (c *connectBackend) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	return c.ui.StartSession(ctx, req)
-}
-
-func (c *connectBackend) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	return c.ui.EndSession(ctx, req)
+	return c.SrvUIRelayClient.CallUITool(ctx, &pb.CallUIToolRequest{RelaySession: session, ToolName: tool, ParamsJson: string(pj), Reason: reason})
 }

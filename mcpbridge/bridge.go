@@ -203,7 +203,7 @@ func newBridge(o Options) *bridge {
 	if b.be != nil {
 		b.o.Probe = nil // no link to a server that could stall
 	} else {
-		b.be = &connectBackend{client: o.Client, control: o.Control, reply: o.Reply, ui: o.UI, serverURL: o.ServerURL, log: o.Logger}
+		b.be = &connectBackend{client: o.Client, control: o.Control, reply: o.Reply, SrvUIRelayClient: o.UI, serverURL: o.ServerURL, log: o.Logger}
 		b.linked = true
 	}
 	return b
