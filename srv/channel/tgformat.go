@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"html"
 	"net/url"
@@ -54,9 +55,8 @@ func (r *tgRenderer) block(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {
 		case *ast.Heading:
-			r.b.WriteString("<b>")
-			r.inline(c)
-			r.b.WriteString("</b>\n\n")
+			r.tagged("b", c)
+			r.b.WriteString("\n\n")
 		case *ast.Paragraph, *ast.TextBlock:
 			r.inline(c)
 			r.b.WriteString("\n\n")
@@ -68,21 +68,17 @@ func (r *tgRenderer) block(n ast.Node) {
 			} else {
 				r.b.WriteString("<pre><code>")
 			}
-			r.lines(c)
+			r.lines(c.Lines())
 			r.b.WriteString("</code></pre>\n\n")
 		case *ast.CodeBlock:
 			r.b.WriteString("<pre><code>")
-			r.lines(c)
+			r.lines(c.Lines())
 			r.b.WriteString("</code></pre>\n\n")
 		case *ast.HTMLBlock:
-			r.lines(c)
+			r.lines(c.Lines())
 			r.b.WriteString("\n")
 		case *ast.Blockquote:
-			var inner tgRenderer
-			inner.src = r.src
-			inner.block(c)
-			r.photos = append(r.photos, inner.photos...)
-			r.b.WriteString("<blockquote>" + strings.TrimSpace(inner.b.String()) + "</blockquote>\n\n")
+			r.b.WriteString("<blockquote>" + r.nested(c) + "</blockquote>\n\n")
 		case *ast.List:
 			r.list(c)
 		default:
@@ -91,13 +87,40 @@ func (r *tgRenderer) block(n ast.Node) {
 	}
 }
 
-// lines writes a code or HTML block's lines, escaped.
-func (r *tgRenderer) lines(n ast.Node) {
-	ls := n.Lines()
+// lines writes a code or HTML block's lines (or raw HTML's segments),
+// escaped.
+func (r *tgRenderer) lines(ls *text.Segments) {
 	for i := range ls.Len() {
 		s := ls.At(i)
 		r.esc(string(s.Value(r.src)))
 	}
+}
+
+// nested renders a block node (a quote, a list item) on its own, its
+// photos taken with the others.
+func (r *tgRenderer) nested(n ast.Node) string {
+	inner := tgRenderer{src: r.src}
+	inner.block(n)
+	r.photos = append(r.photos, inner.photos...)
+	return strings.TrimSpace(inner.b.String())
+}
+
+// tagged renders n's inline children inside the HTML element tag.
+func (r *tgRenderer) tagged(tag string, n ast.Node) {
+	r.b.WriteString("<" + tag + ">")
+	r.inline(n)
+	r.b.WriteString("</" + tag + ">")
+}
+
+// text is the text of n's Text children.
+func (r *tgRenderer) text(n ast.Node) string {
+	var b bytes.Buffer
+	for t := n.FirstChild(); t != nil; t = t.NextSibling() {
+		if tx, ok := t.(*ast.Text); ok {
+			b.Write(tx.Value(r.src))
+		}
+	}
+	return b.String()
 }
 
 func (r *tgRenderer) list(l *ast.List) {
@@ -108,12 +131,7 @@ func (r *tgRenderer) list(l *ast.List) {
 			mark = strconv.Itoa(n) + ". "
 			n++
 		}
-		var inner tgRenderer
-		inner.src = r.src
-		inner.block(item)
-		r.photos = append(r.photos, inner.photos...)
-		body := strings.TrimSpace(inner.b.String())
-		body = strings.ReplaceAll(body, "\n\n", "\n")
+		body := strings.ReplaceAll(r.nested(item), "\n\n", "\n")
 		r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
 	}
 	r.b.WriteString("\n")
@@ -132,24 +150,16 @@ func (r *tgRenderer) inline(n ast.Node) {
 			r.esc(string(c.Value))
 		case *ast.CodeSpan:
 			r.b.WriteString("<code>")
-			for t := c.FirstChild(); t != nil; t = t.NextSibling() {
-				if tx, ok := t.(*ast.Text); ok {
-					r.esc(string(tx.Value(r.src)))
-				}
-			}
+			r.esc(r.text(c))
 			r.b.WriteString("</code>")
 		case *ast.Emphasis:
 			tag := "i"
 			if c.Level >= 2 {
 				tag = "b"
 			}
-			r.b.WriteString("<" + tag + ">")
-			r.inline(c)
-			r.b.WriteString("</" + tag + ">")
+			r.tagged(tag, c)
 		case *extast.Strikethrough:
-			r.b.WriteString("<s>")
-			r.inline(c)
-			r.b.WriteString("</s>")
+			r.tagged("s", c)
 		case *ast.Link:
 			r.link(string(c.Destination), c)
 		case *ast.AutoLink:
@@ -161,11 +171,7 @@ func (r *tgRenderer) inline(n ast.Node) {
 		case *ast.Image:
 			r.image(c)
 		case *ast.RawHTML:
-			segs := c.Segments
-			for i := range segs.Len() {
-				s := segs.At(i)
-				r.esc(string(s.Value(r.src)))
-			}
+			r.lines(c.Segments)
 		default:
 			r.inline(c)
 		}
@@ -190,29 +196,19 @@ func (r *tgRenderer) link(dest string, n ast.Node) {
 
 // image takes a data: image out as a photo; any other is a link to it.
 func (r *tgRenderer) image(img *ast.Image) {
-	var alt bytes.Buffer
-	for t := img.FirstChild(); t != nil; t = t.NextSibling() {
-		if tx, ok := t.(*ast.Text); ok {
-			alt.Write(tx.Value(r.src))
-		}
-	}
+	alt := r.text(img)
 	dest := string(img.Destination)
 	if meta, data, ok := strings.Cut(dest, ","); ok && strings.HasPrefix(meta, "data:image/") && strings.HasSuffix(meta, ";base64") {
 		b, err := base64.StdEncoding.DecodeString(data)
 		if err == nil && len(r.photos) < maxPhotos {
-			r.photos = append(r.photos, photo{alt: alt.String(), mime: strings.TrimSuffix(strings.TrimPrefix(meta, "data:"), ";base64"), data: b})
-			if alt.Len() > 0 {
-				r.b.WriteString("[")
-				r.esc(alt.String())
-				r.b.WriteString("]")
+			r.photos = append(r.photos, photo{alt: alt, mime: strings.TrimSuffix(strings.TrimPrefix(meta, "data:"), ";base64"), data: b})
+			if alt != "" {
+				r.esc("[" + alt + "]")
 			}
 			return
 		}
 	}
-	label := alt.String()
-	if label == "" {
-		label = "image"
-	}
+	label := cmp.Or(alt, "image")
 	if u, err := url.Parse(dest); err == nil && (u.Scheme == "http" || u.Scheme == "https") {
 		r.b.WriteString(`<a href="` + html.EscapeString(u.String()) + `">`)
 		r.esc("[" + label + "]")
