@@ -111,7 +111,9 @@ func (a *agent) until(typ string) map[string]any {
 // skip allows; any other fails the test.
 func (a *agent) next(typ string, skip func(t any) bool) map[string]any {
 	a.t.Helper()
-	deadline := time.After(5 * time.Second)
+	// A bound for a test that would hang, not a measure: a loaded machine
+	// running -race takes seconds over a big state.
+	deadline := time.After(30 * time.Second)
 	for {
 		select {
 		case m, ok := <-a.in:
@@ -125,7 +127,7 @@ func (a *agent) next(typ string, skip func(t any) bool) map[string]any {
 				a.t.Fatalf("waiting for %s, got %v", typ, m)
 			}
 		case <-deadline:
-			a.t.Fatalf("no %s within 5s", typ)
+			a.t.Fatalf("no %s within 30s", typ)
 		}
 	}
 }
