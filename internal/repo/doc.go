@@ -1,5 +1,6 @@
 // Package repo has no code of its own: its tests read the repository as
 // a whole. docs/architecture.md's package map is checked against what
 // each package imports, and its paragraph on the hub and the relay
-// against their files.
+// against their files; and the hub's files are checked to build no /ws
+// frame.
 package repo

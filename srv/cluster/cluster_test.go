@@ -17,6 +17,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -35,13 +36,28 @@ func newClient(id string) *client {
 func (c *client) ID() string             { return c.id }
 func (c *client) Nickname() string       { return "nick-" + c.id }
 func (c *client) ConnectedAt() time.Time { return time.Unix(0, 0) }
-func (c *client) Send(b []byte) bool {
-	var m pb.WebsocketMessage
-	if err := proto.Unmarshal(b, &m); err != nil {
-		panic(err)
+func (c *client) Send(n *hub.Note) bool {
+	for _, b := range n.Encoded(wsFrames) {
+		var m pb.WebsocketMessage
+		if err := proto.Unmarshal(b, &m); err != nil {
+			panic(err)
+		}
+		c.frames <- &m
 	}
-	c.frames <- &m
 	return true
+}
+
+// wsFrames is the /ws door's encoding of a note, marshalled.
+func wsFrames(n *hub.Note) [][]byte {
+	var out [][]byte
+	for _, m := range inbox.Messages(n) {
+		b, err := proto.Marshal(m)
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // expect waits for the next frame of cmd, skipping presence.

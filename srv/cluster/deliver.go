@@ -7,25 +7,21 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
-	"google.golang.org/protobuf/proto"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
-// Chat and remote input across instances: the sender's instance builds
-// the frame and asks the receiver's instance, by a NATS request on
-// aa.deliver.<instance>, to queue it to the receiver's connection; the
+// Chat and remote input across instances: the sender's instance asks the
+// receiver's instance, by a NATS request on aa.deliver.<instance>, to
+// queue the line (hub.Line) to the receiver's connection; the
 // answer says it did (an empty reply) or why not. Nothing is stored: a
 // line is accepted once the receiver's instance queued it, as on one
 // instance, and the sender is told when it was not.
 
-// delivery is a frame for one client of a room.
+// delivery is a line for one client of a room.
 type delivery struct {
-	Room  string `json:"room"`
-	To    string `json:"to"`
-	Frame []byte `json:"frame"`
+	Room string   `json:"room"`
+	Line hub.Line `json:"line"`
 }
 
 // replyNoReceiver is the answer for a client not connected there.
@@ -33,9 +29,9 @@ const replyNoReceiver = "no receiver"
 
 func deliverSubject(instance string) string { return "aa.deliver." + instanceKey(instance) }
 
-// Deliver hands frame to client to of room on instance at (hub.Peers).
-func (c *Cluster) Deliver(ctx context.Context, at, room, to string, frame []byte) error {
-	b, err := json.Marshal(delivery{Room: room, To: to, Frame: frame})
+// Deliver hands l to its receiver in room on instance at (hub.Peers).
+func (c *Cluster) Deliver(ctx context.Context, at, room string, l hub.Line) error {
+	b, err := json.Marshal(delivery{Room: room, Line: l})
 	if err != nil {
 		return fmt.Errorf("encode delivery: %w", err)
 	}
@@ -56,7 +52,7 @@ func (c *Cluster) Deliver(ctx context.Context, at, room, to string, frame []byte
 	}
 }
 
-// serveDeliveries takes the frames other instances send to this one's
+// serveDeliveries takes the lines other instances send to this one's
 // clients. The subscription is the connection's, ended by its Close.
 func (c *Cluster) serveDeliveries(h *hub.Hub) error {
 	_, err := c.nc.Subscribe(deliverSubject(c.o.Instance), func(m *nats.Msg) {
@@ -69,7 +65,8 @@ func (c *Cluster) serveDeliveries(h *hub.Hub) error {
 }
 
 // deliverLocal queues a delivery and returns the answer: empty when done.
-// Only chat and remote-input frames are taken.
+// A line is only ever a chat line or a remote-input backspace, which the
+// receiver's door encodes.
 func (c *Cluster) deliverLocal(h *hub.Hub, data []byte) string {
 	var d delivery
 	if err := json.Unmarshal(data, &d); err != nil {
@@ -79,11 +76,7 @@ func (c *Cluster) deliverLocal(h *hub.Hub, data []byte) string {
 	if !ok {
 		return replyNoReceiver
 	}
-	var m pb.WebsocketMessage
-	if err := proto.Unmarshal(d.Frame, &m); err != nil || (m.Cmd != wire.CmdChatMessageNotification && m.Cmd != wire.CmdSendBackspace) {
-		return "not a chat or remote-input frame"
-	}
-	if err := h.DeliverLocal(token, d.To, d.Frame); err != nil {
+	if err := h.DeliverLocal(token, d.Line); err != nil {
 		return replyNoReceiver
 	}
 	return ""

@@ -43,8 +43,8 @@ func questions(t *testing.T, in *instance, before time.Time, limit int) ([]strin
 	var out []string
 	var last int64
 	for _, it := range items {
-		out = append(out, it.GetAskQuestionRequest().GetRequest().GetQuestion())
-		last = it.GetCreatedAt()
+		out = append(out, it.Request.Text)
+		last = it.AskedAt.UnixMilli()
 	}
 	return out, more, last
 }
@@ -79,10 +79,10 @@ func TestHistoryAcrossInstances(t *testing.T) {
 		t.Fatalf("first page: %d items, more %v", len(items), more)
 	}
 	it := items[0]
-	if it.GetAskQuestionRequest().GetID() != "h4" || it.GetAskQuestionRequest().GetRequest().GetQuestion() != "Question 4" ||
-		it.GetStatus() != store.Answered || it.GetAnsweredBy() != "nick-pa" ||
-		it.GetResponse().GetContents()[0].GetText().GetText() != "answer 4" ||
-		it.GetCreatedAt() != base.Add(4*time.Minute).UnixMilli() || it.GetClosedAt() != base.Add(4*time.Minute).UnixMilli() {
+	if it.Request.ID != "h4" || it.Request.Text != "Question 4" ||
+		it.Status != store.Answered || it.Reply == nil || it.Reply.Nickname != "nick-pa" ||
+		it.Reply.Contents[0].GetText().GetText() != "answer 4" ||
+		!it.AskedAt.Equal(base.Add(4*time.Minute)) || !it.ClosedAt.Equal(base.Add(4*time.Minute)) {
 		t.Fatalf("newest item: %v", it)
 	}
 	got, more, last := questions(t, b, later, 2)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"testing"
@@ -20,7 +21,7 @@ import (
 func online(in *instance) []string {
 	var ids []string
 	for _, u := range in.hub.OnlineUsers(tok) {
-		ids = append(ids, u.GetClientId())
+		ids = append(ids, u.ID)
 	}
 	slices.Sort(ids)
 	return ids
@@ -95,7 +96,7 @@ func TestChatAcrossInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := onB.expect(t, wire.CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage()
-	if got.GetContent() != "hello from A" || got.GetSenderClientId() != "a1a1" || got.GetMessageId() != msg.GetMessageId() ||
+	if got.GetContent() != "hello from A" || got.GetSenderClientId() != "a1a1" || got.GetMessageId() != msg.ID ||
 		got.GetReceiverNickname() != "nick-b1b1" {
 		t.Fatalf("B's device got %v", got)
 	}
@@ -177,9 +178,9 @@ func TestReplayOnAnotherInstance(t *testing.T) {
 	// The phone comes back on B.
 	back := newClient("c4c4")
 	var resumed bool
-	b.hub.Join(tok, back, func(r bool) []byte {
+	b.hub.Join(tok, back, func(r bool) {
 		resumed = r
-		return mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdUserLogin})
+		back.frames <- &pb.WebsocketMessage{Cmd: wire.CmdUserLogin}
 	}, hub.Resume{Epoch: a.hub.Epoch(), From: seen})
 	if !resumed {
 		t.Fatal("not resumed on B")
@@ -254,8 +255,10 @@ func TestMissedFromAnyInstance(t *testing.T) {
 }
 
 // TestDeliveryTakesOnlyChat: what another instance (or anyone publishing
-// to NATS) hands over for a client here is queued only when it is a chat
-// line or a remote-input key, and only into a room of this deployment.
+// to NATS) hands over for a client here is queued only as a chat line or
+// a remote-input key (a hub.Line, which the client's door encodes), and
+// only into a room of this deployment: a frame of the client's wire
+// (an older instance's delivery) is not passed on.
 func TestDeliveryTakesOnlyChat(t *testing.T) {
 	ns := natstest.Start(t)
 	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
@@ -263,22 +266,33 @@ func TestDeliveryTakesOnlyChat(t *testing.T) {
 	b.hub.Join(tok, onB, nil, hub.Resume{})
 	room := store.Room(tok)
 	ctx := context.Background()
-	forged := mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdAskQuestion, AskQuestionRequest: &pb.AskQuestionRequest{ID: "forged"}})
-	if err := a.c.Deliver(ctx, "b", room, "b6b6", forged); err == nil || errors.Is(err, hub.ErrNoReceiver) {
-		t.Fatalf("a forged question was delivered: %v", err)
+	raw := func(data []byte) string {
+		t.Helper()
+		m, err := a.c.nc.RequestWithContext(ctx, deliverSubject("b"), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(m.Data)
 	}
-	if err := a.c.Deliver(ctx, "b", room, "b6b6", []byte("not protobuf \xff")); err == nil {
-		t.Fatal("garbage was delivered")
-	}
-	line := mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdChatMessageNotification})
-	if err := a.c.Deliver(ctx, "b", store.Room("another-deployment-token"), "b6b6", line); !errors.Is(err, hub.ErrNoReceiver) {
-		t.Fatalf("a line into another room: %v", err)
-	}
-	if err := a.c.Deliver(ctx, "b", room, "b6b6", line); err != nil {
+	forged, err := json.Marshal(map[string]any{"room": room, "to": "b6b6", "frame": mustMarshal(&pb.WebsocketMessage{Cmd: wire.CmdAskQuestion, AskQuestionRequest: &pb.AskQuestionRequest{ID: "forged"}})})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if m := onB.expect(t, wire.CmdChatMessageNotification); m == nil {
-		t.Fatal("no line")
+	if got := raw(forged); got == "" {
+		t.Fatal("a forged question was delivered")
+	}
+	if got := raw([]byte("not json \xff")); got == "" {
+		t.Fatal("garbage was delivered")
+	}
+	line := hub.Line{ID: "l1", From: hub.User{ID: "a6a6", Nickname: "nick-a6a6"}, To: hub.User{ID: "b6b6", Nickname: "nick-b6b6"}, Content: "hi"}
+	if err := a.c.Deliver(ctx, "b", store.Room("another-deployment-token"), line); !errors.Is(err, hub.ErrNoReceiver) {
+		t.Fatalf("a line into another room: %v", err)
+	}
+	if err := a.c.Deliver(ctx, "b", room, line); err != nil {
+		t.Fatal(err)
+	}
+	if m := onB.expect(t, wire.CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage(); m.GetMessageId() != "l1" || m.GetContent() != "hi" {
+		t.Fatalf("the line came as %v", m)
 	}
 	select {
 	case m := <-onB.frames:

@@ -6,20 +6,20 @@ import (
 	"sync"
 )
 
-// broadcast sends the frames, in order, to every client but the one with
+// broadcast sends the notes, in order, to every client but the one with
 // id except.
-func broadcast(cs []Client, frame [][]byte, except string) {
+func broadcast(cs []Client, notes []*Note, except string) {
 	// Sends to idle connections are writes on this goroutine; a crowd is
 	// split among one goroutine per CPU, which the writes keep busy.
 	parts := min(runtime.GOMAXPROCS(0), len(cs)/crowdPart)
 	if parts < 2 {
-		sendAll(cs, frame, except)
+		sendAll(cs, notes, except)
 		return
 	}
 	var wg sync.WaitGroup
 	size := (len(cs) + parts - 1) / parts
 	for part := range slices.Chunk(cs, size) {
-		wg.Go(func() { sendAll(part, frame, except) })
+		wg.Go(func() { sendAll(part, notes, except) })
 	}
 	wg.Wait()
 }
@@ -28,11 +28,11 @@ func broadcast(cs []Client, frame [][]byte, except string) {
 // broadcast.
 const crowdPart = 128
 
-func sendAll(cs []Client, frames [][]byte, except string) {
+func sendAll(cs []Client, notes []*Note, except string) {
 	for _, c := range cs {
 		if c.ID() != except {
-			for _, f := range frames {
-				c.Send(f)
+			for _, n := range notes {
+				c.Send(n)
 			}
 		}
 	}

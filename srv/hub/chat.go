@@ -1,84 +1,54 @@
 package hub
 
-import (
-	"time"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
-)
+import "github.com/agentassistant/agentassistant/internal/wire"
 
 // Chat and remote input between two clients of a room.
 
-// Chat delivers a chat message from one client of token to another.
+// Chat delivers a chat message from one client of token to another, and
+// returns the line as it went.
 //
 // In cluster mode a receiver connected to another instance gets it
 // through that instance; Chat returns once that instance queued it to the
 // receiver's connection (what a chat accepted means on one instance too),
 // ErrNoReceiver when it did not.
-func (h *Hub) Chat(token string, from Client, to, content string) (*pb.ChatMessage, error) {
-	r := h.room(token)
-	msg, far, err := r.chat(from, to, content, h.now())
-	if far != nil {
-		err = h.deliver(r, far, chatFrame(msg))
+func (h *Hub) Chat(token string, from Client, to, content string) (Line, error) {
+	l := Line{ID: wire.NewID(), From: userOf(from), Content: content, SentAt: h.now()}
+	if err := h.send(h.room(token), &l, to); err != nil {
+		return Line{}, err
 	}
-	if err != nil {
-		return nil, err
-	}
-	return msg, nil
+	return l, nil
 }
 
 // Backspace forwards a remote-input backspace from one client of token to
-// another: the receiver gets Cmd SendBackspace naming the sender.
+// another.
 func (h *Hub) Backspace(token string, from Client, to string) error {
-	r := h.room(token)
-	r.mu.Lock()
-	recv := r.clients[to]
-	far := r.remoteReceiver(to)
-	r.mu.Unlock()
-	if recv == nil && far == nil {
-		return ErrNoReceiver
-	}
-	frame := marshal(&pb.WebsocketMessage{
-		Cmd:                  wire.CmdSendBackspace,
-		SendBackspaceRequest: &pb.SendBackspaceRequest{ReceiverClientId: to},
-		StrParam:             from.ID(),
-		Nickname:             from.Nickname(),
-	})
-	if recv == nil {
-		return h.deliver(r, far, frame)
-	}
-	recv.Send(frame)
-	return nil
+	return h.send(h.room(token), &Line{Backspace: true, From: userOf(from)}, to)
 }
 
-// chat sends the line to a receiver connected here; for one connected to
-// another instance it returns the line and the receiver, to deliver once
-// the lock is released.
-func (r *room) chat(from Client, to, content string, now time.Time) (*pb.ChatMessage, *remote, error) {
+// send hands l to the device to, here or through its instance, naming
+// the receiver in l.
+func (h *Hub) send(r *room, l *Line, to string) error {
 	r.mu.Lock()
-	var recv Client
+	recv := r.clients[to]
 	var far *remote
-	if c := r.clients[to]; c != nil {
-		recv = c
-	} else if far = r.remoteReceiver(to); far != nil {
-		recv = far
+	if recv == nil {
+		far = r.remoteReceiver(to)
 	}
 	r.mu.Unlock()
-	if recv == nil {
-		return nil, nil, ErrNoReceiver
+	switch {
+	case recv != nil:
+		l.To = User{ID: to, Nickname: recv.Nickname()}
+	case far != nil:
+		l.To = User{ID: to, Nickname: far.Nickname()}
+	default:
+		return ErrNoReceiver
 	}
-	msg := &pb.ChatMessage{
-		MessageId:        wire.NewID(),
-		SenderClientId:   from.ID(),
-		SenderNickname:   from.Nickname(),
-		ReceiverClientId: recv.ID(),
-		ReceiverNickname: recv.Nickname(),
-		Content:          content,
-		SentAt:           now.Unix(),
+	if l.Backspace {
+		l.To.Nickname = "" // a backspace names its receiver by ID only
 	}
 	if far != nil {
-		return msg, far, nil
+		return h.deliver(r, far, *l)
 	}
-	recv.Send(chatFrame(msg))
-	return msg, nil, nil
+	recv.Send(&Note{Kind: NoteLine, Line: l})
+	return nil
 }

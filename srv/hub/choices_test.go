@@ -14,8 +14,8 @@ import (
 )
 
 // TestChoicesReachClientsAndSurviveRestart: the options offered with a
-// question and a task report go to the devices in field 7 of the request
-// frames, and are still there in the pending list after a restart.
+// question and a task report go to the devices with the requests, and
+// are still there in the pending list after a restart.
 func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		qs := []*pb.Question{{Question: "go on?", Options: []*pb.Option{{Label: "Continue", Description: "keep going"}, {Label: "Stop"}}, Multiple: true, Custom: true}}
@@ -36,13 +36,17 @@ func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 			}()
 		}
 		synctest.Wait()
-		if got := dev.waitFor(t, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest().GetQuestions(); !questionsEqual(got, qs) {
-			t.Errorf("AskQuestion frame's Questions = %v", got)
-		}
-		for _, cmd := range []string{wire.CmdTaskFinish, wire.CmdWorkReport} {
-			if got := dev.waitFor(t, cmd).GetTaskFinishRequest().GetRequest().GetQuestions(); !questionsEqual(got, qs) {
-				t.Errorf("%s frame's Questions = %v", cmd, got)
+		shown := 0
+		for _, n := range dev.notes() {
+			if n.Kind == NoteAsked {
+				shown++
+				if !questionsEqual(n.Request.Questions, qs) {
+					t.Errorf("%s shown with Questions = %v", n.Request.Kind, n.Request.Questions)
+				}
 			}
+		}
+		if shown != 2 {
+			t.Errorf("%d requests shown, want 2", shown)
 		}
 		h.Close()
 		cancel()
@@ -66,12 +70,8 @@ func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 			t.Fatalf("pending after restart = %v", ps)
 		}
 		for _, p := range ps {
-			got := p.GetAskQuestionRequest().GetRequest().GetQuestions()
-			if p.GetTaskFinishRequest() != nil {
-				got = p.GetTaskFinishRequest().GetRequest().GetQuestions()
-			}
-			if !questionsEqual(got, qs) {
-				t.Errorf("%s after restart: Questions = %v", p.GetMessageType(), got)
+			if !questionsEqual(p.Request.Questions, qs) {
+				t.Errorf("%s after restart: Questions = %v", p.Request.Kind, p.Request.Questions)
 			}
 		}
 		h2.Close()

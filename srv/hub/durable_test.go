@@ -62,8 +62,8 @@ func TestNothingAnnouncedBeforeItIsSaved(t *testing.T) {
 		t.Fatalf("answered before it was shown: %v", err)
 	}
 	g.pass <- struct{}{}
-	a.waitFor(t, wire.CmdAskQuestion)
-	b.waitFor(t, wire.CmdAskQuestion)
+	a.waitFor(t, NoteAsked)
+	b.waitFor(t, NoteAsked)
 
 	answered := make(chan error, 1)
 	go func() { answered <- h.Answer("tok", wire.AskQuestion, "q", Reply{ClientID: "a", Nickname: "pc"}) }()
@@ -76,7 +76,7 @@ func TestNothingAnnouncedBeforeItIsSaved(t *testing.T) {
 	default:
 	}
 	for _, c := range b.cmds() {
-		if c == wire.CmdAskQuestionReplyNotification {
+		if c == NoteAnswered {
 			t.Fatal("another screen was told before the answer was saved")
 		}
 	}
@@ -87,7 +87,7 @@ func TestNothingAnnouncedBeforeItIsSaved(t *testing.T) {
 	if r := <-rc; r == nil || r.Nickname != "pc" || <-ec != nil {
 		t.Fatalf("reply %+v", r)
 	}
-	b.waitFor(t, wire.CmdAskQuestionReplyNotification)
+	b.waitFor(t, NoteAnswered)
 }
 
 // A question withdrawn while its record is being written is never shown.

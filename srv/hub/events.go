@@ -15,7 +15,7 @@ import (
 // happened: Asked where the agent's call came in and its record was
 // saved, an outcome where it was written. Subscribers are called on the
 // goroutine that made the change, after the room's clients were sent
-// their frames and outside every lock; a subscriber must not block (it
+// their notes and outside every lock; a subscriber must not block (it
 // queues what takes time on a goroutine it owns).
 
 // EventKind says what happened.

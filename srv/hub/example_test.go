@@ -6,50 +6,44 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // screen is a device logged in to a room, as the hub sees it: /ws's
-// connection in the server. It keeps the frames it is sent for the
-// example to read.
+// connection in the server, which encodes what it is told in its wire.
+// It keeps the notes it is sent for the example to read.
 type screen struct {
 	id, nickname string
-	frames       chan *pb.WebsocketMessage
+	notes        chan *hub.Note
 }
 
 func newScreen(id, nickname string) *screen {
-	return &screen{id: id, nickname: nickname, frames: make(chan *pb.WebsocketMessage, 64)}
+	return &screen{id: id, nickname: nickname, notes: make(chan *hub.Note, 64)}
 }
 
 func (s *screen) ID() string             { return s.id }
 func (s *screen) Nickname() string       { return s.nickname }
 func (s *screen) ConnectedAt() time.Time { return time.Time{} }
 
-// Send must not block: a real connection queues the frame, and drops a
-// client too slow to keep up.
-func (s *screen) Send(frame []byte) bool {
-	m := new(pb.WebsocketMessage)
-	if proto.Unmarshal(frame, m) != nil {
-		return false
-	}
+// Send must not block: a real connection queues the note's frames, and
+// drops a client too slow to keep up.
+func (s *screen) Send(n *hub.Note) bool {
 	select {
-	case s.frames <- m:
+	case s.notes <- n:
 		return true
 	default:
 		return false
 	}
 }
 
-// next is the next frame of cmd the screen was sent, skipping the others
+// next is the next note of kind the screen was sent, skipping the others
 // (presence, say).
-func (s *screen) next(cmd string) *pb.WebsocketMessage {
-	for m := range s.frames {
-		if m.Cmd == cmd {
-			return m
+func (s *screen) next(kind hub.NoteKind) *hub.Note {
+	for n := range s.notes {
+		if n.Kind == kind {
+			return n
 		}
 	}
 	return nil
@@ -76,8 +70,8 @@ func Example() {
 		replies <- rep
 	}()
 
-	q := phone.next(wire.CmdAskQuestion).GetAskQuestionRequest()
-	fmt.Printf("the phone shows %s from %s: %s\n", q.GetID(), q.GetRequest().GetProjectDirectory(), q.GetRequest().GetQuestion())
+	q := phone.next(hub.NoteAsked).Request
+	fmt.Printf("the phone shows %s from %s: %s\n", q.ID, q.ProjectDirectory, q.Text)
 
 	err := h.Answer("token", wire.AskQuestion, "q-1", hub.Reply{
 		ClientID: phone.ID(), Nickname: phone.Nickname(),
@@ -111,14 +105,14 @@ func ExampleHub_Cancel() {
 		_, err := h.Ask(context.Background(), "token", hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour})
 		asked <- err
 	}()
-	phone.next(wire.CmdAskQuestion)
+	phone.next(hub.NoteAsked)
 
 	if err := h.Cancel("token", "q-1"); err != nil {
 		fmt.Println("cancel:", err)
 	}
 	fmt.Println("the agent's call:", <-asked)
-	n := phone.next(wire.CmdRequestCancelled).GetRequestCancelledNotification()
-	fmt.Println("the phone is told:", n.GetRequestId(), n.GetReason())
+	n := phone.next(hub.NoteClosed)
+	fmt.Println("the phone is told:", n.Request.ID, n.Reason)
 	// Output:
 	// the agent's call: the request was withdrawn before anyone answered
 	// the phone is told: q-1 cancelled

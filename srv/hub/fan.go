@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// fanLocked queues a broadcast of a request event's frames to the room's
+// fanLocked queues a broadcast of a request event's notes to the room's
 // clients but the one with id except, and returns the function that sends
 // it, to be called once r.mu is released. Called with r.mu held, right
 // after emitLocked.
@@ -16,7 +16,7 @@ import (
 // last device before the notification of a quick device's answer to it
 // starts competing with it for the CPU and the sockets (the answer comes
 // back while the question is still going out to a crowd).
-func (r *room) fanLocked(frames [][]byte, except string) func() {
+func (r *room) fanLocked(notes []*Note, except string) func() {
 	cs := r.clientsLocked()
 	prev := r.fanTail
 	done := make(chan struct{})
@@ -30,7 +30,7 @@ func (r *room) fanLocked(frames [][]byte, except string) func() {
 		if prev != nil {
 			<-prev
 		}
-		broadcast(cs, frames, except)
+		broadcast(cs, notes, except)
 		close(done)
 	}
 }
@@ -51,12 +51,12 @@ const settledNoteDelay = 20 * time.Millisecond
 // it did. A note no other client is to get goes at once. It returns the
 // function to call once r.mu is released, as fanLocked does. The timer
 // runs the broadcast on its own goroutine; nothing else waits for it.
-func (r *room) fanLaterLocked(frames [][]byte, except string) func() {
+func (r *room) fanLaterLocked(notes []*Note, except string) func() {
 	others := len(r.clients)
 	if r.clients[except] != nil {
 		others--
 	}
-	send := r.fanLocked(frames, except)
+	send := r.fanLocked(notes, except)
 	if others <= 0 {
 		return send
 	}

@@ -7,9 +7,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -21,12 +18,11 @@ type slowClient struct {
 	gate chan struct{}
 }
 
-func (s *slowClient) Send(b []byte) bool {
-	var m pb.WebsocketMessage
-	if proto.Unmarshal(b, &m) == nil && m.Cmd == wire.CmdAskQuestion {
+func (s *slowClient) Send(n *Note) bool {
+	if n.Kind == NoteAsked {
 		<-s.gate
 	}
-	return s.fakeClient.Send(b)
+	return s.fakeClient.Send(n)
 }
 
 // A room's request events reach each device in order, one broadcast after
@@ -58,7 +54,7 @@ func TestRequestEventsGoOutInOrder(t *testing.T) {
 		<-rc
 		time.Sleep(settledNoteDelay)
 		synctest.Wait()
-		want := []string{wire.CmdAskQuestion, wire.CmdAskQuestionReplyNotification}
+		want := []NoteKind{NoteAsked, NoteAnswered}
 		if got := slow.cmds(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 			t.Fatalf("the slow device got %v, want %v", got, want)
 		}
@@ -95,7 +91,7 @@ func TestSettledNoteWaitsItsTurn(t *testing.T) {
 		}
 		time.Sleep(time.Nanosecond)
 		synctest.Wait()
-		want := []string{wire.CmdAskQuestion, wire.CmdAskQuestionReplyNotification}
+		want := []NoteKind{NoteAsked, NoteAnswered}
 		if got := b.cmds(); len(got) != 2 || got[1] != want[1] {
 			t.Fatalf("after the delay, b got %v, want %v", got, want)
 		}
@@ -112,7 +108,7 @@ func TestSettledNoteWaitsItsTurn(t *testing.T) {
 		<-rc
 		_, _ = ask(h, "tok", "r3", time.Minute, context.Background())
 		synctest.Wait()
-		want = append(want, wire.CmdAskQuestion, wire.CmdAskQuestionReplyNotification, wire.CmdAskQuestion)
+		want = append(want, NoteAsked, NoteAnswered, NoteAsked)
 		if got := b.cmds(); !slices.Equal(got, want) {
 			t.Fatalf("with the next question, b got %v, want %v", got, want)
 		}

@@ -47,7 +47,7 @@ func TestFullDiskInChild(t *testing.T) {
 	}
 	// One that fits is shown.
 	rc, ec := ask(h, "tok", "small", time.Minute, context.Background())
-	a.waitFor(t, wire.CmdAskQuestion)
+	a.waitFor(t, NoteAsked)
 	if got := a.cmds(); len(got) != 1 {
 		t.Fatalf("screens were shown %v", got)
 	}
@@ -75,7 +75,7 @@ func TestFullDiskInChild(t *testing.T) {
 	if r := <-rc; r.Nickname != "pc" || <-ec != nil {
 		t.Fatalf("reply %+v", r)
 	}
-	b.waitFor(t, wire.CmdAskQuestionReplyNotification)
+	b.waitFor(t, NoteAnswered)
 	h.Close()
 	if err := db.Close(); err != nil {
 		t.Fatal(err)

@@ -10,23 +10,23 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
-// namesOf maps the pending list's task reports to their message_type.
-func namesOf(h *Hub, token string) map[string]string {
-	out := map[string]string{}
+// namesOf maps the pending list's task reports to whether the older
+// generation asked them.
+func namesOf(h *Hub, token string) map[string]bool {
+	out := map[string]bool{}
 	for _, p := range pendingOf(h, token) {
-		if r := p.GetTaskFinishRequest(); r != nil {
-			out[r.GetID()] = p.GetMessageType()
+		if p.Request.Kind == wire.TaskFinish {
+			out[p.Request.ID] = p.Request.TaskFinishEra
 		}
 	}
 	return out
 }
 
-// TestPendingReportNamedAsAsked: the pending list names a task report as
-// the generation that asked it does, so that generation's apps, which
-// convert only their own name, list it: "TaskFinish" for one asked
-// through the older RPC, "WorkReport" for the rest. The name survives a
-// restart with the request.
-func TestPendingReportNamedAsAsked(t *testing.T) {
+// TestPendingReportKeepsItsGeneration: the pending list says which
+// generation asked a task report (TaskFinishEra: through the older RPC),
+// for the /ws door to name it as that generation's apps do, and it
+// survives a restart with the request.
+func TestPendingReportKeepsItsGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
 		db, err := store.Open(dir, store.Options{})
@@ -42,9 +42,9 @@ func TestPendingReportNamedAsAsked(t *testing.T) {
 			go func() { _, _ = h.Ask(ctx, "tok", r) }()
 		}
 		synctest.Wait()
-		want := map[string]string{"old": wire.CmdTaskFinish, "current": wire.CmdWorkReport}
+		want := map[string]bool{"old": true, "current": false}
 		if got := namesOf(h, "tok"); len(got) != 2 || got["old"] != want["old"] || got["current"] != want["current"] {
-			t.Errorf("pending list names %v, want %v", got, want)
+			t.Errorf("pending list says %v, want %v", got, want)
 		}
 
 		h.Close() // the server stops; both stay pending in the store
@@ -64,7 +64,7 @@ func TestPendingReportNamedAsAsked(t *testing.T) {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}
 		if got := namesOf(h2, "tok"); len(got) != 2 || got["old"] != want["old"] || got["current"] != want["current"] {
-			t.Errorf("after a restart the pending list names %v, want %v", got, want)
+			t.Errorf("after a restart the pending list says %v, want %v", got, want)
 		}
 	})
 }

@@ -13,7 +13,8 @@
 // missed.go answers kept for absent agents and the agent-gone notice;
 // settled.go outcomes kept for re-attaching callers; replay.go the numbered
 // events and their ring; presence.go presence batching; chat.go chat and
-// remote input; broadcast.go the fan-out; frames.go the /ws frames;
+// remote input; broadcast.go the fan-out; note.go the notes a room's
+// clients are told, which their door encodes in its own wire;
 // record.go the mapping to the store's records; restore.go start-up and
 // history; lost.go the requests a damaged store could not restore;
 // events.go the typed events told to subscribers.
@@ -30,7 +31,7 @@
 // mark being written (own).
 //
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
-// room.mu the hub queues frames (Client.Send), which do not wait for the
+// room.mu the hub queues notes (Client.Send), which do not wait for the
 // hub; no record is written under it. The order of all the server's locks
 // is internal/lockorder's, explained in docs/architecture.md. The
 // subscribers' lock (events.go) is held alone.
@@ -54,9 +55,10 @@ type Client interface {
 	ID() string
 	Nickname() string
 	ConnectedAt() time.Time
-	// Send queues an encoded WebsocketMessage without blocking. A client
-	// that cannot keep up is dropped by its connection, not waited for.
-	Send(frame []byte) bool
+	// Send queues what the client is told without blocking; its door
+	// encodes it. A client that cannot keep up is dropped by its
+	// connection, not waited for.
+	Send(n *Note) bool
 }
 
 // Request is what an agent asks a person: a question or a task report.

@@ -8,16 +8,13 @@ import (
 	"testing/synctest"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 type fakeClient struct {
 	id   string
 	mu   sync.Mutex
-	got  []*pb.WebsocketMessage
+	got  []*Note
 	wake chan struct{}
 }
 
@@ -30,13 +27,9 @@ func (f *fakeClient) Nickname() string { return "nick-" + f.id }
 
 func (f *fakeClient) ConnectedAt() time.Time { return time.Unix(0, 0) }
 
-func (f *fakeClient) Send(b []byte) bool {
-	var m pb.WebsocketMessage
-	if err := proto.Unmarshal(b, &m); err != nil {
-		panic(err)
-	}
+func (f *fakeClient) Send(n *Note) bool {
 	f.mu.Lock()
-	f.got = append(f.got, &m)
+	f.got = append(f.got, n)
 	f.mu.Unlock()
 	select {
 	case f.wake <- struct{}{}:
@@ -45,26 +38,26 @@ func (f *fakeClient) Send(b []byte) bool {
 	return true
 }
 
-// cmds lists the Cmds received, without presence notifications.
-func (f *fakeClient) cmds() []string {
+// cmds lists the kinds of the notes received, without presence.
+func (f *fakeClient) cmds() []NoteKind {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []string
+	var out []NoteKind
 	for _, m := range f.got {
-		if m.Cmd != wire.CmdUserConnectionStatusNotification {
-			out = append(out, m.Cmd)
+		if m.Kind != NotePresence {
+			out = append(out, m.Kind)
 		}
 	}
 	return out
 }
 
-func (f *fakeClient) waitFor(t *testing.T, cmd string) *pb.WebsocketMessage {
+func (f *fakeClient) waitFor(t *testing.T, kind NoteKind) *Note {
 	t.Helper()
 	deadline := time.After(2 * time.Second)
 	for {
 		f.mu.Lock()
 		for _, m := range f.got {
-			if m.Cmd == cmd {
+			if m.Kind == kind {
 				f.mu.Unlock()
 				return m
 			}
@@ -73,7 +66,7 @@ func (f *fakeClient) waitFor(t *testing.T, cmd string) *pb.WebsocketMessage {
 		select {
 		case <-f.wake:
 		case <-deadline:
-			t.Fatalf("client %s never got %s; got %v", f.id, cmd, f.cmds())
+			t.Fatalf("client %s never got a note of kind %d; got %v", f.id, kind, f.cmds())
 		}
 	}
 }
@@ -88,7 +81,7 @@ func ask(h *Hub, token, id string, timeout time.Duration, ctx context.Context) (
 	return rc, ec
 }
 
-func pendingOf(h *Hub, token string) []*pb.PendingMessage {
+func pendingOf(h *Hub, token string) []*Note {
 	ps, _ := h.PendingMessages(token)
 	return ps
 }
@@ -108,8 +101,8 @@ func TestFirstAnswerWins(t *testing.T) {
 		h.Join("other", other, nil, Resume{})
 
 		rc, ec := ask(h, "tok", "r1", time.Minute, context.Background())
-		a.waitFor(t, wire.CmdAskQuestion)
-		b.waitFor(t, wire.CmdAskQuestion)
+		a.waitFor(t, NoteAsked)
+		b.waitFor(t, NoteAsked)
 
 		if err := h.Answer("tok", wire.TaskFinish, "r1", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("answer of the wrong kind: %v", err)
@@ -129,8 +122,8 @@ func TestFirstAnswerWins(t *testing.T) {
 		if err := <-ec; err != nil {
 			t.Fatal(err)
 		}
-		n := b.waitFor(t, wire.CmdAskQuestionReplyNotification)
-		if n.GetAskQuestionRequest().GetID() != "r1" || n.GetAskQuestionResponse().GetMeta()["k"] != "v" {
+		n := b.waitFor(t, NoteAnswered)
+		if n.Request.ID != "r1" || n.Reply.Meta["k"] != "v" {
 			t.Errorf("notification = %v", n)
 		}
 		if got := a.cmds(); len(got) != 1 {
@@ -151,8 +144,8 @@ func cancelReason(c *fakeClient, id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, m := range c.got {
-		if n := m.GetRequestCancelledNotification(); n.GetRequestId() == id {
-			return n.GetReason()
+		if m.Kind == NoteClosed && m.Request.ID == id {
+			return m.Reason
 		}
 	}
 	return ""
@@ -178,8 +171,7 @@ func TestTimeoutCancelAndOrphan(t *testing.T) {
 			t.Errorf("timed out after %v, want the 50ms deadline", waited)
 		}
 		synctest.Wait()
-		m := c.waitFor(t, wire.CmdRequestCancelled)
-		if n := m.GetRequestCancelledNotification(); n.GetRequestId() != "slow" || n.GetReason() != "timeout" || n.GetMessageType() != "AskQuestion" {
+		if n := c.waitFor(t, NoteClosed); n.Request.ID != "slow" || n.Reason != "timeout" || n.Request.Kind != wire.AskQuestion {
 			t.Errorf("cancel notification = %v", n)
 		}
 
@@ -233,7 +225,7 @@ func TestPendingBeforeLogin(t *testing.T) {
 		rc, _ := ask(h, "tok", "early", time.Minute, t.Context())
 		synctest.Wait()
 		ps := pendingOf(h, "tok")
-		if len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "early" || ps[0].GetTimeout() != 60 {
+		if len(ps) != 1 || ps[0].Request.ID != "early" || ps[0].Request.Timeout != time.Minute {
 			t.Fatalf("pending = %v", ps)
 		}
 		if len(pendingOf(h, "other")) != 0 {
@@ -290,7 +282,7 @@ func TestClose(t *testing.T) {
 		c := newFake("c")
 		h.Join("tok", c, nil, Resume{})
 		_, ec := ask(h, "tok", "r", time.Minute, context.Background())
-		c.waitFor(t, wire.CmdAskQuestion)
+		c.waitFor(t, NoteAsked)
 		h.Close()
 		h.Close()
 		if err := <-ec; !errors.Is(err, ErrClosed) {
@@ -298,45 +290,6 @@ func TestClose(t *testing.T) {
 		}
 		if got := c.cmds(); len(got) != 1 {
 			t.Errorf("clients told %v on shutdown, want nothing", got)
-		}
-	})
-}
-
-// Seed 002 names who answered by client ID in the reply notifications'
-// StrParam ("Response received from client <id>", "Task completion
-// confirmed by client <id>"); the nickname, for a person to read, follows
-// in parentheses.
-func TestReplyNotificationNamesTheClient(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := New(Options{})
-		defer h.Close()
-		a, b := newFake("a1b2"), newFake("c3d4")
-		h.Join("tok", a, nil, Resume{})
-		h.Join("tok", b, nil, Resume{})
-		for _, tc := range []struct {
-			kind     wire.Kind
-			cmds     []string
-			strParam string
-		}{
-			{wire.AskQuestion, []string{wire.CmdAskQuestionReplyNotification},
-				"Response received from client a1b2 (nick-a1b2)"},
-			{wire.TaskFinish, []string{wire.CmdTaskFinishReplyNotification, wire.CmdWorkReportReplyNotification},
-				"Task completion confirmed by client a1b2 (nick-a1b2)"},
-		} {
-			id := "r-" + tc.kind.String()
-			go func() {
-				_, _ = h.Ask(context.Background(), "tok", Request{Kind: tc.kind, ID: id, Text: "x", Timeout: time.Minute})
-			}()
-			synctest.Wait()
-			if err := h.Answer("tok", tc.kind, id, Reply{ClientID: a.ID(), Nickname: a.Nickname()}); err != nil {
-				t.Fatal(err)
-			}
-			synctest.Wait()
-			for _, cmd := range tc.cmds {
-				if got := b.waitFor(t, cmd).GetStrParam(); got != tc.strParam {
-					t.Errorf("%s: StrParam %q, want %q", cmd, got, tc.strParam)
-				}
-			}
 		}
 	})
 }

@@ -3,8 +3,6 @@ package hub
 import (
 	"errors"
 	"sort"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
 // What a device is pushed at login when it never asks for the pending
@@ -14,22 +12,22 @@ import (
 
 // PushPending sends c the requests of token that were pending before it
 // joined (event number upTo, from Join) and are still pending, oldest
-// first, as the frames that announced them: for clients that never ask
+// first, as the notes that announced them: for clients that never ask
 // for the pending list. Requests asked since reached c when they were.
 //
-// At most maxFrames frames go (0: no bound): the connection's send queue
-// takes only so many before it counts the client as too slow, and a client
+// The notes sent cost at most budget in all (0: no bound), each cost(note),
+// what it is to c's door (its frames): the connection's send queue takes
+// only so many before it counts the client as too slow, and a client
 // dropped for the push would be pushed the same again when it comes back.
-// Past the bound the newest requests that fit are sent. It returns how many
-// pending requests were left out.
+// Past the bound the newest requests that fit are sent.
 //
 // Requests that a device of c's nickname was given on a connection that
 // dropped (Kept) are left out: it still shows them. Those of them that
-// settled meanwhile are told first, as the frames that announced their
+// settled meanwhile are told first, as the notes that announced their
 // outcome (missedOutcomes), within the same bound: such a client never asks
 // whether a card still waits. It returns the IDs pushed, and how many
 // requests (pending or settled) were left out for the bound.
-func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (pushed []string, left int) {
+func (h *Hub) PushPending(token string, c Client, upTo uint64, budget int, cost func(*Note) int) (pushed []string, left int) {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock() // sent under the lock: an outcome settled later is queued after
@@ -45,32 +43,28 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (p
 	notes := r.missedOutcomesLocked(token, shows)
 	n := 0
 	for i, f := range notes {
-		if maxFrames > 0 && n+len(f) > maxFrames {
+		if budget > 0 && n+cost(f) > budget {
 			left = len(notes) - i
 			break
 		}
-		n += len(f)
-		for _, m := range f {
-			if !c.Send(marshal(m)) {
-				return nil, len(notes) - i + len(ps)
-			}
+		n += cost(f)
+		if !c.Send(f) {
+			return nil, len(notes) - i + len(ps)
 		}
 	}
-	frames := make([][]*pb.WebsocketMessage, len(ps))
+	asked := make([]*Note, len(ps))
 	from := len(ps)
 	for from > 0 {
-		f := requestFrame(ps[from-1])
-		if maxFrames > 0 && n+len(f) > maxFrames {
+		f := requestNote(NoteAsked, ps[from-1])
+		if budget > 0 && n+cost(f) > budget {
 			break
 		}
 		from--
-		frames[from], n = f, n+len(f)
+		asked[from], n = f, n+cost(f)
 	}
-	for i, f := range frames[from:] {
-		for _, m := range f {
-			if !c.Send(marshal(m)) {
-				return pushed, left + from
-			}
+	for i, f := range asked[from:] {
+		if !c.Send(f) {
+			return pushed, left + from
 		}
 		pushed = append(pushed, ps[from+i].req.ID)
 	}
@@ -78,12 +72,12 @@ func (h *Hub) PushPending(token string, c Client, upTo uint64, maxFrames int) (p
 }
 
 // missedOutcomesLocked returns, for each request of shows (a device's
-// cards, from Kept) that is no longer pending, the frames that announced
-// its outcome, oldest request first: the answer notification when the
-// outcome is known (the request itself, or the outcomes kept for
-// re-attaching callers), else RequestCancelled with its reason, or a
-// generic one when even that is forgotten. Called with r.mu held.
-func (r *room) missedOutcomesLocked(token string, shows map[string]*pending) [][]*pb.WebsocketMessage {
+// cards, from Kept) that is no longer pending, the note that announced
+// its outcome, oldest request first: the answer when the outcome is known
+// (the request itself, or the outcomes kept for re-attaching callers),
+// else its closing with its reason, or a generic one when even that is
+// forgotten. Called with r.mu held.
+func (r *room) missedOutcomesLocked(token string, shows map[string]*pending) []*Note {
 	type card struct {
 		id string
 		p  *pending
@@ -105,16 +99,16 @@ func (r *room) missedOutcomesLocked(token string, shows map[string]*pending) [][
 		}
 		return gone[i].id < gone[j].id
 	})
-	out := make([][]*pb.WebsocketMessage, 0, len(gone))
+	out := make([]*Note, 0, len(gone))
 	for _, g := range gone {
-		out = append(out, r.outcomeFrameLocked(token, g.id, g.p))
+		out = append(out, r.outcomeNoteLocked(token, g.id, g.p))
 	}
 	return out
 }
 
-// outcomeFrameLocked is the frame that announced how request id (p, when
+// outcomeNoteLocked is the note that announced how request id (p, when
 // known) settled. Called with r.mu held.
-func (r *room) outcomeFrameLocked(token, id string, p *pending) []*pb.WebsocketMessage {
+func (r *room) outcomeNoteLocked(token, id string, p *pending) *Note {
 	var (
 		rep    *Reply
 		err    error
@@ -133,7 +127,9 @@ func (r *room) outcomeFrameLocked(token, id string, p *pending) []*pb.WebsocketM
 		p = &pending{req: Request{ID: id}, token: token}
 	}
 	if known && rep != nil {
-		return replyNotificationFrame(p, rep)
+		n := requestNote(NoteAnswered, p)
+		n.Reply = rep
+		return n
 	}
 	switch {
 	case reason != "":
@@ -144,11 +140,9 @@ func (r *room) outcomeFrameLocked(token, id string, p *pending) []*pb.WebsocketM
 	default:
 		reason = NoteNoLongerPending
 	}
-	f := cancelledFrame(p, reason)
-	if p.req.Kind == 0 {
-		f[0].RequestCancelledNotification.MessageType = "" // not known any more
-	}
-	return f
+	n := requestNote(NoteClosed, p)
+	n.Reason = reason
+	return n
 }
 
 // NoteNoLongerPending is the reason told to a device that shows a request

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -47,15 +46,10 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	c := newFake("web")
 	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {c.Nickname(): {"timed", "lost"}}})
 	upTo := h.Join("tok", c, nil, Resume{})
-	if pushed, left := h.PushPending("tok", c, upTo, 1); len(pushed) != 0 || left != 1 {
+	if pushed, left := h.PushPending("tok", c, upTo, 1, one); len(pushed) != 0 || left != 1 {
 		t.Errorf("bound 1: pushed %v, %d left; want none pushed, 1 left", pushed, left)
 	}
-	var got []string
-	for _, m := range frames(c) {
-		if n := m.GetRequestCancelledNotification(); n != nil {
-			got = append(got, n.GetRequestId()+" "+n.GetReason()+" "+n.GetMessageType())
-		}
-	}
+	got := closedOf(c)
 	// Restored cards go in ID order: "timed" is past the bound. Of "lost"
 	// nothing is known any more, not even its kind.
 	if want := []string{"lost " + NoteNoLongerPending + " "}; !slices.Equal(got, want) {
@@ -65,21 +59,35 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	d := newFake("web")
 	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {d.Nickname(): {"timed"}}})
 	upTo = h.Join("tok", d, nil, Resume{})
-	h.PushPending("tok", d, upTo, 0)
-	got = nil
-	for _, m := range frames(d) {
-		if n := m.GetRequestCancelledNotification(); n != nil {
-			got = append(got, n.GetRequestId()+" "+n.GetReason()+" "+n.GetMessageType())
-		}
-	}
+	h.PushPending("tok", d, upTo, 0, one)
+	got = closedOf(d)
 	if want := []string{"timed timeout TaskFinish"}; !slices.Equal(got, want) {
 		t.Errorf("told %q, want %q", got, want)
 	}
 }
 
-// frames is what f was sent.
-func frames(f *fakeClient) []*pb.WebsocketMessage {
+// notes is what f was sent.
+func (f *fakeClient) notes() []*Note {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]*pb.WebsocketMessage(nil), f.got...)
+	return append([]*Note(nil), f.got...)
 }
+
+// closedOf lists the closings f was told, as "id reason kind" (kind ""
+// when not known).
+func closedOf(f *fakeClient) []string {
+	var got []string
+	for _, n := range f.notes() {
+		if n.Kind == NoteClosed {
+			kind := ""
+			if n.Request.Kind != 0 {
+				kind = n.Request.Kind.String()
+			}
+			got = append(got, n.Request.ID+" "+n.Reason+" "+kind)
+		}
+	}
+	return got
+}
+
+// one counts each note as one frame.
+func one(*Note) int { return 1 }

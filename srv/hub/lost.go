@@ -2,11 +2,8 @@ package hub
 
 import (
 	"fmt"
-	"slices"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
+	"slices"
 )
 
 // The requests that were pending when the store was found damaged and
@@ -14,7 +11,7 @@ import (
 // person is told at every login which projects' questions went, until a
 // device dismisses the notice.
 
-// maxLostShown bounds the lost requests in one frame: the newest go.
+// maxLostShown bounds the lost requests in one note: the newest go.
 const maxLostShown = 200
 
 // restoreLost gives each room of byRoom the lost requests of the store
@@ -35,28 +32,20 @@ func (h *Hub) restoreLost(byRoom map[string]string) int {
 	return n
 }
 
-// LostFrame returns the RequestsLost frame a device of token is sent as
-// it logs in, or nil when the room lost nothing (or it was dismissed).
-func (h *Hub) LostFrame(token string) *pb.WebsocketMessage {
+// Lost returns the note a device of token is sent as it logs in, or nil
+// when the room lost nothing (or it was dismissed).
+func (h *Hub) Lost(token string) *Note {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.lost) == 0 {
 		return nil
 	}
-	return lostFrameLocked(r)
+	return lostNoteLocked(r)
 }
 
-func lostFrameLocked(r *room) *pb.WebsocketMessage {
-	ls := r.lost[max(0, len(r.lost)-maxLostShown):]
-	n := &pb.RequestsLostNotification{Requests: make([]*pb.LostRequest, 0, len(ls))}
-	for _, l := range ls {
-		n.Requests = append(n.Requests, &pb.LostRequest{
-			RequestId: l.ID, MessageType: wire.Kind(l.Kind).String(), ProjectDirectory: l.ProjectDirectory,
-			CreatedAt: l.CreatedAt.UnixMilli(), LostAt: l.Found.UnixMilli(),
-		})
-	}
-	return &pb.WebsocketMessage{Cmd: wire.CmdRequestsLost, RequestsLost: n}
+func lostNoteLocked(r *room) *Note {
+	return &Note{Kind: NoteLost, Lost: slices.Clone(r.lost[max(0, len(r.lost)-maxLostShown):])}
 }
 
 // DismissLost forgets the lost requests of token with the given IDs: a
@@ -72,9 +61,9 @@ func (h *Hub) DismissLost(token string, ids []string) error {
 		r.mu.Unlock()
 		return nil
 	}
-	b := marshal(lostFrameLocked(r))
+	note := lostNoteLocked(r)
 	for _, c := range r.clientsLocked() {
-		c.Send(b) // queues; a client too slow is shut down, not waited for
+		c.Send(note) // queues; a client too slow is shut down, not waited for
 	}
 	r.mu.Unlock()
 	if h.local == nil || h.local.db == nil {

@@ -44,12 +44,12 @@ func TestLostToldUntilDismissed(t *testing.T) {
 	if _, _, err := h.Restore([]string{"tok", "third"}); err != nil {
 		t.Fatal(err)
 	}
-	if f := h.LostFrame("third"); f != nil {
+	if f := h.Lost("third"); f != nil {
 		t.Fatalf("a room that lost nothing is told %v", f)
 	}
-	f := h.LostFrame("tok")
-	if ls := f.GetRequestsLost().GetRequests(); len(ls) != 1 || ls[0].GetRequestId() != "q1" ||
-		ls[0].GetProjectDirectory() != "/home/me/shop" || ls[0].GetMessageType() != wire.CmdAskQuestion {
+	f := h.Lost("tok")
+	if ls := f.Lost; f.Kind != NoteLost || len(ls) != 1 || ls[0].ID != "q1" ||
+		ls[0].ProjectDirectory != "/home/me/shop" || wire.Kind(ls[0].Kind) != wire.AskQuestion {
 		t.Fatalf("told %v", f)
 	}
 	pc, phone := newFake("pc"), newFake("phone")
@@ -58,10 +58,10 @@ func TestLostToldUntilDismissed(t *testing.T) {
 	if err := h.DismissLost("tok", []string{"q1"}); err != nil {
 		t.Fatal(err)
 	}
-	if m := phone.waitFor(t, wire.CmdRequestsLost); len(m.GetRequestsLost().GetRequests()) != 0 {
+	if m := phone.waitFor(t, NoteLost); len(m.Lost) != 0 {
 		t.Fatalf("after the dismissal the room is sent %v", m)
 	}
-	if f := h.LostFrame("tok"); f != nil {
+	if f := h.Lost("tok"); f != nil {
 		t.Fatalf("told again after the dismissal: %v", f)
 	}
 	if ls := db.Lost(); len(ls) != 1 || ls[0].ID != "q2" {

@@ -25,14 +25,14 @@ func askIn(h *Hub, id, project string) (cancel context.CancelFunc, reply chan *R
 	return cancel, reply
 }
 
-// agentStatus lists the RequestAgentStatus frames c got, as gone flags.
+// agentStatus lists the agent-status notes c got of id, as gone flags.
 func agentStatus(c *fakeClient, id string) []bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []bool
 	for _, m := range c.got {
-		if n := m.GetRequestAgentStatusNotification(); m.Cmd == wire.CmdRequestAgentStatus && n.GetRequestId() == id {
-			out = append(out, n.GetAgentGone())
+		if m.Kind == NoteAgent && m.Request.ID == id {
+			out = append(out, m.Gone)
 		}
 	}
 	return out
@@ -68,7 +68,7 @@ func TestAgentGoneNotice(t *testing.T) {
 		if got := agentStatus(c, "r1"); len(got) != 1 || !got[0] {
 			t.Fatalf("after the notice: %v, want [true]", got)
 		}
-		if ps := pendingOf(h, "tok"); len(ps) != 1 || !ps[0].GetAgentGone() {
+		if ps := pendingOf(h, "tok"); len(ps) != 1 || !ps[0].Gone {
 			t.Fatalf("pending = %v", ps)
 		}
 		_, reply := askIn(h, "r1", "/p") // the agent re-attaches
@@ -76,7 +76,7 @@ func TestAgentGoneNotice(t *testing.T) {
 		if got := agentStatus(c, "r1"); len(got) != 2 || got[1] {
 			t.Fatalf("after re-attaching: %v, want [true false]", got)
 		}
-		if ps := pendingOf(h, "tok"); ps[0].GetAgentGone() {
+		if ps := pendingOf(h, "tok"); ps[0].Gone {
 			t.Fatal("still listed as gone")
 		}
 		if err := h.Answer("tok", wire.AskQuestion, "r1", textReply("yes")); err != nil {

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"slices"
 	"time"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // Cluster mode: the devices of the other instances.
@@ -31,10 +29,11 @@ type Peers interface {
 	Joined(room string, c Client)
 	// Left says that c left room. It must not block.
 	Left(room string, c Client)
-	// Deliver hands a frame for client to of room to the instance at,
-	// and returns once that instance queued it to the client's
-	// connection; ErrNoReceiver when the client is not there.
-	Deliver(ctx context.Context, at, room, to string, frame []byte) error
+	// Deliver hands l, for the client l.To.ID of room, to the instance
+	// at, and returns once that instance queued it to the client's
+	// connection (DeliverLocal); ErrNoReceiver when the client is not
+	// there.
+	Deliver(ctx context.Context, at, room string, l Line) error
 }
 
 // RemoteUser is a device connected to another instance of the cluster.
@@ -51,12 +50,12 @@ type remote struct {
 	order uint64 // join order, among the room's local joins
 }
 
-// remote implements Client for the presence frames; it is never in a
+// remote implements Client for the presence notes; it is never in a
 // room's clients, so nothing is ever sent to it.
 func (m *remote) ID() string             { return m.u.ID }
 func (m *remote) Nickname() string       { return m.u.Nickname }
 func (m *remote) ConnectedAt() time.Time { return m.u.ConnectedAt }
-func (m *remote) Send([]byte) bool       { return false }
+func (m *remote) Send(*Note) bool        { return false }
 
 // deliverTimeout bounds handing a chat line to another instance.
 const deliverTimeout = 5 * time.Second
@@ -118,17 +117,18 @@ func (h *Hub) RemoteUsers(token string) []RemoteUser {
 	return out
 }
 
-// DeliverLocal queues frame, a chat line or remote-input frame another
-// instance built, to the client to of token connected here.
-func (h *Hub) DeliverLocal(token, to string, frame []byte) error {
+// DeliverLocal queues l, a chat line or remote-input backspace from a
+// device of another instance, to the client l.To.ID of token connected
+// here.
+func (h *Hub) DeliverLocal(token string, l Line) error {
 	r := h.room(token)
 	r.mu.Lock()
-	recv := r.clients[to]
+	recv := r.clients[l.To.ID]
 	r.mu.Unlock()
 	if recv == nil {
 		return ErrNoReceiver
 	}
-	recv.Send(frame)
+	recv.Send(&Note{Kind: NoteLine, Line: &l})
 	return nil
 }
 
@@ -141,11 +141,11 @@ func (r *room) remoteReceiver(to string) *remote {
 	return r.remote[to]
 }
 
-// deliver hands frame to the remote device m through its instance.
-func (h *Hub) deliver(r *room, m *remote, frame []byte) error {
+// deliver hands l to the remote device m through its instance.
+func (h *Hub) deliver(r *room, m *remote, l Line) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
-	err := h.peers.Deliver(ctx, m.u.Instance, r.digest, m.u.ID, frame)
+	err := h.peers.Deliver(ctx, m.u.Instance, r.digest, l)
 	if err == nil || errors.Is(err, ErrNoReceiver) {
 		return err
 	}
@@ -161,12 +161,4 @@ func (r *room) withRemoteLocked(cs []Client, order map[string]uint64) []Client {
 		order[m.u.ID] = m.order
 	}
 	return cs
-}
-
-// chatFrame is the notification a chat line goes out as.
-func chatFrame(msg *pb.ChatMessage) []byte {
-	return marshal(&pb.WebsocketMessage{
-		Cmd:                     wire.CmdChatMessageNotification,
-		ChatMessageNotification: &pb.ChatMessageNotification{ChatMessage: msg},
-	})
 }

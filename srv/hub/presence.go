@@ -2,9 +2,6 @@ package hub
 
 import (
 	"time"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // Presence in a room: up to presenceBatch changes are announced one by one,
@@ -39,7 +36,7 @@ func (r *room) announceLocked(c Client, status string, now time.Time) {
 }
 
 // flushPresence announces the gathered changes: each one to everyone but
-// its subject when there are few, else the whole online list, encoded once,
+// its subject when there are few, else the whole online list, one note,
 // to everyone.
 func (r *room) flushPresence() {
 	r.mu.Lock()
@@ -52,23 +49,14 @@ func (r *room) flushPresence() {
 		return
 	}
 	if len(cs) > bigRoom {
-		broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
-			Cmd: wire.CmdUserConnectionStatusNotification,
-			UserConnectionStatusNotification: &pb.UserConnectionStatusNotification{
-				Status: wire.StatusChanged, Timestamp: changes[len(changes)-1].at.Unix(),
-			},
-		})}, "")
+		broadcast(cs, []*Note{{Kind: NoteCrowd, At: changes[len(changes)-1].at}}, "")
 		return
 	}
 	if len(changes) <= presenceBatch {
 		for _, ch := range changes {
-			broadcast(cs, [][]byte{marshal(statusFrame(ch.c, ch.status, ch.at))}, ch.c.ID())
+			broadcast(cs, []*Note{{Kind: NotePresence, User: userOf(ch.c), Status: ch.status, At: ch.at}}, ch.c.ID())
 		}
 		return
 	}
-	us := r.onlineUsers()
-	broadcast(cs, [][]byte{marshal(&pb.WebsocketMessage{
-		Cmd:                    wire.CmdGetOnlineUsers,
-		GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: wire.Count(len(us))},
-	})}, "")
+	broadcast(cs, []*Note{{Kind: NoteOnline, Users: r.onlineUsers()}}, "")
 }

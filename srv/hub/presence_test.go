@@ -10,7 +10,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
-// frames is how many frames c has got.
+// frames is how many notes c has got.
 func (f *fakeClient) frames() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -24,8 +24,8 @@ func (f *fakeClient) statusOf(id string) string {
 	defer f.mu.Unlock()
 	st := ""
 	for _, m := range f.got {
-		if u := m.GetUserConnectionStatusNotification(); u.GetUser().GetClientId() == id {
-			st = u.GetStatus()
+		if m.Kind == NotePresence && m.User.ID == id {
+			st = m.Status
 		}
 	}
 	return st
@@ -51,14 +51,14 @@ func TestPresenceAndChat(t *testing.T) {
 		if st := a.statusOf("b"); st != wire.StatusConnected {
 			t.Errorf("a was told b is %q", st)
 		}
-		if us := h.OnlineUsers("tok"); len(us) != 2 || us[0].GetClientId() != "a" || us[1].GetClientId() != "b" {
+		if us := h.OnlineUsers("tok"); len(us) != 2 || us[0].ID != "a" || us[1].ID != "b" {
 			t.Errorf("online users = %v", us)
 		}
 		if _, err := h.Chat("tok", a, "b", "hello"); err != nil {
 			t.Fatal(err)
 		}
-		m := b.waitFor(t, wire.CmdChatMessageNotification).GetChatMessageNotification().GetChatMessage()
-		if m.GetContent() != "hello" || m.GetSenderClientId() != "a" || m.GetReceiverNickname() != "nick-b" {
+		m := b.waitFor(t, NoteLine).Line
+		if m.Content != "hello" || m.From.ID != "a" || m.To.Nickname != "nick-b" || m.Backspace {
 			t.Errorf("chat = %v", m)
 		}
 		if _, err := h.Chat("tok", a, "x", "across"); !errors.Is(err, ErrNoReceiver) {
@@ -92,7 +92,7 @@ func TestPresenceCoalesced(t *testing.T) {
 		synctest.Wait()
 		watcher.mu.Lock()
 		defer watcher.mu.Unlock()
-		if len(watcher.got) != 1 || watcher.got[0].GetGetOnlineUsersResponse().GetTotalCount() != 41 {
+		if len(watcher.got) != 1 || watcher.got[0].Kind != NoteOnline || len(watcher.got[0].Users) != 41 {
 			t.Fatalf("40 arrivals gave the watcher %d frames, want one list of 41: %v", len(watcher.got), watcher.got)
 		}
 	})
@@ -124,7 +124,7 @@ func TestBigRoomPresence(t *testing.T) {
 		watcher.mu.Lock()
 		defer watcher.mu.Unlock()
 		got := watcher.got[before:]
-		if len(got) != 1 || got[0].GetUserConnectionStatusNotification().GetStatus() != wire.StatusChanged {
+		if len(got) != 1 || got[0].Kind != NoteCrowd {
 			t.Fatalf("200 arrivals in a big room gave the watcher %d frames: %v", len(got), got)
 		}
 	})

@@ -23,12 +23,12 @@ const (
 	replayAge    = 5 * time.Minute
 )
 
-// event is a numbered request event kept for replay: its frames, more
-// than one when it goes out under each generation's Cmd.
+// event is a numbered request event kept for replay: its notes (a
+// request shown and its agent's status may be one event).
 type event struct {
-	seq    uint64
-	frames [][]byte
-	at     time.Time
+	seq   uint64
+	notes []*Note
+	at    time.Time
 }
 
 // events keeps the last replayEvents events, oldest first, in a ring: a

@@ -4,10 +4,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"google.golang.org/protobuf/proto"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
 func TestReplayRingKeepsTheLastEvents(t *testing.T) {
@@ -15,7 +11,7 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	now := time.Now()
 	total := replayEvents + 300
 	for i := 1; i <= total; i++ {
-		r.emitAtLocked([]*pb.WebsocketMessage{{Cmd: fmt.Sprint("e", i)}}, uint64(i), now)
+		r.emitAtLocked([]*Note{{Kind: NoteAsked, Request: Request{ID: fmt.Sprint("e", i)}}}, uint64(i), now)
 	}
 	oldest := uint64(total - replayEvents + 1)
 	check := func(from uint64, want int) {
@@ -24,10 +20,9 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 		if !ok || len(got) != want {
 			t.Fatalf("replay from %d: %d events, ok %v; want %d", from, len(got), ok, want)
 		}
-		for i, b := range got {
-			var m pb.WebsocketMessage
-			if err := proto.Unmarshal(b, &m); err != nil || m.Seq != from+uint64(i)+1 {
-				t.Fatalf("replay from %d: event %d has seq %d", from, i, m.Seq)
+		for i, n := range got {
+			if want := from + uint64(i) + 1; n.Seq != want || n.Request.ID != fmt.Sprint("e", want) {
+				t.Fatalf("replay from %d: event %d is %s, seq %d", from, i, n.Request.ID, n.Seq)
 			}
 		}
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -56,9 +54,21 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	return pendingN, settledN, nil
 }
 
+// Past is a settled request, as the history lists it.
+type Past struct {
+	Request           Request
+	AskedAt, ClosedAt time.Time
+	// Status is the store's: store.Answered, store.TimedOut or
+	// store.Cancelled.
+	Status string
+	// Reply is the answer; Reason why it was closed without one.
+	Reply  *Reply
+	Reason string
+}
+
 // History pages through the settled requests of token, newest first,
 // from the records (SharedHistory).
-func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryItem, bool, error) {
+func (h *Hub) History(token string, before time.Time, limit int) ([]Past, bool, error) {
 	var (
 		recs []store.Record
 		more bool
@@ -74,23 +84,14 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]*pb.HistoryI
 	if err != nil {
 		return nil, false, err
 	}
-	out := make([]*pb.HistoryItem, 0, len(recs))
-	for _, rec := range recs {
-		p := &pending{req: requestOf(rec), token: token, createdAt: rec.CreatedAt}
-		it := &pb.HistoryItem{MessageType: p.req.Kind.String(), CreatedAt: rec.CreatedAt.UnixMilli(), Status: rec.Status, ClosedAt: rec.ClosedAt.UnixMilli()}
-		if p.req.Kind == wire.AskQuestion {
-			it.AskQuestionRequest = askRequest(p)
-		} else {
-			it.TaskFinishRequest = taskRequest(p)
-		}
+	out := make([]Past, len(recs))
+	for i, rec := range recs {
+		out[i] = Past{Request: requestOf(rec), AskedAt: rec.CreatedAt, ClosedAt: rec.ClosedAt, Status: rec.Status}
 		if rec.Status == store.Answered {
-			rep := decodeReply(rec.Reply)
-			it.Response = AskResponse(rec.ID, rep)
-			it.AnsweredBy = rep.Nickname
+			out[i].Reply = decodeReply(rec.Reply)
 		} else {
-			it.Reason = rec.ClosedNote
+			out[i].Reason = rec.ClosedNote
 		}
-		out = append(out, it)
 	}
 	return out, more, nil
 }

@@ -50,7 +50,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 			t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
 		}
 		h2.Join("tok", newFake("late"), nil, Resume{})
-		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "survivor" {
+		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].Request.ID != "survivor" {
 			t.Fatalf("pending after restart = %v", ps)
 		}
 		rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
@@ -170,9 +170,9 @@ func TestAgentNamesKept(t *testing.T) {
 		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
 			t.Fatal(err)
 		}
-		named := func(what string, r *pb.McpTaskFinishRequest) {
+		named := func(what string, r Request) {
 			t.Helper()
-			if r.GetAgentName() != req.AgentName || r.GetReasoningModelName() != req.ReasoningModelName || r.GetMcpClientName() != req.McpClientName {
+			if r.AgentName != req.AgentName || r.ReasoningModelName != req.ReasoningModelName || r.McpClientName != req.McpClientName {
 				t.Errorf("%s: %v", what, r)
 			}
 		}
@@ -181,7 +181,7 @@ func TestAgentNamesKept(t *testing.T) {
 			t.Fatalf("pending after restart = %v, want the task report once", ps)
 		}
 		for _, p := range ps {
-			named("pending "+p.GetMessageType(), p.GetTaskFinishRequest().GetRequest())
+			named("pending", p.Request)
 		}
 		if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestAgentNamesKept(t *testing.T) {
 		if err != nil || len(items) != 1 {
 			t.Fatalf("history = %v, %v", items, err)
 		}
-		named("history", items[0].GetTaskFinishRequest().GetRequest())
+		named("history", items[0].Request)
 	})
 }
 
@@ -234,7 +234,7 @@ func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 		}
 		c := newFake("late")
 		h2.Join("tok", c, nil, Resume{})
-		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].GetAskQuestionRequest().GetID() != "ours" {
+		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].Request.ID != "ours" {
 			t.Fatalf("pending after restart = %v, want only ours", ps)
 		}
 		_, err = h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "older", Text: "q?", Timeout: time.Hour, WithdrawOnLeave: true})

@@ -4,7 +4,6 @@ import (
 	"sort"
 	"time"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -80,12 +79,12 @@ type room struct {
 }
 
 // Join adds c to the room of token and tells the others it is online.
-// welcome, when not nil, builds the first frame queued to c (told whether
-// the resume worked); then, for a client resuming within the replay
-// window, the events it missed; all atomically with joining, so c misses
-// nothing and gets nothing twice. It returns the number of the room's
+// welcome, when not nil, is called first, told whether the resume worked,
+// for c's door to queue what a login is answered with; then c is sent,
+// when it resumes within the replay window, the events it missed; all
+// atomically with joining, so c misses nothing and gets nothing twice. It returns the number of the room's
 // last event when c joined, for PushPending.
-func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, resume Resume) uint64 {
+func (h *Hub) Join(token string, c Client, welcome func(resumed bool), resume Resume) uint64 {
 	seq, _ := h.JoinAtMost(token, 0, c, welcome, resume)
 	return seq
 }
@@ -94,7 +93,7 @@ func (h *Hub) Join(token string, c Client, welcome func(resumed bool) []byte, re
 // is full, c is not added, welcome is not called and ErrRoomFull is
 // returned. The check and the join are one step, so a burst of logins
 // cannot overshoot the limit.
-func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool) []byte, resume Resume) (uint64, error) {
+func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool), resume Resume) (uint64, error) {
 	r := h.room(token)
 	var w *window
 	if resume.From > 0 && resume.Epoch == h.epoch {
@@ -126,8 +125,9 @@ func (h *Hub) Rename(token string, c Client) {
 }
 
 // PendingMessages lists the requests of token still waiting, oldest first,
-// and the number of the room's latest event, from which to resume.
-func (h *Hub) PendingMessages(token string) ([]*pb.PendingMessage, uint64) {
+// as the notes that show them (Gone set), and the number of the room's
+// latest event, from which to resume.
+func (h *Hub) PendingMessages(token string) ([]*Note, uint64) {
 	return h.room(token).pendingMessages()
 }
 
@@ -154,7 +154,7 @@ func (h *Hub) Count(token string) int {
 }
 
 // OnlineUsers lists the clients of token, earliest first.
-func (h *Hub) OnlineUsers(token string) []*pb.OnlineUser {
+func (h *Hub) OnlineUsers(token string) []User {
 	return h.room(token).onlineUsers()
 }
 
@@ -164,22 +164,22 @@ type window struct{ from, since, heard uint64 }
 
 // join adds c unless the room already has limit clients (0: no limit),
 // resuming from w.from when w is not nil (c resumes within this epoch).
-func (r *room) join(c Client, limit int, welcome func(bool) []byte, w *window, now time.Time) (uint64, error) {
+func (r *room) join(c Client, limit int, welcome func(bool), w *window, now time.Time) (uint64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if limit > 0 && len(r.clients) >= limit {
 		return 0, ErrRoomFull
 	}
-	var missed [][]byte
+	var missed []*Note
 	resumed := false
 	if w != nil {
 		missed, resumed = r.replaySharedLocked(w.from, w.since, w.heard, now)
 	}
 	if welcome != nil {
-		c.Send(welcome(resumed))
+		welcome(resumed)
 	}
-	for _, f := range missed {
-		c.Send(f)
+	for _, n := range missed {
+		c.Send(n)
 	}
 	r.clients[c.ID()] = c
 	r.activity = now
@@ -230,7 +230,7 @@ func (r *room) clientsLocked() []Client {
 	return r.snapshot
 }
 
-func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
+func (r *room) pendingMessages() ([]*Note, uint64) {
 	r.mu.Lock()
 	ps := make([]*pending, 0, len(r.pending))
 	for _, p := range r.pending {
@@ -241,9 +241,10 @@ func (r *room) pendingMessages() ([]*pb.PendingMessage, uint64) {
 	seq := r.seq
 	r.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
-	out := make([]*pb.PendingMessage, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, pendingMessages(p)...)
+	out := make([]*Note, len(ps))
+	for i, p := range ps {
+		out[i] = requestNote(NoteAsked, p)
+		out[i].Gone = p.gone.Load()
 	}
 	return out, seq
 }
@@ -260,7 +261,7 @@ func (r *room) validity(ids []string) map[string]bool {
 }
 
 // onlineUsers lists the room's clients in the order they joined.
-func (r *room) onlineUsers() []*pb.OnlineUser {
+func (r *room) onlineUsers() []User {
 	r.mu.Lock()
 	cs := append([]Client(nil), r.clientsLocked()...)
 	order := make(map[string]uint64, len(cs))
@@ -272,9 +273,9 @@ func (r *room) onlineUsers() []*pb.OnlineUser {
 	}
 	r.mu.Unlock()
 	sort.Slice(cs, func(i, j int) bool { return order[cs[i].ID()] < order[cs[j].ID()] })
-	out := make([]*pb.OnlineUser, len(cs))
+	out := make([]User, len(cs))
 	for i, c := range cs {
-		out[i] = onlineUser(c)
+		out[i] = userOf(c)
 	}
 	return out
 }

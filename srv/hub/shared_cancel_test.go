@@ -135,7 +135,7 @@ func TestRefusedRequestLandingLateIsWithdrawn(t *testing.T) {
 			t.Fatal("the refused request stays pending in the cluster")
 		}
 		for _, c := range phone.cmds() {
-			if c == wire.CmdAskQuestion {
+			if c == NoteAsked {
 				t.Fatalf("the refused request was shown: %v", phone.cmds())
 			}
 		}

@@ -3,7 +3,6 @@ package hub
 import (
 	"slices"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
@@ -63,9 +62,9 @@ func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 // mirrorLocked brings the pending record rec (at revision rev), heard
 // from the cluster, into r: a request this instance has not shown is shown
 // to its clients and its deadline armed; one it has takes the record's
-// holder and agent-gone mark. Its frames are the event numbered rev. It
+// holder and agent-gone mark. Its notes are the event numbered rev. It
 // returns nil when the request is settled here already, and the function
-// that sends the frames it made. Called with r.mu held; send once it is
+// that sends the notes it made. Called with r.mu held; send once it is
 // released.
 func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) (*pending, func()) {
 	p := h.registerLocked(r, token, rec)
@@ -98,30 +97,29 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	if lone {
 		h.orphanSharedLocked(r, p)
 	}
-	var ms []*pb.WebsocketMessage
+	var ns []*Note
 	if !p.shown && !p.settling { // not when withdrawn as it was saved
 		p.shown = true
 		h.arm(r, p)
-		ms = append(ms, requestFrame(p)...)
+		ns = append(ns, requestNote(NoteAsked, p))
 		p.seq = rev
 	}
 	if rec.Gone != p.gone.Load() {
 		p.gone.Store(rec.Gone)
-		ms = append(ms, agentStatusFrame(p, rec.Gone))
+		ns = append(ns, &Note{Kind: NoteAgent, Token: p.token, Request: p.req, Gone: rec.Gone})
 	}
-	var frames [][]byte
-	if len(ms) > 0 {
-		frames = r.emitAtLocked(ms, rev, h.now())
+	if len(ns) > 0 {
+		r.emitAtLocked(ns, rev, h.now())
 	}
 	if p.holder != h.self {
 		// Another instance holds the call: its timers decide.
 		stopTimer(&p.orphan)
 		stopTimer(&p.notice)
 	}
-	if len(frames) == 0 {
+	if len(ns) == 0 {
 		return p, func() {}
 	}
-	return p, r.fanLocked(frames, "")
+	return p, r.fanLocked(ns, "")
 }
 
 // finishShared ends p with the settled record rec, heard at revision rev:
@@ -163,14 +161,12 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 		r.mu.Unlock()
 		return func() {}
 	}
-	except := ""
-	var frame [][]byte
+	n, except := requestNote(NoteClosed, p), ""
+	n.Reason = rec.ClosedNote
 	if s.reply != nil {
-		frame, except = r.emitAtLocked(replyNotificationFrame(p, s.reply), rev, now), s.reply.ClientID
-	} else {
-		frame = r.emitAtLocked(cancelledFrame(p, rec.ClosedNote), rev, now)
+		n.Kind, n.Reply, n.Reason, except = NoteAnswered, s.reply, "", s.reply.ClientID
 	}
-	send = r.fanLaterLocked(frame, except)
+	send = r.fanLaterLocked(r.emitAtLocked([]*Note{n}, rev, now), except)
 	r.mu.Unlock()
 	return send
 }

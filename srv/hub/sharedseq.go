@@ -3,8 +3,6 @@ package hub
 import (
 	"sync"
 	"time"
-
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
 // Cluster mode: one numbering of the request events on every instance.
@@ -95,25 +93,23 @@ func (s *sequence) window(from uint64) (since, heard uint64) {
 	}
 }
 
-// emitAtLocked numbers a request event seq (a shared record's revision),
-// keeps it for replay and returns its encoding. Called with r.mu held, in
-// the order of the revisions.
-func (r *room) emitAtLocked(ms []*pb.WebsocketMessage, seq uint64, now time.Time) [][]byte {
+// emitAtLocked numbers a request event's notes seq (a shared record's
+// revision), keeps them for replay and returns them. Called with r.mu
+// held, in the order of the revisions.
+func (r *room) emitAtLocked(ns []*Note, seq uint64, now time.Time) []*Note {
 	r.activity = now
 	r.seq = seq
-	bs := make([][]byte, len(ms))
-	for i, m := range ms {
-		m.Seq = seq
-		bs[i] = marshal(m)
+	for _, n := range ns {
+		n.Seq = seq
 	}
-	r.events.push(event{seq: seq, frames: bs, at: now})
-	return bs
+	r.events.push(event{seq: seq, notes: ns, at: now})
+	return ns
 }
 
 // replaySharedLocked returns the events after from, numbered with gaps
 // (the revisions of other rooms, and changes that make no event), or false
 // when this instance cannot tell it holds them all.
-func (r *room) replaySharedLocked(from, since, heard uint64, now time.Time) ([][]byte, bool) {
+func (r *room) replaySharedLocked(from, since, heard uint64, now time.Time) ([]*Note, bool) {
 	if from < since || from > heard {
 		return nil, false
 	}
@@ -121,13 +117,13 @@ func (r *room) replaySharedLocked(from, since, heard uint64, now time.Time) ([][
 		return nil, false // one after from was dropped
 	}
 	n := r.events.len()
-	var out [][]byte
+	var out []*Note
 	for i := range n {
 		if e := r.events.at(i); e.seq > from {
 			if now.Sub(e.at) > replayAge {
 				return nil, false
 			}
-			out = append(out, e.frames...)
+			out = append(out, e.notes...)
 		}
 	}
 	return out, true

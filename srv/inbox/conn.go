@@ -60,6 +60,16 @@ func (c *conn) Nickname() string {
 }
 func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
+// Send queues n's frames (hub.Client).
+func (c *conn) Send(n *hub.Note) bool {
+	for _, b := range n.Encoded(encode) {
+		if !c.Conn.Send(b) {
+			return false
+		}
+	}
+	return true
+}
+
 // ended runs once the connection is over.
 func (c *conn) ended() {
 	if c.token != "" {
@@ -125,14 +135,13 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	nick := cleanNickname(m.Nickname, c.id)
 	c.nickname.Store(&nick)
 	resumedLogin := false
-	welcome := func(resumed bool) []byte {
+	welcome := func(resumed bool) {
 		resumedLogin = resumed
-		b, _ := proto.Marshal(&pb.WebsocketMessage{
+		c.reply(&pb.WebsocketMessage{
 			Cmd:               wire.CmdUserLogin,
 			UserLoginResponse: &pb.UserLoginResponse{ClientId: c.id, Success: true, Epoch: o.Hub.Epoch(), Resumed: resumed},
 			Nickname:          nick,
 		})
-		return b
 	}
 	// The cap is checked as the client joins, in one step: a burst of
 	// logins cannot all pass the check before any of them has joined.
@@ -148,8 +157,8 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.pushUpTo = pushUpTo
 	c.pushArmed = !resumedLogin
 	c.h.log.Info("client logged in", "client", c.id, "nickname", nick)
-	if f := o.Hub.LostFrame(c.token); f != nil {
-		c.reply(f)
+	if n := o.Hub.Lost(c.token); n != nil {
+		c.Send(n)
 	}
 	return true
 }
@@ -186,7 +195,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if m.Cmd != wire.CmdGetPendingMessages {
 			// Half the send queue, so presence and replies still fit.
 			var left int
-			c.given, left = hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2))
+			c.given, left = hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2), frames)
 			c.pushed = true
 			if left > 0 {
 				c.h.log.Warn("more than a push fits: the oldest pending requests, or outcomes of requests its cards show, were not pushed", "client", c.id, "left", left)
@@ -220,15 +229,10 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			},
 		})
 	case wire.CmdGetPendingMessages:
-		ps, seq := hb.PendingMessages(c.token)
-		// Each report is listed under the name of the generation that
-		// asked it, unless this client said which name it knows.
-		if c.reportName != "" {
-			for _, p := range ps {
-				if p.MessageType == wire.CmdWorkReport || p.MessageType == wire.CmdTaskFinish {
-					p.MessageType = c.reportName
-				}
-			}
+		ns, seq := hb.PendingMessages(c.token)
+		ps := make([]*pb.PendingMessage, len(ns))
+		for i, n := range ns {
+			ps[i] = pendingMessage(n, c.reportName)
 		}
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,
@@ -236,11 +240,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			Seq:                        seq,
 		})
 	case wire.CmdGetOnlineUsers:
-		us := hb.OnlineUsers(c.token)
-		c.reply(&pb.WebsocketMessage{
-			Cmd:                    m.Cmd,
-			GetOnlineUsersResponse: &pb.GetOnlineUsersResponse{OnlineUsers: us, TotalCount: wire.Count(len(us))},
-		})
+		c.reply(onlineUsersFrame(hb.OnlineUsers(c.token)))
 	case wire.CmdSendChatMessage:
 		req := m.GetSendChatMessageRequest()
 		if req.GetReceiverClientId() == "" || strings.TrimSpace(req.GetContent()) == "" {
@@ -269,11 +269,15 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if limit <= 0 {
 			limit = 30
 		}
-		items, more, err := hb.History(c.token, before, min(limit, 200))
+		past, more, err := hb.History(c.token, before, min(limit, 200))
 		if err != nil {
 			c.h.log.Error("history", "err", err)
 			c.sendError("internal", "history unavailable", "", m.Cmd)
 			return
+		}
+		items := make([]*pb.HistoryItem, len(past))
+		for i, p := range past {
+			items[i] = historyItem(c.token, p)
 		}
 		c.reply(&pb.WebsocketMessage{Cmd: m.Cmd, GetHistoryResponse: &pb.GetHistoryResponse{Items: items, More: more}})
 	case wire.CmdClearHistory:
@@ -356,7 +360,7 @@ func (c *conn) reply(m *pb.WebsocketMessage) {
 		c.h.log.Error("marshal reply", "cmd", m.Cmd, "err", err)
 		return
 	}
-	c.Send(b)
+	c.Conn.Send(b)
 }
 
 func (c *conn) sendError(code, msg, requestID, cmd string) {
@@ -365,3 +369,6 @@ func (c *conn) sendError(code, msg, requestID, cmd string) {
 		Error: &pb.ErrorNotification{Code: code, Message: msg, RequestId: requestID, Cmd: strings.ToValidUTF8(cmd, "")},
 	})
 }
+
+// frames is what n costs a client's send queue.
+func frames(n *hub.Note) int { return len(n.Encoded(encode)) }

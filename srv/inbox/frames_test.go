@@ -173,7 +173,7 @@ func TestRoomFrames(t *testing.T) {
 		send(t, phone, &pb.WebsocketMessage{Cmd: wire.CmdGetOnlineUsers})
 		var names []string
 		for _, u := range expect(t, phone, wire.CmdGetOnlineUsers).GetGetOnlineUsersResponse().GetOnlineUsers() {
-			names = append(names, u.GetNickname())
+			names = append(names, u.Nickname)
 		}
 		if strings.Join(names, ",") != "phone,laptop" {
 			t.Fatalf("online %v", names)
@@ -203,7 +203,7 @@ func TestRoomFrames(t *testing.T) {
 		}
 		var renamed bool
 		for _, u := range f.hub.OnlineUsers(tokA) {
-			renamed = renamed || u.GetClientId() == phone.ID && u.GetNickname() == "old phone"
+			renamed = renamed || u.ID == phone.ID && u.Nickname == "old phone"
 		}
 		if !renamed {
 			t.Fatalf("online %v", f.hub.OnlineUsers(tokA))

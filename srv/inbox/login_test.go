@@ -68,8 +68,8 @@ func TestLogin(t *testing.T) {
 				}
 				var got []string
 				for _, u := range f.hub.OnlineUsers(tc.token) {
-					if u.GetClientId() == c.ID {
-						got = append(got, u.GetNickname())
+					if u.ID == c.ID {
+						got = append(got, u.Nickname)
 					}
 				}
 				if len(got) != 1 || got[0] != want {

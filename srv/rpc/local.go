@@ -8,7 +8,6 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // Local is the services called in process by one caller of the server
@@ -36,7 +35,7 @@ func (l *Local) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*p
 	if err != nil {
 		return nil, "", err
 	}
-	return hub.AskResponse(id, rep), rep.Nickname, nil
+	return askResponse(id, rep), rep.Nickname, nil
 }
 
 // TaskReport reports a finished task and waits for the person's
@@ -46,7 +45,7 @@ func (l *Local) TaskReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.
 	if err != nil {
 		return nil, "", err
 	}
-	return hub.AskResponse(id, rep), rep.Nickname, nil
+	return askResponse(id, rep), rep.Nickname, nil
 }
 
 func (l *Local) TakeMissedAnswers(_ context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {

@@ -167,7 +167,7 @@ func (s *service) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (
 		return nil, err
 	}
 	tellAnsweredBy(ctx, rep)
-	return hub.AskResponse(id, rep), nil
+	return askResponse(id, rep), nil
 }
 
 func (s *service) askQuestion(ctx context.Context, c caller, req *pb.AskQuestionRequest) (*hub.Reply, string, error) {
@@ -192,7 +192,7 @@ func (s *service) TaskFinish(ctx context.Context, req *pb.TaskFinishRequest) (*p
 		return nil, err
 	}
 	tellAnsweredBy(ctx, rep)
-	return hub.TaskResponse(id, rep), nil
+	return taskResponse(id, rep), nil
 }
 
 // WorkReport is TaskFinish under the current upstream generation's name.
@@ -375,8 +375,18 @@ func (c controlService) takeMissed(token string, req *pb.TakeMissedAnswersReques
 		out.Answers[i] = &pb.MissedAnswer{
 			MessageType: m.Kind.String(), ID: m.ID, Text: m.Text,
 			CreatedAt: m.CreatedAt.UnixMilli(), AnsweredAt: m.AnsweredAt.UnixMilli(),
-			Response: hub.AskResponse(m.ID, m.Reply), AnsweredBy: m.Reply.Nickname,
+			Response: askResponse(m.ID, m.Reply), AnsweredBy: m.Reply.Nickname,
 		}
 	}
 	return out, nil
+}
+
+// askResponse is rep in its AskQuestion wire form.
+func askResponse(id string, rep *hub.Reply) *pb.AskQuestionResponse {
+	return &pb.AskQuestionResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}
+}
+
+// taskResponse is rep in its TaskFinish wire form.
+func taskResponse(id string, rep *hub.Reply) *pb.TaskFinishResponse {
+	return &pb.TaskFinishResponse{ID: id, IsError: rep.IsError, Meta: rep.Meta, Contents: rep.Contents}
 }
