@@ -330,6 +330,9 @@ func (s *Server) Idle() *IdleConns { return s.idle }
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// Inbox is the /ws endpoint.
+func (s *Server) Inbox() *inbox.Handler { return s.inbox }
+
 // Close ends the waiting agent calls (Unavailable) and every WebSocket
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {

@@ -8,10 +8,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/inbox"
 )
 
-// keptFile holds, across a restart, what hub.Kept remembers: the requests
+// keptFile holds, across a restart, what inbox.Handler.Kept remembers: the requests
 // each page of upstream's web UI still shows (by room digest and
 // nickname), so the page that reconnects to the new process is not pushed
 // them again as second cards. Written at shutdown, read and removed at the
@@ -19,8 +19,8 @@ import (
 const keptFile = "upstream-cards.json"
 
 // saveKept writes h's memory into dir.
-func saveKept(dir string, h *hub.Hub) error {
-	kept := h.KeptByRoom()
+func saveKept(dir string, h *inbox.Handler) error {
+	kept := h.Kept()
 	path := filepath.Join(dir, keptFile)
 	if len(kept) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -40,7 +40,7 @@ func saveKept(dir string, h *hub.Hub) error {
 
 // loadKept gives h what the last run saved in dir, for tokens' rooms, and
 // removes the file: it describes the pages of the last shutdown only.
-func loadKept(dir string, h *hub.Hub, tokens []string) error {
+func loadKept(dir string, h *inbox.Handler, tokens []string) error {
 	path := filepath.Join(dir, keptFile)
 	b, err := os.ReadFile(path) // #nosec G304 -- a fixed name in the operator's data directory
 	if errors.Is(err, fs.ErrNotExist) {

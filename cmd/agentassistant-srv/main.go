@@ -239,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("restore requests: %w", err)
 	}
 	if cl == nil {
-		if err := loadKept(dataDir, server.Hub(), allTokens); err != nil {
+		if err := loadKept(dataDir, server.Inbox(), allTokens); err != nil {
 			log.Warn("upstream web pages may show a request twice", "err", err) // a convenience, not the requests
 		}
 	}
@@ -302,7 +302,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log.Info("shutting down", "to_start_afresh", afresh)
 	_ = server.Close() // first, so waiting agent calls return and the HTTP server can drain
 	if cl == nil {
-		if err := saveKept(dataDir, server.Hub()); err != nil {
+		if err := saveKept(dataDir, server.Inbox()); err != nil {
 			log.Warn("upstream web pages may show a request twice after the restart", "err", err)
 		}
 	}

@@ -2,8 +2,9 @@
 // token, the requests waiting for a person, and who answered what.
 //
 // One idea per file: hub.go the Hub, its options and errors; room.go a
-// room's membership; kept.go what a device that never asks for the
-// pending list is pushed at login, and the cards it is remembered to show;
+// room's membership; cards.go a device's cards, and what a device that
+// never asks for the pending list is told as it comes back (its door
+// remembers the cards);
 // request.go a request's lifecycle and its timers, written once over the
 // records (shared.go: ask, answer, withdraw, time out; sharedapply.go:
 // each change heard; sharedmissed.go: answers kept for an absent agent,

@@ -31,13 +31,6 @@ type room struct {
 	events       events // the last replayEvents of them
 	activity     time.Time
 
-	// kept is, by nickname, the requests a device that never asks for the
-	// pending list still shows since its connection dropped (Kept); its
-	// next login is not pushed them again, and is told the outcome of those
-	// settled meanwhile. By ID, the request (nil when restored after a
-	// restart without it). At most maxKept nicknames.
-	kept map[string]map[string]*pending
-
 	// lost is the requests that were pending here when the store was
 	// found damaged and could not be restored, until a device dismisses
 	// them (lost.go).
@@ -83,7 +76,7 @@ type room struct {
 // for c's door to queue what a login is answered with; then c is sent,
 // when it resumes within the replay window, the events it missed; all
 // atomically with joining, so c misses nothing and gets nothing twice. It returns the number of the room's
-// last event when c joined, for PushPending.
+// last event when c joined, for CatchUp.
 func (h *Hub) Join(token string, c Client, welcome func(resumed bool), resume Resume) uint64 {
 	seq, _ := h.JoinAtMost(token, 0, c, welcome, resume)
 	return seq

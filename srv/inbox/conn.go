@@ -76,7 +76,7 @@ func (c *conn) ended() {
 		if c.pushed && !c.PeerClosed() {
 			// Not a reload or a closed tab (those close the socket): the
 			// page will reconnect with its cards.
-			c.h.o.Hub.Kept(c.token, c, c.pushUpTo, c.given)
+			c.h.kept.keep(c.token, c.Nickname(), c.h.o.Hub.Shown(c.token, c.pushUpTo, c.given))
 		}
 		c.h.o.Hub.Leave(c.token, c)
 		c.h.log.Info("client left", "client", c.id)
@@ -195,7 +195,8 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if m.Cmd != wire.CmdGetPendingMessages {
 			// Half the send queue, so presence and replies still fit.
 			var left int
-			c.given, left = hb.PushPending(c.token, c, c.pushUpTo, max(1, c.h.o.SendQueue/2), frames)
+			shows := c.h.kept.take(c.token, c.Nickname())
+			c.given, left = hb.CatchUp(c.token, c, c.pushUpTo, shows, max(1, c.h.o.SendQueue/2), frames)
 			c.pushed = true
 			if left > 0 {
 				c.h.log.Warn("more than a push fits: the oldest pending requests, or outcomes of requests its cards show, were not pushed", "client", c.id, "left", left)

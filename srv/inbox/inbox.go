@@ -67,6 +67,7 @@ type Handler struct {
 	log    *slog.Logger
 	conns  wsconn.Set
 	wsOpts wsconn.Options
+	kept   kept // what the older web UI's pages show (kept.go)
 }
 
 // New returns the endpoint.

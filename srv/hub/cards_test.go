@@ -1,7 +1,6 @@
 package hub
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -9,32 +8,8 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
-// TestKeptIsBounded: what a room remembers of upstream web pages
-// (Kept, SetKept) holds at most maxKept nicknames, however many clients
-// come and go.
-func TestKeptIsBounded(t *testing.T) {
-	h := New(Options{})
-	defer h.Close()
-	for i := range 3 * maxKept {
-		h.Kept("tok", newFake(fmt.Sprint(i)), 0, nil)
-	}
-	if n := len(h.room("tok").kept); n > maxKept {
-		t.Fatalf("%d nicknames remembered, want at most %d", n, maxKept)
-	}
-	saved := map[string]map[string][]string{h.room("tok").digest: {}}
-	for i := range 3 * maxKept {
-		saved[h.room("tok").digest][fmt.Sprint("n", i)] = []string{"q"}
-	}
-	h2 := New(Options{})
-	defer h2.Close()
-	h2.SetKept([]string{"tok"}, saved)
-	if n := len(h2.room("tok").kept); n > maxKept {
-		t.Fatalf("%d nicknames restored, want at most %d", n, maxKept)
-	}
-}
-
 // TestKeptToldOutcomesAfterRestart: a device's cards restored after a
-// restart (SetKept) whose requests settled before it, or whose outcome is
+// restart (Cards) whose requests settled before it, or whose outcome is
 // forgotten, are told at its next login, within the push's bound.
 func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	h := New(Options{})
@@ -44,9 +19,8 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	r.keepSettled("timed", &settled{kind: wire.TaskFinish, err: ErrTimeout, reason: "timeout", at: h.now()}, h.now().Add(-time.Hour))
 	r.mu.Unlock()
 	c := newFake("web")
-	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {c.Nickname(): {"timed", "lost"}}})
 	upTo := h.Join("tok", c, nil, Resume{})
-	if pushed, left := h.PushPending("tok", c, upTo, 1, one); len(pushed) != 0 || left != 1 {
+	if pushed, left := h.CatchUp("tok", c, upTo, h.Cards("tok", []string{"timed", "lost"}), 1, one); len(pushed) != 0 || left != 1 {
 		t.Errorf("bound 1: pushed %v, %d left; want none pushed, 1 left", pushed, left)
 	}
 	got := closedOf(c)
@@ -57,9 +31,8 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	}
 
 	d := newFake("web")
-	h.SetKept([]string{"tok"}, map[string]map[string][]string{r.digest: {d.Nickname(): {"timed"}}})
 	upTo = h.Join("tok", d, nil, Resume{})
-	h.PushPending("tok", d, upTo, 0, one)
+	h.CatchUp("tok", d, upTo, h.Cards("tok", []string{"timed"}), 0, one)
 	got = closedOf(d)
 	if want := []string{"timed timeout TaskFinish"}; !slices.Equal(got, want) {
 		t.Errorf("told %q, want %q", got, want)
