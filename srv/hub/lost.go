@@ -2,8 +2,9 @@ package hub
 
 import (
 	"fmt"
-	"github.com/agentassistant/agentassistant/srv/store"
 	"slices"
+
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // The requests that were pending when the store was found damaged and

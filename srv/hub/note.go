@@ -84,9 +84,9 @@ func (n *Note) Encoded(encode func(*Note) [][]byte) [][]byte {
 
 // User is a device as the others see it.
 type User struct {
-	ID          string
-	Nickname    string
-	ConnectedAt time.Time
+	ID          string    `json:"id"`
+	Nickname    string    `json:"nickname,omitempty"`
+	ConnectedAt time.Time `json:"connectedAt,omitzero"`
 }
 
 func userOf(c Client) User {

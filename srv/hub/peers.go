@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"slices"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // Cluster mode: the devices of the other instances.

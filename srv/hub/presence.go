@@ -1,8 +1,6 @@
 package hub
 
-import (
-	"time"
-)
+import "time"
 
 // Presence in a room: up to presenceBatch changes are announced one by one,
 // more as one online-users list. A room of more than bigRoom clients (far
