@@ -82,10 +82,9 @@ type Request struct {
 	// "ingress"), for the metrics; not saved.
 	Door string
 	// TaskFinishEra: a task report asked through the TaskFinish RPC, as
-	// the older upstream generation's agentassistant-mcp does. The pending
-	// list names it "TaskFinish" (else "WorkReport"): each generation's
-	// app converts only its own name, and the one that asked is the one
-	// whose app should find it there.
+	// the older upstream generation's agentassistant-mcp does; saved with
+	// it, for the /ws door's pending list to name it as that generation
+	// does.
 	TaskFinishEra bool
 	// Questions are the choices offered with the request (the wire's
 	// field 7): options the person answers with in one tap. Checked by the

@@ -1,6 +1,13 @@
 // Package inbox serves /ws: the binary protobuf WebSocket that the inbox
 // UIs (web, Flutter, any client of the wire contract) log in to, receive
 // the agents' requests on, and answer through.
+//
+// conn.go is a connection: its login and the frames it sends, mapped to
+// the hub. frames.go encodes what the hub tells a room's clients
+// (hub.Note) as WebsocketMessage frames, with the older clients' ways: a
+// task report under both generations' Cmds, the pending list's name for
+// it. kept.go remembers the cards of the older web UI, which never asks
+// for the pending list.
 package inbox
 
 import (
