@@ -31,7 +31,7 @@ func clusterStep(ctx context.Context, c config, r *report) error {
 	if err != nil {
 		return err
 	}
-	one, err := measureCluster(ctx, []*server{single}, n, qs, seq, c.duration)
+	one, err := measureCluster(ctx, []*server{single}, n, qs, seq, c.duration, nil)
 	single.stop()
 	if err != nil {
 		return fmt.Errorf("one instance: %w", err)
@@ -59,13 +59,23 @@ func clusterStep(ctx context.Context, c config, r *report) error {
 		}
 		srvs = append(srvs, s)
 	}
-	three, err := measureCluster(ctx, srvs, n, qs, seq, c.duration)
+	// The floor, on the same NATS server, right after the cluster's
+	// sequential asks (kvfloor.go).
+	var floor50, floor99 float64
+	three, err := measureCluster(ctx, srvs, n, qs, seq, c.duration, func() error {
+		var err error
+		floor50, floor99, err = kvFloor(ctx, ns.ClientURL(), seq)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("three instances: %w", err)
 	}
 
 	r.add("one instance: ask_question p50", one.askP50, "µs")
 	r.add("cluster: ask_question p50 (agent via A, device on C)", three.askP50, "µs")
+	r.add("cluster floor: JetStream create, watch, update, watch: p50", floor50, "µs").Note =
+		fmt.Sprintf("p99 %.0f µs", floor99)
+	r.add("cluster: ask p50 above one instance's ÷ that floor", (three.askP50-one.askP50)/floor50, "×")
 	r.add("cluster: ask_question p99", three.askP99, "µs").Note = fmt.Sprintf("one instance p99: %.0f µs", one.askP99)
 	r.add("cluster: ask_question p50 / one instance's", three.askP50/one.askP50, "×")
 	r.add("one instance: ask_question calls/s (sequential)", one.perSec, "calls/s")
@@ -96,8 +106,9 @@ type clusterFigures struct {
 }
 
 // measureCluster asks through srvs[0] with the answering device on the
-// last of srvs (C), then fans out to n devices spread over srvs.
-func measureCluster(ctx context.Context, srvs []*server, n, qs, seq int, d time.Duration) (clusterFigures, error) {
+// last of srvs (C), then runs floor (when set), then fans out to n
+// devices spread over srvs.
+func measureCluster(ctx context.Context, srvs []*server, n, qs, seq int, d time.Duration, floor func() error) (clusterFigures, error) {
 	var f clusterFigures
 	first, last := srvs[0], srvs[len(srvs)-1]
 	answerer, err := dialWS(ctx, last, "answerer", answer)
@@ -115,6 +126,12 @@ func measureCluster(ctx context.Context, srvs []*server, n, qs, seq int, d time.
 		return f, err
 	}
 	f.askP50, f.askP99, f.perSec = pct(ds, 50), pct(ds, 99), float64(len(ds))/sum(ds).Seconds()
+	if floor != nil {
+		if err := floor(); err != nil {
+			closeAll([]*wsClient{answerer})
+			return f, fmt.Errorf("JetStream floor: %w", err)
+		}
+	}
 	// 64 callers at once, spread over the instances, for d.
 	var calls atomic.Int64
 	var wg sync.WaitGroup

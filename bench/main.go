@@ -93,6 +93,7 @@ func main() {
 	flag.BoolVar(&c.smoke, "smoke", false, "a few seconds with small numbers, no targets")
 	serveFloor := flag.Bool("serve-floor", false, "internal: serve the floor endpoints and print the address")
 	holdSockets := flag.Bool("hold-sockets", false, "internal: accept and hold TCP sockets until told on stdin to close them")
+	kvPeer := flag.String("kv-peer", "", "internal: a peer of the cluster's JetStream floor (ask, answer or watch)")
 	serveOrchestrator := flag.Bool("serve-orchestrator", false, "internal: serve the Ingress orchestrator double until stdin closes and print its URL")
 	flag.StringVar(&only, "only", "", "run only the steps whose name contains this (floor always runs)")
 	questions := flag.Int("questions", 0, "questions per fan-out step (default 50; more to profile the server under it)")
@@ -100,6 +101,13 @@ func main() {
 	if *holdSockets {
 		if err := runSocketHolder(); err != nil {
 			fmt.Fprintln(os.Stderr, "socket holder:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *kvPeer != "" {
+		if err := runKVPeer(*kvPeer); err != nil {
+			fmt.Fprintln(os.Stderr, "floor peer:", err)
 			os.Exit(1)
 		}
 		return
