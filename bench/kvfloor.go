@@ -157,7 +157,10 @@ func runKVPeer(role string) error {
 	case "watch":
 		for {
 			select {
-			case <-w.Updates():
+			case _, ok := <-w.Updates():
+				if !ok {
+					return errors.New("watch: the watch ended")
+				}
 			case <-quit:
 				return nil
 			}
@@ -165,7 +168,10 @@ func runKVPeer(role string) error {
 	case "answer":
 		for {
 			select {
-			case e := <-w.Updates():
+			case e, ok := <-w.Updates():
+				if !ok {
+					return errors.New("answer: the watch ended")
+				}
 				if e != nil && string(e.Value()) == "q" {
 					if _, err := kv.Update(ctx, e.Key(), []byte("a"), e.Revision()); err != nil {
 						return fmt.Errorf("answer: %w", err)
