@@ -10,13 +10,19 @@ package lockorder
 //	20 relay.channel.mu    one relay session
 //	25 ingress.bhost.mu    one built-in host, taken under channel.mu
 //	                       (Deliver queues) and under Builtin.mu
+//	26 hub.localRecords.applying
+//	                       an apply lock of a server that runs alone: a
+//	                       change of its rooms is numbered and applied
+//	                       under it
+//	27 hub.localRecords.mu the records of a server that runs alone; taken
+//	                       under an apply lock, store.Store.mu under it
 //	30 hub.Hub.mu          the rooms by token; held alone
 //	40 hub.room.mu         one room; its timers take it too
 //	45 hub.Hub.wmu         the hub's cluster-mode writes, started under
 //	                       room.mu; nothing is taken under it
 //	50 studylog.Dir.mu     study log names, taken under channel.mu
 //	60 store.Store.mu      the write queue, taken under the hub's local
-//	                       records' lock (Stage), which is held alone
+//	                       records' lock (Stage)
 //	70 ingress.Handler.mu  the Ingress sessions
 //	71 ingress.session.mu  one Ingress session: its devices, runs, calls;
 //	                       nothing above is taken under the Ingress
@@ -38,6 +44,8 @@ type (
 	RelaySessions   struct{}
 	RelaySession    struct{}
 	BuiltinHost     struct{}
+	LocalApply      struct{}
+	LocalRecords    struct{}
 	Rooms           struct{}
 	Room            struct{}
 	HubWrites       struct{}
@@ -54,6 +62,8 @@ func (BuiltinHosts) Order() (int, string)    { return 5, "ingress.Builtin.mu" }
 func (RelaySessions) Order() (int, string)   { return 10, "relay.Relay.mu" }
 func (RelaySession) Order() (int, string)    { return 20, "relay.channel.mu" }
 func (BuiltinHost) Order() (int, string)     { return 25, "ingress.bhost.mu" }
+func (LocalApply) Order() (int, string)      { return 26, "hub.localRecords.applying" }
+func (LocalRecords) Order() (int, string)    { return 27, "hub.localRecords.mu" }
 func (Rooms) Order() (int, string)           { return 30, "hub.Hub.mu" }
 func (Room) Order() (int, string)            { return 40, "hub.room.mu" }
 func (HubWrites) Order() (int, string)       { return 45, "hub.Hub.wmu" }

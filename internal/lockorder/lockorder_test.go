@@ -87,7 +87,7 @@ func TestOrder(t *testing.T) {
 
 // The levels are distinct and in the order levels.go lists them.
 func TestLevels(t *testing.T) {
-	levels := []Level{BuiltinHosts{}, RelaySessions{}, RelaySession{}, BuiltinHost{}, Rooms{}, Room{}, StudyLogs{},
+	levels := []Level{BuiltinHosts{}, RelaySessions{}, RelaySession{}, BuiltinHost{}, LocalApply{}, LocalRecords{}, Rooms{}, Room{}, StudyLogs{},
 		Store{}, IngressSessions{}, IngressSession{}, Pending{}, Limiter{}}
 	last := 0
 	for _, l := range levels {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -16,16 +18,27 @@ import (
 // over the embedded store (memory only without one). One process writes:
 // a compare-and-set is checked under mu, then the record goes through the
 // store's journal, and the call returns once it is saved (nothing is
-// called safe before it is on disk) and applied, in revision order, as a
-// cluster's watcher applies what it hears. Restore applies the records
-// kept at the last run first. The epoch names the run: a device that
-// comes back after a restart gets a full resync. Kept here: the records
-// the lifecycle may still read or change (pending, outcomes within
-// Retention, answers kept for an absent agent within MissedRetention).
+// called safe before it is on disk) and applied, as a cluster's watcher
+// applies what it hears. Restore applies the records kept at the last run
+// first. The epoch names the run: a device that comes back after a
+// restart gets a full resync. Kept here: the records the lifecycle may
+// still read or change (pending, outcomes within Retention, answers kept
+// for an absent agent within MissedRetention).
 //
-// Locks: mu is held alone but for the store's queue, taken under it
-// (Stage), so the journal has the changes in revision order. dmu is taken
-// before the hub's locks: changes are applied under it.
+// A change is numbered when it is applied, not when it is staged: the
+// writer whose record is saved takes its room's apply lock, gives the
+// change the next revision and applies it. So a room's changes are applied
+// in the order of their revisions, as its replay ring numbers them, and a
+// saved change waits only for changes being applied under the same lock:
+// not for the goroutines of changes staged before it to wake up, and not
+// for the rooms of other locks. The rooms share applyShards locks, by a
+// hash of their digest. The journal's order is the order of staging; the
+// two differ only between different records (one write of a record at a
+// time), whose order nothing reads.
+//
+// Locks: an apply lock is taken first, then mu, then the hub's (the
+// change is applied under the apply lock, with mu released); under mu
+// only the store's queue is taken (Stage).
 type localRecords struct {
 	db     *store.Store // nil: memory only
 	holder string       // the hub's instance name: every call is held here
@@ -37,16 +50,20 @@ type localRecords struct {
 	retention, missedFor time.Duration
 	now                  func() time.Time
 
-	mu   sync.Mutex
+	// applying are the apply locks; a room's is applyLock's.
+	applying [applyShards]lockorder.Mutex[lockorder.LocalApply]
+	seed     maphash.Seed
+
+	mu   lockorder.Mutex[lockorder.LocalRecords]
 	recs map[localKey]*localEntry
 	rev  uint64 // the last revision given
+	// idle wakes those waiting for a record's write to be over (on mu);
+	// waiting counts them, so that a write with none waking is spared.
+	idle    sync.Cond
+	waiting int
 	// settledQ and keptQ are the settled records in the order they were
 	// written, for forgetting them in turn.
 	settledQ, keptQ []localQueued
-
-	dmu   sync.Mutex // held while a change is applied, in order
-	next  uint64     // the next revision to apply
-	ready map[uint64]*localChange
 }
 
 type localKey struct{ room, id string }
@@ -54,10 +71,15 @@ type localKey struct{ room, id string }
 type localEntry struct {
 	rec SharedRecord
 	rev uint64
-	// busy is closed when the write in flight is over: one write of a
-	// record at a time, so a compare-and-set never races its own save.
-	busy chan struct{}
+	// busy: a write of the record is in flight. One write of a record at
+	// a time, so a compare-and-set never races its own save, and the
+	// journal has a record's changes in the order of their revisions.
+	busy bool
 }
+
+// applyShards is how many apply locks the rooms share: enough that rooms
+// seldom wait for each other on a machine's CPUs.
+const applyShards = 64
 
 type localQueued struct {
 	k   localKey
@@ -65,17 +87,11 @@ type localQueued struct {
 	at  time.Time
 }
 
-// localChange is a revision waiting its turn to be applied.
-type localChange struct {
-	rec  SharedRecord
-	ok   bool // saved; else the revision is skipped
-	done chan struct{}
-	send func() // set once applied
-}
-
 func newLocalRecords(db *store.Store, holder string, retention, missedFor time.Duration, now func() time.Time) *localRecords {
-	return &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], retention: retention, missedFor: missedFor, now: now,
-		recs: make(map[localKey]*localEntry), next: 1, ready: make(map[uint64]*localChange)}
+	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], retention: retention, missedFor: missedFor, now: now,
+		recs: make(map[localKey]*localEntry), seed: maphash.MakeSeed()}
+	l.idle.L = &l.mu
+	return l
 }
 
 // Epoch names this run's revisions.
@@ -107,14 +123,26 @@ func (l *localRecords) Get(_ context.Context, room, id string) (SharedRecord, ui
 func (l *localRecords) idleLocked(k localKey) *localEntry {
 	for {
 		e := l.recs[k]
-		if e == nil || e.busy == nil {
+		if e == nil || !e.busy {
 			return e
 		}
-		busy := e.busy
-		l.mu.Unlock()
-		<-busy
-		l.mu.Lock()
+		l.waiting++
+		l.idle.Wait()
+		l.waiting--
 	}
+}
+
+// doneLocked ends the write of e in flight. Called with l.mu held.
+func (l *localRecords) doneLocked(e *localEntry) {
+	e.busy = false
+	if l.waiting > 0 {
+		l.idle.Broadcast()
+	}
+}
+
+// applyLock is the apply lock of room.
+func (l *localRecords) applyLock(room string) *lockorder.Mutex[lockorder.LocalApply] {
+	return &l.applying[maphash.String(l.seed, room)%applyShards]
 }
 
 // write saves rec, new (create) or over revision rev, and applies it.
@@ -135,36 +163,56 @@ func (l *localRecords) write(rec SharedRecord, rev uint64, create bool) (uint64,
 		e = &localEntry{}
 		l.recs[k] = e
 	}
-	busy := make(chan struct{})
-	e.busy = busy
-	l.rev++
-	n := l.rev
+	e.busy = true
 	var saved *store.Ack
 	if l.db != nil {
 		saved = l.db.Stage(rec.Record)
 	}
-	c := &localChange{rec: rec, done: make(chan struct{})}
 	l.mu.Unlock()
 
-	err := wait(saved)
-	l.mu.Lock()
-	e.busy = nil
-	close(busy)
-	if err == nil {
-		e.rec, e.rev = rec, n
-		c.ok = true
-		if rec.Status != store.Pending {
-			l.queueLocked(k, n, rec)
+	if err := wait(saved); err != nil {
+		l.mu.Lock()
+		if fresh {
+			delete(l.recs, k)
 		}
-	} else if fresh {
-		delete(l.recs, k)
-	}
-	l.mu.Unlock()
-	l.deliver(n, c)
-	if err != nil {
+		l.doneLocked(e)
+		l.mu.Unlock()
 		return 0, fmt.Errorf("save request record: %w", err)
 	}
-	return n, nil
+	return l.applySaved(k, e, rec), nil
+}
+
+// applySaved numbers rec, saved, as the next revision and applies it
+// under its room's apply lock, then sends the frames it made; e is the
+// record's entry, busy with this write (nil: a record restored). It
+// returns the revision.
+func (l *localRecords) applySaved(k localKey, e *localEntry, rec SharedRecord) uint64 {
+	al := l.applyLock(rec.Room)
+	al.Lock()
+	l.mu.Lock()
+	l.rev++
+	n := l.rev
+	if e == nil {
+		l.recs[k] = &localEntry{rec: rec, rev: n}
+	} else {
+		e.rec, e.rev = rec, n
+		l.doneLocked(e)
+	}
+	if rec.Status != store.Pending {
+		l.queueLocked(k, n, rec)
+	}
+	l.mu.Unlock()
+	var send func()
+	if l.apply != nil {
+		send = l.apply(rec.Room, rec, n)
+	}
+	al.Unlock()
+	// A room's frames go out in the order of its revisions, whoever sends
+	// first (fan.go): sent with no lock held.
+	if send != nil {
+		send()
+	}
+	return n
 }
 
 // wait waits for a record to be saved; without a store there is nothing
@@ -174,33 +222,6 @@ func wait(a *store.Ack) error {
 		return nil
 	}
 	return a.Wait()
-}
-
-// deliver applies the change numbered rev once every change before it is
-// applied (or skipped), and returns once it is, and its frames are sent:
-// whoever finds the next revision ready applies it, and those ready after
-// it; each writer sends its own change's frames, with no lock held, as
-// the room's order has them (fan.go).
-func (l *localRecords) deliver(rev uint64, c *localChange) {
-	l.dmu.Lock()
-	l.ready[rev] = c
-	for {
-		next := l.ready[l.next]
-		if next == nil {
-			break
-		}
-		delete(l.ready, l.next)
-		if next.ok && l.apply != nil {
-			next.send = l.apply(next.rec.Room, next.rec, l.next)
-		}
-		close(next.done)
-		l.next++
-	}
-	l.dmu.Unlock()
-	<-c.done
-	if c.send != nil {
-		c.send()
-	}
 }
 
 // queueLocked notes that the settled record of k was written as revision
@@ -221,7 +242,7 @@ func (l *localRecords) queueLocked(k localKey, rev uint64, rec SharedRecord) {
 func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time) []localQueued {
 	n := 0
 	for ; n < len(q) && q[n].at.Before(cutoff); n++ {
-		if e := l.recs[q[n].k]; e != nil && e.rev == q[n].rev && e.busy == nil {
+		if e := l.recs[q[n].k]; e != nil && e.rev == q[n].rev && !e.busy {
 			delete(l.recs, q[n].k)
 		}
 	}
@@ -244,20 +265,10 @@ func (l *localRecords) restore(keep func(store.Record) bool) (uint64, error) {
 	}); err != nil {
 		return 0, fmt.Errorf("read request records: %w", err)
 	}
-	l.mu.Lock()
-	first := l.rev + 1
+	// The first changes, in the store's order.
+	var last uint64
 	for _, rec := range recs {
-		l.rev++
-		k := localKey{rec.Room, rec.ID}
-		l.recs[k] = &localEntry{rec: rec, rev: l.rev}
-		if rec.Status != store.Pending {
-			l.queueLocked(k, l.rev, rec)
-		}
-	}
-	last := l.rev
-	l.mu.Unlock()
-	for i, rec := range recs {
-		l.deliver(first+uint64(i), &localChange{rec: rec, ok: true, done: make(chan struct{})})
+		last = l.applySaved(localKey{rec.Room, rec.ID}, nil, rec)
 	}
 	return last, nil
 }
