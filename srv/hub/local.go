@@ -215,6 +215,17 @@ func (l *localRecords) applySaved(k localKey, e *localEntry, rec SharedRecord) u
 	return n
 }
 
+// sharedCtx is the context of a call to the Shared store: ctx without its
+// end, bounded by sharedTimeout. The local records take no context (their
+// calls end once the journal has the record, or cannot take it): for them
+// it is ctx, spared a timer and two contexts on every question and answer.
+func (h *Hub) sharedCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if h.local != nil {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+}
+
 // wait waits for a record to be saved; without a store there is nothing
 // to wait for.
 func wait(a *store.Ack) error {

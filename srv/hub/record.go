@@ -81,6 +81,34 @@ func encodeReply(rep *Reply) []byte {
 	return b
 }
 
+// keptReply is what decodeReply returns for encodeReply(rep), without
+// the round trip; nil when rep is nil, or names a reserved key itself
+// (that one is decoded).
+func keptReply(rep *Reply) *Reply {
+	if rep == nil {
+		return nil
+	}
+	_, id := rep.Meta["\x00clientId"]
+	_, nick := rep.Meta["\x00nickname"]
+	if id || nick {
+		return nil
+	}
+	k := &Reply{IsError: rep.IsError, Contents: rep.Contents, ClientID: rep.ClientID, Nickname: rep.Nickname}
+	if len(rep.Meta) > 0 {
+		k.Meta = rep.Meta
+	}
+	return k
+}
+
+// outcome is outcomeOf(rec.Record), with the reply this process wrote
+// rather than decoding it again.
+func (rec *SharedRecord) outcome() *settled {
+	if rec.reply != nil && rec.Status == store.Answered {
+		return &settled{at: rec.ClosedAt, reply: rec.reply}
+	}
+	return outcomeOf(rec.Record)
+}
+
 func decodeReply(b []byte) *Reply {
 	var m pb.AskQuestionResponse
 	if proto.Unmarshal(b, &m) != nil {

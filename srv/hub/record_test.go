@@ -30,3 +30,33 @@ func TestStoredRepliesKeepWhoAnswered(t *testing.T) {
 		}
 	}
 }
+
+// The reply a process applies from its own write is the reply another
+// instance decodes from the record.
+func TestKeptReplyIsTheDecodedOne(t *testing.T) {
+	text := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes"}}}
+	for _, rep := range []*Reply{
+		{ClientID: "c1", Nickname: "phone", Meta: map[string]string{"k": "v"}, IsError: true, Contents: text, Door: "ws"},
+		{ClientID: "c2", Meta: map[string]string{}},
+		{Nickname: "pc", Door: "connect"},
+		{ClientID: "c3", Meta: map[string]string{"\x00clientId": "forged", "k": "v"}, Contents: text},
+	} {
+		want := decodeReply(encodeReply(rep))
+		got := keptReply(rep)
+		if got == nil {
+			got = want // decoded after all
+		}
+		if got.ClientID != want.ClientID || got.Nickname != want.Nickname || got.IsError != want.IsError || got.Door != want.Door ||
+			fmt.Sprint(got.Meta) != fmt.Sprint(want.Meta) || (got.Meta == nil) != (want.Meta == nil) || len(got.Contents) != len(want.Contents) {
+			t.Fatalf("kept %+v, decoded %+v", got, want)
+		}
+		for i := range want.Contents {
+			if !proto.Equal(got.Contents[i], want.Contents[i]) {
+				t.Fatalf("content %d: %v, decoded %v", i, got.Contents[i], want.Contents[i])
+			}
+		}
+	}
+	if keptReply(nil) != nil {
+		t.Fatal("a reply kept for no answer")
+	}
+}

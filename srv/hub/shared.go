@@ -43,6 +43,10 @@ type SharedRecord struct {
 	// Taken: an answer kept for an absent agent was handed to another
 	// call of its project (TakeMissed; sharedmissed.go).
 	Taken bool `json:"taken,omitempty"`
+	// reply is the answer as its Reply decodes, when this process wrote
+	// it: the local records apply it without decoding it again
+	// (SharedRecord.outcome). Never sent.
+	reply *Reply
 }
 
 // Shared keeps a cluster's request records. Its errors other than
@@ -191,12 +195,12 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 	r.pending[req.ID] = p
 	rec := SharedRecord{Record: h.record(r, p, store.Pending, nil, ""), Holder: h.self}
 	r.mu.Unlock()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	sctx, cancel := h.sharedCtx(ctx)
 	rev, err := h.shared.Create(sctx, rec)
 	cancel()
 	created := err == nil
 	if errors.Is(err, ErrRecordExists) {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+		sctx, cancel := h.sharedCtx(ctx)
 		rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
 		cancel()
 	}
@@ -269,7 +273,7 @@ func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
 // again when it changed meanwhile. change returns false when nothing is to
 // be written. ErrNotPending: the record is settled.
 func (h *Hub) changeShared(ctx context.Context, r *room, p *pending, change func(*SharedRecord) bool) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
+	ctx, cancel := h.sharedCtx(ctx)
 	defer cancel()
 	rec, rev, err := h.shared.Get(ctx, r.digest, p.req.ID)
 	for {
@@ -380,19 +384,20 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	// The record as last heard: written at once against its revision,
 	// it saves a read (a round trip to NATS) on every answer; if it
 	// changed since, it is read again.
-	written := SharedRecord{Record: out, Holder: p.holder, Gone: p.gone.Load()}
+	kept := keptReply(rep)
+	written := SharedRecord{Record: out, Holder: p.holder, Gone: p.gone.Load(), reply: kept}
 	rev := p.rev
 	r.mu.Unlock()
 	start := h.now()
 	serr := ErrRecordChanged
 	if rev > 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
+		ctx, cancel := h.sharedCtx(context.Background())
 		_, serr = h.shared.Update(ctx, written, rev)
 		cancel()
 	}
 	if errors.Is(serr, ErrRecordChanged) {
 		serr = h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
-			written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone}
+			written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone, reply: kept}
 			*rec = written
 			return true
 		})

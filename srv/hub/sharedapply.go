@@ -127,7 +127,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 // re-attaching callers. It returns the function that tells the clients
 // (the event numbered rev).
 func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
-	s := outcomeOf(rec.Record)
+	s := rec.outcome()
 	s.sum, s.kind = p.sum, p.req.Kind
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {

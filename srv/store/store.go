@@ -109,6 +109,7 @@ type Store struct {
 	writer      sync.WaitGroup
 	journal     JournalFile // whoever has it (busy): the writer goroutine, or a caller's lead
 	jsize       int64       // the journal's length, as written
+	jbuf        []byte      // the last append's buffer, kept for the next (whoever has the journal)
 	// keepJournal: folds no longer empty the journal, which holds records
 	// the database refused too long to keep them in memory (writer.go).
 	keepJournal bool

@@ -260,6 +260,10 @@ func entries(rs []Record) []entry {
 	return out
 }
 
+// maxJournalBuf bounds the buffer kept for the next append to the journal:
+// a batch larger than this (a burst, a long text) gets one of its own.
+const maxJournalBuf = 256 << 10
+
 // appendJournal writes es to the journal in one write. A write that fails
 // part way (a full disk) is cut off again, so that the journal never holds
 // a torn entry that later ones follow.
@@ -268,9 +272,15 @@ func (s *Store) appendJournal(es []entry) error {
 	for _, e := range es {
 		n += 8 + len(e.val)
 	}
-	b := make([]byte, 0, n)
+	b := s.jbuf[:0]
+	if cap(b) < n {
+		b = make([]byte, 0, max(n, 4<<10))
+	}
 	for _, e := range es {
 		b = journalEntry(b, e.val)
+	}
+	if cap(b) <= maxJournalBuf {
+		s.jbuf = b
 	}
 	if _, err := s.journal.Write(b); err != nil {
 		return fmt.Errorf("append to journal: %w", s.undoAppend(err))
