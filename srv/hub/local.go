@@ -22,8 +22,9 @@ import (
 // applies what it hears. Restore applies the records kept at the last run
 // first. The epoch names the run: a device that comes back after a
 // restart gets a full resync. Kept here: the records the lifecycle may
-// still read or change (pending, outcomes within Retention, answers kept
-// for an absent agent within MissedRetention).
+// still read or change (pending, outcomes within Retention and the
+// newest maxSettled of a room, as the room keeps them, answers kept for
+// an absent agent within MissedRetention).
 //
 // A change is numbered when it is applied, not when it is staged: the
 // writer whose record is saved takes its room's apply lock, gives the
@@ -61,9 +62,12 @@ type localRecords struct {
 	// waiting counts them, so that a write with none waking is spared.
 	idle    sync.Cond
 	waiting int
-	// settledQ and keptQ are the settled records in the order they were
-	// written, for forgetting them in turn.
-	settledQ, keptQ []localQueued
+	// settled are each room's settled records in the order they were
+	// written, for forgetting them in turn: past Retention, or past
+	// maxSettled a room, as the rooms forget their outcomes (settled.go).
+	// keptQ are the answers kept for an absent agent, of every room.
+	settled map[string][]localQueued
+	keptQ   []localQueued
 }
 
 type localKey struct{ room, id string }
@@ -89,7 +93,7 @@ type localQueued struct {
 
 func newLocalRecords(db *store.Store, holder string, retention, missedFor time.Duration, now func() time.Time) *localRecords {
 	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], retention: retention, missedFor: missedFor, now: now,
-		recs: make(map[localKey]*localEntry), seed: maphash.MakeSeed()}
+		recs: make(map[localKey]*localEntry), settled: make(map[string][]localQueued), seed: maphash.MakeSeed()}
 	l.idle.L = &l.mu
 	return l
 }
@@ -236,23 +240,26 @@ func wait(a *store.Ack) error {
 }
 
 // queueLocked notes that the settled record of k was written as revision
-// rev, and forgets those past their time (unless written again since).
-// Called with l.mu held.
+// rev, and forgets those past their time, or past their room's count
+// (unless written again since). Called with l.mu held.
 func (l *localRecords) queueLocked(k localKey, rev uint64, rec SharedRecord) {
 	q := localQueued{k: k, rev: rev, at: rec.ClosedAt}
+	now := l.now()
 	if rec.ClosedNote == NoteUndelivered {
 		l.keptQ = append(l.keptQ, q)
+	} else if rq := l.forgetLocked(append(l.settled[k.room], q), now.Add(-l.retention), maxSettled); len(rq) > 0 {
+		l.settled[k.room] = rq
 	} else {
-		l.settledQ = append(l.settledQ, q)
+		delete(l.settled, k.room)
 	}
-	now := l.now()
-	l.settledQ = l.forgetLocked(l.settledQ, now.Add(-l.retention))
-	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)))
+	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)), len(l.keptQ))
 }
 
-func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time) []localQueued {
+// forgetLocked forgets the records of q written before cutoff, and the
+// oldest past the newest limit. It returns those left.
+func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time, limit int) []localQueued {
 	n := 0
-	for ; n < len(q) && q[n].at.Before(cutoff); n++ {
+	for ; n < len(q) && (q[n].at.Before(cutoff) || len(q)-n > limit); n++ {
 		if e := l.recs[q[n].k]; e != nil && e.rev == q[n].rev && !e.busy {
 			delete(l.recs, q[n].k)
 		}

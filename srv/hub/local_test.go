@@ -103,3 +103,32 @@ func TestLocalChangesInRevisionOrder(t *testing.T) {
 		t.Fatalf("%d changes applied, want %d; out of order: %v", len(seen), 16*20*2, bad)
 	}
 }
+
+// The records keep at most maxSettled settled requests a room, as the
+// room keeps their outcomes, however many were settled within Retention:
+// memory stays bounded under a steady load.
+func TestLocalSettledBounded(t *testing.T) {
+	l := newLocalRecords(nil, "self", time.Hour, time.Hour, time.Now)
+	for i := range maxSettled + 10 {
+		for _, room := range []string{"a", "b"} {
+			rec := localRecord(room, fmt.Sprint(i))
+			rev, err := l.Create(context.Background(), rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Status, rec.ClosedAt = store.Answered, time.Now()
+			if _, err := l.Update(context.Background(), rec, rev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(l.recs); n != 2*maxSettled {
+		t.Fatalf("%d records kept, want %d", n, 2*maxSettled)
+	}
+	if _, _, err := l.Get(context.Background(), "a", "9"); err == nil {
+		t.Fatal("the oldest of a full room is still kept")
+	}
+	if _, _, err := l.Get(context.Background(), "b", fmt.Sprint(maxSettled+9)); err != nil {
+		t.Fatalf("the newest is gone: %v", err)
+	}
+}
