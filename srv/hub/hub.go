@@ -263,7 +263,7 @@ func New(o Options) *Hub {
 	}
 	if h.shared == nil {
 		h.local = newLocalRecords(o.Store, h.self, h.retention, h.missedFor, h.now)
-		h.local.apply = h.applyRoom
+		h.local.apply = h
 		h.shared = h.local
 	}
 	h.peers, _ = h.shared.(Peers)

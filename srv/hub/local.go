@@ -44,9 +44,8 @@ type localRecords struct {
 	db     *store.Store // nil: memory only
 	holder string       // the hub's instance name: every call is held here
 	epoch  string
-	// apply is the hub's Apply, by room digest; it returns the function
-	// that sends the frames the change made, which the writer calls.
-	apply func(room string, rec SharedRecord, rev uint64) (send func())
+	// apply is the hub (Hub.applyRoom).
+	apply localApplier
 	// How long outcomes, and answers kept for an absent agent, are kept.
 	retention, missedFor time.Duration
 	now                  func() time.Time
@@ -71,6 +70,13 @@ type localRecords struct {
 }
 
 type localKey struct{ room, id string }
+
+// localApplier applies a change of the local records (Hub.applyRoom): it
+// returns the function that sends the frames the change made, which the
+// writer calls.
+type localApplier interface {
+	applyRoom(room string, rec SharedRecord, rev uint64) (send func())
+}
 
 type localEntry struct {
 	rec SharedRecord
@@ -103,12 +109,12 @@ func (l *localRecords) Epoch() string { return l.epoch }
 
 // Create saves a new record.
 func (l *localRecords) Create(_ context.Context, rec SharedRecord) (uint64, error) {
-	return l.write(rec, 0, true)
+	return l.write(&rec, 0, true)
 }
 
 // Update replaces the record if its revision is still rev.
 func (l *localRecords) Update(_ context.Context, rec SharedRecord, rev uint64) (uint64, error) {
-	return l.write(rec, rev, false)
+	return l.write(&rec, rev, false)
 }
 
 // Get returns the record of id in room, once a write of it is over.
@@ -150,7 +156,11 @@ func (l *localRecords) applyLock(room string) *lockorder.Mutex[lockorder.LocalAp
 }
 
 // write saves rec, new (create) or over revision rev, and applies it.
-func (l *localRecords) write(rec SharedRecord, rev uint64, create bool) (uint64, error) {
+// The record goes by reference from Create and Update to where it is
+// applied: the path of every question and answer is deep, and a goroutine
+// whose stack outgrows its size copies it, again after each garbage
+// collection shrinks it.
+func (l *localRecords) write(rec *SharedRecord, rev uint64, create bool) (uint64, error) {
 	k := localKey{rec.Room, rec.ID}
 	l.mu.Lock()
 	e := l.idleLocked(k)
@@ -168,10 +178,7 @@ func (l *localRecords) write(rec SharedRecord, rev uint64, create bool) (uint64,
 		l.recs[k] = e
 	}
 	e.busy = true
-	var saved *store.Ack
-	if l.db != nil {
-		saved = l.db.Stage(rec.Record)
-	}
+	saved := l.stage(rec)
 	l.mu.Unlock()
 
 	if err := wait(saved); err != nil {
@@ -186,29 +193,36 @@ func (l *localRecords) write(rec SharedRecord, rev uint64, create bool) (uint64,
 	return l.applySaved(k, e, rec), nil
 }
 
+// stage queues rec to be saved; nil without a store. Called with l.mu
+// held. Apart from write, whose frame is then spared the room for the
+// record's copy while the change is applied.
+//
+//go:noinline
+func (l *localRecords) stage(rec *SharedRecord) *store.Ack {
+	if l.db == nil {
+		return nil
+	}
+	return l.db.Stage(rec.Record)
+}
+
 // applySaved numbers rec, saved, as the next revision and applies it
 // under its room's apply lock, then sends the frames it made; e is the
-// record's entry, busy with this write (nil: a record restored). It
-// returns the revision.
-func (l *localRecords) applySaved(k localKey, e *localEntry, rec SharedRecord) uint64 {
+// record's entry, busy with this write. It returns the revision.
+func (l *localRecords) applySaved(k localKey, e *localEntry, rec *SharedRecord) uint64 {
 	al := l.applyLock(rec.Room)
 	al.Lock()
 	l.mu.Lock()
 	l.rev++
 	n := l.rev
-	if e == nil {
-		l.recs[k] = &localEntry{rec: rec, rev: n}
-	} else {
-		e.rec, e.rev = rec, n
-		l.doneLocked(e)
-	}
+	e.rec, e.rev = *rec, n
+	l.doneLocked(e)
 	if rec.Status != store.Pending {
-		l.queueLocked(k, n, rec)
+		l.queueLocked(k, n, rec.ClosedAt, rec.ClosedNote == NoteUndelivered)
 	}
 	l.mu.Unlock()
 	var send func()
 	if l.apply != nil {
-		send = l.apply(rec.Room, rec, n)
+		send = l.apply.applyRoom(rec.Room, *rec, n)
 	}
 	al.Unlock()
 	// A room's frames go out in the order of its revisions, whoever sends
@@ -242,10 +256,10 @@ func wait(a *store.Ack) error {
 // queueLocked notes that the settled record of k was written as revision
 // rev, and forgets those past their time, or past their room's count
 // (unless written again since). Called with l.mu held.
-func (l *localRecords) queueLocked(k localKey, rev uint64, rec SharedRecord) {
-	q := localQueued{k: k, rev: rev, at: rec.ClosedAt}
+func (l *localRecords) queueLocked(k localKey, rev uint64, closed time.Time, kept bool) {
+	q := localQueued{k: k, rev: rev, at: closed}
 	now := l.now()
-	if rec.ClosedNote == NoteUndelivered {
+	if kept {
 		l.keptQ = append(l.keptQ, q)
 	} else if rq := l.forgetLocked(append(l.settled[k.room], q), now.Add(-l.retention), maxSettled); len(rq) > 0 {
 		l.settled[k.room] = rq
@@ -285,8 +299,13 @@ func (l *localRecords) restore(keep func(store.Record) bool) (uint64, error) {
 	}
 	// The first changes, in the store's order.
 	var last uint64
-	for _, rec := range recs {
-		last = l.applySaved(localKey{rec.Room, rec.ID}, nil, rec)
+	for i := range recs {
+		k := localKey{recs[i].Room, recs[i].ID}
+		e := &localEntry{busy: true}
+		l.mu.Lock()
+		l.recs[k] = e
+		l.mu.Unlock()
+		last = l.applySaved(k, e, &recs[i])
 	}
 	return last, nil
 }

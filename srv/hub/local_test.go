@@ -15,6 +15,13 @@ func localRecord(room, id string) SharedRecord {
 	return SharedRecord{Record: store.Record{Room: room, ID: id, Kind: 1, Text: "q?", Status: store.Pending, CreatedAt: time.Unix(1700000000, 0)}}
 }
 
+// applyFunc applies the local records' changes for a test.
+type applyFunc func(room string, rec SharedRecord, rev uint64) func()
+
+func (f applyFunc) applyRoom(room string, rec SharedRecord, rev uint64) func() {
+	return f(room, rec, rev)
+}
+
 func openStore(t *testing.T) *store.Store {
 	t.Helper()
 	db, err := store.Open(t.TempDir(), store.Options{})
@@ -37,13 +44,13 @@ func TestLocalRoomsApplyApart(t *testing.T) {
 		}
 	}
 	entered, release := make(chan struct{}), make(chan struct{})
-	l.apply = func(room string, _ SharedRecord, _ uint64) func() {
+	l.apply = applyFunc(func(room string, _ SharedRecord, _ uint64) func() {
 		if room == a {
 			close(entered)
 			<-release
 		}
 		return nil
-	}
+	})
 	created := make(chan error, 1)
 	go func() {
 		_, err := l.Create(context.Background(), localRecord(a, "1"))
@@ -68,7 +75,7 @@ func TestLocalChangesInRevisionOrder(t *testing.T) {
 	last := map[string]uint64{}
 	seen := map[uint64]bool{}
 	var bad []string
-	l.apply = func(room string, rec SharedRecord, rev uint64) func() {
+	l.apply = applyFunc(func(room string, rec SharedRecord, rev uint64) func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if rev <= last[room] || seen[rev] {
@@ -76,7 +83,7 @@ func TestLocalChangesInRevisionOrder(t *testing.T) {
 		}
 		last[room], seen[rev] = rev, true
 		return nil
-	}
+	})
 	var wg sync.WaitGroup
 	for w := range 16 {
 		wg.Go(func() {
