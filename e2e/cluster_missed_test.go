@@ -51,7 +51,7 @@ func TestClusterAnswerSoonAfterTheAgentLeft(t *testing.T) {
 	}
 	// Instance two wrote the answer as delivered; instance one, the
 	// call's holder, marks it undelivered and hears its own mark.
-	rev := waitRecord(t, js, id, func(rec store.Record) bool { return rec.ClosedNote == hub.NoteUndelivered })
+	rev := waitRecord(t, js, id, func(rec store.Record) bool { return rec.ClosedNote == hub.ReasonUndelivered })
 	waitHeard(t, one, device.Login.GetEpoch(), rev)
 
 	agent2 := startMCP(t, one, tokenA)

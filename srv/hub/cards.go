@@ -179,13 +179,13 @@ func (r *room) outcomeNoteLocked(token, id string, p *pending) *Note {
 	case known:
 		reason = "cancelled"
 	default:
-		reason = NoteNoLongerPending
+		reason = ReasonNoLongerPending
 	}
 	n := requestNote(NoteClosed, p)
 	n.Reason = reason
 	return n
 }
 
-// NoteNoLongerPending is the reason told to a device that shows a request
+// ReasonNoLongerPending is the reason told to a device that shows a request
 // whose outcome is no longer known.
-const NoteNoLongerPending = "no longer pending"
+const ReasonNoLongerPending = "no longer pending"

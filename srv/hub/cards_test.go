@@ -26,7 +26,7 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	got := closedOf(c)
 	// Restored cards go in ID order: "timed" is past the bound. Of "lost"
 	// nothing is known any more, not even its kind.
-	if want := []string{"lost " + NoteNoLongerPending + " "}; !slices.Equal(got, want) {
+	if want := []string{"lost " + ReasonNoLongerPending + " "}; !slices.Equal(got, want) {
 		t.Errorf("told %q, want %q", got, want)
 	}
 

@@ -217,7 +217,7 @@ func (l *localRecords) applySaved(k localKey, e *localEntry, rec *SharedRecord) 
 	e.rec, e.rev = *rec, n
 	l.doneLocked(e)
 	if rec.Status != store.Pending {
-		l.queueLocked(k, n, rec.ClosedAt, rec.ClosedNote == NoteUndelivered)
+		l.queueLocked(k, n, rec.ClosedAt, rec.ClosedNote == ReasonUndelivered)
 	}
 	l.mu.Unlock()
 	var send func()

@@ -21,19 +21,19 @@ import (
 // OrphanNotice (RequestAgentStatus, agent_gone), and told again when a
 // caller re-attaches.
 
-// Notes of settled records in the store.
+// Reasons a settled record in the store carries (its note).
 const (
-	// NoteUndelivered marks an answer given while no agent waited for it.
-	NoteUndelivered = "undelivered"
-	// NoteHandedOver marks such an answer once an agent has it.
-	NoteHandedOver = "handed over"
-	// NoteNotSaved closes a request its agent was told could not be
+	// ReasonUndelivered marks an answer given while no agent waited for it.
+	ReasonUndelivered = "undelivered"
+	// ReasonHandedOver marks such an answer once an agent has it.
+	ReasonHandedOver = "handed over"
+	// ReasonNotSaved closes a request its agent was told could not be
 	// saved, whose write landed after all (cluster mode).
-	NoteNotSaved = "not saved"
-	// NoteAbandoned closes a request withdrawn because its caller went
+	ReasonNotSaved = "not saved"
+	// ReasonAbandoned closes a request withdrawn because its caller went
 	// away and did not come back (or takes no missed answers); clients
 	// see it as the cancellation's reason.
-	NoteAbandoned = "abandoned"
+	ReasonAbandoned = "abandoned"
 )
 
 // maxMissed caps the answers a room keeps for absent agents; past it the
@@ -115,7 +115,7 @@ func (h *Hub) handedOverLocked(r *room, id string) {
 // gets it from the settled outcomes instead, and it is handed over once.
 func (h *Hub) keepIfUnread(r *room, p *pending) {
 	r.mu.Lock()
-	if !p.overLocked() || p.reply == nil || p.reason == NoteUndelivered || p.waiters > 1 || p.req.WithdrawOnLeave {
+	if !p.overLocked() || p.reply == nil || p.reason == ReasonUndelivered || p.waiters > 1 || p.req.WithdrawOnLeave {
 		r.mu.Unlock()
 		return // not answered, kept already, or another caller had it
 	}
@@ -137,7 +137,7 @@ func (h *Hub) withdrawLeft(r *room, p *pending) {
 	r.mu.Lock()
 	alone := r.pending[p.req.ID] == p && p.waiters <= 0
 	r.mu.Unlock()
-	if alone && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
+	if alone && h.settle(r, p, nil, ErrWithdrawn, ReasonAbandoned) == nil {
 		h.log.Info("request withdrawn: its caller left and takes no missed answers", "kind", p.req.Kind, "id", p.req.ID)
 	}
 }

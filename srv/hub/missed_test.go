@@ -210,7 +210,7 @@ func TestMissedBounded(t *testing.T) {
 	r := h.room("tok")
 	for i := range maxMissed + 10 {
 		rec := store.Record{Room: r.digest, ID: fmt.Sprint("m", i), Kind: int(wire.AskQuestion), ProjectDirectory: "/p",
-			Status: store.Answered, Reply: encodeReply(&Reply{}), ClosedAt: now.Add(time.Duration(i) * time.Second), ClosedNote: NoteUndelivered}
+			Status: store.Answered, Reply: encodeReply(&Reply{}), ClosedAt: now.Add(time.Duration(i) * time.Second), ClosedNote: ReasonUndelivered}
 		if _, err := h.shared.Create(context.Background(), SharedRecord{Record: rec, Holder: h.self}); err != nil {
 			t.Fatal(err)
 		}

@@ -59,7 +59,7 @@ type Note struct {
 	AskedAt time.Time
 	Reply   *Reply
 	// Reason is why a request was closed ("timeout", "cancelled",
-	// NoteAbandoned, NoteNoLongerPending, ...).
+	// ReasonAbandoned, ReasonNoLongerPending, ...).
 	Reason string
 	// Gone: no agent waits for the request.
 	Gone   bool

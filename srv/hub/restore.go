@@ -43,7 +43,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			return true
 		}
 		// History only, unless an answer still kept for its agent.
-		return rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor))
+		return rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor))
 	})
 	if err != nil {
 		return 0, 0, err

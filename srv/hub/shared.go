@@ -150,7 +150,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 			h.keepIfUnread(r, p)
 			return nil, ctx.Err()
 		}
-		if p.reply != nil && p.reason == NoteUndelivered {
+		if p.reply != nil && p.reason == ReasonUndelivered {
 			// Kept for the project's next call when it was written, maybe
 			// before this instance heard it: taken once, cluster-wide.
 			if err := h.reattachKept(r, req.ID); err != nil {
@@ -343,7 +343,7 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 		})
 	}
 	p.orphan = time.AfterFunc(h.grace, func() {
-		if alone() && h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) == nil {
+		if alone() && h.settle(r, p, nil, ErrWithdrawn, ReasonAbandoned) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})
@@ -377,7 +377,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 	if rep != nil && (p.holder == h.self && p.waiters <= 0 && r.asking[p.req.ID] == 0 || p.holder != h.self && p.gone.Load()) {
 		// No agent waits for this answer: here, or where its call was
 		// (whose instance said so, Gone).
-		reason = NoteUndelivered
+		reason = ReasonUndelivered
 	}
 	out := h.record(r, p, status, rep, reason)
 	out.ClosedAt = h.now()
@@ -434,7 +434,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 }
 
 // wakeLocked gives p's callers its outcome, once; note is its record's
-// (an answer's NoteUndelivered: it was kept for the project's next call).
+// (an answer's ReasonUndelivered: it was kept for the project's next call).
 // Called with r.mu held.
 func (h *Hub) wakeLocked(p *pending, s *settled, note string) {
 	if p.woken {

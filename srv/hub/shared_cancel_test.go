@@ -213,7 +213,7 @@ func TestAnsweredBeforeTheAskWaits(t *testing.T) {
 		settled := sh.recs["quick"]
 		sh.mu.Unlock()
 		close(sh.land)
-		if settled.Status != store.Answered || settled.ClosedNote == NoteUndelivered {
+		if settled.Status != store.Answered || settled.ClosedNote == ReasonUndelivered {
 			t.Fatalf("answered as %q, note %q: its caller was there", settled.Status, settled.ClosedNote)
 		}
 		if rep := <-done; rep == nil || rep.ClientID != "p" {

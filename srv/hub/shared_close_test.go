@@ -65,8 +65,8 @@ func TestSharedCloseWaitsForWrites(t *testing.T) {
 		g.deliver(a) // A, the holder, had no caller: it marks the answer undelivered
 		synctest.Wait()
 		g.closeDuringWrite(t, a.h)
-		if n := g.last().ClosedNote; n != NoteUndelivered {
-			t.Fatalf("after the shutdown the answer's note is %q, want %q", n, NoteUndelivered)
+		if n := g.last().ClosedNote; n != ReasonUndelivered {
+			t.Fatalf("after the shutdown the answer's note is %q, want %q", n, ReasonUndelivered)
 		}
 		g.deliver(bn)
 		if got := bn.h.TakeMissed("tok", "/p", nil, 0); len(got) != 1 || got[0].ID != "q" {

@@ -54,7 +54,7 @@ func TestSharedReattachAfterTakenElsewhere(t *testing.T) {
 					b.deliver(a, bn) // A has no caller for it: it marks it kept
 					synctest.Wait()
 				}
-				if n := b.last().ClosedNote; n != NoteUndelivered {
+				if n := b.last().ClosedNote; n != ReasonUndelivered {
 					t.Fatalf("the answer's note is %q", n)
 				}
 				b.deliver(c) // B has not heard that mark

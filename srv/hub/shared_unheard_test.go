@@ -125,7 +125,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 			synctest.Wait()
 			b.deliver(a, bn, c)
 			if reattach {
-				if n := b.last().ClosedNote; n != NoteHandedOver {
+				if n := b.last().ClosedNote; n != ReasonHandedOver {
 					t.Fatalf("after C's caller had it: the note is %q", n)
 				}
 				for i, n := range nodes {
@@ -135,7 +135,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 				}
 				return
 			}
-			if n := b.last().ClosedNote; n != NoteUndelivered {
+			if n := b.last().ClosedNote; n != ReasonUndelivered {
 				t.Fatalf("A left the note %q", n)
 			}
 			got := c.h.TakeMissed("tok", "/p", nil, 0)

@@ -84,14 +84,14 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	lone := !p.shown && p.holder == h.self && p.waiters <= 0 && r.asking[rec.ID] == 0
 	if lone && r.takeRefusedLocked(rec.ID) {
 		return p, func() {
-			h.goWrite("withdrawal of a request refused as not saved", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteNotSaved) })
+			h.goWrite("withdrawal of a request refused as not saved", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, ReasonNotSaved) })
 		}
 	}
 	if lone && p.req.WithdrawOnLeave {
 		// Its caller takes no missed answers and is not here: withdrawn,
 		// as on a single server's restart (Restore).
 		return p, func() {
-			h.goWrite("withdrawal of a request whose caller left", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, NoteAbandoned) })
+			h.goWrite("withdrawal of a request whose caller left", p.req.ID, func() { _ = h.settle(r, p, nil, ErrWithdrawn, ReasonAbandoned) })
 		}
 	}
 	if lone {
@@ -147,7 +147,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
 	switch {
-	case rec.ClosedNote == NoteUndelivered: // kept on every instance (sharedmissed.go)
+	case rec.ClosedNote == ReasonUndelivered: // kept on every instance (sharedmissed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
 		if p.waiters > 0 {
 			// A caller came back here while it was written: it has it.

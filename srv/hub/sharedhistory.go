@@ -24,5 +24,5 @@ type SharedHistory interface {
 // agent (sharedmissed.go): a clear leaves it until it is handed over, so
 // the answer reaches the agent's next call.
 func (h *Hub) keptForAgent(rec SharedRecord) bool {
-	return rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && !rec.ClosedAt.Before(h.now().Add(-h.missedFor))
+	return rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && !rec.ClosedAt.Before(h.now().Add(-h.missedFor))
 }

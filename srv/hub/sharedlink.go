@@ -69,7 +69,7 @@ const (
 // failed with serr. The try stands in p's deadline timer, which has
 // fired: an outcome that lands stops it.
 func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr error) {
-	if !errors.Is(err, ErrTimeout) && reason != NoteAbandoned {
+	if !errors.Is(err, ErrTimeout) && reason != ReasonAbandoned {
 		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
 		return
 	}
@@ -82,7 +82,7 @@ func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr e
 	h.log.Error("outcome not saved: tried again later", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "in", p.retry, "err", serr)
 	stopTimer(&p.expiry)
 	p.expiry = time.AfterFunc(p.retry, func() {
-		if reason == NoteAbandoned {
+		if reason == ReasonAbandoned {
 			r.mu.Lock()
 			back := r.pending[p.req.ID] != p || p.waiters > 0 || p.holder != h.self
 			r.mu.Unlock()

@@ -10,10 +10,10 @@ import (
 
 // Cluster mode: answers kept for an absent agent, on every instance.
 //
-// An answer written with the note NoteUndelivered is kept by every
+// An answer written with the note ReasonUndelivered is kept by every
 // instance that hears it (Apply), so TakeMissed finds it wherever the
 // next call of the project comes in. It is handed over once, cluster-wide,
-// by compare-and-set of its record: the note becomes NoteHandedOver (and
+// by compare-and-set of its record: the note becomes ReasonHandedOver (and
 // Taken when TakeMissed took it, so a re-attach by ID then gets
 // ErrHandedOver); every instance hearing that forgets it.
 
@@ -27,10 +27,10 @@ func (h *Hub) handOverShared(r *room, id string, taken bool) (bool, SharedRecord
 		if err != nil {
 			return false, rec, err
 		}
-		if rec.ClosedNote != NoteUndelivered {
+		if rec.ClosedNote != ReasonUndelivered {
 			return false, rec, nil
 		}
-		rec.ClosedNote, rec.Taken = NoteHandedOver, taken
+		rec.ClosedNote, rec.Taken = ReasonHandedOver, taken
 		if _, err = h.shared.Update(ctx, rec, rev); !errors.Is(err, ErrRecordChanged) {
 			return err == nil, rec, err
 		}
@@ -140,17 +140,17 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 		r.keepSettled(rec.ID, settledOf(rec.Record), cutoff)
 	}
 	switch {
-	case rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && r.missed[rec.ID] == nil && r.settled[rec.ID] != nil && r.settled[rec.ID].delivered:
+	case rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && r.missed[rec.ID] == nil && r.settled[rec.ID] != nil && r.settled[rec.ID].delivered:
 		// A caller here had it before its holder, which had none, kept
 		// it: handed over, not kept again.
 		h.handOverLater(r, rec.ID)
-	case rec.Status == store.Answered && rec.ClosedNote == NoteUndelivered && r.missed[rec.ID] == nil:
+	case rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && r.missed[rec.ID] == nil:
 		req := requestOf(rec.Record)
 		p := &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline}
 		h.keepMissedLocked(r, p, decodeReply(rec.Reply), rec.ClosedAt)
-	case rec.ClosedNote == NoteHandedOver && rec.Taken:
+	case rec.ClosedNote == ReasonHandedOver && rec.Taken:
 		h.takenLocked(r, rec.ID)
-	case rec.ClosedNote == NoteHandedOver:
+	case rec.ClosedNote == ReasonHandedOver:
 		h.handedOverLocked(r, rec.ID)
 	}
 }
@@ -177,7 +177,7 @@ func (h *Hub) keepUnheard(r *room, id string) {
 			if rec.Status != store.Answered || rec.ClosedNote != "" || rec.Holder != h.self {
 				return
 			}
-			rec.ClosedNote = NoteUndelivered
+			rec.ClosedNote = ReasonUndelivered
 			if _, err = h.shared.Update(ctx, rec, rev); errors.Is(err, ErrRecordChanged) {
 				continue
 			}

@@ -47,9 +47,9 @@ func TestMessages(t *testing.T) {
 		{"a request timed out", &hub.Note{Kind: hub.NoteClosed, Seq: 10, Request: report, Reason: "timeout"},
 			[]*pb.WebsocketMessage{{Cmd: wire.CmdRequestCancelled, Seq: 10, RequestCancelledNotification: &pb.RequestCancelledNotification{
 				RequestId: "t1", Reason: "timeout", MessageType: wire.CmdTaskFinish}}}},
-		{"a request whose kind is forgotten", &hub.Note{Kind: hub.NoteClosed, Request: hub.Request{ID: "old"}, Reason: hub.NoteNoLongerPending},
+		{"a request whose kind is forgotten", &hub.Note{Kind: hub.NoteClosed, Request: hub.Request{ID: "old"}, Reason: hub.ReasonNoLongerPending},
 			[]*pb.WebsocketMessage{{Cmd: wire.CmdRequestCancelled, RequestCancelledNotification: &pb.RequestCancelledNotification{
-				RequestId: "old", Reason: hub.NoteNoLongerPending}}}},
+				RequestId: "old", Reason: hub.ReasonNoLongerPending}}}},
 		{"no agent waits", &hub.Note{Kind: hub.NoteAgent, Seq: 11, Request: report, Gone: true},
 			[]*pb.WebsocketMessage{{Cmd: wire.CmdRequestAgentStatus, Seq: 11, RequestAgentStatusNotification: &pb.RequestAgentStatusNotification{
 				RequestId: "t1", MessageType: wire.CmdTaskFinish, AgentGone: true}}}},
