@@ -39,6 +39,7 @@
 package hub
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"sync"
@@ -230,30 +231,15 @@ func (h *Hub) wokeHook() {
 
 // New returns an empty hub.
 func New(o Options) *Hub {
-	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), tokens: make(map[string]string), quit: make(chan struct{}), delay: o.PresenceDelay,
-		grace: o.OrphanGrace, retention: o.Retention, notice: o.OrphanNotice, missedFor: o.MissedRetention}
-	if h.notice <= 0 {
-		h.notice = 5 * time.Second
-	}
-	if h.missedFor <= 0 {
-		h.missedFor = 24 * time.Hour
-	}
-	if h.grace <= 0 {
-		h.grace = 2 * time.Minute
-	}
-	if h.retention <= 0 {
-		h.retention = 10 * time.Minute
-	}
-	h.shared, h.self = o.Shared, o.Instance
-	if h.self == "" {
-		h.self = wire.NewID()
-	}
-	h.history = o.HistoryRetention
-	if h.history <= 0 {
-		h.history = 30 * 24 * time.Hour
-	}
-	if h.delay <= 0 {
-		h.delay = 50 * time.Millisecond
+	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), tokens: make(map[string]string), quit: make(chan struct{}),
+		delay:     positiveOr(o.PresenceDelay, 50*time.Millisecond),
+		grace:     positiveOr(o.OrphanGrace, 2*time.Minute),
+		retention: positiveOr(o.Retention, 10*time.Minute),
+		notice:    positiveOr(o.OrphanNotice, 5*time.Second),
+		missedFor: positiveOr(o.MissedRetention, 24*time.Hour),
+		history:   positiveOr(o.HistoryRetention, 30*24*time.Hour),
+		shared:    o.Shared,
+		self:      cmp.Or(o.Instance, wire.NewID()),
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -269,6 +255,14 @@ func New(o Options) *Hub {
 	h.peers, _ = h.shared.(Peers)
 	h.seqs, h.epoch = newSequence(h.local != nil), h.shared.Epoch()
 	return h
+}
+
+// positiveOr is d when positive, else def: an option's default.
+func positiveOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // applyRoom is Apply for a change of the local records, which name the

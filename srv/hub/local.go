@@ -181,7 +181,11 @@ func (l *localRecords) write(rec *SharedRecord, rev uint64, create bool) (uint64
 	saved := l.stage(rec)
 	l.mu.Unlock()
 
-	if err := wait(saved); err != nil {
+	var err error
+	if saved != nil { // nil without a store: nothing to wait for
+		err = saved.Wait()
+	}
+	if err != nil {
 		l.mu.Lock()
 		if fresh {
 			delete(l.recs, k)
@@ -242,15 +246,6 @@ func (h *Hub) sharedCtx(ctx context.Context) (context.Context, context.CancelFun
 		return ctx, func() {}
 	}
 	return context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
-}
-
-// wait waits for a record to be saved; without a store there is nothing
-// to wait for.
-func wait(a *store.Ack) error {
-	if a == nil {
-		return nil
-	}
-	return a.Wait()
 }
 
 // queueLocked notes that the settled record of k was written as revision

@@ -62,7 +62,42 @@ type Missed struct {
 // those of the request IDs in except (the caller still waits on them and
 // gets them by re-attaching). Each is handed over once.
 func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Missed {
-	return h.takeMissedShared(h.room(token), project, except, limit)
+	r := h.room(token)
+	r.mu.Lock()
+	h.pruneMissedLocked(r, h.now())
+	var kept []Missed
+	for _, id := range r.missedOrder {
+		if m := r.missed[id]; m.p.req.ProjectDirectory == project && !slices.Contains(except, id) {
+			kept = append(kept, Missed{Kind: m.p.req.Kind, ID: id, Text: m.p.req.Text, CreatedAt: m.p.createdAt, AnsweredAt: m.at, Reply: m.reply})
+		}
+	}
+	r.mu.Unlock()
+	var out []Missed
+	for _, m := range kept {
+		if len(out) == limit && limit > 0 {
+			break
+		}
+		// The change is heard here too, maybe before this call goes on.
+		ok, rec, err := h.handOver(r, m.ID, true)
+		if err != nil {
+			h.log.Warn("cannot hand over an answer kept for an absent agent", "id", m.ID, "err", err)
+			continue
+		}
+		r.mu.Lock()
+		if ok || rec.Taken {
+			h.takenLocked(r, m.ID)
+		} else {
+			h.handedOverLocked(r, m.ID) // its agent re-attached by ID
+		}
+		r.mu.Unlock()
+		if ok {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		h.log.Info("handed over answers kept for an absent agent", "count", len(out))
+	}
+	return out
 }
 
 // keepMissedLocked keeps rep, the answer to p given at when no agent

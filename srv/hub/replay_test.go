@@ -16,7 +16,7 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	oldest := uint64(total - replayEvents + 1)
 	check := func(from uint64, want int) {
 		t.Helper()
-		got, ok := r.replaySharedLocked(from, 0, uint64(total), now)
+		got, ok := r.replayLocked(from, 0, uint64(total), now)
 		if !ok || len(got) != want {
 			t.Fatalf("replay from %d: %d events, ok %v; want %d", from, len(got), ok, want)
 		}
@@ -29,10 +29,10 @@ func TestReplayRingKeepsTheLastEvents(t *testing.T) {
 	check(oldest-1, replayEvents)
 	check(uint64(total-5), 5)
 	check(uint64(total), 0)
-	if _, ok := r.replaySharedLocked(oldest-2, 0, uint64(total), now); ok {
+	if _, ok := r.replayLocked(oldest-2, 0, uint64(total), now); ok {
 		t.Fatal("an event that was overwritten was replayed")
 	}
-	if _, ok := r.replaySharedLocked(oldest-1, 0, uint64(total), now.Add(replayAge+time.Second)); ok {
+	if _, ok := r.replayLocked(oldest-1, 0, uint64(total), now.Add(replayAge+time.Second)); ok {
 		t.Fatal("events older than replayAge were replayed")
 	}
 }

@@ -82,7 +82,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		return nil, ErrClosed
 	default:
 	}
-	return h.askShared(ctx, token, req, req.digest()) // digested outside the lock: the text may be long
+	return h.askDigested(ctx, token, req, req.digest()) // digested outside the lock: the text may be long
 }
 
 // arm starts the deadline timer. Called with r.mu held.
@@ -112,21 +112,6 @@ func stopTimer(t **time.Timer) {
 		(*t).Stop()
 		*t = nil
 	}
-}
-
-// settle ends p with its outcome, tells the clients and keeps the outcome
-// for callers that re-attach. It returns ErrNotPending when p was already
-// settled. The outcome is saved before anyone hears of it: the agent's
-// reply and the other clients' notification wait for the store. An answer
-// that cannot be saved is not taken (a notSaved error; the request stays
-// pending, answerable again); a timeout or abandonment is tried again
-// until it is saved (sharedlink.go).
-func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
-	if !h.own("outcome of a request", p.req.ID) {
-		return ErrNotPending // shutting down: the request stays pending in the store
-	}
-	defer h.writes.Done()
-	return h.settleShared(r, p, rep, err, reason)
 }
 
 // Answer records a reply to the request id of the given kind. The first

@@ -43,7 +43,7 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 			return true
 		}
 		// History only, unless an answer still kept for its agent.
-		return rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor))
+		return h.keptForAgent(rec, now)
 	})
 	if err != nil {
 		return 0, 0, err
@@ -69,17 +69,12 @@ type Past struct {
 // History pages through the settled requests of token, newest first,
 // from the records (SharedHistory).
 func (h *Hub) History(token string, before time.Time, limit int) ([]Past, bool, error) {
-	var (
-		recs []store.Record
-		more bool
-		err  error
-	)
 	sh, ok := h.shared.(SharedHistory)
 	if !ok {
 		return nil, false, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
-	recs, more, err = sh.History(ctx, store.Room(token), before, limit)
+	recs, more, err := sh.History(ctx, store.Room(token), before, limit)
 	cancel()
 	if err != nil {
 		return nil, false, err
@@ -106,5 +101,6 @@ func (h *Hub) ClearHistory(token string) (int, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), sharedTimeout)
 	defer cancel()
-	return sh.ClearHistory(ctx, store.Room(token), h.keptForAgent)
+	now := h.now()
+	return sh.ClearHistory(ctx, store.Room(token), func(rec SharedRecord) bool { return h.keptForAgent(rec.Record, now) })
 }

@@ -166,7 +166,7 @@ func (r *room) join(c Client, limit int, welcome func(bool), w *window, now time
 	var missed []*Note
 	resumed := false
 	if w != nil {
-		missed, resumed = r.replaySharedLocked(w.from, w.since, w.heard, now)
+		missed, resumed = r.replayLocked(w.from, w.since, w.heard, now)
 	}
 	if welcome != nil {
 		welcome(resumed)

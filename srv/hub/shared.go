@@ -75,8 +75,8 @@ var (
 // sharedTimeout bounds one call to the shared store.
 const sharedTimeout = 10 * time.Second
 
-// askShared is Ask.
-func (h *Hub) askShared(ctx context.Context, token string, req Request, sum digest) (*Reply, error) {
+// askDigested is Ask, given the digest of req.
+func (h *Hub) askDigested(ctx context.Context, token string, req Request, sum digest) (*Reply, error) {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[req.ID]
@@ -86,7 +86,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		creating := p.creating
 		r.mu.Unlock()
 		<-creating
-		return h.askShared(ctx, token, req, sum)
+		return h.askDigested(ctx, token, req, sum)
 	}
 	switch s := r.settled[req.ID]; {
 	case p == nil && s != nil:
@@ -94,7 +94,7 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		if s.sum != sum {
 			return nil, ErrDuplicate
 		}
-		return h.reattachSettledShared(r, req.ID, s)
+		return h.reattachSettled(r, req.ID, s)
 	case p == nil:
 		// Not abandoned when the caller gives up meanwhile: the record may
 		// land (and be shown by every instance) after the caller's context
@@ -164,14 +164,14 @@ func (h *Hub) askShared(ctx context.Context, token string, req Request, sum dige
 		// The agent goes elsewhere; the request stays pending in NATS,
 		// orphaned here until it comes back or another instance claims
 		// it.
-		h.detachShared(r, p, false)
+		h.detach(r, p, false)
 		h.log.Info("agent call ended: this instance lost its link to NATS", "kind", req.Kind, "id", req.ID)
 		return nil, errLinkLost
 	case <-ctx.Done():
 		h.wokeHook()
 		// Withdrawn only when neither the leaving caller nor the one
 		// that made it can come back for a missed answer.
-		withdraw := h.detachShared(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
+		withdraw := h.detach(r, p, req.WithdrawOnLeave && p.req.WithdrawOnLeave)
 		h.log.Debug("agent call went away", "kind", req.Kind, "id", req.ID)
 		if withdraw {
 			h.withdrawLeft(r, p)
@@ -247,7 +247,7 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 	q := h.registerLocked(r, token, rec)
 	if q == nil || q.creating != nil { // settled meanwhile, or asked again here
 		r.mu.Unlock()
-		reply, err := h.askShared(ctx, token, req, sum)
+		reply, err := h.askDigested(ctx, token, req, sum)
 		return nil, false, reply, err
 	}
 	r.mu.Unlock()
@@ -257,7 +257,7 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 // claim makes this instance the holder of p's call and clears its
 // agent-gone mark.
 func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
-	err := h.changeShared(ctx, r, p, func(rec *SharedRecord) bool {
+	err := h.changeRecord(ctx, r, p, func(rec *SharedRecord) bool {
 		if rec.Holder == h.self && !rec.Gone {
 			return false
 		}
@@ -269,34 +269,42 @@ func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
 	}
 }
 
-// changeShared applies change to p's record by compare-and-set, reading it
-// again when it changed meanwhile. change returns false when nothing is to
-// be written. ErrNotPending: the record is settled.
-func (h *Hub) changeShared(ctx context.Context, r *room, p *pending, change func(*SharedRecord) bool) error {
+// changeRecord applies change to p's record by compare-and-set (update).
+// ErrNotPending: the record is settled.
+func (h *Hub) changeRecord(ctx context.Context, r *room, p *pending, change func(*SharedRecord) bool) error {
 	ctx, cancel := h.sharedCtx(ctx)
 	defer cancel()
-	rec, rev, err := h.shared.Get(ctx, r.digest, p.req.ID)
+	settled := false
+	_, _, err := h.update(ctx, r, p.req.ID, func(rec *SharedRecord) bool {
+		settled = rec.Status != store.Pending
+		return !settled && change(rec)
+	})
+	if err == nil && settled {
+		return ErrNotPending
+	}
+	return err
+}
+
+// update applies change to the record of id by compare-and-set, reading
+// it again when it changed meanwhile. change returns false when nothing
+// is to be written. It reports whether it wrote, and the record as last
+// read or written.
+func (h *Hub) update(ctx context.Context, r *room, id string, change func(*SharedRecord) bool) (bool, SharedRecord, error) {
 	for {
-		if err != nil {
-			return err
-		}
-		if rec.Status != store.Pending {
-			return ErrNotPending
-		}
-		if !change(&rec) {
-			return nil
+		rec, rev, err := h.shared.Get(ctx, r.digest, id)
+		if err != nil || !change(&rec) {
+			return false, rec, err
 		}
 		if _, err = h.shared.Update(ctx, rec, rev); !errors.Is(err, ErrRecordChanged) {
-			return err
+			return err == nil, rec, err
 		}
-		rec, rev, err = h.shared.Get(ctx, r.digest, p.req.ID)
 	}
 }
 
-// detachShared drops one waiter; the last one leaving, on the holder,
+// detach drops one waiter; the last one leaving, on the holder,
 // orphans the request, or, when it cannot come back for the answer
 // (leaving), reports that the request is to be withdrawn.
-func (h *Hub) detachShared(r *room, p *pending, leaving bool) (withdraw bool) {
+func (h *Hub) detach(r *room, p *pending, leaving bool) (withdraw bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.pending[p.req.ID] != p {
@@ -309,14 +317,14 @@ func (h *Hub) detachShared(r *room, p *pending, leaving bool) (withdraw bool) {
 	if leaving {
 		return true
 	}
-	h.orphanSharedLocked(r, p)
+	h.orphanLocked(r, p)
 	return false
 }
 
-// orphanSharedLocked arms the agent-gone notice and the withdrawal of p,
+// orphanLocked arms the agent-gone notice and the withdrawal of p,
 // whose call went away from this instance. Each does nothing when a
 // caller came back here, or through another instance meanwhile.
-func (h *Hub) orphanSharedLocked(r *room, p *pending) {
+func (h *Hub) orphanLocked(r *room, p *pending) {
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
 	alone := func() bool {
@@ -330,7 +338,7 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 				return
 			}
 			defer h.writes.Done()
-			err := h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
+			err := h.changeRecord(context.Background(), r, p, func(rec *SharedRecord) bool {
 				if rec.Holder != h.self || rec.Gone {
 					return false
 				}
@@ -349,11 +357,23 @@ func (h *Hub) orphanSharedLocked(r *room, p *pending) {
 	})
 }
 
-// settleShared is settle in cluster mode: the outcome is written by
-// compare-and-set; the instance whose write lands wakes its callers at
-// once; every instance, this one too, ends the request and tells its
-// clients when it hears the change (Apply), in the order of the changes.
-func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason string) error {
+// settle ends p with its outcome, tells the clients and keeps the outcome
+// for callers that re-attach. It returns ErrNotPending when p was already
+// settled. The outcome is saved before anyone hears of it: the agent's
+// reply and the other clients' notification wait for the store. An answer
+// that cannot be saved is not taken (a notSaved error; the request stays
+// pending, answerable again); a timeout or abandonment is tried again
+// until it is saved (sharedlink.go).
+//
+// The outcome is written by compare-and-set: the instance whose write
+// lands wakes its callers at once; every instance, this one too, ends the
+// request and tells its clients when it hears the change (Apply), in the
+// order of the changes.
+func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) error {
+	if !h.own("outcome of a request", p.req.ID) {
+		return ErrNotPending // shutting down: the request stays pending in the store
+	}
+	defer h.writes.Done()
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p || p.settling {
 		r.mu.Unlock()
@@ -396,7 +416,7 @@ func (h *Hub) settleShared(r *room, p *pending, rep *Reply, err error, reason st
 		cancel()
 	}
 	if errors.Is(serr, ErrRecordChanged) {
-		serr = h.changeShared(context.Background(), r, p, func(rec *SharedRecord) bool {
+		serr = h.changeRecord(context.Background(), r, p, func(rec *SharedRecord) bool {
 			written = SharedRecord{Record: out, Holder: rec.Holder, Gone: rec.Gone, reply: kept}
 			*rec = written
 			return true

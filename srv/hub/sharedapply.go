@@ -34,7 +34,7 @@ func (h *Hub) apply(token string, rec SharedRecord, rev uint64) (send func()) {
 		return func() {}
 	}
 	r.mu.Unlock()
-	return h.finishShared(r, p, rec, rev)
+	return h.finish(r, p, rec, rev)
 }
 
 // registerLocked makes sure r has a pending entry for the pending record
@@ -52,11 +52,16 @@ func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 		if r.settled[rec.ID] != nil {
 			return nil
 		}
-		req := requestOf(rec.Record)
-		p = &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
+		p = pendingFrom(token, rec)
 		r.pending[rec.ID] = p
 	}
 	return p
+}
+
+// pendingFrom is the request of rec, a record read or heard, in token's room.
+func pendingFrom(token string, rec SharedRecord) *pending {
+	req := requestOf(rec.Record)
+	return &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
 }
 
 // mirrorLocked brings the pending record rec (at revision rev), heard
@@ -95,7 +100,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 		}
 	}
 	if lone {
-		h.orphanSharedLocked(r, p)
+		h.orphanLocked(r, p)
 	}
 	var ns []*Note
 	if !p.shown && !p.settling { // not when withdrawn as it was saved
@@ -122,11 +127,11 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 	return p, r.fanLocked(ns, "")
 }
 
-// finishShared ends p with the settled record rec, heard at revision rev:
+// finish ends p with the settled record rec, heard at revision rev:
 // its callers here are woken (unless they were), the outcome kept for
 // re-attaching callers. It returns the function that tells the clients
 // (the event numbered rev).
-func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
+func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
 	s := rec.outcome()
 	s.sum, s.kind = p.sum, p.req.Kind
 	r.mu.Lock()
@@ -139,7 +144,7 @@ func (h *Hub) finishShared(r *room, p *pending, rec SharedRecord, rev uint64) (s
 	stopTimer(&p.orphan)
 	stopTimer(&p.notice)
 	if p.settling {
-		p.heard = &settled{reply: s.reply, err: s.err, reason: rec.ClosedNote} // settleShared wakes the callers
+		p.heard = &settled{reply: s.reply, err: s.err, reason: rec.ClosedNote} // settle wakes the callers
 	} else {
 		h.wakeLocked(p, s, rec.ClosedNote)
 	}

@@ -23,6 +23,6 @@ type SharedHistory interface {
 // keptForAgent says whether rec is an answer still kept for its absent
 // agent (sharedmissed.go): a clear leaves it until it is handed over, so
 // the answer reaches the agent's next call.
-func (h *Hub) keptForAgent(rec SharedRecord) bool {
-	return rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && !rec.ClosedAt.Before(h.now().Add(-h.missedFor))
+func (h *Hub) keptForAgent(rec store.Record, now time.Time) bool {
+	return rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && !rec.ClosedAt.Before(now.Add(-h.missedFor))
 }

@@ -106,10 +106,10 @@ func (r *room) emitAtLocked(ns []*Note, seq uint64, now time.Time) []*Note {
 	return ns
 }
 
-// replaySharedLocked returns the events after from, numbered with gaps
+// replayLocked returns the events after from, numbered with gaps
 // (the revisions of other rooms, and changes that make no event), or false
 // when this instance cannot tell it holds them all.
-func (r *room) replaySharedLocked(from, since, heard uint64, now time.Time) ([]*Note, bool) {
+func (r *room) replayLocked(from, since, heard uint64, now time.Time) ([]*Note, bool) {
 	if from < since || from > heard {
 		return nil, false
 	}
