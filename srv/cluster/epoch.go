@@ -10,7 +10,7 @@ import (
 )
 
 // The requests bucket's revisions number the rooms' request events on
-// every instance (hub's sharedseq.go). The numbering is the bucket's
+// every instance (hub's seq.go). The numbering is the bucket's
 // stream's: its epoch is when that stream was created, the same for every
 // instance, another if the bucket is made again from scratch.
 

@@ -6,19 +6,20 @@
 // never asks for the pending list is told as it comes back (its door
 // remembers the cards);
 // request.go a request's lifecycle and its timers, written once over the
-// records (shared.go: ask, answer, withdraw, time out; sharedapply.go:
-// each change heard; sharedmissed.go: answers kept for an absent agent,
-// handed over once), which are a cluster's (srv/cluster, JetStream) or
-// this process's own (local.go, the embedded store); fan.go a room's
-// request events in order, the settled note waiting its turn;
-// missed.go answers kept for absent agents and the agent-gone notice;
-// settled.go outcomes kept for re-attaching callers; replay.go the numbered
-// events and their ring; presence.go presence batching; chat.go chat and
-// remote input; broadcast.go the fan-out; note.go the notes a room's
-// clients are told, which their door encodes in its own wire;
-// record.go the mapping to the store's records; restore.go start-up and
-// history; lost.go the requests a damaged store could not restore;
-// events.go the typed events told to subscribers.
+// records (records.go: ask, answer, withdraw, time out; apply.go: each
+// change heard; seq.go: the events numbered by the records' revisions;
+// link.go: the link to them), which are a cluster's (srv/cluster,
+// JetStream) or this process's own (local.go, the embedded store); fan.go
+// a room's request events in order, the settled note waiting its turn;
+// missed.go answers kept for absent agents, handed over once, and the
+// agent-gone notice; settled.go outcomes kept for re-attaching callers;
+// replay.go the numbered events and their ring; presence.go presence
+// batching; chat.go chat and remote input; peers.go the other instances'
+// devices; broadcast.go the fan-out; note.go the notes a room's clients
+// are told, which their door encodes in its own wire; record.go the
+// mapping to the store's records; restore.go start-up and history; lost.go
+// the requests a damaged store could not restore; events.go the typed
+// events told to subscribers.
 //
 // Goroutines. The hub has no loop of its own. A request's waiting belongs
 // to the caller of Ask (the RPC handler), a client's sending to its
@@ -157,7 +158,7 @@ type Options struct {
 	// memory.
 	Store *store.Store
 	// Shared, when set, is the cluster's store of requests (cluster mode,
-	// shared.go), shared with the other instances; Store is then unused.
+	// records.go), shared with the other instances; Store is then unused.
 	Shared Shared
 	// Instance names this instance in the cluster (default: a random ID).
 	Instance string
@@ -210,10 +211,10 @@ type Hub struct {
 	shared    Shared        // the records: the cluster's, or local
 	local     *localRecords // the records of a server that runs alone; nil in a cluster
 	peers     Peers         // the other instances' devices; nil in one process
-	seqs      *sequence     // the numbering of the records' revisions (sharedseq.go)
+	seqs      *sequence     // the numbering of the records' revisions (seq.go)
 	self      string        // this instance's name in the cluster
 	linkMu    sync.Mutex    // held alone
-	down      chan struct{} // closed while the cluster's link is lost (sharedlink.go)
+	down      chan struct{} // closed while the cluster's link is lost (link.go)
 	subs      subscribers   // the subscribers to the typed events (events.go)
 	// woke, set only by tests before any call, holds a caller of Ask
 	// between waking and looking at why, so that an answer and the
@@ -263,19 +264,6 @@ func positiveOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-// applyRoom is Apply for a change of the local records, which name the
-// room by its digest.
-func (h *Hub) applyRoom(room string, rec SharedRecord, rev uint64) (send func()) {
-	h.mu.Lock()
-	token, ok := h.tokens[room]
-	h.mu.Unlock()
-	if !ok {
-		h.seqs.heardRev(rev)
-		return func() {}
-	}
-	return h.apply(token, rec, rev)
 }
 
 func (h *Hub) room(token string) *room {

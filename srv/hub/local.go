@@ -14,7 +14,7 @@ import (
 )
 
 // The records of a server that runs alone: the Shared store a hub given
-// none builds, so one process runs the lifecycle of a cluster (shared.go)
+// none builds, so one process runs the lifecycle of a cluster (records.go)
 // over the embedded store (memory only without one). One process writes:
 // a compare-and-set is checked under mu, then the record goes through the
 // store's journal, and the call returns once it is saved (nothing is
@@ -235,6 +235,19 @@ func (l *localRecords) applySaved(k localKey, e *localEntry, rec *SharedRecord) 
 		send()
 	}
 	return n
+}
+
+// applyRoom is Apply for a change of the local records, which name the
+// room by its digest.
+func (h *Hub) applyRoom(room string, rec SharedRecord, rev uint64) (send func()) {
+	h.mu.Lock()
+	token, ok := h.tokens[room]
+	h.mu.Unlock()
+	if !ok {
+		h.seqs.heardRev(rev)
+		return func() {}
+	}
+	return h.apply(token, rec, rev)
 }
 
 // sharedCtx is the context of a call to the Shared store: ctx without its

@@ -42,7 +42,7 @@ type pending struct {
 	// settling: an outcome is being saved; other outcomes are refused
 	// meanwhile (the first answer wins).
 	settling bool
-	// In cluster mode (shared.go): the revision of its record last
+	// In cluster mode (records.go): the revision of its record last
 	// applied, and the instance that holds its agent's call.
 	rev    uint64
 	holder string
@@ -57,7 +57,7 @@ type pending struct {
 	// (and nil) once it is, or could not be.
 	creating chan struct{}
 	// retry: the wait before the last try again of an outcome that
-	// could not be saved (sharedlink.go).
+	// could not be saved (link.go).
 	retry time.Duration
 }
 
@@ -164,7 +164,7 @@ func (q *Request) digest() digest {
 }
 
 // statusOf is the store's status of a request settled with err (nil:
-// answered); sharedapply.go's settledOf reads it back.
+// answered); apply.go's settledOf reads it back.
 func statusOf(err error) string {
 	switch {
 	case errors.Is(err, ErrTimeout):

@@ -45,7 +45,7 @@ type room struct {
 	// refused is the IDs of requests whose shared write this instance
 	// gave up on (the agent was told they could not be saved), oldest
 	// first, at most maxRefused: one that lands after all is withdrawn
-	// (sharedapply.go). Cluster mode only.
+	// (apply.go). Cluster mode only.
 	refused []string
 	// asking counts, by request ID, this instance's asks that created
 	// their record, from before it is written until they return: the

@@ -24,7 +24,7 @@ type settled struct {
 	takenElsewhere bool
 	// delivered: a caller here had the answer (cluster mode), so it is
 	// not kept for the project's next call when its holder, which had
-	// no caller, says it should be (sharedmissed.go).
+	// no caller, says it should be (missed.go).
 	delivered bool
 }
 

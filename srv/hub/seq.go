@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Cluster mode: one numbering of the request events on every instance.
+// One numbering of the request events on every instance.
 //
 // A room's request events are numbered by the revision of the shared
 // record whose change made them (the bucket's sequence, the same on every

@@ -41,7 +41,7 @@ type SharedRecord struct {
 	Holder string `json:"holder,omitempty"`
 	Gone   bool   `json:"gone,omitempty"`
 	// Taken: an answer kept for an absent agent was handed to another
-	// call of its project (TakeMissed; sharedmissed.go).
+	// call of its project (TakeMissed; missed.go).
 	Taken bool `json:"taken,omitempty"`
 	// reply is the answer as its Reply decodes, when this process wrote
 	// it: the local records apply it without decoding it again
@@ -62,7 +62,7 @@ type Shared interface {
 	// the new revision; ErrRecordChanged when it is not.
 	Update(ctx context.Context, rec SharedRecord, rev uint64) (uint64, error)
 	// Epoch names the revisions' numbering: the same on every instance,
-	// another when the records start again from scratch (sharedseq.go).
+	// another when the records start again from scratch (seq.go).
 	Epoch() string
 }
 
@@ -363,7 +363,7 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 // reply and the other clients' notification wait for the store. An answer
 // that cannot be saved is not taken (a notSaved error; the request stays
 // pending, answerable again); a timeout or abandonment is tried again
-// until it is saved (sharedlink.go).
+// until it is saved (link.go).
 //
 // The outcome is written by compare-and-set: the instance whose write
 // lands wakes its callers at once; every instance, this one too, ends the

@@ -8,7 +8,7 @@ import (
 
 // What every instance does on hearing a change of a shared record: a
 // pending one shown and its deadline armed, a settled one ending the
-// request here (shared.go has what an instance writes).
+// request here (records.go has what an instance writes).
 
 // Apply is a change of a shared record heard from the cluster, in the
 // order the changes were made: token is the record's room.
@@ -152,7 +152,7 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
 	switch {
-	case rec.ClosedNote == ReasonUndelivered: // kept on every instance (sharedmissed.go)
+	case rec.ClosedNote == ReasonUndelivered: // kept on every instance (missed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
 		if p.waiters > 0 {
 			// A caller came back here while it was written: it has it.
