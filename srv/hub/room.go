@@ -88,22 +88,61 @@ func (h *Hub) Join(token string, c Client, welcome func(resumed bool), resume Re
 // cannot overshoot the limit.
 func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed bool), resume Resume) (uint64, error) {
 	r := h.room(token)
-	var w *window
-	if resume.From > 0 && resume.Epoch == h.epoch {
-		since, heard := h.seqs.window(resume.From)
-		w = &window{from: resume.From, since: since, heard: heard}
+	resuming := resume.From > 0 && resume.Epoch == h.epoch // within this epoch
+	var since, heard uint64
+	if resuming {
+		since, heard = h.seqs.window(resume.From)
 	}
-	seq, err := r.join(c, limit, welcome, w, h.now())
-	if err == nil && h.peers != nil {
+	now := h.now()
+	r.mu.Lock()
+	if limit > 0 && len(r.clients) >= limit {
+		r.mu.Unlock()
+		return 0, ErrRoomFull
+	}
+	var missed []*Note
+	resumed := false
+	if resuming {
+		missed, resumed = r.replayLocked(resume.From, since, heard, now)
+	}
+	if welcome != nil {
+		welcome(resumed)
+	}
+	for _, n := range missed {
+		c.Send(n)
+	}
+	r.clients[c.ID()] = c
+	r.activity = now
+	r.joins++
+	r.joined[c.ID()] = r.joins
+	r.snapshot = nil
+	r.announceLocked(c, wire.StatusConnected, now)
+	seq := r.seq
+	r.mu.Unlock()
+	if h.peers != nil {
 		h.peers.Joined(r.digest, c)
 	}
-	return seq, err
+	return seq, nil
 }
 
 // Leave removes c from the room of token and tells the others.
 func (h *Hub) Leave(token string, c Client) {
 	r := h.room(token)
-	if r.leave(c, h.now()) && h.peers != nil {
+	now := h.now()
+	r.mu.Lock()
+	if r.clients[c.ID()] != c {
+		r.mu.Unlock()
+		return
+	}
+	delete(r.clients, c.ID())
+	delete(r.joined, c.ID())
+	if len(r.clients) == 0 {
+		// Maps never shrink: start afresh, or a crowd's buckets stay.
+		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
+	}
+	r.snapshot = nil
+	r.announceLocked(c, wire.StatusDisconnected, now)
+	r.mu.Unlock()
+	if h.peers != nil {
 		h.peers.Left(r.digest, c)
 	}
 }
@@ -112,7 +151,15 @@ func (h *Hub) Leave(token string, c Client) {
 // nickname (c.Nickname() returns it by now).
 func (h *Hub) Rename(token string, c Client) {
 	r := h.room(token)
-	if r.rename(c, h.now()) && h.peers != nil {
+	now := h.now()
+	r.mu.Lock()
+	if r.clients[c.ID()] != c {
+		r.mu.Unlock()
+		return
+	}
+	r.announceLocked(c, wire.StatusConnected, now)
+	r.mu.Unlock()
+	if h.peers != nil {
 		h.peers.Joined(r.digest, c)
 	}
 }
@@ -121,12 +168,36 @@ func (h *Hub) Rename(token string, c Client) {
 // as the notes that show them (Gone set), and the number of the room's
 // latest event, from which to resume.
 func (h *Hub) PendingMessages(token string) ([]*Note, uint64) {
-	return h.room(token).pendingMessages()
+	r := h.room(token)
+	r.mu.Lock()
+	ps := make([]*pending, 0, len(r.pending))
+	for _, p := range r.pending {
+		if p.shown {
+			ps = append(ps, p)
+		}
+	}
+	seq := r.seq
+	r.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
+	out := make([]*Note, len(ps))
+	for i, p := range ps {
+		out[i] = requestNote(NoteAsked, p)
+		out[i].Gone = p.gone.Load()
+	}
+	return out, seq
 }
 
 // Validity reports, for each id, whether it is still pending under token.
 func (h *Hub) Validity(token string, ids []string) map[string]bool {
-	return h.room(token).validity(ids)
+	r := h.room(token)
+	out := make(map[string]bool, len(ids))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		p := r.pending[id]
+		out[id] = p != nil && p.shown
+	}
+	return out
 }
 
 // Status reports the clients logged in under token and when the room last
@@ -151,68 +222,6 @@ func (h *Hub) OnlineUsers(token string) []User {
 	return h.room(token).onlineUsers()
 }
 
-// window is the range of the revisions the rings hold, and the one a
-// device resumes from.
-type window struct{ from, since, heard uint64 }
-
-// join adds c unless the room already has limit clients (0: no limit),
-// resuming from w.from when w is not nil (c resumes within this epoch).
-func (r *room) join(c Client, limit int, welcome func(bool), w *window, now time.Time) (uint64, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if limit > 0 && len(r.clients) >= limit {
-		return 0, ErrRoomFull
-	}
-	var missed []*Note
-	resumed := false
-	if w != nil {
-		missed, resumed = r.replayLocked(w.from, w.since, w.heard, now)
-	}
-	if welcome != nil {
-		welcome(resumed)
-	}
-	for _, n := range missed {
-		c.Send(n)
-	}
-	r.clients[c.ID()] = c
-	r.activity = now
-	r.joins++
-	r.joined[c.ID()] = r.joins
-	r.snapshot = nil
-	r.announceLocked(c, wire.StatusConnected, now)
-	return r.seq, nil
-}
-
-// leave removes c; false when it was not in the room.
-func (r *room) leave(c Client, now time.Time) bool {
-	r.mu.Lock()
-	if r.clients[c.ID()] != c {
-		r.mu.Unlock()
-		return false
-	}
-	delete(r.clients, c.ID())
-	delete(r.joined, c.ID())
-	if len(r.clients) == 0 {
-		// Maps never shrink: start afresh, or a crowd's buckets stay.
-		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
-	}
-	r.snapshot = nil
-	r.announceLocked(c, wire.StatusDisconnected, now)
-	r.mu.Unlock()
-	return true
-}
-
-// rename announces c again; false when it is not in the room.
-func (r *room) rename(c Client, now time.Time) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clients[c.ID()] != c {
-		return false
-	}
-	r.announceLocked(c, wire.StatusConnected, now)
-	return true
-}
-
 func (r *room) clientsLocked() []Client {
 	if r.snapshot == nil {
 		r.snapshot = make([]Client, 0, len(r.clients))
@@ -221,36 +230,6 @@ func (r *room) clientsLocked() []Client {
 		}
 	}
 	return r.snapshot
-}
-
-func (r *room) pendingMessages() ([]*Note, uint64) {
-	r.mu.Lock()
-	ps := make([]*pending, 0, len(r.pending))
-	for _, p := range r.pending {
-		if p.shown {
-			ps = append(ps, p)
-		}
-	}
-	seq := r.seq
-	r.mu.Unlock()
-	sort.Slice(ps, func(i, j int) bool { return ps[i].createdAt.Before(ps[j].createdAt) })
-	out := make([]*Note, len(ps))
-	for i, p := range ps {
-		out[i] = requestNote(NoteAsked, p)
-		out[i].Gone = p.gone.Load()
-	}
-	return out, seq
-}
-
-func (r *room) validity(ids []string) map[string]bool {
-	out := make(map[string]bool, len(ids))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		p := r.pending[id]
-		out[id] = p != nil && p.shown
-	}
-	return out
 }
 
 // onlineUsers lists the room's clients in the order they joined.
