@@ -150,39 +150,31 @@ func (r *room) missedOutcomesLocked(token string, shows []Card) []*Note {
 // outcomeNoteLocked is the note that announced how request id (p, when
 // known) settled. Called with r.mu held.
 func (r *room) outcomeNoteLocked(token, id string, p *pending) *Note {
-	var (
-		rep    *Reply
-		err    error
-		reason string
-		known  bool
-	)
+	var s *settled // the outcome, when known
 	if p != nil && p.overLocked() {
-		rep, err, reason, known = p.reply, p.err, p.reason, true
-	} else if s := r.settled[id]; s != nil {
-		rep, err, reason, known = s.reply, s.err, s.reason, true
-		if p == nil {
-			p = &pending{req: Request{ID: id, Kind: s.kind}, token: token}
-		}
+		s = &settled{reply: p.reply, err: p.err, reason: p.reason}
+	} else if s = r.settled[id]; s != nil && p == nil {
+		p = &pending{req: Request{ID: id, Kind: s.kind}, token: token}
 	}
 	if p == nil {
 		p = &pending{req: Request{ID: id}, token: token}
 	}
-	if known && rep != nil {
+	if s != nil && s.reply != nil {
 		n := requestNote(NoteAnswered, p)
-		n.Reply = rep
+		n.Reply = s.reply
 		return n
 	}
-	switch {
-	case reason != "":
-	case errors.Is(err, ErrTimeout):
-		reason = "timeout"
-	case known:
-		reason = "cancelled"
-	default:
-		reason = ReasonNoLongerPending
-	}
 	n := requestNote(NoteClosed, p)
-	n.Reason = reason
+	switch {
+	case s == nil:
+		n.Reason = ReasonNoLongerPending
+	case s.reason != "":
+		n.Reason = s.reason
+	case errors.Is(s.err, ErrTimeout):
+		n.Reason = "timeout"
+	default:
+		n.Reason = "cancelled"
+	}
 	return n
 }
 

@@ -31,8 +31,8 @@ func (h *Hub) send(r *room, l *Line, to string) error {
 	r.mu.Lock()
 	recv := r.clients[to]
 	var far *remote
-	if recv == nil {
-		far = r.remoteReceiver(to)
+	if recv == nil { // a client here goes first
+		far = r.remote[to]
 	}
 	r.mu.Unlock()
 	switch {

@@ -133,15 +133,6 @@ func (h *Hub) DeliverLocal(token string, l Line) error {
 	return nil
 }
 
-// remoteReceiver finds the device to of another instance, nil when there
-// is none. Called with r.mu held.
-func (r *room) remoteReceiver(to string) *remote {
-	if r.remote == nil {
-		return nil
-	}
-	return r.remote[to]
-}
-
 // deliver hands l to the remote device m through its instance.
 func (h *Hub) deliver(r *room, m *remote, l Line) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
@@ -152,14 +143,4 @@ func (h *Hub) deliver(r *room, m *remote, l Line) error {
 	}
 	h.log.Warn("chat not handed to the receiver's instance", "instance", m.u.Instance, "err", err)
 	return fmt.Errorf("%w: its server did not take the message", ErrNoReceiver)
-}
-
-// withRemoteLocked appends the room's remote users to cs and their join
-// orders to order. Called with r.mu held.
-func (r *room) withRemoteLocked(cs []Client, order map[string]uint64) []Client {
-	for _, m := range r.remote {
-		cs = append(cs, m)
-		order[m.u.ID] = m.order
-	}
-	return cs
 }

@@ -240,8 +240,9 @@ func (r *room) onlineUsers() []User {
 	for _, c := range cs {
 		order[c.ID()] = r.joined[c.ID()]
 	}
-	if r.remote != nil {
-		cs = r.withRemoteLocked(cs, order)
+	for _, m := range r.remote { // the other instances' devices
+		cs = append(cs, m)
+		order[m.u.ID] = m.order
 	}
 	r.mu.Unlock()
 	sort.Slice(cs, func(i, j int) bool { return order[cs[i].ID()] < order[cs[j].ID()] })
