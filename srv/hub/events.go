@@ -2,6 +2,7 @@ package hub
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,16 +35,11 @@ const (
 	TimedOut
 )
 
+var eventKindNames = [...]string{Asked: "asked", Answered: "answered", Withdrawn: "withdrawn", TimedOut: "timed_out"}
+
 func (k EventKind) String() string {
-	switch k {
-	case Asked:
-		return "asked"
-	case Answered:
-		return "answered"
-	case Withdrawn:
-		return "withdrawn"
-	case TimedOut:
-		return "timed_out"
+	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
+		return eventKindNames[k]
 	}
 	return "unknown"
 }
@@ -81,26 +77,18 @@ func (h *Hub) Subscribe(fn func(Event)) (unsubscribe func()) {
 	e := &h.subs
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var next []*subscriber
+	next := []*subscriber{s}
 	if cur := e.subs.Load(); cur != nil {
-		next = append(next, *cur...)
+		next = append(slices.Clone(*cur), s)
 	}
-	next = append(next, s)
 	e.subs.Store(&next)
 	return func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		cur := e.subs.Load()
-		if cur == nil {
-			return
+		if cur := e.subs.Load(); cur != nil {
+			rest := slices.DeleteFunc(slices.Clone(*cur), func(o *subscriber) bool { return o == s })
+			e.subs.Store(&rest)
 		}
-		var rest []*subscriber
-		for _, o := range *cur {
-			if o != s {
-				rest = append(rest, o)
-			}
-		}
-		e.subs.Store(&rest)
 	}
 }
 
