@@ -127,22 +127,7 @@ func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed
 // Leave removes c from the room of token and tells the others.
 func (h *Hub) Leave(token string, c Client) {
 	r := h.room(token)
-	now := h.now()
-	r.mu.Lock()
-	if r.clients[c.ID()] != c {
-		r.mu.Unlock()
-		return
-	}
-	delete(r.clients, c.ID())
-	delete(r.joined, c.ID())
-	if len(r.clients) == 0 {
-		// Maps never shrink: start afresh, or a crowd's buckets stay.
-		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
-	}
-	r.snapshot = nil
-	r.announceLocked(c, wire.StatusDisconnected, now)
-	r.mu.Unlock()
-	if h.peers != nil {
+	if r.leave(c, h.now()) && h.peers != nil {
 		h.peers.Left(r.digest, c)
 	}
 }
@@ -151,15 +136,7 @@ func (h *Hub) Leave(token string, c Client) {
 // nickname (c.Nickname() returns it by now).
 func (h *Hub) Rename(token string, c Client) {
 	r := h.room(token)
-	now := h.now()
-	r.mu.Lock()
-	if r.clients[c.ID()] != c {
-		r.mu.Unlock()
-		return
-	}
-	r.announceLocked(c, wire.StatusConnected, now)
-	r.mu.Unlock()
-	if h.peers != nil {
+	if r.rename(c, h.now()) && h.peers != nil {
 		h.peers.Joined(r.digest, c)
 	}
 }
@@ -220,6 +197,35 @@ func (h *Hub) Count(token string) int {
 // OnlineUsers lists the clients of token, earliest first.
 func (h *Hub) OnlineUsers(token string) []User {
 	return h.room(token).onlineUsers()
+}
+
+// leave removes c; false when it was not in the room.
+func (r *room) leave(c Client, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients[c.ID()] != c {
+		return false
+	}
+	delete(r.clients, c.ID())
+	delete(r.joined, c.ID())
+	if len(r.clients) == 0 {
+		// Maps never shrink: start afresh, or a crowd's buckets stay.
+		r.clients, r.joined = make(map[string]Client), make(map[string]uint64)
+	}
+	r.snapshot = nil
+	r.announceLocked(c, wire.StatusDisconnected, now)
+	return true
+}
+
+// rename announces c again; false when it is not in the room.
+func (r *room) rename(c Client, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clients[c.ID()] != c {
+		return false
+	}
+	r.announceLocked(c, wire.StatusConnected, now)
+	return true
 }
 
 func (r *room) clientsLocked() []Client {
