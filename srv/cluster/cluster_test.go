@@ -97,7 +97,7 @@ func startWith(t *testing.T, url, name string, o hub.Options) *instance {
 	}
 	o.Shared, o.Instance = c, name
 	h := hub.New(o)
-	if err := c.Start(h, func() int { return h.Count(tok) }); err != nil {
+	if err := c.Start(h, func() int { n, _ := h.Status(tok); return n }); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(); c.Close() })

@@ -186,14 +186,6 @@ func (h *Hub) Status(token string) (clients int, lastActivity time.Time) {
 	return len(r.clients), r.activity
 }
 
-// Count reports the clients logged in under token.
-func (h *Hub) Count(token string) int {
-	r := h.room(token)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.clients)
-}
-
 // OnlineUsers lists the clients of token, earliest first.
 func (h *Hub) OnlineUsers(token string) []User {
 	return h.room(token).onlineUsers()

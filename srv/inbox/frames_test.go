@@ -249,7 +249,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		if n := f.hub.Count(tokA); n != 2 {
+		if n, _ := f.hub.Status(tokA); n != 2 {
 			t.Fatalf("%d clients in the room", n)
 		}
 
@@ -285,7 +285,7 @@ func TestSlowClientIsDropped(t *testing.T) {
 			t.Fatalf("the slow client got %v before the close", got)
 		}
 		synctest.Wait()
-		if n := f.hub.Count(tokA); n != 1 {
+		if n, _ := f.hub.Status(tokA); n != 1 {
 			t.Fatalf("%d clients in the room after the drop", n)
 		}
 	})

@@ -54,7 +54,7 @@ func TestLogin(t *testing.T) {
 					if code, text := closed(t, c); code != websocket.ClosePolicyViolation || text != tc.refused {
 						t.Fatalf("closed with %d %q", code, text)
 					}
-					if n := f.hub.Count(tokA); n != tc.already {
+					if n, _ := f.hub.Status(tokA); n != tc.already {
 						t.Fatalf("%d clients in the room, want %d", n, tc.already)
 					}
 					return
@@ -75,7 +75,7 @@ func TestLogin(t *testing.T) {
 				if len(got) != 1 || got[0] != want {
 					t.Fatalf("in the room as %q, want %q", got, want)
 				}
-				if n := f.hub.Count(tokB); n != 0 {
+				if n, _ := f.hub.Status(tokB); n != 0 {
 					t.Fatalf("%d clients in the other room", n)
 				}
 			})
@@ -134,7 +134,7 @@ func TestFramesBeforeLogin(t *testing.T) {
 				t.Fatalf("told %v, want %s about %q", e, tc.code, tc.cmd)
 			}
 		}
-		if n := f.hub.Count(tokA); n != 0 {
+		if n, _ := f.hub.Status(tokA); n != 0 {
 			t.Fatalf("%d clients in the room before the login", n)
 		}
 		if err := c.LogIn(tokA, "phone", "", 0); err != nil || !c.Login.GetSuccess() {
@@ -167,7 +167,7 @@ func TestLoginDeadline(t *testing.T) {
 		}
 		time.Sleep(timeout)
 		synctest.Wait()
-		if n := f.hub.Count(tokA); n != 1 {
+		if n, _ := f.hub.Status(tokA); n != 1 {
 			t.Fatalf("%d clients logged in, want the one in time", n)
 		}
 	})
