@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -103,19 +102,6 @@ func (h *Hub) RemoteLeave(token, instance, id string) {
 		r.remote = nil
 	}
 	r.announceLocked(m, wire.StatusDisconnected, h.now())
-}
-
-// RemoteUsers lists the devices of other instances in the room of token.
-func (h *Hub) RemoteUsers(token string) []RemoteUser {
-	r := h.room(token)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]RemoteUser, 0, len(r.remote))
-	for _, m := range r.remote {
-		out = append(out, m.u)
-	}
-	slices.SortFunc(out, func(a, b RemoteUser) int { return a.ConnectedAt.Compare(b.ConnectedAt) })
-	return out
 }
 
 // DeliverLocal queues l, a chat line or remote-input backspace from a
