@@ -42,8 +42,8 @@ type pending struct {
 	// settling: an outcome is being saved; other outcomes are refused
 	// meanwhile (the first answer wins).
 	settling bool
-	// In cluster mode (records.go): the revision of its record last
-	// applied, and the instance that holds its agent's call.
+	// The revision of its record last applied, and the instance that
+	// holds its agent's call (records.go).
 	rev    uint64
 	holder string
 	// woken: its callers have the outcome (done is closed); in cluster

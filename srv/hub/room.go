@@ -42,7 +42,7 @@ type room struct {
 	missed      map[string]*missed
 	missedOrder []string
 
-	// refused is the IDs of requests whose shared write this instance
+	// refused is the IDs of requests whose record this instance
 	// gave up on (the agent was told they could not be saved), oldest
 	// first, at most maxRefused: one that lands after all is withdrawn
 	// (apply.go). Cluster mode only.
@@ -50,7 +50,7 @@ type room struct {
 	// asking counts, by request ID, this instance's asks that created
 	// their record, from before it is written until they return: the
 	// record may be shown, and answered, before the ask counts itself as
-	// a waiter, and its caller is there all the same. Cluster mode only.
+	// a waiter, and its caller is there all the same.
 	asking map[string]int
 
 	// Presence changes waiting to be announced, in order; the timer that
