@@ -127,6 +127,7 @@ func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
 	if !shown || p.req.Kind != kind {
 		return ErrNotPending
 	}
+	validReply(&rep)
 	return h.settle(r, p, &rep, nil, "")
 }
 
@@ -173,4 +174,24 @@ func statusOf(err error) string {
 		return store.Cancelled
 	}
 	return store.Answered
+}
+
+// validReply makes rep's strings UTF-8, replacing what is not (an e-mail
+// body that only says it is UTF-8): every door must be able to encode the
+// answer, and the saved record must hold it whole.
+func validReply(rep *Reply) {
+	rep.ClientID, rep.Nickname = wire.ValidString(rep.ClientID), wire.ValidString(rep.Nickname)
+	for _, c := range rep.Contents {
+		wire.ValidUTF8(c)
+	}
+	for k, v := range rep.Meta {
+		if nk, nv := wire.ValidString(k), wire.ValidString(v); nk != k || nv != v {
+			meta := make(map[string]string, len(rep.Meta))
+			for k, v := range rep.Meta {
+				meta[wire.ValidString(k)] = wire.ValidString(v)
+			}
+			rep.Meta = meta
+			return
+		}
+	}
 }

@@ -28,8 +28,15 @@ func encode(n *hub.Note) [][]byte {
 
 func marshal(m *pb.WebsocketMessage) []byte {
 	b, err := proto.Marshal(m)
-	if err != nil { // only on invalid UTF-8 in a string field, which we never build
-		panic(fmt.Sprintf("marshal %s frame: %v", m.Cmd, err))
+	if err != nil {
+		// Only a string that is not UTF-8, which the hub lets in from no
+		// door (hub.Answer makes answers valid): sent with it replaced,
+		// on a copy, since the note's parts are shared.
+		m = proto.CloneOf(m)
+		wire.ValidUTF8(m)
+		if b, err = proto.Marshal(m); err != nil {
+			panic(fmt.Sprintf("marshal %s frame: %v", m.Cmd, err))
+		}
 	}
 	return b
 }
