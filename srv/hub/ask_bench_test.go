@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,15 +54,6 @@ func (a *answerer) run(h *Hub, token string) {
 			panic(fmt.Sprintf("answer %s: %v", id, err))
 		}
 	}
-}
-
-// cpuTime is the CPU time the process has used, in user and kernel mode.
-func cpuTime(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkAskConcurrent measures the single-process server's throughput
