@@ -101,7 +101,10 @@ func startKVPeer(ctx context.Context, url, role string, n int) (*kvPeerProc, err
 	p := &kvPeerProc{cmd: cmd, in: in, out: bufio.NewReader(stdout)}
 	if l, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(l) != "ready" {
 		p.stop()
-		return nil, fmt.Errorf("floor peer %s did not start: %q %v", role, l, err)
+		if err == nil {
+			err = fmt.Errorf("it said %q", l)
+		}
+		return nil, fmt.Errorf("floor peer %s did not start: %w", role, err)
 	}
 	return p, nil
 }
