@@ -61,7 +61,7 @@ func (f *floorServer) unary(ctx context.Context, i int) error {
 // It runs in a process of its own, as agentassistant-srv does, so both pay
 // the same hops.
 func startFloor(ctx context.Context) (*floorServer, error) {
-	proc, err := startChild(ctx, "-serve-floor")
+	proc, err := startChild(ctx, nil, "-serve-floor")
 	if err != nil {
 		return nil, fmt.Errorf("floor server: %w", err)
 	}

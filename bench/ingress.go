@@ -28,7 +28,7 @@ import (
 // (go-sse in, gorilla's writer goroutine and channel per connection out),
 // its rounds alternating with the server's.
 func ingressStream(ctx context.Context, c config, r *report) error {
-	orch, err := startChild(ctx, "-serve-orchestrator")
+	orch, err := startChild(ctx, nil, "-serve-orchestrator")
 	if err != nil {
 		return fmt.Errorf("orchestrator: %w", err)
 	}

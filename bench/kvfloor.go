@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,7 +45,7 @@ func kvFloor(ctx context.Context, url string, n int) (p50, p99 float64, err erro
 		TTL: time.Hour, Storage: jetstream.FileStorage}); err != nil {
 		return 0, 0, fmt.Errorf("open bucket %s: %w", kvFloorBucket, err)
 	}
-	var peers []*kvPeerProc
+	var peers []*child
 	defer func() {
 		for _, p := range peers {
 			p.stop()
@@ -71,54 +68,19 @@ func kvFloor(ctx context.Context, url string, n int) (p50, p99 float64, err erro
 	return p50, p99, nil
 }
 
-type kvPeerProc struct {
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-}
-
 // startKVPeer starts this binary as a floor peer and waits until it
 // watches the bucket.
-func startKVPeer(ctx context.Context, url, role string, n int) (*kvPeerProc, error) {
-	self, err := os.Executable()
+func startKVPeer(ctx context.Context, url, role string, n int) (*child, error) {
+	env := append(serverProcs(), "AA_BENCH_NATS_URL="+url, "AA_BENCH_KV_ROUNDS="+strconv.Itoa(n))
+	p, err := startChild(ctx, env, "-kv-peer", role)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.CommandContext(ctx, self, "-kv-peer", role) // #nosec G204 -- this very binary
-	cmd.Env = append(append(os.Environ(), serverProcs()...), "AA_BENCH_NATS_URL="+url, "AA_BENCH_KV_ROUNDS="+strconv.Itoa(n))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	p := &kvPeerProc{cmd: cmd, in: in, out: bufio.NewReader(stdout)}
-	if l, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(l) != "ready" {
-		p.stop()
-		if err == nil {
-			err = fmt.Errorf("it said %q", l)
-		}
 		return nil, fmt.Errorf("floor peer %s did not start: %w", role, err)
 	}
-	return p, nil
-}
-
-func (p *kvPeerProc) stop() {
-	_ = p.in.Close() // the peer ends when its stdin does
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
+	if p.addr != "ready" {
+		p.stop()
+		return nil, fmt.Errorf("floor peer %s did not start: it said %q", role, p.addr)
 	}
+	return p, nil
 }
 
 // runKVPeer is a floor peer (-kv-peer): it watches the floor's bucket

@@ -53,7 +53,7 @@ func runSocketHolder() error {
 // memory around them. Its start is taken as the server's is: after a few
 // connections came and went (warmUp).
 func socketFloor(ctx context.Context, n int) (m memFloor, err error) {
-	proc, err := startChild(ctx, "-hold-sockets")
+	proc, err := startChild(ctx, nil, "-hold-sockets")
 	if err != nil {
 		return m, err
 	}

@@ -243,7 +243,8 @@ func readMemory(ctx context.Context, addr string) (memory, error) {
 }
 
 // child is this very binary run in one of its internal modes (the floor
-// server, the socket holder), which prints its address first.
+// server, the socket holder, a JetStream floor peer), which prints its
+// address, or that it is ready, first.
 type child struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser
@@ -251,12 +252,14 @@ type child struct {
 	addr string
 }
 
-func startChild(ctx context.Context, mode string) (*child, error) {
+// startChild runs this binary with args, env added to its environment,
+// and reads the first line it prints into addr.
+func startChild(ctx context.Context, env []string, args ...string) (*child, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, mode) // #nosec G204 -- this very binary
+	cmd := exec.CommandContext(ctx, self, args...) // #nosec G204 -- this very binary
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -266,7 +269,7 @@ func startChild(ctx context.Context, mode string) (*child, error) {
 		return nil, err
 	}
 	cmd.Stderr = os.Stderr
-	cmd.Env = append(os.Environ(), strings.Fields(os.Getenv("AA_BENCH_FLOOR_ENV"))...)
+	cmd.Env = append(append(os.Environ(), strings.Fields(os.Getenv("AA_BENCH_FLOOR_ENV"))...), env...)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
