@@ -69,15 +69,22 @@ func readmeBlock(t *testing.T, readme, intro string) []string {
 const srvBlockIntro = "`agentassistant-srv.toml` (every setting at its default; durations are"
 
 // oldKeysSection is the part of docs/configuration.md that names the flat
-// keys of earlier versions: the one place they may be quoted.
+// keys of earlier versions, up to the end of their table: the one place
+// they may be quoted.
 func oldKeysSection(t *testing.T, text string) (section, rest string) {
 	t.Helper()
 	before, after, ok := strings.Cut(text, "### Files from earlier versions\n")
 	if !ok {
 		t.Fatal("docs/configuration.md has no section on files from earlier versions")
 	}
-	section, tail, _ := strings.Cut(after, "\n#")
-	return section, before + "\n#" + tail
+	// The section ends with its table: what follows it, up to the next
+	// heading or not, is current text again.
+	intro, table, ok := strings.Cut(after, "\n| old key")
+	if !ok {
+		t.Fatal("docs/configuration.md's section on earlier versions has no table of old keys")
+	}
+	table, tail, _ := strings.Cut(table, "\n\n")
+	return intro + "\n| old key" + table, before + "\n" + tail
 }
 
 // TestOldKeysDocumented: docs/configuration.md's table of old keys names
