@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
-	"strings"
 
 	"github.com/BurntSushi/toml"
 )
@@ -60,7 +60,7 @@ func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaDa
 	}
 	if strict && len(keys) > 0 {
 		sort.Strings(keys)
-		return md, nil, fmt.Errorf("read config %s: unknown keys: %s", path, strings.Join(keys, ", "))
+		return md, nil, fmt.Errorf("read config %s: unknown keys: %s", path, unknownKeys(keys, settingKeys(reflect.TypeOf(v), "")))
 	}
 	defined := make(map[string]bool)
 	for _, k := range md.Keys() {

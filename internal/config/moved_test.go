@@ -125,3 +125,27 @@ func TestDurationString(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownKeyHints: a key the binary does not read is refused naming
+// it and what to write instead: the key it is closest to, the same key in
+// its own table, or the keys its table (or the file) can hold.
+func TestUnknownKeyHints(t *testing.T) {
+	for body, want := range map[string]string{
+		"[web]\npingg = \"30s\"\n":     "web.pingg (did you mean [web] ping?)",
+		"[wbe]\nping = \"30s\"\n":      "wbe.ping (did you mean [web] ping?)",
+		"ping = \"30s\"\n":             "ping (did you mean [web] ping?)",
+		"[other]\nping = \"30s\"\n":    "other.ping (did you mean [web] ping?)",
+		"hots = \"h\"\n":               "hots (did you mean host?)",
+		"[web]\nfrobnicate = 1\n":      "web.frobnicate ([web] holds ping, limit, url)",
+		"[zzz]\nfrobnicate = 1\n":      "zzz.frobnicate (the file holds host and the tables [web], [other])",
+		"[web]\npingg = 1\nlimt = 2\n": "unknown keys: web.limt (did you mean [web] limit?), web.pingg (did you mean [web] ping?)",
+	} {
+		_, _, err := loadTabled(t, body)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+		if err != nil && strings.Contains(body, "[wbe]") && strings.Contains(err.Error(), "wbe,") {
+			t.Errorf("%q: %v names the table as a key of its own", body, err)
+		}
+	}
+}

@@ -1,0 +1,136 @@
+package config
+
+import (
+	"encoding"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+)
+
+// settingKeys returns the keys a config struct reads, a table's as
+// "table.key", in the struct's order.
+func settingKeys(t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	text := reflect.TypeFor[encoding.TextUnmarshaler]()
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
+			continue
+		}
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Struct && !reflect.PointerTo(ft).Implements(text) {
+			keys = append(keys, settingKeys(ft, prefix+name+".")...)
+			continue
+		}
+		keys = append(keys, prefix+name)
+	}
+	return keys
+}
+
+// unknownKeys says, for each key of the file the binary does not read,
+// what to write instead: a misspelt key is most often one or two letters
+// off a real one, or a real key in the wrong table. A table of unknown
+// keys is not named on its own: its keys are.
+func unknownKeys(unknown, known []string) string {
+	var out []string
+	for _, u := range unknown {
+		if slices.ContainsFunc(unknown, func(o string) bool { return strings.HasPrefix(o, u+".") }) {
+			continue
+		}
+		out = append(out, u+" ("+hint(u, known)+")")
+	}
+	return strings.Join(out, ", ")
+}
+
+func hint(u string, known []string) string {
+	table, leaf := splitKey(u)
+	best, bestDist := "", 0
+	for _, k := range known {
+		kt, kl := splitKey(k)
+		// The same key in another table is the likeliest mistake; then a
+		// key a few letters off, in the same table or in another one
+		// whose name is itself a few letters off.
+		d := editDistance(leaf, kl)*2 + editDistance(table, kt)
+		if kl == leaf {
+			d = editDistance(table, kt)
+			if d > 0 {
+				d = 1
+			}
+		}
+		if best == "" || d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" && bestDist <= 2*max(2, len(leaf)/4) {
+		return "did you mean " + display(best) + "?"
+	}
+	var inTable, top []string
+	tables := []string{}
+	for _, k := range known {
+		kt, kl := splitKey(k)
+		switch {
+		case kt == table && table != "":
+			inTable = append(inTable, kl)
+		case kt == "":
+			top = append(top, kl)
+		default:
+			if t := "[" + kt + "]"; !slices.Contains(tables, t) {
+				tables = append(tables, t)
+			}
+		}
+	}
+	if len(inTable) > 0 {
+		return fmt.Sprintf("[%s] holds %s", table, strings.Join(inTable, ", "))
+	}
+	return fmt.Sprintf("the file holds %s and the tables %s", strings.Join(top, ", "), strings.Join(tables, ", "))
+}
+
+// splitKey cuts "a.b.c" into its table "a.b" and its key "c".
+func splitKey(k string) (table, leaf string) {
+	if i := strings.LastIndexByte(k, '.'); i >= 0 {
+		return k[:i], k[i+1:]
+	}
+	return "", k
+}
+
+// display writes a key as the file does: "[table] key", or the key alone
+// at the top.
+func display(k string) string {
+	if table, leaf := splitKey(k); table != "" {
+		return "[" + table + "] " + leaf
+	}
+	return k
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (keys are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
