@@ -146,7 +146,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	listenAddr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
+	ln, err := net.Listen("tcp", listenAddr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		// Most often this very server, started twice (make run in a
+		// second terminal, or a service already running).
+		return fmt.Errorf("listen: %s is in use: if agentassistant-srv is already running, use that one (the URL it printed; agentassistant-mcp finds it); "+
+			"else stop what holds the port, or pick another with -port or agentassistant_server_port and give agentassistant-mcp the same -port: %w", listenAddr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestPortInUse: a port another program holds (most often an
+// agentassistant-srv already running) is refused saying so and what to
+// do: use the one running, or pick another port for both binaries.
+func TestPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_, _, err = start(t, "", "-port", port)
+	if err == nil {
+		t.Fatal("started on a port in use")
+	}
+	for _, want := range []string{"127.0.0.1:" + port + " is in use", "already running", "-port", "agentassistant_server_port", "agentassistant-mcp"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nsays nothing of %q", err, want)
+		}
+	}
+}
