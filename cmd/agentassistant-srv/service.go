@@ -38,7 +38,7 @@ RestartSec=5
 WantedBy=default.target
 `
 
-const serviceUsage = `usage: agentassistant-srv service install [flags]   start with your session, with these flags
+const serviceUsage = `usage: agentassistant-srv service install [flags]     start with your session, with these flags
        agentassistant-srv service uninstall           no longer start it
        agentassistant-srv service status              say whether it is registered and running`
 
