@@ -1,0 +1,67 @@
+package main
+
+import (
+	"net/http/httptest"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/BurntSushi/toml"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// TestReverseProxyAsDocumented: behind the TLS-terminating reverse proxy
+// docs/push.md shows (Caddy, which passes the site's Host on and talks
+// plain HTTP to the server), the settings it gives with it let the
+// browser's page load and its WebSocket upgrade through the server's Host
+// and Origin checks, and start the server.
+func TestReverseProxyAsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/push.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "reverse_proxy 127.0.0.1:22080")
+	if !ok {
+		t.Fatal("docs/push.md shows no reverse proxy")
+	}
+	site := regexp.MustCompile(`(?m)^\s*([a-z0-9.-]+) \{\s*$`).FindAllStringSubmatch(string(b[:len(b)-len(rest)]), -1)
+	if site == nil {
+		t.Fatal("docs/push.md's reverse proxy names no site")
+	}
+	name := site[len(site)-1][1]
+	section, _, _ := strings.Cut(rest, "\n- **")
+	_, block, ok := strings.Cut(section, "```toml\n")
+	if !ok {
+		t.Fatalf("docs/push.md's reverse proxy shows no agentassistant-srv.toml for %s", name)
+	}
+	block, _, _ = strings.Cut(block, "```")
+	var cfg fileConfig
+	if _, err := toml.Decode(dedent(block), &cfg); err != nil {
+		t.Fatalf("docs/push.md's agentassistant-srv.toml: %v", err)
+	}
+	guard := &auth.Guard{Hosts: cfg.Server.AllowedHosts, Origins: cfg.Server.AllowedOrigins}
+	r := httptest.NewRequest("GET", "/ws", nil)
+	r.Host = name
+	r.Header.Set("Origin", "https://"+name)
+	r.Header.Set("X-Forwarded-Proto", "https")
+	if !guard.HostAllowed(r.Host) {
+		t.Errorf("behind the proxy, Host %s is refused with %s", name, block)
+	}
+	if !guard.OriginAllowed(r) {
+		t.Errorf("behind the proxy, the page's WebSocket (Origin https://%s) is refused with %s", name, block)
+	}
+	if stdout, _, err := start(t, dedent(block)); err != nil || !strings.Contains(stdout, "is running") {
+		t.Errorf("docs/push.md's agentassistant-srv.toml does not start the server: %v", err)
+	}
+}
+
+// dedent removes the indentation a list item gives its code block.
+func dedent(s string) string {
+	var out strings.Builder
+	for line := range strings.Lines(s) {
+		out.WriteString(strings.TrimLeft(line, " "))
+	}
+	return out.String()
+}
