@@ -3,6 +3,7 @@ package main
 import (
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -64,4 +65,37 @@ func dedent(s string) string {
 		out.WriteString(strings.TrimLeft(line, " "))
 	}
 	return out.String()
+}
+
+// TestDocumentedCommandsListenWithAToken: every agentassistant-srv
+// command the documentation shows that listens beyond this machine gives
+// it a token, which the server requires there: copied as it is, it starts.
+func TestDocumentedCommandsListenWithAToken(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	host := regexp.MustCompile(`-host\s+(\S+)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inBlock := false
+		for line := range strings.Lines(string(b)) {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "```") {
+				inBlock = !inBlock
+				continue
+			}
+			if !inBlock || !strings.Contains(line, "agentassistant-srv ") {
+				continue
+			}
+			m := host.FindStringSubmatch(line)
+			if m != nil && !isLoopback(m[1]) && !strings.Contains(line, "-token") {
+				t.Errorf("%s: %q listens on %s without -token: the server refuses to start", filepath.Base(f), line, m[1])
+			}
+		}
+	}
 }
