@@ -159,7 +159,7 @@ func TestWorkReportOverHTTP(t *testing.T) {
 }
 
 // TestMCPOverHTTPGuards: a request without the right token gets 401 before
-// the MCP transport sees it (its body unread), a browser page of another
+// the MCP transport sees it (its body unread), saying what to send, a browser page of another
 // site gets 403 even with the token, and a session is found only under
 // the token and relay session that made it.
 func TestMCPOverHTTPGuards(t *testing.T) {
@@ -191,6 +191,10 @@ func TestMCPOverHTTPGuards(t *testing.T) {
 		resp := post(h, pr, "")
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %d", name, resp.StatusCode)
+		}
+		// What an MCP client shows its user: what to send instead.
+		if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "Authorization: Bearer") || !strings.Contains(string(b), "?token=") {
+			t.Errorf("%s: the 401 says %q, not which token to send and how", name, b)
 		}
 		pw.Close()
 	}

@@ -4,6 +4,7 @@
 package srv
 
 import (
+	"errors"
 	"log/slog"
 	"net/http"
 	"runtime"
@@ -361,7 +362,13 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := s.tokens.Presented(r); err != nil {
 			s.failedLogin(r)
-			refuseUnread(w, err.Error(), http.StatusUnauthorized)
+			msg := err.Error()
+			if errors.Is(err, auth.ErrInvalidToken) {
+				// An MCP client shows this to a person setting it up:
+				// say which token, and how to send it.
+				msg += ": send the token of the URL agentassistant-srv printed at start (its ?token=, kept in the token file of its data directory) as the header Authorization: Bearer TOKEN"
+			}
+			refuseUnread(w, msg, http.StatusUnauthorized)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
