@@ -39,7 +39,7 @@ func TestMetrics(t *testing.T) {
 		done <- err
 	}()
 	q := expect(t, phone, "AskQuestion")
-	if err := phone.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "8080")); err != nil {
+	if err := phone.Send(wstest.TextReply(q.GetAskQuestionRequest().GetID(), "port 8080, quietly")); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil {
@@ -57,7 +57,7 @@ func TestMetrics(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics: %d %s", resp.StatusCode, body)
 	}
-	for _, secret := range []string{tokA, "secretly", "/srv/app", "8080"} {
+	for _, secret := range []string{tokA, "secretly", "/srv/app", "quietly"} {
 		if strings.Contains(string(body), secret) {
 			t.Errorf("/metrics shows %q", secret)
 		}
