@@ -172,7 +172,7 @@ func checkChannels(cfg *fileConfig, stdout io.Writer) error {
 		return err
 	}
 	if o == nil {
-		_, _ = fmt.Fprintln(stdout, "No channel is set: see [channels] in the README.")
+		_, _ = fmt.Fprintln(stdout, "No channel is set: add a [channels.ntfy], [channels.telegram], [channels.slack], [channels.email] or [channels.webhook] table to the config file, as docs/channels.md shows.")
 		return nil
 	}
 	n := channel.Notice{Event: hub.Event{Kind: hub.Asked, At: time.Now(), AskedAt: time.Now(),

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -112,5 +113,30 @@ func TestCheckChannelsEmail(t *testing.T) {
 	defer sink.mu.Unlock()
 	if len(sink.rcpts) != 1 || sink.rcpts[0] != "ana@example.org" || !strings.Contains(string(sink.data), "A test from agentassistant") {
 		t.Errorf("mailed to %v:\n%s", sink.rcpts, sink.data)
+	}
+}
+
+// TestCheckChannelsWithoutChannels: with no channel set, -check-channels
+// says where the channels are explained, in a page that explains them.
+func TestCheckChannelsWithoutChannels(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`docs/[a-z-]+\.md`).FindString(out.String())
+	if m == "" {
+		t.Fatalf("-check-channels without channels says %q: no page to read", out.String())
+	}
+	page, err := os.ReadFile("../../" + m)
+	if err != nil || !strings.Contains(string(page), "[channels.ntfy]") {
+		t.Errorf("-check-channels points to %s, which does not explain the channels (%v)", m, err)
+	}
+	if !strings.Contains(out.String(), "[channels.") {
+		t.Errorf("-check-channels says %q, not which tables to add", out.String())
 	}
 }
