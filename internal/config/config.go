@@ -50,6 +50,9 @@ func Find(explicit, name string) (string, error) {
 func decode(path string, v any, strict bool, old func(string) bool) (toml.MetaData, map[string]bool, error) {
 	md, err := toml.DecodeFile(path, v)
 	if err != nil {
+		if msg, ok := wrongType(err); ok {
+			return md, nil, fmt.Errorf("read config %s: %s", path, msg)
+		}
 		return md, nil, fmt.Errorf("read config %s: %w", path, err)
 	}
 	var keys []string

@@ -4,6 +4,7 @@ import (
 	"encoding"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -133,4 +134,44 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// incompatible is the TOML decoder's error for a value of the wrong type,
+// which it gives only as text.
+var incompatible = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]+)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// wrongType rewrites the TOML decoder's "incompatible types: TOML value
+// has type string; destination has type integer" as the key the file
+// writes, the type it must be, and how to write one.
+func wrongType(err error) (string, bool) {
+	m := incompatible.FindStringSubmatch(err.Error())
+	if m == nil {
+		return "", false
+	}
+	line, key, got, want := m[1], m[2], m[3], m[4]
+	name := map[string]string{"slice": "list", "array": "list", "int64": "integer", "float64": "float", "bool": "boolean"}
+	for _, t := range []*string{&got, &want} {
+		if n, ok := name[*t]; ok {
+			*t = n
+		}
+	}
+	how := ""
+	switch {
+	case want == "boolean":
+		how = ": write true or false, without quotes"
+	case got == "string" && (want == "integer" || want == "float"):
+		how = ": write it without quotes"
+	case want == "string":
+		how = ": write it in quotes"
+	case want == "list":
+		how = `: write it in brackets, e.g. ["a", "b"]`
+	}
+	return fmt.Sprintf("line %s: %s must be %s, not %s%s", line, display(key), withArticle(want), withArticle(got), how), true
+}
+
+func withArticle(noun string) string {
+	if strings.IndexByte("aeiou", noun[0]) >= 0 {
+		return "an " + noun
+	}
+	return "a " + noun
 }

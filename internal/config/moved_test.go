@@ -149,3 +149,19 @@ func TestUnknownKeyHints(t *testing.T) {
 		}
 	}
 }
+
+// TestWrongTypeHints: a value of the wrong type is refused naming the key
+// as the file writes it, the type it must be, and how to write it.
+func TestWrongTypeHints(t *testing.T) {
+	for body, want := range map[string][]string{
+		"[web]\nlimit = \"7\"\n": {"line 2", "[web] limit", "must be an integer", "without quotes"},
+		"host = 5\n":             {"line 1", "host", "must be a string", "in quotes"},
+	} {
+		_, _, err := loadTabled(t, body)
+		for _, w := range want {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%q: %v, want %q", body, err, w)
+			}
+		}
+	}
+}
