@@ -99,3 +99,33 @@ func TestDocumentedCommandsListenWithAToken(t *testing.T) {
 		}
 	}
 }
+
+// TestPublicNamesHaveTheirOrigin: where the documentation puts a public
+// name (one of example.com's) in allowed_hosts, it is a proxy's or a
+// balancer's, which serves https while the server behind it speaks HTTP:
+// the example gives the page's https origin in allowed_origins too, or
+// the inbox loads and its WebSocket is refused.
+func TestPublicNamesHaveTheirOrigin(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hosts := regexp.MustCompile(`allowed_hosts = \[([^\]]*)\]`)
+	name := regexp.MustCompile(`"([a-z0-9.-]+\.example\.com)"`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(b)
+		for _, m := range hosts.FindAllStringSubmatchIndex(text, -1) {
+			// The origins go with the hosts: within the same few lines.
+			near := text[m[0]:min(len(text), m[1]+300)]
+			for _, n := range name.FindAllStringSubmatch(text[m[2]:m[3]], -1) {
+				if !strings.Contains(near, `allowed_origins = [`) || !strings.Contains(near, `"https://`+n[1]+`"`) {
+					t.Errorf("%s: allowed_hosts names %s without allowed_origins = [\"https://%s\"]", filepath.Base(f), n[1], n[1])
+				}
+			}
+		}
+	}
+}
