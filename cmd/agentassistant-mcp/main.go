@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -179,6 +180,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		openWeb(openCtx, &openers, base, cfg.Token, tokenFrom, logger)
 	}
 
+	// The first mistakes of a set-up (the server not started, another
+	// port, another token) would show only when the agent first asks: say
+	// them in the MCP client's log at once. run waits for the check.
+	var checks sync.WaitGroup
+	defer checks.Wait()
+	checkCtx, stopCheck := context.WithCancel(sess)
+	defer stopCheck()
+	checks.Go(func() { checkServer(checkCtx, uiHTTP, base, cfg.Token, tokenFrom, logger) })
+
 	logger.Info("serving MCP on stdio", "server", base.String())
 	watch, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -216,5 +226,43 @@ func tokenHeader(token string) connect.UnaryInterceptorFunc {
 			req.Header().Set(auth.TokenHeader, token)
 			return next(ctx, req)
 		}
+	}
+}
+
+// checkServer asks the server's /health with the token once, and warns
+// when the server cannot be reached or refuses the token, saying what to
+// do; questions would fail the same way later.
+func checkServer(ctx context.Context, c *http.Client, base url.URL, token, tokenFrom string, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	u := base
+	u.Path = "/health"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return
+	}
+	if token != "" {
+		req.Header.Set(auth.TokenHeader, token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return // stdio ended first
+		}
+		logger.Warn("agentassistant-srv is not reachable: questions fail until it runs", "server", base.String(), "err", err,
+			"hint", "start agentassistant-srv there, or point at where it runs: -host and -port (or -server), agentassistant_server_host and agentassistant_server_port")
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		if token == "" {
+			return // said at start: no token
+		}
+		logger.Warn("agentassistant-srv rejected the token: questions fail until it matches", "server", base.String(), "token", tokenFrom,
+			"hint", "set agentassistant_server_token or -token to the token of the URL agentassistant-srv printed")
+	case http.StatusForbidden:
+		logger.Warn("agentassistant-srv does not answer to this address", "server", base.String(),
+			"hint", "add the host name to the server's [server] allowed_hosts, or use its IP address")
 	}
 }

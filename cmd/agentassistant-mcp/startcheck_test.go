@@ -1,0 +1,89 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/auth"
+)
+
+// runUntil runs agentassistant-mcp with args until its stderr holds want
+// (or run ends on its own), then ends stdio and returns all of stderr.
+func runUntil(t *testing.T, want string, args ...string) string {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Chdir(home)
+	stdinR, stdinW := io.Pipe()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(t.Context(), args, stdinR, io.Discard, &stderr) }()
+	// Not a timing assertion: only a bound so a missing line fails the
+	// test instead of hanging it.
+	giveUp := time.After(30 * time.Second)
+	for !strings.Contains(stderr.String(), want) {
+		select {
+		case err := <-done:
+			t.Fatalf("run ended (%v) before stderr said %q:\n%s", err, want, stderr.String())
+		case <-giveUp:
+			_ = stdinW.Close()
+			<-done
+			t.Fatalf("stderr never said %q:\n%s", want, stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_ = stdinW.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	out := stderr.String()
+	if strings.Contains(out, testToken) {
+		t.Fatalf("stderr carries the token:\n%s", out)
+	}
+	return out
+}
+
+// TestServerDownSaidAtStart: started while no agentassistant-srv listens
+// where it points, agentassistant-mcp says so in the MCP client's log at
+// once, with the address and what to do, not only when the agent asks.
+func TestServerDownSaidAtStart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_ = ln.Close() // nothing listens there now
+	out := runUntil(t, "not reachable", "-host", "127.0.0.1", "-port", port, "-token", testToken)
+	for _, want := range []string{"127.0.0.1:" + port, "start agentassistant-srv", "-port"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr says nothing of %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestWrongTokenSaidAtStart: a server that refuses the token is named at
+// start, with where the token came from and how to set the right one.
+func TestWrongTokenSaidAtStart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/health" && r.Header.Get(auth.TokenHeader) != "" {
+			http.Error(w, "missing or invalid token", http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	out := runUntil(t, "rejected the token", "-host", host, "-port", port, "-token", testToken)
+	for _, want := range []string{"the -token flag", "agentassistant_server_token"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr says nothing of %q:\n%s", want, out)
+		}
+	}
+}
