@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -54,5 +56,39 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 				t.Errorf("%s does not show %s", name, k)
 			}
 		}
+	}
+}
+
+// TestJSONSnippetsParse: every JSON block of the documentation (the MCP
+// clients' configurations above all, which readers paste as they are) is
+// JSON: one value, or one value a line (a protocol's messages).
+func TestJSONSnippetsParse(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	block := regexp.MustCompile("(?s)```json\n(.*?)```")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range block.FindAllStringSubmatch(string(b), -1) {
+			n++
+			if json.Valid([]byte(m[1])) {
+				continue
+			}
+			for line := range strings.Lines(m[1]) {
+				if strings.TrimSpace(line) != "" && !json.Valid([]byte(line)) {
+					t.Errorf("%s: a JSON block is no JSON, at %q", filepath.Base(f), strings.TrimSpace(line))
+					break
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no JSON block found")
 	}
 }
