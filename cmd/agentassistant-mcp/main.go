@@ -153,6 +153,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// next agentassistant-mcp of the project rather than withdrawing them.
 	sess, endSession := context.WithCancel(ctx)
 	defer endSession()
+	byHand := isTerminal(stdin)
 	stdin = &endReader{r: stdin, end: endSession}
 	s := mcpbridge.New(mcpbridge.Options{
 		Client:  agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
@@ -190,6 +191,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	checks.Go(func() { checkServer(checkCtx, uiHTTP, base, cfg.Token, tokenFrom, logger) })
 
 	logger.Info("serving MCP on stdio", "server", base.String())
+	if byHand {
+		// Someone trying it by hand, not an MCP client: say what it is.
+		logger.Warn("agentassistant-mcp is for an MCP client to start: it speaks MCP on stdin and stdout; register it in your client (README, Register the MCP server), or end it here with Ctrl-D")
+	}
 	watch, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.Run(watch) }) // the web UI's tools follow its host
@@ -265,4 +270,14 @@ func checkServer(ctx context.Context, c *http.Client, base url.URL, token, token
 		logger.Warn("agentassistant-srv does not answer to this address", "server", base.String(),
 			"hint", "add the host name to the server's [server] allowed_hosts, or use its IP address")
 	}
+}
+
+// isTerminal reports whether r is a terminal (a character device).
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +86,33 @@ func TestWrongTokenSaidAtStart(t *testing.T) {
 	for _, want := range []string{"the -token flag", "agentassistant_server_token"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stderr says nothing of %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestTerminalSaysWhatItIs: run by hand in a terminal (stdin a character
+// device, as /dev/null is too), agentassistant-mcp says it is for an MCP
+// client to start and where to register it, instead of waiting in silence.
+func TestTerminalSaysWhatItIs(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no /dev/null")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", home)
+	t.Chdir(home)
+	tty, err := os.Open("/dev/null")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	var stderr syncBuffer
+	if err := run(t.Context(), []string{"-host", "127.0.0.1", "-port", "1", "-token", testToken}, tty, io.Discard, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"MCP client", "Register the MCP server"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr says nothing of %q:\n%s", want, stderr.String())
 		}
 	}
 }
