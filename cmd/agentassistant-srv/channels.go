@@ -198,7 +198,7 @@ func checkChannels(cfg *fileConfig, stdout io.Writer) error {
 		}
 	}
 	if o.PublicURL == "" {
-		_, _ = fmt.Fprintln(stdout, "Note: channels.public_url is not set: messages carry no buttons to answer with.")
+		_, _ = fmt.Fprintln(stdout, "Note: [channels] public_url is not set: messages carry no buttons to answer with. Set it to this server's address as your phone reaches it (docs/channels.md).")
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d channel(s) failed", failed)

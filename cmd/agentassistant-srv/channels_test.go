@@ -43,7 +43,7 @@ func TestCheckChannels(t *testing.T) {
 		t.Fatalf("run: %v", err)
 	}
 	text := out.String()
-	for _, want := range []string{"ntfy: sent", "webhook: FAILED: webhook answered 404: no such hook", "public_url is not set"} {
+	for _, want := range []string{"ntfy: sent", "webhook: FAILED: webhook answered 404: no such hook", "[channels] public_url is not set", "as your phone reaches it"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
