@@ -27,3 +27,18 @@ func TestPortInUse(t *testing.T) {
 		}
 	}
 }
+
+// TestHostNotHere: an address this machine does not have (192.0.2.1 is
+// documentation's, assigned to no one) is refused saying so and what to
+// listen on instead.
+func TestHostNotHere(t *testing.T) {
+	_, _, err := start(t, "", "-host", "192.0.2.1", "-token", "a-token-of-the-test-0123")
+	if err == nil {
+		t.Skip("this machine has 192.0.2.1")
+	}
+	for _, want := range []string{"192.0.2.1 is no address of this machine", "0.0.0.0"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v\nsays nothing of %q", err, want)
+		}
+	}
+}
