@@ -366,7 +366,7 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 			if errors.Is(err, auth.ErrInvalidToken) {
 				// An MCP client shows this to a person setting it up:
 				// say which token, and how to send it.
-				msg += ": send the token of the URL agentassistant-srv printed at start (its ?token=, kept in the token file of its data directory) as the header Authorization: Bearer TOKEN"
+				msg += ": send the token of the URL agentassistant-srv printed at start (its ?token=) as the header Authorization: Bearer TOKEN"
 			}
 			refuseUnread(w, msg, http.StatusUnauthorized)
 			return
