@@ -17,6 +17,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -127,18 +128,10 @@ func New(o Options) *Manager {
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
-	if o.Tries <= 0 {
-		o.Tries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Default(&o.Tries, 5)
+	opt.Default(&o.Backoff, time.Second)
+	opt.Logger(&o.Logger)
+	opt.Clock(&o.Now)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, quit: make(chan struct{})}
 	for _, chs := range o.Routes {
 		for _, c := range chs {

@@ -30,6 +30,7 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -111,18 +112,10 @@ func New(o Options) *Pusher {
 		tr.MaxIdleConnsPerHost = maxPerService // its connections, kept for the next burst
 		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	}
-	if o.Tries <= 0 {
-		o.Tries = 4
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Default(&o.Tries, 4)
+	opt.Default(&o.Backoff, time.Second)
+	opt.Logger(&o.Logger)
+	opt.Clock(&o.Now)
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
