@@ -136,7 +136,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		id = e.newID()
 		e.track(key, id, emailQuestion{token: n.Token, kind: n.Request.Kind, id: n.Request.ID, title: "[agentassistant] " + title(n)})
 	}
-	body := clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
+	body := Clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
@@ -527,7 +527,7 @@ func replyText(raw []byte) string {
 			continue
 		}
 		b, _ := io.ReadAll(io.LimitReader(p.Body, maxReplySize))
-		return clip(stripQuote(string(b)), maxAnswer)
+		return Clip(stripQuote(string(b)), maxAnswer)
 	}
 }
 

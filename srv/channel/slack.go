@@ -131,14 +131,14 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if done {
 		return nil
 	}
-	text := title(n) + "\n\n" + clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	text := title(n) + "\n\n" + Clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
 	// The question's own options when it offers some, else the quick
 	// replies; a button's text is at most 75 characters (Block Kit's
 	// bound), its value only its index.
 	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
 	for i, label := range labels {
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(clip(label, 75))))
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(Clip(label, 75))))
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))

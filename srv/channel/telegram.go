@@ -133,7 +133,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		return nil
 	}
-	body, photos := telegramHTML(clip(n.Request.Text, 3000))
+	body, photos := telegramHTML(Clip(n.Request.Text, 3000))
 	text := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
@@ -160,7 +160,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		// told in the log, the question stands without it.
 		for i, p := range photos {
 			name := "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.mime, "image/")
-			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: clip(p.alt, 1000),
+			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: Clip(p.alt, 1000),
 				Photo:           &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.data)},
 				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
 			if err != nil && t.Logger != nil {
