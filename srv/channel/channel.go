@@ -80,6 +80,14 @@ func textContent(text string) *pb.McpResultContent {
 	return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}
 }
 
+// logOf is a channel's Logger, or one that discards when it has none.
+func logOf(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
 // Options configure a Manager. Hub is required.
 type Options struct {
 	Hub *hub.Hub

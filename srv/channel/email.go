@@ -100,12 +100,7 @@ func (*Email) Name() string { return "email" }
 // it was given).
 func (e *Email) redact(err error) error { return redact(err, e.SMTPPassword, e.IMAPPassword) }
 
-func (e *Email) log() *slog.Logger {
-	if e.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return e.Logger
-}
+func (e *Email) log() *slog.Logger { return logOf(e.Logger) }
 
 // Send mails n to To: a question, or the follow-up of a settled one.
 func (e *Email) Send(ctx context.Context, n Notice) error {

@@ -77,11 +77,7 @@ func (*Slack) Name() string { return "slack" }
 // redact keeps the tokens out of an error.
 func (s *Slack) redact(err error) error { return redact(err, s.BotToken, s.AppToken) }
 
-func (s *Slack) warn(msg string, args ...any) {
-	if s.Logger != nil {
-		s.Logger.Warn(msg, args...)
-	}
-}
+func (s *Slack) warn(msg string, args ...any) { logOf(s.Logger).Warn(msg, args...) }
 
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {

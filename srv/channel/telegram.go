@@ -91,9 +91,7 @@ func (t *Telegram) client() (*bot.Bot, error) {
 	t.once.Do(func() {
 		opts := []bot.Option{bot.WithSkipGetMe(), bot.WithNotAsyncHandlers(),
 			bot.WithErrorsHandler(func(err error) {
-				if t.Logger != nil {
-					t.Logger.Warn("telegram", "err", t.redact(err))
-				}
+				logOf(t.Logger).Warn("telegram", "err", t.redact(err))
 			}),
 			bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
 			bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
@@ -163,8 +161,8 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: Clip(p.alt, 1000),
 				Photo:           &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.data)},
 				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
-			if err != nil && t.Logger != nil {
-				t.Logger.Warn("telegram: a question's image not sent", "err", t.redact(err))
+			if err != nil {
+				logOf(t.Logger).Warn("telegram: a question's image not sent", "err", t.redact(err))
 			}
 		}
 	}
@@ -197,9 +195,7 @@ func (t *Telegram) track(key string, m sentMessage, q telegramQuestion) {
 func (t *Telegram) Listen(ctx context.Context, a Answers) {
 	b, err := t.client()
 	if err != nil {
-		if t.Logger != nil {
-			t.Logger.Error("telegram: cannot listen", "err", err)
-		}
+		logOf(t.Logger).Error("telegram: cannot listen", "err", err)
 		return
 	}
 	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.CallbackQuery != nil }, func(ctx context.Context, b *bot.Bot, u *models.Update) {
