@@ -205,11 +205,3 @@ const (
 	codeStateNotKept   = "state_not_kept"
 	codeMessageNotSent = "message_not_taken"
 )
-
-// refusal is why the relay refused a run's part, in the relay's words.
-func refusal(err error) string {
-	if e, ok := errors.AsType[*relay.Error](err); ok {
-		return e.Message
-	}
-	return err.Error()
-}
