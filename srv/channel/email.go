@@ -25,6 +25,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -281,9 +282,7 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 		return
 	}
 	first := e.Backoff
-	if first <= 0 {
-		first = time.Second
-	}
+	opt.Default(&first, time.Second)
 	wait := first
 	for {
 		watched, err := e.watch(ctx, a)
