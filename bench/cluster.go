@@ -53,7 +53,7 @@ func clusterStep(ctx context.Context, c config, r *report) error {
 		}
 	}()
 	for _, name := range []string{"a", "b", "c"} {
-		s, err := startServerArgs(c, []string{"-nats-url", ns.ClientURL(), "-instance", name})
+		s, err := startServerWith(c, serverExtras{args: []string{"-nats-url", ns.ClientURL(), "-instance", name}})
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ func idleMemory(ctx context.Context, c config, r *report) error {
 	if err != nil {
 		return err
 	}
-	s, err := startServer(c, "AGENTASSISTANT_PPROF="+prof)
+	s, err := startServerWith(c, serverExtras{env: []string{"AGENTASSISTANT_PPROF=" + prof}})
 	if err != nil {
 		return err
 	}

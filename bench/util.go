@@ -60,13 +60,8 @@ max_relay_state_bytes_per_token = 1073741824
 log_level = "warn"
 `
 
-func startServer(c config, env ...string) (*server, error) {
-	return startServerWith(c, serverExtras{env: env})
-}
-
-// startServerArgs is startServer with more flags (a cluster's -nats-url).
-func startServerArgs(c config, args []string, env ...string) (*server, error) {
-	return startServerWith(c, serverExtras{args: args, env: env})
+func startServer(c config) (*server, error) {
+	return startServerWith(c, serverExtras{})
 }
 
 // serverExtras are what a step adds to the bench's server.

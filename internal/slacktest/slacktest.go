@@ -203,13 +203,6 @@ func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
 	return api.await(ctx, func() bool { return done(api.calls) })
 }
 
-// Calls is the calls so far, in the order they came.
-func (api *API) Calls() []Call {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	return slices.Clone(api.calls)
-}
-
 // Wait is the n-th call of method, once it came (within ctx).
 func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
 	return apicalls.Wait(ctx, api.WaitFor, method, n)

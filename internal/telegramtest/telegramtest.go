@@ -184,13 +184,6 @@ func (api *API) Push(u map[string]any) {
 	api.changedLocked()
 }
 
-// Calls is the calls so far, in the order they came.
-func (api *API) Calls() []Call {
-	api.mu.Lock()
-	defer api.mu.Unlock()
-	return append([]Call(nil), api.calls...)
-}
-
 // WaitFor waits until done, given the calls so far, holds, or ctx ends.
 func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
 	for {

@@ -102,8 +102,6 @@ func (b *booking) uiSpec() map[string]any {
 // toolError is a refused call, with the seed's code.
 type toolError struct{ code, msg string }
 
-func (e *toolError) Error() string { return e.code + ": " + e.msg }
-
 // apply executes a tool as a click would. It reports whether the result
 // should carry the new uiSpec (select and setQuantity do; next, prev and
 // postMessage confirm with ok alone, as the seed allows).

@@ -41,18 +41,16 @@ import (
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
-// DefaultMaxBody bounds a RunAgentInput (it carries the whole history).
-const DefaultMaxBody = 4 << 20
-
 // Options configure the handler.
 type Options struct {
 	Relay  *relay.Relay
 	Guard  *auth.Guard
 	Logger *slog.Logger
-	// MaxBody bounds a request body (default DefaultMaxBody).
+	// MaxBody bounds a request body, which carries the whole history
+	// (default 4 MiB).
 	MaxBody int64
 	// MaxThreadsPerToken bounds the threads one token keeps as hosts
-	// (default DefaultMaxThreadsPerToken). Past it the least recently
+	// (default 64). Past it the least recently
 	// used one that nothing waits on (no open run, no tool call waiting
 	// for its frontend) leaves its relay session; when every one is
 	// busy, a run of a new thread is refused with RUN_ERROR
@@ -63,7 +61,7 @@ type Options struct {
 	// run once the frontend is expected (a tool call waits for it) or its
 	// run was cut off (the client went away); past it the waiting calls
 	// fail, saying so, and the thread leaves its relay session as a host
-	// whose page closed (default DefaultFrontendGrace). Keep it under the
+	// whose page closed (default 10s). Keep it under the
 	// 20 s a UI tool call waits, so the agent hears why.
 	FrontendGrace time.Duration
 	// AgentWait is how long a run that brought the user's message waits
@@ -88,14 +86,8 @@ type Options struct {
 // DefaultAgentIdle is AgentIdle's default.
 const DefaultAgentIdle = 5 * time.Minute
 
-// DefaultFrontendGrace is FrontendGrace's default.
-const DefaultFrontendGrace = 10 * time.Second
-
 // DefaultAgentWait is AgentWait's default.
 const DefaultAgentWait = 30 * time.Second
-
-// DefaultMaxThreadsPerToken is MaxThreadsPerToken's default.
-const DefaultMaxThreadsPerToken = 64
 
 // Handler is POST /agui. The token has been checked before it runs.
 type Handler struct {
@@ -112,9 +104,9 @@ type Handler struct {
 // New returns the handler.
 func New(o Options) *Handler {
 	opt.Logger(&o.Logger)
-	opt.Default(&o.MaxBody, DefaultMaxBody)
-	opt.Default(&o.MaxThreadsPerToken, DefaultMaxThreadsPerToken)
-	opt.Default(&o.FrontendGrace, DefaultFrontendGrace)
+	opt.Default(&o.MaxBody, 4<<20)
+	opt.Default(&o.MaxThreadsPerToken, 64)
+	opt.Default(&o.FrontendGrace, 10*time.Second)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
 	opt.Default(&o.AgentIdle, DefaultAgentIdle)
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]*lru.Map[string, *thread])}

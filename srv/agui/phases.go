@@ -50,20 +50,19 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	var out []result
 	for _, m := range tail {
 		id := m.callID()
-		if name, ok := t.done[id]; ok {
-			if m.ToolName != "" && m.ToolName != name {
-				return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, wire.Clip(m.ToolName, 64), name)
+		name, delivered := t.done[id]
+		if !delivered {
+			var waiting bool
+			if name, waiting = t.calls[id]; !waiting {
+				return nil, nil, errors.New(noCallWaiting(id, t.id))
 			}
-			continue // delivered already: a retry
-		}
-		name, ok := t.calls[id]
-		if !ok {
-			return nil, nil, errors.New(noCallWaiting(id, t.id))
 		}
 		if m.ToolName != "" && m.ToolName != name {
 			return nil, nil, fmt.Errorf("tool result for %q names tool %q, but that call was to %q", id, wire.Clip(m.ToolName, 64), name)
 		}
-		out = append(out, result{id: id, name: name, msg: m})
+		if !delivered { // else a retry
+			out = append(out, result{id: id, name: name, msg: m})
+		}
 	}
 	if first == n && n > 0 && in.Messages[n-1].Role == "user" {
 		m := in.Messages[n-1]
@@ -206,11 +205,3 @@ const (
 	codeStateNotKept   = "state_not_kept"
 	codeMessageNotSent = "message_not_taken"
 )
-
-// refusal is why the relay refused a run's part, in the relay's words.
-func refusal(err error) string {
-	if e, ok := errors.AsType[*relay.Error](err); ok {
-		return e.Message
-	}
-	return err.Error()
-}

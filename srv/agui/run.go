@@ -50,7 +50,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	if err != nil { // nothing was changed: the results wait, the message is not taken
 		t.unplan(userMsg)
 		end(event{"type": RunError, "code": codeStateNotKept, "message": "this run's state and tools were not kept, so nothing of the run " +
-			"reached the agent (your message is not passed on, tool results still wait): " + refusal(err)})
+			"reached the agent (your message is not passed on, tool results still wait): " + relay.Refusal(err)})
 		return
 	}
 	if len(notice) > 0 {
@@ -77,7 +77,7 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 				t.takeTurnBack(hadTurn)
 			}
 			end(event{"type": RunError, "code": codeMessageNotSent, "message": "your message was not passed to the agent, and is not kept: " +
-				refusal(err)})
+				relay.Refusal(err)})
 			return
 		}
 		timer.Reset(h.o.AgentWait)

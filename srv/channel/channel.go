@@ -13,10 +13,11 @@ package channel
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -79,6 +80,14 @@ func textContent(text string) *pb.McpResultContent {
 	return &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}
 }
 
+// logOf is a channel's Logger, or one that discards when it has none.
+func logOf(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
 // Options configure a Manager. Hub is required.
 type Options struct {
 	Hub *hub.Hub
@@ -110,11 +119,9 @@ type Manager struct {
 	log    *slog.Logger
 	unsub  func()
 	queues map[Channel]*queue // written by New only
-	// stopListening ends the Listeners' Listen.
-	stopListening context.CancelFunc
-	quit          chan struct{}
-	once          sync.Once
-	wg            sync.WaitGroup
+	// goroutines are the channels' senders and listeners: Close ends
+	// their Context (a Listen, a send in flight) and waits for them.
+	goroutines owned.Group
 }
 
 type queue struct {
@@ -127,34 +134,25 @@ func New(o Options) *Manager {
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
-	if o.Tries <= 0 {
-		o.Tries = 5
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, quit: make(chan struct{})}
+	opt.Default(&o.Tries, 5)
+	opt.Default(&o.Backoff, time.Second)
+	opt.Logger(&o.Logger)
+	opt.Clock(&o.Now)
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}}
 	for _, chs := range o.Routes {
 		for _, c := range chs {
 			if m.queues[c] == nil {
 				q := &queue{ch: c, q: make(chan Notice, queueLen)}
 				m.queues[c] = q
-				m.wg.Go(func() { m.run(q) })
+				m.goroutines.Go(func() { m.run(q) })
 			}
 		}
 	}
 	a := Answers{hub: o.Hub, caps: o.Caps, now: o.Now}
-	ctx, stop := context.WithCancel(context.Background())
-	m.stopListening = stop
+	ctx := m.goroutines.Context()
 	for c := range m.queues {
 		if l, ok := c.(Listener); ok {
-			m.wg.Go(func() { l.Listen(ctx, a) })
+			m.goroutines.Go(func() { l.Listen(ctx, a) })
 		}
 	}
 	m.unsub = o.Hub.Subscribe(m.event)
@@ -164,12 +162,8 @@ func New(o Options) *Manager {
 // Close stops following the hub and the channels' goroutines, and waits
 // for them. Idempotent.
 func (m *Manager) Close() {
-	m.once.Do(func() {
-		m.unsub()
-		m.stopListening()
-		close(m.quit)
-	})
-	m.wg.Wait()
+	m.unsub()
+	m.goroutines.Close()
 }
 
 // event queues the notice of ev for each channel of its token.
@@ -214,9 +208,10 @@ func (m *Manager) event(ev hub.Event) {
 
 // run sends q's notices in order until Close.
 func (m *Manager) run(q *queue) {
+	done := m.goroutines.Done()
 	for {
 		select {
-		case <-m.quit:
+		case <-done:
 			return
 		case n := <-q.q:
 			m.send(q.ch, n)
@@ -238,7 +233,7 @@ func (m *Manager) send(c Channel, n Notice) {
 		}
 		m.log.Debug("channel notice not delivered yet", "channel", c.Name(), "try", try, "err", err)
 		select {
-		case <-m.quit:
+		case <-m.goroutines.Done():
 			return
 		case <-time.After(wait):
 		}
@@ -248,14 +243,7 @@ func (m *Manager) send(c Channel, n Notice) {
 
 // sendOnce makes one send, ended by its timeout or by Close.
 func (m *Manager) sendOnce(c Channel, n Notice) error {
-	ctx, cancel := context.WithTimeout(context.Background(), sendTimeout)
+	ctx, cancel := context.WithTimeout(m.goroutines.Context(), sendTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-m.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	return c.Send(ctx, n)
 }

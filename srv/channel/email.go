@@ -25,6 +25,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -100,12 +101,7 @@ func (*Email) Name() string { return "email" }
 // it was given).
 func (e *Email) redact(err error) error { return redact(err, e.SMTPPassword, e.IMAPPassword) }
 
-func (e *Email) log() *slog.Logger {
-	if e.Logger == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return e.Logger
-}
+func (e *Email) log() *slog.Logger { return logOf(e.Logger) }
 
 // Send mails n to To: a question, or the follow-up of a settled one.
 func (e *Email) Send(ctx context.Context, n Notice) error {
@@ -136,7 +132,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		id = e.newID()
 		e.track(key, id, emailQuestion{token: n.Token, kind: n.Request.Kind, id: n.Request.ID, title: "[agentassistant] " + title(n)})
 	}
-	body := clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
+	body := Clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
@@ -286,9 +282,7 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 		return
 	}
 	first := e.Backoff
-	if first <= 0 {
-		first = time.Second
-	}
+	opt.Default(&first, time.Second)
 	wait := first
 	for {
 		watched, err := e.watch(ctx, a)
@@ -527,7 +521,7 @@ func replyText(raw []byte) string {
 			continue
 		}
 		b, _ := io.ReadAll(io.LimitReader(p.Body, maxReplySize))
-		return clip(stripQuote(string(b)), maxAnswer)
+		return Clip(stripQuote(string(b)), maxAnswer)
 	}
 }
 

@@ -74,7 +74,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
-		m.Message, m.Priority, m.Markdown = clip(n.Request.Text, 3000), 4, true
+		m.Message, m.Priority, m.Markdown = Clip(n.Request.Text, 3000), 4, true
 		m.Tags = []string{"question"}
 		if n.AnswerURL != "" {
 			labels, _ := buttonsOf(n.Request)

@@ -77,11 +77,7 @@ func (*Slack) Name() string { return "slack" }
 // redact keeps the tokens out of an error.
 func (s *Slack) redact(err error) error { return redact(err, s.BotToken, s.AppToken) }
 
-func (s *Slack) warn(msg string, args ...any) {
-	if s.Logger != nil {
-		s.Logger.Warn(msg, args...)
-	}
-}
+func (s *Slack) warn(msg string, args ...any) { logOf(s.Logger).Warn(msg, args...) }
 
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {
@@ -131,14 +127,14 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if done {
 		return nil
 	}
-	text := title(n) + "\n\n" + clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	text := title(n) + "\n\n" + Clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
 	// The question's own options when it offers some, else the quick
 	// replies; a button's text is at most 75 characters (Block Kit's
 	// bound), its value only its index.
 	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
 	for i, label := range labels {
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(clip(label, 75))))
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(Clip(label, 75))))
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))

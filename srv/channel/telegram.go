@@ -91,9 +91,7 @@ func (t *Telegram) client() (*bot.Bot, error) {
 	t.once.Do(func() {
 		opts := []bot.Option{bot.WithSkipGetMe(), bot.WithNotAsyncHandlers(),
 			bot.WithErrorsHandler(func(err error) {
-				if t.Logger != nil {
-					t.Logger.Warn("telegram", "err", t.redact(err))
-				}
+				logOf(t.Logger).Warn("telegram", "err", t.redact(err))
 			}),
 			bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
 			bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
@@ -133,7 +131,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		return nil
 	}
-	body, photos := telegramHTML(clip(n.Request.Text, 3000))
+	body, photos := telegramHTML(Clip(n.Request.Text, 3000))
 	text := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
@@ -160,11 +158,11 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		// told in the log, the question stands without it.
 		for i, p := range photos {
 			name := "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.mime, "image/")
-			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: clip(p.alt, 1000),
+			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: Clip(p.alt, 1000),
 				Photo:           &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.data)},
 				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
-			if err != nil && t.Logger != nil {
-				t.Logger.Warn("telegram: a question's image not sent", "err", t.redact(err))
+			if err != nil {
+				logOf(t.Logger).Warn("telegram: a question's image not sent", "err", t.redact(err))
 			}
 		}
 	}
@@ -197,9 +195,7 @@ func (t *Telegram) track(key string, m sentMessage, q telegramQuestion) {
 func (t *Telegram) Listen(ctx context.Context, a Answers) {
 	b, err := t.client()
 	if err != nil {
-		if t.Logger != nil {
-			t.Logger.Error("telegram: cannot listen", "err", err)
-		}
+		logOf(t.Logger).Error("telegram: cannot listen", "err", err)
 		return
 	}
 	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.CallbackQuery != nil }, func(ctx context.Context, b *bot.Bot, u *models.Update) {

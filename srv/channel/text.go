@@ -35,10 +35,10 @@ func title(n Notice) string {
 	default:
 		t = "Withdrawn"
 	}
-	if p := project(req.ProjectDirectory); p != "" {
+	if p := Project(req.ProjectDirectory); p != "" {
 		t = p + " · " + t
 	}
-	return clip(t, 200)
+	return Clip(t, 200)
 }
 
 // shownName is how a person reads a channel's name ("Answered on
@@ -70,17 +70,18 @@ func redact(err error, secrets ...string) error {
 	return errors.New(s)
 }
 
-// project is the last element of a project directory.
-func project(dir string) string {
+// Project is the last element of a project directory: what a person
+// calls it.
+func Project(dir string) string {
 	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[i+1:]
 	}
-	return clip(dir, 60)
+	return Clip(dir, 60)
 }
 
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
+// Clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}

@@ -173,7 +173,7 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		}
 		who := "webhook " + w.ID
 		if a.By != "" {
-			who = clip(a.By, 64) + " (webhook " + w.ID + ")"
+			who = Clip(a.By, 64) + " (webhook " + w.ID + ")"
 		}
 		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
 		case errors.Is(err, hub.ErrNotPending):

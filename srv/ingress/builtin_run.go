@@ -3,7 +3,6 @@ package ingress
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -45,7 +44,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 		if err := h.publish(); err != nil {
 			b.ended(h, r, "the Ingress run %s ended before its message was passed to you: the client's tools are not published")
 			emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
-				Message: "the client's tools (client_meta.tools) are not published to the agent, so this run's message was not passed to the agent: " + refusal(err)})
+				Message: "the client's tools (client_meta.tools) are not published to the agent, so this run's message was not passed to the agent: " + relay.Refusal(err)})
 			return nil
 		}
 	}
@@ -58,7 +57,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 	if err := h.Ext.Send(relay.Envelope{Type: wire.TypeUserMessage, Payload: msg}); err != nil {
 		b.ended(h, r, "the Ingress run %s ended: its message was not passed to you")
 		emit(Event{Type: wire.IngressError, RunID: r.id, Code: wire.IngressOrchestratorError,
-			Message: "the message was not passed to the agent, and is not kept: " + refusal(err)})
+			Message: "the message was not passed to the agent, and is not kept: " + relay.Refusal(err)})
 		return nil
 	}
 	begun := b.o.Now()
@@ -106,14 +105,6 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			return orchError("another host took over relay session %q", h.name)
 		}
 	}
-}
-
-// refusal is why the relay refused a message, in the relay's words.
-func refusal(err error) string {
-	if e, ok := errors.AsType[*relay.Error](err); ok {
-		return e.Message
-	}
-	return err.Error()
 }
 
 // typeLate is next's when the run's AgentWait is over.

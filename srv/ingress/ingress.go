@@ -205,18 +205,9 @@ var (
 	ErrClientOffline = errors.New("client_offline")
 )
 
-func key(parts ...string) string {
-	n := 0
-	for _, p := range parts {
-		n += len(p) + 1
-	}
-	b := make([]byte, 0, n)
-	for _, p := range parts {
-		b = append(b, p...)
-		b = append(b, 0)
-	}
-	return string(b)
-}
+// key names a session in Handler's and Builtin's maps: its parts, NUL
+// between them.
+func key(parts ...string) string { return strings.Join(parts, "\x00") }
 
 // lookup returns the session of (token, id), or nil.
 func (h *Handler) lookup(token, id string) *session {

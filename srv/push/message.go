@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"net/url"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/channel"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -67,11 +67,11 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 		who = "Your agent"
 	}
 	title := who + " " + verb
-	if p := project(req.ProjectDirectory); p != "" {
+	if p := channel.Project(req.ProjectDirectory); p != "" {
 		title = p + " · " + title
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
-		Title: clip(title, maxTitle), Body: clip(plain(req.Text), maxBody),
+		Title: channel.Clip(title, maxTitle), Body: channel.Clip(plain(req.Text), maxBody),
 		Cap: capName, Answer: "/push/answer", URL: "/?request=" + url.QueryEscape(req.ID)}
 	if opts, _, _ := wire.OptionsOf(req.Questions); len(opts) > 0 {
 		// The question's own options, the first that fit: an action posts
@@ -91,7 +91,7 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 		if len(m.Actions) == maxActions {
 			break
 		}
-		if r = clip(strings.TrimSpace(r), maxAction); r != "" {
+		if r = channel.Clip(strings.TrimSpace(r), maxAction); r != "" {
 			m.Actions = append(m.Actions, r)
 		}
 	}
@@ -105,7 +105,7 @@ func settledMessage(ev hub.Event, room string) message {
 	case hub.Answered:
 		m.Outcome = "Answered"
 		if ev.Reply != nil && ev.Reply.Nickname != "" {
-			m.Outcome = "Answered on " + clip(ev.Reply.Nickname, 60)
+			m.Outcome = "Answered on " + channel.Clip(ev.Reply.Nickname, 60)
 		}
 	case hub.TimedOut:
 		m.Outcome = "Timed out"
@@ -120,31 +120,9 @@ func (m message) encode() []byte {
 	return b
 }
 
-// project is the last element of a project directory: what a person
-// calls it.
-func project(dir string) string {
-	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
-	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
-		dir = dir[i+1:]
-	}
-	return clip(dir, 60)
-}
-
 // plain is markdown as a notification shows it: one paragraph of text,
 // without the marks.
 func plain(md string) string {
 	r := strings.NewReplacer("**", "", "__", "", "`", "", "#", "", "\r", "", "\n", " ", "\t", " ")
 	return strings.Join(strings.Fields(r.Replace(md)), " ")
-}
-
-// clip cuts s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }

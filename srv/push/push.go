@@ -30,6 +30,8 @@ import (
 
 	webpush "github.com/SherClockHolmes/webpush-go"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -81,12 +83,12 @@ type Pusher struct {
 	caps  *answercap.Store
 	unsub func()
 
-	mu      sync.Mutex // held alone
+	mu      sync.Mutex // taken before nothing but the goroutines' leaf lock
 	senders map[string]*sender
 	slots   map[string]chan struct{} // a push service's host → its pushes in flight
-	closed  bool
-	wg      sync.WaitGroup
-	quit    chan struct{}
+	// goroutines are the senders: Close ends their Context (a wait, a
+	// push in flight) and waits for them.
+	goroutines owned.Group
 }
 
 // sender sends one subscription's pushes in order.
@@ -111,22 +113,14 @@ func New(o Options) *Pusher {
 		tr.MaxIdleConnsPerHost = maxPerService // its connections, kept for the next burst
 		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
 	}
-	if o.Tries <= 0 {
-		o.Tries = 4
-	}
-	if o.Backoff <= 0 {
-		o.Backoff = time.Second
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
+	opt.Default(&o.Tries, 4)
+	opt.Default(&o.Backoff, time.Second)
+	opt.Logger(&o.Logger)
+	opt.Clock(&o.Now)
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
-	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]chan struct{}{}, quit: make(chan struct{})}
+	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]chan struct{}{}}
 	p.unsub = o.Hub.Subscribe(p.event)
 	return p
 }
@@ -134,16 +128,8 @@ func New(o Options) *Pusher {
 // Close stops following the hub and the senders, and waits for them.
 // Idempotent.
 func (p *Pusher) Close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	close(p.quit)
-	p.mu.Unlock()
 	p.unsub()
-	p.wg.Wait()
+	p.goroutines.Close()
 }
 
 // event takes one of the hub's events; it queues, never waits.
@@ -181,14 +167,13 @@ func (p *Pusher) event(ev hub.Event) {
 func (p *Pusher) queue(room string, s Subscription, j job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed {
-		return
-	}
 	sd := p.senders[s.ID]
 	if sd == nil {
 		sd = &sender{room: room, sub: s, q: make(chan job, queueLen)}
+		if !p.goroutines.Go(func() { p.run(sd) }) {
+			return // closed
+		}
 		p.senders[s.ID] = sd
-		p.wg.Go(func() { p.run(sd) })
 	}
 	for {
 		select {
@@ -208,9 +193,10 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 func (p *Pusher) run(sd *sender) {
 	idle := time.NewTimer(idleFor)
 	defer idle.Stop()
+	done := p.goroutines.Done()
 	for {
 		select {
-		case <-p.quit:
+		case <-done:
 			return
 		case j := <-sd.q:
 			if gone := p.send(sd, j); gone {
@@ -264,7 +250,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			return false
 		}
 		select {
-		case <-p.quit:
+		case <-p.goroutines.Done():
 			return false
 		case <-time.After(wait):
 		}
@@ -312,19 +298,13 @@ func (p *Pusher) post(s Subscription, j job) error {
 	sl := p.slot(s.Endpoint)
 	select {
 	case sl <- struct{}{}:
-	case <-p.quit:
+	case <-p.goroutines.Done():
 		return errors.New("push: the server is closing")
 	}
 	defer func() { <-sl }()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	// Close ends a push in flight.
+	ctx, cancel := context.WithTimeout(p.goroutines.Context(), 15*time.Second)
 	defer cancel()
-	go func() { // Close ends a push in flight
-		select {
-		case <-p.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	resp, err := webpush.SendNotificationWithContext(ctx, j.msg.encode(),
 		&webpush.Subscription{Endpoint: s.Endpoint, Keys: webpush.Keys{P256dh: s.P256dh, Auth: s.Auth}},
 		&webpush.Options{HTTPClient: p.o.Client, Subscriber: p.o.Subject, Topic: j.topic,

@@ -3,6 +3,7 @@ package relay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"unicode/utf8"
 
@@ -26,6 +27,15 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Refusal is why the relay refused what err answers, in the relay's
+// words: an *Error's message alone, without its code.
+func Refusal(err error) string {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Message
+	}
+	return err.Error()
+}
 
 func errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}

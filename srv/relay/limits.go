@@ -15,8 +15,6 @@ import (
 // Defaults of the per-token limits (Options).
 const (
 	DefaultMaxSessionsPerToken = 64
-	DefaultMaxConnsPerToken    = 256
-	DefaultMaxStatePerToken    = 64 << 20
 	// DefaultCallTimeout is what an agent's request waits for the host.
 	DefaultCallTimeout = 20 * time.Second
 )

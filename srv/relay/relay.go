@@ -121,8 +121,8 @@ func New(o Options) *Relay {
 	opt.Default(&o.HostGrace, 2*time.Minute)
 	opt.Clock(&o.Now)
 	opt.Default(&o.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
-	opt.Default(&o.MaxConnsPerToken, DefaultMaxConnsPerToken)
-	opt.Default(&o.MaxStatePerToken, DefaultMaxStatePerToken)
+	opt.Default(&o.MaxConnsPerToken, 256)
+	opt.Default(&o.MaxStatePerToken, 64<<20)
 	opt.Default(&o.CallTimeout, DefaultCallTimeout)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks

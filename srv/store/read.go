@@ -26,36 +26,9 @@ func (s *Store) All(fn func(Record) error) error {
 
 // Prune deletes settled records closed before cutoff.
 func (s *Store) Prune(cutoff time.Time) (int, error) {
-	s.Flush()
-	n := 0
-	s.manMu.Lock()
-	defer s.manMu.Unlock()
-	var gone []string
-	var left uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t, err := loadTally(tx)
-		if err != nil {
-			return err
-		}
-		c := tx.Bucket(requests).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var r Record
-			if decode(v, &r) != nil || (r.Status != Pending && r.ClosedAt.Before(cutoff)) {
-				t.remove(k, v)
-				gone = append(gone, string(k))
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n++
-			}
-		}
-		left = t.n
-		return t.save(tx)
+	return s.deleteWhere(nil, func(r Record) bool {
+		return r.Status != Pending && r.ClosedAt.Before(cutoff)
 	})
-	if err == nil {
-		s.noteLocked(nil, gone, left)
-	}
-	return n, err
 }
 
 // History returns the settled records of room created before before,
@@ -97,9 +70,15 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 // nil) says to keep; pending ones stay. Queued records are committed
 // first, so none comes back after the clear.
 func (s *Store) Clear(room string, keep func(Record) bool) (int, error) {
+	return s.deleteWhere([]byte(room+"/"), func(r Record) bool {
+		return r.Status != Pending && (keep == nil || !keep(r))
+	})
+}
+
+// deleteWhere deletes the records under prefix that drop says to, and
+// every damaged one, keeping the tally and the manifest in step.
+func (s *Store) deleteWhere(prefix []byte, drop func(Record) bool) (int, error) {
 	s.Flush()
-	n := 0
-	prefix := []byte(room + "/")
 	s.manMu.Lock()
 	defer s.manMu.Unlock()
 	var gone []string
@@ -112,7 +91,7 @@ func (s *Store) Clear(room string, keep func(Record) bool) (int, error) {
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r Record
-			if decode(v, &r) == nil && (r.Status == Pending || keep != nil && keep(r)) {
+			if decode(v, &r) == nil && !drop(r) {
 				continue
 			}
 			t.remove(k, v)
@@ -120,7 +99,6 @@ func (s *Store) Clear(room string, keep func(Record) bool) (int, error) {
 			if err := c.Delete(); err != nil {
 				return err
 			}
-			n++
 		}
 		left = t.n
 		return t.save(tx)
@@ -128,5 +106,5 @@ func (s *Store) Clear(room string, keep func(Record) bool) (int, error) {
 	if err == nil {
 		s.noteLocked(nil, gone, left)
 	}
-	return n, err
+	return len(gone), err
 }

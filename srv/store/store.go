@@ -23,6 +23,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // FileName is the database file inside the data directory.
@@ -158,10 +159,8 @@ var ErrClosed = errors.New("the store is closed")
 // what was lost is logged; Open fails only when it cannot set the file
 // aside, or another process has the database open.
 func Open(dir string, o Options) (*Store, error) {
+	opt.Logger(&o.Logger)
 	log := o.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
 	path := filepath.Join(dir, FileName)
 	prior, merr := readManifest(dir)
 	if merr != nil {
