@@ -131,8 +131,21 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)
-	if sid == "" && r.Method == http.MethodPost && !checkBody(w, r) {
-		return // refused before a new session is made room for
+	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	opens := false // the request opens a session, which may need room
+	if sid == "" && r.Method == http.MethodPost {
+		method, id, ok := checkBody(w, r)
+		if !ok {
+			return // refused before a new session is made room for
+		}
+		if !modern && method != string(mcp.MethodInitialize) {
+			// Not the 404 of a session that ended (the client would
+			// initialize again, as if it had had one), and no room made
+			// for a session this request does not open.
+			refuse(w, http.StatusBadRequest, invalidRequest, id, "Mcp-Session-Id is required: initialize first")
+			return
+		}
+		opens = !modern
 	}
 	if sid == "" && r.Method != http.MethodPost {
 		// A stream (GET) or an end (DELETE) belongs to a session.
@@ -145,7 +158,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		st = &stream{end: cancel}
 	}
-	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st)
+	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
 		h.evict(victim)
 	}
@@ -166,7 +179,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.leave(b, s, st)
 	defer context.AfterFunc(h.runs.Context(), cancel)()
-	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+	if !modern {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
 		// (a client cancels with notifications/cancelled): a call whose
 		// client went away leaves its question for the project's next
@@ -178,8 +191,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
-	if sid != "" && r.Method == http.MethodPost && !checkBody(w, r) {
-		return // while the body arrives, the session has a request in progress
+	if sid != "" && r.Method == http.MethodPost {
+		if _, _, ok := checkBody(w, r); !ok {
+			return // while the body arrives, the session has a request in progress
+		}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
