@@ -16,6 +16,8 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -150,6 +152,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if sid == "" && r.Method != http.MethodPost {
 		// A stream (GET) or an end (DELETE) belongs to a session.
 		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodGet && !acceptsEventStream(r.Header.Values("Accept")) {
+		http.Error(w, "not acceptable: a stream (GET) is text/event-stream, which Accept must list", http.StatusNotAcceptable)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -326,3 +332,38 @@ type discard struct{}
 func (discard) Header() http.Header         { return http.Header{} }
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) WriteHeader(int)             {}
+
+// acceptsEventStream reports whether an Accept header takes
+// text/event-stream: a media range that names it, text/* or */*, not
+// refused with q=0. No header takes anything (RFC 9110).
+func acceptsEventStream(accept []string) bool {
+	if len(accept) == 0 {
+		return true
+	}
+	for _, v := range accept {
+		for r := range strings.SplitSeq(v, ",") {
+			typ, params, _ := strings.Cut(r, ";")
+			switch strings.ToLower(strings.TrimSpace(typ)) {
+			case "text/event-stream", "text/*", "*/*":
+			default:
+				continue
+			}
+			if !refused(params) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refused reports whether a media range's parameters give it q=0.
+func refused(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
+}
