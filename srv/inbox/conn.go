@@ -44,6 +44,10 @@ type conn struct {
 	// what the push sent it, for Hub.Kept when its connection drops.
 	pushed bool
 	given  []string
+	// older: the client is the older web UI (pushed, above), which shows
+	// no options but in a request's text (options.go). Set by the frame
+	// handler before the push; read by Send, on the hub's goroutines.
+	older atomic.Bool
 	// reportName: the name this client knows task reports by, from the
 	// reply Cmd it last answered one with (TaskFinishReply: upstream's
 	// clients before the WorkReport rename; WorkReportReply: after it);
@@ -62,7 +66,13 @@ func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 
 // Send queues n's frames (hub.Client).
 func (c *conn) Send(n *hub.Note) bool {
-	for _, b := range n.Encoded(encode) {
+	bs := n.Encoded(encode)
+	if c.older.Load() {
+		if own, ok := encodeOlder(n); ok {
+			bs = own // encoded for it alone: the older clients are few
+		}
+	}
+	for _, b := range bs {
 		if !c.Conn.Send(b) {
 			return false
 		}
@@ -196,6 +206,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			// Half the send queue, so presence and replies still fit.
 			var left int
 			shows := c.h.kept.take(c.token, c.Nickname())
+			c.older.Store(true)
 			c.given, left = hb.CatchUp(c.token, c, c.pushUpTo, shows, max(1, c.h.o.SendQueue/2), frames)
 			c.pushed = true
 			if left > 0 {

@@ -22,27 +22,29 @@ const (
 // checkBody reads a POST's body (already bounded by the server) and
 // answers it as JSON-RPC 2.0 says when it is no request, notification or
 // response; else it hands the body on for the MCP transport to read
-// again. mcp-go decodes what it can into its own types and so takes an
-// id that is an object or true, or params that are a string, as if they
-// were right, and calls an empty batch unreadable. It reports whether the
-// request goes on.
-func checkBody(w http.ResponseWriter, r *http.Request) bool {
+// again, and gives its method ("" for a response) and id (null when it
+// has none). mcp-go decodes what it can into its own types and so takes
+// an id that is an object or true, or params that are a string, as if
+// they were right, and calls an empty batch unreadable. ok reports
+// whether the request goes on.
+func checkBody(w http.ResponseWriter, r *http.Request) (method string, id json.RawMessage, ok bool) {
 	b, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
-		return false
+		return "", nil, false
 	case err != nil:
 		http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
-		return false
+		return "", nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
-	if code, id, why := problem(b); code != 0 {
+	code, id, why, method := problem(b)
+	if code != 0 {
 		refuse(w, http.StatusBadRequest, code, id, why)
-		return false
+		return "", nil, false
 	}
-	return true
+	return method, id, true
 }
 
 // refuse answers with a JSON-RPC error: its code, the id (null when nil)
@@ -59,13 +61,13 @@ func refuse(w http.ResponseWriter, status, code int, id json.RawMessage, why str
 
 // problem says what makes b no JSON-RPC 2.0 message: its code, the id to
 // answer with (null when it has none that can be read) and why; code 0
-// when b is one.
+// when b is one, with its id (null for a notification) and method.
 //
 // b is read once, by the strict checker's tokenizer, which also gives the
 // top-level members as written (strictjson.Members); what follows reads
 // only those few values. The MCP library decodes the body again, into
 // its own types: that decoding is its own, and it is the only other one.
-func problem(b []byte) (code int, id json.RawMessage, why string) {
+func problem(b []byte) (code int, id json.RawMessage, why, method string) {
 	null := json.RawMessage("null")
 	ms, err := strictjson.Members(b)
 	// mcp-go matches member names without regard to case, as
@@ -74,21 +76,21 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 	field, dup := members(ms)
 	var bad *strictjson.Error
 	if errors.As(err, &bad) && (bad.Kind == strictjson.Syntax || bad.Kind == strictjson.Depth && dup == "") {
-		return parseError, null, "the body is not valid JSON: " + bad.Error()
+		return parseError, null, "the body is not valid JSON: " + bad.Error(), ""
 	}
 	t := bytes.TrimLeft(b, " \t\r\n")
 	switch {
 	case len(t) > 0 && t[0] == '[':
-		return invalidRequest, null, "a batch (JSON array) is not taken: send one JSON-RPC message per request"
+		return invalidRequest, null, "a batch (JSON array) is not taken: send one JSON-RPC message per request", ""
 	case len(t) == 0 || t[0] != '{':
-		return invalidRequest, null, "the body must be a JSON-RPC message: a JSON object"
+		return invalidRequest, null, "the body must be a JSON-RPC message: a JSON object", ""
 	}
 	if dup != "" {
 		id := null
 		if v, ok := field["id"]; ok && dup != "id" && validID(v) {
 			id = v
 		}
-		return invalidRequest, id, fmt.Sprintf("member %q is given more than once", dup)
+		return invalidRequest, id, fmt.Sprintf("member %q is given more than once", dup), ""
 	}
 	// Below the top the same holds, with names as written (a tool's
 	// arguments may have "a" and "A"); and a number mcp-go would read as
@@ -98,9 +100,9 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 		if v, ok := field["id"]; ok && validID(v) {
 			id = v
 		}
-		return invalidRequest, id, bad.Error()
+		return invalidRequest, id, bad.Error(), ""
 	}
-	method, hasMethod := field["method"]
+	methodV, hasMethod := field["method"]
 	_, hasResult := field["result"]
 	_, hasError := field["error"]
 	id, hasID := field["id"]
@@ -110,28 +112,31 @@ func problem(b []byte) (code int, id json.RawMessage, why string) {
 		id = null
 	case isNull && !hasMethod: // a response to what could not be read
 	case isNull:
-		return invalidRequest, null, "id must not be null in MCP: a string or an integer, or none for a notification"
+		return invalidRequest, null, "id must not be null in MCP: a string or an integer, or none for a notification", ""
 	case !validID(id):
-		return invalidRequest, null, "id must be a string or an integer (within ±2^53, so it comes back unchanged)"
+		return invalidRequest, null, "id must be a string or an integer (within ±2^53, so it comes back unchanged)", ""
 	}
 	var version string
 	if v, ok := field["jsonrpc"]; !ok || json.Unmarshal(v, &version) != nil || version != "2.0" {
-		return invalidRequest, id, `jsonrpc must be "2.0"`
+		return invalidRequest, id, `jsonrpc must be "2.0"`, ""
 	}
 	switch {
-	case hasMethod && !isString(method):
-		return invalidRequest, id, "method must be a string"
+	case hasMethod && !isString(methodV):
+		return invalidRequest, id, "method must be a string", ""
 	case hasMethod && (hasResult || hasError):
-		return invalidRequest, id, "a message is a request (method) or a response (result or error), not both"
+		return invalidRequest, id, "a message is a request (method) or a response (result or error), not both", ""
 	case !hasMethod && !hasResult && !hasError:
-		return invalidRequest, id, "a request needs a method (a response, a result or an error)"
+		return invalidRequest, id, "a request needs a method (a response, a result or an error)", ""
 	}
 	if p, ok := field["params"]; ok && !bytes.Equal(p, null) {
 		if len(p) == 0 || (p[0] != '{' && p[0] != '[') {
-			return invalidRequest, id, fmt.Sprintf("params must be an object or an array, not %.40s", p)
+			return invalidRequest, id, fmt.Sprintf("params must be an object or an array, not %.40s", p), ""
 		}
 	}
-	return 0, nil, ""
+	if hasMethod {
+		_ = json.Unmarshal(methodV, &method) // a string, checked above
+	}
+	return 0, id, "", method
 }
 
 // members are the top-level members ms by their names in lower case; dup

@@ -106,7 +106,7 @@ func TestBodyTooLarge(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat(" ", 100)+"{}"))
 	r.Body = http.MaxBytesReader(rec, r.Body, 64)
-	if checkBody(rec, r) {
+	if _, _, ok := checkBody(rec, r); ok {
 		t.Fatal("a body over the bound went on")
 	}
 	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), `"code":-32600`) {
@@ -148,7 +148,7 @@ func TestBodyCheckedInOnePass(t *testing.T) {
 		}
 	})
 	checked := allocated(func() {
-		if code, _, why := problem(body); code != 0 {
+		if code, _, why, _ := problem(body); code != 0 {
 			t.Fatal(why)
 		}
 	})

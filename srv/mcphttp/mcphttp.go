@@ -16,6 +16,8 @@ import (
 	"crypto/sha256"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,12 +133,29 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get(server.HeaderKeySessionID)
-	if sid == "" && r.Method == http.MethodPost && !checkBody(w, r) {
-		return // refused before a new session is made room for
+	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
+	opens := false // the request opens a session, which may need room
+	if sid == "" && r.Method == http.MethodPost {
+		method, id, ok := checkBody(w, r)
+		if !ok {
+			return // refused before a new session is made room for
+		}
+		if !modern && method != string(mcp.MethodInitialize) {
+			// Not the 404 of a session that ended (the client would
+			// initialize again, as if it had had one), and no room made
+			// for a session this request does not open.
+			refuse(w, http.StatusBadRequest, invalidRequest, id, "Mcp-Session-Id is required: initialize first")
+			return
+		}
+		opens = !modern
 	}
 	if sid == "" && r.Method != http.MethodPost {
 		// A stream (GET) or an end (DELETE) belongs to a session.
 		http.Error(w, "Mcp-Session-Id is required: initialize first", http.StatusBadRequest)
+		return
+	}
+	if r.Method == http.MethodGet && !acceptsEventStream(r.Header.Values("Accept")) {
+		http.Error(w, "not acceptable: a stream (GET) is text/event-stream, which Accept must list", http.StatusNotAcceptable)
 		return
 	}
 	ctx, cancel := context.WithCancel(r.Context())
@@ -145,7 +164,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		st = &stream{end: cancel}
 	}
-	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st)
+	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
 		h.evict(victim)
 	}
@@ -166,7 +185,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.leave(b, s, st)
 	defer context.AfterFunc(h.runs.Context(), cancel)()
-	if !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+	if !modern {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
 		// (a client cancels with notifications/cancelled): a call whose
 		// client went away leaves its question for the project's next
@@ -178,8 +197,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
-	if sid != "" && r.Method == http.MethodPost && !checkBody(w, r) {
-		return // while the body arrives, the session has a request in progress
+	if sid != "" && r.Method == http.MethodPost {
+		if _, _, ok := checkBody(w, r); !ok {
+			return // while the body arrives, the session has a request in progress
+		}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
@@ -311,3 +332,38 @@ type discard struct{}
 func (discard) Header() http.Header         { return http.Header{} }
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
 func (discard) WriteHeader(int)             {}
+
+// acceptsEventStream reports whether an Accept header takes
+// text/event-stream: a media range that names it, text/* or */*, not
+// refused with q=0. No header takes anything (RFC 9110).
+func acceptsEventStream(accept []string) bool {
+	if len(accept) == 0 {
+		return true
+	}
+	for _, v := range accept {
+		for r := range strings.SplitSeq(v, ",") {
+			typ, params, _ := strings.Cut(r, ";")
+			switch strings.ToLower(strings.TrimSpace(typ)) {
+			case "text/event-stream", "text/*", "*/*":
+			default:
+				continue
+			}
+			if !refused(params) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refused reports whether a media range's parameters give it q=0.
+func refused(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
+}

@@ -13,15 +13,16 @@ import (
 // a token's sessions bounded, the one unused the longest evicted.
 
 // enter finds the bridge (and the session, for sid) a request goes to and
-// counts the request in. A request without a session (an initialize) may
-// make a bridge, and may take the place of the least recently used idle
-// session (victim, to evict) when the room is full. A session is idle
+// counts the request in. A request without a session may make a bridge;
+// one that opens a session (opens: an initialize) may take the place of
+// the least recently used idle session (victim, to evict) when the room
+// is full, a request of the stateless protocol (which opens none) never. A session is idle
 // when no request of it is being served but its standalone stream (GET):
 // the official SDK keeps one open all along. listen, for a GET, is the
 // stream to end if its session is forgotten; a session has one at most
 // (StatusConflict while it is open). code is 0, or the HTTP status to
 // refuse with (StatusGone: closed).
-func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridge, s *session, victim *session, code int) {
+func (h *Handler) enter(token, name, sid, base string, listen *stream, opens bool) (b *bridge, s *session, victim *session, code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -61,7 +62,7 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream) (b *bridg
 	if b == nil && len(rm.bridges) >= h.o.MaxSessions {
 		return nil, nil, nil, http.StatusServiceUnavailable
 	}
-	if rm.sessions.Len() >= h.o.MaxSessions {
+	if opens && rm.sessions.Len() >= h.o.MaxSessions {
 		var ok bool
 		if _, victim, ok = rm.sessions.Oldest(func(c *session) bool { return c.busy == 0 }); !ok {
 			return nil, nil, nil, http.StatusServiceUnavailable

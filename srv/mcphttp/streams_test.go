@@ -80,3 +80,42 @@ func (h *Handler) waitStreams(sid string, n int) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestStreamNeedsAnEventStreamClient: a GET whose Accept names no
+// text/event-stream (the transport's specification has the client list
+// it) is 406 Not Acceptable, as the official SDK's server answers, rather
+// than a stream it did not ask for; it holds nothing, and a GET that
+// accepts it (or any type) has its stream.
+func TestStreamNeedsAnEventStreamClient(t *testing.T) {
+	h, base := newEndpoint(t, 0)
+	c := dial(t, base, "token-a", "")
+	sid := c.GetSessionId()
+	for _, tc := range []struct {
+		accept string
+		want   int
+	}{
+		{"application/json", http.StatusNotAcceptable},
+		{"text/html, application/json;q=0.9", http.StatusNotAcceptable},
+		{"text/event-stream", http.StatusOK},
+		{"application/json, text/event-stream;q=0.5", http.StatusOK},
+		{"*/*", http.StatusOK},
+		{"text/*", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, base+"?t=token-a", nil)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Accept", tc.accept)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("Accept %q: %d, want %d", tc.accept, resp.StatusCode, tc.want)
+		}
+		h.waitStreams(sid, 0)
+	}
+	if _, err := c.ListTools(t.Context(), mcp.ListToolsRequest{}); err != nil {
+		t.Errorf("the session after the refused streams: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package push
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -115,9 +116,51 @@ func settledMessage(ev hub.Event, room string) message {
 	return m
 }
 
+// maxPayload is what one push holds: webpush-go writes a single record
+// of 4,096 bytes, of which 16 are the cipher's tag, 86 the header (salt,
+// record size, the server's key) and 1 the padding's delimiter.
+const maxPayload = 4096 - 16 - 86 - 1
+
+// encode is m as JSON that fits a push. The limits above count bytes of
+// text, but JSON writes a control character in six: the body, then the
+// title, then the last actions give way until it fits, so a question of
+// code is pushed cut rather than refused by the encryption.
 func (m message) encode() []byte {
-	b, _ := json.Marshal(m)
+	b := marshal(m)
+	for len(b) > maxPayload {
+		over := len(b) - maxPayload
+		switch {
+		case m.Body != "":
+			m.Body = cut(m.Body, over)
+		case m.Title != "":
+			m.Title = cut(m.Title, over)
+		case len(m.Actions) > 0:
+			m.Actions = m.Actions[:len(m.Actions)-1]
+		default:
+			return b // the ID and tag alone: bounded far below by rpc
+		}
+		b = marshal(m)
+	}
 	return b
+}
+
+// marshal writes m as JSON with <, > and & as they are: the service
+// worker reads it as JSON, never as HTML, and they would take six bytes.
+func marshal(m message) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(m) // strings, numbers and slices of strings: it cannot fail
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+}
+
+// cut shortens s by at least over bytes (its JSON by as many), marked as
+// cut; "" when too little would be left.
+func cut(s string, over int) string {
+	if n := len(s) - over; n > len("…")+1 {
+		return channel.Clip(s, n)
+	}
+	return ""
 }
 
 // plain is markdown as a notification shows it: one paragraph of text,

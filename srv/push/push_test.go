@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -362,6 +363,36 @@ func TestLongQuestionFitsAPush(t *testing.T) {
 	got := d.open(t, f.s, f.s.waitFor(t, "/d", 1)[0])
 	if len(got.raw) > 2048 {
 		t.Errorf("the push carries %d bytes", len(got.raw))
+	}
+}
+
+// TestEscapedQuestionFitsAPush: what JSON writes longer than it reads
+// (<, > and &, control characters: six bytes each) still fits a push,
+// in the request's ID, the agent's and project's names, the options and
+// the text alike: a question of code is pushed, and opens.
+func TestEscapedQuestionFitsAPush(t *testing.T) {
+	f := newFixture(t, Options{})
+	d := newDevice(t, "/d")
+	d.subscribe(t, f.p, f.s, tokA, "phone")
+	long := func(n int) string { return strings.Repeat("<\x01&>", n)[:n] }
+	opts := make([]*pb.Option, 3)
+	for i := range opts {
+		opts[i] = &pb.Option{Label: strings.Repeat(string(rune('a'+i)), 1) + long(39)}
+	}
+	id := long(128)
+	go func() {
+		_, _ = f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id,
+			Text: "if (a < b && c > d) {\x01" + long(10_000), ProjectDirectory: "/src/" + long(200), AgentName: long(200),
+			Questions: []*pb.Question{{Options: opts, Custom: true}}, Timeout: time.Hour})
+	}()
+	got := d.open(t, f.s, f.s.waitFor(t, "/d", 1)[0])
+	if got.msg.ID != id || !strings.HasPrefix(got.msg.Body, "if (a < b && c > d)") {
+		t.Errorf("the push is for %q and says %q", got.msg.ID, got.msg.Body)
+	}
+	for i, a := range got.msg.Actions {
+		if a != opts[i].GetLabel() {
+			t.Errorf("action %d is %q, want the option's label %q", i, a, opts[i].GetLabel())
+		}
 	}
 }
 
