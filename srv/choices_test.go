@@ -3,13 +3,17 @@ package srv_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+
+	"connectrpc.com/connect"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/srv"
 )
 
@@ -108,5 +112,59 @@ func TestOptionsInTheClientsForm(t *testing.T) {
 	}
 	if strings.Join(got, "|") != "Stop|Run the tests again" {
 		t.Errorf("the inbox was told %q", got)
+	}
+}
+
+// TestOnlyTheOfferedOptions: a question asked at /mcp with options and
+// allow_other false takes only an option, whatever the door: a /ws
+// device's typed answer gets an Error frame (invalid_request, naming the
+// options), a Connect reply with two labels of a single choice
+// invalid_argument; the question stays pending on every device, and the
+// agent gets the option chosen next.
+func TestOnlyTheOfferedOptions(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	c := mcpClient(t, base, tokA, "")
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := callTool(context.Background(), c, "ask_question", map[string]any{
+			"question": "Deploy now?", "allow_other": false,
+			"options": []any{map[string]any{"label": "Deploy"}, map[string]any{"label": "Wait"}},
+		}, nil)
+		done <- result{r, err}
+	}()
+	id := expect(t, phone, "AskQuestion").GetAskQuestionRequest().GetID()
+	text := func(ts ...string) []*pb.McpResultContent {
+		var cs []*pb.McpResultContent
+		for _, s := range ts {
+			cs = append(cs, &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}})
+		}
+		return cs
+	}
+	send := func(contents []*pb.McpResultContent) {
+		t.Helper()
+		if err := phone.Send(&pb.WebsocketMessage{Cmd: "AskQuestionReply", AskQuestionRequest: &pb.AskQuestionRequest{ID: id},
+			AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: contents}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(text("Deploy, then drop the staging database"))
+	if e := expect(t, phone, "Error").GetError(); e.GetCode() != "invalid_request" || e.GetRequestId() != id || !strings.Contains(e.GetMessage(), `"Deploy", "Wait"`) {
+		t.Fatalf("a typed answer on /ws: Error %v", e)
+	}
+	reply := agentassistprotoconnect.NewSrvAgentAssistReplyClient(http.DefaultClient, base)
+	_, err := reply.AskQuestionReply(context.Background(), &pb.AskQuestionReplyRequest{UserToken: tokA,
+		Response: &pb.AskQuestionResponse{ID: id, Contents: text("Deploy", "Wait")}})
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("two labels of one choice over Connect: %v, want invalid_argument", err)
+	}
+	send(text("Wait"))
+	res := <-done
+	if res.err != nil || res.r.IsError || resultText(res.r) != `The person chose the option "Wait".` {
+		t.Fatalf("result = %v %v", res.r, res.err)
 	}
 }

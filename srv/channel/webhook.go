@@ -178,6 +178,8 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
+		case errors.Is(err, hub.ErrNotAnOption):
+			http.Error(rw, err.Error(), http.StatusBadRequest)
 		case err != nil:
 			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
 		default:

@@ -1,0 +1,88 @@
+package answercap
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// TestCapabilityAnswersOnlyTheOptions: a capability of a question that
+// offers options without allow_other answers with one of them only; a
+// typed answer is refused (400, saying which options), the capability is
+// not spent on it and the question stays pending, so the person's next
+// tap on an option still answers. So in cluster mode too.
+func TestCapabilityAnswersOnlyTheOptions(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	shared, err := NewShared(key, &claims{used: map[string]bool{}}, func(string) (string, bool) { return "tok", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*Store{"local": New(), "shared": shared} {
+		t.Run(name, func(t *testing.T) {
+			h := hub.New(hub.Options{})
+			defer h.Close()
+			got := make(chan *hub.Reply, 1)
+			go func() {
+				rep, _ := h.Ask(context.Background(), "tok", hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "Deploy?", Timeout: time.Hour,
+					Questions: []*pb.Question{{Options: []*pb.Option{{Label: "Deploy"}, {Label: "Wait"}}}}})
+				got <- rep
+			}()
+			waitPending(t, h, "q1")
+			now := time.Now()
+			c := s.Make("tok", Cap{Room: "room", Kind: wire.AskQuestion, ID: "q1", Who: "phone", WhoID: "s1", Door: "ntfy", Expires: now.Add(time.Hour)}, now)
+			srv := s.Answer(h, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {})
+			post := func(body string) (int, string) {
+				rec := httptest.NewRecorder()
+				srv.ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", strings.NewReader(body)))
+				b, _ := io.ReadAll(rec.Body)
+				return rec.Code, string(b)
+			}
+			if code, body := post(`{"cap":"` + c + `","text":"delete the backups instead"}`); code != http.StatusBadRequest || !strings.Contains(body, `\"Deploy\", \"Wait\"`) {
+				t.Fatalf("a typed answer: %d %s, want 400 naming the options", code, body)
+			}
+			if code, body := post(`{"cap":"` + c + `","text":"Wait"}`); code != http.StatusOK {
+				t.Fatalf("the option after the refused answer: %d %s", code, body)
+			}
+			rep := <-got
+			if rep == nil || len(rep.Contents) != 1 || rep.Contents[0].GetText().GetText() != "Wait" {
+				t.Fatalf("the agent got %v", rep)
+			}
+			if code, _ := post(`{"cap":"` + c + `","text":"Deploy"}`); code == http.StatusOK {
+				t.Error("the capability answered twice")
+			}
+		})
+	}
+}
+
+// waitPending waits until the hub shows the request id.
+func waitPending(t *testing.T, h *hub.Hub, id string) {
+	t.Helper()
+	asked := make(chan struct{}, 1)
+	stop := h.Subscribe(func(ev hub.Event) {
+		if ev.Kind == hub.Asked && ev.Request.ID == id {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	if h.Allows("tok", wire.AskQuestion, id, []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "Wait"}}}) == nil {
+		return // shown before the subscription
+	}
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s never asked", id)
+	}
+}
+
