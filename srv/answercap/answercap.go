@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -214,10 +215,10 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
 			return
 		}
-		d := json.NewDecoder(strings.NewReader(string(b)))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&req); err != nil || d.More() {
-			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}`)
+		// One meaning only: {"text":"Yes","Text":"No"} is refused, not
+		// read as its last key.
+		if err := strictjson.Unmarshal(b, &req); err != nil {
+			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}: `+err.Error())
 			return
 		}
 		text := strings.TrimSpace(req.Text)

@@ -86,3 +86,44 @@ func waitPending(t *testing.T, h *hub.Hub, id string) {
 	}
 }
 
+// TestAnswerBodyIsOneMeaning: a body that gives a key twice (in any
+// case, as encoding/json matches keys to fields, the last winning) or
+// holds more than one value is refused (400) before the capability is
+// looked at; the capability is not spent and answers afterwards.
+func TestAnswerBodyIsOneMeaning(t *testing.T) {
+	h := hub.New(hub.Options{})
+	defer h.Close()
+	got := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := h.Ask(context.Background(), "tok", hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "Deploy?", Timeout: time.Hour})
+		got <- rep
+	}()
+	waitPending(t, h, "q1")
+	s := New()
+	now := time.Now()
+	c := s.Make("tok", Cap{Room: "room", Kind: wire.AskQuestion, ID: "q1", Door: "ntfy", Expires: now.Add(time.Hour)}, now)
+	srv := s.Answer(h, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {})
+	post := func(body string) (int, string) {
+		rec := httptest.NewRecorder()
+		srv.ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", strings.NewReader(body)))
+		return rec.Code, rec.Body.String()
+	}
+	for _, body := range []string{
+		`{"cap":"` + c + `","text":"Wait","text":"Deploy"}`,
+		`{"cap":"` + c + `","text":"Wait","Text":"Deploy"}`,
+		`{"cap":"` + c + `","text":"Wait","TEXT":"Deploy"}`,
+		`{"cap":"` + c + `","text":"Wait","\u0074ext":"Deploy"}`,
+		`{"cap":"made-up","CAP":"` + c + `","text":"Wait"}`,
+		`{"cap":"` + c + `","text":"Wait"}{"cap":"x"}`,
+	} {
+		if code, why := post(body); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", body, code, why)
+		}
+	}
+	if code, why := post(`{"cap":"` + c + `","text":"Wait"}`); code != http.StatusOK {
+		t.Fatalf("the capability after the refused bodies: %d %s", code, why)
+	}
+	if rep := <-got; rep == nil || rep.Contents[0].GetText().GetText() != "Wait" {
+		t.Fatalf("the agent got %v", rep)
+	}
+}
