@@ -174,3 +174,31 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 		}
 	})
 }
+
+// TestAnsweredByIsOneLineOfText: who answered is shown on one line by
+// every device and channel, whatever door named it (a webhook's "by", a
+// push device's name, a chat's display name): its control characters,
+// line separators and bidirectional controls are dropped at the core,
+// so U+202E cannot turn the name around and a newline cannot forge a
+// second line.
+func TestAnsweredByIsOneLineOfText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		defer h.Close()
+		got := make(chan *Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+			got <- rep
+		}()
+		synctest.Wait()
+		err := h.Answer("tok", wire.AskQuestion, "q", Reply{Nickname: " Ana\u202e nimda\n(admin)\u0085\u2028\u2066 \x1b[31m ", ClientID: "webhook:n8n\r\n",
+			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := <-got
+		if rep.Nickname != "Ana nimda(admin) [31m" || rep.ClientID != "webhook:n8n" {
+			t.Errorf("answered by %q (%q)", rep.Nickname, rep.ClientID)
+		}
+	})
+}

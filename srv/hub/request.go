@@ -206,9 +206,11 @@ func statusOf(err error) string {
 
 // validReply makes rep's strings UTF-8, replacing what is not (an e-mail
 // body that only says it is UTF-8): every door must be able to encode the
-// answer, and the saved record must hold it whole.
+// answer, and the saved record must hold it whole. Who answered is shown
+// on one line everywhere, whichever door named it (a webhook's "by", a
+// push device's name): it loses what is not text on one line.
 func validReply(rep *Reply) {
-	rep.ClientID, rep.Nickname = wire.ValidString(rep.ClientID), wire.ValidString(rep.Nickname)
+	rep.ClientID, rep.Nickname = wire.OneLine(rep.ClientID), wire.OneLine(rep.Nickname)
 	for _, c := range rep.Contents {
 		wire.ValidUTF8(c)
 	}
