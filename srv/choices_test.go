@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -166,5 +167,58 @@ func TestOnlyTheOfferedOptions(t *testing.T) {
 	res := <-done
 	if res.err != nil || res.r.IsError || resultText(res.r) != `The person chose the option "Wait".` {
 		t.Fatalf("result = %v %v", res.r, res.err)
+	}
+}
+
+// TestFormAnswerOutsideTheOptions: a client's form accepted with nothing
+// chosen on a report that takes only its options (several may be chosen,
+// so the form cannot require one) is not an answer: the server refuses
+// it, and the call neither ends with it as if the person had answered
+// nor loses the request, which still waits in the inbox; the phone's
+// option then answers the call.
+func TestFormAnswerOutsideTheOptions(t *testing.T) {
+	_, base := newGuarded(t, srv.Options{})
+	phone := login(t, base, tokA, "phone")
+	tr, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + tokA}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := startFormClient(t, tr)
+	type result struct {
+		r   *mcp.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := callTool(context.Background(), fc.Client, "task_finish", map[string]any{
+			"summary": "Refactored the cart.", "multi_select": true, "allow_other": false,
+			"options": []any{map[string]any{"label": "Run the tests again"}, map[string]any{"label": "Stop"}},
+		}, nil)
+		done <- result{r, err}
+	}()
+	id := expect(t, phone, "TaskFinish").GetTaskFinishRequest().GetID()
+	expect(t, phone, "WorkReport")
+	f := fc.nextForm(t)
+	f.answer <- &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{Action: mcp.ElicitationResponseActionAccept,
+		Content: map[string]any{}}}
+	// The client is told its form's answer was not taken; the call goes on.
+	for told := false; !told; {
+		select {
+		case res := <-done:
+			t.Fatalf("the call ended with the form's empty answer: %q %v", resultText(res.r), res.err)
+		case l := <-fc.logs:
+			told = strings.Contains(l, "not taken")
+		case <-time.After(10 * time.Second): // against a hang
+			t.Fatal("the client was not told")
+		}
+	}
+	// Still pending: the phone's answer is taken, and is the call's.
+	if err := phone.Send(&pb.WebsocketMessage{Cmd: "TaskFinishReply", TaskFinishRequest: &pb.TaskFinishRequest{ID: id},
+		TaskFinishResponse: &pb.TaskFinishResponse{ID: id, Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Stop"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	res := <-done
+	if res.err != nil || res.r.IsError || !strings.HasPrefix(resultText(res.r), `The person chose the option "Stop".`) {
+		t.Fatalf("result = %q %v, want the phone's option", resultText(res.r), res.err)
 	}
 }
