@@ -221,8 +221,10 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}: `+err.Error())
 			return
 		}
-		text := strings.TrimSpace(req.Text)
-		if text == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
+		// As sent: a button's text is its option's label, which may
+		// have spaces around it.
+		text := req.Text
+		if strings.TrimSpace(text) == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
 			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
 			return
 		}

@@ -127,3 +127,45 @@ func TestAnswerBodyIsOneMeaning(t *testing.T) {
 		t.Fatalf("the agent got %v", rep)
 	}
 }
+
+// TestCapabilityAnswersWithTheLabelAsSent: a button posts its option's
+// label as it is, spaces around it included (an agent may offer " Yes "):
+// the answer is that option, not a typed " Yes" cut to "Yes" and refused
+// as no option.
+func TestCapabilityAnswersWithTheLabelAsSent(t *testing.T) {
+	h := hub.New(hub.Options{})
+	defer h.Close()
+	asked := make(chan struct{}, 1)
+	stop := h.Subscribe(func(ev hub.Event) {
+		if ev.Kind == hub.Asked {
+			select {
+			case asked <- struct{}{}:
+			default:
+			}
+		}
+	})
+	defer stop()
+	got := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := h.Ask(context.Background(), "tok", hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "Deploy?", Timeout: time.Hour,
+			Questions: []*pb.Question{{Options: []*pb.Option{{Label: " Wait "}, {Label: "Deploy"}}}}})
+		got <- rep
+	}()
+	select {
+	case <-asked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("never asked")
+	}
+	s := New()
+	now := time.Now()
+	c := s.Make("tok", Cap{Room: "room", Kind: wire.AskQuestion, ID: "q1", Door: "ntfy", Expires: now.Add(time.Hour)}, now)
+	rec := httptest.NewRecorder()
+	s.Answer(h, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {}).ServeHTTP(rec,
+		httptest.NewRequest("POST", "/push/answer", strings.NewReader(`{"cap":"`+c+`","text":" Wait "}`)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("the label as sent: %d %s", rec.Code, rec.Body)
+	}
+	if rep := <-got; rep == nil || rep.Contents[0].GetText().GetText() != " Wait " {
+		t.Fatalf("the agent got %v", rep)
+	}
+}
