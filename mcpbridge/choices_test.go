@@ -128,6 +128,11 @@ func TestFormOffersTheOptions(t *testing.T) {
 	if !strings.Contains(string(b), `"choice":{"description":"B: bee","items":{"enum":["A","B"],"type":"string"}`) || strings.Contains(string(b), `"answer"`) {
 		t.Errorf("multi-select form without free text = %s", b)
 	}
+	// Only the options: at least one must be chosen (the server takes
+	// nothing else).
+	if !strings.Contains(string(b), `"minItems":1`) || !strings.Contains(string(b), `"required":["choice"]`) {
+		t.Errorf("multi-select form without free text does not require a choice: %s", b)
+	}
 	qs[0].Multiple, qs[0].Custom = false, true
 	b, _ = json.Marshal(formFor(wire.AskQuestion, "which?", qs).Params.RequestedSchema)
 	if !strings.Contains(string(b), `"enum":["A","B"],"title":"Choose","type":"string"`) || !strings.Contains(string(b), `"answer"`) {

@@ -104,7 +104,12 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 			b.log.Info("the person dismissed the form in the client; the request waits in the inbox", "kind", kind, "id", id, "action", res.Action)
 			_ = logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
 		default:
-			o.answered, o.direct = b.answerFromClient(ctx, kind, id, formAnswer(res.Content), qs)
+			var refused error
+			o.answered, o.direct, refused = b.answerFromClient(ctx, kind, id, formAnswer(res.Content), qs)
+			if refused != nil {
+				_ = logToClient(ctx, srv, "warning", fmt.Sprintf("The form's answer to %s %s was not taken (%s); it waits in the agentassistant inbox.",
+					kindWord(kind), id, refusal(refused)))
+			}
 			if o.direct != nil {
 				endCall(errAnsweredInClient)
 			}
@@ -113,11 +118,22 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 	return o
 }
 
+// refusal is why the server refused an answer, without the RPC's code.
+func refusal(err error) string {
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		return ce.Message()
+	}
+	return err.Error()
+}
+
 // answerFromClient puts the answer typed in the client's form in, as a
 // device's answer, under the client's name. It reports whether it went
 // in first; when it could not go in at all, it returns the answer as the
-// call's result, so nothing typed is lost.
-func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string, answer []string, qs []*pb.Question) (won bool, direct *mcp.CallToolResult) {
+// call's result, so nothing typed is lost. One the server refuses as no
+// answer to the request (not one of its options: invalid_argument) is
+// neither: refused says why, and the request waits in the inbox.
+func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string, answer []string, qs []*pb.Question) (won bool, direct *mcp.CallToolResult, refused error) {
 	nick := ClientNickname
 	if name := mcpClientName(ctx); name != "" {
 		nick += " (" + name + ")"
@@ -136,15 +152,21 @@ func (b *bridge) answerFromClient(ctx context.Context, kind wire.Kind, id string
 	switch {
 	case err == nil:
 		b.log.Info("answered in the agent's client", "kind", kind, "id", id)
-		return true, nil
+		return true, nil, nil
 	case connect.CodeOf(err) == connect.CodeFailedPrecondition:
 		// A device answered first, or the request ended: the call returns
 		// that outcome.
 		b.log.Info("the form's answer came second", "kind", kind, "id", id)
-		return false, nil
+		return false, nil, nil
+	case connect.CodeOf(err) == connect.CodeInvalidArgument:
+		// Not an answer the request takes (a form submitted with no
+		// option chosen where only the options are): returning it as
+		// the person's would answer what the inbox still asks.
+		b.log.Info("the form's answer is not one the request takes; it waits in the inbox", "kind", kind, "id", id, "err", err)
+		return false, nil, err
 	}
 	b.log.Warn("could not put the form's answer in; returning it directly", "kind", kind, "id", id, "err", err)
-	return false, toResult(kind, resp, qs)
+	return false, toResult(kind, resp, qs), nil
 }
 
 // end withdraws the form if it is still open, waits for the offer, and
@@ -229,8 +251,11 @@ func formFor(kind wire.Kind, text string, qs []*pb.Question) mcp.ElicitationRequ
 		props["choice"] = choice
 		required = nil
 		if !custom {
-			if !multiple {
-				required = []string{"choice"}
+			// Only the options: one at least, as the server takes
+			// nothing else.
+			required = []string{"choice"}
+			if multiple {
+				choice["minItems"] = 1
 			}
 			field = nil
 		} else {

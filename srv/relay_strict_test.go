@@ -1,6 +1,7 @@
 package srv_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -145,4 +147,50 @@ func TestRelayEnvelopeNeedsPayload(t *testing.T) {
 	j := dialAgent(t, url)
 	j.sendJSON(`{"v":"mvp-0.2","type":"relay.join","id":"j"}`)
 	j.expectError(wire.InvalidMessage, "j")
+}
+
+// TestCallUIToolRefusesAmbiguousParams: a UI tool call over Connect
+// (SrvUIRelay.CallUITool, as agentassistant-mcp and older bridges send
+// it) whose params_json is ambiguous (ambiguous: a key given twice, a
+// number no float64 holds) is answered INVALID_PARAMS and never reaches
+// the host, as an /agent/ws agent's tool.call is refused; the next good
+// call does.
+func TestCallUIToolRefusesAmbiguousParams(t *testing.T) {
+	url, _ := newRelayServer(t, relay.Options{})
+	h := joinRawHost(t, url, tokA, "strict-rpc")
+	ui := uiRelayClient(url)
+	started := make(chan error, 1)
+	go func() {
+		_, err := ui.StartSession(context.Background(), &pb.StartSessionRequest{RelaySession: "strict-rpc"})
+		started <- err
+	}()
+	start := h.until("session.start")
+	h.sendJSON(fmt.Sprintf(`{"v":"mvp-0.2","type":"session.started","replyTo":%q,"payload":{}}`, start["id"]))
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range append(ambiguous, struct{ name, json string }{"seat given twice", `{"seat":"A1","seat":"Z9"}`}) {
+		r, err := ui.CallUITool(context.Background(), &pb.CallUIToolRequest{RelaySession: "strict-rpc", ToolName: "select", ParamsJson: c.json, Reason: "r"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.GetError().GetCode() != wire.InvalidParams {
+			t.Errorf("%s: %v, want INVALID_PARAMS", c.name, r)
+		}
+	}
+	done := make(chan *pb.CallUIToolResponse, 1)
+	go func() {
+		r, _ := ui.CallUITool(context.Background(), &pb.CallUIToolRequest{RelaySession: "strict-rpc", ToolName: "select", ParamsJson: `{"seat":"A1"}`, Reason: "good"})
+		done <- r
+	}()
+	// Nothing refused reached the host: the first call it sees is the
+	// good one.
+	req := h.until("tool.call")
+	if p, _ := req["payload"].(map[string]any); p["reason"] != "good" {
+		t.Fatalf("the host got %v, want the good call first", req)
+	}
+	h.sendJSON(fmt.Sprintf(`{"v":"mvp-0.2","type":"tool.result","replyTo":%q,"payload":{"ok":true}}`, req["id"]))
+	if r := <-done; r.GetError() != nil {
+		t.Fatalf("the good call: %v", r)
+	}
 }

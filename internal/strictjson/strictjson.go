@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 const (
@@ -72,6 +73,43 @@ func Check(b []byte) error {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b))}
 	c.d.UseNumber()
 	return c.run()
+}
+
+// Unmarshal decodes b, checked as Check does, into v, a pointer to a Go
+// value with JSON field tags, as encoding/json does. encoding/json
+// matches a key to a field without regard to case, the last one
+// winning, so here keys are also compared that way: {"text":"yes",
+// "Text":"no"} gives a key twice, and is refused. So is a member that
+// names no field of v, a value of the wrong type, and anything after the
+// value.
+func Unmarshal(b []byte, v any) error {
+	c := checker{d: json.NewDecoder(bytes.NewReader(b)), fold: true}
+	c.d.UseNumber()
+	if err := c.run(); err != nil {
+		return err
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return fmt.Errorf("decode JSON: %w", err)
+	}
+	return nil
+}
+
+// fold is a key as encoding/json matches it to a field: each letter the
+// least of those Unicode folds together with it (K, k and the Kelvin
+// sign are one; so are S, s and ſ).
+func fold(k string) string {
+	var b strings.Builder
+	b.Grow(len(k))
+	for _, r := range k {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
 }
 
 // Member is a member of the object checked, as written.
@@ -146,6 +184,9 @@ type checker struct {
 	// from text, and a Duplicate or Number problem is kept in first
 	// while the pass goes on.
 	collect bool
+	// fold: keys compared as encoding/json matches them to fields
+	// (Unmarshal).
+	fold    bool
 	text    []byte
 	members []Member
 	from    int64 // where the member being read starts: after its key
@@ -186,7 +227,11 @@ func (c *checker) run() error {
 				continue
 			}
 			k, _ := tok.(string) // the tokenizer gives only a string or } here
-			if top.seen(k) {
+			seen := k
+			if c.fold {
+				seen = fold(k)
+			}
+			if top.seen(seen) {
 				if e := c.problem(c.fail(Duplicate, fmt.Sprintf("key %.64q is given more than once in the object", k))); e != nil {
 					return e
 				}

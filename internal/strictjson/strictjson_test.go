@@ -158,3 +158,43 @@ func TestMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestUnmarshal: keys are compared as encoding/json matches them to
+// fields, so two that name one field in different cases, or by a letter
+// Unicode folds with another (the Kelvin sign and K, ſ and s), are a key
+// given twice; a key of no field, a value of another type and a second
+// value are refused; the rest decodes as encoding/json does.
+func TestUnmarshal(t *testing.T) {
+	type msg struct {
+		Key  string `json:"key"`
+		Seen int    `json:"seen"`
+		Sub  struct {
+			Ask string `json:"ask"`
+		} `json:"sub"`
+	}
+	for _, text := range []string{
+		`{"key":"a","Key":"b"}`,
+		`{"key":"a","KEY":"b"}`,
+		`{"key":"a","\u212aey":"b"}`, // KELVIN SIGN
+		`{"seen":1,"\u017feen":2}`,   // LATIN SMALL LETTER LONG S
+		`{"sub":{"ask":"a","aSk":"b"}}`,
+		`{"key":"a","\u006bey":"b"}`,
+		`{"key":"a","other":1}`,
+		`{"seen":"1"}`,
+		`{"key":"a"} {"key":"b"}`,
+		`{"seen":1e999}`,
+	} {
+		var m msg
+		if err := Unmarshal([]byte(text), &m); err == nil {
+			t.Errorf("%s: taken as %+v", text, m)
+		}
+	}
+	var m msg
+	if err := Unmarshal([]byte(` {"KEY":"a","seen":2,"sub":{"Ask":"q"}} `), &m); err != nil || m.Key != "a" || m.Seen != 2 || m.Sub.Ask != "q" {
+		t.Errorf("one meaning: %+v %v", m, err)
+	}
+	var e *Error
+	if err := Unmarshal([]byte(`{"key":"a","Key":"b"}`), &m); !errors.As(err, &e) || e.Kind != Duplicate {
+		t.Errorf("a key given twice: %v, want a Duplicate *Error", err)
+	}
+}

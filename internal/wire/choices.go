@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -87,4 +88,47 @@ func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 		}
 	}
 	return chosen, free
+}
+
+// CheckAnswer reports how an answer's contents break the choices qs
+// offer, nil when they do not: without custom, only the options' labels,
+// at least one; without multiple, at most one label. A label is a text
+// content equal to it; empty texts count for nothing. Without options
+// anything goes.
+func CheckAnswer(qs []*pb.Question, contents []*pb.McpResultContent) error {
+	opts, multiple, custom := OptionsOf(qs)
+	if len(opts) == 0 {
+		return nil
+	}
+	var texts []string
+	other := 0
+	for _, c := range contents {
+		switch {
+		case c.GetText() != nil || c.GetType() == 1:
+			if t := c.GetText().GetText(); t != "" {
+				texts = append(texts, t)
+			}
+		default:
+			other++
+		}
+	}
+	chosen, free := Chosen(opts, texts)
+	switch {
+	case !custom && (len(free) > 0 || other > 0):
+		return fmt.Errorf("this question takes only its options (%s), not a typed answer or an attachment", labels(opts))
+	case !custom && len(chosen) == 0:
+		return fmt.Errorf("this question takes one of its options (%s)", labels(opts))
+	case !multiple && len(chosen) > 1:
+		return fmt.Errorf("this question takes one of its options, not %d", len(chosen))
+	}
+	return nil
+}
+
+// labels lists the labels of opts, quoted.
+func labels(opts []*pb.Option) string {
+	q := make([]string, len(opts))
+	for i, o := range opts {
+		q[i] = fmt.Sprintf("%q", o.GetLabel())
+	}
+	return strings.Join(q, ", ")
 }

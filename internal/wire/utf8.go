@@ -2,6 +2,7 @@ package wire
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -79,4 +80,16 @@ func validValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (protoref
 		validMessage(v.Message())
 	}
 	return v, false
+}
+
+// OneLine is s as a name shown on one line: valid UTF-8, without control
+// characters (C0 and C1), line or paragraph separators, or bidirectional
+// controls (U+202E would turn the rest of the line around), trimmed.
+func OneLine(s string) string {
+	return strings.TrimSpace(strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
+			return -1
+		}
+		return r
+	}, ValidString(s)))
 }

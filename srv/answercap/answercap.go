@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -157,15 +158,41 @@ var ErrVoid = errors.New("this button can no longer answer: the question was ans
 
 // Use answers c's question with text, through the capability named,
 // which it takes (good once).
+//
+// An answer the question does not allow (hub.ErrNotAnOption: a typed
+// answer where only its options are) does not spend the capability: the
+// person's next tap on an option still answers.
 func (s *Store) Use(h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
-	c, err := s.take(name, now)
+	contents := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}}
+	c, err := s.peek(name, now)
 	if err != nil {
 		return nil, err
 	}
+	if err := h.Allows(c.token, c.Kind, c.ID, contents); errors.Is(err, hub.ErrNotAnOption) {
+		return nil, err
+	}
+	if c, err = s.take(name, now); err != nil {
+		return nil, err
+	}
 	return c, h.Answer(c.token, c.Kind, c.ID, hub.Reply{
-		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}},
-		ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
+		Contents: contents, ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
 	})
+}
+
+// peek is the capability named, still good, left as it is.
+func (s *Store) peek(name string, now time.Time) (*Cap, error) {
+	if s.shared != nil {
+		c, _, err := s.shared.open(name, now)
+		return c, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.byCap[name]
+	if c == nil || now.After(c.Expires) {
+		return nil, ErrVoid
+	}
+	cp := *c
+	return &cp, nil
 }
 
 // maxAnswer bounds an answer's text and its request.
@@ -174,7 +201,8 @@ const maxAnswer = 4 << 10
 // Answer answers the question of a capability (no token: the capability
 // is the credential, good once): 200 {"ok": true}; 410 when the
 // capability is unknown, used or void (the question was settled); 409
-// when the question is no longer pending. failed is told of every
+// when the question is no longer pending; 400 when the question does not
+// take that answer (not one of its options), the capability kept. failed is told of every
 // unknown capability, to slow down guessing (the server's limiter).
 func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, failed func(*http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -187,14 +215,16 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
 			return
 		}
-		d := json.NewDecoder(strings.NewReader(string(b)))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&req); err != nil || d.More() {
-			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}`)
+		// One meaning only: {"text":"Yes","Text":"No"} is refused, not
+		// read as its last key.
+		if err := strictjson.Unmarshal(b, &req); err != nil {
+			writeError(w, http.StatusBadRequest, `the body must be {"cap": "...", "text": "..."}: `+err.Error())
 			return
 		}
-		text := strings.TrimSpace(req.Text)
-		if text == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
+		// As sent: a button's text is its option's label, which may
+		// have spaces around it.
+		text := req.Text
+		if strings.TrimSpace(text) == "" || !utf8.ValidString(text) || len(text) > maxAnswer {
 			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
 			return
 		}
@@ -205,6 +235,8 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusGone, "this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
 		case errors.Is(err, hub.ErrNotPending):
 			writeError(w, http.StatusConflict, "the question is no longer pending")
+		case errors.Is(err, hub.ErrNotAnOption):
+			writeError(w, http.StatusBadRequest, err.Error())
 		case errors.Is(err, errUnsure):
 			writeError(w, http.StatusServiceUnavailable, "the answer cannot be taken now; try again")
 		case err != nil:

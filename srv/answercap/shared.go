@@ -84,32 +84,42 @@ func (g *signer) make(c Cap) string {
 }
 
 func (g *signer) take(name string, now time.Time) (*Cap, error) {
-	p, sig, ok := strings.Cut(name, ".")
-	if !ok || len(name) > maxSigned {
-		return nil, ErrVoid
-	}
-	mac, err := b64.DecodeString(sig)
-	if err != nil || !hmac.Equal(mac, g.sign(p)) {
-		return nil, ErrVoid
-	}
-	b, err := b64.DecodeString(p)
-	var sd signed
-	if err != nil || json.Unmarshal(b, &sd) != nil {
-		return nil, ErrVoid
-	}
-	exp := time.Unix(sd.Exp, 0)
-	tok, ok := g.token(sd.Room)
-	if now.After(exp) || !ok || sd.Nonce == "" {
-		return nil, ErrVoid
+	c, nonce, err := g.open(name, now)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
 	defer cancel()
-	won, err := g.claims.Claim(ctx, sd.Nonce, exp)
+	won, err := g.claims.Claim(ctx, nonce, c.Expires)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("%w: %w", errUnsure, err)
 	case !won:
 		return nil, ErrVoid
 	}
-	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp}, nil
+	return c, nil
+}
+
+// open checks the capability named, unexpired, of a room of ours, and
+// says what it stands for and its nonce, without claiming it.
+func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
+	p, sig, ok := strings.Cut(name, ".")
+	if !ok || len(name) > maxSigned {
+		return nil, "", ErrVoid
+	}
+	mac, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(mac, g.sign(p)) {
+		return nil, "", ErrVoid
+	}
+	b, err := b64.DecodeString(p)
+	var sd signed
+	if err != nil || json.Unmarshal(b, &sd) != nil {
+		return nil, "", ErrVoid
+	}
+	exp := time.Unix(sd.Exp, 0)
+	tok, ok := g.token(sd.Room)
+	if now.After(exp) || !ok || sd.Nonce == "" {
+		return nil, "", ErrVoid
+	}
+	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp}, sd.Nonce, nil
 }

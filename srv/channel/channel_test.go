@@ -263,6 +263,16 @@ func TestWebhook(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
+	// A body of more than one meaning, signed or not, is refused.
+	for _, b := range []string{
+		`{"id":"q-1","text":"Ship it.","text":"Roll back."}`,
+		`{"id":"q-1","text":"Ship it.","Text":"Roll back."}`,
+		`{"id":"q-1","text":"Ship it."}{"id":"q-1","text":"Roll back."}`,
+	} {
+		if code := post("s3cret", time.Now(), b); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", b, code)
+		}
+	}
 	body := `{"id":"q-1","text":"Ship it.","by":"Ana"}`
 	if code := post("wrong", time.Now(), body); code != http.StatusUnauthorized {
 		t.Errorf("a wrong signature: %d", code)

@@ -3,6 +3,9 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +98,55 @@ func TestSlackOffersTheOptions(t *testing.T) {
 	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{"D42", ts}); return ok })
 	api.Envelope(t, "interactive", slacktest.Press("U42", "D42", ts, ship))
 	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" || rep.Door != "slack" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}
+
+// TestAnswersOutsideTheOptions: a question offering options without
+// allow_other takes no typed answer through a channel either: a signed
+// webhook answer of free text is refused (400, naming the options), an
+// ntfy button's capability posted with free text too (400, the
+// capability kept); an option then answers.
+func TestAnswersOutsideTheOptions(t *testing.T) {
+	recv := newReceiver(t)
+	hook := &Webhook{ID: "n8n", URL: recv.URL, Secret: "s3cret", Token: tokA}
+	f := newFixture(t, map[string][]Channel{tokA: {hook}}, Options{})
+	answered := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour,
+			Questions: []*pb.Question{{Options: []*pb.Option{{Label: "Deploy"}, {Label: "Wait"}}}}})
+		answered <- rep
+	}()
+	_, bodies := recv.waitFor(t, 1)
+	var e webhookEvent
+	if err := json.Unmarshal(bodies[0], &e); err != nil || e.Answer == nil || e.Answer.Cap == "" {
+		t.Fatalf("event %s", bodies[0])
+	}
+	post := func(path, body string, signed bool) (int, string) {
+		req, _ := http.NewRequest("POST", f.public.URL+path, strings.NewReader(body))
+		if signed {
+			ts := time.Now().Unix()
+			req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+			req.Header.Set(SignatureHeader, sign("s3cret", ts, []byte(body)))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := post(e.Answer.Signed, `{"id":"q-1","text":"drop the database"}`, true); code != http.StatusBadRequest || !strings.Contains(body, `"Deploy", "Wait"`) {
+		t.Errorf("a signed typed answer: %d %s, want 400 naming the options", code, body)
+	}
+	if code, body := post("/push/answer", `{"cap":"`+e.Answer.Cap+`","text":"drop the database"}`, false); code != http.StatusBadRequest {
+		t.Errorf("a capability with a typed answer: %d %s, want 400", code, body)
+	}
+	if code, body := post("/push/answer", `{"cap":"`+e.Answer.Cap+`","text":"Wait"}`, false); code != http.StatusOK {
+		t.Fatalf("the capability with an option: %d %s", code, body)
+	}
+	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Wait" {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }

@@ -7,9 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -112,7 +114,7 @@ func do(client *http.Client, req *http.Request, name string) error {
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return fmt.Errorf("%s: %w", name, hideURL(err))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -120,4 +122,21 @@ func do(client *http.Client, req *http.Request, name string) error {
 		return fmt.Errorf("%s answered %d: %s", name, resp.StatusCode, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// hideURL is err with the URL it names cut to its scheme and host: a
+// receiver's path or query is often its credential (a Home Assistant
+// webhook ID, a chat's incoming-webhook token, ?auth=), and the error is
+// logged.
+func hideURL(err error) error {
+	var ue *url.Error
+	if !errors.As(err, &ue) {
+		return err
+	}
+	u, perr := url.Parse(ue.URL)
+	where := "the receiver"
+	if perr == nil && u.Host != "" {
+		where = (&url.URL{Scheme: u.Scheme, Host: u.Host}).String() + "/…"
+	}
+	return fmt.Errorf("%s %s: %w", ue.Op, where, ue.Err)
 }

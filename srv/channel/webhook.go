@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -161,9 +162,9 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			return
 		}
 		var a struct{ ID, Text, Kind, By string }
-		d := json.NewDecoder(bytes.NewReader(body))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
+		// What the signature covers has one meaning: a key given twice,
+		// in any case, or a second value after the first is refused.
+		if err := strictjson.Unmarshal(body, &a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
 			http.Error(rw, `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`, http.StatusBadRequest)
 			return
 		}
@@ -178,6 +179,8 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
+		case errors.Is(err, hub.ErrNotAnOption):
+			http.Error(rw, err.Error(), http.StatusBadRequest)
 		case err != nil:
 			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
 		default:

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -88,4 +89,116 @@ func questionsEqual(a, b []*pb.Question) bool {
 		}
 	}
 	return true
+}
+
+// TestAnswerMustBeAnOfferedChoice: a question offering options without
+// allow_other takes only their labels, one unless several may be chosen;
+// anything else, from any door, is refused (ErrNotAnOption) and the
+// question stays pending for a proper answer. With allow_other, free
+// text goes besides at most one label unless several may be chosen.
+func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
+	text := func(ts ...string) []*pb.McpResultContent {
+		var cs []*pb.McpResultContent
+		for _, s := range ts {
+			cs = append(cs, &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}})
+		}
+		return cs
+	}
+	image := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Type: "image", Data: "iVBORw0KGgo=", MimeType: "image/png"}}
+	opts := []*pb.Option{{Label: "Deploy"}, {Label: "Wait"}}
+	cases := []struct {
+		name             string
+		multiple, custom bool
+		answer           []*pb.McpResultContent
+		ok               bool
+	}{
+		{"one label", false, false, text("Deploy"), true},
+		{"free text", false, false, text("rm -rf / instead"), false},
+		{"a label and free text", false, false, text("Wait", "and then delete the backups"), false},
+		{"two labels of one choice", false, false, text("Deploy", "Wait"), false},
+		{"nothing", false, false, nil, false},
+		{"an image", false, false, []*pb.McpResultContent{image}, false},
+		{"a label and an image", false, false, []*pb.McpResultContent{text("Wait")[0], image}, false},
+		{"a label in another case", false, false, text("deploy"), false},
+		{"two labels of several", true, false, text("Deploy", "Wait"), true},
+		{"a label twice", true, false, text("Wait", "Wait"), true},
+		{"several and free text", true, false, text("Deploy", "now"), false},
+		{"free text where allowed", false, true, text("tomorrow"), true},
+		{"a label and free text where allowed", false, true, text("Wait", "until noon"), true},
+		{"two labels of one choice where text is allowed", false, true, text("Deploy", "Wait"), false},
+		{"an image where text is allowed", false, true, []*pb.McpResultContent{image}, true},
+	}
+	for _, k := range []wire.Kind{wire.AskQuestion, wire.TaskFinish} {
+		for _, c := range cases {
+			t.Run(k.String()+"/"+c.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					h := New(Options{})
+					defer h.Close()
+					qs := []*pb.Question{{Options: opts, Multiple: c.multiple, Custom: c.custom}}
+					got := make(chan *Reply, 1)
+					go func() {
+						rep, _ := h.Ask(context.Background(), "tok", Request{Kind: k, ID: "q", Text: "Deploy?", Timeout: time.Hour, Questions: qs})
+						got <- rep
+					}()
+					synctest.Wait()
+					err := h.Answer("tok", k, "q", Reply{Contents: c.answer, ClientID: "phone", Door: "ws"})
+					if c.ok != (err == nil) {
+						t.Fatalf("Answer = %v, want ok %v", err, c.ok)
+					}
+					if err != nil {
+						if !errors.Is(err, ErrNotAnOption) {
+							t.Errorf("Answer = %v, want ErrNotAnOption", err)
+						}
+						// Still pending: the person answers with an option.
+						if err := h.Answer("tok", k, "q", Reply{Contents: text("Wait"), ClientID: "phone"}); err != nil {
+							t.Fatalf("an offered option after a refused answer: %v", err)
+						}
+					}
+					if rep := <-got; rep == nil {
+						t.Fatal("the agent got no answer")
+					}
+				})
+			})
+		}
+	}
+	// Without options, anything goes, as before.
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		defer h.Close()
+		go func() {
+			_, _ = h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+		}()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{Contents: text("anything", "at all")}); err != nil {
+			t.Errorf("a question without options: %v", err)
+		}
+	})
+}
+
+// TestAnsweredByIsOneLineOfText: who answered is shown on one line by
+// every device and channel, whatever door named it (a webhook's "by", a
+// push device's name, a chat's display name): its control characters,
+// line separators and bidirectional controls are dropped at the core,
+// so U+202E cannot turn the name around and a newline cannot forge a
+// second line.
+func TestAnsweredByIsOneLineOfText(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		defer h.Close()
+		got := make(chan *Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+			got <- rep
+		}()
+		synctest.Wait()
+		err := h.Answer("tok", wire.AskQuestion, "q", Reply{Nickname: " Ana\u202e nimda\n(admin)\u0085\u2028\u2066 \x1b[31m ", ClientID: "webhook:n8n\r\n",
+			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := <-got
+		if rep.Nickname != "Ana nimda(admin) [31m" || rep.ClientID != "webhook:n8n" {
+			t.Errorf("answered by %q (%q)", rep.Nickname, rep.ClientID)
+		}
+	})
 }

@@ -121,6 +121,9 @@ var (
 	// another call of the same project (TakeMissed) before this one came back.
 	ErrHandedOver = errors.New("the person's answer was already handed to another call from this project, which asked after this one went away")
 	ErrRoomFull   = errors.New("too many connections for this token")
+	// ErrNotAnOption: the answer is not one the question's options allow
+	// (a typed answer where only the options are, two where one is).
+	ErrNotAnOption = errors.New("the answer is not one the question allows")
 	// ErrNotSaved: the store could not save a request (which is then
 	// refused, never shown) or an answer (which is then not taken: the
 	// request stays pending). A full disk, for one.

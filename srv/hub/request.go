@@ -5,9 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -118,17 +120,43 @@ func stopTimer(t **time.Timer) {
 // answer wins; the other clients of the room get a reply notification once
 // it is saved. An answer that cannot be saved is refused (ErrNotSaved) and
 // the request stays pending.
+//
+// An answer the question's options do not allow (wire.CheckAnswer) is
+// refused with ErrNotAnOption, and the request stays pending.
 func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
+	r, p, err := h.answerable(token, kind, id, rep.Contents)
+	if err != nil {
+		return err
+	}
+	validReply(&rep)
+	return h.settle(r, p, &rep, nil, "")
+}
+
+// Allows reports whether Answer would take contents for the request id
+// now (ErrNotPending, ErrNotAnOption), without answering: a door that
+// spends something to answer (a single-use capability) asks first.
+func (h *Hub) Allows(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
+	_, _, err := h.answerable(token, kind, id, contents)
+	return err
+}
+
+// answerable is the pending request id of token when contents may
+// answer it.
+func (h *Hub) answerable(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) (*room, *pending, error) {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
 	shown := p != nil && p.shown
 	r.mu.Unlock()
 	if !shown || p.req.Kind != kind {
-		return ErrNotPending
+		return nil, nil, ErrNotPending
 	}
-	validReply(&rep)
-	return h.settle(r, p, &rep, nil, "")
+	// Every door answers here: a device, a capability, a chat reply.
+	// What the question allows is checked once, for all of them.
+	if err := wire.CheckAnswer(p.req.Questions, contents); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrNotAnOption, err)
+	}
+	return r, p, nil
 }
 
 // Cancel withdraws a pending request of token at the agent's wish.
@@ -178,9 +206,11 @@ func statusOf(err error) string {
 
 // validReply makes rep's strings UTF-8, replacing what is not (an e-mail
 // body that only says it is UTF-8): every door must be able to encode the
-// answer, and the saved record must hold it whole.
+// answer, and the saved record must hold it whole. Who answered is shown
+// on one line everywhere, whichever door named it (a webhook's "by", a
+// push device's name): it loses what is not text on one line.
 func validReply(rep *Reply) {
-	rep.ClientID, rep.Nickname = wire.ValidString(rep.ClientID), wire.ValidString(rep.Nickname)
+	rep.ClientID, rep.Nickname = wire.OneLine(rep.ClientID), wire.OneLine(rep.Nickname)
 	for _, c := range rep.Contents {
 		wire.ValidUTF8(c)
 	}

@@ -352,6 +352,10 @@ func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[strin
 		c.sendError("not_saved", err.Error(), id, cmd) // still pending: the person may try again
 		return
 	}
+	if errors.Is(err, hub.ErrNotAnOption) {
+		c.sendError("invalid_request", err.Error(), id, cmd) // still pending: the person may choose an option
+		return
+	}
 	if err != nil {
 		c.sendError("not_pending", err.Error(), id, cmd)
 		return

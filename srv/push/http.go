@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -138,10 +139,10 @@ func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 		writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
 		return false
 	}
-	d := json.NewDecoder(strings.NewReader(string(b)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil || d.More() {
-		writeError(w, http.StatusBadRequest, "the body must be one JSON object of the documented form")
+	// One meaning only: a key given twice, in any case, is refused
+	// rather than read as its last.
+	if err := strictjson.Unmarshal(b, v); err != nil {
+		writeError(w, http.StatusBadRequest, "the body must be one JSON object of the documented form: "+err.Error())
 		return false
 	}
 	return true

@@ -411,6 +411,12 @@ func TestBadSubscriptionsAreRefused(t *testing.T) {
 		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + key + `","auth":"` + auth + `"},"replies":["` + strings.Repeat("r", 41) + `"]}`, "replies"},
 		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + key + `","auth":"` + auth + `"},"extra":1}`, "documented form"},
 		{`[]`, "documented form"},
+		// A key given twice has no one meaning; encoding/json would keep
+		// the last, in any case.
+		{`{"endpoint":"https://push.example/x","endpoint":"https://push.example/y","keys":{"p256dh":"` + key + `","auth":"` + auth + `"}}`, "more than once"},
+		{`{"endpoint":"https://push.example/x","Endpoint":"https://push.example/y","keys":{"p256dh":"` + key + `","auth":"` + auth + `"}}`, "more than once"},
+		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + key + `","auth":"` + auth + `","AUTH":"` + auth + `"}}`, "more than once"},
+		{`{"endpoint":"https://push.example/x","keys":{"p256dh":"` + key + `","auth":"` + auth + `"}}{}`, "documented form"},
 	} {
 		rec := httptest.NewRecorder()
 		f.p.Subscribe(tokA).ServeHTTP(rec, httptest.NewRequest("POST", "/push/subscriptions", strings.NewReader(c.body)))

@@ -334,6 +334,9 @@ func (r replyService) answer(c caller, kind wire.Kind, id, nick string, isErr bo
 	if errors.Is(err, hub.ErrNotSaved) {
 		return nil, connect.NewError(connect.CodeResourceExhausted, err)
 	}
+	if errors.Is(err, hub.ErrNotAnOption) {
+		return nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("request %s: %w", id, err))
+	}
 	if err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", id, err))
 	}

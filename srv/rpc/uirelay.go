@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
 )
@@ -67,8 +68,14 @@ func (h uiHandler) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*
 	if !relay.ValidSession(req.GetRelaySession()) {
 		return nil, badSession()
 	}
-	if !json.Valid(params) || params[0] != '{' {
+	if params[0] != '{' {
 		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object"}}, nil
+	}
+	// Forwarded as written, so it must have one meaning: the host (a
+	// JavaScript page) keeps the last of a key given twice, and cannot
+	// read 1e999999 at all.
+	if err := strictjson.Check(params); err != nil {
+		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object: " + err.Error()}}, nil
 	}
 	return h.u.callTool(ctx, tokenOf(ctx), req.GetRelaySession(), toolCall{Params: params, Reason: req.GetReason(), ToolName: req.GetToolName()})
 }
