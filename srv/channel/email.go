@@ -412,19 +412,23 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	if len(uids) > maxBatch { // the newest: a reply is recent
 		uids = uids[len(uids)-maxBatch:]
 	}
-	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "In-Reply-To", "References"}, Peek: true}
+	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: headerFields, Peek: true}
 	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true, BodySection: []*imap.FetchItemBodySection{head}}).Collect()
 	if err != nil {
 		return fmt.Errorf("fetch headers: %w", err)
 	}
 	for _, m := range msgs {
 		e.lastUID = max(e.lastUID, m.UID)
-		q, from, ok := e.match(m.FindBodySection(head))
+		q, from, h, ok := e.match(m.FindBodySection(head))
 		if !ok {
 			continue
 		}
 		if !e.allowed(from) {
 			e.log().Info("email: a reply from an address not in senders answers nothing", "from", from)
+			continue
+		}
+		if why := autoReply(h); why != "" {
+			e.log().Info("email: an automatic reply answers nothing", "from", from, "id", q.id, "why", why)
 			continue
 		}
 		if m.RFC822Size > maxReplySize {
@@ -438,27 +442,63 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	return nil
 }
 
+// headerFields are the fields of a new mail read to tell whether it is a
+// reply to a question: who sent it, to which mail, and whether a person
+// wrote it (autoReply).
+var headerFields = []string{"From", "In-Reply-To", "References",
+	"Auto-Submitted", "X-Autoreply", "X-Autorespond", "Precedence", "Return-Path", "Content-Type"}
+
 // match finds the question a mail's header replies to, and its sender.
-func (e *Email) match(raw []byte) (emailQuestion, string, bool) {
+func (e *Email) match(raw []byte) (emailQuestion, string, mail.Header, bool) {
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
-		return emailQuestion{}, "", false
+		return emailQuestion{}, "", mail.Header{}, false
 	}
 	h := mail.Header{Header: message.Header{Header: th}}
 	irt, _ := h.MsgIDList("In-Reply-To")
 	refs, _ := h.MsgIDList("References")
 	from, err := h.AddressList("From")
 	if err != nil || len(from) != 1 {
-		return emailQuestion{}, "", false
+		return emailQuestion{}, "", h, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range append(irt, refs...) {
 		if q, ok := e.asks[id]; ok {
-			return q, strings.ToLower(from[0].Address), true
+			return q, strings.ToLower(from[0].Address), h, true
 		}
 	}
-	return emailQuestion{}, "", false
+	return emailQuestion{}, "", h, false
+}
+
+// autoReply says why a mail was written by a machine, not a person, or
+// "": an out-of-office or vacation notice comes from the person's own
+// address, in reply to the question's mail, and must not answer it
+// (RFC 3834's Auto-Submitted, and the older marks mail programs still
+// set); neither must a delivery report (RFC 3464) or the channel's own
+// follow-up coming back to a shared mailbox (auto-generated).
+func autoReply(h mail.Header) string {
+	if v := strings.FieldsFunc(strings.ToLower(h.Get("Auto-Submitted")), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '('
+	}); len(v) > 0 && v[0] != "no" {
+		return "Auto-Submitted: " + v[0]
+	}
+	for _, k := range []string{"X-Autoreply", "X-Autorespond"} {
+		if h.Get(k) != "" {
+			return k
+		}
+	}
+	switch p := strings.ToLower(strings.TrimSpace(h.Get("Precedence"))); p {
+	case "auto_reply", "bulk", "junk", "list":
+		return "Precedence: " + p
+	}
+	if strings.TrimSpace(h.Get("Return-Path")) == "<>" {
+		return "a bounce (Return-Path: <>)"
+	}
+	if t, _, _ := h.ContentType(); t == "multipart/report" {
+		return "a delivery report"
+	}
+	return ""
 }
 
 // allowed: the address is one of the senders the config names.
