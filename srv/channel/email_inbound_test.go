@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -72,4 +73,54 @@ func TestEmailAutoRepliesAnswerNothing(t *testing.T) {
 	if n := strings.Count(logs.String(), "an automatic reply answers nothing"); n != 8 {
 		t.Errorf("%d automatic replies told in the log, want 8:\n%s", n, logs.String())
 	}
+}
+
+// TestReplyTextOddEncodings: a reply's text is read whatever its mail
+// program did to it: a charset or a transfer encoding this server does
+// not know (its bytes taken as they are, the hub making them UTF-8),
+// in a part of a multipart mail as at the top, or quoted-printable with
+// a broken escape.
+func TestReplyTextOddEncodings(t *testing.T) {
+	for _, c := range []struct{ name, mail, want string }{
+		{"unknown charset", "Content-Type: text/plain; charset=x-unknown-42\r\n\r\nShip it.\r\n", "Ship it."},
+		{"unknown charset in a part", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/plain; charset=x-unknown-42\r\n\r\nShip it.\r\n--b--\r\n", "Ship it."},
+		{"unknown transfer encoding", "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: x-weird\r\n\r\nShip it.\r\n", "Ship it."},
+		{"unknown transfer encoding in a part", "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/plain\r\nContent-Transfer-Encoding: x-weird\r\n\r\nShip it.\r\n--b--\r\n", "Ship it."},
+		{"broken quoted-printable", "Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n" +
+			"Ship =ZZ it =E2=9C=93 now=\r\n.\r\n", "Ship =ZZ it ✓ now."},
+		{"latin-1", "Content-Type: text/plain; charset=iso-8859-1\r\n\r\n\xdcber.\r\n", "Über."},
+		{"no content type", "\r\nShip it.\r\n", "Ship it."},
+		{"a text attachment first", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/plain\r\nContent-Disposition: attachment; filename=log.txt\r\n\r\nlog\r\n--b\r\n" +
+			"Content-Type: text/plain\r\n\r\nShip it.\r\n--b--\r\n", "Ship it."},
+		{"HTML only", "Content-Type: text/html; charset=utf-8\r\n\r\n<html><head><style>p{color:red}</style></head><body>" +
+			"<p>Ship it &amp; tell me.</p><div>After <b>lunch</b>.<br>Thanks</div>" +
+			"<div class=\"gmail_quote\"><div>On Fri, Agent Assistant wrote:</div><blockquote>Deploy now?</blockquote></div></body></html>\r\n",
+			"Ship it & tell me.\nAfter lunch.\nThanks"},
+		{"HTML only, quoted as Apple Mail does", "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/html\r\n\r\n<div>Yes</div><div><br><blockquote type=\"cite\">On 27 Nov, aa wrote:<br>Deploy?</blockquote></div>\r\n--b--\r\n", "Yes"},
+		{"plain text before HTML", "Content-Type: multipart/alternative; boundary=b\r\n\r\n--b\r\n" +
+			"Content-Type: text/html\r\n\r\n<p>the HTML</p>\r\n--b\r\nContent-Type: text/plain\r\n\r\nthe text\r\n--b--\r\n", "the text"},
+		{"nested too deep", nested(maxDepth+1, "Ship it."), ""},
+		{"nested", nested(maxDepth-1, "Ship it."), "Ship it."},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := replyText([]byte("From: ana@example.org\r\n" + c.mail)); got != c.want {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// nested is a mail's Content-Type and body: text in depth multiparts,
+// one in another.
+func nested(depth int, text string) string {
+	body := "Content-Type: text/plain\r\n\r\n" + text + "\r\n"
+	for i := range depth {
+		b := "b" + strconv.Itoa(i)
+		body = "Content-Type: multipart/mixed; boundary=" + b + "\r\n\r\n--" + b + "\r\n" + body + "--" + b + "--\r\n"
+	}
+	return body
 }
