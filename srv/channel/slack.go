@@ -49,7 +49,17 @@ type Slack struct {
 	mu   sync.Mutex                 // held alone
 	sent map[string]slackMessage    // room + "\x00" + request ID → its message
 	asks map[slackKey]slackQuestion // a message → the question it asks
+
+	// handled are the events and presses taken lately, oldest first in
+	// handledOrder: Socket Mode delivers one again when its
+	// acknowledgement was late. Touched only by Listen's event goroutine.
+	handled      map[string]bool
+	handledOrder []string
 }
+
+// maxHandled bounds the events remembered against redelivery (Slack
+// tries again three times within minutes).
+const maxHandled = 1024
 
 // slackQuestion is what a message asks, and the capability its buttons
 // answer with: kept here, not in the buttons' values, which anyone who
@@ -215,11 +225,21 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 	switch ev.Type {
 	case socketmode.EventTypeInteractive:
 		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeBlockActions {
+			id := "press\x00" + cb.User.ID + "\x00" + cb.Container.ChannelID + "\x00" + cb.Container.MessageTs + "\x00" + cb.ActionTs
+			for _, act := range cb.ActionCallback.BlockActions {
+				id += "\x00" + act.ActionTs
+			}
+			if s.again(id) {
+				return
+			}
 			s.pressed(ctx, cb, a)
 		}
 	case socketmode.EventTypeEventsAPI:
 		e, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || e.Type != slackevents.CallbackEvent {
+			return
+		}
+		if outer, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && outer.EventID != "" && s.again("event\x00"+outer.EventID) {
 			return
 		}
 		if m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent); ok {
@@ -232,6 +252,26 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 	case socketmode.EventTypeInvalidAuth:
 		s.warn("slack: the app token is refused")
 	}
+}
+
+// again reports whether the event id was handled already, and
+// remembers it: a redelivered reply or press must neither answer twice
+// nor tell the person their answer was not taken.
+func (s *Slack) again(id string) bool {
+	if s.handled[id] {
+		logOf(s.Logger).Debug("slack: an event delivered again is ignored")
+		return true
+	}
+	if s.handled == nil {
+		s.handled = map[string]bool{}
+	}
+	if len(s.handledOrder) >= maxHandled {
+		delete(s.handled, s.handledOrder[0])
+		s.handledOrder = s.handledOrder[1:]
+	}
+	s.handled[id] = true
+	s.handledOrder = append(s.handledOrder, id)
+	return false
 }
 
 // allowed: the user is one the config names.
