@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +84,48 @@ func TestSlackRedeliveryAnswersOnce(t *testing.T) {
 	}
 	if got := calls(t, api, "chat.postEphemeral"); len(got) != 1 {
 		t.Errorf("told %v, want only the stranger", got)
+	}
+}
+
+// TestSlackRepliesNotLost: a thread reply also sent to the channel, or
+// one with a file, answers with its text; a reply in the thread of a
+// question no longer pending is answered "Not taken" in the thread;
+// the bot's own messages there (that answer among them) answer nothing
+// and are not answered.
+func TestSlackRepliesNotLost(t *testing.T) {
+	api, sl, f := slackFixture(t)
+	const dm = "D42"
+	answered := f.ask(tokA, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts}); return ok })
+	broadcast := slacktest.ThreadReply("U42", dm, ts, "Ship it.")
+	broadcast["event"].(map[string]any)["subtype"] = "thread_broadcast"
+	api.Envelope(t, "events_api", broadcast)
+	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	api.Call(t, "chat.update", 1)
+
+	echo := slacktest.ThreadReply("U42", dm, ts, "Not taken: the question is no longer pending.")
+	echo["event"].(map[string]any)["bot_id"] = "B1"
+	api.Envelope(t, "events_api", echo)
+	api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts, "And tell Bo."))
+	if got := api.Call(t, "chat.postMessage", 2); got["thread_ts"] != ts || !strings.Contains(got["text"], "Not taken") ||
+		!strings.Contains(got["text"], "no longer pending") {
+		t.Errorf("a reply to a settled question: %v", got)
+	}
+
+	second := f.ask(tokA, "q-2")
+	ts2 := api.Call(t, "chat.postMessage", 3)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts2}); return ok })
+	withFile := slacktest.ThreadReply("U42", dm, ts2, "Use this layout.")
+	withFile["event"].(map[string]any)["subtype"] = "file_share"
+	withFile["event"].(map[string]any)["files"] = []any{map[string]any{"id": "F1", "name": "layout.png", "mimetype": "image/png"}}
+	api.Envelope(t, "events_api", withFile)
+	if rep := answer(t, second); rep.Contents[0].GetText().GetText() != "Use this layout." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if got := calls(t, api, "chat.postMessage"); len(got) != 3 {
+		t.Errorf("posted %v: the bot answered its own message", got[3:])
 	}
 }
