@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -160,10 +162,15 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			http.Error(rw, "this signed answer was taken already (a replay)", http.StatusConflict)
 			return
 		}
-		var a struct{ ID, Text, Kind, By string }
-		d := json.NewDecoder(bytes.NewReader(body))
-		d.DisallowUnknownFields()
-		if err := d.Decode(&a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
+		var a struct {
+			ID   string `json:"id"`
+			Text string `json:"text"`
+			Kind string `json:"kind"`
+			By   string `json:"by"`
+		}
+		if err := decodeAnswer(body, &a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) ||
+			a.Kind != "" && a.Kind != "question" && a.Kind != "report" {
+			w.forget(sig) // not taken: it may come again, mended
 			http.Error(rw, `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`, http.StatusBadRequest)
 			return
 		}
@@ -179,6 +186,8 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
 		case err != nil:
+			// Not taken: the sender may try the same signed request again.
+			w.forget(sig)
 			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
 		default:
 			rw.Header().Set("Content-Type", "application/json")
@@ -204,4 +213,34 @@ func (w *Webhook) once(sig string, now time.Time) bool {
 	}
 	w.seen[sig] = now
 	return true
+}
+
+// forget lets sig be used again: its answer was not taken.
+func (w *Webhook) forget(sig string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.seen, sig)
+}
+
+// answerKeys are the keys of a signed answer, as written.
+var answerKeys = []string{"id", "text", "kind", "by"}
+
+// decodeAnswer reads a signed answer into a when it has one meaning:
+// one JSON object, each key once and written as answerKeys are
+// (encoding/json would take "TEXT" for "text", and the last of a key
+// given twice, where another reader takes the first).
+func decodeAnswer(body []byte, a any) error {
+	members, err := strictjson.Members(body)
+	if err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	for _, m := range members {
+		if !slices.Contains(answerKeys, m.Name) {
+			return fmt.Errorf("read the answer: unknown key %.64q", m.Name)
+		}
+	}
+	if err := json.Unmarshal(body, a); err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	return nil
 }
