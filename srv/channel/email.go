@@ -92,6 +92,9 @@ const (
 	maxAnswer    = 16 << 10
 	// maxBatch bounds the new mails looked at in one round.
 	maxBatch = 200
+	// maxHeaderRead bounds the header fields read of a new mail: a
+	// reply's are a few kilobytes, a thread of a thousand mails' fits.
+	maxHeaderRead = 64 << 10
 	// pollEvery is how often a server without IDLE is asked for news.
 	pollEvery = time.Minute
 )
@@ -414,7 +417,11 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	if len(uids) > maxBatch { // the newest: a reply is recent
 		uids = uids[len(uids)-maxBatch:]
 	}
-	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: headerFields, Peek: true}
+	// Anyone can mail the folder: the fields are read up to
+	// maxHeaderRead each mail, so a batch costs at most maxBatch times
+	// that, however long the lines a sender wrote.
+	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: headerFields, Peek: true,
+		Partial: &imap.SectionPartial{Size: maxHeaderRead}}
 	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true, BodySection: []*imap.FetchItemBodySection{head}}).Collect()
 	if err != nil {
 		return fmt.Errorf("fetch headers: %w", err)
@@ -452,6 +459,9 @@ var headerFields = []string{"From", "In-Reply-To", "References",
 
 // match finds the question a mail's header replies to, and its sender.
 func (e *Email) match(raw []byte) (emailQuestion, string, mail.Header, bool) {
+	// A header cut at maxHeaderRead ends mid-line: the line is ended,
+	// and the header (a cut field is read as far as it goes, or not).
+	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
 		return emailQuestion{}, "", mail.Header{}, false

@@ -2,8 +2,12 @@ package channel
 
 import (
 	"bytes"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/emersion/go-imap/v2"
@@ -123,4 +127,82 @@ func nested(depth int, text string) string {
 		body = "Content-Type: multipart/mixed; boundary=" + b + "\r\n\r\n--" + b + "\r\n" + body + "--" + b + "--\r\n"
 	}
 	return body
+}
+
+// countingProxy forwards connections to addr, counting the bytes the
+// server sends.
+type countingProxy struct {
+	addr string
+	got  atomic.Int64
+}
+
+func newCountingProxy(t *testing.T, to string) *countingProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &countingProxy{addr: ln.Addr().String()}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = ln.Close(); wg.Wait() })
+	wg.Go(func() { // the accept loop, ended by Cleanup's Close
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", to)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			wg.Go(func() { _, _ = io.Copy(s, c); _ = s.Close() })
+			wg.Go(func() { _, _ = io.Copy(countingWriter{c, &p.got}, s); _ = c.Close() })
+		}
+	})
+	return p
+}
+
+// countingWriter adds what it writes to n as it goes.
+type countingWriter struct {
+	w io.Writer
+	n *atomic.Int64
+}
+
+func (c countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestEmailHugeHeaderReadBounded: anyone can mail the watched mailbox;
+// mails with headers of megabytes (a References line naming the
+// question among thousands) cost a bounded read, and the person's reply
+// after them answers.
+func TestEmailHugeHeaderReadBounded(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	proxy := newCountingProxy(t, box.addr)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	e := newEmail(sink, box, logs)
+	e.IMAPAddr = proxy.addr
+	f := newFixture(t, map[string][]Channel{tokA: {e}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+
+	const bombs, refs = 3, 60_000 // each header about 1.5 MiB
+	var long strings.Builder
+	for i := range refs {
+		long.WriteString(" <" + strconv.Itoa(i) + "-padding-padding@example.org>")
+	}
+	for range bombs {
+		box.deliverRaw(t, "From: Ana <ana@example.org>\r\nTo: "+aaAddr+"\r\nSubject: Re: [agentassistant] shop\r\n"+
+			"References:"+long.String()+" <"+id+">\r\n", "Yes\r\n")
+	}
+	box.deliver(t, "ana@example.org", id, "Ship it.\r\n")
+	if rep := waitAnswer(t, answered, logs); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if got := proxy.got.Load(); got > 1<<20 {
+		t.Errorf("read %d bytes from the IMAP server for %d mails of %d bytes of header each", got, bombs, long.Len())
+	}
 }
