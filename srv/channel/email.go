@@ -445,6 +445,10 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 			continue
 		}
 		if err := e.answer(c, m.UID, q, from, a); err != nil {
+			if errors.Is(err, errNotSaved) {
+				// Looked at again after the backoff, from this mail on.
+				e.lastUID = m.UID - 1
+			}
 			return err
 		}
 	}
@@ -543,14 +547,23 @@ func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from
 		e.log().Info("email: a reply with no text above the quote answers nothing", "from", from)
 		return nil
 	}
+	// Answered first, marked read after: an answer the server cannot
+	// save now stays unread, and is read again once the watch is back.
+	switch err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); {
+	case errors.Is(err, hub.ErrNotPending):
+		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
+	case err != nil:
+		return fmt.Errorf("%w: %w", errNotSaved, err)
+	}
 	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
 		return fmt.Errorf("mark a reply seen: %w", err)
 	}
-	if err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); err != nil {
-		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
-	}
 	return nil
 }
+
+// errNotSaved: a reply's answer could not be saved now; it is tried
+// again.
+var errNotSaved = errors.New("a reply's answer cannot be saved now")
 
 // replyText is the answer a mail holds: its first text/plain part's
 // lines above the quote, or its HTML's when it has no plain text (some

@@ -2,6 +2,7 @@ package channel
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"strconv"
@@ -9,8 +10,12 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // deliverRaw puts the mail header + "\r\n" + body in the INBOX, a
@@ -205,4 +210,39 @@ func TestEmailHugeHeaderReadBounded(t *testing.T) {
 	if got := proxy.got.Load(); got > 1<<20 {
 		t.Errorf("read %d bytes from the IMAP server for %d mails of %d bytes of header each", got, bombs, long.Len())
 	}
+}
+
+// TestEmailReplyNotSavedIsTakenLater: a reply whose answer the server
+// cannot save now (its store is full) is not marked read nor passed
+// over: once the store takes writes again, it answers.
+func TestEmailReplyNotSavedIsTakenLater(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	e := newEmail(sink, box, logs)
+	shared := newMemShared(t, tokA)
+	h := hub.New(hub.Options{Shared: shared})
+	shared.hub.Store(h)
+	t.Cleanup(h.Close)
+	m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {e}}})
+	t.Cleanup(m.Close)
+	answered := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour})
+		answered <- rep
+	}()
+	_, mh, _ := sink.wait(t, 1)
+	id, _ := mh.MessageID()
+	logs.waitFor(t, "email: watching the mailbox")
+
+	shared.fail.Store(true)
+	box.deliver(t, "ana@example.org", id, "Ship it.\r\n")
+	logs.waitFor(t, "no space left on device")
+	if box.seen(t)[1] {
+		t.Error("a reply not saved was marked read")
+	}
+	shared.fail.Store(false)
+	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	eventually(t, "the reply marked read", func() bool { return box.seen(t)[1] })
 }
