@@ -3,6 +3,7 @@ package channel
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -90,7 +91,7 @@ const (
 	// answer.
 	maxReplySize = 1 << 20
 	maxAnswer    = 16 << 10
-	// maxBatch bounds the new mails looked at in one round.
+	// maxBatch bounds the new mails whose headers are read at once.
 	maxBatch = 200
 	// maxHeaderRead bounds the header fields read of a new mail: a
 	// reply's are a few kilobytes, a thread of a thousand mails' fits.
@@ -414,9 +415,22 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	if len(uids) == 0 {
 		return nil
 	}
-	if len(uids) > maxBatch { // the newest: a reply is recent
-		uids = uids[len(uids)-maxBatch:]
+	// Every new mail is looked at, oldest first, maxBatch at a time: a
+	// flood of mail costs reads in proportion, and hides no reply.
+	slices.Sort(uids)
+	for len(uids) > 0 {
+		n := min(len(uids), maxBatch)
+		if err := e.takeBatch(c, uids[:n], a); err != nil {
+			return err
+		}
+		uids = uids[n:]
 	}
+	return nil
+}
+
+// takeBatch looks at the new mails uids, and answers with the replies to
+// questions from allowed senders.
+func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) error {
 	// Anyone can mail the folder: the fields are read up to
 	// maxHeaderRead each mail, so a batch costs at most maxBatch times
 	// that, however long the lines a sender wrote.
@@ -426,6 +440,7 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	if err != nil {
 		return fmt.Errorf("fetch headers: %w", err)
 	}
+	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
 	for _, m := range msgs {
 		e.lastUID = max(e.lastUID, m.UID)
 		q, from, h, ok := e.match(m.FindBodySection(head))

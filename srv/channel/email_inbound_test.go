@@ -246,3 +246,30 @@ func TestEmailReplyNotSavedIsTakenLater(t *testing.T) {
 	}
 	eventually(t, "the reply marked read", func() bool { return box.seen(t)[1] })
 }
+
+// TestEmailFloodHidesNoReply: a flood of mail to the watched folder (more
+// than one look takes) does not hide the person's reply among it: every
+// new mail is looked at, a bounded number at a time.
+func TestEmailFloodHidesNoReply(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	e := newEmail(sink, box, logs)
+	f := newFixture(t, map[string][]Channel{tokA: {e}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+	logs.waitFor(t, "email: watching the mailbox")
+	addr := box.addr
+	_ = box.srv.Close() // all of it arrives while the server is away
+	logs.waitFor(t, "email: the mailbox is out of reach")
+	for i := range maxBatch + 50 {
+		if i == 10 {
+			box.deliver(t, "ana@example.org", id, "Ship it.\r\n")
+		}
+		box.deliverRaw(t, "From: Spam <spam@example.com>\r\nTo: "+aaAddr+"\r\nSubject: Offer "+strconv.Itoa(i)+"\r\n", "Buy now.\r\n")
+	}
+	box.serve(t, addr)
+	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}
