@@ -273,3 +273,31 @@ func TestEmailFloodHidesNoReply(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// FuzzReplyText: whatever a mail holds, reading its answer neither
+// panics nor yields more than maxAnswer bytes.
+func FuzzReplyText(f *testing.F) {
+	f.Add([]byte("From: a@b\r\nContent-Type: text/plain\r\n\r\nShip it.\r\n> quoted\r\n"))
+	f.Add([]byte("From: a@b\r\nContent-Type: text/html\r\n\r\n<p>Yes<br/></p><style>x<blockquote>On x wrote:</blockquote>"))
+	f.Add([]byte("From: a@b\r\n" + nested(3, "Yes")))
+	f.Add([]byte("From: a@b\r\nContent-Type: text/plain; charset=x-unknown\r\nContent-Transfer-Encoding: x-odd\r\n\r\n\xff\xfe"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if got := replyText(raw); len(got) > maxAnswer {
+			t.Fatalf("%d bytes of answer", len(got))
+		}
+	})
+}
+
+// FuzzHTMLText: whatever HTML a reply holds, reading its text neither
+// panics nor yields more than it was given.
+func FuzzHTMLText(f *testing.F) {
+	f.Add("<div>Yes</div><div class=\"gmail_quote\">On x wrote:</div>")
+	f.Add("<head><title>t</title></head><body>a<br>b</body>")
+	f.Add("<style>unclosed <p>x")
+	f.Add("a < b > c &amp; <")
+	f.Fuzz(func(t *testing.T, s string) {
+		if got := htmlText(s); len(got) > len(s) {
+			t.Fatalf("%q from %q", got, s)
+		}
+	})
+}
