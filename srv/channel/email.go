@@ -565,10 +565,10 @@ func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from
 	// Answered first, marked read after: an answer the server cannot
 	// save now stays unread, and is read again once the watch is back.
 	switch err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); {
-	case errors.Is(err, hub.ErrNotPending):
-		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
-	case err != nil:
+	case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 		return fmt.Errorf("%w: %w", errNotSaved, err)
+	case err != nil: // for good: tried again, it would stop the watch
+		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
 	}
 	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
 		return fmt.Errorf("mark a reply seen: %w", err)
