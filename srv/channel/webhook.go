@@ -44,6 +44,48 @@ type Webhook struct {
 
 	mu   sync.Mutex // held alone
 	seen map[string]time.Time
+	// peers are the webhooks of the same ID and secret serving other
+	// tokens (a config's tokens): the server takes the signed answers
+	// of an ID at one address, with one of them. Set by New.
+	peers []*Webhook
+}
+
+// linkWebhooks makes the webhooks of one ID and secret peers: a signed
+// answer at their address answers a question of any of their tokens.
+func linkWebhooks(routes map[string][]Channel) {
+	type group struct{ id, secret string }
+	groups := map[group][]*Webhook{}
+	for _, chs := range routes {
+		for _, c := range chs {
+			if w, ok := c.(*Webhook); ok {
+				g := group{w.ID, w.Secret}
+				if !slices.Contains(groups[g], w) {
+					groups[g] = append(groups[g], w)
+				}
+			}
+		}
+	}
+	for _, ws := range groups {
+		for _, w := range ws {
+			w.mu.Lock()
+			w.peers = slices.DeleteFunc(slices.Clone(ws), func(p *Webhook) bool { return p == w })
+			w.mu.Unlock()
+		}
+	}
+}
+
+// tokens are the tokens whose questions w's signed answers answer: its
+// own first, then its peers'.
+func (w *Webhook) tokens() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := []string{w.Token}
+	for _, p := range w.peers {
+		if !slices.Contains(out, p.Token) {
+			out = append(out, p.Token)
+		}
+	}
+	return out
 }
 
 // Signature headers.
@@ -138,7 +180,8 @@ func (w *Webhook) Send(ctx context.Context, n Notice) error {
 // maxSignedAnswer bounds a signed answer's body.
 const maxSignedAnswer = 8 << 10
 
-// Answers takes answers signed with the webhook's secret: POST {"id",
+// Answers takes answers signed with the webhook's secret, for a question
+// of its token or of its peers': POST {"id",
 // "text", "kind"} ("question" by default, or "report"), within the
 // signature window, each signature once: 200 {"ok": true}; 401 for a
 // signature that does not verify or a timestamp out of the window; 409
@@ -182,7 +225,27 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		if a.By != "" {
 			who = Clip(a.By, 64) + " (webhook " + w.ID + ")"
 		}
-		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
+		// The token whose question it is: an ID names one request in a
+		// token's room, not across rooms; pending in two, it is
+		// ambiguous and answers neither.
+		tokens := w.tokens()
+		var pendingIn []string
+		for _, tok := range tokens {
+			if h.Validity(tok, []string{a.ID})[a.ID] {
+				pendingIn = append(pendingIn, tok)
+			}
+		}
+		if len(pendingIn) > 1 {
+			w.forget(sig)
+			http.Error(rw, "the id names a pending question of more than one token: answer it in the app", http.StatusConflict)
+			return
+		}
+		tok := tokens[0]
+		if len(pendingIn) == 1 {
+			tok = pendingIn[0]
+		}
+		err = (Answers{hub: h}).Reply(tok, kind, a.ID, a.Text, who, w.ID, "webhook")
+		switch {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
 		case err != nil:

@@ -177,3 +177,52 @@ func TestWebhookAnswerHasOneMeaning(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// TestWebhookOfSeveralTokens: a webhook serving several tokens is one
+// webhook per token under one ID (the config's tokens), and the server
+// takes signed answers at that ID's one address: they answer the
+// questions of each of its tokens, of no other.
+func TestWebhookOfSeveralTokens(t *testing.T) {
+	recv := newReceiver(t)
+	const secret = "s3cret-s3cret-s3cret"
+	hookA := &Webhook{ID: "n8n", URL: recv.URL, Secret: secret, Token: tokA}
+	hookB := &Webhook{ID: "n8n", URL: recv.URL, Secret: secret, Token: tokB}
+	const tokC = "token-c-0123456789abcdef"
+	hookC := &Webhook{ID: "other", URL: recv.URL, Secret: secret, Token: tokC}
+	f := newFixture(t, map[string][]Channel{tokA: {hookA}, tokB: {hookB}, tokC: {hookC}}, Options{})
+	url := f.public.URL + "/channels/webhook/n8n/answer"
+	ofB := f.ask(tokB, "q-b")
+	f.ask(tokC, "q-c")
+	recv.waitFor(t, 2)
+	if code, msg := signedPost(t, url, secret, time.Now().Unix(), `{"id":"q-b","text":"Ship it."}`); code != http.StatusOK {
+		t.Fatalf("an answer to the second token's question: %d %s", code, msg)
+	}
+	if rep := answer(t, ofB); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	ofA := f.ask(tokA, "q-a")
+	recv.waitFor(t, 4)
+	if code, msg := signedPost(t, url, secret, time.Now().Unix(), `{"id":"q-a","text":"Wait."}`); code != http.StatusOK {
+		t.Fatalf("an answer to the first token's question: %d %s", code, msg)
+	}
+	if rep := answer(t, ofA); rep.Contents[0].GetText().GetText() != "Wait." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if code, msg := signedPost(t, url, secret, time.Now().Unix(), `{"id":"q-c","text":"Hijacked."}`); code != http.StatusConflict {
+		t.Errorf("an answer at n8n to a question of webhook other's token: %d %s, want 409", code, msg)
+	}
+
+	// One ID pending under both tokens names no one question.
+	f.ask(tokA, "q-same")
+	f.ask(tokB, "q-same")
+	eventually(t, "both shown", func() bool {
+		return f.hub.Validity(tokA, []string{"q-same"})["q-same"] && f.hub.Validity(tokB, []string{"q-same"})["q-same"]
+	})
+	if code, msg := signedPost(t, url, secret, time.Now().Unix(), `{"id":"q-same","text":"Which?"}`); code != http.StatusConflict ||
+		!strings.Contains(msg, "more than one token") {
+		t.Errorf("an answer to an ID pending under both tokens: %d %s, want 409", code, msg)
+	}
+	if !f.hub.Validity(tokA, []string{"q-same"})["q-same"] || !f.hub.Validity(tokB, []string{"q-same"})["q-same"] {
+		t.Error("an ambiguous answer answered a question")
+	}
+}
