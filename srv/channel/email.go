@@ -455,11 +455,7 @@ func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) erro
 			e.log().Info("email: an automatic reply answers nothing", "from", from, "id", q.id, "why", why)
 			continue
 		}
-		if m.RFC822Size > maxReplySize {
-			e.log().Info("email: a reply too large to read", "from", from, "bytes", m.RFC822Size)
-			continue
-		}
-		if err := e.answer(c, m.UID, q, from, a); err != nil {
+		if err := e.answer(c, m.UID, m.RFC822Size > maxReplySize, q, from, a); err != nil {
 			if errors.Is(err, errNotSaved) {
 				// Looked at again after the backoff, from this mail on.
 				e.lastUID = m.UID - 1
@@ -548,16 +544,15 @@ func (e *Email) allowed(addr string) bool {
 
 // answer reads the reply uid, marks it \Seen (taken), and answers q with
 // its text above the quote.
-func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from string, a Answers) error {
-	whole := &imap.FetchItemBodySection{Peek: true}
-	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+func (e *Email) answer(c *imapclient.Client, uid imap.UID, large bool, q emailQuestion, from string, a Answers) error {
+	read := e.readWhole
+	if large {
+		read = e.readTextPart
+	}
+	text, err := read(c, uid)
 	if err != nil {
-		return fmt.Errorf("fetch a reply: %w", err)
+		return err
 	}
-	if len(msgs) != 1 {
-		return nil // gone meanwhile
-	}
-	text := replyText(msgs[0].FindBodySection(whole))
 	if text == "" {
 		e.log().Info("email: a reply with no text above the quote answers nothing", "from", from)
 		return nil
@@ -574,6 +569,81 @@ func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from
 		return fmt.Errorf("mark a reply seen: %w", err)
 	}
 	return nil
+}
+
+// readWhole is the answer in the reply uid, fetched whole (it is at most
+// maxReplySize).
+func (e *Email) readWhole(c *imapclient.Client, uid imap.UID) (string, error) {
+	whole := &imap.FetchItemBodySection{Peek: true}
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil // gone meanwhile
+	}
+	return replyText(msgs[0].FindBodySection(whole)), nil
+}
+
+// readTextPart is the answer in the reply uid, too large to fetch whole
+// (a photo attached): its structure is read, then its first inline
+// text/plain part alone (or else text/html), its MIME header and at most
+// maxReplySize of its body.
+func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, error) {
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's structure: %w", err)
+	}
+	if len(msgs) != 1 || msgs[0].BodyStructure == nil {
+		return "", nil
+	}
+	var plain, markup []int
+	msgs[0].BodyStructure.Walk(func(path []int, part imap.BodyStructure) bool {
+		if len(path) > maxDepth {
+			return false
+		}
+		single, ok := part.(*imap.BodyStructureSinglePart)
+		if !ok {
+			return true
+		}
+		if d := single.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
+			return false
+		}
+		switch single.MediaType() {
+		case "text/plain":
+			if plain == nil {
+				plain = slices.Clone(path)
+			}
+		case "text/html":
+			if markup == nil {
+				markup = slices.Clone(path)
+			}
+		}
+		return false
+	})
+	path := plain
+	if path == nil {
+		path = markup
+	}
+	if path == nil {
+		return "", nil
+	}
+	mime := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierMIME, Part: path, Peek: true}
+	if _, single := msgs[0].BodyStructure.(*imap.BodyStructureSinglePart); single {
+		// Not multipart: its part 1 is its body, described by the mail's
+		// own header.
+		mime = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true, Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+	}
+	body := &imap.FetchItemBodySection{Part: path, Peek: true, Partial: &imap.SectionPartial{Size: maxReplySize}}
+	msgs, err = c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{mime, body}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's text: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil
+	}
+	head := bytes.TrimRight(msgs[0].FindBodySection(mime), "\r\n")
+	return replyText(slices.Concat(head, []byte("\r\n\r\n"), msgs[0].FindBodySection(body))), nil
 }
 
 // errNotSaved: a reply's answer could not be saved now; it is tried

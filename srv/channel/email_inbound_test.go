@@ -300,3 +300,41 @@ func FuzzHTMLText(f *testing.F) {
 		}
 	})
 }
+
+// TestEmailLargeReplyAnswers: a reply with a large attachment (a photo
+// from a phone) answers with its text, read alone: the attachment is
+// not fetched.
+func TestEmailLargeReplyAnswers(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	proxy := newCountingProxy(t, box.addr)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	e := newEmail(sink, box, logs)
+	e.IMAPAddr = proxy.addr
+	f := newFixture(t, map[string][]Channel{tokA: {e}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+	photo := strings.Repeat(strings.Repeat("QUJD", 19)+"\r\n", 40_000) // 3 MiB of base64
+	box.deliverRaw(t, replyHeader(id, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="b1"`),
+		"--b1\r\nContent-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n"+
+			"--b2\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nShip it, =FCber-quick.\r\n\r\nOn Fri, aa wrote:\r\n> Deploy?\r\n"+
+			"--b2\r\nContent-Type: text/html\r\n\r\n<p>Ship it</p>\r\n--b2--\r\n"+
+			"--b1\r\nContent-Type: image/jpeg\r\nContent-Disposition: attachment; filename=photo.jpg\r\nContent-Transfer-Encoding: base64\r\n\r\n"+photo+"--b1--\r\n")
+	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it, über-quick." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	eventually(t, "the reply marked read", func() bool { return box.seen(t)[1] })
+
+	// Not multipart: a long quote below a short answer.
+	second := f.ask(tokA, "q-2")
+	_, h, _ = sink.wait(t, 3) // the second is the first question's follow-up
+	id, _ = h.MessageID()
+	box.deliverRaw(t, replyHeader(id, "Content-Type: text/plain; charset=utf-8", "Content-Transfer-Encoding: quoted-printable"),
+		"Wait for =C3=BCber-review.\r\n\r\n"+strings.Repeat("> "+strings.Repeat("q", 70)+"\r\n", 30_000))
+	if rep := waitAnswer(t, second, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Wait for über-review." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if got := proxy.got.Load(); got > 3<<20 {
+		t.Errorf("read %d bytes from the IMAP server to answer with two replies' text", got)
+	}
+}
