@@ -291,7 +291,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		// restart. A reply to a message of someone else's is none of
 		// the bot's business.
 		if from := m.ReplyToMessage.From; from != nil && from.ID == t.botID() {
-			notTaken("the question is no longer pending here (answered, withdrawn or timed out); if it still waits, answer in the app.")
+			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply to a question's own message, or answer in the app.")
 		}
 		return
 	}

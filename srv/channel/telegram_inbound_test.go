@@ -58,7 +58,7 @@ func TestTelegramRepliesNotLost(t *testing.T) {
 
 	api.Push(telegramtest.Reply(42, 502, 400, "A reply to my own note.")) // 400 is not the bot's
 	api.Push(telegramtest.Reply(42, 503, question, "Also, tell Bo."))
-	if got := api.Call(t, "sendMessage", 3); repliesTo(got) != "503" || !strings.Contains(got["text"], "Not taken") || !strings.Contains(got["text"], "no longer pending") {
+	if got := api.Call(t, "sendMessage", 3); repliesTo(got) != "503" || !strings.Contains(got["text"], "Not taken") || !strings.Contains(got["text"], "asks no pending question") {
 		t.Errorf("a reply to a settled question: %v", got)
 	}
 }
