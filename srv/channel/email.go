@@ -542,8 +542,8 @@ func (e *Email) allowed(addr string) bool {
 	return false
 }
 
-// answer reads the reply uid, marks it \Seen (taken), and answers q with
-// its text above the quote.
+// answer reads the reply uid (its text part alone when it is large),
+// answers q with its text above the quote, and marks it \Seen (taken).
 func (e *Email) answer(c *imapclient.Client, uid imap.UID, large bool, q emailQuestion, from string, a Answers) error {
 	read := e.readWhole
 	if large {
