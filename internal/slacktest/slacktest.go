@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -219,14 +220,29 @@ func (api *API) Connected(ctx context.Context) error {
 // Send sends an envelope of typ ("interactive", "events_api") with
 // payload over the app's connection and waits for its acknowledgement.
 func (api *API) Send(ctx context.Context, typ string, payload map[string]any) error {
+	return api.send(ctx, typ, payload, 0)
+}
+
+// Retry is Send of an envelope Slack delivers again (retry_attempt 1,
+// a new envelope ID): what Socket Mode does when an acknowledgement came
+// late or not at all.
+func (api *API) Retry(ctx context.Context, typ string, payload map[string]any) error {
+	return api.send(ctx, typ, payload, 1)
+}
+
+func (api *API) send(ctx context.Context, typ string, payload map[string]any, attempt int) error {
 	if err := api.Connected(ctx); err != nil {
 		return err
+	}
+	reason := ""
+	if attempt > 0 {
+		reason = "timeout"
 	}
 	api.mu.Lock()
 	api.envs++
 	id := "env-" + strconv.Itoa(api.envs)
 	err := api.conn.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload,
-		"accepts_response_payload": typ == "interactive", "retry_attempt": 0, "retry_reason": ""})
+		"accepts_response_payload": typ == "interactive", "retry_attempt": attempt, "retry_reason": reason})
 	api.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("send envelope %s: %w", id, err)
@@ -254,24 +270,42 @@ func (api *API) Envelope(t testing.TB, typ string, payload map[string]any) {
 	}
 }
 
+// Redelivered is Retry; t fails when it is not acknowledged within 10 s.
+func (api *API) Redelivered(t testing.TB, typ string, payload map[string]any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := api.Retry(ctx, typ, payload); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Press is a block_actions interaction: user pressed the button with
-// value of the message ts in channel.
+// value of the message ts in channel. Its action_ts and trigger_id are
+// those of that press (Slack's are unique to a press): two presses
+// differ in one of the four.
 func Press(user, channel, ts, value string) map[string]any {
+	n := hash(user, channel, ts, value)
+	at := fmt.Sprintf("1700000001.%06d", n%1_000_000)
 	return map[string]any{"type": "block_actions", "user": map[string]any{"id": user, "username": "ana", "name": "ana", "team_id": "T1"},
-		"api_app_id": "A1", "token": "verification", "trigger_id": "1.2.3",
+		"api_app_id": "A1", "token": "verification", "trigger_id": fmt.Sprintf("1.2.%d", n), "action_ts": at,
 		"container": map[string]any{"type": "message", "message_ts": ts, "channel_id": channel, "is_ephemeral": false},
 		"team":      map[string]any{"id": "T1", "domain": "example"}, "channel": map[string]any{"id": channel, "name": "directmessage"},
 		"message": map[string]any{"type": "message", "ts": ts, "text": "…"},
 		"actions": []any{map[string]any{"type": "button", "action_id": "answer", "block_id": "answers", "value": value,
-			"text": map[string]any{"type": "plain_text", "text": "…"}, "action_ts": "1700000001.000001"}}}
+			"text": map[string]any{"type": "plain_text", "text": "…"}, "action_ts": at}}}
 }
 
 // ThreadReply is an events_api message event: user replied text in the
-// thread of the message ts in channel.
+// thread of the message ts in channel. Its event ID and its own ts are
+// those of that reply (as Slack's are unique to an event).
 func ThreadReply(user, channel, ts, text string) map[string]any {
-	return map[string]any{"token": "verification", "team_id": "T1", "api_app_id": "A1", "type": "event_callback", "event_id": "Ev1", "event_time": 1700000002,
-		"event": map[string]any{"type": "message", "channel": channel, "user": user, "text": text, "ts": "1700000002.000100",
-			"thread_ts": ts, "channel_type": "im", "event_ts": "1700000002.000100"}}
+	n := hash(user, channel, ts, text)
+	own := fmt.Sprintf("1700000002.%06d", n%1_000_000)
+	return map[string]any{"token": "verification", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+		"event_id": fmt.Sprintf("Ev%08X", n), "event_time": 1700000002,
+		"event": map[string]any{"type": "message", "channel": channel, "user": user, "text": text, "ts": own,
+			"thread_ts": ts, "channel_type": "im", "event_ts": own}}
 }
 
 // Block is one Block Kit block of a posted message, as far as the tests
@@ -311,4 +345,13 @@ func Buttons(blocks []Block) []string {
 		}
 	}
 	return out
+}
+
+// hash makes the IDs of an event from what it is.
+func hash(parts ...string) uint32 {
+	h := fnv.New32a()
+	for _, p := range parts {
+		_, _ = h.Write([]byte(p + "\x00"))
+	}
+	return h.Sum32()
 }

@@ -35,6 +35,7 @@ type API struct {
 	calls   []Call
 	updates []map[string]any
 	nextMsg int
+	made    map[int]bool      // the messages the bot sent
 	files   map[string][]byte // getFile's file_path → the file
 	// changed is closed, and replaced, when a call or an update comes.
 	changed chan struct{}
@@ -162,6 +163,10 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 			api.nextMsg++
 			id = api.nextMsg
 			form["sent_message_id"] = strconv.Itoa(id)
+			if api.made == nil {
+				api.made = map[int]bool{}
+			}
+			api.made[id] = true
 		}
 		api.mu.Unlock()
 		result = map[string]any{"message_id": id, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}, "text": form["text"]}
@@ -176,9 +181,21 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 // Push makes an update available to getUpdates (its update_id is set).
+// A message's reply_to_message without a "from" gets the one Telegram
+// gives it: the bot, when the bot sent that message, else the person
+// of the chat.
 func (api *API) Push(u map[string]any) {
 	api.mu.Lock()
 	defer api.mu.Unlock()
+	if m, ok := u["message"].(map[string]any); ok {
+		if to, ok := m["reply_to_message"].(map[string]any); ok && to["from"] == nil {
+			id, _ := to["message_id"].(int)
+			to["from"] = m["from"]
+			if api.made[id] {
+				to["from"] = map[string]any{"id": BotID(api.token), "is_bot": true, "first_name": "Agent Assistant", "username": "aa_bot"}
+			}
+		}
+	}
 	u["update_id"] = len(api.updates) + 1
 	api.updates = append(api.updates, u)
 	api.changedLocked()
@@ -249,4 +266,12 @@ func KeyboardOf(form map[string]string) (Keyboard, error) {
 		return kb, fmt.Errorf("read reply_markup %q: %w", form["reply_markup"], err)
 	}
 	return kb, nil
+}
+
+// BotID is the user ID of the bot whose token is token: the number
+// before its colon.
+func BotID(token string) int64 {
+	id, _, _ := strings.Cut(token, ":")
+	n, _ := strconv.ParseInt(id, 10, 64)
+	return n
 }

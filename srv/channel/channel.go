@@ -138,6 +138,7 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
+	linkWebhooks(o.Routes)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}}
 	for _, chs := range o.Routes {
 		for _, c := range chs {

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,9 +97,13 @@ func newFixture(t *testing.T, routes map[string][]Channel, o Options) *fixture {
 	t.Cleanup(caps.Follow(h, store.Room))
 	mux := http.NewServeMux()
 	mux.Handle("POST /push/answer", caps.Answer(h, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {}))
-	for _, chs := range routes {
-		for _, c := range chs {
-			if w, ok := c.(*Webhook); ok {
+	// As the server does: one handler for an ID, that of the first
+	// webhook of that ID met (in token order here).
+	hooked := map[string]bool{}
+	for _, tok := range slices.Sorted(maps.Keys(routes)) {
+		for _, c := range routes[tok] {
+			if w, ok := c.(*Webhook); ok && !hooked[w.ID] {
+				hooked[w.ID] = true
 				mux.Handle("POST /channels/webhook/"+w.ID+"/answer", w.Answers(h))
 			}
 		}

@@ -3,15 +3,18 @@ package channel
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"html"
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -88,8 +91,11 @@ const (
 	// answer.
 	maxReplySize = 1 << 20
 	maxAnswer    = 16 << 10
-	// maxBatch bounds the new mails looked at in one round.
+	// maxBatch bounds the new mails whose headers are read at once.
 	maxBatch = 200
+	// maxHeaderRead bounds the header fields read of a new mail: a
+	// reply's are a few kilobytes, a thread of a thousand mails' fits.
+	maxHeaderRead = 64 << 10
 	// pollEvery is how often a server without IDLE is asked for news.
 	pollEvery = time.Minute
 )
@@ -409,17 +415,35 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	if len(uids) == 0 {
 		return nil
 	}
-	if len(uids) > maxBatch { // the newest: a reply is recent
-		uids = uids[len(uids)-maxBatch:]
+	// Every new mail is looked at, oldest first, maxBatch at a time: a
+	// flood of mail costs reads in proportion, and hides no reply.
+	slices.Sort(uids)
+	for len(uids) > 0 {
+		n := min(len(uids), maxBatch)
+		if err := e.takeBatch(c, uids[:n], a); err != nil {
+			return err
+		}
+		uids = uids[n:]
 	}
-	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", "In-Reply-To", "References"}, Peek: true}
+	return nil
+}
+
+// takeBatch looks at the new mails uids, and answers with the replies to
+// questions from allowed senders.
+func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) error {
+	// Anyone can mail the folder: the fields are read up to
+	// maxHeaderRead each mail, so a batch costs at most maxBatch times
+	// that, however long the lines a sender wrote.
+	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: headerFields, Peek: true,
+		Partial: &imap.SectionPartial{Size: maxHeaderRead}}
 	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true, BodySection: []*imap.FetchItemBodySection{head}}).Collect()
 	if err != nil {
 		return fmt.Errorf("fetch headers: %w", err)
 	}
+	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
 	for _, m := range msgs {
 		e.lastUID = max(e.lastUID, m.UID)
-		q, from, ok := e.match(m.FindBodySection(head))
+		q, from, h, ok := e.match(m.FindBodySection(head))
 		if !ok {
 			continue
 		}
@@ -427,38 +451,81 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 			e.log().Info("email: a reply from an address not in senders answers nothing", "from", from)
 			continue
 		}
-		if m.RFC822Size > maxReplySize {
-			e.log().Info("email: a reply too large to read", "from", from, "bytes", m.RFC822Size)
+		if why := autoReply(h); why != "" {
+			e.log().Info("email: an automatic reply answers nothing", "from", from, "id", q.id, "why", why)
 			continue
 		}
-		if err := e.answer(c, m.UID, q, from, a); err != nil {
+		if err := e.answer(c, m.UID, m.RFC822Size > maxReplySize, q, from, a); err != nil {
+			if errors.Is(err, errNotSaved) {
+				// Looked at again after the backoff, from this mail on.
+				e.lastUID = m.UID - 1
+			}
 			return err
 		}
 	}
 	return nil
 }
 
+// headerFields are the fields of a new mail read to tell whether it is a
+// reply to a question: who sent it, to which mail, and whether a person
+// wrote it (autoReply).
+var headerFields = []string{"From", "In-Reply-To", "References",
+	"Auto-Submitted", "X-Autoreply", "X-Autorespond", "Precedence", "Return-Path", "Content-Type"}
+
 // match finds the question a mail's header replies to, and its sender.
-func (e *Email) match(raw []byte) (emailQuestion, string, bool) {
+func (e *Email) match(raw []byte) (emailQuestion, string, mail.Header, bool) {
+	// A header cut at maxHeaderRead ends mid-line: the line is ended,
+	// and the header (a cut field is read as far as it goes, or not).
+	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
-		return emailQuestion{}, "", false
+		return emailQuestion{}, "", mail.Header{}, false
 	}
 	h := mail.Header{Header: message.Header{Header: th}}
 	irt, _ := h.MsgIDList("In-Reply-To")
 	refs, _ := h.MsgIDList("References")
 	from, err := h.AddressList("From")
 	if err != nil || len(from) != 1 {
-		return emailQuestion{}, "", false
+		return emailQuestion{}, "", h, false
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, id := range append(irt, refs...) {
 		if q, ok := e.asks[id]; ok {
-			return q, strings.ToLower(from[0].Address), true
+			return q, strings.ToLower(from[0].Address), h, true
 		}
 	}
-	return emailQuestion{}, "", false
+	return emailQuestion{}, "", h, false
+}
+
+// autoReply says why a mail was written by a machine, not a person, or
+// "": an out-of-office or vacation notice comes from the person's own
+// address, in reply to the question's mail, and must not answer it
+// (RFC 3834's Auto-Submitted, and the older marks mail programs still
+// set); neither must a delivery report (RFC 3464) or the channel's own
+// follow-up coming back to a shared mailbox (auto-generated).
+func autoReply(h mail.Header) string {
+	if v := strings.FieldsFunc(strings.ToLower(h.Get("Auto-Submitted")), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '('
+	}); len(v) > 0 && v[0] != "no" {
+		return "Auto-Submitted: " + v[0]
+	}
+	for _, k := range []string{"X-Autoreply", "X-Autorespond"} {
+		if h.Get(k) != "" {
+			return k
+		}
+	}
+	switch p := strings.ToLower(strings.TrimSpace(h.Get("Precedence"))); p {
+	case "auto_reply", "bulk", "junk", "list":
+		return "Precedence: " + p
+	}
+	if strings.TrimSpace(h.Get("Return-Path")) == "<>" {
+		return "a bounce (Return-Path: <>)"
+	}
+	if t, _, _ := h.ContentType(); t == "multipart/report" {
+		return "a delivery report"
+	}
+	return ""
 }
 
 // allowed: the address is one of the senders the config names.
@@ -475,54 +542,236 @@ func (e *Email) allowed(addr string) bool {
 	return false
 }
 
-// answer reads the reply uid, marks it \Seen (taken), and answers q with
-// its text above the quote.
-func (e *Email) answer(c *imapclient.Client, uid imap.UID, q emailQuestion, from string, a Answers) error {
-	whole := &imap.FetchItemBodySection{Peek: true}
-	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+// answer reads the reply uid (its text part alone when it is large),
+// answers q with its text above the quote, and marks it \Seen (taken).
+func (e *Email) answer(c *imapclient.Client, uid imap.UID, large bool, q emailQuestion, from string, a Answers) error {
+	read := e.readWhole
+	if large {
+		read = e.readTextPart
+	}
+	text, err := read(c, uid)
 	if err != nil {
-		return fmt.Errorf("fetch a reply: %w", err)
+		return err
 	}
-	if len(msgs) != 1 {
-		return nil // gone meanwhile
-	}
-	text := replyText(msgs[0].FindBodySection(whole))
 	if text == "" {
 		e.log().Info("email: a reply with no text above the quote answers nothing", "from", from)
 		return nil
 	}
+	// Answered first, marked read after: an answer the server cannot
+	// save now stays unread, and is read again once the watch is back.
+	switch err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); {
+	case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
+		return fmt.Errorf("%w: %w", errNotSaved, err)
+	case err != nil: // for good: tried again, it would stop the watch
+		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
+	}
 	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
 		return fmt.Errorf("mark a reply seen: %w", err)
-	}
-	if err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); err != nil {
-		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
 	}
 	return nil
 }
 
+// readWhole is the answer in the reply uid, fetched whole (it is at most
+// maxReplySize).
+func (e *Email) readWhole(c *imapclient.Client, uid imap.UID) (string, error) {
+	whole := &imap.FetchItemBodySection{Peek: true}
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil // gone meanwhile
+	}
+	return replyText(msgs[0].FindBodySection(whole)), nil
+}
+
+// readTextPart is the answer in the reply uid, too large to fetch whole
+// (a photo attached): its structure is read, then its first inline
+// text/plain part alone (or else text/html), its MIME header and at most
+// maxReplySize of its body.
+func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, error) {
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's structure: %w", err)
+	}
+	if len(msgs) != 1 || msgs[0].BodyStructure == nil {
+		return "", nil
+	}
+	var plain, markup []int
+	msgs[0].BodyStructure.Walk(func(path []int, part imap.BodyStructure) bool {
+		if len(path) > maxDepth {
+			return false
+		}
+		single, ok := part.(*imap.BodyStructureSinglePart)
+		if !ok {
+			return true
+		}
+		if d := single.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
+			return false
+		}
+		switch single.MediaType() {
+		case "text/plain":
+			if plain == nil {
+				plain = slices.Clone(path)
+			}
+		case "text/html":
+			if markup == nil {
+				markup = slices.Clone(path)
+			}
+		}
+		return false
+	})
+	path := plain
+	if path == nil {
+		path = markup
+	}
+	if path == nil {
+		return "", nil
+	}
+	mime := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierMIME, Part: path, Peek: true}
+	if _, single := msgs[0].BodyStructure.(*imap.BodyStructureSinglePart); single {
+		// Not multipart: its part 1 is its body, described by the mail's
+		// own header.
+		mime = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true, Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+	}
+	body := &imap.FetchItemBodySection{Part: path, Peek: true, Partial: &imap.SectionPartial{Size: maxReplySize}}
+	msgs, err = c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{mime, body}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's text: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil
+	}
+	head := bytes.TrimRight(msgs[0].FindBodySection(mime), "\r\n")
+	return replyText(slices.Concat(head, []byte("\r\n\r\n"), msgs[0].FindBodySection(body))), nil
+}
+
+// errNotSaved: a reply's answer could not be saved now; it is tried
+// again.
+var errNotSaved = errors.New("a reply's answer cannot be saved now")
+
 // replyText is the answer a mail holds: its first text/plain part's
-// lines above the quote.
+// lines above the quote, or its HTML's when it has no plain text (some
+// mail programs send only HTML).
 func replyText(raw []byte) string {
-	r, err := mail.CreateReader(bytes.NewReader(raw))
-	if err != nil && !message.IsUnknownCharset(err) {
+	ent, err := message.Read(bytes.NewReader(raw))
+	if err != nil && !unknownCoding(err) {
 		return ""
 	}
-	defer func() { _ = r.Close() }()
-	for {
-		p, err := r.NextPart()
-		if err != nil {
-			return ""
-		}
-		ih, ok := p.Header.(*mail.InlineHeader)
-		if !ok {
-			continue
-		}
-		if t, _, _ := ih.ContentType(); t != "" && t != "text/plain" {
-			continue
-		}
-		b, _ := io.ReadAll(io.LimitReader(p.Body, maxReplySize))
-		return Clip(stripQuote(string(b)), maxAnswer)
+	text, markup, _ := firstText(ent, 0)
+	if text == "" && markup != "" {
+		text = htmlText(markup)
 	}
+	return Clip(stripQuote(text), maxAnswer)
+}
+
+// maxDepth bounds the nesting of a mail's multiparts looked into.
+const maxDepth = 8
+
+// firstText is the body of e's first inline text/plain part (ok), or
+// else of its first text/html part, looking into its multiparts
+// (go-message's mail.Reader gives up on a part whose transfer encoding
+// it does not know: this reads it as it is).
+func firstText(e *message.Entity, depth int) (text, markup string, ok bool) {
+	if mr := e.MultipartReader(); mr != nil {
+		if depth >= maxDepth {
+			return "", "", false
+		}
+		for {
+			p, err := mr.NextPart()
+			if err != nil && !unknownCoding(err) {
+				return "", markup, false
+			}
+			t, h, ok := firstText(p, depth+1)
+			if ok {
+				return t, "", true
+			}
+			if markup == "" {
+				markup = h
+			}
+		}
+	}
+	t, _, _ := e.Header.ContentType()
+	if disp, _, _ := e.Header.ContentDisposition(); disp == "attachment" || t != "text/plain" && t != "text/html" {
+		return "", "", false
+	}
+	b, _ := io.ReadAll(io.LimitReader(e.Body, maxReplySize))
+	if t == "text/html" {
+		return "", string(b), false
+	}
+	return string(b), "", true
+}
+
+// htmlQuote marks where a mail program's HTML reply quotes the mail it
+// answers (Gmail, Apple Mail and Thunderbird, Outlook).
+var htmlQuote = []string{`<blockquote`, `class="gmail_quote`, `id="divRplyFwdMsg"`, `id="appendonsend"`, `class="moz-cite-prefix"`}
+
+// htmlDropped are the elements whose content is no text.
+var htmlDropped = []string{"head", "style", "script", "title"}
+
+// htmlBreaks are the tags that end a line.
+var htmlBreaks = map[string]bool{"br": true, "/p": true, "/div": true, "/li": true, "/tr": true, "/h1": true, "/h2": true, "/h3": true, "p": true, "div": true, "hr": true}
+
+// htmlText is what a person wrote in an HTML-only reply, above the quote:
+// the tags dropped, the entities read, a line for each paragraph, div or
+// break. It is no HTML parser, and needs none: its output is plain text
+// shown as such.
+func htmlText(s string) string {
+	lower := strings.ToLower(s)
+	for _, q := range htmlQuote {
+		if i := strings.Index(lower, q); i >= 0 {
+			if j := strings.LastIndexByte(lower[:i], '<'); j >= 0 {
+				i = j
+			}
+			s, lower = s[:i], lower[:i]
+		}
+	}
+	var b strings.Builder
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '<')
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		b.WriteString(s[:i])
+		s, lower = s[i:], lower[i:]
+		end := strings.IndexByte(s, '>')
+		if end < 0 {
+			break
+		}
+		name := strings.FieldsFunc(lower[1:end], func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+		tag := ""
+		if len(name) > 0 {
+			tag = strings.TrimSuffix(name[0], "/")
+		}
+		s, lower = s[end+1:], lower[end+1:]
+		if slices.Contains(htmlDropped, tag) {
+			k := strings.Index(lower, "</"+tag)
+			if k < 0 { // unclosed: the rest is its content (and each byte is looked at once)
+				break
+			}
+			s, lower = s[k:], lower[k:]
+			continue
+		}
+		if htmlBreaks[tag] {
+			b.WriteByte('\n')
+		}
+	}
+	lines := strings.Split(html.UnescapeString(b.String()), "\n")
+	var out []string
+	for _, l := range lines {
+		if l = strings.Join(strings.Fields(l), " "); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// unknownCoding: the error of a mail (or part) whose charset or transfer
+// encoding go-message does not know; it still reads the bytes as they
+// are, which beats losing what the person wrote.
+func unknownCoding(err error) bool {
+	return message.IsUnknownCharset(err) || message.IsUnknownEncoding(err)
 }
 
 // stripQuote keeps what was written above the quoted mail: it drops the

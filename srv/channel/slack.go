@@ -49,7 +49,23 @@ type Slack struct {
 	mu   sync.Mutex                 // held alone
 	sent map[string]slackMessage    // room + "\x00" + request ID → its message
 	asks map[slackKey]slackQuestion // a message → the question it asks
+
+	// settled are the messages of questions settled lately, oldest
+	// first in settledOrder: a reply in their thread is told it came
+	// too late. Under mu.
+	settled      map[slackKey]bool
+	settledOrder []slackKey
+
+	// handled are the events and presses taken lately, oldest first in
+	// handledOrder: Socket Mode delivers one again when its
+	// acknowledgement was late. Touched only by Listen's event goroutine.
+	handled      map[string]bool
+	handledOrder []string
 }
+
+// maxHandled bounds the events remembered against redelivery (Slack
+// tries again three times within minutes).
+const maxHandled = 1024
 
 // slackQuestion is what a message asks, and the capability its buttons
 // answer with: kept here, not in the buttons' values, which anyone who
@@ -105,7 +121,10 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if n.Kind != hub.Asked {
 		s.mu.Lock()
 		m, ok := s.sent[key]
-		delete(s.asks, m.slackKey) // settled: its presses and replies answer nothing now
+		if ok {
+			delete(s.asks, m.slackKey) // settled: its presses and replies answer nothing now
+			s.settledLocked(m.slackKey)
+		}
 		s.mu.Unlock()
 		if !ok {
 			return nil
@@ -162,6 +181,23 @@ func (s *Slack) track(key string, m slackMessage, q slackQuestion) {
 	s.asks[m.slackKey] = q
 }
 
+// settledLocked remembers that the message k asked a question now
+// settled. Called with s.mu held.
+func (s *Slack) settledLocked(k slackKey) {
+	if s.settled == nil {
+		s.settled = map[slackKey]bool{}
+	}
+	if s.settled[k] {
+		return
+	}
+	if len(s.settledOrder) >= maxHandled {
+		delete(s.settled, s.settledOrder[0])
+		s.settledOrder = s.settledOrder[1:]
+	}
+	s.settled[k] = true
+	s.settledOrder = append(s.settledOrder, k)
+}
+
 // question is what the message k asks, if it is one of ours.
 func (s *Slack) question(k slackKey) (slackQuestion, bool) {
 	s.mu.Lock()
@@ -215,11 +251,21 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 	switch ev.Type {
 	case socketmode.EventTypeInteractive:
 		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeBlockActions {
+			id := "press\x00" + cb.User.ID + "\x00" + cb.Container.ChannelID + "\x00" + cb.Container.MessageTs + "\x00" + cb.ActionTs
+			for _, act := range cb.ActionCallback.BlockActions {
+				id += "\x00" + act.ActionTs
+			}
+			if s.again(id) {
+				return
+			}
 			s.pressed(ctx, cb, a)
 		}
 	case socketmode.EventTypeEventsAPI:
 		e, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || e.Type != slackevents.CallbackEvent {
+			return
+		}
+		if outer, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && outer.EventID != "" && s.again("event\x00"+outer.EventID) {
 			return
 		}
 		if m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent); ok {
@@ -232,6 +278,26 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 	case socketmode.EventTypeInvalidAuth:
 		s.warn("slack: the app token is refused")
 	}
+}
+
+// again reports whether the event id was handled already, and
+// remembers it: a redelivered reply or press must neither answer twice
+// nor tell the person their answer was not taken.
+func (s *Slack) again(id string) bool {
+	if s.handled[id] {
+		logOf(s.Logger).Debug("slack: an event delivered again is ignored")
+		return true
+	}
+	if s.handled == nil {
+		s.handled = map[string]bool{}
+	}
+	if len(s.handledOrder) >= maxHandled {
+		delete(s.handled, s.handledOrder[0])
+		s.handledOrder = s.handledOrder[1:]
+	}
+	s.handled[id] = true
+	s.handledOrder = append(s.handledOrder, id)
+	return false
 }
 
 // allowed: the user is one the config names.
@@ -277,22 +343,43 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 	}
 }
 
+// replyKinds are the subtypes of a message a person writes in a thread:
+// a plain one, one also sent to the channel, one with a file (whose text
+// answers; the file is not carried).
+var replyKinds = []string{"", "thread_broadcast", "file_share"}
+
 // replied answers the question whose thread a message is in, with its
-// text.
+// text. A reply in the thread of a question settled lately is told so:
+// what a person wrote is never dropped without a word. The bot's own
+// messages (that word among them) answer nothing.
 func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answers) {
-	if m.SubType != "" || m.BotID != "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp ||
-		!s.allowed(m.User) || strings.TrimSpace(m.Text) == "" {
+	if !slices.Contains(replyKinds, m.SubType) || m.BotID != "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp ||
+		!s.allowed(m.User) {
 		return
 	}
-	q, ok := s.question(slackKey{m.Channel, m.ThreadTimeStamp})
-	if !ok {
-		return
-	}
-	if err := a.Reply(q.token, q.kind, q.id, m.Text, "Slack", m.User, "slack"); err != nil {
+	notTaken := func(why string) {
 		_, _, err := s.client().PostMessageContext(ctx, m.Channel, slack.MsgOptionTS(m.ThreadTimeStamp),
-			slack.MsgOptionText("Not taken: "+err.Error(), true))
+			slack.MsgOptionText("Not taken: "+why, true))
 		if err != nil {
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
 		}
+	}
+	k := slackKey{m.Channel, m.ThreadTimeStamp}
+	q, ok := s.question(k)
+	if !ok {
+		s.mu.Lock()
+		late := s.settled[k]
+		s.mu.Unlock()
+		if late {
+			notTaken("the question is no longer pending (answered, withdrawn or timed out).")
+		}
+		return
+	}
+	if strings.TrimSpace(m.Text) == "" {
+		notTaken("an answer is text.")
+		return
+	}
+	if err := a.Reply(q.token, q.kind, q.id, m.Text, "Slack", m.User, "slack"); err != nil {
+		notTaken(err.Error())
 	}
 }

@@ -62,6 +62,9 @@ type sentKey struct {
 type sentMessage struct {
 	sentKey
 	text string
+	// photo: one of the question's images, sent as a reply to it (a
+	// reply to it answers the question; it has no text to edit).
+	photo bool
 }
 
 type telegramQuestion struct {
@@ -123,6 +126,9 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		t.mu.Unlock()
 		for _, m := range msgs {
+			if m.photo {
+				continue
+			}
 			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
 				Text: m.text + "\n\n— " + html.EscapeString(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
 			if err != nil {
@@ -153,17 +159,20 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(key, sentMessage{sentKey{chat, m.ID}, text}, telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels})
+		q := telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels}
+		t.track(key, sentMessage{sentKey: sentKey{chat, m.ID}, text: text}, q)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {
 			name := "image-" + strconv.Itoa(i+1) + "." + strings.TrimPrefix(p.mime, "image/")
-			_, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: Clip(p.alt, 1000),
+			pm, err := b.SendPhoto(ctx, &bot.SendPhotoParams{ChatID: chat, Caption: Clip(p.alt, 1000),
 				Photo:           &models.InputFileUpload{Filename: name, Data: bytes.NewReader(p.data)},
 				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
 			if err != nil {
 				logOf(t.Logger).Warn("telegram: a question's image not sent", "err", t.redact(err))
+				continue
 			}
+			t.track(key, sentMessage{sentKey: sentKey{chat, pm.ID}, photo: true}, q)
 		}
 	}
 	return nil
@@ -172,7 +181,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 func (t *Telegram) already(key string, chat int64) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.chat == chat })
+	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.chat == chat && !m.photo })
 }
 
 func (t *Telegram) track(key string, m sentMessage, q telegramQuestion) {
@@ -214,16 +223,23 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	reply := func(text string) {
 		_, _ = b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: text})
 	}
-	msg := q.Message.Message
-	if msg == nil || !t.allowed(msg.Chat.ID) {
+	// The message tapped: Telegram hands one older than 48 hours as
+	// "inaccessible", its chat and ID all there is.
+	var at sentKey
+	switch m := q.Message; {
+	case m.Message != nil:
+		at = sentKey{m.Message.Chat.ID, m.Message.ID}
+	case m.InaccessibleMessage != nil:
+		at = sentKey{m.InaccessibleMessage.Chat.ID, m.InaccessibleMessage.MessageID}
+	}
+	if at.msg == 0 || !t.allowed(at.chat) {
 		reply("This chat may not answer.")
 		return
 	}
-	// The message tapped: the buttons it had and the capability they
-	// answer with; one no longer tracked (settled, or forgotten)
-	// answers nothing.
+	// The buttons it had and the capability they answer with; one no
+	// longer tracked (settled, or forgotten) answers nothing.
 	t.mu.Lock()
-	question, known := t.asks[sentKey{msg.Chat.ID, msg.ID}]
+	question, known := t.asks[at]
 	t.mu.Unlock()
 	index, ok := strings.CutPrefix(q.Data, "a:")
 	i, err := strconv.Atoi(index)
@@ -246,28 +262,52 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	}
 }
 
+// botID is the bot's own user ID: the number its token starts with.
+func (t *Telegram) botID() int64 {
+	id, _, _ := strings.Cut(t.BotToken, ":")
+	n, _ := strconv.ParseInt(id, 10, 64)
+	return n
+}
+
 // replied answers the question a reply is to, with its text, or its
-// photo and caption.
+// photo and caption. A reply to the bot that answers nothing says why:
+// what a person wrote is never dropped without a word.
 func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a Answers) {
-	if !t.allowed(m.Chat.ID) || strings.TrimSpace(m.Text) == "" && len(m.Photo) == 0 {
+	if !t.allowed(m.Chat.ID) {
 		return
+	}
+	notTaken := func(why string) {
+		_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + why,
+			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+		if err != nil {
+			logOf(t.Logger).Warn("telegram: cannot tell why a reply was not taken", "err", t.redact(err))
+		}
 	}
 	t.mu.Lock()
 	q, ok := t.asks[sentKey{m.Chat.ID, m.ReplyToMessage.ID}]
 	t.mu.Unlock()
 	if !ok {
+		// Not a question of ours (any more): settled, or asked before a
+		// restart. A reply to a message of someone else's is none of
+		// the bot's business.
+		if from := m.ReplyToMessage.From; from != nil && from.ID == t.botID() {
+			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply to a question's own message, or answer in the app.")
+		}
+		return
+	}
+	if strings.TrimSpace(m.Text) == "" && strings.TrimSpace(m.Caption) == "" && len(m.Photo) == 0 {
+		notTaken("an answer is text or a photo.")
 		return
 	}
 	who := "Telegram"
 	if m.From != nil && m.From.FirstName != "" {
-		who = m.From.FirstName + " · Telegram"
+		who = Clip(m.From.FirstName, 64) + " · Telegram"
 	}
 	var contents []*pb.McpResultContent
 	if len(m.Photo) > 0 {
 		img, err := t.photo(ctx, b, m.Photo)
 		if err != nil {
-			_, _ = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: the photo could not be read (" + t.redact(err).Error() + ")",
-				ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+			notTaken("the photo could not be read (" + t.redact(err).Error() + ")")
 			return
 		}
 		contents = append(contents, img)
@@ -277,8 +317,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	}
 	err := a.ReplyWith(q.token, q.kind, q.id, contents, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
 	if err != nil {
-		_, _ = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + err.Error(),
-			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+		notTaken(err.Error())
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -43,6 +44,48 @@ type Webhook struct {
 
 	mu   sync.Mutex // held alone
 	seen map[string]time.Time
+	// peers are the webhooks of the same ID and secret serving other
+	// tokens (a config's tokens): the server takes the signed answers
+	// of an ID at one address, with one of them. Set by New.
+	peers []*Webhook
+}
+
+// linkWebhooks makes the webhooks of one ID and secret peers: a signed
+// answer at their address answers a question of any of their tokens.
+func linkWebhooks(routes map[string][]Channel) {
+	type group struct{ id, secret string }
+	groups := map[group][]*Webhook{}
+	for _, chs := range routes {
+		for _, c := range chs {
+			if w, ok := c.(*Webhook); ok {
+				g := group{w.ID, w.Secret}
+				if !slices.Contains(groups[g], w) {
+					groups[g] = append(groups[g], w)
+				}
+			}
+		}
+	}
+	for _, ws := range groups {
+		for _, w := range ws {
+			w.mu.Lock()
+			w.peers = slices.DeleteFunc(slices.Clone(ws), func(p *Webhook) bool { return p == w })
+			w.mu.Unlock()
+		}
+	}
+}
+
+// tokens are the tokens whose questions w's signed answers answer: its
+// own first, then its peers'.
+func (w *Webhook) tokens() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := []string{w.Token}
+	for _, p := range w.peers {
+		if !slices.Contains(out, p.Token) {
+			out = append(out, p.Token)
+		}
+	}
+	return out
 }
 
 // Signature headers.
@@ -137,7 +180,8 @@ func (w *Webhook) Send(ctx context.Context, n Notice) error {
 // maxSignedAnswer bounds a signed answer's body.
 const maxSignedAnswer = 8 << 10
 
-// Answers takes answers signed with the webhook's secret: POST {"id",
+// Answers takes answers signed with the webhook's secret, for a question
+// of its token or of its peers': POST {"id",
 // "text", "kind"} ("question" by default, or "report"), within the
 // signature window, each signature once: 200 {"ok": true}; 401 for a
 // signature that does not verify or a timestamp out of the window; 409
@@ -161,10 +205,15 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			http.Error(rw, "this signed answer was taken already (a replay)", http.StatusConflict)
 			return
 		}
-		var a struct{ ID, Text, Kind, By string }
-		// What the signature covers has one meaning: a key given twice,
-		// in any case, or a second value after the first is refused.
-		if err := strictjson.Unmarshal(body, &a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) {
+		var a struct {
+			ID   string `json:"id"`
+			Text string `json:"text"`
+			Kind string `json:"kind"`
+			By   string `json:"by"`
+		}
+		if err := decodeAnswer(body, &a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) ||
+			a.Kind != "" && a.Kind != "question" && a.Kind != "report" {
+			w.forget(sig) // not taken: it may come again, mended
 			http.Error(rw, `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`, http.StatusBadRequest)
 			return
 		}
@@ -176,12 +225,35 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		if a.By != "" {
 			who = Clip(a.By, 64) + " (webhook " + w.ID + ")"
 		}
-		switch err := (Answers{hub: h}).Reply(w.Token, kind, a.ID, a.Text, who, w.ID, "webhook"); {
+		// The token whose question it is: an ID names one request in a
+		// token's room, not across rooms; pending in two, it is
+		// ambiguous and answers neither.
+		tokens := w.tokens()
+		var pendingIn []string
+		for _, tok := range tokens {
+			if h.Validity(tok, []string{a.ID})[a.ID] {
+				pendingIn = append(pendingIn, tok)
+			}
+		}
+		if len(pendingIn) > 1 {
+			w.forget(sig)
+			http.Error(rw, "the id names a pending question of more than one token: answer it in the app", http.StatusConflict)
+			return
+		}
+		tok := tokens[0]
+		if len(pendingIn) == 1 {
+			tok = pendingIn[0]
+		}
+		err = (Answers{hub: h}).Reply(tok, kind, a.ID, a.Text, who, w.ID, "webhook")
+		switch {
 		case errors.Is(err, hub.ErrNotPending):
 			http.Error(rw, "the question is no longer pending", http.StatusConflict)
 		case errors.Is(err, hub.ErrNotAnOption):
+			w.forget(sig) // not taken: an answer it allows may come under it
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 		case err != nil:
+			// Not taken: the sender may try the same signed request again.
+			w.forget(sig)
 			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
 		default:
 			rw.Header().Set("Content-Type", "application/json")
@@ -207,4 +279,34 @@ func (w *Webhook) once(sig string, now time.Time) bool {
 	}
 	w.seen[sig] = now
 	return true
+}
+
+// forget lets sig be used again: its answer was not taken.
+func (w *Webhook) forget(sig string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.seen, sig)
+}
+
+// answerKeys are the keys of a signed answer, as written.
+var answerKeys = []string{"id", "text", "kind", "by"}
+
+// decodeAnswer reads a signed answer into a when it has one meaning:
+// one JSON object, each key once and written as answerKeys are
+// (encoding/json would take "TEXT" for "text", and the last of a key
+// given twice, where another reader takes the first).
+func decodeAnswer(body []byte, a any) error {
+	members, err := strictjson.Members(body)
+	if err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	for _, m := range members {
+		if !slices.Contains(answerKeys, m.Name) {
+			return fmt.Errorf("read the answer: unknown key %.64q", m.Name)
+		}
+	}
+	if err := json.Unmarshal(body, a); err != nil {
+		return fmt.Errorf("read the answer: %w", err)
+	}
+	return nil
 }
