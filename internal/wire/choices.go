@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -72,12 +71,18 @@ func OptionsOf(qs []*pb.Question) (opts []*pb.Option, multiple, custom bool) {
 
 // Chosen splits an answer's texts into the labels of opts they name (in
 // the order of opts) and the rest, the free text: a client answers with
-// an option by sending its label as one text content.
+// an option by sending its label as one text content. A person who types
+// (an e-mail or chat reply, the older web UI) may write a label in
+// another case or with spaces around it, or several labels separated by
+// commas or lines: a text names the options it can only mean (named),
+// else it is free text whole.
 func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 	picked := make(map[string]bool, len(texts))
 	for _, t := range texts {
-		if slices.ContainsFunc(opts, func(o *pb.Option) bool { return o.GetLabel() == t }) {
-			picked[t] = true
+		if ls := named(opts, t); ls != nil {
+			for _, l := range ls {
+				picked[l] = true
+			}
 		} else {
 			free = append(free, t)
 		}
@@ -88,6 +93,45 @@ func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 		}
 	}
 	return chosen, free
+}
+
+// named is the labels of opts that t names: one label as it is, one
+// label whatever its case and the spaces around it when no other label
+// reads the same, or a list of such labels; nil when any part of t names
+// no label.
+func named(opts []*pb.Option, t string) []string {
+	if l, ok := label(opts, t); ok {
+		return []string{l}
+	}
+	var ls []string
+	for part := range strings.FieldsFuncSeq(t, func(r rune) bool { return r == ',' || r == '\n' || r == ';' }) {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		l, ok := label(opts, part)
+		if !ok {
+			return nil
+		}
+		ls = append(ls, l)
+	}
+	return ls
+}
+
+// label is the label of opts that t names: the same, else the only one
+// equal to it under case folding once both are trimmed.
+func label(opts []*pb.Option, t string) (string, bool) {
+	for _, o := range opts {
+		if o.GetLabel() == t {
+			return t, true
+		}
+	}
+	found, n := "", 0
+	for _, o := range opts {
+		if strings.EqualFold(strings.TrimSpace(o.GetLabel()), strings.TrimSpace(t)) {
+			found, n = o.GetLabel(), n+1
+		}
+	}
+	return found, n == 1
 }
 
 // CheckAnswer reports how an answer's contents break the choices qs

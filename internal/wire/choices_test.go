@@ -12,12 +12,42 @@ import (
 // order offered; the others are free text, in the order given.
 func TestChosen(t *testing.T) {
 	opts := []*pb.Option{{Label: "A"}, {Label: "B"}, {Label: "C"}}
-	chosen, free := wire.Chosen(opts, []string{"C", "why not", "A", "a", "C"})
-	if strings.Join(chosen, "|") != "A|C" || strings.Join(free, "|") != "why not|a" {
+	chosen, free := wire.Chosen(opts, []string{"C", "why not", "A", "C"})
+	if strings.Join(chosen, "|") != "A|C" || strings.Join(free, "|") != "why not" {
 		t.Errorf("chosen %q, free %q", chosen, free)
 	}
 	if chosen, free := wire.Chosen(nil, []string{"A"}); chosen != nil || strings.Join(free, "|") != "A" {
 		t.Errorf("without options: chosen %q, free %q", chosen, free)
+	}
+}
+
+// TestChosenTyped: a person typing an option's label (an e-mail or chat
+// reply, the older web UI, which has no buttons) writes it in another
+// case, with spaces around it, or names several at once; each names the
+// option it can only mean, and text that names none stays free.
+func TestChosenTyped(t *testing.T) {
+	opts := []*pb.Option{{Label: "SQLite"}, {Label: "Postgres"}, {Label: "Yes, go ahead"}, {Label: "x"}, {Label: "X"}}
+	for _, c := range []struct{ text, chosen, free string }{
+		{"sqlite", "SQLite", ""},
+		{"  Postgres \n", "Postgres", ""},
+		{"postgres, SQLite", "SQLite|Postgres", ""},
+		{"SQLite\npostgres", "SQLite|Postgres", ""},
+		{"yes, go ahead", "Yes, go ahead", ""},
+		{"Postgres, but only on the server", "", "Postgres, but only on the server"},
+		{"x", "x", ""},               // exact first
+		{"  x ", "", "  x "},         // two labels differ only in case: it means neither
+		{"SQLite,", "SQLite", ""},    // a stray comma names nothing more
+		{"sql lite", "", "sql lite"}, // a label, not a guess at one
+	} {
+		chosen, free := wire.Chosen(opts, []string{c.text})
+		if strings.Join(chosen, "|") != c.chosen || strings.Join(free, "|") != c.free {
+			t.Errorf("%q: chosen %q, free %q; want %q, %q", c.text, chosen, free, c.chosen, c.free)
+		}
+	}
+	// The check takes a typed label where only the options are allowed.
+	qs := []*pb.Question{{Options: opts[:2], Multiple: true}}
+	if err := wire.CheckAnswer(qs, []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "sqlite, postgres"}}}); err != nil {
+		t.Errorf("typed labels refused: %v", err)
 	}
 }
 
