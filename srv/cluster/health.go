@@ -56,7 +56,7 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		_, err := c.reqs.Status(pctx) // the stream's info: its leader answers
+		err := c.roundTrip(pctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -89,6 +89,27 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 			h.LinkBack()
 		}
 	}
+}
+
+// errNoLeader: the requests' stream has no leader (a NATS cluster
+// without its quorum): nothing can be saved, though a node answers.
+var errNoLeader = errors.New("the requests bucket's stream has no leader (a NATS cluster without a quorum)")
+
+// roundTrip asks for the requests' stream info, which its leader
+// answers. A member of a stream that has had no leader for a while
+// answers too, from its own copy and with no leader named: that is no
+// round trip to anything that can save.
+func (c *Cluster) roundTrip(ctx context.Context) error {
+	st, err := c.reqs.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if s, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		if si := s.StreamInfo(); si != nil && si.Cluster != nil && si.Cluster.Leader == "" {
+			return errNoLeader
+		}
+	}
+	return nil
 }
 
 // healthy reports whether the last round trip is recent and the
