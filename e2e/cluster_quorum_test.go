@@ -18,25 +18,18 @@ import (
 )
 
 // TestClusterQuorumLost: two of the three NATS nodes are killed (kill
-// -9), so the requests' stream has no leader and nothing can be saved,
-// although the node left still answers (it even answers a stream's info,
-// from its own copy, once the stream has been without a leader for a
-// while). The instance says it is unhealthy, and stays so for as long as
-// there is no quorum; once the nodes are back it is healthy again, and
-// a question asked meanwhile reaches the device and its answer the agent.
+// -9), so nothing can be saved, although the node left still answers:
+// first as the stream's leader (it says so for 10 s more), then, once it
+// steps down, with a stream's info from its own copy naming no leader.
+// The instance says it is unhealthy while the node left still claims
+// the lead, and stays so for as long as there is no quorum; once the
+// nodes are back it is healthy again, and a question asked meanwhile
+// reaches the device and its answer the agent.
 func TestClusterQuorumLost(t *testing.T) {
 	ns := startNATSCluster(t, 3)
 	one := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", ns.URLs(), "-instance", "one"}, tokenA)
-	healthIs(t, one, http.StatusOK)
 
-	ns.kill9(1)
-	ns.kill9(2)
-	lost := time.Now()
-	healthIs(t, one, http.StatusServiceUnavailable)
-	t.Logf("/health 503 %s after the quorum was lost", time.Since(lost).Round(time.Millisecond))
-
-	// The node left answers the stream's info without a leader: the
-	// state that once made the instance say it was healthy again.
+	// The test's own client, on the node that stays.
 	nc, err := nats.Connect("nats://127.0.0.1:"+ns.nodes[0].port, nats.MaxReconnects(-1))
 	if err != nil {
 		t.Fatal(err)
@@ -46,16 +39,42 @@ func TestClusterQuorumLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// The node that stays leads the requests' stream: once the others
+	// are gone it goes on saying it leads, for 10 s, while nothing it is
+	// given can be saved.
+	stream := "KV_" + srvcluster.RequestsBucket
+	for try := 0; leaderOf(ctx, js, stream) != "n0"; try++ {
+		if try == 50 {
+			t.Fatal("node 0 never led the requests' stream")
+		}
+		_, _ = nc.Request("$JS.API.STREAM.LEADER.STEPDOWN."+stream, []byte(`{"placement":{"preferred":"n0"}}`), 5*time.Second)
+	}
+	healthIs(t, one, http.StatusOK)
+
+	ns.kill9(1)
+	ns.kill9(2)
+	lost := time.Now()
+	healthIs(t, one, http.StatusServiceUnavailable)
+	t.Logf("/health 503 %s after the quorum was lost", time.Since(lost).Round(time.Millisecond))
+	if l := leaderOf(ctx, js, stream); l != "n0" {
+		t.Errorf("/health said 503 only once the stream's leader without a quorum stepped down (leader now %q)", l)
+	}
+
+	// Then the node left answers the stream's info without a leader:
+	// the state that once made the instance say it was healthy again.
 	for try := 0; ; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := js.Stream(ctx, "KV_"+srvcluster.RequestsBucket)
+		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		st, err := js.Stream(sctx, stream)
 		cancel()
 		if err == nil && st.CachedInfo().Cluster != nil && st.CachedInfo().Cluster.Leader == "" {
 			break
 		}
-		if try == 100 {
-			t.Fatalf("the node left never answered the stream's info: %v", err)
+		if try == 300 {
+			t.Fatalf("the node left never answered the stream's info without a leader: %v", err)
 		}
+		time.Sleep(100 * time.Millisecond) // its leader, if it was, steps down 10 s after the loss
 	}
 	// Over the next probes (one a second), /health stays 503.
 	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); {
@@ -113,4 +132,16 @@ func healthCode(s *server) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// leaderOf is the server that leads stream now, as the server the
+// client is connected to says ("" when none or unknown).
+func leaderOf(ctx context.Context, js jetstream.JetStream, stream string) string {
+	sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := js.Stream(sctx, stream)
+	if err != nil || s.CachedInfo().Cluster == nil {
+		return ""
+	}
+	return s.CachedInfo().Cluster.Leader
 }

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // A NATS cluster of real nats-server processes (built once from the
@@ -71,6 +75,7 @@ func startNATSCluster(t *testing.T, n int) *natsCluster {
 	for i := range c.nodes {
 		c.waitHealthy(i)
 	}
+	c.waitMeta()
 	t.Cleanup(func() {
 		for i, nd := range c.nodes {
 			if nd.cmd != nil {
@@ -126,6 +131,33 @@ func (c *natsCluster) waitHealthy(i int) {
 		}
 		if try == 600 {
 			c.t.Fatalf("NATS node %s never healthy: %v; log:\n%s", nd.name, err, nd.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitMeta waits until JetStream answers through the cluster (its meta
+// leader elected): until then an instance cannot make its buckets.
+func (c *natsCluster) waitMeta() {
+	c.t.Helper()
+	nc, err := nats.Connect(c.URLs())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for try := 0; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 100 {
+			c.t.Fatalf("JetStream never answered through the NATS cluster: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
