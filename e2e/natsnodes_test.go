@@ -107,7 +107,9 @@ func (c *natsCluster) start(i int) {
 		}
 	}
 	cmd := exec.Command(c.bin, "-a", "127.0.0.1", "-p", nd.port, "-m", nd.mport, "-n", nd.name, "-js", "-sd", nd.dir,
-		"--cluster_name", "aa", "-cluster", "nats://127.0.0.1:"+nd.cport, "-routes", strings.Join(routes, ","))
+		// no_advertise: a client keeps to the URLs it was given, so a
+		// link cut by a proxy stays cut (no reconnect around it)
+		"--cluster_name", "aa", "--no_advertise", "-cluster", "nats://127.0.0.1:"+nd.cport, "-routes", strings.Join(routes, ","))
 	var b strings.Builder
 	nd.log = &lockedWriter{b: &b}
 	cmd.Stdout, cmd.Stderr = nd.log, nd.log
