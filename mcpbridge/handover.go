@@ -25,11 +25,14 @@ func (b *bridge) handOver(ctx context.Context, kind wire.Kind, tool, dir string)
 	b.mu.Lock()
 	except := slices.Collect(maps.Keys(b.waiting))
 	b.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	resp, err := b.be.TakeMissedAnswers(ctx, &pb.TakeMissedAnswersRequest{UserToken: b.o.Token, ProjectDirectory: dir, ExceptIds: except})
+	resp, err := b.be.TakeMissedAnswers(tctx, &pb.TakeMissedAnswersRequest{UserToken: b.o.Token, ProjectDirectory: dir, ExceptIds: except})
 	if err != nil {
 		b.log.Debug("take missed answers", "err", err)
+		if ctx.Err() == nil && tctx.Err() != nil {
+			b.leaveIfStalled(ctx)
+		}
 		return nil
 	}
 	if len(resp.GetAnswers()) == 0 {
@@ -88,4 +91,22 @@ func ago(d time.Duration) string {
 		return fmt.Sprintf("%d min", int(d.Minutes()))
 	}
 	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// leaveIfStalled probes the server, which has just let a call run out
+// without a word (paused, frozen), and moves on from it if it does not
+// answer either: the call about to be made would otherwise wait there
+// until the stall watch finds it stalled, two probes later.
+func (b *bridge) leaveIfStalled(ctx context.Context) {
+	if b.o.Probe == nil {
+		return
+	}
+	skip, err := b.o.Probe(ctx)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	b.log.Warn("the server stopped answering; the call goes to the next", "err", err)
+	if skip != nil {
+		skip()
+	}
 }

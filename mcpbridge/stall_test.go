@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -73,4 +74,51 @@ func TestStalledServerIsLeft(t *testing.T) {
 	if skips.Load() != 1 {
 		t.Errorf("skip called %d times, want 1", skips.Load())
 	}
+}
+
+// hungControl holds TakeMissedAnswers until its call ends, as a paused
+// server does.
+type hungControl struct{ fakeControl }
+
+func (h *hungControl) TakeMissedAnswers(ctx context.Context, _ *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestStalledServerLeftBeforeAsking: the server stops answering just as
+// a call comes, so the bridge's fetch of the answers no agent had gets
+// nothing back. The server is probed at once and, found stalled, left:
+// the question is asked through the next one, not sent to the paused
+// server to be found stalled only after two more probes.
+func TestStalledServerLeftBeforeAsking(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var skips atomic.Int32
+		var skipped atomic.Bool
+		probe := func(ctx context.Context) (func(), error) {
+			if skipped.Load() {
+				return nil, nil
+			}
+			return func() { skips.Add(1); skipped.Store(true) }, errors.New("no answer")
+		}
+		var asks atomic.Int32
+		f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+			asks.Add(1)
+			if !skipped.Load() { // still the paused server
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			return &pb.AskQuestionResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "answered elsewhere"}}}}, nil
+		}}
+		c := newClient(t, f, Options{Control: &hungControl{}, Probe: probe, ProbeEvery: 2 * time.Second})
+		r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
+		if r.IsError || text(r) != "answered elsewhere" {
+			t.Fatalf("ask_question: %q (error %v)", text(r), r.IsError)
+		}
+		if n := asks.Load(); n != 1 {
+			t.Errorf("%d asks, want 1: the question went to the paused server first", n)
+		}
+		if n := skips.Load(); n != 1 {
+			t.Errorf("skip called %d times, want 1", n)
+		}
+	})
 }

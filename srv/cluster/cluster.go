@@ -194,7 +194,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Unlock()
 	c.wg.Go(func() { c.follow(ctx, w, h, start) })
 	c.wg.Go(func() { c.beat(ctx) })
-	c.wg.Go(func() { c.probe(ctx, h) })
+	c.wg.Go(func() { c.probe(ctx, h, w) })
 	return c.startRooms(ctx, h)
 }
 

@@ -3,6 +3,9 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,12 +46,13 @@ type health struct {
 // in the log and tells h (hub.LinkLost: the calls waiting here end as
 // unavailable, so agents go to another instance); the first one back
 // says that too.
-func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
+func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 	c.mu.Lock()
 	c.health.okAt = time.Now() // Open has just made a round trip
 	c.mu.Unlock()
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
+	var watch lag // of w (rewatch.go)
 	for {
 		select {
 		case <-ctx.Done():
@@ -56,7 +60,7 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		_, err := c.reqs.Status(pctx) // the stream's info: its leader answers
+		state, at, err := c.roundTrip(pctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
@@ -68,7 +72,11 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 		now := time.Now()
 		c.mu.Lock()
 		if err == nil {
-			c.health.okAt, c.health.problem = now, ""
+			// when the stream last had a quorum, not when it answered
+			if at.After(c.health.okAt) {
+				c.health.okAt = at
+			}
+			c.health.problem = ""
 		} else {
 			c.health.problem = err.Error()
 		}
@@ -79,6 +87,9 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 		}
 		since := c.health.okAt
 		c.mu.Unlock()
+		if err == nil && watch.behind(w.delivered.Load(), state.LastSeq, state.Msgs) {
+			w.nudge()
+		}
 		switch {
 		case lose:
 			c.log.Error("NATS does not answer: this instance can save nothing; /health says unhealthy, and the agents' calls held here end so they go to another instance",
@@ -89,6 +100,68 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub) {
 			h.LinkBack()
 		}
 	}
+}
+
+// errNoLeader: the requests' stream has no leader (a NATS cluster
+// without its quorum): nothing can be saved, though a node answers.
+var errNoLeader = errors.New("the requests bucket's stream has no leader (a NATS cluster without a quorum)")
+
+// quorumStale: a leader that has heard from too few of its replicas for
+// this long is one that lost its quorum and does not know it yet (NATS
+// lets it lead for 10 s more).
+const quorumStale = 2 * time.Second
+
+// roundTrip asks for the requests' stream info, which its leader
+// answers, and returns the stream's state (for the check of the watch:
+// lag) and when the stream last had a quorum, by its leader's account.
+// Neither a member of a stream without a leader (it answers too, from
+// its own copy, naming no leader) nor a leader that has lost its
+// replicas (it answers as leader for 10 s more, while nothing it is
+// given can be saved) is a round trip to anything that can save.
+func (c *Cluster) roundTrip(ctx context.Context) (jetstream.StreamState, time.Time, error) {
+	st, err := c.reqs.Status(ctx)
+	now := time.Now()
+	if err != nil {
+		return jetstream.StreamState{}, time.Time{}, err
+	}
+	s, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok || s.StreamInfo() == nil {
+		return jetstream.StreamState{}, now, nil
+	}
+	si := s.StreamInfo()
+	if si.Cluster == nil || len(si.Cluster.Replicas) == 0 {
+		return si.State, now, nil // one server: nothing to agree with
+	}
+	if si.Cluster.Leader == "" {
+		return si.State, time.Time{}, errNoLeader
+	}
+	at := now.Add(-quorumAge(si.Cluster.Replicas))
+	if now.Sub(at) >= quorumStale {
+		return si.State, at, fmt.Errorf("the requests bucket's leader %s has heard from too few of its replicas for %s (a NATS cluster without a quorum)",
+			si.Cluster.Leader, now.Sub(at).Round(time.Millisecond))
+	}
+	return si.State, at, nil
+}
+
+// quorumAge is how long ago the leader last heard from as many replicas
+// as make a quorum with it: of its 1+len(replicas) servers, a majority.
+func quorumAge(replicas []*jetstream.PeerInfo) time.Duration {
+	need := (1 + len(replicas)) / 2 // besides the leader, a majority of all
+	ages := make([]time.Duration, 0, len(replicas))
+	for _, r := range replicas {
+		if r == nil || r.Offline {
+			continue
+		}
+		ages = append(ages, r.Active)
+	}
+	if need <= 0 {
+		return 0
+	}
+	if len(ages) < need {
+		return time.Duration(math.MaxInt64)
+	}
+	slices.Sort(ages)
+	return ages[need-1]
 }
 
 // healthy reports whether the last round trip is recent and the

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -36,6 +37,10 @@ type rewatch struct {
 	out    chan jetstream.KeyValueEntry
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
+	// kick asks for a new watcher: the probe found this one behind
+	// (behind); delivered is last, for the probe to compare.
+	kick      chan struct{}
+	delivered atomic.Uint64
 
 	// Its goroutine's own:
 	w     jetstream.KeyWatcher
@@ -46,7 +51,7 @@ type rewatch struct {
 // watchAll watches every key of kv until ctx ends or Stop.
 func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch, error) {
 	ctx, stop := context.WithCancel(ctx)
-	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop}
+	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop, kick: make(chan struct{}, 1)}
 	back := c.reconnected() // before the watcher is made: a reconnect from now on renews it
 	wctx, wstop := context.WithCancel(ctx)
 	w, err := kv.WatchAll(wctx)
@@ -84,12 +89,18 @@ func (rw *rewatch) run(ctx context.Context, back <-chan struct{}) {
 			return
 		case <-back:
 			back = rw.c.reconnected()
-			if !rw.renew(ctx) {
+			if !rw.renew(ctx, "NATS came back") {
+				return
+			}
+		case <-rw.kick:
+			rw.c.log.Warn("the watch of the bucket fell behind: its consumer is gone, the NATS node that served it lost or no longer leading; watching again",
+				"bucket", rw.bucket, "from", rw.last+1)
+			if !rw.renew(ctx, "it fell behind") {
 				return
 			}
 		case e, ok := <-rw.w.Updates():
 			if !ok {
-				if !rw.renew(ctx) {
+				if !rw.renew(ctx, "its watcher ended") {
 					return
 				}
 				continue
@@ -99,6 +110,7 @@ func (rw *rewatch) run(ctx context.Context, back <-chan struct{}) {
 					continue // delivered by the watcher before
 				}
 				rw.last = e.Revision()
+				rw.delivered.Store(rw.last)
 			}
 			select {
 			case rw.out <- e:
@@ -111,7 +123,7 @@ func (rw *rewatch) run(ctx context.Context, back <-chan struct{}) {
 
 // renew replaces the watcher by one from the revision after the last
 // delivered, trying again until it can; false when ctx ended first.
-func (rw *rewatch) renew(ctx context.Context) bool {
+func (rw *rewatch) renew(ctx context.Context, why string) bool {
 	rw.wstop()
 	delay := rewatchRetry
 	for {
@@ -122,7 +134,7 @@ func (rw *rewatch) renew(ctx context.Context) bool {
 		w, err := rw.kv.WatchAll(wctx, jetstream.ResumeFromRevision(rw.last+1))
 		if err == nil && bound.Stop() {
 			rw.w, rw.wstop = w, wstop
-			rw.c.log.Info("watching the bucket again after NATS came back", "bucket", rw.bucket, "from", rw.last+1)
+			rw.c.log.Info("watching the bucket again after "+why, "bucket", rw.bucket, "from", rw.last+1)
 			return true
 		}
 		bound.Stop()
@@ -151,4 +163,54 @@ func (c *Cluster) onReconnect() {
 	close(c.back)
 	c.back = make(chan struct{})
 	c.mu.Unlock()
+}
+
+// A watcher whose consumer is gone says nothing: nats.go's ordered
+// consumer notices only when two of its heartbeats (5 s apart) are
+// missing, and makes itself again later still. Its consumer lives on one
+// NATS node; when that node is killed or the stream's leadership moves,
+// every change waits 10 to 15 s, although the stream takes writes again
+// within seconds. The probe (health.go), which reads the stream's last
+// revision every second anyway, compares: a watch that has delivered
+// nothing over two probes while the stream held more than it has is
+// behind, and is made again at once (kick).
+
+// lag is the probe's record of one watch, owned by the probe goroutine.
+type lag struct {
+	mark  uint64 // the stream's last revision at the previous probe
+	seen  uint64 // what the watch had delivered then
+	stuck int    // probes in a row it stayed behind without moving
+}
+
+// lagProbes in a row behind, without moving, make a watch stalled.
+const lagProbes = 2
+
+// behind takes the stream's state at this probe (its last revision and
+// how many messages it holds) and what the watch has delivered, and
+// reports whether the watch is stalled. A stream with no messages has
+// nothing to deliver (its last one expired: the watch never sees it).
+func (l *lag) behind(delivered, last, msgs uint64) bool {
+	switch {
+	case msgs == 0 || delivered >= l.mark:
+		l.stuck = 0
+	case delivered == l.seen:
+		l.stuck++
+	default:
+		l.stuck = 0
+	}
+	l.mark, l.seen = last, delivered
+	if l.stuck >= lagProbes {
+		l.stuck = 0
+		return true
+	}
+	return false
+}
+
+// nudge asks rw for a new watcher, once however often it is asked before
+// it makes one.
+func (rw *rewatch) nudge() {
+	select {
+	case rw.kick <- struct{}{}:
+	default:
+	}
 }

@@ -112,3 +112,31 @@ func TestRewatchReconnectWhileRenewing(t *testing.T) {
 		}
 	})
 }
+
+// TestLagBehind: a watch is stalled once it has delivered nothing over
+// two probes while the stream held more than it had; one that moves, or
+// has caught up, or a stream with nothing in it, is not.
+func TestLagBehind(t *testing.T) {
+	type probe struct{ delivered, last, msgs uint64 }
+	for _, tc := range []struct {
+		name   string
+		probes []probe
+		want   []bool
+	}{
+		{"caught up", []probe{{5, 5, 5}, {5, 5, 5}, {5, 5, 5}, {5, 5, 5}}, []bool{false, false, false, false}},
+		{"stalled", []probe{{5, 5, 5}, {5, 7, 7}, {5, 7, 7}, {5, 7, 7}}, []bool{false, false, false, true}},
+		{"slow but moving", []probe{{5, 9, 9}, {6, 12, 12}, {7, 15, 15}, {8, 18, 18}}, []bool{false, false, false, false}},
+		{"caught up with the previous probe's", []probe{{5, 9, 9}, {9, 12, 12}, {12, 15, 15}}, []bool{false, false, false}},
+		{"everything expired", []probe{{0, 9, 0}, {0, 9, 0}, {0, 9, 0}, {0, 9, 0}}, []bool{false, false, false, false}},
+		{"stalled, told once, then again", []probe{{1, 3, 3}, {1, 3, 3}, {1, 3, 3}, {1, 3, 3}, {1, 3, 3}}, []bool{false, false, true, false, true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l lag
+			for i, p := range tc.probes {
+				if got := l.behind(p.delivered, p.last, p.msgs); got != tc.want[i] {
+					t.Errorf("probe %d %+v: behind = %v, want %v", i, p, got, tc.want[i])
+				}
+			}
+		})
+	}
+}

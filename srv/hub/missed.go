@@ -240,8 +240,22 @@ func (h *Hub) reattachSettled(r *room, id string, s *settled) (*Reply, error) {
 // project's next call, to a caller re-attaching by ID, by compare-and-set
 // of its record; ErrHandedOver when another call took it. A record that
 // cannot be read leaves the caller its answer, as before the cluster.
+//
+// An answer written as delivered (no note) is marked handed over too: its
+// holder may not have heard it yet (paused, or cut from NATS, while its
+// agent gave up on it and came here), and would otherwise find no caller
+// for it there and keep it for the project's next call, which some
+// instance could hand over before this one's mark of it reached it.
 func (h *Hub) reattachKept(r *room, id string) error {
-	_, rec, err := h.handOver(r, id, false)
+	ctx, cancel := h.sharedCtx(context.Background())
+	_, rec, err := h.update(ctx, r, id, func(rec *SharedRecord) bool {
+		if rec.ClosedNote != ReasonUndelivered && (rec.ClosedNote != "" || rec.Status != store.Answered) {
+			return false
+		}
+		rec.ClosedNote, rec.Taken = ReasonHandedOver, false
+		return true
+	})
+	cancel()
 	if err != nil {
 		h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
 	}

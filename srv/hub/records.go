@@ -150,9 +150,15 @@ func (h *Hub) askDigested(ctx context.Context, token string, req Request, sum di
 			h.keepIfUnread(r, p)
 			return nil, ctx.Err()
 		}
-		if p.reply != nil && p.reason == ReasonUndelivered {
-			// Kept for the project's next call when it was written, maybe
-			// before this instance heard it: taken once, cluster-wide.
+		r.mu.Lock()
+		// Kept for the project's next call when it was written, maybe
+		// before this instance heard it: taken once, cluster-wide. Or
+		// written as delivered to a holder that is not this instance
+		// (this call's claim was not saved): the holder, which has no
+		// caller for it, would keep it for the project's next call.
+		handOver := p.reply != nil && (p.reason == ReasonUndelivered || p.reason == "" && p.holder != h.self)
+		r.mu.Unlock()
+		if handOver {
 			if err := h.reattachKept(r, req.ID); err != nil {
 				return nil, err
 			}

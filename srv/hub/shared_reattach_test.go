@@ -1,0 +1,130 @@
+package hub
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// TestSharedReattachBeforeHolderHeard: the agent asks through A, which
+// then stalls (paused, say) before it hears the answer a device gives
+// on B, written as delivered since A's call was there. The agent gives
+// up on A and re-attaches by ID through B, which hands it the answer.
+// When A goes on it finds no caller for the answer and marks it kept
+// for the project's next call; that next call, through C, must not be
+// handed it again, whichever instance has heard what: the agent has it.
+func TestSharedReattachBeforeHolderHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus()
+		var nodes []*node
+		for _, name := range []string{"a", "b", "c"} {
+			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
+			defer h.Close()
+			nodes = append(nodes, &node{h: h})
+		}
+		a, bn, c := nodes[0], nodes[1], nodes[2]
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
+		synctest.Wait()
+		b.deliver(a, bn, c)
+
+		if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.last().ClosedNote; n != "" {
+			t.Fatalf("the answer's note is %q, want it written as delivered", n)
+		}
+		b.deliver(bn, c) // A, stalled, hears nothing
+		rep, err := bn.h.Ask(context.Background(), "tok", req)
+		if err != nil || rep == nil {
+			t.Fatalf("re-attach on B: %v %v", rep, err)
+		}
+
+		cancel() // A notices its call went
+		synctest.Wait()
+		b.deliver(a) // A hears the answer, with no caller for it
+		synctest.Wait()
+		b.deliver(c) // C hears whatever A wrote, before B does
+		if got := c.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+			t.Fatalf("the project's next call through C was handed the answer its agent had: %+v", got)
+		}
+		b.deliver(a, bn, c)
+		synctest.Wait()
+		b.deliver(a, bn, c)
+		for i, n := range nodes {
+			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+				t.Fatalf("instance %d gave it again: %+v", i, got)
+			}
+		}
+	})
+}
+
+// TestSharedReattachClaimNotSaved: the agent's call leaves A, its holder
+// (A lost NATS), and re-attaches through B, whose claim of the request
+// cannot be saved just then, so the record still names A. The answer,
+// given once the store is back, is written as delivered (A holds the
+// call, as far as the record says), and B's caller has it. A, hearing an
+// answer with no caller of its own, marks it kept for the project's
+// next call: that call must not be handed it again.
+func TestSharedReattachClaimNotSaved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &downBus{bus: newBus()}
+		var nodes []*node
+		for _, name := range []string{"a", "b", "c"} {
+			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
+			defer h.Close()
+			nodes = append(nodes, &node{h: h})
+		}
+		a, bn, c := nodes[0], nodes[1], nodes[2]
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
+		synctest.Wait()
+		b.deliver(a, bn, c)
+		cancel() // the call leaves A
+		synctest.Wait()
+
+		b.down.Store(true) // B's claim is not saved
+		got := make(chan *Reply, 1)
+		go func() {
+			rep, err := bn.h.Ask(context.Background(), "tok", req)
+			if err != nil {
+				t.Errorf("re-attach on B: %v", err)
+			}
+			got <- rep
+		}()
+		synctest.Wait()
+		b.down.Store(false)
+		if h := b.last().Holder; h != "a" {
+			t.Fatalf("the record's holder is %q, want a (B's claim not saved)", h)
+		}
+
+		if err := c.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+			t.Fatal(err)
+		}
+		b.deliver(bn) // B's caller has it
+		synctest.Wait()
+		if rep := <-got; rep == nil {
+			t.Fatal("B's caller had no answer")
+		}
+		b.deliver(a) // A: an answer with no caller here
+		synctest.Wait()
+		b.deliver(c) // C hears what A wrote before what B did
+		if got := c.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+			t.Fatalf("the project's next call through C was handed the answer its agent had: %+v", got)
+		}
+		for range 2 {
+			b.deliver(a, bn, c)
+			synctest.Wait()
+		}
+		for i, n := range nodes {
+			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+				t.Fatalf("instance %d gave it again: %+v", i, got)
+			}
+		}
+	})
+}
