@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/client"
@@ -163,8 +164,16 @@ func TestSessionTable(t *testing.T) {
 	for _, c := range []*client.Client{a1, a2, a3, b1} {
 		c.Close() // DELETE
 	}
-	if bs, ss := h.state(); len(bs) != 0 || len(ss) != 0 {
-		t.Errorf("after every client left: bridges %v sessions %v", bs, ss)
+	// A session's standalone stream (GET) ends on its own goroutine after
+	// the DELETE is answered: its bridge is freed when it has.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		bs, ss := h.state()
+		if len(bs) == 0 && len(ss) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after every client left: bridges %v sessions %v", bs, ss)
+		}
 	}
 }
 
