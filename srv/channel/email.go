@@ -67,6 +67,10 @@ type Email struct {
 	Backoff time.Duration
 	Logger  *slog.Logger
 
+	// dial connects to the servers (nil: TCP); tests give an in-memory
+	// network.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
 	mu   sync.Mutex               // held alone
 	sent map[string]string        // room + "\x00" + request ID → its Message-ID
 	asks map[string]emailQuestion // a Message-ID → the question it asks
@@ -236,8 +240,7 @@ func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) e
 
 // submit hands msg to the SMTP server, within ctx.
 func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", e.SMTPAddr)
+	conn, err := e.connect(ctx, e.SMTPAddr)
 	if err != nil {
 		return err
 	}
@@ -268,6 +271,15 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 		return err
 	}
 	return c.Quit()
+}
+
+// connect dials addr within ctx.
+func (e *Email) connect(ctx context.Context, addr string) (net.Conn, error) {
+	if e.dial != nil {
+		return e.dial(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func (e *Email) tlsConfig(addr string) *tls.Config {
@@ -309,7 +321,10 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 }
 
 // watch logs in, takes the replies there are and those that come, until
-// the connection or ctx ends; watched says it got as far as watching.
+// the connection or ctx ends; watched says it took every reply there
+// was at least once (a reply whose answer the store cannot save, during
+// an outage, fails the first look on every login: the backoff then
+// grows rather than starting again).
 func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) {
 	news := make(chan struct{}, 1)
 	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr), UnilateralDataHandler: &imapclient.UnilateralDataHandler{
@@ -322,17 +337,22 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 			}
 		},
 	}}
+	conn, err := e.connect(ctx, e.IMAPAddr)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
 	var c *imapclient.Client
 	switch e.TLS {
 	case "none":
-		c, err = imapclient.DialInsecure(e.IMAPAddr, opts)
+		c = imapclient.New(conn, opts)
 	case "tls":
-		c, err = imapclient.DialTLS(e.IMAPAddr, opts)
+		cfg := opts.TLSConfig.Clone()
+		cfg.NextProtos = []string{"imap"}
+		c = imapclient.New(tls.Client(conn, cfg), opts)
 	default:
-		c, err = imapclient.DialStartTLS(e.IMAPAddr, opts)
-	}
-	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
+			return false, fmt.Errorf("connect: %w", err)
+		}
 	}
 	defer func() { _ = c.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
@@ -355,8 +375,9 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 	idle := c.Caps().Has(imap.CapIdle)
 	for {
 		if err := e.take(c, a); err != nil {
-			return true, err
+			return watched, err
 		}
+		watched = true
 		if !idle {
 			select {
 			case <-news:
