@@ -219,7 +219,7 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			refuse(http.StatusUnauthorized, unsigned, "no timestamp in "+TimestampHeader+" (Unix seconds)")
 			return
 		case off > signWindow:
-			refuse(http.StatusUnauthorized, unsigned, fmt.Sprintf("the timestamp is %.0f s from the server's clock (five minutes at most)", off.Seconds()))
+			refuse(http.StatusUnauthorized, unsigned, fmt.Sprintf("the timestamp is %d s from the server's clock (five minutes at most)", off/time.Second))
 			return
 		case !hmac.Equal([]byte(sig), []byte(Sign(w.Secret, ts, body))):
 			refuse(http.StatusUnauthorized, unsigned, "the signature does not verify (the same secret on both sides? the body signed as sent, after the timestamp and a dot?)")
