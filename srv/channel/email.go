@@ -79,9 +79,10 @@ type Email struct {
 	mu   sync.Mutex               // held alone
 	sent map[string]string        // room + "\x00" + request ID → its Message-ID
 	asks map[string]emailQuestion // a Message-ID → the question it asks
-	// gone: a settled question's Message-ID → why a reply to it is not
-	// taken (by whom and when it was answered, or that it timed out).
-	gone map[string]string
+	// gone: a settled question's Message-ID → the question, and why a
+	// reply to it is not taken (by whom and when it was answered, or
+	// that it timed out).
+	gone map[string]goneQuestion
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
@@ -155,7 +156,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 			e.forget(key, id)
 			return nil
 		}
-		e.settled(id, goneWhy(n))
+		e.settled(id, q, goneWhy(n))
 		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
 		if err := e.mail(ctx, "Re: "+q.title, e.newID(), id, body); err != nil {
 			return err
@@ -203,13 +204,21 @@ func goneWhy(n Notice) string {
 	}
 }
 
-// settled keeps why a reply to the question of Message-ID id is no
-// longer taken, for the replies that come after.
-func (e *Email) settled(id, why string) {
+type goneQuestion struct {
+	q   emailQuestion
+	why string
+}
+
+// settled keeps why a reply to q, of Message-ID id, is no longer taken,
+// for the replies that come after.
+func (e *Email) settled(id string, q emailQuestion, why string) {
+	if e.IMAPAddr == "" { // no reply comes
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.gone == nil {
-		e.gone = map[string]string{}
+		e.gone = map[string]goneQuestion{}
 	}
 	if _, ok := e.gone[id]; !ok && len(e.gone) >= maxTracked {
 		for k := range e.gone { // forget one: a reply to it then goes untold
@@ -217,7 +226,7 @@ func (e *Email) settled(id, why string) {
 			break
 		}
 	}
-	e.gone[id] = why
+	e.gone[id] = goneQuestion{q, why}
 }
 
 func (e *Email) forget(key, id string) {
@@ -618,8 +627,8 @@ func (e *Email) match(raw []byte) (*inbound, bool) {
 		}
 	}
 	for _, id := range ids {
-		if why, ok := e.gone[id]; ok {
-			return &inbound{qid: id, gone: why, from: from[0], h: h}, true
+		if g, ok := e.gone[id]; ok {
+			return &inbound{q: g.q, qid: id, gone: g.why, from: from[0], h: h}, true
 		}
 	}
 	return nil, false
@@ -718,8 +727,8 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 func (e *Email) goneOf(id string) string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if why, ok := e.gone[id]; ok {
-		return why
+	if g, ok := e.gone[id]; ok {
+		return g.why
 	}
 	return "the question is no longer waiting for an answer (answered elsewhere, withdrawn or timed out)"
 }
@@ -769,9 +778,7 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 	if hint != "" {
 		body.WriteString(hint + "\r\n")
 	}
-	if text == "" {
-		body.WriteString("\r\nIt had no text above the quoted mail.\r\n")
-	} else {
+	if text != "" {
 		body.WriteString("\r\nWhat you wrote, so that nothing is lost:\r\n\r\n")
 		for l := range strings.SplitSeq(text, "\n") {
 			body.WriteString("> " + strings.TrimRight(l, "\r") + "\r\n")
