@@ -3,8 +3,11 @@ package channel
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"sync"
 	"testing"
@@ -158,4 +161,50 @@ func TestEmailStoreOutageBacksOff(t *testing.T) {
 			t.Fatalf("after an answer saved and the connection dropped, waits %v; want the first wait, 1s, last", got)
 		}
 	})
+}
+
+// TestEmailIMAPOverTLS: the watch logs in over implicit TLS and over
+// STARTTLS, checking the server's certificate.
+func TestEmailIMAPOverTLS(t *testing.T) {
+	certs := httptest.NewTLSServer(nil) // for its certificate, for 127.0.0.1
+	t.Cleanup(certs.Close)
+	roots := certs.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	serverTLS := certs.TLS.Clone()
+	serverTLS.NextProtos = nil // HTTP's; an IMAP server names none, or "imap"
+	for _, mode := range []string{"tls", "starttls"} {
+		t.Run(mode, func(t *testing.T) {
+			mem := imapmemserver.New()
+			user := imapmemserver.NewUser(aaAddr, imapPass)
+			if err := user.Create("INBOX", nil); err != nil {
+				t.Fatal(err)
+			}
+			mem.AddUser(user)
+			srv := imapserver.New(&imapserver.Options{
+				NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+					return mem.NewSession(), nil, nil
+				},
+				Caps:      imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIdle: {}},
+				TLSConfig: serverTLS,
+				Logger:    discardLog{},
+			})
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mode == "tls" {
+				ln = tls.NewListener(ln, serverTLS)
+			}
+			go func() { _ = srv.Serve(ln) }()
+			t.Cleanup(func() { _ = srv.Close() })
+			logs := &syncBuffer{wake: make(chan struct{}, 1)}
+			e := &Email{IMAPAddr: ln.Addr().String(), IMAPUser: aaAddr, IMAPPassword: imapPass, TLS: mode, TLSConfig: &tls.Config{RootCAs: roots},
+				Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); e.Listen(ctx, Answers{}) }()
+			logs.waitFor(t, "email: watching the mailbox")
+			cancel()
+			within(t, "end of Listen after its context", done)
+		})
+	}
 }
