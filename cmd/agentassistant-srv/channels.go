@@ -114,7 +114,7 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		id := cmp.Or(w.ID, "default")
 		for _, t := range tokensOf(w.Tokens) {
 			// One per token: its signed answers answer that token's questions.
-			routes[t] = append(routes[t], &channel.Webhook{ID: id, URL: w.URL, Secret: w.Secret, Token: t, Client: client})
+			routes[t] = append(routes[t], &channel.Webhook{ID: id, URL: w.URL, Secret: w.Secret, Token: t, Client: client, Logger: log})
 		}
 	}
 	if tg := c.Telegram; tg != nil {

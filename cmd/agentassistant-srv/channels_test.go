@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/emersion/go-smtp"
+
+	"github.com/agentassistant/agentassistant/srv/channel"
 )
 
 // TestCheckChannels: -check-channels sends a test message through each
@@ -138,5 +141,39 @@ func TestCheckChannelsWithoutChannels(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "[channels.") {
 		t.Errorf("-check-channels says %q, not which tables to add", out.String())
+	}
+}
+
+// TestChannelsGetTheLogger: every channel that logs (a webhook its
+// refused answers, the chats and e-mail their replies) is given the
+// server's logger.
+func TestChannelsGetTheLogger(t *testing.T) {
+	cfg := &fileConfig{Token: "tok-0123456789abcdef"}
+	cfg.Channels.Webhook = &webhookConfig{URL: "http://127.0.0.1:1/hook", Secret: "a-webhook-secret-value"}
+	cfg.Channels.Telegram = &telegramConfig{BotToken: "1:x", Chats: []int64{1}}
+	cfg.Channels.Slack = &slackConfig{BotToken: "xoxb-x", AppToken: "xapp-x", Channel: "C1", Users: []string{"U1"}}
+	cfg.Channels.Email = &emailConfig{SMTPAddr: "127.0.0.1:1", From: "aa@example.org", To: []string{"ana@example.org"}}
+	log := slog.New(slog.DiscardHandler)
+	o, err := channelOptions(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range o.Routes[cfg.Token] {
+		var got *slog.Logger
+		switch c := c.(type) {
+		case *channel.Webhook:
+			got = c.Logger
+		case *channel.Telegram:
+			got = c.Logger
+		case *channel.Slack:
+			got = c.Logger
+		case *channel.Email:
+			got = c.Logger
+		default:
+			continue
+		}
+		if got != log {
+			t.Errorf("%s has no logger", c.Name())
+		}
 	}
 }

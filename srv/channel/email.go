@@ -39,7 +39,10 @@ import (
 // (github.com/emersion/go-imap/v2): a reply answers the question whose
 // mail it is to (In-Reply-To or References), with the text above the
 // quote, when it comes from one of Senders. When the question is settled
-// a short follow-up in the same thread says so.
+// a short follow-up in the same thread says so. A reply from one of
+// Senders that is not taken (the question settled, or a typed answer
+// where it takes only its options) is answered in its thread, saying
+// why and quoting it (tellNotTaken).
 //
 // The From of a mail can be forged; a forger would also need the
 // question's Message-ID, random and only in the mails sent to To.
@@ -67,9 +70,23 @@ type Email struct {
 	Backoff time.Duration
 	Logger  *slog.Logger
 
+	// dial connects to the servers (nil: TCP); tests give an in-memory
+	// network.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// now is the clock (nil: time.Now).
+	now func() time.Time
+
 	mu   sync.Mutex               // held alone
 	sent map[string]string        // room + "\x00" + request ID → its Message-ID
 	asks map[string]emailQuestion // a Message-ID → the question it asks
+	// gone: a settled question's Message-ID → the question, and why a
+	// reply to it is not taken (by whom and when it was answered, or
+	// that it timed out).
+	gone map[string]goneQuestion
+	// told: the reply mails (their Message-ID) told they were not taken.
+	told map[string]bool
+	// notices counts, by sender, the mails saying a reply was not taken.
+	notices window
 
 	// The watch's own, touched only by Listen's goroutine: the mailbox's
 	// UIDVALIDITY and the last UID looked at.
@@ -98,6 +115,11 @@ const (
 	maxHeaderRead = 64 << 10
 	// pollEvery is how often a server without IDLE is asked for news.
 	pollEvery = time.Minute
+	// maxNotTakenMails bounds the mails a sender is sent in a minute
+	// saying their reply was not taken: whoever can forge their From
+	// and knows a question's Message-ID must not make the server a
+	// mail cannon.
+	maxNotTakenMails = 5
 )
 
 // Name is "email".
@@ -108,6 +130,13 @@ func (*Email) Name() string { return "email" }
 func (e *Email) redact(err error) error { return redact(err, e.SMTPPassword, e.IMAPPassword) }
 
 func (e *Email) log() *slog.Logger { return logOf(e.Logger) }
+
+func (e *Email) clock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
+}
 
 // Send mails n to To: a question, or the follow-up of a settled one.
 func (e *Email) Send(ctx context.Context, n Notice) error {
@@ -127,6 +156,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 			e.forget(key, id)
 			return nil
 		}
+		e.settled(id, q, goneWhy(n))
 		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
 		if err := e.mail(ctx, "Re: "+q.title, e.newID(), id, body); err != nil {
 			return err
@@ -152,6 +182,51 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	}
 	e.mu.Unlock()
 	return nil
+}
+
+// goneWhy says why a reply to the question of n, settled, is not taken.
+func goneWhy(n Notice) string {
+	at := n.At.UTC().Format("Mon 2 Jan 2006 15:04 MST")
+	switch n.Kind {
+	case hub.Answered:
+		by := ""
+		if n.Reply != nil && n.Reply.Nickname != "" {
+			by = " by " + Clip(n.Reply.Nickname, 64)
+		}
+		if n.Reply != nil && n.Reply.Door != "" {
+			by += " (" + shownName(n.Reply.Door) + ")"
+		}
+		return "the question was answered already" + by + " on " + at
+	case hub.TimedOut:
+		return "the question is no longer waiting for an answer: it timed out on " + at
+	default:
+		return "the question is no longer waiting for an answer: it was withdrawn on " + at
+	}
+}
+
+type goneQuestion struct {
+	q   emailQuestion
+	why string
+}
+
+// settled keeps why a reply to q, of Message-ID id, is no longer taken,
+// for the replies that come after.
+func (e *Email) settled(id string, q emailQuestion, why string) {
+	if e.IMAPAddr == "" { // no reply comes
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.gone == nil {
+		e.gone = map[string]goneQuestion{}
+	}
+	if _, ok := e.gone[id]; !ok && len(e.gone) >= maxTracked {
+		for k := range e.gone { // forget one: a reply to it then goes untold
+			delete(e.gone, k)
+			break
+		}
+	}
+	e.gone[id] = goneQuestion{q, why}
 }
 
 func (e *Email) forget(key, id string) {
@@ -194,37 +269,60 @@ func (e *Email) newID() string {
 
 // mail sends one text/plain mail to To; inReplyTo, when set, threads it.
 func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) error {
-	from, err := mail.ParseAddress(e.From)
-	if err != nil {
-		return fmt.Errorf("email: parse from: %w", err)
-	}
 	var to []*mail.Address
-	var rcpt []string
 	for _, s := range e.To {
 		a, err := mail.ParseAddress(s)
 		if err != nil {
 			return fmt.Errorf("email: parse to: %w", err)
 		}
-		to, rcpt = append(to, a), append(rcpt, a.Address)
+		to = append(to, a)
+	}
+	var refs []string
+	if inReplyTo != "" {
+		refs = []string{inReplyTo}
+	}
+	return e.send(ctx, outMail{to: to, subject: subject, id: id, inReplyTo: refs, refs: refs, auto: "auto-generated", body: body})
+}
+
+// outMail is a mail the channel sends.
+type outMail struct {
+	to              []*mail.Address
+	subject, id     string
+	inReplyTo, refs []string // Message-IDs that thread it
+	auto            string   // its Auto-Submitted (RFC 3834)
+	body            string
+}
+
+// send sends m, text/plain.
+func (e *Email) send(ctx context.Context, m outMail) error {
+	from, err := mail.ParseAddress(e.From)
+	if err != nil {
+		return fmt.Errorf("email: parse from: %w", err)
+	}
+	var rcpt []string
+	for _, a := range m.to {
+		rcpt = append(rcpt, a.Address)
 	}
 	var h mail.Header
-	h.SetDate(time.Now())
+	h.SetDate(e.clock())
 	h.SetAddressList("From", []*mail.Address{from})
-	h.SetAddressList("To", to)
-	h.SetSubject(subject)
-	h.SetMessageID(id)
-	if inReplyTo != "" {
-		h.SetMsgIDList("In-Reply-To", []string{inReplyTo})
-		h.SetMsgIDList("References", []string{inReplyTo})
+	h.SetAddressList("To", m.to)
+	h.SetSubject(m.subject)
+	h.SetMessageID(m.id)
+	if len(m.inReplyTo) > 0 {
+		h.SetMsgIDList("In-Reply-To", m.inReplyTo)
 	}
-	h.Set("Auto-Submitted", "auto-generated")
+	if len(m.refs) > 0 {
+		h.SetMsgIDList("References", m.refs)
+	}
+	h.Set("Auto-Submitted", m.auto)
 	h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
 	var buf bytes.Buffer
 	w, err := mail.CreateSingleInlineWriter(&buf, h)
 	if err != nil {
 		return fmt.Errorf("email: write the mail: %w", err)
 	}
-	_, _ = io.WriteString(w, body)
+	_, _ = io.WriteString(w, m.body)
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("email: write the mail: %w", err)
 	}
@@ -236,8 +334,7 @@ func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) e
 
 // submit hands msg to the SMTP server, within ctx.
 func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte) error {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", e.SMTPAddr)
+	conn, err := e.connect(ctx, e.SMTPAddr)
 	if err != nil {
 		return err
 	}
@@ -268,6 +365,15 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 		return err
 	}
 	return c.Quit()
+}
+
+// connect dials addr within ctx.
+func (e *Email) connect(ctx context.Context, addr string) (net.Conn, error) {
+	if e.dial != nil {
+		return e.dial(ctx, "tcp", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }
 
 func (e *Email) tlsConfig(addr string) *tls.Config {
@@ -309,7 +415,10 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 }
 
 // watch logs in, takes the replies there are and those that come, until
-// the connection or ctx ends; watched says it got as far as watching.
+// the connection or ctx ends; watched says it took every reply there
+// was at least once (a reply whose answer the store cannot save, during
+// an outage, fails the first look on every login: the backoff then
+// grows rather than starting again).
 func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) {
 	news := make(chan struct{}, 1)
 	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr), UnilateralDataHandler: &imapclient.UnilateralDataHandler{
@@ -322,17 +431,22 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 			}
 		},
 	}}
+	conn, err := e.connect(ctx, e.IMAPAddr)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
 	var c *imapclient.Client
 	switch e.TLS {
 	case "none":
-		c, err = imapclient.DialInsecure(e.IMAPAddr, opts)
+		c = imapclient.New(conn, opts)
 	case "tls":
-		c, err = imapclient.DialTLS(e.IMAPAddr, opts)
+		cfg := opts.TLSConfig.Clone()
+		cfg.NextProtos = []string{"imap"}
+		c = imapclient.New(tls.Client(conn, cfg), opts)
 	default:
-		c, err = imapclient.DialStartTLS(e.IMAPAddr, opts)
-	}
-	if err != nil {
-		return false, fmt.Errorf("connect: %w", err)
+		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
+			return false, fmt.Errorf("connect: %w", err)
+		}
 	}
 	defer func() { _ = c.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
@@ -354,9 +468,10 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 	e.log().Debug("email: watching the mailbox", "mailbox", box)
 	idle := c.Caps().Has(imap.CapIdle)
 	for {
-		if err := e.take(c, a); err != nil {
-			return true, err
+		if err := e.take(ctx, c, a); err != nil {
+			return watched, err
 		}
+		watched = true
 		if !idle {
 			select {
 			case <-news:
@@ -397,7 +512,7 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 
 // take looks at the unread mails that came since the last look, and
 // answers with the replies to questions from allowed senders.
-func (e *Email) take(c *imapclient.Client, a Answers) error {
+func (e *Email) take(ctx context.Context, c *imapclient.Client, a Answers) error {
 	crit := &imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}
 	if e.lastUID > 0 {
 		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: e.lastUID + 1, Stop: 0}}}
@@ -420,7 +535,7 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 	slices.Sort(uids)
 	for len(uids) > 0 {
 		n := min(len(uids), maxBatch)
-		if err := e.takeBatch(c, uids[:n], a); err != nil {
+		if err := e.takeBatch(ctx, c, uids[:n], a); err != nil {
 			return err
 		}
 		uids = uids[n:]
@@ -430,7 +545,7 @@ func (e *Email) take(c *imapclient.Client, a Answers) error {
 
 // takeBatch looks at the new mails uids, and answers with the replies to
 // questions from allowed senders.
-func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) error {
+func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap.UID, a Answers) error {
 	// Anyone can mail the folder: the fields are read up to
 	// maxHeaderRead each mail, so a batch costs at most maxBatch times
 	// that, however long the lines a sender wrote.
@@ -443,19 +558,20 @@ func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) erro
 	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
 	for _, m := range msgs {
 		e.lastUID = max(e.lastUID, m.UID)
-		q, from, h, ok := e.match(m.FindBodySection(head))
+		r, ok := e.match(m.FindBodySection(head))
 		if !ok {
 			continue
 		}
-		if !e.allowed(from) {
-			e.log().Info("email: a reply from an address not in senders answers nothing", "from", from)
+		r.uid = m.UID
+		if !e.allowed(r.from.Address) {
+			e.log().Info("email: a reply from an address not in senders answers nothing", "from", r.addr())
 			continue
 		}
-		if why := autoReply(h); why != "" {
-			e.log().Info("email: an automatic reply answers nothing", "from", from, "id", q.id, "why", why)
+		if why := autoReply(r.h); why != "" {
+			e.log().Info("email: an automatic reply answers nothing", "from", r.addr(), "id", r.q.id, "why", why)
 			continue
 		}
-		if err := e.answer(c, m.UID, m.RFC822Size > maxReplySize, q, from, a); err != nil {
+		if err := e.answer(ctx, c, m.RFC822Size > maxReplySize, r, a); err != nil {
 			if errors.Is(err, errNotSaved) {
 				// Looked at again after the backoff, from this mail on.
 				e.lastUID = m.UID - 1
@@ -469,33 +585,53 @@ func (e *Email) takeBatch(c *imapclient.Client, uids []imap.UID, a Answers) erro
 // headerFields are the fields of a new mail read to tell whether it is a
 // reply to a question: who sent it, to which mail, and whether a person
 // wrote it (autoReply).
-var headerFields = []string{"From", "In-Reply-To", "References",
+var headerFields = []string{"From", "Message-ID", "Subject", "In-Reply-To", "References",
 	"Auto-Submitted", "X-Autoreply", "X-Autorespond", "Precedence", "Return-Path", "Content-Type"}
 
-// match finds the question a mail's header replies to, and its sender.
-func (e *Email) match(raw []byte) (emailQuestion, string, mail.Header, bool) {
+// inbound is a reply to a question of the channel's.
+type inbound struct {
+	q    emailQuestion
+	qid  string // the question's Message-ID
+	gone string // why it is no longer taken, when the question is settled
+	from *mail.Address
+	h    mail.Header
+	uid  imap.UID
+}
+
+// addr is the sender's address, in lower case.
+func (r *inbound) addr() string { return strings.ToLower(r.from.Address) }
+
+// match finds the question a mail's header replies to, pending or
+// settled lately.
+func (e *Email) match(raw []byte) (*inbound, bool) {
 	// A header cut at maxHeaderRead ends mid-line: the line is ended,
 	// and the header (a cut field is read as far as it goes, or not).
 	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
-		return emailQuestion{}, "", mail.Header{}, false
+		return nil, false
 	}
 	h := mail.Header{Header: message.Header{Header: th}}
 	irt, _ := h.MsgIDList("In-Reply-To")
 	refs, _ := h.MsgIDList("References")
 	from, err := h.AddressList("From")
 	if err != nil || len(from) != 1 {
-		return emailQuestion{}, "", h, false
+		return nil, false
 	}
+	ids := append(irt, refs...)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, id := range append(irt, refs...) {
+	for _, id := range ids {
 		if q, ok := e.asks[id]; ok {
-			return q, strings.ToLower(from[0].Address), h, true
+			return &inbound{q: q, qid: id, from: from[0], h: h}, true
 		}
 	}
-	return emailQuestion{}, "", h, false
+	for _, id := range ids {
+		if g, ok := e.gone[id]; ok {
+			return &inbound{q: g.q, qid: id, gone: g.why, from: from[0], h: h}, true
+		}
+	}
+	return nil, false
 }
 
 // autoReply says why a mail was written by a machine, not a person, or
@@ -542,33 +678,124 @@ func (e *Email) allowed(addr string) bool {
 	return false
 }
 
-// answer reads the reply uid (its text part alone when it is large),
-// answers q with its text above the quote, and marks it \Seen (taken).
-func (e *Email) answer(c *imapclient.Client, uid imap.UID, large bool, q emailQuestion, from string, a Answers) error {
+// answer reads the reply r (its text part alone when it is large),
+// answers its question with its text above the quote, and marks it
+// \Seen (taken). A reply not taken (to a question settled, or one the
+// question does not allow) is told so by mail, and marked \Seen too.
+func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r *inbound, a Answers) error {
 	read := e.readWhole
 	if large {
 		read = e.readTextPart
 	}
+	uid := r.uid
 	text, err := read(c, uid)
 	if err != nil {
 		return err
 	}
-	if text == "" {
-		e.log().Info("email: a reply with no text above the quote answers nothing", "from", from)
-		return nil
+	from := r.addr()
+	why, hint := r.gone, ""
+	switch {
+	case why != "":
+	case text == "":
+		why = "it has no text of its own above the quoted mail"
+	default:
+		// Answered first, marked read after: an answer the server cannot
+		// save now stays unread, and is read again once the watch is back.
+		switch err := a.Reply(r.q.token, r.q.kind, r.q.id, text, from, from, "email"); {
+		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
+			return fmt.Errorf("%w: %w", errNotSaved, err)
+		case errors.Is(err, hub.ErrNotAnOption):
+			why, hint = err.Error(), "Reply again with one of them, as it is written, or answer in the app."
+		case errors.Is(err, hub.ErrNotPending): // settled meanwhile
+			why = e.goneOf(r.qid)
+		case err != nil: // for good: tried again, it would stop the watch
+			why = err.Error()
+		}
 	}
-	// Answered first, marked read after: an answer the server cannot
-	// save now stays unread, and is read again once the watch is back.
-	switch err := a.Reply(q.token, q.kind, q.id, text, from, from, "email"); {
-	case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
-		return fmt.Errorf("%w: %w", errNotSaved, err)
-	case err != nil: // for good: tried again, it would stop the watch
-		e.log().Info("email: a reply not taken", "from", from, "id", q.id, "err", err)
+	if why != "" {
+		e.log().Info("email: a reply not taken", "from", from, "id", r.q.id, "why", why)
+		e.tellNotTaken(ctx, r, text, why, hint)
 	}
 	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
 		return fmt.Errorf("mark a reply seen: %w", err)
 	}
 	return nil
+}
+
+// goneOf is why a reply to the question of Message-ID id, no longer
+// pending, is not taken.
+func (e *Email) goneOf(id string) string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if g, ok := e.gone[id]; ok {
+		return g.why
+	}
+	return "the question is no longer waiting for an answer (answered elsewhere, withdrawn or timed out)"
+}
+
+// tellNotTaken mails the sender of r that it was not taken, and why, in
+// its thread, quoting text (what they wrote). Once for each reply mail,
+// and maxNotTakenMails a minute to a sender; marked auto-replied (RFC
+// 3834), so that no mail program answers it, and this channel takes no
+// mail so marked.
+func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint string) {
+	rid, _ := r.h.MessageID()
+	key := rid
+	if key == "" {
+		key = fmt.Sprintf("uid %d/%d", e.uidValidity, r.uid)
+	}
+	e.mu.Lock()
+	told := e.told[key]
+	if !told {
+		if e.told == nil {
+			e.told = map[string]bool{}
+		}
+		if len(e.told) >= maxTracked {
+			clear(e.told) // a reply looked at again after is told again, at worst
+		}
+		e.told[key] = true
+	}
+	e.mu.Unlock()
+	if told {
+		return
+	}
+	if ok, untold := e.notices.allow(r.addr(), maxNotTakenMails, time.Minute, e.clock()); !ok {
+		e.log().Warn("email: too many replies not taken from one sender this minute; this one is not told by mail", "from", r.addr())
+		return
+	} else if untold > 0 {
+		e.log().Info("email: replies not taken and not told by mail, as there were too many", "from", r.addr(), "untold", untold)
+	}
+	subject, _ := r.h.Subject()
+	subject = Clip(strings.TrimSpace(subject), 200)
+	if subject == "" {
+		subject = cmp.Or(r.q.title, "[agentassistant]")
+	}
+	if l := strings.ToLower(subject); !strings.HasPrefix(l, "re:") {
+		subject = "Re: " + subject
+	}
+	var body strings.Builder
+	body.WriteString("Not taken: " + why + ".\r\n")
+	if hint != "" {
+		body.WriteString(hint + "\r\n")
+	}
+	if text != "" {
+		body.WriteString("\r\nWhat you wrote, so that nothing is lost:\r\n\r\n")
+		for l := range strings.SplitSeq(text, "\n") {
+			body.WriteString("> " + strings.TrimRight(l, "\r") + "\r\n")
+		}
+	}
+	refs := []string{r.qid}
+	var irt []string
+	if rid != "" {
+		refs, irt = append(refs, rid), []string{rid}
+	}
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	err := e.send(ctx, outMail{to: []*mail.Address{r.from}, subject: subject, id: e.newID(), inReplyTo: irt, refs: refs,
+		auto: "auto-replied", body: body.String()})
+	if err != nil {
+		e.log().Warn("email: cannot tell a sender their reply was not taken", "from", r.addr(), "err", err)
+	}
 }
 
 // readWhole is the answer in the reply uid, fetched whole (it is at most

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -41,6 +42,11 @@ type Webhook struct {
 	Token  string
 	Client *http.Client
 	Now    func() time.Time
+	// Logger tells of the answers refused (maxRefusalLogs a minute).
+	Logger *slog.Logger
+
+	// refusals counts the refused answers told in the log.
+	refusals window
 
 	mu   sync.Mutex // held alone
 	seen map[string]time.Time
@@ -180,29 +186,47 @@ func (w *Webhook) Send(ctx context.Context, n Notice) error {
 // maxSignedAnswer bounds a signed answer's body.
 const maxSignedAnswer = 8 << 10
 
+// maxRefusalLogs bounds the refused answers a webhook tells in the log
+// each minute: anyone who reaches its address can be refused.
+const maxRefusalLogs = 10
+
 // Answers takes answers signed with the webhook's secret, for a question
 // of its token or of its peers': POST {"id",
 // "text", "kind"} ("question" by default, or "report"), within the
 // signature window, each signature once: 200 {"ok": true}; 401 for a
 // signature that does not verify or a timestamp out of the window; 409
-// for a replay or a question no longer pending.
+// for a replay or a question no longer pending. Each refusal is told in
+// the log with its reason (maxRefusalLogs a minute), never with the
+// secret, the signature or the body.
 func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		id := "" // the question's, once the signature verifies
+		refuse := func(code int, msg, reason string) {
+			w.logRefused(r, code, reason, id)
+			http.Error(rw, msg, code)
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxSignedAnswer))
 		if err != nil {
-			http.Error(rw, "the body is too large", http.StatusRequestEntityTooLarge)
+			refuse(http.StatusRequestEntityTooLarge, "the body is too large", "the body is larger than 8 KiB")
 			return
 		}
 		sig := r.Header.Get(SignatureHeader)
 		ts, err := strconv.ParseInt(r.Header.Get(TimestampHeader), 10, 64)
 		now := w.now()
-		if err != nil || now.Sub(time.Unix(ts, 0)).Abs() > signWindow ||
-			!hmac.Equal([]byte(sig), []byte(Sign(w.Secret, ts, body))) {
-			http.Error(rw, "the signature does not verify, or its timestamp is not within five minutes of the server's clock", http.StatusUnauthorized)
+		const unsigned = "the signature does not verify, or its timestamp is not within five minutes of the server's clock"
+		switch off := now.Sub(time.Unix(ts, 0)).Abs(); {
+		case err != nil:
+			refuse(http.StatusUnauthorized, unsigned, "no timestamp in "+TimestampHeader+" (Unix seconds)")
+			return
+		case off > signWindow:
+			refuse(http.StatusUnauthorized, unsigned, fmt.Sprintf("the timestamp is %d s from the server's clock (five minutes at most)", off/time.Second))
+			return
+		case !hmac.Equal([]byte(sig), []byte(Sign(w.Secret, ts, body))):
+			refuse(http.StatusUnauthorized, unsigned, "the signature does not verify (the same secret on both sides? the body signed as sent, after the timestamp and a dot?)")
 			return
 		}
 		if !w.once(sig, now) {
-			http.Error(rw, "this signed answer was taken already (a replay)", http.StatusConflict)
+			refuse(http.StatusConflict, "this signed answer was taken already (a replay)", "the same signed request again, once taken (a replay)")
 			return
 		}
 		var a struct {
@@ -211,10 +235,24 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			Kind string `json:"kind"`
 			By   string `json:"by"`
 		}
-		if err := decodeAnswer(body, &a); err != nil || a.ID == "" || strings.TrimSpace(a.Text) == "" || !utf8.ValidString(a.Text) ||
-			a.Kind != "" && a.Kind != "question" && a.Kind != "report" {
+		const shape = `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`
+		bad := ""
+		switch err := decodeAnswer(body, &a); {
+		case err != nil:
+			bad = "the body is not one JSON object of id, text, kind and by, each once and in lower case"
+		case a.ID == "":
+			bad = "no id"
+		case strings.TrimSpace(a.Text) == "":
+			bad = "no text"
+		case !utf8.ValidString(a.Text):
+			bad = "the text is not UTF-8"
+		case a.Kind != "" && a.Kind != "question" && a.Kind != "report":
+			bad = `the kind is neither "question" nor "report"`
+		}
+		id = Clip(a.ID, 64)
+		if bad != "" {
 			w.forget(sig) // not taken: it may come again, mended
-			http.Error(rw, `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`, http.StatusBadRequest)
+			refuse(http.StatusBadRequest, shape, bad)
 			return
 		}
 		kind := wire.AskQuestion
@@ -237,7 +275,8 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		}
 		if len(pendingIn) > 1 {
 			w.forget(sig)
-			http.Error(rw, "the id names a pending question of more than one token: answer it in the app", http.StatusConflict)
+			refuse(http.StatusConflict, "the id names a pending question of more than one token: answer it in the app",
+				"the id names a pending question of more than one of the webhook's tokens")
 			return
 		}
 		tok := tokens[0]
@@ -247,19 +286,38 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		err = (Answers{hub: h}).Reply(tok, kind, a.ID, a.Text, who, w.ID, "webhook")
 		switch {
 		case errors.Is(err, hub.ErrNotPending):
-			http.Error(rw, "the question is no longer pending", http.StatusConflict)
+			refuse(http.StatusConflict, "the question is no longer pending",
+				"the question is no longer pending (answered, withdrawn or timed out), or is none of the webhook's tokens'")
 		case errors.Is(err, hub.ErrNotAnOption):
 			w.forget(sig) // not taken: an answer it allows may come under it
-			http.Error(rw, err.Error(), http.StatusBadRequest)
+			refuse(http.StatusBadRequest, err.Error(), err.Error())
 		case err != nil:
 			// Not taken: the sender may try the same signed request again.
 			w.forget(sig)
-			http.Error(rw, "the answer cannot be saved now: "+err.Error(), http.StatusServiceUnavailable)
+			refuse(http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error(), "the answer cannot be saved now: "+err.Error())
 		default:
 			rw.Header().Set("Content-Type", "application/json")
 			_, _ = rw.Write([]byte(`{"ok":true}` + "\n"))
 		}
 	})
+}
+
+// logRefused tells of an answer refused with code, for reason: at most
+// maxRefusalLogs a minute, the next one told after them saying how many
+// were not.
+func (w *Webhook) logRefused(r *http.Request, code int, reason, id string) {
+	ok, untold := w.refusals.allow("", maxRefusalLogs, time.Minute, w.now())
+	if !ok {
+		return
+	}
+	attrs := []any{"webhook", w.ID, "status", code, "reason", reason, "remote", r.RemoteAddr}
+	if id != "" {
+		attrs = append(attrs, "id", id)
+	}
+	if untold > 0 {
+		attrs = append(attrs, "untold", untold)
+	}
+	logOf(w.Logger).Warn("webhook: an answer refused", attrs...)
 }
 
 // once reports whether sig is new within the window, and remembers it.

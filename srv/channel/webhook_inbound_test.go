@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -225,4 +227,72 @@ func TestWebhookOfSeveralTokens(t *testing.T) {
 	if !f.hub.Validity(tokA, []string{"q-same"})["q-same"] || !f.hub.Validity(tokB, []string{"q-same"})["q-same"] {
 		t.Error("an ambiguous answer answered a question")
 	}
+}
+
+// TestWebhookRefusalsLogged: an answer the webhook refuses (a signature
+// that does not verify, a stale timestamp, a body of the wrong shape, an
+// answer the question does not take, a question no longer pending) is
+// told in the log with its status and reason, never with the secret,
+// the signature or the body; a flood of them is told a bounded number
+// of times a minute, then how many were not told.
+func TestWebhookRefusalsLogged(t *testing.T) {
+	var clock atomic.Pointer[time.Time]
+	start := time.Now()
+	clock.Store(&start)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	const secret = "s3cret-s3cret-s3cret"
+	hook := &Webhook{ID: "n8n", Secret: secret, Token: tokA, Now: func() time.Time { return *clock.Load() },
+		Logger: slog.New(slog.NewTextHandler(logs, nil))}
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	srv := httptest.NewServer(hook.Answers(h))
+	t.Cleanup(srv.Close)
+	go func() { // the agent's call, ended by Close
+		_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour,
+			Questions: []*pb.Question{{Options: []*pb.Option{{Label: "Yes"}, {Label: "No"}}}}})
+	}()
+	eventually(t, "the question shown", func() bool { return h.Validity(tokA, []string{"q-1"})["q-1"] })
+
+	ts := start.Unix()
+	for _, c := range []struct {
+		secret string
+		ts     int64
+		body   string
+		code   int
+		reason string
+	}{
+		{"wrong-wrong-wrong-wrong", ts, `{"id":"q-1","text":"Body-text-1"}`, http.StatusUnauthorized, "the signature does not verify"},
+		{secret, ts - 600, `{"id":"q-1","text":"Body-text-2"}`, http.StatusUnauthorized, "the timestamp is 600 s from the server's clock"},
+		{secret, ts, `{"id":"q-1","Body-text-3":"Yes"}`, http.StatusBadRequest, "not one JSON object"},
+		{secret, ts, `{"id":"q-1","text":"Body-text-4"}`, http.StatusBadRequest, "takes only its options"},
+		{secret, ts, `{"id":"q-none","text":"Body-text-5"}`, http.StatusConflict, "no longer pending"},
+	} {
+		if code, msg := signedPost(t, srv.URL, c.secret, c.ts, c.body); code != c.code {
+			t.Fatalf("%s: %d %s, want %d", c.body, code, msg, c.code)
+		}
+		logs.waitFor(t, c.reason)
+	}
+	got := logs.String()
+	if n := strings.Count(got, "webhook: an answer refused"); n != 5 {
+		t.Errorf("%d refusals told, want 5:\n%s", n, got)
+	}
+	for _, leak := range []string{secret, "wrong-wrong", "v1=", "Body-text"} {
+		if strings.Contains(got, leak) {
+			t.Errorf("the log shows %q:\n%s", leak, got)
+		}
+	}
+
+	// A flood: told maxRefusalLogs times a minute in all.
+	for range 100 {
+		if code, _ := signedPost(t, srv.URL, "wrong-wrong-wrong-wrong", ts, `{}`); code != http.StatusUnauthorized {
+			t.Fatalf("a wrong signature: %d", code)
+		}
+	}
+	if n := strings.Count(logs.String(), "webhook: an answer refused"); n != maxRefusalLogs {
+		t.Errorf("%d refusals told of 105 in a minute, want %d", n, maxRefusalLogs)
+	}
+	later := start.Add(time.Minute)
+	clock.Store(&later)
+	signedPost(t, srv.URL, "wrong-wrong-wrong-wrong", later.Unix(), `{}`)
+	logs.waitFor(t, "untold=95")
 }
