@@ -143,3 +143,23 @@ func TestFormOffersTheOptions(t *testing.T) {
 		t.Errorf("form answer = %q", got)
 	}
 }
+
+// TestTypedChoiceIsNotAlsoFreeText: a person who types an option's label
+// in another case, or several labels in one line (an e-mail or chat
+// reply), has chosen those options: the agent is told the choice once,
+// not the typed words besides as if they were more to read, and the
+// structured text stays empty.
+func TestTypedChoiceIsNotAlsoFreeText(t *testing.T) {
+	qs := []*pb.Question{{Options: []*pb.Option{{Label: "Continue"}, {Label: "Stop"}}, Multiple: true}}
+	for _, typed := range []string{"continue", " Stop ", "continue, stop"} {
+		r := toResult(wire.AskQuestion, &pb.AskQuestionResponse{Contents: []*pb.McpResultContent{
+			{Type: 1, Text: &pb.TextContent{Type: "text", Text: typed}},
+		}}, qs)
+		if len(r.Content) != 1 {
+			t.Errorf("%q: %d contents %v, want the choice alone", typed, len(r.Content), r.Content)
+		}
+		if a, ok := r.StructuredContent.(answer); !ok || len(a.Chosen) == 0 || a.Text != "" {
+			t.Errorf("%q: structured content %+v", typed, r.StructuredContent)
+		}
+	}
+}

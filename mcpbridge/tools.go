@@ -420,16 +420,17 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 	if len(chosen) > 0 {
 		res.Content = append(res.Content, mcp.NewTextContent(chosenText(chosen)))
 	}
-	// The rest in the order given: the chosen labels are told above.
-	label := make(map[string]bool, len(chosen))
-	for _, c := range chosen {
-		label[c] = true
+	// The rest in the order given: a text that names options ("stop",
+	// "Continue, Stop" typed in a reply) is told above, as the labels.
+	typed := make(map[string]bool, len(free))
+	for _, t := range free {
+		typed[t] = true
 	}
 	images := 0
 	for _, c := range r.GetContents() {
 		switch {
 		case c.GetText() != nil || c.GetType() == 1:
-			if t := c.GetText().GetText(); t != "" && !label[t] {
+			if t := c.GetText().GetText(); typed[t] {
 				res.Content = append(res.Content, mcp.NewTextContent(t))
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
