@@ -572,7 +572,7 @@ func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap
 			continue
 		}
 		if err := e.answer(ctx, c, m.RFC822Size > maxReplySize, r, a); err != nil {
-			if errors.Is(err, errNotSaved) {
+			if errors.Is(err, errNotSaved) || errors.Is(err, errUnread) {
 				// Looked at again after the backoff, from this mail on.
 				e.lastUID = m.UID - 1
 			}
@@ -690,7 +690,7 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 	uid := r.uid
 	text, err := read(c, uid)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", errUnread, err)
 	}
 	from := r.addr()
 	why, hint := r.gone, ""
@@ -876,6 +876,10 @@ func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, error)
 // errNotSaved: a reply's answer could not be saved now; it is tried
 // again.
 var errNotSaved = errors.New("a reply's answer cannot be saved now")
+
+// errUnread: a reply could not be read (the connection dropped between
+// its header and its text); it is read again, not passed over.
+var errUnread = errors.New("a reply cannot be read now")
 
 // replyText is the answer a mail holds: its first text/plain part's
 // lines above the quote, or its HTML's when it has no plain text (some

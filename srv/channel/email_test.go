@@ -149,6 +149,8 @@ type imapBox struct {
 	user *imapmemserver.User
 	srv  *imapserver.Server
 	addr string
+	// wrap, when set before serve, wraps each session (a test's faults).
+	wrap func(imapserver.Session) imapserver.Session
 }
 
 type echoSession struct{ imapserver.Session }
@@ -206,7 +208,11 @@ func newIMAPBox(t *testing.T) *imapBox {
 func (b *imapBox) serve(t *testing.T, addr string) {
 	b.srv = imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return echoSession{b.mem.NewSession()}, nil, nil
+			var s imapserver.Session = echoSession{b.mem.NewSession()}
+			if b.wrap != nil {
+				s = b.wrap(s)
+			}
+			return s, nil, nil
 		},
 		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIdle: {}},
 		InsecureAuth: true,
