@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
@@ -179,16 +178,10 @@ const maxNickname = 64
 // than a frame ever shows (hub.maxLostShown).
 const maxDismiss = 1000
 
-// cleanNickname makes n a name to show on one line: without control
-// characters (C0 and C1), line or paragraph separators, or bidirectional
-// controls (U+202E would turn the rest of the line around).
+// cleanNickname makes n a name to show on one line (wire.OneLine), of
+// at most maxNickname characters, or one made of the client's id.
 func cleanNickname(n, id string) string {
-	n = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
-			return -1
-		}
-		return r
-	}, n))
+	n = wire.OneLine(n)
 	if utf8.RuneCountInString(n) > maxNickname {
 		n = string([]rune(n)[:maxNickname])
 	}

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 
 	"connectrpc.com/connect"
 
@@ -232,12 +231,7 @@ const (
 // read as something else) and shortens it to maxNameLen bytes, on a
 // character boundary.
 func clip(s string) string {
-	s = strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
-			return -1
-		}
-		return r
-	}, s))
+	s = wire.OneLine(s)
 	if len(s) <= maxNameLen {
 		return s
 	}
