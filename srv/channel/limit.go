@@ -7,8 +7,8 @@ import (
 
 // window counts events of each key in windows of time: a log line or a
 // mail that anyone reaching the server can cause, bounded. The zero
-// value is ready; keys are forgotten once their window is over, so its
-// map stays as large as the keys of the last window.
+// value is ready; the keys whose window is over are forgotten when room
+// is needed, so its map holds maxWindowKeys at most.
 type window struct {
 	mu   sync.Mutex // held alone
 	keys map[string]*windowCount
