@@ -92,6 +92,10 @@ type Email struct {
 	// UIDVALIDITY and the last UID looked at.
 	uidValidity uint32
 	lastUID     imap.UID
+	// unread is the reply whose text could not be read at the last
+	// looks, and how many looks in a row that was so.
+	unread      imap.UID
+	unreadTries int
 }
 
 type emailQuestion struct {
@@ -115,6 +119,11 @@ const (
 	maxHeaderRead = 64 << 10
 	// pollEvery is how often a server without IDLE is asked for news.
 	pollEvery = time.Minute
+	// maxReadTries bounds the looks in a row at a reply whose text
+	// cannot be read: a connection dropped mid-read is over by then, a
+	// mail the server cannot hand over (a damaged one) would else stop
+	// every reply after it.
+	maxReadTries = 3
 	// maxNotTakenMails bounds the mails a sender is sent in a minute
 	// saying their reply was not taken: whoever can forge their From
 	// and knows a question's Message-ID must not make the server a
@@ -572,14 +581,26 @@ func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap
 			continue
 		}
 		if err := e.answer(ctx, c, m.RFC822Size > maxReplySize, r, a); err != nil {
-			if errors.Is(err, errNotSaved) || errors.Is(err, errUnread) {
+			if errors.Is(err, errNotSaved) || errors.Is(err, errUnread) && e.readAgain(m.UID) {
 				// Looked at again after the backoff, from this mail on.
 				e.lastUID = m.UID - 1
+			} else if errors.Is(err, errUnread) {
+				e.log().Warn("email: a reply that cannot be read is passed over, left unread", "from", r.addr(), "id", r.q.id, "uid", m.UID, "err", e.redact(err))
 			}
 			return err
 		}
 	}
 	return nil
+}
+
+// readAgain counts a look at the reply uid that could not read its
+// text, and reports whether it is to be looked at again.
+func (e *Email) readAgain(uid imap.UID) bool {
+	if uid != e.unread {
+		e.unread, e.unreadTries = uid, 0
+	}
+	e.unreadTries++
+	return e.unreadTries < maxReadTries
 }
 
 // headerFields are the fields of a new mail read to tell whether it is a
