@@ -163,6 +163,26 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 			})
 		}
 	}
+	// A client's error reply (a device that declines, or fails to show
+	// the question) is not an answer to check: it ends the call as an
+	// error, whatever the options.
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		defer h.Close()
+		got := make(chan *Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour,
+				Questions: []*pb.Question{{Options: opts}}})
+			got <- rep
+		}()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{IsError: true, Contents: text("the person declined")}); err != nil {
+			t.Errorf("an error reply to a question of options only: %v", err)
+		}
+		if rep := <-got; rep == nil || !rep.IsError {
+			t.Errorf("the agent got %+v, want the error reply", rep)
+		}
+	})
 	// Without options, anything goes, as before.
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{})

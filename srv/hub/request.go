@@ -124,7 +124,7 @@ func stopTimer(t **time.Timer) {
 // An answer the question's options do not allow (wire.CheckAnswer) is
 // refused with ErrNotAnOption, and the request stays pending.
 func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
-	r, p, err := h.answerable(token, kind, id, rep.Contents)
+	r, p, err := h.answerable(token, kind, id, rep.IsError, rep.Contents)
 	if err != nil {
 		return err
 	}
@@ -136,13 +136,14 @@ func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
 // now (ErrNotPending, ErrNotAnOption), without answering: a door that
 // spends something to answer (a single-use capability) asks first.
 func (h *Hub) Allows(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
-	_, _, err := h.answerable(token, kind, id, contents)
+	_, _, err := h.answerable(token, kind, id, false, contents)
 	return err
 }
 
 // answerable is the pending request id of token when contents may
-// answer it.
-func (h *Hub) answerable(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) (*room, *pending, error) {
+// answer it. A client's error reply (isErr: a device that declines or
+// cannot show the question) ends the call as an error: no choice to check.
+func (h *Hub) answerable(token string, kind wire.Kind, id string, isErr bool, contents []*pb.McpResultContent) (*room, *pending, error) {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
@@ -153,7 +154,7 @@ func (h *Hub) answerable(token string, kind wire.Kind, id string, contents []*pb
 	}
 	// Every door answers here: a device, a capability, a chat reply.
 	// What the question allows is checked once, for all of them.
-	if err := wire.CheckAnswer(p.req.Questions, contents); err != nil {
+	if err := wire.CheckAnswer(p.req.Questions, contents); err != nil && !isErr {
 		return nil, nil, fmt.Errorf("%w: %w", ErrNotAnOption, err)
 	}
 	return r, p, nil
