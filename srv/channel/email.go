@@ -413,7 +413,7 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 		if watched {
 			wait = first
 		}
-		e.log().Warn("email: the mailbox is out of reach; trying again", "err", e.redact(err), "in", wait)
+		e.log().Warn("email: watching the mailbox stopped; trying again", "err", e.redact(err), "in", wait)
 		select {
 		case <-ctx.Done():
 			return

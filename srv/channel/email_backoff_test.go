@@ -78,7 +78,7 @@ func (b *pipeIMAP) drop() {
 	b.conns = nil
 }
 
-var waitedRE = regexp.MustCompile(`msg="email: the mailbox is out of reach; trying again".* in=(\S+)`)
+var waitedRE = regexp.MustCompile(`msg="email: watching the mailbox stopped; trying again".* in=(\S+)`)
 
 // waits are the waits before logging in again the log tells of.
 func waits(t *testing.T, logs *syncBuffer) []time.Duration {

@@ -424,7 +424,7 @@ func TestEmailReconnects(t *testing.T) {
 	logs.waitFor(t, "email: watching the mailbox")
 	addr := box.addr
 	_ = box.srv.Close()
-	logs.waitFor(t, "email: the mailbox is out of reach")
+	logs.waitFor(t, "email: watching the mailbox stopped")
 	box.deliver(t, "ana@example.org", id, "Later.\r\n")
 	box.serve(t, addr)
 	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Later." {
