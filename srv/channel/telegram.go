@@ -318,7 +318,34 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	err := a.ReplyWith(q.token, q.kind, q.id, contents, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
 	if err != nil {
 		notTaken(err.Error())
+		return
 	}
+	if file := fileOf(m); file != "" {
+		_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID,
+			Text:            "Taken without the " + file + ": an answer holds text and photos, so it was left out.",
+			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
+		if err != nil {
+			logOf(t.Logger).Warn("telegram: cannot tell a reply's file was left out", "err", t.redact(err))
+		}
+	}
+}
+
+// fileOf names the file of m an answer cannot hold (all but a photo),
+// "" when it has none.
+func fileOf(m *models.Message) string {
+	switch {
+	case m.Document != nil:
+		return "document"
+	case m.Video != nil:
+		return "video"
+	case m.Animation != nil:
+		return "animation"
+	case m.Audio != nil:
+		return "audio"
+	case m.Voice != nil:
+		return "voice note"
+	}
+	return ""
 }
 
 // maxPhotoBytes bounds a photo read as an answer; photoTimeout, the time

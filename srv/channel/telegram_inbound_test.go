@@ -90,3 +90,29 @@ func TestTelegramTapOnOldMessage(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// TestTelegramReplyFileLeftOutSaid: a reply with a file an answer cannot
+// hold (a document, a video, a voice note) and a caption answers with the
+// caption, and the chat is told the file was left out: the person does
+// not believe the agent has it.
+func TestTelegramReplyFileLeftOutSaid(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	msg, _ := strconv.Atoi(api.Call(t, "sendMessage", 1)["sent_message_id"])
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, msg}) })
+	doc := telegramtest.Reply(42, 600, msg, "")
+	m := doc["message"].(map[string]any)
+	delete(m, "text")
+	m["caption"] = "The log is attached."
+	m["document"] = map[string]any{"file_id": "doc-1", "file_unique_id": "d1", "file_name": "build.log"}
+	api.Push(doc)
+	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "The log is attached." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if got := api.Call(t, "sendMessage", 2); repliesTo(got) != "600" || !strings.Contains(got["text"], "left out") {
+		t.Errorf("the chat was told %v", got)
+	}
+}
