@@ -81,7 +81,8 @@ func Check(b []byte) error {
 // winning, so here keys are also compared that way: {"text":"yes",
 // "Text":"no"} gives a key twice, and is refused. So is a member that
 // names no field of v, a value of the wrong type, and anything after the
-// value.
+// value. Keys are folded at every depth: it is for bodies of structs, not
+// of maps, whose keys are data ({"A":1,"a":2} would be refused).
 func Unmarshal(b []byte, v any) error {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b)), fold: true}
 	c.d.UseNumber()
