@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // Resumability (the transport's "Resumability and Redelivery", protocol
@@ -47,18 +49,10 @@ type ReplayLimits struct {
 }
 
 func (l *ReplayLimits) defaults() {
-	if l.Events <= 0 {
-		l.Events = 64
-	}
-	if l.Bytes <= 0 {
-		l.Bytes = 1 << 20
-	}
-	if l.Age <= 0 {
-		l.Age = 10 * time.Minute
-	}
-	if l.Grace <= 0 {
-		l.Grace = time.Minute
-	}
+	opt.Default(&l.Events, 64)
+	opt.Default(&l.Bytes, 1<<20)
+	opt.Default(&l.Age, 10*time.Minute)
+	opt.Default(&l.Grace, time.Minute)
 }
 
 // maxEventID bounds a Last-Event-ID read: ours are far shorter.
