@@ -377,12 +377,16 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	k := newSink(w)
+	// The whole replay gets one sendTimeout: it holds the stream, whose
+	// call waits to record its next event.
+	k.until = time.Now().Add(sendTimeout)
 	for _, e := range missed {
 		if err := k.send(l.id(e.n), e.data); err != nil {
 			st.mu.Unlock()
 			return
 		}
 	}
+	k.until = time.Time{}
 	if st.done {
 		st.mu.Unlock()
 		return
@@ -401,8 +405,9 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 
 // sink is one connection carrying a stream.
 type sink struct {
-	w    http.ResponseWriter
-	gone chan struct{} // closed when it carries the stream no longer
+	w     http.ResponseWriter
+	gone  chan struct{} // closed when it carries the stream no longer
+	until time.Time     // when set, the deadline of every write, else sendTimeout each
 }
 
 func newSink(w http.ResponseWriter) *sink { return &sink{w: w, gone: make(chan struct{})} }
@@ -422,7 +427,11 @@ func (k *sink) send(id string, data []byte) error {
 		b.WriteString("\n\n")
 	}
 	rc := http.NewResponseController(k.w)
-	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+	until := k.until
+	if until.IsZero() {
+		until = time.Now().Add(sendTimeout)
+	}
+	_ = rc.SetWriteDeadline(until)
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	if _, err := k.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("write event: %w", err)
