@@ -313,3 +313,28 @@ func TestResumeRefusals(t *testing.T) {
 		t.Errorf("the call after the refused resumes: %q", got)
 	}
 }
+
+// TestCallWithoutEventStream: a client whose Accept names no
+// text/event-stream gets its call's response as JSON, as before: only a
+// stream can be resumed, and it did not ask for one.
+func TestCallWithoutEventStream(t *testing.T) {
+	_, base := newResumeEndpoint(t, newAsker(), Options{})
+	sid := dial(t, base, "token-a", "").GetSessionId()
+	for _, tc := range []struct{ accept, want string }{
+		{"application/json", "application/json"},
+		{"application/json, text/event-stream", "text/event-stream"},
+	} {
+		req := mcpRequest(t, http.MethodPost, base+"?t=token-a", sid,
+			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_ui_state","arguments":{}}}`)
+		req.Header.Set("Accept", tc.accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tc.want) || !strings.Contains(string(body), `"id":3`) {
+			t.Errorf("Accept %q: %d %q %s", tc.accept, resp.StatusCode, ct, body)
+		}
+	}
+}
