@@ -228,7 +228,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return // while the body arrives, the session has a request in progress
 		}
-		if method == string(mcp.MethodToolsCall) && id != nil && !modern && acceptsEventStream(r.Header.Values("Accept")) {
+		if method == string(mcp.MethodToolsCall) && string(id) != "null" && !modern && acceptsEventStream(r.Header.Values("Accept")) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return
 		}

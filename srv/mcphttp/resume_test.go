@@ -338,3 +338,20 @@ func TestCallWithoutEventStream(t *testing.T) {
 		}
 	}
 }
+
+// TestCallAsNotification: a tools/call without an id is a notification:
+// 202 and no body, not a stream with a made-up error.
+func TestCallAsNotification(t *testing.T) {
+	_, base := newResumeEndpoint(t, newAsker(), Options{})
+	sid := dial(t, base, "token-a", "").GetSessionId()
+	resp, err := http.DefaultClient.Do(mcpRequest(t, http.MethodPost, base+"?t=token-a", sid,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_ui_state","arguments":{}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted || len(body) != 0 {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}
