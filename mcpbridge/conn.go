@@ -1,6 +1,10 @@
 package mcpbridge
 
-import "context"
+import (
+	"context"
+	"errors"
+	"sync"
+)
 
 type connKey struct{}
 
@@ -36,4 +40,73 @@ type writesKey struct{}
 // client is out before its own result goes (see delivered).
 func WithWrites(ctx context.Context, written func() uint64) context.Context {
 	return context.WithValue(ctx, writesKey{}, written)
+}
+
+// A Link is the MCP client's connection to one call, which may break and
+// come back: a stream the client resumes (Last-Event-ID).
+type Link interface {
+	// State reports whether the client is connected to the call now, and
+	// gives a channel closed at the next change.
+	State() (up bool, changed <-chan struct{})
+}
+
+type linkKey struct{}
+
+// WithLink marks a tool call's ctx as served over l. While l is down the
+// call does not wait on the server: an answer given meanwhile stays
+// there, kept, rather than taken by a call no one hears. Once l is up
+// again the call re-attaches to its request by ID and gets it. How long
+// l may stay down is the caller's to bound: it ends ctx (or the
+// connection of WithConnection) then.
+func WithLink(ctx context.Context, l Link) context.Context {
+	return context.WithValue(ctx, linkKey{}, l)
+}
+
+// errDetached ends a wait on the server while the client is away.
+var errDetached = errors.New("the MCP client's connection is down")
+
+// watchLink ends an attempt (stop, with errDetached) once ctx's link goes
+// down. done ends the watch and waits for it.
+func watchLink(ctx context.Context, stop context.CancelCauseFunc) (done func()) {
+	l, _ := ctx.Value(linkKey{}).(Link)
+	if l == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			up, changed := l.State()
+			if !up {
+				stop(errDetached)
+				return
+			}
+			select {
+			case <-changed:
+			case <-quit:
+				return
+			}
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// linkUp waits until ctx's link is up; false when ctx ends first.
+func linkUp(ctx context.Context) bool {
+	l, _ := ctx.Value(linkKey{}).(Link)
+	for l != nil {
+		up, changed := l.State()
+		if up {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }

@@ -148,7 +148,9 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 // A server never reached is reported after FirstContact. When the MCP
 // client cancels, the request is withdrawn explicitly; when the MCP
 // session ends (Options.Done), it is left pending for the next
-// agentassistant-mcp of the project.
+// agentassistant-mcp of the project. While the client's link is down
+// (WithLink), the call waits for it, not on the server, and re-attaches
+// once it is back.
 func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, qs []*pb.Question, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
@@ -167,12 +169,33 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 	var lostAt time.Time // when a reached server went away
 	var lostErr error
 	for {
+		if !linkUp(ctx) {
+			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
+		}
 		actx, stall := context.WithCancelCause(cctx)
 		stopWatch := b.watchStall(actx, stall)
+		stopLink := watchLink(ctx, stall)
 		resp, err := call(actx)
 		stopWatch()
+		stopLink()
 		stalled := errors.Is(context.Cause(actx), errStalled) && ctx.Err() == nil
+		detached := err != nil && errors.Is(context.Cause(actx), errDetached) && ctx.Err() == nil
 		stall(nil)
+		if detached {
+			// The client is away: the request stays pending (or its
+			// answer kept) on the server until the client is back and the
+			// loop's next turn re-attaches to it.
+			b.log.Info("the MCP client's connection is down; the call re-attaches when it is back", "kind", kind, "id", id)
+			// Meanwhile the call does not hold its request: an answer
+			// given now is handed to the project's next call, should the
+			// client come back as a new session instead.
+			b.track(id, false)
+			if !linkUp(ctx) {
+				return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
+			}
+			b.track(id, true)
+			continue
+		}
 		if stalled {
 			// Again at once, through the next server: the answer may be
 			// waiting there already.

@@ -14,6 +14,7 @@ package mcphttp
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -52,6 +53,9 @@ type Options struct {
 	// the Backend, Token, RelaySession, ServerURL, Logger, Done, Stopped
 	// and Hooks are filled in.
 	Bridge mcpbridge.Options
+	// Replay bounds what each session keeps so that its clients can
+	// resume a call's cut stream, and how long a cut call waits for that.
+	Replay ReplayLimits
 }
 
 // Handler is the /mcp endpoint.
@@ -99,12 +103,16 @@ type session struct {
 	// writes counts the flushes to the client on all of its streams (see
 	// mcpbridge.WithWrites).
 	writes atomic.Uint64
+	// log keeps its calls' latest events for resuming (nil until its
+	// first call).
+	log *eventLog
 }
 
 // New returns the endpoint; Close stops it.
 func New(o Options) *Handler {
 	opt.Logger(&o.Logger)
 	opt.Default(&o.MaxSessions, 64)
+	o.Replay.defaults()
 	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 }
 
@@ -158,11 +166,25 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not acceptable: a stream (GET) is text/event-stream, which Accept must list", http.StatusNotAcceptable)
 		return
 	}
+	lastID := ""
+	if r.Method == http.MethodGet {
+		lastID = r.Header.Get("Last-Event-ID")
+	}
+	if lastID != "" {
+		if modern {
+			http.Error(w, "Last-Event-ID: streams are not resumed from protocol 2026-07-28 on", http.StatusBadRequest)
+			return
+		}
+		if _, _, err := parseEventID(lastID); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+	}
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	var st *stream
 	if r.Method == http.MethodGet {
-		st = &stream{end: cancel}
+		st = &stream{end: cancel, resume: lastID != ""}
 	}
 	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
@@ -197,16 +219,58 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ctx = mcpbridge.WithWrites(ctx, s.writes.Load)
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
+	if lastID != "" {
+		h.logOf(s).resume(w, r.WithContext(ctx), lastID)
+		return
+	}
 	if sid != "" && r.Method == http.MethodPost {
-		if _, _, ok := checkBody(w, r); !ok {
+		method, id, ok := checkBody(w, r)
+		if !ok {
 			return // while the body arrives, the session has a request in progress
+		}
+		if method == string(mcp.MethodToolsCall) && string(id) != "null" && !modern && acceptsEventStream(r.Header.Values("Accept")) {
+			h.serveCall(ctx, w, r, b, s, id)
+			return
 		}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 }
 
-// stream is a standalone stream (GET) being served; end ends it.
-type stream struct{ end context.CancelFunc }
+// serveCall serves a tool call whose response may be resumed: its stream
+// outlives the POST's connection for Replay.Grace, and the call with it.
+func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage) {
+	// The call's context ends when the stream has been away for Grace,
+	// when the session is forgotten while it is away, or when the
+	// endpoint closes; not when the POST's connection does.
+	cctx, expire := context.WithCancel(context.WithoutCancel(ctx))
+	defer expire()
+	defer context.AfterFunc(h.runs.Context(), expire)()
+	st := h.logOf(s).open(expire)
+	k := st.start(w)
+	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
+	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
+	t := &tap{st: st, id: id, h: http.Header{}}
+	b.http.ServeHTTP(t, r.WithContext(cctx))
+	t.finish()
+}
+
+// logOf is s's event log, made on first use.
+func (h *Handler) logOf(s *session) *eventLog {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s.log == nil {
+		s.log = newEventLog(h.o.Replay)
+	}
+	return s.log
+}
+
+// stream is a stream (GET) being served; end ends it. resume: it resumes
+// a call's stream (Last-Event-ID), else it is the session's standalone
+// stream.
+type stream struct {
+	end    context.CancelFunc
+	resume bool
+}
 
 // countingWriter counts a session's flushes: each one has put an event
 // of one of its streams on the wire.
@@ -220,6 +284,16 @@ func (c countingWriter) Flush() {
 		f.Flush()
 	}
 	c.n.Add(1)
+}
+
+// FlushError flushes as Flush does, and tells when it failed (see
+// http.ResponseController).
+func (c countingWriter) FlushError() error {
+	err := http.NewResponseController(c.ResponseWriter).Flush()
+	if err == nil {
+		c.n.Add(1)
+	}
+	return err
 }
 
 // Unwrap lets http.ResponseController reach the connection.

@@ -40,7 +40,7 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream, opens boo
 			h.dropIfEmptyLocked(key, rm)
 			return nil, nil, nil, http.StatusNotFound
 		}
-		if listen != nil && len(s.streams) > 0 {
+		if listen != nil && !listen.resume && s.listening() {
 			// One standalone stream per session, as the official SDK's
 			// server allows: each one open holds a connection and its
 			// buffers for as long as the client keeps it.
@@ -88,6 +88,19 @@ func (h *Handler) forgetLocked(s *session) {
 	for st := range s.streams {
 		st.end()
 	}
+	if s.log != nil {
+		s.log.close()
+	}
+}
+
+// listening reports whether s has its standalone stream open.
+func (s *session) listening() bool {
+	for st := range s.streams {
+		if !st.resume {
+			return true
+		}
+	}
+	return false
 }
 
 // dropIfEmptyLocked forgets a room that holds nothing.

@@ -1,0 +1,537 @@
+package mcphttp
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
+)
+
+// Resumability (the transport's "Resumability and Redelivery", protocol
+// 2025-06-18 and 2025-11-25): a tool call's response is a stream (SSE)
+// whose events carry IDs, beginning with an event that holds only one,
+// so a client whose stream is cut (a proxy's idle timeout, a network
+// blip) can resume it with a GET and Last-Event-ID and be sent what it
+// missed. The call outlives its connection for Replay.Grace; meanwhile
+// it does not wait on the server (mcpbridge.WithLink), so an answer given
+// while no one hears is kept there, not taken.
+//
+// The transport's own event store keeps every event of a session for as
+// long as the session lives; this one keeps a session's last few, for a
+// while (ReplayLimits), and a call's stream is written here rather than
+// there: mcp-go writes its response to a tap that records each event.
+
+// ReplayLimits bound what a session keeps for its clients to resume.
+type ReplayLimits struct {
+	// Events is how many of a session's latest events are kept (default
+	// 64), Bytes how many bytes of them at most (default 1 MiB; a larger
+	// event is sent without an ID and cannot be resumed past), and Age
+	// how long each is kept at most (default 10 minutes).
+	Events int
+	Bytes  int
+	Age    time.Duration
+	// Grace is how long a call whose stream was cut waits for its client
+	// to resume before it ends as it would when its connection ends: the
+	// request stays pending for the project's next call (default 1
+	// minute).
+	Grace time.Duration
+}
+
+func (l *ReplayLimits) defaults() {
+	opt.Default(&l.Events, 64)
+	opt.Default(&l.Bytes, 1<<20)
+	opt.Default(&l.Age, 10*time.Minute)
+	opt.Default(&l.Grace, time.Minute)
+}
+
+// maxEventID bounds a Last-Event-ID read: ours are far shorter.
+const maxEventID = 64
+
+// sendTimeout bounds one event's write to a client, so a stalled client
+// holds a stream for no longer.
+const sendTimeout = 30 * time.Second
+
+// Why a Last-Event-ID replays nothing. All of them are 400 Bad Request:
+// the session (Mcp-Session-Id) is known; the ID is not one to resume.
+var (
+	errEventMalformed = errors.New("Last-Event-ID is not an event ID this server gives")
+	errEventForeign   = errors.New("Last-Event-ID is not an event of this MCP session")
+	errEventGone      = errors.New("Last-Event-ID is no longer kept (a session keeps its latest events for a while); the call's stream cannot be resumed")
+	errEventGap       = errors.New("an event after Last-Event-ID was too large to keep; the call's stream cannot be resumed")
+)
+
+// eventLog is one session's latest events of its calls' streams. Lock
+// order: a stream's mu before the log's mu; the log's mu is never held
+// while calling out.
+type eventLog struct {
+	lim ReplayLimits
+	// tag begins every event ID of the session, so an ID of another
+	// session is told apart from one no longer kept.
+	tag string
+
+	mu      sync.Mutex
+	closed  bool // the session is forgotten
+	next    uint64
+	events  []event // oldest first, numbers ascending
+	bytes   int
+	streams map[*callStream]struct{} // not yet done
+}
+
+type event struct {
+	n    uint64
+	st   *callStream
+	data []byte // nil: the event that opens a stream, an ID only
+	at   time.Time
+}
+
+func newEventLog(lim ReplayLimits) *eventLog {
+	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), streams: make(map[*callStream]struct{})}
+}
+
+func (l *eventLog) id(n uint64) string { return l.tag + "-" + strconv.FormatUint(n, 10) }
+
+// add keeps data as the next event of st and gives its ID; "" when it
+// is too large to keep (st then has a gap).
+func (l *eventLog) add(st *callStream, data []byte) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.expireLocked(now)
+	if len(data) > l.lim.Bytes {
+		st.gap, st.gapAfter = true, l.next
+		return ""
+	}
+	l.next++
+	l.events = append(l.events, event{n: l.next, st: st, data: data, at: now})
+	l.bytes += len(data)
+	for len(l.events) > l.lim.Events || l.bytes > l.lim.Bytes {
+		l.dropLocked()
+	}
+	return l.id(l.next)
+}
+
+func (l *eventLog) dropLocked() {
+	l.bytes -= len(l.events[0].data)
+	l.events[0] = event{}
+	l.events = l.events[1:]
+}
+
+func (l *eventLog) expireLocked(now time.Time) {
+	for len(l.events) > 0 && now.Sub(l.events[0].at) > l.lim.Age {
+		l.dropLocked()
+	}
+}
+
+// parseEventID reads an ID this server gives: the session's tag and a
+// number.
+func parseEventID(id string) (tag string, n uint64, err error) {
+	if len(id) > maxEventID {
+		return "", 0, errEventMalformed
+	}
+	tag, num, ok := strings.Cut(id, "-")
+	if !ok || tag == "" {
+		return "", 0, errEventMalformed
+	}
+	n, err = strconv.ParseUint(num, 10, 64)
+	if err != nil || n == 0 {
+		return "", 0, errEventMalformed
+	}
+	return tag, n, nil
+}
+
+// after finds the event id and gives its stream and the events of that
+// stream after it, as (ID, data) pairs.
+func (l *eventLog) after(id string) (*callStream, []event, error) {
+	tag, n, err := parseEventID(id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tag != l.tag {
+		return nil, nil, errEventForeign
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.expireLocked(time.Now())
+	i := sort.Search(len(l.events), func(i int) bool { return l.events[i].n >= n })
+	if i == len(l.events) || l.events[i].n != n {
+		if n > l.next {
+			return nil, nil, errEventForeign // never given
+		}
+		return nil, nil, errEventGone
+	}
+	st := l.events[i].st
+	if st.gap && st.gapAfter >= n {
+		return nil, nil, errEventGap
+	}
+	var out []event
+	for _, e := range l.events[i+1:] {
+		if e.st == st {
+			out = append(out, e)
+		}
+	}
+	return st, out, nil
+}
+
+// close ends the calls that wait for their client to resume: the session
+// is forgotten, nothing can resume them now. A call whose client is
+// there goes on; if its stream is cut later, it ends at once.
+func (l *eventLog) close() {
+	l.mu.Lock()
+	l.closed = true
+	sts := make([]*callStream, 0, len(l.streams))
+	for st := range l.streams {
+		sts = append(sts, st)
+	}
+	l.mu.Unlock()
+	for _, st := range sts {
+		if st.away.Load() {
+			st.expire()
+		}
+	}
+}
+
+// callStream is one call's response stream: it outlives the connections
+// that carry it (the POST's, then the GETs that resume it), one at a
+// time. It is the call's mcpbridge.Link.
+type callStream struct {
+	log    *eventLog
+	expire context.CancelFunc // ends the call
+	away   atomic.Bool        // no connection carries it (out == nil)
+
+	mu      sync.Mutex // guards what follows; taken before log.mu
+	out     *sink
+	done    bool          // its last event is recorded: nothing more comes
+	changed chan struct{} // closed and replaced when out changes
+	gen     uint64        // counts the changes of out, for the grace timer
+	timer   *time.Timer   // ends the call once it has been away for Grace
+
+	// gap: an event after the one numbered gapAfter was too large to
+	// keep. Guarded by log.mu.
+	gap      bool
+	gapAfter uint64
+}
+
+func (l *eventLog) open(expire context.CancelFunc) *callStream {
+	st := &callStream{log: l, expire: expire, changed: make(chan struct{})}
+	st.away.Store(true)
+	l.mu.Lock()
+	l.streams[st] = struct{}{}
+	l.mu.Unlock()
+	return st
+}
+
+// State is the mcpbridge.Link: whether a connection carries the stream.
+func (st *callStream) State() (bool, <-chan struct{}) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.out != nil, st.changed
+}
+
+// attachLocked makes k the stream's connection, in place of the one
+// before (which ends: the client has moved on).
+func (st *callStream) attachLocked(k *sink) {
+	if st.out != nil {
+		close(st.out.gone)
+	}
+	st.out = k
+	st.away.Store(false)
+	st.changedLocked()
+}
+
+// detachLocked takes the stream's connection away; a call not done then
+// waits Grace for its client to resume.
+func (st *callStream) detachLocked() {
+	if st.out == nil {
+		return
+	}
+	close(st.out.gone)
+	st.out = nil
+	st.away.Store(true)
+	st.changedLocked()
+	if st.done {
+		return
+	}
+	st.log.mu.Lock()
+	closed := st.log.closed
+	st.log.mu.Unlock()
+	if closed {
+		st.expire()
+		return
+	}
+	gen := st.gen
+	st.timer = time.AfterFunc(st.log.lim.Grace, func() {
+		st.mu.Lock()
+		still := st.gen == gen
+		st.mu.Unlock()
+		if still {
+			st.expire()
+		}
+	})
+}
+
+func (st *callStream) changedLocked() {
+	close(st.changed)
+	st.changed = make(chan struct{})
+	st.gen++
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+}
+
+// detach takes k away, if it is still the stream's connection.
+func (st *callStream) detach(k *sink) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.out == k {
+		st.detachLocked()
+	}
+}
+
+// record keeps data as the stream's next event and sends it to the
+// connection there is; last ends the stream after it.
+func (st *callStream) record(data []byte, last bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done {
+		return
+	}
+	id := st.log.add(st, data)
+	if st.out != nil {
+		if err := st.out.send(id, data); err != nil {
+			st.detachLocked()
+		}
+	}
+	if last {
+		st.endLocked()
+	}
+}
+
+// end ends the stream: nothing more comes, its connection ends.
+func (st *callStream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.endLocked()
+}
+
+func (st *callStream) endLocked() {
+	if st.done {
+		return
+	}
+	st.done = true
+	st.detachLocked()
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	st.log.mu.Lock()
+	delete(st.log.streams, st)
+	st.log.mu.Unlock()
+}
+
+// start opens the stream on the POST's connection: the response is an
+// event stream from now on, and its first event has an ID only, so the
+// client can resume the stream however early it is cut.
+func (st *callStream) start(w http.ResponseWriter) *sink {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	k := newSink(w)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.attachLocked(k)
+	if err := k.send(st.log.add(st, nil), nil); err != nil {
+		st.detachLocked()
+	}
+	return k
+}
+
+// resume serves a GET that resumes the stream after lastID: the events
+// the client missed, then the rest as it comes, until the stream ends,
+// the client goes or resumes it again elsewhere.
+func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string) {
+	st, _, err := l.after(lastID)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	st.mu.Lock()
+	_, missed, err := l.after(lastID) // again, now that nothing is recorded meanwhile
+	if err != nil {
+		st.mu.Unlock()
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	k := newSink(w)
+	// The whole replay gets one sendTimeout: it holds the stream, whose
+	// call waits to record its next event.
+	k.until = time.Now().Add(sendTimeout)
+	for _, e := range missed {
+		if err := k.send(l.id(e.n), e.data); err != nil {
+			st.mu.Unlock()
+			return
+		}
+	}
+	k.until = time.Time{}
+	if st.done {
+		st.mu.Unlock()
+		return
+	}
+	if len(missed) == 0 {
+		_ = http.NewResponseController(w).Flush() // the client knows it is back
+	}
+	st.attachLocked(k)
+	st.mu.Unlock()
+	select {
+	case <-k.gone:
+	case <-r.Context().Done():
+		st.detach(k)
+	}
+}
+
+// sink is one connection carrying a stream.
+type sink struct {
+	w     http.ResponseWriter
+	gone  chan struct{} // closed when it carries the stream no longer
+	until time.Time     // when set, the deadline of every write, else sendTimeout each
+}
+
+func newSink(w http.ResponseWriter) *sink { return &sink{w: w, gone: make(chan struct{})} }
+
+// send writes one event: an ID (none when id is ""), and data, or no data
+// at all for the event that opens a stream.
+func (k *sink) send(id string, data []byte) error {
+	var b bytes.Buffer
+	if id != "" {
+		b.WriteString("id: " + id + "\n")
+	}
+	if data == nil {
+		b.WriteString("data: \n\n")
+	} else {
+		b.WriteString("event: message\ndata: ")
+		b.Write(data)
+		b.WriteString("\n\n")
+	}
+	rc := http.NewResponseController(k.w)
+	until := k.until
+	if until.IsZero() {
+		until = time.Now().Add(sendTimeout)
+	}
+	_ = rc.SetWriteDeadline(until)
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	if _, err := k.w.Write(b.Bytes()); err != nil {
+		return fmt.Errorf("write event: %w", err)
+	}
+	if err := rc.Flush(); err != nil {
+		return fmt.Errorf("flush event: %w", err)
+	}
+	return nil
+}
+
+// tap is the response writer mcp-go answers a call on: each message it
+// writes, an SSE event or a JSON body, becomes an event of the call's
+// stream.
+type tap struct {
+	st *callStream
+	id json.RawMessage // the call's JSON-RPC id
+
+	mu     sync.Mutex
+	h      http.Header
+	status int
+	buf    []byte
+}
+
+func (t *tap) Header() http.Header { return t.h }
+
+func (t *tap) WriteHeader(code int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status == 0 {
+		t.status = code
+	}
+}
+
+// Flush does nothing: each event is flushed as it is recorded.
+func (t *tap) Flush() {}
+
+func (t *tap) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status == 0 {
+		t.status = http.StatusOK
+	}
+	t.buf = append(t.buf, p...)
+	if !t.sseLocked() {
+		return len(p), nil // a JSON body: one message, at the end
+	}
+	for {
+		i := bytes.Index(t.buf, []byte("\n\n"))
+		if i < 0 {
+			break
+		}
+		if data := sseData(t.buf[:i]); data != nil {
+			t.st.record(data, false)
+		}
+		t.buf = t.buf[i+2:]
+	}
+	return len(p), nil
+}
+
+func (t *tap) sseLocked() bool {
+	return strings.HasPrefix(t.h.Get("Content-Type"), "text/event-stream")
+}
+
+// finish ends the stream once mcp-go is done with the call: a JSON body
+// is its last event; a refusal becomes a JSON-RPC error, since the
+// response began as a stream.
+func (t *tap) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	body := bytes.TrimSpace(t.buf)
+	switch {
+	case t.sseLocked() || (t.status == 0 && len(body) == 0):
+	case t.status >= http.StatusMultipleChoices || !json.Valid(body):
+		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": t.id, "error": map[string]any{
+			"code": -32603, "message": fmt.Sprintf("HTTP %d: %s", t.status, body)}})
+		t.st.record(msg, true)
+	default:
+		var compact bytes.Buffer
+		if json.Compact(&compact, body) == nil {
+			t.st.record(compact.Bytes(), true)
+		}
+	}
+	t.st.end()
+}
+
+// sseData is the data of one SSE event (its data lines joined), nil when
+// it has none.
+func sseData(ev []byte) []byte {
+	var data []byte
+	seen := false
+	for line := range bytes.SplitSeq(ev, []byte("\n")) {
+		v, ok := bytes.CutPrefix(bytes.TrimSuffix(line, []byte("\r")), []byte("data:"))
+		if !ok {
+			continue
+		}
+		v = bytes.TrimPrefix(v, []byte(" "))
+		if seen {
+			data = append(data, '\n')
+		}
+		data, seen = append(data, v...), true
+	}
+	return data
+}
