@@ -247,6 +247,16 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 			return nil, false, nil, ErrHandedOver
 		}
 		s := settledOf(rec.Record)
+		if s.reply != nil {
+			// Settled before this instance heard of it (its watch lags,
+			// or the room forgot it past Retention): the answer may be
+			// kept for the project's next call, or be kept by its holder
+			// yet; handed to this caller once, cluster-wide, as to one
+			// re-attaching to an outcome heard here (reattachSettled).
+			if err := h.reattachKept(r, req.ID); err != nil {
+				return nil, false, nil, err
+			}
+		}
 		return nil, false, s.reply, s.err
 	}
 	r.mu.Lock()
