@@ -272,6 +272,9 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 // Get reads a request record.
 func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, uint64, error) {
 	e, err := c.reqs.Get(ctx, key(room, id))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w: %w", hub.ErrRecordMissing, err)
+	}
 	if err != nil {
 		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err))
 	}

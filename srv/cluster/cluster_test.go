@@ -419,3 +419,15 @@ func TestUnreachableNATSIsNamed(t *testing.T) {
 		t.Fatalf("error = %v", err)
 	}
 }
+
+// TestGetOfNoRecord: a request record that is not in the bucket is
+// hub.ErrRecordMissing, not an error NATS gave: the hub tells a record
+// being written elsewhere, not yet readable, from a store it cannot use.
+func TestGetOfNoRecord(t *testing.T) {
+	ns := natstest.Start(t)
+	a := start(t, ns.URL(), "a")
+	_, _, err := a.c.Get(context.Background(), "room", "never-asked")
+	if !errors.Is(err, hub.ErrRecordMissing) || errors.Is(err, hub.ErrUnreachable) {
+		t.Fatalf("Get of no record: %v, want hub.ErrRecordMissing", err)
+	}
+}

@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"sync"
@@ -124,7 +123,7 @@ func (l *localRecords) Get(_ context.Context, room, id string) (SharedRecord, ui
 	if e := l.idleLocked(localKey{room, id}); e != nil {
 		return e.rec, e.rev, nil
 	}
-	return SharedRecord{}, 0, errors.New("read request record: no record of this request")
+	return SharedRecord{}, 0, fmt.Errorf("read request record: %w", ErrRecordMissing)
 }
 
 // idleLocked returns the entry of k once no write of it is in flight;

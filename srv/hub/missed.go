@@ -2,6 +2,8 @@ package hub
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -239,7 +241,10 @@ func (h *Hub) reattachSettled(r *room, id string, s *settled) (*Reply, error) {
 // reattachKept hands the answer to id, which may be kept for the
 // project's next call, to a caller re-attaching by ID, by compare-and-set
 // of its record; ErrHandedOver when another call took it. A record that
-// cannot be read leaves the caller its answer, as before the cluster.
+// cannot be read leaves the caller its answer, as before the cluster,
+// but one NATS cannot be asked about (ErrUnreachable) does not: given
+// unmarked, the answer would stay kept for the project's next call too.
+// The caller tries again (Connect's Unavailable) until it is marked.
 //
 // An answer written as delivered (no note) is marked handed over too: its
 // holder may not have heard it yet (paused, or cut from NATS, while its
@@ -258,6 +263,9 @@ func (h *Hub) reattachKept(r *room, id string) error {
 	cancel()
 	if err != nil {
 		h.log.Warn("cannot record an answer's hand-over", "id", id, "err", err)
+		if errors.Is(err, ErrUnreachable) {
+			return fmt.Errorf("record an answer's hand-over: %w", err)
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -395,3 +395,39 @@ func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 		}
 	})
 }
+
+// TestKeptAnswerReattachedPastRetention: an answer kept for an absent
+// agent outlives the outcomes kept for re-attaching callers (Retention,
+// 10 minutes, against MissedRetention's day). The agent re-attaching by
+// ID past Retention is handed it from the record; the project's next
+// call must then not be handed it again.
+func TestKeptAnswerReattachedPastRetention(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanGrace: time.Hour, Retention: 10 * time.Minute, MissedRetention: 24 * time.Hour})
+		defer h.Close()
+		cancel, _ := askIn(h, "q1", "/p")
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(11 * time.Minute)
+		// Another outcome makes the room forget those past Retention.
+		cancel2, _ := askIn(h, "q2", "/other")
+		synctest.Wait()
+		cancel2()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q2", textReply("no")); err != nil {
+			t.Fatal(err)
+		}
+
+		rep, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q1", ProjectDirectory: "/p", Text: "q q1?", Timeout: time.Hour})
+		if err != nil || rep == nil || rep.Contents[0].GetText().GetText() != "yes, delete it" {
+			t.Fatalf("re-attaching past Retention: %v %v", rep, err)
+		}
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("the project's next call was handed the answer its agent had: %+v", ms)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -50,13 +51,15 @@ type SharedRecord struct {
 }
 
 // Shared keeps a cluster's request records. Its errors other than
-// ErrRecordExists and ErrRecordChanged mean the record could not be read
-// or written; those that wrap ErrUnreachable, that NATS is away for now.
+// ErrRecordExists, ErrRecordChanged and ErrRecordMissing mean the record
+// could not be read or written; those that wrap ErrUnreachable, that NATS
+// is away for now.
 type Shared interface {
 	// Create saves a new record and returns its revision, or
 	// ErrRecordExists when the room already has a record of that ID.
 	Create(ctx context.Context, rec SharedRecord) (uint64, error)
-	// Get returns the record of id in room and its revision.
+	// Get returns the record of id in room and its revision, or
+	// ErrRecordMissing when there is none.
 	Get(ctx context.Context, room, id string) (SharedRecord, uint64, error)
 	// Update replaces the record if its revision is still rev, and returns
 	// the new revision; ErrRecordChanged when it is not.
@@ -70,6 +73,7 @@ type Shared interface {
 var (
 	ErrRecordExists  = errors.New("a record of this request exists")
 	ErrRecordChanged = errors.New("the record changed since it was read")
+	ErrRecordMissing = errors.New("no record of this request")
 )
 
 // sharedTimeout bounds one call to the shared store.
@@ -209,6 +213,14 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 		sctx, cancel := h.sharedCtx(ctx)
 		rec, _, err = h.shared.Get(sctx, r.digest, req.ID)
 		cancel()
+		if errors.Is(err, ErrRecordMissing) {
+			// Another write of it is in flight, not yet committed: a
+			// replicated JetStream stream refuses a second create of
+			// the key meanwhile, while no read finds it (a NATS cluster
+			// without its quorum). That write may land, or be dropped:
+			// the caller asks again with the ID, and finds which.
+			err = fmt.Errorf("%w: the request's record is being written elsewhere: %w", ErrUnreachable, err)
+		}
 	}
 	r.mu.Lock()
 	close(p.creating)
@@ -247,6 +259,16 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 			return nil, false, nil, ErrHandedOver
 		}
 		s := settledOf(rec.Record)
+		if s.reply != nil {
+			// Settled before this instance heard of it (its watch lags,
+			// or the room forgot it past Retention): the answer may be
+			// kept for the project's next call, or be kept by its holder
+			// yet; handed to this caller once, cluster-wide, as to one
+			// re-attaching to an outcome heard here (reattachSettled).
+			if err := h.reattachKept(r, req.ID); err != nil {
+				return nil, false, nil, err
+			}
+		}
 		return nil, false, s.reply, s.err
 	}
 	r.mu.Lock()

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -121,6 +122,120 @@ func TestSharedReattachClaimNotSaved(t *testing.T) {
 			b.deliver(a, bn, c)
 			synctest.Wait()
 		}
+		for i, n := range nodes {
+			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+				t.Fatalf("instance %d gave it again: %+v", i, got)
+			}
+		}
+	})
+}
+
+// TestSharedReattachBeforeHeardAtAll: the agent's call leaves A, its
+// holder, and the person answers. The agent re-attaches by ID through B,
+// which has heard nothing of the request yet (its watch stalled, as
+// right after a NATS cluster gets its quorum back): B finds the answer
+// only in the record. The answer is either kept for the project's next
+// call (A wrote it, with no caller), or written as delivered by C while
+// A still held the call, which A, with no caller, then keeps. Either
+// way the agent has it from B, and the project's next call, wherever it
+// comes in, must not be handed it again.
+func TestSharedReattachBeforeHeardAtAll(t *testing.T) {
+	for _, keptBy := range []string{"holder", "answering instance"} {
+		t.Run(keptBy, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBus()
+				var nodes []*node
+				for _, name := range []string{"a", "b", "c"} {
+					h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
+					defer h.Close()
+					nodes = append(nodes, &node{h: h})
+				}
+				a, bn, c := nodes[0], nodes[1], nodes[2]
+				req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+				ctx, cancel := context.WithCancel(context.Background())
+				go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
+				synctest.Wait()
+				b.deliver(a, c) // B, stalled, hears nothing
+				cancel()        // the call leaves A
+				synctest.Wait()
+
+				answerer, want := a, ReasonUndelivered
+				if keptBy == "answering instance" {
+					answerer, want = c, "" // C does not know A's call left
+				}
+				if err := answerer.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+					t.Fatal(err)
+				}
+				if n := b.last().ClosedNote; n != want {
+					t.Fatalf("the answer's note is %q, want %q", n, want)
+				}
+				rep, err := bn.h.Ask(context.Background(), "tok", req)
+				if err != nil || rep == nil {
+					t.Fatalf("re-attach on B: %v %v", rep, err)
+				}
+
+				b.deliver(a) // A hears the answer, with no caller for it
+				synctest.Wait()
+				b.deliver(c) // C hears whatever A wrote, before B does
+				if got := c.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+					t.Fatalf("the project's next call through C was handed the answer its agent had: %+v", got)
+				}
+				for range 2 {
+					b.deliver(a, bn, c)
+					synctest.Wait()
+				}
+				for i, n := range nodes {
+					if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+						t.Fatalf("instance %d gave it again: %+v", i, got)
+					}
+				}
+			})
+		})
+	}
+}
+
+// TestSharedReattachWhileStoreAway: an answer kept for the project's
+// next call, and its agent re-attaching by ID while NATS is away, so its
+// hand-over cannot be written. The agent is told to try again rather
+// than given the answer with the record still saying kept: once NATS is
+// back, the project's next call would be handed it too. It gets it when
+// it tries again, once.
+func TestSharedReattachWhileStoreAway(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &downBus{bus: newBus()}
+		var nodes []*node
+		for _, name := range []string{"a", "b", "c"} {
+			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
+			defer h.Close()
+			nodes = append(nodes, &node{h: h})
+		}
+		a, bn, c := nodes[0], nodes[1], nodes[2]
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
+		synctest.Wait()
+		b.deliver(a, bn, c)
+		cancel() // the call leaves A
+		synctest.Wait()
+		if err := a.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+			t.Fatal(err)
+		}
+		b.deliver(a, bn, c)
+		if n := b.last().ClosedNote; n != ReasonUndelivered {
+			t.Fatalf("the answer's note is %q, want it kept", n)
+		}
+
+		b.down.Store(true)
+		rep, err := bn.h.Ask(context.Background(), "tok", req)
+		if rep != nil || !errors.Is(err, ErrUnreachable) {
+			t.Fatalf("re-attach on B while NATS is away: %v %v, want ErrUnreachable", rep, err)
+		}
+		b.down.Store(false)
+		rep, err = bn.h.Ask(context.Background(), "tok", req)
+		if err != nil || rep == nil {
+			t.Fatalf("re-attach on B once NATS is back: %v %v", rep, err)
+		}
+		b.deliver(a, bn, c)
 		for i, n := range nodes {
 			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
 				t.Fatalf("instance %d gave it again: %+v", i, got)

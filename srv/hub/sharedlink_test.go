@@ -69,3 +69,62 @@ func TestDeadlineFiresOnceEventually(t *testing.T) {
 		}
 	})
 }
+
+// inflightBus is a bus on which another write of a record is in flight,
+// not yet committed, while inflight: a create of its key is refused as
+// existing, and no read finds it (a replicated JetStream stream without
+// its quorum).
+type inflightBus struct {
+	*bus
+	inflight atomic.Bool
+}
+
+func (b *inflightBus) Create(ctx context.Context, rec SharedRecord) (uint64, error) {
+	if b.inflight.Load() {
+		return 0, ErrRecordExists
+	}
+	return b.bus.Create(ctx, rec)
+}
+
+func (b *inflightBus) Get(ctx context.Context, room, id string) (SharedRecord, uint64, error) {
+	if b.inflight.Load() {
+		return SharedRecord{}, 0, ErrRecordMissing
+	}
+	return b.bus.Get(ctx, room, id)
+}
+
+// TestAskWhileItsRecordIsInFlight: the agent's first try timed out on an
+// instance whose create is still in flight, and it asks again, with the
+// same ID, through another: the store says the record exists, and no
+// read finds it. The call is told to try again (that write may land, or
+// be dropped), not that the request cannot be saved: refused so, the
+// agent would give up on a question that may yet be shown and answered.
+// Tried again once the write was dropped, it is asked.
+func TestAskWhileItsRecordIsInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := &inflightBus{bus: newBus()}
+		h := New(Options{Shared: b, Instance: "a"})
+		defer h.Close()
+		n := &node{h: h}
+		req := Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Minute}
+		b.inflight.Store(true)
+		if _, err := h.Ask(context.Background(), "tok", req); !errors.Is(err, ErrUnreachable) {
+			t.Fatalf("asked while its record is in flight: %v, want ErrUnreachable", err)
+		}
+		b.inflight.Store(false) // that write was dropped
+		done := make(chan *Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), "tok", req)
+			done <- rep
+		}()
+		synctest.Wait()
+		b.deliver(n)
+		if err := h.Answer("tok", wire.AskQuestion, "q", textReply("Yes.")); err != nil {
+			t.Fatal(err)
+		}
+		b.deliver(n)
+		if rep := <-done; rep == nil {
+			t.Fatal("asked again: no answer")
+		}
+	})
+}
