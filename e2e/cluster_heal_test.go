@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,6 +64,10 @@ func TestClusterSilentLinkCut(t *testing.T) {
 // pending there), and starts afresh in its own process: the buckets are
 // made again, /health is 200, and the agent still waiting asks again, so
 // the person sees the question and the agent gets the answer.
+//
+// A request whose body is still coming when the storage goes (a slow
+// client's) keeps the HTTP server from draining within its 5 s: the
+// instance starts afresh all the same, rather than exit.
 func TestClusterStorageWiped(t *testing.T) {
 	ns := natstest.Start(t)
 	one := startServerWith(t, freePort(t), t.TempDir(), []string{"-nats-url", ns.URL(), "-instance", "one"}, tokenA)
@@ -69,6 +75,15 @@ func TestClusterStorageWiped(t *testing.T) {
 	agent := startMCP(t, one, tokenA)
 	done := askFromProject(agent, "Still there?", "/p")
 	must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
+
+	slow, err := net.Dial("tcp", net.JoinHostPort(one.Host, one.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if _, err := fmt.Fprintf(slow, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":", net.JoinHostPort(one.Host, one.Port), tokenA); err != nil {
+		t.Fatal(err)
+	}
 
 	ns.Wipe()
 	waitLog(t, one, "NATS lost the cluster's storage", "lost_pending=1")

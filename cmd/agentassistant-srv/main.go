@@ -333,11 +333,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
+	if afresh {
+		// A request that would not drain (a slow client's body) is cut
+		// off; the fresh start must not wait on it.
+		if err != nil {
+			log.Warn("requests cut off to start afresh", "err", err)
+		}
+		return errStartAfresh
+	}
 	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
-	}
-	if afresh {
-		return errStartAfresh
 	}
 	return nil
 }
