@@ -414,20 +414,32 @@ func acceptsEventStream(accept []string) bool {
 	if len(accept) == 0 {
 		return true
 	}
+	// The most specific range that matches says (RFC 9110, 12.5.1):
+	// "text/event-stream;q=0, */*" refuses a stream.
+	specific, ok := 0, false
 	for _, v := range accept {
 		for r := range strings.SplitSeq(v, ",") {
 			typ, params, _ := strings.Cut(r, ";")
-			switch strings.ToLower(strings.TrimSpace(typ)) {
-			case "text/event-stream", "text/*", "*/*":
-			default:
-				continue
-			}
-			if !refused(params) {
-				return true
+			if level := eventStreamMatch(typ); level > specific {
+				specific, ok = level, !refused(params)
 			}
 		}
 	}
-	return false
+	return ok
+}
+
+// eventStreamMatch is how specifically a media range names
+// text/event-stream: 3 itself, 2 text/*, 1 */*, 0 not at all.
+func eventStreamMatch(typ string) int {
+	switch strings.ToLower(strings.TrimSpace(typ)) {
+	case "text/event-stream":
+		return 3
+	case "text/*":
+		return 2
+	case "*/*":
+		return 1
+	}
+	return 0
 }
 
 // refused reports whether a media range's parameters give it q=0.

@@ -100,6 +100,10 @@ func TestStreamNeedsAnEventStreamClient(t *testing.T) {
 		{"application/json, text/event-stream;q=0.5", http.StatusOK},
 		{"*/*", http.StatusOK},
 		{"text/*", http.StatusOK},
+		// The most specific range wins (RFC 9110, 12.5.1).
+		{"text/event-stream;q=0, */*", http.StatusNotAcceptable},
+		{"text/*;q=0, */*", http.StatusNotAcceptable},
+		{"text/*;q=0, text/event-stream", http.StatusOK},
 	} {
 		req, _ := http.NewRequest(http.MethodGet, base+"?t=token-a", nil)
 		req.Header.Set("Mcp-Session-Id", sid)
