@@ -78,7 +78,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
 	qr := fs.Bool("qr", false, "print the phone's URL as a QR code even when the output is no terminal")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: agentassistant-srv [flags]                     run the server\n%s"+
+		_, _ = fmt.Fprintf(fs.Output(), "usage: agentassistant-srv [flags]                     run the server\n%s"+
 			"       agentassistant-srv health [-url URL]           ask a running server's /health (exit 1 unless it answers 200)\n\n"+
 			"Every flag but -config, -check-channels, -qr and -version is also a setting of agentassistant-srv.toml.\nflags:\n",
 			strings.Replace(serviceUsage, "usage: ", "       ", 1)+"\n")

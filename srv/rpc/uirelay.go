@@ -58,6 +58,20 @@ func (h uiHandler) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*
 	return h.u.getUIState(ctx, tokenOf(ctx), req)
 }
 
+// paramsProblem says what keeps params from being forwarded, "" when
+// nothing does. Forwarded as written, they must have one meaning: the
+// host (a JavaScript page) keeps the last of a key given twice, and
+// cannot read 1e999999 at all.
+func paramsProblem(params json.RawMessage) string {
+	if params[0] != '{' {
+		return "params must be a JSON object"
+	}
+	if err := strictjson.Check(params); err != nil {
+		return "params must be a JSON object: " + err.Error()
+	}
+	return ""
+}
+
 // CallUITool takes the parameters as the JSON object the wire carries
 // and forwards it as it is.
 func (h uiHandler) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*pb.CallUIToolResponse, error) {
@@ -68,14 +82,8 @@ func (h uiHandler) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*
 	if !relay.ValidSession(req.GetRelaySession()) {
 		return nil, badSession()
 	}
-	if params[0] != '{' {
-		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object"}}, nil
-	}
-	// Forwarded as written, so it must have one meaning: the host (a
-	// JavaScript page) keeps the last of a key given twice, and cannot
-	// read 1e999999 at all.
-	if err := strictjson.Check(params); err != nil {
-		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: "params must be a JSON object: " + err.Error()}}, nil
+	if bad := paramsProblem(params); bad != "" {
+		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: bad}}, nil
 	}
 	return h.u.callTool(ctx, tokenOf(ctx), req.GetRelaySession(), toolCall{Params: params, Reason: req.GetReason(), ToolName: req.GetToolName()})
 }
