@@ -246,11 +246,16 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	defer expire()
 	defer context.AfterFunc(h.runs.Context(), expire)()
 	st := h.logOf(s).open(expire)
-	k := st.start(w)
+	k := st.attach(w)
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
 	t := &tap{st: st, id: id, h: http.Header{}}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
+	if t.direct(k) {
+		st.end()
+		return
+	}
+	t.begin(k)
 	t.finish()
 }
 

@@ -75,7 +75,7 @@ func TestCutCallWaitsGrace(t *testing.T) {
 		var ended atomic.Bool
 		l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute})
 		st := l.open(func() { ended.Store(true) })
-		k := st.start(httptest.NewRecorder())
+		k := st.attach(httptest.NewRecorder())
 		st.detach(k)
 		time.Sleep(59 * time.Second)
 		synctest.Wait()
@@ -107,9 +107,9 @@ func TestForgottenSessionEndsCutCalls(t *testing.T) {
 	var away, there atomic.Bool
 	l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Hour})
 	a := l.open(func() { away.Store(true) })
-	a.detach(a.start(httptest.NewRecorder()))
+	a.detach(a.attach(httptest.NewRecorder()))
 	b := l.open(func() { there.Store(true) })
-	k := b.start(httptest.NewRecorder())
+	k := b.attach(httptest.NewRecorder())
 	l.close()
 	if !away.Load() || there.Load() {
 		t.Fatalf("after the session: away ended %v, connected ended %v", away.Load(), there.Load())

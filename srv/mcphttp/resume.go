@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -215,6 +216,8 @@ type callStream struct {
 	changed chan struct{} // closed and replaced when out changes
 	gen     uint64        // counts the changes of out, for the grace timer
 	timer   *time.Timer   // ends the call once it has been away for Grace
+	prime   *time.Timer   // begins the POST's response as the stream (attach)
+	first   string        // the ID of the stream's first event, which has no data
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -308,7 +311,7 @@ func (st *callStream) record(data []byte, last bool) {
 		return
 	}
 	id := st.log.add(st, data)
-	if st.out != nil {
+	if st.out != nil && st.out.started {
 		if err := st.out.send(id, data); err != nil {
 			st.detachLocked()
 		}
@@ -330,6 +333,9 @@ func (st *callStream) endLocked() {
 		return
 	}
 	st.done = true
+	if st.prime != nil {
+		st.prime.Stop()
+	}
 	st.detachLocked()
 	if st.timer != nil {
 		st.timer.Stop()
@@ -340,21 +346,55 @@ func (st *callStream) endLocked() {
 	st.log.mu.Unlock()
 }
 
-// start opens the stream on the POST's connection: the response is an
-// event stream from now on, and its first event has an ID only, so the
-// client can resume the stream however early it is cut.
-func (st *callStream) start(w http.ResponseWriter) *sink {
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+// attach makes the POST's connection the stream's, its response not yet
+// begun: a call answered within primeAfter (most that need no person) is
+// answered as mcp-go answers it (direct), one that takes longer becomes
+// an event stream (begin) whose first event has an ID only, so the
+// client can resume the stream however early it is cut after that.
+func (st *callStream) attach(w http.ResponseWriter) *sink {
 	k := newSink(w)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	st.attachLocked(k)
-	if err := k.send(st.log.add(st, nil), nil); err != nil {
+	st.first = st.log.add(st, nil)
+	st.prime = time.AfterFunc(primeAfter, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.out == k && !k.started {
+			st.beginLocked(k)
+		}
+	})
+	return k
+}
+
+// primeAfter is how long a call's response waits before it becomes an
+// event stream.
+const primeAfter = 20 * time.Millisecond
+
+// beginLocked begins k's response as the stream: its first event (ID
+// only), then what was recorded since.
+func (st *callStream) beginLocked(k *sink) {
+	first := st.first
+	k.started = true
+	w := k.w
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	_, since, err := st.log.after(first)
+	if err == nil {
+		err = k.write(first, nil)
+	}
+	for _, e := range since {
+		if err == nil {
+			err = k.write(st.log.id(e.n), e.data)
+		}
+	}
+	if err == nil {
+		err = k.flush()
+	}
+	if err != nil {
 		st.detachLocked()
 	}
-	return k
 }
 
 // resume serves a GET that resumes the stream after lastID: the events
@@ -377,6 +417,7 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 	k := newSink(w)
+	k.started = true
 	// The whole replay gets one sendTimeout: it holds the stream, whose
 	// call waits to record its next event.
 	k.until = time.Now().Add(sendTimeout)
@@ -408,13 +449,24 @@ type sink struct {
 	w     http.ResponseWriter
 	gone  chan struct{} // closed when it carries the stream no longer
 	until time.Time     // when set, the deadline of every write, else sendTimeout each
+	// started: its response is the stream (a resume's always; the POST's
+	// once begun). Guarded by its stream's mu.
+	started bool
 }
 
 func newSink(w http.ResponseWriter) *sink { return &sink{w: w, gone: make(chan struct{})} }
 
-// send writes one event: an ID (none when id is ""), and data, or no data
-// at all for the event that opens a stream.
+// send writes one event and flushes it.
 func (k *sink) send(id string, data []byte) error {
+	if err := k.write(id, data); err != nil {
+		return err
+	}
+	return k.flush()
+}
+
+// write writes one event, sent at the next flush: an ID (none when id is
+// ""), and data, or no data at all for the event that opens a stream.
+func (k *sink) write(id string, data []byte) error {
 	var b bytes.Buffer
 	if id != "" {
 		b.WriteString("id: " + id + "\n")
@@ -427,19 +479,30 @@ func (k *sink) send(id string, data []byte) error {
 		b.WriteString("\n\n")
 	}
 	rc := http.NewResponseController(k.w)
-	until := k.until
-	if until.IsZero() {
-		until = time.Now().Add(sendTimeout)
-	}
-	_ = rc.SetWriteDeadline(until)
+	_ = rc.SetWriteDeadline(k.deadline())
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	if _, err := k.w.Write(b.Bytes()); err != nil {
 		return fmt.Errorf("write event: %w", err)
 	}
+	return nil
+}
+
+// flush sends what was written.
+func (k *sink) flush() error {
+	rc := http.NewResponseController(k.w)
+	_ = rc.SetWriteDeadline(k.deadline())
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	if err := rc.Flush(); err != nil {
 		return fmt.Errorf("flush event: %w", err)
 	}
 	return nil
+}
+
+func (k *sink) deadline() time.Time {
+	if k.until.IsZero() {
+		return time.Now().Add(sendTimeout)
+	}
+	return k.until
 }
 
 // tap is the response writer mcp-go answers a call on: each message it
@@ -493,6 +556,37 @@ func (t *tap) Write(p []byte) (int, error) {
 
 func (t *tap) sseLocked() bool {
 	return strings.HasPrefix(t.h.Get("Content-Type"), "text/event-stream")
+}
+
+// direct answers the call on k's connection as mcp-go answered it, when
+// its response has not begun as the stream and mcp-go wrote one body (no
+// events): reports whether it did.
+func (t *tap) direct(k *sink) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.out != k || k.started || t.sseLocked() {
+		return false
+	}
+	k.started = true // the timer's begin finds it taken
+	for name, v := range t.h {
+		k.w.Header()[name] = v
+	}
+	k.w.WriteHeader(cmp.Or(t.status, http.StatusOK))
+	_, _ = k.w.Write(t.buf)
+	return true
+}
+
+// begin begins k's response as the stream now, if it has not begun.
+func (t *tap) begin(k *sink) {
+	st := t.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.out == k && !k.started {
+		st.beginLocked(k)
+	}
 }
 
 // finish ends the stream once mcp-go is done with the call: a JSON body

@@ -316,13 +316,15 @@ func TestResumeRefusals(t *testing.T) {
 
 // TestCallWithoutEventStream: a client whose Accept names no
 // text/event-stream gets its call's response as JSON, as before: only a
-// stream can be resumed, and it did not ask for one.
+// stream can be resumed, and it did not ask for one. A call answered at
+// once (within primeAfter) is answered as JSON too: there is nothing to
+// resume; one that waits becomes a stream (TestResumeACutCall).
 func TestCallWithoutEventStream(t *testing.T) {
 	_, base := newResumeEndpoint(t, newAsker(), Options{})
 	sid := dial(t, base, "token-a", "").GetSessionId()
 	for _, tc := range []struct{ accept, want string }{
 		{"application/json", "application/json"},
-		{"application/json, text/event-stream", "text/event-stream"},
+		{"application/json, text/event-stream", "application/json"},
 	} {
 		req := mcpRequest(t, http.MethodPost, base+"?t=token-a", sid,
 			`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_ui_state","arguments":{}}}`)
