@@ -33,7 +33,7 @@ func ingressStream(ctx context.Context, c config, r *report) error {
 		return fmt.Errorf("orchestrator: %w", err)
 	}
 	defer orch.stop()
-	s, err := startServerWith(c, serverExtras{config: fmt.Sprintf("orchestrator_url = %q\n", orch.addr)})
+	s, err := startServerWith(c, serverExtras{config: fmt.Sprintf("\n[ingress]\norchestrator_url = %q\n", orch.addr)})
 	if err != nil {
 		return err
 	}

@@ -50,14 +50,19 @@ var urlLine = regexp.MustCompile(`http://\S+/\?token=\S+`)
 // one token, log in 64 at a time, keep up to 256 idle keep-alive
 // connections per HTTP client, and run 100 relay sessions of one token
 // (more than one person's machine would).
-const serverConfig = `max_connections_per_token = 50000
-max_unauthenticated_per_address = 256
-max_idle_connections = 4096
-max_idle_connections_per_address = 4096
-max_relay_sessions_per_token = 4096
-max_relay_connections_per_token = 8192
-max_relay_state_bytes_per_token = 1073741824
+const serverConfig = `[server]
 log_level = "warn"
+
+[limits]
+inbox_connections_per_token = 50000
+unauthenticated_per_address = 256
+idle_connections = 4096
+idle_connections_per_address = 4096
+
+[relay]
+max_sessions_per_token = 4096
+max_connections_per_token = 8192
+max_state_bytes_per_token = 1073741824
 `
 
 func startServer(c config) (*server, error) {
@@ -66,7 +71,7 @@ func startServer(c config) (*server, error) {
 
 // serverExtras are what a step adds to the bench's server.
 type serverExtras struct {
-	config string   // TOML after the bench's
+	config string   // TOML tables after the bench's (its own last table is [relay])
 	args   []string // flags
 	env    []string // environment
 	// prepare, when set, writes what the step needs into the data
