@@ -1,0 +1,453 @@
+package channel
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+	"github.com/emersion/go-message"
+	"github.com/emersion/go-message/mail"
+	"github.com/emersion/go-message/textproto"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// Listen watches the mailbox for replies until ctx ends, logging in again
+// with backoff when the server goes away.
+func (e *Email) Listen(ctx context.Context, a Answers) {
+	if e.IMAPAddr == "" {
+		return
+	}
+	first := e.Backoff
+	opt.Default(&first, time.Second)
+	wait := first
+	for {
+		watched, err := e.watch(ctx, a)
+		if ctx.Err() != nil {
+			return
+		}
+		if watched {
+			wait = first
+		}
+		e.log().Warn("email: watching the mailbox stopped; trying again", "err", e.redact(err), "in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Minute)
+	}
+}
+
+// watch logs in, takes the replies there are and those that come, until
+// the connection or ctx ends; watched says it took every reply there
+// was at least once (a reply whose answer the store cannot save, during
+// an outage, fails the first look on every login: the backoff then
+// grows rather than starting again).
+func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) {
+	news := make(chan struct{}, 1)
+	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr), UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+			if d.NumMessages != nil {
+				select {
+				case news <- struct{}{}:
+				default:
+				}
+			}
+		},
+	}}
+	conn, err := e.connect(ctx, e.IMAPAddr)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
+	}
+	var c *imapclient.Client
+	switch e.TLS {
+	case "none":
+		c = imapclient.New(conn, opts)
+	case "tls":
+		cfg := opts.TLSConfig.Clone()
+		cfg.NextProtos = []string{"imap"}
+		c = imapclient.New(tls.Client(conn, cfg), opts)
+	default:
+		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
+			return false, fmt.Errorf("connect: %w", err)
+		}
+	}
+	defer func() { _ = c.Close() }()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
+		return false, fmt.Errorf("log in: %w", err)
+	}
+	box := e.Mailbox
+	if box == "" {
+		box = "INBOX"
+	}
+	sel, err := c.Select(box, nil).Wait()
+	if err != nil {
+		return false, fmt.Errorf("select %s: %w", box, err)
+	}
+	if sel.UIDValidity != e.uidValidity { // UIDs from before mean nothing
+		e.uidValidity, e.lastUID = sel.UIDValidity, 0
+	}
+	e.log().Debug("email: watching the mailbox", "mailbox", box)
+	idle := c.Caps().Has(imap.CapIdle)
+	for {
+		if err := e.take(ctx, c, a); err != nil {
+			return watched, err
+		}
+		watched = true
+		if !idle {
+			select {
+			case <-news:
+			case <-time.After(pollEvery):
+			case <-c.Closed():
+				return true, errors.New("the connection closed")
+			}
+			if err := c.Noop().Wait(); err != nil {
+				return true, fmt.Errorf("noop: %w", err)
+			}
+			continue
+		}
+		cmd, err := c.Idle()
+		if err != nil {
+			return true, fmt.Errorf("idle: %w", err)
+		}
+		// IDLE is renewed every pollEvery: a server that missed telling
+		// of a mail, or a connection dropped without a word, costs at
+		// most that long (RFC 2177 asks for less than 29 minutes).
+		renew := time.NewTimer(pollEvery)
+		select {
+		case <-news:
+		case <-renew.C:
+		case <-c.Closed():
+		}
+		renew.Stop()
+		_ = cmd.Close()
+		if err := cmd.Wait(); err != nil {
+			return true, fmt.Errorf("idle: %w", err)
+		}
+		select {
+		case <-c.Closed():
+			return true, errors.New("the connection closed")
+		default:
+		}
+	}
+}
+
+// take looks at the unread mails that came since the last look, and
+// answers with the replies to questions from allowed senders.
+func (e *Email) take(ctx context.Context, c *imapclient.Client, a Answers) error {
+	crit := &imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}
+	if e.lastUID > 0 {
+		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: e.lastUID + 1, Stop: 0}}}
+	}
+	data, err := c.UIDSearch(crit, nil).Wait()
+	if err != nil {
+		return fmt.Errorf("search: %w", err)
+	}
+	var uids []imap.UID
+	for _, u := range data.AllUIDs() {
+		if u > e.lastUID { // "n:*" holds the last mail even below n
+			uids = append(uids, u)
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	// Every new mail is looked at, oldest first, maxBatch at a time: a
+	// flood of mail costs reads in proportion, and hides no reply.
+	slices.Sort(uids)
+	for len(uids) > 0 {
+		n := min(len(uids), maxBatch)
+		if err := e.takeBatch(ctx, c, uids[:n], a); err != nil {
+			return err
+		}
+		uids = uids[n:]
+	}
+	return nil
+}
+
+// takeBatch looks at the new mails uids, and answers with the replies to
+// questions from allowed senders.
+func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap.UID, a Answers) error {
+	// Anyone can mail the folder: the fields are read up to
+	// maxHeaderRead each mail, so a batch costs at most maxBatch times
+	// that, however long the lines a sender wrote.
+	head := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: headerFields, Peek: true,
+		Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+	msgs, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true, BodySection: []*imap.FetchItemBodySection{head}}).Collect()
+	if err != nil {
+		return fmt.Errorf("fetch headers: %w", err)
+	}
+	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
+	for _, m := range msgs {
+		e.lastUID = max(e.lastUID, m.UID)
+		r, ok := e.match(m.FindBodySection(head))
+		if !ok {
+			continue
+		}
+		r.uid = m.UID
+		if !e.allowed(r.from.Address) {
+			e.log().Info("email: a reply from an address not in senders answers nothing", "from", r.addr())
+			continue
+		}
+		if why := autoReply(r.h); why != "" {
+			e.log().Info("email: an automatic reply answers nothing", "from", r.addr(), "id", r.q.id, "why", why)
+			continue
+		}
+		if err := e.answer(ctx, c, m.RFC822Size > maxReplySize, r, a); err != nil {
+			if errors.Is(err, errNotSaved) || errors.Is(err, errUnread) && e.readAgain(m.UID) {
+				// Looked at again after the backoff, from this mail on.
+				e.lastUID = m.UID - 1
+			} else if errors.Is(err, errUnread) {
+				e.log().Warn("email: a reply that cannot be read is passed over, left unread", "from", r.addr(), "id", r.q.id, "uid", m.UID, "err", e.redact(err))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// readAgain counts a look at the reply uid that could not read its
+// text, and reports whether it is to be looked at again.
+func (e *Email) readAgain(uid imap.UID) bool {
+	if uid != e.unread {
+		e.unread, e.unreadTries = uid, 0
+	}
+	e.unreadTries++
+	return e.unreadTries < maxReadTries
+}
+
+// headerFields are the fields of a new mail read to tell whether it is a
+// reply to a question: who sent it, to which mail, and whether a person
+// wrote it (autoReply).
+var headerFields = []string{"From", "Message-ID", "Subject", "In-Reply-To", "References",
+	"Auto-Submitted", "X-Autoreply", "X-Autorespond", "Precedence", "Return-Path", "Content-Type"}
+
+// inbound is a reply to a question of the channel's.
+type inbound struct {
+	q    emailQuestion
+	qid  string // the question's Message-ID
+	gone string // why it is no longer taken, when the question is settled
+	from *mail.Address
+	h    mail.Header
+	uid  imap.UID
+}
+
+// addr is the sender's address, in lower case.
+func (r *inbound) addr() string { return strings.ToLower(r.from.Address) }
+
+// match finds the question a mail's header replies to, pending or
+// settled lately.
+func (e *Email) match(raw []byte) (*inbound, bool) {
+	// A header cut at maxHeaderRead ends mid-line: the line is ended,
+	// and the header (a cut field is read as far as it goes, or not).
+	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
+	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return nil, false
+	}
+	h := mail.Header{Header: message.Header{Header: th}}
+	irt, _ := h.MsgIDList("In-Reply-To")
+	refs, _ := h.MsgIDList("References")
+	from, err := h.AddressList("From")
+	if err != nil || len(from) != 1 {
+		return nil, false
+	}
+	ids := append(irt, refs...)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, id := range ids {
+		if q, ok := e.asks[id]; ok {
+			return &inbound{q: q, qid: id, from: from[0], h: h}, true
+		}
+	}
+	for _, id := range ids {
+		if g, ok := e.gone[id]; ok {
+			return &inbound{q: g.q, qid: id, gone: g.why, from: from[0], h: h}, true
+		}
+	}
+	return nil, false
+}
+
+// autoReply says why a mail was written by a machine, not a person, or
+// "": an out-of-office or vacation notice comes from the person's own
+// address, in reply to the question's mail, and must not answer it
+// (RFC 3834's Auto-Submitted, and the older marks mail programs still
+// set); neither must a delivery report (RFC 3464) or the channel's own
+// follow-up coming back to a shared mailbox (auto-generated).
+func autoReply(h mail.Header) string {
+	if v := strings.FieldsFunc(strings.ToLower(h.Get("Auto-Submitted")), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == ';' || r == '('
+	}); len(v) > 0 && v[0] != "no" {
+		return "Auto-Submitted: " + v[0]
+	}
+	for _, k := range []string{"X-Autoreply", "X-Autorespond"} {
+		if h.Get(k) != "" {
+			return k
+		}
+	}
+	switch p := strings.ToLower(strings.TrimSpace(h.Get("Precedence"))); p {
+	case "auto_reply", "bulk", "junk", "list":
+		return "Precedence: " + p
+	}
+	if strings.TrimSpace(h.Get("Return-Path")) == "<>" {
+		return "a bounce (Return-Path: <>)"
+	}
+	if t, _, _ := h.ContentType(); t == "multipart/report" {
+		return "a delivery report"
+	}
+	return ""
+}
+
+// allowed: the address is one of the senders the config names.
+func (e *Email) allowed(addr string) bool {
+	senders := e.Senders
+	if len(senders) == 0 {
+		senders = e.To
+	}
+	for _, s := range senders {
+		if a, err := mail.ParseAddress(s); err == nil && strings.EqualFold(a.Address, addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// answer reads the reply r (its text part alone when it is large),
+// answers its question with its text above the quote, and marks it
+// \Seen (taken). A reply not taken (to a question settled, or one the
+// question does not allow) is told so by mail, and marked \Seen too.
+func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r *inbound, a Answers) error {
+	read := e.readWhole
+	if large {
+		read = e.readTextPart
+	}
+	uid := r.uid
+	text, err := read(c, uid)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errUnread, err)
+	}
+	from := r.addr()
+	why, hint := r.gone, ""
+	switch {
+	case why != "":
+	case text == "":
+		why = "it has no text of its own above the quoted mail"
+	default:
+		// Answered first, marked read after: an answer the server cannot
+		// save now stays unread, and is read again once the watch is back.
+		switch err := a.Reply(r.q.token, r.q.kind, r.q.id, text, from, from, "email"); {
+		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
+			return fmt.Errorf("%w: %w", errNotSaved, err)
+		case errors.Is(err, hub.ErrNotAnOption):
+			why, hint = err.Error(), "Reply again with one of them, as it is written, or answer in the app."
+		case errors.Is(err, hub.ErrNotPending): // settled meanwhile
+			why = e.goneOf(r.qid)
+		case err != nil: // for good: tried again, it would stop the watch
+			why = err.Error()
+		}
+	}
+	if why != "" {
+		e.log().Info("email: a reply not taken", "from", from, "id", r.q.id, "why", why)
+		e.tellNotTaken(ctx, r, text, why, hint)
+	}
+	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+		return fmt.Errorf("mark a reply seen: %w", err)
+	}
+	return nil
+}
+
+// readWhole is the answer in the reply uid, fetched whole (it is at most
+// maxReplySize).
+func (e *Email) readWhole(c *imapclient.Client, uid imap.UID) (string, error) {
+	whole := &imap.FetchItemBodySection{Peek: true}
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil // gone meanwhile
+	}
+	return replyText(msgs[0].FindBodySection(whole)), nil
+}
+
+// readTextPart is the answer in the reply uid, too large to fetch whole
+// (a photo attached): its structure is read, then its first inline
+// text/plain part alone (or else text/html), its MIME header and at most
+// maxReplySize of its body.
+func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, error) {
+	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's structure: %w", err)
+	}
+	if len(msgs) != 1 || msgs[0].BodyStructure == nil {
+		return "", nil
+	}
+	var plain, markup []int
+	msgs[0].BodyStructure.Walk(func(path []int, part imap.BodyStructure) bool {
+		if len(path) > maxDepth {
+			return false
+		}
+		single, ok := part.(*imap.BodyStructureSinglePart)
+		if !ok {
+			return true
+		}
+		if d := single.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
+			return false
+		}
+		switch single.MediaType() {
+		case "text/plain":
+			if plain == nil {
+				plain = slices.Clone(path)
+			}
+		case "text/html":
+			if markup == nil {
+				markup = slices.Clone(path)
+			}
+		}
+		return false
+	})
+	path := plain
+	if path == nil {
+		path = markup
+	}
+	if path == nil {
+		return "", nil
+	}
+	mime := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierMIME, Part: path, Peek: true}
+	if _, single := msgs[0].BodyStructure.(*imap.BodyStructureSinglePart); single {
+		// Not multipart: its part 1 is its body, described by the mail's
+		// own header.
+		mime = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true, Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+	}
+	body := &imap.FetchItemBodySection{Part: path, Peek: true, Partial: &imap.SectionPartial{Size: maxReplySize}}
+	msgs, err = c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{mime, body}}).Collect()
+	if err != nil {
+		return "", fmt.Errorf("fetch a reply's text: %w", err)
+	}
+	if len(msgs) != 1 {
+		return "", nil
+	}
+	head := bytes.TrimRight(msgs[0].FindBodySection(mime), "\r\n")
+	return replyText(slices.Concat(head, []byte("\r\n\r\n"), msgs[0].FindBodySection(body))), nil
+}
+
+// errNotSaved: a reply's answer could not be saved now; it is tried
+// again.
+var errNotSaved = errors.New("a reply's answer cannot be saved now")
+
+// errUnread: a reply could not be read (the connection dropped between
+// its header and its text); it is read again, not passed over.
+var errUnread = errors.New("a reply cannot be read now")
