@@ -20,12 +20,7 @@ import (
 func TestSharedReattachBeforeHolderHeard(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := newBus()
-		var nodes []*node
-		for _, name := range []string{"a", "b", "c"} {
-			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
-			defer h.Close()
-			nodes = append(nodes, &node{h: h})
-		}
+		nodes := instances(t, b, Options{OrphanNotice: time.Minute, OrphanGrace: time.Hour})
 		a, bn, c := nodes[0], nodes[1], nodes[2]
 		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -56,11 +51,7 @@ func TestSharedReattachBeforeHolderHeard(t *testing.T) {
 		b.deliver(a, bn, c)
 		synctest.Wait()
 		b.deliver(a, bn, c)
-		for i, n := range nodes {
-			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-				t.Fatalf("instance %d gave it again: %+v", i, got)
-			}
-		}
+		noneGivesIt(t, nodes)
 	})
 }
 
@@ -74,12 +65,7 @@ func TestSharedReattachBeforeHolderHeard(t *testing.T) {
 func TestSharedReattachClaimNotSaved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &downBus{bus: newBus()}
-		var nodes []*node
-		for _, name := range []string{"a", "b", "c"} {
-			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
-			defer h.Close()
-			nodes = append(nodes, &node{h: h})
-		}
+		nodes := instances(t, b, Options{OrphanNotice: time.Minute, OrphanGrace: time.Hour})
 		a, bn, c := nodes[0], nodes[1], nodes[2]
 		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -122,11 +108,7 @@ func TestSharedReattachClaimNotSaved(t *testing.T) {
 			b.deliver(a, bn, c)
 			synctest.Wait()
 		}
-		for i, n := range nodes {
-			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-				t.Fatalf("instance %d gave it again: %+v", i, got)
-			}
-		}
+		noneGivesIt(t, nodes)
 	})
 }
 
@@ -144,12 +126,7 @@ func TestSharedReattachBeforeHeardAtAll(t *testing.T) {
 		t.Run(keptBy, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBus()
-				var nodes []*node
-				for _, name := range []string{"a", "b", "c"} {
-					h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
-					defer h.Close()
-					nodes = append(nodes, &node{h: h})
-				}
+				nodes := instances(t, b, Options{OrphanNotice: time.Minute, OrphanGrace: time.Hour})
 				a, bn, c := nodes[0], nodes[1], nodes[2]
 				req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 				ctx, cancel := context.WithCancel(context.Background())
@@ -184,11 +161,7 @@ func TestSharedReattachBeforeHeardAtAll(t *testing.T) {
 					b.deliver(a, bn, c)
 					synctest.Wait()
 				}
-				for i, n := range nodes {
-					if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-						t.Fatalf("instance %d gave it again: %+v", i, got)
-					}
-				}
+				noneGivesIt(t, nodes)
 			})
 		})
 	}
@@ -203,12 +176,7 @@ func TestSharedReattachBeforeHeardAtAll(t *testing.T) {
 func TestSharedReattachWhileStoreAway(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b := &downBus{bus: newBus()}
-		var nodes []*node
-		for _, name := range []string{"a", "b", "c"} {
-			h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Minute, OrphanGrace: time.Hour})
-			defer h.Close()
-			nodes = append(nodes, &node{h: h})
-		}
+		nodes := instances(t, b, Options{OrphanNotice: time.Minute, OrphanGrace: time.Hour})
 		a, bn, c := nodes[0], nodes[1], nodes[2]
 		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -236,10 +204,6 @@ func TestSharedReattachWhileStoreAway(t *testing.T) {
 			t.Fatalf("re-attach on B once NATS is back: %v %v", rep, err)
 		}
 		b.deliver(a, bn, c)
-		for i, n := range nodes {
-			if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-				t.Fatalf("instance %d gave it again: %+v", i, got)
-			}
-		}
+		noneGivesIt(t, nodes)
 	})
 }

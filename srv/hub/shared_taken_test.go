@@ -27,12 +27,7 @@ func TestSharedReattachAfterTakenElsewhere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBus()
-				var nodes []*node
-				for _, name := range []string{"a", "b", "c"} {
-					h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Second, OrphanGrace: time.Hour})
-					defer h.Close()
-					nodes = append(nodes, &node{h: h})
-				}
+				nodes := instances(t, b, Options{OrphanNotice: time.Second, OrphanGrace: time.Hour})
 				a, bn, c := nodes[0], nodes[1], nodes[2]
 				req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 				ctx, cancel := context.WithCancel(context.Background())
@@ -66,11 +61,7 @@ func TestSharedReattachAfterTakenElsewhere(t *testing.T) {
 					t.Fatalf("re-attach on B after C took the answer: %v %v, want ErrHandedOver", rep, err)
 				}
 				b.deliver(a, bn, c)
-				for i, n := range nodes {
-					if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-						t.Fatalf("instance %d gave it again: %+v", i, got)
-					}
-				}
+				noneGivesIt(t, nodes)
 			})
 		})
 	}

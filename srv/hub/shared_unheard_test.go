@@ -61,6 +61,30 @@ type node struct {
 	heard int
 }
 
+// instances starts instances a, b and c of one hub on shared, with o's
+// other settings; they close when the test ends.
+func instances(t *testing.T, shared Shared, o Options) []*node {
+	var nodes []*node
+	for _, name := range []string{"a", "b", "c"} {
+		o.Shared, o.Instance = shared, name
+		h := New(o)
+		t.Cleanup(h.Close)
+		nodes = append(nodes, &node{h: h})
+	}
+	return nodes
+}
+
+// noneGivesIt fails t if an instance hands the project's next call an
+// answer: its agent had it already.
+func noneGivesIt(t *testing.T, nodes []*node) {
+	t.Helper()
+	for i, n := range nodes {
+		if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+			t.Fatalf("instance %d gave it again: %+v", i, got)
+		}
+	}
+}
+
 // deliver applies to n the changes it has not heard, in order.
 func (b *bus) deliver(nodes ...*node) {
 	for _, n := range nodes {
@@ -91,12 +115,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 	for _, reattach := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			b := newBus()
-			var nodes []*node
-			for _, name := range []string{"a", "b", "c"} {
-				h := New(Options{Shared: b, Instance: name, OrphanNotice: time.Hour, OrphanGrace: time.Hour})
-				defer h.Close()
-				nodes = append(nodes, &node{h: h})
-			}
+			nodes := instances(t, b, Options{OrphanNotice: time.Hour, OrphanGrace: time.Hour})
 			a, bn, c := nodes[0], nodes[1], nodes[2]
 			req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -128,11 +147,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 				if n := b.last().ClosedNote; n != ReasonHandedOver {
 					t.Fatalf("after C's caller had it: the note is %q", n)
 				}
-				for i, n := range nodes {
-					if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-						t.Fatalf("instance %d gave it again: %+v", i, got)
-					}
-				}
+				noneGivesIt(t, nodes)
 				return
 			}
 			if n := b.last().ClosedNote; n != ReasonUndelivered {
@@ -143,11 +158,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 				t.Fatalf("C's TakeMissed = %+v", got)
 			}
 			b.deliver(a, bn, c)
-			for i, n := range nodes {
-				if got := n.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
-					t.Fatalf("instance %d gave it again: %+v", i, got)
-				}
-			}
+			noneGivesIt(t, nodes)
 		})
 	}
 }
