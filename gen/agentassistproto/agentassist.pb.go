@@ -2603,8 +2603,14 @@ type WebsocketMessage struct {
 	Error                          *ErrorNotification              `protobuf:"bytes,31,opt,name=Error,proto3" json:"Error,omitempty"`
 	RequestAgentStatusNotification *RequestAgentStatusNotification `protobuf:"bytes,40,opt,name=RequestAgentStatusNotification,proto3" json:"RequestAgentStatusNotification,omitempty"`
 	RequestsLost                   *RequestsLostNotification       `protobuf:"bytes,41,opt,name=RequestsLost,proto3" json:"RequestsLost,omitempty"`
-	unknownFields                  protoimpl.UnknownFields
-	sizeCache                      protoimpl.SizeCache
+	// In UserLogin: the client shows a request's Questions (field 7 of the
+	// request) as choices, as this project's web UI does. A client that
+	// does not say so (upstream's web UI and Flutter app) is given them
+	// written into the request's text as well, so the person there can
+	// answer by typing a label.
+	ShowsOptions  bool `protobuf:"varint,42,opt,name=ShowsOptions,proto3" json:"ShowsOptions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WebsocketMessage) Reset() {
@@ -2824,6 +2830,13 @@ func (x *WebsocketMessage) GetRequestsLost() *RequestsLostNotification {
 		return x.RequestsLost
 	}
 	return nil
+}
+
+func (x *WebsocketMessage) GetShowsOptions() bool {
+	if x != nil {
+		return x.ShowsOptions
+	}
+	return false
 }
 
 // GetHistory (Cmd "GetHistory") pages through the token's settled
@@ -4410,7 +4423,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x11project_directory\x18\x03 \x01(\tR\x10projectDirectory\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x17\n" +
-	"\alost_at\x18\x05 \x01(\x03R\x06lostAt\"\x93\x11\n" +
+	"\alost_at\x18\x05 \x01(\x03R\x06lostAt\"\xb7\x11\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -4440,7 +4453,8 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x12GetHistoryResponse\x18\x1e \x01(\v2$.agentassistproto.GetHistoryResponseR\x12GetHistoryResponse\x129\n" +
 	"\x05Error\x18\x1f \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12x\n" +
 	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\x12N\n" +
-	"\fRequestsLost\x18) \x01(\v2*.agentassistproto.RequestsLostNotificationR\fRequestsLost\"A\n" +
+	"\fRequestsLost\x18) \x01(\v2*.agentassistproto.RequestsLostNotificationR\fRequestsLost\x12\"\n" +
+	"\fShowsOptions\x18* \x01(\bR\fShowsOptions\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xad\x03\n" +

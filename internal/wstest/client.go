@@ -20,14 +20,17 @@ import (
 
 // Client is a logged-in (or refused) /ws connection.
 type Client struct {
-	Conn     *websocket.Conn
-	ID       string // client_id from UserLoginResponse
-	Login    *pb.UserLoginResponse
-	frames   chan *pb.WebsocketMessage
-	readErr  chan error
-	writeMu  sync.Mutex
-	closeErr error
-	pings    atomic.Int64
+	Conn  *websocket.Conn
+	ID    string // client_id from UserLoginResponse
+	Login *pb.UserLoginResponse
+	// ShowsOptions is sent in LogIn: set it to log in as this project's
+	// web UI does (a request's options as choices, not in its text).
+	ShowsOptions bool
+	frames       chan *pb.WebsocketMessage
+	readErr      chan error
+	writeMu      sync.Mutex
+	closeErr     error
+	pings        atomic.Int64
 }
 
 // Dial connects to baseURL's /ws (http:// or ws://) and sends UserLogin.
@@ -93,7 +96,7 @@ func (c *Client) Pings() int64 { return c.pings.Load() }
 // LogIn sends UserLogin and waits for its answer; a refused login sets
 // Login.Success false and is no error.
 func (c *Client) LogIn(token, nickname, epoch string, from uint64) error {
-	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname, Epoch: epoch, ResumeFrom: from}); err != nil {
+	if err := c.Send(&pb.WebsocketMessage{Cmd: "UserLogin", StrParam: token, Nickname: nickname, Epoch: epoch, ResumeFrom: from, ShowsOptions: c.ShowsOptions}); err != nil {
 		return err
 	}
 	m, err := c.Expect("UserLogin", 5*time.Second)

@@ -43,10 +43,11 @@ type conn struct {
 	// what the push sent it, for Hub.Kept when its connection drops.
 	pushed bool
 	given  []string
-	// older: the client is the older web UI (pushed, above), which shows
-	// no options but in a request's text (options.go). Set by the frame
-	// handler before the push; read by Send, on the hub's goroutines.
-	older atomic.Bool
+	// optionsInText: the client did not say at login that it shows a
+	// request's options (upstream's web UI and Flutter app), so it is
+	// given them in the request's text (options.go). Set before the
+	// client joins; read by Send, on the hub's goroutines.
+	optionsInText bool
 	// reportName: the name this client knows task reports by, from the
 	// reply Cmd it last answered one with (TaskFinishReply: upstream's
 	// clients before the WorkReport rename; WorkReportReply: after it);
@@ -66,9 +67,9 @@ func (c *conn) ConnectedAt() time.Time { return c.connectedAt }
 // Send queues n's frames (hub.Client).
 func (c *conn) Send(n *hub.Note) bool {
 	bs := n.Encoded(encode)
-	if c.older.Load() {
-		if own, ok := encodeOlder(n); ok {
-			bs = own // encoded for it alone: the older clients are few
+	if c.optionsInText {
+		if own, ok := encodeOptionsInText(n); ok {
+			bs = own // encoded for it alone: such clients are few
 		}
 	}
 	for _, b := range bs {
@@ -143,6 +144,7 @@ func (c *conn) login(m *pb.WebsocketMessage) bool {
 	c.Authenticated()
 	nick := cleanNickname(m.Nickname, c.id)
 	c.nickname.Store(&nick)
+	c.optionsInText = !m.GetShowsOptions()
 	resumedLogin := false
 	welcome := func(resumed bool) {
 		resumedLogin = resumed
@@ -199,7 +201,6 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			// Half the send queue, so presence and replies still fit.
 			var left int
 			shows := c.h.kept.take(c.token, c.Nickname())
-			c.older.Store(true)
 			c.given, left = hb.CatchUp(c.token, c, c.pushUpTo, shows, max(1, c.h.o.SendQueue/2), frames)
 			c.pushed = true
 			if left > 0 {
@@ -237,7 +238,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		ns, seq := hb.PendingMessages(c.token)
 		ps := make([]*pb.PendingMessage, len(ns))
 		for i, n := range ns {
-			ps[i] = pendingMessage(n, c.reportName)
+			ps[i] = pendingMessage(n, c.reportName, c.optionsInText)
 		}
 		c.reply(&pb.WebsocketMessage{
 			Cmd:                        m.Cmd,

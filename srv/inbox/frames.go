@@ -206,8 +206,9 @@ func cancelledFrame(n *hub.Note) *pb.WebsocketMessage {
 // asked it: upstream's Flutter app counts every entry and converts only
 // the name it knows, and the app of the asking agent's generation is the
 // one that should list it; unless the client said which name it knows
-// (reportName, from the reply Cmd it answered a report with).
-func pendingMessage(n *hub.Note, reportName string) *pb.PendingMessage {
+// (reportName, from the reply Cmd it answered a report with). A client
+// that shows no options (optionsInText) reads them in the text.
+func pendingMessage(n *hub.Note, reportName string, optionsInText bool) *pb.PendingMessage {
 	q := &n.Request
 	m := &pb.PendingMessage{
 		MessageType: q.Kind.String(),
@@ -215,8 +216,13 @@ func pendingMessage(n *hub.Note, reportName string) *pb.PendingMessage {
 		Timeout:     wire.Seconds(q.Timeout),
 		AgentGone:   n.Gone,
 	}
+	extra := ""
+	if optionsInText {
+		extra = optionsText(n)
+	}
 	if q.Kind == wire.AskQuestion {
 		m.AskQuestionRequest = askRequest(n)
+		m.AskQuestionRequest.Request.Question += extra
 		return m
 	}
 	switch {
@@ -228,6 +234,7 @@ func pendingMessage(n *hub.Note, reportName string) *pb.PendingMessage {
 		m.MessageType = wire.CmdWorkReport
 	}
 	m.TaskFinishRequest = taskRequest(n)
+	m.TaskFinishRequest.Request.Summary += extra
 	return m
 }
 

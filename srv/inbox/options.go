@@ -7,16 +7,16 @@ import (
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
-// The options of a request, for the older web UI (upstream's), which
-// shows a request's text and knows nothing of its options (field 7): its
-// frames of a request asked with options say them in the text, so the
-// person there can answer with one by typing its label. This project's
-// UI shows them as buttons and is given the text as asked.
+// The options of a request, for the clients that do not show them
+// (upstream's web UI and Flutter app, which know nothing of a request's
+// Questions, field 7): their frames of a request asked with options say
+// them in the text, so the person there can answer with one by typing
+// its label. A client that says at login it shows them (ShowsOptions,
+// as this project's UI does) is given the text as asked.
 
-// encodeOlder is n's frames as the older web UI is given them: those of
-// a request asked with options name them after its text. ok is false
-// when they are n's frames for every client (n.Encoded).
-func encodeOlder(n *hub.Note) (bs [][]byte, ok bool) {
+// encodeOptionsInText is n's frames with the options in the text. ok is
+// false when they are n's frames for every client (n.Encoded).
+func encodeOptionsInText(n *hub.Note) (bs [][]byte, ok bool) {
 	extra := optionsText(n)
 	if n.Kind != hub.NoteAsked || extra == "" {
 		return nil, false

@@ -13,12 +13,13 @@ import (
 	"github.com/agentassistant/agentassistant/srv/inbox"
 )
 
-// TestOlderWebUIReadsTheOptions: upstream's web UI shows a request's text
-// and nothing of its options (field 7, which it does not know), so the
-// person there could not tell what the agent offers. It is found as it
-// logs in (its first request is not GetPendingMessages), and from then on
-// the text it is given names the options, in what it is pushed at once
-// and in what comes later; a client that asks for the pending list (this
+// TestOlderWebUIReadsTheOptions: upstream's web UI and Flutter app show a
+// request's text and nothing of its options (field 7, which they do not
+// know), so the person there could not tell what the agent offers. A
+// client that does not say at login that it shows options is given them
+// in the text: in what it is pushed at once (the web UI, whose first
+// request is not GetPendingMessages), in the pending list it asks for
+// (the Flutter app) and in what comes later; a client that says so (this
 // project's web UI, which shows them as buttons) gets the text as asked.
 func TestOlderWebUIReadsTheOptions(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -34,7 +35,13 @@ func TestOlderWebUIReadsTheOptions(t *testing.T) {
 
 		older := f.login(t, tokA, "聪明的开发者123")
 		send(t, older, &pb.WebsocketMessage{Cmd: wire.CmdGetOnlineUsers})
-		ours := f.login(t, tokA, "laptop")
+		flutter := f.login(t, tokA, "phone")
+		send(t, flutter, &pb.WebsocketMessage{Cmd: wire.CmdGetPendingMessages})
+		ours := f.connect(t)
+		ours.ShowsOptions = true
+		if err := ours.LogIn(tokA, "laptop", "", 0); err != nil || !ours.Login.GetSuccess() {
+			t.Fatalf("login: %v %v", err, ours.Login)
+		}
 		send(t, ours, &pb.WebsocketMessage{Cmd: wire.CmdGetPendingMessages})
 
 		named := func(text string) bool {
@@ -43,7 +50,14 @@ func TestOlderWebUIReadsTheOptions(t *testing.T) {
 		if q := expect(t, older, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest(); !strings.HasPrefix(q.GetQuestion(), "Which database?") || !named(q.GetQuestion()) {
 			t.Errorf("pushed at login, the older web UI reads %q", q.GetQuestion())
 		}
+		ps := expect(t, flutter, wire.CmdGetPendingMessages).GetGetPendingMessagesResponse().GetPendingMessages()
+		if len(ps) != 1 || !strings.HasPrefix(ps[0].GetAskQuestionRequest().GetRequest().GetQuestion(), "Which database?") || !named(ps[0].GetAskQuestionRequest().GetRequest().GetQuestion()) {
+			t.Errorf("the Flutter app's pending list gives %v", ps)
+		}
 		ask(wire.AskQuestion, "after", "Which cache?")
+		if q := expect(t, flutter, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest(); !strings.HasPrefix(q.GetQuestion(), "Which cache?") || !named(q.GetQuestion()) {
+			t.Errorf("asked later, the Flutter app reads %q", q.GetQuestion())
+		}
 		if q := expect(t, older, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest(); !strings.HasPrefix(q.GetQuestion(), "Which cache?") || !named(q.GetQuestion()) {
 			t.Errorf("asked later, the older web UI reads %q", q.GetQuestion())
 		}
@@ -60,7 +74,7 @@ func TestOlderWebUIReadsTheOptions(t *testing.T) {
 			}
 		}
 		if q := expect(t, ours, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest(); q.GetQuestion() != "Which cache?" || len(q.GetQuestions()) != 1 {
-			t.Errorf("a client that asks for the pending list reads %q", q.GetQuestion())
+			t.Errorf("a client that shows options reads %q", q.GetQuestion())
 		}
 	})
 }

@@ -44,9 +44,17 @@ export class InboxClient extends Reconnecting {
   // login carries the name.
   rename() {
     if (this.ws?.readyState !== WebSocket.OPEN || this.state !== 'online') return
-    this.ws.send(toBinary(WebsocketMessageSchema, create(WebsocketMessageSchema, {
+    this.ws.send(this.login())
+  }
+
+  // login is the UserLogin frame: the token, this page's name, where it
+  // resumes from, and that it shows a request's options as buttons (a
+  // client that does not say so reads them in the request's text).
+  private login() {
+    return toBinary(WebsocketMessageSchema, create(WebsocketMessageSchema, {
       Cmd: 'UserLogin', StrParam: this.token, Nickname: this.nickname(), Epoch: this.epoch, ResumeFrom: this.lastSeq,
-    })))
+      ShowsOptions: true,
+    }))
   }
 
   private setState(s: ConnState) {
@@ -59,15 +67,7 @@ export class InboxClient extends Reconnecting {
   }
 
   protected opened(ws: WebSocket) {
-    ws.send(
-      toBinary(
-        WebsocketMessageSchema,
-        create(WebsocketMessageSchema, {
-          Cmd: 'UserLogin', StrParam: this.token, Nickname: this.nickname(),
-          Epoch: this.epoch, ResumeFrom: this.lastSeq,
-        }),
-      ),
-    )
+    ws.send(this.login())
   }
 
   protected received(data: unknown) {
