@@ -232,7 +232,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		pushOpts = &push.Options{Keys: keys, Subscriptions: subs}
+		pushOpts = &tu.Push
+		pushOpts.Keys, pushOpts.Subscriptions = keys, subs
 	} else {
 		sp, err := cl.OpenPush(ctx)
 		if err != nil {
@@ -242,7 +243,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if caps, err = answercap.NewShared(sp.CapKey, sp, sp.Token); err != nil {
 			return err
 		}
-		pushOpts = &push.Options{Keys: sp.Keys, Subscriptions: sp.Subscriptions()}
+		pushOpts = &tu.Push
+		pushOpts.Keys, pushOpts.Subscriptions = sp.Keys, sp.Subscriptions()
 	}
 	chans, err := channelOptions(&cfg, log.With("component", "channels"))
 	if err != nil {
