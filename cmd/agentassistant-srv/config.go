@@ -14,6 +14,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/inbox"
 	"github.com/agentassistant/agentassistant/srv/ingress"
 	"github.com/agentassistant/agentassistant/srv/mcphttp"
+	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -38,6 +39,7 @@ type fileConfig struct {
 	AGUI      aguiConfig      `toml:"agui"`
 	Ingress   ingressConfig   `toml:"ingress"`
 	Cluster   clusterConfig   `toml:"cluster"`
+	Push      pushConfig      `toml:"push"`
 	// Where questions go besides the inbox (channels.go).
 	Channels channelsConfig `toml:"channels"`
 }
@@ -132,6 +134,14 @@ type clusterConfig struct {
 	Replicas    int    `toml:"replicas"`
 	Instance    string `toml:"instance"`
 	HistoryScan int    `toml:"history_scan"`
+}
+
+// pushConfig is [push]: Web Push to the devices that turned it on
+// (docs/push.md).
+type pushConfig struct {
+	// AllowPrivateEndpoints lets a subscription name a push service at
+	// an address of this machine or a private network.
+	AllowPrivateEndpoints bool `toml:"allow_private_endpoints"`
 }
 
 func dur(d time.Duration) config.Duration { return config.Duration(d) }
@@ -296,6 +306,8 @@ type tuning struct {
 	Store        store.Options
 	Cluster      cluster.Options
 	Orchestrator ingress.HTTPOptions
+	// Push is Web Push's options but its keys and subscriptions.
+	Push push.Options
 	// Pending and Idle are auth.NewPending's and srv.NewIdleConns'
 	// arguments: in all, and from one address.
 	Pending, Idle [2]int
@@ -318,6 +330,7 @@ func tune(cfg *fileConfig) tuning {
 		Cluster: cluster.Options{URL: cfg.Cluster.NATSURL, Instance: cfg.Cluster.Instance, Replicas: cfg.Cluster.Replicas,
 			History: hubOpts.HistoryRetention, HistoryScan: cfg.Cluster.HistoryScan},
 		Orchestrator: ingress.HTTPOptions{URL: in.OrchestratorURL, Token: in.OrchestratorToken, Timeout: d(in.OrchestratorTimeout)},
+		Push:         push.Options{AllowPrivateEndpoints: cfg.Push.AllowPrivateEndpoints},
 		Pending:      [2]int{cfg.Limits.UnauthConns, cfg.Limits.UnauthPerAddr},
 		Idle:         [2]int{cfg.Limits.IdleConns, cfg.Limits.IdleConnsPerAddr},
 		Server: srv.Options{

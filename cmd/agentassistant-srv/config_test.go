@@ -119,6 +119,8 @@ var settings = []setting{
 	{"cluster.replicas", `3`, func(_ fileConfig, t tuning) []any { return s(t.Cluster.Replicas) }, 3},
 	{"cluster.instance", `"i1"`, func(_ fileConfig, t tuning) []any { return s(t.Cluster.Instance) }, "i1"},
 	{"cluster.history_scan", `7`, func(_ fileConfig, t tuning) []any { return s(t.Cluster.HistoryScan) }, 7},
+
+	{"push.allow_private_endpoints", `true`, func(_ fileConfig, t tuning) []any { return s(t.Push.AllowPrivateEndpoints) }, true},
 }
 
 // TestEveryKeyReachesItsOptions: each key of agentassistant-srv.toml, set

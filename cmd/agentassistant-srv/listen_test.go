@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -40,5 +43,37 @@ func TestHostNotHere(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%v\nsays nothing of %q", err, want)
 		}
+	}
+}
+
+// TestListenTrouble: a listen's failure is told apart by its errno, the
+// unix one or Winsock's (Windows reports those: syscall's EADDRINUSE is
+// a value of Go's own there, which no call returns), however wrapped.
+func TestListenTrouble(t *testing.T) {
+	listen := func(errno syscall.Errno) error {
+		return &net.OpError{Op: "listen", Net: "tcp", Err: os.NewSyscallError("bind", errno)}
+	}
+	for _, c := range []struct {
+		name string
+		err  error
+		want trouble
+	}{
+		{"EADDRINUSE", listen(syscall.EADDRINUSE), portInUse},
+		{"EADDRNOTAVAIL", listen(syscall.EADDRNOTAVAIL), hostNotHere},
+		{"WSAEADDRINUSE", listen(10048), portInUse},      // winerror.h
+		{"WSAEADDRNOTAVAIL", listen(10049), hostNotHere}, // winerror.h
+		{"EACCES", listen(syscall.EACCES), otherTrouble},
+		{"WSAEACCES", listen(10013), otherTrouble},
+		{"not a syscall's", errors.New("address 1.2.3.4:99999: invalid port"), otherTrouble},
+	} {
+		if got := listenTrouble(c.err); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	if err := listenError(listen(10048), "127.0.0.1:22080", "127.0.0.1"); !strings.Contains(err.Error(), "127.0.0.1:22080 is in use") {
+		t.Errorf("port in use on Windows: %v", err)
+	}
+	if err := listenError(listen(10049), "192.0.2.1:22080", "192.0.2.1"); !strings.Contains(err.Error(), "192.0.2.1 is no address of this machine") {
+		t.Errorf("host not here on Windows: %v", err)
 	}
 }

@@ -156,17 +156,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	listenAddr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", listenAddr)
-	if errors.Is(err, syscall.EADDRINUSE) {
-		// Most often this very server, started twice (make run in a
-		// second terminal, or a service already running).
-		return fmt.Errorf("listen: %s is in use: if agentassistant-srv is already running, use that one (the URL it printed; agentassistant-mcp finds it); "+
-			"else stop what holds the port, or pick another with -port or agentassistant_server_port and give agentassistant-mcp the same -port: %w", listenAddr, err)
-	}
-	if errors.Is(err, syscall.EADDRNOTAVAIL) {
-		return fmt.Errorf("listen: %s is no address of this machine: give -host (or agentassistant_server_host) one of its addresses, or 0.0.0.0 for all of them: %w", cfg.Host, err)
-	}
 	if err != nil {
-		return fmt.Errorf("listen: %w", err)
+		return listenError(err, listenAddr, cfg.Host)
 	}
 	tu := tune(&cfg)
 	logs, err := studylog.Open(dataDir, tu.StudyLog)
@@ -232,7 +223,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		pushOpts = &push.Options{Keys: keys, Subscriptions: subs}
+		pushOpts = &tu.Push
+		pushOpts.Keys, pushOpts.Subscriptions = keys, subs
 	} else {
 		sp, err := cl.OpenPush(ctx)
 		if err != nil {
@@ -242,7 +234,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if caps, err = answercap.NewShared(sp.CapKey, sp, sp.Token); err != nil {
 			return err
 		}
-		pushOpts = &push.Options{Keys: sp.Keys, Subscriptions: sp.Subscriptions()}
+		pushOpts = &tu.Push
+		pushOpts.Keys, pushOpts.Subscriptions = sp.Keys, sp.Subscriptions()
 	}
 	chans, err := channelOptions(&cfg, log.With("component", "channels"))
 	if err != nil {

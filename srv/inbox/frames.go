@@ -19,6 +19,11 @@ import (
 // many clients it goes to (hub.Note.Encoded).
 func encode(n *hub.Note) [][]byte {
 	ms := Messages(n)
+	if len(ms) == 2 {
+		if a, b, ok := marshalTwins(ms[0], ms[1]); ok {
+			return [][]byte{a, b}
+		}
+	}
 	bs := make([][]byte, len(ms))
 	for i, m := range ms {
 		bs[i] = marshal(m)

@@ -94,6 +94,11 @@ func (p *Pusher) checkSubscription(req *subscribeRequest) string {
 	case u.Scheme != "https" && (!p.o.AllowHTTP || u.Scheme != "http"):
 		return "endpoint must be an https URL (push services are)"
 	}
+	if !p.o.AllowPrivateEndpoints {
+		if why := endpointHost(u.Hostname()); why != "" {
+			return why
+		}
+	}
 	if k, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(req.Keys.P256dh, "=")); err != nil || len(k) != 65 || k[0] != 4 {
 		return "keys.p256dh must be the subscription's P-256 public key, base64url"
 	}

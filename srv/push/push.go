@@ -49,7 +49,8 @@ type Options struct {
 	// server's operator, an e-mail address or an https URL (default
 	// agentassistant@localhost).
 	Subject string
-	// Client sends to the push services (default: 10 s per push).
+	// Client sends to the push services (default: 10 s per push, and
+	// connecting only to public addresses unless AllowPrivateEndpoints).
 	Client *http.Client
 	// Tries is how many times a push is sent before it is given up
 	// (default 4), Backoff the wait before the second (default 1s,
@@ -58,9 +59,10 @@ type Options struct {
 	Backoff time.Duration
 	// AllowHTTP lets a subscription's endpoint be plain http (a local
 	// push service in tests); push services are https.
-	AllowHTTP bool
-	Logger    *slog.Logger
-	Now       func() time.Time
+	AllowHTTP             bool
+	AllowPrivateEndpoints bool
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // maxPerService bounds the pushes in flight to one push service (one
@@ -109,9 +111,7 @@ func New(o Options) *Pusher {
 	// webpush-go makes the subject a mailto: URL unless it is an https one.
 	o.Subject = cmp.Or(strings.TrimPrefix(o.Subject, "mailto:"), "agentassistant@localhost")
 	if o.Client == nil {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = maxPerService // its connections, kept for the next burst
-		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: tr}
+		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: pushTransport(o.AllowPrivateEndpoints)}
 	}
 	opt.Default(&o.Tries, 4)
 	opt.Default(&o.Backoff, time.Second)
@@ -274,7 +274,7 @@ func retryable(err error) bool {
 	if errors.As(err, &pe) {
 		return pe.status == http.StatusTooManyRequests || pe.status >= 500
 	}
-	return true // the network
+	return !errors.Is(err, errPrivate) // else the network
 }
 
 // slot is the bound of the pushes in flight to endpoint's push service.

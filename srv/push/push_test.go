@@ -199,7 +199,8 @@ func newFixture(t *testing.T, o Options) *fixture {
 	s := newService(t)
 	caps := answercap.New()
 	t.Cleanup(caps.Follow(h, store.Room))
-	o.Hub, o.Subscriptions, o.Keys, o.AllowHTTP, o.Subject, o.Caps = h, subs, keys, true, "mailto:ops@example.org", caps
+	// The double is on this machine, over plain http.
+	o.Hub, o.Subscriptions, o.Keys, o.AllowHTTP, o.AllowPrivateEndpoints, o.Subject, o.Caps = h, subs, keys, true, true, "mailto:ops@example.org", caps
 	if o.Client == nil {
 		o.Client = s.Client()
 	}
@@ -466,7 +467,7 @@ func TestPushesShareConnections(t *testing.T) {
 	subs, _ := OpenFileSubscriptions(dir)
 	h := hub.New(hub.Options{})
 	t.Cleanup(h.Close)
-	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true})
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, AllowPrivateEndpoints: true})
 	t.Cleanup(p.Close)
 	const devices = 30
 	for i := range devices {

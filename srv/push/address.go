@@ -1,0 +1,91 @@
+package push
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Where a push may go. A subscription's endpoint comes from a token
+// holder's browser, and the server then POSTs to it: left free, a token
+// would aim the server at what only the server can reach (a service on
+// this machine, the private network, a cloud's metadata service at
+// 169.254.169.254). Push services (FCM, Mozilla's autopush, Apple's,
+// Windows') are public https, so unless Options.AllowPrivateEndpoints a
+// subscription must name a public address when it is made, and a push
+// connects only to a public address: checked on the address dialled, after
+// the name is resolved, so a name that resolves elsewhere later (DNS
+// rebinding) gets nowhere either.
+
+// errPrivate: an endpoint's address is not a public one.
+var errPrivate = errors.New("not a public address: push services are public (allow_private_endpoints allows others)")
+
+var (
+	cgnat = netip.MustParsePrefix("100.64.0.0/10")  // RFC 6598, carrier-grade NAT (and tailnets)
+	here  = netip.MustParsePrefix("0.0.0.0/8")      // RFC 1122, "this network"
+	nat64 = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052: an IPv4 address, through a NAT64 gateway
+	local = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215, a private network's NAT64
+	site  = netip.MustParsePrefix("fec0::/10")      // RFC 3879, site-local (deprecated, still private)
+	bcast = netip.AddrFrom4([4]byte{255, 255, 255, 255})
+)
+
+// publicAddr says whether a is an address of the public internet: not
+// loopback, private (RFC 1918, fc00::/7), link-local, CGNAT, unspecified
+// or multicast, whether written as IPv4, IPv4 in IPv6 or NAT64.
+func publicAddr(a netip.Addr) bool {
+	a = a.Unmap()
+	if nat64.Contains(a) {
+		b := a.As16()
+		return publicAddr(netip.AddrFrom4([4]byte(b[12:])))
+	}
+	return a.IsValid() && a.IsGlobalUnicast() && !a.IsPrivate() && !a.IsLoopback() && !a.IsLinkLocalUnicast() &&
+		!cgnat.Contains(a) && !here.Contains(a) && !local.Contains(a) && !site.Contains(a) && a != bcast
+}
+
+// endpointHost says what is wrong with an endpoint's host, "" when
+// nothing: an address not public, or a name that is this machine's by
+// definition (RFC 6761's localhost). Other names are checked as a push
+// connects.
+func endpointHost(host string) string {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && !publicAddr(a) ||
+		h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return "endpoint must be a push service at a public address, not " + host +
+			" (this machine, a private network, link-local or CGNAT): push services are public"
+	}
+	return ""
+}
+
+// dialPublic refuses a connection to an address that is not public. It
+// is a net.Dialer's Control: it sees the address resolved, just before
+// the connection is made.
+func dialPublic(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", address, errPrivate)
+	}
+	if !publicAddr(ap.Addr()) {
+		return fmt.Errorf("dial %s: %w", address, errPrivate)
+	}
+	return nil
+}
+
+// pushTransport is the transport of the pushes: its connections kept for
+// the next burst and, unless private is allowed, made to public addresses
+// only. Then it connects directly, not through an HTTPS_PROXY of the
+// environment: what a proxy connects to is not checked here.
+func pushTransport(allowPrivate bool) *http.Transport {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = maxPerService
+	if !allowPrivate {
+		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: dialPublic}
+		tr.DialContext = d.DialContext
+		tr.Proxy = nil
+	}
+	return tr
+}

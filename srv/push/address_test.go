@@ -1,0 +1,174 @@
+package push
+
+import (
+	"context"
+	"encoding/base64"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// TestPublicAddresses: the addresses a push may connect to are the
+// public ones; this machine's, a private network's, link-local (the
+// cloud's metadata service), CGNAT, unspecified and multicast ones are
+// not, however they are written.
+func TestPublicAddresses(t *testing.T) {
+	for _, c := range []struct {
+		addr   string
+		public bool
+	}{
+		{"142.250.74.106", true}, // fcm.googleapis.com
+		{"34.117.59.81", true},
+		{"2a00:1450:4001:82b::200a", true},
+		{"100.63.255.255", true}, // just below CGNAT
+		{"100.128.0.0", true},    // just above it
+		{"127.0.0.1", false},
+		{"127.8.9.10", false},
+		{"::1", false},
+		{"::ffff:127.0.0.1", false}, // IPv4 in IPv6
+		{"10.0.0.1", false},
+		{"172.16.5.4", false},
+		{"192.168.1.20", false},
+		{"::ffff:192.168.1.20", false},
+		{"fd00::1", false},
+		{"fc00::1", false},
+		{"169.254.169.254", false}, // a cloud's metadata service
+		{"fe80::1", false},
+		{"100.64.0.1", false}, // CGNAT (a tailnet's addresses too)
+		{"100.127.255.254", false},
+		{"0.0.0.0", false},
+		{"0.1.2.3", false}, // "this network"
+		{"::", false},
+		{"224.0.0.1", false},
+		{"239.255.255.250", false},
+		{"ff02::1", false},
+		{"255.255.255.255", false},
+		{"64:ff9b::a00:1", false},    // NAT64 of 10.0.0.1
+		{"64:ff9b::8efa:4a6a", true}, // NAT64 of a public one
+	} {
+		if got := publicAddr(netip.MustParseAddr(c.addr)); got != c.public {
+			t.Errorf("%s: public %v, want %v", c.addr, got, c.public)
+		}
+	}
+}
+
+// TestSubscriptionsNamePublicServices: an endpoint at an address of this
+// machine or a private network is refused at subscribe, with 400 and
+// why, unless the server is told to allow them (a push service of one's
+// own, and tests).
+func TestSubscriptionsNamePublicServices(t *testing.T) {
+	f := newFixture(t, Options{})
+	good := newDevice(t, "/x")
+	keys := `"keys":{"p256dh":"` + base64.RawURLEncoding.EncodeToString(good.key.PublicKey().Bytes()) +
+		`","auth":"` + base64.RawURLEncoding.EncodeToString(good.auth) + `"}`
+	subscribe := func(endpoint string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		f.p.Subscribe(tokA).ServeHTTP(rec, httptest.NewRequest("POST", "/push/subscriptions",
+			strings.NewReader(`{"endpoint":"`+endpoint+`",`+keys+`}`)))
+		return rec
+	}
+	private := []string{
+		"https://127.0.0.1:8080/x", "https://[::1]/x", "https://10.1.2.3/x", "https://169.254.169.254/latest/meta-data",
+		"https://[fd00::1]/x", "https://100.64.1.2/x", "https://0.0.0.0/x", "https://localhost:9000/x",
+		"https://api.localhost/x", "https://[::ffff:10.0.0.1]/x",
+	}
+	f.p.o.AllowPrivateEndpoints = false
+	for _, e := range private {
+		if rec := subscribe(e); rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "public") {
+			t.Errorf("%s: %d %s, want 400 saying it must be public", e, rec.Code, rec.Body)
+		}
+	}
+	for _, e := range []string{"https://fcm.googleapis.com/fcm/send/abc", "https://updates.push.services.mozilla.com/wpush/v2/abc", "https://142.250.74.106/x"} {
+		if rec := subscribe(e); rec.Code != http.StatusCreated {
+			t.Errorf("%s: %d %s, want 201", e, rec.Code, rec.Body)
+		}
+	}
+	f.p.o.AllowPrivateEndpoints = true
+	for _, e := range private {
+		if rec := subscribe(e); rec.Code != http.StatusCreated {
+			t.Errorf("allowed, %s: %d %s, want 201", e, rec.Code, rec.Body)
+		}
+	}
+}
+
+// notDelivered is a log handler that tells which subscriptions' pushes
+// were given up.
+type notDelivered struct {
+	slog.Handler
+	got chan string
+}
+
+func (notDelivered) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h notDelivered) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "push not delivered" {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "err" {
+				h.got <- a.Value.String()
+			}
+			return true
+		})
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// TestDeliveryConnectsToPublicAddressesOnly: a subscription kept with an
+// endpoint of this machine (one made before the check, or a name that
+// resolves there only now: DNS rebinding) gets no push: the address is
+// checked as it is connected to, after the name is resolved. Allowed,
+// the same pushes arrive.
+func TestDeliveryConnectsToPublicAddressesOnly(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		s := newService(t)
+		dir := t.TempDir()
+		keys, _ := LoadOrCreateKeys(dir)
+		subs, _ := OpenFileSubscriptions(dir)
+		h := hub.New(hub.Options{})
+		t.Cleanup(h.Close)
+		logs := notDelivered{Handler: slog.DiscardHandler, got: make(chan string, 8)}
+		p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, Tries: 1,
+			AllowPrivateEndpoints: allow, Logger: slog.New(logs)})
+		t.Cleanup(p.Close)
+		port := s.Listener.Addr().(interface{ AddrPort() netip.AddrPort }).AddrPort().Port()
+		d := newDevice(t, "/")
+		k := base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes())
+		a := base64.RawURLEncoding.EncodeToString(d.auth)
+		for i, host := range []string{"127.0.0.1", "localhost"} {
+			_ = subs.Put(store.Room(tokA), Subscription{ID: host, Endpoint: "http://" + host + ":" + strconv.Itoa(int(port)) + "/" + host,
+				P256dh: k, Auth: a, Device: "device " + strconv.Itoa(i)})
+		}
+		go func() {
+			_, _ = h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+		}()
+		if allow {
+			s.waitFor(t, "/127.0.0.1", 1)
+			s.waitFor(t, "/localhost", 1)
+			continue
+		}
+		for range 2 {
+			select {
+			case err := <-logs.got:
+				if !strings.Contains(err, "not a public address") {
+					t.Errorf("refused for %q", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("no push was given up")
+			}
+		}
+		s.mu.Lock()
+		n := len(s.got)
+		s.mu.Unlock()
+		if n != 0 {
+			t.Errorf("the push service on this machine was pushed to: %v", s.got)
+		}
+	}
+}
