@@ -39,11 +39,12 @@ type Notes interface {
 }
 
 // MaxNote bounds a note's value: a question's room, ID, capability and
-// button labels fit many times over.
-const MaxNote = 16 << 10
+// button labels, or its message's text (cut at a few thousand
+// characters), fit.
+const MaxNote = 64 << 10
 
 // ErrNoteTooLarge: a value over MaxNote.
-var ErrNoteTooLarge = errors.New("a note is larger than 16 KiB")
+var ErrNoteTooLarge = errors.New("a note is larger than 64 KiB")
 
 // A Leader runs a service's inbound side on one instance at a time.
 type Leader interface {
@@ -172,7 +173,12 @@ const goneFor = 24 * time.Hour
 
 // putAsked notes q under key until until.
 func putAsked(ctx context.Context, notes Notes, key string, q asked, until time.Time) error {
-	b, err := json.Marshal(q)
+	return putJSON(ctx, notes, key, q, until)
+}
+
+// putJSON notes v, as JSON, under key until until.
+func putJSON(ctx context.Context, notes Notes, key string, v any, until time.Time) error {
+	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode a note: %w", err)
 	}
@@ -186,6 +192,13 @@ func putAsked(ctx context.Context, notes Notes, key string, q asked, until time.
 
 // getAsked is the question noted under key.
 func getAsked(ctx context.Context, notes Notes, key string) (asked, bool, error) {
+	var q asked
+	ok, err := getJSON(ctx, notes, key, &q)
+	return q, ok, err
+}
+
+// getJSON reads the note under key, JSON, into v.
+func getJSON(ctx context.Context, notes Notes, key string, v any) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
 	defer cancel()
 	b, ok, err := notes.Get(ctx, key)
@@ -193,13 +206,12 @@ func getAsked(ctx context.Context, notes Notes, key string) (asked, bool, error)
 		if err != nil {
 			err = fmt.Errorf("read a note: %w", err)
 		}
-		return asked{}, false, err
+		return false, err
 	}
-	var q asked
-	if err := json.Unmarshal(b, &q); err != nil {
-		return asked{}, false, fmt.Errorf("read a note: %w", err)
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("read a note: %w", err)
 	}
-	return q, true, nil
+	return true, nil
 }
 
 // deleteNote forgets key, within noteTimeout.

@@ -221,7 +221,8 @@ func askOn(h *hub.Hub, id string, opts ...string) chan *hub.Reply {
 }
 
 // TestTelegramAcrossInstances: a question sent through instance A is
-// answered by a reply, and by a tap, that instance B polls; the bot's
+// answered by a reply, and by a tap, that instance B polls, and B, where
+// the answer is written, edits A's message to say so; the bot's
 // updates are polled by one instance at a time (the Bot API would end
 // the other's with 409 Conflict).
 func TestTelegramAcrossInstances(t *testing.T) {
@@ -242,6 +243,10 @@ func TestTelegramAcrossInstances(t *testing.T) {
 	api.Push(telegramtest.Reply(42, 500, msg, "Ship it."))
 	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
 		t.Fatalf("the agent got %+v", rep)
+	}
+	// Answered on B, told on B: B edits the message A sent.
+	if got := api.Call(t, "editMessageText", 1); got["message_id"] != strconv.Itoa(msg) || !strings.Contains(got["text"], "Answered") {
+		t.Errorf("the settled edit: %v", got)
 	}
 
 	answered = askOn(a.hub, "q-2")

@@ -142,6 +142,18 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		delete(t.sent, key)
 		t.mu.Unlock()
 		notes := t.notesOf()
+		if len(msgs) == 0 {
+			// Settled on another instance than the one that sent it (an
+			// outcome is told where it is written): its messages are
+			// noted.
+			var err error
+			if msgs, err = t.sentNoted(ctx, room, n.Request.ID); err != nil {
+				return err
+			}
+		}
+		if err := deleteNote(ctx, notes, t.sentKey(room, n.Request.ID)); err != nil {
+			logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
+		}
 		for _, m := range msgs {
 			if err := deleteNote(ctx, notes, t.noteKey(m.sentKey)); err != nil {
 				logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
@@ -222,10 +234,55 @@ func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked
 		}
 	}
 	t.sent[key] = append(t.sent[key], m)
+	sn := sentNote{Text: m.text}
+	for _, o := range t.sent[key] {
+		sn.Msgs = append(sn.Msgs, sentNoteMsg{o.chat, o.msg, o.photo})
+		if !o.photo {
+			sn.Text = o.text
+		}
+	}
 	t.mu.Unlock()
+	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until); err != nil {
+		logOf(t.Logger).Warn("telegram: a question's messages not noted; another instance will not edit them", "err", err)
+	}
 	if err := putAsked(ctx, t.notesOf(), t.noteKey(m.sentKey), q, until); err != nil {
 		logOf(t.Logger).Warn("telegram: what a message asks not noted; a reply to it answers nothing", "err", err)
 	}
+}
+
+// sentNote is a question's messages, for the instance that hears it is
+// settled to edit them: its text once (the same in every chat).
+type sentNote struct {
+	Text string        `json:"t"`
+	Msgs []sentNoteMsg `json:"m"`
+}
+
+type sentNoteMsg struct {
+	Chat  int64 `json:"c"`
+	Msg   int   `json:"m"`
+	Photo bool  `json:"p,omitempty"`
+}
+
+// sentKey names the note of the messages of question id of room.
+func (t *Telegram) sentKey(room, id string) string {
+	return "telegram." + strconv.FormatInt(t.botID(), 10) + ".q." + room + "." + id
+}
+
+// sentNoted are the messages of question id of room, as noted.
+func (t *Telegram) sentNoted(ctx context.Context, room, id string) ([]sentMessage, error) {
+	var sn sentNote
+	ok, err := getJSON(ctx, t.notesOf(), t.sentKey(room, id), &sn)
+	if err != nil || !ok {
+		return nil, err
+	}
+	msgs := make([]sentMessage, len(sn.Msgs))
+	for i, m := range sn.Msgs {
+		msgs[i] = sentMessage{sentKey: sentKey{m.Chat, m.Msg}, photo: m.Photo}
+		if !m.Photo {
+			msgs[i].text = sn.Text
+		}
+	}
+	return msgs, nil
 }
 
 // Listen takes the chats' taps and replies until ctx ends.

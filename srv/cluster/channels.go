@@ -34,14 +34,14 @@ const (
 	// maxNoteAge bounds how long a note is kept.
 	maxNoteAge = 7 * 24 * time.Hour
 	// maxNote bounds a note's value (channel.MaxNote).
-	maxNote = 16 << 10
+	maxNote = 64 << 10
 	// DefaultLease is how long a lease outlives its holder's last
 	// renewal: another instance takes over within that and a renewal.
 	DefaultLease = 12 * time.Second
 )
 
 // errNoteTooLarge: a value over maxNote.
-var errNoteTooLarge = errors.New("a note is larger than 16 KiB")
+var errNoteTooLarge = errors.New("a note is larger than 64 KiB")
 
 // Channels is the channels' share of the cluster: Notes and a Leader
 // (srv/channel). Safe for concurrent use.
