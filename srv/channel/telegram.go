@@ -154,9 +154,16 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if err := deleteNote(ctx, notes, t.sentKey(room, n.Request.ID)); err != nil {
 			logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
 		}
+		// Its taps and replies answer nothing now; one read again (its
+		// update polled twice) is told from another by the outcome.
 		for _, m := range msgs {
-			if err := deleteNote(ctx, notes, t.noteKey(m.sentKey)); err != nil {
-				logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
+			gone, ok, err := getAsked(ctx, notes, t.noteKey(m.sentKey))
+			if err != nil || !ok {
+				gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
+			}
+			gone.Gone = title(n)
+			if err := putAsked(ctx, notes, t.noteKey(m.sentKey), gone, n.At.Add(goneFor)); err != nil {
+				logOf(t.Logger).Warn("telegram: a settled question's note not changed", "err", err)
 			}
 		}
 		for _, m := range msgs {
@@ -331,14 +338,18 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("Your answer could not be taken just now; tap again.")
 		return
 	}
-	if known && question.Gone != "" {
-		known = false
-	}
 	index, ok := strings.CutPrefix(q.Data, "a:")
 	i, err := strconv.Atoi(index)
 	if !ok || err != nil || i < 0 || known && i >= len(question.Labels) {
 		reply("Not an answer of ours.")
 		return
+	}
+	if known && question.Gone != "" {
+		if a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(question.Labels[i])}) {
+			reply("Answered: " + question.Labels[i]) // this very tap, taken before
+			return
+		}
+		known = false
 	}
 	if !known {
 		reply(answercap.ErrVoid.Error())
@@ -387,6 +398,11 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		return
 	}
 	token, mine := a.token(q.Room)
+	whoID := strconv.FormatInt(m.Chat.ID, 10)
+	if text := strings.TrimSpace(m.Text); ok && mine && q.Gone != "" && len(m.Photo) == 0 && text != "" &&
+		a.tookAlready(q, "telegram:"+whoID, []*pb.McpResultContent{textContent(text)}) {
+		return // this very reply, taken before (its update polled again)
+	}
 	if !ok || !mine || q.Gone != "" {
 		// Not a question of ours (any more): settled, or asked before a
 		// restart. A reply to a message of someone else's is none of
@@ -416,7 +432,6 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	if text := strings.TrimSpace(m.Text + m.Caption); text != "" {
 		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
 	}
-	whoID := strconv.FormatInt(m.Chat.ID, 10)
 	err = a.ReplyWith(token, q.Kind, q.ID, contents, who, whoID, "telegram")
 	if err != nil && !a.tookAlready(q, "telegram:"+whoID, contents) {
 		notTaken(err.Error())
