@@ -214,6 +214,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// of its notifications are checked too (any instance may take one).
 	var pushOpts *push.Options
 	var caps *answercap.Store
+	var chanShare *cluster.Channels // cluster mode: the channels' notes and leases
 	if cl == nil {
 		keys, err := push.LoadOrCreateKeys(dataDir)
 		if err != nil {
@@ -236,10 +237,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		pushOpts = &tu.Push
 		pushOpts.Keys, pushOpts.Subscriptions = sp.Keys, sp.Subscriptions()
+		// A reply to a Telegram, Slack or e-mail question may reach any
+		// instance: which message asks what is shared, and one instance
+		// at a time takes each service's replies.
+		if chanShare, err = cl.OpenChannels(ctx, 0); err != nil {
+			return err
+		}
 	}
 	chans, err := channelOptions(&cfg, log.With("component", "channels"))
 	if err != nil {
 		return err
+	}
+	if chans != nil && chanShare != nil {
+		chans.Notes, chans.Leader = chanShare, chanShare
 	}
 	so.Push, so.Caps, so.Channels, so.Tokens, so.Guard, so.Logger, so.StudyLogs, so.Catalog, so.Cluster = pushOpts, caps, chans, tokens, guard, log, logs, cat, cl
 	so.Pending = auth.NewPending(tu.Pending[0], tu.Pending[1])

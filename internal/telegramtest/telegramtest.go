@@ -39,6 +39,27 @@ type API struct {
 	files   map[string][]byte // getFile's file_path → the file
 	// changed is closed, and replaced, when a call or an update comes.
 	changed chan struct{}
+	// polling is closed when another getUpdates comes while one waits:
+	// Telegram ends the earlier with 409 Conflict ("terminated by other
+	// getUpdates request; make sure that only one bot instance is
+	// running"). polls and conflicts count them.
+	polling          chan struct{}
+	polls, conflicts int
+}
+
+// Polls is how many getUpdates calls came.
+func (api *API) Polls() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.polls
+}
+
+// Conflicts is how many getUpdates calls were ended by another, as two
+// pollers of one bot are.
+func (api *API) Conflicts() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.conflicts
 }
 
 // AddFile makes a file the bot may download: getFile with fileID answers
@@ -118,6 +139,22 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	switch method {
 	case "getUpdates":
 		offset, _ := strconv.Atoi(form["offset"])
+		mine := make(chan struct{})
+		api.mu.Lock()
+		if api.polling != nil {
+			close(api.polling)
+			api.conflicts++
+		}
+		api.polling = mine
+		api.polls++
+		api.mu.Unlock()
+		defer func() {
+			api.mu.Lock()
+			if api.polling == mine {
+				api.polling = nil
+			}
+			api.mu.Unlock()
+		}()
 		poll := time.NewTimer(pollFor)
 		defer poll.Stop()
 		for {
@@ -137,6 +174,10 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 			select {
 			case <-changed:
 				continue
+			case <-mine:
+				w.WriteHeader(http.StatusConflict)
+				_, _ = w.Write([]byte(`{"ok":false,"error_code":409,"description":"Conflict: terminated by other getUpdates request; make sure that only one bot instance is running"}`))
+				return
 			case <-r.Context().Done():
 				return
 			case <-poll.C:

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
@@ -56,6 +58,15 @@ type Answers struct {
 	hub  *hub.Hub
 	caps *answercap.Store
 	now  func() time.Time
+	// tokens are the tokens routed, by room: a note names a question's
+	// room, never its token.
+	tokens map[string]string
+}
+
+// token is the token of room, when it is one the channels serve.
+func (a Answers) token(room string) (string, bool) {
+	t, ok := a.tokens[room]
+	return t, ok
 }
 
 // ByCap answers with the capability named (good once; answercap.ErrVoid
@@ -98,6 +109,13 @@ type Options struct {
 	// PublicURL is the server's address as the person's phone reaches it
 	// (https://aa.example.org), for buttons and links; "" leaves them out.
 	PublicURL string
+	// Notes keep which message asks which question, where the instance
+	// that takes the reply finds it; nil: in memory (one process).
+	Notes Notes
+	// Leader runs each service's inbound side (Telegram's poll, the
+	// mailbox's watch, Slack's socket) on one instance at a time; nil:
+	// here (one process).
+	Leader Leader
 	// Tries bounds the sends of one notice (default 5); Backoff is the
 	// wait before the second (default 1s, doubling up to a minute).
 	Tries   int
@@ -138,6 +156,12 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
+	if o.Notes == nil {
+		o.Notes = NewMemoryNotes(o.Now)
+	}
+	if o.Leader == nil {
+		o.Leader = Alone{}
+	}
 	linkWebhooks(o.Routes)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}}
 	for _, chs := range o.Routes {
@@ -149,12 +173,27 @@ func New(o Options) *Manager {
 			}
 		}
 	}
-	a := Answers{hub: o.Hub, caps: o.Caps, now: o.Now}
+	a := Answers{hub: o.Hub, caps: o.Caps, now: o.Now, tokens: map[string]string{}}
+	for tok := range o.Routes {
+		a.tokens[store.Room(tok)] = tok
+	}
+	for c := range m.queues {
+		if n, ok := c.(noting); ok {
+			n.useNotes(o.Notes)
+		}
+	}
 	ctx := m.goroutines.Context()
 	for c := range m.queues {
-		if l, ok := c.(Listener); ok {
-			m.goroutines.Go(func() { l.Listen(ctx, a) })
+		l, ok := c.(Listener)
+		if !ok {
+			continue
 		}
+		if ld, ok := c.(leading); ok {
+			name := ld.lead()
+			m.goroutines.Go(func() { o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) }) })
+			continue
+		}
+		m.goroutines.Go(func() { l.Listen(ctx, a) })
 	}
 	m.unsub = o.Hub.Subscribe(m.event)
 	return m
@@ -180,10 +219,7 @@ func (m *Manager) event(ev hub.Event) {
 			n.AppURL = m.o.PublicURL + "/"
 		}
 		if ev.Kind == hub.Asked {
-			expires := ev.AskedAt.Add(ev.Request.Timeout)
-			if ev.Request.Timeout <= 0 {
-				expires = ev.AskedAt.Add(24 * time.Hour)
-			}
+			expires := expiresOf(ev)
 			n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
 				Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
 			if m.o.PublicURL != "" {
@@ -247,4 +283,25 @@ func (m *Manager) sendOnce(c Channel, n Notice) error {
 	ctx, cancel := context.WithTimeout(m.goroutines.Context(), sendTimeout)
 	defer cancel()
 	return c.Send(ctx, n)
+}
+
+// tookAlready reports whether the question q was answered by clientID
+// with contents: an answer taken twice (an update polled again after
+// the lead moved, a mail read again) is the person's own, accepted, and
+// must not be told it was not.
+func (a Answers) tookAlready(q asked, clientID string, contents []*pb.McpResultContent) bool {
+	token, ok := a.token(q.Room)
+	if !ok || a.hub == nil {
+		return false
+	}
+	rep, ok := a.hub.Answered(token, q.ID)
+	if !ok || rep.ClientID != clientID || len(rep.Contents) != len(contents) {
+		return false
+	}
+	for i := range contents {
+		if !proto.Equal(rep.Contents[i], contents[i]) {
+			return false
+		}
+	}
+	return true
 }

@@ -95,7 +95,7 @@ func TestSlackOffersTheOptions(t *testing.T) {
 		t.Errorf("a button's value %q carries its label: the server answers with what it offered, by index", ship)
 	}
 	ts := sent["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{"D42", ts}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{"D42", ts}); return ok })
 	api.Envelope(t, "interactive", slacktest.Press("U42", "D42", ts, ship))
 	if rep := answer(t, answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" || rep.Door != "slack" {
 		t.Fatalf("the agent got %+v", rep)

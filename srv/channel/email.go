@@ -19,7 +19,6 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -66,13 +65,13 @@ type Email struct {
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 
-	mu   sync.Mutex               // held alone
-	sent map[string]string        // room + "\x00" + request ID → its Message-ID
-	asks map[string]emailQuestion // a Message-ID → the question it asks
-	// gone: a settled question's Message-ID → the question, and why a
-	// reply to it is not taken (by whom and when it was answered, or
-	// that it timed out).
-	gone map[string]goneQuestion
+	mu   sync.Mutex           // held alone
+	sent map[string]emailSent // room + "\x00" + request ID → its mail, for the follow-up
+	// notes: a question's Message-ID → the question (asked), and once
+	// it is settled why a reply to it is not taken (by whom and when it
+	// was answered, or that it timed out), for whichever instance
+	// watches the mailbox.
+	notes Notes
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
@@ -88,11 +87,10 @@ type Email struct {
 	unreadTries int
 }
 
-type emailQuestion struct {
-	token string
-	kind  wire.Kind
-	id    string
-	title string
+// emailSent is a question's mail, as the instance that sent it keeps it.
+type emailSent struct {
+	id string // its Message-ID
+	q  asked
 	// mailed: the question's mail went out (else no follow-up either).
 	mailed bool
 }
@@ -124,6 +122,36 @@ const (
 // Name is "email".
 func (*Email) Name() string { return "email" }
 
+// lead: one instance at a time watches the mailbox (each would read,
+// and answer, every reply).
+func (e *Email) lead() string { return leadName("email", e.IMAPAddr, e.IMAPUser, e.mailbox()) }
+
+func (e *Email) mailbox() string {
+	if e.Mailbox == "" {
+		return "INBOX"
+	}
+	return e.Mailbox
+}
+
+func (e *Email) useNotes(n Notes) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.notes = n
+}
+
+// notesOf are the notes given, or the channel's own in memory.
+func (e *Email) notesOf() Notes {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.notes == nil {
+		e.notes = NewMemoryNotes(nil)
+	}
+	return e.notes
+}
+
+// noteKey names the note of the question of Message-ID id.
+func (e *Email) noteKey(id string) string { return e.lead() + "." + id }
+
 // redact keeps the passwords out of an error (a server may repeat what
 // it was given).
 func (e *Email) redact(err error) error { return redact(err, e.SMTPPassword, e.IMAPPassword) }
@@ -141,31 +169,35 @@ func (e *Email) clock() time.Time {
 func (e *Email) Send(ctx context.Context, n Notice) error {
 	key := store.Room(n.Token) + "\x00" + n.Request.ID
 	e.mu.Lock()
-	id := e.sent[key]
-	var q emailQuestion
-	if id != "" {
-		q = e.asks[id]
-	}
+	sent, ok := e.sent[key]
 	e.mu.Unlock()
+	id := sent.id
 	if n.Kind != hub.Asked {
-		if id == "" {
+		if !ok {
 			return nil
 		}
-		if !q.mailed {
-			e.forget(key, id)
+		if !sent.mailed {
+			e.forget(ctx, key, id)
 			return nil
 		}
-		e.settled(id, q, goneWhy(n))
-		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
-		if err := e.mail(ctx, "Re: "+q.title, e.newID(), id, body); err != nil {
+		if err := e.settled(ctx, id, sent.q, goneWhy(n), n.At); err != nil {
 			return err
 		}
-		e.forget(key, id)
+		body := title(n) + ".\r\n\r\nNo reply is needed any more.\r\n"
+		if err := e.mail(ctx, "Re: "+sent.q.Title, e.newID(), id, body); err != nil {
+			return err
+		}
+		e.mu.Lock()
+		delete(e.sent, key)
+		e.mu.Unlock()
 		return nil
 	}
-	if id == "" { // not a retry: the question's own Message-ID
+	if !ok { // not a retry: the question's own Message-ID
 		id = e.newID()
-		e.track(key, id, emailQuestion{token: n.Token, kind: n.Request.Kind, id: n.Request.ID, title: "[agentassistant] " + title(n)})
+		q := asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Title: "[agentassistant] " + Clip(title(n), 500)}
+		if err := e.track(ctx, key, id, q, expiresOf(n.Event)); err != nil {
+			return err
+		}
 	}
 	body := Clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
 	if n.AppURL != "" {
@@ -175,9 +207,9 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		return err
 	}
 	e.mu.Lock()
-	if q, ok := e.asks[id]; ok {
-		q.mailed = true
-		e.asks[id] = q
+	if s, ok := e.sent[key]; ok {
+		s.mailed = true
+		e.sent[key] = s
 	}
 	e.mu.Unlock()
 	return nil
@@ -203,53 +235,51 @@ func goneWhy(n Notice) string {
 	}
 }
 
-type goneQuestion struct {
-	q   emailQuestion
-	why string
+// settled notes why a reply to q, of Message-ID id, is no longer taken,
+// for the replies that come after, whichever instance reads them.
+func (e *Email) settled(ctx context.Context, id string, q asked, why string, at time.Time) error {
+	if e.IMAPAddr == "" { // no reply comes
+		return nil
+	}
+	q.Gone = why
+	if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, at.Add(goneFor)); err != nil {
+		return fmt.Errorf("email: %w", err)
+	}
+	return nil
 }
 
-// settled keeps why a reply to q, of Message-ID id, is no longer taken,
-// for the replies that come after.
-func (e *Email) settled(id string, q emailQuestion, why string) {
-	if e.IMAPAddr == "" { // no reply comes
-		return
-	}
+// forget drops the question of key, of Message-ID id, whose mail never
+// went out.
+func (e *Email) forget(ctx context.Context, key, id string) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.gone == nil {
-		e.gone = map[string]goneQuestion{}
+	delete(e.sent, key)
+	e.mu.Unlock()
+	if err := deleteNote(ctx, e.notesOf(), e.noteKey(id)); err != nil {
+		e.log().Warn("email: a question's note not forgotten", "err", err)
 	}
-	if _, ok := e.gone[id]; !ok && len(e.gone) >= maxTracked {
-		for k := range e.gone { // forget one: a reply to it then goes untold
-			delete(e.gone, k)
-			break
+}
+
+// track notes that the mail of Message-ID id asks q, before it is sent:
+// a reply can come only after.
+func (e *Email) track(ctx context.Context, key, id string, q asked, until time.Time) error {
+	if e.IMAPAddr != "" {
+		if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, until); err != nil {
+			return fmt.Errorf("email: %w", err)
 		}
 	}
-	e.gone[id] = goneQuestion{q, why}
-}
-
-func (e *Email) forget(key, id string) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	delete(e.sent, key)
-	delete(e.asks, id)
-}
-
-func (e *Email) track(key, id string, q emailQuestion) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.sent == nil {
-		e.sent, e.asks = map[string]string{}, map[string]emailQuestion{}
+		e.sent = map[string]emailSent{}
 	}
-	if len(e.asks) >= maxTracked {
-		for k, q := range e.asks { // forget one: its reply then goes unanswered
-			delete(e.asks, k)
-			delete(e.sent, store.Room(q.token)+"\x00"+q.id)
+	if len(e.sent) >= maxTracked {
+		for k := range e.sent { // forget one: it then gets no follow-up
+			delete(e.sent, k)
 			break
 		}
 	}
-	e.sent[key] = id
-	e.asks[id] = q
+	e.sent[key] = emailSent{id: id, q: q}
+	return nil
 }
 
 // newID is a Message-ID (without its brackets): random, so that only

@@ -116,7 +116,9 @@ func TestEmailStoreOutageBacksOff(t *testing.T) {
 		}()
 		synctest.Wait()
 		id := e.newID()
-		e.track(store.Room(tokA)+"\x00q-1", id, emailQuestion{token: tokA, kind: wire.AskQuestion, id: "q-1", title: "[agentassistant] Deploy?", mailed: true})
+		if err := e.track(context.Background(), store.Room(tokA)+"\x00q-1", id, asked{Room: store.Room(tokA), Kind: wire.AskQuestion, ID: "q-1", Title: "[agentassistant] Deploy?"}, time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
 		msg := "From: ana@example.org\r\nTo: " + aaAddr + "\r\nSubject: Re: [agentassistant] Deploy?\r\nMessage-ID: <r1@mail.example.org>\r\n" +
 			"In-Reply-To: <" + id + ">\r\nContent-Type: text/plain\r\n\r\nShip it.\r\n"
 		if _, err := box.user.Append("INBOX", bytes.NewReader([]byte(msg)), &imap.AppendOptions{}); err != nil {
@@ -126,7 +128,10 @@ func TestEmailStoreOutageBacksOff(t *testing.T) {
 		shared.fail.Store(true)
 		ctx, cancel := context.WithCancel(context.Background())
 		listened := make(chan struct{})
-		go func() { defer close(listened); e.Listen(ctx, Answers{hub: h}) }()
+		go func() {
+			defer close(listened)
+			e.Listen(ctx, Answers{hub: h, tokens: map[string]string{store.Room(tokA): tokA}})
+		}()
 		defer func() { cancel(); <-listened }()
 
 		time.Sleep(150 * time.Second)

@@ -12,11 +12,9 @@ import (
 
 // goneOf is why a reply to the question of Message-ID id, no longer
 // pending, is not taken.
-func (e *Email) goneOf(id string) string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if g, ok := e.gone[id]; ok {
-		return g.why
+func (e *Email) goneOf(ctx context.Context, id string) string {
+	if q, ok, err := getAsked(ctx, e.notesOf(), e.noteKey(id)); err == nil && ok && q.Gone != "" {
+		return q.Gone
 	}
 	return "the question is no longer waiting for an answer (answered elsewhere, withdrawn or timed out)"
 }
@@ -56,7 +54,7 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 	subject, _ := r.h.Subject()
 	subject = Clip(strings.TrimSpace(subject), 200)
 	if subject == "" {
-		subject = cmp.Or(r.q.title, "[agentassistant]")
+		subject = cmp.Or(r.q.Title, "[agentassistant]")
 	}
 	if l := strings.ToLower(subject); !strings.HasPrefix(l, "re:") {
 		subject = "Re: " + subject

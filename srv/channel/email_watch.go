@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-message/textproto"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -192,8 +193,12 @@ func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap
 	}
 	slices.SortFunc(msgs, func(a, b *imapclient.FetchMessageBuffer) int { return cmp.Compare(a.UID, b.UID) })
 	for _, m := range msgs {
+		r, ok, err := e.match(ctx, m.FindBodySection(head))
+		if err != nil {
+			// Looked at again after the backoff, from this mail on.
+			return fmt.Errorf("%w: %w", errNotSaved, err)
+		}
 		e.lastUID = max(e.lastUID, m.UID)
-		r, ok := e.match(m.FindBodySection(head))
 		if !ok {
 			continue
 		}
@@ -203,7 +208,7 @@ func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap
 			continue
 		}
 		if why := autoReply(r.h); why != "" {
-			e.log().Info("email: an automatic reply answers nothing", "from", r.addr(), "id", r.q.id, "why", why)
+			e.log().Info("email: an automatic reply answers nothing", "from", r.addr(), "id", r.q.ID, "why", why)
 			continue
 		}
 		if err := e.answer(ctx, c, m.RFC822Size > maxReplySize, r, a); err != nil {
@@ -211,7 +216,7 @@ func (e *Email) takeBatch(ctx context.Context, c *imapclient.Client, uids []imap
 				// Looked at again after the backoff, from this mail on.
 				e.lastUID = m.UID - 1
 			} else if errors.Is(err, errUnread) {
-				e.log().Warn("email: a reply that cannot be read is passed over, left unread", "from", r.addr(), "id", r.q.id, "uid", m.UID, "err", e.redact(err))
+				e.log().Warn("email: a reply that cannot be read is passed over, left unread", "from", r.addr(), "id", r.q.ID, "uid", m.UID, "err", e.redact(err))
 			}
 			return err
 		}
@@ -237,7 +242,7 @@ var headerFields = []string{"From", "Message-ID", "Subject", "In-Reply-To", "Ref
 
 // inbound is a reply to a question of the channel's.
 type inbound struct {
-	q    emailQuestion
+	q    asked
 	qid  string // the question's Message-ID
 	gone string // why it is no longer taken, when the question is settled
 	from *mail.Address
@@ -248,37 +253,61 @@ type inbound struct {
 // addr is the sender's address, in lower case.
 func (r *inbound) addr() string { return strings.ToLower(r.from.Address) }
 
+// maxLookups bounds the Message-IDs of a mail looked up as questions:
+// a mail may list thousands in its References.
+const maxLookups = 16
+
 // match finds the question a mail's header replies to, pending or
 // settled lately.
-func (e *Email) match(raw []byte) (*inbound, bool) {
+func (e *Email) match(ctx context.Context, raw []byte) (*inbound, bool, error) {
 	// A header cut at maxHeaderRead ends mid-line: the line is ended,
 	// and the header (a cut field is read as far as it goes, or not).
 	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
 	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
 	if err != nil {
-		return nil, false
+		return nil, false, nil
 	}
 	h := mail.Header{Header: message.Header{Header: th}}
 	irt, _ := h.MsgIDList("In-Reply-To")
 	refs, _ := h.MsgIDList("References")
 	from, err := h.AddressList("From")
 	if err != nil || len(from) != 1 {
-		return nil, false
+		return nil, false, nil
 	}
-	ids := append(irt, refs...)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, id := range ids {
-		if q, ok := e.asks[id]; ok {
-			return &inbound{q: q, qid: id, from: from[0], h: h}, true
+	// The mail it answers, then the thread's root and its latest: a
+	// reply to a question, or to its follow-up, names the question there.
+	ids := irt
+	if len(refs) > 0 {
+		ids = append(ids, refs[0])
+		for _, id := range slices.Backward(refs) {
+			ids = append(ids, id)
 		}
 	}
+	var pending, gone *inbound
+	seen := map[string]bool{}
 	for _, id := range ids {
-		if g, ok := e.gone[id]; ok {
-			return &inbound{q: g.q, qid: id, gone: g.why, from: from[0], h: h}, true
+		if seen[id] || id == "" {
+			continue
+		}
+		if len(seen) == maxLookups {
+			break
+		}
+		seen[id] = true
+		q, ok, err := getAsked(ctx, e.notesOf(), e.noteKey(id))
+		switch {
+		case err != nil:
+			return nil, false, err
+		case !ok:
+		case q.Gone == "" && pending == nil:
+			pending = &inbound{q: q, qid: id, from: from[0], h: h}
+		case q.Gone != "" && gone == nil:
+			gone = &inbound{q: q, qid: id, gone: q.Gone, from: from[0], h: h}
 		}
 	}
-	return nil, false
+	if pending != nil {
+		return pending, true, nil
+	}
+	return gone, gone != nil, nil
 }
 
 // autoReply says why a mail was written by a machine, not a person, or
@@ -348,19 +377,28 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 	default:
 		// Answered first, marked read after: an answer the server cannot
 		// save now stays unread, and is read again once the watch is back.
-		switch err := a.Reply(r.q.token, r.q.kind, r.q.id, text, from, from, "email"); {
+		token, ok := a.token(r.q.Room)
+		if !ok {
+			why = "the question is not one this server asks any more"
+			break
+		}
+		switch err := a.Reply(token, r.q.Kind, r.q.ID, text, from, from, "email"); {
+		case err == nil:
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)
 		case errors.Is(err, hub.ErrNotAnOption):
 			why, hint = err.Error(), "Reply again with one of them, as it is written, or answer in the app."
+		case a.tookAlready(r.q, "email:"+from, []*pb.McpResultContent{textContent(text)}):
+			// This very reply, taken before (read again after the
+			// watch moved, or before it was marked read): it answered.
 		case errors.Is(err, hub.ErrNotPending): // settled meanwhile
-			why = e.goneOf(r.qid)
+			why = e.goneOf(ctx, r.qid)
 		case err != nil: // for good: tried again, it would stop the watch
 			why = err.Error()
 		}
 	}
 	if why != "" {
-		e.log().Info("email: a reply not taken", "from", from, "id", r.q.id, "why", why)
+		e.log().Info("email: a reply not taken", "from", from, "id", r.q.ID, "why", why)
 		e.tellNotTaken(ctx, r, text, why, hint)
 	}
 	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {

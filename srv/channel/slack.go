@@ -16,8 +16,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
-	"github.com/agentassistant/agentassistant/internal/wire"
-
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -46,15 +45,12 @@ type Slack struct {
 	once sync.Once
 	api  *slack.Client
 
-	mu   sync.Mutex                 // held alone
-	sent map[string]slackMessage    // room + "\x00" + request ID → its message
-	asks map[slackKey]slackQuestion // a message → the question it asks
-
-	// settled are the messages of questions settled lately, oldest
-	// first in settledOrder: a reply in their thread is told it came
-	// too late. Under mu.
-	settled      map[slackKey]bool
-	settledOrder []slackKey
+	mu   sync.Mutex              // held alone
+	sent map[string]slackMessage // room + "\x00" + request ID → its message, for the update
+	// notes: a message → the question it asks (asked), pending or
+	// settled lately (a reply in its thread is then told it came too
+	// late), for whichever instance holds the Socket Mode connection.
+	notes Notes
 
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
@@ -67,18 +63,6 @@ type Slack struct {
 // tries again three times within minutes).
 const maxHandled = 1024
 
-// slackQuestion is what a message asks, and the capability its buttons
-// answer with: kept here, not in the buttons' values, which anyone who
-// can read the channel can read (and post to /push/answer).
-type slackQuestion struct {
-	token string
-	kind  wire.Kind
-	id    string
-	cap   string
-	// labels are what its buttons answer with, by index.
-	labels []string
-}
-
 // slackKey names a message: its conversation and timestamp.
 type slackKey struct{ channel, ts string }
 
@@ -89,6 +73,31 @@ type slackMessage struct {
 
 // Name is "slack".
 func (*Slack) Name() string { return "slack" }
+
+// lead: one instance at a time holds the app's Socket Mode connection
+// (Slack spreads the events over every connection open).
+func (s *Slack) lead() string { return leadName("slack", s.AppToken) }
+
+func (s *Slack) useNotes(n Notes) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notes = n
+}
+
+// notesOf are the notes given, or the channel's own in memory.
+func (s *Slack) notesOf() Notes {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notes == nil {
+		s.notes = NewMemoryNotes(nil)
+	}
+	return s.notes
+}
+
+// noteKey names the note of the message k. Message timestamps are
+// unique within a conversation; the app token's hash keeps two apps'
+// apart.
+func (s *Slack) noteKey(k slackKey) string { return s.lead() + "." + k.channel + "." + k.ts }
 
 // redact keeps the tokens out of an error.
 func (s *Slack) redact(err error) error { return redact(err, s.BotToken, s.AppToken) }
@@ -121,13 +130,15 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if n.Kind != hub.Asked {
 		s.mu.Lock()
 		m, ok := s.sent[key]
-		if ok {
-			delete(s.asks, m.slackKey) // settled: its presses and replies answer nothing now
-			s.settledLocked(m.slackKey)
-		}
 		s.mu.Unlock()
 		if !ok {
 			return nil
+		}
+		// Settled: its presses and replies answer nothing now, and a
+		// reply in its thread is told so.
+		gone := asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Gone: title(n)}
+		if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
+			return fmt.Errorf("slack: %w", err)
 		}
 		text := m.text + "\n\n— " + title(n)
 		_, _, _, err := api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
@@ -160,50 +171,36 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(key, slackMessage{slackKey{channel, ts}, text}, slackQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels})
+	s.track(ctx, key, slackMessage{slackKey{channel, ts}, text},
+		asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}, expiresOf(n.Event))
 	return nil
 }
 
-func (s *Slack) track(key string, m slackMessage, q slackQuestion) {
+// track notes that the message m asks q, and keeps m for the update
+// once q is settled. A note that cannot be kept is told in the log: a
+// press then says the question is no longer pending.
+func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, until time.Time) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.sent == nil {
-		s.sent, s.asks = map[string]slackMessage{}, map[slackKey]slackQuestion{}
+		s.sent = map[string]slackMessage{}
 	}
-	if len(s.asks) >= maxTracked {
-		for k, q := range s.asks { // forget one: its replies then go unanswered
-			delete(s.asks, k)
-			delete(s.sent, store.Room(q.token)+"\x00"+q.id)
+	if _, ok := s.sent[key]; !ok && len(s.sent) >= maxTracked {
+		for k := range s.sent { // forget one: its message then stays as it was
+			delete(s.sent, k)
 			break
 		}
 	}
 	s.sent[key] = m
-	s.asks[m.slackKey] = q
+	s.mu.Unlock()
+	if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), q, until); err != nil {
+		s.warn("slack: what a message asks not noted; a press or reply to it answers nothing", "err", err)
+	}
 }
 
-// settledLocked remembers that the message k asked a question now
-// settled. Called with s.mu held.
-func (s *Slack) settledLocked(k slackKey) {
-	if s.settled == nil {
-		s.settled = map[slackKey]bool{}
-	}
-	if s.settled[k] {
-		return
-	}
-	if len(s.settledOrder) >= maxHandled {
-		delete(s.settled, s.settledOrder[0])
-		s.settledOrder = s.settledOrder[1:]
-	}
-	s.settled[k] = true
-	s.settledOrder = append(s.settledOrder, k)
-}
-
-// question is what the message k asks, if it is one of ours.
-func (s *Slack) question(k slackKey) (slackQuestion, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	q, ok := s.asks[k]
-	return q, ok
+// question is what the message k asks, if it is one of ours, pending
+// or settled lately (Gone says why).
+func (s *Slack) question(ctx context.Context, k slackKey) (asked, bool, error) {
+	return getAsked(ctx, s.notesOf(), s.noteKey(k))
 }
 
 // Listen takes the presses and thread replies over Socket Mode until ctx
@@ -322,10 +319,16 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "You may not answer this question.")
 			return
 		}
-		q, asked := s.question(slackKey{channel, ts})
+		q, asked, err := s.question(ctx, slackKey{channel, ts})
+		if err != nil {
+			s.warn("slack: a press's question cannot be read", "err", err)
+			s.tell(ctx, channel, cb.User.ID, "Your answer could not be taken just now; press again.")
+			return
+		}
+		asked = asked && q.Gone == ""
 		label, ok := strings.CutPrefix(act.Value, "a:")
 		i, err := strconv.Atoi(label)
-		if !ok || err != nil || i < 0 || asked && i >= len(q.labels) {
+		if !ok || err != nil || i < 0 || asked && i >= len(q.Labels) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
@@ -333,8 +336,11 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
-		switch err := a.ByCap(q.cap, q.labels[i]); {
+		switch err := a.ByCap(q.Cap, q.Labels[i]); {
 		case err == nil:
+		case a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}):
+			// This very press, taken before (delivered again after the
+			// connection moved): it answered.
 		case errors.Is(err, hub.ErrNotPending):
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 		default:
@@ -364,22 +370,26 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
 		}
 	}
-	k := slackKey{m.Channel, m.ThreadTimeStamp}
-	q, ok := s.question(k)
-	if !ok {
-		s.mu.Lock()
-		late := s.settled[k]
-		s.mu.Unlock()
-		if late {
-			notTaken("the question is no longer pending (answered, withdrawn or timed out).")
-		}
+	q, ok, err := s.question(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
+	if err != nil {
+		s.warn("slack: a reply's question cannot be read", "err", err)
+		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
+		return
+	}
+	token, mine := a.token(q.Room)
+	if !ok || !mine {
+		return
+	}
+	if q.Gone != "" {
+		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
 	if strings.TrimSpace(m.Text) == "" {
 		notTaken("an answer is text.")
 		return
 	}
-	if err := a.Reply(q.token, q.kind, q.id, m.Text, "Slack", m.User, "slack"); err != nil {
+	err = a.Reply(token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack")
+	if err != nil && !a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
 		notTaken(err.Error())
 	}
 }

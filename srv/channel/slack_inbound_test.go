@@ -57,7 +57,7 @@ func TestSlackRedeliveryAnswersOnce(t *testing.T) {
 	const dm = "D42"
 	answered := f.ask(tokA, "q-1")
 	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
 	reply := slacktest.ThreadReply("U42", dm, ts, "Ship it.")
 	api.Envelope(t, "events_api", reply)
 	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "Ship it." {
@@ -67,7 +67,7 @@ func TestSlackRedeliveryAnswersOnce(t *testing.T) {
 
 	second := f.ask(tokA, "q-2")
 	ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts2}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts2}); return ok })
 	press := slacktest.Press("U42", dm, ts2, "a:0")
 	api.Envelope(t, "interactive", press)
 	if rep := answer(t, second); rep.Contents[0].GetText().GetText() != "Yes" {
@@ -97,7 +97,7 @@ func TestSlackRepliesNotLost(t *testing.T) {
 	const dm = "D42"
 	answered := f.ask(tokA, "q-1")
 	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
 	broadcast := slacktest.ThreadReply("U42", dm, ts, "Ship it.")
 	broadcast["event"].(map[string]any)["subtype"] = "thread_broadcast"
 	api.Envelope(t, "events_api", broadcast)
@@ -117,7 +117,7 @@ func TestSlackRepliesNotLost(t *testing.T) {
 
 	second := f.ask(tokA, "q-2")
 	ts2 := api.Call(t, "chat.postMessage", 3)["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts2}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts2}); return ok })
 	withFile := slacktest.ThreadReply("U42", dm, ts2, "Use this layout.")
 	withFile["event"].(map[string]any)["subtype"] = "file_share"
 	withFile["event"].(map[string]any)["files"] = []any{map[string]any{"id": "F1", "name": "layout.png", "mimetype": "image/png"}}

@@ -55,7 +55,7 @@ func TestSlack(t *testing.T) {
 		}
 	}
 	// A press can come only once the message is posted and its ts noted.
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
 	api.Envelope(t, "interactive", slacktest.Press("U99", dm, ts, no)) // a stranger
 	if got := api.Call(t, "chat.postEphemeral", 1); got["user"] != "U99" || !strings.Contains(got["text"], "may not answer") {
 		t.Errorf("the stranger was told %v", got)
@@ -77,7 +77,7 @@ func TestSlack(t *testing.T) {
 
 	second := f.ask(tokA, "q-2")
 	ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok := sl.question(slackKey{dm, ts2}); return ok })
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts2}); return ok })
 	api.Envelope(t, "events_api", slacktest.ThreadReply("U99", dm, ts2, "Ship it.")) // a stranger
 	api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts2, "Wait for the review."))
 	if rep := answer(t, second); rep == nil || rep.Contents[0].GetText().GetText() != "Wait for the review." || rep.Door != "slack" || rep.ClientID != "slack:U42" {

@@ -20,7 +20,6 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -49,9 +48,15 @@ type Telegram struct {
 	bot  *bot.Bot
 	err  error
 
-	mu   sync.Mutex                   // held alone
-	sent map[string][]sentMessage     // room + "\x00" + request ID → its messages
-	asks map[sentKey]telegramQuestion // a message → the question it asks
+	// handlers: Listen registers its handlers once, however often it
+	// runs (each time this instance leads the bot's poll).
+	handlers sync.Once
+
+	mu   sync.Mutex               // held alone
+	sent map[string][]sentMessage // room + "\x00" + request ID → its messages, for the edit
+	// notes: a message → the question it asks (asked), for whichever
+	// instance polls the chat's taps and replies.
+	notes Notes
 }
 
 type sentKey struct {
@@ -67,23 +72,37 @@ type sentMessage struct {
 	photo bool
 }
 
-type telegramQuestion struct {
-	token string
-	kind  wire.Kind
-	id    string
-	// cap answers it from a button. It stays here: a button's data is
-	// readable by anyone in the chat, and a capability in it would
-	// answer at /push/answer without the chat check.
-	cap string
-	// labels are what its buttons answer with, by index.
-	labels []string
-}
-
 // maxTracked bounds the messages remembered for replies and edits.
 const maxTracked = 10_000
 
 // Name is "telegram".
 func (*Telegram) Name() string { return "telegram" }
+
+// lead: the bot's updates are polled by one instance at a time
+// (Telegram answers a second poller with 409 Conflict).
+func (t *Telegram) lead() string { return leadName("telegram", t.BotToken) }
+
+func (t *Telegram) useNotes(n Notes) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.notes = n
+}
+
+// notesOf are the notes given, or the channel's own in memory.
+func (t *Telegram) notesOf() Notes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.notes == nil {
+		t.notes = NewMemoryNotes(nil)
+	}
+	return t.notes
+}
+
+// noteKey names the note of the message k: the bot's, as chats of two
+// bots may number their messages alike.
+func (t *Telegram) noteKey(k sentKey) string {
+	return "telegram." + strconv.FormatInt(t.botID(), 10) + "." + strconv.FormatInt(k.chat, 10) + "." + strconv.Itoa(k.msg)
+}
 
 // redact keeps the bot token out of an error (the library's URLs hold it).
 func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
@@ -121,10 +140,32 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		t.mu.Lock()
 		msgs := t.sent[key]
 		delete(t.sent, key)
-		for _, m := range msgs {
-			delete(t.asks, m.sentKey)
-		}
 		t.mu.Unlock()
+		notes := t.notesOf()
+		if len(msgs) == 0 {
+			// Settled on another instance than the one that sent it (an
+			// outcome is told where it is written): its messages are
+			// noted.
+			var err error
+			if msgs, err = t.sentNoted(ctx, room, n.Request.ID); err != nil {
+				return err
+			}
+		}
+		if err := deleteNote(ctx, notes, t.sentKey(room, n.Request.ID)); err != nil {
+			logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
+		}
+		// Its taps and replies answer nothing now; one read again (its
+		// update polled twice) is told from another by the outcome.
+		for _, m := range msgs {
+			gone, ok, err := getAsked(ctx, notes, t.noteKey(m.sentKey))
+			if err != nil || !ok {
+				gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
+			}
+			gone.Gone = title(n)
+			if err := putAsked(ctx, notes, t.noteKey(m.sentKey), gone, n.At.Add(goneFor)); err != nil {
+				logOf(t.Logger).Warn("telegram: a settled question's note not changed", "err", err)
+			}
+		}
 		for _, m := range msgs {
 			if m.photo {
 				continue
@@ -159,8 +200,9 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		q := telegramQuestion{n.Token, n.Request.Kind, n.Request.ID, n.Cap, labels}
-		t.track(key, sentMessage{sentKey: sentKey{chat, m.ID}, text: text}, q)
+		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
+		until := expiresOf(n.Event)
+		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: text}, q, until)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {
@@ -172,7 +214,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 				logOf(t.Logger).Warn("telegram: a question's image not sent", "err", t.redact(err))
 				continue
 			}
-			t.track(key, sentMessage{sentKey: sentKey{chat, pm.ID}, photo: true}, q)
+			t.track(ctx, key, sentMessage{sentKey: sentKey{chat, pm.ID}, photo: true}, q, until)
 		}
 	}
 	return nil
@@ -184,20 +226,70 @@ func (t *Telegram) already(key string, chat int64) bool {
 	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.chat == chat && !m.photo })
 }
 
-func (t *Telegram) track(key string, m sentMessage, q telegramQuestion) {
+// track notes that the message m asks q, and keeps m for the edit once
+// q is settled. A note that cannot be kept is told in the log: a reply
+// to that message is then told it asks nothing, not taken in silence.
+func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked, until time.Time) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.sent == nil {
-		t.sent, t.asks = map[string][]sentMessage{}, map[sentKey]telegramQuestion{}
+		t.sent = map[string][]sentMessage{}
 	}
-	if len(t.asks) >= maxTracked {
-		for k := range t.asks { // forget one: its reply then goes unanswered
-			delete(t.asks, k)
+	if _, ok := t.sent[key]; !ok && len(t.sent) >= maxTracked {
+		for k := range t.sent { // forget one: its message then stays unedited
+			delete(t.sent, k)
 			break
 		}
 	}
 	t.sent[key] = append(t.sent[key], m)
-	t.asks[m.sentKey] = q
+	sn := sentNote{Text: m.text}
+	for _, o := range t.sent[key] {
+		sn.Msgs = append(sn.Msgs, sentNoteMsg{o.chat, o.msg, o.photo})
+		if !o.photo {
+			sn.Text = o.text
+		}
+	}
+	t.mu.Unlock()
+	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until); err != nil {
+		logOf(t.Logger).Warn("telegram: a question's messages not noted; another instance will not edit them", "err", err)
+	}
+	if err := putAsked(ctx, t.notesOf(), t.noteKey(m.sentKey), q, until); err != nil {
+		logOf(t.Logger).Warn("telegram: what a message asks not noted; a reply to it answers nothing", "err", err)
+	}
+}
+
+// sentNote is a question's messages, for the instance that hears it is
+// settled to edit them: its text once (the same in every chat).
+type sentNote struct {
+	Text string        `json:"t"`
+	Msgs []sentNoteMsg `json:"m"`
+}
+
+type sentNoteMsg struct {
+	Chat  int64 `json:"c"`
+	Msg   int   `json:"m"`
+	Photo bool  `json:"p,omitempty"`
+}
+
+// sentKey names the note of the messages of question id of room.
+func (t *Telegram) sentKey(room, id string) string {
+	return "telegram." + strconv.FormatInt(t.botID(), 10) + ".q." + room + "." + id
+}
+
+// sentNoted are the messages of question id of room, as noted.
+func (t *Telegram) sentNoted(ctx context.Context, room, id string) ([]sentMessage, error) {
+	var sn sentNote
+	ok, err := getJSON(ctx, t.notesOf(), t.sentKey(room, id), &sn)
+	if err != nil || !ok {
+		return nil, err
+	}
+	msgs := make([]sentMessage, len(sn.Msgs))
+	for i, m := range sn.Msgs {
+		msgs[i] = sentMessage{sentKey: sentKey{m.Chat, m.Msg}, photo: m.Photo}
+		if !m.Photo {
+			msgs[i].text = sn.Text
+		}
+	}
+	return msgs, nil
 }
 
 // Listen takes the chats' taps and replies until ctx ends.
@@ -207,11 +299,13 @@ func (t *Telegram) Listen(ctx context.Context, a Answers) {
 		logOf(t.Logger).Error("telegram: cannot listen", "err", err)
 		return
 	}
-	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.CallbackQuery != nil }, func(ctx context.Context, b *bot.Bot, u *models.Update) {
-		t.tapped(ctx, b, u.CallbackQuery, a)
+	t.handlers.Do(func() {
+		b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.CallbackQuery != nil }, func(ctx context.Context, b *bot.Bot, u *models.Update) {
+			t.tapped(ctx, b, u.CallbackQuery, a)
+		})
+		b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.Message != nil && u.Message.ReplyToMessage != nil },
+			func(ctx context.Context, b *bot.Bot, u *models.Update) { t.replied(ctx, b, u.Message, a) })
 	})
-	b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.Message != nil && u.Message.ReplyToMessage != nil },
-		func(ctx context.Context, b *bot.Bot, u *models.Update) { t.replied(ctx, b, u.Message, a) })
 	b.Start(ctx)
 }
 
@@ -238,22 +332,36 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	}
 	// The buttons it had and the capability they answer with; one no
 	// longer tracked (settled, or forgotten) answers nothing.
-	t.mu.Lock()
-	question, known := t.asks[at]
-	t.mu.Unlock()
+	question, known, err := getAsked(ctx, t.notesOf(), t.noteKey(at))
+	if err != nil {
+		logOf(t.Logger).Warn("telegram: a tap's question cannot be read", "err", err)
+		reply("Your answer could not be taken just now; tap again.")
+		return
+	}
 	index, ok := strings.CutPrefix(q.Data, "a:")
 	i, err := strconv.Atoi(index)
-	if !ok || err != nil || i < 0 || known && i >= len(question.labels) {
+	if !ok || err != nil || i < 0 || known && i >= len(question.Labels) {
 		reply("Not an answer of ours.")
 		return
+	}
+	if known && question.Gone != "" {
+		if a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(question.Labels[i])}) {
+			reply("Answered: " + question.Labels[i]) // this very tap, taken before
+			return
+		}
+		known = false
 	}
 	if !known {
 		reply(answercap.ErrVoid.Error())
 		return
 	}
-	labels := question.labels
-	switch err := a.ByCap(question.cap, labels[i]); {
+	labels := question.Labels
+	switch err := a.ByCap(question.Cap, labels[i]); {
 	case err == nil:
+		reply("Answered: " + labels[i])
+	case a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(labels[i])}):
+		// This very tap, taken before (its update polled again after
+		// the lead moved): it was answered, by it.
 		reply("Answered: " + labels[i])
 	case errors.Is(err, hub.ErrNotPending):
 		reply("The question is no longer pending.")
@@ -283,10 +391,19 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 			logOf(t.Logger).Warn("telegram: cannot tell why a reply was not taken", "err", t.redact(err))
 		}
 	}
-	t.mu.Lock()
-	q, ok := t.asks[sentKey{m.Chat.ID, m.ReplyToMessage.ID}]
-	t.mu.Unlock()
-	if !ok {
+	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))
+	if err != nil {
+		logOf(t.Logger).Warn("telegram: a reply's question cannot be read", "err", err)
+		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
+		return
+	}
+	token, mine := a.token(q.Room)
+	whoID := strconv.FormatInt(m.Chat.ID, 10)
+	if text := strings.TrimSpace(m.Text); ok && mine && q.Gone != "" && len(m.Photo) == 0 && text != "" &&
+		a.tookAlready(q, "telegram:"+whoID, []*pb.McpResultContent{textContent(text)}) {
+		return // this very reply, taken before (its update polled again)
+	}
+	if !ok || !mine || q.Gone != "" {
 		// Not a question of ours (any more): settled, or asked before a
 		// restart. A reply to a message of someone else's is none of
 		// the bot's business.
@@ -315,8 +432,8 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	if text := strings.TrimSpace(m.Text + m.Caption); text != "" {
 		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
 	}
-	err := a.ReplyWith(q.token, q.kind, q.id, contents, who, strconv.FormatInt(m.Chat.ID, 10), "telegram")
-	if err != nil {
+	err = a.ReplyWith(token, q.Kind, q.ID, contents, who, whoID, "telegram")
+	if err != nil && !a.tookAlready(q, "telegram:"+whoID, contents) {
 		notTaken(err.Error())
 		return
 	}

@@ -116,3 +116,36 @@ func TestTelegramReplyFileLeftOutSaid(t *testing.T) {
 		t.Errorf("the chat was told %v", got)
 	}
 }
+
+// TestTelegramTakenTwiceIsNoComplaint: an update read twice (polled
+// again after the lead moved to another instance, before its offset was
+// confirmed) is the person's own answer, accepted: a reply is not told
+// "Not taken", a tap is told "Answered".
+func TestTelegramTakenTwiceIsNoComplaint(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	question, _ := strconv.Atoi(api.Call(t, "sendMessage", 1)["sent_message_id"])
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, question}) })
+	api.Push(telegramtest.Reply(42, 500, question, "Ship it."))
+	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	api.Push(telegramtest.Reply(42, 500, question, "Ship it.")) // the same update, again
+	api.Push(telegramtest.Reply(42, 501, question, "Also, tell Bo."))
+	if got := api.Call(t, "sendMessage", 2); repliesTo(got) != "501" {
+		t.Errorf("told %q in reply to %s; the first answer again is no complaint", got["text"], repliesTo(got))
+	}
+
+	answered = f.ask(tokA, "q-2")
+	msg, _ := strconv.Atoi(api.Call(t, "sendMessage", 3)["sent_message_id"])
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, msg}) })
+	api.Push(telegramtest.Callback(42, msg, "a:0"))
+	answer(t, answered)
+	api.Push(telegramtest.Callback(42, msg, "a:0"))
+	if got := api.Call(t, "answerCallbackQuery", 2); !strings.HasPrefix(got["text"], "Answered: ") {
+		t.Errorf("the same tap again was told %q", got["text"])
+	}
+}

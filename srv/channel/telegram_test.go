@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,8 +67,6 @@ func TestTelegram(t *testing.T) {
 
 // tracks: tg has noted what the message k asks.
 func (tg *Telegram) tracks(k sentKey) bool {
-	tg.mu.Lock()
-	defer tg.mu.Unlock()
-	_, ok := tg.asks[k]
-	return ok
+	_, ok, err := getAsked(context.Background(), tg.notesOf(), tg.noteKey(k))
+	return ok && err == nil
 }

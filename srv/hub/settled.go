@@ -51,3 +51,19 @@ func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
 		r.settledOrder = r.settledOrder[1:]
 	}
 }
+
+// Answered is the reply the request id of token was answered with,
+// while its outcome is kept (Retention); false when it is pending, was
+// settled without an answer, or is not known here. A door that takes
+// the same answer twice (a chat's update delivered again) tells its
+// own answer, taken, from another's.
+func (h *Hub) Answered(token, id string) (*Reply, bool) {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.settled[id]
+	if s == nil || s.reply == nil {
+		return nil, false
+	}
+	return s.reply, true
+}

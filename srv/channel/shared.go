@@ -1,0 +1,231 @@
+package channel
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// What Telegram, Slack and e-mail keep for an answer to find on any
+// instance of a cluster. A question goes out through the instance it
+// was asked on; the person's reply or tap reaches whichever instance
+// takes the chat's updates, the mailbox's mails or the app's events.
+// So which message asks which question is a note every instance reads
+// (Notes), and one instance at a time takes a service's inbound side
+// (Leader): Telegram hands each update to one poller, Slack spreads
+// events over every connection, and a mailbox watched twice is read
+// twice. One process keeps its notes in memory and leads alone.
+
+// Notes keep small values by key until a time, where every instance
+// reads them. A value holds a room (store.Room), never a token.
+type Notes interface {
+	// Put keeps value under key until until (at the latest: a store
+	// may bound how long it keeps a note); a value over MaxNote is
+	// refused.
+	Put(ctx context.Context, key string, value []byte, until time.Time) error
+	// Get is the value under key; found is false when there is none or
+	// it expired.
+	Get(ctx context.Context, key string) (value []byte, found bool, err error)
+	// Delete forgets key; a key not there is no error.
+	Delete(ctx context.Context, key string) error
+}
+
+// MaxNote bounds a note's value: a question's room, ID, capability and
+// button labels, or its message's text (cut at a few thousand
+// characters), fit.
+const MaxNote = 64 << 10
+
+// ErrNoteTooLarge: a value over MaxNote.
+var ErrNoteTooLarge = errors.New("a note is larger than 64 KiB")
+
+// A Leader runs a service's inbound side on one instance at a time.
+type Leader interface {
+	// Lead runs run whenever this instance leads name, until ctx ends:
+	// run's context ends when the lead is lost. name is no secret (a
+	// hash of one).
+	Lead(ctx context.Context, name string, run func(ctx context.Context))
+}
+
+// Alone is the Leader of one process: it always leads.
+type Alone struct{}
+
+// Lead runs run until ctx ends.
+func (Alone) Lead(ctx context.Context, _ string, run func(ctx context.Context)) { run(ctx) }
+
+// leadName names an inbound side by a hash of what identifies it (a
+// bot's token, a mailbox): the same on every instance, and no secret.
+func leadName(kind string, parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return kind + "." + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// A leading channel names the inbound side its Listen runs, so that one
+// instance of a cluster runs it at a time.
+type leading interface{ lead() string }
+
+// A noting channel keeps what its answers need in the notes it is
+// given.
+type noting interface{ useNotes(Notes) }
+
+// MemoryNotes are the notes of one process. Safe for concurrent use.
+type MemoryNotes struct {
+	now func() time.Time
+	mu  sync.Mutex // held alone
+	m   map[string]memoryNote
+}
+
+type memoryNote struct {
+	value []byte
+	until time.Time
+}
+
+// maxMemoryNotes bounds the notes kept in memory: past it the expired
+// go, then any one (its reply is then told it answers nothing).
+const maxMemoryNotes = 4 * maxTracked
+
+// NewMemoryNotes returns empty notes; now is the clock (nil: time.Now).
+func NewMemoryNotes(now func() time.Time) *MemoryNotes {
+	if now == nil {
+		now = time.Now
+	}
+	return &MemoryNotes{now: now, m: map[string]memoryNote{}}
+}
+
+// Put keeps value under key until until.
+func (n *MemoryNotes) Put(_ context.Context, key string, value []byte, until time.Time) error {
+	if len(value) > MaxNote {
+		return ErrNoteTooLarge
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.m[key]; !ok && len(n.m) >= maxMemoryNotes {
+		now := n.now()
+		for k, v := range n.m {
+			if !now.Before(v.until) {
+				delete(n.m, k)
+			}
+		}
+		for k := range n.m {
+			if len(n.m) < maxMemoryNotes {
+				break
+			}
+			delete(n.m, k)
+		}
+	}
+	n.m[key] = memoryNote{append([]byte(nil), value...), until}
+	return nil
+}
+
+// Get is the value under key, unless it expired.
+func (n *MemoryNotes) Get(_ context.Context, key string) ([]byte, bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	v, ok := n.m[key]
+	if !ok || !n.now().Before(v.until) {
+		return nil, false, nil
+	}
+	return append([]byte(nil), v.value...), true, nil
+}
+
+// Delete forgets key.
+func (n *MemoryNotes) Delete(_ context.Context, key string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.m, key)
+	return nil
+}
+
+// asked is what a message of a channel asks, as a note: the question,
+// the capability its buttons answer with (kept here, not in the
+// buttons, which anyone in the chat can read), and, once it is
+// settled, why a reply is no longer taken.
+type asked struct {
+	Room   string    `json:"r"`
+	Kind   wire.Kind `json:"k"`
+	ID     string    `json:"i"`
+	Cap    string    `json:"c,omitempty"`
+	Labels []string  `json:"l,omitempty"`
+	// Title is an e-mail question's subject.
+	Title string `json:"t,omitempty"`
+	// Gone is why a reply to a settled question is not taken; "" while
+	// it is pending.
+	Gone string `json:"g,omitempty"`
+}
+
+// noteTimeout bounds one read or write of a note.
+const noteTimeout = 5 * time.Second
+
+// goneFor is how long a settled question's note is kept, to tell a late
+// reply why it is not taken.
+const goneFor = 24 * time.Hour
+
+// putAsked notes q under key until until.
+func putAsked(ctx context.Context, notes Notes, key string, q asked, until time.Time) error {
+	return putJSON(ctx, notes, key, q, until)
+}
+
+// putJSON notes v, as JSON, under key until until.
+func putJSON(ctx context.Context, notes Notes, key string, v any, until time.Time) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode a note: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	if err := notes.Put(ctx, key, b, until); err != nil {
+		return fmt.Errorf("keep a note: %w", err)
+	}
+	return nil
+}
+
+// getAsked is the question noted under key.
+func getAsked(ctx context.Context, notes Notes, key string) (asked, bool, error) {
+	var q asked
+	ok, err := getJSON(ctx, notes, key, &q)
+	return q, ok, err
+}
+
+// getJSON reads the note under key, JSON, into v.
+func getJSON(ctx context.Context, notes Notes, key string, v any) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	b, ok, err := notes.Get(ctx, key)
+	if err != nil || !ok {
+		if err != nil {
+			err = fmt.Errorf("read a note: %w", err)
+		}
+		return false, err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return false, fmt.Errorf("read a note: %w", err)
+	}
+	return true, nil
+}
+
+// deleteNote forgets key, within noteTimeout.
+func deleteNote(ctx context.Context, notes Notes, key string) error {
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	return notes.Delete(ctx, key)
+}
+
+// expiresOf is when the question of ev stops waiting: its timeout, or a
+// day.
+func expiresOf(ev hub.Event) time.Time {
+	if ev.Request.Timeout <= 0 {
+		return ev.AskedAt.Add(24 * time.Hour)
+	}
+	return ev.AskedAt.Add(ev.Request.Timeout)
+}

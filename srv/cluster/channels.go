@@ -1,0 +1,191 @@
+package cluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The channels that take answers (Telegram, Slack, e-mail) in cluster
+// mode. A reply reaches the instance that holds the service's inbound
+// side, not always the one that sent the question, so they share, in
+// JetStream:
+//   - notes: which message asks which question (its room, never its
+//     token), each until the question expires, a week at most;
+//   - leases: one key per inbound side (a hash of the bot's token, the
+//     mailbox, the app's token), made by the instance that takes it,
+//     renewed by revision, and gone when it stops renewing (the
+//     bucket's MaxAge), so that another takes over.
+
+// The buckets of the channels.
+const (
+	NotesBucket  = "agentassistant_channel_notes"
+	LeasesBucket = "agentassistant_channel_leases"
+)
+
+const (
+	// maxNoteAge bounds how long a note is kept.
+	maxNoteAge = 7 * 24 * time.Hour
+	// maxNote bounds a note's value (channel.MaxNote).
+	maxNote = 64 << 10
+	// DefaultLease is how long a lease outlives its holder's last
+	// renewal: another instance takes over within that and a renewal.
+	DefaultLease = 12 * time.Second
+)
+
+// errNoteTooLarge: a value over maxNote.
+var errNoteTooLarge = errors.New("a note is larger than 64 KiB")
+
+// Channels is the channels' share of the cluster: Notes and a Leader
+// (srv/channel). Safe for concurrent use.
+type Channels struct {
+	notes, leases jetstream.KeyValue
+	instance      string
+	lease, renew  time.Duration
+	log           *slog.Logger
+}
+
+// OpenChannels opens the channels' buckets; lease is how long a lease
+// outlives its holder (0: DefaultLease), renewed every quarter of it.
+func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Channels, error) {
+	if lease <= 0 {
+		lease = DefaultLease
+	}
+	notes, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: NotesBucket,
+		Description: "agentassistant channels: which message asks which question", History: 1, TTL: maxNoteAge,
+		MaxValueSize: maxNote + 8, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", NotesBucket, err)
+	}
+	leases, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket,
+		Description: "agentassistant channels: which instance takes a service's answers", History: 1, TTL: lease,
+		MaxValueSize: 256, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s: %w", LeasesBucket, err)
+	}
+	return &Channels{notes: notes, leases: leases, instance: c.o.Instance, lease: lease, renew: lease / 4,
+		log: c.log.With("component", "channel leases")}, nil
+}
+
+// keyOf is a bucket's key for a channel's key, which may hold any
+// character and be long (a mail's Message-ID): its hash.
+func keyOf(prefix, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return prefix + base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// Put keeps value under key until until (a week at most).
+func (ch *Channels) Put(ctx context.Context, key string, value []byte, until time.Time) error {
+	if len(value) > maxNote {
+		return errNoteTooLarge
+	}
+	b := make([]byte, 8, 8+len(value))
+	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
+	if _, err := ch.notes.Put(ctx, keyOf("n.", key), append(b, value...)); err != nil {
+		return fmt.Errorf("put note: %w", err)
+	}
+	return nil
+}
+
+// Get is the value under key, unless it expired.
+func (ch *Channels) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	e, err := ch.notes.Get(ctx, keyOf("n.", key))
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("get note: %w", err)
+	}
+	v := e.Value()
+	if len(v) < 8 || !time.Now().Before(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+		return nil, false, nil
+	}
+	return v[8:], true, nil
+}
+
+// Delete forgets key.
+func (ch *Channels) Delete(ctx context.Context, key string) error {
+	if err := ch.notes.Purge(ctx, keyOf("n.", key)); err != nil {
+		return fmt.Errorf("delete note: %w", err)
+	}
+	return nil
+}
+
+// Lead runs run whenever this instance holds the lease of name, until
+// ctx ends; run's context ends when the lease is lost (not renewed in
+// time, or taken). Letting go (ctx ended) deletes the lease, so that
+// another instance takes over at its next try, not after the lease.
+func (ch *Channels) Lead(ctx context.Context, name string, run func(ctx context.Context)) {
+	key := keyOf("l.", name)
+	for {
+		rev, err := ch.leases.Create(ctx, key, []byte(ch.instance))
+		switch {
+		case err == nil:
+			ch.log.Info("leading", "lease", name, "instance", ch.instance)
+			ch.hold(ctx, key, rev, run)
+			ch.log.Info("no longer leading", "lease", name, "instance", ch.instance)
+		case ctx.Err() != nil:
+			return
+		case !errors.Is(err, jetstream.ErrKeyExists):
+			ch.log.Warn("cannot take a lease", "lease", name, "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(ch.renew):
+		}
+	}
+}
+
+// hold runs run while it renews the lease key, of revision rev; it
+// returns once run has.
+func (ch *Channels) hold(ctx context.Context, key string, rev uint64, run func(ctx context.Context)) {
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	// run is owned here: hold waits for it on every way out.
+	go func() {
+		defer close(done)
+		run(rctx)
+	}()
+	tick := time.NewTicker(ch.renew)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done: // ctx ended, or run gave up
+			ch.release(key, rev)
+			return
+		case <-tick.C:
+			uctx, ucancel := context.WithTimeout(ctx, ch.renew)
+			next, err := ch.leases.Update(uctx, key, []byte(ch.instance), rev)
+			ucancel()
+			if err != nil {
+				if ctx.Err() == nil {
+					ch.log.Warn("lease lost", "err", err)
+				}
+				// Another instance may hold it once it lapses: stop
+				// before then. Not renewed, it is let go of too.
+				cancel()
+				<-done
+				ch.release(key, rev)
+				return
+			}
+			rev = next
+		}
+	}
+}
+
+// release deletes the lease key if it is still this instance's (of
+// revision rev).
+func (ch *Channels) release(key string, rev uint64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = ch.leases.Delete(ctx, key, jetstream.LastRevision(rev))
+}
