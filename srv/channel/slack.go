@@ -225,8 +225,9 @@ type slackSentNote struct {
 	Text    string `json:"t"`
 }
 
-// sentKey names the note of the message of question id of room.
-func (s *Slack) sentKey(room, id string) string { return s.lead() + ".q." + room + "." + id }
+// sentKey names the note of the message of question id of room: apart
+// from noteKey's.
+func (s *Slack) sentKey(room, id string) string { return "sent." + s.lead() + "." + room + "." + id }
 
 // sentNoted is the message of question id of room, as noted.
 func (s *Slack) sentNoted(ctx context.Context, room, id string) (slackMessage, bool, error) {
