@@ -367,14 +367,19 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "Your answer could not be taken just now; press again.")
 			return
 		}
-		asked = asked && q.Gone == ""
+		pending := asked && q.Gone == ""
 		label, ok := strings.CutPrefix(act.Value, "a:")
 		i, err := strconv.Atoi(label)
-		if !ok || err != nil || i < 0 || asked && i >= len(q.Labels) {
+		if !ok || err != nil || i < 0 || pending && i >= len(q.Labels) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
-		if !asked { // settled (its message updated), or asked before a restart
+		if asked && !pending && i < len(q.Labels) && a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}) {
+			// This very press, taken before (delivered again to the
+			// instance that took the connection over): it answered.
+			continue
+		}
+		if !pending { // settled (its message updated), or asked before a restart
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
@@ -423,6 +428,9 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		return
 	}
 	if q.Gone != "" {
+		if a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
+			return // this very reply, taken before (delivered again to another instance)
+		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
