@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/mail"
 )
 
@@ -55,3 +56,23 @@ func (m *MailServers) Reply(t *testing.T, mid, inReplyTo, body string) {
 
 // Seen reports which of the INBOX's mails (by UID) are \Seen.
 func (m *MailServers) Seen(t *testing.T) map[imap.UID]bool { return m.box.seen(t) }
+
+// Unsee clears the \Seen flag of the INBOX's mail uid, as though the
+// reply had never been marked read (its reader died first).
+func (m *MailServers) Unsee(t *testing.T, uid imap.UID) {
+	t.Helper()
+	c, err := imapclient.DialInsecure(m.box.addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Login(aaAddr, imapPass).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Store(imap.UIDSetNum(uid), &imap.StoreFlags{Op: imap.StoreFlagsDel, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+		t.Fatal(err)
+	}
+}
