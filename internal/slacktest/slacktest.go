@@ -49,7 +49,8 @@ type API struct {
 	mu    sync.Mutex
 	calls []Call
 	acks  []string
-	conn  *websocket.Conn // the app's connection, once it dialled
+	conn  *websocket.Conn // the app's connection, once it dialled: the latest
+	dials int             // the connections the app made
 	ts    int
 	envs  int
 	// changed is closed, and replaced, when anything above changes.
@@ -164,6 +165,7 @@ func (api *API) socket(w http.ResponseWriter, r *http.Request) {
 	}
 	api.mu.Lock()
 	api.conn = c
+	api.dials++
 	err = c.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
 		"debug_info": map[string]any{"host": "applink-double", "approximate_connection_time": 18060}, "connection_info": map[string]any{"app_id": "A1"}})
 	api.changedLocked()
@@ -213,6 +215,16 @@ func (api *API) Wait(ctx context.Context, method string, n int) (Call, error) {
 func (api *API) Connected(ctx context.Context) error {
 	if err := api.await(ctx, func() bool { return api.conn != nil }); err != nil {
 		return fmt.Errorf("wait for the app's connection: %w", err)
+	}
+	return nil
+}
+
+// Dialled waits until the app has made its n-th Socket Mode connection
+// (another process of the app taking over, say): envelopes go to that
+// one from then on.
+func (api *API) Dialled(ctx context.Context, n int) error {
+	if err := api.await(ctx, func() bool { return api.dials >= n }); err != nil {
+		return fmt.Errorf("wait for the app's connection %d: %w", n, err)
 	}
 	return nil
 }

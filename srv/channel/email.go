@@ -172,9 +172,17 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	sent, ok := e.sent[key]
 	e.mu.Unlock()
 	id := sent.id
+	room := store.Room(n.Token)
 	if n.Kind != hub.Asked {
 		if !ok {
-			return nil
+			// Settled on another instance than the one that mailed it
+			// (an outcome is told where it is written): its mail is
+			// noted once it went out.
+			var err error
+			if sent, ok, err = e.sentNoted(ctx, room, n.Request.ID); err != nil || !ok {
+				return err
+			}
+			id = sent.id
 		}
 		if !sent.mailed {
 			e.forget(ctx, key, id)
@@ -190,11 +198,15 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		e.mu.Lock()
 		delete(e.sent, key)
 		e.mu.Unlock()
+		if err := deleteNote(ctx, e.notesOf(), e.sentKey(room, n.Request.ID)); err != nil {
+			e.log().Warn("email: a settled question's note not forgotten", "err", err)
+		}
 		return nil
 	}
+	q := sent.q
 	if !ok { // not a retry: the question's own Message-ID
 		id = e.newID()
-		q := asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Title: "[agentassistant] " + Clip(title(n), 500)}
+		q = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Title: "[agentassistant] " + Clip(title(n), 500)}
 		if err := e.track(ctx, key, id, q, expiresOf(n.Event)); err != nil {
 			return err
 		}
@@ -212,7 +224,31 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		e.sent[key] = s
 	}
 	e.mu.Unlock()
+	if err := putJSON(ctx, e.notesOf(), e.sentKey(room, n.Request.ID), emailSentNote{id, q}, expiresOf(n.Event)); err != nil {
+		e.log().Warn("email: a question's mail not noted; another instance will not follow it up", "err", err)
+	}
 	return nil
+}
+
+// emailSentNote is a question's mail, once it went out, for the
+// instance that hears it is settled to follow it up.
+type emailSentNote struct {
+	ID string `json:"m"` // its Message-ID
+	Q  asked  `json:"q"`
+}
+
+// sentKey names the note of the mail of question id of room: apart
+// from noteKey's, which end in any Message-ID a mail names.
+func (e *Email) sentKey(room, id string) string { return "sent." + e.lead() + "." + room + "." + id }
+
+// sentNoted is the mail of question id of room, as noted.
+func (e *Email) sentNoted(ctx context.Context, room, id string) (emailSent, bool, error) {
+	var sn emailSentNote
+	ok, err := getJSON(ctx, e.notesOf(), e.sentKey(room, id), &sn)
+	if err != nil || !ok {
+		return emailSent{}, false, err
+	}
+	return emailSent{id: sn.ID, q: sn.Q, mailed: true}, true, nil
 }
 
 // goneWhy says why a reply to the question of n, settled, is not taken.

@@ -371,6 +371,10 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 	from := r.addr()
 	why, hint := r.gone, ""
 	switch {
+	case why != "" && text != "" && a.tookAlready(r.q, "email:"+from, []*pb.McpResultContent{textContent(text)}):
+		// This very reply, taken before (read again after the watch
+		// moved, its reader gone before it marked it read): it answered.
+		why = ""
 	case why != "":
 	case text == "":
 		why = "it has no text of its own above the quoted mail"

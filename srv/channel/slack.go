@@ -128,20 +128,34 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	api := s.client()
 	key := store.Room(n.Token) + "\x00" + n.Request.ID
 	if n.Kind != hub.Asked {
+		room := store.Room(n.Token)
 		s.mu.Lock()
 		m, ok := s.sent[key]
 		s.mu.Unlock()
+		notes := s.notesOf()
 		if !ok {
-			return nil
+			// Settled on another instance than the one that posted it
+			// (an outcome is told where it is written): its message is
+			// noted.
+			var err error
+			if m, ok, err = s.sentNoted(ctx, room, n.Request.ID); err != nil || !ok {
+				return err
+			}
 		}
 		// Settled: its presses and replies answer nothing now, and a
-		// reply in its thread is told so.
-		gone := asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Gone: title(n)}
-		if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
+		// reply in its thread is told so; the one delivered again (the
+		// connection moved) is told from another by the outcome, so the
+		// note keeps the labels.
+		gone, found, err := getAsked(ctx, notes, s.noteKey(m.slackKey))
+		if err != nil || !found {
+			gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
+		}
+		gone.Gone = title(n)
+		if err := putAsked(ctx, notes, s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
 			return fmt.Errorf("slack: %w", err)
 		}
 		text := m.text + "\n\n— " + title(n)
-		_, _, _, err := api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
+		_, _, _, err = api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
 			slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil)))
 		if err != nil {
 			return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
@@ -149,6 +163,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		s.mu.Lock()
 		delete(s.sent, key)
 		s.mu.Unlock()
+		if err := deleteNote(ctx, notes, s.sentKey(room, n.Request.ID)); err != nil {
+			s.warn("slack: a settled question's note not forgotten", "err", err)
+		}
 		return nil
 	}
 	s.mu.Lock()
@@ -192,9 +209,34 @@ func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, 
 	}
 	s.sent[key] = m
 	s.mu.Unlock()
+	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), slackSentNote{m.channel, m.ts, m.text}, until); err != nil {
+		s.warn("slack: a question's message not noted; another instance will not update it", "err", err)
+	}
 	if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), q, until); err != nil {
 		s.warn("slack: what a message asks not noted; a press or reply to it answers nothing", "err", err)
 	}
+}
+
+// slackSentNote is a question's message, for the instance that hears it
+// is settled to update it.
+type slackSentNote struct {
+	Channel string `json:"c"`
+	TS      string `json:"ts"`
+	Text    string `json:"t"`
+}
+
+// sentKey names the note of the message of question id of room: apart
+// from noteKey's.
+func (s *Slack) sentKey(room, id string) string { return "sent." + s.lead() + "." + room + "." + id }
+
+// sentNoted is the message of question id of room, as noted.
+func (s *Slack) sentNoted(ctx context.Context, room, id string) (slackMessage, bool, error) {
+	var sn slackSentNote
+	ok, err := getJSON(ctx, s.notesOf(), s.sentKey(room, id), &sn)
+	if err != nil || !ok {
+		return slackMessage{}, false, err
+	}
+	return slackMessage{slackKey{sn.Channel, sn.TS}, sn.Text}, true, nil
 }
 
 // question is what the message k asks, if it is one of ours, pending
@@ -325,14 +367,19 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "Your answer could not be taken just now; press again.")
 			return
 		}
-		asked = asked && q.Gone == ""
+		pending := asked && q.Gone == ""
 		label, ok := strings.CutPrefix(act.Value, "a:")
 		i, err := strconv.Atoi(label)
-		if !ok || err != nil || i < 0 || asked && i >= len(q.Labels) {
+		if !ok || err != nil || i < 0 || pending && i >= len(q.Labels) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
-		if !asked { // settled (its message updated), or asked before a restart
+		if asked && !pending && i < len(q.Labels) && a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}) {
+			// This very press, taken before (delivered again to the
+			// instance that took the connection over): it answered.
+			continue
+		}
+		if !pending { // settled (its message updated), or asked before a restart
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
@@ -381,6 +428,9 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		return
 	}
 	if q.Gone != "" {
+		if a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
+			return // this very reply, taken before (delivered again to another instance)
+		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}

@@ -1,0 +1,152 @@
+package channel_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/natstest"
+	"github.com/agentassistant/agentassistant/internal/slacktest"
+	"github.com/agentassistant/agentassistant/srv/channel"
+)
+
+const (
+	slackBot = "xoxb-9-secret-bot-token"
+	slackApp = "xapp-9-A1-secret-app-token"
+	slackDM  = "D42" // U42's DM with the app
+)
+
+// slackNode is an instance's Slack channel, to U42's DM, over the
+// double, and the Manager that runs it.
+func slackNode(t *testing.T, n *node, api *slacktest.API) (*channel.Slack, *channel.Manager) {
+	sl := &channel.Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	m := channel.New(channel.Options{Hub: n.hub, Caps: n.caps, Routes: map[string][]channel.Channel{tokA: {sl}}, Notes: n.ch, Leader: n.ch})
+	t.Cleanup(m.Close)
+	return sl, m
+}
+
+// slackNoted reports whether n reads what the message ts asks.
+func slackNoted(t *testing.T, n *node, sl *channel.Slack, ts string) func() bool {
+	return func() bool { _, ok, _ := n.ch.Get(t.Context(), channel.SlackNoteKey(sl, slackDM, ts)); return ok }
+}
+
+// TestSlackAcrossInstances: a question posted by instance A is answered
+// by a press, and by a thread reply, delivered to instance B, which
+// holds the app's Socket Mode connection; B, where the answer is
+// written (and so told), updates A's message to say so. One instance at
+// a time holds the connection.
+func TestSlackAcrossInstances(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	slackNode(t, b, api)
+	if err := api.Connected(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sl, _ := slackNode(t, a, api)
+
+	answered := askOn(a.hub, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts))
+	api.Envelope(t, "interactive", slacktest.Press("U42", slackDM, ts, "a:0"))
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Yes" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	// Answered on B, told on B: B updates the message A posted.
+	upd := api.Call(t, "chat.update", 1)
+	blocks, err := slacktest.BlocksOf(upd)
+	if err != nil || upd["channel"] != slackDM || upd["ts"] != ts || len(blocks) != 1 ||
+		!strings.HasPrefix(blocks[0].Text.Text, "Claude Code asks") || !strings.Contains(blocks[0].Text.Text, "— Answered on Slack") {
+		t.Errorf("the settled update %v: %v", upd, err)
+	}
+
+	answered = askOn(a.hub, "q-2")
+	ts = api.Call(t, "chat.postMessage", 2)["_ts"]
+	waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts))
+	api.Envelope(t, "events_api", slacktest.ThreadReply("U42", slackDM, ts, "Ship it."))
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if upd := api.Call(t, "chat.update", 2); upd["ts"] != ts || !strings.Contains(upd["blocks"], "Answered on Slack") {
+		t.Errorf("the settled update: %v", upd)
+	}
+	if n := len(callsOf(t, api, "apps.connections.open")); n != 1 {
+		t.Errorf("%d Socket Mode connections opened, want B's alone", n)
+	}
+}
+
+// callsOf are the forms of the calls of method the double has had.
+func callsOf(t *testing.T, api *slacktest.API, method string) []map[string]string {
+	var out []map[string]string
+	_ = api.WaitFor(t.Context(), func(cs []slacktest.Call) bool {
+		for _, c := range cs {
+			if c.Method == method {
+				out = append(out, c.Form)
+			}
+		}
+		return true
+	})
+	return out
+}
+
+// TestSlackRedeliveredToAnother: a thread reply and a press taken by
+// instance B, which then lets go of the Socket Mode connection, are
+// delivered again by Slack to instance A, which took it over (their
+// acknowledgement was late): A knows neither event, and still tells the
+// person nothing about the answers they gave, which were taken.
+func TestSlackRedeliveredToAnother(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	_, mb := slackNode(t, b, api)
+	if err := api.Connected(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sl, _ := slackNode(t, a, api)
+
+	answered := askOn(a.hub, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts))
+	reply := slacktest.ThreadReply("U42", slackDM, ts, "Ship it.")
+	api.Envelope(t, "events_api", reply)
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	api.Call(t, "chat.update", 1)
+
+	answered = askOn(a.hub, "q-2")
+	ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
+	waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts2))
+	press := slacktest.Press("U42", slackDM, ts2, "a:1")
+	api.Envelope(t, "interactive", press)
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "No" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	api.Call(t, "chat.update", 2)
+
+	mb.Close() // B shuts down: A takes the connection over
+	if err := api.Dialled(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	api.Redelivered(t, "events_api", reply)
+	api.Redelivered(t, "interactive", press)
+	// Envelopes are handled in order: once a stranger is told off, the
+	// redeliveries before have been handled.
+	api.Envelope(t, "interactive", slacktest.Press("U99", slackDM, ts2, "a:0"))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	err := api.WaitFor(ctx, func(cs []slacktest.Call) bool {
+		return slices.ContainsFunc(cs, func(c slacktest.Call) bool { return c.Method == "chat.postEphemeral" && c.Form["user"] == "U99" })
+	})
+	if err != nil {
+		t.Fatal("the stranger was told nothing")
+	}
+	if got := callsOf(t, api, "chat.postMessage"); len(got) != 2 {
+		t.Errorf("posted %v, want the 2 questions only: a reply taken was told it was not", got[2:])
+	}
+	if got := callsOf(t, api, "chat.postEphemeral"); len(got) != 1 || got[0]["user"] != "U99" {
+		t.Errorf("told %v, want only the stranger: a press taken was told it was not", got)
+	}
+}
