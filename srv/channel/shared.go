@@ -79,6 +79,28 @@ type leading interface{ lead() string }
 // given.
 type noting interface{ useNotes(Notes) }
 
+// noteHolder holds a channel's notes: those it is given (a cluster's),
+// or, until then, its own in memory.
+type noteHolder struct {
+	mu    sync.Mutex // held alone
+	notes Notes
+}
+
+func (h *noteHolder) use(n Notes) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.notes = n
+}
+
+func (h *noteHolder) get() Notes {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.notes == nil {
+		h.notes = NewMemoryNotes(nil)
+	}
+	return h.notes
+}
+
 // MemoryNotes are the notes of one process. Safe for concurrent use.
 type MemoryNotes struct {
 	now func() time.Time

@@ -50,7 +50,7 @@ type Slack struct {
 	// notes: a message → the question it asks (asked), pending or
 	// settled lately (a reply in its thread is then told it came too
 	// late), for whichever instance holds the Socket Mode connection.
-	notes Notes
+	notes noteHolder
 
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
@@ -78,21 +78,8 @@ func (*Slack) Name() string { return "slack" }
 // (Slack spreads the events over every connection open).
 func (s *Slack) lead() string { return leadName("slack", s.AppToken) }
 
-func (s *Slack) useNotes(n Notes) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.notes = n
-}
-
-// notesOf are the notes given, or the channel's own in memory.
-func (s *Slack) notesOf() Notes {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.notes == nil {
-		s.notes = NewMemoryNotes(nil)
-	}
-	return s.notes
-}
+func (s *Slack) useNotes(n Notes) { s.notes.use(n) }
+func (s *Slack) notesOf() Notes   { return s.notes.get() }
 
 // noteKey names the note of the message k. Message timestamps are
 // unique within a conversation; the app token's hash keeps two apps'

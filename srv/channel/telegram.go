@@ -56,7 +56,7 @@ type Telegram struct {
 	sent map[string][]sentMessage // room + "\x00" + request ID → its messages, for the edit
 	// notes: a message → the question it asks (asked), for whichever
 	// instance polls the chat's taps and replies.
-	notes Notes
+	notes noteHolder
 }
 
 type sentKey struct {
@@ -82,21 +82,8 @@ func (*Telegram) Name() string { return "telegram" }
 // (Telegram answers a second poller with 409 Conflict).
 func (t *Telegram) lead() string { return leadName("telegram", t.BotToken) }
 
-func (t *Telegram) useNotes(n Notes) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.notes = n
-}
-
-// notesOf are the notes given, or the channel's own in memory.
-func (t *Telegram) notesOf() Notes {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.notes == nil {
-		t.notes = NewMemoryNotes(nil)
-	}
-	return t.notes
-}
+func (t *Telegram) useNotes(n Notes) { t.notes.use(n) }
+func (t *Telegram) notesOf() Notes   { return t.notes.get() }
 
 // noteKey names the note of the message k: the bot's, as chats of two
 // bots may number their messages alike.
