@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -71,7 +72,7 @@ type Email struct {
 	// it is settled why a reply to it is not taken (by whom and when it
 	// was answered, or that it timed out), for whichever instance
 	// watches the mailbox.
-	notes Notes
+	notes noteHolder
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
@@ -133,21 +134,8 @@ func (e *Email) mailbox() string {
 	return e.Mailbox
 }
 
-func (e *Email) useNotes(n Notes) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.notes = n
-}
-
-// notesOf are the notes given, or the channel's own in memory.
-func (e *Email) notesOf() Notes {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.notes == nil {
-		e.notes = NewMemoryNotes(nil)
-	}
-	return e.notes
-}
+func (e *Email) useNotes(n Notes) { e.notes.use(n) }
+func (e *Email) notesOf() Notes   { return e.notes.get() }
 
 // noteKey names the note of the question of Message-ID id.
 func (e *Email) noteKey(id string) string { return e.lead() + "." + id }
@@ -174,6 +162,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	id := sent.id
 	room := store.Room(n.Token)
 	if n.Kind != hub.Asked {
+		mine := ok // mailed from here, or another instance's noted mail
 		if !ok {
 			// Settled on another instance than the one that mailed it
 			// (an outcome is told where it is written): its mail is
@@ -185,6 +174,11 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 			id = sent.id
 		}
 		if !sent.mailed {
+			if !mine {
+				// Noted as it went out, not yet as gone: the instance
+				// mailing it is at it. Try again (Manager's backoff).
+				return errStillMailing
+			}
 			e.forget(ctx, key, id)
 			return nil
 		}
@@ -224,17 +218,23 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		e.sent[key] = s
 	}
 	e.mu.Unlock()
-	if err := putJSON(ctx, e.notesOf(), e.sentKey(room, n.Request.ID), emailSentNote{id, q}, expiresOf(n.Event)); err != nil {
+	if err := putJSON(ctx, e.notesOf(), e.sentKey(room, n.Request.ID), emailSentNote{id, q, true}, expiresOf(n.Event)); err != nil {
 		e.log().Warn("email: a question's mail not noted; another instance will not follow it up", "err", err)
 	}
 	return nil
 }
 
-// emailSentNote is a question's mail, once it went out, for the
-// instance that hears it is settled to follow it up.
+// errStillMailing: a question settled on this instance is being mailed
+// by another, which has not yet noted that its mail went out.
+var errStillMailing = errors.New("email: the question's mail is still going out from another instance")
+
+// emailSentNote is a question's mail, for the instance that hears it is
+// settled to follow it up: noted before it is sent (a reply may answer
+// it at once, on any instance), and again once it went out (Mailed).
 type emailSentNote struct {
-	ID string `json:"m"` // its Message-ID
-	Q  asked  `json:"q"`
+	ID     string `json:"m"` // its Message-ID
+	Q      asked  `json:"q"`
+	Mailed bool   `json:"d,omitempty"`
 }
 
 // sentKey names the note of the mail of question id of room: apart
@@ -248,7 +248,7 @@ func (e *Email) sentNoted(ctx context.Context, room, id string) (emailSent, bool
 	if err != nil || !ok {
 		return emailSent{}, false, err
 	}
-	return emailSent{id: sn.ID, q: sn.Q, mailed: true}, true, nil
+	return emailSent{id: sn.ID, q: sn.Q, mailed: sn.Mailed}, true, nil
 }
 
 // goneWhy says why a reply to the question of n, settled, is not taken.
@@ -296,12 +296,16 @@ func (e *Email) forget(ctx context.Context, key, id string) {
 }
 
 // track notes that the mail of Message-ID id asks q, before it is sent:
-// a reply can come only after.
+// a reply can come only after, and be taken on any instance, which then
+// waits for the mail to be noted as gone before it follows it up.
 func (e *Email) track(ctx context.Context, key, id string, q asked, until time.Time) error {
 	if e.IMAPAddr != "" {
 		if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, until); err != nil {
 			return fmt.Errorf("email: %w", err)
 		}
+	}
+	if err := putJSON(ctx, e.notesOf(), e.sentKey(q.Room, q.ID), emailSentNote{ID: id, Q: q}, until); err != nil {
+		return fmt.Errorf("email: %w", err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -23,6 +23,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 const (
@@ -479,4 +480,44 @@ func TestEmailNoFollowUpForUnsent(t *testing.T) {
 	if len(sink.mails) != 0 {
 		t.Errorf("a follow-up for a question never mailed:\n%s", sink.mails[0].data)
 	}
+}
+
+// TestEmailFollowUpWaitsForTheMail: in a cluster a reply may be taken,
+// and the question settled, on another instance while the one mailing
+// the question has noted its mail but not yet that it went out. The
+// instance told of the outcome does not drop the follow-up: it says the
+// mail is still going out (the Manager tries again), and mails the
+// follow-up once the mail is noted as gone.
+func TestEmailFollowUpWaitsForTheMail(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	notes := NewMemoryNotes(nil)
+	mailer, told := newEmail(sink, box, io.Discard), newEmail(sink, box, io.Discard)
+	mailer.useNotes(notes)
+	told.useNotes(notes)
+	req := hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?", Timeout: time.Hour}
+	q := asked{Room: store.Room(tokA), Kind: req.Kind, ID: req.ID, Title: "[agentassistant] Deploy?"}
+	ctx := context.Background()
+	if err := mailer.track(ctx, store.Room(tokA)+"\x00q", "q-mail@example.org", q, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	answered := Notice{Event: hub.Event{Kind: hub.Answered, Token: tokA, Request: req, At: time.Now()}}
+	if err := told.Send(ctx, answered); !errors.Is(err, errStillMailing) {
+		t.Fatalf("settled while the question's mail goes out elsewhere: %v, want it tried again", err)
+	}
+	if err := putJSON(ctx, notes, mailer.sentKey(q.Room, q.ID), emailSentNote{"q-mail@example.org", q, true}, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := told.Send(ctx, answered); err != nil {
+		t.Fatal(err)
+	}
+	if _, h, _ := sink.wait(t, 1); !slices.Equal(must(h.MsgIDList("In-Reply-To")), []string{"q-mail@example.org"}) {
+		t.Errorf("the follow-up is not in the question's thread: %v", h)
+	}
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
