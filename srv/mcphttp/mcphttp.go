@@ -306,7 +306,7 @@ func (h *Handler) logOf(s *session) *eventLog {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.log == nil {
-		s.log = newEventLog(h.o.Replay)
+		s.log = newEventLog(h.o.Replay, h.key != nil)
 	}
 	return s.log
 }

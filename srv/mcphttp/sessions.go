@@ -137,6 +137,9 @@ func (h *Handler) adopt(s *session) bool {
 	defer h.mu.Unlock()
 	close(s.ready)
 	if st.code != http.StatusOK || !s.registered {
+		// Its next request meets the ID anew rather than a session the
+		// MCP server does not know.
+		h.forgetLocked(s)
 		h.log.Warn("an MCP session made by another instance could not be taken over", "status", st.code)
 		return false
 	}
