@@ -310,3 +310,37 @@ func TestResumeElsewhereSaysWhere(t *testing.T) {
 		t.Errorf("the call resumed where it runs: %q", got)
 	}
 }
+
+// TestAdoptedByItsStream: the standalone stream (GET) the official SDK
+// opens after initialize may be what reaches another instance first, at
+// the same time as a request: the session is taken over once, and both
+// are served.
+func TestAdoptedByItsStream(t *testing.T) {
+	hs, bases, _ := newInstances(t, 2, 4, nil)
+	sid := dial(t, bases[0], "token-a", "").GetSessionId()
+	tr, err := transport.NewStreamableHTTP(bases[1]+"?t=token-a", transport.WithSession(sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr, client.WithSession())
+	if err := c.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+		listed <- err
+	}()
+	listen(t, bases[1], "token-a", sid)
+	if err := <-listed; err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	hs[1].waitRequests(sid, 1) // the stream
+	if _, ss := hs[1].state(); ss["token-a"] != 1 {
+		t.Errorf("sessions %v, want 1", ss)
+	}
+	b := hs[1].bridgeOf("token-a", DefaultRelaySession)
+	if b == nil || b.mcp.SendNotificationToSpecificClient(sid, "notifications/message", map[string]any{}) != nil {
+		t.Error("the MCP server does not know the session")
+	}
+}
