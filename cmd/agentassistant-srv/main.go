@@ -235,6 +235,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if caps, err = answercap.NewShared(sp.CapKey, sp, sp.Token); err != nil {
 			return err
 		}
+		// The same key lets every instance serve the /mcp sessions any of
+		// them made (mcphttp derives its own key from it).
+		so.MCP.SessionKey = sp.CapKey
 		pushOpts = &tu.Push
 		pushOpts.Keys, pushOpts.Subscriptions = sp.Keys, sp.Subscriptions()
 		// A reply to a Telegram, Slack or e-mail question may reach any

@@ -12,9 +12,11 @@
 package mcphttp
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -56,12 +58,19 @@ type Options struct {
 	// Replay bounds what each session keeps so that its clients can
 	// resume a call's cut stream, and how long a cut call waits for that.
 	Replay ReplayLimits
+	// SessionKey, when set, signs the MCP session IDs (signed.go), so
+	// that every instance of a cluster serves a session any of them
+	// made: the cluster's shared key (32 bytes or more, the same on
+	// every instance), from which the key of the IDs is derived. nil:
+	// random IDs only this process knows.
+	SessionKey []byte
 }
 
 // Handler is the /mcp endpoint.
 type Handler struct {
 	o   Options
 	log *slog.Logger
+	key []byte // signs the session IDs; nil: random ones
 	// runs are the bridges' Run; its context ends once Close starts:
 	// calls end, bridges stop.
 	runs owned.Group
@@ -79,6 +88,9 @@ type room struct {
 	token    string
 	bridges  map[string]*bridge        // by relay session
 	sessions lru.Map[string, *session] // by MCP session ID
+	// ended are the signed IDs of the sessions its clients ended here
+	// (DELETE), the latest MaxSessions: not adopted again.
+	ended lru.Map[string, struct{}]
 }
 
 type bridge struct {
@@ -106,6 +118,12 @@ type session struct {
 	// log keeps its calls' latest events for resuming (nil until its
 	// first call).
 	log *eventLog
+	// adopted: a signed ID another instance made, which this one serves
+	// once ready is closed (its initialize replayed to the MCP server);
+	// nil for the sessions made here. Set before the session is in the
+	// table, never changed.
+	adopted *claims
+	ready   chan struct{}
 }
 
 // New returns the endpoint; Close stops it.
@@ -113,7 +131,11 @@ func New(o Options) *Handler {
 	opt.Logger(&o.Logger)
 	opt.Default(&o.MaxSessions, 64)
 	o.Replay.defaults()
-	return &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
+	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
+	if o.SessionKey != nil {
+		h.key = deriveKey(o.SessionKey)
+	}
+	return h
 }
 
 // DefaultRelaySession is the relay session a URL without ?session= drives.
@@ -143,10 +165,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sid := r.Header.Get(server.HeaderKeySessionID)
 	modern := mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion))
 	opens := false // the request opens a session, which may need room
+	give := ""     // the signed ID of the session it opens
 	if sid == "" && r.Method == http.MethodPost {
 		method, id, ok := checkBody(w, r)
 		if !ok {
 			return // refused before a new session is made room for
+		}
+		if h.key != nil && method == string(mcp.MethodInitialize) && !modern {
+			body, _ := io.ReadAll(r.Body) // read already, from memory
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			give = sign(h.key, h.o.TokenOf(r), claimsOf(name, body))
 		}
 		if !modern && method != string(mcp.MethodInitialize) {
 			// Not the 404 of a session that ended (the client would
@@ -186,7 +214,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		st = &stream{end: cancel, resume: lastID != ""}
 	}
-	b, s, victim, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
+	if give != "" {
+		ctx = context.WithValue(ctx, giveKey{}, give)
+	}
+	b, s, victim, adopt, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
 		h.evict(victim)
 	}
@@ -207,6 +238,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer h.leave(b, s, st)
 	defer context.AfterFunc(h.runs.Context(), cancel)()
+	if adopt && !h.adopt(s) {
+		http.Error(w, "unknown MCP session: initialize again", http.StatusNotFound)
+		return
+	}
+	if s != nil && s.ready != nil {
+		select { // its adoption, by the request that met it first
+		case <-s.ready:
+		case <-ctx.Done():
+			return
+		}
+	}
 	if !modern {
 		// Up to protocol 2025-11-25 a dropped connection is not a cancel
 		// (a client cancels with notifications/cancelled): a call whose
@@ -264,7 +306,7 @@ func (h *Handler) logOf(s *session) *eventLog {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if s.log == nil {
-		s.log = newEventLog(h.o.Replay)
+		s.log = newEventLog(h.o.Replay, h.key != nil)
 	}
 	return s.log
 }
@@ -362,7 +404,7 @@ func (h *Handler) newBridge(rm *room, name, base string) *bridge {
 	o.Hooks = hooks
 	b.mcp = mcpbridge.New(o)
 	b.http = server.NewStreamableHTTPServer(b.mcp.MCPServer,
-		server.WithSessionIdManager(ids{h: h, b: b}),
+		server.WithSessionIdManagerResolver(resolver{h: h, b: b}),
 		// The Host guard in front of every route checks Host, allowed
 		// names included; the transport's own check knows only loopback.
 		server.WithDisableLocalhostProtection(true),

@@ -25,7 +25,7 @@ func replayed(l *eventLog, id string) (string, error) {
 // a resume that would skip it is refused rather than replay a gap.
 func TestReplayBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		l := newEventLog(ReplayLimits{Events: 3, Bytes: 10, Age: time.Minute, Grace: time.Second})
+		l := newEventLog(ReplayLimits{Events: 3, Bytes: 10, Age: time.Minute, Grace: time.Second}, false)
 		st := l.open(func() {})
 		open := l.add(st, nil)
 		a := l.add(st, []byte("aaa"))
@@ -73,7 +73,7 @@ func TestReplayBounded(t *testing.T) {
 func TestCutCallWaitsGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ended atomic.Bool
-		l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute})
+		l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute}, false)
 		st := l.open(func() { ended.Store(true) })
 		k := st.attach(httptest.NewRecorder())
 		st.detach(k)
@@ -105,7 +105,7 @@ func TestCutCallWaitsGrace(t *testing.T) {
 // its stream is cut.
 func TestForgottenSessionEndsCutCalls(t *testing.T) {
 	var away, there atomic.Bool
-	l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Hour})
+	l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Hour}, false)
 	a := l.open(func() { away.Store(true) })
 	a.detach(a.attach(httptest.NewRecorder()))
 	b := l.open(func() { there.Store(true) })

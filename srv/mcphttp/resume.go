@@ -70,6 +70,8 @@ var (
 	errEventForeign   = errors.New("Last-Event-ID is not an event of this MCP session")
 	errEventGone      = errors.New("Last-Event-ID is no longer kept (a session keeps its latest events for a while); the call's stream cannot be resumed")
 	errEventGap       = errors.New("an event after Last-Event-ID was too large to keep; the call's stream cannot be resumed")
+	// In a cluster an event ID of another log may be another instance's.
+	errEventElsewhere = errors.New("Last-Event-ID is not an event this instance keeps: in a cluster a call's stream is resumed only through the instance that serves the call (its question stays pending, and its answer goes to the project's next call)")
 )
 
 // eventLog is one session's latest events of its calls' streams. Lock
@@ -80,6 +82,9 @@ type eventLog struct {
 	// tag begins every event ID of the session, so an ID of another
 	// session is told apart from one no longer kept.
 	tag string
+	// cluster: the session may be served by other instances too, whose
+	// logs have their own tags.
+	cluster bool
 
 	mu      sync.Mutex
 	closed  bool // the session is forgotten
@@ -96,8 +101,8 @@ type event struct {
 	at   time.Time
 }
 
-func newEventLog(lim ReplayLimits) *eventLog {
-	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), streams: make(map[*callStream]struct{})}
+func newEventLog(lim ReplayLimits, cluster bool) *eventLog {
+	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), cluster: cluster, streams: make(map[*callStream]struct{})}
 }
 
 func (l *eventLog) id(n uint64) string { return l.tag + "-" + strconv.FormatUint(n, 10) }
@@ -403,6 +408,9 @@ func (st *callStream) beginLocked(k *sink) {
 func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string) {
 	st, _, err := l.after(lastID)
 	if err != nil {
+		if tag, _, perr := parseEventID(lastID); l.cluster && perr == nil && tag != l.tag {
+			err = errEventElsewhere
+		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}

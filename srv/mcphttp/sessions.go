@@ -1,6 +1,8 @@
 package mcphttp
 
 import (
+	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"errors"
@@ -20,13 +22,15 @@ import (
 // when no request of it is being served but its standalone stream (GET):
 // the official SDK keeps one open all along. listen, for a GET, is the
 // stream to end if its session is forgotten; a session has one at most
-// (StatusConflict while it is open). code is 0, or the HTTP status to
-// refuse with (StatusGone: closed).
-func (h *Handler) enter(token, name, sid, base string, listen *stream, opens bool) (b *bridge, s *session, victim *session, code int) {
+// (StatusConflict while it is open). A signed ID this process does not
+// know is adopted (adopt: the caller makes the MCP server know it) as a
+// new session is, within the same bounds. code is 0, or the HTTP status
+// to refuse with (StatusGone: closed).
+func (h *Handler) enter(token, name, sid, base string, listen *stream, opens bool) (b *bridge, s *session, victim *session, adopt bool, code int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, nil, nil, http.StatusGone
+		return nil, nil, nil, false, http.StatusGone
 	}
 	key := sha256.Sum256([]byte(token))
 	rm := h.rooms[key]
@@ -36,15 +40,22 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream, opens boo
 	}
 	if sid != "" {
 		s, _ = rm.sessions.Get(sid)
+		if s == nil && h.key != nil {
+			if s, victim, code = h.adoptLocked(rm, token, name, sid, base); code != 0 {
+				h.dropIfEmptyLocked(key, rm)
+				return nil, nil, nil, false, code
+			}
+			adopt = s != nil
+		}
 		if s == nil || s.b.relay != name {
 			h.dropIfEmptyLocked(key, rm)
-			return nil, nil, nil, http.StatusNotFound
+			return nil, nil, nil, false, http.StatusNotFound
 		}
 		if listen != nil && !listen.resume && s.listening() {
 			// One standalone stream per session, as the official SDK's
 			// server allows: each one open holds a connection and its
 			// buffers for as long as the client keeps it.
-			return nil, nil, nil, http.StatusConflict
+			return nil, nil, nil, false, http.StatusConflict
 		}
 		if listen != nil {
 			if s.streams == nil {
@@ -56,16 +67,29 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream, opens boo
 		}
 		rm.sessions.Use(sid)
 		s.b.busy++
-		return s.b, s, nil, 0
+		return s.b, s, victim, adopt, 0
 	}
+	b, victim, code = h.roomLocked(rm, name, base, opens)
+	if code != 0 {
+		return nil, nil, nil, false, code
+	}
+	b.busy++
+	return b, nil, victim, false, 0
+}
+
+// roomLocked finds or makes the bridge of relay session name, and, for a
+// request that opens a session (opens), makes room for it: the session
+// unused the longest makes way (victim, to evict), or the request is
+// refused (code) when every one is busy.
+func (h *Handler) roomLocked(rm *room, name, base string, opens bool) (b *bridge, victim *session, code int) {
 	b = rm.bridges[name]
 	if b == nil && len(rm.bridges) >= h.o.MaxSessions {
-		return nil, nil, nil, http.StatusServiceUnavailable
+		return nil, nil, http.StatusServiceUnavailable
 	}
 	if opens && rm.sessions.Len() >= h.o.MaxSessions {
 		var ok bool
 		if _, victim, ok = rm.sessions.Oldest(func(c *session) bool { return c.busy == 0 }); !ok {
-			return nil, nil, nil, http.StatusServiceUnavailable
+			return nil, nil, http.StatusServiceUnavailable
 		}
 		h.forgetLocked(victim)
 	}
@@ -73,8 +97,79 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream, opens boo
 		b = h.newBridge(rm, name, base)
 		rm.bridges[name] = b
 	}
-	b.busy++
-	return b, nil, victim, 0
+	return b, victim, 0
+}
+
+// adoptLocked puts in the table the session of a signed ID another
+// instance made, if it is valid for this room and relay session and its
+// client did not end it here; s is nil when not (404). It takes a place
+// in the table as a new session does.
+func (h *Handler) adoptLocked(rm *room, token, name, sid, base string) (s, victim *session, code int) {
+	if _, ended := rm.ended.Get(sid); ended {
+		return nil, nil, 0
+	}
+	c, err := verify(h.key, token, sid)
+	if err != nil || c.Relay != name {
+		return nil, nil, 0
+	}
+	b, victim, code := h.roomLocked(rm, name, base, true)
+	if code != 0 {
+		return nil, nil, code
+	}
+	s = &session{b: b, id: sid, adopted: &c, ready: make(chan struct{})}
+	rm.sessions.Put(sid, s)
+	b.sessions++
+	return s, victim, 0
+}
+
+// adopt makes the MCP server know an adopted session: its client's
+// initialize, as signed in its ID, is made again under that ID. Then the
+// requests waiting for it go on. It reports whether the session is
+// served (false: it was forgotten meanwhile, 404).
+func (h *Handler) adopt(s *session) bool {
+	ctx := context.WithValue(h.runs.Context(), giveKey{}, s.id)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(s.adopted.initBody()))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	var st status
+	s.b.http.ServeHTTP(&st, req)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	close(s.ready)
+	if st.code != http.StatusOK || !s.registered {
+		// Its next request meets the ID anew rather than a session the
+		// MCP server does not know.
+		h.forgetLocked(s)
+		h.log.Warn("an MCP session made by another instance could not be taken over", "status", st.code)
+		return false
+	}
+	h.log.Debug("an MCP session made by another instance taken over")
+	return true
+}
+
+// status is the response writer of a request the endpoint makes to
+// itself, keeping only its status.
+type status struct {
+	code int
+	h    http.Header
+}
+
+func (s *status) Header() http.Header {
+	if s.h == nil {
+		s.h = http.Header{}
+	}
+	return s.h
+}
+
+func (s *status) Write(p []byte) (int, error) {
+	s.WriteHeader(http.StatusOK)
+	return len(p), nil
+}
+
+func (s *status) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
 }
 
 // forgetLocked takes a session out of the table and ends its streams
@@ -103,9 +198,10 @@ func (s *session) listening() bool {
 	return false
 }
 
-// dropIfEmptyLocked forgets a room that holds nothing.
+// dropIfEmptyLocked forgets a room that holds nothing (but the IDs its
+// clients ended: a token's few, kept while the process runs).
 func (h *Handler) dropIfEmptyLocked(key [sha256.Size]byte, rm *room) {
-	if len(rm.bridges) == 0 && rm.sessions.Len() == 0 {
+	if len(rm.bridges) == 0 && rm.sessions.Len() == 0 && rm.ended.Len() == 0 {
 		delete(h.rooms, key)
 	}
 }
@@ -148,7 +244,7 @@ func (h *Handler) evict(s *session) {
 	registered := s.registered
 	h.mu.Unlock()
 	if registered {
-		req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodDelete, "/mcp", http.NoBody)
+		req, _ := http.NewRequestWithContext(context.WithValue(h.runs.Context(), evictKey{}, true), http.MethodDelete, "/mcp", http.NoBody)
 		req.Header.Set(server.HeaderKeySessionID, s.id)
 		s.b.http.ServeHTTP(discard{}, req)
 		h.log.Info("an MCP session unused the longest made way for a new one")
@@ -161,21 +257,49 @@ func (h *Handler) evict(s *session) {
 	}
 }
 
-// ids is a bridge's session ID manager: IDs are random (128 bits and
-// more), valid while the table holds them, forgotten when they end (a
-// forgotten ID gets 404, as the transport specifies for ended sessions).
-type ids struct {
+// resolver gives the session ID manager of a request to a bridge's
+// transport: the request's context says which ID an initialize gives
+// (giveKey) and whether a DELETE is the endpoint's own (evictKey).
+type resolver struct {
 	h *Handler
 	b *bridge
+}
+
+type (
+	giveKey  struct{}
+	evictKey struct{}
+)
+
+func (r resolver) ResolveSessionIdManager(req *http.Request) server.SessionIdManager {
+	m := ids{h: r.h, b: r.b}
+	if req != nil {
+		m.give, _ = req.Context().Value(giveKey{}).(string)
+		m.evicting = req.Context().Value(evictKey{}) != nil
+	}
+	return m
+}
+
+// ids is a bridge's session ID manager: IDs are random (128 bits and
+// more), or signed (give), valid while the table holds them, forgotten
+// when they end (a forgotten ID gets 404, as the transport specifies for
+// ended sessions).
+type ids struct {
+	h        *Handler
+	b        *bridge
+	give     string // the ID to give: signed, or adopted
+	evicting bool   // the DELETE of a session that makes way
 }
 
 var errUnknownSession = errors.New("unknown session")
 
 func (m ids) Generate() string {
-	sid := "mcp-session-" + rand.Text()
+	sid := m.give
+	if sid == "" {
+		sid = "mcp-session-" + rand.Text()
+	}
 	m.h.mu.Lock()
 	defer m.h.mu.Unlock()
-	if !m.b.gone {
+	if s, _ := m.b.room.sessions.Get(sid); s == nil && !m.b.gone {
 		m.b.room.sessions.Put(sid, &session{b: m.b, id: sid})
 		m.b.sessions++
 	}
@@ -195,7 +319,20 @@ func (m ids) Terminate(sid string) (notAllowed bool, err error) {
 	m.h.mu.Lock()
 	defer m.h.mu.Unlock()
 	if s, _ := m.b.room.sessions.Get(sid); s != nil && s.b == m.b {
+		if m.h.key != nil && !m.evicting {
+			m.h.endedLocked(m.b.room, sid)
+		}
 		m.h.forgetLocked(s)
 	}
 	return false, nil
+}
+
+// endedLocked keeps sid among the IDs the room's clients ended, the
+// latest MaxSessions.
+func (h *Handler) endedLocked(rm *room, sid string) {
+	rm.ended.Put(sid, struct{}{})
+	for rm.ended.Len() > h.o.MaxSessions {
+		k, _, _ := rm.ended.Oldest(func(struct{}) bool { return true })
+		rm.ended.Delete(k)
+	}
 }

@@ -1,0 +1,137 @@
+package mcphttp
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Session IDs a cluster's instances all accept. Behind a balancer without
+// affinity, a session's requests land on any instance; the official SDK's
+// client does not initialize again on a 404, so each instance must be
+// able to serve a session another one made. The ID carries what serving
+// it takes (the relay session, and what the client's initialize said:
+// its protocol version, capabilities and name, which the bridge consults
+// to offer forms and to name the client), signed with a key every
+// instance has. The token's room is not in the ID: the signature covers
+// it, so an ID presented with another token fails the check as a forged
+// one does. An instance that meets a valid ID it does not know adopts it
+// (adopt): it initializes the session with the MCP server as the client
+// did where it began.
+
+// sessionIDLabel derives the key of session IDs from the cluster's
+// shared key, so that a signature made for one purpose is never valid
+// for another.
+const sessionIDLabel = "agentassistant mcp session id v1"
+
+// signedPrefix begins every signed session ID; maxSignedID bounds one
+// read (what is read before the check), maxClaimsJSON what is signed.
+const (
+	signedPrefix  = "mcp-session-s1."
+	maxSignedID   = 2048
+	maxClaimsJSON = 1280
+)
+
+// deriveKey is the key of session IDs for the shared key.
+func deriveKey(shared []byte) []byte {
+	m := hmac.New(sha256.New, shared)
+	m.Write([]byte(sessionIDLabel))
+	return m.Sum(nil)
+}
+
+// claims is what a signed session ID says.
+type claims struct {
+	Relay        string                 `json:"s"`
+	Version      string                 `json:"v,omitempty"`
+	Capabilities mcp.ClientCapabilities `json:"c"`
+	Client       mcp.Implementation     `json:"i"`
+	Nonce        string                 `json:"n"`
+}
+
+var errBadSessionID = errors.New("not a session ID of this cluster")
+
+// claimsOf reads what an initialize request's body declares, cut to
+// what is signed: a client whose capabilities are too large to carry
+// keeps the standard ones (elicitation, sampling, roots, tasks).
+func claimsOf(relay string, body []byte) claims {
+	var msg struct {
+		Params mcp.InitializeParams `json:"params"`
+	}
+	_ = json.Unmarshal(body, &msg) // checked already; what cannot be read is left empty
+	p := msg.Params
+	c := claims{Relay: relay, Version: cut(p.ProtocolVersion, 32), Capabilities: p.Capabilities,
+		Client: mcp.Implementation{Name: cut(p.ClientInfo.Name, 128), Version: cut(p.ClientInfo.Version, 64)},
+		Nonce:  rand.Text()}
+	if b, _ := json.Marshal(c); len(b) > maxClaimsJSON {
+		c.Capabilities.Experimental, c.Capabilities.Extensions = nil, nil
+	}
+	if b, _ := json.Marshal(c); len(b) > maxClaimsJSON {
+		k := c.Capabilities
+		c.Capabilities = mcp.ClientCapabilities{Roots: k.Roots, Sampling: k.Sampling, Elicitation: k.Elicitation, Tasks: k.Tasks}
+	}
+	return c
+}
+
+func cut(s string, n int) string {
+	if len(s) > n {
+		return strings.ToValidUTF8(s[:n], "")
+	}
+	return s
+}
+
+// sign makes the session ID of c in the room of token.
+func sign(key []byte, token string, c claims) string {
+	payload, _ := json.Marshal(c)
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, token, p))
+}
+
+func mac(key []byte, token, payload string) []byte {
+	room := sha256.Sum256([]byte(token))
+	m := hmac.New(sha256.New, key)
+	m.Write(room[:])
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// verify reads a session ID signed for the room of token.
+func verify(key []byte, token, sid string) (claims, error) {
+	var c claims
+	rest, ok := strings.CutPrefix(sid, signedPrefix)
+	if !ok || len(sid) > maxSignedID {
+		return c, errBadSessionID
+	}
+	p, sig, ok := strings.Cut(rest, ".")
+	if !ok {
+		return c, errBadSessionID
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(key, token, p)) {
+		return c, errBadSessionID
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return c, errBadSessionID
+	}
+	d := json.NewDecoder(bytes.NewReader(payload))
+	if err := d.Decode(&c); err != nil {
+		return c, fmt.Errorf("read session ID: %w", err)
+	}
+	return c, nil
+}
+
+// initBody is the initialize request that makes an adopted session what
+// its client's initialize made it where it began.
+func (c claims) initBody() []byte {
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 0, "method": string(mcp.MethodInitialize),
+		"params": mcp.InitializeParams{ProtocolVersion: c.Version, Capabilities: c.Capabilities, ClientInfo: c.Client}})
+	return b
+}
