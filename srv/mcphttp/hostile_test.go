@@ -1,14 +1,18 @@
 package mcphttp
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentassistant/agentassistant/mcpbridge"
 )
@@ -127,5 +131,59 @@ func TestAdoptionRacingDelete(t *testing.T) {
 	}
 	if _, ss := hs[0].state(); ss["token-a"] != 0 {
 		t.Errorf("the table holds %v sessions", ss)
+	}
+}
+
+// TestInitializeInASessionRefused: an initialize sent with a session's
+// ID, known or signed by the cluster, opens no session past the bound.
+// The transport would mint a new one for it outside the table's bound
+// (and, in a cluster, a random one no other instance serves): a token
+// holder repeating it grew the table without end. It is refused as the
+// official SDK refuses it, 400 with Invalid Request, and the session
+// goes on.
+func TestInitializeInASessionRefused(t *testing.T) {
+	for _, key := range [][]byte{nil, sharedKey} {
+		h := New(Options{Backend: func(string) mcpbridge.Backend { return noServer{} }, MaxSessions: 2, SessionKey: key,
+			TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") }})
+		ts := httptest.NewServer(h)
+		t.Cleanup(func() {
+			h.Close()
+			ts.Close()
+		})
+		c := dial(t, ts.URL, "token-a", "")
+		sids := []string{c.GetSessionId()}
+		if key != nil {
+			sids = append(sids, sign(deriveKey(key), "token-a", claims{Relay: DefaultRelaySession, Version: "2025-06-18", Nonce: "n"}))
+		}
+		for _, sid := range sids {
+			for range 5 {
+				req, _ := http.NewRequest(http.MethodPost, ts.URL+"?t=token-a", strings.NewReader(
+					`{"jsonrpc":"2.0","id":7,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var msg struct {
+					ID    int `json:"id"`
+					Error struct {
+						Code int `json:"code"`
+					} `json:"error"`
+				}
+				_ = json.NewDecoder(resp.Body).Decode(&msg)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest || msg.ID != 7 || msg.Error.Code != invalidRequest || resp.Header.Get("Mcp-Session-Id") != "" {
+					t.Errorf("key %v: an initialize in a session: %d, %+v, session %q", key != nil, resp.StatusCode, msg, resp.Header.Get("Mcp-Session-Id"))
+				}
+			}
+		}
+		if _, ss := h.state(); ss["token-a"] > 2 {
+			t.Errorf("key %v: the table holds %v sessions, bound 2", key != nil, ss)
+		}
+		if _, err := c.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
+			t.Errorf("key %v: the session after: %v", key != nil, err)
+		}
 	}
 }
