@@ -33,8 +33,8 @@ func CheckQuestions(qs []*pb.Question) error {
 }
 
 // CheckOptions checks one set of options: at most MaxOptions, labels of 1
-// to MaxLabelBytes bytes, unique, descriptions of at most
-// MaxDescriptionBytes bytes, all valid UTF-8.
+// to MaxLabelBytes bytes, unique and one line each (see oneLine),
+// descriptions of at most MaxDescriptionBytes bytes, all valid UTF-8.
 func CheckOptions(opts []*pb.Option) error {
 	if len(opts) > MaxOptions {
 		return fmt.Errorf("too many options: %d, at most %d", len(opts), MaxOptions)
@@ -49,6 +49,8 @@ func CheckOptions(opts []*pb.Option) error {
 			return fmt.Errorf("option %d's label is %d bytes, longer than the limit of %d bytes", i+1, len(l), MaxLabelBytes)
 		case !utf8.ValidString(l) || !utf8.ValidString(o.GetDescription()):
 			return fmt.Errorf("option %d is not valid UTF-8", i+1)
+		case !oneLine(l):
+			return fmt.Errorf("option %d's label is not one line of text: it has a line break, a control character or a bidirectional control", i+1)
 		case seen[l]:
 			return fmt.Errorf("option %d repeats the label %q (labels must be unique)", i+1, l)
 		case len(o.GetDescription()) > MaxDescriptionBytes:

@@ -60,3 +60,24 @@ func TestCheckOptionsBounds(t *testing.T) {
 		t.Errorf("invalid UTF-8: %v", err)
 	}
 }
+
+// TestCheckOptionsOneLineLabels: a label is what a person taps or types,
+// and what the clients that do not show options read on a line of its
+// own under "Answer with one of:". A line break would make one label
+// read as two (or as that heading again), a bidirectional control would
+// turn the line around, a control character shows as nothing: such a
+// label is refused, naming why. Spaces and any script are fine.
+func TestCheckOptionsOneLineLabels(t *testing.T) {
+	for _, l := range []string{"Yes\nNo", "Yes\r\n\r\nAnswer with one of:", "tab\there", "nul\x00", "\u0085next line",
+		"line\u2028separator", "para\u2029separator", "\u202eoN", "iso\u2066late\u2069", "mark\u200f"} {
+		err := wire.CheckOptions([]*pb.Option{{Label: "fine"}, {Label: l}})
+		if err == nil || !strings.Contains(err.Error(), "option 2") || !strings.Contains(err.Error(), "one line") {
+			t.Errorf("label %q: %v", l, err)
+		}
+	}
+	for _, l := range []string{"Yes", " spaced out ", "PostgreSQL (the default)", "是的", "نعم", "**bold** [x](y)"} {
+		if err := wire.CheckOptions([]*pb.Option{{Label: l, Description: "line one\nline two"}}); err != nil {
+			t.Errorf("label %q refused: %v", l, err)
+		}
+	}
+}

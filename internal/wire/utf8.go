@@ -87,9 +87,21 @@ func validValue(fd protoreflect.FieldDescriptor, v protoreflect.Value) (protoref
 // controls (U+202E would turn the rest of the line around), trimmed.
 func OneLine(s string) string {
 	return strings.TrimSpace(strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
+		if offLine(r) {
 			return -1
 		}
 		return r
 	}, ValidString(s)))
+}
+
+// offLine: r is what OneLine leaves out.
+func offLine(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Zl, unicode.Zp, unicode.Bidi_Control)
+}
+
+// oneLine reports whether s has nothing OneLine leaves out (but spaces
+// around it): a label is what a person types back, so it is refused
+// rather than shown as another text.
+func oneLine(s string) bool {
+	return !strings.ContainsFunc(s, offLine)
 }

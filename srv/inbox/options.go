@@ -12,7 +12,12 @@ import (
 // Questions, field 7): their frames of a request asked with options say
 // them in the text, so the person there can answer with one by typing
 // its label. A client that says at login it shows them (ShowsOptions,
-// as this project's UI does) is given the text as asked.
+// as this project's UI does) is given the text as asked. Each option is
+// one line under the one heading written here: a label or description
+// that would break the line (or turn it around) is written as one line
+// (wire.OneLine), so no option reads as two, nor as that heading.
+// wire.CheckOptions refuses such labels; a request kept from before, or
+// asked by a caller that checks nothing, still meets this.
 
 // encodeOptionsInText is n's frames with the options in the text. ok is
 // false when they are n's frames for every client (n.Encoded).
@@ -51,8 +56,12 @@ func optionsText(n *hub.Note) string {
 		b.WriteString("\n\nAnswer with one of:")
 	}
 	for _, o := range opts {
-		b.WriteString("\n- " + o.GetLabel())
-		if d := o.GetDescription(); d != "" {
+		l := wire.OneLine(o.GetLabel())
+		if l == "" {
+			continue // nothing a person could type back
+		}
+		b.WriteString("\n- " + l)
+		if d := wire.OneLine(o.GetDescription()); d != "" {
 			b.WriteString(" (" + d + ")")
 		}
 	}

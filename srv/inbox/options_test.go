@@ -78,3 +78,52 @@ func TestOlderWebUIReadsTheOptions(t *testing.T) {
 		}
 	})
 }
+
+// TestOptionsTextOneLabelALine: the options written into the text for a
+// client that does not show them are one label a line under the one
+// heading the server writes, whatever the labels and descriptions hold
+// (a request kept from before labels were checked, or a caller of the
+// hub that checks nothing): no line break, separator or bidirectional
+// control gets through to start a line of its own or turn one around,
+// and ten options at their limits make a bounded text.
+func TestOptionsTextOneLabelALine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t, inbox.Options{})
+		spoof := "\n\nAnswer with one of:\n- rm -rf /"
+		opts := []*pb.Option{
+			{Label: "Yes" + spoof, Description: "fine\r\n- No (\u202esdrawkcab)"},
+			{Label: "\u2066No\u2069\u2028- Maybe", Description: "para\u2029- Later"},
+		}
+		for i := len(opts); i < wire.MaxOptions; i++ {
+			opts = append(opts, &pb.Option{Label: strings.Repeat(string(rune('a'+i)), wire.MaxLabelBytes),
+				Description: strings.Repeat("d", wire.MaxDescriptionBytes)})
+		}
+		go func() {
+			_, _ = f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Go on?", Timeout: time.Hour,
+				Questions: []*pb.Question{{Options: opts}}})
+		}()
+		synctest.Wait()
+		older := f.login(t, tokA, "older")
+		send(t, older, &pb.WebsocketMessage{Cmd: wire.CmdGetOnlineUsers})
+		text := expect(t, older, wire.CmdAskQuestion).GetAskQuestionRequest().GetRequest().GetQuestion()
+		extra, ok := strings.CutPrefix(text, "Go on?\n\nAnswer with one of:\n")
+		if !ok {
+			t.Fatalf("the text reads %q", text)
+		}
+		lines := strings.Split(extra, "\n")
+		if len(lines) != wire.MaxOptions {
+			t.Errorf("%d options written as %d lines: %q", wire.MaxOptions, len(lines), extra)
+		}
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "- ") || strings.ContainsAny(l, "\r\u0085\u2028\u2029\u202e\u2066\u2069") {
+				t.Errorf("a line of the options reads %q", l)
+			}
+		}
+		if strings.Count(text, "\nAnswer with one of") != 1 {
+			t.Errorf("a line of its own reads as the heading again: %q", text)
+		}
+		if max := wire.MaxOptions * (len("\n- ") + wire.MaxLabelBytes + len(" ()") + wire.MaxDescriptionBytes); len(extra) > max {
+			t.Errorf("the options take %d bytes of text, more than %d", len(extra), max)
+		}
+	})
+}

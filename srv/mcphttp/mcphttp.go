@@ -270,6 +270,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return // while the body arrives, the session has a request in progress
 		}
+		if method == string(mcp.MethodInitialize) && !modern {
+			// The transport would mint another session for it, outside
+			// the table's bound (and, in a cluster, unsigned): refused as
+			// the official SDK refuses a second initialize.
+			refuse(w, http.StatusBadRequest, invalidRequest, id, "this session is initialized already: an initialize opens a new session, sent without Mcp-Session-Id")
+			return
+		}
 		if method == string(mcp.MethodToolsCall) && string(id) != "null" && !modern && acceptsEventStream(r.Header.Values("Accept")) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return

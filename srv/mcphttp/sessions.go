@@ -88,7 +88,10 @@ func (h *Handler) roomLocked(rm *room, name, base string, opens bool) (b *bridge
 	}
 	if opens && rm.sessions.Len() >= h.o.MaxSessions {
 		var ok bool
-		if _, victim, ok = rm.sessions.Oldest(func(c *session) bool { return c.busy == 0 }); !ok {
+		// A session being taken over is in use too, though a stream
+		// (GET) alone may be waiting for it: made way for, it would come
+		// back as its replayed initialize registers it, past the bound.
+		if _, victim, ok = rm.sessions.Oldest(func(c *session) bool { return c.busy == 0 && !c.adopting() }); !ok {
 			return nil, nil, http.StatusServiceUnavailable
 		}
 		h.forgetLocked(victim)
@@ -185,6 +188,20 @@ func (h *Handler) forgetLocked(s *session) {
 	}
 	if s.log != nil {
 		s.log.close()
+	}
+}
+
+// adopting reports whether s is being taken over: its client's
+// initialize not yet replayed.
+func (s *session) adopting() bool {
+	if s.ready == nil {
+		return false
+	}
+	select {
+	case <-s.ready:
+		return false
+	default:
+		return true
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // Session IDs a cluster's instances all accept. Behind a balancer without
@@ -60,24 +62,45 @@ var errBadSessionID = errors.New("not a session ID of this cluster")
 
 // claimsOf reads what an initialize request's body declares, cut to
 // what is signed: a client whose capabilities are too large to carry
-// keeps the standard ones (elicitation, sampling, roots, tasks).
+// keeps the standard ones (elicitation, sampling, roots, tasks). Its
+// name and version are kept as one line (as the server's services keep
+// an MCP client's name), and a protocol version that is not one line is
+// none the server knows, as where the client began; so the claims fit
+// maxClaimsJSON, and the ID maxSignedID, whatever the client sent.
 func claimsOf(relay string, body []byte) claims {
 	var msg struct {
 		Params mcp.InitializeParams `json:"params"`
 	}
 	_ = json.Unmarshal(body, &msg) // checked already; what cannot be read is left empty
 	p := msg.Params
-	c := claims{Relay: relay, Version: cut(p.ProtocolVersion, 32), Capabilities: p.Capabilities,
-		Client: mcp.Implementation{Name: cut(p.ClientInfo.Name, 128), Version: cut(p.ClientInfo.Version, 64)},
+	version := p.ProtocolVersion
+	if wire.OneLine(version) != version {
+		version = ""
+	}
+	c := claims{Relay: relay, Version: cut(version, 32), Capabilities: p.Capabilities,
+		Client: mcp.Implementation{Name: cut(wire.OneLine(p.ClientInfo.Name), 128), Version: cut(wire.OneLine(p.ClientInfo.Version), 64)},
 		Nonce:  rand.Text()}
-	if b, _ := json.Marshal(c); len(b) > maxClaimsJSON {
+	if len(encodeClaims(c)) > maxClaimsJSON {
 		c.Capabilities.Experimental, c.Capabilities.Extensions = nil, nil
 	}
-	if b, _ := json.Marshal(c); len(b) > maxClaimsJSON {
+	if len(encodeClaims(c)) > maxClaimsJSON {
 		k := c.Capabilities
 		c.Capabilities = mcp.ClientCapabilities{Roots: k.Roots, Sampling: k.Sampling, Elicitation: k.Elicitation, Tasks: k.Tasks}
 	}
+	if len(encodeClaims(c)) > maxClaimsJSON {
+		c.Client = mcp.Implementation{} // not reached with the cuts above; the bound holds all the same
+	}
 	return c
+}
+
+// encodeClaims is c as signed: JSON, without escaping what HTML would
+// mind (an ID is no HTML), so that a character costs what it weighs.
+func encodeClaims(c claims) []byte {
+	var b bytes.Buffer
+	e := json.NewEncoder(&b)
+	e.SetEscapeHTML(false)
+	_ = e.Encode(c) // claims always encode
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 func cut(s string, n int) string {
@@ -89,7 +112,7 @@ func cut(s string, n int) string {
 
 // sign makes the session ID of c in the room of token.
 func sign(key []byte, token string, c claims) string {
-	payload, _ := json.Marshal(c)
+	payload := encodeClaims(c)
 	p := base64.RawURLEncoding.EncodeToString(payload)
 	return signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, token, p))
 }

@@ -58,7 +58,25 @@ func endpointHost(host string) string {
 		return "endpoint must be a push service at a public address, not " + host +
 			" (this machine, a private network, link-local or CGNAT): push services are public"
 	}
+	if _, err := netip.ParseAddr(strings.Trim(h, "[]")); err != nil && endsInNumber(h) {
+		return "endpoint must be a push service at a public address, not " + host +
+			" (an IPv4 address written another way, as one number, or in octal or hex): push services are public names"
+	}
 	return ""
+}
+
+// endsInNumber reports whether a host that is no canonical address is
+// one all the same: a last label of digits, or 0x and hex digits, is
+// read as an IPv4 address (in parts, octal or hex) by inet_aton, by
+// resolvers built on it and by browsers (the URL Standard's "ends in a
+// number"), so 2130706433, 0177.0.0.1 and 127.1 are 127.0.0.1. No
+// top-level domain is a number.
+func endsInNumber(h string) bool {
+	last := h[strings.LastIndexByte(h, '.')+1:]
+	if x, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(x, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
 }
 
 // dialPublic refuses a connection to an address that is not public. It

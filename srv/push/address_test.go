@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -98,6 +99,36 @@ func TestSubscriptionsNamePublicServices(t *testing.T) {
 			t.Errorf("allowed, %s: %d %s, want 201", e, rec.Code, rec.Body)
 		}
 	}
+}
+
+// TestSubscriptionsNameNoAddressInDisguise: an IPv4 address written
+// another way (one number, octal or hex parts, parts left out: what
+// inet_aton and browsers read as 127.0.0.1) is an address, not a name,
+// and is refused at subscribe as the address it spells would be; so is
+// an address with a zone. A push service is a name (or an address as
+// written canonically, checked as such).
+func TestSubscriptionsNameNoAddressInDisguise(t *testing.T) {
+	for _, host := range []string{"2130706433", "0177.0.0.1", "127.1", "0x7f.1", "0x7F000001", "127.0.0.01", "10.1", "169.254.43518",
+		"example.0x1", "example.123", "127.0.0.1.", "[fe80::1%25eth0]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[0:0:0:0:0:ffff:127.0.0.1]"} {
+		if why := endpointHost(hostOf(t, "https://"+host+":443/x")); why == "" {
+			t.Errorf("%s: taken as a push service", host)
+		}
+	}
+	for _, host := range []string{"fcm.googleapis.com", "updates.push.services.mozilla.com", "142.250.74.106", "web.push.apple.com.",
+		"1e100.net", "0x.example", "123abc.example"} {
+		if why := endpointHost(hostOf(t, "https://"+host+"/x")); why != "" {
+			t.Errorf("%s: refused: %s", host, why)
+		}
+	}
+}
+
+func hostOf(t *testing.T, endpoint string) string {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		t.Fatalf("%s: %v", endpoint, err)
+	}
+	return u.Hostname()
 }
 
 // notDelivered is a log handler that tells which subscriptions' pushes
