@@ -59,8 +59,8 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			if ctx.Err() != nil {
 				return
 			}
-			logOf(t.Logger).Warn("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
 			delay = min(max(2*delay, pollRetry), pollMaxRetry)
+			logOf(t.Logger).Warn("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
 			continue
 		}
 		delay = 0
