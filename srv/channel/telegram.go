@@ -321,6 +321,9 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	question, known, err := getAsked(ctx, t.notesOf(), t.noteKey(at))
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a tap's question cannot be read", "err", err)
+		if later(ctx) {
+			return // tried again, its update not confirmed
+		}
 		reply("Your answer could not be taken just now; tap again.")
 		return
 	}
@@ -380,6 +383,9 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a reply's question cannot be read", "err", err)
+		if later(ctx) {
+			return // tried again, its update not confirmed
+		}
 		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
 		return
 	}

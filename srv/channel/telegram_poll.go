@@ -26,6 +26,10 @@ import (
 // lead is lost meanwhile, and those after it are left to Telegram for
 // the next poller (which may read the one handled again, unconfirmed:
 // the handlers tell a reply or a tap taken before, see tookAlready).
+// An update whose question cannot be looked up (the notes out of reach:
+// the link to NATS cut) is not confirmed either: it is handled again,
+// here while this instance leads, or by the next; only after retryFor
+// is the person told to answer again.
 
 const (
 	// pollWait is how long one getUpdates waits for an update (its
@@ -35,10 +39,33 @@ const (
 	// handleFor bounds the handling of one update, which the lead's end
 	// does not cut short.
 	handleFor = 30 * time.Second
-	// pollRetry and pollMaxRetry space the polls after an error.
+	// pollRetry and pollMaxRetry space the polls after an error, and
+	// the tries of an update handled again.
 	pollRetry    = 100 * time.Millisecond
 	pollMaxRetry = 5 * time.Second
+	// retryFor is how long an update is handled again: longer than a
+	// lease, so that an instance cut off from the notes lets the update
+	// go to another before it gives up on it.
+	retryFor = 30 * time.Second
 )
+
+// updateTry is what the handling of an update tells the poll: to handle
+// it again later (again), unless this is its last try.
+type updateTry struct{ last, again bool }
+
+type updateTryKey struct{}
+
+// later asks the poll to handle the update of ctx again later, not
+// confirmed; false when it will not (its last try, or no poll handles
+// it), and the handler says what went wrong.
+func later(ctx context.Context) bool {
+	tr, ok := ctx.Value(updateTryKey{}).(*updateTry)
+	if !ok || tr.last {
+		return false
+	}
+	tr.again = true
+	return true
+}
 
 // poll hands the bot's updates to b's handlers, one at a time, until ctx
 // ends.
@@ -64,14 +91,30 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			continue
 		}
 		delay = 0
-		for _, u := range ups {
+		var failing time.Time // since when the update is handled again
+		for i := 0; i < len(ups); {
 			if ctx.Err() != nil {
 				return // the lead is lost: the rest is the next poller's
 			}
+			tr := &updateTry{last: !failing.IsZero() && time.Since(failing) >= retryFor}
 			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
-			b.ProcessUpdate(hctx, u)
+			b.ProcessUpdate(context.WithValue(hctx, updateTryKey{}, tr), ups[i])
 			cancel()
-			offset = u.ID + 1
+			if tr.again {
+				if failing.IsZero() {
+					failing = time.Now()
+				}
+				delay = min(max(2*delay, pollRetry), pollMaxRetry)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(delay):
+				}
+				continue
+			}
+			failing, delay = time.Time{}, 0
+			offset = ups[i].ID + 1
+			i++
 		}
 	}
 }
