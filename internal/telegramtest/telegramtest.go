@@ -3,7 +3,8 @@
 // for the channel's unit tests, the end-to-end tests and the benchmark:
 // POST /bot<token>/<method> with the parameters as a form, answered
 // {"ok": true, "result": ...}; getUpdates long-polls the updates pushed
-// with Push. Every other call is recorded, with when it arrived.
+// with Push until a later getUpdates confirms them. Every other call is
+// recorded, with when it arrived.
 package telegramtest
 
 import (
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,12 +33,16 @@ type API struct {
 	*httptest.Server
 	token string
 
-	mu      sync.Mutex
-	calls   []Call
-	updates []map[string]any
-	nextMsg int
-	made    map[int]bool      // the messages the bot sent
-	files   map[string][]byte // getFile's file_path → the file
+	mu    sync.Mutex
+	calls []Call
+	// updates are those not yet confirmed; lastUpdate is the ID of the
+	// last pushed, confirmed the highest confirmed (getUpdates with an
+	// offset past it: Telegram then forgets it).
+	updates               []map[string]any
+	lastUpdate, confirmed int
+	nextMsg               int
+	made                  map[int]bool      // the messages the bot sent
+	files                 map[string][]byte // getFile's file_path → the file
 	// changed is closed, and replaced, when a call or an update comes.
 	changed chan struct{}
 	// polling is closed when another getUpdates comes while one waits:
@@ -52,6 +58,14 @@ func (api *API) Polls() int {
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	return api.polls
+}
+
+// Confirmed is the ID of the last update confirmed: a getUpdates came
+// with an offset past it, and no poller is handed it again.
+func (api *API) Confirmed() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.confirmed
 }
 
 // Conflicts is how many getUpdates calls were ended by another, as two
@@ -147,6 +161,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		api.polling = mine
 		api.polls++
+		// "An update is considered confirmed as soon as getUpdates is
+		// called with an offset higher than its update_id."
+		if offset > api.confirmed+1 {
+			api.confirmed = min(offset-1, api.lastUpdate)
+			api.updates = slices.DeleteFunc(api.updates, func(u map[string]any) bool { return u["update_id"].(int) <= api.confirmed })
+		}
 		api.mu.Unlock()
 		defer func() {
 			api.mu.Lock()
@@ -221,24 +241,28 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
 }
 
-// Push makes an update available to getUpdates (its update_id is set).
+// Push makes updates available to getUpdates (their update_id is set)
+// until they are confirmed; those pushed at once are handed together.
 // A message's reply_to_message without a "from" gets the one Telegram
 // gives it: the bot, when the bot sent that message, else the person
 // of the chat.
-func (api *API) Push(u map[string]any) {
+func (api *API) Push(us ...map[string]any) {
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if m, ok := u["message"].(map[string]any); ok {
-		if to, ok := m["reply_to_message"].(map[string]any); ok && to["from"] == nil {
-			id, _ := to["message_id"].(int)
-			to["from"] = m["from"]
-			if api.made[id] {
-				to["from"] = map[string]any{"id": BotID(api.token), "is_bot": true, "first_name": "Agent Assistant", "username": "aa_bot"}
+	for _, u := range us {
+		if m, ok := u["message"].(map[string]any); ok {
+			if to, ok := m["reply_to_message"].(map[string]any); ok && to["from"] == nil {
+				id, _ := to["message_id"].(int)
+				to["from"] = m["from"]
+				if api.made[id] {
+					to["from"] = map[string]any{"id": BotID(api.token), "is_bot": true, "first_name": "Agent Assistant", "username": "aa_bot"}
+				}
 			}
 		}
+		api.lastUpdate++
+		u["update_id"] = api.lastUpdate
+		api.updates = append(api.updates, u)
 	}
-	u["update_id"] = len(api.updates) + 1
-	api.updates = append(api.updates, u)
 	api.changedLocked()
 }
 

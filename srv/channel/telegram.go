@@ -103,7 +103,6 @@ func (t *Telegram) client() (*bot.Bot, error) {
 				logOf(t.Logger).Warn("telegram", "err", t.redact(err))
 			}),
 			bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
-			bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
 		}
 		if t.ServerURL != "" {
 			opts = append(opts, bot.WithServerURL(strings.TrimRight(t.ServerURL, "/")))
@@ -279,7 +278,7 @@ func (t *Telegram) sentNoted(ctx context.Context, room, id string) ([]sentMessag
 	return msgs, nil
 }
 
-// Listen takes the chats' taps and replies until ctx ends.
+// Listen takes the chats' taps and replies until ctx ends (telegram_poll.go).
 func (t *Telegram) Listen(ctx context.Context, a Answers) {
 	b, err := t.client()
 	if err != nil {
@@ -293,7 +292,7 @@ func (t *Telegram) Listen(ctx context.Context, a Answers) {
 		b.RegisterHandlerMatchFunc(func(u *models.Update) bool { return u.Message != nil && u.Message.ReplyToMessage != nil },
 			func(ctx context.Context, b *bot.Bot, u *models.Update) { t.replied(ctx, b, u.Message, a) })
 	})
-	b.Start(ctx)
+	t.poll(ctx, b)
 }
 
 // allowed: the chat is one the config names.
@@ -322,6 +321,9 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	question, known, err := getAsked(ctx, t.notesOf(), t.noteKey(at))
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a tap's question cannot be read", "err", err)
+		if later(ctx) {
+			return // tried again, its update not confirmed
+		}
 		reply("Your answer could not be taken just now; tap again.")
 		return
 	}
@@ -381,6 +383,9 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a reply's question cannot be read", "err", err)
+		if later(ctx) {
+			return // tried again, its update not confirmed
+		}
 		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
 		return
 	}
