@@ -174,9 +174,35 @@ func (s *Store) Use(h *hub.Hub, name, text string, now time.Time) (*Cap, error) 
 	if c, err = s.take(name, now); err != nil {
 		return nil, err
 	}
-	return c, h.Answer(c.token, c.Kind, c.ID, hub.Reply{
+	err = h.Answer(c.token, c.Kind, c.ID, hub.Reply{
 		Contents: contents, ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
 	})
+	if Unsaved(err) {
+		s.giveBack(name, c) // the answer was not taken: the tap may be made again
+	}
+	return c, err
+}
+
+// Unsaved says err is an answer the server could not save just now (the
+// disk full, the cluster's store out of reach, or a capability it could
+// not check): nothing was taken, and the same answer may be tried again.
+func Unsaved(err error) bool {
+	return errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable) || errors.Is(err, ErrUnsure)
+}
+
+// giveBack makes the capability name, taken for an answer that was not
+// saved, good again: in cluster mode by forgetting its claim, which may
+// fail as the save did (the capability is then used up, as before).
+func (s *Store) giveBack(name string, c *Cap) {
+	if s.shared != nil {
+		s.shared.release(name)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byCap[name]; !ok {
+		s.byCap[name] = c
+	}
 }
 
 // peek is the capability named, still good, left as it is.
@@ -237,7 +263,7 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusConflict, "the question is no longer pending")
 		case errors.Is(err, hub.ErrNotAnOption):
 			writeError(w, http.StatusBadRequest, err.Error())
-		case errors.Is(err, errUnsure):
+		case errors.Is(err, ErrUnsure):
 			writeError(w, http.StatusServiceUnavailable, "the answer cannot be taken now; try again")
 		case err != nil:
 			writeError(w, http.StatusServiceUnavailable, "the answer cannot be saved now: "+err.Error())

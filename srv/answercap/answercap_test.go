@@ -58,6 +58,39 @@ func (c *claims) Claim(_ context.Context, nonce string, _ time.Time) (bool, erro
 	return true, nil
 }
 
+func (c *claims) Release(_ context.Context, nonce string) error {
+	if c.err != nil {
+		return c.err
+	}
+	delete(c.used, nonce)
+	return nil
+}
+
+// TestGivenBackWhenNotSaved: a capability taken for an answer the
+// server could not save is good again, in either mode: the tap or
+// button may be used again once the store is back.
+func TestGivenBackWhenNotSaved(t *testing.T) {
+	shared, err := NewShared([]byte("a key of 32 bytes or more, shared"), &claims{used: map[string]bool{}}, func(string) (string, bool) { return "tok", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for mode, s := range map[string]*Store{"one server": New(), "cluster": shared} {
+		name := s.Make("tok", Cap{Room: "room", Kind: wire.AskQuestion, ID: "q", Expires: now.Add(time.Hour)}, now)
+		c, err := s.take(name, now)
+		if err != nil {
+			t.Fatalf("%s: %v", mode, err)
+		}
+		s.giveBack(name, c)
+		if _, err := s.take(name, now); err != nil {
+			t.Errorf("%s: taken again after it was given back: %v", mode, err)
+		}
+		if _, err := s.take(name, now); !errors.Is(err, ErrVoid) {
+			t.Errorf("%s: a capability taken is used: %v", mode, err)
+		}
+	}
+}
+
 // TestSharedCapabilities: in cluster mode a capability made by one
 // instance is taken by another that shares its key, once; one signed
 // with another key, altered, expired or of an unknown room is void, and

@@ -27,6 +27,8 @@ type Claims interface {
 	// Claim marks the capability nonce used until it expires; false when
 	// it was already.
 	Claim(ctx context.Context, nonce string, until time.Time) (bool, error)
+	// Release forgets the claim of nonce: its answer was not saved.
+	Release(ctx context.Context, nonce string) error
 }
 
 // NewShared returns a store for cluster mode: key (32 bytes or more, the
@@ -63,8 +65,9 @@ const maxSigned = 2048
 // claimTimeout bounds the claim of one capability.
 const claimTimeout = 5 * time.Second
 
-// errUnsure: the cluster could not say whether the capability was used.
-var errUnsure = errors.New("the capability cannot be checked now")
+// ErrUnsure: the cluster could not say whether the capability was used;
+// it may be tried again.
+var ErrUnsure = errors.New("the capability cannot be checked now")
 
 var b64 = base64.RawURLEncoding
 
@@ -93,11 +96,23 @@ func (g *signer) take(name string, now time.Time) (*Cap, error) {
 	won, err := g.claims.Claim(ctx, nonce, c.Expires)
 	switch {
 	case err != nil:
-		return nil, fmt.Errorf("%w: %w", errUnsure, err)
+		return nil, fmt.Errorf("%w: %w", ErrUnsure, err)
 	case !won:
 		return nil, ErrVoid
 	}
 	return c, nil
+}
+
+// release forgets the claim of the capability named, within
+// claimTimeout; a claim that cannot be forgotten leaves it used.
+func (g *signer) release(name string) {
+	_, nonce, err := g.open(name, time.Time{})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), claimTimeout)
+	defer cancel()
+	_ = g.claims.Release(ctx, nonce)
 }
 
 // open checks the capability named, unexpired, of a room of ours, and

@@ -281,6 +281,14 @@ func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, erro
 	return true, nil
 }
 
+// Release forgets the claim of the capability nonce.
+func (p *Push) Release(ctx context.Context, nonce string) error {
+	if err := p.claims.Delete(ctx, "u."+nonce); err != nil {
+		return fmt.Errorf("release a capability: %w", err)
+	}
+	return nil
+}
+
 // Token is the token of room, when it is one of the server's.
 func (p *Push) Token(room string) (string, bool) {
 	t, ok := p.rooms[room]
