@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -242,6 +243,36 @@ func deleteNote(ctx context.Context, notes Notes, key string) error {
 	defer cancel()
 	return notes.Delete(ctx, key)
 }
+
+// patiently runs try until it succeeds or fails for good, and returns
+// its last error: a note that cannot be read or an answer that cannot
+// be saved just now (the cluster's store out of reach, the disk full)
+// is tried again, with backoff, for up to retryFor (longer than a
+// lease: the store may be back, or another instance lead, by then).
+// For the channels whose service does not hold an event until it is
+// handled (Telegram's poll does: telegram_poll.go).
+func patiently(ctx context.Context, try func() error) error {
+	var wait time.Duration
+	start := time.Now()
+	for {
+		err := try()
+		if err == nil || !passing(err) || time.Since(start) >= retryFor {
+			return err
+		}
+		wait = min(max(2*wait, pollRetry), pollMaxRetry)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// errNoteUnread: a note could not be read (its store out of reach).
+var errNoteUnread = errors.New("the question it answers could not be looked up just now")
+
+// passing: err may pass if tried again.
+func passing(err error) bool { return errors.Is(err, errNoteUnread) || answercap.Unsaved(err) }
 
 // expiresOf is when the question of ev stops waiting: its timeout, or a
 // day.

@@ -232,6 +232,18 @@ func (s *Slack) question(ctx context.Context, k slackKey) (asked, bool, error) {
 	return getAsked(ctx, s.notesOf(), s.noteKey(k))
 }
 
+// patientQuestion is question, read again while its note is out of
+// reach (patiently).
+func (s *Slack) patientQuestion(ctx context.Context, k slackKey) (q asked, ok bool, err error) {
+	err = patiently(ctx, func() error {
+		if q, ok, err = s.question(ctx, k); err != nil {
+			return fmt.Errorf("%w: %w", errNoteUnread, err)
+		}
+		return nil
+	})
+	return q, ok, err
+}
+
 // Listen takes the presses and thread replies over Socket Mode until ctx
 // ends, connecting again with backoff when Slack refuses or drops it.
 func (s *Slack) Listen(ctx context.Context, a Answers) {
@@ -348,7 +360,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "You may not answer this question.")
 			return
 		}
-		q, asked, err := s.question(ctx, slackKey{channel, ts})
+		q, asked, err := s.patientQuestion(ctx, slackKey{channel, ts})
 		if err != nil {
 			s.warn("slack: a press's question cannot be read", "err", err)
 			s.tell(ctx, channel, cb.User.ID, "Your answer could not be taken just now; press again.")
@@ -370,7 +382,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
-		switch err := a.ByCap(q.Cap, q.Labels[i]); {
+		switch err := patiently(ctx, func() error { return a.ByCap(q.Cap, q.Labels[i]) }); {
 		case err == nil:
 		case a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}):
 			// This very press, taken before (delivered again after the
@@ -404,7 +416,7 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
 		}
 	}
-	q, ok, err := s.question(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
+	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
 	if err != nil {
 		s.warn("slack: a reply's question cannot be read", "err", err)
 		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
@@ -425,7 +437,7 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		notTaken("an answer is text.")
 		return
 	}
-	err = a.Reply(token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack")
+	err = patiently(ctx, func() error { return a.Reply(token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack") })
 	if err != nil && !a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
 		notTaken(err.Error())
 	}

@@ -345,7 +345,11 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		return
 	}
 	labels := question.Labels
-	switch err := a.ByCap(question.Cap, labels[i]); {
+	err = a.ByCap(question.Cap, labels[i])
+	if answercap.Unsaved(err) && later(ctx) {
+		return // not saved just now, the capability kept: tried again
+	}
+	switch {
 	case err == nil:
 		reply("Answered: " + labels[i])
 	case a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(labels[i])}):
@@ -425,6 +429,9 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
 	}
 	err = a.ReplyWith(token, q.Kind, q.ID, contents, who, whoID, "telegram")
+	if answercap.Unsaved(err) && later(ctx) {
+		return // not saved just now: tried again, its update not confirmed
+	}
 	if err != nil && !a.tookAlready(q, "telegram:"+whoID, contents) {
 		notTaken(err.Error())
 		return

@@ -26,7 +26,9 @@ import (
 type memShared struct {
 	token string
 	fail  atomic.Bool
-	hub   atomic.Pointer[hub.Hub]
+	// refused counts the writes refused while fail was set.
+	refused atomic.Int32
+	hub     atomic.Pointer[hub.Hub]
 
 	mu      sync.Mutex
 	rev     uint64
@@ -81,6 +83,7 @@ func (m *memShared) Get(_ context.Context, room, id string) (hub.SharedRecord, u
 
 func (m *memShared) Update(_ context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
 	if m.fail.Load() {
+		m.refused.Add(1)
 		return 0, syscall.ENOSPC
 	}
 	m.mu.Lock()

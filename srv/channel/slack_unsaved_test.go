@@ -1,0 +1,74 @@
+package channel
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/slacktest"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// TestSlackAnswerNotSavedTriedAgain: a thread reply and a press whose
+// answer the server cannot save for a moment (a cluster's NATS without
+// a quorum, a full disk) are taken once it can, not told "Not taken":
+// Slack does not hold an event once acknowledged, so the channel tries
+// the answer again itself, and the press's capability, not used by an
+// answer that was not saved, still answers.
+func TestSlackAnswerNotSavedTriedAgain(t *testing.T) {
+	const botToken, appToken = "xoxb-3-secret-bot-token", "xapp-3-A1-secret-app-token"
+	const dm = "D42"
+	api := slacktest.Start(t, botToken, appToken)
+	shared := newMemShared(t, tokA)
+	h := hub.New(hub.Options{Shared: shared})
+	shared.hub.Store(h)
+	t.Cleanup(h.Close)
+	caps := answercap.New()
+	t.Cleanup(caps.Follow(h, store.Room))
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	m := New(Options{Hub: h, Caps: caps, Routes: map[string][]Channel{tokA: {sl}}})
+	t.Cleanup(m.Close)
+	ask := func(id string) chan *hub.Reply {
+		out := make(chan *hub.Reply, 1)
+		go func() {
+			rep, _ := h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "Deploy?", Timeout: time.Hour})
+			out <- rep
+		}()
+		return out
+	}
+	unsaved := func(typ string, payload map[string]any) {
+		t.Helper()
+		shared.fail.Store(true)
+		before := shared.refused.Load()
+		api.Envelope(t, typ, payload)
+		eventually(t, "the answer refused by the store", func() bool { return shared.refused.Load() > before })
+		shared.fail.Store(false)
+	}
+
+	answered := ask("q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	unsaved("events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it."))
+	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+
+	answered = ask("q-2")
+	ts = api.Call(t, "chat.postMessage", 2)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	unsaved("interactive", slacktest.Press("U42", dm, ts, "a:0"))
+	answer(t, answered)
+
+	for _, c := range calls(t, api, "chat.postMessage") {
+		if strings.Contains(c["text"], "Not taken") {
+			t.Errorf("the person was told %q", c["text"])
+		}
+	}
+	if told := calls(t, api, "chat.postEphemeral"); len(told) > 0 {
+		t.Errorf("the person was told %v", told)
+	}
+}
