@@ -207,7 +207,7 @@ func (m *Manager) event(ev hub.Event) {
 				select {
 				case <-q.q:
 					if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
-						m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "dropped_before", more)
+						m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
 					}
 				default:
 				}
