@@ -75,6 +75,15 @@ func (q *events) push(e event) {
 	}
 }
 
+// trim lets go of the events older than the replay window at now, the
+// newest too: a device that comes back later resyncs anyway.
+func (q *events) trim(now time.Time) {
+	for q.r != nil && q.r.Len() > 0 && now.Sub(q.r.At(0).at) > replayAge {
+		old, _ := q.r.Shift()
+		q.dropped = old.seq
+	}
+}
+
 func (q *events) len() int {
 	if q.r == nil {
 		return 0
