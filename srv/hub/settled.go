@@ -68,9 +68,14 @@ func (r *room) forgetSettledLocked(cutoff time.Time, keep *settled) {
 // kept the last of them, images and all, for good.
 const sweepEvery = time.Minute
 
-// sweepLaterLocked has r swept in sweepEvery, unless it will be already.
-// Called with r.mu held.
+// sweepLaterLocked has r swept in sweepEvery, unless it will be already
+// or the hub is closed. Called with r.mu held.
 func (h *Hub) sweepLaterLocked(r *room) {
+	select {
+	case <-h.quit:
+		return
+	default:
+	}
 	if r.sweeper == nil {
 		r.sweeper = time.AfterFunc(sweepEvery, func() { h.sweep(r) })
 	}

@@ -48,3 +48,28 @@ func TestQuietRoomLetsGo(t *testing.T) {
 		}
 	})
 }
+
+// TestClosedHubArmsNoSweep: a closed hub's room is swept no more, though
+// it keeps something (an answer for an absent agent, for a day).
+func TestClosedHubArmsNoSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{})
+		rc, ec := ask(h, "tok", "q", time.Hour, context.Background())
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{ClientID: "pc"}); err != nil {
+			t.Fatal(err)
+		}
+		<-rc
+		<-ec
+		h.Close()
+		time.Sleep(2 * sweepEvery)
+		synctest.Wait()
+		r := h.room("tok")
+		r.mu.Lock()
+		armed := r.sweeper != nil
+		r.mu.Unlock()
+		if armed {
+			t.Error("a closed hub's room is still swept")
+		}
+	})
+}
