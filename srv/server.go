@@ -497,6 +497,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		"wsConnections":      s.inbox.Count(),
 		"relayConnections":   s.relay.Count(),
 		"relaySessions":      s.relay.Sessions(),
+		"mcpSessions":        s.mcp.Sessions(),
 		"wsStates":           s.inbox.States(),
 		"relayStates":        s.relay.States(),
 		"ingressConnections": s.ingress.Count(),

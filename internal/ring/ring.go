@@ -76,6 +76,19 @@ func (r *Ring[T]) Trim(now time.Time) {
 	}
 }
 
+// Shift lets the oldest value go and returns it, for an owner whose
+// bounds need more than Bounds say (to know what went); false when the
+// ring is empty.
+func (r *Ring[T]) Shift() (T, bool) {
+	var v T
+	if r.n == 0 {
+		return v, false
+	}
+	v = r.At(0)
+	r.drop()
+	return v, true
+}
+
 // Clear lets every value go, and gives its bytes back to the pool.
 func (r *Ring[T]) Clear() {
 	r.count(-r.bytes)

@@ -125,3 +125,19 @@ func TestClearReleases(t *testing.T) {
 		t.Fatalf("kept %v", got)
 	}
 }
+
+// TestShift: Shift gives the oldest back and lets it go, bytes and pool
+// with it.
+func TestShift(t *testing.T) {
+	pool := &Pool{}
+	r := New(Bounds[item]{Size: func(i item) int64 { return i.size }, Pool: pool})
+	r.Push(item{n: 1, size: 3})
+	r.Push(item{n: 2, size: 4})
+	if v, ok := r.Shift(); !ok || v.n != 1 || r.Len() != 1 || r.Bytes() != 4 || pool.Held() != 4 {
+		t.Fatalf("Shift: %v %v; %d left, %d bytes, pool %d", v, ok, r.Len(), r.Bytes(), pool.Held())
+	}
+	r.Shift()
+	if _, ok := r.Shift(); ok || r.Len() != 0 || pool.Held() != 0 {
+		t.Fatalf("Shift of an empty ring: ok %v, %d left, pool %d", ok, r.Len(), pool.Held())
+	}
+}

@@ -5,7 +5,8 @@
 // capability of srv/answercap, or the channel's own signed entry).
 //
 // Goroutines: one per channel, which sends its notices in order, trying
-// again with backoff a bounded number of times, and one more for each
+// again with backoff a bounded number of times (once while the channel
+// is down: its last notice failed every try), and one more for each
 // channel that takes answers (Listener); Close stops them and waits. The hub's events only queue: a channel that is down, slow or
 // refusing delays neither the inbox nor another channel.
 package channel
@@ -137,6 +138,9 @@ type Manager struct {
 	log    *slog.Logger
 	unsub  func()
 	queues map[Channel]*queue // written by New only
+	// drops bounds the lines saying a queue was full: one a minute a
+	// channel, with the count dropped meanwhile.
+	drops window
 	// goroutines are the channels' senders and listeners: Close ends
 	// their Context (a Listen, a send in flight) and waits for them.
 	goroutines owned.Group
@@ -145,6 +149,11 @@ type Manager struct {
 type queue struct {
 	ch Channel
 	q  chan Notice
+	// down: a notice failed every try, and none has been delivered
+	// since; undelivered counts the notices lost meanwhile. Both are the
+	// queue's goroutine's own.
+	down        bool
+	undelivered int
 }
 
 // New starts a goroutine per channel and follows the hub's events.
@@ -233,7 +242,9 @@ func (m *Manager) event(ev hub.Event) {
 			default:
 				select {
 				case <-q.q:
-					m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name())
+					if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
+						m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
+					}
 				default:
 				}
 				continue
@@ -251,21 +262,41 @@ func (m *Manager) run(q *queue) {
 		case <-done:
 			return
 		case n := <-q.q:
-			m.send(q.ch, n)
+			m.send(q, n)
 		}
 	}
 }
 
-// send delivers n through c, trying again with backoff.
-func (m *Manager) send(c Channel, n Notice) {
+// send delivers n through q's channel, trying again with backoff. A
+// channel that is down (its last notice failed every try) gets one try
+// a notice: every try and its backoff, for each notice, would have its
+// queue fill faster than it fails, and what it delivers once it is back
+// be the oldest notices, long after their questions. The log says when
+// it goes down and when it delivers again, not at every notice.
+func (m *Manager) send(q *queue, n Notice) {
+	c := q.ch
+	tries := m.o.Tries
+	if q.down {
+		tries = 1
+	}
 	wait := m.o.Backoff
 	for try := 1; ; try++ {
 		err := m.sendOnce(c, n)
 		if err == nil {
+			if q.down {
+				m.log.Info("channel delivers again", "channel", c.Name(), "undelivered", q.undelivered)
+				q.down, q.undelivered = false, 0
+			}
 			return
 		}
-		if try >= m.o.Tries {
-			m.log.Warn("channel notice not delivered", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "tries", try, "err", err)
+		if try >= tries {
+			if !q.down {
+				m.log.Warn("channel notice not delivered; until one is, each notice is tried once", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "tries", try, "err", err)
+				q.down = true
+			} else {
+				m.log.Debug("channel notice not delivered", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "err", err)
+			}
+			q.undelivered++
 			return
 		}
 		m.log.Debug("channel notice not delivered yet", "channel", c.Name(), "try", try, "err", err)

@@ -151,6 +151,7 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 	now := h.now()
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
+	h.sweepLaterLocked(r)
 	switch {
 	case rec.ClosedNote == ReasonUndelivered: // kept on every instance (missed.go)
 		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)

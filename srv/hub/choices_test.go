@@ -63,6 +63,7 @@ func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 		}
 		defer db.Close()
 		h2 := New(Options{Store: db})
+		defer h2.Close()
 		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 2 {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}

@@ -198,9 +198,11 @@ type Hub struct {
 	tokens map[string]string // a room's token by its digest
 
 	quit      chan struct{} // closed by Close: every Ask returns ErrClosed
+	pruneOnce sync.Once     // the history's pruning starts once (Restore)
 	closeOnce sync.Once
-	// The cluster-mode writes off the watcher (goWrite): Close waits for
-	// them, and none starts once it has begun.
+	// The cluster-mode writes off the watcher (goWrite), and the
+	// history's pruning: Close waits for them, and none starts once it
+	// has begun.
 	wmu       lockorder.Mutex[lockorder.HubWrites]
 	wclosed   bool
 	writes    sync.WaitGroup

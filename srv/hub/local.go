@@ -276,6 +276,21 @@ func (l *localRecords) queueLocked(k localKey, rev uint64, closed time.Time, kep
 	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)), len(l.keptQ))
 }
 
+// sweep forgets the records past their time at now, as queueLocked
+// does when the next is written (Hub.sweep: there may be none).
+func (l *localRecords) sweep(now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for room, q := range l.settled {
+		if rq := l.forgetLocked(q, now.Add(-l.retention), maxSettled); len(rq) > 0 {
+			l.settled[room] = rq
+		} else {
+			delete(l.settled, room)
+		}
+	}
+	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)), len(l.keptQ))
+}
+
 // forgetLocked forgets the records of q written before cutoff, and the
 // oldest past the newest limit. It returns those left.
 func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time, limit int) []localQueued {

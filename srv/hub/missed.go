@@ -284,6 +284,7 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 	cutoff := h.now().Add(-h.retention)
 	if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(cutoff) {
 		r.keepSettled(rec.ID, settledOf(rec.Record), cutoff)
+		h.sweepLaterLocked(r)
 	}
 	switch {
 	case rec.Status == store.Answered && rec.ClosedNote == ReasonUndelivered && r.missed[rec.ID] == nil:

@@ -191,6 +191,7 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 
 		db, h = open()
 		defer db.Close()
+		defer h.Close()
 		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
 			t.Fatalf("handed over again after a restart: %+v", ms)
 		}

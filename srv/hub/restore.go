@@ -51,7 +51,39 @@ func (h *Hub) Restore(tokens []string) (pendingN, settledN int, err error) {
 	h.Following(last)
 	lostN := h.restoreLost(byRoom)
 	h.log.Info("restored requests", "pending", pendingN, "settled", settledN, "lost", lostN)
+	h.pruneOnce.Do(func() {
+		if h.own("history pruning", "") {
+			go h.pruneHistory()
+		}
+	})
 	return pendingN, settledN, nil
+}
+
+// pruneEvery is how often a running server deletes the history past
+// HistoryRetention: a server runs for weeks, and Restore prunes only
+// what was past it at start.
+const pruneEvery = time.Hour
+
+// pruneHistory deletes the history past HistoryRetention every
+// pruneEvery, until Close, which waits for it (own).
+func (h *Hub) pruneHistory() {
+	defer h.writes.Done()
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.quit:
+			return
+		case <-t.C:
+		}
+		n, err := h.local.db.Prune(h.now().Add(-h.history))
+		switch {
+		case err != nil:
+			h.log.Error("history not pruned", "err", err)
+		case n > 0:
+			h.log.Info("history pruned", "deleted", n, "older_than", h.history)
+		}
+	}
 }
 
 // Past is a settled request, as the history lists it.

@@ -45,6 +45,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 		}
 		defer db.Close()
 		h2 := New(Options{Store: db})
+		defer h2.Close()
 		p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
 		if err != nil || p != 1 || s != 1 {
 			t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
@@ -108,6 +109,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 		}
 		defer db.Close()
 		h2 := New(Options{Store: db})
+		defer h2.Close()
 		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
 			t.Fatal(err)
 		}
@@ -167,6 +169,7 @@ func TestAgentNamesKept(t *testing.T) {
 		}
 		defer db.Close()
 		h2 := New(Options{Store: db})
+		defer h2.Close()
 		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
 			t.Fatal(err)
 		}
@@ -229,6 +232,7 @@ func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 		}
 		defer db.Close()
 		h2 := New(Options{Store: db})
+		defer h2.Close()
 		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 1 {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}
@@ -244,6 +248,51 @@ func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 		recs, _, err := db.History(store.Room("tok"), time.Now().Add(time.Hour), 10)
 		if err != nil || len(recs) != 1 || recs[0].ID != "older" || recs[0].Status != store.Cancelled || recs[0].ClosedNote != "abandoned" {
 			t.Fatalf("history %+v %v, want older withdrawn as abandoned", recs, err)
+		}
+	})
+}
+
+// TestHistoryPrunedWhileRunning: the history past HistoryRetention
+// ([requests] history) was deleted only at start (Restore), so a server
+// that ran for weeks kept every request it ever settled, its answers'
+// images too, on disk and in its history view. A running server now
+// deletes it as it goes.
+func TestHistoryPrunedWhileRunning(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		db, err := store.Open(t.TempDir(), store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h := New(Options{Store: db, HistoryRetention: 48 * time.Hour})
+		defer h.Close()
+		if _, _, err := h.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		answered := func(id string) {
+			t.Helper()
+			_, ec := ask(h, "tok", id, time.Minute, context.Background())
+			synctest.Wait()
+			if err := h.Answer("tok", wire.AskQuestion, id, Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-ec; err != nil {
+				t.Fatal(err)
+			}
+		}
+		answered("old")
+		time.Sleep(50 * time.Hour)
+		answered("new")
+		past, _, err := h.History("tok", time.Now().Add(time.Second), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range past {
+			ids = append(ids, p.Request.ID)
+		}
+		if len(ids) != 1 || ids[0] != "new" {
+			t.Errorf("history after 50 h of a 48 h history: %v, want [new]", ids)
 		}
 	})
 }

@@ -29,7 +29,10 @@ type room struct {
 	settledOrder []string
 	seq          uint64 // the last request event's number
 	events       events // the last replayEvents of them
-	activity     time.Time
+	// sweeper lets go of what the room keeps past its time, armed while
+	// it keeps any (settled.go).
+	sweeper  *time.Timer
+	activity time.Time
 
 	// lost is the requests that were pending here when the store was
 	// found damaged and could not be restored, until a device dismisses

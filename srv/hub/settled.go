@@ -33,22 +33,69 @@ type settled struct {
 const maxSettled = 4096
 
 // keepSettled records an outcome and forgets those older than cutoff, or
-// beyond maxSettled: outcomes arrive in time order, so the oldest are at
-// the front of settledOrder and each is dropped once.
+// beyond maxSettled.
 func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
 	r.settled[id] = s
 	r.settledOrder = append(r.settledOrder, id)
+	r.forgetSettledLocked(cutoff, s)
+}
+
+// forgetSettledLocked forgets the outcomes older than cutoff, or beyond
+// maxSettled, but keep: outcomes arrive in time order, so the oldest are
+// at the front of settledOrder and each is dropped once.
+func (r *room) forgetSettledLocked(cutoff time.Time, keep *settled) {
 	for len(r.settledOrder) > 0 {
 		old := r.settledOrder[0]
 		o := r.settled[old]
 		if o != nil && !o.at.Before(cutoff) && len(r.settledOrder) <= maxSettled {
 			break
 		}
-		if o != nil && o != s {
+		if o != nil && o != keep {
 			delete(r.settled, old)
 		}
 		r.settledOrder[0] = ""
 		r.settledOrder = r.settledOrder[1:]
+	}
+	if len(r.settledOrder) == 0 {
+		r.settledOrder = nil // its array goes too
+	}
+}
+
+// sweepEvery is how often a room that keeps something for a while (the
+// outcomes for Retention, its events for the replay window, answers for
+// absent agents) lets go of what is past its time. Else only the next
+// request settled let go of them, and a server whose traffic stopped
+// kept the last of them, images and all, for good.
+const sweepEvery = time.Minute
+
+// sweepLaterLocked has r swept in sweepEvery, unless it will be already
+// or the hub is closed. Called with r.mu held.
+func (h *Hub) sweepLaterLocked(r *room) {
+	select {
+	case <-h.quit:
+		return
+	default:
+	}
+	if r.sweeper == nil {
+		r.sweeper = time.AfterFunc(sweepEvery, func() { h.sweep(r) })
+	}
+}
+
+// sweep lets go of what r keeps past its time, and of the records behind
+// it; again in sweepEvery while r keeps any of it.
+func (h *Hub) sweep(r *room) {
+	now := h.now()
+	r.mu.Lock()
+	r.sweeper = nil
+	r.forgetSettledLocked(now.Add(-h.retention), nil)
+	r.events.trim(now)
+	h.pruneMissedLocked(r, now)
+	if len(r.settledOrder) > 0 || r.events.len() > 0 || len(r.missedOrder) > 0 {
+		h.sweepLaterLocked(r)
+	}
+	r.mu.Unlock()
+	if h.local != nil {
+		h.local.sweep(now)
 	}
 }
 

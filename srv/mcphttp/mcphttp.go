@@ -138,6 +138,19 @@ func New(o Options) *Handler {
 	return h
 }
 
+// Sessions is how many MCP sessions the endpoint holds, of every token:
+// at most MaxSessions a token, those of clients that went away without
+// closing theirs included, until a newer one takes their place.
+func (h *Handler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, rm := range h.rooms {
+		n += rm.sessions.Len()
+	}
+	return n
+}
+
 // DefaultRelaySession is the relay session a URL without ?session= drives.
 const DefaultRelaySession = "default"
 

@@ -87,7 +87,7 @@ type Pusher struct {
 
 	mu      sync.Mutex // taken before nothing but the goroutines' leaf lock
 	senders map[string]*sender
-	slots   map[string]chan struct{} // a push service's host → its pushes in flight
+	slots   map[string]*slot // a push service's host → its pushes in flight, while it has one
 	// goroutines are the senders: Close ends their Context (a wait, a
 	// push in flight) and waits for them.
 	goroutines owned.Group
@@ -120,7 +120,7 @@ func New(o Options) *Pusher {
 	if o.Caps == nil {
 		o.Caps = answercap.New()
 	}
-	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]chan struct{}{}}
+	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]*slot{}}
 	p.unsub = o.Hub.Subscribe(p.event)
 	return p
 }
@@ -277,8 +277,18 @@ func retryable(err error) bool {
 	return !errors.Is(err, errPrivate) // else the network
 }
 
-// slot is the bound of the pushes in flight to endpoint's push service.
-func (p *Pusher) slot(endpoint string) chan struct{} {
+// slot bounds the pushes in flight to one push service. It lives while
+// a push to that service waits or is sent: the hosts are whatever the
+// subscriptions name, and a token's devices can name new ones without
+// end.
+type slot struct {
+	c     chan struct{}
+	users int // pushes holding or waiting for c; guarded by Pusher.mu
+}
+
+// slot is the bound of the pushes in flight to endpoint's push service,
+// held until release is called.
+func (p *Pusher) slot(endpoint string) (c chan struct{}, release func()) {
 	host := endpoint
 	if u, err := url.Parse(endpoint); err == nil {
 		host = u.Host
@@ -287,15 +297,23 @@ func (p *Pusher) slot(endpoint string) chan struct{} {
 	defer p.mu.Unlock()
 	sl := p.slots[host]
 	if sl == nil {
-		sl = make(chan struct{}, maxPerService)
+		sl = &slot{c: make(chan struct{}, maxPerService)}
 		p.slots[host] = sl
 	}
-	return sl
+	sl.users++
+	return sl.c, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if sl.users--; sl.users == 0 {
+			delete(p.slots, host)
+		}
+	}
 }
 
 // post sends one push.
 func (p *Pusher) post(s Subscription, j job) error {
-	sl := p.slot(s.Endpoint)
+	sl, release := p.slot(s.Endpoint)
+	defer release()
 	select {
 	case sl <- struct{}{}:
 	case <-p.goroutines.Done():

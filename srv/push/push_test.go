@@ -504,3 +504,43 @@ func TestPushesShareConnections(t *testing.T) {
 		t.Errorf("%d pushes in flight at most, over %d connections (for %d pushes); want at most %d and %d", most, conns, 2*devices, maxPerService, 2*maxPerService)
 	}
 }
+
+// TestServiceSlotsAreForgotten: the bound of pushes in flight to a push
+// service was kept by its host for as long as the server ran, for every
+// host a subscription ever named: a token's devices subscribing and
+// unsubscribing at new hosts grew it without end. A host's bound now
+// goes with its last push.
+func TestServiceSlotsAreForgotten(t *testing.T) {
+	s := newService(t)
+	// Every host reaches the one double.
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, s.Listener.Addr().String())
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	f := newFixture(t, Options{Client: &http.Client{Transport: tr}})
+	const hosts = 20
+	for i := range hosts {
+		d := newDevice(t, "/d"+strconv.Itoa(i))
+		at := &service{Server: &httptest.Server{URL: "http://push-" + strconv.Itoa(i) + ".example"}}
+		d.subscribe(t, f.p, at, tokA, "device "+strconv.Itoa(i))
+	}
+	f.ask(tokA, "q-1", "Deploy?")
+	for i := range hosts {
+		s.waitFor(t, "/d"+strconv.Itoa(i), 1)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		f.p.mu.Lock()
+		n := len(f.p.slots)
+		f.p.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-s.wake:
+		case <-time.After(time.Millisecond):
+		case <-deadline:
+			t.Fatalf("%d push services' bounds kept once their pushes were done, want 0", n)
+		}
+	}
+}
