@@ -3,6 +3,7 @@ package hub
 import (
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -12,6 +13,9 @@ import (
 type settled struct {
 	sum   digest // of the request
 	kind  wire.Kind
+	// questions are the request's choices, to read its answer against
+	// (Reattach).
+	questions []*pb.Question
 	reply *Reply
 	err   error
 	// reason is why it was withdrawn or timed out, as RequestCancelled
