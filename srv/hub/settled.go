@@ -11,13 +11,13 @@ import (
 // Retention so a caller that re-attaches (same ID, same request) still
 // gets it.
 type settled struct {
-	sum   digest // of the request
-	kind  wire.Kind
+	sum  digest // of the request
+	kind wire.Kind
 	// questions are the request's choices, to read its answer against
 	// (Reattach).
 	questions []*pb.Question
-	reply *Reply
-	err   error
+	reply     *Reply
+	err       error
 	// reason is why it was withdrawn or timed out, as RequestCancelled
 	// said it.
 	reason string

@@ -285,32 +285,6 @@ func TestAdoptedSessionsBounded(t *testing.T) {
 	}
 }
 
-// TestResumeElsewhereSaysWhere: a cut call's stream is kept by the
-// instance that serves the call; a resume through another one is
-// refused (400) saying so, and the call is still resumed where it runs.
-func TestResumeElsewhereSaysWhere(t *testing.T) {
-	be := newAsker()
-	_, bases, _ := newInstances(t, 2, 4, func(string) mcpbridge.Backend { return be })
-	sid := dial(t, bases[0], "token-a", "").GetSessionId()
-	last := askAndCut(t, be, bases[0], sid)
-
-	req := mcpRequest(t, http.MethodGet, bases[1]+"?t=token-a", sid, "")
-	req.Header.Set("Last-Event-ID", last)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "resumed only through the instance that serves the call") {
-		t.Errorf("a resume on another instance: %d %q", resp.StatusCode, body)
-	}
-	be.answer(0, "go ahead")
-	if got := resume(t, bases[0], sid, last); !strings.Contains(got, "go ahead") {
-		t.Errorf("the call resumed where it runs: %q", got)
-	}
-}
-
 // TestAdoptedByItsStream: the standalone stream (GET) the official SDK
 // opens after initialize may be what reaches another instance first, at
 // the same time as a request: the session is taken over once, and both
