@@ -27,12 +27,19 @@ var sharedKey = []byte("0123456789abcdef0123456789abcdef")
 // does with a client that opens a connection per request.
 func newInstances(t *testing.T, n, max int, be func(string) mcpbridge.Backend) (hs []*Handler, bases []string, lb string) {
 	t.Helper()
-	if be == nil {
-		be = func(string) mcpbridge.Backend { return noServer{} }
+	return newInstancesWith(t, n, Options{MaxSessions: max, Backend: be})
+}
+
+// newInstancesWith is newInstances with o's other options.
+func newInstancesWith(t *testing.T, n int, o Options) (hs []*Handler, bases []string, lb string) {
+	t.Helper()
+	if o.Backend == nil {
+		o.Backend = func(string) mcpbridge.Backend { return noServer{} }
 	}
+	o.SessionKey = sharedKey
+	o.TokenOf = func(r *http.Request) string { return r.URL.Query().Get("t") }
 	for range n {
-		h := New(Options{Backend: be, MaxSessions: max, SessionKey: sharedKey,
-			TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") }})
+		h := New(o)
 		ts := httptest.NewServer(h)
 		t.Cleanup(func() {
 			h.Close()

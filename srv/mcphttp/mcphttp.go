@@ -330,14 +330,14 @@ func (h *Handler) signer(r *http.Request, s *session) func(callClaims) string {
 }
 
 // elsewhere reads a Last-Event-ID of a call's stream that l does not
-// keep but another instance's log did (or this one's before a restart):
-// the claims of the call's request, and the signed part of the ID to
-// carry on; sig is "" for an ID to resume from l (its own, or one that
-// carries no request: l refuses it), err when its signature does not
-// hold for this session.
+// keep but another instance's log did (or this one's before a restart,
+// or this one's, past ReplayLimits.Age): the claims of the call's
+// request, and the signed part of the ID to carry on; sig is "" for an
+// ID to resume from l (its own, or one that carries no request: l
+// refuses it), err when its signature does not hold for this session.
 func (h *Handler) elsewhere(l *eventLog, token, sid, lastID string) (c callClaims, sig string, err error) {
 	tag, _, sig, err := parseEventID(lastID)
-	if err != nil || h.evKey == nil || sig == "" || tag == l.tag {
+	if err != nil || h.evKey == nil || sig == "" || tag == l.tag && !l.gone(lastID) {
 		return c, "", nil
 	}
 	c, err = eventSigner{key: h.evKey, token: token, sid: sid}.verify(sig)
@@ -359,7 +359,14 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	cctx, expire := context.WithCancel(context.WithoutCancel(ctx))
 	defer expire()
 	defer context.AfterFunc(h.runs.Context(), expire)()
-	st := h.logOf(s).open(expire, nil)
+	l := h.logOf(s)
+	st, fresh := l.openResumed(expire, c.Request)
+	if !fresh {
+		// Resumed here already: this GET carries that stream now, as a
+		// resume of its own events does.
+		l.resume(w, r.WithContext(ctx), st.firstID())
+		return
+	}
 	k := st.attachResumed(w, sig)
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)

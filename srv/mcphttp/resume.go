@@ -95,6 +95,9 @@ type eventLog struct {
 	events  []event // oldest first, numbers ascending
 	bytes   int
 	streams map[*callStream]struct{} // not yet done
+	// resumed are the streams not yet done of the calls made elsewhere
+	// and resumed here, by their request's ID: one per request.
+	resumed map[string]*callStream
 }
 
 type event struct {
@@ -105,7 +108,7 @@ type event struct {
 }
 
 func newEventLog(lim ReplayLimits, cluster bool) *eventLog {
-	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), cluster: cluster, streams: make(map[*callStream]struct{})}
+	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), cluster: cluster, streams: make(map[*callStream]struct{}), resumed: make(map[string]*callStream)}
 }
 
 func (l *eventLog) id(n uint64) string { return l.tag + "-" + strconv.FormatUint(n, 10) }
@@ -236,6 +239,9 @@ type callStream struct {
 	// since (eventsig.go).
 	sign func(callClaims) string
 	sig  string
+	// request: the ID of the request of a call made elsewhere and
+	// resumed here (log.resumed). Set before the stream is shared.
+	request string
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -250,6 +256,36 @@ func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string)
 	l.streams[st] = struct{}{}
 	l.mu.Unlock()
 	return st
+}
+
+// openResumed is the stream of a call made elsewhere whose request is
+// req, resumed here: the one there is (fresh false), or a new one whose
+// call expire ends. One per request, so that resuming a call many times
+// waits on its request once.
+func (l *eventLog) openResumed(expire context.CancelFunc, req string) (st *callStream, fresh bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.resumed[req]; st != nil {
+		return st, false
+	}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req}
+	st.away.Store(true)
+	l.streams[st] = struct{}{}
+	l.resumed[req] = st
+	return st, true
+}
+
+// firstID is the ID of the stream's first event.
+func (st *callStream) firstID() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.log.id(st.first)
+}
+
+// gone reports whether id is an event of this log no longer kept.
+func (l *eventLog) gone(id string) bool {
+	_, _, err := l.after(id)
+	return errors.Is(err, errEventGone)
 }
 
 // idLocked is the ID of the stream's event numbered n, as it is sent now.
@@ -397,6 +433,9 @@ func (st *callStream) endLocked() {
 	}
 	st.log.mu.Lock()
 	delete(st.log.streams, st)
+	if st.request != "" && st.log.resumed[st.request] == st {
+		delete(st.log.resumed, st.request)
+	}
 	st.log.mu.Unlock()
 }
 
@@ -436,7 +475,10 @@ func (st *callStream) attachResumed(w http.ResponseWriter, sig string) *sink {
 	defer st.mu.Unlock()
 	st.sig = sig
 	st.attachLocked(k)
-	st.recordLocked(nil, false)
+	st.first = st.log.add(st, nil)
+	if err := k.send(st.idLocked(st.first), nil); err != nil {
+		st.detachLocked()
+	}
 	return k
 }
 

@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"io"
 	"net/http"
 	"strings"
@@ -156,5 +157,117 @@ func TestResumeElsewhereRefusals(t *testing.T) {
 	be.answer(0, "go ahead")
 	if got := resume(t, bases[1], sid, last); !strings.Contains(got, "go ahead") {
 		t.Errorf("the call resumed after the refusals: %q", got)
+	}
+}
+
+// TestResumedOnceHere: a call resumed through an instance, cut there
+// before its client had more than the stream's first event, and resumed
+// there again from the ID of the instance where it began, is one call
+// stream there, waiting on its request once; the second resume carries
+// it and has the response.
+func TestResumedOnceHere(t *testing.T) {
+	be := newAsker()
+	hs, bases, _ := newInstances(t, 2, 4, func(string) mcpbridge.Backend { return be })
+	sid := dial(t, bases[0], "token-a", "").GetSessionId()
+	last := askAndCutSigned(t, be, bases[0], sid, true)
+	be.await(func() bool { return be.waiting[be.ids[0]] == 0 })
+
+	get := func(c *http.Client) *http.Response {
+		req := mcpRequest(t, http.MethodGet, bases[1]+"?t=token-a", sid, "")
+		req.Header.Set("Last-Event-ID", last)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("resume: %d", resp.StatusCode)
+		}
+		return resp
+	}
+	cut := newCutter()
+	if _, err := next(bufio.NewReader(get(cut.Client).Body)); err != nil {
+		t.Fatal(err)
+	}
+	be.await(func() bool { return be.waiting[be.ids[0]] == 1 })
+	cut.cut()
+	be.await(func() bool { return be.waiting[be.ids[0]] == 0 })
+	second := get(http.DefaultClient)
+	be.await(func() bool { return be.waiting[be.ids[0]] == 1 })
+	if n := hs[1].callsOf("token-a", sid); n != 1 {
+		t.Errorf("%d call streams of the session, want 1", n)
+	}
+	be.answer(0, "go ahead")
+	body, err := io.ReadAll(second.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(body), `"id":7`); n != 1 || !strings.Contains(string(body), "go ahead") {
+		t.Fatalf("the second resume: %s", body)
+	}
+	be.mu.Lock()
+	defer be.mu.Unlock()
+	if len(be.ids) != 1 {
+		t.Errorf("asked %d times", len(be.ids))
+	}
+}
+
+// callsOf is how many call streams not yet done the session sid of
+// token has here.
+func (h *Handler) callsOf(token, sid string) int {
+	h.mu.Lock()
+	rm := h.rooms[sha256.Sum256([]byte(token))]
+	var l *eventLog
+	if s, _ := rm.sessions.Get(sid); s != nil {
+		l = s.log
+	}
+	h.mu.Unlock()
+	if l == nil {
+		return 0
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.streams)
+}
+
+// TestResumeHerePastItsEvents: an instance that no longer keeps its own
+// event (the session's later events took its place) resumes the call
+// from the request the ID carries, as another instance would, rather
+// than refuse it.
+func TestResumeHerePastItsEvents(t *testing.T) {
+	be := newAsker()
+	_, bases, _ := newInstancesWith(t, 1, Options{Backend: func(string) mcpbridge.Backend { return be },
+		Replay: ReplayLimits{Events: 1}})
+	sid := dial(t, bases[0], "token-a", "").GetSessionId()
+	last := askAndCutSigned(t, be, bases[0], sid, true)
+	be.await(func() bool { return be.waiting[be.ids[0]] == 0 })
+	// Another call of the session: its first event is the one kept now.
+	resp, err := http.DefaultClient.Do(mcpRequest(t, http.MethodPost, bases[0]+"?t=token-a", sid,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask_question","arguments":{"question":"And then?","project_directory":"/p"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if _, err := next(bufio.NewReader(resp.Body)); err != nil {
+		t.Fatal(err)
+	}
+	req := mcpRequest(t, http.MethodGet, bases[0]+"?t=token-a", sid, "")
+	req.Header.Set("Last-Event-ID", last)
+	resumed, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resumed.Body.Close()
+	if resumed.StatusCode != http.StatusOK {
+		t.Fatalf("resume: %d", resumed.StatusCode)
+	}
+	be.await(func() bool { return be.waiting[be.ids[0]] == 1 })
+	be.answer(0, "go ahead")
+	body, err := io.ReadAll(resumed.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), `"id":7`) || !strings.Contains(string(body), "go ahead") {
+		t.Errorf("the resumed call's response: %s", body)
 	}
 }
