@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -92,7 +93,7 @@ func resumeElsewhere(t *testing.T, answerFirst bool) {
 	responses := 0
 	for {
 		ev, err := nextEvent(events)
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -229,7 +230,7 @@ func nextEvent(r *bufio.Reader) (sseEvent, error) {
 	for {
 		line, err := r.ReadString('\n')
 		if err != nil {
-			if err == io.EOF && seen {
+			if errors.Is(err, io.EOF) && seen {
 				return ev, io.ErrUnexpectedEOF
 			}
 			return ev, err

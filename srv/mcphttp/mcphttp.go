@@ -337,7 +337,10 @@ func (h *Handler) signer(r *http.Request, s *session) func(callClaims) string {
 // refuses it), err when its signature does not hold for this session.
 func (h *Handler) elsewhere(l *eventLog, token, sid, lastID string) (c callClaims, sig string, err error) {
 	tag, _, sig, err := parseEventID(lastID)
-	if err != nil || h.evKey == nil || sig == "" || tag == l.tag && !l.gone(lastID) {
+	if err != nil {
+		return c, "", err
+	}
+	if h.evKey == nil || sig == "" || tag == l.tag && !l.gone(lastID) {
 		return c, "", nil
 	}
 	c, err = eventSigner{key: h.evKey, token: token, sid: sid}.verify(sig)

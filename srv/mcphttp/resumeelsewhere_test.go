@@ -3,6 +3,7 @@ package mcphttp
 import (
 	"bufio"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -61,7 +62,7 @@ func TestResumeThroughAnotherInstance(t *testing.T) {
 		}
 		break
 	}
-	if ev, err := next(r); err != io.EOF {
+	if ev, err := next(r); !errors.Is(err, io.EOF) {
 		t.Errorf("after the response the stream goes on: %+v %v", ev, err)
 	}
 	be.mu.Lock()
