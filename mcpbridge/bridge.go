@@ -120,6 +120,7 @@ func (o *Options) defaults() {
 // step with its host.
 type Server struct {
 	*server.MCPServer
+	b  *bridge
 	ui *uiTools // nil without Options.UI or Backend
 }
 
@@ -137,7 +138,7 @@ func New(o Options) *Server {
 	)
 	b := newBridge(o)
 	b.register(s)
-	out := &Server{MCPServer: s}
+	out := &Server{MCPServer: s, b: b}
 	if o.Backend != nil || o.UI != nil {
 		u := &uiTools{b: b, srv: s, registered: make(map[string]bool), unlisted: make(map[string]bool)}
 		u.register()

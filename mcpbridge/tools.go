@@ -87,7 +87,7 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 		if res := b.handOver(ctx, kind, tool, dir); res != nil {
 			return res, nil
 		}
-		id := wire.NewID()
+		id, asked := requestOf(ctx)
 		agent, model, client := req.GetString("agent_name", ""), req.GetString("reasoning_model_name", ""), mcpClientName(ctx)
 		var call func(context.Context) (*pb.AskQuestionResponse, string, error)
 		if kind == wire.AskQuestion {
@@ -102,6 +102,9 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 				AgentName: agent, ReasoningModelName: model, McpClientName: client, Questions: qs,
 			}}
 			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) { return b.be.TaskReport(ctx, r) }
+		}
+		if asked != nil {
+			asked(kind, wire.Digest(kind, dir, text), timeout)
 		}
 		return b.waitAndOffer(ctx, req, kind, id, text, qs, timeout, call)
 	}
@@ -152,6 +155,13 @@ func (b *bridge) dir(req mcp.CallToolRequest) string {
 // (WithLink), the call waits for it, not on the server, and re-attaches
 // once it is back.
 func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, qs []*pb.Question, timeout time.Duration,
+	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
+	return b.waitFor(ctx, req, kind, id, func() []*pb.Question { return qs }, timeout, call)
+}
+
+// waitFor is wait for a call that learns the request's choices (qs) only
+// from its answer (Server.Resume).
+func (b *bridge) waitFor(ctx context.Context, req mcp.CallToolRequest, kind wire.Kind, id string, qs func() []*pb.Question, timeout time.Duration,
 	call func(context.Context) (*pb.AskQuestionResponse, error)) (*mcp.CallToolResult, error) {
 	stop := b.progress(ctx, req, timeout)
 	defer stop()
@@ -213,7 +223,7 @@ func (b *bridge) wait(ctx context.Context, req mcp.CallToolRequest, kind wire.Ki
 				return mcp.NewToolResultError(b.explain(kind, timeout, told)), nil
 			}
 			b.log.Info("answered", "kind", kind, "after", time.Since(start).Round(time.Millisecond))
-			return toResult(kind, resp, qs), nil
+			return toResult(kind, resp, qs()), nil
 		}
 		if ctx.Err() != nil {
 			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
@@ -381,6 +391,11 @@ func (b *bridge) explain(kind wire.Kind, timeout time.Duration, err error) strin
 		return fmt.Sprintf("The %s was withdrawn before anyone answered it (cancelled, or its agent went away for too long).", what)
 	case connect.CodeInvalidArgument:
 		return fmt.Sprintf("agentassistant-srv refused the %s: %s", what, connectMessage(err))
+	case connect.CodeNotFound:
+		// A resumed call (Server.Resume) whose request the server does
+		// not know: never saved, or its outcome no longer kept.
+		return fmt.Sprintf("agentassistant-srv no longer knows the %s this call asked, so its outcome cannot be told here. "+
+			"If you still need it, call the tool again.", what)
 	}
 	return fmt.Sprintf("The %s failed: agentassistant-srv at %s answered %s: %s", what, b.o.ServerURL, connect.CodeOf(err), connectMessage(err))
 }

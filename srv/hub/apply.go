@@ -133,7 +133,7 @@ func (h *Hub) mirrorLocked(r *room, token string, rec SharedRecord, rev uint64) 
 // (the event numbered rev).
 func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send func()) {
 	s := rec.outcome()
-	s.sum, s.kind = p.sum, p.req.Kind
+	s.sum, s.kind, s.questions = p.sum, p.req.Kind, p.req.Questions
 	r.mu.Lock()
 	if r.pending[p.req.ID] != p {
 		r.mu.Unlock()
@@ -181,7 +181,7 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 func settledOf(rec store.Record) *settled {
 	req := requestOf(rec)
 	s := outcomeOf(rec)
-	s.sum, s.kind = req.digest(), req.Kind
+	s.sum, s.kind, s.questions = req.digest(), req.Kind, req.Questions
 	return s
 }
 

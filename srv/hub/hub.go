@@ -92,6 +92,9 @@ type Request struct {
 	// field 7): options the person answers with in one tap. Checked by the
 	// door (wire.CheckQuestions); nil when none.
 	Questions []*pb.Question
+	// join: the caller re-attaches only (Reattach); the request is never
+	// asked.
+	join bool
 }
 
 // Reply is a person's answer. AskQuestionResponse and TaskFinishResponse
@@ -132,6 +135,8 @@ var (
 	// now; a Shared store wraps its errors in it when so. What could not
 	// be saved then may be saved once it is back: the caller tries again.
 	ErrUnreachable = errors.New("the cluster's NATS is unreachable")
+	// ErrUnknown: Reattach found no request of that ID, pending or kept.
+	ErrUnknown = errors.New("no such request: it was never asked, or its outcome is no longer kept")
 )
 
 // notSaved says what could not be saved and why.

@@ -115,7 +115,11 @@ func (h *Hub) askDigested(ctx context.Context, token string, req Request, sum di
 		}()
 		var rep *Reply
 		var err error
-		if p, counted, rep, err = h.create(ctx, r, token, req, sum); p == nil {
+		begin := h.create
+		if req.join {
+			begin = h.join
+		}
+		if p, counted, rep, err = begin(ctx, r, token, req, sum); p == nil {
 			return rep, err
 		}
 		if counted {
@@ -251,6 +255,30 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 		return p, true, nil, nil
 	}
 	r.mu.Unlock()
+	return h.attachRecord(ctx, r, token, req, sum, rec)
+}
+
+// join is create for a caller that only re-attaches (Reattach): the
+// request's record is read, never written; ErrUnknown when there is none.
+// Called with r.mu held; it returns with r.mu released.
+func (h *Hub) join(ctx context.Context, r *room, token string, req Request, sum digest) (*pending, bool, *Reply, error) {
+	r.mu.Unlock()
+	sctx, cancel := h.sharedCtx(ctx)
+	rec, _, err := h.shared.Get(sctx, r.digest, req.ID)
+	cancel()
+	if errors.Is(err, ErrRecordMissing) {
+		return nil, false, nil, ErrUnknown
+	}
+	if err != nil {
+		return nil, false, nil, fmt.Errorf("read the request's record: %w", err)
+	}
+	return h.attachRecord(ctx, r, token, req, sum, rec)
+}
+
+// attachRecord is the pending request to wait on for rec, the record of
+// req another call wrote, or what the call returns when it is settled
+// (create's).
+func (h *Hub) attachRecord(ctx context.Context, r *room, token string, req Request, sum digest, rec SharedRecord) (*pending, bool, *Reply, error) {
 	if got := requestOf(rec.Record); got.digest() != sum {
 		return nil, false, nil, ErrDuplicate
 	}

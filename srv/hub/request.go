@@ -3,7 +3,6 @@ package hub
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -176,22 +175,11 @@ func (h *Hub) Cancel(token, id string) error {
 	return nil
 }
 
-// digest identifies a request's content, so a caller re-attaching by ID
-// can be told from another request that reuses the ID.
-type digest [sha256.Size]byte
+// digest identifies a request's content (wire.Digest), so a caller
+// re-attaching by ID can be told from another request that reuses the ID.
+type digest = [sha256.Size]byte
 
-func (q *Request) digest() digest {
-	h := sha256.New()
-	var n [8]byte
-	for _, f := range []string{q.Kind.String(), q.ProjectDirectory, q.Text} {
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		h.Write(n[:])
-		h.Write([]byte(f))
-	}
-	var d digest
-	h.Sum(d[:0])
-	return d
-}
+func (q *Request) digest() digest { return wire.Digest(q.Kind, q.ProjectDirectory, q.Text) }
 
 // statusOf is the store's status of a request settled with err (nil:
 // answered); apply.go's settledOf reads it back.
@@ -225,4 +213,51 @@ func validReply(rep *Reply) {
 			return
 		}
 	}
+}
+
+// Reattach waits for the outcome of the request id of token as Ask does
+// for a caller re-attaching by ID, for a caller that does not have the
+// request's text: a call resumed through another instance of a cluster
+// than the one it was made through. sum is the request's digest
+// (wire.Digest of its kind, project directory and text). It never asks:
+// a request pending nowhere and not kept (Retention) is ErrUnknown. With
+// the outcome it returns the request's choices, to read the answer
+// against.
+func (h *Hub) Reattach(ctx context.Context, token string, kind wire.Kind, id string, sum [sha256.Size]byte) (*Reply, []*pb.Question, error) {
+	select {
+	case <-h.quit:
+		return nil, nil, ErrClosed
+	default:
+	}
+	qs, err := h.questionsOf(ctx, token, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rep, err := h.askDigested(ctx, token, Request{Kind: kind, ID: id, join: true}, sum)
+	return rep, qs, err
+}
+
+// questionsOf is the choices of the request id, as this instance knows
+// them, or as its record says.
+func (h *Hub) questionsOf(ctx context.Context, token, id string) ([]*pb.Question, error) {
+	r := h.room(token)
+	r.mu.Lock()
+	p, s := r.pending[id], r.settled[id]
+	r.mu.Unlock()
+	switch {
+	case p != nil:
+		return p.req.Questions, nil
+	case s != nil:
+		return s.questions, nil
+	}
+	sctx, cancel := h.sharedCtx(ctx)
+	defer cancel()
+	rec, _, err := h.shared.Get(sctx, r.digest, id)
+	switch {
+	case errors.Is(err, ErrRecordMissing):
+		return nil, ErrUnknown
+	case err != nil:
+		return nil, fmt.Errorf("read the request's record: %w", err)
+	}
+	return requestOf(rec.Record).Questions, nil
 }

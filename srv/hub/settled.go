@@ -3,6 +3,7 @@ package hub
 import (
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
@@ -10,10 +11,13 @@ import (
 // Retention so a caller that re-attaches (same ID, same request) still
 // gets it.
 type settled struct {
-	sum   digest // of the request
-	kind  wire.Kind
-	reply *Reply
-	err   error
+	sum  digest // of the request
+	kind wire.Kind
+	// questions are the request's choices, to read its answer against
+	// (Reattach).
+	questions []*pb.Question
+	reply     *Reply
+	err       error
 	// reason is why it was withdrawn or timed out, as RequestCancelled
 	// said it.
 	reason string

@@ -41,7 +41,11 @@ func (b *bus) Create(_ context.Context, rec SharedRecord) (uint64, error) {
 func (b *bus) Get(_ context.Context, _, id string) (SharedRecord, uint64, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.recs[id], b.revs[id], nil
+	rec, ok := b.recs[id]
+	if !ok {
+		return rec, 0, ErrRecordMissing // as the stores say
+	}
+	return rec, b.revs[id], nil
 }
 
 func (b *bus) Update(_ context.Context, rec SharedRecord, rev uint64) (uint64, error) {

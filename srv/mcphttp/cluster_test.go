@@ -27,12 +27,19 @@ var sharedKey = []byte("0123456789abcdef0123456789abcdef")
 // does with a client that opens a connection per request.
 func newInstances(t *testing.T, n, max int, be func(string) mcpbridge.Backend) (hs []*Handler, bases []string, lb string) {
 	t.Helper()
-	if be == nil {
-		be = func(string) mcpbridge.Backend { return noServer{} }
+	return newInstancesWith(t, n, Options{MaxSessions: max, Backend: be})
+}
+
+// newInstancesWith is newInstances with o's other options.
+func newInstancesWith(t *testing.T, n int, o Options) (hs []*Handler, bases []string, lb string) {
+	t.Helper()
+	if o.Backend == nil {
+		o.Backend = func(string) mcpbridge.Backend { return noServer{} }
 	}
+	o.SessionKey = sharedKey
+	o.TokenOf = func(r *http.Request) string { return r.URL.Query().Get("t") }
 	for range n {
-		h := New(Options{Backend: be, MaxSessions: max, SessionKey: sharedKey,
-			TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") }})
+		h := New(o)
 		ts := httptest.NewServer(h)
 		t.Cleanup(func() {
 			h.Close()
@@ -282,32 +289,6 @@ func TestAdoptedSessionsBounded(t *testing.T) {
 	}
 	if got := post(t, bases[0]+"?", "token-a", sid("4")); got != http.StatusServiceUnavailable {
 		t.Errorf("a session adopted while all are busy: %d, want 503", got)
-	}
-}
-
-// TestResumeElsewhereSaysWhere: a cut call's stream is kept by the
-// instance that serves the call; a resume through another one is
-// refused (400) saying so, and the call is still resumed where it runs.
-func TestResumeElsewhereSaysWhere(t *testing.T) {
-	be := newAsker()
-	_, bases, _ := newInstances(t, 2, 4, func(string) mcpbridge.Backend { return be })
-	sid := dial(t, bases[0], "token-a", "").GetSessionId()
-	last := askAndCut(t, be, bases[0], sid)
-
-	req := mcpRequest(t, http.MethodGet, bases[1]+"?t=token-a", sid, "")
-	req.Header.Set("Last-Event-ID", last)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "resumed only through the instance that serves the call") {
-		t.Errorf("a resume on another instance: %d %q", resp.StatusCode, body)
-	}
-	be.answer(0, "go ahead")
-	if got := resume(t, bases[0], sid, last); !strings.Contains(got, "go ahead") {
-		t.Errorf("the call resumed where it runs: %q", got)
 	}
 }
 

@@ -71,6 +71,9 @@ type Handler struct {
 	o   Options
 	log *slog.Logger
 	key []byte // signs the session IDs; nil: random ones
+	// evKey signs the requests event IDs carry (eventsig.go); nil with
+	// key.
+	evKey []byte
 	// runs are the bridges' Run; its context ends once Close starts:
 	// calls end, bridges stop.
 	runs owned.Group
@@ -134,6 +137,7 @@ func New(o Options) *Handler {
 	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 	if o.SessionKey != nil {
 		h.key = deriveKey(o.SessionKey)
+		h.evKey = deriveEventKey(o.SessionKey)
 	}
 	return h
 }
@@ -216,7 +220,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "Last-Event-ID: streams are not resumed from protocol 2026-07-28 on", http.StatusBadRequest)
 			return
 		}
-		if _, _, err := parseEventID(lastID); err != nil {
+		if _, _, _, err := parseEventID(lastID); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
@@ -275,7 +279,16 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w = countingWriter{ResponseWriter: w, n: &s.writes}
 	}
 	if lastID != "" {
-		h.logOf(s).resume(w, r.WithContext(ctx), lastID)
+		l := h.logOf(s)
+		c, sig, err := h.elsewhere(l, h.o.TokenOf(r), s.id, lastID)
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		case sig != "":
+			h.serveResumed(ctx, w, r, b, s, c, sig)
+		default:
+			l.resume(w, r.WithContext(ctx), lastID)
+		}
 		return
 	}
 	if sid != "" && r.Method == http.MethodPost {
@@ -307,10 +320,16 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	cctx, expire := context.WithCancel(context.WithoutCancel(ctx))
 	defer expire()
 	defer context.AfterFunc(h.runs.Context(), expire)()
-	st := h.logOf(s).open(expire)
+	st := h.logOf(s).open(expire, h.signer(r, s))
 	k := st.attach(w)
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
+	// The request's ID is chosen here, before the call's first event, so
+	// that the stream's event IDs can carry it once the call asks.
+	rid := wire.NewID()
+	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
+		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id})
+	})
 	t := &tap{st: st, id: id, h: http.Header{}}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
 	if t.direct(k) {
@@ -319,6 +338,72 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	}
 	t.begin(k)
 	t.finish()
+}
+
+// signer signs the requests the event IDs of s's calls carry; nil
+// without a shared key.
+func (h *Handler) signer(r *http.Request, s *session) func(callClaims) string {
+	if h.evKey == nil {
+		return nil
+	}
+	return eventSigner{key: h.evKey, token: h.o.TokenOf(r), sid: s.id}.sign
+}
+
+// elsewhere reads a Last-Event-ID of a call's stream that l does not
+// keep but another instance's log did (or this one's before a restart,
+// or this one's, past ReplayLimits.Age): the claims of the call's
+// request, and the signed part of the ID to carry on; sig is "" for an
+// ID to resume from l (its own, or one that carries no request: l
+// refuses it), err when its signature does not hold for this session.
+func (h *Handler) elsewhere(l *eventLog, token, sid, lastID string) (c callClaims, sig string, err error) {
+	tag, _, sig, err := parseEventID(lastID)
+	if err != nil {
+		return c, "", err
+	}
+	if h.evKey == nil || sig == "" || tag == l.tag && !l.gone(lastID) {
+		return c, "", nil
+	}
+	c, err = eventSigner{key: h.evKey, token: token, sid: sid}.verify(sig)
+	if err != nil {
+		return c, "", errEventForeign
+	}
+	return c, sig, nil
+}
+
+// serveResumed serves a GET that resumes, through this instance, the
+// stream of a call made through another one (or through this one before
+// a restart): the call's request is re-attached to through the hub
+// (mcpbridge.Server.Resume) and its outcome is the call's response on
+// this stream, as the call would have given it. The stream is this
+// log's from now on (its events carry the same claims), so a client cut
+// again resumes it here, or elsewhere again; like a call's, it outlives
+// its connection for Replay.Grace.
+func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *http.Request, b *bridge, s *session, c callClaims, sig string) {
+	cctx, expire := context.WithCancel(context.WithoutCancel(ctx))
+	defer expire()
+	defer context.AfterFunc(h.runs.Context(), expire)()
+	l := h.logOf(s)
+	st, fresh := l.openResumed(expire, c.Request)
+	if !fresh {
+		// Resumed here already: this GET carries that stream now, as a
+		// resume of its own events does.
+		l.resume(w, r.WithContext(ctx), st.firstID())
+		return
+	}
+	k := st.attachResumed(w, sig)
+	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
+	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
+	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)
+	res := b.mcp.Resume(cctx, c.Kind, c.Request, c.sum(), c.timeout())
+	out, err := json.Marshal(struct {
+		JSONRPC string              `json:"jsonrpc"`
+		ID      json.RawMessage     `json:"id"`
+		Result  *mcp.CallToolResult `json:"result"`
+	}{"2.0", c.Call, res})
+	if err != nil {
+		out, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.Call, "error": map[string]any{"code": -32603, "message": "encode the result: " + err.Error()}})
+	}
+	st.record(out, true)
 }
 
 // logOf is s's event log, made on first use.

@@ -56,8 +56,9 @@ func (l *ReplayLimits) defaults() {
 	opt.Default(&l.Grace, time.Minute)
 }
 
-// maxEventID bounds a Last-Event-ID read: ours are far shorter.
-const maxEventID = 64
+// maxEventID bounds a Last-Event-ID read: ours are shorter, the claims
+// of a call's request included (eventsig.go).
+const maxEventID = 512
 
 // sendTimeout bounds one event's write to a client, so a stalled client
 // holds a stream for no longer.
@@ -70,8 +71,10 @@ var (
 	errEventForeign   = errors.New("Last-Event-ID is not an event of this MCP session")
 	errEventGone      = errors.New("Last-Event-ID is no longer kept (a session keeps its latest events for a while); the call's stream cannot be resumed")
 	errEventGap       = errors.New("an event after Last-Event-ID was too large to keep; the call's stream cannot be resumed")
-	// In a cluster an event ID of another log may be another instance's.
-	errEventElsewhere = errors.New("Last-Event-ID is not an event this instance keeps: in a cluster a call's stream is resumed only through the instance that serves the call (its question stays pending, and its answer goes to the project's next call)")
+	// In a cluster an event ID of another log may be another instance's:
+	// one that carries no request (a call that asks no one) is resumed
+	// only there.
+	errEventElsewhere = errors.New("Last-Event-ID is not an event this instance keeps: in a cluster only a question's or a task report's stream is resumed through any instance; this call's is resumed only through the instance that serves it")
 )
 
 // eventLog is one session's latest events of its calls' streams. Lock
@@ -92,6 +95,9 @@ type eventLog struct {
 	events  []event // oldest first, numbers ascending
 	bytes   int
 	streams map[*callStream]struct{} // not yet done
+	// resumed are the streams not yet done of the calls made elsewhere
+	// and resumed here, by their request's ID: one per request.
+	resumed map[string]*callStream
 }
 
 type event struct {
@@ -102,21 +108,21 @@ type event struct {
 }
 
 func newEventLog(lim ReplayLimits, cluster bool) *eventLog {
-	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), cluster: cluster, streams: make(map[*callStream]struct{})}
+	return &eventLog{lim: lim, tag: strings.ToLower(rand.Text()[:10]), cluster: cluster, streams: make(map[*callStream]struct{}), resumed: make(map[string]*callStream)}
 }
 
 func (l *eventLog) id(n uint64) string { return l.tag + "-" + strconv.FormatUint(n, 10) }
 
-// add keeps data as the next event of st and gives its ID; "" when it
-// is too large to keep (st then has a gap).
-func (l *eventLog) add(st *callStream, data []byte) string {
+// add keeps data as the next event of st and gives its number; 0 when
+// it is too large to keep (st then has a gap).
+func (l *eventLog) add(st *callStream, data []byte) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
 	l.expireLocked(now)
 	if len(data) > l.lim.Bytes {
 		st.gap, st.gapAfter = true, l.next
-		return ""
+		return 0
 	}
 	l.next++
 	l.events = append(l.events, event{n: l.next, st: st, data: data, at: now})
@@ -124,7 +130,7 @@ func (l *eventLog) add(st *callStream, data []byte) string {
 	for len(l.events) > l.lim.Events || l.bytes > l.lim.Bytes {
 		l.dropLocked()
 	}
-	return l.id(l.next)
+	return l.next
 }
 
 func (l *eventLog) dropLocked() {
@@ -139,27 +145,32 @@ func (l *eventLog) expireLocked(now time.Time) {
 	}
 }
 
-// parseEventID reads an ID this server gives: the session's tag and a
-// number.
-func parseEventID(id string) (tag string, n uint64, err error) {
+// parseEventID reads an ID this server gives: the session's tag, a
+// number, and the signed claims of the call's request when it carries
+// them (sig, eventsig.go), unchecked.
+func parseEventID(id string) (tag string, n uint64, sig string, err error) {
 	if len(id) > maxEventID {
-		return "", 0, errEventMalformed
+		return "", 0, "", errEventMalformed
 	}
-	tag, num, ok := strings.Cut(id, "-")
+	head, sig, signed := strings.Cut(id, ".")
+	if signed && sig == "" {
+		return "", 0, "", errEventMalformed
+	}
+	tag, num, ok := strings.Cut(head, "-")
 	if !ok || tag == "" {
-		return "", 0, errEventMalformed
+		return "", 0, "", errEventMalformed
 	}
 	n, err = strconv.ParseUint(num, 10, 64)
 	if err != nil || n == 0 {
-		return "", 0, errEventMalformed
+		return "", 0, "", errEventMalformed
 	}
-	return tag, n, nil
+	return tag, n, sig, nil
 }
 
 // after finds the event id and gives its stream and the events of that
 // stream after it, as (ID, data) pairs.
 func (l *eventLog) after(id string) (*callStream, []event, error) {
-	tag, n, err := parseEventID(id)
+	tag, n, _, err := parseEventID(id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -222,7 +233,15 @@ type callStream struct {
 	gen     uint64        // counts the changes of out, for the grace timer
 	timer   *time.Timer   // ends the call once it has been away for Grace
 	prime   *time.Timer   // begins the POST's response as the stream (attach)
-	first   string        // the ID of the stream's first event, which has no data
+	first   uint64        // the number of the stream's first event, which has no data
+	// sign signs the claims of the call's request (nil: IDs carry none,
+	// one instance); sig, once the call asks, ends every event ID sent
+	// since (eventsig.go).
+	sign func(callClaims) string
+	sig  string
+	// request: the ID of the request of a call made elsewhere and
+	// resumed here (log.resumed). Set before the stream is shared.
+	request string
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -230,13 +249,75 @@ type callStream struct {
 	gapAfter uint64
 }
 
-func (l *eventLog) open(expire context.CancelFunc) *callStream {
-	st := &callStream{log: l, expire: expire, changed: make(chan struct{})}
+func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string) *callStream {
+	st := &callStream{log: l, expire: expire, changed: make(chan struct{}), sign: sign}
 	st.away.Store(true)
 	l.mu.Lock()
 	l.streams[st] = struct{}{}
 	l.mu.Unlock()
 	return st
+}
+
+// openResumed is the stream of a call made elsewhere whose request is
+// req, resumed here: the one there is (fresh false), or a new one whose
+// call expire ends. One per request, so that resuming a call many times
+// waits on its request once.
+func (l *eventLog) openResumed(expire context.CancelFunc, req string) (st *callStream, fresh bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.resumed[req]; st != nil {
+		return st, false
+	}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req}
+	st.away.Store(true)
+	l.streams[st] = struct{}{}
+	l.resumed[req] = st
+	return st, true
+}
+
+// firstID is the ID of the stream's first event.
+func (st *callStream) firstID() string {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.log.id(st.first)
+}
+
+// gone reports whether id is an event of this log no longer kept.
+func (l *eventLog) gone(id string) bool {
+	_, _, err := l.after(id)
+	return errors.Is(err, errEventGone)
+}
+
+// idLocked is the ID of the stream's event numbered n, as it is sent now.
+func (st *callStream) idLocked(n uint64) string {
+	if n == 0 {
+		return "" // too large to keep: sent without an ID
+	}
+	if st.sig != "" {
+		return st.log.id(n) + "." + st.sig
+	}
+	return st.log.id(n)
+}
+
+// asked is the bridge's word that the call asks the person (c without
+// its JSON-RPC id, which the stream knows): from now on the stream's
+// event IDs carry c, signed, so that any instance can resume it. A
+// stream begun already, or away, gets an event with such an ID and no
+// data (a resume replays it), so its client has one.
+func (st *callStream) asked(c callClaims) {
+	if st.sign == nil {
+		return
+	}
+	sig := st.sign(c)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if sig == "" || st.done {
+		return
+	}
+	st.sig = sig
+	if st.out == nil || st.out.started {
+		st.recordLocked(nil, false)
+	}
 }
 
 // State is the mcpbridge.Link: whether a connection carries the stream.
@@ -312,10 +393,14 @@ func (st *callStream) detach(k *sink) {
 func (st *callStream) record(data []byte, last bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	st.recordLocked(data, last)
+}
+
+func (st *callStream) recordLocked(data []byte, last bool) {
 	if st.done {
 		return
 	}
-	id := st.log.add(st, data)
+	id := st.idLocked(st.log.add(st, data))
 	if st.out != nil && st.out.started {
 		if err := st.out.send(id, data); err != nil {
 			st.detachLocked()
@@ -348,6 +433,9 @@ func (st *callStream) endLocked() {
 	}
 	st.log.mu.Lock()
 	delete(st.log.streams, st)
+	if st.request != "" && st.log.resumed[st.request] == st {
+		delete(st.log.resumed, st.request)
+	}
 	st.log.mu.Unlock()
 }
 
@@ -372,6 +460,28 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 	return k
 }
 
+// attachResumed makes w, a GET that resumes here a call made through
+// another instance, the stream's connection, its events signed as sig
+// (the call's claims, as its Last-Event-ID carried them). The response
+// begins at once with an event of this log (an ID only), so that the
+// client resumes here next.
+func (st *callStream) attachResumed(w http.ResponseWriter, sig string) *sink {
+	k := newSink(w)
+	k.started = true
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sig = sig
+	st.attachLocked(k)
+	st.first = st.log.add(st, nil)
+	if err := k.send(st.idLocked(st.first), nil); err != nil {
+		st.detachLocked()
+	}
+	return k
+}
+
 // primeAfter is how long a call's response waits before it becomes an
 // event stream.
 const primeAfter = 20 * time.Millisecond
@@ -385,13 +495,13 @@ func (st *callStream) beginLocked(k *sink) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-	_, since, err := st.log.after(first)
+	_, since, err := st.log.after(st.log.id(first))
 	if err == nil {
-		err = k.write(first, nil)
+		err = k.write(st.idLocked(first), nil)
 	}
 	for _, e := range since {
 		if err == nil {
-			err = k.write(st.log.id(e.n), e.data)
+			err = k.write(st.idLocked(e.n), e.data)
 		}
 	}
 	if err == nil {
@@ -408,7 +518,7 @@ func (st *callStream) beginLocked(k *sink) {
 func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string) {
 	st, _, err := l.after(lastID)
 	if err != nil {
-		if tag, _, perr := parseEventID(lastID); l.cluster && perr == nil && tag != l.tag {
+		if tag, _, _, perr := parseEventID(lastID); l.cluster && perr == nil && tag != l.tag {
 			err = errEventElsewhere
 		}
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -430,7 +540,7 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	// call waits to record its next event.
 	k.until = time.Now().Add(sendTimeout)
 	for _, e := range missed {
-		if err := k.send(l.id(e.n), e.data); err != nil {
+		if err := k.send(st.idLocked(e.n), e.data); err != nil {
 			st.mu.Unlock()
 			return
 		}

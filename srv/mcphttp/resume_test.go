@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 )
 
@@ -28,10 +32,11 @@ type asker struct {
 	waiting map[string]int
 	answers map[string]string
 	ids     []string
+	asked   map[string]*pb.McpAskQuestionRequest
 }
 
 func newAsker() *asker {
-	return &asker{changed: make(chan struct{}), waiting: map[string]int{}, answers: map[string]string{}}
+	return &asker{changed: make(chan struct{}), waiting: map[string]int{}, answers: map[string]string{}, asked: map[string]*pb.McpAskQuestionRequest{}}
 }
 
 func (a *asker) bump() {
@@ -41,6 +46,11 @@ func (a *asker) bump() {
 
 func (a *asker) AskQuestion(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, string, error) {
 	id := r.GetID()
+	a.mu.Lock()
+	if r.GetRequest() != nil {
+		a.asked[id] = r.GetRequest()
+	}
+	a.mu.Unlock()
 	for {
 		a.mu.Lock()
 		if ans, ok := a.answers[id]; ok {
@@ -66,6 +76,19 @@ func (a *asker) AskQuestion(ctx context.Context, r *pb.AskQuestionRequest) (*pb.
 			return nil, "", ctx.Err()
 		}
 	}
+}
+
+// Reattach re-attaches by ID to a question asked, when sum is its digest,
+// as the server's hub does for a call resumed through another instance.
+func (a *asker) Reattach(ctx context.Context, kind wire.Kind, id string, sum [32]byte) (*pb.AskQuestionResponse, []*pb.Question, string, error) {
+	a.mu.Lock()
+	q := a.asked[id]
+	a.mu.Unlock()
+	if q == nil || kind != wire.AskQuestion || wire.Digest(kind, q.GetProjectDirectory(), q.GetQuestion()) != sum {
+		return nil, nil, "", connect.NewError(connect.CodeNotFound, errors.New("no such request"))
+	}
+	resp, by, err := a.AskQuestion(ctx, &pb.AskQuestionRequest{ID: id})
+	return resp, q.GetQuestions(), by, err
 }
 
 func contains(ss []string, s string) bool {
@@ -190,6 +213,14 @@ const askBody = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":
 // askAndCut asks over a connection it then cuts, once the question is
 // with the person; it returns the ID of the last event the client had.
 func askAndCut(t *testing.T, be *asker, base, sid string) string {
+	return askAndCutSigned(t, be, base, sid, false)
+}
+
+// askAndCutSigned is askAndCut, which, when signed, reads on until an
+// event whose ID carries the call's request: sent once the call asks
+// (before the question is with the person), after the stream's first
+// event or as it.
+func askAndCutSigned(t *testing.T, be *asker, base, sid string, signed bool) string {
 	t.Helper()
 	c := newCutter()
 	resp, err := c.Do(mcpRequest(t, http.MethodPost, base+"?t=token-a", sid, askBody))
@@ -199,14 +230,20 @@ func askAndCut(t *testing.T, be *asker, base, sid string) string {
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/event-stream") {
 		t.Fatalf("a call's response is %q, not a stream", ct)
 	}
-	ev, err := next(bufio.NewReader(resp.Body))
+	br := bufio.NewReader(resp.Body)
+	ev, err := next(br)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ev.id == "" {
 		t.Fatalf("the stream's first event has no id (%q): a client cannot resume it", ev.data)
 	}
-	be.await(func() bool { return len(be.ids) == 1 && be.waiting[be.ids[0]] > 0 })
+	be.await(func() bool { return len(be.ids) >= 1 && be.waiting[be.ids[len(be.ids)-1]] > 0 })
+	for signed && !strings.Contains(ev.id, ".") {
+		if ev, err = next(br); err != nil {
+			t.Fatalf("no event ID carries the call's request: %v", err)
+		}
+	}
 	c.cut()
 	return ev.id
 }
@@ -278,7 +315,7 @@ func TestResumeRefusals(t *testing.T) {
 	sid := dial(t, base, "token-a", "").GetSessionId()
 	other := dial(t, base, "token-a", "").GetSessionId()
 	last := askAndCut(t, be, base, sid)
-	tag, n, err := parseEventID(last)
+	tag, n, _, err := parseEventID(last)
 	if err != nil {
 		t.Fatal(err)
 	}

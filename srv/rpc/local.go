@@ -48,6 +48,19 @@ func (l *Local) TaskReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.
 	return askResponse(id, rep), rep.Nickname, nil
 }
 
+// Reattach waits for the outcome of the request id, of kind and digest
+// sum (wire.Digest), without asking it: a call resumed through another
+// instance of a cluster than the one it was made through (the /mcp
+// endpoint's). It returns the request's choices with the answer;
+// NotFound when no such request is pending or kept.
+func (l *Local) Reattach(ctx context.Context, kind wire.Kind, id string, sum [32]byte) (*pb.AskQuestionResponse, []*pb.Question, string, error) {
+	rep, qs, err := l.s.o.Hub.Reattach(ctx, l.c.token, kind, id, sum)
+	if err != nil {
+		return nil, nil, "", askError(err, id, "no reply before the request's timeout; it was withdrawn")
+	}
+	return askResponse(id, rep), qs, rep.Nickname, nil
+}
+
 func (l *Local) TakeMissedAnswers(_ context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
 	return controlService{l.s}.takeMissed(l.c.token, req)
 }

@@ -272,31 +272,39 @@ func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec
 	req.WithdrawOnLeave = !c.takesMissed
 	req.Door = c.door
 	rep, err := s.o.Hub.Ask(ctx, c.token, req)
+	if err != nil {
+		return nil, "", askError(err, id, fmt.Sprintf("no reply within %s; the request was withdrawn", timeout))
+	}
+	return rep, id, nil
+}
+
+// askError is the Connect error of an Ask or Reattach that failed with
+// err; timedOut says a timeout.
+func askError(err error, id, timedOut string) error {
 	switch {
-	case err == nil:
-		return rep, id, nil
 	case errors.Is(err, hub.ErrTimeout):
-		return nil, "", connect.NewError(connect.CodeDeadlineExceeded,
-			fmt.Errorf("no reply within %s; the request was withdrawn", timeout))
+		return connect.NewError(connect.CodeDeadlineExceeded, errors.New(timedOut))
+	case errors.Is(err, hub.ErrUnknown):
+		return connect.NewError(connect.CodeNotFound, fmt.Errorf("request %s: %w", id, err))
 	case errors.Is(err, hub.ErrDuplicate):
-		return nil, "", connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("request %s: %w", id, err))
+		return connect.NewError(connect.CodeAlreadyExists, fmt.Errorf("request %s: %w", id, err))
 	case errors.Is(err, hub.ErrWithdrawn):
-		return nil, "", connect.NewError(connect.CodeCanceled, err)
+		return connect.NewError(connect.CodeCanceled, err)
 	case errors.Is(err, hub.ErrHandedOver):
-		return nil, "", connect.NewError(connect.CodeFailedPrecondition, err)
+		return connect.NewError(connect.CodeFailedPrecondition, err)
 	case errors.Is(err, hub.ErrClosed):
-		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+		return connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, hub.ErrUnreachable):
 		// The cluster's NATS is away: the bridge tries again (or the next
 		// instance) until the request's deadline.
-		return nil, "", connect.NewError(connect.CodeUnavailable, err)
+		return connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, hub.ErrNotSaved):
 		// Not retried by the bridge: the agent hears it at once.
-		return nil, "", connect.NewError(connect.CodeResourceExhausted, err)
+		return connect.NewError(connect.CodeResourceExhausted, err)
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return nil, "", connect.NewError(connect.CodeCanceled, err)
+		return connect.NewError(connect.CodeCanceled, err)
 	}
-	return nil, "", connect.NewError(connect.CodeInternal, err)
+	return connect.NewError(connect.CodeInternal, err)
 }
 
 // replyService answers requests for clients that are not on /ws.
