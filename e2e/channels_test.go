@@ -100,7 +100,17 @@ channel = "U42"
 users = ["U42"]
 api_url = %q
 `, tgToken, chat, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
-	inbox := dial(t, s, tokenA, "pc")
+	// The inbox as this project's web UI logs in: it shows options as
+	// buttons, so the question's text is given as asked.
+	inbox, err := wstest.Connect(nil, s.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inbox.Close() })
+	inbox.ShowsOptions = true
+	if err := inbox.LogIn(tokenA, "pc", "", 0); err != nil || !inbox.Login.GetSuccess() {
+		t.Fatalf("login: %v %v", err, inbox.Login)
+	}
 	agent := officialMCP(t, s, tokenA)
 
 	options := []string{"PostgreSQL", "SQLite", "MySQL"}
