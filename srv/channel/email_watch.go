@@ -260,20 +260,12 @@ const maxLookups = 16
 // match finds the question a mail's header replies to, pending or
 // settled lately.
 func (e *Email) match(ctx context.Context, raw []byte) (*inbound, bool, error) {
-	// A header cut at maxHeaderRead ends mid-line: the line is ended,
-	// and the header (a cut field is read as far as it goes, or not).
-	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
-	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
-	if err != nil {
-		return nil, false, nil
+	h, from, ok := readReply(raw)
+	if !ok {
+		return nil, false, nil // unreadable, or from no one address: no reply of ours
 	}
-	h := mail.Header{Header: message.Header{Header: th}}
 	irt, _ := h.MsgIDList("In-Reply-To")
 	refs, _ := h.MsgIDList("References")
-	from, err := h.AddressList("From")
-	if err != nil || len(from) != 1 {
-		return nil, false, nil
-	}
 	// The mail it answers, then the thread's root and its latest: a
 	// reply to a question, or to its follow-up, names the question there.
 	ids := irt
@@ -299,15 +291,33 @@ func (e *Email) match(ctx context.Context, raw []byte) (*inbound, bool, error) {
 			return nil, false, err
 		case !ok:
 		case q.Gone == "" && pending == nil:
-			pending = &inbound{q: q, qid: id, from: from[0], h: h}
+			pending = &inbound{q: q, qid: id, from: from, h: h}
 		case q.Gone != "" && gone == nil:
-			gone = &inbound{q: q, qid: id, gone: q.Gone, from: from[0], h: h}
+			gone = &inbound{q: q, qid: id, gone: q.Gone, from: from, h: h}
 		}
 	}
 	if pending != nil {
 		return pending, true, nil
 	}
 	return gone, gone != nil, nil
+}
+
+// readReply reads a mail's header and its one sender; ok is false when
+// it cannot be read or names no single sender. A header cut at
+// maxHeaderRead ends mid-line: the line is ended, and the header read (a
+// cut field as far as it goes, or not).
+func readReply(raw []byte) (h mail.Header, from *mail.Address, ok bool) {
+	raw = slices.Concat(bytes.TrimRight(raw, "\r\n"), []byte("\r\n\r\n"))
+	th, err := textproto.ReadHeader(bufio.NewReader(bytes.NewReader(raw)))
+	if err != nil {
+		return h, nil, false
+	}
+	h = mail.Header{Header: message.Header{Header: th}}
+	list, err := h.AddressList("From")
+	if err != nil || len(list) != 1 {
+		return h, nil, false
+	}
+	return h, list[0], true
 }
 
 // autoReply says why a mail was written by a machine, not a person, or

@@ -139,7 +139,7 @@ func (t *Telegram) getUpdates(ctx context.Context, client *http.Client, offset i
 	if err != nil {
 		return nil, fmt.Errorf("get updates: %w", t.redact(err))
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var r struct {
 		OK          bool             `json:"ok"`
 		Result      []*models.Update `json:"result"`

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -104,7 +105,11 @@ func (ch *Channels) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("get note: %w", err)
 	}
 	v := e.Value()
-	if len(v) < 8 || !time.Now().Before(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+	if len(v) < 8 {
+		return nil, false, nil
+	}
+	until := binary.BigEndian.Uint64(v)
+	if until > math.MaxInt64 || !time.Now().Before(time.Unix(0, int64(until))) {
 		return nil, false, nil
 	}
 	return v[8:], true, nil
