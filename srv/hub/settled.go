@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -105,14 +106,23 @@ func (h *Hub) sweep(r *room) {
 
 // Answered is the reply the request id of token was answered with,
 // while its outcome is kept (Retention); false when it is pending, was
-// settled without an answer, or is not known here. A door that takes
-// the same answer twice (a chat's update delivered again) tells its
-// own answer, taken, from another's.
+// settled without an answer, or is not known. A door that takes the
+// same answer twice (a chat's update delivered again) tells its own
+// answer, taken, from another's. In a cluster an answer written by
+// another instance a moment ago may not be heard here yet: the record
+// is read then.
 func (h *Hub) Answered(token, id string) (*Reply, bool) {
 	r := h.room(token)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	s := r.settled[id]
+	r.mu.Unlock()
+	if s == nil && h.local == nil {
+		ctx, cancel := h.sharedCtx(context.Background())
+		defer cancel()
+		if rec, _, err := h.shared.Get(ctx, r.digest, id); err == nil {
+			s = rec.outcome()
+		}
+	}
 	if s == nil || s.reply == nil {
 		return nil, false
 	}
