@@ -27,6 +27,7 @@ const testLease = time.Second
 // node is one instance of a cluster: its hub, its link, and the
 // channels' share of it.
 type node struct {
+	name string
 	c    *cluster.Cluster
 	hub  *hub.Hub
 	ch   *cluster.Channels
@@ -62,7 +63,7 @@ func startNode(t *testing.T, url, name string) *node {
 		t.Fatal(err)
 	}
 	t.Cleanup(caps.Follow(h, store.Room))
-	return &node{c: c, hub: h, ch: ch, caps: caps}
+	return &node{name: name, c: c, hub: h, ch: ch, caps: caps}
 }
 
 // TestNotes: both stores keep a value until its time, tell a key not

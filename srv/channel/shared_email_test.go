@@ -1,6 +1,7 @@
 package channel_test
 
 import (
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +15,13 @@ import (
 // goes to logs.
 func emailNode(t *testing.T, n *node, ms *channel.MailServers, logs *lockedLog) *channel.Manager {
 	e := ms.Email(logs)
-	m := channel.New(channel.Options{Hub: n.hub, Caps: n.caps, Routes: map[string][]channel.Channel{tokA: {e}}, Notes: n.ch, Leader: n.ch})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("instance %s's log:\n%s", n.name, logs.String())
+		}
+	})
+	m := channel.New(channel.Options{Hub: n.hub, Caps: n.caps, Routes: map[string][]channel.Channel{tokA: {e}}, Notes: n.ch, Leader: n.ch,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	t.Cleanup(m.Close)
 	return m
 }
@@ -111,6 +118,12 @@ func (l *lockedLog) Write(p []byte) (int, error) {
 }
 
 // has reports whether the log holds s.
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 func (l *lockedLog) has(s string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
