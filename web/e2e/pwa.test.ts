@@ -154,8 +154,14 @@ describe('installable app', () => {
     expect(manifest.icons.map((i: { sizes: string; purpose: string }) => i.sizes + ' ' + i.purpose))
       .toEqual(['192x192 any', '512x512 any', '512x512 maskable'])
     const state = await page.evaluate(async () => {
+      // ready resolves once a worker is active, which may still be
+      // activating: wait for its state to settle.
       const r = await navigator.serviceWorker.ready
-      return { active: r.active?.state, scope: r.scope }
+      const w = r.active
+      if (w && w.state === 'activating') {
+        await new Promise<void>((done) => w.addEventListener('statechange', () => { if (w.state !== 'activating') done() }))
+      }
+      return { active: w?.state, scope: r.scope }
     })
     expect(state).toEqual({ active: 'activated', scope: `${srv.url}/` })
     await ctx.close()
