@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -149,6 +150,12 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 		h.wakeLocked(p, s, rec.ClosedNote)
 	}
 	now := h.now()
+	if p.unsure != nil && sameOutcome(*p.unsure, rec.Record) {
+		// This instance's own outcome, whose save went unconfirmed:
+		// told now, as it would have been then.
+		p.unsure = nil
+		defer h.emitOutcome(p, s.reply, s.err, rec.ClosedNote, now, 0)
+	}
 	s.delivered = s.reply != nil && p.waiters > 0
 	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
 	h.sweepLaterLocked(r)
@@ -175,6 +182,12 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 	send = r.fanLaterLocked(r.emitAtLocked([]*Note{n}, rev, now), except)
 	r.mu.Unlock()
 	return send
+}
+
+// sameOutcome: the settled records a and b hold the same outcome, written
+// at the same time.
+func sameOutcome(a, b store.Record) bool {
+	return a.Status == b.Status && a.ClosedAt.Equal(b.ClosedAt) && a.ClosedNote == b.ClosedNote && bytes.Equal(a.Reply, b.Reply)
 }
 
 // settledOf is the outcome a settled record keeps.

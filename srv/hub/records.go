@@ -481,6 +481,9 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 	if serr != nil {
 		r.mu.Lock()
 		p.settling = false
+		if !errors.Is(serr, ErrNotPending) {
+			p.unsure = &written.Record
+		}
 		if p.heard != nil {
 			// Settled otherwise meanwhile, and heard while this outcome
 			// was written: its callers have that one.

@@ -54,6 +54,11 @@ type pending struct {
 	// (settling), for the writer to wake the callers with if its own
 	// did not land.
 	heard *settled
+	// unsure: the outcome written here whose save went unconfirmed (the
+	// store did not answer in time): if it landed after all, this
+	// instance, its writer, tells the subscribers when it hears it
+	// (finish), as it would have on the save's answer.
+	unsure *store.Record
 	// creating: while its record, new here, is being written, closed
 	// (and nil) once it is, or could not be.
 	creating chan struct{}
