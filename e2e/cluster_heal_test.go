@@ -35,6 +35,15 @@ func TestClusterSilentLinkCut(t *testing.T) {
 
 	done := askFromProject(agent, "Ship it?", "/p")
 	q := must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second))
+	// The call waits at one once one has its record's save confirmed
+	// (counted as asked): two may show the question before that, and a
+	// cut before it leaves the call still asking there, not waiting.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(metrics(t, one.URL, tokenA), `event="asked"} 1`); {
+		if time.Now().After(deadline) {
+			t.Fatal("instance one never counted the question asked")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	link.SetSilent(true)
 	healthIs(t, one, http.StatusServiceUnavailable)
