@@ -4,14 +4,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/faultproxy"
@@ -25,13 +21,9 @@ import (
 // is not lost on it: once the lease moves (or the link is back) the
 // agent has it, and the person is not told to reply again.
 func TestClusterTelegramHolderCutOff(t *testing.T) {
-	const (
-		tgToken = "123456:ABC-e2e-cluster-bot-token"
-		chat    = 42
-	)
 	tg := telegramtest.Start(t, tgToken)
 	ns := natstest.Start(t)
-	config := fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [%d]\napi_url = %q\n", tgToken, chat, tg.URL)
+	config := telegramConfig(tg.URL)
 	srvs, links := map[string]*server{}, map[string]*faultproxy.Proxy{}
 	for _, name := range []string{"a", "b"} {
 		l, err := faultproxy.Start(strings.TrimPrefix(ns.URL(), "nats://"))
@@ -42,15 +34,7 @@ func TestClusterTelegramHolderCutOff(t *testing.T) {
 		links[name] = l
 		srvs[name] = startInstanceConfig(t, "nats://"+l.Addr(), name, config)
 	}
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, ns.URL())
 	holder := leaseHolder(t, js, func(string) bool { return true })
 	other := map[string]string{"a": "b", "b": "a"}[holder]
 

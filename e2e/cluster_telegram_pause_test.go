@@ -4,15 +4,11 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
@@ -30,26 +26,14 @@ import (
 // and a question asked through it is answered through the other. Every
 // reply is answered once.
 func TestClusterTelegramPausedHolder(t *testing.T) {
-	const (
-		tgToken = "123456:ABC-e2e-cluster-bot-token"
-		chat    = 42
-	)
 	tg := telegramtest.Start(t, tgToken)
 	ns := natstest.Start(t)
-	config := fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [%d]\napi_url = %q\n", tgToken, chat, tg.URL)
+	config := telegramConfig(tg.URL)
 	srvs := map[string]*server{}
 	for _, name := range []string{"a", "b"} {
 		srvs[name] = startInstanceConfig(t, ns.URL(), name, config)
 	}
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, ns.URL())
 	holder := leaseHolder(t, js, func(string) bool { return true })
 	other := map[string]string{"a": "b", "b": "a"}[holder]
 

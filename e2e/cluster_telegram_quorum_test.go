@@ -4,14 +4,10 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
@@ -23,13 +19,9 @@ import (
 // replies then. Once the nodes are back one instance polls again and
 // the agent has the reply; no one is told it was not taken.
 func TestClusterTelegramQuorumLost(t *testing.T) {
-	const (
-		tgToken = "123456:ABC-e2e-cluster-bot-token"
-		chat    = 42
-	)
 	tg := telegramtest.Start(t, tgToken)
 	ns := startNATSCluster(t, 3)
-	config := fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [%d]\napi_url = %q\n", tgToken, chat, tg.URL)
+	config := telegramConfig(tg.URL)
 	srvs := map[string]*server{}
 	for _, name := range []string{"a", "b"} {
 		srvs[name] = startInstanceConfig(t, ns.URLs(), name, config)
@@ -53,15 +45,7 @@ func TestClusterTelegramQuorumLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(ns.URLs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, ns.URLs())
 	waitNoted(t, js, "tg-1")
 	ns.kill9(1)
 	ns.kill9(2)

@@ -30,26 +30,14 @@ import (
 // polls and the agent has that answer too. No one is told their answer
 // was not taken.
 func TestClusterTelegram(t *testing.T) {
-	const (
-		tgToken = "123456:ABC-e2e-cluster-bot-token"
-		chat    = 42
-	)
 	tg := telegramtest.Start(t, tgToken)
 	ns := natstest.Start(t)
-	config := fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [%d]\napi_url = %q\n", tgToken, chat, tg.URL)
+	config := telegramConfig(tg.URL)
 	srvs := map[string]*server{}
 	for _, name := range []string{"a", "b"} {
 		srvs[name] = startInstanceConfig(t, ns.URL(), name, config)
 	}
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := jetStreamAt(t, ns.URL())
 
 	poller := leaseHolder(t, js, func(string) bool { return true })
 	asker := map[string]string{"a": "b", "b": "a"}[poller]
@@ -120,6 +108,34 @@ func TestClusterTelegram(t *testing.T) {
 
 // startInstanceConfig runs agentassistant-srv as the instance name of
 // the cluster at natsURL, serving tokenA, with the TOML config given.
+// The bot of the Telegram cluster tests, and the chat it serves.
+const (
+	tgToken = "123456:ABC-e2e-cluster-bot-token"
+	chat    = 42
+)
+
+// telegramConfig is the [channels.telegram] of every instance of those
+// tests: the bot, the chat, the Bot API double at api.
+func telegramConfig(api string) string {
+	return fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [%d]\napi_url = %q\n", tgToken, chat, api)
+}
+
+// jetStreamAt is a JetStream client of the NATS at url, closed with the
+// test: to watch the channels' buckets.
+func jetStreamAt(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js
+}
+
 func startInstanceConfig(t *testing.T, natsURL, name, config string) *server {
 	t.Helper()
 	data := t.TempDir()
