@@ -181,7 +181,7 @@ func TestDamagedDatabaseAtStartup(t *testing.T) {
 	s = startServerWith(t, port, data, nil, tokenA)
 	got := pendingIDs(t, s)
 	s.stop(t) // its log is complete once it has stopped
-	if log := s.log.String(); !strings.Contains(log, "request store was damaged") || !strings.Contains(log, "kept_as=") {
+	if log := s.logw.String(); !strings.Contains(log, "request store was damaged") || !strings.Contains(log, "kept_as=") {
 		t.Errorf("the damage is not in the log:\n%s", log)
 	}
 	if kept, _ := filepath.Glob(db + ".damaged-*"); len(kept) != 1 {
@@ -195,8 +195,8 @@ func TestDamagedDatabaseAtStartup(t *testing.T) {
 			t.Errorf("restored %s, which was never asked", id)
 		}
 	}
-	if want := fmt.Sprintf("lost=%d ", len(asked)-len(got)); !strings.Contains(s.log.String(), want) {
-		t.Errorf("the log does not say %s:\n%s", want, s.log.String())
+	if want := fmt.Sprintf("lost=%d ", len(asked)-len(got)); !strings.Contains(s.logw.String(), want) {
+		t.Errorf("the log does not say %s:\n%s", want, s.logw.String())
 	}
 	t.Logf("%d of %d questions on the pages left", len(got), len(asked))
 }

@@ -101,8 +101,8 @@ func TestFormat1DirectoryUpgrades(t *testing.T) {
 	}
 	dial(t, s, s.Token, "pc") // the token still logs a device in
 	s.stopCleanly(t)
-	if !strings.Contains(s.log.String(), "data directory upgraded") {
-		t.Errorf("the server did not say it upgraded the directory:\n%s", s.log.String())
+	if !strings.Contains(s.logw.String(), "data directory upgraded") {
+		t.Errorf("the server did not say it upgraded the directory:\n%s", s.logw.String())
 	}
 
 	after := tree(t, data)
