@@ -65,12 +65,7 @@ func TestClusterTelegramHolderCutOff(t *testing.T) {
 	case <-time.After(45 * time.Second):
 		t.Error("the agent never got the reply")
 	}
-	_ = tg.WaitFor(context.Background(), func(cs []telegramtest.Call) bool {
-		for _, c := range cs {
-			if c.Method == "sendMessage" && strings.Contains(c.Form["text"], "Not taken") {
-				t.Errorf("the person was told %q", c.Form["text"])
-			}
-		}
-		return true
-	})
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
 }

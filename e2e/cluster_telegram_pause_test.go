@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -106,14 +105,9 @@ func TestClusterTelegramPausedHolder(t *testing.T) {
 		}
 		return len(edits) == 3
 	})
-	_ = tg.WaitFor(context.Background(), func(cs []telegramtest.Call) bool {
-		for _, c := range cs {
-			if c.Method == "sendMessage" && strings.Contains(c.Form["text"], "Not taken") {
-				t.Errorf("the person was told %q", c.Form["text"])
-			}
-		}
-		return true
-	})
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
 	for _, m := range []int{m1, m2, m3} {
 		if n := edits[strconv.Itoa(m)]; n != 1 {
 			t.Errorf("message %d edited %d times, want once", m, n)

@@ -266,6 +266,20 @@ func (api *API) Push(us ...map[string]any) {
 	api.changedLocked()
 }
 
+// Said are the texts of the messages the bot sent so far (sendMessage)
+// that contain part.
+func (api *API) Said(part string) []string {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	var out []string
+	for _, c := range api.calls {
+		if c.Method == "sendMessage" && strings.Contains(c.Form["text"], part) {
+			out = append(out, c.Form["text"])
+		}
+	}
+	return out
+}
+
 // WaitFor waits until done, given the calls so far, holds, or ctx ends.
 func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
 	for {
