@@ -181,8 +181,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 }
 
 // track notes that the message m asks q, and keeps m for the update
-// once q is settled. A note that cannot be kept is told in the log: a
-// press then says the question is no longer pending.
+// once q is settled. A note the store cannot take just now is written
+// once it can (laterNotes); one that cannot even be kept for that is
+// told in the log: a press then says the question is no longer pending.
 func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, until time.Time) {
 	s.mu.Lock()
 	if s.sent == nil {

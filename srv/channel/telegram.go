@@ -213,8 +213,10 @@ func (t *Telegram) already(key string, chat int64) bool {
 }
 
 // track notes that the message m asks q, and keeps m for the edit once
-// q is settled. A note that cannot be kept is told in the log: a reply
-// to that message is then told it asks nothing, not taken in silence.
+// q is settled. A note the store cannot take just now is written once it
+// can (laterNotes); one that cannot even be kept for that is told in the
+// log: a reply to that message is then told it asks nothing, not taken
+// in silence.
 func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked, until time.Time) {
 	t.mu.Lock()
 	if t.sent == nil {
