@@ -95,6 +95,14 @@ func (l *laterNotes) Delete(ctx context.Context, key string) error {
 	return l.write(ctx, key, laterNote{del: true}, true)
 }
 
+// Create creates key in the store now, or fails: what it tells (that
+// this instance is the one) cannot wait.
+func (l *laterNotes) Create(ctx context.Context, key string, value []byte, until time.Time) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	return l.notes.Create(ctx, key, value, until)
+}
+
 // Get is the note kept here under key, else the store's.
 func (l *laterNotes) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	l.mu.Lock()

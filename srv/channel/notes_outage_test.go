@@ -8,7 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-telegram/bot/models"
+
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // outageNotes are the notes of a cluster whose NATS has lost its quorum
@@ -43,6 +48,13 @@ func (o *outageNotes) Put(ctx context.Context, key string, value []byte, until t
 
 func (o *outageNotes) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return o.written.Get(ctx, key)
+}
+
+func (o *outageNotes) Create(ctx context.Context, key string, value []byte, until time.Time) (bool, error) {
+	if err := o.refuse(); err != nil {
+		return false, err
+	}
+	return o.written.Create(ctx, key, value, until)
 }
 
 func (o *outageNotes) Delete(ctx context.Context, key string) error {
@@ -82,5 +94,39 @@ func TestTelegramNoteWrittenAfterOutage(t *testing.T) {
 	}
 	for _, said := range api.Said("Not taken") {
 		t.Errorf("the person was told %q", said)
+	}
+}
+
+// TestTelegramNotTakenToldOnce: a reply to a settled question, handled
+// by one instance that tells it was not taken and then by another (its
+// update polled again after the lead moved), is told once.
+func TestTelegramNotTakenToldOnce(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	notes := NewMemoryNotes(nil)
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	a := Answers{hub: h, tokens: map[string]string{store.Room(tokA): tokA}}
+	var instances []*Telegram
+	for range 2 {
+		tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+		tg.useNotes(notes)
+		instances = append(instances, tg)
+	}
+	q := asked{Room: store.Room(tokA), Kind: wire.AskQuestion, ID: "q-1", Gone: "Answered"}
+	if err := putAsked(t.Context(), notes, instances[0].noteKey(sentKey{42, 101}), q, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	reply := &models.Message{ID: 500, Chat: models.Chat{ID: 42}, Text: "Roll back!",
+		ReplyToMessage: &models.Message{ID: 101, Chat: models.Chat{ID: 42}, From: &models.User{ID: instances[0].botID(), IsBot: true}}}
+	for _, tg := range instances {
+		b, err := tg.client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tg.replied(t.Context(), b, reply, a)
+	}
+	if said := api.Said("Not taken"); len(said) != 1 {
+		t.Errorf("told %d times: %q", len(said), said)
 	}
 }

@@ -411,10 +411,17 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		return
 	}
 	notTaken := func(why string) {
+		// Once across the cluster: Slack may send the event again to the
+		// instance that holds the connection next.
+		told := s.noteKey(slackKey{m.Channel, m.TimeStamp})
+		if !tellOnce(ctx, s.notesOf(), logOf(s.Logger), told) {
+			return
+		}
 		_, _, err := s.client().PostMessageContext(ctx, m.Channel, slack.MsgOptionTS(m.ThreadTimeStamp),
 			slack.MsgOptionText("Not taken: "+why, true))
 		if err != nil {
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
+			untell(ctx, s.notesOf(), told)
 		}
 	}
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
