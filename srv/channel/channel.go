@@ -7,8 +7,10 @@
 // Goroutines: one per channel, which sends its notices in order, trying
 // again with backoff a bounded number of times (once while the channel
 // is down: its last notice failed every try), and one more for each
-// channel that takes answers (Listener); Close stops them and waits. The hub's events only queue: a channel that is down, slow or
-// refusing delays neither the inbox nor another channel.
+// channel that takes answers (Listener), and one that writes the notes
+// that could not be written when they were made (laterNotes); Close
+// stops them and waits. The hub's events only queue: a channel that is
+// down, slow or refusing delays neither the inbox nor another channel.
 package channel
 
 import (
@@ -111,7 +113,9 @@ type Options struct {
 	// (https://aa.example.org), for buttons and links; "" leaves them out.
 	PublicURL string
 	// Notes keep which message asks which question, where the instance
-	// that takes the reply finds it; nil: in memory (one process).
+	// that takes the reply finds it; nil: in memory (one process). A
+	// note that cannot be written just now is kept here and written once
+	// they answer (laterNotes).
 	Notes Notes
 	// Leader runs each service's inbound side (Telegram's poll, the
 	// mailbox's watch, Slack's socket) on one instance at a time; nil:
@@ -168,6 +172,8 @@ func New(o Options) *Manager {
 	if o.Notes == nil {
 		o.Notes = NewMemoryNotes(o.Now)
 	}
+	later := newLaterNotes(o.Notes, o.Now, o.Logger)
+	o.Notes = later
 	if o.Leader == nil {
 		o.Leader = Alone{}
 	}
@@ -192,6 +198,7 @@ func New(o Options) *Manager {
 		}
 	}
 	ctx := m.goroutines.Context()
+	m.goroutines.Go(func() { later.run(ctx) })
 	for c := range m.queues {
 		l, ok := c.(Listener)
 		if !ok {

@@ -297,10 +297,13 @@ func (e *Email) forget(ctx context.Context, key, id string) {
 
 // track notes that the mail of Message-ID id asks q, before it is sent:
 // a reply can come only after, and be taken on any instance, which then
-// waits for the mail to be noted as gone before it follows it up.
+// waits for the mail to be noted as gone before it follows it up. What
+// it asks is written to the store now, not kept to be written later
+// (laterNotes): the watch passes over a reply whose question it cannot
+// find, so the mail waits (Send fails, and is tried again) until it is.
 func (e *Email) track(ctx context.Context, key, id string, q asked, until time.Time) error {
 	if e.IMAPAddr != "" {
-		if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, until); err != nil {
+		if err := putNow(ctx, e.notesOf(), e.noteKey(id), q, until); err != nil {
 			return fmt.Errorf("email: %w", err)
 		}
 	}

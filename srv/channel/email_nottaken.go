@@ -20,8 +20,8 @@ func (e *Email) goneOf(ctx context.Context, id string) string {
 }
 
 // tellNotTaken mails the sender of r that it was not taken, and why, in
-// its thread, quoting text (what they wrote). Once for each reply mail,
-// and maxNotTakenMails a minute to a sender; marked auto-replied (RFC
+// its thread, quoting text (what they wrote). Once for each reply mail
+// (across a cluster too), and maxNotTakenMails a minute to a sender; marked auto-replied (RFC
 // 3834), so that no mail program answers it, and this channel takes no
 // mail so marked.
 func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint string) {
@@ -43,6 +43,12 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 	}
 	e.mu.Unlock()
 	if told {
+		return
+	}
+	// Once across the cluster too: a reply left unread by an instance
+	// that died is read again by the next to watch the mailbox.
+	toldKey := e.lead() + ".reply." + key
+	if !tellOnce(ctx, e.notesOf(), e.log(), toldKey) {
 		return
 	}
 	if ok, untold := e.notices.allow(r.addr(), maxNotTakenMails, time.Minute, e.clock()); !ok {
@@ -81,5 +87,6 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 		auto: "auto-replied", body: body.String()})
 	if err != nil {
 		e.log().Warn("email: cannot tell a sender their reply was not taken", "from", r.addr(), "err", err)
+		untell(ctx, e.notesOf(), toldKey)
 	}
 }

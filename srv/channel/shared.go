@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -37,6 +38,10 @@ type Notes interface {
 	Get(ctx context.Context, key string) (value []byte, found bool, err error)
 	// Delete forgets key; a key not there is no error.
 	Delete(ctx context.Context, key string) error
+	// Create keeps value under key until until, unless a note is there
+	// (one past its time is not): created is false then. Of the
+	// instances that create the same key, one does.
+	Create(ctx context.Context, key string, value []byte, until time.Time) (created bool, err error)
 }
 
 // MaxNote bounds a note's value: a question's room, ID, capability and
@@ -133,6 +138,12 @@ func (n *MemoryNotes) Put(_ context.Context, key string, value []byte, until tim
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.putLocked(key, value, until)
+	return nil
+}
+
+// putLocked keeps value under key until until; n.mu is held.
+func (n *MemoryNotes) putLocked(key string, value []byte, until time.Time) {
 	if _, ok := n.m[key]; !ok && len(n.m) >= maxMemoryNotes {
 		now := n.now()
 		for k, v := range n.m {
@@ -148,7 +159,6 @@ func (n *MemoryNotes) Put(_ context.Context, key string, value []byte, until tim
 		}
 	}
 	n.m[key] = memoryNote{append([]byte(nil), value...), until}
-	return nil
 }
 
 // Get is the value under key, unless it expired.
@@ -160,6 +170,20 @@ func (n *MemoryNotes) Get(_ context.Context, key string) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	return append([]byte(nil), v.value...), true, nil
+}
+
+// Create keeps value under key until until, unless a note is there.
+func (n *MemoryNotes) Create(_ context.Context, key string, value []byte, until time.Time) (bool, error) {
+	if len(value) > MaxNote {
+		return false, ErrNoteTooLarge
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if v, ok := n.m[key]; ok && n.now().Before(v.until) {
+		return false, nil
+	}
+	n.putLocked(key, value, until)
+	return true, nil
 }
 
 // Delete forgets key.
@@ -242,6 +266,34 @@ func deleteNote(ctx context.Context, notes Notes, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
 	defer cancel()
 	return notes.Delete(ctx, key)
+}
+
+// toldFor is how long a reply told it was not taken is remembered: past
+// the time Telegram keeps an update, Slack sends an event again, or a
+// mail left unread is read again by the next instance.
+const toldFor = goneFor
+
+// tellOnce reports whether this instance is to tell the person that the
+// reply named key was not taken: the first to note it is, so that a
+// reply handled again (its update polled again after the lead moved, an
+// event sent again, a mail read again) is told once across the cluster.
+// A note that cannot be made just now tells anyway: twice is better
+// than never. Once telling failed, untell lets the next handling tell.
+func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) bool {
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	created, err := notes.Create(ctx, "told."+key, []byte{1}, time.Now().Add(toldFor))
+	if err != nil {
+		log.Warn("channel: cannot note that a reply is told it was not taken; told, maybe again", "err", err)
+		return true
+	}
+	return created
+}
+
+// untell forgets that the reply named key was told it was not taken
+// (telling it failed).
+func untell(ctx context.Context, notes Notes, key string) {
+	_ = deleteNote(context.WithoutCancel(ctx), notes, "told."+key)
 }
 
 // patiently runs try until it succeeds or fails for good, and returns

@@ -294,3 +294,46 @@ func recv[T any](t *testing.T, what string, ch <-chan T) T {
 	var zero T
 	return zero
 }
+
+// TestNotesCreate: in both stores one of two creates of a key makes it,
+// whichever instance asks; a note past its time, or deleted, is made
+// again.
+func TestNotesCreate(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) (channel.Notes, channel.Notes){
+		"memory": func(*testing.T) (channel.Notes, channel.Notes) {
+			n := channel.NewMemoryNotes(nil)
+			return n, n
+		},
+		"jetstream": func(t *testing.T) (channel.Notes, channel.Notes) {
+			ns := natstest.Start(t)
+			return startNode(t, ns.URL(), "a").ch, startNode(t, ns.URL(), "b").ch
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b := open(t)
+			ctx := t.Context()
+			later := time.Now().Add(time.Hour)
+			if ok, err := a.Create(ctx, "told.1", []byte("a"), later); !ok || err != nil {
+				t.Fatalf("the first create: %v, %v", ok, err)
+			}
+			if ok, err := b.Create(ctx, "told.1", []byte("b"), later); ok || err != nil {
+				t.Errorf("the second create, from another instance: %v, %v", ok, err)
+			}
+			if v, _, _ := b.Get(ctx, "told.1"); string(v) != "a" {
+				t.Errorf("the note is %q", v)
+			}
+			if ok, err := a.Create(ctx, "told.2", []byte("a"), time.Now().Add(-time.Second)); !ok || err != nil {
+				t.Fatalf("a create past its time: %v, %v", ok, err)
+			}
+			if ok, err := b.Create(ctx, "told.2", []byte("b"), later); !ok || err != nil {
+				t.Errorf("a create over a note past its time: %v, %v", ok, err)
+			}
+			if err := a.Delete(ctx, "told.1"); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := b.Create(ctx, "told.1", []byte("b"), later); !ok || err != nil {
+				t.Errorf("a create over a deleted note: %v, %v", ok, err)
+			}
+		})
+	}
+}

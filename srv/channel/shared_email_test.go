@@ -129,3 +129,35 @@ func (l *lockedLog) has(s string) bool {
 	defer l.mu.Unlock()
 	return strings.Contains(l.b.String(), s)
 }
+
+// TestEmailNotTakenToldOnce: a late reply that instance B told was not
+// taken, and B died before it marked it read, is read again by instance
+// A once it watches the mailbox: A does not tell it again.
+func TestEmailNotTakenToldOnce(t *testing.T) {
+	ms := channel.NewMailServers(t)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	logsA, logsB := &lockedLog{}, &lockedLog{}
+	mb := emailNode(t, b, ms, logsB)
+	waitUntil(t, "B watches the mailbox", func() bool { return logsB.has("email: watching the mailbox") })
+	emailNode(t, a, ms, logsA)
+
+	answered := askOn(a.hub, "q-1")
+	h, _ := ms.Mail(t, 1)
+	id, _ := h.MessageID()
+	ms.Reply(t, "ship@mail.example.org", id, "Ship it.\r\n")
+	recv(t, "the agent's answer", answered)
+	ms.Mail(t, 2) // the follow-up
+	ms.Reply(t, "late@mail.example.org", id, "Roll back!\r\n")
+	ms.Mail(t, 3) // B tells the late reply it was not taken
+	waitUntil(t, "the late reply marked read", func() bool { return ms.Seen(t)[2] })
+
+	ms.Unsee(t, 2) // as though B died before it marked the reply read
+	mb.Close()
+	waitUntil(t, "A watches the mailbox", func() bool { return logsA.has("email: watching the mailbox") })
+	waitUntil(t, "A looked at the late reply", func() bool { return ms.Seen(t)[2] })
+	if n := ms.Mails(); n != 3 {
+		_, body := ms.Mail(t, n)
+		t.Errorf("%d mails: the late reply was told twice:\n%s", n, body)
+	}
+}

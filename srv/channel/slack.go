@@ -181,8 +181,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 }
 
 // track notes that the message m asks q, and keeps m for the update
-// once q is settled. A note that cannot be kept is told in the log: a
-// press then says the question is no longer pending.
+// once q is settled. A note the store cannot take just now is written
+// once it can (laterNotes); one that cannot even be kept for that is
+// told in the log: a press then says the question is no longer pending.
 func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, until time.Time) {
 	s.mu.Lock()
 	if s.sent == nil {
@@ -410,10 +411,17 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		return
 	}
 	notTaken := func(why string) {
+		// Once across the cluster: Slack may send the event again to the
+		// instance that holds the connection next.
+		told := s.noteKey(slackKey{m.Channel, m.TimeStamp})
+		if !tellOnce(ctx, s.notesOf(), logOf(s.Logger), told) {
+			return
+		}
 		_, _, err := s.client().PostMessageContext(ctx, m.Channel, slack.MsgOptionTS(m.ThreadTimeStamp),
 			slack.MsgOptionText("Not taken: "+why, true))
 		if err != nil {
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
+			untell(ctx, s.notesOf(), told)
 		}
 	}
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})

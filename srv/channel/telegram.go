@@ -213,8 +213,10 @@ func (t *Telegram) already(key string, chat int64) bool {
 }
 
 // track notes that the message m asks q, and keeps m for the edit once
-// q is settled. A note that cannot be kept is told in the log: a reply
-// to that message is then told it asks nothing, not taken in silence.
+// q is settled. A note the store cannot take just now is written once it
+// can (laterNotes); one that cannot even be kept for that is told in the
+// log: a reply to that message is then told it asks nothing, not taken
+// in silence.
 func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked, until time.Time) {
 	t.mu.Lock()
 	if t.sent == nil {
@@ -378,10 +380,17 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		return
 	}
 	notTaken := func(why string) {
+		// Once across the cluster: its update may be handled again by
+		// the next instance to poll.
+		told := t.noteKey(sentKey{m.Chat.ID, m.ID})
+		if !tellOnce(ctx, t.notesOf(), logOf(t.Logger), told) {
+			return
+		}
 		_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + why,
 			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
 		if err != nil {
 			logOf(t.Logger).Warn("telegram: cannot tell why a reply was not taken", "err", t.redact(err))
+			untell(ctx, t.notesOf(), told)
 		}
 	}
 	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))

@@ -115,6 +115,47 @@ func (ch *Channels) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	return v[8:], true, nil
 }
 
+// Create keeps value under key until until, unless a note is there:
+// JetStream makes the key for one of the instances that create it. A
+// note past its time is replaced by revision, so that of two instances
+// replacing it one does.
+func (ch *Channels) Create(ctx context.Context, key string, value []byte, until time.Time) (bool, error) {
+	if len(value) > maxNote {
+		return false, errNoteTooLarge
+	}
+	b := make([]byte, 8, 8+len(value))
+	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
+	b = append(b, value...)
+	k := keyOf("n.", key)
+	_, err := ch.notes.Create(ctx, k, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		return false, fmt.Errorf("create note: %w", err)
+	}
+	e, err := ch.notes.Get(ctx, k)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil // deleted meanwhile, by another that made it
+	case err != nil:
+		return false, fmt.Errorf("create note: %w", err)
+	}
+	if v := e.Value(); len(v) >= 8 {
+		if t := binary.BigEndian.Uint64(v); t <= math.MaxInt64 && time.Now().Before(time.Unix(0, int64(t))) {
+			return false, nil
+		}
+	}
+	_, err = ch.notes.Update(ctx, k, b, e.Revision())
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
+		return false, nil
+	}
+	return false, fmt.Errorf("create note: %w", err)
+}
+
 // Delete forgets key.
 func (ch *Channels) Delete(ctx context.Context, key string) error {
 	if err := ch.notes.Purge(ctx, keyOf("n.", key)); err != nil {
