@@ -139,3 +139,32 @@ func TestLocalSettledBounded(t *testing.T) {
 		t.Fatalf("the newest is gone: %v", err)
 	}
 }
+
+// The records keep at most maxMissed answers kept for absent agents a
+// room, as the room keeps them, however many came within
+// MissedRetention, and the newest.
+func TestLocalKeptBounded(t *testing.T) {
+	l := newLocalRecords(nil, "self", localBounds{retention: time.Hour, missedFor: time.Hour}, time.Now)
+	for i := range maxMissed + 10 {
+		for _, room := range []string{"a", "b"} {
+			rec := localRecord(room, fmt.Sprint(i))
+			rev, err := l.Create(context.Background(), rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Status, rec.ClosedAt, rec.ClosedNote = store.Answered, time.Now(), ReasonUndelivered
+			if _, err := l.Update(context.Background(), rec, rev); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if n := len(l.recs); n != 2*maxMissed {
+		t.Fatalf("%d records kept, want %d", n, 2*maxMissed)
+	}
+	if _, _, err := l.Get(context.Background(), "a", "9"); err == nil {
+		t.Fatal("the oldest of a full room is still kept")
+	}
+	if _, _, err := l.Get(context.Background(), "b", fmt.Sprint(maxMissed+9)); err != nil {
+		t.Fatalf("the newest is gone: %v", err)
+	}
+}
