@@ -13,6 +13,7 @@
 // a room's request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents, handed over once, and the
 // agent-gone notice; settled.go outcomes kept for re-attaching callers;
+// keptbytes.go the bytes a room keeps of both;
 // replay.go the numbered events and their ring; presence.go presence
 // batching; chat.go chat and remote input; peers.go the other instances'
 // devices; broadcast.go the fan-out; note.go the notes a room's clients
