@@ -364,3 +364,31 @@ func TestMissedSameTimeInOrder(t *testing.T) {
 		t.Fatalf("handed over %v, want [m0 m1 m2]", ids)
 	}
 }
+
+// TestKeptAnswerWithoutItsRecordForgotten: an answer kept for an absent
+// agent whose record is no longer kept (its room's records went over
+// their bytes a moment before the room did) is not offered again and
+// again: the project's next call finds it gone, as once it expired.
+func TestKeptAnswerWithoutItsRecordForgotten(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := New(Options{OrphanGrace: time.Hour})
+		defer h.Close()
+		cancel, _ := askIn(h, "q", "/p")
+		synctest.Wait()
+		cancel()
+		synctest.Wait()
+		if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
+			t.Fatal(err)
+		}
+		r := h.room("tok")
+		h.local.mu.Lock()
+		delete(h.local.recs, localKey{r.digest, "q"})
+		h.local.mu.Unlock()
+		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
+			t.Fatalf("handed over an answer with no record: %+v", ms)
+		}
+		if held, ids := missedHeld(h, r); len(ids) != 0 || held != 0 {
+			t.Fatalf("still offers %v (%d bytes)", ids, held)
+		}
+	})
+}
