@@ -85,7 +85,11 @@ type requestsConfig struct {
 	OrphanGrace   config.Duration `toml:"orphan_grace"`
 	History       config.Duration `toml:"history"`
 	MissedAnswers config.Duration `toml:"missed_answers"`
-	Fsync         bool            `toml:"fsync"`
+	// The bytes of the answers a token keeps for absent agents, and of
+	// the outcomes it keeps for agents re-attaching.
+	MaxMissedBytes  int64 `toml:"max_missed_bytes_per_token"`
+	MaxOutcomeBytes int64 `toml:"max_outcome_bytes_per_token"`
+	Fsync           bool  `toml:"fsync"`
 }
 
 // relayConfig is [relay]: /agent/ws, the UIs agents drive.
@@ -178,6 +182,10 @@ func defaults() fileConfig {
 			OrphanGrace:   dur(2 * time.Minute),
 			History:       dur(30 * 24 * time.Hour),
 			MissedAnswers: dur(24 * time.Hour),
+			// Dozens of screenshots; what any one token may make the
+			// server keep, on a laptop too.
+			MaxMissedBytes:  64 << 20,
+			MaxOutcomeBytes: 32 << 20,
 		},
 		Relay: relayConfig{
 			MaxSessionsPerToken: 64,
@@ -321,7 +329,8 @@ func tune(cfg *fileConfig) tuning {
 	ws := cfg.WebSocket
 	conn := wsconn.Options{PingInterval: d(ws.PingInterval), PongWait: d(ws.PongWait), WriteWait: d(ws.WriteWait)}
 	hubOpts := hub.Options{OrphanGrace: d(cfg.Requests.OrphanGrace), HistoryRetention: d(cfg.Requests.History),
-		MissedRetention: d(cfg.Requests.MissedAnswers)}
+		MissedRetention: d(cfg.Requests.MissedAnswers),
+		MissedBytes:     cfg.Requests.MaxMissedBytes, RetentionBytes: cfg.Requests.MaxOutcomeBytes}
 	in := cfg.Ingress
 	return tuning{
 		StudyLog: studylog.Options{Sync: cfg.StudyLog.Fsync, MaxFilesPerOwner: cfg.StudyLog.MaxFilesPerToken,

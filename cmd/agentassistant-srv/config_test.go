@@ -87,6 +87,8 @@ var settings = []setting{
 	{"requests.orphan_grace", `"7s"`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.OrphanGrace) }, 7 * time.Second},
 	{"requests.history", `"48h"`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.HistoryRetention, t.Cluster.History) }, 48 * time.Hour},
 	{"requests.missed_answers", `"5h"`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MissedRetention) }, 5 * time.Hour},
+	{"requests.max_missed_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MissedBytes) }, int64(7)},
+	{"requests.max_outcome_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.RetentionBytes) }, int64(7)},
 	{"requests.fsync", `true`, func(_ fileConfig, t tuning) []any { return s(t.Store.Sync) }, true},
 
 	{"relay.max_sessions_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Relay.MaxSessionsPerToken) }, 7},

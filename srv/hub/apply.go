@@ -157,11 +157,11 @@ func (h *Hub) finish(r *room, p *pending, rec SharedRecord, rev uint64) (send fu
 		defer h.emitOutcome(p, s.reply, s.err, rec.ClosedNote, now, 0)
 	}
 	s.delivered = s.reply != nil && p.waiters > 0
-	r.keepSettled(p.req.ID, s, now.Add(-h.retention))
+	h.keepSettledLocked(r, p.req.ID, s, now.Add(-h.retention))
 	h.sweepLaterLocked(r)
 	switch {
 	case rec.ClosedNote == ReasonUndelivered: // kept on every instance (missed.go)
-		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt)
+		h.keepMissedLocked(r, p, s.reply, rec.ClosedAt, s.bytes)
 		if p.waiters > 0 {
 			// A caller came back here while it was written: it has it.
 			h.handedOverLocked(r, p.req.ID)
@@ -200,7 +200,7 @@ func settledOf(rec store.Record) *settled {
 
 // outcomeOf is settledOf without the request (its digest and kind).
 func outcomeOf(rec store.Record) *settled {
-	s := &settled{at: rec.ClosedAt}
+	s := &settled{at: rec.ClosedAt, bytes: recordBytes(rec)}
 	switch rec.Status {
 	case store.Answered:
 		s.reply = decodeReply(rec.Reply)

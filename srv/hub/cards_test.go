@@ -16,7 +16,7 @@ func TestKeptToldOutcomesAfterRestart(t *testing.T) {
 	defer h.Close()
 	r := h.room("tok")
 	r.mu.Lock()
-	r.keepSettled("timed", &settled{kind: wire.TaskFinish, err: ErrTimeout, reason: "timeout", at: h.now()}, h.now().Add(-time.Hour))
+	h.keepSettledLocked(r, "timed", &settled{kind: wire.TaskFinish, err: ErrTimeout, reason: "timeout", at: h.now()}, h.now().Add(-time.Hour))
 	r.mu.Unlock()
 	c := newFake("web")
 	upTo := h.Join("tok", c, nil, Resume{})

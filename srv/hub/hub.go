@@ -13,6 +13,7 @@
 // a room's request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents, handed over once, and the
 // agent-gone notice; settled.go outcomes kept for re-attaching callers;
+// keptbytes.go the bytes a room keeps of both;
 // replay.go the numbered events and their ring; presence.go presence
 // batching; chat.go chat and remote input; peers.go the other instances'
 // devices; broadcast.go the fan-out; note.go the notes a room's clients
@@ -184,6 +185,11 @@ type Options struct {
 	// MissedRetention is how long an answer given while no caller waited
 	// is kept for the next call from the same project (default 24h).
 	MissedRetention time.Duration
+	// MissedBytes bounds the bytes of the answers a room keeps for absent
+	// agents (default 64 MiB), RetentionBytes those of the outcomes it
+	// keeps for callers that re-attach (default 32 MiB): past either the
+	// oldest go, whatever their age (keptbytes.go).
+	MissedBytes, RetentionBytes int64
 	// HistoryRetention is how long settled requests stay in the store's
 	// history (default 30 days).
 	HistoryRetention time.Duration
@@ -226,6 +232,11 @@ type Hub struct {
 	linkMu    sync.Mutex    // held alone
 	down      chan struct{} // closed while the cluster's link is lost (link.go)
 	subs      subscribers   // the subscribers to the typed events (events.go)
+
+	// The bytes a room keeps for absent agents, and of outcomes
+	// (keptbytes.go).
+	missedBytes, retentionBytes int64
+
 	// woke, set only by tests before any call, holds a caller of Ask
 	// between waking and looking at why, so that an answer and the
 	// call's end can meet there in a chosen order; nil in the product.
@@ -252,6 +263,8 @@ func New(o Options) *Hub {
 		shared:    o.Shared,
 		self:      cmp.Or(o.Instance, wire.NewID()),
 	}
+	h.missedBytes = positiveOr(o.MissedBytes, defaultMissedBytes)
+	h.retentionBytes = positiveOr(o.RetentionBytes, defaultRetentionBytes)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -259,7 +272,8 @@ func New(o Options) *Hub {
 		h.now = time.Now
 	}
 	if h.shared == nil {
-		h.local = newLocalRecords(o.Store, h.self, h.retention, h.missedFor, h.now)
+		h.local = newLocalRecords(o.Store, h.self, localBounds{retention: h.retention, missedFor: h.missedFor,
+			retentionBytes: h.retentionBytes, missedBytes: h.missedBytes}, h.now)
 		h.local.apply = h
 		h.shared = h.local
 	}
@@ -269,7 +283,7 @@ func New(o Options) *Hub {
 }
 
 // positiveOr is d when positive, else def: an option's default.
-func positiveOr(d, def time.Duration) time.Duration {
+func positiveOr[T time.Duration | int64](d, def T) T {
 	if d > 0 {
 		return d
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,8 +23,9 @@ import (
 // first. The epoch names the run: a device that comes back after a
 // restart gets a full resync. Kept here: the records the lifecycle may
 // still read or change (pending, outcomes within Retention and the
-// newest maxSettled of a room, as the room keeps them, answers kept for
-// an absent agent within MissedRetention).
+// newest maxSettled of a room within its RetentionBytes, as the room
+// keeps them, answers kept for an absent agent within MissedRetention,
+// the newest maxMissed of a room within its MissedBytes).
 //
 // A change is numbered when it is applied, not when it is staged: the
 // writer whose record is saved takes its room's apply lock, gives the
@@ -45,9 +47,10 @@ type localRecords struct {
 	epoch  string
 	// apply is the hub (Hub.applyRoom).
 	apply localApplier
-	// How long outcomes, and answers kept for an absent agent, are kept.
-	retention, missedFor time.Duration
-	now                  func() time.Time
+	// How long, and how many bytes of, outcomes and answers kept for an
+	// absent agent are kept.
+	bounds localBounds
+	now    func() time.Time
 
 	// applying are the apply locks; a room's is applyLock's.
 	applying [applyShards]lockorder.Mutex[lockorder.LocalApply]
@@ -62,10 +65,28 @@ type localRecords struct {
 	waiting int
 	// settled are each room's settled records in the order they were
 	// written, for forgetting them in turn: past Retention, or past
-	// maxSettled a room, as the rooms forget their outcomes (settled.go).
-	// keptQ are the answers kept for an absent agent, of every room.
-	settled map[string][]localQueued
-	keptQ   []localQueued
+	// maxSettled or RetentionBytes a room, as the rooms forget their
+	// outcomes (settled.go). kept are each room's answers kept for an
+	// absent agent, likewise (missed.go).
+	settled, kept map[string]*localQueue
+}
+
+// localBounds are how long, and how many bytes of, settled records the
+// local records keep a room (Options.Retention, MissedRetention,
+// RetentionBytes, MissedBytes). A zero number of bytes is no bound.
+type localBounds struct {
+	retention, missedFor        time.Duration
+	retentionBytes, missedBytes int64
+}
+
+// localQueue is a room's settled records, or its answers kept for an
+// absent agent, in the order they were written. An entry is live while
+// it is its record's last write; one written again since is stale, and
+// only waits its turn to go. live and bytes count the live ones.
+type localQueue struct {
+	q     []localQueued
+	live  int
+	bytes int64
 }
 
 type localKey struct{ room, id string }
@@ -84,6 +105,8 @@ type localEntry struct {
 	// a time, so a compare-and-set never races its own save, and the
 	// journal has a record's changes in the order of their revisions.
 	busy bool
+	// queued is the queue whose live entry rec is; nil when none.
+	queued *localQueue
 }
 
 // applyShards is how many apply locks the rooms share: enough that rooms
@@ -96,9 +119,9 @@ type localQueued struct {
 	at  time.Time
 }
 
-func newLocalRecords(db *store.Store, holder string, retention, missedFor time.Duration, now func() time.Time) *localRecords {
-	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], retention: retention, missedFor: missedFor, now: now,
-		recs: make(map[localKey]*localEntry), settled: make(map[string][]localQueued), seed: maphash.MakeSeed()}
+func newLocalRecords(db *store.Store, holder string, bounds localBounds, now func() time.Time) *localRecords {
+	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], bounds: bounds, now: now,
+		recs: make(map[localKey]*localEntry), settled: make(map[string]*localQueue), kept: make(map[string]*localQueue), seed: maphash.MakeSeed()}
 	l.idle.L = &l.mu
 	return l
 }
@@ -217,10 +240,11 @@ func (l *localRecords) applySaved(k localKey, e *localEntry, rec *SharedRecord) 
 	l.mu.Lock()
 	l.rev++
 	n := l.rev
+	l.unqueueLocked(e)
 	e.rec, e.rev = *rec, n
 	l.doneLocked(e)
 	if rec.Status != store.Pending {
-		l.queueLocked(k, n, rec.ClosedAt, rec.ClosedNote == ReasonUndelivered)
+		l.queueLocked(k, e, rec.ClosedAt, rec.ClosedNote == ReasonUndelivered)
 	}
 	l.mu.Unlock()
 	var send func()
@@ -260,20 +284,45 @@ func (h *Hub) sharedCtx(ctx context.Context) (context.Context, context.CancelFun
 	return context.WithTimeout(context.WithoutCancel(ctx), sharedTimeout)
 }
 
-// queueLocked notes that the settled record of k was written as revision
-// rev, and forgets those past their time, or past their room's count
+// queueLocked notes that e, the record of k, was written settled, and
+// forgets those of its room's queue past their time, count or bytes
 // (unless written again since). Called with l.mu held.
-func (l *localRecords) queueLocked(k localKey, rev uint64, closed time.Time, kept bool) {
-	q := localQueued{k: k, rev: rev, at: closed}
-	now := l.now()
+func (l *localRecords) queueLocked(k localKey, e *localEntry, closed time.Time, kept bool) {
+	qs := l.settled
 	if kept {
-		l.keptQ = append(l.keptQ, q)
-	} else if rq := l.forgetLocked(append(l.settled[k.room], q), now.Add(-l.retention), maxSettled); len(rq) > 0 {
-		l.settled[k.room] = rq
-	} else {
-		delete(l.settled, k.room)
+		qs = l.kept
 	}
-	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)), len(l.keptQ))
+	q := qs[k.room]
+	if q == nil {
+		q = &localQueue{}
+		qs[k.room] = q
+	}
+	q.q = append(q.q, localQueued{k: k, rev: e.rev, at: closed})
+	q.live++
+	q.bytes += recordBytes(e.rec.Record)
+	e.queued = q
+	if len(q.q) > 2*q.live+64 {
+		// Written again and again (a kept answer handed over, marked):
+		// the stale entries go now rather than in their turn.
+		q.q = slices.DeleteFunc(q.q, func(x localQueued) bool { return !l.liveLocked(q, x) })
+	}
+	l.forgetRoomLocked(qs, k.room, kept, l.now())
+}
+
+// unqueueLocked takes e's last write, being written again or forgotten,
+// out of its queue's counts. Called with l.mu held.
+func (l *localRecords) unqueueLocked(e *localEntry) {
+	if q := e.queued; q != nil {
+		q.live--
+		q.bytes -= recordBytes(e.rec.Record)
+		e.queued = nil
+	}
+}
+
+// liveLocked reports whether x is its record's last write, in q.
+func (l *localRecords) liveLocked(q *localQueue, x localQueued) bool {
+	e := l.recs[x.k]
+	return e != nil && e.rev == x.rev && e.queued == q
 }
 
 // sweep forgets the records past their time at now, as queueLocked
@@ -281,26 +330,45 @@ func (l *localRecords) queueLocked(k localKey, rev uint64, closed time.Time, kep
 func (l *localRecords) sweep(now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for room, q := range l.settled {
-		if rq := l.forgetLocked(q, now.Add(-l.retention), maxSettled); len(rq) > 0 {
-			l.settled[room] = rq
-		} else {
-			delete(l.settled, room)
-		}
+	for room := range l.settled {
+		l.forgetRoomLocked(l.settled, room, false, now)
 	}
-	l.keptQ = l.forgetLocked(l.keptQ, now.Add(-max(l.retention, l.missedFor)), len(l.keptQ))
+	for room := range l.kept {
+		l.forgetRoomLocked(l.kept, room, true, now)
+	}
 }
 
-// forgetLocked forgets the records of q written before cutoff, and the
-// oldest past the newest limit. It returns those left.
-func (l *localRecords) forgetLocked(q []localQueued, cutoff time.Time, limit int) []localQueued {
+// forgetRoomLocked forgets, of room's queue in qs (the kept answers when
+// kept), the records written before their time at now, and the oldest
+// past the newest maxSettled (maxMissed) or past the room's bytes, but
+// the last live one.
+func (l *localRecords) forgetRoomLocked(qs map[string]*localQueue, room string, kept bool, now time.Time) {
+	keepFor, limit, budget := l.bounds.retention, maxSettled, l.bounds.retentionBytes
+	if kept {
+		keepFor, limit, budget = max(l.bounds.retention, l.bounds.missedFor), maxMissed, l.bounds.missedBytes
+	}
+	q := qs[room]
+	cutoff := now.Add(-keepFor)
 	n := 0
-	for ; n < len(q) && (q[n].at.Before(cutoff) || len(q)-n > limit); n++ {
-		if e := l.recs[q[n].k]; e != nil && e.rev == q[n].rev && !e.busy {
-			delete(l.recs, q[n].k)
+	for ; n < len(q.q); n++ {
+		x := q.q[n]
+		if !l.liveLocked(q, x) {
+			continue // stale: goes
+		}
+		over := q.live > limit || budget > 0 && q.bytes > budget && q.live > 1
+		if !x.at.Before(cutoff) && !over {
+			break
+		}
+		e := l.recs[x.k]
+		l.unqueueLocked(e)
+		if !e.busy { // else its write in flight queues it again
+			delete(l.recs, x.k)
 		}
 	}
-	return q[n:]
+	q.q = q.q[n:]
+	if len(q.q) == 0 {
+		delete(qs, room)
+	}
 }
 
 // restore loads the records of the store that the lifecycle still needs

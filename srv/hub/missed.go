@@ -40,8 +40,9 @@ const (
 	ReasonAbandoned = "abandoned"
 )
 
-// maxMissed caps the answers a room keeps for absent agents; past it the
-// oldest is no longer offered (it stays in the history).
+// maxMissed caps the answers a room keeps for absent agents, as
+// Options.MissedBytes caps their bytes; past either the oldest is no
+// longer offered (it stays in the history).
 const maxMissed = 256
 
 // missed is an answer kept for an absent agent.
@@ -49,6 +50,7 @@ type missed struct {
 	p     *pending
 	reply *Reply
 	at    time.Time // when it was answered
+	bytes int64     // what keeping it costs (recordBytes)
 }
 
 // Missed is an answer given while no agent waited for it.
@@ -83,6 +85,15 @@ func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Mi
 		}
 		// The change is heard here too, maybe before this call goes on.
 		ok, rec, err := h.handOver(r, m.ID, true)
+		if errors.Is(err, ErrRecordMissing) {
+			// Its record is no longer kept (its room's records went
+			// over their bytes a moment before the room did): nor is
+			// the answer, as once it expired.
+			r.mu.Lock()
+			h.handedOverLocked(r, m.ID)
+			r.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			h.log.Warn("cannot hand over an answer kept for an absent agent", "id", m.ID, "err", err)
 			continue
@@ -105,29 +116,48 @@ func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Mi
 }
 
 // keepMissedLocked keeps rep, the answer to p given at when no agent
-// waited. Called with r.mu held.
-func (h *Hub) keepMissedLocked(r *room, p *pending, rep *Reply, at time.Time) {
+// waited, which costs size bytes (recordBytes). Called with r.mu held.
+func (h *Hub) keepMissedLocked(r *room, p *pending, rep *Reply, at time.Time, size int64) {
 	id := p.req.ID
-	if _, ok := r.missed[id]; !ok {
-		// In order of answer time; restored ones may come in any order.
-		i, _ := slices.BinarySearchFunc(r.missedOrder, at, func(x string, t time.Time) int { return r.missed[x].at.Compare(t) })
+	if old, ok := r.missed[id]; ok {
+		r.missedBytes -= old.bytes
+	} else {
+		// In order of answer time, after those of the same time (the
+		// newest is the last); restored ones may come in any order.
+		i, _ := slices.BinarySearchFunc(r.missedOrder, at, func(x string, t time.Time) int {
+			if r.missed[x].at.After(t) {
+				return 1
+			}
+			return -1
+		})
 		r.missedOrder = slices.Insert(r.missedOrder, i, id)
 	}
-	r.missed[id] = &missed{p: p, reply: rep, at: at}
+	r.missed[id] = &missed{p: p, reply: rep, at: at, bytes: size}
+	r.missedBytes += size
 	h.pruneMissedLocked(r, h.now())
 }
 
 // pruneMissedLocked forgets kept answers past MissedRetention, and the
-// oldest beyond maxMissed.
+// oldest beyond maxMissed or MissedBytes, but the newest; one dropped
+// before its time is logged, as its agent will not have it.
 func (h *Hub) pruneMissedLocked(r *room, now time.Time) {
 	cutoff := now.Add(-h.missedFor)
 	drop := 0
-	for drop < len(r.missedOrder) && (r.missed[r.missedOrder[drop]].at.Before(cutoff) || len(r.missedOrder)-drop > maxMissed) {
-		if !r.missed[r.missedOrder[drop]].at.Before(cutoff) {
-			h.log.Warn("too many answers kept for absent agents; the oldest is no longer offered", "id", r.missedOrder[drop])
+	for ; drop < len(r.missedOrder); drop++ {
+		id := r.missedOrder[drop]
+		m := r.missed[id]
+		count := len(r.missedOrder)-drop > maxMissed
+		size := r.missedBytes > h.missedBytes && drop < len(r.missedOrder)-1
+		expired := m.at.Before(cutoff)
+		if !expired && !count && !size {
+			break
 		}
-		delete(r.missed, r.missedOrder[drop])
-		drop++
+		if !expired {
+			h.log.Warn("answer kept for an absent agent dropped: the token keeps too many; its agent is told it is no longer kept",
+				"id", id, "bytes", m.bytes, "over", overWhat(count))
+		}
+		delete(r.missed, id)
+		r.missedBytes -= m.bytes
 	}
 	if drop > 0 {
 		r.missedOrder = slices.Delete(r.missedOrder, 0, drop)
@@ -142,6 +172,7 @@ func (h *Hub) handedOverLocked(r *room, id string) {
 		return
 	}
 	delete(r.missed, id)
+	r.missedBytes -= m.bytes
 	if i := slices.Index(r.missedOrder, id); i >= 0 {
 		r.missedOrder = slices.Delete(r.missedOrder, i, i+1)
 	}
@@ -283,7 +314,7 @@ func (h *Hub) reattachKept(r *room, id string) error {
 func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 	cutoff := h.now().Add(-h.retention)
 	if r.settled[rec.ID] == nil && !rec.ClosedAt.Before(cutoff) {
-		r.keepSettled(rec.ID, settledOf(rec.Record), cutoff)
+		h.keepSettledLocked(r, rec.ID, settledOf(rec.Record), cutoff)
 		h.sweepLaterLocked(r)
 	}
 	switch {
@@ -293,7 +324,7 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 			// kept it: handed over, not kept again.
 			h.handOverLater(r, rec.ID)
 		} else {
-			h.keepMissedLocked(r, pendingFrom(token, rec), decodeReply(rec.Reply), rec.ClosedAt)
+			h.keepMissedLocked(r, pendingFrom(token, rec), decodeReply(rec.Reply), rec.ClosedAt, recordBytes(rec.Record))
 		}
 	case rec.ClosedNote == ReasonHandedOver && rec.Taken:
 		h.takenLocked(r, rec.ID)

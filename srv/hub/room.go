@@ -25,8 +25,10 @@ type room struct {
 	snapshot []Client
 	pending  map[string]*pending
 	settled  map[string]*settled
-	// settledOrder is the IDs of settled, oldest first.
+	// settledOrder is the IDs of settled, oldest first; settledBytes
+	// is what they cost (keptbytes.go).
 	settledOrder []string
+	settledBytes int64
 	seq          uint64 // the last request event's number
 	events       events // the last replayEvents of them
 	// sweeper lets go of what the room keeps past its time, armed while
@@ -41,9 +43,10 @@ type room struct {
 
 	// missed holds answers given while no agent waited, by request ID,
 	// until an agent takes them (missed.go); missedOrder is their IDs,
-	// oldest first.
+	// oldest first; missedBytes is what they cost (keptbytes.go).
 	missed      map[string]*missed
 	missedOrder []string
+	missedBytes int64
 
 	// refused is the IDs of requests whose record this instance
 	// gave up on (the agent was told they could not be saved), oldest

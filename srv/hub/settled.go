@@ -31,32 +31,53 @@ type settled struct {
 	// not kept for the project's next call when its holder, which had
 	// no caller, says it should be (missed.go).
 	delivered bool
+	// bytes is what keeping it costs (recordBytes), counted in the
+	// room's settledBytes while it is kept.
+	bytes int64
 }
 
 // maxSettled caps the outcomes a room keeps in memory for re-attaching
-// callers (the store keeps them all, as history).
+// callers (the store keeps them all, as history); Options.RetentionBytes
+// caps their bytes.
 const maxSettled = 4096
 
-// keepSettled records an outcome and forgets those older than cutoff, or
-// beyond maxSettled.
-func (r *room) keepSettled(id string, s *settled, cutoff time.Time) {
+// keepSettledLocked records an outcome and forgets those older than
+// cutoff, or beyond maxSettled or the room's bytes of outcomes. Called
+// with r.mu held.
+func (h *Hub) keepSettledLocked(r *room, id string, s *settled, cutoff time.Time) {
+	if old := r.settled[id]; old != nil {
+		r.settledBytes -= old.bytes
+	}
 	r.settled[id] = s
+	r.settledBytes += s.bytes
 	r.settledOrder = append(r.settledOrder, id)
-	r.forgetSettledLocked(cutoff, s)
+	h.forgetSettledLocked(r, cutoff, s)
 }
 
 // forgetSettledLocked forgets the outcomes older than cutoff, or beyond
-// maxSettled, but keep: outcomes arrive in time order, so the oldest are
-// at the front of settledOrder and each is dropped once.
-func (r *room) forgetSettledLocked(cutoff time.Time, keep *settled) {
+// maxSettled or the room's bytes, but keep (the newest, just kept; the
+// next sweep looks at it again): outcomes arrive in time order, so the
+// oldest are at the front of settledOrder and each is dropped once. One
+// dropped before its time is logged. Called with r.mu held.
+func (h *Hub) forgetSettledLocked(r *room, cutoff time.Time, keep *settled) {
 	for len(r.settledOrder) > 0 {
 		old := r.settledOrder[0]
 		o := r.settled[old]
-		if o != nil && !o.at.Before(cutoff) && len(r.settledOrder) <= maxSettled {
+		if keep != nil && o == keep {
 			break
 		}
-		if o != nil && o != keep {
+		count, size := len(r.settledOrder) > maxSettled, r.settledBytes > h.retentionBytes
+		expired := o != nil && o.at.Before(cutoff)
+		if o != nil && !expired && !count && !size {
+			break
+		}
+		if o != nil {
 			delete(r.settled, old)
+			r.settledBytes -= o.bytes
+			if !expired {
+				h.log.Info("outcome kept for re-attaching callers dropped: the token keeps too many of them",
+					"id", old, "bytes", o.bytes, "over", overWhat(count))
+			}
 		}
 		r.settledOrder[0] = ""
 		r.settledOrder = r.settledOrder[1:]
@@ -92,7 +113,7 @@ func (h *Hub) sweep(r *room) {
 	now := h.now()
 	r.mu.Lock()
 	r.sweeper = nil
-	r.forgetSettledLocked(now.Add(-h.retention), nil)
+	h.forgetSettledLocked(r, now.Add(-h.retention), nil)
 	r.events.trim(now)
 	h.pruneMissedLocked(r, now)
 	if len(r.settledOrder) > 0 || r.events.len() > 0 || len(r.missedOrder) > 0 {
