@@ -76,7 +76,14 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
-		m.Message, m.Priority, m.Markdown = Clip(n.Request.Text, 3000), 4, true
+		m.Message, m.Priority, m.Markdown = Clip(withoutDataImages(n.Request.Text), 3000), 4, true
+		// Its buttons show three labels at most, and no description.
+		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions {
+			m.Message += "\n"
+			for _, o := range opts {
+				m.Message += "\n- " + o.line()
+			}
+		}
 		m.Tags = []string{"question"}
 		if n.AnswerURL != "" {
 			labels, _ := buttonsOf(n.Request)

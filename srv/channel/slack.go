@@ -161,7 +161,16 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if done {
 		return nil
 	}
-	text := title(n) + "\n\n" + Clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	// shown stays once the question is settled; the hint goes with the
+	// buttons. A section's text holds 3,000 characters.
+	shown := title(n) + "\n\n" + Clip(withoutDataImages(n.Request.Text), 2000)
+	if opts, some := described(n.Request); some {
+		shown += "\n"
+		for _, o := range opts {
+			shown += "\n• " + o.line()
+		}
+	}
+	text := shown + "\n\n(Press an answer, or reply in this message's thread.)"
 	// The question's own options when it offers some, else the quick
 	// replies; a button's text is at most 75 characters (Block Kit's
 	// bound), its value only its index.
@@ -175,7 +184,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(ctx, key, slackMessage{slackKey{channel, ts}, text},
+	s.track(ctx, key, slackMessage{slackKey{channel, ts}, shown},
 		asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}, expiresOf(n.Event))
 	return nil
 }

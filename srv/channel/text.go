@@ -108,3 +108,27 @@ func buttonsOf(req hub.Request) (labels []string, own bool) {
 	}
 	return labels, true
 }
+
+// shownOption is an option as a person reads it: its label, and its
+// description on one line ("" when it has none).
+type shownOption struct{ label, desc string }
+
+// line is the option on one line: "Canary — Send 5% of the traffic…".
+func (o shownOption) line() string {
+	if o.desc == "" {
+		return o.label
+	}
+	return o.label + " — " + o.desc
+}
+
+// described is a request's options as a person reads them; some says
+// whether one has a description (else its buttons say all there is).
+func described(req hub.Request) (opts []shownOption, some bool) {
+	given, _, _ := wire.OptionsOf(req.Questions)
+	for _, o := range given {
+		d := strings.Join(strings.Fields(o.GetDescription()), " ")
+		opts = append(opts, shownOption{o.GetLabel(), d})
+		some = some || d != ""
+	}
+	return opts, some
+}
