@@ -76,7 +76,11 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
-		m.Message, m.Priority, m.Markdown = Clip(withoutDataImages(n.Request.Text), 3000), 4, true
+		question, cut := clipText(withoutDataImages(n.Request.Text), 3000)
+		m.Message, m.Priority, m.Markdown = question, 4, true
+		if cut {
+			m.Message += "\n…\n\n_(" + restInApp + ")_"
+		}
 		// Its buttons show three labels at most, and no description.
 		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions {
 			m.Message += "\n"

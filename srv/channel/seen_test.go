@@ -2,8 +2,10 @@ package channel
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +141,56 @@ func TestImagesAreNamedNotSpelledOut(t *testing.T) {
 		if strings.Contains(got, "base64") || !strings.Contains(got, "[image: p99 latency]") || !strings.Contains(got, "Ship it anyway?") {
 			t.Errorf("%s shows the image as:\n%.600s", door, got)
 		}
+	}
+}
+
+// TestLongQuestionCutWhereItBreaks: a question longer than a channel's
+// message is cut at the end of a line or word, never inside one, and the
+// message says the rest is in the app; Telegram, Slack and ntfy alike.
+func TestLongQuestionCutWhereItBreaks(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	const slackBot, slackApp = "xoxb-6-secret-bot-token", "xapp-6-A1-secret-app-token"
+	tgAPI := telegramtest.Start(t, botToken)
+	slAPI := slacktest.Start(t, slackBot, slackApp)
+	ntfy := newReceiver(t)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
+	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {tg, sl, &Ntfy{URL: ntfy.URL, Topic: "t"}}}, Options{})
+	long := "## Plan\n\n" + strings.Repeat("The copy mirrors every write through a trigger.\n", 200)
+	f.askText(tokA, "q-1", long, nil)
+
+	tgText := tgAPI.Call(t, "sendMessage", 1)["text"]
+	blocks, err := slacktest.BlocksOf(slAPI.Call(t, "chat.postMessage", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bodies := ntfy.waitFor(t, 1)
+	var nm ntfyMessage
+	if err := json.Unmarshal(bodies[0], &nm); err != nil {
+		t.Fatal(err)
+	}
+	for door, got := range map[string]string{"telegram": tgText, "slack": blocks[0].Text.Text, "ntfy": nm.Message} {
+		if !strings.Contains(got, "trigger.\n…") || !strings.Contains(got, "The rest is in the app.") {
+			t.Errorf("%s cuts the question so:\n%s", door, got[max(0, len(got)-300):])
+		}
+	}
+}
+
+// TestTelegramSendsALargeImage: an image larger than the part of the
+// text a message holds still goes as a photo, its base64 never in the
+// message.
+func TestTelegramSendsALargeImage(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	pic := append(testPNG(t), make([]byte, 8<<10)...)
+	f.askText(tokA, "q-1", "The plot:\n\n![p99 latency](data:image/png;base64,"+base64.StdEncoding.EncodeToString(pic)+")\n\nRoll back?", nil)
+	sent := api.Call(t, "sendMessage", 1)
+	if strings.Contains(sent["text"], "base64") || !strings.Contains(sent["text"], "[p99 latency]\n\nRoll back?") {
+		t.Errorf("the question's text: %.300q", sent["text"])
+	}
+	if ph := api.Call(t, "sendPhoto", 1); ph["photo"] != "image-1.png:"+strconv.Itoa(len(pic)) || ph["caption"] != "p99 latency" {
+		t.Errorf("the photo: %v", ph)
 	}
 }

@@ -163,7 +163,11 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	}
 	// shown stays once the question is settled; the hint goes with the
 	// buttons. A section's text holds 3,000 characters.
-	shown := title(n) + "\n\n" + Clip(withoutDataImages(n.Request.Text), 2000)
+	question, cut := clipText(withoutDataImages(n.Request.Text), 2000)
+	shown := title(n) + "\n\n" + question
+	if cut {
+		shown += "\n…\n\n(" + restInApp + ")"
+	}
 	if opts, some := described(n.Request); some {
 		shown += "\n"
 		for _, o := range opts {

@@ -164,7 +164,10 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		return nil
 	}
-	body, photos := telegramHTML(Clip(n.Request.Text, 3000))
+	body, photos, cut := telegramQuestion(n.Request.Text)
+	if cut {
+		body += "\n…\n\n<i>" + restInApp + "</i>"
+	}
 	// shown stays once the question is settled; the hint goes with the
 	// keyboard.
 	shown := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body

@@ -132,3 +132,26 @@ func described(req hub.Request) (opts []shownOption, some bool) {
 	}
 	return opts, some
 }
+
+// restInApp ends a question cut to fit a message.
+const restInApp = "The rest is in the app."
+
+// clipText cuts a question's text s to at most n bytes where a reader
+// expects a break: at the last line's end, else the last space, in the
+// last quarter of what fits; else on a rune boundary. cut says whether
+// it was cut (the caller then marks it so, after its own rendering).
+func clipText(s string, n int) (clipped string, cut bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= n*3/4 {
+		s = s[:i]
+	} else if i := strings.LastIndexByte(s, ' '); i >= n*3/4 {
+		s = s[:i]
+	}
+	return strings.TrimRight(s, " \t\r\n"), true
+}
