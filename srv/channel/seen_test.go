@@ -194,3 +194,47 @@ func TestTelegramSendsALargeImage(t *testing.T) {
 		t.Errorf("the photo: %v", ph)
 	}
 }
+
+// TestSlackShowsMarkdownFormatted: a question's markdown reaches Slack as
+// mrkdwn (bold, code, links), not as its marks; whatever the agent wrote
+// that Slack would read as a mention or a link of its own is escaped,
+// and the text is verbatim.
+func TestSlackShowsMarkdownFormatted(t *testing.T) {
+	const slackBot, slackApp = "xoxb-5-secret-bot-token", "xapp-5-A1-secret-app-token"
+	slAPI := slacktest.Start(t, slackBot, slackApp)
+	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	f.askText(tokA, "q-1", "## Plan\n\nShip **v2** to [staging](https://example.org/a?b=1&c=2) with `make up`? <!channel> <@U99>", nil)
+	post := slAPI.Call(t, "chat.postMessage", 1)
+	var blocks []struct {
+		Text struct {
+			Type     string `json:"type"`
+			Text     string `json:"text"`
+			Verbatim bool   `json:"verbatim"`
+		} `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(post["blocks"]), &blocks); err != nil {
+		t.Fatal(err)
+	}
+	want := "shop · Claude Code asks\n\n*Plan*\n\nShip *v2* to <https://example.org/a?b=1&amp;c=2|staging> with `make up`? &lt;!channel&gt; &lt;@U99&gt;"
+	if got := blocks[0].Text; got.Type != "mrkdwn" || !got.Verbatim || !strings.HasPrefix(got.Text, want) {
+		t.Errorf("section %+v\nwant it to start %q", got, want)
+	}
+}
+
+// TestSlackMrkdwn: markdown as Slack's mrkdwn, everything the agent
+// wrote escaped.
+func TestSlackMrkdwn(t *testing.T) {
+	for _, c := range []struct{ md, want string }{
+		{"**Deploy** the `shop` _now_? ~~no~~", "*Deploy* the `shop` _now_? ~no~"},
+		{"- one\n- two\n\n1. first", "• one\n• two\n\n1. first"},
+		{"```sql\nSELECT 1 < 2;\n```", "```\nSELECT 1 &lt; 2;\n```"},
+		{"> quoted\n> twice", "> quoted\n> twice"},
+		{"[a|b](https://x.example/p|q) [bad](javascript:alert(1)) <https://y.example>", "<https://x.example/p%7Cq|a¦b> bad <https://y.example|https://y.example>"},
+		{"![plot](https://x.example/p.png) ![raw](data:image/png;base64,AAAA)", "<https://x.example/p.png|[image: plot]> [image: raw]"},
+	} {
+		if got := slackMrkdwn(c.md); got != c.want {
+			t.Errorf("slackMrkdwn(%q)\n got %q\nwant %q", c.md, got, c.want)
+		}
+	}
+}
