@@ -98,7 +98,14 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 			}
 		}
 	default:
+		// It replaces the question's notification: it still says which.
 		m.Message, m.Priority = "No answer is needed any more.", 2
+		if q, cut := clipText(Plain(n.Request.Text), 200); q != "" {
+			if cut {
+				q += " …"
+			}
+			m.Message = q + "\n\n" + m.Message
+		}
 		m.Tags = []string{"white_check_mark"}
 		if n.Kind != hub.Answered {
 			m.Tags = []string{"hourglass"}

@@ -238,3 +238,24 @@ func TestSlackMrkdwn(t *testing.T) {
 		}
 	}
 }
+
+// TestNtfySettledSaysWhichQuestion: ntfy replaces a question's
+// notification with the one saying it is settled; that one still says
+// which question it was, in words.
+func TestNtfySettledSaysWhichQuestion(t *testing.T) {
+	ntfy := newReceiver(t)
+	f := newFixture(t, map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "t"}}}, Options{})
+	f.askText(tokA, "q-1", "## Deploy\n\nShip **v2** to [staging](https://example.org/x) now?", nil)
+	ntfy.waitFor(t, 1)
+	if err := f.hub.Cancel(tokA, "q-1"); err != nil {
+		t.Fatal(err)
+	}
+	_, bodies := ntfy.waitFor(t, 2)
+	var m ntfyMessage
+	if err := json.Unmarshal(bodies[1], &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Title != "shop · Withdrawn" || m.Message != "Deploy Ship v2 to staging now?\n\nNo answer is needed any more." || m.Markdown {
+		t.Errorf("settled: %q / %q (markdown %v)", m.Title, m.Message, m.Markdown)
+	}
+}
