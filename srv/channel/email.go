@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -205,7 +206,21 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 			return err
 		}
 	}
-	body := Clip(n.Request.Text, 64<<10) + "\r\n\r\n-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
+	body := Clip(withoutDataImages(n.Request.Text), 64<<10) + "\r\n\r\n"
+	// A mail has no buttons: its options are written out.
+	if opts, _ := described(n.Request); len(opts) > 0 {
+		_, _, custom := wire.OptionsOf(n.Request.Questions)
+		how := "Answers offered: reply with one of them.\r\n"
+		if custom {
+			how = "Answers offered: reply with one of them, or in your own words.\r\n"
+		}
+		body += how
+		for _, o := range opts {
+			body += "\r\n  * " + o.line()
+		}
+		body += "\r\n\r\n"
+	}
+	body += "-\r\nReply to this e-mail to answer; the first line(s) above the quote are your answer.\r\n"
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}

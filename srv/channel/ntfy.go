@@ -76,7 +76,18 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
-		m.Message, m.Priority, m.Markdown = Clip(n.Request.Text, 3000), 4, true
+		question, cut := clipText(withoutDataImages(n.Request.Text), 3000)
+		m.Message, m.Priority, m.Markdown = question, 4, true
+		if cut {
+			m.Message += "\n…\n\n_(" + restInApp + ")_"
+		}
+		// Its buttons show three labels at most, and no description.
+		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions {
+			m.Message += "\n"
+			for _, o := range opts {
+				m.Message += "\n- " + o.line()
+			}
+		}
 		m.Tags = []string{"question"}
 		if n.AnswerURL != "" {
 			labels, _ := buttonsOf(n.Request)
@@ -87,7 +98,14 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 			}
 		}
 	default:
+		// It replaces the question's notification: it still says which.
 		m.Message, m.Priority = "No answer is needed any more.", 2
+		if q, cut := clipText(Plain(n.Request.Text), 200); q != "" {
+			if cut {
+				q += " …"
+			}
+			m.Message = q + "\n\n" + m.Message
+		}
 		m.Tags = []string{"white_check_mark"}
 		if n.Kind != hub.Answered {
 			m.Tags = []string{"hourglass"}

@@ -109,6 +109,32 @@ func slackText(text string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, text, false, false)
 }
 
+// slackMarkup is a mrkdwn object of text made by slackMrkdwn (or
+// escaped by slackEscape), verbatim: Slack links no name or address in
+// it that it was not given as a link.
+func slackMarkup(text string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, text, false, true)
+}
+
+// maxSlackQuestion bounds a question's mrkdwn in its message: a
+// section's text holds 3,000 characters, with the title, options and
+// hint besides.
+const maxSlackQuestion = 2000
+
+// slackQuestion is a question's text md as mrkdwn within
+// maxSlackQuestion bytes (cut says it was cut): escaping lengthens it,
+// so a text full of < is cut shorter.
+func slackQuestion(md string) (out string, cut bool) {
+	md = withoutDataImages(md)
+	for n := maxSlackQuestion; ; n = n * 2 / 3 {
+		var part string
+		part, cut = clipText(md, n)
+		if out = slackMrkdwn(part); len(out) <= maxSlackQuestion || n < 64 {
+			return Clip(out, maxSlackQuestion), cut || len(out) > maxSlackQuestion
+		}
+	}
+}
+
 // Send delivers n: a question with its buttons, or the update of a
 // question's message once it is settled.
 func (s *Slack) Send(ctx context.Context, n Notice) error {
@@ -141,9 +167,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		if err := putAsked(ctx, notes, s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
 			return fmt.Errorf("slack: %w", err)
 		}
-		text := m.text + "\n\n— " + title(n)
+		text := m.text + "\n\n— " + slackEscape.Replace(title(n))
 		_, _, _, err = api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
-			slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil)))
+			slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
 		if err != nil {
 			return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
 		}
@@ -161,7 +187,20 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if done {
 		return nil
 	}
-	text := title(n) + "\n\n" + Clip(n.Request.Text, 2500) + "\n\n(Press an answer, or reply in this message's thread.)"
+	// shown stays once the question is settled; the hint goes with the
+	// buttons. A section's text holds 3,000 characters.
+	question, cut := slackQuestion(n.Request.Text)
+	shown := slackEscape.Replace(title(n)) + "\n\n" + question
+	if cut {
+		shown += "\n…\n\n(" + restInApp + ")"
+	}
+	if opts, some := described(n.Request); some {
+		shown += "\n"
+		for _, o := range opts {
+			shown += "\n• " + slackEscape.Replace(o.line())
+		}
+	}
+	text := shown + "\n\n(Press an answer, or reply in this message's thread.)"
 	// The question's own options when it offers some, else the quick
 	// replies; a button's text is at most 75 characters (Block Kit's
 	// bound), its value only its index.
@@ -171,11 +210,11 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(Clip(label, 75))))
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
-		slack.MsgOptionBlocks(slack.NewSectionBlock(slackText(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
+		slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(ctx, key, slackMessage{slackKey{channel, ts}, text},
+	s.track(ctx, key, slackMessage{slackKey{channel, ts}, shown},
 		asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}, expiresOf(n.Event))
 	return nil
 }

@@ -31,7 +31,7 @@ func TestSlack(t *testing.T) {
 	if err != nil || len(blocks) != 2 || sent["channel"] != "U42" {
 		t.Fatalf("posted %v: %v", sent, err)
 	}
-	if blocks[0].Type != "section" || blocks[0].Text.Type != "plain_text" || !strings.HasPrefix(blocks[0].Text.Text, "shop · Claude Code asks\n\nDeploy **now**?") {
+	if blocks[0].Type != "section" || blocks[0].Text.Type != "mrkdwn" || !strings.HasPrefix(blocks[0].Text.Text, "shop · Claude Code asks\n\nDeploy *now*?") {
 		t.Errorf("section %+v", blocks[0])
 	}
 	if blocks[1].Type != "actions" || len(blocks[1].Elements) != 3 || blocks[1].Elements[1].Type != "button" || blocks[1].Elements[1].Text.Text != "No" {

@@ -164,8 +164,23 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		return nil
 	}
-	body, photos := telegramHTML(Clip(n.Request.Text, 3000))
-	text := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	body, photos, cut := telegramQuestion(n.Request.Text)
+	if cut {
+		body += "\n…\n\n<i>" + restInApp + "</i>"
+	}
+	// shown stays once the question is settled; the hint goes with the
+	// keyboard.
+	shown := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body
+	if opts, some := described(n.Request); some {
+		shown += "\n"
+		for _, o := range opts {
+			shown += "\n• <b>" + html.EscapeString(o.label) + "</b>"
+			if o.desc != "" {
+				shown += " — " + html.EscapeString(o.desc)
+			}
+		}
+	}
+	text := shown + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
 	labels, own := buttonsOf(n.Request)
@@ -188,7 +203,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
 		until := expiresOf(n.Event)
-		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: text}, q, until)
+		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: shown}, q, until)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {

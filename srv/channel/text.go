@@ -108,3 +108,50 @@ func buttonsOf(req hub.Request) (labels []string, own bool) {
 	}
 	return labels, true
 }
+
+// shownOption is an option as a person reads it: its label, and its
+// description on one line ("" when it has none).
+type shownOption struct{ label, desc string }
+
+// line is the option on one line: "Canary — Send 5% of the traffic…".
+func (o shownOption) line() string {
+	if o.desc == "" {
+		return o.label
+	}
+	return o.label + " — " + o.desc
+}
+
+// described is a request's options as a person reads them; some says
+// whether one has a description (else its buttons say all there is).
+func described(req hub.Request) (opts []shownOption, some bool) {
+	given, _, _ := wire.OptionsOf(req.Questions)
+	for _, o := range given {
+		d := strings.Join(strings.Fields(o.GetDescription()), " ")
+		opts = append(opts, shownOption{o.GetLabel(), d})
+		some = some || d != ""
+	}
+	return opts, some
+}
+
+// restInApp ends a question cut to fit a message.
+const restInApp = "The rest is in the app."
+
+// clipText cuts a question's text s to at most n bytes where a reader
+// expects a break: at the last line's end, else the last space, in the
+// last quarter of what fits; else on a rune boundary. cut says whether
+// it was cut (the caller then marks it so, after its own rendering).
+func clipText(s string, n int) (clipped string, cut bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	s = s[:n]
+	for !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	if i := strings.LastIndexByte(s, '\n'); i >= n*3/4 {
+		s = s[:i]
+	} else if i := strings.LastIndexByte(s, ' '); i >= n*3/4 {
+		s = s[:i]
+	}
+	return strings.TrimRight(s, " \t\r\n"), true
+}

@@ -34,6 +34,46 @@ const maxPhotos = 10
 
 var mdParser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
 
+// maxTelegramText bounds the markdown of a question rendered in its
+// message: the message holds 4,096 characters, the title and buttons'
+// hint besides.
+const maxTelegramText = 3000
+
+// telegramQuestion renders a question's text md as its message's HTML
+// (cut to maxTelegramText bytes; cut says so) and its data: images as
+// photos. Those are taken out before the text is cut: an image is
+// larger than the text a message holds, and one cut is no image.
+func telegramQuestion(md string) (body string, photos []photo, cut bool) {
+	md = dataImage.ReplaceAllStringFunc(md, func(m string) string {
+		alt := dataImage.FindStringSubmatch(m)[1]
+		dest := m[strings.Index(m, "](")+2 : len(m)-1]
+		if p, ok := dataPhoto(alt, strings.Trim(strings.TrimSpace(dest), "<>")); ok && len(photos) < maxPhotos {
+			photos = append(photos, p)
+			if alt == "" {
+				return ""
+			}
+			return "[" + alt + "]"
+		}
+		return imageName(alt)
+	})
+	md, cut = clipText(md, maxTelegramText)
+	body, more := telegramHTML(md)
+	return body, append(photos, more...), cut
+}
+
+// dataPhoto is the photo of a data: URL, if it is a base64 image.
+func dataPhoto(alt, dest string) (photo, bool) {
+	meta, data, ok := strings.Cut(dest, ",")
+	if !ok || !strings.HasPrefix(meta, "data:image/") || !strings.HasSuffix(meta, ";base64") {
+		return photo{}, false
+	}
+	b, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return photo{}, false
+	}
+	return photo{alt: alt, mime: strings.TrimSuffix(strings.TrimPrefix(meta, "data:"), ";base64"), data: b}, true
+}
+
 // telegramHTML renders md as Telegram's HTML, taking out its data: images.
 func telegramHTML(md string) (string, []photo) {
 	src := []byte(md)
@@ -198,15 +238,12 @@ func (r *tgRenderer) link(dest string, n ast.Node) {
 func (r *tgRenderer) image(img *ast.Image) {
 	alt := r.text(img)
 	dest := string(img.Destination)
-	if meta, data, ok := strings.Cut(dest, ","); ok && strings.HasPrefix(meta, "data:image/") && strings.HasSuffix(meta, ";base64") {
-		b, err := base64.StdEncoding.DecodeString(data)
-		if err == nil && len(r.photos) < maxPhotos {
-			r.photos = append(r.photos, photo{alt: alt, mime: strings.TrimSuffix(strings.TrimPrefix(meta, "data:"), ";base64"), data: b})
-			if alt != "" {
-				r.esc("[" + alt + "]")
-			}
-			return
+	if p, ok := dataPhoto(alt, dest); ok && len(r.photos) < maxPhotos {
+		r.photos = append(r.photos, p)
+		if alt != "" {
+			r.esc("[" + alt + "]")
 		}
+		return
 	}
 	label := cmp.Or(alt, "image")
 	if u, err := url.Parse(dest); err == nil && (u.Scheme == "http" || u.Scheme == "https") {

@@ -72,7 +72,7 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 		title = p + " · " + title
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
-		Title: channel.Clip(title, maxTitle), Body: channel.Clip(plain(req.Text), maxBody),
+		Title: channel.Clip(title, maxTitle), Body: channel.Clip(channel.Plain(req.Text), maxBody),
 		Cap: capName, Answer: "/push/answer", URL: "/?request=" + url.QueryEscape(req.ID)}
 	if opts, _, _ := wire.OptionsOf(req.Questions); len(opts) > 0 {
 		// The question's own options, the first that fit: an action posts
@@ -161,11 +161,4 @@ func cut(s string, over int) string {
 		return channel.Clip(s, n)
 	}
 	return ""
-}
-
-// plain is markdown as a notification shows it: one paragraph of text,
-// without the marks.
-func plain(md string) string {
-	r := strings.NewReplacer("**", "", "__", "", "`", "", "#", "", "\r", "", "\n", " ", "\t", " ")
-	return strings.Join(strings.Fields(r.Replace(md)), " ")
 }
