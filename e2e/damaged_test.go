@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -77,24 +78,63 @@ func waitPending(t *testing.T, s *server, n int) {
 
 var lostLine = regexp.MustCompile(`the request store was damaged.*`)
 
+// cutBefore returns where to cut the database at path so that no copy of
+// any of texts is left whole: at the first byte of the first copy, or,
+// onPage, at the start of its page. Where bbolt put them depends on how
+// many commits came before (it reuses the pages they freed), so a fixed
+// size may leave them all whole: the store then restores them, rightly.
+func cutBefore(t *testing.T, path string, onPage bool, texts ...string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := -1
+	for _, text := range texts {
+		if i := bytes.Index(b, []byte(text)); i >= 0 && (first < 0 || i < first) {
+			first = i
+		}
+	}
+	if first < 0 {
+		t.Fatalf("no question is in the database: %v", texts)
+	}
+	if onPage {
+		first -= first % os.Getpagesize() // bbolt's page size
+	}
+	return int64(first)
+}
+
 // TestDamagedStoreSaysWhatItLost: three questions wait, the journal is
 // folded into the database, the server is killed and the database cut
-// short. After the restart nothing of them can be read back; the log
-// says that three were lost and which, and every device logging in is
-// told which projects' questions could not be restored.
+// short before the questions. After the restart nothing of them can be
+// read back; the log says that three were lost and which, and every
+// device logging in is told which projects' questions could not be
+// restored. The questions are asked at once (one fold, usually), or one
+// by one, each folded before the next (bbolt then put them on the file's
+// third page, which a cut at a fixed 10,000 or 12,288 bytes kept whole);
+// the cut is in the middle of a page, or at its start.
 func TestDamagedStoreSaysWhatItLost(t *testing.T) {
-	for _, size := range []int64{10_000, 12_288} {
-		t.Run(fmt.Sprint(size), func(t *testing.T) {
+	for _, tc := range []struct{ oneByOne, onPage bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		t.Run(fmt.Sprintf("oneByOne=%v,onPage=%v", tc.oneByOne, tc.onPage), func(t *testing.T) {
 			port, data := freePort(t), t.TempDir()
 			s := startServerWith(t, port, data, nil, tokenA)
 			projects := map[string]string{"lost-1": "/home/me/shop", "lost-2": "/home/me/blog", "lost-3": "/srv/infra"}
+			var asked, texts []string
 			for _, id := range slices.Sorted(maps.Keys(projects)) {
-				askFrom(s, id, projects[id], "Will "+id+" survive?")
+				texts = append(texts, "Will "+id+" survive?")
+				askFrom(s, id, projects[id], texts[len(texts)-1])
+				if tc.oneByOne {
+					asked = append(asked, id)
+					waitFolded(t, data, asked...)
+				}
 			}
 			waitPending(t, s, 3)
 			waitFolded(t, data, slices.Collect(maps.Keys(projects))...)
 			s.kill9(t)
-			if err := os.Truncate(filepath.Join(data, "agentassistant.db"), size); err != nil {
+			db := filepath.Join(data, "agentassistant.db")
+			cut := cutBefore(t, db, tc.onPage, texts...)
+			t.Logf("cut at %d bytes", cut)
+			if err := os.Truncate(db, cut); err != nil {
 				t.Fatal(err)
 			}
 

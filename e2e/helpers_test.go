@@ -174,6 +174,14 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 	case <-time.After(30 * time.Second): // a NATS cluster still forming under load
 		t.Fatalf("server printed no URL; log:\n%s", logw.String())
 	}
+	// The server logs that it listens just before it prints the URL, but
+	// its log comes through a pipe of its own, copied by a goroutine that
+	// may lag behind: once the line is in, so is everything the server
+	// logged while starting (what it found in its data directory), for
+	// the test to read.
+	if !logw.waitFor("msg=listening addr=", 10*time.Second) {
+		t.Fatalf("the server printed its URL but did not log that it listens; log:\n%s", logw.String())
+	}
 	return s
 }
 
