@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -72,6 +73,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "health" {
 		return runHealth(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return unknownCommand(args[0])
 	}
 	var cfg fileConfig
 	fs, showVersion := newFlags(&cfg, stderr)
@@ -359,4 +363,18 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// unknownCommand refuses a word where a command goes, naming the
+// commands there are: without it, "servce install" read as a stray
+// argument after the flags.
+func unknownCommand(w string) error {
+	const cmds = "agentassistant-srv [flags], agentassistant-srv service install|uninstall|status, agentassistant-srv health"
+	switch {
+	case slices.Contains([]string{"install", "uninstall", "status"}, w):
+		return fmt.Errorf("unknown command %q: did you mean agentassistant-srv service %s? The commands: %s", w, w, cmds)
+	case config.Closest(w, "service", "health") != "":
+		return fmt.Errorf("unknown command %q: did you mean %q? The commands: %s", w, config.Closest(w, "service", "health"), cmds)
+	}
+	return fmt.Errorf("unknown command %q: every setting is a flag (-name value); the commands: %s", w, cmds)
 }

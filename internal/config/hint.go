@@ -181,3 +181,15 @@ func withArticle(noun string) string {
 	}
 	return "a " + noun
 }
+
+// Closest is the word among the given ones that w is a slip of (at most
+// two letters off), or "" when none is.
+func Closest(w string, among ...string) string {
+	best, bestD := "", 3
+	for _, a := range among {
+		if d := editDistance(w, a); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	return best
+}
