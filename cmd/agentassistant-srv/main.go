@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -118,7 +119,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
-		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token", cfg.Host)
+		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token%s",
+			cfg.Host, keepGenerated(cfg.Server.DataDir))
 	}
 	// Before the token, the logs or the store touch the directory: one
 	// this build cannot read is left as it is.
@@ -377,4 +379,19 @@ func unknownCommand(w string) error {
 		return fmt.Errorf("unknown command %q: did you mean %q? The commands: %s", w, config.Closest(w, "service", "health"), cmds)
 	}
 	return fmt.Errorf("unknown command %q: every setting is a flag (-name value); the commands: %s", w, cmds)
+}
+
+// keepGenerated tells how to go on with the token the server generated
+// on an earlier start, kept in dataDir, so the URL the person already
+// opened stays valid; "" when there is none. It names the file, never
+// the token; quoted, as macOS's data directory has a space in it.
+func keepGenerated(dataDir string) string {
+	f := filepath.Join(dataDir, auth.TokenFile)
+	if _, err := os.Stat(f); err != nil {
+		return ""
+	}
+	if runtime.GOOS == "windows" {
+		return fmt.Sprintf(`; to keep the one it generated (and the URL you have): -token (Get-Content "%s")`, f)
+	}
+	return fmt.Sprintf(`; to keep the one it generated (and the URL you have): -token "$(cat '%s')"`, f)
 }
