@@ -153,3 +153,18 @@ func bridgeOverServer(t *testing.T, session string) (*client.Client, string) {
 
 	return c, ts.URL
 }
+
+// TestWaitUserTimeoutMistyped: wait_user_message's timeout of "2m" is
+// refused saying how to write it, rather than read as its default.
+func TestWaitUserTimeoutMistyped(t *testing.T) {
+	c, _ := bridgeOverServer(t, "th")
+	wait := mcp.CallToolRequest{}
+	wait.Params.Name, wait.Params.Arguments = "wait_user_message", map[string]any{"timeout": "2m"}
+	r, err := c.CallTool(context.Background(), wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := r.Content[0].(mcp.TextContent).Text; !r.IsError || !strings.Contains(txt, `"timeout" is a number of seconds (1 to 50)`) {
+		t.Errorf("wait_user_message with timeout \"2m\": %v %q", r.IsError, txt)
+	}
+}

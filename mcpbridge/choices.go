@@ -3,6 +3,8 @@ package mcpbridge
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -70,7 +72,7 @@ func questionsArg(req mcp.CallToolRequest, text string) ([]*pb.Question, error) 
 	}
 	list, ok := raw.([]any)
 	if !ok {
-		return nil, fmt.Errorf("\"options\" must be an array of {label, description}")
+		return nil, fmt.Errorf("\"options\" must be an array of objects, e.g. %s, not %s", optionsExample, kindOf(raw))
 	}
 	if len(list) == 0 {
 		return nil, nil
@@ -84,18 +86,71 @@ func questionsArg(req mcp.CallToolRequest, text string) ([]*pb.Question, error) 
 		case string:
 			opts = append(opts, &pb.Option{Label: strings.TrimSpace(v)})
 		case map[string]any:
-			l, _ := v["label"].(string)
-			d, _ := v["description"].(string)
-			opts = append(opts, &pb.Option{Label: strings.TrimSpace(l), Description: strings.TrimSpace(d)})
+			o, err := optionOf(i, v)
+			if err != nil {
+				return nil, err
+			}
+			opts = append(opts, o)
 		default:
-			return nil, fmt.Errorf("option %d must be an object with a \"label\"", i+1)
+			return nil, fmt.Errorf("option %d must be an object with a \"label\", e.g. %s", i+1, optionsExample)
 		}
 	}
 	if err := wire.CheckOptions(opts); err != nil {
 		return nil, err
 	}
-	return []*pb.Question{{Question: text, Options: opts,
-		Multiple: req.GetBool("multi_select", false), Custom: req.GetBool("allow_other", true)}}, nil
+	multiple, err := boolArg(req, "multi_select", false)
+	if err != nil {
+		return nil, err
+	}
+	custom, err := boolArg(req, "allow_other", true)
+	if err != nil {
+		return nil, err
+	}
+	return []*pb.Question{{Question: text, Options: opts, Multiple: multiple, Custom: custom}}, nil
+}
+
+const optionsExample = `[{"label": "Yes"}, {"label": "No"}]`
+
+// optionOf reads option i (from 0) of a call; the error says what the
+// agent wrote instead of a label.
+func optionOf(i int, v map[string]any) (*pb.Option, error) {
+	raw, ok := v["label"]
+	if !ok {
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, strconv.Quote(k))
+		}
+		slices.Sort(keys)
+		got := "nothing"
+		if len(keys) > 0 {
+			got = strings.Join(keys, ", ")
+		}
+		return nil, fmt.Errorf("option %d has no \"label\" (it has %s): each option is %s", i+1, got, `{"label": "Yes", "description": "…"}`)
+	}
+	l, ok := raw.(string)
+	if !ok {
+		return nil, fmt.Errorf("option %d: \"label\" must be a string; got %s", i+1, shown(raw))
+	}
+	d, ok := v["description"].(string)
+	if _, given := v["description"]; given && !ok && v["description"] != nil {
+		return nil, fmt.Errorf("option %d: \"description\" must be a string; got %s", i+1, shown(v["description"]))
+	}
+	return &pb.Option{Label: strings.TrimSpace(l), Description: strings.TrimSpace(d)}, nil
+}
+
+// kindOf names a JSON value's kind for an error.
+func kindOf(v any) string {
+	switch v.(type) {
+	case string:
+		return "a string"
+	case map[string]any:
+		return "an object"
+	case float64, int:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // chosenText is the line telling the agent which options were chosen.

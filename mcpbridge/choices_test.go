@@ -163,3 +163,63 @@ func TestTypedChoiceIsNotAlsoFreeText(t *testing.T) {
 		}
 	}
 }
+
+// An LLM writes what it would say to a person: "2m" for a timeout, "yes"
+// for a flag, the options as one string, an option keyed "name". None of
+// it may quietly turn into a default the agent did not ask for: each is
+// refused, naming the argument and how to write it, before the server
+// sees the question.
+func TestMistypedArgumentsSayHowToWriteThem(t *testing.T) {
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		t.Errorf("a mistyped call reached the server: %v", r.GetRequest())
+		return &pb.AskQuestionResponse{}, nil
+	}}
+	c := newClient(t, f, Options{})
+	opts := []any{map[string]any{"label": "A"}, map[string]any{"label": "B"}}
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want []string
+	}{
+		{"ask_question", map[string]any{"timeout": "2m"}, []string{`"timeout"`, "number of seconds", "300", `"2m"`}},
+		{"task_finish", map[string]any{"timeout": "ten minutes"}, []string{`"timeout"`, "number of seconds"}},
+		{"ask_question", map[string]any{"timeout": true}, []string{`"timeout"`, "number of seconds"}},
+		{"ask_question", map[string]any{"options": opts, "multi_select": "yes"}, []string{`"multi_select"`, "true or false", `"yes"`}},
+		{"work_report", map[string]any{"options": opts, "allow_other": "no"}, []string{`"allow_other"`, "true or false"}},
+		{"ask_question", map[string]any{"options": "Yes, No"}, []string{`"options"`, `[{"label": "Yes"}, {"label": "No"}]`, "not a string"}},
+		{"ask_question", map[string]any{"options": []any{map[string]any{"name": "Yes"}}}, []string{`option 1 has no "label"`, `"name"`, `{"label": "Yes"`}},
+		{"ask_question", map[string]any{"options": []any{map[string]any{"label": 5}}}, []string{`option 1`, `"label" must be a string`}},
+		{"ask_question", map[string]any{"question": []any{"q"}}, []string{`"question" must be a string`}},
+	} {
+		args := map[string]any{"question": "q", "summary": "s"}
+		for k, v := range tc.args {
+			args[k] = v
+		}
+		r := call(t, c, tc.tool, args, nil)
+		for _, w := range tc.want {
+			if !r.IsError || !strings.Contains(text(r), w) {
+				t.Errorf("%s %v: error %v %q, want it to say %s", tc.tool, tc.args, r.IsError, text(r), w)
+			}
+		}
+	}
+}
+
+// What an LLM writes that means what it says still works: a number of
+// seconds in a string, a flag as "true".
+func TestNumbersAndFlagsInStringsAreRead(t *testing.T) {
+	f := &fakeSrv{ask: func(ctx context.Context, r *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		return &pb.AskQuestionResponse{ID: r.GetID(), Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "A"}}}}, nil
+	}}
+	c := newClient(t, f, Options{})
+	r := call(t, c, "ask_question", map[string]any{"question": "q", "timeout": "300", "multi_select": "true",
+		"options": []any{map[string]any{"label": "A"}, "B"}}, nil)
+	if r.IsError {
+		t.Fatalf("error: %s", text(r))
+	}
+	f.mu.Lock()
+	req := f.asks[0].GetRequest()
+	f.mu.Unlock()
+	if req.GetTimeout() != 300 || !req.GetQuestions()[0].GetMultiple() || len(req.GetQuestions()[0].GetOptions()) != 2 {
+		t.Errorf("sent timeout %v, multiple %v, options %v", req.GetTimeout(), req.GetQuestions()[0].GetMultiple(), req.GetQuestions()[0].GetOptions())
+	}
+}

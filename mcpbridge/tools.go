@@ -74,7 +74,10 @@ func (b *bridge) register(s *server.MCPServer) {
 // argument arg: a question, or a task report's summary.
 func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		text := req.GetString(arg, "")
+		text, err := textArg(req, arg)
+		if err != nil {
+			return badArgs(tool, err)
+		}
 		if strings.TrimSpace(text) == "" {
 			return mcp.NewToolResultError(tool + " needs a non-empty \"" + arg + "\"."), nil
 		}
@@ -82,7 +85,12 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 		if err != nil {
 			return badArgs(tool, err)
 		}
-		timeout := b.timeout(req.GetFloat("timeout", 0))
+		secs, err := secondsArg(req, "timeout", fmt.Sprintf("(%d to %d), e.g. 300",
+			int(b.o.MinTimeout.Seconds()), int(b.o.MaxTimeout.Seconds())))
+		if err != nil {
+			return badArgs(tool, err)
+		}
+		timeout := b.timeout(secs)
 		dir := b.dir(req)
 		if res := b.handOver(ctx, kind, tool, dir); res != nil {
 			return res, nil

@@ -260,7 +260,14 @@ func (u *uiTools) sendMessage(ctx context.Context, req mcp.CallToolRequest) (*mc
 }
 
 func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	d := time.Duration(req.GetFloat("timeout", 30) * float64(time.Second))
+	secs, err := secondsArg(req, "timeout", fmt.Sprintf("(1 to %d), e.g. 30", int(maxUserWait.Seconds())))
+	if err != nil {
+		return badArgs("wait_user_message", err)
+	}
+	if v := req.GetArguments()["timeout"]; v == nil {
+		secs = 30
+	}
+	d := time.Duration(secs * float64(time.Second))
 	d = min(max(d, time.Second), maxUserWait)
 	r, err := u.b.be.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: int32(d / time.Millisecond)})
 	if err != nil {

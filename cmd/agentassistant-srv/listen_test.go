@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,5 +78,30 @@ func TestListenTrouble(t *testing.T) {
 	}
 	if err := listenError(listen(10049), "192.0.2.1:22080", "192.0.2.1"); !strings.Contains(err.Error(), "192.0.2.1 is no address of this machine") {
 		t.Errorf("host not here on Windows: %v", err)
+	}
+}
+
+// TestWildcardWithoutTokenNamesTheGeneratedOne: a person who ran the
+// server once and now opens it to their phone (-host 0.0.0.0) is told
+// how to keep the URL they have: the file that holds the generated
+// token, never the token itself.
+func TestWildcardWithoutTokenNamesTheGeneratedOne(t *testing.T) {
+	dir := t.TempDir()
+	const tok = "generated-token-0123456789abcdef"
+	if err := os.WriteFile(filepath.Join(dir, "token"), []byte(tok+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "empty.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-host", "0.0.0.0", "-port", "0"}, &out, &errs)
+	if err == nil {
+		t.Fatal("started on 0.0.0.0 without a configured token")
+	}
+	want := `-token "$(cat '` + filepath.Join(dir, "token") + `')"`
+	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error()+out.String()+errs.String(), tok) {
+		t.Errorf("error %q: want it to name %s and never the token", err, want)
 	}
 }

@@ -13,7 +13,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,6 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "health" {
 		return runHealth(ctx, args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return unknownCommand(args[0])
+	}
 	var cfg fileConfig
 	fs, showVersion := newFlags(&cfg, stderr)
 	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
@@ -114,7 +119,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	loopback := isLoopback(cfg.Host)
 	if cfg.Token == "" && !loopback {
-		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token", cfg.Host)
+		return fmt.Errorf("listening on %s (beyond this machine) needs a configured token: set agentassistant_server_token or -token%s",
+			cfg.Host, keepGenerated(cfg.Server.DataDir))
 	}
 	// Before the token, the logs or the store touch the directory: one
 	// this build cannot read is left as it is.
@@ -359,4 +365,33 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// unknownCommand refuses a word where a command goes, naming the
+// commands there are: without it, "servce install" read as a stray
+// argument after the flags.
+func unknownCommand(w string) error {
+	const cmds = "agentassistant-srv [flags], agentassistant-srv service install|uninstall|status, agentassistant-srv health"
+	switch {
+	case slices.Contains([]string{"install", "uninstall", "status"}, w):
+		return fmt.Errorf("unknown command %q: did you mean agentassistant-srv service %s? The commands: %s", w, w, cmds)
+	case config.Closest(w, "service", "health") != "":
+		return fmt.Errorf("unknown command %q: did you mean %q? The commands: %s", w, config.Closest(w, "service", "health"), cmds)
+	}
+	return fmt.Errorf("unknown command %q: every setting is a flag (-name value); the commands: %s", w, cmds)
+}
+
+// keepGenerated tells how to go on with the token the server generated
+// on an earlier start, kept in dataDir, so the URL the person already
+// opened stays valid; "" when there is none. It names the file, never
+// the token; quoted, as macOS's data directory has a space in it.
+func keepGenerated(dataDir string) string {
+	f := filepath.Join(dataDir, auth.TokenFile)
+	if _, err := os.Stat(f); err != nil {
+		return ""
+	}
+	if runtime.GOOS == "windows" {
+		return fmt.Sprintf(`; to keep the one it generated (and the URL you have): -token (Get-Content "%s")`, f)
+	}
+	return fmt.Sprintf(`; to keep the one it generated (and the URL you have): -token "$(cat '%s')"`, f)
 }

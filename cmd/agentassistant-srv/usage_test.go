@@ -61,3 +61,20 @@ func TestFlagsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// TestMistypedCommandNamesTheCommands: a word where a command goes
+// ("servce install", "status") is refused naming the commands there are,
+// the closest one first, before any setting is read or anything started.
+func TestMistypedCommandNamesTheCommands(t *testing.T) {
+	for args, want := range map[string]string{
+		"servce install": `did you mean "service"?`,
+		"helth":          `did you mean "health"?`,
+		"status":         `agentassistant-srv service status`,
+	} {
+		var out, errs bytes.Buffer
+		err := run(context.Background(), strings.Fields(args), &out, &errs)
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "service install|uninstall|status") {
+			t.Errorf("%s: %v, want it to name the commands and %q", args, err, want)
+		}
+	}
+}

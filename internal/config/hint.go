@@ -148,10 +148,16 @@ func wrongType(err error) (string, bool) {
 	if m == nil {
 		return "", false
 	}
-	line, key, got, want := m[1], m[2], m[3], m[4]
-	name := map[string]string{"slice": "list", "array": "list", "int64": "integer", "float64": "float", "bool": "boolean"}
+	return wrongTypeAt(m[1], display(m[2]), m[3], m[4]), true
+}
+
+// wrongTypeAt says that the setting written name at line is of type got
+// where it must be of type want (as the TOML decoder names them), and
+// how to write one.
+func wrongTypeAt(line, name, got, want string) string {
+	words := map[string]string{"slice": "list", "array": "list", "int64": "integer", "float64": "float", "bool": "boolean"}
 	for _, t := range []*string{&got, &want} {
-		if n, ok := name[*t]; ok {
+		if n, ok := words[*t]; ok {
 			*t = n
 		}
 	}
@@ -166,7 +172,7 @@ func wrongType(err error) (string, bool) {
 	case want == "list":
 		how = `: write it in brackets, e.g. ["a", "b"]`
 	}
-	return fmt.Sprintf("line %s: %s must be %s, not %s%s", line, display(key), withArticle(want), withArticle(got), how), true
+	return fmt.Sprintf("line %s: %s must be %s, not %s%s", line, name, withArticle(want), withArticle(got), how)
 }
 
 func withArticle(noun string) string {
@@ -174,4 +180,16 @@ func withArticle(noun string) string {
 		return "an " + noun
 	}
 	return "a " + noun
+}
+
+// Closest is the word among the given ones that w is a slip of (at most
+// two letters off), or "" when none is.
+func Closest(w string, among ...string) string {
+	best, bestD := "", 3
+	for _, a := range among {
+		if d := editDistance(w, a); d < bestD {
+			best, bestD = a, d
+		}
+	}
+	return best
 }

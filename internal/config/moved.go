@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -100,6 +102,12 @@ func (f *Flags) applyMoves(path string, md toml.MetaData, v any, defined map[str
 			return fmt.Errorf("read config %s: %s: %w", path, m.Old, err)
 		}
 		if _, err := toml.NewDecoder(&b).Decode(v); err != nil {
+			// The decoder saw the value where it moved to, in a file of
+			// its own: told as such, the line and the key are neither
+			// the file's nor the person's.
+			if t := incompatible.FindStringSubmatch(err.Error()); t != nil {
+				return fmt.Errorf("read config %s: %s (it is now [%s] %s)", path, wrongTypeAt(lineOf(path, m.Old), m.Old, t[3], t[4]), table, key)
+			}
 			return fmt.Errorf("read config %s: %s: %w", path, m.Old, err)
 		}
 		defined[m.New] = true
@@ -141,4 +149,24 @@ func (d Duration) String() string {
 		return fmt.Sprintf("%ds", v/time.Second)
 	}
 	return v.String()
+}
+
+// lineOf is the line of the file at path that sets the top-level key
+// (before any table), as a number; "?" if it cannot be told.
+func lineOf(path, key string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "?"
+	}
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.TrimSpace(l)
+		if strings.HasPrefix(l, "[") {
+			break
+		}
+		k, _, ok := strings.Cut(l, "=")
+		if ok && strings.Trim(strings.TrimSpace(k), `"'`) == key {
+			return strconv.Itoa(i + 1)
+		}
+	}
+	return "?"
 }

@@ -165,3 +165,18 @@ func TestWrongTypeHints(t *testing.T) {
 		}
 	}
 }
+
+// TestMovedKeyOfWrongTypeSaysHowToWriteIt: an old key with a value of
+// the wrong type is told as a new key's would be, at the old key's own
+// line and name, not as the decoder saw it in the table it moved to.
+func TestMovedKeyOfWrongTypeSaysHowToWriteIt(t *testing.T) {
+	for body, want := range map[string]string{
+		"host = \"h\"\n\nmax_limit = \"x\"\n": `line 3: max_limit must be an integer, not a string: write it without quotes (it is now [web] limit)`,
+		"web_url = 5\n":                       `line 1: web_url must be a string, not an integer: write it in quotes (it is now [web] url)`,
+	} {
+		_, _, err := loadTabled(t, body)
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "incompatible") {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+}

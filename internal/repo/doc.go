@@ -1,6 +1,7 @@
 // Package repo has no code of its own: its tests read the repository as
 // a whole. docs/architecture.md's package map is checked against what
 // each package imports, and its paragraph on the hub and the relay
-// against their files; and the hub's files are checked to build no /ws
-// frame.
+// against their files; the hub's files are checked to build no /ws
+// frame; and the documentation's shell commands to run as written on a
+// fresh machine.
 package repo
