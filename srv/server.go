@@ -224,6 +224,10 @@ func New(o Options) *Server {
 	mo := o.MCP
 	mo.Backend = func(token string) mcpbridge.Backend { return services.Local("mcp", token) }
 	mo.TokenOf, mo.Logger = s.tokenOf, o.Logger.With("component", "mcp")
+	if o.Cluster != nil && mo.SessionKey != nil {
+		// A session any instance serves is cancelled and ended on all.
+		mo.Peers = o.Cluster.MCP()
+	}
 	s.mcp = mcphttp.New(mo)
 	s.handle("/mcp", GuardHeader, s.checkOrigin(s.requireToken(s.mcp)))
 	ao := o.AGUI

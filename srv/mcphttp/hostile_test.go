@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -97,7 +98,7 @@ func TestSignedClaimsOfOtherTypes(t *testing.T) {
 	for _, payload := range []string{`{"s":5}`, `{"s":"default","c":[]}`, `{"s":"default","i":{"name":{}}}`,
 		`{"s":"default","v":null,"c":null,"i":null,"n":7}`, `[]`, `null`, `"default"`, `{"s":["default"]}`, `{}`} {
 		p := base64.RawURLEncoding.EncodeToString([]byte(payload))
-		sid := signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, "token-a", p))
+		sid := signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, sha256.Sum256([]byte("token-a")), p))
 		if got := post(t, bases[0]+"?", "token-a", sid); got != http.StatusNotFound {
 			t.Errorf("claims %s: %d, want 404", payload, got)
 		}

@@ -64,6 +64,11 @@ type Options struct {
 	// every instance), from which the key of the IDs is derived. nil:
 	// random IDs only this process knows.
 	SessionKey []byte
+	// Peers, with SessionKey, carries what a client does on one
+	// instance to the others that serve its session too: a call's
+	// cancel, the session's end (peers.go). nil: the instance ends only
+	// what it holds.
+	Peers Peers
 }
 
 // Handler is the /mcp endpoint.
@@ -74,6 +79,10 @@ type Handler struct {
 	// evKey signs the requests event IDs carry (eventsig.go); nil with
 	// key.
 	evKey []byte
+	// noteKey signs the notes told to the other instances (peers.go);
+	// nil without Peers. unlisten stops hearing theirs.
+	noteKey  []byte
+	unlisten func()
 	// runs are the bridges' Run; its context ends once Close starts:
 	// calls end, bridges stop.
 	runs owned.Group
@@ -88,7 +97,8 @@ type Handler struct {
 
 // room is one token's bridges and sessions.
 type room struct {
-	token    string
+	key      [sha256.Size]byte         // the token's digest, its key in Handler.rooms
+	token    string                    // "" until a request of it comes: a room known only by a note (peers.go)
 	bridges  map[string]*bridge        // by relay session
 	sessions lru.Map[string, *session] // by MCP session ID
 	// ended are the signed IDs of the sessions its clients ended here
@@ -138,6 +148,17 @@ func New(o Options) *Handler {
 	if o.SessionKey != nil {
 		h.key = deriveKey(o.SessionKey)
 		h.evKey = deriveEventKey(o.SessionKey)
+		if o.Peers != nil {
+			h.noteKey = deriveNoteKey(o.SessionKey)
+			stop, err := o.Peers.Listen(h.heard)
+			if err != nil {
+				// Each instance still serves its own; the others' cancels
+				// and ends do not reach it.
+				h.log.Error("hear the other instances of /mcp sessions", "err", err)
+				stop = func() {}
+			}
+			h.unlisten = stop
+		}
 	}
 	return h
 }
@@ -307,8 +328,41 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return
 		}
+		if method == string(mcp.MethodNotificationCancelled) && !modern {
+			body, _ := io.ReadAll(r.Body) // read already, from memory
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			if call := cancelID(body); call != nil {
+				// The call may wait elsewhere: where it began, or where
+				// its cut stream was resumed (here too, after a restart).
+				defer h.cancelled(h.o.TokenOf(r), s, call)
+			}
+		}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
+	if r.Method == http.MethodDelete && s != nil && h.endedHere(s) {
+		h.tell(noteEnd, h.o.TokenOf(r), s.id, nil)
+	}
+}
+
+// cancelled cancels call of session s where the MCP server does not
+// hold it (a call resumed here), and tells the other instances.
+func (h *Handler) cancelled(token string, s *session, call json.RawMessage) {
+	h.mu.Lock()
+	l := s.log
+	h.mu.Unlock()
+	if l != nil {
+		l.cancelResumed(call)
+	}
+	h.tell(noteCancel, token, s.id, call)
+}
+
+// endedHere reports whether s's client ended it here: a DELETE the
+// transport took.
+func (h *Handler) endedHere(s *session) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ended := s.b.room.ended.Get(s.id)
+	return ended
 }
 
 // serveCall serves a tool call whose response may be resumed: its stream
@@ -383,7 +437,12 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	defer expire()
 	defer context.AfterFunc(h.runs.Context(), expire)()
 	l := h.logOf(s)
-	st, fresh := l.openResumed(expire, c.Request)
+	// The call's own end: its client cancelled it (notifications/
+	// cancelled, here or on another instance), which withdraws its
+	// request, as the MCP server's cancel of a call it runs does.
+	callCtx, cancel := context.WithCancel(cctx)
+	defer cancel()
+	st, fresh := l.openResumed(expire, c.Request, c.Call, cancel)
 	if !fresh {
 		// Resumed here already: this GET carries that stream now, as a
 		// resume of its own events does.
@@ -392,9 +451,9 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	}
 	k := st.attachResumed(w, sig)
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
-	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
+	callCtx = mcpbridge.WithConnection(mcpbridge.WithLink(callCtx, st), cctx)
 	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)
-	res := b.mcp.Resume(cctx, c.Kind, c.Request, c.sum(), c.timeout())
+	res := b.mcp.Resume(callCtx, c.Kind, c.Request, c.sum(), c.timeout())
 	out, err := json.Marshal(struct {
 		JSONRPC string              `json:"jsonrpc"`
 		ID      json.RawMessage     `json:"id"`
@@ -479,6 +538,9 @@ func (h *Handler) Close() {
 	}
 	h.rooms = nil
 	h.mu.Unlock()
+	if h.unlisten != nil {
+		h.unlisten()
+	}
 	h.runs.Stop()
 	for _, b := range bs {
 		h.stopBridge(b)

@@ -240,8 +240,11 @@ type callStream struct {
 	sign func(callClaims) string
 	sig  string
 	// request: the ID of the request of a call made elsewhere and
-	// resumed here (log.resumed). Set before the stream is shared.
+	// resumed here (log.resumed); call, its JSON-RPC id, and cancel, what
+	// its client's cancel does to it. Set before the stream is shared.
 	request string
+	call    json.RawMessage
+	cancel  context.CancelFunc
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -262,17 +265,33 @@ func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string)
 // req, resumed here: the one there is (fresh false), or a new one whose
 // call expire ends. One per request, so that resuming a call many times
 // waits on its request once.
-func (l *eventLog) openResumed(expire context.CancelFunc, req string) (st *callStream, fresh bool) {
+func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.RawMessage, cancel context.CancelFunc) (st *callStream, fresh bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st := l.resumed[req]; st != nil {
 		return st, false
 	}
-	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel}
 	st.away.Store(true)
 	l.streams[st] = struct{}{}
 	l.resumed[req] = st
 	return st, true
+}
+
+// cancelResumed cancels the calls resumed here whose JSON-RPC id is
+// call (the MCP server knows nothing of them: they are not its requests).
+func (l *eventLog) cancelResumed(call json.RawMessage) {
+	l.mu.Lock()
+	var cs []context.CancelFunc
+	for _, st := range l.resumed {
+		if sameID(st.call, call) {
+			cs = append(cs, st.cancel)
+		}
+	}
+	l.mu.Unlock()
+	for _, c := range cs {
+		c()
+	}
 }
 
 // firstID is the ID of the stream's first event.

@@ -35,9 +35,10 @@ func (h *Handler) enter(token, name, sid, base string, listen *stream, opens boo
 	key := sha256.Sum256([]byte(token))
 	rm := h.rooms[key]
 	if rm == nil {
-		rm = &room{token: token, bridges: make(map[string]*bridge)}
+		rm = &room{key: key, bridges: make(map[string]*bridge)}
 		h.rooms[key] = rm
 	}
+	rm.token = token // the same, or learnt now (peers.go)
 	if sid != "" {
 		s, _ = rm.sessions.Get(sid)
 		if s == nil && h.key != nil {
@@ -137,15 +138,22 @@ func (h *Handler) adopt(s *session) bool {
 	var st status
 	s.b.http.ServeHTTP(&st, req)
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	close(s.ready)
 	if st.code != http.StatusOK || !s.registered {
 		// Its next request meets the ID anew rather than a session the
 		// MCP server does not know.
 		h.forgetLocked(s)
+		h.mu.Unlock()
 		h.log.Warn("an MCP session made by another instance could not be taken over", "status", st.code)
 		return false
 	}
+	if _, ended := s.b.room.ended.Get(s.id); ended {
+		// Its client ended it elsewhere meanwhile (peers.go).
+		h.mu.Unlock()
+		h.end(s)
+		return false
+	}
+	h.mu.Unlock()
 	h.log.Debug("an MCP session made by another instance taken over")
 	return true
 }
@@ -249,7 +257,7 @@ func (h *Handler) releaseLocked(b *bridge) bool {
 	b.gone = true
 	rm := b.room
 	delete(rm.bridges, b.relay)
-	h.dropIfEmptyLocked(sha256.Sum256([]byte(rm.token)), rm)
+	h.dropIfEmptyLocked(rm.key, rm)
 	return true
 }
 

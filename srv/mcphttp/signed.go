@@ -114,11 +114,10 @@ func cut(s string, n int) string {
 func sign(key []byte, token string, c claims) string {
 	payload := encodeClaims(c)
 	p := base64.RawURLEncoding.EncodeToString(payload)
-	return signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, token, p))
+	return signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, sha256.Sum256([]byte(token)), p))
 }
 
-func mac(key []byte, token, payload string) []byte {
-	room := sha256.Sum256([]byte(token))
+func mac(key []byte, room [sha256.Size]byte, payload string) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write(room[:])
 	m.Write([]byte(payload))
@@ -127,6 +126,12 @@ func mac(key []byte, token, payload string) []byte {
 
 // verify reads a session ID signed for the room of token.
 func verify(key []byte, token, sid string) (claims, error) {
+	return verifyIn(key, sha256.Sum256([]byte(token)), sid)
+}
+
+// verifyIn reads a session ID signed for a room, by its digest (the
+// SHA-256 of its token): what an instance told of a session names.
+func verifyIn(key []byte, room [sha256.Size]byte, sid string) (claims, error) {
 	var c claims
 	rest, ok := strings.CutPrefix(sid, signedPrefix)
 	if !ok || len(sid) > maxSignedID {
@@ -137,7 +142,7 @@ func verify(key []byte, token, sid string) (claims, error) {
 		return c, errBadSessionID
 	}
 	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(key, token, p)) {
+	if err != nil || !hmac.Equal(got, mac(key, room, p)) {
 		return c, errBadSessionID
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(p)

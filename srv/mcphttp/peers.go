@@ -1,0 +1,244 @@
+package mcphttp
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// What the instances of a cluster tell each other of the sessions they
+// all serve. Behind a balancer without affinity a client's request lands
+// on any instance, not always the one that holds what it is about:
+//
+//   - notifications/cancelled names a call (by its JSON-RPC id) that may
+//     be waiting on another instance, where it began or where its cut
+//     stream was resumed. The instance that gets it cancels what it holds
+//     and tells the others, which hand the same notification to their
+//     MCP server under the session's ID, so the call ends as it would
+//     on one instance: its request withdrawn, its response saying so.
+//   - A DELETE ends the session on the instance that gets it, which
+//     tells the others: each forgets its copy as on its own DELETE (its
+//     stream ends, a call waiting for its client to resume ends) and
+//     refuses the ID from then on, as the room's ended IDs.
+//
+// A note is small (maxNote), names the room by its digest (never the
+// token) and is signed with a key of its own derived from the shared
+// key; the session ID it names must be one the cluster signed for that
+// room. A note only ever acts on the session it names: a cancel of
+// another session's call finds nothing of that call there.
+
+// Peers carries the notes between the instances of a cluster (srv/cluster
+// over NATS). nil: one instance.
+type Peers interface {
+	// Tell sends note to the other instances, best effort: a note lost
+	// leaves the instances as they were before notes were told.
+	Tell(note []byte)
+	// Listen hands hear each note another instance tells, one at a time,
+	// until stop is called.
+	Listen(hear func(note []byte)) (stop func(), err error)
+}
+
+// noteLabel derives the key of notes from the shared key.
+const noteLabel = "agentassistant mcp note v1"
+
+// maxNote bounds a note: a signed session ID (maxSignedID), a call's id
+// (maxCallID) and the rest.
+const maxNote = 4096
+
+// The kinds of note.
+const (
+	noteCancel = "cancel" // the client cancelled its call Call
+	noteEnd    = "end"    // the client ended the session (DELETE)
+)
+
+type note struct {
+	Kind    string          `json:"k"`
+	Room    string          `json:"r"` // hex of the room's digest
+	Session string          `json:"s"`
+	Call    json.RawMessage `json:"i,omitempty"`
+	MAC     string          `json:"m"`
+}
+
+func deriveNoteKey(shared []byte) []byte {
+	m := hmac.New(sha256.New, shared)
+	m.Write([]byte(noteLabel))
+	return m.Sum(nil)
+}
+
+// sum is n's signature: over its kind, room, session and call, each
+// with its length.
+func (n note) sum(key []byte) string {
+	m := hmac.New(sha256.New, key)
+	for _, f := range []string{n.Kind, n.Room, n.Session, string(n.Call)} {
+		var l [8]byte
+		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
+		m.Write(l[:])
+		m.Write([]byte(f))
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// tell tells the other instances of what the client of session sid in
+// the room of token did; nothing with one instance.
+func (h *Handler) tell(kind, token, sid string, call json.RawMessage) {
+	if h.noteKey == nil {
+		return
+	}
+	room := sha256.Sum256([]byte(token))
+	n := note{Kind: kind, Room: hex.EncodeToString(room[:]), Session: sid, Call: call}
+	n.MAC = n.sum(h.noteKey)
+	b, err := json.Marshal(n)
+	if err != nil || len(b) > maxNote {
+		return // not reached: the session ID and the call's id are bounded before
+	}
+	h.o.Peers.Tell(b)
+}
+
+// heard acts on a note another instance told. It runs on the Peers'
+// goroutine, counted in so that Close waits for it.
+func (h *Handler) heard(b []byte) {
+	if len(b) > maxNote || !h.runs.Enter() {
+		return
+	}
+	defer h.runs.Exit()
+	var n note
+	if err := json.Unmarshal(b, &n); err != nil {
+		h.log.Debug("an unreadable note of another instance", "err", err)
+		return
+	}
+	if !hmac.Equal([]byte(n.MAC), []byte(n.sum(h.noteKey))) {
+		h.log.Warn("a note of another instance with a wrong signature ignored")
+		return
+	}
+	var digest [sha256.Size]byte
+	d, err := hex.DecodeString(n.Room)
+	if err != nil || len(d) != len(digest) {
+		return
+	}
+	copy(digest[:], d)
+	if _, err := verifyIn(h.key, digest, n.Session); err != nil {
+		return // no session the cluster made in that room
+	}
+	switch n.Kind {
+	case noteCancel:
+		if len(n.Call) <= maxCallID && validID(n.Call) {
+			h.cancelHeard(digest, n.Session, n.Call)
+		}
+	case noteEnd:
+		h.endHeard(digest, n.Session)
+	}
+}
+
+// cancelHeard cancels call in session sid of room, if this instance
+// serves it: as its client's notifications/cancelled would here.
+func (h *Handler) cancelHeard(digest [sha256.Size]byte, sid string, call json.RawMessage) {
+	h.mu.Lock()
+	rm := h.rooms[digest]
+	var s *session
+	if rm != nil {
+		s, _ = rm.sessions.Get(sid)
+	}
+	if s == nil || !s.registered {
+		h.mu.Unlock()
+		return // no call of it can be here
+	}
+	b, l := s.b, s.log
+	h.mu.Unlock()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": string(mcp.MethodNotificationCancelled),
+		"params": map[string]any{"requestId": call, "reason": "cancelled through another instance"}})
+	req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodPost, "/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(server.HeaderKeySessionID, sid)
+	b.http.ServeHTTP(discard{}, req)
+	if l != nil {
+		l.cancelResumed(call)
+	}
+}
+
+// endHeard ends session sid of room, as its client's DELETE would here,
+// and keeps it among the room's ended IDs, whether this instance served
+// it or not: it is not taken over here later.
+func (h *Handler) endHeard(digest [sha256.Size]byte, sid string) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	rm := h.rooms[digest]
+	if rm == nil {
+		// Its token is learnt when a request of the room comes (enter).
+		rm = &room{key: digest, bridges: make(map[string]*bridge)}
+		h.rooms[digest] = rm
+	}
+	h.endedLocked(rm, sid)
+	s, _ := rm.sessions.Get(sid)
+	h.mu.Unlock()
+	if s != nil {
+		h.end(s)
+	}
+}
+
+// end forgets session s as its client's DELETE does: the MCP server
+// forgets it too, unless it does not know it yet (an adoption in
+// progress sees the ID ended once done and ends it then).
+func (h *Handler) end(s *session) {
+	h.mu.Lock()
+	registered := s.registered
+	if !registered && !s.adopting() {
+		h.forgetLocked(s)
+	}
+	h.mu.Unlock()
+	if registered {
+		req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodDelete, "/mcp", http.NoBody)
+		req.Header.Set(server.HeaderKeySessionID, s.id)
+		s.b.http.ServeHTTP(discard{}, req)
+		h.log.Info("an MCP session ended through another instance")
+	}
+	h.mu.Lock()
+	free := h.releaseLocked(s.b)
+	h.mu.Unlock()
+	if free {
+		h.stopBridge(s.b)
+	}
+}
+
+// cancelID reads the requestId of a notifications/cancelled body, as
+// the MCP library reads it (the member of params named exactly so); nil
+// when it has none that names a call.
+func cancelID(body []byte) json.RawMessage {
+	var msg struct {
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &msg) != nil {
+		return nil
+	}
+	id := msg.Params["requestId"]
+	if len(id) == 0 || len(id) > maxCallID || !validID(id) {
+		return nil
+	}
+	return id
+}
+
+// sameID reports whether two JSON-RPC ids, as written, are the same id.
+func sameID(a, b json.RawMessage) bool {
+	if isString(a) != isString(b) {
+		return false
+	}
+	if isString(a) {
+		var x, y string
+		return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && x == y
+	}
+	x, err1 := strconv.ParseInt(string(bytes.TrimSpace(a)), 10, 64)
+	y, err2 := strconv.ParseInt(string(bytes.TrimSpace(b)), 10, 64)
+	return err1 == nil && err2 == nil && x == y
+}
