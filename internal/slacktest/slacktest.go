@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -61,12 +62,29 @@ type API struct {
 // Close stops it, and the app's connection.
 func New(botToken, appToken string) *API {
 	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{})}
+	api.Server = httptest.NewServer(api.mux())
+	return api
+}
+
+// NewOn is New serving on ln: an in-memory network's, for a test in a
+// synctest bubble (its URL then names no real address).
+func NewOn(botToken, appToken string, ln net.Listener) *API {
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{})}
+	api.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: api.mux(), ReadHeaderTimeout: time.Minute}}
+	api.Start()
+	return api
+}
+
+func (api *API) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/{method}", api.method)
 	mux.HandleFunc("GET /link/", api.socket)
-	api.Server = httptest.NewServer(mux)
-	return api
+	return mux
 }
+
+// BotUser is the bot's user ID (auth.test's user_id): a thread reply's
+// parent_user_id when the thread is of a message the bot posted.
+const BotUser = "UBOT"
 
 // Start is New, closed when t ends.
 func Start(t testing.TB, botToken, appToken string) *API {
@@ -146,6 +164,9 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "channel": channel, "ts": form["ts"], "text": form["text"]})
 	case "chat.postEphemeral":
 		reply(map[string]any{"ok": true, "message_ts": ts})
+	case "auth.test":
+		reply(map[string]any{"ok": true, "url": "https://example.slack.com/", "team": "Example", "user": "aa", "team_id": "T1",
+			"user_id": BotUser, "bot_id": "B1"})
 	default:
 		reply(map[string]any{"ok": false, "error": "unknown_method"})
 	}
@@ -251,6 +272,7 @@ func (api *API) send(ctx context.Context, typ string, payload map[string]any, at
 		reason = "timeout"
 	}
 	api.mu.Lock()
+	api.parentLocked(typ, payload)
 	api.envs++
 	id := "env-" + strconv.Itoa(api.envs)
 	err := api.conn.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload,
@@ -263,6 +285,20 @@ func (api *API) send(ctx context.Context, typ string, payload map[string]any, at
 		return fmt.Errorf("wait for the acknowledgement of %s: %w", id, err)
 	}
 	return nil
+}
+
+// parentLocked gives a thread reply without a parent_user_id the one
+// Slack gives it: the bot, when the bot posted the thread's message,
+// else the person replying. Called with api.mu held.
+func (api *API) parentLocked(typ string, payload map[string]any) {
+	ev, ok := payload["event"].(map[string]any)
+	if typ != "events_api" || !ok || ev["thread_ts"] == nil || ev["parent_user_id"] != nil {
+		return
+	}
+	ev["parent_user_id"] = ev["user"]
+	if slices.ContainsFunc(api.calls, func(c Call) bool { return c.Method == "chat.postMessage" && c.Form["_ts"] == ev["thread_ts"] }) {
+		ev["parent_user_id"] = BotUser
+	}
 }
 
 // Call is the form of the n-th call of method; t fails when none came

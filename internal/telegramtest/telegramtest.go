@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -45,6 +46,8 @@ type API struct {
 	files                 map[string][]byte // getFile's file_path → the file
 	// changed is closed, and replaced, when a call or an update comes.
 	changed chan struct{}
+	// holds are the methods whose calls wait (Hold).
+	holds map[string]*hold
 	// polling is closed when another getUpdates comes while one waits:
 	// Telegram ends the earlier with 409 Conflict ("terminated by other
 	// getUpdates request; make sure that only one bot instance is
@@ -100,6 +103,36 @@ func New(token string) *API {
 	return api
 }
 
+// NewOn is New serving on ln: an in-memory network's, for a test in a
+// synctest bubble (its URL then names no real address).
+func NewOn(token string, ln net.Listener) *API {
+	api := &API{token: token, nextMsg: FirstMessageID - 1, changed: make(chan struct{})}
+	api.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(api.serve), ReadHeaderTimeout: time.Minute}}
+	api.Start()
+	return api
+}
+
+// Hold makes the calls of method wait, before they are answered, until
+// release is called (once); arrived is closed when the first comes. As
+// a send that Telegram takes its time to answer: the question goes out,
+// and what follows waits for the answer.
+func (api *API) Hold(method string) (arrived <-chan struct{}, release func()) {
+	a, r := make(chan struct{}), make(chan struct{})
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.holds == nil {
+		api.holds = map[string]*hold{}
+	}
+	api.holds[method] = &hold{arrived: a, release: r}
+	var once sync.Once
+	return a, func() { once.Do(func() { close(r) }) }
+}
+
+type hold struct {
+	arrived, release chan struct{}
+	once             sync.Once
+}
+
 // Start is New, closed when t ends.
 func Start(t testing.TB, token string) *API {
 	api := New(token)
@@ -147,6 +180,17 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	if r.MultipartForm != nil { // an upload: its files' names and sizes
 		for k, fs := range r.MultipartForm.File {
 			form[k] = fs[0].Filename + ":" + strconv.FormatInt(fs[0].Size, 10)
+		}
+	}
+	api.mu.Lock()
+	h := api.holds[method]
+	api.mu.Unlock()
+	if h != nil {
+		h.once.Do(func() { close(h.arrived) })
+		select {
+		case <-h.release:
+		case <-r.Context().Done():
+			return
 		}
 	}
 	var result any = true

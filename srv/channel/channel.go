@@ -169,10 +169,12 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
+	shared := o.Notes != nil
 	if o.Notes == nil {
 		o.Notes = NewMemoryNotes(o.Now)
 	}
 	later := newLaterNotes(o.Notes, o.Now, o.Logger)
+	later.shared = shared
 	o.Notes = later
 	if o.Leader == nil {
 		o.Leader = Alone{}

@@ -27,6 +27,9 @@ type laterNotes struct {
 	notes Notes
 	now   func() time.Time
 	log   *slog.Logger
+	// shared: the notes are a cluster's, written by other instances too
+	// (mayCome).
+	shared bool
 	// wake tells run that a note is kept.
 	wake chan struct{}
 

@@ -323,8 +323,25 @@ func patiently(ctx context.Context, try func() error) error {
 // errNoteUnread: a note could not be read (its store out of reach).
 var errNoteUnread = errors.New("the question it answers could not be looked up just now")
 
+// errNoteMissing: a message of the bot's own has no note (yet).
+var errNoteMissing = errors.New("the message it answers has no note yet")
+
 // passing: err may pass if tried again.
-func passing(err error) bool { return errors.Is(err, errNoteUnread) || answercap.Unsaved(err) }
+func passing(err error) bool {
+	return errors.Is(err, errNoteUnread) || errors.Is(err, errNoteMissing) || answercap.Unsaved(err)
+}
+
+// mayCome reports whether a note missing from notes may still come: the
+// notes are a cluster's, and the instance that sent the message may keep
+// its note until the store takes it (laterNotes), a moment after NATS is
+// back. A reply to one of the bot's own messages whose note is missing
+// is then tried again for a while (retryFor) before it is told it
+// answers nothing; in one process's notes a missing note is missing for
+// good.
+func mayCome(notes Notes) bool {
+	l, ok := notes.(*laterNotes)
+	return ok && l.shared
+}
 
 // expiresOf is when the question of ev stops waiting: its timeout, or a
 // day.

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
@@ -42,8 +45,16 @@ type Slack struct {
 	APIURL string
 	Logger *slog.Logger
 
+	// transport and dial carry the calls to the Web API and the Socket
+	// Mode connection (nil: the defaults): a test's in-memory network.
+	transport http.RoundTripper
+	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+
 	once sync.Once
 	api  *slack.Client
+	// botUser is the bot's own user ID (auth.test), "" until known: a
+	// thread of one of its messages is told from another's by it.
+	botUser atomic.Value // string
 
 	mu   sync.Mutex              // held alone
 	sent map[string]slackMessage // room + "\x00" + request ID → its message, for the update
@@ -94,7 +105,7 @@ func (s *Slack) warn(msg string, args ...any) { logOf(s.Logger).Warn(msg, args..
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {
 	s.once.Do(func() {
-		opts := []slack.Option{slack.OptionAppLevelToken(s.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: 30 * time.Second})}
+		opts := []slack.Option{slack.OptionAppLevelToken(s.AppToken), slack.OptionHTTPClient(&http.Client{Timeout: 30 * time.Second, Transport: s.transport})}
 		if s.APIURL != "" {
 			opts = append(opts, slack.OptionAPIURL(strings.TrimRight(s.APIURL, "/")+"/"))
 		}
@@ -287,7 +298,17 @@ func (s *Slack) patientQuestion(ctx context.Context, k slackKey) (q asked, ok bo
 // Listen takes the presses and thread replies over Socket Mode until ctx
 // ends, connecting again with backoff when Slack refuses or drops it.
 func (s *Slack) Listen(ctx context.Context, a Answers) {
-	sm := socketmode.New(s.client())
+	var smOpts []socketmode.Option
+	if s.dial != nil {
+		smOpts = append(smOpts, socketmode.OptionDialer(&websocket.Dialer{NetDialContext: s.dial, HandshakeTimeout: 30 * time.Second}))
+	}
+	sm := socketmode.New(s.client(), smOpts...)
+	s.learnBotUser(ctx)
+	// The thread replies held for their note (holdAside) are this
+	// Listen's, waited for when it ends.
+	holds := &slackHolds{}
+	ctx = context.WithValue(ctx, slackHoldsKey{}, holds)
+	defer holds.wg.Wait()
 	var wg sync.WaitGroup
 	// The library hands every envelope to sm.Events and waits for it to
 	// be taken: this drains them for as long as Listen runs.
@@ -445,6 +466,11 @@ var replyKinds = []string{"", "thread_broadcast", "file_share"}
 // what a person wrote is never dropped without a word. The bot's own
 // messages (that word among them) answer nothing.
 func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answers) {
+	s.reply(ctx, m, a, false)
+}
+
+// reply is replied; held: the reply was held for its note already.
+func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answers, held bool) {
 	if !slices.Contains(replyKinds, m.SubType) || m.BotID != "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp ||
 		!s.allowed(m.User) {
 		return
@@ -469,8 +495,18 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")
 		return
 	}
+	if !ok {
+		own := s.threadOf(m)
+		if own != othersThread && !held && mayCome(s.notesOf()) && s.holdAside(ctx, m, a) {
+			return // its note may be on its way: tried again meanwhile
+		}
+		if own == botsThread {
+			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply in a question's own thread, or answer in the app.")
+		}
+		return
+	}
 	token, mine := a.token(q.Room)
-	if !ok || !mine {
+	if !mine {
 		return
 	}
 	if q.Gone != "" {
@@ -488,4 +524,103 @@ func (s *Slack) replied(ctx context.Context, m *slackevents.MessageEvent, a Answ
 	if err != nil && !a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
 		notTaken(err.Error())
 	}
+}
+
+// learnBotUser asks Slack for the bot's own user ID, once known kept;
+// one not learnt leaves a thread's author unknown (threadOf).
+func (s *Slack) learnBotUser(ctx context.Context) {
+	if id, _ := s.botUser.Load().(string); id != "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	defer cancel()
+	r, err := s.client().AuthTestContext(ctx)
+	if err != nil {
+		logOf(s.Logger).Debug("slack: the bot's user not known", "err", s.redact(err))
+		return
+	}
+	s.botUser.Store(r.UserID)
+}
+
+// whose thread a reply is in.
+type threadAuthor int
+
+const (
+	unknownThread threadAuthor = iota
+	botsThread
+	othersThread
+)
+
+// threadOf tells whose message a reply's thread is of: the bot's, or
+// another's, or unknown (the bot's user not learnt).
+func (s *Slack) threadOf(m *slackevents.MessageEvent) threadAuthor {
+	bot, _ := s.botUser.Load().(string)
+	var parent string
+	if m.Message != nil {
+		parent = m.Message.ParentUserId
+	}
+	switch {
+	case bot == "" || parent == "":
+		return unknownThread
+	case parent == bot:
+		return botsThread
+	}
+	return othersThread
+}
+
+// slackHolds are the thread replies of one Listen held for their note:
+// at most maxSlackHolds at a time, each for up to retryFor.
+type slackHolds struct {
+	wg sync.WaitGroup
+	mu sync.Mutex // held alone
+	n  int
+}
+
+type slackHoldsKey struct{}
+
+// maxSlackHolds bounds the replies held at a time; past it a reply
+// whose note is missing is handled at once.
+const maxSlackHolds = 64
+
+// holdAside tries the reply m again, in a goroutine of Listen's, until
+// its question's note is there or retryFor has passed, and then handles
+// it (told "Not taken" if it is still missing and the thread is the
+// bot's); Slack sends no event again once acknowledged, so it is held
+// here, while the events after it are handled. False when it cannot be
+// held (none of Listen's, or too many held).
+func (s *Slack) holdAside(ctx context.Context, m *slackevents.MessageEvent, a Answers) bool {
+	h, ok := ctx.Value(slackHoldsKey{}).(*slackHolds)
+	if !ok {
+		return false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n >= maxSlackHolds {
+		return false
+	}
+	h.n++
+	h.wg.Go(func() {
+		defer func() {
+			h.mu.Lock()
+			h.n--
+			h.mu.Unlock()
+		}()
+		k := slackKey{m.Channel, m.ThreadTimeStamp}
+		_ = patiently(ctx, func() error {
+			_, ok, err := s.question(ctx, k)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%w: %w", errNoteUnread, err)
+			case !ok:
+				return errNoteMissing
+			}
+			return nil
+		})
+		// Handled to its end, also when the lead is lost meanwhile: the
+		// event was acknowledged, no other instance has it.
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
+		defer cancel()
+		s.reply(hctx, m, a, true)
+	})
+	return true
 }

@@ -44,6 +44,10 @@ type Telegram struct {
 	ServerURL string
 	Logger    *slog.Logger
 
+	// transport carries the calls to the Bot API (nil: the default):
+	// a test's in-memory network.
+	transport http.RoundTripper
+
 	once sync.Once
 	bot  *bot.Bot
 	err  error
@@ -106,6 +110,9 @@ func (t *Telegram) client() (*bot.Bot, error) {
 		}
 		if t.ServerURL != "" {
 			opts = append(opts, bot.WithServerURL(strings.TrimRight(t.ServerURL, "/")))
+		}
+		if t.transport != nil {
+			opts = append(opts, bot.WithHTTPClient(pollWait+pollSlack, &http.Client{Timeout: pollWait + pollSlack, Transport: t.transport}))
 		}
 		t.bot, t.err = bot.New(t.BotToken, opts...)
 		t.err = t.redact(t.err)
@@ -350,6 +357,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("Not an answer of ours.")
 		return
 	}
+	noted := known
 	if known && question.Gone != "" {
 		if a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(question.Labels[i])}) {
 			reply("Answered: " + question.Labels[i]) // this very tap, taken before
@@ -358,6 +366,9 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		known = false
 	}
 	if !known {
+		if !noted && mayCome(t.notesOf()) && laterAside(ctx) {
+			return // its note may be on its way: tried again, unconfirmed
+		}
 		reply(answercap.ErrVoid.Error())
 		return
 	}
@@ -428,6 +439,12 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		// restart. A reply to a message of someone else's is none of
 		// the bot's business.
 		if from := m.ReplyToMessage.From; from != nil && from.ID == t.botID() {
+			if !ok && mayCome(t.notesOf()) && laterAside(ctx) {
+				// The instance that sent it may keep its note until
+				// NATS takes it: tried again, unconfirmed, while the
+				// updates after it go on.
+				return
+			}
 			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply to a question's own message, or answer in the app.")
 		}
 		return

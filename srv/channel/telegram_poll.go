@@ -28,8 +28,14 @@ import (
 // the handlers tell a reply or a tap taken before, see tookAlready).
 // An update whose question cannot be looked up (the notes out of reach:
 // the link to NATS cut) is not confirmed either: it is handled again,
-// here while this instance leads, or by the next; only after retryFor
-// is the person told to answer again.
+// here while this instance leads, or by the next, those after it
+// waiting with it; only after retryFor is the person told to answer
+// again. A reply or tap to one of the bot's messages whose note is not
+// there yet (kept by the instance that sent it until NATS takes it) is
+// held aside the same way, unconfirmed, for up to retryFor, while those
+// after it are handled: getUpdates hands these again until the held one
+// is confirmed, and they are passed over (done). What is held and done
+// is bounded by the updates one getUpdates hands (maxUpdates).
 
 const (
 	// pollWait is how long one getUpdates waits for an update (its
@@ -50,14 +56,17 @@ const (
 )
 
 // updateTry is what the handling of an update tells the poll: to handle
-// it again later (again), unless this is its last try.
-type updateTry struct{ last, again bool }
+// it again later (again), unless this is its last try. aside: the
+// updates after it are handled meanwhile (the store answers, the note
+// it needs is not there yet); otherwise they wait with it (the store
+// out of reach: they would fail too).
+type updateTry struct{ last, again, aside bool }
 
 type updateTryKey struct{}
 
 // later asks the poll to handle the update of ctx again later, not
-// confirmed; false when it will not (its last try, or no poll handles
-// it), and the handler says what went wrong.
+// confirmed, those after it waiting; false when it will not (its last
+// try, or no poll handles it), and the handler says what went wrong.
 func later(ctx context.Context) bool {
 	tr, ok := ctx.Value(updateTryKey{}).(*updateTry)
 	if !ok || tr.last {
@@ -67,11 +76,45 @@ func later(ctx context.Context) bool {
 	return true
 }
 
+// laterAside is later, the updates after it handled meanwhile: for an
+// update that waits for a note another instance keeps (mayCome).
+func laterAside(ctx context.Context) bool {
+	if !later(ctx) {
+		return false
+	}
+	ctx.Value(updateTryKey{}).(*updateTry).aside = true
+	return true
+}
+
+const (
+	// maxUpdates bounds the updates one getUpdates hands (Telegram's own
+	// bound, asked for): those held and handled past the offset are
+	// among them.
+	maxUpdates = 100
+	// asideMaxRetry spaces the tries of an update held aside: while it
+	// is, the updates after it are read again as often, so a new one
+	// waits at most that long.
+	asideMaxRetry = time.Second
+)
+
+// heldUpdate is an update to be handled again, not confirmed: since its
+// first try, its next, and the wait before it.
+type heldUpdate struct {
+	since, next time.Time
+	wait        time.Duration
+	aside       bool
+}
+
 // poll hands the bot's updates to b's handlers, one at a time, until ctx
 // ends.
 func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
-	client := &http.Client{Timeout: pollWait + pollSlack}
+	client := &http.Client{Timeout: pollWait + pollSlack, Transport: t.transport}
 	var offset int64 // 0: from the oldest Telegram has not forgotten
+	// held: the updates to be handled again; done: those handled after
+	// the oldest held, which getUpdates hands again until it is
+	// confirmed. Both are among the maxUpdates from offset.
+	held := map[int64]*heldUpdate{}
+	done := map[int64]bool{}
 	delay := time.Duration(0)
 	for ctx.Err() == nil {
 		if delay > 0 {
@@ -90,31 +133,72 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			logOf(t.Logger).Warn("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
 			continue
 		}
-		delay = 0
-		var failing time.Time // since when the update is handled again
-		for i := 0; i < len(ups); {
+		ups = ups[:min(len(ups), maxUpdates)]
+		for _, u := range ups {
 			if ctx.Err() != nil {
 				return // the lead is lost: the rest is the next poller's
 			}
-			tr := &updateTry{last: !failing.IsZero() && time.Since(failing) >= retryFor}
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
-			b.ProcessUpdate(context.WithValue(hctx, updateTryKey{}, tr), ups[i])
-			cancel()
-			if tr.again {
-				if failing.IsZero() {
-					failing = time.Now()
-				}
-				delay = min(max(2*delay, pollRetry), pollMaxRetry)
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(delay):
+			h := held[u.ID]
+			if done[u.ID] {
+				continue
+			}
+			if h != nil && time.Now().Before(h.next) {
+				if !h.aside {
+					break // those after it wait with it
 				}
 				continue
 			}
-			failing, delay = time.Time{}, 0
-			offset = ups[i].ID + 1
-			i++
+			tr := &updateTry{last: h != nil && time.Since(h.since) >= retryFor}
+			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
+			b.ProcessUpdate(context.WithValue(hctx, updateTryKey{}, tr), u)
+			cancel()
+			if !tr.again {
+				delete(held, u.ID)
+				done[u.ID] = true
+				continue
+			}
+			if h == nil {
+				h = &heldUpdate{since: time.Now()}
+				held[u.ID] = h
+			}
+			h.wait, h.aside = min(max(2*h.wait, pollRetry), pollMaxRetry), tr.aside
+			if tr.aside {
+				h.wait = min(h.wait, asideMaxRetry)
+			}
+			h.next = time.Now().Add(h.wait)
+			if !tr.aside || len(held) >= maxUpdates {
+				break // those after it wait with it
+			}
+		}
+		// Confirmed at the next poll: those handled, up to the first
+		// that is not.
+		for _, u := range ups {
+			if !done[u.ID] {
+				break
+			}
+			offset = max(offset, u.ID+1)
+		}
+		for id := range done {
+			if id < offset {
+				delete(done, id)
+			}
+		}
+		for id := range held {
+			if id < offset {
+				delete(held, id)
+			}
+		}
+		delay = 0
+		if len(held) > 0 {
+			// getUpdates hands the held ones at once: ask again when the
+			// first is due.
+			next := time.Time{}
+			for _, h := range held {
+				if next.IsZero() || h.next.Before(next) {
+					next = h.next
+				}
+			}
+			delay = max(time.Until(next), time.Millisecond)
 		}
 	}
 }
@@ -122,7 +206,8 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 // getUpdates asks for the updates from offset (0: the oldest kept),
 // which confirms those before it.
 func (t *Telegram) getUpdates(ctx context.Context, client *http.Client, offset int64) ([]*models.Update, error) {
-	form := url.Values{"timeout": {strconv.Itoa(int(pollWait / time.Second))}, "allowed_updates": {`["message","callback_query"]`}}
+	form := url.Values{"timeout": {strconv.Itoa(int(pollWait / time.Second))}, "limit": {strconv.Itoa(maxUpdates)},
+		"allowed_updates": {`["message","callback_query"]`}}
 	if offset > 0 {
 		form.Set("offset", strconv.FormatInt(offset, 10))
 	}
