@@ -150,3 +150,43 @@ func TestSlackRedeliveredToAnother(t *testing.T) {
 		t.Errorf("told %v, want only the stranger: a press taken was told it was not", got)
 	}
 }
+
+// TestSlackLeadLostMidPress: the instance holding the Socket Mode
+// connection acknowledges a press (Slack will not send it again) and
+// loses its lead while it reads the press's question (its link to NATS
+// slow, the lease not renewed in time). The press still answers: what
+// was acknowledged is handled to its end, not dropped with the lead.
+func TestSlackLeadLostMidPress(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	sl := &channel.Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	gate := newGateNotes(b.ch)
+	lb := newHandLeader()
+	close(lb.lead)
+	mb := channel.New(channel.Options{Hub: b.hub, Caps: b.caps, Routes: map[string][]channel.Channel{tokA: {sl}}, Notes: gate, Leader: lb})
+	t.Cleanup(mb.Close)
+	if err := api.Connected(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	slA := &channel.Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	ma := channel.New(channel.Options{Hub: a.hub, Caps: a.caps, Routes: map[string][]channel.Channel{tokA: {slA}}, Notes: a.ch, Leader: newHandLeader()})
+	t.Cleanup(ma.Close)
+
+	answered := askOn(a.hub, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts))
+	gate.arm(channel.SlackNoteKey(sl, slackDM, ts))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		api.Envelope(t, "interactive", slacktest.Press("U42", slackDM, ts, "a:0"))
+	}()
+	recv(t, "B's read of the press's question", gate.entered)
+	recv(t, "the press acknowledged", done)
+	close(lb.lost)
+	close(gate.open)
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Yes" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}

@@ -306,7 +306,7 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	s.learnBotUser(ctx)
 	// The thread replies held for their note (holdAside) are this
 	// Listen's, waited for when it ends.
-	holds := &slackHolds{}
+	holds := &slackHolds{lead: ctx}
 	ctx = context.WithValue(ctx, slackHoldsKey{}, holds)
 	defer holds.wg.Wait()
 	var wg sync.WaitGroup
@@ -340,13 +340,18 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 }
 
 // event handles one Socket Mode event, acknowledging its envelope first
-// (Slack sends it again when not acknowledged within seconds).
+// (Slack sends it again when not acknowledged within seconds). What is
+// acknowledged Slack never sends again, to this instance or another: it
+// is handled to its end (within handleFor), even when the lead is lost
+// meanwhile.
 func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) {
 	if ev.Request != nil && ev.Request.EnvelopeID != "" {
 		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
 			return
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
+	defer cancel()
 	switch ev.Type {
 	case socketmode.EventTypeInteractive:
 		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeBlockActions {
@@ -571,9 +576,12 @@ func (s *Slack) threadOf(m *slackevents.MessageEvent) threadAuthor {
 // slackHolds are the thread replies of one Listen held for their note:
 // at most maxSlackHolds at a time, each for up to retryFor.
 type slackHolds struct {
-	wg sync.WaitGroup
-	mu sync.Mutex // held alone
-	n  int
+	// lead is Listen's context, which ends with the lead: a held reply
+	// waits for its note no longer.
+	lead context.Context
+	wg   sync.WaitGroup
+	mu   sync.Mutex // held alone
+	n    int
 }
 
 type slackHoldsKey struct{}
@@ -606,8 +614,8 @@ func (s *Slack) holdAside(ctx context.Context, m *slackevents.MessageEvent, a An
 			h.mu.Unlock()
 		}()
 		k := slackKey{m.Channel, m.ThreadTimeStamp}
-		_ = patiently(ctx, func() error {
-			_, ok, err := s.question(ctx, k)
+		_ = patiently(h.lead, func() error {
+			_, ok, err := s.question(h.lead, k)
 			switch {
 			case err != nil:
 				return fmt.Errorf("%w: %w", errNoteUnread, err)
