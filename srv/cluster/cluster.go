@@ -71,7 +71,10 @@ type Cluster struct {
 	js    jetstream.JetStream
 	reqs  jetstream.KeyValue
 	insts jetstream.KeyValue
-	rooms map[string]string // room digest -> token
+	// mcpNotes keeps /mcp cancels and ends for the instances that miss
+	// them (mcp.go).
+	mcpNotes jetstream.KeyValue
+	rooms    map[string]string // room digest -> token
 	// roster: presence across instances (presence.go)
 	roster *roster
 	epoch  string // the numbering of the requests' revisions (epoch.go)
@@ -166,6 +169,9 @@ func (c *Cluster) openBuckets(ctx context.Context) error {
 		Description: "agentassistant-srv instances alive, and their connections", History: 1, TTL: 5 * c.o.Heartbeat,
 		Storage: jetstream.MemoryStorage, Replicas: c.o.Replicas}); err != nil {
 		return fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
+	}
+	if err := c.openMCPNotes(ctx); err != nil {
+		return err
 	}
 	return c.openPresence(ctx)
 }

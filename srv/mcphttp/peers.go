@@ -101,6 +101,7 @@ func (h *Handler) tell(kind, token, sid string, call json.RawMessage) {
 		return // not reached: the session ID and the call's id are bounded before
 	}
 	h.o.Peers.Tell(b)
+	h.log.Debug("told the other instances of an /mcp session", "kind", kind)
 }
 
 // heard acts on a note another instance told. It runs on the Peers'
