@@ -48,11 +48,13 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 	// Once across the cluster too: a reply left unread by an instance
 	// that died is read again by the next to watch the mailbox.
 	toldKey := e.lead() + ".reply." + key
-	if !tellOnce(ctx, e.notesOf(), e.log(), toldKey) {
+	tell, finish := tellOnce(ctx, e.notesOf(), e.log(), toldKey)
+	if !tell {
 		return
 	}
 	if ok, untold := e.notices.allow(r.addr(), maxNotTakenMails, time.Minute, e.clock()); !ok {
 		e.log().Warn("email: too many replies not taken from one sender this minute; this one is not told by mail", "from", r.addr())
+		finish(true) // by no instance
 		return
 	} else if untold > 0 {
 		e.log().Info("email: replies not taken and not told by mail, as there were too many", "from", r.addr(), "untold", untold)
@@ -87,6 +89,6 @@ func (e *Email) tellNotTaken(ctx context.Context, r *inbound, text, why, hint st
 		auto: "auto-replied", body: body.String()})
 	if err != nil {
 		e.log().Warn("email: cannot tell a sender their reply was not taken", "from", r.addr(), "err", err)
-		untell(ctx, e.notesOf(), toldKey)
 	}
+	finish(err == nil)
 }

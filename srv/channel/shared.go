@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -274,27 +275,78 @@ func deleteNote(ctx context.Context, notes Notes, key string) error {
 const toldFor = goneFor
 
 // tellOnce reports whether this instance is to tell the person that the
-// reply named key was not taken: the first to note it is, so that a
-// reply handled again (its update polled again after the lead moved, an
-// event sent again, a mail read again) is told once across the cluster.
-// A note that cannot be made just now tells anyway: twice is better
-// than never. Once telling failed, untell lets the next handling tell.
-func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) bool {
-	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
-	defer cancel()
-	created, err := notes.Create(ctx, "told."+key, []byte{1}, time.Now().Add(toldFor))
-	if err != nil {
-		log.Warn("channel: cannot note that a reply is told it was not taken; told, maybe again", "err", err)
-		return true
+// reply named key was not taken, and then, once it has tried, finish
+// (sent: whether it was told). The first to claim the reply tells, so
+// that a reply handled again (its update polled again after the lead
+// moved, an event sent again, a mail read again) is told once across
+// the cluster. A claim is noted as such until finish notes it told: a
+// claim left by an instance that died before telling lapses after
+// tellClaim, and the next to handle the reply, which waits that long,
+// tells it. A note that cannot be made or read just now tells anyway:
+// twice is better than never.
+func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) (tell bool, finish func(sent bool)) {
+	key = "told." + key
+	finish = func(sent bool) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteTimeout)
+		defer cancel()
+		var err error
+		if sent {
+			err = notes.Put(ctx, key, toldNote, time.Now().Add(toldFor))
+		} else {
+			err = notes.Delete(ctx, key)
+		}
+		if err != nil {
+			log.Warn("channel: cannot note whether a reply was told it was not taken", "err", err)
+		}
 	}
-	return created
+	anyway := func(err error) (bool, func(bool)) {
+		log.Warn("channel: cannot note that a reply is told it was not taken; told, maybe again", "err", err)
+		return true, func(bool) {}
+	}
+	deadline := time.Now().Add(tellClaim + noteTimeout)
+	var wait time.Duration
+	for {
+		nctx, cancel := context.WithTimeout(ctx, noteTimeout)
+		created, err := notes.Create(nctx, key, claimNote, time.Now().Add(tellClaim))
+		var v []byte
+		found := false
+		if err == nil && !created {
+			v, found, err = notes.Get(nctx, key)
+		}
+		cancel()
+		switch {
+		case err != nil:
+			return anyway(err)
+		case created:
+			return true, finish
+		case found && !bytes.Equal(v, claimNote):
+			return false, nil // told (by this version or the one before)
+		case found && time.Now().After(deadline):
+			// A claim outliving its time (another instance's clock):
+			// told here, maybe again.
+			return true, func(bool) {}
+		}
+		if !found {
+			continue // gone meanwhile: claimed anew
+		}
+		// Another instance tells it just now, or died claiming it.
+		wait = min(max(2*wait, pollRetry), pollMaxRetry)
+		select {
+		case <-ctx.Done():
+			return anyway(ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }
 
-// untell forgets that the reply named key was told it was not taken
-// (telling it failed).
-func untell(ctx context.Context, notes Notes, key string) {
-	_ = deleteNote(context.WithoutCancel(ctx), notes, "told."+key)
-}
+// tellClaim is how long a claim to tell a reply it was not taken holds:
+// longer than telling takes, short enough for the next handling of the
+// reply to wait out one whose instance died.
+const tellClaim = 15 * time.Second
+
+// claimNote and toldNote are the values of a reply's told note: claimed
+// (being told), and told.
+var claimNote, toldNote = []byte{2}, []byte{1}
 
 // patiently runs try until it succeeds or fails for good, and returns
 // its last error: a note that cannot be read or an answer that cannot

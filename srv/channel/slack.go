@@ -484,15 +484,16 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		// Once across the cluster: Slack may send the event again to the
 		// instance that holds the connection next.
 		told := s.noteKey(slackKey{m.Channel, m.TimeStamp})
-		if !tellOnce(ctx, s.notesOf(), logOf(s.Logger), told) {
+		tell, finish := tellOnce(ctx, s.notesOf(), logOf(s.Logger), told)
+		if !tell {
 			return
 		}
 		_, _, err := s.client().PostMessageContext(ctx, m.Channel, slack.MsgOptionTS(m.ThreadTimeStamp),
 			slack.MsgOptionText("Not taken: "+why, true))
 		if err != nil {
 			s.warn("slack: cannot reply in the thread", "err", s.redact(err))
-			untell(ctx, s.notesOf(), told)
 		}
+		finish(err == nil)
 	}
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
 	if err != nil {

@@ -409,15 +409,16 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		// Once across the cluster: its update may be handled again by
 		// the next instance to poll.
 		told := t.noteKey(sentKey{m.Chat.ID, m.ID})
-		if !tellOnce(ctx, t.notesOf(), logOf(t.Logger), told) {
+		tell, finish := tellOnce(ctx, t.notesOf(), logOf(t.Logger), told)
+		if !tell {
 			return
 		}
 		_, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: m.Chat.ID, Text: "Not taken: " + why,
 			ReplyParameters: &models.ReplyParameters{MessageID: m.ID}})
 		if err != nil {
 			logOf(t.Logger).Warn("telegram: cannot tell why a reply was not taken", "err", t.redact(err))
-			untell(ctx, t.notesOf(), told)
 		}
+		finish(err == nil)
 	}
 	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))
 	if err != nil {
