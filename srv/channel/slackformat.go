@@ -36,6 +36,23 @@ var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func (r *slackRenderer) esc(s string) { r.b.WriteString(slackEscape.Replace(s)) }
 
+// slackEscClip is s escaped (slackEscape) and cut to at most n bytes,
+// marked "…", never inside an escape.
+func slackEscClip(s string, n int) string {
+	if e := slackEscape.Replace(s); len(e) <= n {
+		return e
+	}
+	var b strings.Builder
+	for _, r := range s {
+		e := slackEscape.Replace(string(r))
+		if b.Len()+len(e)+len("…") > n {
+			break
+		}
+		b.WriteString(e)
+	}
+	return b.String() + "…"
+}
+
 func (r *slackRenderer) block(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
 		switch c := c.(type) {

@@ -38,8 +38,11 @@ func title(n Notice) string {
 	if p := Project(req.ProjectDirectory); p != "" {
 		t = p + " · " + t
 	}
-	return Clip(t, 200)
+	return Clip(t, maxTitle)
 }
+
+// maxTitle bounds a title, in bytes.
+const maxTitle = 200
 
 // shownName is how a person reads a channel's name ("Answered on
 // Telegram").

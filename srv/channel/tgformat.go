@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -39,11 +40,17 @@ var mdParser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Pa
 // hint besides.
 const maxTelegramText = 3000
 
-// telegramQuestion renders a question's text md as its message's HTML
-// (cut to maxTelegramText bytes; cut says so) and its data: images as
-// photos. Those are taken out before the text is cut: an image is
-// larger than the text a message holds, and one cut is no image.
-func telegramQuestion(md string) (body string, photos []photo, cut bool) {
+// maxTelegramMessage is what a message's text holds, in UTF-16 code
+// units once its HTML is parsed (tgLen).
+const maxTelegramMessage = 4096
+
+// telegramQuestion renders a question's text md as its message's HTML,
+// at most room characters as Telegram counts them (tgLen; cut says it
+// was cut), and its data: images as photos. Those are taken out before
+// the text is cut: an image is larger than the text a message holds,
+// and one cut is no image. Rendering may lengthen the text (a nested
+// list's indent): it is cut shorter until it fits.
+func telegramQuestion(md string, room int) (body string, photos []photo, cut bool) {
 	md = dataImage.ReplaceAllStringFunc(md, func(m string) string {
 		alt := dataImage.FindStringSubmatch(m)[1]
 		dest := m[strings.Index(m, "](")+2 : len(m)-1]
@@ -56,9 +63,39 @@ func telegramQuestion(md string) (body string, photos []photo, cut bool) {
 		}
 		return imageName(alt)
 	})
-	md, cut = clipText(md, maxTelegramText)
-	body, more := telegramHTML(md)
-	return body, append(photos, more...), cut
+	for n := min(maxTelegramText, room); n > 0; n = n * 2 / 3 {
+		part, c := clipText(md, n)
+		b, more := telegramHTML(part)
+		if tgLen(b) <= room {
+			return b, append(photos, more...), c
+		}
+	}
+	return "", photos, md != ""
+}
+
+// tgLen is the length of a message's HTML as Telegram bounds it: in
+// UTF-16 code units of its text, once tags and entities are parsed.
+// The HTML is this package's, whose text has every < escaped.
+func tgLen(h string) int {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(h, '<')
+		if i < 0 {
+			b.WriteString(h)
+			break
+		}
+		b.WriteString(h[:i])
+		j := strings.IndexByte(h[i:], '>')
+		if j < 0 {
+			break
+		}
+		h = h[i+j+1:]
+	}
+	n := 0
+	for _, r := range html.UnescapeString(b.String()) {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // dataPhoto is the photo of a data: URL, if it is a base64 image.
