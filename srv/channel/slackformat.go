@@ -29,6 +29,10 @@ func slackMrkdwn(md string) string {
 type slackRenderer struct {
 	src []byte
 	b   strings.Builder
+	// depth counts the quotes and list items n is inside (maxNesting);
+	// quoted, in a quote (mrkdwn nests none).
+	depth  int
+	quoted bool
 }
 
 // slackEscape escapes what mrkdwn reads as markup of its own.
@@ -80,7 +84,11 @@ func (r *slackRenderer) block(n ast.Node) {
 			}
 			r.b.WriteString("\n\n")
 		case *ast.Blockquote:
-			inner := r.nested(c)
+			if r.quoted || r.depth >= maxNesting {
+				r.block(c)
+				continue
+			}
+			inner := r.nested(c, true)
 			r.b.WriteString("> " + strings.ReplaceAll(inner, "\n", "\n> ") + "\n\n")
 		case *ast.List:
 			k := c.Start
@@ -90,7 +98,12 @@ func (r *slackRenderer) block(n ast.Node) {
 					mark = strconv.Itoa(k) + ". "
 					k++
 				}
-				body := strings.ReplaceAll(r.nested(item), "\n\n", "\n")
+				if r.depth >= maxNesting {
+					r.b.WriteString(mark)
+					r.block(item)
+					continue
+				}
+				body := strings.ReplaceAll(r.nested(item, false), "\n\n", "\n")
 				r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
 			}
 			r.b.WriteString("\n")
@@ -101,8 +114,8 @@ func (r *slackRenderer) block(n ast.Node) {
 }
 
 // nested renders a block node (a quote, a list item) on its own.
-func (r *slackRenderer) nested(n ast.Node) string {
-	inner := slackRenderer{src: r.src}
+func (r *slackRenderer) nested(n ast.Node, quote bool) string {
+	inner := slackRenderer{src: r.src, depth: r.depth + 1, quoted: r.quoted || quote}
 	inner.block(n)
 	return strings.TrimSpace(inner.b.String())
 }

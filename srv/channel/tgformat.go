@@ -51,9 +51,7 @@ const maxTelegramMessage = 4096
 // and one cut is no image. Rendering may lengthen the text (a nested
 // list's indent): it is cut shorter until it fits.
 func telegramQuestion(md string, room int) (body string, photos []photo, cut bool) {
-	md = dataImage.ReplaceAllStringFunc(md, func(m string) string {
-		alt := dataImage.FindStringSubmatch(m)[1]
-		dest := m[strings.Index(m, "](")+2 : len(m)-1]
+	md = replaceDataImages(md, func(alt, dest string) string {
 		if p, ok := dataPhoto(alt, strings.Trim(strings.TrimSpace(dest), "<>")); ok && len(photos) < maxPhotos {
 			photos = append(photos, p)
 			if alt == "" {
@@ -123,7 +121,17 @@ type tgRenderer struct {
 	src    []byte
 	b      strings.Builder
 	photos []photo
+	// depth counts the quotes and list items n is inside; quoted, in a
+	// quote (Telegram nests none).
+	depth  int
+	quoted bool
 }
+
+// maxNesting bounds the quotes and lists rendered inside one another:
+// each renders what it holds on its own, so that a text of "> > > …"
+// or "- > - > …" would cost the square of its length; deeper ones
+// are shown flat.
+const maxNesting = 8
 
 func (r *tgRenderer) esc(s string) { r.b.WriteString(html.EscapeString(s)) }
 
@@ -155,7 +163,11 @@ func (r *tgRenderer) block(n ast.Node) {
 			r.lines(c.Lines())
 			r.b.WriteString("\n")
 		case *ast.Blockquote:
-			r.b.WriteString("<blockquote>" + r.nested(c) + "</blockquote>\n\n")
+			if r.quoted || r.depth >= maxNesting {
+				r.block(c)
+				continue
+			}
+			r.b.WriteString("<blockquote>" + r.nested(c, true) + "</blockquote>\n\n")
 		case *ast.List:
 			r.list(c)
 		default:
@@ -175,8 +187,8 @@ func (r *tgRenderer) lines(ls *text.Segments) {
 
 // nested renders a block node (a quote, a list item) on its own, its
 // photos taken with the others.
-func (r *tgRenderer) nested(n ast.Node) string {
-	inner := tgRenderer{src: r.src}
+func (r *tgRenderer) nested(n ast.Node, quote bool) string {
+	inner := tgRenderer{src: r.src, depth: r.depth + 1, quoted: r.quoted || quote}
 	inner.block(n)
 	r.photos = append(r.photos, inner.photos...)
 	return strings.TrimSpace(inner.b.String())
@@ -208,7 +220,12 @@ func (r *tgRenderer) list(l *ast.List) {
 			mark = strconv.Itoa(n) + ". "
 			n++
 		}
-		body := strings.ReplaceAll(r.nested(item), "\n\n", "\n")
+		if r.depth >= maxNesting {
+			r.b.WriteString(mark)
+			r.block(item)
+			continue
+		}
+		body := strings.ReplaceAll(r.nested(item, false), "\n\n", "\n")
 		r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
 	}
 	r.b.WriteString("\n")
