@@ -187,6 +187,13 @@ func (r *slackRenderer) link(dest string, n ast.Node, label string) {
 		r.inline(n)
 		return
 	}
+	if label == "" && spoofs(linkText(n, r.src), u) {
+		// Its text names another place: shown as text, with the one
+		// link where it goes.
+		r.inline(n)
+		r.b.WriteString(" (<" + slackURL(u) + ">)")
+		return
+	}
 	inner := slackRenderer{src: r.src}
 	if label != "" {
 		inner.esc(label)

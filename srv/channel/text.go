@@ -2,8 +2,13 @@ package channel
 
 import (
 	"errors"
+	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/ast"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -157,4 +162,53 @@ func clipText(s string, n int) (clipped string, cut bool) {
 		s = s[:i]
 	}
 	return strings.TrimRight(s, " \t\r\n"), true
+}
+
+// hostLike is what reads as a domain in a link's text.
+var hostLike = regexp.MustCompile(`(?:[\p{L}\p{N}-]+\.)+\p{L}{2,}`)
+
+// spoofs says whether a link's text names a place other than where the
+// link goes: text reading as an address or a domain (once the
+// invisible characters an agent may hide in it are gone) of another
+// host than dest's. Such a link is shown with where it goes.
+func spoofs(text string, dest *url.URL) bool {
+	text = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, text)
+	host := dest.Hostname()
+	if dest.Scheme == "mailto" {
+		_, host, _ = strings.Cut(dest.Opaque, "@")
+		host, _, _ = strings.Cut(host, "?")
+	}
+	for _, m := range hostLike.FindAllString(text, -1) {
+		if !strings.EqualFold(m, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// linkText is the text a link (or any inline node) shows.
+func linkText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch c := c.(type) {
+			case *ast.Text:
+				b.Write(c.Value(src))
+			case *ast.String:
+				b.Write(c.Value)
+			case *ast.AutoLink:
+				b.Write(c.Label(src))
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return b.String()
 }

@@ -279,6 +279,13 @@ func (r *tgRenderer) link(dest string, n ast.Node) {
 		r.inline(n)
 		return
 	}
+	if spoofs(linkText(n, r.src), u) {
+		// Its text names another place: shown as text, with the one
+		// link where it goes.
+		r.inline(n)
+		r.b.WriteString(` (<a href="` + html.EscapeString(u.String()) + `">` + html.EscapeString(u.String()) + `</a>)`)
+		return
+	}
 	r.b.WriteString(`<a href="` + html.EscapeString(u.String()) + `">`)
 	if n.FirstChild() == nil {
 		r.esc(dest)
