@@ -19,7 +19,9 @@ import (
 // title is a notice's first line: the project and who asks.
 func title(n Notice) string {
 	req := n.Request
-	who := req.AgentName
+	// The agent names itself and its project: one line as written, not
+	// a line turned around by a bidirectional control, nor two.
+	who := wire.OneLine(req.AgentName)
 	if who == "" {
 		who = "Your agent"
 	}
@@ -32,8 +34,8 @@ func title(n Notice) string {
 		}
 	case hub.Answered:
 		t = "Answered"
-		if n.Reply != nil && n.Reply.Nickname != "" {
-			t = "Answered on " + n.Reply.Nickname
+		if nick := wire.OneLine(nickname(n.Reply)); nick != "" {
+			t = "Answered on " + nick
 		}
 	case hub.TimedOut:
 		t = "Timed out"
@@ -48,6 +50,14 @@ func title(n Notice) string {
 
 // maxTitle bounds a title, in bytes.
 const maxTitle = 200
+
+// nickname is the name of the device that answered, "" when none.
+func nickname(r *hub.Reply) string {
+	if r == nil {
+		return ""
+	}
+	return r.Nickname
+}
 
 // shownName is how a person reads a channel's name ("Answered on
 // Telegram").
@@ -81,7 +91,7 @@ func redact(err error, secrets ...string) error {
 // Project is the last element of a project directory: what a person
 // calls it.
 func Project(dir string) string {
-	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
+	dir = strings.TrimRight(strings.ReplaceAll(wire.OneLine(dir), "\\", "/"), "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[i+1:]
 	}
