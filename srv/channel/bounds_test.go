@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -89,5 +90,26 @@ func TestLongestQuestionFitsItsMessage(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNtfyMessageWithinItsLimit: ntfy takes a message of 4,096 bytes at
+// most (a longer one it turns into an attachment, or refuses): the
+// longest question, with every option described, stays within it.
+func TestNtfyMessageWithinItsLimit(t *testing.T) {
+	for name, text := range longQuestions {
+		t.Run(name, func(t *testing.T) {
+			ntfy := newReceiver(t)
+			f := newFixture(t, map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "t"}}}, Options{})
+			f.askText(tokA, "q-1", text, fullOptions())
+			_, bodies := ntfy.waitFor(t, 1)
+			var m ntfyMessage
+			if err := json.Unmarshal(bodies[0], &m); err != nil {
+				t.Fatal(err)
+			}
+			if len(m.Message) > ntfyMaxMessage || !strings.Contains(m.Message, restInApp) {
+				t.Errorf("ntfy's message is %d bytes, ending %q", len(m.Message), m.Message[max(0, len(m.Message)-200):])
+			}
+		})
 	}
 }
