@@ -103,11 +103,53 @@ func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[:n-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
 	}
-	return s + "…"
+	return s[:graphemeCut(s, i)] + "…"
+}
+
+// graphemeCut is where to cut s at or before i, a rune boundary, so as
+// not to split what a person sees as one character: a flag's two
+// letters, a letter and its accents, emoji joined by U+200D, an emoji
+// and its skin tone or variation. It is i when one character would take
+// all of s[:i] (a letter under a thousand accents): that one is cut.
+func graphemeCut(s string, i int) int {
+	for j := i; j > 0 && j < len(s); {
+		before, size := utf8.DecodeLastRuneInString(s[:j])
+		next, _ := utf8.DecodeRuneInString(s[j:])
+		if !joined(before, next) && !(regional(before) && regional(next) && trailingRegional(s[:j])%2 == 1) {
+			return j
+		}
+		j -= size
+	}
+	return i
+}
+
+// joined: the runes a and b are one character to a person, b extending
+// a (an accent, a skin tone, a variation, a keycap, a tag) or U+200D
+// joining them.
+func joined(a, b rune) bool {
+	return a == '\u200d' || b == '\u200d' || unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc) ||
+		b >= 0xfe00 && b <= 0xfe0f || b >= 0x1f3fb && b <= 0x1f3ff || b >= 0xe0020 && b <= 0xe007f || b == 0x20e3
+}
+
+// regional: r is a regional indicator, half of a flag.
+func regional(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
+
+// trailingRegional counts the regional indicators s ends with.
+func trailingRegional(s string) int {
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if !regional(r) {
+			break
+		}
+		n++
+		s = s[:len(s)-size]
+	}
+	return n
 }
 
 // quickReplies are the buttons of a question with no options of its own.
@@ -162,10 +204,11 @@ func clipText(s string, n int) (clipped string, cut bool) {
 	if len(s) <= n {
 		return s, false
 	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
 	}
+	s = s[:graphemeCut(s, i)]
 	if i := strings.LastIndexByte(s, '\n'); i >= n*3/4 {
 		s = s[:i]
 	} else if i := strings.LastIndexByte(s, ' '); i >= n*3/4 {
