@@ -95,3 +95,18 @@ func TestDataImagesFoundAsTheirPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestPlainReadsALineOrTwo: Plain (a push's body, made for each of a
+// token's subscriptions) parses only the start of a text: on a text of
+// constructs nested as deep as it is long, it allocates no more than
+// 2 MiB however long the text.
+func TestPlainReadsALineOrTwo(t *testing.T) {
+	for name, text := range map[string]string{
+		"quotes": strings.Repeat(">", 1<<20), "lists": strings.Repeat("- ", 1<<19),
+		"emphasis": strings.Repeat("*a_", 1<<18), "open links": strings.Repeat("[a](", 1<<18),
+	} {
+		if got := allocated(func() { Plain(text) }); got > 2<<20 {
+			t.Errorf("Plain of %s: %d bytes allocated", name, got)
+		}
+	}
+}
