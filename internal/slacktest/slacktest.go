@@ -27,6 +27,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -35,7 +36,7 @@ import (
 
 // Call is one call of a Web API method; its Form is the parameters
 // (without the token) and "_ts", the timestamp the call answered (a
-// posted message's).
+// posted message's), or "_error", why it was refused (invalid_blocks).
 type Call = apicalls.Call
 
 // API is the double. Safe for concurrent use.
@@ -151,10 +152,19 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	ts := "1700000000." + strconv.Itoa(api.ts)
 	delete(form, "token")
 	form["_ts"] = ts
+	if method == "chat.postMessage" || method == "chat.update" {
+		if why := invalidBlocks(form["blocks"]); why != "" {
+			form["_error"] = why // refused: invalid_blocks
+		}
+	}
 	api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
 	api.changedLocked()
 	api.mu.Unlock()
 	channel := DM(form["channel"])
+	if why := form["_error"]; why != "" {
+		reply(map[string]any{"ok": false, "error": "invalid_blocks", "errors": []string{why}})
+		return
+	}
 	switch method {
 	case "apps.connections.open":
 		reply(map[string]any{"ok": true, "url": "ws" + strings.TrimPrefix(api.URL, "http") + "/link/?ticket=t-1&app_id=A1"})
@@ -402,4 +412,34 @@ func hash(parts ...string) uint32 {
 		_, _ = h.Write([]byte(p + "\x00"))
 	}
 	return h.Sum32()
+}
+
+// Block Kit's bounds (https://docs.slack.dev/reference/block-kit/blocks/section-block,
+// .../block-elements/button-element): a section's text holds 3,000
+// characters, a button's 75; Slack refuses a message past them.
+const (
+	maxSectionText = 3000
+	maxButtonText  = 75
+)
+
+// invalidBlocks is why Slack would refuse blocks, "" when it would not.
+func invalidBlocks(blocks string) string {
+	if blocks == "" {
+		return ""
+	}
+	bs, err := BlocksOf(map[string]string{"blocks": blocks})
+	if err != nil {
+		return "blocks are not JSON"
+	}
+	for i, b := range bs {
+		if b.Text != nil && utf8.RuneCountInString(b.Text.Text) > maxSectionText {
+			return fmt.Sprintf("must be less than %d characters [json-pointer:/blocks/%d/text/text]", maxSectionText+1, i)
+		}
+		for j, e := range b.Elements {
+			if utf8.RuneCountInString(e.Text.Text) > maxButtonText {
+				return fmt.Sprintf("must be less than %d characters [json-pointer:/blocks/%d/elements/%d/text/text]", maxButtonText+1, i, j)
+			}
+		}
+	}
+	return ""
 }

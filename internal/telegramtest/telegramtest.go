@@ -26,7 +26,9 @@ import (
 )
 
 // Call is one call of a method other than getUpdates; a sendMessage's
-// Form also holds "sent_message_id", the ID of the message it made.
+// Form also holds "sent_message_id", the ID of the message it made, or
+// "_error", why it was refused as Telegram would refuse it (limits.go:
+// a text too long, HTML it cannot parse).
 type Call = apicalls.Call
 
 // API is the double. Safe for concurrent use.
@@ -261,6 +263,16 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
 	case "sendMessage", "editMessageText", "sendPhoto":
+		if why := refused(method, form); why != "" {
+			form["_error"] = why
+			api.mu.Lock()
+			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
+			api.changedLocked()
+			api.mu.Unlock()
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + why})
+			return
+		}
 		chat, _ := strconv.ParseInt(form["chat_id"], 10, 64)
 		api.mu.Lock()
 		id, err := strconv.Atoi(form["message_id"])

@@ -71,23 +71,31 @@ func sequenceID(n Notice) string {
 // ntfy shows three actions at most.
 const ntfyMaxActions = 3
 
+// ntfyMaxMessage is the longest message ntfy takes as a message, in
+// bytes: a longer one it makes an attachment, or refuses.
+const ntfyMaxMessage = 4096
+
 // Send publishes n.
 func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
 	switch n.Kind {
 	case hub.Asked:
-		question, cut := clipText(withoutDataImages(n.Request.Text), 3000)
-		m.Message, m.Priority, m.Markdown = question, 4, true
-		if cut {
-			m.Message += "\n…\n\n_(" + restInApp + ")_"
-		}
-		// Its buttons show three labels at most, and no description.
+		// Its buttons show three labels at most, and no description: the
+		// options are listed, and the question has what they leave.
+		var listed string
 		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions {
-			m.Message += "\n"
+			listed = "\n"
 			for _, o := range opts {
-				m.Message += "\n- " + o.line()
+				listed += "\n- " + o.line()
 			}
 		}
+		const cutMark = "\n…\n\n_(" + restInApp + ")_"
+		question, cut := clipText(withoutDataImages(n.Request.Text), min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
+		m.Message, m.Priority, m.Markdown = question, 4, true
+		if cut {
+			m.Message += cutMark
+		}
+		m.Message += listed
 		m.Tags = []string{"question"}
 		if n.AnswerURL != "" {
 			labels, _ := buttonsOf(n.Request)

@@ -132,19 +132,35 @@ func slackMarkup(text string) *slack.TextBlockObject {
 // hint besides.
 const maxSlackQuestion = 2000
 
-// slackQuestion is a question's text md as mrkdwn within
-// maxSlackQuestion bytes (cut says it was cut): escaping lengthens it,
-// so a text full of < is cut shorter.
-func slackQuestion(md string) (out string, cut bool) {
+// maxSlackSection is what a section's text holds, in characters (of
+// its mrkdwn as sent, escapes and all; counted here in bytes, never
+// fewer).
+const maxSlackSection = 3000
+
+// Parts of a question's message, as escaped mrkdwn: its title, its
+// options' lines together, each kept within these bytes.
+const (
+	maxSlackTitle   = 300
+	maxSlackOptions = 1200
+)
+
+// slackQuestion is a question's text md as mrkdwn within room bytes
+// (at most maxSlackQuestion; cut says it was cut): escaping lengthens
+// it, so a text full of < is cut shorter.
+func slackQuestion(md string, room int) (out string, cut bool) {
 	md = withoutDataImages(md)
-	for n := maxSlackQuestion; ; n = n * 2 / 3 {
+	for n := min(maxSlackQuestion, room); n >= 64; n = n * 2 / 3 {
 		var part string
 		part, cut = clipText(md, n)
-		if out = slackMrkdwn(part); len(out) <= maxSlackQuestion || n < 64 {
-			return Clip(out, maxSlackQuestion), cut || len(out) > maxSlackQuestion
+		if out = slackMrkdwn(part); len(out) <= room {
+			return out, cut
 		}
 	}
+	return "", md != ""
 }
+
+// slackSettledLine ends a settled question's message: its title.
+func slackSettledLine(title string) string { return "\n\n— " + slackEscClip(title, maxSlackTitle) }
 
 // Send delivers n: a question with its buttons, or the update of a
 // question's message once it is settled.
@@ -178,7 +194,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		if err := putAsked(ctx, notes, s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
 			return fmt.Errorf("slack: %w", err)
 		}
-		text := m.text + "\n\n— " + slackEscape.Replace(title(n))
+		text := m.text + slackSettledLine(title(n))
 		_, _, _, err = api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
 			slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
 		if err != nil {
@@ -200,18 +216,26 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	}
 	// shown stays once the question is settled; the hint goes with the
 	// buttons. A section's text holds 3,000 characters.
-	question, cut := slackQuestion(n.Request.Text)
-	shown := slackEscape.Replace(title(n)) + "\n\n" + question
-	if cut {
-		shown += "\n…\n\n(" + restInApp + ")"
-	}
+	// The question has what the rest leaves of the section, once settled
+	// too (the hint then gives way to a line saying so).
+	head := slackEscClip(title(n), maxSlackTitle) + "\n\n"
+	var listed string
 	if opts, some := described(n.Request); some {
-		shown += "\n"
+		listed = "\n"
 		for _, o := range opts {
-			shown += "\n• " + slackEscape.Replace(o.line())
+			listed += "\n• " + slackEscClip(o.line(), maxSlackOptions/len(opts)-len("\n• "))
 		}
 	}
-	text := shown + "\n\n(Press an answer, or reply in this message's thread.)"
+	const hint = "\n\n(Press an answer, or reply in this message's thread.)"
+	const cutMark = "\n…\n\n(" + restInApp + ")"
+	fits := maxSlackSection - len(head+listed+cutMark) - max(len(hint), len(slackSettledLine(""))+maxSlackTitle)
+	question, cut := slackQuestion(n.Request.Text, fits)
+	shown := head + question
+	if cut {
+		shown += cutMark
+	}
+	shown += listed
+	text := shown + hint
 	// The question's own options when it offers some, else the quick
 	// replies; a button's text is at most 75 characters (Block Kit's
 	// bound), its value only its index.

@@ -29,12 +29,33 @@ func slackMrkdwn(md string) string {
 type slackRenderer struct {
 	src []byte
 	b   strings.Builder
+	// depth counts the quotes and list items n is inside (maxNesting);
+	// quoted, in a quote (mrkdwn nests none).
+	depth  int
+	quoted bool
 }
 
 // slackEscape escapes what mrkdwn reads as markup of its own.
 var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 
 func (r *slackRenderer) esc(s string) { r.b.WriteString(slackEscape.Replace(s)) }
+
+// slackEscClip is s escaped (slackEscape) and cut to at most n bytes,
+// marked "…", never inside an escape.
+func slackEscClip(s string, n int) string {
+	if e := slackEscape.Replace(s); len(e) <= n {
+		return e
+	}
+	var b strings.Builder
+	for _, r := range s {
+		e := slackEscape.Replace(string(r))
+		if b.Len()+len(e)+len("…") > n {
+			break
+		}
+		b.WriteString(e)
+	}
+	return b.String() + "…"
+}
 
 func (r *slackRenderer) block(n ast.Node) {
 	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
@@ -63,7 +84,11 @@ func (r *slackRenderer) block(n ast.Node) {
 			}
 			r.b.WriteString("\n\n")
 		case *ast.Blockquote:
-			inner := r.nested(c)
+			if r.quoted || r.depth >= maxNesting {
+				r.block(c)
+				continue
+			}
+			inner := r.nested(c, true)
 			r.b.WriteString("> " + strings.ReplaceAll(inner, "\n", "\n> ") + "\n\n")
 		case *ast.List:
 			k := c.Start
@@ -73,7 +98,12 @@ func (r *slackRenderer) block(n ast.Node) {
 					mark = strconv.Itoa(k) + ". "
 					k++
 				}
-				body := strings.ReplaceAll(r.nested(item), "\n\n", "\n")
+				if r.depth >= maxNesting {
+					r.b.WriteString(mark)
+					r.block(item)
+					continue
+				}
+				body := strings.ReplaceAll(r.nested(item, false), "\n\n", "\n")
 				r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
 			}
 			r.b.WriteString("\n")
@@ -84,8 +114,8 @@ func (r *slackRenderer) block(n ast.Node) {
 }
 
 // nested renders a block node (a quote, a list item) on its own.
-func (r *slackRenderer) nested(n ast.Node) string {
-	inner := slackRenderer{src: r.src}
+func (r *slackRenderer) nested(n ast.Node, quote bool) string {
+	inner := slackRenderer{src: r.src, depth: r.depth + 1, quoted: r.quoted || quote}
 	inner.block(n)
 	return strings.TrimSpace(inner.b.String())
 }
@@ -155,6 +185,13 @@ func (r *slackRenderer) link(dest string, n ast.Node, label string) {
 	u, err := url.Parse(dest)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
 		r.inline(n)
+		return
+	}
+	if label == "" && spoofs(linkText(n, r.src), u) {
+		// Its text names another place: shown as text, with the one
+		// link where it goes.
+		r.inline(n)
+		r.b.WriteString(" (<" + slackURL(u) + ">)")
 		return
 	}
 	inner := slackRenderer{src: r.src}

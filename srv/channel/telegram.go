@@ -164,30 +164,37 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 				continue
 			}
 			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
-				Text: m.text + "\n\n— " + html.EscapeString(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+				Text: m.text + settledLine(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
 			if err != nil {
 				return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
 			}
 		}
 		return nil
 	}
-	body, photos, cut := telegramQuestion(n.Request.Text)
-	if cut {
-		body += "\n…\n\n<i>" + restInApp + "</i>"
-	}
-	// shown stays once the question is settled; the hint goes with the
-	// keyboard.
-	shown := "<b>" + html.EscapeString(title(n)) + "</b>\n\n" + body
+	// shown stays once the question is settled, the settled line added;
+	// the hint goes with the keyboard. The question has what the rest
+	// leaves of the message.
+	head := "<b>" + html.EscapeString(title(n)) + "</b>\n\n"
+	var listed string
 	if opts, some := described(n.Request); some {
-		shown += "\n"
+		listed = "\n"
 		for _, o := range opts {
-			shown += "\n• <b>" + html.EscapeString(o.label) + "</b>"
+			listed += "\n• <b>" + html.EscapeString(o.label) + "</b>"
 			if o.desc != "" {
-				shown += " — " + html.EscapeString(o.desc)
+				listed += " — " + html.EscapeString(o.desc)
 			}
 		}
 	}
-	text := shown + "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	const hint = "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
+	// Once settled, the hint gives way to a line saying so, a title long.
+	fits := maxTelegramMessage - tgLen(head+listed+cutMark) - max(tgLen(hint), tgLen(settledLine(""))+maxTitle)
+	body, photos, cut := telegramQuestion(n.Request.Text, fits)
+	if cut {
+		body += cutMark
+	}
+	shown := head + body + listed
+	text := shown + hint
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
 	labels, own := buttonsOf(n.Request)
@@ -558,3 +565,6 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 	}
 	return &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Type: "image", Data: base64.StdEncoding.EncodeToString(data), MimeType: mime}}, nil
 }
+
+// settledLine ends a settled question's message: its title (title).
+func settledLine(title string) string { return "\n\n— " + html.EscapeString(title) }

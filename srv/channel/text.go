@@ -2,8 +2,13 @@ package channel
 
 import (
 	"errors"
+	"net/url"
+	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/yuin/goldmark/ast"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -14,7 +19,9 @@ import (
 // title is a notice's first line: the project and who asks.
 func title(n Notice) string {
 	req := n.Request
-	who := req.AgentName
+	// The agent names itself and its project: one line as written, not
+	// a line turned around by a bidirectional control, nor two.
+	who := wire.OneLine(req.AgentName)
 	if who == "" {
 		who = "Your agent"
 	}
@@ -27,8 +34,8 @@ func title(n Notice) string {
 		}
 	case hub.Answered:
 		t = "Answered"
-		if n.Reply != nil && n.Reply.Nickname != "" {
-			t = "Answered on " + n.Reply.Nickname
+		if nick := wire.OneLine(nickname(n.Reply)); nick != "" {
+			t = "Answered on " + nick
 		}
 	case hub.TimedOut:
 		t = "Timed out"
@@ -38,7 +45,18 @@ func title(n Notice) string {
 	if p := Project(req.ProjectDirectory); p != "" {
 		t = p + " · " + t
 	}
-	return Clip(t, 200)
+	return Clip(t, maxTitle)
+}
+
+// maxTitle bounds a title, in bytes.
+const maxTitle = 200
+
+// nickname is the name of the device that answered, "" when none.
+func nickname(r *hub.Reply) string {
+	if r == nil {
+		return ""
+	}
+	return r.Nickname
 }
 
 // shownName is how a person reads a channel's name ("Answered on
@@ -73,7 +91,7 @@ func redact(err error, secrets ...string) error {
 // Project is the last element of a project directory: what a person
 // calls it.
 func Project(dir string) string {
-	dir = strings.TrimRight(strings.ReplaceAll(dir, "\\", "/"), "/")
+	dir = strings.TrimRight(strings.ReplaceAll(wire.OneLine(dir), "\\", "/"), "/")
 	if i := strings.LastIndexByte(dir, '/'); i >= 0 {
 		dir = dir[i+1:]
 	}
@@ -85,11 +103,53 @@ func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	s = s[:n-len("…")]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	i := n - len("…")
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
 	}
-	return s + "…"
+	return s[:graphemeCut(s, i)] + "…"
+}
+
+// graphemeCut is where to cut s at or before i, a rune boundary, so as
+// not to split what a person sees as one character: a flag's two
+// letters, a letter and its accents, emoji joined by U+200D, an emoji
+// and its skin tone or variation. It is i when one character would take
+// all of s[:i] (a letter under a thousand accents): that one is cut.
+func graphemeCut(s string, i int) int {
+	for j := i; j > 0 && j < len(s); {
+		before, size := utf8.DecodeLastRuneInString(s[:j])
+		next, _ := utf8.DecodeRuneInString(s[j:])
+		if !joined(before, next) && !(regional(before) && regional(next) && trailingRegional(s[:j])%2 == 1) {
+			return j
+		}
+		j -= size
+	}
+	return i
+}
+
+// joined: the runes a and b are one character to a person, b extending
+// a (an accent, a skin tone, a variation, a keycap, a tag) or U+200D
+// joining them.
+func joined(a, b rune) bool {
+	return a == '\u200d' || b == '\u200d' || unicode.In(b, unicode.Mn, unicode.Me, unicode.Mc) ||
+		b >= 0xfe00 && b <= 0xfe0f || b >= 0x1f3fb && b <= 0x1f3ff || b >= 0xe0020 && b <= 0xe007f || b == 0x20e3
+}
+
+// regional: r is a regional indicator, half of a flag.
+func regional(r rune) bool { return r >= 0x1f1e6 && r <= 0x1f1ff }
+
+// trailingRegional counts the regional indicators s ends with.
+func trailingRegional(s string) int {
+	n := 0
+	for len(s) > 0 {
+		r, size := utf8.DecodeLastRuneInString(s)
+		if !regional(r) {
+			break
+		}
+		n++
+		s = s[:len(s)-size]
+	}
+	return n
 }
 
 // quickReplies are the buttons of a question with no options of its own.
@@ -144,14 +204,64 @@ func clipText(s string, n int) (clipped string, cut bool) {
 	if len(s) <= n {
 		return s, false
 	}
-	s = s[:n]
-	for !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
 	}
+	s = s[:graphemeCut(s, i)]
 	if i := strings.LastIndexByte(s, '\n'); i >= n*3/4 {
 		s = s[:i]
 	} else if i := strings.LastIndexByte(s, ' '); i >= n*3/4 {
 		s = s[:i]
 	}
 	return strings.TrimRight(s, " \t\r\n"), true
+}
+
+// hostLike is what reads as a domain in a link's text.
+var hostLike = regexp.MustCompile(`(?:[\p{L}\p{N}-]+\.)+\p{L}{2,}`)
+
+// spoofs says whether a link's text names a place other than where the
+// link goes: text reading as an address or a domain (once the
+// invisible characters an agent may hide in it are gone) of another
+// host than dest's. Such a link is shown with where it goes.
+func spoofs(text string, dest *url.URL) bool {
+	text = strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, text)
+	host := dest.Hostname()
+	if dest.Scheme == "mailto" {
+		_, host, _ = strings.Cut(dest.Opaque, "@")
+		host, _, _ = strings.Cut(host, "?")
+	}
+	for _, m := range hostLike.FindAllString(text, -1) {
+		if !strings.EqualFold(m, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// linkText is the text a link (or any inline node) shows.
+func linkText(n ast.Node, src []byte) string {
+	var b strings.Builder
+	var walk func(n ast.Node)
+	walk = func(n ast.Node) {
+		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
+			switch c := c.(type) {
+			case *ast.Text:
+				b.Write(c.Value(src))
+			case *ast.String:
+				b.Write(c.Value)
+			case *ast.AutoLink:
+				b.Write(c.Label(src))
+			default:
+				walk(c)
+			}
+		}
+	}
+	walk(n)
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf16"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
@@ -39,14 +40,18 @@ var mdParser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Pa
 // hint besides.
 const maxTelegramText = 3000
 
-// telegramQuestion renders a question's text md as its message's HTML
-// (cut to maxTelegramText bytes; cut says so) and its data: images as
-// photos. Those are taken out before the text is cut: an image is
-// larger than the text a message holds, and one cut is no image.
-func telegramQuestion(md string) (body string, photos []photo, cut bool) {
-	md = dataImage.ReplaceAllStringFunc(md, func(m string) string {
-		alt := dataImage.FindStringSubmatch(m)[1]
-		dest := m[strings.Index(m, "](")+2 : len(m)-1]
+// maxTelegramMessage is what a message's text holds, in UTF-16 code
+// units once its HTML is parsed (tgLen).
+const maxTelegramMessage = 4096
+
+// telegramQuestion renders a question's text md as its message's HTML,
+// at most room characters as Telegram counts them (tgLen; cut says it
+// was cut), and its data: images as photos. Those are taken out before
+// the text is cut: an image is larger than the text a message holds,
+// and one cut is no image. Rendering may lengthen the text (a nested
+// list's indent): it is cut shorter until it fits.
+func telegramQuestion(md string, room int) (body string, photos []photo, cut bool) {
+	md = replaceDataImages(md, func(alt, dest string) string {
 		if p, ok := dataPhoto(alt, strings.Trim(strings.TrimSpace(dest), "<>")); ok && len(photos) < maxPhotos {
 			photos = append(photos, p)
 			if alt == "" {
@@ -56,9 +61,39 @@ func telegramQuestion(md string) (body string, photos []photo, cut bool) {
 		}
 		return imageName(alt)
 	})
-	md, cut = clipText(md, maxTelegramText)
-	body, more := telegramHTML(md)
-	return body, append(photos, more...), cut
+	for n := min(maxTelegramText, room); n > 0; n = n * 2 / 3 {
+		part, c := clipText(md, n)
+		b, more := telegramHTML(part)
+		if tgLen(b) <= room {
+			return b, append(photos, more...), c
+		}
+	}
+	return "", photos, md != ""
+}
+
+// tgLen is the length of a message's HTML as Telegram bounds it: in
+// UTF-16 code units of its text, once tags and entities are parsed.
+// The HTML is this package's, whose text has every < escaped.
+func tgLen(h string) int {
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(h, '<')
+		if i < 0 {
+			b.WriteString(h)
+			break
+		}
+		b.WriteString(h[:i])
+		j := strings.IndexByte(h[i:], '>')
+		if j < 0 {
+			break
+		}
+		h = h[i+j+1:]
+	}
+	n := 0
+	for _, r := range html.UnescapeString(b.String()) {
+		n += utf16.RuneLen(r)
+	}
+	return n
 }
 
 // dataPhoto is the photo of a data: URL, if it is a base64 image.
@@ -86,7 +121,17 @@ type tgRenderer struct {
 	src    []byte
 	b      strings.Builder
 	photos []photo
+	// depth counts the quotes and list items n is inside; quoted, in a
+	// quote (Telegram nests none).
+	depth  int
+	quoted bool
 }
+
+// maxNesting bounds the quotes and lists rendered inside one another:
+// each renders what it holds on its own, so that a text of "> > > …"
+// or "- > - > …" would cost the square of its length; deeper ones
+// are shown flat.
+const maxNesting = 8
 
 func (r *tgRenderer) esc(s string) { r.b.WriteString(html.EscapeString(s)) }
 
@@ -118,7 +163,11 @@ func (r *tgRenderer) block(n ast.Node) {
 			r.lines(c.Lines())
 			r.b.WriteString("\n")
 		case *ast.Blockquote:
-			r.b.WriteString("<blockquote>" + r.nested(c) + "</blockquote>\n\n")
+			if r.quoted || r.depth >= maxNesting {
+				r.block(c)
+				continue
+			}
+			r.b.WriteString("<blockquote>" + r.nested(c, true) + "</blockquote>\n\n")
 		case *ast.List:
 			r.list(c)
 		default:
@@ -138,8 +187,8 @@ func (r *tgRenderer) lines(ls *text.Segments) {
 
 // nested renders a block node (a quote, a list item) on its own, its
 // photos taken with the others.
-func (r *tgRenderer) nested(n ast.Node) string {
-	inner := tgRenderer{src: r.src}
+func (r *tgRenderer) nested(n ast.Node, quote bool) string {
+	inner := tgRenderer{src: r.src, depth: r.depth + 1, quoted: r.quoted || quote}
 	inner.block(n)
 	r.photos = append(r.photos, inner.photos...)
 	return strings.TrimSpace(inner.b.String())
@@ -171,7 +220,12 @@ func (r *tgRenderer) list(l *ast.List) {
 			mark = strconv.Itoa(n) + ". "
 			n++
 		}
-		body := strings.ReplaceAll(r.nested(item), "\n\n", "\n")
+		if r.depth >= maxNesting {
+			r.b.WriteString(mark)
+			r.block(item)
+			continue
+		}
+		body := strings.ReplaceAll(r.nested(item, false), "\n\n", "\n")
 		r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
 	}
 	r.b.WriteString("\n")
@@ -223,6 +277,13 @@ func (r *tgRenderer) link(dest string, n ast.Node) {
 	u, err := url.Parse(dest)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
 		r.inline(n)
+		return
+	}
+	if spoofs(linkText(n, r.src), u) {
+		// Its text names another place: shown as text, with the one
+		// link where it goes.
+		r.inline(n)
+		r.b.WriteString(` (<a href="` + html.EscapeString(u.String()) + `">` + html.EscapeString(u.String()) + `</a>)`)
 		return
 	}
 	r.b.WriteString(`<a href="` + html.EscapeString(u.String()) + `">`)
