@@ -1,6 +1,7 @@
 package mcpbridge
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -114,7 +115,8 @@ func TestBadOptionsNameTheLimit(t *testing.T) {
 		{"work_report", []any{map[string]any{"label": strings.Repeat("x", 81)}}, "limit of 80 bytes"},
 		{"ask_question", []any{map[string]any{"label": "A", "description": strings.Repeat("x", 201)}}, "limit of 200 bytes"},
 	} {
-		r := call(t, c, tc.tool, map[string]any{"question": "q", "summary": "s", "options": tc.opts}, nil)
+		arg := map[string]string{"ask_question": "question"}[tc.tool]
+		r := call(t, c, tc.tool, map[string]any{cmp.Or(arg, "summary"): "q", "options": tc.opts}, nil)
 		if !r.IsError || !strings.Contains(text(r), tc.want) {
 			t.Errorf("%s %v: %v %q, want an error naming %q", tc.tool, len(tc.opts), r.IsError, text(r), tc.want)
 		}
@@ -191,7 +193,10 @@ func TestMistypedArgumentsSayHowToWriteThem(t *testing.T) {
 		{"ask_question", map[string]any{"options": []any{map[string]any{"label": 5}}}, []string{`option 1`, `"label" must be a string`}},
 		{"ask_question", map[string]any{"question": []any{"q"}}, []string{`"question" must be a string`}},
 	} {
-		args := map[string]any{"question": "q", "summary": "s"}
+		args := map[string]any{"question": "q"}
+		if tc.tool != "ask_question" {
+			args = map[string]any{"summary": "s"}
+		}
 		for k, v := range tc.args {
 			args[k] = v
 		}

@@ -44,7 +44,7 @@ func (b *bridge) register(s *server.MCPServer) {
 	tool := func(name, title, desc string, text mcp.ToolOption) mcp.Tool {
 		return mcp.NewTool(name, append([]mcp.ToolOption{mcp.WithDescription(desc), text, mcp.WithTitleAnnotation(title)}, common...)...)
 	}
-	s.AddTool(tool("ask_question", "Ask the user",
+	addStrict(s, tool("ask_question", "Ask the user",
 		"Ask the person you work for a question and wait for their answer. "+
 			"Use it when you need a decision, a clarification, a preference, credentials or any information you cannot find yourself, "+
 			"rather than guessing or stopping. Markdown is rendered. An image shows only as a data: URL (base64); one at a web address "+
@@ -56,7 +56,7 @@ func (b *bridge) register(s *server.MCPServer) {
 		b.ask(wire.AskQuestion, "ask_question", "question"))
 	summaryOpt := mcp.WithString("summary", mcp.Required(),
 		mcp.Description("What you did and its result, in markdown: changes made, how it was checked, anything left open."))
-	s.AddTool(tool("task_finish", "Report the finished task",
+	addStrict(s, tool("task_finish", "Report the finished task",
 		"Report to the person you work for that you have finished the task, and wait for their feedback: "+
 			"they may confirm, ask for changes or give the next task. Call it once the work is done, with a summary of what you did. "+
 			"You may offer options for the next step (e.g. \"Continue\", \"Stop\", \"Run the tests again\").",
@@ -64,7 +64,7 @@ func (b *bridge) register(s *server.MCPServer) {
 	// The name the existing agentassistant's current rules give agents
 	// ("call work_report before you finish"): agents set up with them
 	// work unchanged. The same arguments, the same report.
-	s.AddTool(tool("work_report", "Report the work",
+	addStrict(s, tool("work_report", "Report the work",
 		"Before you finish a task, send the person you work for a report of your work and wait for their "+
 			"confirmation or feedback: they may approve, ask for changes or give the next task. The same as task_finish.",
 		summaryOpt), b.ask(wire.TaskFinish, "work_report", "summary"))

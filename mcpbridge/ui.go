@@ -39,33 +39,33 @@ const (
 
 func (u *uiTools) register() {
 	s := u.srv
-	s.AddTool(mcp.NewTool("get_ui_state",
+	addStrict(s, mcp.NewTool("get_ui_state",
 		mcp.WithDescription("Read the web UI the person sees: its stage, the visible items with their ids, selections, the chat so far, and the tools allowed now. Call it before acting and whenever you are unsure of the state."),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 	), u.getState)
-	s.AddTool(mcp.NewTool("call_ui_tool",
+	addStrict(s, mcp.NewTool("call_ui_tool",
 		mcp.WithDescription("Call one of the web UI's tools by name, as a click would. Prefer the UI's own tools when they are listed; use this when a tool is not (get_ui_state lists the tools allowed now)."),
 		mcp.WithString("tool_name", mcp.Required(), mcp.Description("The tool, e.g. select, setQuantity, next, prev, postMessage.")),
 		mcp.WithObject("params", mcp.Description("The tool's parameters, e.g. {\"itemId\": \"m1\"}.")),
 		mcp.WithString("reason", mcp.Required(), mcp.Description("Why you take this action; shown to the participant and logged.")),
 	), u.callGeneric)
-	s.AddTool(mcp.NewTool("send_agent_message",
+	addStrict(s, mcp.NewTool("send_agent_message",
 		mcp.WithDescription("Post a message to the participant's chat in the web UI (an explanation or a question). It does not change the UI state."),
 		mcp.WithString("text", mcp.Required(), mcp.Description("The message.")),
 	), u.sendMessage)
-	s.AddTool(mcp.NewTool("wait_user_message",
+	addStrict(s, mcp.NewTool("wait_user_message",
 		mcp.WithDescription("Wait for the next message the participant types in the web UI's chat. Messages typed earlier are kept and returned first, one per call."),
 		mcp.WithNumber("timeout", mcp.Description("Seconds to wait, 1 to 50 (default 30).")),
 		mcp.WithReadOnlyHintAnnotation(true),
 		mcp.WithDestructiveHintAnnotation(false),
 	), u.waitUser)
-	s.AddTool(mcp.NewTool("start_session",
+	addStrict(s, mcp.NewTool("start_session",
 		mcp.WithDescription("Start a study session in the web UI: from now on every action is logged. Returns the session id."),
 		mcp.WithString("study_id", mcp.Description("The study, e.g. pilot-01.")),
 		mcp.WithString("participant_id", mcp.Description("The participant, e.g. P07.")),
 	), u.startSession)
-	s.AddTool(mcp.NewTool("end_session",
+	addStrict(s, mcp.NewTool("end_session",
 		mcp.WithDescription("End the study session: the log is closed and the web UI resets to its start. Returns the log file."),
 		mcp.WithString("reason", mcp.Description("Why it ends, e.g. study-complete.")),
 		mcp.WithDestructiveHintAnnotation(true),

@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -15,9 +19,25 @@ import (
 func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("agentassistant-srv health", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", "http://127.0.0.1:22080/health", "the server's /health")
+	const defaultPort = 22080
+	url := fs.String("url", fmt.Sprintf("http://127.0.0.1:%d/health", defaultPort), "the server's /health")
+	// The server's own -host and -port, so the command that started it
+	// says where to ask: a person who ran "-port 8080" writes it here too.
+	host := fs.String("host", "127.0.0.1", "the host the server listens on (0.0.0.0 or :: mean this machine)")
+	port := fs.Int("port", defaultPort, "the port the server listens on")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if given["url"] && (given["host"] || given["port"]) {
+		return errors.New("health: give either -url or -port (and -host), not both")
+	}
+	if !given["url"] {
+		if *port < 1 || *port > 65535 {
+			return fmt.Errorf("health: -port %d: it must be 1 to 65535, the port the server listens on", *port)
+		}
+		*url = "http://" + net.JoinHostPort(localHost(*host), strconv.Itoa(*port)) + "/health"
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -36,4 +56,17 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	_, err = fmt.Fprintf(stdout, "%s\n", body)
 	return err
+}
+
+// localHost is where to reach a server listening on host: a wildcard
+// address (every interface) is reached on loopback.
+func localHost(host string) string {
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	switch host {
+	case "", "0.0.0.0":
+		return "127.0.0.1"
+	case "::":
+		return "::1"
+	}
+	return host
 }

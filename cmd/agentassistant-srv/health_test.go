@@ -5,7 +5,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -25,6 +27,66 @@ func TestHealthProbe(t *testing.T) {
 		ts.Close()
 		if (err == nil) != ok {
 			t.Errorf("status %d: health = %v", code, err)
+		}
+	}
+}
+
+// TestHealthTakesTheServersPortAndHost: "health -port N" (and -host, as
+// the server itself is started) asks the local server on that port, as
+// a person who started it with -port would write; a wildcard -host
+// (0.0.0.0, ::) means this machine. -url with them is refused: one
+// address, said once.
+func TestHealthTakesTheServersPortAndHost(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.Host+r.URL.Path)
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"status":"healthy"}`)
+	}))
+	defer ts.Close()
+	u, err := url.Parse(ts.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	for _, args := range [][]string{
+		{"-port", port},
+		{"-port=" + port, "-host", "127.0.0.1"},
+		{"-host", "0.0.0.0", "-port", port},
+		{"-host", "", "-port", port},
+		{"-host", "localhost", "-port", port},
+	} {
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		var out strings.Builder
+		if err := run(context.Background(), append([]string{"health"}, args...), &out, io.Discard); err != nil {
+			t.Errorf("health %v: %v", args, err)
+			continue
+		}
+		mu.Lock()
+		want := "127.0.0.1:" + port + "/health"
+		if args[1] == "localhost" {
+			want = "localhost:" + port + "/health"
+		}
+		if len(asked) != 1 || asked[0] != want {
+			t.Errorf("health %v asked %v, want %s", args, asked, want)
+		}
+		mu.Unlock()
+		if !strings.Contains(out.String(), "healthy") {
+			t.Errorf("health %v printed %q", args, out.String())
+		}
+	}
+	for args, want := range map[string]string{
+		"-url http://127.0.0.1:1/health -port 22080": "-url or -port",
+		"-port 70000": "1 to 65535",
+		"-port 0":     "1 to 65535",
+	} {
+		err := run(context.Background(), append([]string{"health"}, strings.Fields(args)...), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("health %s: %v, want it to say %q", args, err, want)
 		}
 	}
 }

@@ -84,7 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	qr := fs.Bool("qr", false, "print the phone's URL as a QR code even when the output is no terminal")
 	fs.Usage = func() {
 		_, _ = fmt.Fprintf(fs.Output(), "usage: agentassistant-srv [flags]                     run the server\n%s"+
-			"       agentassistant-srv health [-url URL]           ask a running server's /health (exit 1 unless it answers 200)\n\n"+
+			"       agentassistant-srv health [-port N] [-host H]  ask a running server's /health (exit 1 unless it answers 200);\n"+
+			"                                                      -port and -host as the server was started, or -url URL\n\n"+
 			"Every flag but -config, -check-channels, -qr and -version is also a setting of agentassistant-srv.toml.\nflags:\n",
 			strings.Replace(serviceUsage, "usage: ", "       ", 1)+"\n")
 		fs.PrintDefaults()

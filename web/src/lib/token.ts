@@ -48,3 +48,25 @@ export function tokenProtocols(token: string): string[] {
   const b64 = btoa(bin).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '')
   return ['agentassistant', 'agentassistant.bearer.' + b64]
 }
+
+// pastedToken reads what a person pasted to open the inbox: the URL the
+// server printed (its ?token= or #token=), or the token itself; '' when
+// it holds none.
+export function pastedToken(s: string): string {
+  const v = s.trim()
+  const m = /[?#&]token=([^&#\s]+)/.exec(v)
+  if (m) {
+    try {
+      return decodeURIComponent(m[1]).trim()
+    } catch {
+      return m[1]
+    }
+  }
+  return /\s/.test(v) || /^[a-z]+:\/\//i.test(v) ? '' : v
+}
+
+// keepToken keeps a token the person gave, as one from the address is.
+export function keepToken(token: string) {
+  sessionStorage.setItem(KEY, token)
+  localStorage.setItem(KEY, token)
+}

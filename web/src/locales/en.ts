@@ -19,6 +19,18 @@ export default {
     noToken: 'Open this page with the URL agentassistant-srv printed (it ends in ?token=…).',
     refusedHelp: 'The server refused this token. Open the URL agentassistant-srv printed.',
   },
+  token: {
+    neededTitle: 'This inbox needs its token',
+    needed: 'The page was opened without the server\'s token, so it cannot show your agents\' questions.',
+    refusedTitle: 'Wrong token',
+    refused: 'The server refused the token this page has: it is not the server\'s token (or the server was given another one since).',
+    url: 'Open the URL agentassistant-srv printed when it started; it ends in the token:',
+    file: 'Or paste the token below. The server keeps the token it generated in the file token of its data directory:',
+    dataDir: 'With -data DIR (data_dir) it is DIR/token; a token set with -token or agentassistant_server_token is in that setting instead.',
+    paste: 'Token, or the URL with ?token=',
+    pasteNothing: 'Paste the token, or the whole URL with ?token=…',
+    use: 'Open the inbox',
+  },
   list: {
     empty: 'No questions yet. When an agent calls ask_question or task_finish, it shows up here.',
     older: 'Load older',

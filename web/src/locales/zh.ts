@@ -19,6 +19,18 @@ export default {
     noToken: '请用 agentassistant-srv 打印的链接打开本页（以 ?token=… 结尾）。',
     refusedHelp: '服务器拒绝了此令牌。请打开 agentassistant-srv 打印的链接。',
   },
+  token: {
+    neededTitle: '此收件箱需要令牌',
+    needed: '本页打开时没有带服务器的令牌，因此无法显示代理的提问。',
+    refusedTitle: '令牌错误',
+    refused: '服务器拒绝了本页的令牌：它不是服务器的令牌（或服务器此后换了令牌）。',
+    url: '请打开 agentassistant-srv 启动时打印的链接，它以令牌结尾：',
+    file: '或在下方粘贴令牌。服务器生成的令牌保存在其数据目录中的 token 文件里：',
+    dataDir: '使用 -data DIR（data_dir）时为 DIR/token；用 -token 或 agentassistant_server_token 设置的令牌则在该设置中。',
+    paste: '令牌，或带 ?token= 的链接',
+    pasteNothing: '请粘贴令牌，或带 ?token=… 的完整链接',
+    use: '打开收件箱',
+  },
   list: {
     empty: '还没有问题。Agent 调用 ask_question 或 task_finish 时会显示在这里。',
     older: '加载更早的',
