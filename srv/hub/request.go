@@ -149,10 +149,10 @@ func (h *Hub) Allows(token string, kind wire.Kind, id string, contents []*pb.Mcp
 // cannot show the question) ends the call as an error: no choice to check.
 func (h *Hub) answerable(token string, kind wire.Kind, id string, isErr bool, contents []*pb.McpResultContent) (*room, *pending, error) {
 	r := h.room(token)
-	r.mu.Lock()
-	p := r.pending[id]
-	shown := p != nil && p.shown
-	r.mu.Unlock()
+	p, shown := r.shownPending(id)
+	if !shown && h.heardLate(r, id) {
+		p, shown = r.shownPending(id)
+	}
 	if !shown || p.req.Kind != kind {
 		return nil, nil, ErrNotPending
 	}
@@ -162,6 +162,34 @@ func (h *Hub) answerable(token string, kind wire.Kind, id string, isErr bool, co
 		return nil, nil, fmt.Errorf("%w: %w", ErrNotAnOption, err)
 	}
 	return r, p, nil
+}
+
+// shownPending is r's pending request id, and whether it is shown.
+func (r *room) shownPending(id string) (*pending, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pending[id]
+	return p, p != nil && p.shown
+}
+
+// heardLate waits, up to catchUp, to hear the pending record id this
+// instance has not heard yet, and reports whether it was: in a cluster a
+// question asked elsewhere reaches a person through a door of this
+// instance's (a mail, a chat, a one-tap link) as its record reaches
+// this instance's watch, and one who answers at once must not be told
+// it is no longer pending.
+func (h *Hub) heardLate(r *room, id string) bool {
+	if h.local != nil {
+		return false // one process: every record is heard as written
+	}
+	ctx, cancel := h.sharedCtx(context.Background())
+	rec, rev, err := h.shared.Get(ctx, r.digest, id)
+	cancel()
+	if err != nil || rec.Status != store.Pending {
+		return false
+	}
+	_, heard := h.seqs.window(rev)
+	return heard >= rev
 }
 
 // Cancel withdraws a pending request of token at the agent's wish.
