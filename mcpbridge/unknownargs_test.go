@@ -55,7 +55,7 @@ func TestUnknownArgumentsAreRefusedByName(t *testing.T) {
 		{"ask_question", map[string]any{"questions": []any{map[string]any{"question": "q"}}}, []string{`"questions"`, `did you mean "question"?`}},
 		{"ask_question", map[string]any{"question": "q", "model_name": "gpt-5"}, []string{`"model_name"`, `did you mean "reasoning_model_name"?`}},
 		{"ask_question", map[string]any{"question": "q", "summary": "s"}, []string{`unknown argument "summary"`, "The arguments of ask_question"}},
-		{"task_finish", map[string]any{"sumary": "s"}, []string{`"sumary"`, `did you mean "summary"?`}},
+		{"task_finish", map[string]any{"sumary": "s"}, []string{`"sumary"`, `did you mean "summary"?`}}, //nolint:misspell // the typo is the test
 		{"work_report", map[string]any{"summary": "s", "xyzzy": 1, "plugh": 2},
 			[]string{`unknown arguments "plugh", "xyzzy"`, "The arguments of work_report: summary, "}},
 		{"wait_user_message", map[string]any{"timout": 5}, []string{`"timout"`, `did you mean "timeout"?`}},

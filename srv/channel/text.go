@@ -119,7 +119,7 @@ func graphemeCut(s string, i int) int {
 	for j := i; j > 0 && j < len(s); {
 		before, size := utf8.DecodeLastRuneInString(s[:j])
 		next, _ := utf8.DecodeRuneInString(s[j:])
-		if !joined(before, next) && !(regional(before) && regional(next) && trailingRegional(s[:j])%2 == 1) {
+		if !joined(before, next) && (!regional(before) || !regional(next) || trailingRegional(s[:j])%2 != 1) {
 			return j
 		}
 		j -= size
