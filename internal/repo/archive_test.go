@@ -24,11 +24,15 @@ func archivedFiles(t *testing.T) []string {
 	}
 	var files []string
 	for line := range strings.Lines(list) {
-		item, ok := strings.CutPrefix(line, "      - ")
-		if !ok {
+		if !strings.HasPrefix(line, "      ") {
 			break
 		}
-		matches, err := filepath.Glob(filepath.Join("../..", strings.TrimSpace(item)))
+		item, ok := strings.CutPrefix(line, "      - ")
+		if !ok {
+			continue // the item's info
+		}
+		item = strings.TrimPrefix(strings.TrimSpace(item), "src: ")
+		matches, err := filepath.Glob(filepath.Join("../..", item))
 		if err != nil || len(matches) == 0 {
 			t.Fatalf(".goreleaser.yaml archives %q, which names no file: %v", item, err)
 		}
@@ -75,5 +79,44 @@ func TestArchiveReadsOffline(t *testing.T) {
 				t.Errorf("%s links to %s, which the release archive does not hold (.goreleaser.yaml, archives' files)", f, p)
 			}
 		}
+	}
+}
+
+// TestArchiveReproducible: every entry of the release archives takes its
+// owner, mode and time from the commit, none from the machine that built
+// it. Unset, an archive carries the builder's user and the times its
+// checkout was made, so the same commit built twice gives two archives
+// and two checksums.txt, and nobody can check a download by rebuilding.
+func TestArchiveReproducible(t *testing.T) {
+	b, err := os.ReadFile("../../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, archives, ok := strings.Cut(string(b), "\narchives:\n")
+	if !ok {
+		t.Fatal(".goreleaser.yaml has no archives")
+	}
+	if i := regexp.MustCompile(`\n[a-z]`).FindStringIndex(archives); i != nil {
+		archives = archives[:i[0]]
+	}
+	info := regexp.MustCompile(`(?m)^    builds_info: &info\n      owner: root\n      group: root\n      mode: 0o755\n      mtime: "\{\{ \.CommitDate \}\}"\n`)
+	if !info.MatchString(archives) {
+		t.Errorf("the archives' binaries do not take owner root, mode 0o755 and the commit's time (builds_info):\n%s", archives)
+	}
+	_, files, _ := strings.Cut(archives, "\n    files:\n")
+	n := 0
+	for line := range strings.Lines(files) {
+		if !strings.HasPrefix(line, "      ") {
+			break
+		}
+		if strings.HasPrefix(line, "      - ") {
+			n++
+			if !strings.HasPrefix(line, "      - src: ") {
+				t.Errorf("archived file %s takes its owner and time from the checkout: give it info", strings.TrimSpace(line))
+			}
+		}
+	}
+	if n == 0 || strings.Count(files, "info: ") < n {
+		t.Errorf("%d archived files, not each with info:\n%s", n, files)
 	}
 }
