@@ -119,4 +119,13 @@ func TestArchiveReproducible(t *testing.T) {
 	if n == 0 || strings.Count(files, "info: ") < n {
 		t.Errorf("%d archived files, not each with info:\n%s", n, files)
 	}
+	// The binaries go into an archive in the order their builds end,
+	// which parallel builds change from run to run.
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^\t.*goreleaser release .*--parallelism 1\b`).Match(mk) {
+		t.Error("make dist runs GoReleaser's builds in parallel: the binaries' order in an archive changes from run to run")
+	}
 }
