@@ -37,8 +37,11 @@ build: web
 # GoReleaser reads the commit only where git names a remote: a clone
 # without one names the project's, for this command alone.
 DIST_ENV := $(if $(shell git remote 2>/dev/null),,GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/agentassistant/agentassistant.git)
+# One build at a time (each go build uses every CPU anyway): the binaries
+# then go into each archive in the same order, so the same commit gives
+# the same archives and checksums.txt wherever it is built.
 dist:
-	$(DIST_ENV) $(TOOLS) goreleaser release --snapshot --clean
+	$(DIST_ENV) $(TOOLS) goreleaser release --snapshot --clean --parallelism 1
 
 ## image: the container image as an OCI layout tarball,
 ## dist/agentassistant-image.tar, from the linux archives' binaries;

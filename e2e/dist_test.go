@@ -119,15 +119,25 @@ func TestContainerImage(t *testing.T) {
 			OS           string `json:"os"`
 			Architecture string `json:"architecture"`
 		} `json:"platform"`
+		Annotations map[string]string `json:"annotations"`
 	}
 	var index struct{ Manifests []descriptor }
 	if err := json.Unmarshal(files["index.json"], &index); err != nil {
 		t.Fatalf("index.json: %v", err)
 	}
-	if len(index.Manifests) == 1 && index.Manifests[0].Platform == nil { // an index inside the layout's
-		if err := json.Unmarshal(ociBlob(t, files, index.Manifests[0].Digest), &index); err != nil {
-			t.Fatal(err)
-		}
+	// podman load and skopeo's oci-archive: take the layout's one image
+	// and refuse more ("more than one image in oci, choose an image");
+	// docker load and podman load name it from its annotations, without
+	// which it loads untagged and "docker run agentassistant", as
+	// docs/install.md says, finds no image.
+	if len(index.Manifests) != 1 || index.Manifests[0].MediaType != "application/vnd.oci.image.index.v1+json" {
+		t.Fatalf("index.json holds %d manifests (the first a %s), want one: the image index of both architectures", len(index.Manifests), index.Manifests[0].MediaType)
+	}
+	if a := index.Manifests[0].Annotations; a["io.containerd.image.name"] != "docker.io/library/agentassistant:latest" || a["org.opencontainers.image.ref.name"] != "latest" {
+		t.Errorf("the image is named %v, want agentassistant:latest", a)
+	}
+	if err := json.Unmarshal(ociBlob(t, files, index.Manifests[0].Digest), &index); err != nil {
+		t.Fatal(err)
 	}
 	var archs []string
 	var mine *descriptor

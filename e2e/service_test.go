@@ -60,6 +60,17 @@ func TestServiceSystemdUserUnit(t *testing.T) {
 	if err != nil || !strings.Contains(out, "registered to start with your session") {
 		t.Fatalf("install: %v\n%s", err, out)
 	}
+	// Where systemd is not the init system (a container, a chroot, WSL
+	// without it), no login starts the unit: install says so rather than
+	// promising the next login, and status says it is not running.
+	if st, err := os.Stat("/run/systemd/system"); err != nil || !st.IsDir() {
+		if !strings.Contains(out, "this machine does not run systemd") || strings.Contains(out, "next login") {
+			t.Errorf("install where systemd is not the init system:\n%s", out)
+		}
+		if out, err := serviceCmd(t, home, wd, "status"); err != nil || !strings.Contains(out, "this machine does not run systemd") || strings.Contains(out, "not installed") {
+			t.Errorf("status where systemd is not the init system: %v\n%s", err, out)
+		}
+	}
 	raw, err := os.ReadFile(unit)
 	if err != nil {
 		t.Fatal(err)

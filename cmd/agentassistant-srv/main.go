@@ -376,10 +376,19 @@ func unknownCommand(w string) error {
 	switch {
 	case slices.Contains([]string{"install", "uninstall", "status"}, w):
 		return fmt.Errorf("unknown command %q: did you mean agentassistant-srv service %s? The commands: %s", w, w, cmds)
+	case isFlag(w): // "version", as other tools take it
+		return fmt.Errorf("unknown command %q: did you mean -%s? The commands: %s", w, w, cmds)
 	case config.Closest(w, "service", "health") != "":
 		return fmt.Errorf("unknown command %q: did you mean %q? The commands: %s", w, config.Closest(w, "service", "health"), cmds)
 	}
 	return fmt.Errorf("unknown command %q: every setting is a flag (-name value); the commands: %s", w, cmds)
+}
+
+// isFlag tells whether w is the name of one of the server's flags.
+func isFlag(w string) bool {
+	var cfg fileConfig
+	fs, _ := newFlags(&cfg, io.Discard)
+	return fs.Lookup(w) != nil
 }
 
 // keepGenerated tells how to go on with the token the server generated

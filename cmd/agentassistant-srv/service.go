@@ -114,6 +114,10 @@ func runService(args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("register %s with %s: %w", serviceName, service.ChosenSystem(), err)
 			}
 		}
+		if !systemdRuns() {
+			_, err := fmt.Fprintf(stdout, "%s is registered to start with your session, but %s: it starts only once systemd runs your session; until then, start agentassistant-srv yourself.\n", what, noSystemd)
+			return err
+		}
 		if err := svc.Start(); err != nil {
 			_, err = fmt.Fprintf(stdout, "%s is registered to start with your session; it could not be started now (%v): it starts at your next login.\n", what, err)
 			return err
@@ -135,6 +139,10 @@ func runService(args []string, stdout, stderr io.Writer) error {
 	default: // status
 		if !installed() {
 			return fmt.Errorf("%s is not registered to start with your session: 'agentassistant-srv service install' registers it", serviceName)
+		}
+		if !systemdRuns() {
+			_, err := fmt.Fprintf(stdout, "%s is registered to start with your session, and is not running as a service: %s.\n", what, noSystemd)
+			return err
 		}
 		st, err := svc.Status()
 		if err != nil {
@@ -211,6 +219,20 @@ func unitFile() string {
 		return filepath.Join(home, "Library", "LaunchAgents", serviceName+".plist")
 	}
 	return ""
+}
+
+// noSystemd says why a systemd user unit does not run here.
+const noSystemd = "this machine does not run systemd now (no /run/systemd/system: a container, a chroot, WSL without systemd)"
+
+// systemdRuns tells whether a systemd user unit can run here: on Linux,
+// whether systemd is the init system (sd_booted(3)'s test), without which
+// no user manager starts, at a login or ever. Elsewhere it is not asked.
+func systemdRuns() bool {
+	if runtime.GOOS != "linux" {
+		return true
+	}
+	st, err := os.Stat("/run/systemd/system")
+	return err == nil && st.IsDir()
 }
 
 // userSystemd is the library's systemd, taken as present: its detection

@@ -70,6 +70,8 @@ func TestMistypedCommandNamesTheCommands(t *testing.T) {
 		"servce install": `did you mean "service"?`,
 		"helth":          `did you mean "health"?`,
 		"status":         `agentassistant-srv service status`,
+		"version":        `did you mean -version?`,
+		"port 8080":      `did you mean -port?`,
 	} {
 		var out, errs bytes.Buffer
 		err := run(context.Background(), strings.Fields(args), &out, &errs)

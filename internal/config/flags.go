@@ -62,6 +62,9 @@ func (f *Flags) Load(cfg any) (path string, err error) {
 	if f.NArg() > 0 {
 		// Parsing stops at the first word that is not a flag: the flags
 		// after it would be ignored without a word.
+		if f.Lookup(f.Arg(0)) != nil { // "version", as other tools take it
+			return "", fmt.Errorf("unexpected argument %q: did you mean -%s? Every setting is a flag (-name value), and nothing follows them", f.Arg(0), f.Arg(0))
+		}
 		return "", fmt.Errorf("unexpected argument %q: every setting is a flag (-name value), and nothing follows them", f.Arg(0))
 	}
 	path, err = Find(*f.path, f.file)

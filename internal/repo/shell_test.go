@@ -49,3 +49,29 @@ func TestUnpackingMakesItsDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestUnpackingTheArchiveSpillsNothing: a documented command that
+// unpacks a whole release archive does it into a directory of its own
+// (tar -C DIR, made by the TestUnpackingMakesItsDirectory rule) or names
+// the members it takes. The archive has no top directory: unpacked where
+// the reader stands, its README.md, SECURITY.md and docs/ land there,
+// over a README.md of that directory.
+func TestUnpackingTheArchiveSpillsNothing(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md")
+	whole := regexp.MustCompile(`\btar\s+-x\S*\s+(agentassistant_\S+\.tar\.gz)\s*($|[;&|#])`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			if whole.MatchString(line) {
+				t.Errorf("%s: %q unpacks the whole archive into the current directory", filepath.Base(f), strings.TrimSpace(line))
+			}
+		}
+	}
+}

@@ -32,6 +32,8 @@ const (
 	user    = "agentassistant"
 	binDir  = "/usr/local/bin"
 	dataDir = "/data"
+	// imageName is what the image loads as: "docker run agentassistant".
+	imageName = "agentassistant"
 )
 
 func main() {
@@ -58,12 +60,21 @@ func run(dist, out string) error {
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img,
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch.goarch}}})
 	}
+	// The layout holds one image, the index of both architectures, named
+	// as docker buildx's OCI exporter names it: podman load and skopeo
+	// refuse a layout of several images, and docker load and podman load
+	// take the image's name from these annotations (else it is untagged).
+	named := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), mutate.IndexAddendum{Add: idx,
+		Descriptor: v1.Descriptor{Annotations: map[string]string{
+			"io.containerd.image.name":          "docker.io/library/" + imageName + ":latest",
+			"org.opencontainers.image.ref.name": "latest",
+		}}})
 	tmp, err := os.MkdirTemp(filepath.Dir(out), ".oci-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	if _, err := layout.Write(tmp, idx); err != nil {
+	if _, err := layout.Write(tmp, named); err != nil {
 		return fmt.Errorf("write OCI layout: %w", err)
 	}
 	return tarDir(tmp, out)
