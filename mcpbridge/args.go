@@ -2,8 +2,10 @@ package mcpbridge
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -16,7 +18,8 @@ import (
 // correct its next call.
 
 // secondsArg reads a number of seconds (also as a numeric string, as
-// models often send it); 0 when absent.
+// models often send it); 0 when absent. "NaN" and "Inf" parse as
+// floats but name no wait: refused.
 func secondsArg(req mcp.CallToolRequest, name, hint string) (float64, error) {
 	v, ok := req.GetArguments()[name]
 	if !ok || v == nil {
@@ -24,15 +27,25 @@ func secondsArg(req mcp.CallToolRequest, name, hint string) (float64, error) {
 	}
 	switch x := v.(type) {
 	case float64:
-		return x, nil
+		if !math.IsNaN(x) && !math.IsInf(x, 0) {
+			return x, nil
+		}
 	case int:
 		return float64(x), nil
 	case string:
-		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+		if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			return f, nil
 		}
 	}
 	return 0, fmt.Errorf("%q is a number of seconds %s; got %s", name, hint, shown(v))
+}
+
+// clampSeconds is sec seconds within lo and hi, bounded before it is
+// made a Duration: 1e12 seconds overflows one, which would wrap to the
+// shortest wait where the agent asked for the longest.
+func clampSeconds(sec float64, lo, hi time.Duration) time.Duration {
+	sec = min(max(sec, lo.Seconds()), hi.Seconds())
+	return min(max(time.Duration(sec*float64(time.Second)), lo), hi)
 }
 
 // boolArg reads a flag (also "true" or "false" in a string); def when

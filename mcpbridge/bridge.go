@@ -215,6 +215,5 @@ func (b *bridge) timeout(sec float64) time.Duration {
 	if sec <= 0 {
 		return b.o.DefaultTimeout
 	}
-	d := time.Duration(sec * float64(time.Second))
-	return min(max(d, b.o.MinTimeout), b.o.MaxTimeout)
+	return clampSeconds(sec, b.o.MinTimeout, b.o.MaxTimeout)
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
@@ -101,6 +103,8 @@ func TestTimeoutClampAndText(t *testing.T) {
 		want    int32
 	}{
 		{nil, 600}, {1, 60}, {0, 600}, {300, 300}, {1e9, 86400}, {-5, 600},
+		// Past what a time.Duration holds: still the longest, not the shortest.
+		{1e12, 86400}, {"1e12", 86400}, {1e300, 86400},
 	} {
 		args := map[string]any{"question": "q"}
 		if tc.timeout != nil {
@@ -178,5 +182,51 @@ func TestProgressWhileWaiting(t *testing.T) {
 	}
 	if tok := progress[0].Params.AdditionalFields["progressToken"]; tok != "p-1" {
 		t.Errorf("progress token = %v", tok)
+	}
+}
+
+// uiWait is a web UI relay that only records the waits asked of it.
+type uiWait struct {
+	agentassistprotoconnect.SrvUIRelayClient
+	mu    sync.Mutex
+	waits []int32
+}
+
+func (u *uiWait) WaitUserMessage(_ context.Context, r *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.waits = append(u.waits, r.GetTimeoutMs())
+	return &pb.WaitUserMessageResponse{}, nil
+}
+
+func (u *uiWait) GetUIState(context.Context, *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
+	return &pb.GetUIStateResponse{}, nil
+}
+
+// TestWaitUserTimeoutClamp: wait_user_message waits as long as asked
+// within 1 to 50 seconds; a wait longer than a time.Duration holds is the
+// longest, not the shortest.
+func TestWaitUserTimeoutClamp(t *testing.T) {
+	ui := &uiWait{}
+	c := newClient(t, &fakeSrv{}, Options{UI: ui})
+	for _, tc := range []struct {
+		timeout any
+		want    int32
+	}{
+		{nil, 30000}, {0.1, 1000}, {10, 10000}, {500, 50000}, {1e12, 50000}, {"1e300", 50000},
+	} {
+		args := map[string]any{}
+		if tc.timeout != nil {
+			args["timeout"] = tc.timeout
+		}
+		if r := call(t, c, "wait_user_message", args, nil); r.IsError {
+			t.Fatalf("timeout %v: %s", tc.timeout, text(r))
+		}
+		ui.mu.Lock()
+		got := ui.waits[len(ui.waits)-1]
+		ui.mu.Unlock()
+		if got != tc.want {
+			t.Errorf("timeout %v waited %d ms, want %d", tc.timeout, got, tc.want)
+		}
 	}
 }

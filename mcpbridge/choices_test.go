@@ -186,6 +186,8 @@ func TestMistypedArgumentsSayHowToWriteThem(t *testing.T) {
 		{"ask_question", map[string]any{"timeout": "2m"}, []string{`"timeout"`, "number of seconds", "300", `"2m"`}},
 		{"task_finish", map[string]any{"timeout": "ten minutes"}, []string{`"timeout"`, "number of seconds"}},
 		{"ask_question", map[string]any{"timeout": true}, []string{`"timeout"`, "number of seconds"}},
+		{"ask_question", map[string]any{"timeout": "NaN"}, []string{`"timeout"`, "number of seconds", `"NaN"`}},
+		{"task_finish", map[string]any{"timeout": "Infinity"}, []string{`"timeout"`, "number of seconds"}},
 		{"ask_question", map[string]any{"options": opts, "multi_select": "yes"}, []string{`"multi_select"`, "true or false", `"yes"`}},
 		{"work_report", map[string]any{"options": opts, "allow_other": "no"}, []string{`"allow_other"`, "true or false"}},
 		{"ask_question", map[string]any{"options": "Yes, No"}, []string{`"options"`, `[{"label": "Yes"}, {"label": "No"}]`, "not a string"}},

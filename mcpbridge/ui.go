@@ -267,8 +267,7 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 	if v := req.GetArguments()["timeout"]; v == nil {
 		secs = 30
 	}
-	d := time.Duration(secs * float64(time.Second))
-	d = min(max(d, time.Second), maxUserWait)
+	d := clampSeconds(secs, time.Second, maxUserWait)
 	r, err := u.b.be.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: int32(d / time.Millisecond)})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil

@@ -305,6 +305,7 @@ func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) (t
 	}
 	deadline := time.Now().Add(tellClaim + noteTimeout)
 	var wait time.Duration
+	anew := false
 	for {
 		nctx, cancel := context.WithTimeout(ctx, noteTimeout)
 		created, err := notes.Create(nctx, key, claimNote, time.Now().Add(tellClaim))
@@ -321,15 +322,18 @@ func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) (t
 			return true, finish
 		case found && !bytes.Equal(v, claimNote):
 			return false, nil // told (by this version or the one before)
-		case found && time.Now().After(deadline):
-			// A claim outliving its time (another instance's clock):
-			// told here, maybe again.
+		case time.Now().After(deadline):
+			// A claim outliving its time (another instance's clock), or
+			// one not read here: told here, maybe again.
 			return true, func(bool) {}
 		}
-		if !found {
-			continue // gone meanwhile: claimed anew
+		if !found && !anew {
+			anew = true
+			continue // gone meanwhile: claimed anew, once at once
 		}
-		// Another instance tells it just now, or died claiming it.
+		// Another instance tells it just now, or died claiming it; or a
+		// claim is in the store that is not read here (its release
+		// kept to be written later, laterNotes): waited out alike.
 		wait = min(max(2*wait, pollRetry), pollMaxRetry)
 		select {
 		case <-ctx.Done():

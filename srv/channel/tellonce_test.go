@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"log/slog"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -71,4 +72,48 @@ func TestTellOnceToldByAnOlderInstance(t *testing.T) {
 	if tell, _ := tellOnce(t.Context(), notes, slog.Default(), "r-1"); tell {
 		t.Error("told again")
 	}
+}
+
+// countedNotes count the creates of outageNotes; past giveUp each fails,
+// so that a loop that never waits ends.
+type countedNotes struct {
+	*outageNotes
+	creates atomic.Int32
+	giveUp  int32
+}
+
+func (c *countedNotes) Create(ctx context.Context, key string, value []byte, until time.Time) (bool, error) {
+	if c.creates.Add(1) > c.giveUp {
+		return false, errNoQuorum
+	}
+	return c.outageNotes.Create(ctx, key, value, until)
+}
+
+// TestTellOnceWaitsForItsOwnUnwrittenRelease: an instance fails to tell
+// a reply and cannot note so (the store lost its quorum just then): the
+// release of its claim is kept to be written later, and the claim stays
+// in the store meanwhile. Handling the reply again there, with the store
+// back, reads no claim here and cannot create one there: that is waited
+// out as another's claim would be, not tried again at once and again,
+// as fast as the store answers.
+func TestTellOnceWaitsForItsOwnUnwrittenRelease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := &countedNotes{outageNotes: newOutageNotes(), giveUp: 1000}
+		notes := newLaterNotes(store, nil, slog.Default())
+		tell, finish := tellOnce(t.Context(), notes, slog.Default(), "r-1")
+		if !tell {
+			t.Fatal("the first to handle the reply does not tell it")
+		}
+		store.down.Store(true)
+		finish(false) // its release kept here, its claim in the store
+		store.down.Store(false)
+
+		store.creates.Store(0)
+		if tell, _ := tellOnce(t.Context(), notes, slog.Default(), "r-1"); !tell {
+			t.Error("the reply is never told")
+		}
+		if n := store.creates.Load(); n > 20 {
+			t.Errorf("tried to claim the reply %d times without waiting", n)
+		}
+	})
 }
