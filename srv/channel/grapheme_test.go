@@ -42,3 +42,17 @@ func TestCutOfBrokenText(t *testing.T) {
 		t.Errorf("clipText: %q", got)
 	}
 }
+
+// TestClipToNoRoom: what goes with a question (its options, its
+// title) may leave it no room, or less than none: it is then left out,
+// said to be cut, and nothing panics.
+func TestClipToNoRoom(t *testing.T) {
+	for _, n := range []int{0, -1, -4096} {
+		if got, cut := clipText("Deploy?", n); got != "" || !cut {
+			t.Errorf("clipText to %d = %q, %v", n, got, cut)
+		}
+	}
+	if got, cut := clipText("", -1); got != "" || cut {
+		t.Errorf("clipText of nothing = %q, %v", got, cut)
+	}
+}

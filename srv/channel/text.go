@@ -204,6 +204,9 @@ func clipText(s string, n int) (clipped string, cut bool) {
 	if len(s) <= n {
 		return s, false
 	}
+	if n <= 0 { // no room left (what goes with the text took it all)
+		return "", s != ""
+	}
 	i := n
 	for i > 0 && !utf8.RuneStart(s[i]) {
 		i--
