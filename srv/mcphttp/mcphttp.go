@@ -347,9 +347,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if method == "" && string(id) != "null" && !modern && h.streams != nil {
 			// A response to a request of the server's (a form's answer):
 			// the request may be another instance's.
-			body, _ := io.ReadAll(r.Body) // read already, from memory
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			defer h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body})
+			h.serveReply(w, r.WithContext(ctx), b, s)
+			return
 		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
 			body, _ := io.ReadAll(r.Body) // read already, from memory

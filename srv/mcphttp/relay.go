@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"maps"
 	"net/http"
 	"strconv"
 	"sync"
@@ -249,7 +251,7 @@ func (r *relayer) publish(tag string, n uint64, data []byte) {
 // asking is the stream not yet done of the call of this session that
 // asked request req, nil when there is none here.
 func (l *eventLog) asking(req string) *callStream {
-	if req == "" {
+	if l == nil || req == "" {
 		return nil
 	}
 	l.mu.Lock()
@@ -376,3 +378,46 @@ func (st *callStream) awaitOrigin() bool {
 		return false
 	}
 }
+
+// serveReply serves the client's JSON-RPC response to a request of the
+// server's: the MCP server here takes it when the request is its own;
+// else it is relayed to the other instances, one of which sent the
+// request (the client is told 202 Accepted, as for one taken here).
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
+	body, _ := io.ReadAll(r.Body) // read already, from memory
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	c := &captured{h: http.Header{}}
+	b.http.ServeHTTP(c, r)
+	if c.status/100 == 2 {
+		maps.Copy(w.Header(), c.h)
+		w.WriteHeader(c.status)
+		_, _ = w.Write(c.body.Bytes())
+		return
+	}
+	h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// captured is a response kept to look at before it is sent.
+type captured struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captured) Header() http.Header { return c.h }
+
+func (c *captured) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+
+func (c *captured) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return c.body.Write(p)
+}
+
+func (c *captured) Flush() {}
