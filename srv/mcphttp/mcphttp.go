@@ -83,6 +83,12 @@ type Handler struct {
 	// nil without Peers. unlisten stops hearing theirs.
 	noteKey  []byte
 	unlisten func()
+	// streams relays the events of calls resumed elsewhere (relay.go),
+	// signed with relayKey; nil unless Peers carries them. unreceive
+	// stops hearing them.
+	streams   Streams
+	relayKey  []byte
+	unreceive func()
 	// runs are the bridges' Run; its context ends once Close starts:
 	// calls end, bridges stop.
 	runs owned.Group
@@ -158,6 +164,16 @@ func New(o Options) *Handler {
 				stop = func() {}
 			}
 			h.unlisten = stop
+			if sp, ok := o.Peers.(Streams); ok {
+				h.relayKey = deriveRelayKey(o.SessionKey)
+				stop, err := sp.Receive(h.received)
+				if err != nil {
+					// Resumed streams get the outcome only.
+					h.log.Error("hear the events other instances relay of /mcp calls", "err", err)
+				} else {
+					h.streams, h.unreceive = sp, stop
+				}
+			}
 		}
 	}
 	return h
@@ -328,6 +344,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return
 		}
+		if method == "" && string(id) != "null" && !modern && h.streams != nil {
+			// A response to a request of the server's (a form's answer):
+			// the request may be another instance's.
+			h.serveReply(w, r.WithContext(ctx), b, s)
+			return
+		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
 			body, _ := io.ReadAll(r.Body) // read already, from memory
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -381,8 +403,12 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	// The request's ID is chosen here, before the call's first event, so
 	// that the stream's event IDs can carry it once the call asks.
 	rid := wire.NewID()
+	var rel *relayer
+	if h.streams != nil {
+		rel = &relayer{h: h, token: h.o.TokenOf(r), sid: s.id, request: rid}
+	}
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
-		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id})
+		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id}, rel)
 	})
 	t := &tap{st: st, id: id, h: http.Header{}}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
@@ -453,7 +479,12 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	callCtx = mcpbridge.WithConnection(mcpbridge.WithLink(callCtx, st), cctx)
 	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)
+	stop := h.carrying(h.o.TokenOf(r), s.id, c.Request, st, r.Header.Get("Last-Event-ID"))
 	res := b.mcp.Resume(callCtx, c.Kind, c.Request, c.sum(), c.timeout())
+	stop()
+	if st.awaitOrigin() {
+		return // the call where it began gave its response here
+	}
 	out, err := json.Marshal(struct {
 		JSONRPC string              `json:"jsonrpc"`
 		ID      json.RawMessage     `json:"id"`
@@ -540,6 +571,9 @@ func (h *Handler) Close() {
 	h.mu.Unlock()
 	if h.unlisten != nil {
 		h.unlisten()
+	}
+	if h.unreceive != nil {
+		h.unreceive()
 	}
 	h.runs.Stop()
 	for _, b := range bs {

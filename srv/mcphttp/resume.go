@@ -246,6 +246,26 @@ type callStream struct {
 	call    json.RawMessage
 	cancel  context.CancelFunc
 
+	// over is closed once the stream is done.
+	over chan struct{}
+	// expired: the call was ended for a reason of this instance's (its
+	// client away for Grace, the session forgotten): what it records
+	// since is not relayed.
+	expired atomic.Bool
+	// relay, of a call that asked here, relays its events to the
+	// instance that carries its stream (relay.go); set once it asks.
+	// remote: one does, until lease, renewed by each carry, fires.
+	relay    *relayer
+	remote   bool
+	lease    *time.Timer
+	leaseGen uint64
+	// Of a stream resumed here: the log tag of the call's stream where
+	// it began, and the last of its events written here (originN);
+	// heard once one was.
+	originTag string
+	originN   uint64
+	heard     bool
+
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
 	gap      bool
@@ -253,7 +273,11 @@ type callStream struct {
 }
 
 func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string) *callStream {
-	st := &callStream{log: l, expire: expire, changed: make(chan struct{}), sign: sign}
+	st := &callStream{log: l, changed: make(chan struct{}), sign: sign, over: make(chan struct{})}
+	st.expire = func() {
+		st.expired.Store(true)
+		expire()
+	}
 	st.away.Store(true)
 	l.mu.Lock()
 	l.streams[st] = struct{}{}
@@ -271,7 +295,7 @@ func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.
 	if st := l.resumed[req]; st != nil {
 		return st, false
 	}
-	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{})}
 	st.away.Store(true)
 	l.streams[st] = struct{}{}
 	l.resumed[req] = st
@@ -323,7 +347,7 @@ func (st *callStream) idLocked(n uint64) string {
 // event IDs carry c, signed, so that any instance can resume it. A
 // stream begun already, or away, gets an event with such an ID and no
 // data (a resume replays it), so its client has one.
-func (st *callStream) asked(c callClaims) {
+func (st *callStream) asked(c callClaims, r *relayer) {
 	if st.sign == nil {
 		return
 	}
@@ -334,6 +358,7 @@ func (st *callStream) asked(c callClaims) {
 		return
 	}
 	st.sig = sig
+	st.relay = r
 	if st.out == nil || st.out.started {
 		st.recordLocked(nil, false)
 	}
@@ -343,7 +368,7 @@ func (st *callStream) asked(c callClaims) {
 func (st *callStream) State() (bool, <-chan struct{}) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	return st.out != nil, st.changed
+	return st.out != nil || st.remote, st.changed
 }
 
 // attachLocked makes k the stream's connection, in place of the one
@@ -365,10 +390,10 @@ func (st *callStream) detachLocked() {
 	}
 	close(st.out.gone)
 	st.out = nil
-	st.away.Store(true)
+	st.away.Store(!st.remote)
 	st.changedLocked()
-	if st.done {
-		return
+	if st.done || st.remote {
+		return // another instance carries it: its lease says how long
 	}
 	st.log.mu.Lock()
 	closed := st.log.closed
@@ -419,7 +444,11 @@ func (st *callStream) recordLocked(data []byte, last bool) {
 	if st.done {
 		return
 	}
-	id := st.idLocked(st.log.add(st, data))
+	n := st.log.add(st, data)
+	id := st.idLocked(n)
+	if st.remote && st.relay != nil && n != 0 && data != nil && !st.expired.Load() {
+		st.relay.publish(st.log.tag, n, data)
+	}
 	if st.out != nil && st.out.started {
 		if err := st.out.send(id, data); err != nil {
 			st.detachLocked()
@@ -442,8 +471,12 @@ func (st *callStream) endLocked() {
 		return
 	}
 	st.done = true
+	close(st.over)
 	if st.prime != nil {
 		st.prime.Stop()
+	}
+	if st.lease != nil {
+		st.lease.Stop()
 	}
 	st.detachLocked()
 	if st.timer != nil {

@@ -1,0 +1,423 @@
+package mcphttp
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// A call's stream resumed through another instance (resume.go) is fed
+// there from the request's record: the outcome. What the call where it
+// began sends its client meanwhile (progress, a form, the form's
+// withdrawal, the response with what the form did) is relayed:
+//
+//   - The instance that serves the resumed stream (B) tells, at once and
+//     every Grace/3 while it serves it, that it carries the stream of
+//     request Q of the session, and the last event of the first
+//     instance's (A) its client has: a carry.
+//   - A, holding the call that asked Q, takes a carry as its client's
+//     connection for Grace: the call waits on the request again (so its
+//     progress, its form, and its outcome go on), and every event of
+//     the call's stream after the one named, then each one it records,
+//     goes to B numbered as in A's log. B writes each one once, in A's
+//     order (a number not above the last one written is skipped), and a
+//     carry renewed names the last one written, so an event lost on the
+//     way is sent again. A's response ends B's stream; B's own outcome,
+//     when it comes first, waits originWait for A's (which says what the
+//     form did) once A has been heard from.
+//   - A JSON-RPC response the client POSTs (its form's answer) is told
+//     to the other instances, each of which hands it to its MCP server
+//     for the session: the request it answers is A's.
+//
+// What A relays after its call ended for a reason of its own (its
+// client's lease lapsed, the instance stopping) is not relayed: B's call
+// goes on. A message is at most maxRelay bytes, signed as notes are
+// (under a label of its own), names the room by its digest and a
+// session ID the cluster signed for it, and acts only on that session's
+// streams; they go on core NATS only (Streams), best effort, never
+// blocking a call.
+
+// Streams carries the relayed events of calls between instances. Peers
+// that implement it relay them; others leave a resumed stream with the
+// outcome only.
+type Streams interface {
+	// Send sends msg to the other instances, best effort, without
+	// blocking on the network.
+	Send(msg []byte)
+	// Receive hands hear each message another instance sends, one at a
+	// time, in the order each sender sent them, until stop.
+	Receive(hear func(msg []byte)) (stop func(), err error)
+}
+
+// relayLabel derives the key of relayed messages from the shared key.
+const relayLabel = "agentassistant mcp relay v1"
+
+// maxRelay bounds a relayed message; an event or a response too large
+// for it is not relayed.
+const maxRelay = 64 << 10
+
+// originWait is how long a resumed stream whose outcome came waits for
+// the response of the call where it began, once that call was heard.
+const originWait = 2 * time.Second
+
+const (
+	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event it has
+	relayEvent = "event" // A's event N (of its log Tag) of the stream of Request
+	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere
+)
+
+type relayMsg struct {
+	Kind    string          `json:"k"`
+	Room    string          `json:"r"`
+	Session string          `json:"s"`
+	Request string          `json:"q,omitempty"`
+	Tag     string          `json:"t,omitempty"`
+	N       uint64          `json:"n,omitempty"`
+	Data    json.RawMessage `json:"d,omitempty"`
+	MAC     string          `json:"m"`
+}
+
+func deriveRelayKey(shared []byte) []byte {
+	m := hmac.New(sha256.New, shared)
+	m.Write([]byte(relayLabel))
+	return m.Sum(nil)
+}
+
+// sum is m's signature: over every field, each with its length.
+func (m relayMsg) sum(key []byte) string {
+	h := hmac.New(sha256.New, key)
+	for _, f := range []string{m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data)} {
+		var l [8]byte
+		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
+		h.Write(l[:])
+		h.Write([]byte(f))
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// send signs and sends m for the room of token; nothing without Streams.
+func (h *Handler) send(token string, m relayMsg) {
+	if h.streams == nil {
+		return
+	}
+	room := sha256.Sum256([]byte(token))
+	m.Room = hex.EncodeToString(room[:])
+	m.MAC = m.sum(h.relayKey)
+	b, err := json.Marshal(m)
+	if err != nil || len(b) > maxRelay {
+		h.log.Debug("a relayed message too large to send", "kind", m.Kind, "bytes", len(b))
+		return
+	}
+	h.streams.Send(b)
+}
+
+// received acts on a message another instance relayed. It runs on the
+// Streams' goroutine, counted in so that Close waits for it.
+func (h *Handler) received(b []byte) {
+	if len(b) > maxRelay || !h.runs.Enter() {
+		return
+	}
+	defer h.runs.Exit()
+	var m relayMsg
+	if err := json.Unmarshal(b, &m); err != nil {
+		return
+	}
+	if !hmac.Equal([]byte(m.MAC), []byte(m.sum(h.relayKey))) {
+		h.log.Warn("a relayed message of another instance with a wrong signature ignored")
+		return
+	}
+	var digest [sha256.Size]byte
+	d, err := hex.DecodeString(m.Room)
+	if err != nil || len(d) != len(digest) {
+		return
+	}
+	copy(digest[:], d)
+	if _, err := verifyIn(h.key, digest, m.Session); err != nil {
+		return
+	}
+	h.mu.Lock()
+	var s *session
+	if rm := h.rooms[digest]; rm != nil {
+		s, _ = rm.sessions.Get(m.Session)
+	}
+	var l *eventLog
+	if s != nil {
+		l = s.log
+	}
+	h.mu.Unlock()
+	if s == nil {
+		return // this instance serves nothing of the session
+	}
+	switch m.Kind {
+	case relayCarry:
+		if st := l.asking(m.Request); st != nil {
+			st.carried(m.Tag, m.N)
+		}
+	case relayEvent:
+		if st := l.resumedOf(m.Request); st != nil && (len(m.Data) == 0 || json.Valid(m.Data)) {
+			st.relayed(m.Tag, m.N, m.Data)
+		}
+	case relayReply:
+		if json.Valid(m.Data) {
+			h.deliverReply(s, m.Data)
+		}
+	}
+}
+
+// deliverReply hands the client's JSON-RPC response, POSTed through
+// another instance, to the MCP server of s: the request it answers may
+// be this one's.
+func (h *Handler) deliverReply(s *session, body []byte) {
+	h.mu.Lock()
+	ok := s.registered
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodPost, "/mcp", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set(server.HeaderKeySessionID, s.id)
+	s.b.http.ServeHTTP(discard{}, req)
+}
+
+// carrying tells the other instances, now and every Grace/3 until stop,
+// that this one carries st, the resumed stream of request req of
+// session sid; lastID is the event the client resumed after. stop waits
+// for its goroutine.
+func (h *Handler) carrying(token, sid, req string, st *callStream, lastID string) (stop func()) {
+	if h.streams == nil {
+		return func() {}
+	}
+	tag, n, _, _ := parseEventID(lastID)
+	st.mu.Lock()
+	st.originTag, st.originN = tag, n
+	st.mu.Unlock()
+	tell := func() {
+		st.mu.Lock()
+		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN}
+		st.mu.Unlock()
+		h.send(token, m)
+	}
+	tell()
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(max(h.o.Replay.Grace/3, time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				tell()
+			case <-quit:
+				return
+			}
+		}
+	})
+	return func() {
+		close(quit)
+		wg.Wait()
+	}
+}
+
+// relayer is what a call's stream where it began needs to relay its
+// events: set once the call asks.
+type relayer struct {
+	h          *Handler
+	token, sid string
+	request    string
+}
+
+// publish relays event n of the stream; nothing once the instance stops.
+func (r *relayer) publish(tag string, n uint64, data []byte) {
+	if r.h.runs.Context().Err() != nil {
+		return
+	}
+	r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
+}
+
+// asking is the stream not yet done of the call of this session that
+// asked request req, nil when there is none here.
+func (l *eventLog) asking(req string) *callStream {
+	if l == nil || req == "" {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for st := range l.streams {
+		if st.relay != nil && st.relay.request == req {
+			return st
+		}
+	}
+	return nil
+}
+
+// resumedOf is the resumed stream of request req, nil when there is none
+// here.
+func (l *eventLog) resumedOf(req string) *callStream {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.resumed[req]
+}
+
+// carried is another instance's word that it carries the stream, whose
+// client has its events up to tag-n: the call's link is up for Grace
+// from now, and what it recorded since is relayed.
+func (st *callStream) carried(tag string, n uint64) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done || st.expired.Load() {
+		return
+	}
+	// Event 0, no data: the call is here, and its response will say
+	// what its form did.
+	st.relay.publish(st.log.tag, 0, nil)
+	if tag == st.log.tag && n > 0 {
+		if from, since, err := st.log.after(st.log.id(n)); err == nil && from == st {
+			for _, e := range since {
+				if e.data != nil {
+					st.relay.publish(st.log.tag, e.n, e.data)
+				}
+			}
+		}
+	}
+	st.leaseGen++
+	gen := st.leaseGen
+	if st.lease != nil {
+		st.lease.Stop()
+	}
+	st.lease = time.AfterFunc(st.log.lim.Grace, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.leaseGen != gen || !st.remote {
+			return
+		}
+		st.remote = false
+		st.changedLocked()
+		if st.out == nil && !st.done {
+			st.away.Store(true)
+			st.expire() // no one carried it for Grace
+		}
+	})
+	if !st.remote {
+		st.remote = true
+		st.away.Store(false)
+		st.changedLocked()
+	}
+}
+
+// relayed writes event n of the stream where the call began (tag) on
+// this resumed stream, once and in order; that stream's response ends
+// this one, and the call here with it.
+func (st *callStream) relayed(tag string, n uint64, data []byte) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done {
+		return
+	}
+	if st.originTag != tag {
+		if st.heard {
+			return // not the stream this one follows
+		}
+		st.originTag, st.originN = tag, 0
+	}
+	st.heard = true
+	if n <= st.originN || len(data) == 0 {
+		return
+	}
+	st.originN = n
+	final := responseTo(data, st.call)
+	st.recordLocked(data, final)
+	if final {
+		st.expire()
+	}
+}
+
+// responseTo reports whether data is the JSON-RPC response to call.
+func responseTo(data []byte, call json.RawMessage) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	return json.Unmarshal(data, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) && sameID(m.ID, call)
+}
+
+// awaitOrigin waits, for at most originWait, for the response of the
+// call where the stream began, when that call was heard from: it says
+// what the form there did. Reports whether the stream is done.
+func (st *callStream) awaitOrigin() bool {
+	st.mu.Lock()
+	heard, over := st.heard, st.over
+	st.mu.Unlock()
+	if !heard {
+		return false
+	}
+	t := time.NewTimer(originWait)
+	defer t.Stop()
+	select {
+	case <-over:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
+// serveReply serves the client's JSON-RPC response to a request of the
+// server's: the MCP server here takes it when the request is its own;
+// else it is relayed to the other instances, one of which sent the
+// request (the client is told 202 Accepted, as for one taken here).
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
+	body, _ := io.ReadAll(r.Body) // read already, from memory
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	c := &captured{h: http.Header{}}
+	b.http.ServeHTTP(c, r)
+	if c.status/100 == 2 {
+		maps.Copy(w.Header(), c.h)
+		w.WriteHeader(c.status)
+		_, _ = w.Write(c.body.Bytes())
+		return
+	}
+	h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// captured is a response kept to look at before it is sent.
+type captured struct {
+	h      http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captured) Header() http.Header { return c.h }
+
+func (c *captured) WriteHeader(code int) {
+	if c.status == 0 {
+		c.status = code
+	}
+}
+
+func (c *captured) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return c.body.Write(p)
+}
+
+func (c *captured) Flush() {}
