@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wstest"
 )
 
 // progressOf is the progress a notifications/progress event says, -1
@@ -125,5 +126,51 @@ func TestClusterMCPRelayCarrierKilled(t *testing.T) {
 	}
 	if responses != 1 {
 		t.Fatalf("the call's response came %d times on C's stream", responses)
+	}
+}
+
+// TestClusterMCPRelayOriginKilled: a call asks on A, its stream is cut
+// and resumed through B, which hears A's progress; A is killed -9. The
+// person answers on a device of B: the answer comes from the request's
+// record as the call's response on B's stream, once, within originWait
+// of it (A, heard before, says nothing more), and the stream ends.
+func TestClusterMCPRelayOriginKilled(t *testing.T) {
+	c := startCluster(t)
+	device := dial(t, c.srvs[1], tokenA, "phone")
+	agent := &rawMCP{t: t, url: c.srvs[0].URL + "/mcp"}
+	agent.initialize()
+	resp := agent.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ask_question","arguments":{"question":"Ship it?","project_directory":"/src"},"_meta":{"progressToken":"p1"}}}`)
+	q := must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second)).GetAskQuestionRequest()
+	events := streamEvents(resp.Body)
+	last := ""
+	for !strings.Contains(last, ".") {
+		if ev := nextOf(t, events); ev.id != "" {
+			last = ev.id
+		}
+	}
+	agent.cut()
+
+	agent.url = c.srvs[1].URL + "/mcp"
+	events = streamEvents(agent.get(last).Body)
+	for progressOf(t, nextOf(t, events).data) < 0 {
+	}
+	c.srvs[0].kill9(t)
+	if err := device.Send(wstest.TextReply(q.GetID(), "Ship it")); err != nil {
+		t.Fatal(err)
+	}
+	responses := 0
+	for ev := range events { // a stream that never ends is the failure (go test -timeout)
+		if ev.err != nil {
+			t.Fatalf("B's stream: %v", ev.err)
+		}
+		if strings.Contains(ev.data, `"id":7`) {
+			responses++
+			if !strings.Contains(ev.data, "Ship it") || strings.Contains(ev.data, `"isError":true`) {
+				t.Fatalf("the call's response: %s", ev.data)
+			}
+		}
+	}
+	if responses != 1 {
+		t.Fatalf("the call's response came %d times on B's stream", responses)
 	}
 }
