@@ -264,6 +264,13 @@ func (l *eventLog) asking(req string) *callStream {
 	return nil
 }
 
+// last is the number of the latest event the log gave.
+func (l *eventLog) last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next
+}
+
 // resumedOf is the resumed stream of request req, nil when there is none
 // here.
 func (l *eventLog) resumedOf(req string) *callStream {
@@ -282,6 +289,11 @@ func (st *callStream) carried(tag string, n uint64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.done || st.expired.Load() {
+		return
+	}
+	if tag == st.log.tag && n > st.log.last() {
+		// A number this log never gave (a Last-Event-ID made up by the
+		// client): not a carry of this stream.
 		return
 	}
 	// Event 0, no data: the call is here, and its response will say
