@@ -59,13 +59,13 @@ func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Chann
 	if lease <= 0 {
 		lease = DefaultLease
 	}
-	notes, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: NotesBucket,
+	notes, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: NotesBucket,
 		Description: "agentassistant channels: which message asks which question", History: 1, TTL: maxNoteAge,
 		MaxValueSize: maxNote + 8, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", NotesBucket, err)
 	}
-	leases, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket,
+	leases, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket,
 		Description: "agentassistant channels: which instance takes a service's answers", History: 1, TTL: lease,
 		MaxValueSize: 256, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {

@@ -62,7 +62,7 @@ type MCPPeers struct{ c *Cluster }
 func (c *Cluster) MCP() MCPPeers { return MCPPeers{c: c} }
 
 func (c *Cluster) openMCPNotes(ctx context.Context) error {
-	kv, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: MCPNotesBucket,
+	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: MCPNotesBucket,
 		Description: "agentassistant /mcp cancels and session ends, for the instances that missed them", History: 1,
 		TTL: mcpNoteAge, MaxBytes: mcpNotesBytes, MaxValueSize: maxMCPNote + 512,
 		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})

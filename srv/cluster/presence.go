@@ -56,7 +56,7 @@ type roster struct {
 }
 
 func (c *Cluster) openPresence(ctx context.Context) error {
-	kv, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PresenceBucket,
+	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: PresenceBucket,
 		Description: "agentassistant devices online, by room and instance", History: 1,
 		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {

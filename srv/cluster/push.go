@@ -60,13 +60,13 @@ type Push struct {
 // OpenPush opens Web Push's buckets, making the keys if no instance has,
 // and follows the subscriptions.
 func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
-	kv, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: PushBucket,
+	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: PushBucket,
 		Description: "agentassistant Web Push: keys and subscriptions", History: 1,
 		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", PushBucket, err)
 	}
-	claims, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ClaimsBucket,
+	claims, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: ClaimsBucket,
 		Description: "agentassistant capabilities used", History: 1, TTL: claimsFor,
 		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {

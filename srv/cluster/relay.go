@@ -58,7 +58,7 @@ type RelayLink struct {
 
 // Relay opens the relay sessions' bucket.
 func (c *Cluster) Relay(ctx context.Context) (*RelayLink, error) {
-	kv, err := c.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RelayHostsBucket,
+	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: RelayHostsBucket,
 		Description: "agentassistant relay sessions: the instance each one's host is on", History: 1,
 		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
 	if err != nil {

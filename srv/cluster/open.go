@@ -1,0 +1,61 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// openWait bounds how long an instance waits for NATS to place a bucket
+// it opens, openTry one try (a request that NATS leaves unanswered while
+// its cluster re-forms); openRetry and openMaxRetry space the tries.
+const (
+	openWait     = time.Minute
+	openTry      = 5 * time.Second
+	openRetry    = 250 * time.Millisecond
+	openMaxRetry = 5 * time.Second
+)
+
+// jsNoPeers is JetStream's "no suitable peers for placement": too few
+// of the NATS cluster's nodes are up for the bucket's replicas.
+const jsNoPeers = 10005
+
+// openKV creates the bucket cfg names, or updates it to cfg. An instance
+// started while a node of its NATS cluster is down or restarting, or
+// before the cluster has formed, cannot place a bucket of three replicas
+// yet: it says so and tries again, for up to openWait (or ctx), rather
+// than stop. Any other refusal (a setting NATS does not take) is
+// returned at once.
+func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	deadline := time.Now().Add(openWait)
+	wait := openRetry
+	for {
+		tctx, cancel := context.WithTimeout(ctx, openTry)
+		kv, err := c.js.CreateOrUpdateKeyValue(tctx, cfg)
+		cancel()
+		if err == nil || !c.placeLater(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return kv, err
+		}
+		c.log.Warn("NATS cannot make its buckets yet (a node down or starting?); trying again",
+			"bucket", cfg.Bucket, "replicas", max(cfg.Replicas, 1), "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+		wait = min(2*wait, openMaxRetry)
+	}
+}
+
+// placeLater says err, from making a bucket, may pass: NATS is out of
+// reach for now, or too few of its nodes are up to place the bucket.
+func (c *Cluster) placeLater(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(c.unreachable(err), hub.ErrUnreachable) || errors.As(err, &api) && api.ErrorCode == jsNoPeers
+}
