@@ -1,0 +1,75 @@
+// The inbox for a person who uses only a keyboard, or a screen reader:
+// every control named, the page's structure in headings and groups, a
+// new question announced, focus never lost, readable contrast.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
+import { launch, PNG, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+
+let srv: Server
+let mcp: Client
+let browser: Browser
+const ctxs: BrowserContext[] = []
+
+beforeAll(async () => {
+  srv = await startServer()
+  mcp = await startMCP(srv)
+  browser = await launch()
+})
+
+afterAll(async () => {
+  for (const c of ctxs) await c.close()
+  await browser?.close()
+  await mcp?.close()
+  await srv?.stop()
+})
+
+async function open(o: { scheme?: 'light' | 'dark'; width?: number; nickname?: string } = {}): Promise<Page> {
+  const width = o.width ?? 1280
+  const ctx = await browser.newContext({ viewport: { width, height: 800 }, locale: 'en-US', colorScheme: o.scheme ?? 'light' })
+  ctxs.push(ctx)
+  await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), o.nickname ?? `a11y-${ctxs.length}`)
+  const page = await ctx.newPage()
+  await page.goto(`${srv.url}/?token=${srv.token}`)
+  await page.locator('[data-testid=conn][data-state=online]').waitFor()
+  return page
+}
+
+function ask(args: Record<string, unknown>, tool = 'ask_question') {
+  return mcp.callTool({ name: tool, arguments: args }, undefined, { timeout: 120_000 }) as Promise<ToolResult>
+}
+
+// unnamed lists the lines of an ARIA snapshot that are a control a
+// screen reader would announce by its role alone.
+function unnamed(snapshot: string): string[] {
+  return snapshot.split('\n').filter((l) => /^\s*- (button|link|textbox|combobox|checkbox|switch|radio|img)(\s*\[[^\]]*\])*:?\s*$/.test(l))
+}
+
+describe('a screen reader', () => {
+  it('hears a name for every control: the reply box, an attached image, the chat', async () => {
+    const page = await open({ nickname: 'reader' })
+    const other = await open({ nickname: 'other desk' })
+    const call = ask({ question: 'Names: what does the screen show?' })
+    await page.locator('[data-status=waiting]', { hasText: 'Names:' }).waitFor()
+    await page.getByRole('textbox', { name: 'Your answer' }).waitFor()
+
+    await page.locator('[data-testid=file]').setInputFiles({ name: 'shot.png', mimeType: 'image/png', buffer: PNG })
+    await page.getByRole('img', { name: 'Attached image 1' }).waitFor()
+    await page.getByRole('button', { name: 'Remove image 1' }).waitFor()
+    expect(unnamed(await page.locator('body').ariaSnapshot())).toEqual([])
+    await page.getByRole('textbox', { name: 'Your answer' }).fill('This.')
+    await page.getByRole('button', { name: 'Send', exact: true }).click()
+    expect(text(await call)).toBe('This.')
+    // The answer as sent: its image is named too.
+    const reply = page.locator('[data-status=answeredHere]', { hasText: 'Names:' }).locator('[data-testid=reply]')
+    await reply.getByRole('img', { name: 'Image 1' }).waitFor()
+
+    await page.locator('[data-testid=users] [data-client-id]', { hasText: 'other desk' }).click()
+    const chat = page.locator('[data-testid=chat]')
+    await chat.waitFor()
+    await chat.getByRole('textbox', { name: 'Message' }).waitFor()
+    await chat.getByRole('button', { name: 'Send', exact: true }).waitFor()
+    expect(unnamed(await chat.ariaSnapshot())).toEqual([])
+    await other.context().close()
+  })
+})
