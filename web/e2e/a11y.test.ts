@@ -73,3 +73,39 @@ describe('a screen reader', () => {
     await other.context().close()
   })
 })
+
+describe('the page\'s structure', () => {
+  it('has a title heading and one heading per card that says what it is and asks', async () => {
+    const page = await open()
+    const calls = [ask({ question: 'Heading: ship it?' }), ask({ summary: 'Heading report: the build is green.' }, 'task_finish')]
+    await page.locator('[data-status=waiting]', { hasText: 'Heading report' }).waitFor()
+    await page.getByRole('heading', { level: 1, name: 'Agent Assistant' }).waitFor()
+    const q = page.locator('[data-status=waiting]', { hasText: 'Heading: ship' })
+    expect(await q.getByRole('heading', { level: 2 }).getAttribute('aria-label')).toBe('Question, Waiting for you: Heading: ship it?')
+    const r = page.locator('[data-status=waiting]', { hasText: 'Heading report' })
+    await r.getByRole('heading', { level: 2, name: 'Task finished, Waiting for you: Heading report: the build is green.' }).waitFor()
+    for (const id of await page.locator('[data-status=waiting]').evaluateAll((es) => es.map((e) => e.getAttribute('data-request-id')))) {
+      await page.locator(`[data-request-id="${id}"] [data-testid=answer]`).click()
+      await page.getByRole('textbox', { name: 'Your answer' }).fill('ok')
+      await page.keyboard.press('Control+Enter')
+    }
+    for (const c of calls) expect(text(await c)).toBe('ok')
+  })
+
+  it('puts a question\'s options in a group named by the question', async () => {
+    const page = await open()
+    const single = ask({ question: 'Group: which database?', options: [{ label: 'Postgres', description: 'the usual' }, { label: 'MySQL' }, { label: 'SQLite' }, { label: 'None' }], allow_other: true })
+    const multi = ask({ question: 'Group: which checks?', options: [{ label: 'Unit' }, { label: 'E2E' }, { label: 'Lint' }, { label: 'Bench' }], multi_select: true, allow_other: true })
+    await page.locator('[data-status=waiting]', { hasText: 'which checks' }).waitFor()
+    const one = page.getByRole('group', { name: 'Group: which database?' })
+    expect(await one.getByRole('button').allTextContents()).toEqual(['Postgresthe usual', 'MySQL', 'SQLite', 'None'])
+    const many = page.getByRole('group', { name: 'Group: which checks?' })
+    expect(await many.getByRole('checkbox').count()).toBe(4)
+    await many.getByRole('checkbox', { name: 'E2E' }).waitFor()
+    await one.getByRole('button', { name: /SQLite/ }).click()
+    expect(text(await single)).toContain('SQLite')
+    await many.getByRole('checkbox', { name: 'Lint' }).click()
+    await page.locator('[data-status=waiting]', { hasText: 'which checks' }).locator('[data-testid=send-choices]').click()
+    expect(text(await multi)).toContain('Lint')
+  })
+})
