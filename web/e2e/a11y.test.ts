@@ -109,3 +109,20 @@ describe('the page\'s structure', () => {
     expect(text(await multi)).toContain('Lint')
   })
 })
+
+describe('a new question', () => {
+  it('is announced in a live region, with what it asks', async () => {
+    const page = await open()
+    const live = page.locator('[aria-live=polite][data-testid=announce]')
+    const call = ask({ question: 'Live: **deploy** now?' })
+    await expect.poll(() => live.textContent()).toBe('New question from your agent: Live: deploy now?')
+    const report = ask({ summary: 'Live report: done.' }, 'task_finish')
+    await expect.poll(() => live.textContent()).toBe('Your agent finished a task: Live report: done.')
+    for (const [c, hint] of [[call, 'Live: '], [report, 'Live report']] as const) {
+      await page.locator('[data-status=waiting]', { hasText: hint }).locator('[data-testid=answer]').click()
+      await page.getByRole('textbox', { name: 'Your answer' }).fill('ok')
+      await page.keyboard.press('Control+Enter')
+      expect(text(await c)).toBe('ok')
+    }
+  })
+})

@@ -42,6 +42,7 @@ export default {
     noneFound: 'No question or report matches.',
     searchLoaded: 'This searches the history on this device; older pages load as you scroll up.',
     newQuestion: 'New question from your agent',
+    newReport: 'Your agent finished a task',
   },
   item: {
     question: 'Question',

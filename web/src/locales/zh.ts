@@ -42,6 +42,7 @@ export default {
     noneFound: '没有匹配的问题或报告。',
     searchLoaded: '只搜索此设备上的历史；向上滚动会加载更早的。',
     newQuestion: '你的 Agent 有新问题',
+    newReport: '你的 Agent 完成了一项任务',
   },
   item: {
     question: '提问',
