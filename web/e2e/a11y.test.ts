@@ -126,3 +126,102 @@ describe('a new question', () => {
     }
   })
 })
+
+// focused describes the focused element: its tag, role, name and the
+// request its card is for; "BODY" is focus lost.
+function focused(page: Page) {
+  return page.evaluate(() => {
+    const e = document.activeElement
+    if (!e || e === document.body) return 'BODY'
+    const card = e.closest('[data-request-id]')?.getAttribute('data-request-id') ?? ''
+    return [e.tagName, e.getAttribute('role'), e.getAttribute('aria-label') ?? e.getAttribute('data-testid'), card].filter(Boolean).join(' ')
+  })
+}
+
+// tabTo presses Tab until the focused element's text or name matches.
+async function tabTo(page: Page, name: RegExp) {
+  for (let i = 0; i < 60; i++) {
+    await page.keyboard.press('Tab')
+    const now = await page.evaluate(() => {
+      const e = document.activeElement
+      if (!e || e === document.body) return ''
+      return `${e.getAttribute('aria-label') ?? ''} ${e.textContent ?? ''}`
+    })
+    if (name.test(now)) return
+  }
+  throw new Error(`no Tab stop matches ${name}`)
+}
+
+async function idOf(page: Page, hasText: string) {
+  const card = page.locator('[data-request-id]', { hasText })
+  await card.waitFor()
+  return (await card.getAttribute('data-request-id'))!
+}
+
+describe('the keyboard', () => {
+  it('picks an option and sends several choices; focus stays on the card answered', async () => {
+    const page = await open()
+    const single = ask({ question: 'Keys: which database?', options: [{ label: 'Postgres' }, { label: 'MySQL' }, { label: 'SQLite' }, { label: 'None' }], allow_other: true })
+    const id = await idOf(page, 'Keys: which database?')
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await tabTo(page, /SQLite/)
+    await page.keyboard.press('Enter')
+    expect(text(await single)).toContain('SQLite')
+    await expect.poll(() => focused(page)).toBe(`DIV article ${id}`)
+
+    const multi = ask({ question: 'Keys: which checks?', options: [{ label: 'Unit' }, { label: 'E2E' }, { label: 'Lint' }, { label: 'Bench' }], multi_select: true })
+    const mid = await idOf(page, 'Keys: which checks?')
+    await tabTo(page, /^\s*E2E/)
+    await page.keyboard.press('Space')
+    await page.keyboard.press('Tab')
+    await page.keyboard.press('Tab')
+    await page.keyboard.press('Space')
+    await tabTo(page, /Send 2 choices/)
+    await page.keyboard.press('Enter')
+    expect(text(await multi)).toMatch(/E2E[\s\S]*Bench/)
+    await expect.poll(() => focused(page)).toBe(`DIV article ${mid}`)
+  })
+
+  it('keeps focus on the card when another device answers it', async () => {
+    const page = await open()
+    const elsewhere = await open()
+    const call = ask({ question: 'Elsewhere: fine?', options: [{ label: 'Fine' }, { label: 'Bad' }] })
+    const id = await idOf(page, 'Elsewhere: fine?')
+    await page.getByRole('button', { name: 'Fine' }).focus()
+    await elsewhere.getByRole('button', { name: 'Bad' }).click()
+    expect(text(await call)).toContain('Bad')
+    await page.locator(`[data-request-id="${id}"][data-status=answeredElsewhere]`).waitFor()
+    expect(await focused(page)).toBe(`DIV article ${id}`)
+    await elsewhere.context().close()
+  })
+
+  it('keeps focus on the card when the reply box answers the last question', async () => {
+    const page = await open()
+    const call = ask({ question: 'Last: done?' })
+    const id = await idOf(page, 'Last: done?')
+    await expect.poll(() => focused(page)).toBe('TEXTAREA Your answer')
+    await page.keyboard.type('Done.')
+    await page.keyboard.press('Control+Enter')
+    expect(text(await call)).toBe('Done.')
+    await page.locator(`[data-request-id="${id}"][data-status=answeredHere]`).waitFor()
+    await expect.poll(() => focused(page)).toBe(`DIV article ${id}`)
+  })
+
+  it('leaves focus where the person is when a question arrives, and back on the search button after Escape', async () => {
+    const page = await open()
+    await page.getByRole('button', { name: 'Search' }).focus()
+    await page.keyboard.press('Enter')
+    await expect.poll(() => focused(page)).toBe('INPUT search')
+    await page.keyboard.type('nothing like it')
+    const call = ask({ question: 'Arrives: while searching?' })
+    await page.locator('[data-testid=announce]', { hasText: 'Arrives: while searching?' }).waitFor()
+    expect(await focused(page)).toBe('INPUT search')
+    await page.keyboard.press('Escape')
+    await expect.poll(() => focused(page)).toBe('BUTTON Search')
+    const id = await idOf(page, 'Arrives: while')
+    await page.locator(`[data-request-id="${id}"] [data-testid=answer]`).click()
+    await page.keyboard.type('ok')
+    await page.keyboard.press('Control+Enter')
+    expect(text(await call)).toBe('ok')
+  })
+})
