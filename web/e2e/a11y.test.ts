@@ -29,10 +29,55 @@ async function open(o: { scheme?: 'light' | 'dark'; width?: number; nickname?: s
   const ctx = await browser.newContext({ viewport: { width, height: 800 }, locale: 'en-US', colorScheme: o.scheme ?? 'light' })
   ctxs.push(ctx)
   await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), o.nickname ?? `a11y-${ctxs.length}`)
+  await ctx.addInitScript(installContrast)
   const page = await ctx.newPage()
   await page.goto(`${srv.url}/?token=${srv.token}`)
   await page.locator('[data-testid=conn][data-state=online]').waitFor()
   return page
+}
+
+// installContrast gives the page WCAG's contrast ratio: aaContrast(fg,
+// bg) for two CSS colours, aaBackground(el) for the opaque colour under
+// an element (its ancestors' backgrounds composed, then the body's).
+function installContrast() {
+  type RGBA = { r: number; g: number; b: number; a: number }
+  const parse = (c: string): RGBA => {
+    const m = (c.match(/[\d.]+/g) ?? ['0', '0', '0', '0']).map(Number)
+    if (c.startsWith('color(srgb')) return { r: m[0]! * 255, g: m[1]! * 255, b: m[2]! * 255, a: m[3] ?? 1 }
+    return { r: m[0]!, g: m[1]!, b: m[2]!, a: m[3] ?? 1 }
+  }
+  const over = (top: RGBA, under: RGBA): RGBA => ({
+    r: top.r * top.a + under.r * (1 - top.a), g: top.g * top.a + under.g * (1 - top.a), b: top.b * top.a + under.b * (1 - top.a), a: 1,
+  })
+  const lum = (c: RGBA) => {
+    const f = (v: number) => ((v /= 255) <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4)
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b)
+  }
+  const background = (el: Element | null): RGBA => {
+    const layers: RGBA[] = []
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor)
+      if (c.a > 0) layers.push(c)
+      if (c.a >= 1) break
+    }
+    let base = parse(getComputedStyle(document.body).backgroundColor)
+    if (base.a < 1) base = { r: 255, g: 255, b: 255, a: 1 }
+    for (const l of layers.reverse()) base = over(l, base)
+    return base
+  }
+  const ratio = (fg: RGBA, bg: RGBA) => {
+    const a = lum(over(fg, bg)), b = lum(bg)
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05)
+  }
+  // textContrast: the ratio of an element's text to what is under it,
+  // its opacity (and its ancestors') applied.
+  const textContrast = (el: Element) => {
+    let opacity = 1
+    for (let e: Element | null = el; e; e = e.parentElement) opacity *= Number(getComputedStyle(e).opacity)
+    const fg = parse(getComputedStyle(el).color)
+    return ratio({ ...fg, a: fg.a * opacity }, background(el))
+  }
+  Object.assign(window, { aaRatio: (fg: string, el: Element) => ratio(parse(fg), background(el)), aaTextContrast: textContrast })
 }
 
 function ask(args: Record<string, unknown>, tool = 'ask_question') {
@@ -224,4 +269,65 @@ describe('the keyboard', () => {
     await page.keyboard.press('Control+Enter')
     expect(text(await call)).toBe('ok')
   })
+})
+
+// ring describes how the focused element shows its focus: a field by
+// its own focused border, anything else by an outline of at least 2 px
+// that stands out 3:1 from what is around it.
+function ring(page: Page) {
+  return page.evaluate(() => {
+    const e = document.activeElement
+    if (!e || e === document.body) return { name: 'BODY', ok: false, why: 'focus on the page' }
+    const name = `${e.tagName} ${e.getAttribute('aria-label') ?? (e.textContent ?? '').trim().slice(0, 24)}`
+    if (e.matches('input, textarea')) {
+      const field = e.closest('.q-field')
+      return { name, ok: !!field?.classList.contains('q-field--focused'), why: 'field not shown focused' }
+    }
+    const s = getComputedStyle(e)
+    const w = parseFloat(s.outlineWidth)
+    const r = (window as unknown as { aaRatio: (c: string, el: Element) => number }).aaRatio(s.outlineColor, e.parentElement!)
+    return { name, ok: s.outlineStyle !== 'none' && w >= 2 && r >= 3, why: `outline ${s.outlineStyle} ${w}px ratio ${r.toFixed(2)}` }
+  })
+}
+
+describe('the focus ring', () => {
+  for (const scheme of ['light', 'dark'] as const) {
+    it(`${scheme}: every Tab stop shows where focus is, and Tab goes round without a trap`, async () => {
+      const page = await open({ scheme })
+      const calls = [
+        ask({ question: `Ring ${scheme}: which database?`, options: [{ label: 'Postgres' }, { label: 'MySQL' }], allow_other: true }),
+        ask({ question: `Ring ${scheme}: which checks?`, options: [{ label: 'Unit' }, { label: 'Lint' }], multi_select: true }),
+      ]
+      await idOf(page, `Ring ${scheme}: which checks?`)
+      await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+      const seen: string[] = []
+      const bad: string[] = []
+      let round = false
+      for (let i = 0; i < 40; i++) {
+        await page.keyboard.press('Tab')
+        const r = await ring(page)
+        if (r.name === 'BODY') continue // past the end, Tab goes round through the browser
+        if (seen[0] === r.name) {
+          round = true
+          break
+        }
+        seen.push(r.name)
+        if (!r.ok) bad.push(`${r.name}: ${r.why}`)
+      }
+      expect(round).toBe(true)
+      expect(seen[0]).toMatch(/Search/)
+      expect(seen.some((n) => /Postgres/.test(n))).toBe(true)
+      expect(bad).toEqual([])
+      // Shift+Tab walks back out of the reply box.
+      await page.getByRole('textbox', { name: 'Your answer' }).focus()
+      await page.keyboard.press('Shift+Tab')
+      expect(await focused(page)).toBe('BUTTON Attach image')
+
+      await page.getByRole('button', { name: 'Postgres' }).click()
+      const checks = page.getByRole('group', { name: `Ring ${scheme}: which checks?` })
+      await checks.getByRole('checkbox', { name: 'Unit' }).click()
+      await checks.getByRole('button', { name: /Send/ }).click()
+      for (const c of calls) await c
+    })
+  }
 })
