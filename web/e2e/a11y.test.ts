@@ -331,3 +331,72 @@ describe('the focus ring', () => {
     })
   }
 })
+
+// lowContrast lists the visible text on the page (or in root) below
+// WCAG AA: 4.5:1, or 3:1 for large text (24 px, or 18.66 px bold).
+// A disabled control's text is exempt.
+function lowContrast(page: Page, root = 'body') {
+  return page.evaluate((sel) => {
+    const out: string[] = []
+    const seen = new Set<Element>()
+    const walker = document.createTreeWalker(document.querySelector(sel)!, NodeFilter.SHOW_TEXT)
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement!
+      if (!n.textContent!.trim() || seen.has(el)) continue
+      seen.add(el)
+      const box = el.getBoundingClientRect()
+      if (!box.width || !box.height || getComputedStyle(el).visibility === 'hidden' || el.closest('.aa-sr-only')) continue
+      if (el.closest('[disabled], [aria-disabled=true], .disabled')) continue
+      const s = getComputedStyle(el)
+      const size = parseFloat(s.fontSize)
+      const large = size >= 24 || (size >= 18.66 && Number(s.fontWeight) >= 700)
+      const r = (window as unknown as { aaTextContrast: (e: Element) => number }).aaTextContrast(el)
+      if (r < (large ? 3 : 4.5)) out.push(`${r.toFixed(2)} "${n.textContent!.trim().slice(0, 30)}"`)
+    }
+    return out
+  }, root)
+}
+
+describe('contrast', () => {
+  for (const scheme of ['light', 'dark'] as const) {
+    it(`${scheme}: text on cards, statuses, chips, the bars and the settings reads at AA`, async () => {
+      const page = await open({ scheme })
+      const other = await open({ scheme })
+      const stop = new AbortController()
+      const withdrawn = mcp.callTool({ name: 'ask_question', arguments: { question: `Contrast ${scheme}: withdrawn?` } }, undefined, { timeout: 120_000, signal: stop.signal }).catch(() => 'withdrawn')
+      const here = ask({ question: `Contrast ${scheme}: answered here?` })
+      const there = ask({ question: `Contrast ${scheme}: answered there?`, options: [{ label: 'There', description: 'on the other device' }, { label: 'Not there' }] })
+      const opts = ask({ question: `Contrast ${scheme}: options?`, options: [{ label: 'One', description: 'the first one' }, { label: 'Two' }], allow_other: true })
+      const report = ask({ summary: `Contrast ${scheme}: task done.` }, 'task_finish')
+      await idOf(page, `Contrast ${scheme}: task done.`)
+      stop.abort()
+      expect(await withdrawn).toBe('withdrawn')
+      await other.getByRole('button', { name: /^There/ }).click()
+      await there
+      const hid = await idOf(page, `Contrast ${scheme}: answered here?`)
+      await page.locator(`[data-request-id="${hid}"] [data-testid=answer]`).click()
+      await page.getByRole('textbox', { name: 'Your answer' }).fill('Here.')
+      await page.keyboard.press('Control+Enter')
+      await here
+      const rid = await idOf(page, `Contrast ${scheme}: task done.`)
+      await page.locator(`[data-request-id="${rid}"] [data-testid=answer]`).click()
+      await page.locator('[data-testid=quick]').first().waitFor()
+      for (const s of ['cancelled', 'answeredHere', 'answeredElsewhere', 'waiting']) await page.locator(`[data-status=${s}]`).first().waitFor()
+      // The whole list, not only what is in view.
+      await page.setViewportSize({ width: 1280, height: 3000 })
+      expect(await lowContrast(page)).toEqual([])
+
+      await page.getByRole('button', { name: 'Settings' }).click()
+      const menu = page.locator('.q-menu')
+      await expect.poll(() => menu.evaluate((m) => getComputedStyle(m).opacity)).toBe('1')
+      expect(await lowContrast(page, '.q-menu')).toEqual([])
+      await page.keyboard.press('Escape')
+
+      await page.getByRole('button', { name: 'Two' }).click()
+      await opts
+      await page.locator('[data-testid=quick]').first().click()
+      await report
+      await other.context().close()
+    })
+  }
+})
