@@ -400,3 +400,48 @@ describe('contrast', () => {
     })
   }
 })
+
+describe('more names and states', () => {
+  it('says which project filter is on, and names the field of the device-name dialog', async () => {
+    const page = await open()
+    const calls = [
+      ask({ question: 'Filter: in one?', project_directory: '/work/one' }),
+      ask({ question: 'Filter: in two?', project_directory: '/work/two' }),
+    ]
+    await idOf(page, 'Filter: in two?')
+    await page.getByRole('button', { name: 'All projects', pressed: true }).waitFor()
+    await page.getByRole('button', { name: 'two', pressed: false }).click()
+    await page.getByRole('button', { name: 'two', pressed: true }).waitFor()
+    expect(await page.getByRole('button', { name: 'All projects', pressed: false }).count()).toBe(1)
+    await page.getByRole('button', { name: 'All projects' }).click()
+
+    await page.locator('[data-testid=me]').click()
+    const dialog = page.getByRole('dialog')
+    const field = dialog.getByRole('textbox', { name: 'Name this device' })
+    await field.waitFor()
+    expect(await field.getAttribute('maxlength')).toBe('64')
+    expect(await field.getAttribute('placeholder')).toMatch(/Linux/)
+    await page.keyboard.press('Escape')
+    for (const hint of ['Filter: in one?', 'Filter: in two?']) {
+      await page.locator(`[data-request-id="${await idOf(page, hint)}"] [data-testid=answer]`).click()
+      await page.getByRole('textbox', { name: 'Your answer' }).fill('ok')
+      await page.keyboard.press('Control+Enter')
+    }
+    for (const c of calls) expect(text(await c)).toBe('ok')
+  })
+})
+
+describe('320 px wide (a phone, or 400% zoom)', () => {
+  it('the token screen fits: nothing is cut off or scrolls sideways', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 320, height: 640 }, locale: 'en-US' })
+    ctxs.push(ctx)
+    const page = await ctx.newPage()
+    await page.goto(`${srv.url}/`)
+    await page.locator('[data-testid=token-needed]').waitFor()
+    const wide = await page.evaluate(() => [...document.querySelectorAll('[data-testid=token-needed] *')]
+      .filter((e) => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5)
+      .map((e) => e.textContent!.trim().slice(0, 40)))
+    expect(wide).toEqual([])
+    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(320)
+  })
+})
