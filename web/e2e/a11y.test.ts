@@ -1,10 +1,12 @@
 // The inbox for a person who uses only a keyboard, or a screen reader:
 // every control named, the page's structure in headings and groups, a
 // new question announced, focus never lost, readable contrast.
+import { mkdirSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { launch, PNG, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 let srv: Server
 let mcp: Client
@@ -444,4 +446,38 @@ describe('320 px wide (a phone, or 400% zoom)', () => {
     expect(wide).toEqual([])
     expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(320)
   })
+})
+
+// The screens for the docs (AA_SCREENSHOTS=dir): keyboard focus on an
+// option, and the token screens. The ones the docs show go to dir, the
+// others beside them in the temporary directory, to look at.
+describe.runIf(SHOTS)('screenshots', () => {
+  const docs = new Set(['a11y-focus-1280-light', 'a11y-focus-390-dark', 'inbox-token-needed-1280-light', 'inbox-token-refused-390-dark'])
+  const aside = `${tmpdir()}/aa-a11y-shots`
+  mkdirSync(aside, { recursive: true })
+  const where = (name: string) => `${docs.has(name) ? SHOTS : aside}/${name}.png`
+  for (const width of [1280, 390]) {
+    for (const scheme of ['light', 'dark'] as const) {
+      it(`${width} ${scheme}`, async () => {
+        const page = await open({ scheme, width, nickname: width > 600 ? 'Desk' : 'Phone' })
+        const call = ask({ question: `Deploy the **${scheme}** build now?`, options: [{ label: 'Deploy now', description: 'switch traffic after the migration' }, { label: 'Wait for the backup' }], allow_other: true })
+        await page.locator('[data-status=waiting]', { hasText: `Deploy the ${scheme} build` }).waitFor()
+        await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+        await tabTo(page, /Deploy now/)
+        await page.screenshot({ path: where(`a11y-focus-${width}-${scheme}`) })
+        await page.keyboard.press('Enter')
+        expect(text(await call)).toContain('Deploy now')
+
+        const ctx = await browser.newContext({ viewport: { width, height: 800 }, locale: 'en-US', colorScheme: scheme })
+        ctxs.push(ctx)
+        const t = await ctx.newPage()
+        await t.goto(`${srv.url}/`)
+        await t.locator('[data-testid=token-needed]').waitFor()
+        await t.screenshot({ path: where(`inbox-token-needed-${width}-${scheme}`) })
+        await t.goto(`${srv.url}/?token=wrong`)
+        await t.locator('[data-testid=token-needed][data-refused=true]').waitFor()
+        await t.screenshot({ path: where(`inbox-token-refused-${width}-${scheme}`) })
+      })
+    }
+  }
 })
