@@ -434,6 +434,19 @@ describe('more names and states', () => {
 })
 
 describe('320 px wide (a phone, or 400% zoom)', () => {
+  it('the inbox\'s title bar: the title whole beside the status and the buttons, and nothing scrolls sideways', async () => {
+    const page = await open({ width: 320 })
+    const title = page.locator('.aa-title')
+    const cut = await title.evaluate((e) => {
+      const inner = e.querySelector('div') ?? e
+      return e.scrollWidth > e.clientWidth + 0.5 || inner.scrollWidth > inner.clientWidth + 0.5
+    })
+    expect(cut).toBe(false)
+    const bar = await page.locator('.q-header .q-toolbar').evaluate((t) => [...t.children].map((c) => c.getBoundingClientRect().right))
+    expect(Math.max(...bar)).toBeLessThanOrEqual(320)
+    expect(await page.evaluate(() => document.scrollingElement!.scrollWidth)).toBeLessThanOrEqual(320)
+  })
+
   it('the token screen fits: nothing is cut off or scrolls sideways', async () => {
     const ctx = await browser.newContext({ viewport: { width: 320, height: 640 }, locale: 'en-US' })
     ctxs.push(ctx)
@@ -456,6 +469,12 @@ describe.runIf(SHOTS)('screenshots', () => {
   const aside = `${tmpdir()}/aa-a11y-shots`
   mkdirSync(aside, { recursive: true })
   const where = (name: string) => `${docs.has(name) ? SHOTS : aside}/${name}.png`
+  for (const scheme of ['light', 'dark'] as const) {
+    it(`320 ${scheme}: the title bar`, async () => {
+      const page = await open({ scheme, width: 320, nickname: 'Small phone' })
+      await page.screenshot({ path: where(`inbox-320-${scheme}`) })
+    })
+  }
   for (const width of [1280, 390]) {
     for (const scheme of ['light', 'dark'] as const) {
       it(`${width} ${scheme}`, async () => {
