@@ -114,6 +114,7 @@ describe('a screen reader', () => {
     await page.locator('[data-testid=users] [data-client-id]', { hasText: 'other desk' }).click()
     const chat = page.locator('[data-testid=chat]')
     await chat.waitFor()
+    await page.getByRole('dialog', { name: 'Chat with other desk' }).waitFor()
     await chat.getByRole('textbox', { name: 'Message' }).waitFor()
     await chat.getByRole('button', { name: 'Send', exact: true }).waitFor()
     expect(unnamed(await chat.ariaSnapshot())).toEqual([])
@@ -418,7 +419,7 @@ describe('more names and states', () => {
     await page.getByRole('button', { name: 'All projects' }).click()
 
     await page.locator('[data-testid=me]').click()
-    const dialog = page.getByRole('dialog')
+    const dialog = page.getByRole('dialog', { name: 'Name this device' })
     const field = dialog.getByRole('textbox', { name: 'Name this device' })
     await field.waitFor()
     expect(await field.getAttribute('maxlength')).toBe('64')
