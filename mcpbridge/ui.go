@@ -268,7 +268,8 @@ func (u *uiTools) waitUser(ctx context.Context, req mcp.CallToolRequest) (*mcp.C
 		secs = 30
 	}
 	d := clampSeconds(secs, time.Second, maxUserWait)
-	r, err := u.b.be.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: int32(d / time.Millisecond)})
+	ms := int32(d.Milliseconds()) //nolint:gosec // G115: at most maxUserWait, 50,000
+	r, err := u.b.be.WaitUserMessage(ctx, &pb.WaitUserMessageRequest{RelaySession: u.b.o.RelaySession, TimeoutMs: ms})
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
 	}
