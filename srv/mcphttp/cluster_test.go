@@ -207,7 +207,7 @@ func post(t *testing.T, base, token, sid string) int {
 // one its client ended there.
 func TestSessionIDsRefused(t *testing.T) {
 	_, bases, _ := newInstances(t, 2, 4, nil)
-	good := sign(deriveKey(sharedKey), "token-a", claims{Relay: DefaultRelaySession, Version: "2025-11-25", Nonce: "n"})
+	good := sign(deriveKey(sharedKey, sessionIDLabel), "token-a", claims{Relay: DefaultRelaySession, Version: "2025-11-25", Nonce: "n"})
 	if got := post(t, bases[1]+"?", "token-a", good); got != http.StatusOK {
 		t.Fatalf("a valid ID: %d", got)
 	}
@@ -247,7 +247,7 @@ func TestSessionIDsRefused(t *testing.T) {
 // taken in while every one is busy.
 func TestAdoptedSessionsBounded(t *testing.T) {
 	hs, bases, _ := newInstances(t, 1, 2, nil)
-	key := deriveKey(sharedKey)
+	key := deriveKey(sharedKey, sessionIDLabel)
 	sid := func(n string) string {
 		return sign(key, "token-a", claims{Relay: DefaultRelaySession, Version: "2025-11-25", Nonce: n})
 	}

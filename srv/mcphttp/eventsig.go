@@ -114,10 +114,3 @@ func (e eventSigner) verify(sig string) (callClaims, error) {
 	}
 	return c, nil
 }
-
-// deriveEventKey is the key of event IDs for the shared key.
-func deriveEventKey(shared []byte) []byte {
-	m := hmac.New(sha256.New, shared)
-	m.Write([]byte(eventIDLabel))
-	return m.Sum(nil)
-}

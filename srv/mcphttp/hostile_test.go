@@ -26,7 +26,7 @@ import (
 // with what it claims the same as what was signed. An ID past the bound
 // would serve on its own instance only, and 404 on the others.
 func TestHostileInitializeStillSigned(t *testing.T) {
-	key := deriveKey(sharedKey)
+	key := deriveKey(sharedKey, sessionIDLabel)
 	relay := strings.Repeat("r", 64)
 	for name, info := range map[string][3]string{
 		"escaped":  {strings.Repeat("<", 200), strings.Repeat("\x01", 100), strings.Repeat("&", 50)},
@@ -94,7 +94,7 @@ func TestAdoptionNotEvicted(t *testing.T) {
 // as no session: 404, nothing put in the table.
 func TestSignedClaimsOfOtherTypes(t *testing.T) {
 	hs, bases, _ := newInstances(t, 1, 4, nil)
-	key := deriveKey(sharedKey)
+	key := deriveKey(sharedKey, sessionIDLabel)
 	for _, payload := range []string{`{"s":5}`, `{"s":"default","c":[]}`, `{"s":"default","i":{"name":{}}}`,
 		`{"s":"default","v":null,"c":null,"i":null,"n":7}`, `[]`, `null`, `"default"`, `{"s":["default"]}`, `{}`} {
 		p := base64.RawURLEncoding.EncodeToString([]byte(payload))
@@ -113,7 +113,7 @@ func TestSignedClaimsOfOtherTypes(t *testing.T) {
 // are done the session is ended there (404), and the table holds none.
 func TestAdoptionRacingDelete(t *testing.T) {
 	hs, bases, _ := newInstances(t, 1, 4, nil)
-	key := deriveKey(sharedKey)
+	key := deriveKey(sharedKey, sessionIDLabel)
 	for i := range 20 {
 		sid := sign(key, "token-a", claims{Relay: DefaultRelaySession, Version: "2025-11-25", Nonce: strconv.Itoa(i)})
 		var wg sync.WaitGroup
@@ -154,7 +154,7 @@ func TestInitializeInASessionRefused(t *testing.T) {
 		c := dial(t, ts.URL, "token-a", "")
 		sids := []string{c.GetSessionId()}
 		if key != nil {
-			sids = append(sids, sign(deriveKey(key), "token-a", claims{Relay: DefaultRelaySession, Version: "2025-06-18", Nonce: "n"}))
+			sids = append(sids, sign(deriveKey(key, sessionIDLabel), "token-a", claims{Relay: DefaultRelaySession, Version: "2025-06-18", Nonce: "n"}))
 		}
 		for _, sid := range sids {
 			for range 5 {

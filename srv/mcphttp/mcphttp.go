@@ -152,10 +152,10 @@ func New(o Options) *Handler {
 	o.Replay.defaults()
 	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 	if o.SessionKey != nil {
-		h.key = deriveKey(o.SessionKey)
-		h.evKey = deriveEventKey(o.SessionKey)
+		h.key = deriveKey(o.SessionKey, sessionIDLabel)
+		h.evKey = deriveKey(o.SessionKey, eventIDLabel)
 		if o.Peers != nil {
-			h.noteKey = deriveNoteKey(o.SessionKey)
+			h.noteKey = deriveKey(o.SessionKey, noteLabel)
 			stop, err := o.Peers.Listen(h.heard)
 			if err != nil {
 				// Each instance still serves its own; the others' cancels
@@ -165,7 +165,7 @@ func New(o Options) *Handler {
 			}
 			h.unlisten = stop
 			if sp, ok := o.Peers.(Streams); ok {
-				h.relayKey = deriveRelayKey(o.SessionKey)
+				h.relayKey = deriveKey(o.SessionKey, relayLabel)
 				stop, err := sp.Receive(h.received)
 				if err != nil {
 					// Resumed streams get the outcome only.

@@ -2,11 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -68,23 +64,9 @@ type note struct {
 	MAC     string          `json:"m"`
 }
 
-func deriveNoteKey(shared []byte) []byte {
-	m := hmac.New(sha256.New, shared)
-	m.Write([]byte(noteLabel))
-	return m.Sum(nil)
-}
-
-// sum is n's signature: over its kind, room, session and call, each
-// with its length.
+// sum is n's signature: over its kind, room, session and call.
 func (n note) sum(key []byte) string {
-	m := hmac.New(sha256.New, key)
-	for _, f := range []string{n.Kind, n.Room, n.Session, string(n.Call)} {
-		var l [8]byte
-		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
-		m.Write(l[:])
-		m.Write([]byte(f))
-	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+	return sumFields(key, n.Kind, n.Room, n.Session, string(n.Call))
 }
 
 // tell tells the other instances of what the client of session sid in
@@ -93,8 +75,7 @@ func (h *Handler) tell(kind, token, sid string, call json.RawMessage) {
 	if h.noteKey == nil {
 		return
 	}
-	room := sha256.Sum256([]byte(token))
-	n := note{Kind: kind, Room: hex.EncodeToString(room[:]), Session: sid, Call: call}
+	n := note{Kind: kind, Room: roomHex(token), Session: sid, Call: call}
 	n.MAC = n.sum(h.noteKey)
 	b, err := json.Marshal(n)
 	if err != nil || len(b) > maxNote {
@@ -116,18 +97,9 @@ func (h *Handler) heard(b []byte) {
 		h.log.Debug("an unreadable note of another instance", "err", err)
 		return
 	}
-	if !hmac.Equal([]byte(n.MAC), []byte(n.sum(h.noteKey))) {
-		h.log.Warn("a note of another instance with a wrong signature ignored")
+	digest, ok := h.signedBy(n.MAC, n.sum(h.noteKey), n.Room, n.Session)
+	if !ok {
 		return
-	}
-	var digest [sha256.Size]byte
-	d, err := hex.DecodeString(n.Room)
-	if err != nil || len(d) != len(digest) {
-		return
-	}
-	copy(digest[:], d)
-	if _, err := verifyIn(h.key, digest, n.Session); err != nil {
-		return // no session the cluster made in that room
 	}
 	switch n.Kind {
 	case noteCancel:

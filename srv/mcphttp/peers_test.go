@@ -86,7 +86,7 @@ func postIn(t *testing.T, base, sid, body string) (int, string) {
 func signedNote(kind, token, sid string, call json.RawMessage) note {
 	room := sha256.Sum256([]byte(token))
 	n := note{Kind: kind, Room: hex.EncodeToString(room[:]), Session: sid, Call: call}
-	n.MAC = n.sum(deriveNoteKey(sharedKey))
+	n.MAC = n.sum(deriveKey(sharedKey, noteLabel))
 	return n
 }
 
@@ -125,7 +125,7 @@ func TestCancelThroughAnotherInstance(t *testing.T) {
 	wrong.MAC = signedNote(noteCancel, "token-a", sid, json.RawMessage("8")).MAC
 	large := signedNote(noteCancel, "token-a", sid, json.RawMessage("7"))
 	large.Call = json.RawMessage(`"` + strings.Repeat("x", maxNote) + `"`)
-	large.MAC = large.sum(deriveNoteKey(sharedKey))
+	large.MAC = large.sum(deriveKey(sharedKey, noteLabel))
 	for _, n := range []note{wrong, large,
 		signedNote(noteCancel, "token-a", sid+"x", json.RawMessage("7")),
 		signedNote(noteCancel, "token-b", sid, json.RawMessage("7")),

@@ -2,11 +2,6 @@ package mcphttp
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"maps"
@@ -89,22 +84,9 @@ type relayMsg struct {
 	MAC     string          `json:"m"`
 }
 
-func deriveRelayKey(shared []byte) []byte {
-	m := hmac.New(sha256.New, shared)
-	m.Write([]byte(relayLabel))
-	return m.Sum(nil)
-}
-
-// sum is m's signature: over every field, each with its length.
+// sum is m's signature: over every field.
 func (m relayMsg) sum(key []byte) string {
-	h := hmac.New(sha256.New, key)
-	for _, f := range []string{m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data)} {
-		var l [8]byte
-		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
-		h.Write(l[:])
-		h.Write([]byte(f))
-	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	return sumFields(key, m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data))
 }
 
 // send signs and sends m for the room of token; nothing without Streams.
@@ -112,8 +94,7 @@ func (h *Handler) send(token string, m relayMsg) {
 	if h.streams == nil {
 		return
 	}
-	room := sha256.Sum256([]byte(token))
-	m.Room = hex.EncodeToString(room[:])
+	m.Room = roomHex(token)
 	m.MAC = m.sum(h.relayKey)
 	b, err := json.Marshal(m)
 	if err != nil || len(b) > maxRelay {
@@ -134,17 +115,8 @@ func (h *Handler) received(b []byte) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return
 	}
-	if !hmac.Equal([]byte(m.MAC), []byte(m.sum(h.relayKey))) {
-		h.log.Warn("a relayed message of another instance with a wrong signature ignored")
-		return
-	}
-	var digest [sha256.Size]byte
-	d, err := hex.DecodeString(m.Room)
-	if err != nil || len(d) != len(digest) {
-		return
-	}
-	copy(digest[:], d)
-	if _, err := verifyIn(h.key, digest, m.Session); err != nil {
+	digest, ok := h.signedBy(m.MAC, m.sum(h.relayKey), m.Room, m.Session)
+	if !ok {
 		return
 	}
 	h.mu.Lock()

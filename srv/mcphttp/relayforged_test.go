@@ -35,7 +35,7 @@ func (f formAsker) AskQuestionReply(_ context.Context, r *pb.AskQuestionReplyReq
 func signRelay(key []byte, token string, m relayMsg) []byte {
 	room := sha256.Sum256([]byte(token))
 	m.Room = hex.EncodeToString(room[:])
-	m.MAC = m.sum(deriveRelayKey(key))
+	m.MAC = m.sum(deriveKey(key, relayLabel))
 	b, _ := json.Marshal(m)
 	return b
 }

@@ -85,7 +85,7 @@ func TestEventIDsCarryTheRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key := deriveEventKey(sharedKey)
+	key := deriveKey(sharedKey, eventIDLabel)
 	c, err := eventSigner{key: key, token: "token-a", sid: sid}.verify(sig)
 	if err != nil {
 		t.Fatalf("the event ID's signature: %v", err)
@@ -97,7 +97,7 @@ func TestEventIDsCarryTheRequest(t *testing.T) {
 		string(c.Call) != "7" || c.Timeout != 600 {
 		t.Errorf("the event ID carries %+v", c)
 	}
-	for _, other := range []eventSigner{{key: key, token: "token-b", sid: sid}, {key: key, token: "token-a", sid: sid + "x"}, {key: deriveKey(sharedKey), token: "token-a", sid: sid}} {
+	for _, other := range []eventSigner{{key: key, token: "token-b", sid: sid}, {key: key, token: "token-a", sid: sid + "x"}, {key: deriveKey(sharedKey, sessionIDLabel), token: "token-a", sid: sid}} {
 		if _, err := other.verify(sig); err == nil {
 			t.Errorf("the signature holds for %+v", other)
 		}
@@ -120,7 +120,7 @@ func TestResumeElsewhereRefusals(t *testing.T) {
 	payload, mac, _ := strings.Cut(sig, ".")
 	altered := []byte(payload)
 	altered[3] ^= 1
-	unknown := eventSigner{key: deriveEventKey(sharedKey), token: "token-a", sid: sid}.sign(callClaims{
+	unknown := eventSigner{key: deriveKey(sharedKey, eventIDLabel), token: "token-a", sid: sid}.sign(callClaims{
 		Request: "never-asked", Kind: wire.AskQuestion, Sum: make([]byte, 32), Call: []byte("7")})
 	for _, tc := range []struct {
 		name, token, sid, id string

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,11 +44,51 @@ const (
 	maxClaimsJSON = 1280
 )
 
-// deriveKey is the key of session IDs for the shared key.
-func deriveKey(shared []byte) []byte {
+// deriveKey is the key for label (session IDs, event IDs, notes,
+// relayed messages) derived from the shared key: each signs only its own.
+func deriveKey(shared []byte, label string) []byte {
 	m := hmac.New(sha256.New, shared)
-	m.Write([]byte(sessionIDLabel))
+	m.Write([]byte(label))
 	return m.Sum(nil)
+}
+
+// sumFields signs fields under key, each with its length (so that no
+// two lists of fields sign alike).
+func sumFields(key []byte, fields ...string) string {
+	m := hmac.New(sha256.New, key)
+	for _, f := range fields {
+		var l [8]byte
+		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
+		m.Write(l[:])
+		m.Write([]byte(f))
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// roomHex names the room of token in a message between instances: its
+// digest, never the token.
+func roomHex(token string) string {
+	room := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(room[:])
+}
+
+// signedBy reports the room of a message between instances whose
+// signature mac is want, naming the room roomHex and a session ID sid
+// the cluster signed in it; false for anything else.
+func (h *Handler) signedBy(mac, want, room, sid string) (digest [sha256.Size]byte, ok bool) {
+	if !hmac.Equal([]byte(mac), []byte(want)) {
+		h.log.Warn("a message of another instance with a wrong signature ignored")
+		return digest, false
+	}
+	d, err := hex.DecodeString(room)
+	if err != nil || len(d) != len(digest) {
+		return digest, false
+	}
+	copy(digest[:], d)
+	if _, err := verifyIn(h.key, digest, sid); err != nil {
+		return digest, false // no session the cluster made in that room
+	}
+	return digest, true
 }
 
 // claims is what a signed session ID says.
