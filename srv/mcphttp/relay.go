@@ -272,7 +272,7 @@ func (st *callStream) carried(tag string, n uint64) {
 	// what its form did.
 	st.relay.publish(st.log.tag, 0, nil)
 	if tag == st.log.tag && n > 0 {
-		if from, since, err := st.log.after(st.log.id(n)); err == nil && from == st {
+		if from, since, err := st.log.after(st.log.id(n)); err == nil && from == st && st.mayResendLocked(since) {
 			for _, e := range since {
 				if e.data != nil {
 					st.relay.publish(st.log.tag, e.n, e.data)
@@ -303,6 +303,30 @@ func (st *callStream) carried(tag string, n uint64) {
 		st.away.Store(false)
 		st.changedLocked()
 	}
+}
+
+// mayResendLocked reports whether events, asked for by a carry, may be
+// sent again, and counts them: at most twice the bytes a log keeps
+// within a third of the grace (a carry's renewal). A carry is sent each
+// time a client resumes the stream, and a client resuming it over and
+// over, through instances in turn, must not make this one send its
+// whole log each time; twice, so that a stream resumed twice in a row
+// is sent all it missed both times. Past it, the next renewal carries
+// on from the last event written there. st.mu is held.
+func (st *callStream) mayResendLocked(events []event) bool {
+	now := time.Now()
+	if now.Sub(st.resentFrom) >= st.log.lim.Grace/3 {
+		st.resent, st.resentFrom = 0, now
+	}
+	size := 0
+	for _, e := range events {
+		size += len(e.data)
+	}
+	if st.resent+size > 2*st.log.lim.Bytes {
+		return false
+	}
+	st.resent += size
+	return true
 }
 
 // relayed writes event n of the stream where the call began (tag) on

@@ -10,9 +10,9 @@ import (
 // TestCarryStormBounded: carries come over and over, as from a client
 // that resumes the same stream through two instances at once, again and
 // again. Each carry resends at most the events the session's log keeps
-// of that call's stream (never another call's), and keeps nothing: the
-// work of a storm is the log's bound times the carries, its memory one
-// lease.
+// of that call's stream (never another call's), and keeps nothing: its
+// memory is one lease (its work, within a renewal, twice the log's
+// bound: TestCarryStormResendsWithinABudget).
 func TestCarryStormBounded(t *testing.T) {
 	h, ms := newTimedInstance(t)
 	const keep = 16
@@ -47,5 +47,41 @@ func TestCarryStormBounded(t *testing.T) {
 	}
 	if len(ms.sent) != 0 {
 		t.Fatalf("%d other messages kept", len(ms.sent))
+	}
+}
+
+// TestCarryStormResendsWithinABudget: a client resuming a call's stream
+// over and over, through instances in turn, makes a carry each time,
+// each naming an early event. Within a carry's renewal the call's
+// instance sends again at most twice what its log keeps, not its log
+// per carry; every carry still keeps the call carried.
+func TestCarryStormResendsWithinABudget(t *testing.T) {
+	h, ms := newTimedInstance(t)
+	const bytes = 4096
+	l := newEventLog(ReplayLimits{Events: 64, Bytes: bytes, Age: time.Hour, Grace: time.Hour}, true)
+	st := l.open(func() {}, nil)
+	st.detach(st.attach(httptest.NewRecorder()))
+	st.mu.Lock()
+	st.relay = &relayer{h: h, token: "token-a", sid: "sid", request: "q1"}
+	st.mu.Unlock()
+	for i := range 100 {
+		st.record([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":`+strconv.Itoa(i)+`}}`), false)
+	}
+	l.mu.Lock()
+	oldest := l.events[0].n
+	l.mu.Unlock()
+	resent := 0
+	for i := range 1000 {
+		st.carried(l.tag, oldest)
+		evs := ms.take(relayEvent)
+		if len(evs) == 0 {
+			t.Fatalf("carry %d: not even the marker that the call is here", i)
+		}
+		for _, e := range evs {
+			resent += len(e.Data)
+		}
+	}
+	if resent > 2*bytes {
+		t.Errorf("1,000 carries sent %d bytes of events again, want at most %d", resent, 2*bytes)
 	}
 }

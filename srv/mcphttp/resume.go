@@ -259,6 +259,10 @@ type callStream struct {
 	remote   bool
 	lease    *time.Timer
 	leaseGen uint64
+	// resent counts the bytes of events sent again for carries since
+	// resentFrom (mayResendLocked).
+	resent     int
+	resentFrom time.Time
 	// Of a stream resumed here: the log tag of the call's stream where
 	// it began, and the last of its events written here (originN);
 	// heard once one was.
