@@ -74,7 +74,12 @@ type Cluster struct {
 	// mcpNotes keeps /mcp cancels and ends for the instances that miss
 	// them (mcp.go).
 	mcpNotes jetstream.KeyValue
-	rooms    map[string]string // room digest -> token
+	// run names this run of the instance: what it tells the others of
+	// /mcp (mcp.go, mcpstream.go) it skips when it comes back, and only
+	// that, so a restart under the same name hears what the run before
+	// told.
+	run   string
+	rooms map[string]string // room digest -> token
 	// roster: presence across instances (presence.go)
 	roster *roster
 	epoch  string // the numbering of the requests' revisions (epoch.go)
@@ -119,7 +124,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Cluster{o: o, log: o.Logger, rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{}), lost: make(chan struct{})}
+	c := &Cluster{o: o, log: o.Logger, run: wire.NewID(), rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{}), lost: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
 	}

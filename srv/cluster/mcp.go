@@ -48,7 +48,9 @@ const (
 	mcpHeard = 1024
 )
 
-// fromHeader names the instance a note comes from, which skips its own.
+// fromHeader names the run of the instance a note comes from, which
+// skips its own (Cluster.run): a restarted instance of the same name
+// hears what its previous run told.
 const fromHeader = "Aa-Instance"
 
 // maxMCPNote bounds a note read; mcphttp bounds it again.
@@ -78,14 +80,14 @@ func (c *Cluster) openMCPNotes(ctx context.Context) error {
 // connection buffers nothing while it reconnects).
 func (p MCPPeers) Tell(note []byte) {
 	m := nats.NewMsg(mcpSubject)
-	m.Header.Set(fromHeader, p.c.o.Instance)
+	m.Header.Set(fromHeader, p.c.run)
 	m.Data = note
 	if err := p.c.nc.PublishMsg(m); err != nil {
 		p.c.log.Warn("tell the other instances of an /mcp session", "err", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	if _, err := p.c.mcpNotes.Put(ctx, mcpNoteKey(note), mcpNoteValue(p.c.o.Instance, note)); err != nil {
+	if _, err := p.c.mcpNotes.Put(ctx, mcpNoteKey(note), mcpNoteValue(p.c.run, note)); err != nil {
 		p.c.log.Warn("keep an /mcp note for the instances that miss it", "err", err)
 	}
 }
@@ -97,12 +99,12 @@ func mcpNoteKey(note []byte) string {
 	return "n." + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
-// A kept note's value is the teller's name, a NUL, and the note.
-func mcpNoteValue(instance string, note []byte) []byte {
-	return append(append([]byte(instance), 0), note...)
+// A kept note's value is the teller's run, a NUL, and the note.
+func mcpNoteValue(run string, note []byte) []byte {
+	return append(append([]byte(run), 0), note...)
 }
 
-func splitMCPNote(v []byte) (instance string, note []byte) {
+func splitMCPNote(v []byte) (run string, note []byte) {
 	i := bytes.IndexByte(v, 0)
 	if i < 0 {
 		return "", nil
@@ -131,7 +133,7 @@ func (p MCPPeers) Listen(hear func(note []byte)) (stop func(), err error) {
 		}
 	}
 	sub, err := p.c.nc.Subscribe(mcpSubject, func(m *nats.Msg) {
-		if m.Header.Get(fromHeader) != p.c.o.Instance {
+		if m.Header.Get(fromHeader) != p.c.run {
 			once(m.Data)
 		}
 	})
@@ -156,7 +158,7 @@ func (p MCPPeers) Listen(hear func(note []byte)) (stop func(), err error) {
 			if e.Operation() != jetstream.KeyValuePut {
 				continue
 			}
-			if from, note := splitMCPNote(e.Value()); note != nil && from != p.c.o.Instance {
+			if from, note := splitMCPNote(e.Value()); note != nil && from != p.c.run {
 				once(note)
 			}
 		}

@@ -1,8 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"crypto/sha256"
 	"testing"
+
+	"github.com/agentassistant/agentassistant/internal/natstest"
 )
 
 // TestHeardOnce: a note heard twice (on the subject and from the
@@ -42,5 +45,64 @@ func TestMCPNoteValue(t *testing.T) {
 	}
 	if _, note := splitMCPNote([]byte(`{"k":"end"}`)); note != nil {
 		t.Fatalf("a value with no teller gave %q", note)
+	}
+}
+
+// TestMCPNotesOfAnEarlierRun: an instance restarted under its name (as
+// docs/cluster.md advises) hears the notes its previous run told: a
+// session its client ended there stays ended. Its own notes of this run
+// it does not hear back.
+func TestMCPNotesOfAnEarlierRun(t *testing.T) {
+	ns := natstest.Start(t)
+	open := func() *Cluster {
+		c, err := Open(context.Background(), Options{URL: ns.URL(), Tokens: []string{tok}, Instance: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	before := open()
+	before.MCP().Tell([]byte(`{"k":"end","n":1}`))
+	if err := before.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	after := open()
+	defer after.Close()
+	heard := make(chan string, 4)
+	stop, err := after.MCP().Listen(func(note []byte) { heard <- string(note) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	select {
+	case n := <-heard:
+		if n != `{"k":"end","n":1}` {
+			t.Fatalf("heard %s", n)
+		}
+	default: // Listen returns once the kept notes are heard
+		t.Fatal("a note of this instance's previous run is not heard after a restart")
+	}
+	after.MCP().Tell([]byte(`{"k":"end","n":2}`))
+	// A note of another instance kept after it, heard only from the
+	// bucket, so in the bucket's order: once it is heard, the one before
+	// it was skipped or heard.
+	third := []byte(`{"k":"end","n":3}`)
+	if _, err := after.mcpNotes.Put(context.Background(), mcpNoteKey(third), mcpNoteValue("b", third)); err != nil {
+		t.Fatal(err)
+	}
+	if n := <-heard; n != string(third) {
+		t.Fatalf("a run heard its own note %s", n)
+	}
+	later := open() // a later run hears them all
+	defer later.Close()
+	got := make(chan string, 4)
+	stop2, err := later.MCP().Listen(func(note []byte) { got <- string(note) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop2()
+	if len(got) != 3 {
+		t.Fatalf("a later run heard %d kept notes, want 3", len(got))
 	}
 }

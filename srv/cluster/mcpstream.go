@@ -21,7 +21,7 @@ const maxMCPStream = 64 << 10
 // buffers it, and a publish it cannot take is dropped.
 func (p MCPPeers) Send(msg []byte) {
 	m := nats.NewMsg(mcpStreamSubject)
-	m.Header.Set(fromHeader, p.c.o.Instance)
+	m.Header.Set(fromHeader, p.c.run)
 	m.Data = msg
 	if err := p.c.nc.PublishMsg(m); err != nil {
 		p.c.log.Debug("relay an /mcp call's event to the other instances", "err", err)
@@ -33,7 +33,7 @@ func (p MCPPeers) Send(msg []byte) {
 // subscription's, which stop ends.
 func (p MCPPeers) Receive(hear func(msg []byte)) (stop func(), err error) {
 	sub, err := p.c.nc.Subscribe(mcpStreamSubject, func(m *nats.Msg) {
-		if m.Header.Get(fromHeader) != p.c.o.Instance && len(m.Data) > 0 && len(m.Data) <= maxMCPStream {
+		if m.Header.Get(fromHeader) != p.c.run && len(m.Data) > 0 && len(m.Data) <= maxMCPStream {
 			hear(m.Data)
 		}
 	})

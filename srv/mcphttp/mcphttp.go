@@ -468,14 +468,14 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	// request, as the MCP server's cancel of a call it runs does.
 	callCtx, cancel := context.WithCancel(cctx)
 	defer cancel()
-	st, fresh := l.openResumed(expire, c.Request, c.Call, cancel)
+	st, fresh := l.openResumed(expire, c.Request, c.Call, cancel, sig)
 	if !fresh {
 		// Resumed here already: this GET carries that stream now, as a
 		// resume of its own events does.
 		l.resume(w, r.WithContext(ctx), st.firstID())
 		return
 	}
-	k := st.attachResumed(w, sig)
+	k := st.attachResumed(w)
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	callCtx = mcpbridge.WithConnection(mcpbridge.WithLink(callCtx, st), cctx)
 	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)

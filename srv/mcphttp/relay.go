@@ -406,7 +406,9 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// captured is a response kept to look at before it is sent.
+// captured is a response kept to look at before it is sent, or the
+// response to a request the endpoint makes to itself (an adopted
+// session's initialize).
 type captured struct {
 	h      http.Header
 	status int

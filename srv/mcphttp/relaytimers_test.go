@@ -67,7 +67,7 @@ func TestCarryRenewedEveryThirdOfGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, ms := newTimedInstance(t)
 		l := newEventLog(h.o.Replay, true)
-		st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {})
+		st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "")
 		start := time.Now()
 		stop := sync.OnceFunc(h.carrying("token-a", "sid", "q1", st, "origin-3.sig"))
 		defer stop() // a test failed: its goroutine ends in the bubble
@@ -193,7 +193,7 @@ func TestOriginWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute}, true)
-				st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {})
+				st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "")
 				if tc.heard {
 					st.relayed("origin", 0, nil)
 				}

@@ -115,6 +115,10 @@ func (l *eventLog) id(n uint64) string { return l.tag + "-" + strconv.FormatUint
 func (l *eventLog) add(st *callStream, data []byte) uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return l.addLocked(st, data)
+}
+
+func (l *eventLog) addLocked(st *callStream, data []byte) uint64 {
 	now := time.Now()
 	l.expireLocked(now)
 	if len(data) > l.lim.Bytes {
@@ -288,15 +292,18 @@ func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string)
 
 // openResumed is the stream of a call made elsewhere whose request is
 // req, resumed here: the one there is (fresh false), or a new one whose
-// call expire ends. One per request, so that resuming a call many times
-// waits on its request once.
-func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.RawMessage, cancel context.CancelFunc) (st *callStream, fresh bool) {
+// call expire ends, its events signed as sig (the call's claims, as the
+// Last-Event-ID carried them). One per request, so that resuming a call
+// many times waits on its request once. Its first event is in the log
+// before another resume can find it, to take it over from there.
+func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.RawMessage, cancel context.CancelFunc, sig string) (st *callStream, fresh bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st := l.resumed[req]; st != nil {
 		return st, false
 	}
-	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{})}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{}), sig: sig}
+	st.first = l.addLocked(st, nil)
 	st.away.Store(true)
 	l.streams[st] = struct{}{}
 	l.resumed[req] = st
@@ -514,11 +521,10 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 }
 
 // attachResumed makes w, a GET that resumes here a call made through
-// another instance, the stream's connection, its events signed as sig
-// (the call's claims, as its Last-Event-ID carried them). The response
-// begins at once with an event of this log (an ID only), so that the
+// another instance, the stream's connection. The response begins at once
+// with the stream's first event, of this log (an ID only), so that the
 // client resumes here next.
-func (st *callStream) attachResumed(w http.ResponseWriter, sig string) *sink {
+func (st *callStream) attachResumed(w http.ResponseWriter) *sink {
 	k := newSink(w)
 	k.started = true
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -526,9 +532,7 @@ func (st *callStream) attachResumed(w http.ResponseWriter, sig string) *sink {
 	w.WriteHeader(http.StatusOK)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	st.sig = sig
 	st.attachLocked(k)
-	st.first = st.log.add(st, nil)
 	if err := k.send(st.idLocked(st.first), nil); err != nil {
 		st.detachLocked()
 	}

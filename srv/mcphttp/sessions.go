@@ -135,16 +135,16 @@ func (h *Handler) adopt(s *session) bool {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(s.adopted.initBody()))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	var st status
-	s.b.http.ServeHTTP(&st, req)
+	st := &captured{h: http.Header{}}
+	s.b.http.ServeHTTP(st, req)
 	h.mu.Lock()
 	close(s.ready)
-	if st.code != http.StatusOK || !s.registered {
+	if st.status != http.StatusOK || !s.registered {
 		// Its next request meets the ID anew rather than a session the
 		// MCP server does not know.
 		h.forgetLocked(s)
 		h.mu.Unlock()
-		h.log.Warn("an MCP session made by another instance could not be taken over", "status", st.code)
+		h.log.Warn("an MCP session made by another instance could not be taken over", "status", st.status)
 		return false
 	}
 	if _, ended := s.b.room.ended.Get(s.id); ended {
@@ -156,31 +156,6 @@ func (h *Handler) adopt(s *session) bool {
 	h.mu.Unlock()
 	h.log.Debug("an MCP session made by another instance taken over")
 	return true
-}
-
-// status is the response writer of a request the endpoint makes to
-// itself, keeping only its status.
-type status struct {
-	code int
-	h    http.Header
-}
-
-func (s *status) Header() http.Header {
-	if s.h == nil {
-		s.h = http.Header{}
-	}
-	return s.h
-}
-
-func (s *status) Write(p []byte) (int, error) {
-	s.WriteHeader(http.StatusOK)
-	return len(p), nil
-}
-
-func (s *status) WriteHeader(code int) {
-	if s.code == 0 {
-		s.code = code
-	}
 }
 
 // forgetLocked takes a session out of the table and ends its streams
