@@ -187,3 +187,57 @@ describe('a phone on a flaky network', () => {
     expect(text(await second)).toBe('Yes, a month.')
   })
 })
+
+describe('coming back to the app', () => {
+  it('a notification tapped while the app was closed opens it on that question, and the badge counts what waits', async () => {
+    const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'en-US', isMobile: true, hasTouch: true })
+    ctxs.push(ctx)
+    // What the page sets as the app's badge (an installed app shows it).
+    await ctx.addInitScript(() => {
+      const w = window as unknown as { badges: (number | null)[] }
+      w.badges = []
+      Object.assign(navigator, {
+        setAppBadge: async (n?: number) => void w.badges.push(n ?? 0),
+        clearAppBadge: async () => void w.badges.push(null),
+      })
+    })
+    const first = await ctx.newPage()
+    await first.goto(`${srv.url}/?token=${srv.token}`)
+    await first.locator('[data-testid=conn][data-state=online]').waitFor()
+    const waitingBefore = await first.locator('[data-status=waiting]').count()
+    await first.close() // the app is closed
+
+    const long = 'Details: ' + 'the numbers are in the attached report and they look fine to me. '.repeat(8)
+    const calls = ['Badge one', 'Badge two', 'Badge three', 'Badge four'].map((q) => ask({ question: `${q}: go ahead? ${long}` }))
+    const pc = await open('badge-pc', { width: 1280, height: 800 })
+    await pc.locator('[data-status=waiting]', { hasText: 'Badge four' }).waitFor()
+    const id = await pc.locator('[data-request-id]', { hasText: 'Badge one' }).getAttribute('data-request-id')
+
+    // The service worker opens a window on the notification's address.
+    const page = await ctx.newPage()
+    await page.goto(`${srv.url}/?request=${id}`)
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    const card = page.locator(`[data-request-id="${id}"]`)
+    await card.locator('[data-testid=answer][aria-pressed=true]').waitFor()
+    await expect(page.locator('[data-testid=reply-target]').textContent()).resolves.toContain('Badge one')
+    // And it is on screen, between the title bar and the reply bar.
+    await expect.poll(async () => {
+      const [c, head, foot] = await Promise.all([card.boundingBox(), page.locator('.q-header').boundingBox(), page.locator('.q-footer').boundingBox()])
+      return !!c && !!head && !!foot && c.y + 40 > head.y + head.height && c.y < foot.y
+    }).toBe(true)
+    const waiting = waitingBefore + 4
+    await expect.poll(() => page.title()).toBe(`(${waiting}) Agent Assistant`)
+    await expect.poll(() => page.evaluate(() => (window as unknown as { badges: number[] }).badges.at(-1))).toBe(waiting)
+
+    await page.locator('textarea[data-testid=reply-input]').fill('Go ahead.')
+    await page.locator('[data-testid=send]').click()
+    expect(text(await calls[0]!)).toBe('Go ahead.')
+    await expect.poll(() => page.evaluate(() => (window as unknown as { badges: number[] }).badges.at(-1))).toBe(waiting - 1)
+    for (const [i, q] of ['Badge two', 'Badge three', 'Badge four'].entries()) {
+      await pc.locator('[data-request-id]', { hasText: q }).locator('[data-testid=answer]').click()
+      await pc.locator('textarea[data-testid=reply-input]').fill('ok')
+      await pc.locator('[data-testid=send]').click()
+      await calls[i + 1]
+    }
+  })
+})
