@@ -50,6 +50,42 @@ export interface Item {
   options?: Choice[]
   multiple?: boolean
   custom?: boolean
+  // An answer given here the server has not yet been seen to take:
+  // queued (it has not left this device) or sent (it went on a
+  // connection that may have died with it). Kept across reloads.
+  sending?: 'queued' | 'sent'
+}
+
+// What the person has typed (and attached) for a question and not sent.
+export interface Draft {
+  text: string
+  images: { data: string; mime: string }[] // base64
+}
+
+export const EMPTY_DRAFT: Draft = Object.freeze({ text: '', images: [] }) as Draft
+
+export function emptyDraft(d: Draft | undefined): boolean {
+  return !d || (!d.text.trim() && !d.images.length)
+}
+
+// partsToDraft turns a reply's parts back into what the person typed.
+export function partsToDraft(parts: ReplyPart[]): Draft {
+  return {
+    text: parts.filter((p) => p.type === 'text').map((p) => p.text ?? '').join('\n'),
+    images: parts.filter((p) => p.type === 'image').map((p) => ({ data: p.data ?? '', mime: p.mime ?? 'image/png' })),
+  }
+}
+
+// sameWords says whether two replies say the same (an answer the server
+// holds is this device's own when its words are).
+export function sameWords(a: ReplyPart[] | undefined, b: ReplyPart[] | undefined): boolean {
+  const key = (ps: ReplyPart[] | undefined) => JSON.stringify((ps ?? []).map((p) => [p.type, p.text ?? '', p.data ?? '']))
+  return key(a) === key(b)
+}
+
+// validityCheck asks the server which of ids are still pending.
+export function validityCheck(ids: string[]): Init {
+  return { Cmd: 'CheckMessageValidity', CheckMessageValidityRequest: { requestIds: ids } }
 }
 
 // How a request withdrawn before anyone answered ended: its agent

@@ -2,11 +2,16 @@ import { computed, reactive } from 'vue'
 import type { AskQuestionRequest, TaskFinishRequest, WebsocketMessage } from '../gen/agentassistproto/agentassist_pb'
 import type { Init } from './client'
 import {
-  answererId, cancelOutcome, chatFrame, choices, contentsToParts, HISTORY_PAGE, loginRequests, replyFrame, replyTarget, requestText, who,
-  type ChatLine, type Ended, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
+  answererId, cancelOutcome, chatFrame, choices, contentsToParts, emptyDraft, EMPTY_DRAFT, HISTORY_PAGE, loginRequests, partsToDraft,
+  replyFrame, replyTarget, requestText, sameWords, validityCheck, who,
+  type ChatLine, type Draft, type Ended, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
 
-export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq } from './model'
+export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq, Draft } from './model'
+
+// How a request answered here but not yet taken ended elsewhere, as the
+// server said it, kept until the server says whether ours was taken.
+type Outcome = { status: Status } & Partial<Pick<Item, 'reply' | 'answeredBy' | 'answeredById' | 'answeredAt' | 'ended'>>
 
 const MAX_ITEMS = 500
 
@@ -24,13 +29,21 @@ export function createStore(storageKey: string) {
     // What the server could not restore, as it says at each login, until
     // someone dismisses it (on any device).
     lost: [] as LostReq[],
+    // What the person typed and did not send, per request id ('' while
+    // no question is chosen), kept on the device: a reload, a killed
+    // tab or an answer from another device never wipes it.
+    drafts: {} as Record<string, Draft>,
   })
-  // Replies sent from here, until the server takes them or refuses them
-  // (then they go back into the reply box: nothing typed is lost).
-  const sent = new Map<string, ReplyPart[]>()
-  // Another device's answer to a request this device answered too, heard
-  // before the server said which won: shown if ours is refused.
-  const rival = new Map<string, Pick<Item, 'reply' | 'answeredBy' | 'answeredAt'>>()
+  // The outbox is the items answered here with sending set. On this
+  // connection: those whose answer went with a check after it
+  // (inFlight), and those sent on an earlier one that the server is
+  // asked about (asking).
+  const inFlight = new Set<string>()
+  const asking = new Set<string>()
+  // How the server says a request answered here ended, heard before it
+  // said whether ours was taken: shown if ours was not.
+  const rival = new Map<string, Outcome>()
+  const draftsKey = storageKey + '.drafts'
 
   const projects = computed(() => [...new Set(state.items.map((i) => i.project))])
   const shown = computed(() => state.items.filter((i) => !state.project || i.project === state.project))
@@ -43,14 +56,23 @@ export function createStore(storageKey: string) {
   } catch {
     /* corrupt history: start fresh */
   }
+  try {
+    const saved = JSON.parse(localStorage.getItem(draftsKey) ?? '{}') as Record<string, Draft>
+    for (const [id, d] of Object.entries(saved ?? {})) {
+      if (d && typeof d.text === 'string' && Array.isArray(d.images)) state.drafts[id] = { text: d.text, images: d.images }
+    }
+  } catch {
+    /* corrupt drafts: none */
+  }
 
   function save() {
     const keep = state.items.slice(-MAX_ITEMS)
     try {
       localStorage.setItem(storageKey, JSON.stringify(keep))
     } catch {
-      // Quota: drop images from the oldest answers and try once more.
-      for (const it of keep.slice(0, keep.length / 2)) it.reply = it.reply?.filter((p) => p.type === 'text')
+      // Quota: drop images from the oldest answers and try once more;
+      // never from an answer still to be sent.
+      for (const it of keep.slice(0, keep.length / 2)) if (!it.sending) it.reply = it.reply?.filter((p) => p.type === 'text')
       try {
         localStorage.setItem(storageKey, JSON.stringify(keep))
       } catch {
@@ -61,6 +83,62 @@ export function createStore(storageKey: string) {
 
   function find(id: string) {
     return state.items.find((i) => i.id === id)
+  }
+
+  function saveDrafts() {
+    try {
+      localStorage.setItem(draftsKey, JSON.stringify(state.drafts))
+    } catch {
+      // Quota: keep the words at least.
+      try {
+        localStorage.setItem(draftsKey, JSON.stringify(Object.fromEntries(
+          Object.entries(state.drafts).map(([id, d]) => [id, { text: d.text, images: [] }]))))
+      } catch {
+        /* give up persisting; the page still holds them */
+      }
+    }
+  }
+
+  // draft is what the person has typed for id and not sent.
+  function draft(id: string): Draft {
+    return state.drafts[id] ?? EMPTY_DRAFT
+  }
+
+  function setDraft(id: string, d: Draft) {
+    if (emptyDraft(d)) delete state.drafts[id]
+    else state.drafts[id] = { text: d.text, images: [...d.images] }
+    saveDrafts()
+  }
+
+  // keepDraft puts words that did not go back with their question,
+  // after whatever is typed there already.
+  function keepDraft(id: string, parts: ReplyPart[] | undefined) {
+    const back = partsToDraft(parts ?? [])
+    if (emptyDraft(back)) return
+    const d = draft(id)
+    setDraft(id, { text: [d.text, back.text].filter((t) => t.trim()).join('\n\n'), images: [...d.images, ...back.images] })
+  }
+
+  // adopt gives what was typed before a question was chosen to the one
+  // chosen, unless it has words of its own.
+  function adopt(id: string) {
+    if (!id || emptyDraft(state.drafts['']) || !emptyDraft(state.drafts[id])) return
+    setDraft(id, draft(''))
+    setDraft('', EMPTY_DRAFT)
+  }
+
+  // unsent takes an answer that could not go off its item: the words go
+  // back to the person as the question's draft.
+  function unsent(it: Item) {
+    if (!it.sending) return
+    keepDraft(it.id, it.reply)
+    it.sending = undefined
+    it.reply = undefined
+    it.answeredBy = undefined
+    it.answeredAt = undefined
+    inFlight.delete(it.id)
+    asking.delete(it.id)
+    rival.delete(it.id)
   }
 
   // upsert records a request; returns true when it is new to this device.
@@ -135,9 +213,9 @@ export function createStore(storageKey: string) {
         }
         if (find(id)?.status === 'answeredHere') {
           // Our own answer, replayed after a reconnect; or another
-          // device's, sent at the same moment as ours: if the server
-          // refuses ours, this one won (refused).
-          if (sent.has(id)) rival.set(id, outcome)
+          // device's, sent at the same moment as ours or while ours
+          // waited to go: if the server refuses ours, this one won.
+          if (find(id)?.sending) rival.set(id, { status: 'answeredElsewhere', ...outcome })
           break
         }
         setStatus(id, 'answeredElsewhere', outcome)
@@ -161,6 +239,7 @@ export function createStore(storageKey: string) {
             ended,
           }
           const known = find(req.ID)
+          if (known?.status === 'answeredHere' && known.sending) rival.set(req.ID, { status, ...outcome })
           // Settled while this device was away ("closed") or while it was
           // loading: history says how.
           if (known?.status === 'closed' || known?.status === 'waiting') setStatus(req.ID, status, outcome)
@@ -204,9 +283,16 @@ export function createStore(storageKey: string) {
         const n = m.RequestCancelledNotification
         if (!n) break
         const { status, ended } = cancelOutcome(n.reason)
+        // An answer here that had not gone: it will not; its words stay.
+        const it = find(n.requestId)
+        if (it) unsent(it)
         setStatus(n.requestId, status, { ended })
         break
       }
+      case 'CheckMessageValidity':
+        for (const [id, open] of Object.entries(m.CheckMessageValidityResponse?.validity ?? {})) checked(id, open)
+        save()
+        break
       case 'GetOnlineUsers':
         state.users = (m.GetOnlineUsersResponse?.onlineUsers ?? []).map((u) => ({
           clientId: u.clientId,
@@ -256,9 +342,9 @@ export function createStore(storageKey: string) {
 
   // markAnsweredHere records a reply this device sent. The next target is
   // never chosen silently: only a single question left is the obvious next.
+  // It stays in the outbox (sending) until the server is seen to take it.
   function markAnsweredHere(id: string, parts: ReplyPart[], by: string) {
-    sent.set(id, parts)
-    setStatus(id, 'answeredHere', { reply: parts, answeredBy: by, answeredAt: Date.now() })
+    setStatus(id, 'answeredHere', { reply: parts, answeredBy: by, answeredAt: Date.now(), sending: 'queued' })
     const w = waiting.value
     state.selected = w.length === 1 ? w[0]!.id : ''
   }
@@ -267,21 +353,80 @@ export function createStore(storageKey: string) {
   // parts back to the person. When the server could not save it
   // (not_saved) the question is still open and stays the reply's target;
   // otherwise it is no longer waiting here.
+  // The words go back as the question's draft, in the reply box while it
+  // is open, on its card when not.
   function refused(id: string, code?: string): ReplyPart[] | undefined {
-    const parts = sent.get(id)
-    if (!parts) return undefined
-    sent.delete(id)
+    const it = find(id)
+    if (!it?.sending) return undefined
+    const parts = it.reply ?? []
     const won = rival.get(id)
-    rival.delete(id)
-    if (code === 'not_saved') {
-      setStatus(id, 'waiting', { reply: undefined, answeredBy: undefined, answeredAt: undefined })
+    unsent(it)
+    if (code === 'not_saved' || code === 'invalid_request') {
+      // Still pending: the person may try again (or pick an option).
+      setStatus(id, 'waiting')
       state.selected = id
     } else if (won) {
-      setStatus(id, 'answeredElsewhere', won)
+      setStatus(id, won.status, won)
     } else {
-      setStatus(id, 'closed', { reply: undefined, answeredBy: undefined })
+      setStatus(id, 'closed')
     }
     return parts
+  }
+
+  // checked applies the server's word on whether id is still pending,
+  // asked after an answer from here. Not pending, with no refusal
+  // before it: ours was taken, unless the server has told of another
+  // answer or ending. Still pending after a check from a new connection:
+  // the answer died with the old one, and goes again.
+  function checked(id: string, open: boolean) {
+    const it = find(id)
+    if (!it?.sending || it.status !== 'answeredHere') return
+    const doubt = asking.delete(id)
+    inFlight.delete(id)
+    if (open) {
+      if (doubt) it.sending = 'queued'
+      return
+    }
+    const other = rival.get(id)
+    rival.delete(id)
+    if (other && !(other.status === 'answeredElsewhere' && sameWords(other.reply, it.reply))) {
+      const mine = it.reply
+      it.sending = undefined
+      keepDraft(id, mine)
+      setStatus(id, other.status, { ...other, reply: other.reply })
+      return
+    }
+    it.sending = undefined
+  }
+
+  // loggedIn starts a new connection: whatever was in flight on the old
+  // one is in doubt until the server is asked.
+  function loggedIn() {
+    inFlight.clear()
+    asking.clear()
+  }
+
+  // flush sends what the outbox holds on the connection send writes to
+  // (false: it is down; the rest waits): each answer not yet sent, with
+  // a check after it; one check for answers sent on an earlier
+  // connection. Nothing goes twice on one connection.
+  function flush(send: (f: Init) => boolean) {
+    const doubt: string[] = []
+    let changed = false
+    for (const it of state.items) {
+      if (it.status !== 'answeredHere' || !it.sending || inFlight.has(it.id) || asking.has(it.id)) continue
+      if (it.sending === 'sent') {
+        doubt.push(it.id)
+        continue
+      }
+      if (!send(replyFrame(it, it.reply ?? []))) return
+      it.sending = 'sent'
+      inFlight.add(it.id)
+      changed = true
+      send(validityCheck([it.id]))
+    }
+    if (doubt.length && send(validityCheck(doubt))) for (const id of doubt) asking.add(id)
+    if (changed) save()
   }
 
   // arrived moves the reply target for a question new to this device. One
@@ -333,7 +478,8 @@ export function createStore(storageKey: string) {
 
   return {
     state, projects, shown, waiting, target,
-    handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived, dismissLost,
+    handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived, dismissLost, loggedIn, flush,
+    draft, setDraft, adopt,
     openChat, chatFrame, chatSent, setStatus, find, clear, save, renamed,
   }
 }

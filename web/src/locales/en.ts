@@ -69,6 +69,13 @@ export default {
     orType: 'Tap an option, or type your own answer below.',
     onlyOptions: 'Tap an option to answer.',
     pickSeveral: 'Choose one or more, then send.',
+    notSent: 'Not sent yet',
+    sending: 'Sending…',
+    sendingHint: 'Kept on this device; it goes, once, when the connection is back.',
+    leftover: 'Your words, not sent',
+    copy: 'Copy',
+    copied: 'Copied',
+    discard: 'Discard',
   },
   reply: {
     to: 'Replying to',

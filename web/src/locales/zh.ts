@@ -69,6 +69,13 @@ export default {
     orType: '点选一个选项，或在下方输入你自己的回答。',
     onlyOptions: '点选一个选项来回复。',
     pickSeveral: '可选一项或多项，然后发送。',
+    notSent: '尚未发出',
+    sending: '正在发送…',
+    sendingHint: '已保存在本设备；连接恢复后发出，只发一次。',
+    leftover: '你写下但未发出的内容',
+    copy: '复制',
+    copied: '已复制',
+    discard: '丢弃',
   },
   reply: {
     to: '回复',
