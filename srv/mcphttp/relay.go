@@ -42,7 +42,9 @@ import (
 // (under a label of its own), names the room by its digest and a
 // session ID the cluster signed for it, and acts only on that session's
 // streams; they go on core NATS only (Streams), best effort, never
-// blocking a call.
+// blocking a call. The goroutine that hears them never blocks on a
+// client either: each stream acts on its own on what is relayed for it
+// (inbox), so a client that does not read holds up no other.
 
 // Streams carries the relayed events of calls between instances. Peers
 // that implement it relay them; others leave a resumed stream with the
@@ -132,18 +134,109 @@ func (h *Handler) received(b []byte) {
 	if s == nil {
 		return // this instance serves nothing of the session
 	}
+	// A carry or an event acts on one stream, under its lock, which a
+	// write to its client holds for up to sendTimeout: it is handed to
+	// the stream's own goroutine (inbox), so that this one, which hears
+	// every session's, never waits on a client. A reply is handed to the
+	// MCP server, which gives it to the waiting call without blocking.
 	switch m.Kind {
 	case relayCarry:
 		if st := l.asking(m.Request); st != nil {
-			st.carried(m.Tag, m.N)
+			h.handOff(st, m)
 		}
 	case relayEvent:
 		if st := l.resumedOf(m.Request); st != nil && (len(m.Data) == 0 || json.Valid(m.Data)) {
-			st.relayed(m.Tag, m.N, m.Data)
+			h.handOff(st, m)
 		}
 	case relayReply:
 		if json.Valid(m.Data) {
 			h.deliverReply(s, m.Data)
+		}
+	}
+}
+
+// inbox is what other instances relayed for one stream and its own
+// goroutine has not acted on yet, oldest first. It holds what a carry's
+// renewal may send again (mayResendLocked), twice what a session's log
+// keeps: at most 2×Replay.Events messages and 2×Replay.Bytes of their
+// data (one message, however large, when it is empty); so a client
+// that reads gets a carry's whole resend. A client that does not read
+// holds its stream's writes for up to sendTimeout each, and a message
+// that comes while its inbox is full is dropped: the client has not
+// read for as long as the inbox took to fill, and its write fails
+// within sendTimeout (the stream is then away, and what comes next is
+// kept in the log for its resume). A carry dropped is sent again a third of Grace later; an
+// event dropped is lost to this stream (progress, which the next one
+// replaces; a form, still answered on the person's other devices; the
+// call's response, in whose place the stream gives its own outcome
+// after originWait).
+type inbox struct {
+	mu      sync.Mutex // a leaf: nothing is called under it
+	q       []relayMsg
+	bytes   int
+	running bool // a goroutine acts on q
+	// idle, while one runs, is closed when it ends.
+	idle chan struct{}
+}
+
+// quiet is closed once nothing waits in in and no goroutine acts on it.
+func (in *inbox) quiet() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.running {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return in.idle
+}
+
+// handOff queues m for st and starts st's goroutine if none runs; it
+// never blocks. The goroutine is the handler's (runs): Close waits for
+// it.
+func (h *Handler) handOff(st *callStream, m relayMsg) {
+	in := &st.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	lim := h.o.Replay
+	if len(in.q) > 0 && (len(in.q) >= 2*lim.Events || in.bytes+len(m.Data) > 2*lim.Bytes) {
+		h.log.Debug("a relayed message dropped: its stream's client does not read", "kind", m.Kind, "request", m.Request)
+		return
+	}
+	in.q = append(in.q, m)
+	in.bytes += len(m.Data)
+	if in.running {
+		return
+	}
+	if !h.runs.Go(func() { h.drain(st) }) {
+		in.q, in.bytes = nil, 0 // closing: nothing more is written
+		return
+	}
+	in.running, in.idle = true, make(chan struct{})
+}
+
+// drain acts, in order, on what st's inbox holds, until it is empty or
+// the handler closes.
+func (h *Handler) drain(st *callStream) {
+	in := &st.in
+	for {
+		in.mu.Lock()
+		if len(in.q) == 0 || h.runs.Context().Err() != nil {
+			in.q, in.bytes, in.running = nil, 0, false
+			close(in.idle)
+			in.mu.Unlock()
+			return
+		}
+		m := in.q[0]
+		in.q[0] = relayMsg{}
+		in.q = in.q[1:]
+		in.bytes -= len(m.Data)
+		in.mu.Unlock()
+		switch m.Kind {
+		case relayCarry:
+			st.carried(m.Tag, m.N)
+		case relayEvent:
+			st.relayed(m.Tag, m.N, m.Data)
 		}
 	}
 }
