@@ -3,6 +3,8 @@ package mcphttp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -91,19 +93,27 @@ func (m relayMsg) sum(key []byte) string {
 	return sumFields(key, m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data))
 }
 
+// errRelayTooLarge: a message over maxRelay is not relayed.
+var errRelayTooLarge = errors.New("too large to relay to the other instances")
+
 // send signs and sends m for the room of token; nothing without Streams.
-func (h *Handler) send(token string, m relayMsg) {
+// It fails only when m is too large to relay.
+func (h *Handler) send(token string, m relayMsg) error {
 	if h.streams == nil {
-		return
+		return nil
 	}
 	m.Room = roomHex(token)
 	m.MAC = m.sum(h.relayKey)
 	b, err := json.Marshal(m)
-	if err != nil || len(b) > maxRelay {
+	if err != nil {
+		return fmt.Errorf("encode a relayed message: %w", err)
+	}
+	if len(b) > maxRelay {
 		h.log.Debug("a relayed message too large to send", "kind", m.Kind, "bytes", len(b))
-		return
+		return errRelayTooLarge
 	}
 	h.streams.Send(b)
+	return nil
 }
 
 // received acts on a message another instance relayed. It runs on the
@@ -274,7 +284,7 @@ func (h *Handler) carrying(token, sid, req string, st *callStream, lastID string
 		st.mu.Lock()
 		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN}
 		st.mu.Unlock()
-		h.send(token, m)
+		_ = h.send(token, m) // a carry is small
 	}
 	tell()
 	quit := make(chan struct{})
@@ -306,11 +316,13 @@ type relayer struct {
 }
 
 // publish relays event n of the stream; nothing once the instance stops.
+// An event too large to relay is not: the resumed stream ends with its
+// own outcome (awaitOrigin).
 func (r *relayer) publish(tag string, n uint64, data []byte) {
 	if r.h.runs.Context().Err() != nil {
 		return
 	}
-	r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
+	_ = r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
 }
 
 // asking is the stream not yet done of the call of this session that
@@ -483,7 +495,8 @@ func (st *callStream) awaitOrigin() bool {
 // serveReply serves the client's JSON-RPC response to a request of the
 // server's: the MCP server here takes it when the request is its own;
 // else it is relayed to the other instances, one of which sent the
-// request (the client is told 202 Accepted, as for one taken here).
+// request (the client is told 202 Accepted, as for one taken here). A
+// response too large to relay is refused: 413, and a JSON-RPC error.
 func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
 	body, _ := io.ReadAll(r.Body) // read already, from memory
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -495,7 +508,16 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 		_, _ = w.Write(c.body.Bytes())
 		return
 	}
-	h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body})
+	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body}); err != nil {
+		// Told 202, the client would take the answer as given while its
+		// form waits until it times out: the transport's refusal of a
+		// message it cannot take (an HTTP error, a JSON-RPC error with
+		// no id), saying why.
+		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
+			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
+			maxRelay>>10, maxRelay>>10))
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 
