@@ -175,13 +175,13 @@ func (h *Handler) received(b []byte) {
 // that comes while its inbox is full is dropped: the client has not
 // read for as long as the inbox took to fill, and its write fails
 // within sendTimeout (the stream is then away, and what comes next is
-// kept in the log for its resume). A carry dropped is sent again a third of Grace later; an
-// event dropped is lost to this stream (progress, which the next one
-// replaces; a form, still answered on the person's other devices; the
-// call's response, in whose place the stream gives its own outcome
-// after originWait).
+// kept in the log for its resume). A carry dropped is sent again a
+// third of Grace later; an event dropped is lost to this stream
+// (progress, which the next one replaces; a form, still answered on
+// the person's other devices; the call's response, in whose place the
+// stream gives its own outcome after originWait).
 type inbox struct {
-	mu      sync.Mutex // a leaf: nothing is called under it
+	mu      sync.Mutex // a leaf: only the handler's owned.Group is called under it
 	q       []relayMsg
 	bytes   int
 	running bool // a goroutine acts on q
@@ -206,13 +206,14 @@ func (in *inbox) quiet() <-chan struct{} {
 // it.
 func (h *Handler) handOff(st *callStream, m relayMsg) {
 	in := &st.in
-	in.mu.Lock()
-	defer in.mu.Unlock()
 	lim := h.o.Replay
+	in.mu.Lock()
 	if len(in.q) > 0 && (len(in.q) >= 2*lim.Events || in.bytes+len(m.Data) > 2*lim.Bytes) {
+		in.mu.Unlock()
 		h.log.Debug("a relayed message dropped: its stream's client does not read", "kind", m.Kind, "request", m.Request)
 		return
 	}
+	defer in.mu.Unlock()
 	in.q = append(in.q, m)
 	in.bytes += len(m.Data)
 	if in.running {
