@@ -89,7 +89,15 @@ func (h *Hub) askDigested(ctx context.Context, token string, req Request, sum di
 		// this call re-attaches to what was saved, or asks again.
 		creating := p.creating
 		r.mu.Unlock()
-		<-creating
+		// The write is bounded by sharedTimeout; this caller may leave
+		// before it ends, and the hub's Close does not wait for it.
+		select {
+		case <-creating:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-h.quit:
+			return nil, ErrClosed
+		}
 		return h.askDigested(ctx, token, req, sum)
 	}
 	switch s := r.settled[req.ID]; {
@@ -415,7 +423,8 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 
 // settle ends p with its outcome, tells the clients and keeps the outcome
 // for callers that re-attach. It returns ErrNotPending when p was already
-// settled. The outcome is saved before anyone hears of it: the agent's
+// settled, ErrClosed when the hub closes while p's record, new here, is
+// still being written. The outcome is saved before anyone hears of it: the agent's
 // reply and the other clients' notification wait for the store. An answer
 // that cannot be saved is not taken (a notSaved error; the request stays
 // pending, answerable again); a timeout or abandonment is tried again
@@ -441,7 +450,16 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 		// written over it, once it is saved.
 		creating := p.creating
 		r.mu.Unlock()
-		<-creating
+		select {
+		case <-creating:
+		case <-h.quit:
+			// Close waits for this outcome's write (own), not for the
+			// record's: the request stays pending in the store.
+			r.mu.Lock()
+			p.settling = false
+			r.mu.Unlock()
+			return ErrClosed
+		}
 		r.mu.Lock()
 		if r.pending[p.req.ID] != p {
 			p.settling = false

@@ -128,7 +128,13 @@ func stopTimer(t **time.Timer) {
 // An answer the question's options do not allow (wire.CheckAnswer) is
 // refused with ErrNotAnOption, and the request stays pending.
 func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
-	r, p, err := h.answerable(token, kind, id, rep.IsError, rep.Contents)
+	return h.AnswerContext(context.Background(), token, kind, id, rep)
+}
+
+// AnswerContext is Answer for a caller whose going away ends its wait
+// to hear a request asked elsewhere (heardLate).
+func (h *Hub) AnswerContext(ctx context.Context, token string, kind wire.Kind, id string, rep Reply) error {
+	r, p, err := h.answerable(ctx, token, kind, id, rep.IsError, rep.Contents)
 	if err != nil {
 		return err
 	}
@@ -140,17 +146,23 @@ func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
 // now (ErrNotPending, ErrNotAnOption), without answering: a door that
 // spends something to answer (a single-use capability) asks first.
 func (h *Hub) Allows(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
-	_, _, err := h.answerable(token, kind, id, false, contents)
+	return h.AllowsContext(context.Background(), token, kind, id, contents)
+}
+
+// AllowsContext is Allows for a caller whose going away ends its wait
+// to hear a request asked elsewhere (heardLate).
+func (h *Hub) AllowsContext(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
+	_, _, err := h.answerable(ctx, token, kind, id, false, contents)
 	return err
 }
 
 // answerable is the pending request id of token when contents may
 // answer it. A client's error reply (isErr: a device that declines or
 // cannot show the question) ends the call as an error: no choice to check.
-func (h *Hub) answerable(token string, kind wire.Kind, id string, isErr bool, contents []*pb.McpResultContent) (*room, *pending, error) {
+func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id string, isErr bool, contents []*pb.McpResultContent) (*room, *pending, error) {
 	r := h.room(token)
 	p, shown := r.shownPending(id)
-	if !shown && h.heardLate(r, id) {
+	if !shown && h.heardLate(ctx, r, id) {
 		p, shown = r.shownPending(id)
 	}
 	if !shown || p.req.Kind != kind {
@@ -178,18 +190,83 @@ func (r *room) shownPending(id string) (*pending, bool) {
 // instance's (a mail, a chat, a one-tap link) as its record reaches
 // this instance's watch, and one who answers at once must not be told
 // it is no longer pending.
-func (h *Hub) heardLate(r *room, id string) bool {
+//
+// Each look is a read of the shared store, on the answering caller's
+// goroutine: it ends with ctx, and within catchUp. A room looks at most
+// lateBurst times at once and lateRate times a second after that (a
+// client answering made-up IDs makes no more reads than that), and an
+// ID a look did not find pending is not looked for again for catchUp
+// (a door that asks Allows, then answers, reads once).
+func (h *Hub) heardLate(ctx context.Context, r *room, id string) bool {
 	if h.local != nil {
 		return false // one process: every record is heard as written
 	}
-	ctx, cancel := h.sharedCtx(context.Background())
-	rec, rev, err := h.shared.Get(ctx, r.digest, id)
-	cancel()
-	if err != nil || rec.Status != store.Pending {
+	r.mu.Lock()
+	ok := r.late.take(id, h.now())
+	r.mu.Unlock()
+	if !ok {
 		return false
 	}
-	_, heard := h.seqs.window(rev)
-	return heard >= rev
+	lctx, cancel := context.WithTimeout(ctx, catchUp)
+	defer cancel()
+	rec, rev, err := h.shared.Get(lctx, r.digest, id)
+	if err == nil && rec.Status == store.Pending {
+		if _, heard := h.seqs.window(lctx, rev); heard >= rev {
+			return true
+		}
+	}
+	if ctx.Err() == nil { // a caller that left learnt nothing of id
+		r.mu.Lock()
+		r.late.missed(id, h.now())
+		r.mu.Unlock()
+	}
+	return false
+}
+
+// The budget of a room's looks for requests not heard yet (heardLate).
+const (
+	lateBurst = 8
+	lateRate  = 4 // a second
+)
+
+// lateLooks is a room's budget of looks for requests not heard yet, and
+// the IDs they did not find, for catchUp. Guarded by the room's lock.
+type lateLooks struct {
+	tokens float64
+	at     time.Time
+	misses map[string]time.Time // by ID: until when it is not looked for
+}
+
+// take reports whether id may be looked for now, and counts the look.
+func (l *lateLooks) take(id string, now time.Time) bool {
+	if until, ok := l.misses[id]; ok && now.Before(until) {
+		return false
+	}
+	if l.at.IsZero() {
+		l.tokens = lateBurst
+	} else {
+		l.tokens = min(lateBurst, l.tokens+now.Sub(l.at).Seconds()*lateRate)
+	}
+	l.at = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
+// missed notes that a look did not find id pending. What it keeps is
+// bounded by the budget: at most lateBurst+lateRate×catchUp IDs.
+func (l *lateLooks) missed(id string, now time.Time) {
+	if l.misses == nil {
+		l.misses = make(map[string]time.Time)
+	}
+	for k, until := range l.misses {
+		if !now.Before(until) {
+			delete(l.misses, k)
+		}
+	}
+	l.misses[id] = now.Add(catchUp)
 }
 
 // Cancel withdraws a pending request of token at the agent's wish.

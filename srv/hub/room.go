@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"sort"
 	"time"
 
@@ -53,6 +54,9 @@ type room struct {
 	// first, at most maxRefused: one that lands after all is withdrawn
 	// (apply.go). Cluster mode only.
 	refused []string
+	// late: its looks for requests asked elsewhere and not heard yet
+	// (heardLate). Cluster mode only.
+	late lateLooks
 	// asking counts, by request ID, this instance's asks that created
 	// their record, from before it is written until they return: the
 	// record may be shown, and answered, before the ask counts itself as
@@ -97,7 +101,7 @@ func (h *Hub) JoinAtMost(token string, limit int, c Client, welcome func(resumed
 	resuming := resume.From > 0 && resume.Epoch == h.epoch // within this epoch
 	var since, heard uint64
 	if resuming {
-		since, heard = h.seqs.window(resume.From)
+		since, heard = h.seqs.window(context.Background(), resume.From)
 	}
 	now := h.now()
 	r.mu.Lock()

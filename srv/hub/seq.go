@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -68,9 +69,9 @@ func (s *sequence) heardRev(rev uint64) {
 	}
 }
 
-// window waits, up to catchUp, until the change from is heard, and
-// returns the range the rings hold.
-func (s *sequence) window(from uint64) (since, heard uint64) {
+// window waits, up to catchUp or until ctx ends, until the change from
+// is heard, and returns the range the rings hold.
+func (s *sequence) window(ctx context.Context, from uint64) (since, heard uint64) {
 	deadline := time.NewTimer(catchUp)
 	defer deadline.Stop()
 	for {
@@ -88,6 +89,8 @@ func (s *sequence) window(from uint64) (since, heard uint64) {
 		select {
 		case <-more:
 		case <-deadline.C:
+			return since, heard
+		case <-ctx.Done():
 			return since, heard
 		}
 	}

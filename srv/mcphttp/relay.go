@@ -3,6 +3,8 @@ package mcphttp
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -42,7 +44,9 @@ import (
 // (under a label of its own), names the room by its digest and a
 // session ID the cluster signed for it, and acts only on that session's
 // streams; they go on core NATS only (Streams), best effort, never
-// blocking a call.
+// blocking a call. The goroutine that hears them never blocks on a
+// client either: each stream acts on its own on what is relayed for it
+// (inbox), so a client that does not read holds up no other.
 
 // Streams carries the relayed events of calls between instances. Peers
 // that implement it relay them; others leave a resumed stream with the
@@ -89,19 +93,27 @@ func (m relayMsg) sum(key []byte) string {
 	return sumFields(key, m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data))
 }
 
+// errRelayTooLarge: a message over maxRelay is not relayed.
+var errRelayTooLarge = errors.New("too large to relay to the other instances")
+
 // send signs and sends m for the room of token; nothing without Streams.
-func (h *Handler) send(token string, m relayMsg) {
+// It fails only when m is too large to relay.
+func (h *Handler) send(token string, m relayMsg) error {
 	if h.streams == nil {
-		return
+		return nil
 	}
 	m.Room = roomHex(token)
 	m.MAC = m.sum(h.relayKey)
 	b, err := json.Marshal(m)
-	if err != nil || len(b) > maxRelay {
+	if err != nil {
+		return fmt.Errorf("encode a relayed message: %w", err)
+	}
+	if len(b) > maxRelay {
 		h.log.Debug("a relayed message too large to send", "kind", m.Kind, "bytes", len(b))
-		return
+		return errRelayTooLarge
 	}
 	h.streams.Send(b)
+	return nil
 }
 
 // received acts on a message another instance relayed. It runs on the
@@ -132,18 +144,110 @@ func (h *Handler) received(b []byte) {
 	if s == nil {
 		return // this instance serves nothing of the session
 	}
+	// A carry or an event acts on one stream, under its lock, which a
+	// write to its client holds for up to sendTimeout: it is handed to
+	// the stream's own goroutine (inbox), so that this one, which hears
+	// every session's, never waits on a client. A reply is handed to the
+	// MCP server, which gives it to the waiting call without blocking.
 	switch m.Kind {
 	case relayCarry:
 		if st := l.asking(m.Request); st != nil {
-			st.carried(m.Tag, m.N)
+			h.handOff(st, m)
 		}
 	case relayEvent:
 		if st := l.resumedOf(m.Request); st != nil && (len(m.Data) == 0 || json.Valid(m.Data)) {
-			st.relayed(m.Tag, m.N, m.Data)
+			h.handOff(st, m)
 		}
 	case relayReply:
 		if json.Valid(m.Data) {
 			h.deliverReply(s, m.Data)
+		}
+	}
+}
+
+// inbox is what other instances relayed for one stream and its own
+// goroutine has not acted on yet, oldest first. It holds what a carry's
+// renewal may send again (mayResendLocked), twice what a session's log
+// keeps: at most 2×Replay.Events messages and 2×Replay.Bytes of their
+// data (one message, however large, when it is empty); so a client
+// that reads gets a carry's whole resend. A client that does not read
+// holds its stream's writes for up to sendTimeout each, and a message
+// that comes while its inbox is full is dropped: the client has not
+// read for as long as the inbox took to fill, and its write fails
+// within sendTimeout (the stream is then away, and what comes next is
+// kept in the log for its resume). A carry dropped is sent again a
+// third of Grace later; an event dropped is lost to this stream
+// (progress, which the next one replaces; a form, still answered on
+// the person's other devices; the call's response, in whose place the
+// stream gives its own outcome after originWait).
+type inbox struct {
+	mu      sync.Mutex // a leaf: only the handler's owned.Group is called under it
+	q       []relayMsg
+	bytes   int
+	running bool // a goroutine acts on q
+	// idle, while one runs, is closed when it ends.
+	idle chan struct{}
+}
+
+// quiet is closed once nothing waits in in and no goroutine acts on it.
+func (in *inbox) quiet() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.running {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return in.idle
+}
+
+// handOff queues m for st and starts st's goroutine if none runs; it
+// never blocks. The goroutine is the handler's (runs): Close waits for
+// it.
+func (h *Handler) handOff(st *callStream, m relayMsg) {
+	in := &st.in
+	lim := h.o.Replay
+	in.mu.Lock()
+	if len(in.q) > 0 && (len(in.q) >= 2*lim.Events || in.bytes+len(m.Data) > 2*lim.Bytes) {
+		in.mu.Unlock()
+		h.log.Debug("a relayed message dropped: its stream's client does not read", "kind", m.Kind, "request", m.Request)
+		return
+	}
+	defer in.mu.Unlock()
+	in.q = append(in.q, m)
+	in.bytes += len(m.Data)
+	if in.running {
+		return
+	}
+	if !h.runs.Go(func() { h.drain(st) }) {
+		in.q, in.bytes = nil, 0 // closing: nothing more is written
+		return
+	}
+	in.running, in.idle = true, make(chan struct{})
+}
+
+// drain acts, in order, on what st's inbox holds, until it is empty or
+// the handler closes.
+func (h *Handler) drain(st *callStream) {
+	in := &st.in
+	for {
+		in.mu.Lock()
+		if len(in.q) == 0 || h.runs.Context().Err() != nil {
+			in.q, in.bytes, in.running = nil, 0, false
+			close(in.idle)
+			in.mu.Unlock()
+			return
+		}
+		m := in.q[0]
+		in.q[0] = relayMsg{}
+		in.q = in.q[1:]
+		in.bytes -= len(m.Data)
+		in.mu.Unlock()
+		switch m.Kind {
+		case relayCarry:
+			st.carried(m.Tag, m.N)
+		case relayEvent:
+			st.relayed(m.Tag, m.N, m.Data)
 		}
 	}
 }
@@ -181,7 +285,7 @@ func (h *Handler) carrying(token, sid, req string, st *callStream, lastID string
 		st.mu.Lock()
 		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN}
 		st.mu.Unlock()
-		h.send(token, m)
+		_ = h.send(token, m) // a carry is small
 	}
 	tell()
 	quit := make(chan struct{})
@@ -213,11 +317,13 @@ type relayer struct {
 }
 
 // publish relays event n of the stream; nothing once the instance stops.
+// An event too large to relay is not: the resumed stream ends with its
+// own outcome (awaitOrigin).
 func (r *relayer) publish(tag string, n uint64, data []byte) {
 	if r.h.runs.Context().Err() != nil {
 		return
 	}
-	r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
+	_ = r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
 }
 
 // asking is the stream not yet done of the call of this session that
@@ -390,7 +496,8 @@ func (st *callStream) awaitOrigin() bool {
 // serveReply serves the client's JSON-RPC response to a request of the
 // server's: the MCP server here takes it when the request is its own;
 // else it is relayed to the other instances, one of which sent the
-// request (the client is told 202 Accepted, as for one taken here).
+// request (the client is told 202 Accepted, as for one taken here). A
+// response too large to relay is refused: 413, and a JSON-RPC error.
 func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
 	body, _ := io.ReadAll(r.Body) // read already, from memory
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -402,7 +509,16 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 		_, _ = w.Write(c.body.Bytes())
 		return
 	}
-	h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body})
+	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body}); err != nil {
+		// Told 202, the client would take the answer as given while its
+		// form waits until it times out: the transport's refusal of a
+		// message it cannot take (an HTTP error, a JSON-RPC error with
+		// no id), saying why.
+		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
+			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
+			maxRelay>>10, maxRelay>>10))
+		return
+	}
 	w.WriteHeader(http.StatusAccepted)
 }
 

@@ -199,6 +199,7 @@ func TestRelayRefusesForgeries(t *testing.T) {
 	for _, f := range forgeries {
 		hA.received(f.msg)
 		hB.received(f.msg)
+		<-stA.in.quiet() // a carry is taken on the stream's own goroutine
 		rb.mu.Lock()
 		sent := rb.sent[0]
 		rb.mu.Unlock()
@@ -221,6 +222,7 @@ func TestRelayRefusesForgeries(t *testing.T) {
 		t.Fatalf("the resumed stream's first event: %s", ev.data)
 	}
 	hA.received(signRelay(sharedKey, "token-a", carry))
+	<-stA.in.quiet()
 	if up, _ := stA.State(); !up {
 		t.Fatal("the genuine carry is not taken")
 	}

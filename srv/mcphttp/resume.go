@@ -270,6 +270,9 @@ type callStream struct {
 	originTag string
 	originN   uint64
 	heard     bool
+	// in: what other instances relayed for it, not yet acted on
+	// (relay.go); its own lock.
+	in inbox
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
