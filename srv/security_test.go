@@ -448,7 +448,7 @@ func TestSimultaneousAnswers(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 32 {
 		wg.Go(func() {
-			if s.Hub().Answer(tokB, wire.TaskFinish, "herd", hub.Reply{ClientID: fmt.Sprint(i)}) == nil {
+			if s.Hub().Answer(context.Background(), tokB, wire.TaskFinish, "herd", hub.Reply{ClientID: fmt.Sprint(i)}) == nil {
 				wins.Add(1)
 			}
 		})

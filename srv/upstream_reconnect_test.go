@@ -142,7 +142,7 @@ func TestUpstreamWebReconnectIsToldWhatSettled(t *testing.T) {
 	if err := h.Cancel(tokA, "q2"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Answer(tokA, wire.TaskFinish, "t1", hub.Reply{Nickname: "watcher", ClientID: watcher.ID,
+	if err := h.Answer(context.Background(), tokA, wire.TaskFinish, "t1", hub.Reply{Nickname: "watcher", ClientID: watcher.ID,
 		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "seen"}}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@
 package answercap
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -162,19 +163,19 @@ var ErrVoid = errors.New("this button can no longer answer: the question was ans
 // An answer the question does not allow (hub.ErrNotAnOption: a typed
 // answer where only its options are) does not spend the capability: the
 // person's next tap on an option still answers.
-func (s *Store) Use(h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
+func (s *Store) Use(ctx context.Context, h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
 	contents := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}}
 	c, err := s.peek(name, now)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Allows(c.token, c.Kind, c.ID, contents); errors.Is(err, hub.ErrNotAnOption) {
+	if err := h.Allows(ctx, c.token, c.Kind, c.ID, contents); errors.Is(err, hub.ErrNotAnOption) {
 		return nil, err
 	}
 	if c, err = s.take(name, now); err != nil {
 		return nil, err
 	}
-	err = h.Answer(c.token, c.Kind, c.ID, hub.Reply{
+	err = h.Answer(ctx, c.token, c.Kind, c.ID, hub.Reply{
 		Contents: contents, ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
 	})
 	if Unsaved(err) {
@@ -254,7 +255,7 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusBadRequest, "text must be the answer, 1 to 4096 bytes")
 			return
 		}
-		c, err := s.Use(h, req.Cap, text, now())
+		c, err := s.Use(r.Context(), h, req.Cap, text, now())
 		switch {
 		case errors.Is(err, ErrVoid):
 			failed(r)

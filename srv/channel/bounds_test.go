@@ -77,7 +77,7 @@ func TestLongestQuestionFitsItsMessage(t *testing.T) {
 				if len(qs) > 0 {
 					answer = qs[0].GetOptions()[0].GetLabel()
 				}
-				if err := f.hub.Answer(tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: []*pb.McpResultContent{textContent(answer)},
+				if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: []*pb.McpResultContent{textContent(answer)},
 					ClientID: "pc", Nickname: strings.Repeat("<&>", 100)}); err != nil {
 					t.Fatal(err)
 				}

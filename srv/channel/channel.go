@@ -74,20 +74,20 @@ func (a Answers) token(room string) (string, bool) {
 
 // ByCap answers with the capability named (good once; answercap.ErrVoid
 // when it is not).
-func (a Answers) ByCap(name, text string) error {
-	_, err := a.caps.Use(a.hub, name, text, a.now())
+func (a Answers) ByCap(ctx context.Context, name, text string) error {
+	_, err := a.caps.Use(ctx, a.hub, name, text, a.now())
 	return err
 }
 
 // Reply answers the question id of token with text, from who.
-func (a Answers) Reply(token string, kind wire.Kind, id, text, who, whoID, door string) error {
-	return a.ReplyWith(token, kind, id, []*pb.McpResultContent{textContent(text)}, who, whoID, door)
+func (a Answers) Reply(ctx context.Context, token string, kind wire.Kind, id, text, who, whoID, door string) error {
+	return a.ReplyWith(ctx, token, kind, id, []*pb.McpResultContent{textContent(text)}, who, whoID, door)
 }
 
 // ReplyWith answers the question id of token with contents (text and
 // images), from who.
-func (a Answers) ReplyWith(token string, kind wire.Kind, id string, contents []*pb.McpResultContent, who, whoID, door string) error {
-	return a.hub.Answer(token, kind, id, hub.Reply{Contents: contents, ClientID: door + ":" + whoID, Nickname: who, Door: door})
+func (a Answers) ReplyWith(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent, who, whoID, door string) error {
+	return a.hub.Answer(ctx, token, kind, id, hub.Reply{Contents: contents, ClientID: door + ":" + whoID, Nickname: who, Door: door})
 }
 
 func textContent(text string) *pb.McpResultContent {

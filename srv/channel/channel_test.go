@@ -327,7 +327,7 @@ func TestFaultyChannelsDelayNothing(t *testing.T) {
 	answered := f.ask(tokA, "q-1")
 	fine.waitFor(t, 1)
 	flaky.waitFor(t, 3)
-	if err := f.hub.Answer(tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC", Door: "ws"}); err != nil {
+	if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC", Door: "ws"}); err != nil {
 		t.Fatal(err)
 	}
 	answer(t, answered)

@@ -396,7 +396,7 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 			why = "the question is not one this server asks any more"
 			break
 		}
-		switch err := a.Reply(token, r.q.Kind, r.q.ID, text, from, from, "email"); {
+		switch err := a.Reply(ctx, token, r.q.Kind, r.q.ID, text, from, from, "email"); {
 		case err == nil:
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)

@@ -54,7 +54,7 @@ func TestSettledMessageOffersNoAnswer(t *testing.T) {
 	answered := f.ask(tokA, "q-1")
 	tgAPI.Call(t, "sendMessage", 1)
 	slAPI.Call(t, "chat.postMessage", 1)
-	if err := f.hub.Answer(tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: []*pb.McpResultContent{textContent("Yes")}, ClientID: "pc", Nickname: "Pixel 8 · Chrome"}); err != nil {
+	if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: []*pb.McpResultContent{textContent("Yes")}, ClientID: "pc", Nickname: "Pixel 8 · Chrome"}); err != nil {
 		t.Fatal(err)
 	}
 	answer(t, answered)

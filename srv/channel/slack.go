@@ -472,7 +472,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
-		switch err := patiently(ctx, func() error { return a.ByCap(q.Cap, q.Labels[i]) }); {
+		switch err := patiently(ctx, func() error { return a.ByCap(ctx, q.Cap, q.Labels[i]) }); {
 		case err == nil:
 		case a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}):
 			// This very press, taken before (delivered again after the
@@ -550,7 +550,7 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		notTaken("an answer is text.")
 		return
 	}
-	err = patiently(ctx, func() error { return a.Reply(token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack") })
+	err = patiently(ctx, func() error { return a.Reply(ctx, token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack") })
 	if err != nil && !a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
 		notTaken(err.Error())
 	}

@@ -380,7 +380,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		return
 	}
 	labels := question.Labels
-	err = a.ByCap(question.Cap, labels[i])
+	err = a.ByCap(ctx, question.Cap, labels[i])
 	if answercap.Unsaved(err) && later(ctx) {
 		return // not saved just now, the capability kept: tried again
 	}
@@ -477,7 +477,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	if text := strings.TrimSpace(m.Text + m.Caption); text != "" {
 		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
 	}
-	err = a.ReplyWith(token, q.Kind, q.ID, contents, who, whoID, "telegram")
+	err = a.ReplyWith(ctx, token, q.Kind, q.ID, contents, who, whoID, "telegram")
 	if answercap.Unsaved(err) && later(ctx) {
 		return // not saved just now: tried again, its update not confirmed
 	}

@@ -283,7 +283,7 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		if len(pendingIn) == 1 {
 			tok = pendingIn[0]
 		}
-		err = (Answers{hub: h}).Reply(tok, kind, a.ID, a.Text, who, w.ID, "webhook")
+		err = (Answers{hub: h}).Reply(r.Context(), tok, kind, a.ID, a.Text, who, w.ID, "webhook")
 		switch {
 		case errors.Is(err, hub.ErrNotPending):
 			refuse(http.StatusConflict, "the question is no longer pending",

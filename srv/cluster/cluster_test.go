@@ -161,7 +161,7 @@ func TestAskAcrossInstances(t *testing.T) {
 			t.Fatalf("%s got %v", cl.id, q)
 		}
 	}
-	if err := c.hub.Answer(tok, wire.AskQuestion, "q1", reply("pc", "PostgreSQL")); err != nil {
+	if err := c.hub.Answer(context.Background(), tok, wire.AskQuestion, "q1", reply("pc", "PostgreSQL")); err != nil {
 		t.Fatal(err)
 	}
 	r := wait(t, done)
@@ -174,7 +174,7 @@ func TestAskAcrossInstances(t *testing.T) {
 			t.Fatalf("%s notified %v", cl.id, n)
 		}
 	}
-	if err := b.hub.Answer(tok, wire.AskQuestion, "q1", reply("pb", "late")); !errors.Is(err, hub.ErrNotPending) {
+	if err := b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q1", reply("pb", "late")); !errors.Is(err, hub.ErrNotPending) {
 		t.Fatalf("a late answer on B: %v", err)
 	}
 }
@@ -197,7 +197,9 @@ func TestFirstReplyWinsAcrossInstances(t *testing.T) {
 		errs := make([]error, 2)
 		for j, in := range []*instance{b, c} {
 			who := []*client{onB, onC}[j].id
-			wg.Go(func() { errs[j] = in.hub.Answer(tok, wire.AskQuestion, id, reply(who, fmt.Sprint("from ", j))) })
+			wg.Go(func() {
+				errs[j] = in.hub.Answer(context.Background(), tok, wire.AskQuestion, id, reply(who, fmt.Sprint("from ", j)))
+			})
 		}
 		wg.Wait()
 		winners := 0
@@ -242,7 +244,7 @@ func TestReattachOnAnotherInstance(t *testing.T) {
 		t.Fatalf("first call: %v", r.err)
 	}
 	second := ask(context.Background(), b, question("q", "Still there?"))
-	if err := c.hub.Answer(tok, wire.AskQuestion, "q", reply("pc", "yes")); err != nil {
+	if err := c.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply("pc", "yes")); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, second); r.err != nil || text(r.rep) != "yes" {
@@ -330,7 +332,7 @@ func TestNoTokenInNATS(t *testing.T) {
 	a.hub.Join(tok, onA, nil, hub.Resume{})
 	done := ask(context.Background(), a, question("q", "Token?"))
 	onA.expect(t, wire.CmdAskQuestion)
-	if err := a.hub.Answer(tok, wire.AskQuestion, "q", reply("pa", "no")); err != nil {
+	if err := a.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply("pa", "no")); err != nil {
 		t.Fatal(err)
 	}
 	wait(t, done)

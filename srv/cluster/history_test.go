@@ -25,7 +25,7 @@ func askAnswered(t *testing.T, in *instance, cl *client, id, q, a string) {
 	t.Helper()
 	done := ask(context.Background(), in, question(id, q))
 	cl.expect(t, wire.CmdAskQuestion)
-	if err := in.hub.Answer(tok, wire.AskQuestion, id, reply(cl.id, a)); err != nil {
+	if err := in.hub.Answer(context.Background(), tok, wire.AskQuestion, id, reply(cl.id, a)); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, done); r.err != nil {
@@ -112,7 +112,7 @@ func TestHistoryAcrossInstances(t *testing.T) {
 		}
 	}
 	// The pending question stayed: answered now, it is the history.
-	if err := a.hub.Answer(tok, wire.AskQuestion, "open", reply("pa", "yes")); err != nil {
+	if err := a.hub.Answer(context.Background(), tok, wire.AskQuestion, "open", reply("pa", "yes")); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, open); r.err != nil || text(r.rep) != "yes" {
@@ -136,7 +136,7 @@ func TestHistoryClearKeepsAnswerForAbsentAgent(t *testing.T) {
 	onA.expect(t, wire.CmdAskQuestion)
 	cancel()
 	wait(t, gone)
-	if err := a.hub.Answer(tok, wire.AskQuestion, "gone", reply("pa", "kept")); err != nil {
+	if err := a.hub.Answer(context.Background(), tok, wire.AskQuestion, "gone", reply("pa", "kept")); err != nil {
 		t.Fatal(err)
 	}
 	onB.expect(t, wire.CmdAskQuestion)

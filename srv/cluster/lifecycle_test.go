@@ -56,7 +56,7 @@ func TestLifecycleFirstReplyWins(t *testing.T) {
 		errs := make([]error, 2)
 		var wg sync.WaitGroup
 		for i, who := range []string{"x", "y"} {
-			wg.Go(func() { errs[i] = in.hub.Answer(tok, wire.AskQuestion, "q", reply(who, who)) })
+			wg.Go(func() { errs[i] = in.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply(who, who)) })
 		}
 		wg.Wait()
 		winner := ""
@@ -91,7 +91,7 @@ func TestLifecycleWithdraw(t *testing.T) {
 		if n := dev.expect(t, wire.CmdRequestCancelled); n.GetRequestCancelledNotification().GetReason() != "cancelled" {
 			t.Fatalf("the device was told %v", n)
 		}
-		if err := in.hub.Answer(tok, wire.AskQuestion, "q", reply("dev", "late")); !errors.Is(err, hub.ErrNotPending) {
+		if err := in.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply("dev", "late")); !errors.Is(err, hub.ErrNotPending) {
 			t.Fatalf("an answer after the withdrawal: %v", err)
 		}
 	})
@@ -130,7 +130,7 @@ func TestLifecycleReattach(t *testing.T) {
 		// Answered before or after it re-attached: it gets the answer
 		// either way, kept for it meanwhile.
 		again := ask(context.Background(), in, question("q", "Which?"))
-		if err := in.hub.Answer(tok, wire.AskQuestion, "q", reply("dev", "this one")); err != nil {
+		if err := in.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply("dev", "this one")); err != nil {
 			t.Fatal(err)
 		}
 		if r := wait(t, again); r.err != nil || text(r.rep) != "this one" {
@@ -152,7 +152,7 @@ func TestLifecycleKeptForAMissedAgent(t *testing.T) {
 		dev.expect(t, wire.CmdAskQuestion)
 		cancel()
 		wait(t, first)
-		if err := in.hub.Answer(tok, wire.AskQuestion, "q", reply("pc", "kept")); err != nil {
+		if err := in.hub.Answer(context.Background(), tok, wire.AskQuestion, "q", reply("pc", "kept")); err != nil {
 			t.Fatal(err)
 		}
 		// Kept as the answer is heard, before the devices are told.

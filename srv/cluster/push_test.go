@@ -76,13 +76,13 @@ func TestPushIsShared(t *testing.T) {
 	c := answercap.Cap{Room: room, Kind: wire.AskQuestion, ID: "q-1", Who: "Laptop", WhoID: "s2", Door: "push", Expires: now.Add(time.Hour)}
 	name := pb.Caps.Make(tok, c, now)
 	eventually(t, "A has the question", func() bool { m, _ := a.hub.PendingMessages(tok); return len(m) == 1 })
-	if _, err := pa.Caps.Use(a.hub, name, "Yes", now); err != nil {
+	if _, err := pa.Caps.Use(context.Background(), a.hub, name, "Yes", now); err != nil {
 		t.Fatalf("the capability through A: %v", err)
 	}
 	if r := wait(t, answered); r.err != nil || text(r.rep) != "Yes" || r.rep.Nickname != "Laptop" {
 		t.Fatalf("the agent got %+v, %v", r.rep, r.err)
 	}
-	if _, err := pb.Caps.Use(b.hub, name, "No", now); !errors.Is(err, answercap.ErrVoid) {
+	if _, err := pb.Caps.Use(context.Background(), b.hub, name, "No", now); !errors.Is(err, answercap.ErrVoid) {
 		t.Errorf("the capability again, through B: %v", err)
 	}
 

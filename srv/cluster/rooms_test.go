@@ -166,7 +166,7 @@ func TestReplayOnAnotherInstance(t *testing.T) {
 	a.hub.Leave(tok, phone) // the phone's connection drops
 
 	// Meanwhile: q1 answered on B, q2 asked through B.
-	if err := b.hub.Answer(tok, wire.AskQuestion, "q1", reply("d3d3", "yes")); err != nil {
+	if err := b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q1", reply("d3d3", "yes")); err != nil {
 		t.Fatal(err)
 	}
 	if r := wait(t, first); r.err != nil || text(r.rep) != "yes" {
@@ -234,7 +234,7 @@ func TestMissedFromAnyInstance(t *testing.T) {
 	if n := onB.expect(t, wire.CmdRequestAgentStatus).GetRequestAgentStatusNotification(); !n.GetAgentGone() {
 		t.Fatalf("agent status %v", n)
 	}
-	if err := b.hub.Answer(tok, wire.AskQuestion, "away", reply("b5b5", "kept")); err != nil {
+	if err := b.hub.Answer(context.Background(), tok, wire.AskQuestion, "away", reply("b5b5", "kept")); err != nil {
 		t.Fatal(err)
 	}
 	var got []hub.Missed

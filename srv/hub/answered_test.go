@@ -23,7 +23,7 @@ func TestAnsweredBeforeHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(nodes...)
 		synctest.Wait()
-		if err := a.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+		if err := a.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 			t.Fatal(err)
 		}
 		// B has not heard the answer yet.

@@ -50,7 +50,7 @@ func (a *answerer) run(h *Hub, token string) {
 			continue
 		}
 		id := n.Request.ID
-		if err := h.Answer(token, wire.AskQuestion, id, Reply{ClientID: a.id}); err != nil {
+		if err := h.Answer(context.Background(), token, wire.AskQuestion, id, Reply{ClientID: a.id}); err != nil {
 			panic(fmt.Sprintf("answer %s: %v", id, err))
 		}
 	}

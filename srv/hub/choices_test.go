@@ -144,7 +144,7 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 						got <- rep
 					}()
 					synctest.Wait()
-					err := h.Answer("tok", k, "q", Reply{Contents: c.answer, ClientID: "phone", Door: "ws"})
+					err := h.Answer(context.Background(), "tok", k, "q", Reply{Contents: c.answer, ClientID: "phone", Door: "ws"})
 					if c.ok != (err == nil) {
 						t.Fatalf("Answer = %v, want ok %v", err, c.ok)
 					}
@@ -153,7 +153,7 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 							t.Errorf("Answer = %v, want ErrNotAnOption", err)
 						}
 						// Still pending: the person answers with an option.
-						if err := h.Answer("tok", k, "q", Reply{Contents: text("Wait"), ClientID: "phone"}); err != nil {
+						if err := h.Answer(context.Background(), "tok", k, "q", Reply{Contents: text("Wait"), ClientID: "phone"}); err != nil {
 							t.Fatalf("an offered option after a refused answer: %v", err)
 						}
 					}
@@ -177,7 +177,7 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 			got <- rep
 		}()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{IsError: true, Contents: text("the person declined")}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{IsError: true, Contents: text("the person declined")}); err != nil {
 			t.Errorf("an error reply to a question of options only: %v", err)
 		}
 		if rep := <-got; rep == nil || !rep.IsError {
@@ -192,7 +192,7 @@ func TestAnswerMustBeAnOfferedChoice(t *testing.T) {
 			_, _ = h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
 		}()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{Contents: text("anything", "at all")}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{Contents: text("anything", "at all")}); err != nil {
 			t.Errorf("a question without options: %v", err)
 		}
 	})
@@ -214,7 +214,7 @@ func TestAnsweredByIsOneLineOfText(t *testing.T) {
 			got <- rep
 		}()
 		synctest.Wait()
-		err := h.Answer("tok", wire.AskQuestion, "q", Reply{Nickname: " Ana\u202e nimda\n(admin)\u0085\u2028\u2066 \x1b[31m ", ClientID: "webhook:n8n\r\n",
+		err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{Nickname: " Ana\u202e nimda\n(admin)\u0085\u2028\u2066 \x1b[31m ", ClientID: "webhook:n8n\r\n",
 			Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes"}}}})
 		if err != nil {
 			t.Fatal(err)

@@ -58,7 +58,7 @@ func TestNothingAnnouncedBeforeItIsSaved(t *testing.T) {
 	if ps, _ := h.PendingMessages("tok"); len(ps) != 0 || h.Validity("tok", []string{"q"})["q"] {
 		t.Fatalf("listed before it was saved: %v", ps)
 	}
-	if err := h.Answer("tok", wire.AskQuestion, "q", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
+	if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("answered before it was shown: %v", err)
 	}
 	g.pass <- struct{}{}
@@ -66,7 +66,9 @@ func TestNothingAnnouncedBeforeItIsSaved(t *testing.T) {
 	b.waitFor(t, NoteAsked)
 
 	answered := make(chan error, 1)
-	go func() { answered <- h.Answer("tok", wire.AskQuestion, "q", Reply{ClientID: "a", Nickname: "pc"}) }()
+	go func() {
+		answered <- h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{ClientID: "a", Nickname: "pc"})
+	}()
 	<-g.waiting // the answer's record is being written
 	select {
 	case r := <-rc:

@@ -42,10 +42,10 @@ func TestEvents(t *testing.T) {
 
 		answered := ask("a", time.Hour)
 		time.Sleep(3 * time.Second) // fake time: the person takes 3 s
-		if err := h.Answer("tok", wire.AskQuestion, "a", Reply{ClientID: "phone", Door: "ws"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "a", Reply{ClientID: "phone", Door: "ws"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "a", Reply{ClientID: "pc", Door: "ws"}); !errors.Is(err, ErrNotPending) {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "a", Reply{ClientID: "pc", Door: "ws"}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("second answer: %v", err)
 		}
 		if err := <-answered; err != nil {

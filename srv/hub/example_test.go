@@ -73,7 +73,7 @@ func Example() {
 	q := phone.next(hub.NoteAsked).Request
 	fmt.Printf("the phone shows %s from %s: %s\n", q.ID, q.ProjectDirectory, q.Text)
 
-	err := h.Answer("token", wire.AskQuestion, "q-1", hub.Reply{
+	err := h.Answer(context.Background(), "token", wire.AskQuestion, "q-1", hub.Reply{
 		ClientID: phone.ID(), Nickname: phone.Nickname(),
 		Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Yes, go ahead."}}},
 	})
@@ -84,7 +84,7 @@ func Example() {
 	fmt.Printf("the agent hears from %s: %s\n", rep.Nickname, rep.Contents[0].GetText().GetText())
 
 	// The first answer wins; a second one finds nothing to answer.
-	err = h.Answer("token", wire.AskQuestion, "q-1", hub.Reply{ClientID: phone.ID(), Nickname: phone.Nickname()})
+	err = h.Answer(context.Background(), "token", wire.AskQuestion, "q-1", hub.Reply{ClientID: phone.ID(), Nickname: phone.Nickname()})
 	fmt.Println("a second answer:", errors.Is(err, hub.ErrNotPending))
 	// Output:
 	// the phone shows q-1 from /src/app: Deploy to production?
@@ -133,7 +133,7 @@ func ExampleHub_Subscribe() {
 	e := <-events
 	fmt.Println(e.Kind, e.Request.Kind, e.Request.ID)
 
-	if err := h.Answer("token", wire.TaskFinish, "t-1", hub.Reply{ClientID: "c-1", Nickname: "laptop"}); err != nil {
+	if err := h.Answer(context.Background(), "token", wire.TaskFinish, "t-1", hub.Reply{ClientID: "c-1", Nickname: "laptop"}); err != nil {
 		fmt.Println("answer:", err)
 	}
 	e = <-events

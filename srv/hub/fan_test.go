@@ -40,7 +40,9 @@ func TestRequestEventsGoOutInOrder(t *testing.T) {
 		rc, _ := ask(h, "tok", "r1", time.Minute, context.Background())
 		synctest.Wait() // the question is out to quick, and held at slow
 		answered := make(chan error, 1)
-		go func() { answered <- h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "quick"}) }()
+		go func() {
+			answered <- h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", Reply{ClientID: "quick"})
+		}()
 		synctest.Wait()
 		early := slow.cmds()
 		close(slow.gate)
@@ -76,7 +78,7 @@ func TestSettledNoteWaitsItsTurn(t *testing.T) {
 		h.Join("tok", b, nil, Resume{})
 		rc, _ := ask(h, "tok", "r1", time.Minute, context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "a"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", Reply{ClientID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		<-rc // the agent has its answer before any device is told
@@ -102,7 +104,7 @@ func TestSettledNoteWaitsItsTurn(t *testing.T) {
 		// A note waiting when the next question comes goes out first.
 		rc, _ = ask(h, "tok", "r2", time.Minute, context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "r2", Reply{ClientID: "a"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r2", Reply{ClientID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		<-rc
@@ -122,7 +124,7 @@ func TestSettledNoteWaitsItsTurn(t *testing.T) {
 		h.Leave("tok", b)
 		rc, _ = ask(h, "tok", "r4", time.Minute, context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "r4", Reply{ClientID: "a"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r4", Reply{ClientID: "a"}); err != nil {
 			t.Fatal(err)
 		}
 		<-rc

@@ -54,7 +54,7 @@ func TestFullDiskInChild(t *testing.T) {
 	// An answer too big for the disk is refused: the agent waits on, no
 	// one is told, the question stays pending and can be answered again.
 	img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: big, MimeType: "image/png"}}
-	err = h.Answer("tok", wire.AskQuestion, "small", Reply{ClientID: "a", Contents: []*pb.McpResultContent{img}})
+	err = h.Answer(context.Background(), "tok", wire.AskQuestion, "small", Reply{ClientID: "a", Contents: []*pb.McpResultContent{img}})
 	if !errors.Is(err, ErrNotSaved) || !strings.HasPrefix(err.Error(), "the server cannot save the answer: ") {
 		t.Fatalf("an answer that cannot be saved: %v", err)
 	}
@@ -69,7 +69,7 @@ func TestFullDiskInChild(t *testing.T) {
 	if got := b.cmds(); len(got) != 1 {
 		t.Fatalf("another screen was told %v", got)
 	}
-	if err := h.Answer("tok", wire.AskQuestion, "small", Reply{ClientID: "a", Nickname: "pc"}); err != nil {
+	if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "small", Reply{ClientID: "a", Nickname: "pc"}); err != nil {
 		t.Fatal(err)
 	}
 	if r := <-rc; r.Nickname != "pc" || <-ec != nil {

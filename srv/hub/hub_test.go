@@ -104,16 +104,16 @@ func TestFirstAnswerWins(t *testing.T) {
 		a.waitFor(t, NoteAsked)
 		b.waitFor(t, NoteAsked)
 
-		if err := h.Answer("tok", wire.TaskFinish, "r1", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
+		if err := h.Answer(context.Background(), "tok", wire.TaskFinish, "r1", Reply{ClientID: "a"}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("answer of the wrong kind: %v", err)
 		}
-		if err := h.Answer("other", wire.AskQuestion, "r1", Reply{ClientID: "x"}); !errors.Is(err, ErrNotPending) {
+		if err := h.Answer(context.Background(), "other", wire.AskQuestion, "r1", Reply{ClientID: "x"}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("answer from another token: %v", err)
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "a", Meta: map[string]string{"k": "v"}}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", Reply{ClientID: "a", Meta: map[string]string{"k": "v"}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "b"}); !errors.Is(err, ErrNotPending) {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", Reply{ClientID: "b"}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("second answer: %v", err)
 		}
 		if r := <-rc; r == nil || r.ClientID != "a" || r.Meta["k"] != "v" {
@@ -232,7 +232,7 @@ func TestPendingBeforeLogin(t *testing.T) {
 			t.Fatal("pending leaked to another token")
 		}
 		h.Join("tok", newFake("late"), nil, Resume{})
-		if err := h.Answer("tok", wire.AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "early", Reply{ClientID: "late"}); err != nil {
 			t.Fatal(err)
 		}
 		if r := <-rc; r.ClientID != "late" {
@@ -256,7 +256,7 @@ func TestReattach(t *testing.T) {
 		if ps := pendingOf(h, "tok"); len(ps) != 1 {
 			t.Fatalf("pending = %v", ps)
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", Reply{ClientID: "phone"}); err != nil {
 			t.Fatal(err)
 		}
 		if r := <-rc; r.ClientID != "phone" || <-ec2 != nil {

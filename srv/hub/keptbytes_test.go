@@ -152,7 +152,7 @@ func TestOutcomeBytesBounded(t *testing.T) {
 		// An outcome that expired, for what a caller is told then.
 		rc, ec := ask(h, "tok", "expired", time.Hour, context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "expired", textReply("yes")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "expired", textReply("yes")); err != nil {
 			t.Fatal(err)
 		}
 		<-rc
@@ -168,7 +168,7 @@ func TestOutcomeBytesBounded(t *testing.T) {
 			id := fmt.Sprint("q", i)
 			rc, ec := ask(h, "tok", id, time.Hour, context.Background())
 			synctest.Wait()
-			if err := h.Answer("tok", wire.AskQuestion, id, imageReply(i, size)); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, imageReply(i, size)); err != nil {
 				t.Fatal(err)
 			}
 			<-rc
@@ -207,7 +207,7 @@ func TestDroppedMissedAnswerAsExpired(t *testing.T) {
 			synctest.Wait()
 			cancel()
 			synctest.Wait()
-			if err := h.Answer("tok", wire.AskQuestion, id, rep); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, rep); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -258,7 +258,7 @@ func TestDropLogged(t *testing.T) {
 			synctest.Wait()
 			rep := imageReply(i, size)
 			rep.Contents = append(rep.Contents, &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Text: "the-private-answer"}})
-			if err := h.Answer(token, wire.AskQuestion, id, rep); err != nil {
+			if err := h.Answer(context.Background(), token, wire.AskQuestion, id, rep); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -318,7 +318,7 @@ func TestKeptAnswersMemory(t *testing.T) {
 			synctest.Wait()
 			cancel()
 			synctest.Wait()
-			if err := h.Answer("tok", wire.AskQuestion, id, imageReply(i, size)); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, imageReply(i, size)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -377,7 +377,7 @@ func TestKeptAnswerWithoutItsRecordForgotten(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
 			t.Fatal(err)
 		}
 		r := h.room("tok")

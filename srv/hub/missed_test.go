@@ -79,7 +79,7 @@ func TestAgentGoneNotice(t *testing.T) {
 		if ps := pendingOf(h, "tok"); ps[0].Gone {
 			t.Fatal("still listed as gone")
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "r1", textReply("yes")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "r1", textReply("yes")); err != nil {
 			t.Fatal(err)
 		}
 		if r := <-reply; r == nil || r.Contents[0].GetText().GetText() != "yes" {
@@ -108,7 +108,7 @@ func TestMissedAnswerHandedOverOnce(t *testing.T) {
 			cancel()
 			synctest.Wait()
 			time.Sleep(time.Second)
-			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +156,7 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 				cancel()
 				<-reply // Ask returns once the call is detached
 			}
-			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
 				t.Fatal(err)
 			}
 			if id == "waited" {
@@ -236,7 +236,7 @@ func TestTakenAnswerNotHandedTwice(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
 			t.Fatal(err)
 		}
 		if ms := h.TakeMissed("tok", "/p", nil, 8); len(ms) != 1 {
@@ -282,7 +282,7 @@ func TestAnswerAsTheCallEnds(t *testing.T) {
 				}()
 				synctest.Wait() // the caller waits
 				answer := func() {
-					if err := h.Answer("tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
+					if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -371,7 +371,7 @@ func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 				cancel()
 				<-reply
 			}
-			if err := h.Answer("tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, textReply("answer "+id)); err != nil {
 				t.Fatal(err)
 			}
 			if id == "waited" {
@@ -410,7 +410,7 @@ func TestKeptAnswerReattachedPastRetention(t *testing.T) {
 		synctest.Wait()
 		cancel()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(11 * time.Minute)
@@ -419,7 +419,7 @@ func TestKeptAnswerReattachedPastRetention(t *testing.T) {
 		synctest.Wait()
 		cancel2()
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q2", textReply("no")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q2", textReply("no")); err != nil {
 			t.Fatal(err)
 		}
 

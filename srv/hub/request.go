@@ -127,13 +127,10 @@ func stopTimer(t **time.Timer) {
 //
 // An answer the question's options do not allow (wire.CheckAnswer) is
 // refused with ErrNotAnOption, and the request stays pending.
-func (h *Hub) Answer(token string, kind wire.Kind, id string, rep Reply) error {
-	return h.AnswerContext(context.Background(), token, kind, id, rep)
-}
-
-// AnswerContext is Answer for a caller whose going away ends its wait
-// to hear a request asked elsewhere (heardLate).
-func (h *Hub) AnswerContext(ctx context.Context, token string, kind wire.Kind, id string, rep Reply) error {
+//
+// ctx is the answering caller's: its going away ends a wait to hear a
+// request asked elsewhere (heardLate).
+func (h *Hub) Answer(ctx context.Context, token string, kind wire.Kind, id string, rep Reply) error {
 	r, p, err := h.answerable(ctx, token, kind, id, rep.IsError, rep.Contents)
 	if err != nil {
 		return err
@@ -145,13 +142,7 @@ func (h *Hub) AnswerContext(ctx context.Context, token string, kind wire.Kind, i
 // Allows reports whether Answer would take contents for the request id
 // now (ErrNotPending, ErrNotAnOption), without answering: a door that
 // spends something to answer (a single-use capability) asks first.
-func (h *Hub) Allows(token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
-	return h.AllowsContext(context.Background(), token, kind, id, contents)
-}
-
-// AllowsContext is Allows for a caller whose going away ends its wait
-// to hear a request asked elsewhere (heardLate).
-func (h *Hub) AllowsContext(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
+func (h *Hub) Allows(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
 	_, _, err := h.answerable(ctx, token, kind, id, false, contents)
 	return err
 }

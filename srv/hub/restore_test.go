@@ -28,7 +28,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 		_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
 		synctest.Wait()
 		img := &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}}
-		if err := h.Answer("tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "answered", Reply{ClientID: "pc", Nickname: "laptop", Contents: []*pb.McpResultContent{img}}); err != nil {
 			t.Fatal(err)
 		}
 		<-ec2
@@ -56,7 +56,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 		}
 		rc, ec3 := ask(h2, "tok", "survivor", time.Minute, context.Background()) // the agent re-attaches
 		synctest.Wait()
-		if err := h2.Answer("tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
+		if err := h2.Answer(context.Background(), "tok", wire.AskQuestion, "survivor", Reply{ClientID: "late"}); err != nil {
 			t.Fatal(err)
 		}
 		if r := <-rc; r.ClientID != "late" || <-ec3 != nil {
@@ -92,7 +92,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 		ec := asked(h, "waiting", "/p", "Merge it?", ctx)
 		ec2 := asked(h, "done", "/p", "Ship it?", context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "done", Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
 			t.Fatal(err)
 		}
 		<-ec2
@@ -134,7 +134,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 		}
 		ec3 := asked(h2, "waiting", "/p", "Merge it?", context.Background())
 		synctest.Wait()
-		if err := h2.Answer("tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
+		if err := h2.Answer(context.Background(), "tok", wire.AskQuestion, "waiting", Reply{ClientID: "late"}); err != nil || <-ec3 != nil {
 			t.Fatalf("the same pending request after the restart: %v", err)
 		}
 	})
@@ -186,7 +186,7 @@ func TestAgentNamesKept(t *testing.T) {
 		for _, p := range ps {
 			named("pending", p.Request)
 		}
-		if err := h2.Answer("tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
+		if err := h2.Answer(context.Background(), "tok", wire.TaskFinish, "named", Reply{ClientID: "pc"}); err != nil {
 			t.Fatal(err)
 		}
 		items, _, err := h2.History("tok", time.Now().Add(time.Minute), 10)
@@ -273,7 +273,7 @@ func TestHistoryPrunedWhileRunning(t *testing.T) {
 			t.Helper()
 			_, ec := ask(h, "tok", id, time.Minute, context.Background())
 			synctest.Wait()
-			if err := h.Answer("tok", wire.AskQuestion, id, Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, Reply{ClientID: "pc", Nickname: "laptop"}); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-ec; err != nil {

@@ -207,7 +207,9 @@ func TestAnsweredBeforeTheAskWaits(t *testing.T) {
 		rev := sh.revs["quick"]
 		sh.mu.Unlock()
 		h.Apply("tok", rec, rev) // heard and shown before Create returns
-		go func() { _ = h.Answer("tok", wire.AskQuestion, "quick", Reply{ClientID: "p", Nickname: "nick-p"}) }()
+		go func() {
+			_ = h.Answer(context.Background(), "tok", wire.AskQuestion, "quick", Reply{ClientID: "p", Nickname: "nick-p"})
+		}()
 		synctest.Wait()
 		sh.mu.Lock()
 		settled := sh.recs["quick"]

@@ -56,7 +56,7 @@ func TestSharedCloseWaitsForWrites(t *testing.T) {
 		g.deliver(a, bn)
 		cancel() // the agent's call goes
 		synctest.Wait()
-		if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 			t.Fatal(err)
 		}
 		g.deliver(bn)
@@ -91,7 +91,7 @@ func TestSharedCloseWaitsForOutcomes(t *testing.T) {
 	}{
 		{"answer", func(h *Hub, _ context.CancelFunc) <-chan error {
 			res := make(chan error, 1)
-			go func() { res <- h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")) }()
+			go func() { res <- h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")) }()
 			return res
 		}, func(t *testing.T, rec SharedRecord) {
 			if rec.Reply == nil {

@@ -26,7 +26,9 @@ func TestSharedAnswerBeforeItsQuestionIsHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(a) // B has not heard it yet
 		answered := make(chan error, 1)
-		go func() { answered <- bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")) }()
+		go func() {
+			answered <- bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue."))
+		}()
 		synctest.Wait()
 		b.deliver(bn)
 		if err := <-answered; err != nil {
@@ -47,7 +49,7 @@ func TestSharedAnswerNeverHeard(t *testing.T) {
 		nodes := instances(t, b, Options{OrphanNotice: time.Hour})
 		a, bn := nodes[0], nodes[1]
 		start := time.Now()
-		if err := bn.h.Answer("tok", wire.AskQuestion, "none", textReply("Blue.")); !errors.Is(err, ErrNotPending) || time.Since(start) != 0 {
+		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "none", textReply("Blue.")); !errors.Is(err, ErrNotPending) || time.Since(start) != 0 {
 			t.Fatalf("an answer to no question: %v after %v", err, time.Since(start))
 		}
 		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
@@ -55,7 +57,7 @@ func TestSharedAnswerNeverHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(a)
 		start = time.Now()
-		if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
+		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
 			t.Fatalf("an answer to a question never heard: %v after %v", err, time.Since(start))
 		}
 	})

@@ -41,10 +41,10 @@ func TestLateAnswerReadsBounded(t *testing.T) {
 		h := New(Options{Shared: b, Instance: "b"})
 		defer h.Close()
 
-		if err := h.Allows("tok", wire.AskQuestion, "none", nil); !errors.Is(err, ErrNotPending) {
+		if err := h.Allows(context.Background(), "tok", wire.AskQuestion, "none", nil); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("Allows of no request: %v", err)
 		}
-		if err := h.Answer("tok", wire.AskQuestion, "none", textReply("Blue.")); !errors.Is(err, ErrNotPending) {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "none", textReply("Blue.")); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("an answer to no request: %v", err)
 		}
 		if n := b.gets.Load(); n != 1 {
@@ -55,7 +55,7 @@ func TestLateAnswerReadsBounded(t *testing.T) {
 		b.gets.Store(0)
 		const tries = 1000
 		for i := range tries {
-			_ = h.Answer("tok", wire.AskQuestion, "random-"+strconv.Itoa(i), textReply("x"))
+			_ = h.Answer(context.Background(), "tok", wire.AskQuestion, "random-"+strconv.Itoa(i), textReply("x"))
 		}
 		if n := b.gets.Load(); n > lateBurst {
 			t.Fatalf("%d answers to random IDs at once read the store %d times, want at most %d", tries, n, lateBurst)
@@ -63,14 +63,14 @@ func TestLateAnswerReadsBounded(t *testing.T) {
 		time.Sleep(time.Second)
 		b.gets.Store(0)
 		for i := range tries {
-			_ = h.Answer("tok", wire.AskQuestion, "later-"+strconv.Itoa(i), textReply("x"))
+			_ = h.Answer(context.Background(), "tok", wire.AskQuestion, "later-"+strconv.Itoa(i), textReply("x"))
 		}
 		if n := b.gets.Load(); n < 1 || n > lateRate {
 			t.Fatalf("a second later, %d answers read the store %d times, want 1 to %d", tries, n, lateRate)
 		}
 		// Another token's room has its own budget.
 		b.gets.Store(0)
-		_ = h.Answer("other", wire.AskQuestion, "x", textReply("x"))
+		_ = h.Answer(context.Background(), "other", wire.AskQuestion, "x", textReply("x"))
 		if n := b.gets.Load(); n != 1 {
 			t.Fatalf("another room's answer read the store %d times, want once", n)
 		}
@@ -78,13 +78,13 @@ func TestLateAnswerReadsBounded(t *testing.T) {
 		time.Sleep(time.Minute)
 		b.stuck.Store(true)
 		start := time.Now()
-		_ = h.Answer("tok", wire.AskQuestion, "stuck-1", textReply("x"))
+		_ = h.Answer(context.Background(), "tok", wire.AskQuestion, "stuck-1", textReply("x"))
 		if took := time.Since(start); took > catchUp {
 			t.Fatalf("an answer's read of a store that does not answer took %v, want at most %v", took, catchUp)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
-		go func() { done <- h.AnswerContext(ctx, "tok", wire.AskQuestion, "stuck-2", textReply("x")) }()
+		go func() { done <- h.Answer(ctx, "tok", wire.AskQuestion, "stuck-2", textReply("x")) }()
 		synctest.Wait()
 		cancel()
 		synctest.Wait()

@@ -28,7 +28,7 @@ func TestSharedReattachBeforeHolderHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(a, bn, c)
 
-		if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 			t.Fatal(err)
 		}
 		if n := b.last().ClosedNote; n != "" {
@@ -90,7 +90,7 @@ func TestSharedReattachClaimNotSaved(t *testing.T) {
 			t.Fatalf("the record's holder is %q, want a (B's claim not saved)", h)
 		}
 
-		if err := c.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+		if err := c.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 			t.Fatal(err)
 		}
 		b.deliver(bn) // B's caller has it
@@ -140,7 +140,7 @@ func TestSharedReattachBeforeHeardAtAll(t *testing.T) {
 				if keptBy == "answering instance" {
 					answerer, want = c, "" // C does not know A's call left
 				}
-				if err := answerer.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+				if err := answerer.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 					t.Fatal(err)
 				}
 				if n := b.last().ClosedNote; n != want {
@@ -185,7 +185,7 @@ func TestSharedReattachWhileStoreAway(t *testing.T) {
 		b.deliver(a, bn, c)
 		cancel() // the call leaves A
 		synctest.Wait()
-		if err := a.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+		if err := a.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 			t.Fatal(err)
 		}
 		b.deliver(a, bn, c)

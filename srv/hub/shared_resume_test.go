@@ -54,7 +54,7 @@ func TestSharedReattachByDigest(t *testing.T) {
 		if h := b.last().Holder; h != "b" {
 			t.Fatalf("the record's holder is %q, want b", h)
 		}
-		if err := c.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue")); err != nil {
+		if err := c.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue")); err != nil {
 			t.Fatal(err)
 		}
 		b.deliver(a, bn, c)
@@ -94,7 +94,7 @@ func TestSharedReattachKeptOnce(t *testing.T) {
 			b.deliver(a, bn, c)
 			cancel()
 			synctest.Wait()
-			if err := c.h.Answer("tok", wire.TaskFinish, id, textReply("Thanks "+id)); err != nil {
+			if err := c.h.Answer(context.Background(), "tok", wire.TaskFinish, id, textReply("Thanks "+id)); err != nil {
 				t.Fatal(err)
 			}
 			b.deliver(a, bn, c)

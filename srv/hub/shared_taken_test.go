@@ -42,7 +42,7 @@ func TestSharedReattachAfterTakenElsewhere(t *testing.T) {
 					b.deliver(a, bn, c)
 				}
 
-				if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+				if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 					t.Fatal(err)
 				}
 				if !gone {

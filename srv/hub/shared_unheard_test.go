@@ -129,7 +129,7 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 			cancel() // the agent's call goes
 			synctest.Wait()
 
-			if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
+			if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); err != nil {
 				t.Fatal(err)
 			}
 			if n := b.last().ClosedNote; n != "" {

@@ -119,7 +119,7 @@ func TestAskWhileItsRecordIsInFlight(t *testing.T) {
 		}()
 		synctest.Wait()
 		b.deliver(n)
-		if err := h.Answer("tok", wire.AskQuestion, "q", textReply("Yes.")); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Yes.")); err != nil {
 			t.Fatal(err)
 		}
 		b.deliver(n)

@@ -28,7 +28,7 @@ func TestQuietRoomLetsGo(t *testing.T) {
 			rc, ec := ask(h, "tok", id, time.Hour, context.Background())
 			synctest.Wait()
 			rep := Reply{ClientID: "pc", Contents: []*pb.McpResultContent{{Type: 2, Image: &pb.ImageContent{Type: "image", Data: image, MimeType: "image/png"}}}}
-			if err := h.Answer("tok", wire.AskQuestion, id, rep); err != nil {
+			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, rep); err != nil {
 				t.Fatal(err)
 			}
 			<-rc
@@ -56,7 +56,7 @@ func TestClosedHubArmsNoSweep(t *testing.T) {
 		h := New(Options{})
 		rc, ec := ask(h, "tok", "q", time.Hour, context.Background())
 		synctest.Wait()
-		if err := h.Answer("tok", wire.AskQuestion, "q", Reply{ClientID: "pc"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{ClientID: "pc"}); err != nil {
 			t.Fatal(err)
 		}
 		<-rc

@@ -52,7 +52,7 @@ func TestUnconfirmedOutcomeToldOnce(t *testing.T) {
 		synctest.Wait()
 
 		b.once.Store(true)
-		if err := bn.h.Answer("tok", wire.AskQuestion, "q", textReply("Blue.")); !errors.Is(err, ErrNotSaved) {
+		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); !errors.Is(err, ErrNotSaved) {
 			t.Fatalf("an answer whose save went unconfirmed: %v", err)
 		}
 		b.deliver(nodes...)

@@ -31,7 +31,7 @@ func TestAnswerNotUTF8IsMadeValid(t *testing.T) {
 	rc, ec := ask(h, "tok", "q", time.Minute, context.Background())
 	a.waitFor(t, NoteAsked)
 	text := &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: "yes \xff please"}}
-	if err := h.Answer("tok", wire.AskQuestion, "q", Reply{Contents: []*pb.McpResultContent{text},
+	if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", Reply{Contents: []*pb.McpResultContent{text},
 		ClientID: "email:a@x", Nickname: "A\xfe", Meta: map[string]string{"k\xff": "v\xff"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
 	"strconv"
@@ -339,7 +340,9 @@ func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[strin
 		c.sendError("invalid_request", cmd+" needs the request ID", "", cmd)
 		return
 	}
-	err := c.h.o.Hub.Answer(c.token, kind, id, hub.Reply{
+	// A frame has no context of its own; the hub bounds its wait to hear
+	// a request asked elsewhere.
+	err := c.h.o.Hub.Answer(context.Background(), c.token, kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(), Door: "ws",
 	})
 	if errors.Is(err, hub.ErrNotSaved) {

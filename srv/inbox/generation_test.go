@@ -100,7 +100,7 @@ func TestReplyNotificationNamesTheClient(t *testing.T) {
 			for _, cmd := range tc.shown {
 				expect(t, b, cmd)
 			}
-			if err := f.hub.Answer(tokA, tc.kind, id, hub.Reply{ClientID: a.ID, Nickname: "laptop"}); err != nil {
+			if err := f.hub.Answer(context.Background(), tokA, tc.kind, id, hub.Reply{ClientID: a.ID, Nickname: "laptop"}); err != nil {
 				t.Fatal(err)
 			}
 			for _, cmd := range tc.cmds {

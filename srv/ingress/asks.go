@@ -194,7 +194,7 @@ func (s *session) decide(dev *device, m Message) *Error {
 		wait := time.NewTicker(10 * time.Millisecond)
 		defer wait.Stop()
 		for try := 0; ; try++ {
-			err := h.o.Hub.Answer(s.info.Token, wire.AskQuestion, ap.hubID, rep)
+			err := h.o.Hub.Answer(h.ctx, s.info.Token, wire.AskQuestion, ap.hubID, rep)
 			switch {
 			case err == nil:
 				return // askInbox carries the decision on

@@ -347,7 +347,7 @@ func TestFailingServiceIsRetriedAndDelaysNothing(t *testing.T) {
 	answered := f.ask(tokA, "q-1", "?")
 	f.s.waitFor(t, "/fine", 1)
 	f.s.waitFor(t, "/flaky", 3)
-	if err := f.hub.Answer(tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
+	if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
 		t.Fatal(err)
 	}
 	<-answered // while the hung service still holds its push

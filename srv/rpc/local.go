@@ -70,15 +70,15 @@ func (l *Local) CancelRequest(_ context.Context, req *pb.CancelRequestRequest) e
 	return err
 }
 
-func (l *Local) AskQuestionReply(_ context.Context, req *pb.AskQuestionReplyRequest) error {
+func (l *Local) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) error {
 	resp := req.GetResponse()
-	_, err := replyService{l.s}.answer(l.c, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	_, err := replyService{l.s}.answer(ctx, l.c, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 	return err
 }
 
-func (l *Local) TaskFinishReply(_ context.Context, req *pb.TaskFinishReplyRequest) error {
+func (l *Local) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) error {
 	resp := req.GetResponse()
-	_, err := replyService{l.s}.answer(l.c, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	_, err := replyService{l.s}.answer(ctx, l.c, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 	return err
 }
 

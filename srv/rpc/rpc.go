@@ -312,22 +312,22 @@ type replyService struct{ s *service }
 
 func (r replyService) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(connectCaller(ctx), wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(ctx, connectCaller(ctx), wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
 func (r replyService) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) (*pb.MsgEmpty, error) {
 	resp := req.GetResponse()
-	return r.answer(connectCaller(ctx), wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
+	return r.answer(ctx, connectCaller(ctx), wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
-func (r replyService) answer(c caller, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
+func (r replyService) answer(ctx context.Context, c caller, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
 	if id == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
 	}
 	if nick = clip(nick); nick == "" {
 		nick = "rpc"
 	}
-	err := r.s.o.Hub.Answer(c.token, kind, id, hub.Reply{
+	err := r.s.o.Hub.Answer(ctx, c.token, kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: "rpc:" + nick, Nickname: nick, Door: c.door,
 	})
 	if errors.Is(err, hub.ErrUnreachable) {
