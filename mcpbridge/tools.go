@@ -129,7 +129,9 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 	replied := false
 	res, err := b.wait(wctx, req, kind, id, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		resp, who, err := call(ctx)
-		if err == nil {
+		// Upstream's server ends a call with an outcome as a response
+		// (no device, a timeout): that is no one's answer.
+		if err == nil && outcomeError(resp) == nil {
 			replied, by = true, who
 		}
 		return resp, err
