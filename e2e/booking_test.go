@@ -101,6 +101,9 @@ func TestBookingThroughMCP(t *testing.T) {
 	}
 
 	step(t, agent, "select", map[string]any{"itemId": "m1", "reason": "r"}, true, "SESSION_NOT_ACTIVE")
+	// The relay's words are for /agent/ws agents (session.start); an MCP
+	// agent is told its own tool.
+	step(t, agent, "end_session", nil, true, "SESSION_NOT_ACTIVE", "call start_session first")
 	out := step(t, agent, "start_session", map[string]any{"study_id": "pilot-01", "participant_id": "P07"}, false, "Study session s-")
 	sid := regexp.MustCompile(`s-\d{8}-\d{3}`).FindString(out)
 

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -70,10 +71,19 @@ type connectBackend struct {
 	// taskFinishOnly is set once the server turned out to be of the
 	// TaskFinish generation (no WorkReport).
 	taskFinishOnly atomic.Bool
+	// upstream is set once the server turned out to be the existing
+	// agentassistant's (no SrvAgentAssistControl, asked before every
+	// question): its web UI and app show only a request's text, not
+	// its Questions, so the options go in the text as well.
+	upstream atomic.Bool
 }
 
 func (c *connectBackend) AskQuestion(ctx context.Context, req *pb.AskQuestionRequest) (*pb.AskQuestionResponse, string, error) {
 	ctx, info := takesMissed(ctx)
+	if extra := c.optionsText(req.GetRequest().GetQuestions()); extra != "" {
+		req = proto.CloneOf(req)
+		req.Request.Question += extra
+	}
 	resp, err := c.client.AskQuestion(ctx, req)
 	if err != nil {
 		return nil, "", err
@@ -97,6 +107,10 @@ func takesMissed(ctx context.Context) (context.Context, connect.CallInfo) {
 // fields.
 func (c *connectBackend) TaskReport(ctx context.Context, req *pb.WorkReportRequest) (*pb.AskQuestionResponse, string, error) {
 	ctx, info := takesMissed(ctx)
+	if extra := c.optionsText(req.GetRequest().GetQuestions()); extra != "" {
+		req = proto.CloneOf(req)
+		req.Request.Summary += extra
+	}
 	if !c.taskFinishOnly.Load() {
 		resp, err := c.client.WorkReport(ctx, req)
 		if connect.CodeOf(err) != connect.CodeUnimplemented {
@@ -120,11 +134,25 @@ func (c *connectBackend) TaskReport(ctx context.Context, req *pb.WorkReportReque
 	return &pb.AskQuestionResponse{ID: resp.ID, IsError: resp.IsError, Meta: resp.Meta, Contents: resp.Contents}, answeredBy(info.ResponseHeader()), nil
 }
 
+// optionsText is what follows a request's text on the server: its
+// options written out for an upstream server, else nothing (this server
+// writes them for its clients that need them).
+func (c *connectBackend) optionsText(qs []*pb.Question) string {
+	if !c.upstream.Load() {
+		return ""
+	}
+	return wire.OptionsText(qs)
+}
+
 func (c *connectBackend) TakeMissedAnswers(ctx context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
 	if c.control == nil {
 		return &pb.TakeMissedAnswersResponse{}, nil
 	}
-	return c.control.TakeMissedAnswers(ctx, req)
+	resp, err := c.control.TakeMissedAnswers(ctx, req)
+	if connect.CodeOf(err) == connect.CodeUnimplemented && !c.upstream.Swap(true) {
+		c.log.Info("the server is an existing agentassistant-srv (no SrvAgentAssistControl); a request's options go in its text too", "server", c.serverURL)
+	}
+	return resp, err
 }
 
 func (c *connectBackend) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) error {

@@ -194,6 +194,11 @@ func TestMistypedArgumentsSayHowToWriteThem(t *testing.T) {
 		{"ask_question", map[string]any{"options": []any{map[string]any{"name": "Yes"}}}, []string{`option 1 has no "label"`, `"name"`, `{"label": "Yes"`}},
 		{"ask_question", map[string]any{"options": []any{map[string]any{"label": 5}}}, []string{`option 1`, `"label" must be a string`}},
 		{"ask_question", map[string]any{"question": []any{"q"}}, []string{`"question" must be a string`}},
+		// Who asks, and from where: a number would be dropped for the
+		// MCP client's name, or the server's working directory.
+		{"ask_question", map[string]any{"agent_name": 7}, []string{`"agent_name" must be a string`}},
+		{"task_finish", map[string]any{"reasoning_model_name": []any{"o3"}}, []string{`"reasoning_model_name" must be a string`}},
+		{"work_report", map[string]any{"project_directory": map[string]any{"path": "/src"}}, []string{`"project_directory" must be a string`}},
 	} {
 		args := map[string]any{"question": "q"}
 		if tc.tool != "ask_question" {

@@ -181,3 +181,47 @@ func TestWorkReportTool(t *testing.T) {
 		})
 	}
 }
+
+// TestOptionsInTextForUpstreamServer: upstream's released server and its
+// web UI and app know nothing of a request's Questions (field 7), so a
+// question's options sent only there never reach the person. A server
+// without SrvAgentAssistControl is such a server: the bridge writes the
+// options into the text as well (as this server does for its clients that
+// do not show them), and leaves Questions as asked for those that do.
+// This server shows them itself: its text stays as asked.
+func TestOptionsInTextForUpstreamServer(t *testing.T) {
+	opts := []any{map[string]any{"label": "Red"}, map[string]any{"label": "Blue", "description": "the sea"}}
+	const extra = "\n\nAnswer with one of:\n- Red\n- Blue (the sea)\n\nOr answer in your own words."
+	for _, tc := range []struct {
+		name     string
+		upstream bool
+	}{{"upstream", true}, {"this server", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &generationSrv{}
+			url := g.serve(t, agentassistprotoconnect.SrvAgentAssistTaskFinishProcedure)
+			o := Options{Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url)}
+			if tc.upstream {
+				o.Control = agentassistprotoconnect.NewSrvAgentAssistControlClient(http.DefaultClient, url) // 404
+			} else {
+				o.Control = &fakeControl{}
+			}
+			c := newClient(t, nil, o)
+			if r := call(t, c, "ask_question", map[string]any{"question": "Which colour?", "options": opts}, nil); r.IsError {
+				t.Fatalf("ask_question: %q", text(r))
+			}
+			if r := call(t, c, "task_finish", map[string]any{"summary": "Painted.", "options": opts}, nil); r.IsError {
+				t.Fatalf("task_finish: %q", text(r))
+			}
+			want := map[bool]string{true: extra}[tc.upstream]
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			q := g.asks[0]
+			if q.GetQuestion() != "Which colour?"+want || len(q.GetQuestions()) != 1 || q.GetQuestions()[0].GetQuestion() != "Which colour?" {
+				t.Errorf("question = %q, Questions = %v", q.GetQuestion(), q.GetQuestions())
+			}
+			if r := g.reports[0]; r.GetSummary() != "Painted."+want || len(r.GetQuestions()) != 1 || r.GetQuestions()[0].GetQuestion() != "Painted." {
+				t.Errorf("report = %q, Questions = %v", r.GetSummary(), r.GetQuestions())
+			}
+		})
+	}
+}

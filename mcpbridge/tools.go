@@ -91,12 +91,18 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 			return badArgs(tool, err)
 		}
 		timeout := b.timeout(secs)
-		dir := b.dir(req)
+		var who [3]string // project_directory, agent_name, reasoning_model_name
+		for i, name := range []string{"project_directory", "agent_name", "reasoning_model_name"} {
+			if who[i], err = textArg(req, name); err != nil {
+				return badArgs(tool, err)
+			}
+		}
+		dir := cmp.Or(who[0], b.o.ProjectDirectory)
 		if res := b.handOver(ctx, kind, tool, dir); res != nil {
 			return res, nil
 		}
 		id, asked := requestOf(ctx)
-		agent, model, client := req.GetString("agent_name", ""), req.GetString("reasoning_model_name", ""), mcpClientName(ctx)
+		agent, model, client := who[1], who[2], mcpClientName(ctx)
 		var call func(context.Context) (*pb.AskQuestionResponse, string, error)
 		if kind == wire.AskQuestion {
 			q := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
@@ -129,7 +135,9 @@ func (b *bridge) waitAndOffer(ctx context.Context, req mcp.CallToolRequest, kind
 	replied := false
 	res, err := b.wait(wctx, req, kind, id, qs, timeout, func(ctx context.Context) (*pb.AskQuestionResponse, error) {
 		resp, who, err := call(ctx)
-		if err == nil {
+		// Upstream's server ends a call with an outcome as a response
+		// (no device, a timeout): that is no one's answer.
+		if err == nil && outcomeError(resp) == nil {
 			replied, by = true, who
 		}
 		return resp, err
@@ -143,10 +151,6 @@ func mcpClientName(ctx context.Context) string {
 		return s.GetClientInfo().Name
 	}
 	return ""
-}
-
-func (b *bridge) dir(req mcp.CallToolRequest) string {
-	return req.GetString("project_directory", b.o.ProjectDirectory)
 }
 
 // wait makes the call, sending progress while it is open, and turns every

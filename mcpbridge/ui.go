@@ -327,6 +327,10 @@ func (u *uiTools) failed(ctx context.Context, err error, e *pb.RelayError) *mcp.
 
 // hint adds what to do about an error the agent cannot fix by itself.
 func (u *uiTools) hint(e *pb.RelayError) string {
+	if e.GetCode() == wire.SessionNotActive {
+		// The relay says session.start, the /agent/ws agent's message.
+		return "\nNo study session is active: call start_session first."
+	}
 	if e.GetCode() == wire.NoActiveSpec {
 		return fmt.Sprintf("\nNo web UI is connected to relay session %q. Ask the person to open %s/booking?token=<their token> in a browser "+
 			"(or to start the AG-UI frontend on thread %[1]q, or the Ingress client on session %[1]q), then try again.", cmp.Or(u.b.o.RelaySession, "default"), u.b.o.ServerURL)

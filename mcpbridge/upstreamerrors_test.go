@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -23,9 +24,14 @@ type outcomeSrv struct {
 	agentassistprotoconnect.UnimplementedSrvAgentAssistHandler
 	upstream bool
 	code     string // timeout, no_clients, cancelled
+	// gate, when set, holds the outcome until it is closed.
+	gate chan struct{}
 }
 
 func (o *outcomeSrv) reply() (*pb.AskQuestionResponse, error) {
+	if o.gate != nil {
+		<-o.gate
+	}
 	if o.upstream {
 		return &pb.AskQuestionResponse{IsError: true, Meta: map[string]string{"error": o.code, "message": "from upstream: " + o.code}}, nil
 	}
@@ -91,4 +97,55 @@ func TestUpstreamServerOutcomes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestUpstreamOutcomeWithFormIsNoAnswer: a client that shows forms gets
+// the question as one; when upstream's server then ends the call with an
+// outcome (no device connected, a timeout), the form is withdrawn, and
+// the result must not say the person answered on a phone or PC: nobody
+// answered.
+func TestUpstreamOutcomeWithFormIsNoAnswer(t *testing.T) {
+	for _, code := range []string{"no_clients", "timeout"} {
+		t.Run(code, func(t *testing.T) {
+			shown := make(chan struct{})
+			o := &outcomeSrv{upstream: true, code: code, gate: shown}
+			mux := http.NewServeMux()
+			mux.Handle(agentassistprotoconnect.NewSrvAgentAssistHandler(o))
+			ts := httptest.NewServer(mux) // upstream's has no SrvAgentAssistReply: 404
+			t.Cleanup(ts.Close)
+			b := New(Options{
+				Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
+				Reply:  agentassistprotoconnect.NewSrvAgentAssistReplyClient(http.DefaultClient, ts.URL),
+				Token:  "tok-123456789", ServerURL: ts.URL,
+			})
+			c, err := client.NewInProcessClientWithOptions(b.MCPServer, client.WithElicitationHandler(formFunc(func(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+				close(shown) // the form is on screen; the person never fills it in
+				<-ctx.Done()
+				return nil, ctx.Err()
+			})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			if err := c.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			init := mcp.InitializeRequest{}
+			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+			init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
+			if _, err := c.Initialize(context.Background(), init); err != nil {
+				t.Fatal(err)
+			}
+			r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
+			if got := text(r); !r.IsError || strings.Contains(got, "answered on") {
+				t.Errorf("upstream's %s with a form shown reads as %q (error %v)", code, got, r.IsError)
+			}
+		})
+	}
+}
+
+type formFunc func(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error)
+
+func (f formFunc) Elicit(ctx context.Context, r mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return f(ctx, r)
 }

@@ -225,6 +225,7 @@ func TestListenReadsTheMCPConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin)
+	t.Setenv("DISPLAY", ":0") // the script types into no display
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs syncBuffer

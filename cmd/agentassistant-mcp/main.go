@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringSetting(&cfg.Host, "host", "agentassistant-srv host")
 	fs.IntSetting(&cfg.Port, "port", "agentassistant-srv port")
 	fs.StringSetting(&cfg.Token, "token", "token (default: the one agentassistant-srv generated on this machine)")
-	servers := fs.String("server", "", "agentassistant-srv instances of a cluster, comma-separated host:port, tried in turn (in place of -host and -port)")
+	servers := fs.String("server", "", "agentassistant-srv instances of a cluster, comma-separated host:port (or https://host:port for HTTPS), tried in turn (in place of -host and -port)")
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
 	fs.StringSetting(&cfg.Session, "session", "relay session of the web UI to drive (default \"default\")")
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
@@ -130,12 +130,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if *servers != "" {
 		// A cluster: a call that fails moves the next one (the re-attach)
 		// to the next instance.
-		addrs, err := failover.Parse(*servers, cfg.Port)
+		addrs, scheme, err := failover.Parse(*servers, cfg.Port)
 		if err != nil {
 			return err
 		}
-		base.Host = addrs[0]
-		ft := failover.New(addrs, transport)
+		base.Scheme, base.Host = scheme, addrs[0]
+		ft := failover.New(scheme, addrs, transport)
 		transport = ft
 		// A waiting question's instance is checked (mcpbridge's stall.go):
 		// a frozen one is left for the next.
@@ -269,6 +269,14 @@ func checkServer(ctx context.Context, c *http.Client, base url.URL, token, token
 	case http.StatusForbidden:
 		logger.Warn("agentassistant-srv does not answer to this address", "server", base.String(),
 			"hint", "add the host name to the server's [server] allowed_hosts, or use its IP address")
+	case http.StatusBadRequest:
+		// A TLS server's answer to plain HTTP (Go's: "Client sent an
+		// HTTP request to an HTTPS server."; nginx's alike).
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		if base.Scheme == "http" && strings.Contains(string(b), "HTTPS") {
+			logger.Warn("agentassistant-srv serves HTTPS there (its -tls-cert): questions fail until agentassistant-mcp reaches it so", "server", base.String(),
+				"hint", "give -server https://"+base.Host+" (or agentassistant_servers = [\"https://"+base.Host+"\"]), with a name its certificate holds")
+		}
 	}
 }
 

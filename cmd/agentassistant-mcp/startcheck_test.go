@@ -116,3 +116,17 @@ func TestTerminalSaysWhatItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPSServerSaidAtStart: a server that serves HTTPS (its -tls-cert,
+// as a phone's notifications need) answers plain HTTP with 400; every
+// call would fail as "400 Bad Request". agentassistant-mcp says at start
+// that the server speaks HTTPS and how to reach it so.
+func TestHTTPSServerSaidAtStart(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
+	out := runUntil(t, "serves HTTPS", "-host", host, "-port", port, "-token", testToken)
+	if want := "-server https://" + net.JoinHostPort(host, port); !strings.Contains(out, want) {
+		t.Errorf("stderr says nothing of %q:\n%s", want, out)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -20,15 +21,17 @@ import (
 
 // Transport is an http.RoundTripper over several servers.
 type Transport struct {
-	addrs []string // host:port
-	cur   atomic.Uint64
-	base  http.RoundTripper
+	scheme string   // http or https, for every server
+	addrs  []string // host:port
+	cur    atomic.Uint64
+	base   http.RoundTripper
 }
 
-// New returns a Transport over addrs (host:port), which sends through
-// base. The first address is tried first.
-func New(addrs []string, base http.RoundTripper) *Transport {
-	return &Transport{addrs: addrs, base: base}
+// New returns a Transport over addrs (host:port), reached with scheme
+// (http or https, as Parse says), which sends through base. The first
+// address is tried first.
+func New(scheme string, addrs []string, base http.RoundTripper) *Transport {
+	return &Transport{scheme: scheme, addrs: addrs, base: base}
 }
 
 // Current is the address calls go to now.
@@ -41,7 +44,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	n := t.cur.Load()
 	addr := t.addrs[n%uint64(len(t.addrs))]
 	r := req.Clone(req.Context())
-	r.URL.Host, r.Host = addr, addr
+	r.URL.Scheme, r.URL.Host, r.Host = t.scheme, addr, addr
 	resp, err := t.base.RoundTrip(r)
 	// 503 (Connect's Unavailable): the server is shutting down, or lost
 	// the cluster's NATS; another instance may have it.
@@ -54,23 +57,47 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // Parse reads a comma-separated list of servers, host or host:port
-// (defaultPort when it has none).
-func Parse(list string, defaultPort int) ([]string, error) {
-	var out []string
+// (defaultPort when it has none), or a URL, http://host[:port] or
+// https://host[:port] (the scheme's port when it has none: a server
+// behind its own TLS or a reverse proxy's). scheme is the one of them
+// all: https when they say so, else http; a list that mixes them is
+// refused.
+func Parse(list string, defaultPort int) (addrs []string, scheme string, err error) {
 	for a := range strings.SplitSeq(list, ",") {
 		a = strings.TrimSpace(a)
 		if a == "" {
-			return nil, errors.New("empty server address in the list")
+			return nil, "", errors.New("empty server address in the list")
 		}
-		if _, _, err := net.SplitHostPort(a); err != nil {
+		s := "http"
+		if i := strings.Index(a, "://"); i >= 0 {
+			u, err := url.Parse(a)
+			if err != nil {
+				return nil, "", fmt.Errorf("server address %q: %w", a, err)
+			}
+			s = strings.ToLower(u.Scheme)
+			switch {
+			case s != "http" && s != "https":
+				return nil, "", fmt.Errorf("server address %q: the scheme is http or https", a)
+			case u.User != nil || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Host == "":
+				return nil, "", fmt.Errorf("server address %q: a server is %s://HOST or %s://HOST:PORT, with no path, user or query", a, s, s)
+			}
+			a = u.Host
+			if u.Port() == "" {
+				a = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[s])
+			}
+		} else if _, _, err := net.SplitHostPort(a); err != nil {
 			a = net.JoinHostPort(a, strconv.Itoa(defaultPort))
 		}
 		if _, _, err := net.SplitHostPort(a); err != nil {
-			return nil, fmt.Errorf("server address %q: %w", a, err)
+			return nil, "", fmt.Errorf("server address %q: %w", a, err)
 		}
-		out = append(out, a)
+		if scheme != "" && s != scheme {
+			return nil, "", fmt.Errorf("server addresses %q: one is %s, another %s: the instances are reached alike (write each as https://HOST:PORT when they serve HTTPS)", list, scheme, s)
+		}
+		scheme = s
+		addrs = append(addrs, a)
 	}
-	return out, nil
+	return addrs, scheme, nil
 }
 
 // Probe reports whether the current server answers at all: a GET of its
@@ -87,7 +114,7 @@ func (t *Transport) Probe(ctx context.Context, timeout time.Duration, header htt
 	skip = func() { t.cur.CompareAndSwap(n, n+1) }
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/health", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, t.scheme+"://"+addr+"/health", nil)
 	if err != nil {
 		return skip, err
 	}

@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 )
 
 func serve(t *testing.T, name string) *httptest.Server {
@@ -35,7 +37,7 @@ func TestMovesOnAfterAFailure(t *testing.T) {
 	a, b := serve(t, "a"), serve(t, "b")
 	ua, _ := url.Parse(a.URL)
 	ub, _ := url.Parse(b.URL)
-	rt := New([]string{ua.Host, ub.Host}, http.DefaultTransport)
+	rt := New("http", []string{ua.Host, ub.Host}, http.DefaultTransport)
 	c := &http.Client{Transport: rt}
 	for range 3 {
 		if got, err := get(t, c); err != nil || got != "a "+ua.Host {
@@ -55,12 +57,63 @@ func TestMovesOnAfterAFailure(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	got, err := Parse(" 10.0.0.1:22080 , srv-b:22081,10.0.0.3", 22080)
-	if err != nil || len(got) != 3 || got[0] != "10.0.0.1:22080" || got[1] != "srv-b:22081" || got[2] != "10.0.0.3:22080" {
-		t.Fatalf("Parse = %v, %v", got, err)
+	got, scheme, err := Parse(" 10.0.0.1:22080 , srv-b:22081,10.0.0.3", 22080)
+	if err != nil || scheme != "http" || len(got) != 3 || got[0] != "10.0.0.1:22080" || got[1] != "srv-b:22081" || got[2] != "10.0.0.3:22080" {
+		t.Fatalf("Parse = %v, %q, %v", got, scheme, err)
 	}
-	if _, err := Parse("a:1,,", 1); err == nil {
+	if _, _, err := Parse("a:1,,", 1); err == nil {
 		t.Fatal("an empty address was taken")
+	}
+}
+
+// TestParseURLs: a server behind HTTPS (its own -tls-cert, or a reverse
+// proxy) is named by its URL; one written with a scheme is read as one,
+// not as a host name "https" or "http://x" (which no server has), and a
+// URL without a port has its scheme's. The list has one scheme.
+func TestParseURLs(t *testing.T) {
+	for _, tc := range []struct {
+		list, scheme string
+		addrs        []string
+	}{
+		{"https://inbox.example.org", "https", []string{"inbox.example.org:443"}},
+		{"https://10.0.0.1:22080/, https://10.0.0.2:22080", "https", []string{"10.0.0.1:22080", "10.0.0.2:22080"}},
+		{"http://srv1:22080,srv2", "http", []string{"srv1:22080", "srv2:22080"}},
+		{"https://[::1]:8443", "https", []string{"[::1]:8443"}},
+		{"HTTPS://Box.lan", "https", []string{"Box.lan:443"}},
+	} {
+		addrs, scheme, err := Parse(tc.list, 22080)
+		if err != nil || scheme != tc.scheme || strings.Join(addrs, " ") != strings.Join(tc.addrs, " ") {
+			t.Errorf("Parse(%q) = %v, %q, %v; want %v, %q", tc.list, addrs, scheme, err, tc.addrs, tc.scheme)
+		}
+	}
+	for _, list := range []string{
+		"https://a:1,http://b:2", // one scheme for all
+		"https://a:1,b:2",        // b would be http
+		"ftp://a:1",
+		"https://a:1/mcp", // the server's address, not one of its paths
+		"https://user@a:1",
+		"https://a:1?x=1",
+	} {
+		if addrs, scheme, err := Parse(list, 22080); err == nil {
+			t.Errorf("Parse(%q) = %v, %q; want an error", list, addrs, scheme)
+		}
+	}
+}
+
+// TestHTTPS: with the scheme https, calls and probes go to the server
+// over TLS, whatever scheme the caller's URL names.
+func TestHTTPS(t *testing.T) {
+	a := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "tls "+r.Host)
+	}))
+	t.Cleanup(a.Close)
+	ua, _ := url.Parse(a.URL)
+	rt := New("https", []string{ua.Host}, a.Client().Transport)
+	if got, err := get(t, &http.Client{Transport: rt}); err != nil || got != "tls "+ua.Host {
+		t.Fatalf("got %q, %v", got, err)
+	}
+	if _, err := rt.Probe(t.Context(), 5*time.Second, nil); err != nil {
+		t.Fatalf("probe: %v", err)
 	}
 }
 
@@ -75,7 +128,7 @@ func TestMovesOnAfterUnavailable(t *testing.T) {
 	b := serve(t, "b")
 	ua, _ := url.Parse(a.URL)
 	ub, _ := url.Parse(b.URL)
-	rt := New([]string{ua.Host, ub.Host}, http.DefaultTransport)
+	rt := New("http", []string{ua.Host, ub.Host}, http.DefaultTransport)
 	c := &http.Client{Transport: rt}
 	resp, err := c.Get("http://cluster/x")
 	if err != nil {

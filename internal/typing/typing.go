@@ -93,6 +93,9 @@ var tools = map[string]func(path string) Keyboard{
 	"osascript": func(p string) Keyboard { return &osascript{path: p} },
 }
 
+// sessionVar is the variable naming the session a tool types into.
+var sessionVar = map[string]string{"xdotool": "DISPLAY", "wtype": "WAYLAND_DISPLAY"}
+
 // installHint says how to get each tool.
 var installHint = map[string]string{
 	"xdotool":   "install xdotool (Debian/Ubuntu: sudo apt install xdotool; Fedora: sudo dnf install xdotool; Arch: sudo pacman -S xdotool)",
@@ -119,7 +122,14 @@ func New(o Options) (Keyboard, error) {
 		return detect(o)
 	}
 	if mk, ok := tools[o.Backend]; ok {
-		return tool(o, o.Backend, mk)
+		kb, err := tool(o, o.Backend, mk)
+		if v := sessionVar[o.Backend]; err == nil && v != "" && o.Getenv(v) == "" {
+			// Over ssh, say: the program is there, but every message
+			// would fail to type.
+			return nil, &Unavailable{Why: o.Backend + " types into a graphical session, and " + v + " is not set",
+				Hint: "run agentassistant-input inside your desktop session (or set " + v + " to its display)"}
+		}
+		return kb, err
 	}
 	if kb, ok, err := platform(o.Backend, o); ok {
 		return kb, err

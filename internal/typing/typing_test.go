@@ -125,6 +125,10 @@ func TestDetect(t *testing.T) {
 		{"no session", nil, []string{"xdotool", "wtype"}, "", "neither WAYLAND_DISPLAY nor DISPLAY", true},
 		{"forced xdotool", map[string]string{"DISPLAY": ":0"}, []string{"xdotool"}, "xdotool", "xdotool", false},
 		{"forced xtest", map[string]string{"DISPLAY": ":0"}, nil, "xtest", "recorder", false},
+		// Forced, but with no session for it (over ssh): said at start,
+		// not at the first message typed.
+		{"forced xdotool without a display", nil, []string{"xdotool"}, "xdotool", "DISPLAY is not set", true},
+		{"forced wtype without wayland", map[string]string{"DISPLAY": ":0"}, []string{"wtype"}, "wtype", "WAYLAND_DISPLAY is not set", true},
 		{"forced but missing", nil, nil, "xdotool", "xdotool was not found on PATH: install xdotool (Debian/Ubuntu: sudo apt install xdotool", true},
 		{"unknown", nil, nil, "robot", `unknown typing backend "robot"`, true},
 	} {
@@ -195,7 +199,7 @@ func TestToolCommandLines(t *testing.T) {
 	} {
 		t.Run(tc.tool, func(t *testing.T) {
 			lp, calls := fakeTool(t, tc.tool, "")
-			kb, err := New(Options{Backend: tc.tool, LookPath: lp})
+			kb, err := New(Options{Backend: tc.tool, LookPath: lp, Getenv: env(desktop)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -221,7 +225,7 @@ func TestToolCommandLines(t *testing.T) {
 
 func TestToolFailureSaysWhy(t *testing.T) {
 	lp, _ := fakeTool(t, "xdotool", "Error: Can't open display: (null)")
-	kb, err := New(Options{Backend: "xdotool", LookPath: lp})
+	kb, err := New(Options{Backend: "xdotool", LookPath: lp, Getenv: env(map[string]string{"DISPLAY": ":0"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +237,7 @@ func TestToolFailureSaysWhy(t *testing.T) {
 
 func TestLongBackspaceRunsInBatches(t *testing.T) {
 	lp, calls := fakeTool(t, "wtype", "")
-	kb, _ := New(Options{Backend: "wtype", LookPath: lp})
+	kb, _ := New(Options{Backend: "wtype", LookPath: lp, Getenv: env(desktop)})
 	if err := kb.Press(context.Background(), Backspace, 120); err != nil {
 		t.Fatal(err)
 	}
@@ -248,3 +252,6 @@ func TestLongBackspaceRunsInBatches(t *testing.T) {
 		t.Errorf("pressed %d Backspaces, want 120", n)
 	}
 }
+
+// desktop is a session with both displays, for the tools that need one.
+var desktop = map[string]string{"DISPLAY": ":0", "WAYLAND_DISPLAY": "wayland-0"}

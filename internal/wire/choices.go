@@ -178,3 +178,38 @@ func labels(opts []*pb.Option) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// OptionsText is the options of qs as text to follow a request's own, for
+// a reader that does not show them (upstream's web UI and Flutter app,
+// which know nothing of a request's Questions): a heading, a line per
+// option with its description, and whether words of one's own do; ""
+// when qs offers none. Each option is one line under the one heading
+// written here: a label or description that would break the line (or
+// turn it around) is written as one line (OneLine), so no option reads
+// as two, nor as that heading.
+func OptionsText(qs []*pb.Question) string {
+	opts, multiple, custom := OptionsOf(qs)
+	if len(opts) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	if multiple {
+		b.WriteString("\n\nAnswer with one or more of:")
+	} else {
+		b.WriteString("\n\nAnswer with one of:")
+	}
+	for _, o := range opts {
+		l := OneLine(o.GetLabel())
+		if l == "" {
+			continue // nothing a person could type back
+		}
+		b.WriteString("\n- " + l)
+		if d := OneLine(o.GetDescription()); d != "" {
+			b.WriteString(" (" + d + ")")
+		}
+	}
+	if custom {
+		b.WriteString("\n\nOr answer in your own words.")
+	}
+	return b.String()
+}

@@ -1,8 +1,6 @@
 package inbox
 
 import (
-	"strings"
-
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -12,12 +10,11 @@ import (
 // Questions, field 7): their frames of a request asked with options say
 // them in the text, so the person there can answer with one by typing
 // its label. A client that says at login it shows them (ShowsOptions,
-// as this project's UI does) is given the text as asked. Each option is
-// one line under the one heading written here: a label or description
-// that would break the line (or turn it around) is written as one line
-// (wire.OneLine), so no option reads as two, nor as that heading.
-// wire.CheckOptions refuses such labels; a request kept from before, or
-// asked by a caller that checks nothing, still meets this.
+// as this project's UI does) is given the text as asked. The text is
+// wire.OptionsText's, which agentassistant-mcp also writes for a server
+// of the existing agentassistant. wire.CheckOptions refuses labels that
+// break a line; a request kept from before, or asked by a caller that
+// checks nothing, still meets them.
 
 // encodeOptionsInText is n's frames with the options in the text. ok is
 // false when they are n's frames for every client (n.Encoded).
@@ -45,28 +42,5 @@ func encodeOptionsInText(n *hub.Note) (bs [][]byte, ok bool) {
 // optionsText is the options of n's request as text to follow its own,
 // "" when it offers none.
 func optionsText(n *hub.Note) string {
-	opts, multiple, custom := wire.OptionsOf(n.Request.Questions)
-	if len(opts) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	if multiple {
-		b.WriteString("\n\nAnswer with one or more of:")
-	} else {
-		b.WriteString("\n\nAnswer with one of:")
-	}
-	for _, o := range opts {
-		l := wire.OneLine(o.GetLabel())
-		if l == "" {
-			continue // nothing a person could type back
-		}
-		b.WriteString("\n- " + l)
-		if d := wire.OneLine(o.GetDescription()); d != "" {
-			b.WriteString(" (" + d + ")")
-		}
-	}
-	if custom {
-		b.WriteString("\n\nOr answer in your own words.")
-	}
-	return b.String()
+	return wire.OptionsText(n.Request.Questions)
 }

@@ -102,7 +102,12 @@ func (cn *conn) hello(m Message) bool {
 	if h.o.Tokens == nil || !h.o.Tokens.Valid(m.APIKey) {
 		h.o.Limiter.Fail(c.Done(), cn.remote) // past the budget, the answer waits
 		h.log.Info("ingress hello refused: wrong api_key", "remote", auth.Key(cn.remote))
-		cn.fail(m, errorf(wire.IngressAuthFailed, "hello: api_key is not a token of this server"))
+		msg := "hello: api_key is not a token of this server"
+		if m.APIKey == "" {
+			// Left out or misspelt (apiKey): say where the token goes.
+			msg = "hello: no api_key: send the server's token (the ?token= of the URL agentassistant-srv printed) as \"api_key\""
+		}
+		cn.fail(m, errorf(wire.IngressAuthFailed, "%s", msg))
 		c.Shutdown(wsconn.ClosePolicyViolation, "auth_failed")
 		return false
 	}

@@ -325,3 +325,26 @@ func get(t *testing.T, url string) (int, string) {
 	defer resp.Body.Close()
 	return resp.StatusCode, readAll(resp.Body)
 }
+
+// TestHelloWithoutAPIKey: a hello that carries no api_key (left out, or
+// misspelt as apiKey) is refused as any wrong one is, auth_failed and
+// closed, but says the key is missing and what goes there, rather than
+// that the token is not this server's.
+func TestHelloWithoutAPIKey(t *testing.T) {
+	e := newEnv(t, false, ingress.Options{}, ingress.HTTPOptions{})
+	for _, hello := range []string{
+		`{"type":"hello","ts":1704067200000,"user_id":"u1","client_meta":{"app":"web","version":"1.0.0"}}`,
+		`{"type":"hello","ts":1704067200000,"user_id":"u1","apiKey":"` + tok + `","client_meta":{"app":"web","version":"1.0.0"}}`,
+		`{"type":"hello","ts":1704067200000,"user_id":"u1","api_key":"","client_meta":{"app":"web","version":"1.0.0"}}`,
+	} {
+		c := dial(t, e.url)
+		c.send(hello)
+		m := c.expectError("auth_failed")
+		if msg := str(m, "message"); !strings.Contains(msg, "no api_key") || !strings.Contains(msg, "token") {
+			t.Errorf("%s: message %q, want it to say the hello has no api_key and that the token goes there", hello, msg)
+		}
+		if err := c.closed(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+			t.Fatalf("after auth_failed: %v, want close 1008", err)
+		}
+	}
+}
