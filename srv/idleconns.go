@@ -140,6 +140,19 @@ func waitingWhile(ctx context.Context, f func()) {
 	f()
 }
 
+// public serves h, whose answers are anyone's (the UI's files), with its
+// connection counted as waiting: a peer that asks for a large file and
+// never reads it blocks the handler's write for as long as it likes, and
+// such a connection does nothing for anyone. Counted, a flood of them
+// from one address turns itself over as slowloris connections do,
+// instead of holding a descriptor and a goroutine each until the server
+// can accept nothing.
+func public(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		waitingWhile(r.Context(), func() { h.ServeHTTP(w, r) })
+	})
+}
+
 // enter counts a request of e's connection in a handler: the connection
 // no longer waits.
 func (e *idleConn) enter() {

@@ -285,7 +285,7 @@ func New(o Options) *Server {
 	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), s.failedLogin)))
 	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
-	s.handle("/", GuardPublic, webui.Handler())
+	s.handle("/", GuardPublic, public(webui.Handler()))
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
