@@ -203,3 +203,53 @@ func TestDeliveryConnectsToPublicAddressesOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectsAreNotFollowed: a push service answers a push (RFC 8030:
+// 201), it does not send it elsewhere. One that redirects is not
+// followed, to another path, host or scheme (a subscription must be
+// https, a redirect could name http): the push is not delivered, saying
+// what the service answered, and the place it named gets nothing.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	landed := make(chan struct{}, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/landed", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/landed", func(w http.ResponseWriter, _ *http.Request) {
+		landed <- struct{}{}
+		w.WriteHeader(http.StatusCreated)
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	dir := t.TempDir()
+	keys, _ := LoadOrCreateKeys(dir)
+	subs, _ := OpenFileSubscriptions(dir)
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	logs := notDelivered{Handler: slog.DiscardHandler, got: make(chan string, 8)}
+	// The default client, as the server has it; the double is on this
+	// machine, over plain http.
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, AllowPrivateEndpoints: true, Tries: 1,
+		Logger: slog.New(logs)})
+	t.Cleanup(p.Close)
+	d := newDevice(t, "/moved")
+	_ = subs.Put(store.Room(tokA), Subscription{ID: "moved", Endpoint: s.URL + "/moved",
+		P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()),
+		Auth:   base64.RawURLEncoding.EncodeToString(d.auth), Device: "phone"})
+	go func() {
+		_, _ = h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+	}()
+	select {
+	case err := <-logs.got:
+		if !strings.Contains(err, "307") {
+			t.Errorf("not delivered for %q, want the service's 307", err)
+		}
+	case <-landed:
+		t.Fatal("the redirect was followed: the push went where it pointed")
+	case <-time.After(10 * time.Second): // only against a hang
+		t.Fatal("the push was neither delivered nor given up")
+	}
+	if len(landed) != 0 {
+		t.Error("the redirect was followed: the push went where it pointed")
+	}
+}

@@ -49,8 +49,9 @@ type Options struct {
 	// server's operator, an e-mail address or an https URL (default
 	// agentassistant@localhost).
 	Subject string
-	// Client sends to the push services (default: 10 s per push, and
-	// connecting only to public addresses unless AllowPrivateEndpoints).
+	// Client sends to the push services (default: 10 s per push, no
+	// redirect followed, and connecting only to public addresses unless
+	// AllowPrivateEndpoints).
 	Client *http.Client
 	// Tries is how many times a push is sent before it is given up
 	// (default 4), Backoff the wait before the second (default 1s,
@@ -111,7 +112,8 @@ func New(o Options) *Pusher {
 	// webpush-go makes the subject a mailto: URL unless it is an https one.
 	o.Subject = cmp.Or(strings.TrimPrefix(o.Subject, "mailto:"), "agentassistant@localhost")
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: pushTransport(o.AllowPrivateEndpoints)}
+		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: pushTransport(o.AllowPrivateEndpoints),
+			CheckRedirect: noRedirects}
 	}
 	opt.Default(&o.Tries, 4)
 	opt.Default(&o.Backoff, time.Second)
