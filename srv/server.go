@@ -285,7 +285,7 @@ func New(o Options) *Server {
 	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), s.failedLogin)))
 	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
-	s.handle("/", GuardPublic, public(webui.Handler()))
+	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
@@ -297,6 +297,13 @@ func New(o Options) *Server {
 
 func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
+	switch guard {
+	case GuardPublic:
+		h = public(h)
+	case GuardCapability, GuardSigned:
+		// Who sends it is known from its body only.
+		h = bodyWaits(h)
+	}
 	s.mux.Handle(pattern, h)
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok {
