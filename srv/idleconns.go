@@ -3,6 +3,7 @@ package srv
 import (
 	"container/list"
 	"context"
+	"io"
 	"net"
 	"net/http"
 
@@ -138,6 +139,64 @@ func waitingWhile(ctx context.Context, f func()) {
 	e.leave()
 	defer e.enter()
 	f()
+}
+
+// public serves h, whose answers are anyone's (the UI's files), with its
+// connection counted as waiting: a peer that asks for a large file and
+// never reads it blocks the handler's write for as long as it likes, and
+// such a connection does nothing for anyone. Counted, a flood of them
+// from one address turns itself over as slowloris connections do,
+// instead of holding a descriptor and a goroutine each until the server
+// can accept nothing.
+func public(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		waitingWhile(r.Context(), func() { h.ServeHTTP(w, r) })
+	})
+}
+
+// bodyWaits serves h, which knows who sends a request only from its body
+// (a capability in it, a signature over it), with its connection counted
+// as waiting until the body has arrived: a body that trickles in waits
+// for nobody, and without the count a flood of them from one address
+// would each hold a descriptor and a goroutine until the body deadline,
+// however many. Once the body is in, the request is someone's.
+func bodyWaits(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e, _ := r.Context().Value(idleConnKey{}).(*idleConn)
+		if e == nil || r.Body == nil || r.Body == http.NoBody {
+			h.ServeHTTP(w, r)
+			return
+		}
+		e.leave()
+		b := &arriving{ReadCloser: r.Body, e: e}
+		r.Body = b
+		defer b.arrived()
+		h.ServeHTTP(w, r)
+	})
+}
+
+// arriving is a body still on its way; read by its handler's goroutine
+// only.
+type arriving struct {
+	io.ReadCloser
+	e    *idleConn
+	done bool
+}
+
+func (b *arriving) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.arrived()
+	}
+	return n, err
+}
+
+// arrived counts the request in its handler again, once.
+func (b *arriving) arrived() {
+	if !b.done {
+		b.done = true
+		b.e.enter()
+	}
 }
 
 // enter counts a request of e's connection in a handler: the connection

@@ -342,3 +342,45 @@ func TestHeldFailuresAreBounded(t *testing.T) {
 		t.Errorf("waiting connections: %+v", st)
 	}
 }
+
+// TestBodiesBeforeTheTokenAreBounded: a request whose body must be read
+// before anyone is known (a notification's capability is in it, a
+// webhook's signature is over it) waits for nobody while the body comes:
+// a peer that sends the headers and one byte of the body is bounded as
+// a slowloris one is, not held in its handler until the body deadline
+// (3,000 such connections from one address were all held, 30 s each).
+// Each comes once the server reads its body (100 Continue), so none is
+// closed before its handler started.
+func TestBodiesBeforeTheTokenAreBounded(t *testing.T) {
+	const perAddr, n = 8, 32
+	_, base := newServed(t, srv.NewIdleConns(1000, perAddr), nil)
+	addr := strings.TrimPrefix(base, "http://")
+	flood := make([]net.Conn, n)
+	for i := range flood {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "POST /push/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+			"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != http.StatusContinue {
+			t.Fatalf("connection %d: %v %v, want 100 Continue", i, resp, err)
+		}
+		if _, err := io.WriteString(c, "{"); err != nil {
+			t.Fatal(err)
+		}
+		flood[i] = c
+	}
+	for i, c := range flood[:n-perAddr] {
+		if !closedByServer(c) {
+			t.Fatalf("slow body %d of %d still open", i, n)
+		}
+	}
+	if st := ownerHealth(t, base); st.Peak > perAddr {
+		t.Errorf("waiting connections: %+v", st)
+	}
+}

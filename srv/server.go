@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,6 +298,16 @@ func New(o Options) *Server {
 
 func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.routes = append(s.routes, Route{Pattern: pattern, Guard: guard})
+	switch guard {
+	case GuardPublic:
+		h = public(h)
+	case GuardCapability, GuardSigned:
+		// Who sends it is known from its body only.
+		h = bodyWaits(h)
+	}
+	if guard != GuardConnect { // Connect inflates its own, to its limit
+		h = identityOnly(h)
+	}
 	s.mux.Handle(pattern, h)
 	method, path, ok := strings.Cut(pattern, " ")
 	if !ok {
@@ -431,6 +442,26 @@ func (s *Server) checkOrigin(h http.Handler) http.Handler {
 // and closes the connection after the answer: otherwise net/http would
 // read up to 256 KiB of the body first, for as long as the body timeout,
 // before the client got its answer.
+// identityOnly refuses, unread, a request whose body comes with a
+// Content-Encoding: h reads its body as it is, and would refuse gzip as
+// what it is not (not JSON at byte 1). 415 with Accept-Encoding: identity
+// says what to send instead (RFC 9110 15.5.16, RFC 7694). Before the
+// token: it tells nothing of it and costs nothing.
+func identityOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, v := range r.Header.Values("Content-Encoding") {
+			for c := range strings.SplitSeq(v, ",") {
+				if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+					w.Header().Set("Accept-Encoding", "identity")
+					refuseUnread(w, "Content-Encoding "+strconv.Quote(c)+" is not taken here: send the body as it is", http.StatusUnsupportedMediaType)
+					return
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
 func refuseUnread(w http.ResponseWriter, msg string, code int) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, msg, code)

@@ -12,6 +12,7 @@ package remoteinput
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -136,7 +137,15 @@ func New(o Options) *Companion {
 		log: o.Logger,
 		// The server is local or on the LAN: never send the token
 		// through a proxy.
-		dial: websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: nil},
+		dial: websocket.Dialer{HandshakeTimeout: 10 * time.Second, Proxy: nil,
+			// The token in the upgrade as well as in the login frame: the
+			// server keeps a connection that presents a valid one apart
+			// from strangers' waiting to log in, so no flood of theirs
+			// closes it before its login. As a subprotocol, as the web UI
+			// sends it (srv/auth TokenProtocol), any token fits; the
+			// server selects the plain one and never sends it back, and a
+			// server that knows neither ignores them.
+			Subprotocols: []string{"agentassistant", "agentassistant.bearer." + base64.RawURLEncoding.EncodeToString([]byte(o.Token))}},
 		cmds: make(chan command, queueLen),
 		out:  make(chan *pb.WebsocketMessage, outLen),
 	}

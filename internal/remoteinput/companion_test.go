@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
@@ -416,5 +417,47 @@ func TestUpstreamSendBackspace(t *testing.T) {
 	}
 	if got, want := kb.take(), []string{"Backspace×1"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("pressed %q, want %q", got, want)
+	}
+}
+
+// TestTokenAtTheUpgrade: the companion presents its token in the
+// WebSocket upgrade, not only in its login frame, so the server keeps its
+// place apart from strangers' connections waiting to log in: a flood of
+// those that turns their table over faster than a login's round trip
+// cannot close it between its upgrade and its login (srv
+// TestOwnerLogsInDuringAFlood).
+func TestTokenAtTheUpgrade(t *testing.T) {
+	toks, _ := auth.NewTokens(token)
+	s := srv.New(srv.Options{Tokens: toks})
+	t.Cleanup(func() { _ = s.Close() })
+	presented := make(chan string, 16)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/ws" {
+			tok, err := auth.UpgradeToken(r)
+			if err != nil {
+				tok = "error: " + err.Error()
+			}
+			presented <- tok
+		}
+		s.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- remoteinput.New(remoteinput.Options{URL: "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws", Token: token,
+			Keyboard: &keyboard{}, Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	select {
+	case got := <-presented:
+		if got != token {
+			t.Errorf("the upgrade presented %q, want the token", got)
+		}
+	case <-time.After(10 * time.Second): // only against a hang
+		t.Fatal("the companion did not connect")
 	}
 }

@@ -107,3 +107,11 @@ func pushTransport(allowPrivate bool) *http.Transport {
 	}
 	return tr
 }
+
+// noRedirects is the push client's CheckRedirect: a push service answers
+// a push (RFC 8030: 201 Created) and never sends it on. A redirect would
+// take the push, and the VAPID Authorization with it when the host stays
+// the same, where the subscription did not name: over plain http too,
+// which a subscription may not be. The redirect is the push's answer, a
+// failure that is not tried again.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

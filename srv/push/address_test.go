@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,7 +133,7 @@ func hostOf(t *testing.T, endpoint string) string {
 }
 
 // notDelivered is a log handler that tells which subscriptions' pushes
-// were given up.
+// were given up, once the line is written.
 type notDelivered struct {
 	slog.Handler
 	got chan string
@@ -141,6 +142,7 @@ type notDelivered struct {
 func (notDelivered) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h notDelivered) Handle(ctx context.Context, r slog.Record) error {
+	err := h.Handler.Handle(ctx, r)
 	if r.Message == "push not delivered" {
 		r.Attrs(func(a slog.Attr) bool {
 			if a.Key == "err" {
@@ -149,7 +151,7 @@ func (h notDelivered) Handle(ctx context.Context, r slog.Record) error {
 			return true
 		})
 	}
-	return h.Handler.Handle(ctx, r)
+	return err
 }
 
 // TestDeliveryConnectsToPublicAddressesOnly: a subscription kept with an
@@ -202,4 +204,109 @@ func TestDeliveryConnectsToPublicAddressesOnly(t *testing.T) {
 			t.Errorf("the push service on this machine was pushed to: %v", s.got)
 		}
 	}
+}
+
+// TestRedirectsAreNotFollowed: a push service answers a push (RFC 8030:
+// 201), it does not send it elsewhere. One that redirects is not
+// followed, to another path, host or scheme (a subscription must be
+// https, a redirect could name http): the push is not delivered, saying
+// what the service answered, and the place it named gets nothing.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	landed := make(chan struct{}, 8)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/moved", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/landed", http.StatusTemporaryRedirect)
+	})
+	mux.HandleFunc("/landed", func(w http.ResponseWriter, _ *http.Request) {
+		landed <- struct{}{}
+		w.WriteHeader(http.StatusCreated)
+	})
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	dir := t.TempDir()
+	keys, _ := LoadOrCreateKeys(dir)
+	subs, _ := OpenFileSubscriptions(dir)
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	logs := notDelivered{Handler: slog.DiscardHandler, got: make(chan string, 8)}
+	// The default client, as the server has it; the double is on this
+	// machine, over plain http.
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, AllowPrivateEndpoints: true, Tries: 1,
+		Logger: slog.New(logs)})
+	t.Cleanup(p.Close)
+	d := newDevice(t, "/moved")
+	_ = subs.Put(store.Room(tokA), Subscription{ID: "moved", Endpoint: s.URL + "/moved",
+		P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()),
+		Auth:   base64.RawURLEncoding.EncodeToString(d.auth), Device: "phone"})
+	go func() {
+		_, _ = h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+	}()
+	select {
+	case err := <-logs.got:
+		if !strings.Contains(err, "307") {
+			t.Errorf("not delivered for %q, want the service's 307", err)
+		}
+	case <-landed:
+		t.Fatal("the redirect was followed: the push went where it pointed")
+	case <-time.After(10 * time.Second): // only against a hang
+		t.Fatal("the push was neither delivered nor given up")
+	}
+	if len(landed) != 0 {
+		t.Error("the redirect was followed: the push went where it pointed")
+	}
+}
+
+// TestLogHoldsNoEndpoint: a push's endpoint is the browser's address at
+// its push service, whose path is the subscription's own secret (FCM's
+// registration token): whoever has it may push to the device. A push
+// not delivered is logged with its subscription's ID and the service's
+// host, never the endpoint's path.
+func TestLogHoldsNoEndpoint(t *testing.T) {
+	const secret = "fcm-registration-f00dfeedcafe"
+	s := newService(t)
+	dir := t.TempDir()
+	keys, _ := LoadOrCreateKeys(dir)
+	subs, _ := OpenFileSubscriptions(dir)
+	h := hub.New(hub.Options{})
+	t.Cleanup(h.Close)
+	var out lockedBuffer
+	logs := notDelivered{Handler: slog.NewTextHandler(&out, nil), got: make(chan string, 8)}
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, Tries: 1, Logger: slog.New(logs)})
+	t.Cleanup(p.Close)
+	d := newDevice(t, "/")
+	// This machine's address: the push is refused as it connects.
+	_ = subs.Put(store.Room(tokA), Subscription{ID: "sub-1", Endpoint: s.URL + "/wp/" + secret + "?k=" + secret,
+		P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()),
+		Auth:   base64.RawURLEncoding.EncodeToString(d.auth), Device: "phone"})
+	go func() {
+		_, _ = h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "?", Timeout: time.Hour})
+	}()
+	select {
+	case err := <-logs.got:
+		if !strings.Contains(err, hostOf(t, s.URL)) || !strings.Contains(err, "not a public address") {
+			t.Errorf("not delivered for %q, want the service's host and why", err)
+		}
+	case <-time.After(10 * time.Second): // only against a hang
+		t.Fatal("the push was not given up")
+	}
+	if strings.Contains(out.String(), secret) {
+		t.Errorf("the log holds the endpoint's secret:\n%s", out.String())
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

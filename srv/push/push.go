@@ -49,8 +49,9 @@ type Options struct {
 	// server's operator, an e-mail address or an https URL (default
 	// agentassistant@localhost).
 	Subject string
-	// Client sends to the push services (default: 10 s per push, and
-	// connecting only to public addresses unless AllowPrivateEndpoints).
+	// Client sends to the push services (default: 10 s per push, no
+	// redirect followed, and connecting only to public addresses unless
+	// AllowPrivateEndpoints).
 	Client *http.Client
 	// Tries is how many times a push is sent before it is given up
 	// (default 4), Backoff the wait before the second (default 1s,
@@ -111,7 +112,8 @@ func New(o Options) *Pusher {
 	// webpush-go makes the subject a mailto: URL unless it is an https one.
 	o.Subject = cmp.Or(strings.TrimPrefix(o.Subject, "mailto:"), "agentassistant@localhost")
 	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: pushTransport(o.AllowPrivateEndpoints)}
+		o.Client = &http.Client{Timeout: 10 * time.Second, Transport: pushTransport(o.AllowPrivateEndpoints),
+			CheckRedirect: noRedirects}
 	}
 	opt.Default(&o.Tries, 4)
 	opt.Default(&o.Backoff, time.Second)
@@ -329,7 +331,7 @@ func (p *Pusher) post(s Subscription, j job) error {
 			TTL: int(j.ttl / time.Second), Urgency: webpush.UrgencyHigh,
 			VAPIDPublicKey: p.o.Keys.Public, VAPIDPrivateKey: p.o.Keys.Private})
 	if err != nil {
-		return fmt.Errorf("push: %w", err)
+		return fmt.Errorf("push: %w", withoutPath(err, s.Endpoint))
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -341,3 +343,31 @@ func (p *Pusher) post(s Subscription, j job) error {
 	}
 	return &pushError{status: resp.StatusCode, body: string(body)}
 }
+
+// withoutPath keeps an endpoint's path and query out of err, which is
+// logged: they are the subscription's secret at its push service (FCM's
+// registration token), which lets whoever holds it push to the device.
+// The scheme and host stay, to tell which service failed.
+func withoutPath(err error, endpoint string) error {
+	u, perr := url.Parse(endpoint)
+	if perr != nil {
+		return &redacted{msg: "the push could not be sent to its endpoint", err: err}
+	}
+	host := u.Scheme + "://" + u.Host
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		ue.URL = host
+	}
+	if secret := strings.TrimPrefix(endpoint, host); len(secret) > 1 && strings.Contains(err.Error(), secret) {
+		return &redacted{msg: strings.ReplaceAll(err.Error(), secret, "/…"), err: err}
+	}
+	return err
+}
+
+// redacted is an error told without a secret, still what it wraps.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r *redacted) Error() string { return r.msg }
+func (r *redacted) Unwrap() error { return r.err }
