@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "../cmd/agentassistant-srv", "../cmd/agentassistant-mcp")
+	build := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "../cmd/agentassistant-srv", "../cmd/agentassistant-mcp", "../cmd/agentassistant-input")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build binaries:", err)
@@ -85,7 +85,7 @@ func freePort(t *testing.T) string {
 	return port
 }
 
-var urlLine = regexp.MustCompile(`http://[^\s]+/\?token=[^\s]+`)
+var urlLine = regexp.MustCompile(`https?://[^\s]+/\?token=[^\s]+`)
 
 // startServer runs agentassistant-srv on a free port with the given tokens
 // (the first is the main one) and returns once it prints its URL.
@@ -169,7 +169,7 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 			t.Fatal(err)
 		}
 		s.Host, s.Port = u.Hostname(), u.Port()
-		s.URL = "http://" + u.Host
+		s.URL = u.Scheme + "://" + u.Host
 		s.Token = u.Query().Get("token")
 	case <-time.After(30 * time.Second): // a NATS cluster still forming under load
 		t.Fatalf("server printed no URL; log:\n%s", logw.String())

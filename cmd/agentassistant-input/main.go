@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
+	"github.com/agentassistant/agentassistant/internal/failover"
 	"github.com/agentassistant/agentassistant/internal/remoteinput"
 	"github.com/agentassistant/agentassistant/internal/typing"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -46,10 +47,14 @@ func main() {
 // talks to the same server as the MCP binary, so it reads the same file,
 // and leaves the keys it does not know to their owner.
 type fileConfig struct {
-	Host     string `toml:"agentassistant_server_host"`
-	Port     int    `toml:"agentassistant_server_port"`
-	Token    string `toml:"agentassistant_server_token"`
-	LogLevel string `toml:"log_level"`
+	Host  string `toml:"agentassistant_server_host"`
+	Port  int    `toml:"agentassistant_server_port"`
+	Token string `toml:"agentassistant_server_token"`
+	// Servers, when set, are the instances of a cluster (host:port, or
+	// https://host:port for a server that serves HTTPS), tried in turn:
+	// in place of host and port, as agentassistant-mcp reads them.
+	Servers  []string `toml:"agentassistant_servers"`
+	LogLevel string   `toml:"log_level"`
 }
 
 const configName = "agentassistant-mcp.toml"
@@ -63,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringSetting(&cfg.Host, "host", "agentassistant-srv host")
 	fs.IntSetting(&cfg.Port, "port", "agentassistant-srv port")
 	fs.StringSetting(&cfg.Token, "token", "token (default: the one agentassistant-srv generated on this machine)")
+	servers := fs.String("server", "", "agentassistant-srv instances of a cluster, comma-separated host:port (or https://host:port for HTTPS), tried in turn (in place of -host and -port)")
 	nickname := fs.String("nickname", "", `name in the inbox's online list (default "PC input (HOSTNAME)"); "`+remoteinput.NicknameMark+`" is put in front`)
 	backend := fs.String("backend", "auto", "how to type: "+strings.Join(typing.Backends(), ", "))
 	maxChars := fs.Int("max-chars", remoteinput.DefaultMaxChars, "longest chat message typed, in characters")
@@ -89,6 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("give exactly one of -input, -input64 or -listen")
 	}
 
+	var urls []string
 	if *listen {
 		// The settings are checked before anything else can fail.
 		if _, err := fs.Load(&cfg); err != nil {
@@ -99,6 +106,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		check.Level("log_level", "log-level", cfg.LogLevel)
 		if err := check.Err(); err != nil {
 			return err
+		}
+		if *servers == "" && len(cfg.Servers) > 0 {
+			*servers = strings.Join(cfg.Servers, ",")
+		}
+		addrs, scheme := []string{net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))}, "http"
+		if *servers != "" {
+			var err error
+			if addrs, scheme, err = failover.Parse(*servers, cfg.Port); err != nil {
+				return err
+			}
+		}
+		for _, a := range addrs {
+			u := url.URL{Scheme: map[string]string{"http": "ws", "https": "wss"}[scheme], Host: a, Path: "/ws"}
+			urls = append(urls, u.String())
 		}
 	}
 	kb, err := typing.New(typing.Options{Backend: *backend})
@@ -141,10 +162,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		h, _ := os.Hostname()
 		name = "PC input (" + h + ")"
 	}
-	u := url.URL{Scheme: "ws", Host: net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)), Path: "/ws"}
-	logger.Info("connecting", "server", u.String(), "keyboard", kb.Name())
+	logger.Info("connecting", "server", strings.Join(urls, ", "), "keyboard", kb.Name())
 	c := remoteinput.New(remoteinput.Options{
-		URL:      u.String(),
+		URLs:     urls,
 		Token:    cfg.Token,
 		Nickname: name,
 		Keyboard: kb,

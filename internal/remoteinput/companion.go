@@ -67,8 +67,10 @@ var ErrRefused = errors.New("the server refused the login")
 
 // Options configure a Companion.
 type Options struct {
-	// URL is the server's /ws endpoint, ws://host:port/ws.
-	URL string
+	// URLs are the server's /ws endpoints, ws://host:port/ws (wss:// for
+	// a server that serves HTTPS): one, or a cluster's instances, tried
+	// in turn, a connection that fails or ends moving to the next.
+	URLs []string
 	// Token and Nickname log in; Nickname gets NicknameMark in front.
 	Token, Nickname string
 	// Keyboard types; required.
@@ -162,8 +164,8 @@ func (c *Companion) Run(ctx context.Context) error {
 	wg.Go(func() { c.work(ctx) })
 
 	wait := c.o.MinBackoff
-	for {
-		loggedIn, err := c.session(ctx)
+	for n := 0; ; n++ {
+		loggedIn, err := c.session(ctx, c.o.URLs[n%len(c.o.URLs)])
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -185,13 +187,13 @@ func (c *Companion) Run(ctx context.Context) error {
 
 // session is one connection: log in, then read until it breaks. It
 // reports whether the login succeeded.
-func (c *Companion) session(ctx context.Context) (loggedIn bool, err error) {
-	conn, resp, err := c.dial.DialContext(ctx, c.o.URL, http.Header{})
+func (c *Companion) session(ctx context.Context, url string) (loggedIn bool, err error) {
+	conn, resp, err := c.dial.DialContext(ctx, url, http.Header{})
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
-		return false, fmt.Errorf("connect to %s: %w", c.o.URL, err)
+		return false, fmt.Errorf("connect to %s: %w", url, err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup

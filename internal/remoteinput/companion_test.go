@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -118,7 +119,7 @@ func start(t *testing.T, kb *keyboard, o remoteinput.Options) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{ts: ts, proxy: proxy, kb: kb, logs: &syncBuffer{}, done: make(chan error, 1)}
-	o.URL = "ws://" + proxy.Addr() + "/ws"
+	o.URLs = append(o.URLs, "ws://"+proxy.Addr()+"/ws") // after any the test gives
 	if o.Token == "" {
 		o.Token = token
 	}
@@ -351,7 +352,7 @@ func TestWrongTokenStops(t *testing.T) {
 	defer s.Close()
 	var logs syncBuffer
 	c := remoteinput.New(remoteinput.Options{
-		URL: "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws", Token: "wrong-token-0123456789",
+		URLs: []string{"ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"}, Token: "wrong-token-0123456789",
 		Keyboard: &keyboard{}, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -380,6 +381,25 @@ func TestReconnects(t *testing.T) {
 	f.pc = f.waitCompanion(t, old)
 	if got := f.send(t, "back"); got != "✓ typed 4 characters" {
 		t.Errorf("answer after the reconnect %q", got)
+	}
+}
+
+// TestMovesToTheNextServer: of a cluster's instances, one that cannot be
+// reached is left for the next.
+func TestMovesToTheNextServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ln.Addr().String()
+	ln.Close()
+	f := start(t, &keyboard{}, remoteinput.Options{URLs: []string{"ws://" + gone + "/ws"}})
+	f.online(t)
+	if !strings.Contains(f.logs.String(), gone) {
+		t.Errorf("the companion never tried %s:\n%s", gone, f.logs.String())
+	}
+	if got := f.send(t, "here"); got != "✓ typed 4 characters" {
+		t.Errorf("answer %q", got)
 	}
 }
 
@@ -445,7 +465,7 @@ func TestTokenAtTheUpgrade(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- remoteinput.New(remoteinput.Options{URL: "ws" + strings.TrimPrefix(ts.URL, "http") + "/ws", Token: token,
+		done <- remoteinput.New(remoteinput.Options{URLs: []string{"ws" + strings.TrimPrefix(ts.URL, "http") + "/ws"}, Token: token,
 			Keyboard: &keyboard{}, Logger: slog.New(slog.DiscardHandler)}).Run(ctx)
 	}()
 	t.Cleanup(func() {
