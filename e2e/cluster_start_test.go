@@ -31,7 +31,9 @@ func TestClusterStartsWhileANATSNodeIsDown(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ns.start(2)
-	ns.waitHealthy(2)
+	if !ns.waitHealthy(2) {
+		t.Fatal("NATS node n2 found its port taken when it started again")
+	}
 	var s *server
 	select {
 	case s = <-served:

@@ -66,14 +66,30 @@ type natsCluster struct {
 func startNATSCluster(t *testing.T, n int) *natsCluster {
 	t.Helper()
 	c := &natsCluster{t: t, bin: natsServerBin(t)}
-	for i := range n {
-		c.nodes = append(c.nodes, &natsNode{name: fmt.Sprint("n", i), port: freePort(t), cport: freePort(t), mport: freePort(t), dir: t.TempDir()})
-	}
-	for i := range c.nodes {
-		c.start(i)
-	}
-	for i := range c.nodes {
-		c.waitHealthy(i)
+	// A port found free may be taken by another process before its node
+	// binds it (other tests run on this machine): then every node starts
+	// again on other ports, the routes naming them.
+	for try := 0; ; try++ {
+		c.nodes = nil
+		for i := range n {
+			c.nodes = append(c.nodes, &natsNode{name: fmt.Sprint("n", i), port: freePort(t), cport: freePort(t), mport: freePort(t), dir: t.TempDir()})
+		}
+		for i := range c.nodes {
+			c.start(i)
+		}
+		bound := true
+		for i := range c.nodes {
+			bound = bound && c.waitHealthy(i)
+		}
+		if bound {
+			break
+		}
+		for i := range c.nodes {
+			c.kill9(i)
+		}
+		if try == 2 {
+			t.Fatal("NATS nodes found their ports taken three times")
+		}
 	}
 	c.waitMeta()
 	t.Cleanup(func() {
@@ -119,8 +135,9 @@ func (c *natsCluster) start(i int) {
 	nd.cmd = cmd
 }
 
-// waitHealthy waits until node i's /healthz says JetStream is current.
-func (c *natsCluster) waitHealthy(i int) {
+// waitHealthy waits until node i's /healthz says JetStream is current,
+// or reports false when the node could not bind one of its ports.
+func (c *natsCluster) waitHealthy(i int) bool {
 	c.t.Helper()
 	nd := c.nodes[i]
 	for try := 0; ; try++ {
@@ -128,8 +145,11 @@ func (c *natsCluster) waitHealthy(i int) {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return true
 			}
+		}
+		if strings.Contains(nd.log.String(), "address already in use") {
+			return false
 		}
 		if try == 600 {
 			c.t.Fatalf("NATS node %s never healthy: %v; log:\n%s", nd.name, err, nd.log.String())

@@ -82,8 +82,8 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 		}
 		lose := err != nil && !c.health.lost && now.Sub(c.health.okAt) >= unhealthyAfter
 		back := err == nil && c.health.lost
-		if lose || back {
-			c.health.lost = lose
+		if back {
+			c.health.lost = false
 		}
 		since := c.health.okAt
 		c.mu.Unlock()
@@ -94,7 +94,13 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 		case lose:
 			c.log.Error("NATS does not answer: this instance can save nothing; /health says unhealthy, and the agents' calls held here end so they go to another instance",
 				"since", since.Format(time.RFC3339), "err", err)
+			// The calls held here end (as unavailable, to be asked again
+			// elsewhere) before /health says so: a bridge that watches
+			// /health and cuts its call on a 503 finds it ended already.
 			h.LinkLost()
+			c.mu.Lock()
+			c.health.lost = true
+			c.mu.Unlock()
 		case back:
 			c.log.Info("NATS answers again", "after", now.Sub(since).Round(time.Millisecond))
 			h.LinkBack()
