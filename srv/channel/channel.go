@@ -115,7 +115,8 @@ type Options struct {
 	// Notes keep which message asks which question, where the instance
 	// that takes the reply finds it; nil: in memory (one process). A
 	// note that cannot be written just now is kept here and written once
-	// they answer (laterNotes).
+	// they answer (laterNotes). One process keeps them in its data
+	// directory (FileNotes), across a restart.
 	Notes Notes
 	// Leader runs each service's inbound side (Telegram's poll, the
 	// mailbox's watch, Slack's socket) on one instance at a time; nil:
@@ -169,7 +170,8 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
-	shared := o.Notes != nil
+	_, local := o.Notes.(interface{ oneProcess() })
+	shared := o.Notes != nil && !local
 	if o.Notes == nil {
 		o.Notes = NewMemoryNotes(o.Now)
 	}

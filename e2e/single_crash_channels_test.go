@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
+)
+
+// A single server (the embedded store) killed with kill -9 while a
+// person answers through a channel, and started again on the same data
+// directory and port: agentassistant-mcp keeps the agent's call and
+// re-attaches.
+
+// startSingle runs one server on port over data with the channels'
+// config, as it would be started again after a crash.
+func startSingle(t *testing.T, port, data, config string) *server {
+	t.Helper()
+	path := filepath.Join(data, "channels.toml")
+	if err := os.WriteFile(path, []byte(fmt.Sprintf("[server]\ntokens = [%q]\n%s", tokenA, config)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startServerWith(t, port, data, []string{"-config", path}, tokenA)
+}
+
+// crashAsked starts a server with config, an agent asking question
+// through agentassistant-mcp, waits until sent says the question went
+// out, then kills the server with kill -9 and starts it again on its
+// data directory: the agent's call is still waiting.
+func crashAsked(t *testing.T, config func(url string) string, question string, sent func(*server)) (*server, chan callResult) {
+	t.Helper()
+	port, data := freePort(t), t.TempDir()
+	url := "http://127.0.0.1:" + port
+	s := startSingle(t, port, data, config(url))
+	agent := startMCP(t, s, tokenA)
+	done := askAsync(agent, question)
+	sent(s)
+	s.kill9(t)
+	select {
+	case r := <-done:
+		t.Fatalf("the agent's call ended with the server: %+v %v", r.r, r.err)
+	default:
+	}
+	return startSingle(t, port, data, config(url)), done
+}
+
+// wantAnswer waits for the agent's call to end with text.
+func wantAnswer(t *testing.T, done chan callResult, text string) {
+	t.Helper()
+	select {
+	case r := <-done:
+		if r.err != nil || r.r.IsError || resultText(r.r) != text {
+			t.Fatalf("the agent got %+v %v: %q, want %q", r.r, r.err, resultText(r.r), text)
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the answer never reached the agent")
+	}
+}
+
+// TestSingleTelegramReplyAfterKill9: the question went to Telegram, the
+// server was killed and started again; the person replies to the
+// message they have: the agent gets the reply, and no one is told it was
+// not taken.
+func TestSingleTelegramReplyAfterKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	var msg int
+	_, done := crashAsked(t, func(string) string { return telegramConfig(tg.URL) }, "Deploy after the crash?", func(s *server) {
+		msg = must[int](t)(strconv.Atoi(tg.Call(t, "sendMessage", 1)["sent_message_id"]))
+		waitNotedHere(t, s)
+	})
+	tg.Push(telegramtest.Reply(chat, 601, msg, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	waitConfirmed(t, tg, 1)
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
+}
+
+// TestSingleTelegramTapAfterKill9: as above, the person taps a button of
+// the message sent before the crash.
+func TestSingleTelegramTapAfterKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	var msg int
+	var label string
+	_, done := crashAsked(t, func(string) string { return telegramConfig(tg.URL) }, "Tap after the crash?", func(s *server) {
+		waitNotedHere(t, s)
+		form := tg.Call(t, "sendMessage", 1)
+		msg = must[int](t)(strconv.Atoi(form["sent_message_id"]))
+		kb := must[telegramtest.Keyboard](t)(telegramtest.KeyboardOf(form))
+		label = kb.InlineKeyboard[0][0].Text
+	})
+	tg.Push(telegramtest.Callback(chat, msg, "a:0"))
+	wantAnswer(t, done, label)
+	if got := tg.Call(t, "answerCallbackQuery", 1)["text"]; got != "Answered: "+label {
+		t.Errorf("the person was told %q", got)
+	}
+}
+
+// TestSingleTelegramReplyUnconfirmedAtKill9: the person's reply was
+// handled (the agent has it) and the server died before its next
+// getUpdates confirmed it; started again, the server is handed the
+// reply again: it is the person's own winning answer, taken once, and
+// they are not told it was not taken.
+func TestSingleTelegramReplyUnconfirmedAtKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	port, data := freePort(t), t.TempDir()
+	s := startSingle(t, port, data, telegramConfig(tg.URL))
+	agent := startMCP(t, s, tokenA)
+	done := askAsync(agent, "Confirmed after the crash?")
+	msg := must[int](t)(strconv.Atoi(tg.Call(t, "sendMessage", 1)["sent_message_id"]))
+	waitNotedHere(t, s)
+	// The poll that would confirm the reply (update 1) waits.
+	confirming, release := tg.HoldWhen("getUpdates", func(f map[string]string) bool {
+		n, _ := strconv.Atoi(f["offset"])
+		return n > 1
+	})
+	tg.Push(telegramtest.Reply(chat, 601, msg, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	select {
+	case <-confirming:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the reply's confirmation never came")
+	}
+	s.kill9(t)
+	if c := tg.Confirmed(); c >= 1 {
+		t.Fatalf("update %d confirmed before the crash", c)
+	}
+	release()
+	startSingle(t, port, data, telegramConfig(tg.URL))
+	waitConfirmed(t, tg, 1)
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
+}
+
+// waitNotedHere waits until s has noted which question its Telegram
+// message asks: the question is with the person.
+func waitNotedHere(t *testing.T, s *server) {
+	t.Helper()
+	if !s.logw.waitFor("telegram: a question sent and noted", 10*time.Second) {
+		t.Fatal("the question's message was never noted")
+	}
+}
+
+// waitConfirmed waits until the double's update id is confirmed: the
+// server handled it.
+func waitConfirmed(t *testing.T, tg *telegramtest.API, id int) {
+	t.Helper()
+	for try := 0; tg.Confirmed() < id; try++ {
+		if try == 3000 {
+			t.Fatalf("update %d never confirmed (last %d)", id, tg.Confirmed())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// ntfyDouble takes ntfy's JSON publishes and keeps them.
+type ntfyDouble struct {
+	*httptest.Server
+	mu   sync.Mutex
+	msgs []map[string]any
+	more chan struct{}
+}
+
+func startNtfy(t *testing.T) *ntfyDouble {
+	d := &ntfyDouble{more: make(chan struct{}, 100)}
+	d.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		d.mu.Lock()
+		d.msgs = append(d.msgs, m)
+		d.mu.Unlock()
+		d.more <- struct{}{}
+		_, _ = w.Write([]byte(`{"id":"x"}`))
+	}))
+	t.Cleanup(d.Close)
+	return d
+}
+
+// action is the first http action of the first message published: its
+// URL and its body.
+func (d *ntfyDouble) action(t *testing.T) (string, string) {
+	t.Helper()
+	select {
+	case <-d.more:
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing was published to ntfy")
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	acts, _ := d.msgs[0]["actions"].([]any)
+	for _, a := range acts {
+		a := a.(map[string]any)
+		if a["action"] == "http" {
+			return a["url"].(string), a["body"].(string)
+		}
+	}
+	t.Fatalf("no http action in %v", d.msgs[0])
+	return "", ""
+}
+
+// TestSingleOneTapAfterKill9: a notification's one-tap answer, made
+// before the crash, is tapped after it: the answer is taken and reaches
+// the agent; tapped again, it is refused (good once).
+func TestSingleOneTapAfterKill9(t *testing.T) {
+	nt := startNtfy(t)
+	var url, body string
+	_, done := crashAsked(t, func(public string) string {
+		return fmt.Sprintf("[channels]\npublic_url = %q\n[channels.ntfy]\nurl = %q\ntopic = \"aa-crash\"\n", public, nt.URL)
+	}, "One tap after the crash?", func(*server) { url, body = nt.action(t) })
+	post := func() (int, string) {
+		resp, err := http.Post(url, "application/json", bytes.NewReader([]byte(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var label struct {
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal([]byte(body), &label); err != nil {
+		t.Fatal(err)
+	}
+	if code, said := post(); code != http.StatusOK {
+		t.Fatalf("the tap after the restart: %d %s", code, strings.TrimSpace(said))
+	}
+	wantAnswer(t, done, label.Text)
+	if code, said := post(); code == http.StatusOK {
+		t.Fatalf("the same tap again: %d %s", code, said)
+	}
+}
