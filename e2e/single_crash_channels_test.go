@@ -85,6 +85,9 @@ func TestSingleTelegramReplyAfterKill9(t *testing.T) {
 	for _, said := range tg.Said("Not taken") {
 		t.Errorf("the person was told %q", said)
 	}
+	if asked := tg.Said("Deploy after the crash?"); len(asked) != 1 {
+		t.Errorf("the question was sent %d times", len(asked))
+	}
 }
 
 // TestSingleTelegramTapAfterKill9: as above, the person taps a button of
@@ -144,11 +147,11 @@ func TestSingleTelegramReplyUnconfirmedAtKill9(t *testing.T) {
 	}
 }
 
-// waitNotedHere waits until s has noted which question its Telegram
-// message asks: the question is with the person.
+// waitNotedHere waits until s has noted that its channel has the
+// question, and (Telegram) which question its message asks.
 func waitNotedHere(t *testing.T, s *server) {
 	t.Helper()
-	if !s.logw.waitFor("telegram: a question sent and noted", 10*time.Second) {
+	if !s.logw.waitFor("a question sent and noted", 10*time.Second) {
 		t.Fatal("the question's message was never noted")
 	}
 }
@@ -244,4 +247,29 @@ func TestSingleOneTapAfterKill9(t *testing.T) {
 	if code, said := post(); code == http.StatusOK {
 		t.Fatalf("the same tap again: %d %s", code, said)
 	}
+}
+
+// TestSingleTelegramAskedAtKill9: the question is saved (the agent's
+// call waits) and its Telegram message is on its way when the server is
+// killed; started again, the server sends it, and the person's reply to
+// that message answers the agent.
+func TestSingleTelegramAskedAtKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	sending, release := tg.Hold("sendMessage")
+	s2, done := crashAsked(t, func(string) string { return telegramConfig(tg.URL) }, "Sent after the crash?", func(*server) {
+		select {
+		case <-sending:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the question never went to Telegram")
+		}
+	})
+	release() // the dead server's call is gone with its connection
+	form := tg.Call(t, "sendMessage", 1)
+	if !strings.Contains(form["text"], "Sent after the crash?") {
+		t.Fatalf("the bot sent %q", form["text"])
+	}
+	waitNotedHere(t, s2)
+	msg := must[int](t)(strconv.Atoi(form["sent_message_id"]))
+	tg.Push(telegramtest.Reply(chat, 601, msg, "Now I see it."))
+	wantAnswer(t, done, "Now I see it.")
 }

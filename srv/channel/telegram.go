@@ -218,7 +218,6 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
 		until := expiresOf(n.Event)
 		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: shown}, q, until)
-		logOf(t.Logger).Debug("telegram: a question sent and noted", "id", n.Request.ID, "message", m.ID)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {
