@@ -2,9 +2,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -15,6 +20,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentassistant/agentassistant/internal/faultproxy"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 )
 
@@ -272,4 +280,63 @@ func TestSingleTelegramAskedAtKill9(t *testing.T) {
 	msg := must[int](t)(strconv.Atoi(form["sent_message_id"]))
 	tg.Push(telegramtest.Reply(chat, 601, msg, "Now I see it."))
 	wantAnswer(t, done, "Now I see it.")
+}
+
+// TestSingleAnswerWithPhotoKeptAcrossKill9: the agent's link is cut, the
+// person answers on Telegram with a photo and a caption, and the server
+// is killed once it has taken the reply; started again, the agent's
+// call re-attaches and gets both, the image byte for byte.
+func TestSingleAnswerWithPhotoKeptAcrossKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	port, data := freePort(t), t.TempDir()
+	s := startSingle(t, port, data, telegramConfig(tg.URL))
+	proxy, err := faultproxy.Start(net.JoinHostPort(s.Host, s.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proxy.Close)
+	host, pport, _ := net.SplitHostPort(proxy.Addr())
+	agent := startMCP(t, &server{Host: host, Port: pport}, tokenA)
+	done := askAsync(agent, "Which layout?")
+	msg := must[int](t)(strconv.Atoi(tg.Call(t, "sendMessage", 1)["sent_message_id"]))
+	waitNotedHere(t, s)
+
+	proxy.SetDown(true)
+	var pic bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	img.Set(1, 2, color.RGBA{R: 200, A: 255})
+	if err := png.Encode(&pic, img); err != nil {
+		t.Fatal(err)
+	}
+	tg.AddFile("ph-1", pic.Bytes())
+	tg.Push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000, "caption": "This one.",
+		"photo":            []any{map[string]any{"file_id": "ph-1", "file_unique_id": "b", "width": 4, "height": 4, "file_size": pic.Len()}},
+		"chat":             map[string]any{"id": chat, "type": "private"},
+		"from":             map[string]any{"id": chat, "is_bot": false, "first_name": "Ana"},
+		"reply_to_message": map[string]any{"message_id": msg, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}}}})
+	waitConfirmed(t, tg, 1) // handled: its answer saved
+	s.kill9(t)
+	startSingle(t, port, data, telegramConfig(tg.URL))
+	proxy.SetDown(false)
+
+	select {
+	case r := <-done:
+		if r.err != nil || r.r.IsError || resultText(r.r) != "This one." {
+			t.Fatalf("the agent got %+v %v: %q", r.r, r.err, resultText(r.r))
+		}
+		var got []byte
+		for _, c := range r.r.Content {
+			if ic, ok := mcp.AsImageContent(c); ok {
+				got, _ = base64.StdEncoding.DecodeString(ic.Data)
+			}
+		}
+		if !bytes.Equal(got, pic.Bytes()) {
+			t.Errorf("the agent's image: %d bytes, want the photo's %d", len(got), pic.Len())
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("the answer never reached the agent")
+	}
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
 }
