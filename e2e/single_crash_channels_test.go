@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentassistant/agentassistant/internal/faultproxy"
+	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 )
 
@@ -339,4 +341,33 @@ func TestSingleAnswerWithPhotoKeptAcrossKill9(t *testing.T) {
 	for _, said := range tg.Said("Not taken") {
 		t.Errorf("the person was told %q", said)
 	}
+}
+
+// TestSingleSlackReplyAfterKill9: the question was posted to Slack, the
+// server was killed and started again; the person's reply in its thread,
+// sent over the new Socket Mode connection, answers the agent.
+func TestSingleSlackReplyAfterKill9(t *testing.T) {
+	const slBot, slApp = "xoxb-e2e-crash-bot-token", "xapp-1-A1-e2e-crash-app-token"
+	sl := slacktest.Start(t, slBot, slApp)
+	config := fmt.Sprintf("[channels.slack]\nbot_token = %q\napp_token = %q\nchannel = \"U42\"\nusers = [\"U42\"]\napi_url = %q\n", slBot, slApp, sl.APIURL())
+	var ts string
+	_, done := crashAsked(t, func(string) string { return config }, "Posted before the crash?", func(s *server) {
+		ts = sl.Call(t, "chat.postMessage", 1)["_ts"]
+		waitNotedHere(t, s)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sl.Dialled(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	sl.Envelope(t, "events_api", slacktest.ThreadReply("U42", slacktest.DM("U42"), ts, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	_ = sl.WaitFor(ctx, func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && strings.Contains(c.Form["text"], "Not taken") {
+				t.Errorf("the person was told %q", c.Form["text"])
+			}
+		}
+		return true
+	})
 }
