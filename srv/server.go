@@ -336,11 +336,12 @@ func (s *Server) Idle() *IdleConns { return s.idle }
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
 // Restored tells the channels that the hub's requests were restored
-// (Hub.Restore): a question saved before the server stopped and not yet
-// sent to one of its channels is sent now.
+// (Hub.Restore): their answers held until then (channel.Options
+// AfterRestore) are taken, and a question saved before the server
+// stopped and not yet sent to one of its channels is sent now.
 func (s *Server) Restored() {
 	if s.channels != nil {
-		s.channels.Resend()
+		s.channels.Restored()
 	}
 }
 

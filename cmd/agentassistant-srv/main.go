@@ -286,7 +286,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer func() { _ = notes.Close() }()
-		chans.Notes = notes
+		// No answer is taken before the requests are restored (Restored).
+		chans.Notes, chans.AfterRestore = notes, true
 	}
 	so.Push, so.Caps, so.Channels, so.Tokens, so.Guard, so.Logger, so.StudyLogs, so.Catalog, so.Cluster = pushOpts, caps, chans, tokens, guard, log, logs, cat, cl
 	so.Pending = auth.NewPending(tu.Pending[0], tu.Pending[1])

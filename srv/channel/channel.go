@@ -17,6 +17,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -127,6 +128,11 @@ type Options struct {
 	// mailbox's watch, Slack's socket) on one instance at a time; nil:
 	// here (one process).
 	Leader Leader
+	// AfterRestore holds the answers (each Listener) until Restored is
+	// called: a server that restores its requests from its data
+	// directory after New takes no answer before it knows its questions
+	// (one taken before would be told its question is not pending).
+	AfterRestore bool
 	// Tries bounds the sends of one notice (default 5); Backoff is the
 	// wait before the second (default 1s, doubling up to a minute).
 	Tries   int
@@ -155,8 +161,12 @@ type Manager struct {
 	// their Context (a Listen, a send in flight) and waits for them.
 	goroutines owned.Group
 	// local: the notes are one process's, kept across a restart; a
-	// question sent is noted, so that Resend knows those that were not.
+	// question sent is noted, so that Restored knows those that were not.
 	local bool
+	// restored is closed by Restored: the listeners wait for it when
+	// Options.AfterRestore is set.
+	restored     chan struct{}
+	restoredOnce sync.Once
 }
 
 type queue struct {
@@ -190,7 +200,10 @@ func New(o Options) *Manager {
 		o.Leader = Alone{}
 	}
 	linkWebhooks(o.Routes)
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local}
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, restored: make(chan struct{})}
+	if !o.AfterRestore {
+		close(m.restored)
+	}
 	for _, chs := range o.Routes {
 		for _, c := range chs {
 			if m.queues[c] == nil {
@@ -218,10 +231,18 @@ func New(o Options) *Manager {
 		}
 		if ld, ok := c.(leading); ok {
 			name := ld.lead()
-			m.goroutines.Go(func() { o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) }) })
+			m.goroutines.Go(func() {
+				if m.waitRestored(ctx) {
+					o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) })
+				}
+			})
 			continue
 		}
-		m.goroutines.Go(func() { l.Listen(ctx, a) })
+		m.goroutines.Go(func() {
+			if m.waitRestored(ctx) {
+				l.Listen(ctx, a)
+			}
+		})
 	}
 	m.unsub = o.Hub.Subscribe(m.event)
 	return m
@@ -392,12 +413,35 @@ func (m *Manager) noteSent(c Channel, n Notice) {
 	m.log.Debug("a question sent and noted", "channel", c.Name(), "id", n.Request.ID)
 }
 
-// Resend sends the pending questions of every token to those of its
-// channels that were not sent them: a server killed after a question was
-// saved and before its channels had it, started again on its data
-// directory (Hub.Restore done), sends it then. Only one process, whose
-// notes are kept across a restart, knows which were sent.
-func (m *Manager) Resend() {
+// waitRestored waits until Restored (Options.AfterRestore), or ctx
+// ends: false then.
+func (m *Manager) waitRestored(ctx context.Context) bool {
+	select {
+	case <-m.restored:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Restored is called once the hub has restored its requests
+// (Hub.Restore): the answers held (Options.AfterRestore) are taken from
+// then on, and the pending questions of every token are sent to those
+// of its channels that were not sent them: a server killed after a
+// question was saved and before its channels had it, started again on
+// its data directory, sends it then. Only one process, whose notes are
+// kept across a restart, knows which were sent. Idempotent.
+func (m *Manager) Restored() {
+	m.restoredOnce.Do(func() {
+		m.resend()
+		if m.o.AfterRestore {
+			close(m.restored)
+		}
+	})
+}
+
+// resend is Restored's sending again.
+func (m *Manager) resend() {
 	if !m.local {
 		return
 	}
