@@ -170,6 +170,10 @@ api_url = %q
 	if _, err := fmt.Sscan(sent["sent_message_id"], &msg); err != nil {
 		t.Fatal(err)
 	}
+	// The note is on disk (the data directory's) once the server says so.
+	if !s.logw.waitFor(`msg="a question sent and noted" component=channels channel=telegram`, 10*time.Second) {
+		t.Fatal("the question's message was never noted")
+	}
 	second := kb.InlineKeyboard[1][0].CallbackData
 	for tap := 1; ; tap++ {
 		tg.Push(telegramtest.Callback(chat, msg, second))

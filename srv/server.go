@@ -346,6 +346,16 @@ func (s *Server) Idle() *IdleConns { return s.idle }
 // Hub exposes the token rooms, for tests and embedding.
 func (s *Server) Hub() *hub.Hub { return s.hub }
 
+// Restored tells the channels that the hub's requests were restored
+// (Hub.Restore): their answers held until then (channel.Options
+// AfterRestore) are taken, and a question saved before the server
+// stopped and not yet sent to one of its channels is sent now.
+func (s *Server) Restored() {
+	if s.channels != nil {
+		s.channels.Restored()
+	}
+}
+
 // Inbox is the /ws endpoint.
 func (s *Server) Inbox() *inbox.Handler { return s.inbox }
 

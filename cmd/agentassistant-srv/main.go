@@ -27,6 +27,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/catalog"
+	"github.com/agentassistant/agentassistant/srv/channel"
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/ingress"
@@ -233,6 +234,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		pushOpts = &tu.Push
 		pushOpts.Keys, pushOpts.Subscriptions = keys, subs
+		// The buttons of what was sent before a restart (a kill -9
+		// included) still answer after it: capabilities are signed with
+		// a key kept here, and which message asks which question is
+		// kept here too.
+		key, err := answercap.LoadOrCreateKey(dataDir)
+		if err != nil {
+			return err
+		}
+		byRoom := make(map[string]string, len(allTokens))
+		for _, t := range allTokens {
+			byRoom[store.Room(t)] = t
+		}
+		if caps, err = answercap.NewShared(key, answercap.NewMemoryClaims(nil), func(room string) (string, bool) {
+			t, ok := byRoom[room]
+			return t, ok
+		}); err != nil {
+			return err
+		}
 	} else {
 		sp, err := cl.OpenPush(ctx)
 		if err != nil {
@@ -261,6 +280,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if chans != nil && chanShare != nil {
 		chans.Notes, chans.Leader = chanShare, chanShare
 	}
+	if chans != nil && chanShare == nil {
+		notes, err := channel.OpenFileNotes(dataDir, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = notes.Close() }()
+		// No answer is taken before the requests are restored (Restored).
+		chans.Notes, chans.AfterRestore = notes, true
+	}
 	so.Push, so.Caps, so.Channels, so.Tokens, so.Guard, so.Logger, so.StudyLogs, so.Catalog, so.Cluster = pushOpts, caps, chans, tokens, guard, log, logs, cat, cl
 	so.Pending = auth.NewPending(tu.Pending[0], tu.Pending[1])
 	so.Idle = srv.NewIdleConns(tu.Idle[0], tu.Idle[1])
@@ -270,6 +298,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("restore requests: %w", err)
 	}
 	if cl == nil {
+		server.Restored()
 		if err := loadKept(dataDir, server.Inbox(), allTokens); err != nil {
 			log.Warn("upstream web pages may show a request twice", "err", err) // a convenience, not the requests
 		}

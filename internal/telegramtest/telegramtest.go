@@ -119,13 +119,20 @@ func NewOn(token string, ln net.Listener) *API {
 // a send that Telegram takes its time to answer: the question goes out,
 // and what follows waits for the answer.
 func (api *API) Hold(method string) (arrived <-chan struct{}, release func()) {
+	return api.HoldWhen(method, nil)
+}
+
+// HoldWhen is Hold for the calls of method whose form when accepts: a
+// getUpdates that would confirm an update, say, as a reply handled and
+// its confirmation not yet come when the bot's poller dies.
+func (api *API) HoldWhen(method string, when func(form map[string]string) bool) (arrived <-chan struct{}, release func()) {
 	a, r := make(chan struct{}), make(chan struct{})
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	if api.holds == nil {
 		api.holds = map[string]*hold{}
 	}
-	api.holds[method] = &hold{arrived: a, release: r}
+	api.holds[method] = &hold{arrived: a, release: r, when: when}
 	var once sync.Once
 	return a, func() { once.Do(func() { close(r) }) }
 }
@@ -133,6 +140,7 @@ func (api *API) Hold(method string) (arrived <-chan struct{}, release func()) {
 type hold struct {
 	arrived, release chan struct{}
 	once             sync.Once
+	when             func(form map[string]string) bool // nil: every call
 }
 
 // Start is New, closed when t ends.
@@ -187,7 +195,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	api.mu.Lock()
 	h := api.holds[method]
 	api.mu.Unlock()
-	if h != nil {
+	if h != nil && (h.when == nil || h.when(form)) {
 		h.once.Do(func() { close(h.arrived) })
 		select {
 		case <-h.release:

@@ -16,6 +16,8 @@ package channel
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -47,6 +49,10 @@ type Notice struct {
 	Cap, AnswerURL string
 	// AppURL opens the app (no token: the app keeps it).
 	AppURL string
+
+	// slot is the channel's place among its token's (Options.Routes),
+	// which names it in the note that it was sent the question.
+	slot int
 }
 
 // A Listener is a channel that also takes answers (a chat's buttons and
@@ -115,12 +121,18 @@ type Options struct {
 	// Notes keep which message asks which question, where the instance
 	// that takes the reply finds it; nil: in memory (one process). A
 	// note that cannot be written just now is kept here and written once
-	// they answer (laterNotes).
+	// they answer (laterNotes). One process keeps them in its data
+	// directory (FileNotes), across a restart.
 	Notes Notes
 	// Leader runs each service's inbound side (Telegram's poll, the
 	// mailbox's watch, Slack's socket) on one instance at a time; nil:
 	// here (one process).
 	Leader Leader
+	// AfterRestore holds the answers (each Listener) until Restored is
+	// called: a server that restores its requests from its data
+	// directory after New takes no answer before it knows its questions
+	// (one taken before would be told its question is not pending).
+	AfterRestore bool
 	// Tries bounds the sends of one notice (default 5); Backoff is the
 	// wait before the second (default 1s, doubling up to a minute).
 	Tries   int
@@ -148,6 +160,13 @@ type Manager struct {
 	// goroutines are the channels' senders and listeners: Close ends
 	// their Context (a Listen, a send in flight) and waits for them.
 	goroutines owned.Group
+	// local: the notes are one process's, kept across a restart; a
+	// question sent is noted, so that Restored knows those that were not.
+	local bool
+	// restored is closed by Restored: the listeners wait for it when
+	// Options.AfterRestore is set.
+	restored     chan struct{}
+	restoredOnce sync.Once
 }
 
 type queue struct {
@@ -169,7 +188,8 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
-	shared := o.Notes != nil
+	_, local := o.Notes.(interface{ oneProcess() })
+	shared := o.Notes != nil && !local
 	if o.Notes == nil {
 		o.Notes = NewMemoryNotes(o.Now)
 	}
@@ -180,7 +200,10 @@ func New(o Options) *Manager {
 		o.Leader = Alone{}
 	}
 	linkWebhooks(o.Routes)
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}}
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, restored: make(chan struct{})}
+	if !o.AfterRestore {
+		close(m.restored)
+	}
 	for _, chs := range o.Routes {
 		for _, c := range chs {
 			if m.queues[c] == nil {
@@ -208,10 +231,18 @@ func New(o Options) *Manager {
 		}
 		if ld, ok := c.(leading); ok {
 			name := ld.lead()
-			m.goroutines.Go(func() { o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) }) })
+			m.goroutines.Go(func() {
+				if m.waitRestored(ctx) {
+					o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) })
+				}
+			})
 			continue
 		}
-		m.goroutines.Go(func() { l.Listen(ctx, a) })
+		m.goroutines.Go(func() {
+			if m.waitRestored(ctx) {
+				l.Listen(ctx, a)
+			}
+		})
 	}
 	m.unsub = o.Hub.Subscribe(m.event)
 	return m
@@ -230,36 +261,42 @@ func (m *Manager) event(ev hub.Event) {
 	if len(chs) == 0 {
 		return
 	}
+	for i, c := range chs {
+		m.enqueue(ev, i, c)
+	}
+}
+
+// enqueue queues the notice of ev for c, the slot-th channel of its
+// token.
+func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	room := store.Room(ev.Token)
-	for _, c := range chs {
-		n := Notice{Event: ev}
+	n := Notice{Event: ev, slot: slot}
+	if m.o.PublicURL != "" {
+		n.AppURL = m.o.PublicURL + "/"
+	}
+	if ev.Kind == hub.Asked {
+		expires := expiresOf(ev)
+		n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
+			Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
 		if m.o.PublicURL != "" {
-			n.AppURL = m.o.PublicURL + "/"
+			n.AnswerURL = m.o.PublicURL + "/push/answer"
 		}
-		if ev.Kind == hub.Asked {
-			expires := expiresOf(ev)
-			n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
-				Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
-			if m.o.PublicURL != "" {
-				n.AnswerURL = m.o.PublicURL + "/push/answer"
-			}
-		}
-		q := m.queues[c]
-		for {
+	}
+	q := m.queues[c]
+	for {
+		select {
+		case q.q <- n:
+		default:
 			select {
-			case q.q <- n:
-			default:
-				select {
-				case <-q.q:
-					if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
-						m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
-					}
-				default:
+			case <-q.q:
+				if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
+					m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
 				}
-				continue
+			default:
 			}
-			break
+			continue
 		}
+		break
 	}
 }
 
@@ -292,6 +329,7 @@ func (m *Manager) send(q *queue, n Notice) {
 	for try := 1; ; try++ {
 		err := m.sendOnce(c, n)
 		if err == nil {
+			m.noteSent(c, n)
 			if q.down {
 				m.log.Info("channel delivers again", "channel", c.Name(), "undelivered", q.undelivered)
 				q.down, q.undelivered = false, 0
@@ -344,4 +382,84 @@ func (a Answers) tookAlready(q asked, clientID string, contents []*pb.McpResultC
 		}
 	}
 	return true
+}
+
+// sentFor is how long the note that a question was sent is kept when
+// the question has no deadline.
+const sentFor = 7 * 24 * time.Hour
+
+// sentNoteKey names the note that the slot-th channel of the room was
+// sent the question id.
+func sentNoteKey(room, id string, slot int, name string) string {
+	return "sent." + room + "." + id + "." + strconv.Itoa(slot) + "." + name
+}
+
+// noteSent notes that n, a question, was delivered: one process's
+// Resend then leaves it be. A note that cannot be written has the
+// question sent again after a restart: twice rather than never.
+func (m *Manager) noteSent(c Channel, n Notice) {
+	if !m.local || n.Kind != hub.Asked {
+		return
+	}
+	until := expiresOf(n.Event)
+	if n.Request.Timeout <= 0 {
+		until = n.AskedAt.Add(sentFor)
+	}
+	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
+	if err := putJSON(m.goroutines.Context(), m.o.Notes, key, true, until); err != nil {
+		m.log.Warn("a question sent not noted; after a restart it is sent again", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		return
+	}
+	m.log.Debug("a question sent and noted", "channel", c.Name(), "id", n.Request.ID)
+}
+
+// waitRestored waits until Restored (Options.AfterRestore), or ctx
+// ends: false then.
+func (m *Manager) waitRestored(ctx context.Context) bool {
+	select {
+	case <-m.restored:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Restored is called once the hub has restored its requests
+// (Hub.Restore): the answers held (Options.AfterRestore) are taken from
+// then on, and the pending questions of every token are sent to those
+// of its channels that were not sent them: a server killed after a
+// question was saved and before its channels had it, started again on
+// its data directory, sends it then. Only one process, whose notes are
+// kept across a restart, knows which were sent. Idempotent.
+func (m *Manager) Restored() {
+	m.restoredOnce.Do(func() {
+		m.resend()
+		if m.o.AfterRestore {
+			close(m.restored)
+		}
+	})
+}
+
+// resend is Restored's sending again.
+func (m *Manager) resend() {
+	if !m.local {
+		return
+	}
+	ctx := m.goroutines.Context()
+	for tok, chs := range m.o.Routes {
+		room := store.Room(tok)
+		notes, _ := m.o.Hub.PendingMessages(tok)
+		for _, p := range notes {
+			ev := hub.Event{Kind: hub.Asked, Token: tok, Request: p.Request, AskedAt: p.AskedAt, At: m.o.Now()}
+			for i, c := range chs {
+				var sent bool
+				found, err := getJSON(ctx, m.o.Notes, sentNoteKey(room, p.Request.ID, i, c.Name()), &sent)
+				if err == nil && found {
+					continue
+				}
+				m.log.Info("a question sent again: the server stopped before its channel had it", "channel", c.Name(), "id", p.Request.ID)
+				m.enqueue(ev, i, c)
+			}
+		}
+	}
 }

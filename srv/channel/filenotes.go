@@ -1,0 +1,174 @@
+package channel
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileNotes are the notes of one process kept in its data directory, so
+// that a restart, a kill -9 included, forgets no message it sent: a
+// reply to a question's Telegram or Slack message, or to its e-mail,
+// made before the restart still finds the question after it, and one
+// read again (a Telegram update not yet confirmed when the server died,
+// a mail not yet marked read) is told from another by what its note
+// says. Each change is on disk when it returns (a bbolt commit).
+type FileNotes struct {
+	db  *bolt.DB
+	now func() time.Time
+	// puts counts the writes: every pruneEvery-th prunes, so that a
+	// server running for weeks keeps about a week's notes.
+	puts atomic.Uint64
+}
+
+const pruneEvery = 1024
+
+// NotesFileName is the notes' file in the data directory.
+const NotesFileName = "channel-notes.db"
+
+var notesBucket = []byte("notes")
+
+// OpenFileNotes opens (or creates) the notes in dir, dropping those past
+// their time; now is the clock (nil: time.Now). Close closes them.
+func OpenFileNotes(dir string, now func() time.Time) (*FileNotes, error) {
+	if now == nil {
+		now = time.Now
+	}
+	db, err := bolt.Open(filepath.Join(dir, NotesFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open the channels' notes: %w", err)
+	}
+	n := &FileNotes{db: db, now: now}
+	if err := n.prune(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close closes the file. Idempotent.
+func (n *FileNotes) Close() error { return n.db.Close() }
+
+// oneProcess: a note missing is missing for good (no other instance
+// writes them).
+func (*FileNotes) oneProcess() {}
+
+// prune drops the notes past their time: a note lives a week at most,
+// so the file holds about a week's messages.
+func (n *FileNotes) prune() error {
+	now := n.now()
+	err := n.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(notesBucket)
+		if err != nil {
+			return err
+		}
+		var gone [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			if _, ok := live(v, now); !ok {
+				gone = append(gone, k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range gone {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("prune the channels' notes: %w", err)
+	}
+	return nil
+}
+
+// A stored note is its time (Unix nanoseconds, 8 bytes) then its value.
+func stored(value []byte, until time.Time) []byte {
+	b := make([]byte, 8, 8+len(value))
+	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
+	return append(b, value...)
+}
+
+// live is the value of a stored note, unless it is past its time (or
+// not a note).
+func live(v []byte, now time.Time) ([]byte, bool) {
+	if len(v) < 8 {
+		return nil, false
+	}
+	if !now.Before(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+		return nil, false
+	}
+	return v[8:], true
+}
+
+// Put keeps value under key until until.
+func (n *FileNotes) Put(_ context.Context, key string, value []byte, until time.Time) error {
+	if len(value) > MaxNote {
+		return ErrNoteTooLarge
+	}
+	if n.puts.Add(1)%pruneEvery == 0 {
+		if err := n.prune(); err != nil {
+			return err
+		}
+	}
+	err := n.db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(notesBucket).Put([]byte(key), stored(value, until))
+	})
+	if err != nil {
+		return fmt.Errorf("keep a note: %w", err)
+	}
+	return nil
+}
+
+// Get is the value under key, unless it expired.
+func (n *FileNotes) Get(_ context.Context, key string) ([]byte, bool, error) {
+	var out []byte
+	var ok bool
+	err := n.db.View(func(tx *bolt.Tx) error {
+		var v []byte
+		if v, ok = live(tx.Bucket(notesBucket).Get([]byte(key)), n.now()); ok {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("read a note: %w", err)
+	}
+	return out, ok, nil
+}
+
+// Create keeps value under key until until, unless a note is there.
+func (n *FileNotes) Create(_ context.Context, key string, value []byte, until time.Time) (bool, error) {
+	if len(value) > MaxNote {
+		return false, ErrNoteTooLarge
+	}
+	created := false
+	err := n.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(notesBucket)
+		if _, ok := live(b.Get([]byte(key)), n.now()); ok {
+			return nil
+		}
+		created = true
+		return b.Put([]byte(key), stored(value, until))
+	})
+	if err != nil {
+		return false, fmt.Errorf("keep a note: %w", err)
+	}
+	return created, nil
+}
+
+// Delete forgets key.
+func (n *FileNotes) Delete(_ context.Context, key string) error {
+	err := n.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(notesBucket).Delete([]byte(key)) })
+	if err != nil {
+		return fmt.Errorf("forget a note: %w", err)
+	}
+	return nil
+}
