@@ -49,6 +49,9 @@ type Slack struct {
 	// Mode connection (nil: the defaults): a test's in-memory network.
 	transport http.RoundTripper
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
+	// ackWithin bounds the wait for an event's handling before its
+	// envelope is acknowledged all the same (0: defaultAckWithin).
+	ackWithin time.Duration
 
 	once sync.Once
 	api  *slack.Client
@@ -69,6 +72,16 @@ type Slack struct {
 	handled      map[string]bool
 	handledOrder []string
 }
+
+// defaultAckWithin: an envelope is acknowledged once its event is
+// handled (an answer saved, or the person told why not), or after this
+// long, whichever comes first. Slack sends again what is not
+// acknowledged within 3 s (and shows a press's person an error), so a
+// server that dies between taking a reply and saving it is sent the
+// reply again, after its restart or at another instance, rather than
+// lose it; an answer slower to save than this is acknowledged and
+// handled to its end all the same.
+const defaultAckWithin = 2 * time.Second
 
 // maxHandled bounds the events remembered against redelivery (Slack
 // tries again three times within minutes).
@@ -363,16 +376,30 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	}
 }
 
-// event handles one Socket Mode event, acknowledging its envelope first
-// (Slack sends it again when not acknowledged within seconds). What is
-// acknowledged Slack never sends again, to this instance or another: it
-// is handled to its end (within handleFor), even when the lead is lost
-// meanwhile.
+// event handles one Socket Mode event, then acknowledges its envelope,
+// or acknowledges it after ackWithin and goes on (defaultAckWithin).
+// What is acknowledged Slack never sends again, to this instance or
+// another: it is handled to its end (within handleFor), even when the
+// lead is lost meanwhile. One that comes when the lead is lost already
+// is left to the instance Slack sends it to next.
 func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) {
+	if ctx.Err() != nil {
+		return
+	}
 	if ev.Request != nil && ev.Request.EnvelopeID != "" {
-		if err := sm.AckCtx(ctx, ev.Request.EnvelopeID, nil); err != nil {
-			return
+		lead, env := ctx, ev.Request.EnvelopeID
+		var once sync.Once
+		ack := func() { once.Do(func() { _ = sm.AckCtx(lead, env, nil) }) }
+		within := s.ackWithin
+		if within <= 0 {
+			within = defaultAckWithin
 		}
+		// Its goroutine is waited for here: Do returns once its ack has.
+		t := time.AfterFunc(within, ack)
+		defer func() {
+			t.Stop()
+			ack()
+		}()
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
 	defer cancel()

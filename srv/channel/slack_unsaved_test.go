@@ -72,3 +72,48 @@ func TestSlackAnswerNotSavedTriedAgain(t *testing.T) {
 		t.Errorf("the person was told %v", told)
 	}
 }
+
+// TestSlackAcknowledgesOnceSaved: a thread reply's envelope is
+// acknowledged once its answer is saved, not before: a server that dies
+// between taking the reply and saving it has not acknowledged it, and
+// Slack sends it again (after the restart, or to another instance)
+// instead of the reply being lost.
+func TestSlackAcknowledgesOnceSaved(t *testing.T) {
+	const botToken, appToken = "xoxb-4-secret-bot-token", "xapp-4-A1-secret-app-token"
+	const dm = "D42"
+	api := slacktest.Start(t, botToken, appToken)
+	shared := newMemShared(t, tokA)
+	h := hub.New(hub.Options{Shared: shared})
+	shared.hub.Store(h)
+	t.Cleanup(h.Close)
+	caps := answercap.New()
+	t.Cleanup(caps.Follow(h, store.Room))
+	// No acknowledgement for want of time in this test: only once handled.
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(), ackWithin: time.Hour}
+	m := New(Options{Hub: h, Caps: caps, Routes: map[string][]Channel{tokA: {sl}}})
+	t.Cleanup(m.Close)
+	answered := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour})
+		answered <- rep
+	}()
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+
+	shared.fail.Store(true)
+	acked := make(chan error, 1)
+	go func() { acked <- api.Send(t.Context(), "events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it.")) }()
+	eventually(t, "the answer refused by the store", func() bool { return shared.refused.Load() > 0 })
+	select {
+	case err := <-acked:
+		t.Fatalf("the reply was acknowledged (%v) before its answer was saved", err)
+	default:
+	}
+	shared.fail.Store(false)
+	if rep := answer(t, answered); rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if err := <-acked; err != nil {
+		t.Fatalf("the reply was not acknowledged once saved: %v", err)
+	}
+}
