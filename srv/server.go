@@ -349,10 +349,14 @@ func (s *Server) Hub() *hub.Hub { return s.hub }
 // Restored tells the channels that the hub's requests were restored
 // (Hub.Restore): their answers held until then (channel.Options
 // AfterRestore) are taken, and a question saved before the server
-// stopped and not yet sent to one of its channels is sent now.
-func (s *Server) Restored() {
+// stopped and not yet sent to one of its channels is sent now; the
+// questions of tokens still waiting are pushed again (Pusher.Resend).
+func (s *Server) Restored(tokens []string) {
 	if s.channels != nil {
 		s.channels.Restored()
+	}
+	if s.push != nil {
+		s.push.Resend(tokens)
 	}
 }
 

@@ -298,7 +298,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("restore requests: %w", err)
 	}
 	if cl == nil {
-		server.Restored()
+		server.Restored(allTokens)
 		if err := loadKept(dataDir, server.Inbox(), allTokens); err != nil {
 			log.Warn("upstream web pages may show a request twice", "err", err) // a convenience, not the requests
 		}

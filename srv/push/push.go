@@ -165,6 +165,21 @@ func (p *Pusher) event(ev hub.Event) {
 	}
 }
 
+// Resend pushes again the questions of tokens still waiting, to every
+// device subscribed: after a restart (a kill -9 included) one saved just
+// before the server stopped may not have been pushed. A device that has
+// it gets it again under the same tag, which replaces its notification
+// without a second alert.
+func (p *Pusher) Resend(tokens []string) {
+	now := p.o.Now()
+	for _, tok := range tokens {
+		notes, _ := p.o.Hub.PendingMessages(tok)
+		for _, n := range notes {
+			p.event(hub.Event{Kind: hub.Asked, Token: tok, Request: n.Request, AskedAt: n.AskedAt, At: now})
+		}
+	}
+}
+
 // queue hands j to s's sender, starting one if none runs.
 func (p *Pusher) queue(room string, s Subscription, j job) {
 	p.mu.Lock()

@@ -544,3 +544,29 @@ func TestServiceSlotsAreForgotten(t *testing.T) {
 		}
 	}
 }
+
+// TestResendPushesWhatWaits: after a restart, the questions still
+// waiting are pushed again (one saved just before a kill -9 may never
+// have been), under their tag, with a capability that answers.
+func TestResendPushesWhatWaits(t *testing.T) {
+	f := newFixture(t, Options{})
+	// Asked while no device was subscribed: nothing pushed.
+	answered := f.ask(tokA, "q-1", "Deploy?")
+	for n, _ := f.hub.PendingMessages(tokA); len(n) == 0; n, _ = f.hub.PendingMessages(tokA) {
+		time.Sleep(time.Millisecond) // the asking goroutine has not asked yet
+	}
+	phone := newDevice(t, "/phone")
+	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome", "Yes", "No")
+
+	f.p.Resend([]string{tokA, tokB})
+	got := phone.open(t, f.s, f.s.waitFor(t, "/phone", 1)[0])
+	if got.msg.Type != "ask" || got.msg.ID != "q-1" || got.msg.Cap == "" {
+		t.Fatalf("pushed again: %+v", got.msg)
+	}
+	if _, err := f.caps.Use(context.Background(), f.hub, got.msg.Cap, "Yes", time.Now()); err != nil {
+		t.Fatalf("its capability: %v", err)
+	}
+	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "Yes" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}
