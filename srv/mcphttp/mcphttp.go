@@ -344,10 +344,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return
 		}
-		if method == "" && string(id) != "null" && !modern && h.streams != nil {
+		if method == "" && string(id) != "null" && !modern && h.key != nil {
 			// A response to a request of the server's (a form's answer):
 			// the request may be another instance's.
-			h.serveReply(w, r.WithContext(ctx), b, s)
+			h.serveReply(w, r.WithContext(ctx), b, s, id)
 			return
 		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
@@ -359,6 +359,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				defer h.cancelled(h.o.TokenOf(r), s, call)
 			}
 		}
+	}
+	if r.Method == http.MethodGet && s != nil && h.key != nil {
+		// Its forms, and their withdrawals, numbered for the cluster.
+		w = formWriter{ResponseWriter: w, log: func() *eventLog { return h.logOf(s) }}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 	if r.Method == http.MethodDelete && s != nil && h.endedHere(s) {

@@ -35,8 +35,10 @@ import (
 //     when it comes first, waits originWait for A's (which says what the
 //     form did) once A has been heard from.
 //   - A JSON-RPC response the client POSTs (its form's answer) is told
-//     to the other instances, each of which hands it to its MCP server
-//     for the session: the request it answers is A's.
+//     to the other instances: the one whose log its ID names
+//     (formids.go), A, hands it to its MCP server for the session. One
+//     whose ID names no log (an instance's before these IDs) each one
+//     hands to its MCP server.
 //
 // What A relays after its call ended for a reason of its own (its
 // client's lease lapsed, the instance stopping) is not relayed: B's call
@@ -74,7 +76,7 @@ const originWait = 2 * time.Second
 const (
 	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event it has
 	relayEvent = "event" // A's event N (of its log Tag) of the stream of Request
-	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere
+	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere; Tag: the log of the form it answers
 )
 
 type relayMsg struct {
@@ -159,7 +161,9 @@ func (h *Handler) received(b []byte) {
 			h.handOff(st, m)
 		}
 	case relayReply:
-		if json.Valid(m.Data) {
+		// One that names the log of the form it answers (formids.go) is
+		// that instance's alone.
+		if json.Valid(m.Data) && (m.Tag == "" || l != nil && l.tag == m.Tag) {
 			h.deliverReply(s, m.Data)
 		}
 	}
@@ -498,9 +502,17 @@ func (st *callStream) awaitOrigin() bool {
 // else it is relayed to the other instances, one of which sent the
 // request (the client is told 202 Accepted, as for one taken here). A
 // response too large to relay is refused: 413, and a JSON-RPC error.
-func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage) {
 	body, _ := io.ReadAll(r.Body) // read already, from memory
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if tag, n, ok := parseFormID(id); ok {
+		h.serveFormReply(w, r, b, s, body, tag, n)
+		return
+	}
+	if h.streams == nil {
+		b.http.ServeHTTP(w, r)
+		return
+	}
 	c := &captured{h: http.Header{}}
 	b.http.ServeHTTP(c, r)
 	if c.status/100 == 2 {
@@ -514,6 +526,38 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 		// form waits until it times out: the transport's refusal of a
 		// message it cannot take (an HTTP error, a JSON-RPC error with
 		// no id), saying why.
+		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
+			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
+			maxRelay>>10, maxRelay>>10))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveFormReply serves the client's answer to request n of the MCP
+// server of the session's log tag (formids.go): that server's, here or
+// on the instance whose log it is, to which alone it is relayed.
+func (h *Handler) serveFormReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, body []byte, tag string, n int64) {
+	body, ok := withID(body, n)
+	if !ok {
+		refuse(w, http.StatusBadRequest, invalidRequest, nil, "the answer cannot be read")
+		return
+	}
+	h.mu.Lock()
+	here := s.log != nil && s.log.tag == tag
+	h.mu.Unlock()
+	if here {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		b.http.ServeHTTP(w, r)
+		return
+	}
+	if h.streams == nil {
+		refuse(w, http.StatusNotFound, invalidRequest, nil,
+			"the request this answers is another instance's, and this one cannot pass an answer on: send it to the instance whose stream showed the form")
+		return
+	}
+	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Tag: tag, Data: body}); err != nil {
 		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
 			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
 			maxRelay>>10, maxRelay>>10))

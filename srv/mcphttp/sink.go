@@ -118,7 +118,7 @@ func (t *tap) Write(p []byte) (int, error) {
 			break
 		}
 		if data := sseData(t.buf[:i]); data != nil {
-			t.st.record(data, false)
+			t.st.record(t.st.log.toClient(data), false)
 		}
 		t.buf = t.buf[i+2:]
 	}
