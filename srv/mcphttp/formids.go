@@ -70,40 +70,48 @@ func validTag(tag string) bool {
 // withdraws, numbered as wireFormID says in a cluster. Anything else,
 // and everything of one instance alone, is data itself.
 func (l *eventLog) toClient(data []byte) []byte {
+	out, _ := l.numbered(data)
+	return out
+}
+
+// numbered is toClient, and the method of the request it numbered, ""
+// when data is none.
+func (l *eventLog) numbered(data []byte) (out []byte, request string) {
 	if !l.cluster || !bytes.Contains(data, []byte(`"method"`)) {
-		return data
+		return data, ""
 	}
 	var m map[string]json.RawMessage
 	if json.Unmarshal(data, &m) != nil {
-		return data
+		return data, ""
 	}
 	var method string
 	if json.Unmarshal(m["method"], &method) != nil {
-		return data
+		return data, ""
 	}
 	if n, ok := number(m["id"]); ok {
 		m["id"] = l.wireFormID(n)
+		request = method
 	} else if method == "notifications/cancelled" {
 		var params map[string]json.RawMessage
 		if json.Unmarshal(m["params"], &params) != nil {
-			return data
+			return data, ""
 		}
 		n, ok := number(params["requestId"])
 		if !ok {
-			return data
+			return data, ""
 		}
 		params["requestId"] = l.wireFormID(n)
 		if m["params"], ok = marshal(params); !ok {
-			return data
+			return data, ""
 		}
 	} else {
-		return data
+		return data, ""
 	}
 	out, ok := marshal(m)
 	if !ok {
-		return data
+		return data, ""
 	}
-	return out
+	return out, request
 }
 
 // number reads a JSON integer.

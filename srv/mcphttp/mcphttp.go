@@ -414,7 +414,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
 		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id}, rel)
 	})
-	t := &tap{st: st, id: id, h: http.Header{}}
+	t := &tap{st: st, id: id, h: http.Header{}, log: h.log, request: rid}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
 	if t.direct(k) {
 		st.end()
