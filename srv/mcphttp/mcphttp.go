@@ -344,10 +344,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveCall(ctx, w, r, b, s, id)
 			return
 		}
-		if method == "" && string(id) != "null" && !modern && h.streams != nil {
+		if method == "" && string(id) != "null" && !modern && h.key != nil {
 			// A response to a request of the server's (a form's answer):
 			// the request may be another instance's.
-			h.serveReply(w, r.WithContext(ctx), b, s)
+			h.serveReply(w, r.WithContext(ctx), b, s, id)
 			return
 		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
@@ -359,6 +359,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				defer h.cancelled(h.o.TokenOf(r), s, call)
 			}
 		}
+	}
+	if r.Method == http.MethodGet && s != nil && h.key != nil {
+		// Its forms, and their withdrawals, numbered for the cluster.
+		w = formWriter{ResponseWriter: w, log: func() *eventLog { return h.logOf(s) }}
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 	if r.Method == http.MethodDelete && s != nil && h.endedHere(s) {
@@ -410,7 +414,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
 		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id}, rel)
 	})
-	t := &tap{st: st, id: id, h: http.Header{}}
+	t := &tap{st: st, id: id, h: http.Header{}, log: h.log, request: rid}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
 	if t.direct(k) {
 		st.end()

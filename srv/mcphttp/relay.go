@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,9 +35,18 @@ import (
 //     way is sent again. A's response ends B's stream; B's own outcome,
 //     when it comes first, waits originWait for A's (which says what the
 //     form did) once A has been heard from.
+//   - B acks each event of A's it writes, naming its own ID for it, and
+//     each carry names B's ID of the last one: A maps a carrier's event
+//     IDs to its own. B dead, the client resumes through C from B's
+//     last event; C's carry names that ID, and A sends C every event
+//     after the one it stands for, those it recorded while no one
+//     carried the stream included (its log keeps them; a call done
+//     meanwhile too).
 //   - A JSON-RPC response the client POSTs (its form's answer) is told
-//     to the other instances, each of which hands it to its MCP server
-//     for the session: the request it answers is A's.
+//     to the other instances: the one whose log its ID names
+//     (formids.go), A, hands it to its MCP server for the session. One
+//     whose ID names no log (an instance's before these IDs) each one
+//     hands to its MCP server.
 //
 // What A relays after its call ended for a reason of its own (its
 // client's lease lapsed, the instance stopping) is not relayed: B's call
@@ -72,9 +82,10 @@ const maxRelay = 64 << 10
 const originWait = 2 * time.Second
 
 const (
-	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event it has
+	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event it has, Via: its own ID of it
+	relayAck   = "ack"   // B wrote A's event Tag-N as its own Via
 	relayEvent = "event" // A's event N (of its log Tag) of the stream of Request
-	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere
+	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere; Tag: the log of the form it answers
 )
 
 type relayMsg struct {
@@ -85,12 +96,17 @@ type relayMsg struct {
 	Tag     string          `json:"t,omitempty"`
 	N       uint64          `json:"n,omitempty"`
 	Data    json.RawMessage `json:"d,omitempty"`
+	Via     string          `json:"v,omitempty"`
 	MAC     string          `json:"m"`
 }
 
 // sum is m's signature: over every field.
 func (m relayMsg) sum(key []byte) string {
-	return sumFields(key, m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data))
+	fields := []string{m.Kind, m.Room, m.Session, m.Request, m.Tag, strconv.FormatUint(m.N, 10), string(m.Data)}
+	if m.Via != "" {
+		fields = append(fields, m.Via) // one without it is signed as before it was
+	}
+	return sumFields(key, fields...)
 }
 
 // errRelayTooLarge: a message over maxRelay is not relayed.
@@ -150,7 +166,7 @@ func (h *Handler) received(b []byte) {
 	// every session's, never waits on a client. A reply is handed to the
 	// MCP server, which gives it to the waiting call without blocking.
 	switch m.Kind {
-	case relayCarry:
+	case relayCarry, relayAck:
 		if st := l.asking(m.Request); st != nil {
 			h.handOff(st, m)
 		}
@@ -159,7 +175,9 @@ func (h *Handler) received(b []byte) {
 			h.handOff(st, m)
 		}
 	case relayReply:
-		if json.Valid(m.Data) {
+		// One that names the log of the form it answers (formids.go) is
+		// that instance's alone.
+		if json.Valid(m.Data) && (m.Tag == "" || l != nil && l.tag == m.Tag) {
 			h.deliverReply(s, m.Data)
 		}
 	}
@@ -245,7 +263,9 @@ func (h *Handler) drain(st *callStream) {
 		in.mu.Unlock()
 		switch m.Kind {
 		case relayCarry:
-			st.carried(m.Tag, m.N)
+			st.carried(m.Tag, m.N, m.Via)
+		case relayAck:
+			st.acked(m.Tag, m.N, m.Via)
 		case relayEvent:
 			st.relayed(m.Tag, m.N, m.Data)
 		}
@@ -280,10 +300,14 @@ func (h *Handler) carrying(token, sid, req string, st *callStream, lastID string
 	tag, n, _, _ := parseEventID(lastID)
 	st.mu.Lock()
 	st.originTag, st.originN = tag, n
+	st.viaN = st.first
+	st.ack = func(tag string, n uint64, via string) {
+		_ = h.send(token, relayMsg{Kind: relayAck, Session: sid, Request: req, Tag: tag, N: n, Via: via})
+	}
 	st.mu.Unlock()
 	tell := func() {
 		st.mu.Lock()
-		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN}
+		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN, Via: st.log.id(st.viaN)}
 		st.mu.Unlock()
 		_ = h.send(token, m) // a carry is small
 	}
@@ -326,8 +350,9 @@ func (r *relayer) publish(tag string, n uint64, data []byte) {
 	_ = r.h.send(r.token, relayMsg{Kind: relayEvent, Session: r.sid, Request: r.request, Tag: tag, N: n, Data: data})
 }
 
-// asking is the stream not yet done of the call of this session that
-// asked request req, nil when there is none here.
+// asking is the stream of the call of this session that asked request
+// req: the one not yet done, or one done whose events the log still
+// keeps (a carrier may still miss some); nil when there is none here.
 func (l *eventLog) asking(req string) *callStream {
 	if l == nil || req == "" {
 		return nil
@@ -335,7 +360,12 @@ func (l *eventLog) asking(req string) *callStream {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for st := range l.streams {
-		if st.relay != nil && st.relay.request == req {
+		if st.askedReq == req {
+			return st
+		}
+	}
+	for i := len(l.events) - 1; i >= 0; i-- {
+		if st := l.events[i].st; st.askedReq == req {
 			return st
 		}
 	}
@@ -361,12 +391,16 @@ func (l *eventLog) resumedOf(req string) *callStream {
 }
 
 // carried is another instance's word that it carries the stream, whose
-// client has its events up to tag-n: the call's link is up for Grace
-// from now, and what it recorded since is relayed.
-func (st *callStream) carried(tag string, n uint64) {
+// client has its events up to tag-n (this log's, or a carrier's before
+// it, via: the carrier's own ID of it): the call's link is up for Grace
+// from now, and what it recorded since is relayed. A call done
+// meanwhile (its client away, no carrier heard) relays what it
+// recorded since, its response included, for as long as the log keeps
+// it.
+func (st *callStream) carried(tag string, n uint64, via string) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.done || st.expired.Load() {
+	if st.expired.Load() {
 		return
 	}
 	if tag == st.log.tag && n > st.log.last() {
@@ -374,17 +408,24 @@ func (st *callStream) carried(tag string, n uint64) {
 		// client): not a carry of this stream.
 		return
 	}
+	pos, known := st.positionLocked(tag, n)
+	if known {
+		st.learnLocked(via, pos)
+	}
 	// Event 0, no data: the call is here, and its response will say
 	// what its form did.
 	st.relay.publish(st.log.tag, 0, nil)
-	if tag == st.log.tag && n > 0 {
-		if from, since, err := st.log.after(st.log.id(n)); err == nil && from == st && st.mayResendLocked(since) {
+	if known && pos > 0 {
+		if from, since, err := st.log.after(st.log.id(pos)); err == nil && from == st && st.mayResendLocked(since) {
 			for _, e := range since {
 				if e.data != nil {
 					st.relay.publish(st.log.tag, e.n, e.data)
 				}
 			}
 		}
+	}
+	if st.done {
+		return
 	}
 	st.leaseGen++
 	gen := st.leaseGen
@@ -408,6 +449,64 @@ func (st *callStream) carried(tag string, n uint64) {
 		st.remote = true
 		st.away.Store(false)
 		st.changedLocked()
+	}
+}
+
+// ackPoint: a carrier's event viaTag-viaN is this log's event n.
+type ackPoint struct {
+	viaTag string
+	viaN   uint64
+	n      uint64
+}
+
+// acked is a carrier's word that it wrote this stream's event tag-n (or
+// a carrier's before it) as its own event via.
+func (st *callStream) acked(tag string, n uint64, via string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.expired.Load() || tag == st.log.tag && n > st.log.last() {
+		return
+	}
+	if pos, known := st.positionLocked(tag, n); known {
+		st.learnLocked(via, pos)
+	}
+}
+
+// positionLocked is the event of this log that the event tag-n, this
+// log's or a carrier's, stands for: the latest of this log's a carrier
+// wrote at or before it. known is false for a carrier never heard of.
+func (st *callStream) positionLocked(tag string, n uint64) (pos uint64, known bool) {
+	if tag == st.log.tag {
+		return n, true
+	}
+	var best *ackPoint
+	for i := range st.acks {
+		a := &st.acks[i]
+		if a.viaTag == tag && a.viaN <= n && (best == nil || a.viaN > best.viaN) {
+			best = a
+		}
+	}
+	if best == nil {
+		return 0, false
+	}
+	return best.n, true
+}
+
+// learnLocked keeps that the carrier's event via is this log's event
+// pos; the latest Replay.Events of them.
+func (st *callStream) learnLocked(via string, pos uint64) {
+	tag, n, sig, err := parseEventID(via)
+	if err != nil || sig != "" || tag == st.log.tag {
+		return
+	}
+	for _, a := range st.acks {
+		if a.viaTag == tag && a.viaN == n {
+			return
+		}
+	}
+	st.acks = append(st.acks, ackPoint{viaTag: tag, viaN: n, n: pos})
+	if len(st.acks) > st.log.lim.Events {
+		st.acks = slices.Delete(st.acks, 0, len(st.acks)-st.log.lim.Events)
 	}
 }
 
@@ -456,7 +555,14 @@ func (st *callStream) relayed(tag string, n uint64, data []byte) {
 	}
 	st.originN = n
 	final := responseTo(data, st.call)
-	st.recordLocked(data, final)
+	if here := st.recordLocked(data, final); here != 0 {
+		st.viaN = here
+		if st.ack != nil {
+			// The call where it began learns which of this log's events
+			// its event is, should its client resume from it elsewhere.
+			st.ack(tag, n, st.log.id(here))
+		}
+	}
 	if final {
 		st.expire()
 	}
@@ -498,9 +604,17 @@ func (st *callStream) awaitOrigin() bool {
 // else it is relayed to the other instances, one of which sent the
 // request (the client is told 202 Accepted, as for one taken here). A
 // response too large to relay is refused: 413, and a JSON-RPC error.
-func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session) {
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage) {
 	body, _ := io.ReadAll(r.Body) // read already, from memory
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if tag, n, ok := parseFormID(id); ok {
+		h.serveFormReply(w, r, b, s, body, tag, n)
+		return
+	}
+	if h.streams == nil {
+		b.http.ServeHTTP(w, r)
+		return
+	}
 	c := &captured{h: http.Header{}}
 	b.http.ServeHTTP(c, r)
 	if c.status/100 == 2 {
@@ -514,6 +628,38 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 		// form waits until it times out: the transport's refusal of a
 		// message it cannot take (an HTTP error, a JSON-RPC error with
 		// no id), saying why.
+		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
+			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
+			maxRelay>>10, maxRelay>>10))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// serveFormReply serves the client's answer to request n of the MCP
+// server of the session's log tag (formids.go): that server's, here or
+// on the instance whose log it is, to which alone it is relayed.
+func (h *Handler) serveFormReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, body []byte, tag string, n int64) {
+	body, ok := withID(body, n)
+	if !ok {
+		refuse(w, http.StatusBadRequest, invalidRequest, nil, "the answer cannot be read")
+		return
+	}
+	h.mu.Lock()
+	here := s.log != nil && s.log.tag == tag
+	h.mu.Unlock()
+	if here {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		b.http.ServeHTTP(w, r)
+		return
+	}
+	if h.streams == nil {
+		refuse(w, http.StatusNotFound, invalidRequest, nil,
+			"the request this answers is another instance's, and this one cannot pass an answer on: send it to the instance whose stream showed the form")
+		return
+	}
+	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Tag: tag, Data: body}); err != nil {
 		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
 			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
 			maxRelay>>10, maxRelay>>10))

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,12 +128,19 @@ func TestRelayRefusesForgeries(t *testing.T) {
 	progress := func(what string) json.RawMessage {
 		return json.RawMessage(`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p7","progress":1,"message":"` + what + `"}}`)
 	}
+	// The form's ID names the log of its instance and its number there
+	// (formids.go): an answer relayed names that log, and the number.
+	ftag, fn, ok := parseFormID(form)
+	if !ok || ftag != tag {
+		t.Fatalf("the form's ID %s does not name its instance's log %s", form, tag)
+	}
+	form = json.RawMessage(strconv.FormatInt(fn, 10))
 	answer := func(what string) json.RawMessage {
 		return json.RawMessage(`{"jsonrpc":"2.0","id":` + string(form) + `,"result":{"action":"accept","content":{"answer":"` + what + `"}}}`)
 	}
 	carry := relayMsg{Kind: relayCarry, Session: sid, Request: q, Tag: tag, N: n}
 	event := relayMsg{Kind: relayEvent, Session: sid, Request: q, Tag: tag, N: n + 100, Data: progress("forged")}
-	reply := relayMsg{Kind: relayReply, Session: sid, Data: answer("forged")}
+	reply := relayMsg{Kind: relayReply, Session: sid, Tag: ftag, Data: answer("forged")}
 	huge := strings.Repeat("x", maxRelay)
 
 	var forgeries []struct {

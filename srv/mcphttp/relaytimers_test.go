@@ -128,7 +128,7 @@ func TestCarryLapses(t *testing.T) {
 		}
 
 		time.Sleep(30 * time.Second) // half its own grace
-		st.carried(l.tag, first-1)
+		st.carried(l.tag, first-1, "")
 		synctest.Wait()
 		if evs := ms.take(relayEvent); len(evs) != 2 || evs[0].N != 0 || evs[1].N != first || string(evs[1].Data) != string(progress(1)) {
 			t.Fatalf("a carry from before event %d: relayed %+v, want the marker and it", first, evs)
@@ -139,7 +139,7 @@ func TestCarryLapses(t *testing.T) {
 		if ended.Load() {
 			t.Fatal("ended while carried")
 		}
-		st.carried(l.tag, first) // renewed at 70 s
+		st.carried(l.tag, first, "") // renewed at 70 s
 		_ = ms.take(relayEvent)
 		time.Sleep(time.Minute - time.Nanosecond)
 		synctest.Wait()
@@ -166,7 +166,7 @@ func TestCarryLapses(t *testing.T) {
 			t.Fatalf("relayed after the carry lapsed: %+v", evs)
 		}
 		// A carry heard now, late, takes nothing up again.
-		st.carried(l.tag, first)
+		st.carried(l.tag, first, "")
 		if evs := ms.take(relayEvent); len(evs) != 0 {
 			t.Fatalf("a late carry relayed %+v", evs)
 		}

@@ -273,6 +273,20 @@ type callStream struct {
 	// in: what other instances relayed for it, not yet acted on
 	// (relay.go); its own lock.
 	in inbox
+	// acks, of a call that asked here, are where the carriers of its
+	// stream (the instances that served it resumed) wrote its events:
+	// which of theirs is which of this log's, so that a client resuming
+	// from a carrier's event ID, that carrier gone, is sent what it
+	// missed (relay.go). The latest Replay.Events of them.
+	acks []ackPoint
+	// Of a stream resumed here: what it says to the call where it began
+	// of each event written (relay.go), and the number in this log of
+	// the last one written (its first event until one is).
+	ack  func(tag string, n uint64, via string)
+	viaN uint64
+	// askedReq is the request the call asked here (relay's), kept with
+	// the log's events after the stream is done. Guarded by log.mu.
+	askedReq string
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -370,6 +384,11 @@ func (st *callStream) asked(c callClaims, r *relayer) {
 	}
 	st.sig = sig
 	st.relay = r
+	if r != nil {
+		st.log.mu.Lock()
+		st.askedReq = r.request
+		st.log.mu.Unlock()
+	}
 	if st.out == nil || st.out.started {
 		st.recordLocked(nil, false)
 	}
@@ -451,9 +470,9 @@ func (st *callStream) record(data []byte, last bool) {
 	st.recordLocked(data, last)
 }
 
-func (st *callStream) recordLocked(data []byte, last bool) {
+func (st *callStream) recordLocked(data []byte, last bool) uint64 {
 	if st.done {
-		return
+		return 0
 	}
 	n := st.log.add(st, data)
 	id := st.idLocked(n)
@@ -468,6 +487,7 @@ func (st *callStream) recordLocked(data []byte, last bool) {
 	if last {
 		st.endLocked()
 	}
+	return n
 }
 
 // end ends the stream: nothing more comes, its connection ends.

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -82,6 +83,10 @@ func (k *sink) deadline() time.Time {
 type tap struct {
 	st *callStream
 	id json.RawMessage // the call's JSON-RPC id
+	// log tells of the requests it sends the client (its forms), with
+	// the ID of the request of the call's (request).
+	log     *slog.Logger
+	request string
 
 	mu     sync.Mutex
 	h      http.Header
@@ -118,6 +123,10 @@ func (t *tap) Write(p []byte) (int, error) {
 			break
 		}
 		if data := sseData(t.buf[:i]); data != nil {
+			data, method := t.st.log.numbered(data)
+			if method != "" && t.log != nil {
+				t.log.Debug("a request sent to the client", "method", method, "for_request", t.request)
+			}
 			t.st.record(data, false)
 		}
 		t.buf = t.buf[i+2:]
