@@ -120,8 +120,11 @@ var (
 	ErrDuplicate  = errors.New("the request ID is in use by a different request (another kind, question or project directory)")
 	ErrNotPending = errors.New("request is not pending: it was answered, cancelled or timed out")
 	ErrNoReceiver = errors.New("receiver is not online under this token")
-	ErrClosed     = errors.New("server is shutting down")
-	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
+	// ErrReceiverBusy: the receiver did not take a chat line now: it has
+	// more waiting to be read than chat may take (or it is leaving).
+	ErrReceiverBusy = errors.New("the receiver has not read the messages before this one yet; try again shortly")
+	ErrClosed       = errors.New("server is shutting down")
+	ErrWithdrawn    = errors.New("the request was withdrawn before anyone answered")
 	// ErrHandedOver: the answer, given while no agent waited, was handed to
 	// another call of the same project (TakeMissed) before this one came back.
 	ErrHandedOver = errors.New("the person's answer was already handed to another call from this project, which asked after this one went away")
