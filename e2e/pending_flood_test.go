@@ -57,8 +57,9 @@ func (h headerToken) RoundTrip(r *http.Request) (*http.Response, error) {
 // with no bound but the machine's. Now past the token's bound the rest
 // are refused at once (resource_exhausted, naming the setting); the
 // server's memory stays within a few hundred MiB; another token's
-// owner asks and answers meanwhile; and once the flood's calls end,
-// the token's own owner does too.
+// owner asks and answers meanwhile, and so does the token's own owner
+// within what the flood left; a question that does not fit is refused
+// to its agent, saying why, and taken once the flood's calls end.
 func TestPendingFloodIsBounded(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads the server's memory in /proc")
@@ -104,26 +105,40 @@ func TestPendingFloodIsBounded(t *testing.T) {
 	}
 	t.Logf("%d questions of 1 MiB from one token: the server grew by %d MiB", n, grew>>20)
 
-	// Another token's owner: asked, seen, answered.
-	roundTrip(t, s, tokenB)
+	// Another token's owner: asked, seen, answered; and this token's
+	// owner too, with a question within what the flood left.
+	roundTrip(t, s, tokenB, "Deploy?")
+	roundTrip(t, s, tokenA, "Deploy?")
+
+	// An agent whose question does not fit is told at once why, in its
+	// tool's result.
+	agent := startMCP(t, s, tokenA)
+	long := strings.Repeat("Deploy? ", 1<<18)
+	r, err := callTool(context.Background(), agent, "ask_question", map[string]any{"question": long, "project_directory": "/src/shop"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := resultText(r); !r.IsError || !strings.Contains(txt, "resource_exhausted") || !strings.Contains(txt, "max_pending_bytes_per_token") {
+		t.Errorf("the agent's question past the bound: %.300q", txt)
+	}
 
 	// The flood's calls end; their requests go with them, and the
-	// token's own owner is heard again.
+	// question that did not fit is taken.
 	stop()
 	wg.Wait()
-	roundTrip(t, s, tokenA)
+	roundTrip(t, s, tokenA, long)
 }
 
-// roundTrip: token's agent asks through agentassistant-mcp, token's
-// phone gets the question and answers, the agent gets the answer.
-func roundTrip(t *testing.T, s *server, token string) {
+// roundTrip: token's agent asks question through agentassistant-mcp,
+// token's phone gets it and answers, the agent gets the answer.
+func roundTrip(t *testing.T, s *server, token, question string) {
 	t.Helper()
 	phone := dial(t, s, token, "phone")
 	agent := startMCP(t, s, token)
 	done := make(chan string, 1)
 	go func() {
 		r, err := callTool(context.Background(), agent, "ask_question", map[string]any{
-			"question": "Deploy?", "project_directory": "/src/shop",
+			"question": question, "project_directory": "/src/shop",
 		})
 		if err != nil {
 			done <- "error: " + err.Error()
@@ -134,8 +149,16 @@ func roundTrip(t *testing.T, s *server, token string) {
 	deadline := time.Now().Add(20 * time.Second) // only against a hang
 	for {
 		// What the flood left may still be told as it goes.
-		m := must[*pb.WebsocketMessage](t)(phone.Next(time.Until(deadline)))
-		if q := m.GetAskQuestionRequest(); m.Cmd == "AskQuestion" && q.GetRequest().GetQuestion() == "Deploy?" {
+		m, err := phone.Next(time.Until(deadline))
+		if err != nil {
+			select {
+			case got := <-done:
+				t.Fatalf("the phone never got the question; the agent got %.300q", got)
+			default:
+				t.Fatal(err)
+			}
+		}
+		if q := m.GetAskQuestionRequest(); m.Cmd == "AskQuestion" && q.GetRequest().GetQuestion() == question {
 			if err := phone.Send(wstest.TextReply(q.GetID(), "Yes")); err != nil {
 				t.Fatal(err)
 			}
