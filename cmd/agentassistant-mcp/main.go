@@ -155,12 +155,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	defer endSession()
 	byHand := isTerminal(stdin)
 	stdin = &endReader{r: stdin, end: endSession}
+	// The token goes in a header on every call, also where the message
+	// carries it: the server reads a message whose token is only inside
+	// it up to a small bound, and a question may be long.
+	withToken := connect.WithInterceptors(tokenHeader(cfg.Token))
 	s := mcpbridge.New(mcpbridge.Options{
-		Client:  agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String()),
-		Control: agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String()),
-		Reply:   agentassistprotoconnect.NewSrvAgentAssistReplyClient(uiHTTP, base.String()),
-		UI: agentassistprotoconnect.NewSrvUIRelayClient(uiHTTP, base.String(),
-			connect.WithInterceptors(tokenHeader(cfg.Token))),
+		Client:           agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String(), withToken),
+		Control:          agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String(), withToken),
+		Reply:            agentassistprotoconnect.NewSrvAgentAssistReplyClient(uiHTTP, base.String(), withToken),
+		UI:               agentassistprotoconnect.NewSrvUIRelayClient(uiHTTP, base.String(), withToken),
 		RelaySession:     cfg.Session,
 		Token:            cfg.Token,
 		ServerURL:        base.String(),
@@ -223,8 +226,9 @@ func (e *endReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// tokenHeader sends the token as a header, how the services whose messages
-// carry no UserToken authenticate.
+// tokenHeader sends the token as a header: how the services whose
+// messages carry no UserToken authenticate, and how a message longer
+// than the server reads without it gets through.
 func tokenHeader(token string) connect.UnaryInterceptorFunc {
 	return func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {

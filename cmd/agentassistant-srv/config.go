@@ -89,6 +89,10 @@ type requestsConfig struct {
 	// the outcomes it keeps for agents re-attaching.
 	MaxMissedBytes  int64 `toml:"max_missed_bytes_per_token"`
 	MaxOutcomeBytes int64 `toml:"max_outcome_bytes_per_token"`
+	// The requests a token may have waiting for an answer, and their
+	// bytes.
+	MaxPending      int   `toml:"max_pending_per_token"`
+	MaxPendingBytes int64 `toml:"max_pending_bytes_per_token"`
 	Fsync           bool  `toml:"fsync"`
 }
 
@@ -186,6 +190,10 @@ func defaults() fileConfig {
 			// server keep, on a laptop too.
 			MaxMissedBytes:  64 << 20,
 			MaxOutcomeBytes: 32 << 20,
+			// Far more than a person answers at once; a bound on an
+			// agent asking in a loop.
+			MaxPending:      256,
+			MaxPendingBytes: 64 << 20,
 		},
 		Relay: relayConfig{
 			MaxSessionsPerToken: 64,
@@ -330,7 +338,8 @@ func tune(cfg *fileConfig) tuning {
 	conn := wsconn.Options{PingInterval: d(ws.PingInterval), PongWait: d(ws.PongWait), WriteWait: d(ws.WriteWait)}
 	hubOpts := hub.Options{OrphanGrace: d(cfg.Requests.OrphanGrace), HistoryRetention: d(cfg.Requests.History),
 		MissedRetention: d(cfg.Requests.MissedAnswers),
-		MissedBytes:     cfg.Requests.MaxMissedBytes, RetentionBytes: cfg.Requests.MaxOutcomeBytes}
+		MissedBytes:     cfg.Requests.MaxMissedBytes, RetentionBytes: cfg.Requests.MaxOutcomeBytes,
+		MaxPending: cfg.Requests.MaxPending, MaxPendingBytes: cfg.Requests.MaxPendingBytes}
 	in := cfg.Ingress
 	return tuning{
 		StudyLog: studylog.Options{Sync: cfg.StudyLog.Fsync, MaxFilesPerOwner: cfg.StudyLog.MaxFilesPerToken,

@@ -89,6 +89,8 @@ var settings = []setting{
 	{"requests.missed_answers", `"5h"`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MissedRetention) }, 5 * time.Hour},
 	{"requests.max_missed_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MissedBytes) }, int64(7)},
 	{"requests.max_outcome_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.RetentionBytes) }, int64(7)},
+	{"requests.max_pending_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MaxPending) }, 7},
+	{"requests.max_pending_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MaxPendingBytes) }, int64(7)},
 	{"requests.fsync", `true`, func(_ fileConfig, t tuning) []any { return s(t.Store.Sync) }, true},
 
 	{"relay.max_sessions_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Relay.MaxSessionsPerToken) }, 7},

@@ -96,6 +96,8 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Positive("requests.missed_answers", "", time.Duration(rq.MissedAnswers))
 	c.Count("requests.max_missed_bytes_per_token", "", rq.MaxMissedBytes, 1)
 	c.Count("requests.max_outcome_bytes_per_token", "", rq.MaxOutcomeBytes, 1)
+	c.Count("requests.max_pending_per_token", "", int64(rq.MaxPending), 1)
+	c.Count("requests.max_pending_bytes_per_token", "", rq.MaxPendingBytes, 1)
 
 	rl := cfg.Relay
 	c.Count("relay.max_sessions_per_token", "", int64(rl.MaxSessionsPerToken), 1)

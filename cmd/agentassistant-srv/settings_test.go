@@ -103,6 +103,8 @@ func TestImpossibleSettings(t *testing.T) {
 		{"[relay]\nmax_state_bytes_per_token = 0\n", nil, []string{"relay.max_state_bytes_per_token = 0", "1 or more"}},
 		{"[requests]\nmax_missed_bytes_per_token = 0\n", nil, []string{"requests.max_missed_bytes_per_token = 0", "1 or more"}},
 		{"[requests]\nmax_outcome_bytes_per_token = -1\n", nil, []string{"requests.max_outcome_bytes_per_token = -1", "1 or more"}},
+		{"[requests]\nmax_pending_per_token = 0\n", nil, []string{"requests.max_pending_per_token = 0", "1 or more"}},
+		{"[requests]\nmax_pending_bytes_per_token = -1\n", nil, []string{"requests.max_pending_bytes_per_token = -1", "1 or more"}},
 		{"[relay]\ncall_timeout = \"0s\"\n", nil, []string{`relay.call_timeout = "0s"`}},
 		{"[studylog]\nmax_files_per_token = 0\n", nil, []string{"studylog.max_files_per_token = 0", "1 or more"}},
 		{"[studylog]\nmax_bytes_per_token = 1000\n", nil, []string{"studylog.max_bytes_per_token = 1000", "65536 or more"}},

@@ -81,6 +81,10 @@ type Options struct {
 	// (default DefaultAgentIdle; an agent thinking between calls is not
 	// in the session either, so keep it long).
 	AgentIdle time.Duration
+	// SendTimeout bounds the write of one event to the frontend (default
+	// 30s, as /mcp's streams): a frontend that reads nothing for that
+	// long has its run cut off, as one that went away.
+	SendTimeout time.Duration
 }
 
 // DefaultAgentIdle is AgentIdle's default.
@@ -109,6 +113,7 @@ func New(o Options) *Handler {
 	opt.Default(&o.FrontendGrace, 10*time.Second)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
 	opt.Default(&o.AgentIdle, DefaultAgentIdle)
+	opt.Default(&o.SendTimeout, 30*time.Second)
 	return &Handler{o: o, log: o.Logger, threads: make(map[string]*lru.Map[string, *thread])}
 }
 
@@ -167,7 +172,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
-	s := &stream{sess: sess, open: map[string]bool{}}
+	s := &stream{sess: sess, rc: http.NewResponseController(w), timeout: h.o.SendTimeout, open: map[string]bool{}}
 	t, rerr := h.thread(tokenOf(r), in)
 	if rerr != nil { // refused before it became a thread: nothing was changed
 		h.log.Info("AG-UI run refused", "thread", in.ThreadID, "code", rerr.code, "err", rerr.msg)

@@ -2,6 +2,8 @@ package agui
 
 import (
 	"encoding/json"
+	"net/http"
+	"time"
 
 	"github.com/tmaxmax/go-sse"
 )
@@ -37,9 +39,24 @@ type event map[string]any
 // design), so finish closes them before the run's end.
 type stream struct {
 	sess *sse.Session
-	open map[string]bool
-	ids  []string // open, in the order they started
-	err  error    // the first write that failed: the client has gone
+	// rc sets each write's deadline, timeout long: a frontend that reads
+	// nothing holds a run no longer (Options.SendTimeout).
+	rc      *http.ResponseController
+	timeout time.Duration
+	open    map[string]bool
+	ids     []string // open, in the order they started
+	err     error    // the first write that failed: the client has gone, or reads nothing
+}
+
+// send writes m and flushes it within the stream's timeout.
+func (s *stream) send(m *sse.Message) {
+	if s.rc != nil {
+		_ = s.rc.SetWriteDeadline(time.Now().Add(s.timeout))
+		defer func() { _ = s.rc.SetWriteDeadline(time.Time{}) }()
+	}
+	if s.err = s.sess.Send(m); s.err == nil {
+		s.err = s.sess.Flush()
+	}
 }
 
 func (s *stream) emit(ev event) {
@@ -61,9 +78,7 @@ func (s *stream) emit(ev event) {
 	}
 	m := &sse.Message{}
 	m.AppendData(string(b))
-	if s.err = s.sess.Send(m); s.err == nil {
-		s.err = s.sess.Flush()
-	}
+	s.send(m)
 }
 
 // keepAlive writes an SSE comment: no event, only bytes on a quiet
@@ -75,9 +90,7 @@ func (s *stream) keepAlive() {
 	}
 	m := &sse.Message{}
 	m.AppendComment("keep-alive")
-	if s.err = s.sess.Send(m); s.err == nil {
-		s.err = s.sess.Flush()
-	}
+	s.send(m)
 }
 
 // finish ends the run with last (RUN_FINISHED or RUN_ERROR), after a

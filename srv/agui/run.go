@@ -95,6 +95,13 @@ func (h *Handler) run(ctx context.Context, t *thread, in *RunAgentInput, s *stre
 	beat := time.NewTicker(keepAliveEvery)
 	defer beat.Stop()
 	for {
+		if s.err != nil {
+			// A write failed: the frontend went away, or read nothing
+			// for the send bound (its writes would hold the run, and
+			// the thread, for good). Cut off, as one that went away.
+			lost = true
+			return
+		}
 		env, ok := t.next(ctx, h.goroutines.Done(), timer.C, beat.C)
 		if !ok {
 			if ctx.Err() == nil {

@@ -5,7 +5,9 @@ import "github.com/agentassistant/agentassistant/internal/wire"
 // Chat and remote input between two clients of a room.
 
 // Chat delivers a chat message from one client of token to another, and
-// returns the line as it went.
+// returns the line as it went. A receiver that does not take it now (its
+// door keeps its queue for what it must not miss) is ErrReceiverBusy: the
+// sender is told, the receiver stays.
 //
 // In cluster mode a receiver connected to another instance gets it
 // through that instance; Chat returns once that instance queued it to the
@@ -49,6 +51,8 @@ func (h *Hub) send(r *room, l *Line, to string) error {
 	if far != nil {
 		return h.deliver(r, far, *l)
 	}
-	recv.Send(&Note{Kind: NoteLine, Line: l})
+	if !recv.Send(&Note{Kind: NoteLine, Line: l}) {
+		return ErrReceiverBusy
+	}
 	return nil
 }

@@ -13,7 +13,8 @@
 // a room's request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents, handed over once, and the
 // agent-gone notice; settled.go outcomes kept for re-attaching callers;
-// keptbytes.go the bytes a room keeps of both;
+// keptbytes.go the bytes a room keeps of both; pendingcap.go the
+// requests a room may have waiting;
 // replay.go the numbered events and their ring; presence.go presence
 // batching; chat.go chat and remote input; peers.go the other instances'
 // devices; broadcast.go the fan-out; note.go the notes a room's clients
@@ -119,8 +120,11 @@ var (
 	ErrDuplicate  = errors.New("the request ID is in use by a different request (another kind, question or project directory)")
 	ErrNotPending = errors.New("request is not pending: it was answered, cancelled or timed out")
 	ErrNoReceiver = errors.New("receiver is not online under this token")
-	ErrClosed     = errors.New("server is shutting down")
-	ErrWithdrawn  = errors.New("the request was withdrawn before anyone answered")
+	// ErrReceiverBusy: the receiver did not take a chat line now: it has
+	// more waiting to be read than chat may take (or it is leaving).
+	ErrReceiverBusy = errors.New("the receiver has not read the messages before this one yet; try again shortly")
+	ErrClosed       = errors.New("server is shutting down")
+	ErrWithdrawn    = errors.New("the request was withdrawn before anyone answered")
 	// ErrHandedOver: the answer, given while no agent waited, was handed to
 	// another call of the same project (TakeMissed) before this one came back.
 	ErrHandedOver = errors.New("the person's answer was already handed to another call from this project, which asked after this one went away")
@@ -190,6 +194,12 @@ type Options struct {
 	// keeps for callers that re-attach (default 32 MiB): past either the
 	// oldest go, whatever their age (keptbytes.go).
 	MissedBytes, RetentionBytes int64
+	// MaxPending bounds the requests a room has waiting for an answer
+	// (default 256), MaxPendingBytes their bytes (default 64 MiB): past
+	// either a new request is refused with ErrTooManyPending
+	// (pendingcap.go).
+	MaxPending      int
+	MaxPendingBytes int64
 	// HistoryRetention is how long settled requests stay in the store's
 	// history (default 30 days).
 	HistoryRetention time.Duration
@@ -236,6 +246,10 @@ type Hub struct {
 	// The bytes a room keeps for absent agents, and of outcomes
 	// (keptbytes.go).
 	missedBytes, retentionBytes int64
+	// The requests a room may have waiting, and their bytes
+	// (pendingcap.go).
+	maxPending      int
+	maxPendingBytes int64
 
 	// woke, set only by tests before any call, holds a caller of Ask
 	// between waking and looking at why, so that an answer and the
@@ -265,6 +279,8 @@ func New(o Options) *Hub {
 	}
 	h.missedBytes = positiveOr(o.MissedBytes, defaultMissedBytes)
 	h.retentionBytes = positiveOr(o.RetentionBytes, defaultRetentionBytes)
+	h.maxPending = int(positiveOr(int64(o.MaxPending), defaultMaxPending))
+	h.maxPendingBytes = positiveOr(o.MaxPendingBytes, defaultMaxPendingBytes)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}

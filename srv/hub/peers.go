@@ -115,7 +115,9 @@ func (h *Hub) DeliverLocal(token string, l Line) error {
 	if recv == nil {
 		return ErrNoReceiver
 	}
-	recv.Send(&Note{Kind: NoteLine, Line: &l})
+	if !recv.Send(&Note{Kind: NoteLine, Line: &l}) {
+		return ErrReceiverBusy
+	}
 	return nil
 }
 

@@ -209,9 +209,15 @@ func (h *Hub) askDigested(ctx context.Context, token string, req Request, sum di
 // what the call returns, when the record could not be written, or one of
 // that ID is settled already. The request is among the room's pending
 // from before its record is written, unseen: a cancel meanwhile finds it,
-// and withdraws it once it is saved. Called with r.mu held; it returns
-// with r.mu released.
+// and withdraws it once it is saved. Past the room's bounds on what waits
+// it is refused (pendingcap.go). Called with r.mu held; it returns with
+// r.mu released.
 func (h *Hub) create(ctx context.Context, r *room, token string, req Request, sum digest) (*pending, bool, *Reply, error) {
+	if err := h.pendingRoomLocked(r, &req); err != nil {
+		r.mu.Unlock()
+		h.log.Warn("request refused: too many waiting", "kind", req.Kind, "id", req.ID, "err", err)
+		return nil, false, nil, err
+	}
 	now := h.now()
 	p := &pending{req: req, sum: sum, token: token, createdAt: now, deadline: now.Add(req.Timeout), done: make(chan struct{}), holder: h.self, creating: make(chan struct{})}
 	r.pending[req.ID] = p

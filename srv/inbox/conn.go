@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -73,8 +74,15 @@ func (c *conn) Send(n *hub.Note) bool {
 			bs = own // encoded for it alone: such clients are few
 		}
 	}
+	send := c.Conn.Send
+	if n.Kind == hub.NoteLine {
+		// Another device's chat, sent at its will: it may take half
+		// the queue, never the room a question needs, nor get this
+		// device dropped as too slow.
+		send = c.Conn.Offer
+	}
 	for _, b := range bs {
-		if !c.Conn.Send(b) {
+		if !send(b) {
 			return false
 		}
 	}
@@ -254,8 +262,12 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			c.sendError("invalid_request", "SendChatMessage needs receiver_client_id and content", "", m.Cmd)
 			return
 		}
+		if len(req.GetContent()) > maxChatBytes {
+			c.sendError("invalid_request", fmt.Sprintf("a chat message is at most %d bytes", maxChatBytes), "", m.Cmd)
+			return
+		}
 		if _, err := hb.Chat(c.token, c, req.GetReceiverClientId(), req.GetContent()); err != nil {
-			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
+			c.sendError(chatErrorCode(err), err.Error(), "", m.Cmd)
 		}
 	case wire.CmdSendBackspace:
 		to := m.GetSendBackspaceRequest().GetReceiverClientId()
@@ -264,7 +276,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			return
 		}
 		if err := hb.Backspace(c.token, c, to); err != nil {
-			c.sendError("receiver_offline", err.Error(), "", m.Cmd)
+			c.sendError(chatErrorCode(err), err.Error(), "", m.Cmd)
 		}
 	case wire.CmdGetHistory:
 		req := m.GetGetHistoryRequest()
@@ -374,6 +386,20 @@ func (c *conn) reply(m *pb.WebsocketMessage) {
 		return
 	}
 	c.Conn.Send(b)
+}
+
+// maxChatBytes bounds a chat line: for a person to read, or a PC to type
+// (agentassistant-input types 20,000 characters at most), never the
+// receiver's whole queue.
+const maxChatBytes = 64 << 10
+
+// chatErrorCode is the Error code of a chat line or backspace not
+// delivered for err.
+func chatErrorCode(err error) string {
+	if errors.Is(err, hub.ErrReceiverBusy) {
+		return "receiver_busy"
+	}
+	return "receiver_offline"
 }
 
 func (c *conn) sendError(code, msg, requestID, cmd string) {

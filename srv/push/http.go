@@ -57,6 +57,8 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 			return
 		}
 		room := store.Room(token)
+		p.subscribing.Lock()
+		defer p.subscribing.Unlock()
 		subs, err := p.o.Subscriptions.List(room)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")

@@ -86,9 +86,13 @@ type Pusher struct {
 	caps  *answercap.Store
 	unsub func()
 
-	mu      sync.Mutex // taken before nothing but the goroutines' leaf lock
-	senders map[string]*sender
-	slots   map[string]*slot // a push service's host → its pushes in flight, while it has one
+	mu sync.Mutex // taken before nothing but the goroutines' leaf lock
+	// subscribing makes a new subscription's look at the token's bound
+	// and its keeping one step (Subscribe): apart, a burst all saw room.
+	// Only the Subscriptions' own lock is taken under it.
+	subscribing sync.Mutex
+	senders     map[string]*sender
+	slots       map[string]*slot // a push service's host → its pushes in flight, while it has one
 	// goroutines are the senders: Close ends their Context (a wait, a
 	// push in flight) and waits for them.
 	goroutines owned.Group

@@ -123,6 +123,30 @@ func TestHubErrorsBecomeCodes(t *testing.T) {
 			},
 			want: "resource_exhausted", says: "the server cannot save the request: no space left on device",
 		},
+		{
+			// The agent hears at once what to do, not a hang nor a
+			// retry that cannot help.
+			name: "too many wait already",
+			hub:  hub.Options{MaxPending: 1},
+			call: func(t *testing.T, f *fixture) error {
+				f.askAsync(context.Background(), question("q1", "Ship it?", 60))
+				synctest.Wait()
+				_, err := f.agent.AskQuestion(context.Background(), question("q2", "Deploy it?", 60))
+				return err
+			},
+			want: "resource_exhausted", says: "1 wait, the most a token may have; answer or cancel some first, or raise [requests] max_pending_per_token",
+		},
+		{
+			name: "too many bytes wait already",
+			hub:  hub.Options{MaxPendingBytes: 30},
+			call: func(t *testing.T, f *fixture) error {
+				f.askAsync(context.Background(), question("q1", "Ship it?", 60))
+				synctest.Wait()
+				_, err := f.agent.AskQuestion(context.Background(), question("q2", "Deploy it now, please?", 60))
+				return err
+			},
+			want: "resource_exhausted", says: "past the 30 a token may have; answer or cancel some first, or raise [requests] max_pending_bytes_per_token",
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -301,6 +301,12 @@ func askError(err error, id, timedOut string) error {
 	case errors.Is(err, hub.ErrNotSaved):
 		// Not retried by the bridge: the agent hears it at once.
 		return connect.NewError(connect.CodeResourceExhausted, err)
+	case errors.Is(err, hub.ErrPendingBytes):
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%w; answer or cancel some first, or raise [requests] max_pending_bytes_per_token", err))
+	case errors.Is(err, hub.ErrTooManyPending):
+		// Not retried either: another try meets the same bound until
+		// the person answers.
+		return connect.NewError(connect.CodeResourceExhausted, fmt.Errorf("%w; answer or cancel some first, or raise [requests] max_pending_per_token", err))
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return connect.NewError(connect.CodeCanceled, err)
 	}

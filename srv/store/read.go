@@ -32,11 +32,13 @@ func (s *Store) Prune(cutoff time.Time) (int, error) {
 }
 
 // History returns the settled records of room created before before,
-// newest first, at most limit, and whether there are more. Queued records
+// newest first, at most limit and HistoryPageBytes of them, and whether
+// there are more. Queued records
 // are committed first, so a request settled a moment ago is there.
 func (s *Store) History(room string, before time.Time, limit int) ([]Record, bool, error) {
 	s.Flush()
 	var out []Record
+	full := false // ended by HistoryPageBytes, with more to come
 	prefix := []byte(room + "/")
 	// Keys sort by creation time within a room: walk back from before and
 	// stop after one more than a page.
@@ -49,9 +51,17 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 		} else {
 			k, v = c.Prev()
 		}
+		size := 0
 		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) <= limit; k, v = c.Prev() {
 			var r Record
 			if decode(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
+				size += recordSize(&r)
+				if len(out) > 0 && size > HistoryPageBytes {
+					// The page is full before its count: this one
+					// comes on the next, as the count's extra one does.
+					full = true
+					break
+				}
 				out = append(out, r)
 			}
 		}
@@ -63,8 +73,18 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	if len(out) > limit {
 		return out[:limit], true, nil
 	}
-	return out, false, nil
+	return out, full, nil
 }
+
+// HistoryPageBytes bounds a page of History by the bytes of its records:
+// an answer may carry 16 MiB of images and its question 16 MiB of text,
+// so a page of 200 could be gigabytes, read and sent as one frame. A
+// page ends before a record that would take it past the bound; a record
+// larger than the bound comes alone.
+const HistoryPageBytes = 8 << 20
+
+// recordSize is what r weighs in a page: its text, choices and answer.
+func recordSize(r *Record) int { return len(r.Text) + len(r.Questions) + len(r.Reply) }
 
 // Clear deletes the settled records of room but those keep (when not
 // nil) says to keep; pending ones stay. Queued records are committed

@@ -15,9 +15,21 @@ import (
 // too slow to keep: it is shut down so it cannot hold up anyone else.
 func (c *Conn) Send(frame []byte) bool { return c.enqueue(item{data: frame}) }
 
+// Offer queues frame, without blocking, only while the queue stays within
+// half its bounds (frames and bytes); past that it returns false and the
+// connection goes on. For what another peer sends this one at will (a
+// chat line): a sender faster than this peer reads is refused, rather
+// than fill the queue and have this peer dropped as too slow, and the
+// other half is kept for what the peer must not miss.
+func (c *Conn) Offer(frame []byte) bool { return c.enqueue(item{data: frame, offered: true}) }
+
 func (c *Conn) enqueue(it item) bool {
 	c.mu.Lock()
 	if c.closing {
+		c.mu.Unlock()
+		return false
+	}
+	if it.offered && (len(c.queue)+1 > max(1, c.o.SendQueue/2) || c.queuedBytes+len(it.data) > c.o.SendQueueBytes/2) {
 		c.mu.Unlock()
 		return false
 	}

@@ -141,6 +141,8 @@ func (s State) String() string {
 type item struct {
 	data []byte
 	kind int // 0 a frame, 1 a ping, 2 the close frame, 3 the rest of a frame already begun, 4 a pong
+	// offered: queued only within half the queue's bounds (Offer).
+	offered bool
 }
 
 // op is the opcode an item is framed with (kind 3 is not framed again).
