@@ -102,7 +102,7 @@ func live(v []byte, now time.Time) ([]byte, bool) {
 	if len(v) < 8 {
 		return nil, false
 	}
-	if !now.Before(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+	if !now.Before(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) { //nolint:gosec // G115: stored wrote it from an int64
 		return nil, false
 	}
 	return v[8:], true

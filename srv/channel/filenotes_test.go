@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -30,7 +31,7 @@ func TestFileNotesOutliveTheProcess(t *testing.T) {
 	if ok, err := n.Create(ctx, "told.1", []byte("2"), now.Add(time.Hour)); ok || err != nil {
 		t.Fatalf("second create: %v %v", ok, err)
 	}
-	if err := n.Put(ctx, "big", make([]byte, MaxNote+1), now.Add(time.Hour)); err != ErrNoteTooLarge {
+	if err := n.Put(ctx, "big", make([]byte, MaxNote+1), now.Add(time.Hour)); !errors.Is(err, ErrNoteTooLarge) {
 		t.Fatalf("a note over MaxNote: %v", err)
 	}
 	if err := n.Close(); err != nil {

@@ -79,7 +79,7 @@ func (c *conn) Send(n *hub.Note) bool {
 		// Another device's chat, sent at its will: it may take half
 		// the queue, never the room a question needs, nor get this
 		// device dropped as too slow.
-		send = c.Conn.Offer
+		send = c.Offer
 	}
 	for _, b := range bs {
 		if !send(b) {

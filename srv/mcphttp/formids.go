@@ -58,7 +58,7 @@ func validTag(tag string) bool {
 		return false
 	}
 	for _, c := range tag {
-		if !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
 			return false
 		}
 	}
