@@ -61,6 +61,10 @@ type Options struct {
 	// view reads (default 10,000; history.go).
 	HistoryScan int
 	Logger      *slog.Logger // nil: discard
+
+	// historyBytes bounds a history page by its records' bytes (default
+	// store.HistoryPageBytes, as one server's page; history.go).
+	historyBytes int
 }
 
 // Cluster is this instance's link to the others. Safe for concurrent use.
@@ -120,6 +124,9 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	if o.HistoryScan <= 0 {
 		o.HistoryScan = historyDefaultScan
+	}
+	if o.historyBytes <= 0 {
+		o.historyBytes = store.HistoryPageBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -24,8 +24,14 @@ type delivery struct {
 	Line hub.Line `json:"line"`
 }
 
-// replyNoReceiver is the answer for a client not connected there.
-const replyNoReceiver = "no receiver"
+// The answers for a line not queued: the client is not connected
+// there, or it did not take the line now (hub.ErrReceiverBusy: it has
+// more waiting to be read than chat may take). An instance that does
+// not know replyBusy yet reports it as an error, not as delivered.
+const (
+	replyNoReceiver = "no receiver"
+	replyBusy       = "receiver busy"
+)
 
 func deliverSubject(instance string) string { return "aa.deliver." + instanceKey(instance) }
 
@@ -47,6 +53,8 @@ func (c *Cluster) Deliver(ctx context.Context, at, room string, l hub.Line) erro
 		return nil
 	case replyNoReceiver:
 		return hub.ErrNoReceiver
+	case replyBusy:
+		return hub.ErrReceiverBusy
 	default:
 		return fmt.Errorf("deliver to instance %s: %s", at, m.Data)
 	}
@@ -76,8 +84,12 @@ func (c *Cluster) deliverLocal(h *hub.Hub, data []byte) string {
 	if !ok {
 		return replyNoReceiver
 	}
-	if err := h.DeliverLocal(token, d.Line); err != nil {
+	switch err := h.DeliverLocal(token, d.Line); {
+	case err == nil:
+		return ""
+	case errors.Is(err, hub.ErrReceiverBusy):
+		return replyBusy
+	default:
 		return replyNoReceiver
 	}
-	return ""
 }

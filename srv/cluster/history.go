@@ -27,7 +27,8 @@ import (
 // created before the page's start (a request's creation time and status
 // are read from each value without decoding the rest). One call reads at
 // most HistoryScan records, and takes at most the hub's time for one call
-// to NATS.
+// to NATS; a page is at most store.HistoryPageBytes of records, as one
+// server's.
 
 // historyDefaultScan is HistoryScan's default.
 const historyDefaultScan = 10_000
@@ -97,11 +98,18 @@ func headOf(r store.Record) recordHead {
 
 // History returns up to limit settled records of room created before
 // before, newest first, and whether older ones exist (hub.SharedHistory).
-// A room holding more than HistoryScan records is an error: the call
-// would read more than one call may.
+// As one server's page (store.History), a page ends before a record
+// that would take it past store.HistoryPageBytes of questions, choices
+// and answers, saying there is more; a record larger than that comes
+// alone. A room holding more than HistoryScan records is an error: the
+// call would read more than one call may.
 func (c *Cluster) History(ctx context.Context, room string, before time.Time, limit int) ([]store.Record, bool, error) {
 	limit = max(limit, 0)
-	page := make([]store.Record, 0, min(limit+1, 256)) // newest first, at most limit+1
+	// page is the newest records read so far, newest first: the page
+	// and at most one more, which says there is more. Those past it are
+	// let go as they are read, so a scan holds at most the page's bytes
+	// and one record.
+	page := make([]sized, 0, min(limit+1, 256))
 	read := 0
 	err := c.roomRecords(ctx, room, func(e jetstream.KeyValueEntry) error {
 		if read++; read > c.o.HistoryScan {
@@ -115,29 +123,54 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 		if head.Status == store.Pending || !head.CreatedAt.Before(before) {
 			return nil
 		}
-		i, _ := slices.BinarySearchFunc(page, head, func(r store.Record, h recordHead) int { return newestFirst(headOf(r), h) })
-		if i > limit {
-			return nil // older than the whole page
+		i, _ := slices.BinarySearchFunc(page, head, func(r sized, h recordHead) int { return newestFirst(headOf(r.Record), h) })
+		if i == len(page) && len(page) > c.pageLen(page, limit) {
+			return nil // older than the whole page and the one after it
 		}
 		rec, err := decode(e.Value())
 		if err != nil {
 			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
 			return nil
 		}
-		page = slices.Insert(page, i, rec.Record)
-		if len(page) > limit+1 {
-			page = page[:limit+1]
+		page = slices.Insert(page, i, sized{rec.Record, recordSize(&rec.Record)})
+		if n := c.pageLen(page, limit); len(page) > n+1 {
+			clear(page[n+1:]) // let their bytes go
+			page = page[:n+1]
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
-	if len(page) > limit {
-		return page[:limit], true, nil
+	n := c.pageLen(page, limit)
+	out := make([]store.Record, n)
+	for i := range out {
+		out[i] = page[i].Record
 	}
-	return page, false, nil
+	return out, len(page) > n, nil
 }
+
+// sized is a record of a history page and its size (recordSize).
+type sized struct {
+	store.Record
+	size int
+}
+
+// pageLen is how many of page, newest first, make a page: at most limit,
+// and those within the page's bytes, the first whatever its size.
+func (c *Cluster) pageLen(page []sized, limit int) int {
+	n, size := 0, 0
+	for ; n < len(page) && n < limit; n++ {
+		if size += page[n].size; n > 0 && size > c.o.historyBytes {
+			break
+		}
+	}
+	return n
+}
+
+// recordSize is what r weighs in a page, as in one server's
+// (store.HistoryPageBytes): its text, choices and answer.
+func recordSize(r *store.Record) int { return len(r.Text) + len(r.Questions) + len(r.Reply) }
 
 // ClearHistory deletes the settled records of room but those keep says
 // to keep (hub.SharedHistory); pending ones stay. Each is deleted by

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -191,5 +192,82 @@ func TestHistoryReadIsBounded(t *testing.T) {
 	recs, more, err := c.History(context.Background(), room, time.Now(), 10)
 	if err != nil || len(recs) != 0 || more {
 		t.Fatalf("History after the clear = %d records, more %v, %v", len(recs), more, err)
+	}
+}
+
+// TestHistoryPageBoundedByBytes: a cluster's history page is bounded by
+// its bytes as one server's is (store.HistoryPageBytes of questions,
+// choices and answers), not by its count alone: 200 answers of the
+// largest a cluster takes were a page of 200 MiB, read, decoded and sent
+// as one /ws frame, as often as a token's holder asked. Past the bound
+// the page ends early saying there is more, paging on reaches every
+// record, and one record larger than the bound comes alone.
+func TestHistoryPageBoundedByBytes(t *testing.T) {
+	ns := natstest.Start(t)
+	open := func(o Options) *Cluster {
+		t.Helper()
+		o.URL, o.Tokens, o.Instance = ns.URL(), []string{tok}, "a"
+		c, err := Open(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	c := open(Options{})
+	room := store.Room(tok)
+	t0 := time.Now().Add(-time.Hour)
+	put := func(id string, at time.Time, text string) {
+		t.Helper()
+		rec := hub.SharedRecord{Record: store.Record{Room: room, ID: id, Kind: int(wire.AskQuestion), Text: text,
+			CreatedAt: at, ClosedAt: at, Status: store.Cancelled}}
+		if _, err := c.Create(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each fits NATS's default max_payload (1 MiB); twelve are past the
+	// bound.
+	const n, each = 12, 900_000
+	for i := range n {
+		put(fmt.Sprint("big", i), t0.Add(time.Duration(i)*time.Minute), strings.Repeat(string(rune('a'+i)), each))
+	}
+	before, seen, pages := time.Now(), 0, 0
+	for {
+		recs, more, err := c.History(context.Background(), room, before, 200)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size := 0
+		for _, r := range recs {
+			size += len(r.Text) + len(r.Questions) + len(r.Reply)
+		}
+		if size > store.HistoryPageBytes {
+			t.Fatalf("page %d holds %d records, %d bytes, past %d", pages, len(recs), size, store.HistoryPageBytes)
+		}
+		seen += len(recs)
+		pages++
+		if !more {
+			break
+		}
+		if len(recs) == 0 {
+			t.Fatal("an empty page says there is more")
+		}
+		before = recs[len(recs)-1].CreatedAt
+	}
+	if seen != n || pages != 2 {
+		t.Errorf("paging reached %d records in %d pages, want %d in 2", seen, pages, n)
+	}
+
+	// A record larger than the bound comes alone (a smaller bound here:
+	// NATS's default max_payload keeps records under 1 MiB).
+	small := open(Options{historyBytes: 2 * each})
+	got, more, err := small.History(context.Background(), room, time.Now(), 200)
+	if err != nil || len(got) != 2 || !more {
+		t.Fatalf("a page of a %d-byte bound: %d records, more %v, %v; want 2 and more", 2*each, len(got), more, err)
+	}
+	tiny := open(Options{historyBytes: each - 1})
+	got, more, err = tiny.History(context.Background(), room, time.Now(), 200)
+	if err != nil || len(got) != 1 || got[0].ID != fmt.Sprint("big", n-1) || !more {
+		t.Errorf("a record past the bound: %d records, more %v, %v; want the newest alone, and more", len(got), more, err)
 	}
 }

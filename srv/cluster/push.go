@@ -206,24 +206,33 @@ func (s *pushSubs) List(room string) ([]push.Subscription, error) {
 	return slices.Clone(s.subs[room]), nil
 }
 
+// Put keeps sub, refusing a new endpoint past the token's bound. The
+// look at the bound is made on the room's subscriptions as stored, in
+// the compare-and-set that keeps sub: an instance's Pusher looks at what
+// it has heard of, and instances taking subscriptions at once would
+// each see room.
 func (s *pushSubs) Put(room string, sub push.Subscription) error {
-	_, err := s.change(room, func(subs []push.Subscription) []push.Subscription {
+	_, err := s.change(room, func(subs []push.Subscription) ([]push.Subscription, error) {
+		n := len(subs)
 		subs = slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.Endpoint == sub.Endpoint || o.ID == sub.ID })
-		return append(subs, sub)
+		if n == len(subs) && n >= push.MaxSubscriptionsPerToken {
+			return nil, push.ErrTooManySubscriptions
+		}
+		return append(subs, sub), nil
 	})
 	return err
 }
 
 func (s *pushSubs) Remove(room, id string) (bool, error) {
-	return s.change(room, func(subs []push.Subscription) []push.Subscription {
-		return slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.ID == id })
+	return s.change(room, func(subs []push.Subscription) ([]push.Subscription, error) {
+		return slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.ID == id }), nil
 	})
 }
 
 // change replaces room's subscriptions with edit's, by compare-and-set
-// (another instance may change them meanwhile); changed says edit
-// changed them.
-func (s *pushSubs) change(room string, edit func([]push.Subscription) []push.Subscription) (changed bool, err error) {
+// (another instance may change them meanwhile), or returns edit's
+// error; changed says edit changed them.
+func (s *pushSubs) change(room string, edit func([]push.Subscription) ([]push.Subscription, error)) (changed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	key := subsPrefix + room
@@ -240,7 +249,10 @@ func (s *pushSubs) change(room string, edit func([]push.Subscription) []push.Sub
 		case !errors.Is(err, jetstream.ErrKeyNotFound):
 			return false, fmt.Errorf("read push subscriptions: %w", err)
 		}
-		next := edit(slices.Clone(subs))
+		next, err := edit(slices.Clone(subs))
+		if err != nil {
+			return false, err
+		}
 		b, err := json.Marshal(next)
 		if err != nil {
 			return false, err

@@ -3,8 +3,17 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/ecdh"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,4 +115,118 @@ func TestPushIsShared(t *testing.T) {
 			t.Errorf("%s keys: %v", bucket, keys)
 		}
 	}
+}
+
+// TestPushSubscriptionBoundAcrossInstances: a token's bound on devices
+// subscribed to push (push.MaxSubscriptionsPerToken) holds across the
+// cluster. Each instance checked it against the subscriptions it had
+// heard of and kept the new one apart, so subscriptions made at once
+// through several instances all saw room and were all kept. The shared
+// store's Put now looks at the bound and keeps the new one in one
+// compare-and-set of the room's key: a burst through two instances'
+// stores keeps exactly the bound, the rest refused, and a kept endpoint
+// may still subscribe again. Through the instances' Pushers, the same
+// burst is 201 for the bound and 409 for the rest.
+func TestPushSubscriptionBoundAcrossInstances(t *testing.T) {
+	ns := natstest.Start(t)
+	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
+	pa, pb := openPush(t, a), openPush(t, b)
+	const bound = push.MaxSubscriptionsPerToken
+
+	room := store.Room(tok)
+	const n = 100 // through each instance
+	kept := make([][]string, 2)
+	var wg sync.WaitGroup
+	for j, p := range []*push.Options{pa, pb} {
+		// One writer per instance, as its Pusher takes one at a time.
+		wg.Go(func() {
+			for i := range n {
+				sub := push.Subscription{ID: fmt.Sprint(j, "-", i), Endpoint: fmt.Sprintf("https://push.example/%d/%d", j, i), P256dh: "k", Auth: "a"}
+				err := p.Subscriptions.Put(room, sub)
+				switch {
+				case err == nil:
+					kept[j] = append(kept[j], sub.ID)
+				case !errors.Is(err, push.ErrTooManySubscriptions):
+					t.Errorf("Put %s: %v", sub.ID, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(kept[0]) + len(kept[1]); got != bound {
+		t.Fatalf("a burst through two instances kept %d (%d through A, %d through B), want %d", got, len(kept[0]), len(kept[1]), bound)
+	}
+	stored := func() []push.Subscription {
+		t.Helper()
+		e, err := a.c.js.KeyValue(context.Background(), PushBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.Get(context.Background(), subsPrefix+room)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var subs []push.Subscription
+		if err := json.Unmarshal(v.Value(), &subs); err != nil {
+			t.Fatal(err)
+		}
+		return subs
+	}
+	if got := len(stored()); got != bound {
+		t.Fatalf("%d subscriptions stored, want %d", got, bound)
+	}
+	// A kept endpoint subscribing again replaces its own, past the bound.
+	first := stored()[0]
+	first.Device = "renamed"
+	if err := pb.Subscriptions.Put(room, first); err != nil {
+		t.Fatalf("a kept endpoint again: %v", err)
+	}
+	if got := stored(); len(got) != bound || !slices.ContainsFunc(got, func(s push.Subscription) bool { return s.Device == "renamed" }) {
+		t.Fatalf("after a kept endpoint again: %d stored", len(got))
+	}
+
+	// Through the Pushers' handler, from a room with none.
+	for _, s := range stored() {
+		if _, err := pa.Subscriptions.Remove(room, s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handlers := []http.Handler{pusher(t, a, pa).Subscribe(tok), pusher(t, b, pb).Subscribe(tok)}
+	key, err := ecdh.P256().GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := map[string]string{"p256dh": base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()),
+		"auth": base64.RawURLEncoding.EncodeToString(make([]byte, 16))}
+	codes := make([]int, 2*n)
+	for i := range codes {
+		wg.Go(func() {
+			body, _ := json.Marshal(map[string]any{"endpoint": fmt.Sprintf("https://push.example/dev/%d", i), "keys": keys, "device": fmt.Sprint("tab ", i)})
+			rec := httptest.NewRecorder()
+			handlers[i%2].ServeHTTP(rec, httptest.NewRequest("POST", "/push/subscriptions", bytes.NewReader(body)))
+			codes[i] = rec.Code
+			if rec.Code != http.StatusCreated && (rec.Code != http.StatusConflict || !strings.Contains(rec.Body.String(), "turn push off on one first")) {
+				t.Errorf("subscription %d: %d %s", i, rec.Code, rec.Body)
+			}
+		})
+	}
+	wg.Wait()
+	created := 0
+	for _, c := range codes {
+		if c == http.StatusCreated {
+			created++
+		}
+	}
+	if got := len(stored()); created != bound || got != bound {
+		t.Fatalf("a burst through two instances' Pushers: %d created, %d stored, want %d", created, got, bound)
+	}
+}
+
+// pusher is in's Pusher over o.
+func pusher(t *testing.T, in *instance, o *push.Options) *push.Pusher {
+	t.Helper()
+	o.Hub, o.AllowPrivateEndpoints = in.hub, true
+	p := push.New(*o)
+	t.Cleanup(p.Close)
+	return p
 }

@@ -302,3 +302,33 @@ func TestDeliveryTakesOnlyChat(t *testing.T) {
 	default:
 	}
 }
+
+// busyClient is a device whose send queue has no room for chat (its
+// door's Offer refuses a line once half its queue waits to be read).
+type busyClient struct{ *client }
+
+func (c busyClient) Send(n *hub.Note) bool {
+	if n.Kind == hub.NoteLine {
+		return false
+	}
+	return c.client.Send(n)
+}
+
+// TestChatToABusyDeviceAcrossInstances: a device on B that has not read
+// what it was sent refuses a chat line rather than be dropped as too
+// slow; its sender on A is told it is busy, as on one server, not that
+// it is offline (it is there, and a retry may reach it).
+func TestChatToABusyDeviceAcrossInstances(t *testing.T) {
+	ns := natstest.Start(t)
+	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
+	onA, onB := newClient("a3a3"), busyClient{newClient("b3b3")}
+	a.hub.Join(tok, onA, nil, hub.Resume{})
+	b.hub.Join(tok, onB, nil, hub.Resume{})
+	eventually(t, "B's device in A's list", func() bool { return slices.Contains(online(a), "b3b3") })
+	if _, err := a.hub.Chat(tok, onA, "b3b3", "hello from A"); !errors.Is(err, hub.ErrReceiverBusy) {
+		t.Fatalf("chat to a busy device on another instance: %v, want %v", err, hub.ErrReceiverBusy)
+	}
+	if err := a.hub.Backspace(tok, onA, "b3b3"); !errors.Is(err, hub.ErrReceiverBusy) {
+		t.Fatalf("backspace to a busy device on another instance: %v, want %v", err, hub.ErrReceiverBusy)
+	}
+}

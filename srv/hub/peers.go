@@ -32,7 +32,7 @@ type Peers interface {
 	// Deliver hands l, for the client l.To.ID of room, to the instance
 	// at, and returns once that instance queued it to the client's
 	// connection (DeliverLocal); ErrNoReceiver when the client is not
-	// there.
+	// there, ErrReceiverBusy when it did not take the line now.
 	Deliver(ctx context.Context, at, room string, l Line) error
 }
 
@@ -126,7 +126,7 @@ func (h *Hub) deliver(r *room, m *remote, l Line) error {
 	ctx, cancel := context.WithTimeout(context.Background(), deliverTimeout)
 	defer cancel()
 	err := h.peers.Deliver(ctx, m.u.Instance, r.digest, l)
-	if err == nil || errors.Is(err, ErrNoReceiver) {
+	if err == nil || errors.Is(err, ErrNoReceiver) || errors.Is(err, ErrReceiverBusy) {
 		return err
 	}
 	h.log.Warn("chat not handed to the receiver's instance", "instance", m.u.Instance, "err", err)

@@ -3,6 +3,7 @@ package push
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -24,7 +25,7 @@ const (
 	maxEndpoint = 2048
 	maxDevice   = 64
 	maxReplies  = 8
-	maxPerRoom  = 32
+	maxPerRoom  = MaxSubscriptionsPerToken
 )
 
 // Key answers the VAPID public key: {"publicKey": "..."}.
@@ -72,12 +73,18 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 			}
 		}
 		if !same && len(subs) >= maxPerRoom {
-			writeError(w, http.StatusConflict, "this token has 32 devices subscribed to push, the most it may; turn push off on one first")
+			writeError(w, http.StatusConflict, tooMany)
 			return
 		}
 		s := Subscription{ID: id, Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth,
 			Device: req.Device, Replies: req.Replies, Created: p.o.Now()}
-		if err := p.o.Subscriptions.Put(room, s); err != nil {
+		err = p.o.Subscriptions.Put(room, s)
+		if errors.Is(err, ErrTooManySubscriptions) {
+			// Another process of a cluster took the last room meanwhile.
+			writeError(w, http.StatusConflict, tooMany)
+			return
+		}
+		if err != nil {
 			p.log.Error("push subscription not kept", "err", err)
 			writeError(w, http.StatusInternalServerError, "the subscription cannot be saved")
 			return

@@ -28,11 +28,25 @@ type Subscription struct {
 	Created time.Time `json:"created"`
 }
 
+// MaxSubscriptionsPerToken bounds a token's devices subscribed to push:
+// each question is an HTTPS request to each.
+const MaxSubscriptionsPerToken = 32
+
+// ErrTooManySubscriptions: a new subscription past
+// MaxSubscriptionsPerToken, refused.
+var ErrTooManySubscriptions = errors.New("the token has the most push subscriptions it may")
+
+// tooMany is what a device is told past the bound.
+const tooMany = "this token has 32 devices subscribed to push, the most it may; turn push off on one first"
+
 // Subscriptions keeps the devices' subscriptions by room (store.Room of
 // the token: never the token itself).
 type Subscriptions interface {
 	List(room string) ([]Subscription, error)
-	// Put adds s to room, or replaces the one with its endpoint.
+	// Put adds s to room, or replaces the one with its endpoint. A store
+	// shared by several processes (a cluster's) refuses a new endpoint
+	// past MaxSubscriptionsPerToken with ErrTooManySubscriptions, the
+	// look and the keeping one step across them.
 	Put(room string, s Subscription) error
 	// Remove drops the subscription with that ID; false when none was.
 	Remove(room, id string) (bool, error)
