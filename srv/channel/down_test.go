@@ -129,7 +129,8 @@ func TestChannelFullQueueToldOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var logs syncBuffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-		h := hub.New(hub.Options{})
+		// More questions waiting than the channel's queue holds.
+		h := hub.New(hub.Options{MaxPending: queueLen + 100})
 		defer h.Close()
 		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {hanging{}}}, Logger: log})
 		defer m.Close()

@@ -555,13 +555,18 @@ func (st *callStream) relayed(tag string, n uint64, data []byte) {
 	}
 	st.originN = n
 	final := responseTo(data, st.call)
-	if here := st.recordLocked(data, final); here != 0 {
-		st.viaN = here
+	// The call where it began learns which of this log's events its
+	// event is, should its client resume from it elsewhere: before the
+	// client has it, so that this instance dying once the client has it
+	// leaves no event the call's instance cannot place (it would send it
+	// again).
+	noted := func(here uint64) {
 		if st.ack != nil {
-			// The call where it began learns which of this log's events
-			// its event is, should its client resume from it elsewhere.
 			st.ack(tag, n, st.log.id(here))
 		}
+	}
+	if here := st.recordNotedLocked(data, final, noted); here != 0 {
+		st.viaN = here
 	}
 	if final {
 		st.expire()

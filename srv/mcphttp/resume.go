@@ -471,10 +471,19 @@ func (st *callStream) record(data []byte, last bool) {
 }
 
 func (st *callStream) recordLocked(data []byte, last bool) uint64 {
+	return st.recordNotedLocked(data, last, nil)
+}
+
+// recordNotedLocked is recordLocked, telling noted (when set) the
+// event's number in this log before the event is written to the client.
+func (st *callStream) recordNotedLocked(data []byte, last bool, noted func(n uint64)) uint64 {
 	if st.done {
 		return 0
 	}
 	n := st.log.add(st, data)
+	if noted != nil && n != 0 {
+		noted(n)
+	}
 	id := st.idLocked(n)
 	if st.remote && st.relay != nil && n != 0 && data != nil && !st.expired.Load() {
 		st.relay.publish(st.log.tag, n, data)
