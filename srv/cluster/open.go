@@ -24,29 +24,49 @@ const (
 // of the NATS cluster's nodes are up for the bucket's replicas.
 const jsNoPeers = 10005
 
-// openKV creates the bucket cfg names, or updates it to cfg. An instance
-// started while a node of its NATS cluster is down or restarting, or
-// before the cluster has formed, cannot place a bucket of three replicas
-// yet: it says so and tries again, for up to openWait (or ctx), rather
-// than stop. Any other refusal (a setting NATS does not take) is
-// returned at once.
+// openKV creates the bucket cfg names, or updates it to cfg, and returns
+// once the bucket answers a read. An instance started while a node of
+// its NATS cluster is down or restarting, or before the cluster has
+// formed, cannot place a bucket of three replicas yet, and a bucket just
+// placed has for a moment no replica serving reads ("no responders"): it
+// says so and tries again, for up to openWait (or ctx), rather than
+// stop. Any other refusal (a setting NATS does not take) is returned at
+// once.
 func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	var kv jetstream.KeyValue
+	err := c.untilServed(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
+		var err error
+		if kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+			return err
+		}
+		if _, err = kv.Get(ctx, "opened"); errors.Is(err, jetstream.ErrKeyNotFound) {
+			err = nil
+		}
+		return err
+	})
+	return kv, err
+}
+
+// untilServed runs try, of what, until it passes or fails for a reason
+// other than NATS being out of reach or short of nodes for now, for up to
+// openWait (or ctx); each try is bounded by openTry.
+func (c *Cluster) untilServed(ctx context.Context, what string, try func(context.Context) error) error {
 	deadline := time.Now().Add(openWait)
 	wait := openRetry
 	for {
 		tctx, cancel := context.WithTimeout(ctx, openTry)
-		kv, err := c.js.CreateOrUpdateKeyValue(tctx, cfg)
+		err := try(tctx)
 		cancel()
 		if err == nil || !c.placeLater(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
-			return kv, err
+			return err
 		}
-		c.log.Warn("NATS cannot make its buckets yet (a node down or starting?); trying again",
-			"bucket", cfg.Bucket, "replicas", max(cfg.Replicas, 1), "err", err, "retry_in", wait)
+		c.log.Warn("NATS cannot serve this yet (a node down or starting?); trying again",
+			"what", what, "err", err, "retry_in", wait)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, err
+			return err
 		case <-t.C:
 		}
 		wait = min(2*wait, openMaxRetry)

@@ -73,7 +73,7 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 		return nil, fmt.Errorf("open bucket %s: %w", ClaimsBucket, err)
 	}
 	p := &Push{kv: kv, claims: claims, rooms: c.rooms, subs: map[string][]push.Subscription{}}
-	kb, err := once(ctx, kv, "vapid", func() ([]byte, error) {
+	kb, err := c.keepOnce(ctx, kv, "vapid", func() ([]byte, error) {
 		priv, pub, err := webpush.GenerateVAPIDKeys()
 		if err != nil {
 			return nil, err
@@ -86,7 +86,7 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 	if err := json.Unmarshal(kb, &p.Keys); err != nil || p.Keys.Public == "" || p.Keys.Private == "" {
 		return nil, fmt.Errorf("push keys in bucket %s: not the server's", PushBucket)
 	}
-	if p.CapKey, err = once(ctx, kv, "capkey", func() ([]byte, error) {
+	if p.CapKey, err = c.keepOnce(ctx, kv, "capkey", func() ([]byte, error) {
 		k := make([]byte, 32)
 		_, err := rand.Read(k)
 		return k, err
@@ -99,29 +99,34 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 	return p, nil
 }
 
-// once is the value of key, made by mk and kept if no instance has
-// kept one yet.
-func once(ctx context.Context, kv jetstream.KeyValue, key string, mk func() ([]byte, error)) ([]byte, error) {
-	for range 3 {
-		e, err := kv.Get(ctx, key)
-		if err == nil {
-			return e.Value(), nil
+// keepOnce is the value of key, made by mk and kept if no instance has
+// kept one yet. It is read at start, when the bucket may not be served
+// yet: see untilServed.
+func (c *Cluster) keepOnce(ctx context.Context, kv jetstream.KeyValue, key string, mk func() ([]byte, error)) ([]byte, error) {
+	var v []byte
+	err := c.untilServed(ctx, key+" in bucket "+kv.Bucket(), func(ctx context.Context) error {
+		for range 3 {
+			e, err := kv.Get(ctx, key)
+			if err == nil {
+				v = e.Value()
+				return nil
+			}
+			if !errors.Is(err, jetstream.ErrKeyNotFound) {
+				return err
+			}
+			if v, err = mk(); err != nil {
+				return err
+			}
+			if _, err := kv.Create(ctx, key, v); err == nil {
+				return nil
+			} else if !errors.Is(err, jetstream.ErrKeyExists) {
+				return err
+			}
+			// Another instance made it first: read that one.
 		}
-		if !errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, err
-		}
-		v, err := mk()
-		if err != nil {
-			return nil, err
-		}
-		if _, err := kv.Create(ctx, key, v); err == nil {
-			return v, nil
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, err
-		}
-		// Another instance made it first: read that one.
-	}
-	return nil, fmt.Errorf("%s keeps changing", key)
+		return fmt.Errorf("%s keeps changing", key)
+	})
+	return v, err
 }
 
 const subsPrefix = "subs."

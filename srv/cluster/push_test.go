@@ -17,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
@@ -229,4 +232,50 @@ func pusher(t *testing.T, in *instance, o *push.Options) *push.Pusher {
 	p := push.New(*o)
 	t.Cleanup(p.Close)
 	return p
+}
+
+// notServedYet is a bucket just made on a NATS cluster: for its first
+// reads no replica answers yet.
+type notServedYet struct {
+	jetstream.KeyValue
+	mu    sync.Mutex
+	left  int
+	reads int
+}
+
+func (kv *notServedYet) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	kv.mu.Lock()
+	kv.reads++
+	away := kv.left > 0
+	kv.left--
+	kv.mu.Unlock()
+	if away {
+		return nil, nats.ErrNoResponders
+	}
+	return kv.KeyValue.Get(ctx, key)
+}
+
+// TestPushKeysWhileBucketNotServed: an instance started with its NATS
+// cluster just formed finds no replica answering the push bucket's first
+// reads. It tries again, rather than stop with "no responders", and the
+// keys it makes are the ones it then reads.
+func TestPushKeysWhileBucketNotServed(t *testing.T) {
+	ns := natstest.Start(t)
+	in := start(t, ns.URL(), "a")
+	real, err := in.c.openKV(t.Context(), jetstream.KeyValueConfig{Bucket: "TEST_ONCE"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := &notServedYet{KeyValue: real, left: 2}
+	v, err := in.c.keepOnce(t.Context(), kv, "k", func() ([]byte, error) { return []byte("made"), nil })
+	if err != nil {
+		t.Fatalf("once: %v", err)
+	}
+	if string(v) != "made" || kv.reads < 3 {
+		t.Fatalf("once = %q after %d reads", v, kv.reads)
+	}
+	again, err := in.c.keepOnce(t.Context(), kv, "k", func() ([]byte, error) { return []byte("other"), nil })
+	if err != nil || string(again) != "made" {
+		t.Fatalf("once again = %q, %v", again, err)
+	}
 }
