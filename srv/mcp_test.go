@@ -192,6 +192,10 @@ func TestMCPOverHTTPGuards(t *testing.T) {
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s: %d", name, resp.StatusCode)
 		}
+		// HTTP's 401 names its scheme (RFC 9110 15.5.2, RFC 6750 3).
+		if got, invalid := resp.Header.Get("WWW-Authenticate"), name != "no token" && name != "wrong scheme"; !strings.HasPrefix(got, `Bearer realm="agentassistant"`) || invalid != strings.Contains(got, `error="invalid_token"`) {
+			t.Errorf("%s: WWW-Authenticate %q", name, got)
+		}
 		// What an MCP client shows its user: what to send instead.
 		if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "Authorization: Bearer") || !strings.Contains(string(b), "?token=") {
 			t.Errorf("%s: the 401 says %q, not which token to send and how", name, b)

@@ -397,7 +397,8 @@ func (s *Server) requireToken(h http.Handler) http.Handler {
 				// say which token, and how to send it.
 				msg += ": send the token of the URL agentassistant-srv printed at start (its ?token=) as the header Authorization: Bearer TOKEN"
 			}
-			refuseUnread(w, msg, http.StatusUnauthorized)
+			tok, perr := auth.RequestToken(r)
+			refuseToken(w, msg, tok != "" || perr != nil)
 			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
@@ -476,6 +477,18 @@ func identityOnly(h http.Handler) http.Handler {
 	})
 }
 
+// refuseToken answers 401 to a request without a valid token, naming the
+// scheme as HTTP asks (RFC 9110 15.5.2; RFC 6750 3: invalid_token when
+// one was presented). There is no OAuth here: no resource_metadata.
+func refuseToken(w http.ResponseWriter, msg string, presented bool) {
+	challenge := `Bearer realm="agentassistant"`
+	if presented {
+		challenge += `, error="invalid_token"`
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	refuseUnread(w, msg, http.StatusUnauthorized)
+}
+
 func refuseUnread(w http.ResponseWriter, msg string, code int) {
 	w.Header().Set("Connection", "close")
 	http.Error(w, msg, code)
@@ -525,7 +538,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.failedLogin(r)
-		refuseUnread(w, err.Error(), http.StatusUnauthorized)
+		refuseToken(w, err.Error(), true)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
