@@ -302,6 +302,9 @@ func (h *Handler) carrying(token, sid, req string, st *callStream) (stop func())
 	}
 	tell := func() {
 		st.mu.Lock()
+		if st.hearing.IsZero() {
+			st.hearing = time.Now()
+		}
 		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.origin.tag, N: st.origin.n}
 		st.mu.Unlock()
 		_ = h.send(token, m) // a carry is small
@@ -484,7 +487,10 @@ func (st *callStream) relayed(tag string, n uint64, data []byte) {
 		// names none of the call's own events.
 		st.origin = eventPos{tag: tag}
 	}
-	st.heard = true
+	if !st.heard {
+		st.heard = true
+		close(st.heardCh)
+	}
 	if n <= st.origin.n || len(data) == 0 {
 		return
 	}
@@ -507,15 +513,32 @@ func responseTo(data []byte, call json.RawMessage) bool {
 	return json.Unmarshal(data, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) && sameID(m.ID, call)
 }
 
-// awaitOrigin waits, for at most originWait, for the response of the
-// call where the stream began, when that call was heard from: it says
-// what the form there did. Reports whether the stream is done.
+// awaitOrigin waits for the response of the call where the stream
+// began, which says what the form there did, and comes after that
+// call's events: those its client missed come first. Once that call was
+// heard from, for at most originWait; before, until it is, for at most
+// originWait after this instance first told it carries the stream (an
+// outcome that came at once, the call having ended before its client
+// resumed, comes before the call's answer to the carry; a call that
+// never answers is gone). Not at all when no carry was told. Reports
+// whether the stream is done.
 func (st *callStream) awaitOrigin() bool {
 	st.mu.Lock()
-	heard, over := st.heard, st.over
+	heard, heardCh, hearing, over := st.heard, st.heardCh, st.hearing, st.over
 	st.mu.Unlock()
 	if !heard {
-		return false
+		if hearing.IsZero() {
+			return false
+		}
+		t := time.NewTimer(time.Until(hearing.Add(originWait)))
+		defer t.Stop()
+		select {
+		case <-over:
+			return true
+		case <-heardCh:
+		case <-t.C:
+			return false
+		}
 	}
 	t := time.NewTimer(originWait)
 	defer t.Stop()

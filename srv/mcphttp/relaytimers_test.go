@@ -175,25 +175,32 @@ func TestCarryLapses(t *testing.T) {
 
 // TestOriginWait: a resumed stream whose own outcome came waits
 // originWait for the response of the call where it began, once that
-// call was heard from; not at all when it was not; and no longer than
-// that response takes.
+// call was heard from; until originWait after its first carry for that
+// call to be heard from; not at all when it told no carry; and no
+// longer than that response takes.
 func TestOriginWait(t *testing.T) {
 	response := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
 	for _, tc := range []struct {
 		name      string
+		carried   bool
 		heard     bool
 		answerIn  time.Duration // 0: never
 		want      time.Duration
 		wantFinal bool
 	}{
-		{"not heard", false, 0, 0, false},
-		{"heard, no response", true, 0, originWait, false},
-		{"heard, response after 1s", true, time.Second, time.Second, true},
+		{"no carry", false, false, 0, 0, false},
+		{"carried, never heard", true, false, 0, originWait, false},
+		{"carried, response after 1s", true, false, time.Second, time.Second, true},
+		{"heard, no response", true, true, 0, originWait, false},
+		{"heard, response after 1s", true, true, time.Second, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute}, true)
 				st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "", eventPos{})
+				if tc.carried {
+					st.hearing = time.Now()
+				}
 				if tc.heard {
 					st.relayed("origin", 0, nil)
 				}

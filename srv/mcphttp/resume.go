@@ -327,6 +327,10 @@ type callStream struct {
 	origin      eventPos
 	firstOrigin eventPos
 	heard       bool
+	// hearing: when this instance first told it carries the stream (zero:
+	// it does not, without Streams); heardCh is closed once heard.
+	hearing time.Time
+	heardCh chan struct{}
 	// in: what other instances relayed for it, not yet acted on
 	// (relay.go); its own lock.
 	in inbox
@@ -366,7 +370,7 @@ func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.
 		return st, false
 	}
 	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{}), sig: sig,
-		origin: origin, firstOrigin: origin}
+		origin: origin, firstOrigin: origin, heardCh: make(chan struct{})}
 	st.first = l.addLocked(st, nil)
 	st.away.Store(true)
 	l.streams[st] = struct{}{}
