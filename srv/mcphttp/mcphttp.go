@@ -402,6 +402,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	defer context.AfterFunc(h.runs.Context(), expire)()
 	st := h.logOf(s).open(expire, h.signer(r, s))
 	k := st.attach(w)
+	defer k.finish() // nothing is written to w once this returns
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
 	// The request's ID is chosen here, before the call's first event, so
@@ -491,6 +492,7 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 		return
 	}
 	k := st.attachResumed(w)
+	defer k.finish() // nothing is written to w once this returns
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	callCtx = mcpbridge.WithConnection(mcpbridge.WithLink(callCtx, st), cctx)
 	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)

@@ -475,7 +475,7 @@ func (st *callStream) mayResendLocked(events []event) bool {
 // this one, and the call here with it.
 func (st *callStream) relayed(tag string, n uint64, data []byte) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if st.done {
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -338,6 +339,10 @@ type callStream struct {
 	// the log's events after the stream is done. Guarded by log.mu.
 	askedReq string
 
+	// pumps are the connections written to since the lock was taken,
+	// written once it is let go (unlockPump).
+	pumps []*sink
+
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
 	gap      bool
@@ -443,7 +448,7 @@ func (st *callStream) asked(c callClaims, r *relayer) {
 	}
 	sig := st.sign(c)
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if sig == "" || st.done {
 		return
 	}
@@ -531,8 +536,29 @@ func (st *callStream) detach(k *sink) {
 // connection there is; last ends the stream after it.
 func (st *callStream) record(data []byte, last bool) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	st.recordLocked(data, last)
+}
+
+// pumpLocked has k written to once the stream's lock is let go.
+func (st *callStream) pumpLocked(k *sink) {
+	if !slices.Contains(st.pumps, k) {
+		st.pumps = append(st.pumps, k)
+	}
+}
+
+// unlockPump lets the stream's lock go, then writes what was queued
+// meanwhile to its connections: a client that does not read holds up
+// this goroutine, not the stream. One whose write fails is taken away.
+func (st *callStream) unlockPump() {
+	ks := st.pumps
+	st.pumps = nil
+	st.mu.Unlock()
+	for _, k := range ks {
+		if err := k.pump(); err != nil {
+			st.detach(k)
+		}
+	}
 }
 
 func (st *callStream) recordLocked(data []byte, last bool) uint64 {
@@ -545,9 +571,8 @@ func (st *callStream) recordLocked(data []byte, last bool) uint64 {
 		st.relay.publish(st.log.tag, n, data)
 	}
 	if st.out != nil && st.out.started {
-		if err := st.out.send(id, data); err != nil {
-			st.detachLocked()
-		}
+		st.out.send(id, data)
+		st.pumpLocked(st.out)
 	}
 	if last {
 		st.endLocked()
@@ -600,7 +625,7 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 	st.first = st.log.add(st, nil)
 	st.prime = time.AfterFunc(primeAfter, func() {
 		st.mu.Lock()
-		defer st.mu.Unlock()
+		defer st.unlockPump()
 		if st.out == k && !k.started {
 			st.beginLocked(k)
 		}
@@ -615,15 +640,11 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 func (st *callStream) attachResumed(w http.ResponseWriter) *sink {
 	k := newSink(w)
 	k.started = true
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	st.attachLocked(k)
-	if err := k.send(st.idLocked(st.first, st.firstOrigin), nil); err != nil {
-		st.detachLocked()
-	}
+	k.queue(frame{header: streamHeader(), event: true, id: st.idLocked(st.first, st.firstOrigin), flush: true})
+	st.pumpLocked(k)
 	return k
 }
 
@@ -636,25 +657,19 @@ const primeAfter = 20 * time.Millisecond
 func (st *callStream) beginLocked(k *sink) {
 	first := st.first
 	k.started = true
-	w := k.w
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
 	_, since, err := st.log.after(st.log.id(first))
-	if err == nil {
-		err = k.write(st.idLocked(first, st.firstOrigin), nil)
-	}
-	for _, e := range since {
-		if err == nil {
-			err = k.write(st.idLocked(e.n, e.origin), e.data)
-		}
-	}
-	if err == nil {
-		err = k.flush()
-	}
 	if err != nil {
-		st.detachLocked()
+		k.queue(frame{header: streamHeader(), flush: true})
+		st.pumpLocked(k)
+		return
 	}
+	fs := []frame{{header: streamHeader(), event: true, id: st.idLocked(first, st.firstOrigin)}}
+	for _, e := range since {
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data})
+	}
+	fs[len(fs)-1].flush = true
+	k.queue(fs...)
+	st.pumpLocked(k)
 }
 
 // resume serves a GET that resumes the stream after lastID: the events
@@ -676,30 +691,24 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	// What the client missed is queued before anything recorded later,
+	// and written with the stream's lock let go.
 	k := newSink(w)
 	k.started = true
-	// The whole replay gets one sendTimeout: it holds the stream, whose
-	// call waits to record its next event.
-	k.until = time.Now().Add(sendTimeout)
+	defer k.finish()
+	fs := []frame{{header: streamHeader()}}
 	for _, e := range missed {
-		if err := k.send(st.idLocked(e.n, e.origin), e.data); err != nil {
-			st.mu.Unlock()
-			return
-		}
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data})
 	}
-	k.until = time.Time{}
+	fs[len(fs)-1].flush = true // with none, the client knows it is back
+	k.queue(fs...)
+	st.pumpLocked(k)
 	if st.done {
-		st.mu.Unlock()
+		st.unlockPump()
 		return
 	}
-	if len(missed) == 0 {
-		_ = http.NewResponseController(w).Flush() // the client knows it is back
-	}
 	st.attachLocked(k)
-	st.mu.Unlock()
+	st.unlockPump()
 	select {
 	case <-k.gone:
 	case <-r.Context().Done():
