@@ -146,3 +146,27 @@ func TestResumedExactlyOnceAcksLost(t *testing.T) {
 		t.Fatalf("the call's response came %d times", responses)
 	}
 }
+
+// TestEventIDOrigin: an ID names the event of the call's instance its
+// client has after its own tag and number; one that names it amiss is
+// not an ID this server gives.
+func TestEventIDOrigin(t *testing.T) {
+	for _, tc := range []struct {
+		id   string
+		want eventPos
+		ok   bool
+	}{
+		{"b-5@a-10.claims.sig", eventPos{"a", 10}, true},
+		{"b-5@a-0", eventPos{"a", 0}, true},
+		{"b-5", eventPos{"b", 5}, true},
+		{"b-5@a", eventPos{}, false},
+		{"b-5@-3", eventPos{}, false},
+		{"b-5@a-x", eventPos{}, false},
+		{"b-5@a-1@c-2", eventPos{}, false},
+	} {
+		got, err := originOf(tc.id)
+		if (err == nil) != tc.ok || tc.ok && got != tc.want {
+			t.Errorf("originOf(%q) = %+v, %v; want %+v, ok %v", tc.id, got, err, tc.want, tc.ok)
+		}
+	}
+}

@@ -696,9 +696,12 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	k := newSink(w)
 	k.started = true
 	defer k.finish()
-	fs := []frame{{header: streamHeader()}}
+	// The whole replay gets one sendTimeout: a client that reads it a
+	// byte at a time holds its request for no longer.
+	until := time.Now().Add(sendTimeout)
+	fs := []frame{{header: streamHeader(), until: until}}
 	for _, e := range missed {
-		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data})
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data, until: until})
 	}
 	fs[len(fs)-1].flush = true // with none, the client knows it is back
 	k.queue(fs...)

@@ -50,6 +50,9 @@ type frame struct {
 	event  bool // an SSE event of id and data
 	raw    []byte
 	flush  bool
+	// until, when set, is the deadline of its write, else sendTimeout
+	// from its start.
+	until time.Time
 }
 
 func newSink(w http.ResponseWriter) *sink { return &sink{w: w, gone: make(chan struct{})} }
@@ -128,7 +131,7 @@ func (k *sink) finish() {
 // write writes one frame, and flushes it when it says so.
 func (k *sink) write(f frame) error {
 	rc := http.NewResponseController(k.w)
-	_ = rc.SetWriteDeadline(time.Now().Add(sendTimeout))
+	_ = rc.SetWriteDeadline(cmp.Or(f.until, time.Now().Add(sendTimeout)))
 	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
 	if f.header != nil {
 		for name, v := range f.header {
