@@ -317,14 +317,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if lastID != "" {
 		l := h.logOf(s)
-		c, sig, err := h.elsewhere(l, h.o.TokenOf(r), s.id, lastID)
+		c, sig, from, err := h.elsewhere(l, h.o.TokenOf(r), s.id, lastID)
 		switch {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusBadRequest)
 		case sig != "":
 			h.serveResumed(ctx, w, r, b, s, c, sig)
 		default:
-			l.resume(w, r.WithContext(ctx), lastID)
+			l.resume(w, r.WithContext(ctx), from)
 		}
 		return
 	}
@@ -402,6 +402,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	defer context.AfterFunc(h.runs.Context(), expire)()
 	st := h.logOf(s).open(expire, h.signer(r, s))
 	k := st.attach(w)
+	defer k.finish() // nothing is written to w once this returns
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	cctx = mcpbridge.WithConnection(mcpbridge.WithLink(cctx, st), cctx)
 	// The request's ID is chosen here, before the call's first event, so
@@ -437,21 +438,30 @@ func (h *Handler) signer(r *http.Request, s *session) func(callClaims) string {
 // keep but another instance's log did (or this one's before a restart,
 // or this one's, past ReplayLimits.Age): the claims of the call's
 // request, and the signed part of the ID to carry on; sig is "" for an
-// ID to resume from l (its own, or one that carries no request: l
-// refuses it), err when its signature does not hold for this session.
-func (h *Handler) elsewhere(l *eventLog, token, sid, lastID string) (c callClaims, sig string, err error) {
-	tag, _, sig, err := parseEventID(lastID)
+// ID to resume from l, from (its own; one of another instance's that
+// names an event of l's as the last of the call's its client has; or
+// one that carries no request: l refuses it), err when its signature
+// does not hold for this session.
+func (h *Handler) elsewhere(l *eventLog, token, sid, lastID string) (c callClaims, sig, from string, err error) {
+	tag, _, origin, sig, err := parseEventIDOrigin(lastID)
 	if err != nil {
-		return c, "", err
+		return c, "", "", err
 	}
 	if h.evKey == nil || sig == "" || tag == l.tag && !l.gone(lastID) {
-		return c, "", nil
+		return c, "", lastID, nil
+	}
+	if origin.tag == l.tag && origin.n > 0 {
+		// The call began here and its client had its event origin.n
+		// from another instance: this log's stream goes on after it.
+		if own := l.id(origin.n) + "." + sig; !l.gone(own) {
+			return c, "", own, nil
+		}
 	}
 	c, err = eventSigner{key: h.evKey, token: token, sid: sid}.verify(sig)
 	if err != nil {
-		return c, "", errEventForeign
+		return c, "", "", errEventForeign
 	}
-	return c, sig, nil
+	return c, sig, "", nil
 }
 
 // serveResumed serves a GET that resumes, through this instance, the
@@ -472,18 +482,21 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	// request, as the MCP server's cancel of a call it runs does.
 	callCtx, cancel := context.WithCancel(cctx)
 	defer cancel()
-	st, fresh := l.openResumed(expire, c.Request, c.Call, cancel, sig)
+	origin, _ := originOf(r.Header.Get("Last-Event-ID")) // read already
+	st, fresh := l.openResumed(expire, c.Request, c.Call, cancel, sig, origin)
 	if !fresh {
-		// Resumed here already: this GET carries that stream now, as a
-		// resume of its own events does.
-		l.resume(w, r.WithContext(ctx), st.firstID())
+		// Resumed here already: this GET carries that stream now, after
+		// the last of its events whose client has nothing of the call
+		// where it began past what this one has.
+		l.resume(w, r.WithContext(ctx), l.resumeAfter(st, origin))
 		return
 	}
 	k := st.attachResumed(w)
+	defer k.finish() // nothing is written to w once this returns
 	defer context.AfterFunc(r.Context(), func() { st.detach(k) })()
 	callCtx = mcpbridge.WithConnection(mcpbridge.WithLink(callCtx, st), cctx)
 	h.log.Info("a call made through another instance resumed here", "kind", c.Kind, "id", c.Request)
-	stop := h.carrying(h.o.TokenOf(r), s.id, c.Request, st, r.Header.Get("Last-Event-ID"))
+	stop := h.carrying(h.o.TokenOf(r), s.id, c.Request, st)
 	res := b.mcp.Resume(callCtx, c.Kind, c.Request, c.sum(), c.timeout())
 	stop()
 	if st.awaitOrigin() {

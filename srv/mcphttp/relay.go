@@ -8,7 +8,6 @@ import (
 	"io"
 	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -35,13 +34,18 @@ import (
 //     way is sent again. A's response ends B's stream; B's own outcome,
 //     when it comes first, waits originWait for A's (which says what the
 //     form did) once A has been heard from.
-//   - B acks each event of A's it writes, naming its own ID for it, and
-//     each carry names B's ID of the last one: A maps a carrier's event
-//     IDs to its own. B dead, the client resumes through C from B's
-//     last event; C's carry names that ID, and A sends C every event
-//     after the one it stands for, those it recorded while no one
-//     carried the stream included (its log keeps them; a call done
-//     meanwhile too).
+//   - Each event B writes names in its ID, after B's own tag and
+//     number, the last of A's events its client then has
+//     ("<B's tag>-<n>@<A's tag>-<m>", eventPos). B dead, the client
+//     resumes through C from B's last event; C reads A's event from the
+//     ID and its carry names it, and A sends C every event after it,
+//     those it recorded while no one carried the stream included (its
+//     log keeps them; a call done meanwhile too). No word of B's has to
+//     reach A for that, so none lost on the way makes A send an event
+//     the client has again: the client never has one event twice, nor
+//     one ID twice. Through A itself, the client resumes A's own stream
+//     after that event; through B again, B's after the last of its
+//     events that stands for it.
 //   - A JSON-RPC response the client POSTs (its form's answer) is told
 //     to the other instances: the one whose log its ID names
 //     (formids.go), A, hands it to its MCP server for the session. One
@@ -82,8 +86,7 @@ const maxRelay = 64 << 10
 const originWait = 2 * time.Second
 
 const (
-	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event it has, Via: its own ID of it
-	relayAck   = "ack"   // B wrote A's event Tag-N as its own Via
+	relayCarry = "carry" // B carries the stream of Request; Tag-N: the last event of A's its client has
 	relayEvent = "event" // A's event N (of its log Tag) of the stream of Request
 	relayReply = "reply" // the client's JSON-RPC response, POSTed elsewhere; Tag: the log of the form it answers
 )
@@ -96,8 +99,10 @@ type relayMsg struct {
 	Tag     string          `json:"t,omitempty"`
 	N       uint64          `json:"n,omitempty"`
 	Data    json.RawMessage `json:"d,omitempty"`
-	Via     string          `json:"v,omitempty"`
-	MAC     string          `json:"m"`
+	// Via: an instance of an earlier release named in a carry its own
+	// ID of the event; signed with the rest, read no more.
+	Via string `json:"v,omitempty"`
+	MAC string `json:"m"`
 }
 
 // sum is m's signature: over every field.
@@ -166,7 +171,7 @@ func (h *Handler) received(b []byte) {
 	// every session's, never waits on a client. A reply is handed to the
 	// MCP server, which gives it to the waiting call without blocking.
 	switch m.Kind {
-	case relayCarry, relayAck:
+	case relayCarry:
 		if st := l.asking(m.Request); st != nil {
 			h.handOff(st, m)
 		}
@@ -263,9 +268,7 @@ func (h *Handler) drain(st *callStream) {
 		in.mu.Unlock()
 		switch m.Kind {
 		case relayCarry:
-			st.carried(m.Tag, m.N, m.Via)
-		case relayAck:
-			st.acked(m.Tag, m.N, m.Via)
+			st.carried(m.Tag, m.N)
 		case relayEvent:
 			st.relayed(m.Tag, m.N, m.Data)
 		}
@@ -291,23 +294,18 @@ func (h *Handler) deliverReply(s *session, body []byte) {
 
 // carrying tells the other instances, now and every Grace/3 until stop,
 // that this one carries st, the resumed stream of request req of
-// session sid; lastID is the event the client resumed after. stop waits
-// for its goroutine.
-func (h *Handler) carrying(token, sid, req string, st *callStream, lastID string) (stop func()) {
+// session sid, and the last event of the call where it began that its
+// client has. stop waits for its goroutine.
+func (h *Handler) carrying(token, sid, req string, st *callStream) (stop func()) {
 	if h.streams == nil {
 		return func() {}
 	}
-	tag, n, _, _ := parseEventID(lastID)
-	st.mu.Lock()
-	st.originTag, st.originN = tag, n
-	st.viaN = st.first
-	st.ack = func(tag string, n uint64, via string) {
-		_ = h.send(token, relayMsg{Kind: relayAck, Session: sid, Request: req, Tag: tag, N: n, Via: via})
-	}
-	st.mu.Unlock()
 	tell := func() {
 		st.mu.Lock()
-		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.originTag, N: st.originN, Via: st.log.id(st.viaN)}
+		if st.hearing.IsZero() {
+			st.hearing = time.Now()
+		}
+		m := relayMsg{Kind: relayCarry, Session: sid, Request: req, Tag: st.origin.tag, N: st.origin.n}
 		st.mu.Unlock()
 		_ = h.send(token, m) // a carry is small
 	}
@@ -391,13 +389,13 @@ func (l *eventLog) resumedOf(req string) *callStream {
 }
 
 // carried is another instance's word that it carries the stream, whose
-// client has its events up to tag-n (this log's, or a carrier's before
-// it, via: the carrier's own ID of it): the call's link is up for Grace
-// from now, and what it recorded since is relayed. A call done
-// meanwhile (its client away, no carrier heard) relays what it
-// recorded since, its response included, for as long as the log keeps
-// it.
-func (st *callStream) carried(tag string, n uint64, via string) {
+// client has its events up to n (tag: this log's; another's, from a
+// carrier of an earlier release, names none of them): the call's link
+// is up for Grace from now, and what it recorded since is relayed. A
+// call done meanwhile (its client away, no carrier heard) relays what
+// it recorded since, its response included, for as long as the log
+// keeps it.
+func (st *callStream) carried(tag string, n uint64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if st.expired.Load() {
@@ -408,15 +406,11 @@ func (st *callStream) carried(tag string, n uint64, via string) {
 		// client): not a carry of this stream.
 		return
 	}
-	pos, known := st.positionLocked(tag, n)
-	if known {
-		st.learnLocked(via, pos)
-	}
 	// Event 0, no data: the call is here, and its response will say
 	// what its form did.
 	st.relay.publish(st.log.tag, 0, nil)
-	if known && pos > 0 {
-		if from, since, err := st.log.after(st.log.id(pos)); err == nil && from == st && st.mayResendLocked(since) {
+	if tag == st.log.tag && n > 0 {
+		if from, since, err := st.log.after(st.log.id(n)); err == nil && from == st && st.mayResendLocked(since) {
 			for _, e := range since {
 				if e.data != nil {
 					st.relay.publish(st.log.tag, e.n, e.data)
@@ -452,64 +446,6 @@ func (st *callStream) carried(tag string, n uint64, via string) {
 	}
 }
 
-// ackPoint: a carrier's event viaTag-viaN is this log's event n.
-type ackPoint struct {
-	viaTag string
-	viaN   uint64
-	n      uint64
-}
-
-// acked is a carrier's word that it wrote this stream's event tag-n (or
-// a carrier's before it) as its own event via.
-func (st *callStream) acked(tag string, n uint64, via string) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.expired.Load() || tag == st.log.tag && n > st.log.last() {
-		return
-	}
-	if pos, known := st.positionLocked(tag, n); known {
-		st.learnLocked(via, pos)
-	}
-}
-
-// positionLocked is the event of this log that the event tag-n, this
-// log's or a carrier's, stands for: the latest of this log's a carrier
-// wrote at or before it. known is false for a carrier never heard of.
-func (st *callStream) positionLocked(tag string, n uint64) (pos uint64, known bool) {
-	if tag == st.log.tag {
-		return n, true
-	}
-	var best *ackPoint
-	for i := range st.acks {
-		a := &st.acks[i]
-		if a.viaTag == tag && a.viaN <= n && (best == nil || a.viaN > best.viaN) {
-			best = a
-		}
-	}
-	if best == nil {
-		return 0, false
-	}
-	return best.n, true
-}
-
-// learnLocked keeps that the carrier's event via is this log's event
-// pos; the latest Replay.Events of them.
-func (st *callStream) learnLocked(via string, pos uint64) {
-	tag, n, sig, err := parseEventID(via)
-	if err != nil || sig != "" || tag == st.log.tag {
-		return
-	}
-	for _, a := range st.acks {
-		if a.viaTag == tag && a.viaN == n {
-			return
-		}
-	}
-	st.acks = append(st.acks, ackPoint{viaTag: tag, viaN: n, n: pos})
-	if len(st.acks) > st.log.lim.Events {
-		st.acks = slices.Delete(st.acks, 0, len(st.acks)-st.log.lim.Events)
-	}
-}
-
 // mayResendLocked reports whether events, asked for by a carry, may be
 // sent again, and counts them: at most twice the bytes a log keeps
 // within a third of the grace (a carry's renewal). A carry is sent each
@@ -539,35 +475,28 @@ func (st *callStream) mayResendLocked(events []event) bool {
 // this one, and the call here with it.
 func (st *callStream) relayed(tag string, n uint64, data []byte) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if st.done {
 		return
 	}
-	if st.originTag != tag {
+	if st.origin.tag != tag {
 		if st.heard {
 			return // not the stream this one follows
 		}
-		st.originTag, st.originN = tag, 0
+		// Resumed from an ID of an earlier release's carrier, which
+		// names none of the call's own events.
+		st.origin = eventPos{tag: tag}
 	}
-	st.heard = true
-	if n <= st.originN || len(data) == 0 {
+	if !st.heard {
+		st.heard = true
+		close(st.heardCh)
+	}
+	if n <= st.origin.n || len(data) == 0 {
 		return
 	}
-	st.originN = n
+	st.origin.n = n // the event's ID names it: a client that has it has A's n
 	final := responseTo(data, st.call)
-	// The call where it began learns which of this log's events its
-	// event is, should its client resume from it elsewhere: before the
-	// client has it, so that this instance dying once the client has it
-	// leaves no event the call's instance cannot place (it would send it
-	// again).
-	noted := func(here uint64) {
-		if st.ack != nil {
-			st.ack(tag, n, st.log.id(here))
-		}
-	}
-	if here := st.recordNotedLocked(data, final, noted); here != 0 {
-		st.viaN = here
-	}
+	st.recordLocked(data, final)
 	if final {
 		st.expire()
 	}
@@ -584,15 +513,32 @@ func responseTo(data []byte, call json.RawMessage) bool {
 	return json.Unmarshal(data, &m) == nil && m.Method == "" && (m.Result != nil || m.Error != nil) && sameID(m.ID, call)
 }
 
-// awaitOrigin waits, for at most originWait, for the response of the
-// call where the stream began, when that call was heard from: it says
-// what the form there did. Reports whether the stream is done.
+// awaitOrigin waits for the response of the call where the stream
+// began, which says what the form there did, and comes after that
+// call's events: those its client missed come first. Once that call was
+// heard from, for at most originWait; before, until it is, for at most
+// originWait after this instance first told it carries the stream (an
+// outcome that came at once, the call having ended before its client
+// resumed, comes before the call's answer to the carry; a call that
+// never answers is gone). Not at all when no carry was told. Reports
+// whether the stream is done.
 func (st *callStream) awaitOrigin() bool {
 	st.mu.Lock()
-	heard, over := st.heard, st.over
+	heard, heardCh, hearing, over := st.heard, st.heardCh, st.hearing, st.over
 	st.mu.Unlock()
 	if !heard {
-		return false
+		if hearing.IsZero() {
+			return false
+		}
+		t := time.NewTimer(time.Until(hearing.Add(originWait)))
+		defer t.Stop()
+		select {
+		case <-over:
+			return true
+		case <-heardCh:
+		case <-t.C:
+			return false
+		}
 	}
 	t := time.NewTimer(originWait)
 	defer t.Stop()

@@ -66,6 +66,11 @@ func (m relayMember) Receive(hear func([]byte)) (func(), error) {
 // their sessions and relay their calls' events; progress every few
 // milliseconds.
 func newRelayPeers(t *testing.T, n int, be mcpbridge.Backend) (*relayBus, []string) {
+	return newRelayPeersWith(t, n, be, Options{Bridge: mcpbridge.Options{ProgressInterval: 5 * time.Millisecond}})
+}
+
+// newRelayPeersWith is newRelayPeers with o's Replay and Bridge.
+func newRelayPeersWith(t *testing.T, n int, be mcpbridge.Backend, o Options) (*relayBus, []string) {
 	t.Helper()
 	rb := &relayBus{notes: &bus{hears: map[int]func([]byte){}}, hears: map[int]func([]byte){}, sent: map[int]int{}}
 	var bases []string
@@ -73,7 +78,8 @@ func newRelayPeers(t *testing.T, n int, be mcpbridge.Backend) (*relayBus, []stri
 		h := New(Options{MaxSessions: 4, Backend: func(string) mcpbridge.Backend { return be }, SessionKey: sharedKey,
 			TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") },
 			Peers:   relayMember{member{rb.notes, i}, rb},
-			Bridge:  mcpbridge.Options{ProgressInterval: 5 * time.Millisecond}})
+			Replay:  o.Replay,
+			Bridge:  o.Bridge})
 		ts := httptest.NewServer(h)
 		t.Cleanup(func() {
 			h.Close()

@@ -73,7 +73,7 @@ func resumedHere(t *testing.T, h *Handler, token, req string, w http.ResponseWri
 	t.Helper()
 	sid = sign(h.key, token, claims{Relay: DefaultRelaySession, Nonce: req})
 	l := newEventLog(h.o.Replay, true)
-	st, _ = l.openResumed(func() {}, req, json.RawMessage("7"), func() {}, "")
+	st, _ = l.openResumed(func() {}, req, json.RawMessage("7"), func() {}, "", eventPos{})
 	st.attachResumed(w)
 	digest := sha256.Sum256([]byte(token))
 	h.mu.Lock()

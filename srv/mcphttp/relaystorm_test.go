@@ -34,7 +34,7 @@ func TestCarryStormBounded(t *testing.T) {
 	for i := range 1000 {
 		// From every event kept, one no longer kept, or none: B's and C's
 		// words, each behind.
-		st.carried(l.tag, oldest-1+uint64(i%(keep+1)), "")
+		st.carried(l.tag, oldest-1+uint64(i%(keep+1)))
 		evs := ms.take(relayEvent)
 		if len(evs) == 0 || len(evs) > 1+keep/2 {
 			t.Fatalf("carry %d relayed %d events, want the marker and at most the %d of the stream kept", i, len(evs), keep/2)
@@ -72,7 +72,7 @@ func TestCarryStormResendsWithinABudget(t *testing.T) {
 	l.mu.Unlock()
 	resent := 0
 	for i := range 1000 {
-		st.carried(l.tag, oldest, "")
+		st.carried(l.tag, oldest)
 		evs := ms.take(relayEvent)
 		if len(evs) == 0 {
 			t.Fatalf("carry %d: not even the marker that the call is here", i)

@@ -67,9 +67,9 @@ func TestCarryRenewedEveryThirdOfGrace(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h, ms := newTimedInstance(t)
 		l := newEventLog(h.o.Replay, true)
-		st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "")
+		st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "", eventPos{tag: "origin", n: 3})
 		start := time.Now()
-		stop := sync.OnceFunc(h.carrying("token-a", "sid", "q1", st, "origin-3.sig"))
+		stop := sync.OnceFunc(h.carrying("token-a", "sid", "q1", st))
 		defer stop() // a test failed: its goroutine ends in the bubble
 		want := func(n uint64) {
 			t.Helper()
@@ -128,7 +128,7 @@ func TestCarryLapses(t *testing.T) {
 		}
 
 		time.Sleep(30 * time.Second) // half its own grace
-		st.carried(l.tag, first-1, "")
+		st.carried(l.tag, first-1)
 		synctest.Wait()
 		if evs := ms.take(relayEvent); len(evs) != 2 || evs[0].N != 0 || evs[1].N != first || string(evs[1].Data) != string(progress(1)) {
 			t.Fatalf("a carry from before event %d: relayed %+v, want the marker and it", first, evs)
@@ -139,7 +139,7 @@ func TestCarryLapses(t *testing.T) {
 		if ended.Load() {
 			t.Fatal("ended while carried")
 		}
-		st.carried(l.tag, first, "") // renewed at 70 s
+		st.carried(l.tag, first) // renewed at 70 s
 		_ = ms.take(relayEvent)
 		time.Sleep(time.Minute - time.Nanosecond)
 		synctest.Wait()
@@ -166,7 +166,7 @@ func TestCarryLapses(t *testing.T) {
 			t.Fatalf("relayed after the carry lapsed: %+v", evs)
 		}
 		// A carry heard now, late, takes nothing up again.
-		st.carried(l.tag, first, "")
+		st.carried(l.tag, first)
 		if evs := ms.take(relayEvent); len(evs) != 0 {
 			t.Fatalf("a late carry relayed %+v", evs)
 		}
@@ -175,25 +175,32 @@ func TestCarryLapses(t *testing.T) {
 
 // TestOriginWait: a resumed stream whose own outcome came waits
 // originWait for the response of the call where it began, once that
-// call was heard from; not at all when it was not; and no longer than
-// that response takes.
+// call was heard from; until originWait after its first carry for that
+// call to be heard from; not at all when it told no carry; and no
+// longer than that response takes.
 func TestOriginWait(t *testing.T) {
 	response := []byte(`{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
 	for _, tc := range []struct {
 		name      string
+		carried   bool
 		heard     bool
 		answerIn  time.Duration // 0: never
 		want      time.Duration
 		wantFinal bool
 	}{
-		{"not heard", false, 0, 0, false},
-		{"heard, no response", true, 0, originWait, false},
-		{"heard, response after 1s", true, time.Second, time.Second, true},
+		{"no carry", false, false, 0, 0, false},
+		{"carried, never heard", true, false, 0, originWait, false},
+		{"carried, response after 1s", true, false, time.Second, time.Second, true},
+		{"heard, no response", true, true, 0, originWait, false},
+		{"heard, response after 1s", true, true, time.Second, time.Second, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				l := newEventLog(ReplayLimits{Events: 64, Bytes: 1 << 20, Age: time.Hour, Grace: time.Minute}, true)
-				st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "")
+				st, _ := l.openResumed(func() {}, "q1", json.RawMessage("7"), func() {}, "", eventPos{})
+				if tc.carried {
+					st.hearing = time.Now()
+				}
 				if tc.heard {
 					st.relayed("origin", 0, nil)
 				}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -102,6 +103,24 @@ type event struct {
 	st   *callStream
 	data []byte // nil: the event that opens a stream, an ID only
 	at   time.Time
+	// origin, of an event of a stream resumed here, is the last event
+	// of the call's stream where it began that a client holding this
+	// one has: its ID says so (eventPos.String), so that any instance
+	// a client resumes through goes on from there.
+	origin eventPos
+}
+
+// eventPos is an event of a log: its tag and number.
+type eventPos struct {
+	tag string
+	n   uint64
+}
+
+func (p eventPos) String() string {
+	if p.tag == "" {
+		return ""
+	}
+	return "@" + p.tag + "-" + strconv.FormatUint(p.n, 10)
 }
 
 func newEventLog(lim ReplayLimits, cluster bool) *eventLog {
@@ -126,7 +145,7 @@ func (l *eventLog) addLocked(st *callStream, data []byte) uint64 {
 		return 0
 	}
 	l.next++
-	l.events = append(l.events, event{n: l.next, st: st, data: data, at: now})
+	l.events = append(l.events, event{n: l.next, st: st, data: data, at: now, origin: st.origin})
 	l.bytes += len(data)
 	for len(l.events) > l.lim.Events || l.bytes > l.lim.Bytes {
 		l.dropLocked()
@@ -148,24 +167,62 @@ func (l *eventLog) expireLocked(now time.Time) {
 
 // parseEventID reads an ID this server gives: the session's tag, a
 // number, and the signed claims of the call's request when it carries
-// them (sig, eventsig.go), unchecked.
+// them (sig, eventsig.go), unchecked. An ID of a stream resumed through
+// another instance than the one where its call began also names the
+// last of that call's events its client has (originOf).
 func parseEventID(id string) (tag string, n uint64, sig string, err error) {
+	tag, n, _, sig, err = parseEventIDOrigin(id)
+	return tag, n, sig, err
+}
+
+func parseEventIDOrigin(id string) (tag string, n uint64, origin eventPos, sig string, err error) {
 	if len(id) > maxEventID {
-		return "", 0, "", errEventMalformed
+		return "", 0, origin, "", errEventMalformed
 	}
 	head, sig, signed := strings.Cut(id, ".")
 	if signed && sig == "" {
-		return "", 0, "", errEventMalformed
+		return "", 0, origin, "", errEventMalformed
 	}
-	tag, num, ok := strings.Cut(head, "-")
+	head, org, hasOrigin := strings.Cut(head, "@")
+	tag, n, ok := parsePos(head)
+	if !ok {
+		return "", 0, origin, "", errEventMalformed
+	}
+	if hasOrigin {
+		// Its number may be 0: the client has none of them yet.
+		otag, onum, ok := strings.Cut(org, "-")
+		on, err := strconv.ParseUint(onum, 10, 64)
+		if !ok || otag == "" || err != nil {
+			return "", 0, origin, "", errEventMalformed
+		}
+		origin = eventPos{tag: otag, n: on}
+	}
+	return tag, n, origin, sig, nil
+}
+
+func parsePos(s string) (tag string, n uint64, ok bool) {
+	tag, num, ok := strings.Cut(s, "-")
 	if !ok || tag == "" {
-		return "", 0, "", errEventMalformed
+		return "", 0, false
 	}
-	n, err = strconv.ParseUint(num, 10, 64)
+	n, err := strconv.ParseUint(num, 10, 64)
 	if err != nil || n == 0 {
-		return "", 0, "", errEventMalformed
+		return "", 0, false
 	}
-	return tag, n, sig, nil
+	return tag, n, true
+}
+
+// originOf is the last event of the call's stream where it began that a
+// client holding event id has: the one id names, else id itself.
+func originOf(id string) (eventPos, error) {
+	tag, n, origin, _, err := parseEventIDOrigin(id)
+	if err != nil {
+		return eventPos{}, err
+	}
+	if origin.tag == "" {
+		origin = eventPos{tag: tag, n: n}
+	}
+	return origin, nil
 }
 
 // after finds the event id and gives its stream and the events of that
@@ -264,29 +321,27 @@ type callStream struct {
 	// resentFrom (mayResendLocked).
 	resent     int
 	resentFrom time.Time
-	// Of a stream resumed here: the log tag of the call's stream where
-	// it began, and the last of its events written here (originN);
-	// heard once one was.
-	originTag string
-	originN   uint64
-	heard     bool
+	// origin, of a stream resumed here: the last event of the call's
+	// stream where it began that its client has (each event recorded
+	// here names it in its ID); firstOrigin, that of its first event;
+	// heard once that call was heard from.
+	origin      eventPos
+	firstOrigin eventPos
+	heard       bool
+	// hearing: when this instance first told it carries the stream (zero:
+	// it does not, without Streams); heardCh is closed once heard.
+	hearing time.Time
+	heardCh chan struct{}
 	// in: what other instances relayed for it, not yet acted on
 	// (relay.go); its own lock.
 	in inbox
-	// acks, of a call that asked here, are where the carriers of its
-	// stream (the instances that served it resumed) wrote its events:
-	// which of theirs is which of this log's, so that a client resuming
-	// from a carrier's event ID, that carrier gone, is sent what it
-	// missed (relay.go). The latest Replay.Events of them.
-	acks []ackPoint
-	// Of a stream resumed here: what it says to the call where it began
-	// of each event written (relay.go), and the number in this log of
-	// the last one written (its first event until one is).
-	ack  func(tag string, n uint64, via string)
-	viaN uint64
 	// askedReq is the request the call asked here (relay's), kept with
 	// the log's events after the stream is done. Guarded by log.mu.
 	askedReq string
+
+	// pumps are the connections written to since the lock was taken,
+	// written once it is let go (unlockPump).
+	pumps []*sink
 
 	// gap: an event after the one numbered gapAfter was too large to
 	// keep. Guarded by log.mu.
@@ -313,13 +368,14 @@ func (l *eventLog) open(expire context.CancelFunc, sign func(callClaims) string)
 // Last-Event-ID carried them). One per request, so that resuming a call
 // many times waits on its request once. Its first event is in the log
 // before another resume can find it, to take it over from there.
-func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.RawMessage, cancel context.CancelFunc, sig string) (st *callStream, fresh bool) {
+func (l *eventLog) openResumed(expire context.CancelFunc, req string, call json.RawMessage, cancel context.CancelFunc, sig string, origin eventPos) (st *callStream, fresh bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st := l.resumed[req]; st != nil {
 		return st, false
 	}
-	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{}), sig: sig}
+	st = &callStream{log: l, expire: expire, changed: make(chan struct{}), request: req, call: call, cancel: cancel, over: make(chan struct{}), sig: sig,
+		origin: origin, firstOrigin: origin, heardCh: make(chan struct{})}
 	st.first = l.addLocked(st, nil)
 	st.away.Store(true)
 	l.streams[st] = struct{}{}
@@ -343,11 +399,22 @@ func (l *eventLog) cancelResumed(call json.RawMessage) {
 	}
 }
 
-// firstID is the ID of the stream's first event.
-func (st *callStream) firstID() string {
+// resumeAfter is the ID, in this log, of the last event of st whose
+// client has no event of the call where it began past origin: where a
+// client that holds origin (through another instance) resumes st. Its
+// first event when there is none.
+func (l *eventLog) resumeAfter(st *callStream, origin eventPos) string {
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.log.id(st.first)
+	n := st.first
+	st.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.events {
+		if e.st == st && e.n > n && e.origin.tag == origin.tag && e.origin.n <= origin.n {
+			n = e.n
+		}
+	}
+	return l.id(n)
 }
 
 // gone reports whether id is an event of this log no longer kept.
@@ -356,15 +423,18 @@ func (l *eventLog) gone(id string) bool {
 	return errors.Is(err, errEventGone)
 }
 
-// idLocked is the ID of the stream's event numbered n, as it is sent now.
-func (st *callStream) idLocked(n uint64) string {
+// idLocked is the ID of the stream's event numbered n, whose client has
+// the events up to origin of the call where it began (none: it began
+// here), as it is sent now.
+func (st *callStream) idLocked(n uint64, origin eventPos) string {
 	if n == 0 {
 		return "" // too large to keep: sent without an ID
 	}
+	id := st.log.id(n) + origin.String()
 	if st.sig != "" {
-		return st.log.id(n) + "." + st.sig
+		return id + "." + st.sig
 	}
-	return st.log.id(n)
+	return id
 }
 
 // asked is the bridge's word that the call asks the person (c without
@@ -378,7 +448,7 @@ func (st *callStream) asked(c callClaims, r *relayer) {
 	}
 	sig := st.sign(c)
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if sig == "" || st.done {
 		return
 	}
@@ -466,32 +536,43 @@ func (st *callStream) detach(k *sink) {
 // connection there is; last ends the stream after it.
 func (st *callStream) record(data []byte, last bool) {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	st.recordLocked(data, last)
 }
 
-func (st *callStream) recordLocked(data []byte, last bool) uint64 {
-	return st.recordNotedLocked(data, last, nil)
+// pumpLocked has k written to once the stream's lock is let go.
+func (st *callStream) pumpLocked(k *sink) {
+	if !slices.Contains(st.pumps, k) {
+		st.pumps = append(st.pumps, k)
+	}
 }
 
-// recordNotedLocked is recordLocked, telling noted (when set) the
-// event's number in this log before the event is written to the client.
-func (st *callStream) recordNotedLocked(data []byte, last bool, noted func(n uint64)) uint64 {
+// unlockPump lets the stream's lock go, then writes what was queued
+// meanwhile to its connections: a client that does not read holds up
+// this goroutine, not the stream. One whose write fails is taken away.
+func (st *callStream) unlockPump() {
+	ks := st.pumps
+	st.pumps = nil
+	st.mu.Unlock()
+	for _, k := range ks {
+		if err := k.pump(); err != nil {
+			st.detach(k)
+		}
+	}
+}
+
+func (st *callStream) recordLocked(data []byte, last bool) uint64 {
 	if st.done {
 		return 0
 	}
 	n := st.log.add(st, data)
-	if noted != nil && n != 0 {
-		noted(n)
-	}
-	id := st.idLocked(n)
+	id := st.idLocked(n, st.origin)
 	if st.remote && st.relay != nil && n != 0 && data != nil && !st.expired.Load() {
 		st.relay.publish(st.log.tag, n, data)
 	}
 	if st.out != nil && st.out.started {
-		if err := st.out.send(id, data); err != nil {
-			st.detachLocked()
-		}
+		st.out.send(id, data)
+		st.pumpLocked(st.out)
 	}
 	if last {
 		st.endLocked()
@@ -544,7 +625,7 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 	st.first = st.log.add(st, nil)
 	st.prime = time.AfterFunc(primeAfter, func() {
 		st.mu.Lock()
-		defer st.mu.Unlock()
+		defer st.unlockPump()
 		if st.out == k && !k.started {
 			st.beginLocked(k)
 		}
@@ -559,15 +640,11 @@ func (st *callStream) attach(w http.ResponseWriter) *sink {
 func (st *callStream) attachResumed(w http.ResponseWriter) *sink {
 	k := newSink(w)
 	k.started = true
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	st.attachLocked(k)
-	if err := k.send(st.idLocked(st.first), nil); err != nil {
-		st.detachLocked()
-	}
+	k.queue(frame{header: streamHeader(), event: true, id: st.idLocked(st.first, st.firstOrigin), flush: true})
+	st.pumpLocked(k)
 	return k
 }
 
@@ -580,25 +657,19 @@ const primeAfter = 20 * time.Millisecond
 func (st *callStream) beginLocked(k *sink) {
 	first := st.first
 	k.started = true
-	w := k.w
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
 	_, since, err := st.log.after(st.log.id(first))
-	if err == nil {
-		err = k.write(st.idLocked(first), nil)
-	}
-	for _, e := range since {
-		if err == nil {
-			err = k.write(st.idLocked(e.n), e.data)
-		}
-	}
-	if err == nil {
-		err = k.flush()
-	}
 	if err != nil {
-		st.detachLocked()
+		k.queue(frame{header: streamHeader(), flush: true})
+		st.pumpLocked(k)
+		return
 	}
+	fs := []frame{{header: streamHeader(), event: true, id: st.idLocked(first, st.firstOrigin)}}
+	for _, e := range since {
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data})
+	}
+	fs[len(fs)-1].flush = true
+	k.queue(fs...)
+	st.pumpLocked(k)
 }
 
 // resume serves a GET that resumes the stream after lastID: the events
@@ -620,30 +691,27 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
+	// What the client missed is queued before anything recorded later,
+	// and written with the stream's lock let go.
 	k := newSink(w)
 	k.started = true
-	// The whole replay gets one sendTimeout: it holds the stream, whose
-	// call waits to record its next event.
-	k.until = time.Now().Add(sendTimeout)
+	defer k.finish()
+	// The whole replay gets one sendTimeout: a client that reads it a
+	// byte at a time holds its request for no longer.
+	until := time.Now().Add(sendTimeout)
+	fs := []frame{{header: streamHeader(), until: until}}
 	for _, e := range missed {
-		if err := k.send(st.idLocked(e.n), e.data); err != nil {
-			st.mu.Unlock()
-			return
-		}
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data, until: until})
 	}
-	k.until = time.Time{}
+	fs[len(fs)-1].flush = true // with none, the client knows it is back
+	k.queue(fs...)
+	st.pumpLocked(k)
 	if st.done {
-		st.mu.Unlock()
+		st.unlockPump()
 		return
 	}
-	if len(missed) == 0 {
-		_ = http.NewResponseController(w).Flush() // the client knows it is back
-	}
 	st.attachLocked(k)
-	st.mu.Unlock()
+	st.unlockPump()
 	select {
 	case <-k.gone:
 	case <-r.Context().Done():

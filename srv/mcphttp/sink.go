@@ -16,29 +16,152 @@ import (
 // and the response writer mcp-go writes the call's response to (tap),
 // which records each of its events in the session's log (resume.go).
 
-// sink is one connection carrying a stream.
+// sink is one connection carrying a stream. What is written to it is
+// queued under its stream's lock, in the order of the stream's events,
+// and written after that lock is let go (pump), by one goroutine at a
+// time: a client that does not read holds up the goroutine that writes
+// to it, for up to sendTimeout a write, never its stream's lock, so
+// the stream's state is read, its connection taken over by a resume
+// and its events recorded meanwhile. Lock order: its stream's mu, then
+// its mu (a leaf).
 type sink struct {
-	w     http.ResponseWriter
-	gone  chan struct{} // closed when it carries the stream no longer
-	until time.Time     // when set, the deadline of every write, else sendTimeout each
+	w    http.ResponseWriter
+	gone chan struct{} // closed when it carries the stream no longer
 	// started: its response is the stream (a resume's always; the POST's
 	// once begun). Guarded by its stream's mu.
 	started bool
+
+	mu      sync.Mutex
+	q       []frame // to write, oldest first
+	writing bool    // a goroutine writes q
+	idle    chan struct{}
+	failed  bool // a write failed: nothing more is written
+	closed  bool // its handler is done with it: nothing more is written
+}
+
+// frame is one thing to write to a connection: the response's header
+// (an event stream's, or header and status), an event, a body as it
+// is, and whether to flush after it.
+type frame struct {
+	header http.Header // set: WriteHeader(status) with it first
+	status int
+	id     string
+	data   []byte
+	event  bool // an SSE event of id and data
+	raw    []byte
+	flush  bool
+	// until, when set, is the deadline of its write, else sendTimeout
+	// from its start.
+	until time.Time
 }
 
 func newSink(w http.ResponseWriter) *sink { return &sink{w: w, gone: make(chan struct{})} }
 
-// send writes one event and flushes it.
-func (k *sink) send(id string, data []byte) error {
-	if err := k.write(id, data); err != nil {
-		return err
-	}
-	return k.flush()
+// streamHeader is the header of a response that is an event stream.
+func streamHeader() http.Header {
+	return http.Header{"Content-Type": {"text/event-stream"}, "Cache-Control": {"no-cache"}}
 }
 
-// write writes one event, sent at the next flush: an ID (none when id is
-// ""), and data, or no data at all for the event that opens a stream.
-func (k *sink) write(id string, data []byte) error {
+// queue queues fs to be written by the next pump. Its stream's mu is held.
+func (k *sink) queue(fs ...frame) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if !k.failed && !k.closed {
+		k.q = append(k.q, fs...)
+	}
+}
+
+// send queues one event, flushed. Its stream's mu is held.
+func (k *sink) send(id string, data []byte) {
+	k.queue(frame{event: true, id: id, data: data, flush: true})
+}
+
+// pump writes what is queued, unless another goroutine is writing it
+// already (that one writes what comes meanwhile too). Called with no
+// lock held. It fails when a write failed: the caller detaches k.
+func (k *sink) pump() error {
+	k.mu.Lock()
+	if k.writing {
+		k.mu.Unlock()
+		return nil
+	}
+	k.writing, k.idle = true, make(chan struct{})
+	defer func() {
+		k.writing = false
+		close(k.idle)
+		k.mu.Unlock()
+	}()
+	for len(k.q) > 0 && !k.failed && !k.closed {
+		f := k.q[0]
+		k.q[0] = frame{}
+		k.q = k.q[1:]
+		k.mu.Unlock()
+		err := k.write(f)
+		k.mu.Lock()
+		if err != nil {
+			k.failed, k.q = true, nil
+			return err
+		}
+	}
+	return nil
+}
+
+// finish writes what is queued for k (a stream's last events, queued
+// as it ended), waits until nothing is written to it, and writes
+// nothing more to it: its handler returns after it.
+func (k *sink) finish() {
+	for {
+		k.mu.Lock()
+		if k.writing {
+			idle := k.idle
+			k.mu.Unlock()
+			<-idle
+			continue
+		}
+		if len(k.q) == 0 || k.failed {
+			k.closed, k.q = true, nil
+			k.mu.Unlock()
+			return
+		}
+		k.mu.Unlock()
+		_ = k.pump() // a failure: the stream took k away, or it ended
+	}
+}
+
+// write writes one frame, and flushes it when it says so.
+func (k *sink) write(f frame) error {
+	rc := http.NewResponseController(k.w)
+	_ = rc.SetWriteDeadline(cmp.Or(f.until, time.Now().Add(sendTimeout)))
+	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	if f.header != nil {
+		for name, v := range f.header {
+			k.w.Header()[name] = v
+		}
+		k.w.WriteHeader(cmp.Or(f.status, http.StatusOK))
+	}
+	var b []byte
+	switch {
+	case f.event:
+		b = eventBytes(f.id, f.data)
+	case f.raw != nil:
+		b = f.raw
+	}
+	if len(b) > 0 {
+		if _, err := k.w.Write(b); err != nil {
+			return fmt.Errorf("write event: %w", err)
+		}
+	}
+	if f.flush {
+		if err := rc.Flush(); err != nil {
+			return fmt.Errorf("flush event: %w", err)
+		}
+	}
+	return nil
+}
+
+// eventBytes is one event on the wire: an ID (none when id is ""), and
+// data, or no data at all for the event that opens a stream.
+func eventBytes(id string, data []byte) []byte {
 	var b bytes.Buffer
 	if id != "" {
 		b.WriteString("id: " + id + "\n")
@@ -50,31 +173,7 @@ func (k *sink) write(id string, data []byte) error {
 		b.Write(data)
 		b.WriteString("\n\n")
 	}
-	rc := http.NewResponseController(k.w)
-	_ = rc.SetWriteDeadline(k.deadline())
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	if _, err := k.w.Write(b.Bytes()); err != nil {
-		return fmt.Errorf("write event: %w", err)
-	}
-	return nil
-}
-
-// flush sends what was written.
-func (k *sink) flush() error {
-	rc := http.NewResponseController(k.w)
-	_ = rc.SetWriteDeadline(k.deadline())
-	defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
-	if err := rc.Flush(); err != nil {
-		return fmt.Errorf("flush event: %w", err)
-	}
-	return nil
-}
-
-func (k *sink) deadline() time.Time {
-	if k.until.IsZero() {
-		return time.Now().Add(sendTimeout)
-	}
-	return k.until
+	return b.Bytes()
 }
 
 // tap is the response writer mcp-go answers a call on: each message it
@@ -146,16 +245,13 @@ func (t *tap) direct(k *sink) bool {
 	defer t.mu.Unlock()
 	st := t.st
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if st.out != k || k.started || t.sseLocked() {
 		return false
 	}
 	k.started = true // the timer's begin finds it taken
-	for name, v := range t.h {
-		k.w.Header()[name] = v
-	}
-	k.w.WriteHeader(cmp.Or(t.status, http.StatusOK))
-	_, _ = k.w.Write(t.buf)
+	k.queue(frame{header: t.h.Clone(), status: t.status, raw: bytes.Clone(t.buf)})
+	st.pumpLocked(k)
 	return true
 }
 
@@ -163,7 +259,7 @@ func (t *tap) direct(k *sink) bool {
 func (t *tap) begin(k *sink) {
 	st := t.st
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	defer st.unlockPump()
 	if st.out == k && !k.started {
 		st.beginLocked(k)
 	}
