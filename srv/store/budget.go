@@ -19,9 +19,10 @@ import (
 // What the lifecycle may still read or change is never evicted: a
 // pending record, and what the keep function given with Protect names
 // (the records the server holds in memory: outcomes not yet read by a
-// returning agent, answers kept for an absent agent). The records a
-// commit writes are not evicted by it either, so one record larger than
-// the budget stays, alone.
+// returning agent, answers kept for an absent agent). Nor is the last
+// record a commit writes to the room, so one record larger than the
+// budget stays, alone; the others a commit writes (a fold of the journal
+// holds many) may go, oldest first, as any.
 //
 // The bytes of each room are tallied in the rooms bucket, in the same
 // transaction as the records, so the tally survives a crash as the
@@ -157,22 +158,22 @@ type evicted struct {
 
 // evictRooms evicts, from each room the commit of es made larger and took
 // past budget, its oldest settled records until it is within the budget
-// again, but those keep names, and the records of es. It deletes from b
-// and keeps both tallies in step.
+// again, but those keep names, and the last of es in the room. It
+// deletes from b and keeps both tallies in step.
 func evictRooms(b *bolt.Bucket, es []entry, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) ([]evicted, error) {
 	var out []evicted
-	var written map[string]bool
+	var last map[string]string // room → the key of its last record in es
 	for _, room := range slices.Sorted(maps.Keys(rt.delta)) {
 		if rt.delta[room] <= 0 || rt.total(room) <= budget {
 			continue
 		}
-		if written == nil {
-			written = make(map[string]bool, len(es))
+		if last == nil {
+			last = make(map[string]string)
 			for _, e := range es {
-				written[string(e.key)] = true
+				last[string(roomOf(e.key))] = string(e.key)
 			}
 		}
-		ev, err := evictRoom(b, room, written, t, rt, budget, keep)
+		ev, err := evictRoom(b, room, last[room], t, rt, budget, keep)
 		if err != nil {
 			return nil, err
 		}
@@ -183,14 +184,14 @@ func evictRooms(b *bolt.Bucket, es []entry, t *tally, rt *roomTally, budget int6
 	return out, nil
 }
 
-func evictRoom(b *bolt.Bucket, room string, written map[string]bool, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) (evicted, error) {
+func evictRoom(b *bolt.Bucket, room, newest string, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) (evicted, error) {
 	ev := evicted{room: room}
 	prefix := []byte(room + "/")
 	over := rt.total(room) - budget
 	var gone [][]byte
 	c := b.Cursor()
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && over > 0; k, v = c.Next() {
-		if written[string(k)] || storedStatus(v) == Pending || keep != nil && keep(room, string(idOf(k))) {
+		if string(k) == newest || storedStatus(v) == Pending || keep != nil && keep(room, string(idOf(k))) {
 			continue
 		}
 		size := pairBytes(k, v)

@@ -412,3 +412,29 @@ func TestEvictionIsNotLossAfterACrash(t *testing.T) {
 		t.Errorf("records evicted before a crash were reported lost:\n%s", logged.String())
 	}
 }
+
+// One commit writing many records to a room (a fold of the journal holds
+// all the writes of up to a second) keeps the room within its budget
+// too: only the last it writes is spared.
+func TestHistoryBudgetWithinOneCommit(t *testing.T) {
+	const budget = 64 << 10
+	s, err := Open(t.TempDir(), Options{HistoryBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Now().Add(-time.Hour)
+	var rs []Record
+	for i := range 20 {
+		rs = append(rs, answered("a", fmt.Sprint("s", i), t0.Add(time.Duration(i)*time.Second), 10<<10))
+	}
+	if err := s.putAll(rs); err != nil {
+		t.Fatal(err)
+	}
+	if sizes := checkTally(t, s, "after one commit"); sizes["a"] > budget {
+		t.Errorf("room a holds %d bytes, past %d", sizes["a"], budget)
+	}
+	if got := roomIDs(t, s, "a"); !slices.Equal(got, []string{"s14", "s15", "s16", "s17", "s18", "s19"}) {
+		t.Errorf("room a keeps %v, want the newest six", got)
+	}
+}
