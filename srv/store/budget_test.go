@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -437,4 +438,52 @@ func TestHistoryBudgetWithinOneCommit(t *testing.T) {
 	if got := roomIDs(t, s, "a"); !slices.Equal(got, []string{"s14", "s15", "s16", "s17", "s18", "s19"}) {
 		t.Errorf("room a keeps %v, want the newest six", got)
 	}
+}
+
+// A room kept at its budget by a loop logs its evictions once, then at
+// most once per evictLogEvery, with what was evicted since.
+func TestEvictionLogIsRateLimited(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var logged syncBuffer
+		const budget = 32 << 10
+		s, err := Open(t.TempDir(), Options{HistoryBytes: budget, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		t0 := time.Now().Add(-time.Hour)
+		n := 0
+		answer := func(room string) {
+			t.Helper()
+			if err := s.Put(answered(room, fmt.Sprint("s", n), t0.Add(time.Duration(n)*time.Second), 10<<10)).Wait(); err != nil {
+				t.Fatal(err)
+			}
+			s.Flush()
+			n++
+		}
+		for range 10 { // three fit; seven evicted
+			answer("a")
+		}
+		if got := logged.lines("history went over"); len(got) != 1 || !strings.Contains(got[0], "deleted=1 ") {
+			t.Fatalf("the first eviction logged as %q, want once, one deleted", got)
+		}
+		time.Sleep(evictLogEvery - time.Second)
+		answer("a")
+		if got := logged.lines("history went over"); len(got) != 1 {
+			t.Fatalf("evictions within the hour logged %d times, want once", len(got))
+		}
+		answer("b") // another room: its own first
+		for range 4 {
+			answer("b")
+		}
+		if got := logged.lines("room=b "); len(got) != 1 {
+			t.Fatalf("room b's first eviction logged %d times, want once", len(got))
+		}
+		time.Sleep(time.Second)
+		answer("a")
+		got := logged.lines("room=a ")
+		if len(got) != 2 || !strings.Contains(got[1], "deleted=8 ") || !strings.Contains(got[1], "first=false") {
+			t.Fatalf("room a after an hour: %q, want a second line with the eight since", got)
+		}
+	})
 }
