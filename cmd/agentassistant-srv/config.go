@@ -93,6 +93,8 @@ type requestsConfig struct {
 	// bytes.
 	MaxPending      int   `toml:"max_pending_per_token"`
 	MaxPendingBytes int64 `toml:"max_pending_bytes_per_token"`
+	// The bytes a token's history may take on disk.
+	MaxHistoryBytes int64 `toml:"max_history_bytes_per_token"`
 	Fsync           bool  `toml:"fsync"`
 }
 
@@ -194,6 +196,10 @@ func defaults() fileConfig {
 			// agent asking in a loop.
 			MaxPending:      256,
 			MaxPendingBytes: 64 << 20,
+			// A person's own months of questions with screenshots
+			// (a thousand of 1 MiB); a loop of the largest answers
+			// fills no disk.
+			MaxHistoryBytes: 1 << 30,
 		},
 		Relay: relayConfig{
 			MaxSessionsPerToken: 64,
@@ -344,7 +350,7 @@ func tune(cfg *fileConfig) tuning {
 	return tuning{
 		StudyLog: studylog.Options{Sync: cfg.StudyLog.Fsync, MaxFilesPerOwner: cfg.StudyLog.MaxFilesPerToken,
 			MaxBytesPerOwner: cfg.StudyLog.MaxBytesPerToken},
-		Store: store.Options{Sync: cfg.Requests.Fsync},
+		Store: store.Options{Sync: cfg.Requests.Fsync, HistoryBytes: cfg.Requests.MaxHistoryBytes},
 		Cluster: cluster.Options{URL: cfg.Cluster.NATSURL, Instance: cfg.Cluster.Instance, Replicas: cfg.Cluster.Replicas,
 			History: hubOpts.HistoryRetention, HistoryScan: cfg.Cluster.HistoryScan},
 		Orchestrator: ingress.HTTPOptions{URL: in.OrchestratorURL, Token: in.OrchestratorToken, Timeout: d(in.OrchestratorTimeout)},

@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/tls"
 	"fmt"
+	"math"
 	"net/url"
 	"strings"
 	"time"
@@ -98,6 +99,25 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Count("requests.max_outcome_bytes_per_token", "", rq.MaxOutcomeBytes, 1)
 	c.Count("requests.max_pending_per_token", "", int64(rq.MaxPending), 1)
 	c.Count("requests.max_pending_bytes_per_token", "", rq.MaxPendingBytes, 1)
+	// Below an answer's worth, every answer but the last would go.
+	c.Count("requests.max_history_bytes_per_token", "", rq.MaxHistoryBytes, 1<<20)
+	// What the history budget never deletes (pending requests, outcomes
+	// for returning agents, answers kept for absent ones) is bounded by
+	// these: a budget below them could not be held.
+	kept := int64(0)
+	for _, v := range []int64{rq.MaxPendingBytes, rq.MaxMissedBytes, rq.MaxOutcomeBytes} {
+		switch {
+		case v <= 0: // refused above
+		case kept > math.MaxInt64-v:
+			kept = math.MaxInt64
+		default:
+			kept += v
+		}
+	}
+	if rq.MaxHistoryBytes >= 1<<20 && rq.MaxHistoryBytes < kept {
+		c.Bad("requests.max_history_bytes_per_token", "", rq.MaxHistoryBytes, fmt.Sprintf(
+			"it must be at least max_pending_bytes_per_token + max_missed_bytes_per_token + max_outcome_bytes_per_token (%d): what the history never deletes", kept))
+	}
 
 	rl := cfg.Relay
 	c.Count("relay.max_sessions_per_token", "", int64(rl.MaxSessionsPerToken), 1)

@@ -15,7 +15,10 @@ package lockorder
 //	                       change of its rooms is numbered and applied
 //	                       under it
 //	27 hub.localRecords.mu the records of a server that runs alone; taken
-//	                       under an apply lock, store.Store.mu under it
+//	                       under an apply lock, store.Store.mu under it;
+//	                       also by the store's writer while it commits
+//	                       (Store.Protect), so nothing waits for a commit
+//	                       under it
 //	30 hub.Hub.mu          the rooms by token; held alone
 //	40 hub.room.mu         one room; its timers take it too
 //	45 hub.Hub.wmu         the hub's cluster-mode writes, started under

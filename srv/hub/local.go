@@ -123,7 +123,24 @@ func newLocalRecords(db *store.Store, holder string, bounds localBounds, now fun
 	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], bounds: bounds, now: now,
 		recs: make(map[localKey]*localEntry), settled: make(map[string]*localQueue), kept: make(map[string]*localQueue), seed: maphash.MakeSeed()}
 	l.idle.L = &l.mu
+	if db != nil {
+		db.Protect(l.holds)
+	}
 	return l
+}
+
+// holds reports whether the record of id in room is one the lifecycle
+// may still read or change (kept here): the store's history budget never
+// evicts it. A pending request, an outcome not yet read by a returning
+// agent, an answer kept for an absent agent are each bounded per room by
+// count and bytes already, so what the budget cannot evict is bounded
+// too. Called by the store's writer while it commits: it takes mu, under
+// which nothing waits for a commit.
+func (l *localRecords) holds(room, id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.recs[localKey{room, id}]
+	return ok
 }
 
 // Epoch names this run's revisions.

@@ -76,7 +76,7 @@ func BenchmarkAck(b *testing.B) {
 				r := rec(n.Add(1))
 				es := entries([]Record{r})
 				return s.db.Batch(func(tx *bolt.Tx) error {
-					_, err := putEntries(tx, es)
+					_, _, err := putEntries(tx, es, 0, nil)
 					return err
 				})
 			})

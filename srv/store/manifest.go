@@ -50,6 +50,9 @@ func pendingRef(r *Record) *Lost {
 
 type manifest struct {
 	Records uint64 `json:"records"`
+	// Deleted is the database's count of records deleted on purpose
+	// (deletedKey) when Records was.
+	Deleted uint64 `json:"deleted,omitempty"`
 	Pending []Lost `json:"pending"`
 	Lost    []Lost `json:"lost,omitempty"`
 }
@@ -78,7 +81,7 @@ func readManifest(dir string) (*manifest, error) {
 // old, so that a crash leaves one or the other whole. Called with s.manMu
 // held.
 func (s *Store) saveManifestLocked() error {
-	m := manifest{Records: s.records, Pending: make([]Lost, 0, len(s.pendingRefs)), Lost: s.lost}
+	m := manifest{Records: s.records, Deleted: s.deleted, Pending: make([]Lost, 0, len(s.pendingRefs)), Lost: s.lost}
 	for _, k := range slices.Sorted(maps.Keys(s.pendingRefs)) {
 		m.Pending = append(m.Pending, *s.pendingRefs[k])
 	}
@@ -112,12 +115,12 @@ func (s *Store) saveManifestLocked() error {
 }
 
 // noteLocked brings the manifest up to date after a commit that put es,
-// deleted the keys gone and left records in the database. A manifest that
+// deleted the keys gone and left c in the database. A manifest that
 // cannot be written is logged, not returned: the records are saved.
 // Called with s.manMu held.
-func (s *Store) noteLocked(es []entry, gone []string, records uint64) {
-	changed := records != s.records
-	s.records = records
+func (s *Store) noteLocked(es []entry, gone []string, c counts) {
+	changed := c != counts{s.records, s.deleted}
+	s.records, s.deleted = c.records, c.deleted
 	for _, e := range es {
 		k := string(e.key)
 		_, had := s.pendingRefs[k]
@@ -182,10 +185,11 @@ type missing struct {
 func (m *missing) total() int { return len(m.named) + m.unnamed }
 
 // findMissing compares what the manifest said the database held with what
-// it holds now (inDB: its keys, records: their count, before the journal
-// is replayed) and what the journal gave back (journal). damaged are the
-// keys of records the damaged database still showed but could not be read.
-func findMissing(prior *manifest, inDB func(string) bool, records uint64, journal []Record, damaged []string) missing {
+// it holds now (inDB: its keys, c: their count, before the journal is
+// replayed, and how many it deleted on purpose) and what the journal gave
+// back (journal). damaged are the keys of records the damaged database
+// still showed but could not be read.
+func findMissing(prior *manifest, inDB func(string) bool, c counts, journal []Record, damaged []string) missing {
 	var out missing
 	replayed := make(map[string]bool, len(journal))
 	for i := range journal {
@@ -214,7 +218,14 @@ func findMissing(prior *manifest, inDB func(string) bool, records uint64, journa
 		// The records that were there and are not; the named ones among
 		// them. A damaged file's leftover pages may have given back
 		// records cleared before, so this is at least how many.
-		if n := int64(prior.Records) - int64(records) - int64(len(out.named)); n > 0 { // #nosec G115 -- counts of records
+		// Those deleted on purpose since the manifest was written (a
+		// crash came between the commit and the manifest's write) are
+		// not lost; a database made afresh counts from zero.
+		n := int64(prior.Records) - int64(c.records) - int64(len(out.named)) // #nosec G115 -- counts of records
+		if c.deleted > prior.Deleted {
+			n -= int64(c.deleted - prior.Deleted) // #nosec G115 -- as above
+		}
+		if n > 0 {
 			out.unnamed = int(n)
 		}
 	}

@@ -102,12 +102,13 @@ func (s *Store) deleteWhere(prefix []byte, drop func(Record) bool) (int, error) 
 	s.manMu.Lock()
 	defer s.manMu.Unlock()
 	var gone []string
-	var left uint64
+	var left counts
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		t, err := loadTally(tx)
 		if err != nil {
 			return err
 		}
+		rt := loadRooms(tx)
 		c := tx.Bucket(requests).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var r Record
@@ -115,12 +116,19 @@ func (s *Store) deleteWhere(prefix []byte, drop func(Record) bool) (int, error) 
 				continue
 			}
 			t.remove(k, v)
+			rt.remove(k, v)
 			gone = append(gone, string(k))
 			if err := c.Delete(); err != nil {
 				return err
 			}
 		}
-		left = t.n
+		left.records = t.n
+		if left.deleted, err = addDeleted(tx, len(gone)); err != nil {
+			return err
+		}
+		if err := rt.save(); err != nil {
+			return err
+		}
 		return t.save(tx)
 	})
 	if err == nil {

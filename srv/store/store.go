@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -123,7 +124,15 @@ type Store struct {
 	dir         string
 	pendingRefs map[string]*Lost // by key: the pending records in the database
 	records     uint64           // how many records the database holds
+	deleted     uint64           // how many it deleted on purpose (deletedKey)
 	lost        []Lost           // found lost, not dismissed yet
+	evictions   map[string]*evictNote
+
+	// budget is Options.HistoryBytes once Open has replayed the journal
+	// (its records were within their rooms' budgets when written); keep
+	// is what Protect gave (budget.go).
+	budget int64
+	keep   atomic.Pointer[func(room, id string) bool]
 }
 
 // Options for Open.
@@ -140,6 +149,11 @@ type Options struct {
 	// WrapJournal, if set, is given the journal file and returns what is
 	// written to instead: tests put a failing or stalling file in between.
 	WrapJournal func(JournalFile) JournalFile
+	// HistoryBytes bounds the bytes each room's records take on disk
+	// (keys and values as stored): past it, a commit that adds to a room
+	// deletes the room's oldest settled records (budget.go). Zero is no
+	// bound.
+	HistoryBytes int64
 }
 
 // JournalFile is what the writer needs of the journal file.
@@ -193,8 +207,9 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost)}
+	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost), evictions: make(map[string]*evictNote)}
 	inDB := make(map[string]bool)
+	roomWrong := false
 	if err := db.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucketIfNotExists(requests); err != nil {
 			return err
@@ -217,9 +232,11 @@ func Open(dir string, o Options) (*Store, error) {
 				}
 			}
 		}
-		s.records = t.n
+		s.records, s.deleted = t.n, loadDeleted(tx)
+		sizes := make(map[string]int64)
 		if err := b.ForEach(func(k, v []byte) error {
 			inDB[string(k)] = true
+			sizes[string(roomOf(k))] += pairBytes(k, v)
 			var r Record
 			if v != nil && decode(v, &r) == nil && r.Status == Pending {
 				s.pendingRefs[string(k)] = pendingRef(&r)
@@ -228,17 +245,24 @@ func Open(dir string, o Options) (*Store, error) {
 		}); err != nil {
 			return err
 		}
+		if roomWrong, err = recountRooms(tx, sizes); err != nil {
+			return err
+		}
 		return t.save(tx)
 	}); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	records := s.records
+	if roomWrong && !found.damaged() {
+		log.Warn("the tally of each token's history bytes differed from the records: counted afresh")
+	}
+	records := counts{s.records, s.deleted}
 	replayed, err := s.openJournal(dir, o.WrapJournal)
 	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}
+	s.budget = max(o.HistoryBytes, 0)
 	var damaged []string
 	if found != nil {
 		damaged = found.lost

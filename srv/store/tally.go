@@ -76,3 +76,29 @@ func loadTally(tx *bolt.Tx) (tally, error) {
 func (t *tally) save(tx *bolt.Tx) error {
 	return tx.Bucket(meta).Put(tallyKey, t.bytes())
 }
+
+// deletedKey, in the meta bucket, counts the records the store deleted
+// on purpose (cleared, pruned, evicted past a room's budget), in the
+// same transactions. The manifest keeps the count it last saw, so that
+// Open tells records deleted by a commit whose manifest a crash cut off
+// from records lost.
+var deletedKey = []byte("deleted")
+
+func loadDeleted(tx *bolt.Tx) uint64 {
+	if v := tx.Bucket(meta).Get(deletedKey); len(v) == 8 {
+		return binary.LittleEndian.Uint64(v)
+	}
+	return 0
+}
+
+func addDeleted(tx *bolt.Tx, n int) (uint64, error) {
+	d := loadDeleted(tx)
+	if n == 0 {
+		return d, nil
+	}
+	d += uint64(n) // #nosec G115 -- a count of records
+	return d, tx.Bucket(meta).Put(deletedKey, binary.LittleEndian.AppendUint64(nil, d))
+}
+
+// counts are what the database holds and has deleted, after a commit.
+type counts struct{ records, deleted uint64 }

@@ -327,20 +327,26 @@ func (s *Store) write(es []entry) error {
 	}
 	s.manMu.Lock()
 	defer s.manMu.Unlock()
-	var n uint64
+	var c counts
+	var evs []evicted
+	budget, keep := s.budget, s.keeper()
 	if err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		n, err = putEntries(tx, es)
+		c, evs, err = putEntries(tx, es, budget, keep)
 		return err
 	}); err != nil {
 		return err
 	}
-	s.noteLocked(es, nil, n)
+	s.noteLocked(es, nil, c)
+	if len(evs) > 0 {
+		s.noteEvictedLocked(evs, time.Now())
+	}
 	return nil
 }
 
-// putEntries puts es into the records bucket and returns how many
-// records it holds then.
-func putEntries(tx *bolt.Tx, es []entry) (uint64, error) {
+// putEntries puts es into the records bucket, evicts what takes a room
+// past budget (when not zero; budget.go), and returns how many records
+// it holds and has deleted then, and what it evicted.
+func putEntries(tx *bolt.Tx, es []entry, budget int64, keep func(room, id string) bool) (counts, []evicted, error) {
 	last := make(map[string]int, len(es))
 	for i := range es {
 		last[string(es[i].key)] = i
@@ -349,18 +355,38 @@ func putEntries(tx *bolt.Tx, es []entry) (uint64, error) {
 	b.FillPercent = fillPercent
 	t, err := loadTally(tx)
 	if err != nil {
-		return 0, err
+		return counts{}, nil, err
 	}
+	rt := loadRooms(tx)
 	for i := range es {
 		if last[string(es[i].key)] != i {
 			continue
 		}
-		t.put(es[i].key, b.Get(es[i].key), es[i].val)
+		old := b.Get(es[i].key)
+		t.put(es[i].key, old, es[i].val)
+		rt.put(es[i].key, old, es[i].val)
 		if err := b.Put(es[i].key, es[i].val); err != nil {
-			return 0, err
+			return counts{}, nil, err
 		}
 	}
-	return t.n, t.save(tx)
+	var evs []evicted
+	if budget > 0 {
+		if evs, err = evictRooms(b, es, &t, rt, budget, keep); err != nil {
+			return counts{}, nil, err
+		}
+	}
+	n := 0
+	for _, ev := range evs {
+		n += ev.n
+	}
+	c := counts{records: t.n}
+	if c.deleted, err = addDeleted(tx, n); err != nil {
+		return counts{}, nil, err
+	}
+	if err := rt.save(); err != nil {
+		return counts{}, nil, err
+	}
+	return c, evs, t.save(tx)
 }
 
 // putAll commits rs in one transaction. A record that a later one in rs
