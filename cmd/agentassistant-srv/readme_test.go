@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -297,5 +299,74 @@ func TestDocNATSCommandsStart(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no nats-server command found in the documentation")
+	}
+}
+
+// usageFlags returns the flags a usage text lists ("  -name ...").
+func usageFlags(usage string) map[string]bool {
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  (-[a-z0-9-]+)`).FindAllStringSubmatch(usage, -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}
+
+// docCommands returns, for every command line of the documentation that
+// runs program (in a code block or a code span), the words after it.
+func docCommands(t *testing.T, program string) map[string][][]string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	cmd := regexp.MustCompile(`(?:^|[\s` + "`" + `(/"])` + regexp.QuoteMeta(program) + `((?:[ \t]+[^\s` + "`" + `#|;&)]+)*)`)
+	out := map[string][][]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cmd.FindAllStringSubmatch(string(b), -1) {
+			out[filepath.Base(f)] = append(out[filepath.Base(f)], strings.Fields(m[1]))
+		}
+	}
+	return out
+}
+
+// TestDocFlagsExist: every flag the documentation gives agentassistant-srv
+// (and its health and service commands) is one it takes: a reader who
+// copies a command gets the server, not "flag provided but not defined".
+func TestDocFlagsExist(t *testing.T) {
+	usage := func(args ...string) map[string]bool {
+		var out, errs bytes.Buffer
+		_ = run(context.Background(), append(args, "-h"), &out, &errs)
+		f := usageFlags(out.String() + errs.String())
+		if len(f) == 0 {
+			t.Fatalf("agentassistant-srv %v -h lists no flags", args)
+		}
+		return f
+	}
+	server, health := usage(), usage("health")
+	n := 0
+	for file, cmds := range docCommands(t, "agentassistant-srv") {
+		for _, words := range cmds {
+			known := server
+			if len(words) > 0 && words[0] == "health" {
+				known = health
+			}
+			for _, w := range words {
+				if !regexp.MustCompile(`^-[a-z][a-z0-9-]*$`).MatchString(w) {
+					continue
+				}
+				n++
+				if !known[w] {
+					t.Errorf("%s: agentassistant-srv %s: no such flag %s", file, strings.Join(words, " "), w)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d flags of agentassistant-srv in the documentation", n)
 	}
 }
