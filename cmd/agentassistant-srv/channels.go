@@ -211,8 +211,17 @@ func checkChannels(cfg *fileConfig, stdout io.Writer) error {
 			_, _ = fmt.Fprintf(stdout, "%s: sent; look for the test message\n", c.Name())
 		}
 	}
-	if o.PublicURL == "" {
-		_, _ = fmt.Fprintln(stdout, "Note: [channels] public_url is not set: messages carry no buttons to answer with. Set it to this server's address as your phone reaches it (docs/channels.md).")
+	// Only ntfy's buttons and a webhook's answer.url post to public_url;
+	// Telegram's and Slack's come back through their own connection.
+	var without []string
+	if cfg.Channels.Ntfy != nil {
+		without = append(without, "ntfy's notifications carry no buttons to answer with")
+	}
+	if cfg.Channels.Webhook != nil {
+		without = append(without, "a webhook's events carry no answer.url (its signed answers still work)")
+	}
+	if o.PublicURL == "" && len(without) > 0 {
+		_, _ = fmt.Fprintf(stdout, "Note: [channels] public_url is not set: %s. Set it to this server's address as your phone reaches it (docs/channels.md).\n", strings.Join(without, "; "))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d channel(s) failed", failed)
