@@ -65,6 +65,16 @@ type answer struct {
 // entry, for text); nil when the call offers none. The error names the
 // limit broken, for the agent.
 func questionsArg(req mcp.CallToolRequest, text string) ([]*pb.Question, error) {
+	// The flags are read first: a mistyped one is refused even on a call
+	// without options, rather than dropped while the question goes out.
+	multiple, err := boolArg(req, "multi_select", false)
+	if err != nil {
+		return nil, err
+	}
+	custom, err := boolArg(req, "allow_other", true)
+	if err != nil {
+		return nil, err
+	}
 	args := req.GetArguments()
 	raw, ok := args["options"]
 	if !ok || raw == nil {
@@ -96,14 +106,6 @@ func questionsArg(req mcp.CallToolRequest, text string) ([]*pb.Question, error) 
 		}
 	}
 	if err := wire.CheckOptions(opts); err != nil {
-		return nil, err
-	}
-	multiple, err := boolArg(req, "multi_select", false)
-	if err != nil {
-		return nil, err
-	}
-	custom, err := boolArg(req, "allow_other", true)
-	if err != nil {
 		return nil, err
 	}
 	return []*pb.Question{{Question: text, Options: opts, Multiple: multiple, Custom: custom}}, nil

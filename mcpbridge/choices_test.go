@@ -190,6 +190,12 @@ func TestMistypedArgumentsSayHowToWriteThem(t *testing.T) {
 		{"task_finish", map[string]any{"timeout": "Infinity"}, []string{`"timeout"`, "number of seconds"}},
 		{"ask_question", map[string]any{"options": opts, "multi_select": "yes"}, []string{`"multi_select"`, "true or false", `"yes"`}},
 		{"work_report", map[string]any{"options": opts, "allow_other": "no"}, []string{`"allow_other"`, "true or false"}},
+		// A flag is checked whether or not the call offers options: the
+		// agent meant something by it, and a question without options
+		// would otherwise reach the screens with the flag dropped.
+		{"ask_question", map[string]any{"multi_select": "yes"}, []string{`"multi_select"`, "true or false", `"yes"`}},
+		{"task_finish", map[string]any{"allow_other": "no"}, []string{`"allow_other"`, "true or false"}},
+		{"ask_question", map[string]any{"options": []any{}, "multi_select": 1}, []string{`"multi_select"`, "true or false"}},
 		{"ask_question", map[string]any{"options": "Yes, No"}, []string{`"options"`, `[{"label": "Yes"}, {"label": "No"}]`, "not a string"}},
 		{"ask_question", map[string]any{"options": []any{map[string]any{"name": "Yes"}}}, []string{`option 1 has no "label"`, `"name"`, `{"label": "Yes"`}},
 		{"ask_question", map[string]any{"options": []any{map[string]any{"label": 5}}}, []string{`option 1`, `"label" must be a string`}},

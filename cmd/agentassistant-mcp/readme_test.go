@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -90,5 +92,58 @@ func TestJSONSnippetsParse(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no JSON block found")
+	}
+}
+
+// TestDocFlagsExist: every flag the documentation gives agentassistant-mcp
+// is one it takes (a reader who pastes a client's command or its JSON args
+// gets the bridge, not "flag provided but not defined").
+func TestDocFlagsExist(t *testing.T) {
+	var out, errs bytes.Buffer
+	_ = run(context.Background(), []string{"-h"}, strings.NewReader(""), &out, &errs)
+	known := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  (-[a-z0-9-]+)`).FindAllStringSubmatch(out.String()+errs.String(), -1) {
+		known[m[1]] = true
+	}
+	if len(known) == 0 {
+		t.Fatal("agentassistant-mcp -h lists no flags")
+	}
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	// A command line or code span running it, or a JSON config's "args".
+	cmd := regexp.MustCompile(`agentassistant-mcp"?((?:[ \t]+[^\s` + "`" + `#|;&)]+)*)`)
+	args := regexp.MustCompile(`"args":\s*\[([^\]]*)\]`)
+	flag := regexp.MustCompile(`^"?(-[a-z][a-z0-9-]*)"?,?$`)
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var lines []string
+		for _, m := range cmd.FindAllStringSubmatch(string(b), -1) {
+			lines = append(lines, m[1])
+		}
+		for _, m := range args.FindAllStringSubmatch(string(b), -1) {
+			lines = append(lines, strings.ReplaceAll(m[1], ",", " "))
+		}
+		for _, line := range lines {
+			for _, w := range strings.Fields(line) {
+				m := flag.FindStringSubmatch(w)
+				if m == nil {
+					continue
+				}
+				n++
+				if !known[m[1]] {
+					t.Errorf("%s: agentassistant-mcp%s: no such flag %s", filepath.Base(f), line, m[1])
+				}
+			}
+		}
+	}
+	if n < 5 {
+		t.Fatalf("found %d flags of agentassistant-mcp in the documentation", n)
 	}
 }

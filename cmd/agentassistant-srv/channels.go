@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -84,10 +85,48 @@ func (c *channelsConfig) secret() bool {
 		c.Email != nil && (c.Email.SMTPPassword != "" || c.Email.IMAPPassword != "")
 }
 
+// check refuses a channel that cannot work. It needs no token, so that
+// the server refuses it with its other settings, before it makes a token
+// or a database.
+func (c *channelsConfig) check() error {
+	var errs []error
+	if n := c.Ntfy; n != nil && n.Topic == "" {
+		errs = append(errs, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)"))
+	}
+	if w := c.Webhook; w != nil && (w.URL == "" || len(w.Secret) < 16) {
+		errs = append(errs, fmt.Errorf("channels.webhook: url and a secret of at least 16 characters are needed"))
+	}
+	if tg := c.Telegram; tg != nil && (tg.BotToken == "" || len(tg.Chats) == 0) {
+		errs = append(errs, fmt.Errorf("channels.telegram: bot_token (from @BotFather) and chats (the chat IDs that may answer) are needed"))
+	}
+	if sl := c.Slack; sl != nil && (!strings.HasPrefix(sl.BotToken, "xoxb-") || !strings.HasPrefix(sl.AppToken, "xapp-") || sl.Channel == "" || len(sl.Users) == 0) {
+		errs = append(errs, fmt.Errorf("channels.slack: bot_token (xoxb-…), app_token (xapp-…, Socket Mode), channel (a channel ID, or a user ID for a DM) and users (the Slack user IDs that may answer) are needed"))
+	}
+	if m := c.Email; m != nil {
+		if m.SMTPAddr == "" || m.From == "" || len(m.To) == 0 {
+			errs = append(errs, fmt.Errorf("channels.email: smtp_addr (host:port), from and to are needed"))
+		}
+		for _, a := range append(append([]string{m.From}, m.To...), m.Senders...) {
+			if _, err := mail.ParseAddress(a); a != "" && err != nil {
+				errs = append(errs, fmt.Errorf("channels.email: %q is no e-mail address: %w", a, err))
+			}
+		}
+		switch m.TLS {
+		case "", "starttls", "tls", "none":
+		default:
+			errs = append(errs, fmt.Errorf("channels.email: tls = %q: it is \"starttls\", \"tls\" or \"none\"", m.TLS))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // channelOptions builds the channels the config sets, routed to their
 // tokens; nil when none is set.
 func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error) {
 	c := cfg.Channels
+	if err := c.check(); err != nil {
+		return nil, err
+	}
 	routes := map[string][]channel.Channel{}
 	tokensOf := func(named []string) []string {
 		if len(named) == 0 {
@@ -102,15 +141,9 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 	}
 	client := &http.Client{Timeout: 20 * time.Second}
 	if n := c.Ntfy; n != nil {
-		if n.Topic == "" {
-			return nil, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)")
-		}
 		route(&channel.Ntfy{URL: n.URL, Topic: n.Topic, AccessToken: n.AccessToken, Client: client}, n.Tokens)
 	}
 	if w := c.Webhook; w != nil {
-		if w.URL == "" || len(w.Secret) < 16 {
-			return nil, fmt.Errorf("channels.webhook: url and a secret of at least 16 characters are needed")
-		}
 		id := cmp.Or(w.ID, "default")
 		for _, t := range tokensOf(w.Tokens) {
 			// One per token: its signed answers answer that token's questions.
@@ -118,31 +151,12 @@ func channelOptions(cfg *fileConfig, log *slog.Logger) (*channel.Options, error)
 		}
 	}
 	if tg := c.Telegram; tg != nil {
-		if tg.BotToken == "" || len(tg.Chats) == 0 {
-			return nil, fmt.Errorf("channels.telegram: bot_token (from @BotFather) and chats (the chat IDs that may answer) are needed")
-		}
 		route(&channel.Telegram{BotToken: tg.BotToken, Chats: tg.Chats, ServerURL: tg.APIURL, Logger: log}, tg.Tokens)
 	}
 	if sl := c.Slack; sl != nil {
-		if !strings.HasPrefix(sl.BotToken, "xoxb-") || !strings.HasPrefix(sl.AppToken, "xapp-") || sl.Channel == "" || len(sl.Users) == 0 {
-			return nil, fmt.Errorf("channels.slack: bot_token (xoxb-…), app_token (xapp-…, Socket Mode), channel (a channel ID, or a user ID for a DM) and users (the Slack user IDs that may answer) are needed")
-		}
 		route(&channel.Slack{BotToken: sl.BotToken, AppToken: sl.AppToken, Channel: sl.Channel, Users: sl.Users, APIURL: sl.APIURL, Logger: log}, sl.Tokens)
 	}
 	if m := c.Email; m != nil {
-		if m.SMTPAddr == "" || m.From == "" || len(m.To) == 0 {
-			return nil, fmt.Errorf("channels.email: smtp_addr (host:port), from and to are needed")
-		}
-		for _, a := range append(append([]string{m.From}, m.To...), m.Senders...) {
-			if _, err := mail.ParseAddress(a); err != nil {
-				return nil, fmt.Errorf("channels.email: %q is no e-mail address: %w", a, err)
-			}
-		}
-		switch m.TLS {
-		case "", "starttls", "tls", "none":
-		default:
-			return nil, fmt.Errorf("channels.email: tls = %q: it is \"starttls\", \"tls\" or \"none\"", m.TLS)
-		}
 		route(&channel.Email{SMTPAddr: m.SMTPAddr, SMTPUser: m.SMTPUser, SMTPPassword: m.SMTPPassword, From: m.From, To: m.To,
 			IMAPAddr: m.IMAPAddr, IMAPUser: m.IMAPUser, IMAPPassword: m.IMAPPassword, Mailbox: m.Mailbox, Senders: m.Senders,
 			TLS: m.TLS, Logger: log}, m.Tokens)
@@ -197,8 +211,17 @@ func checkChannels(cfg *fileConfig, stdout io.Writer) error {
 			_, _ = fmt.Fprintf(stdout, "%s: sent; look for the test message\n", c.Name())
 		}
 	}
-	if o.PublicURL == "" {
-		_, _ = fmt.Fprintln(stdout, "Note: [channels] public_url is not set: messages carry no buttons to answer with. Set it to this server's address as your phone reaches it (docs/channels.md).")
+	// Only ntfy's buttons and a webhook's answer.url post to public_url;
+	// Telegram's and Slack's come back through their own connection.
+	var without []string
+	if cfg.Channels.Ntfy != nil {
+		without = append(without, "ntfy's notifications carry no buttons to answer with")
+	}
+	if cfg.Channels.Webhook != nil {
+		without = append(without, "a webhook's events carry no answer.url (its signed answers still work)")
+	}
+	if o.PublicURL == "" && len(without) > 0 {
+		_, _ = fmt.Fprintf(stdout, "Note: [channels] public_url is not set: %s. Set it to this server's address as your phone reaches it (docs/channels.md).\n", strings.Join(without, "; "))
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d channel(s) failed", failed)

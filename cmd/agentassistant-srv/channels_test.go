@@ -17,6 +17,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/srv/channel"
 )
 
@@ -175,5 +176,35 @@ func TestChannelsGetTheLogger(t *testing.T) {
 		if got != log {
 			t.Errorf("%s has no logger", c.Name())
 		}
+	}
+}
+
+// TestCheckChannelsPublicURLNote: Telegram's buttons come back through the
+// bot's own poll, so without [channels] public_url they still answer, and
+// -check-channels does not say they are missing; ntfy's post to
+// public_url, so there it does, naming ntfy.
+func TestCheckChannelsPublicURLNote(t *testing.T) {
+	tg := telegramtest.Start(t, "123456:ABCdef")
+	ntfy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer ntfy.Close()
+	check := func(conf string) string {
+		t.Helper()
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "srv.toml")
+		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+			t.Fatalf("run: %v\n%s", err, out.String())
+		}
+		return out.String()
+	}
+	telegram := "[channels.telegram]\nbot_token = \"123456:ABCdef\"\nchats = [123456789]\napi_url = \"" + tg.URL + "\"\n"
+	if text := check(telegram); !strings.Contains(text, "telegram: sent") || strings.Contains(text, "public_url") {
+		t.Errorf("Telegram alone:\n%s", text)
+	}
+	if text := check(telegram + "[channels.ntfy]\nurl = \"" + ntfy.URL + "\"\ntopic = \"t\"\n"); !strings.Contains(text, "public_url is not set: ntfy") {
+		t.Errorf("with ntfy:\n%s", text)
 	}
 }

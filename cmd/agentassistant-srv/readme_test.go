@@ -1,6 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -8,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	natsserver "github.com/nats-io/nats-server/v2/server"
 )
 
 // tomlKeys returns the keys of fileConfig's TOML tags; a table's as
@@ -186,5 +193,180 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 				t.Errorf("%s quotes %s, which is no setting of [%s]", name, m[0], table)
 			}
 		}
+	}
+}
+
+// docTOMLBlocks returns the ```toml blocks of the documentation (a list
+// item's indented ones too) that are agentassistant-srv.toml or part of
+// it, by file and line: all but the agentassistant-mcp.toml example.
+func docTOMLBlocks(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	blocks := map[string]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var block strings.Builder
+		indent, start, before := "", 0, ""
+		for i, line := range strings.Split(string(b), "\n") {
+			trimmed := strings.TrimLeft(line, " ")
+			switch {
+			case start == 0 && trimmed == "```toml":
+				indent, start = line[:len(line)-len(trimmed)], i+1
+				block.Reset()
+			case start != 0 && trimmed == "```":
+				if !strings.Contains(before, "agentassistant-mcp.toml") {
+					blocks[fmt.Sprintf("%s:%d", filepath.Base(f), start)] = block.String()
+				}
+				start = 0
+			case start != 0:
+				block.WriteString(strings.TrimPrefix(line, indent) + "\n")
+			default:
+				if strings.TrimSpace(line) != "" {
+					before = line
+				}
+			}
+		}
+	}
+	return blocks
+}
+
+// TestDocTOMLSnippetsStart: every agentassistant-srv.toml snippet of the
+// documentation, pasted into a config file as it is, with only its
+// placeholders (…) filled in as a reader would, starts the server: each
+// key is one the server reads, under its table, with a value of the type
+// it takes and one it accepts.
+func TestDocTOMLSnippetsStart(t *testing.T) {
+	blocks := docTOMLBlocks(t)
+	if len(blocks) < 5 {
+		t.Fatalf("found %d TOML blocks in the documentation", len(blocks))
+	}
+	port := regexp.MustCompile(`(?m)^agentassistant_server_port = \d+`)
+	for where, block := range blocks {
+		t.Run(where, func(t *testing.T) {
+			body := strings.ReplaceAll(block, "…", "filled-in-by-the-reader-0123456789")
+			body = port.ReplaceAllString(body, "agentassistant_server_port = 0")
+			if _, _, err := loadConfig(t, body); err != nil {
+				t.Fatalf("the server does not read it: %v\n%s", err, block)
+			}
+			if stdout, _, err := start(t, body); err != nil || !strings.Contains(stdout, "is running") {
+				t.Fatalf("the server does not start with it: %v\n%s", err, block)
+			}
+		})
+	}
+}
+
+// TestDocNATSCommandsStart: every nats-server command line of the
+// documentation is one nats-server accepts, as its own flag parser and
+// checks read it (a JetStream cluster's server needs a name, for one).
+func TestDocNATSCommandsStart(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			line = strings.TrimSpace(line)
+			if !strings.HasPrefix(line, "nats-server ") {
+				continue
+			}
+			n++
+			args := strings.Fields(strings.TrimSuffix(strings.TrimSpace(strings.Split(line, " #")[0]), "&"))[1:]
+			fs := flag.NewFlagSet("nats-server", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			none := func() {}
+			opts, err := natsserver.ConfigureOptions(fs, args, none, none, none)
+			if err == nil {
+				opts.StoreDir = t.TempDir() // not the guide's /var/lib/nats
+				_, err = natsserver.NewServer(opts)
+			}
+			if err != nil {
+				t.Errorf("%s: nats-server refuses %q: %v", filepath.Base(f), line, err)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no nats-server command found in the documentation")
+	}
+}
+
+// usageFlags returns the flags a usage text lists ("  -name ...").
+func usageFlags(usage string) map[string]bool {
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^  (-[a-z0-9-]+)`).FindAllStringSubmatch(usage, -1) {
+		flags[m[1]] = true
+	}
+	return flags
+}
+
+// docCommands returns, for every command line of the documentation that
+// runs program (in a code block or a code span), the words after it.
+func docCommands(t *testing.T, program string) map[string][][]string {
+	t.Helper()
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md", "../../SECURITY.md")
+	cmd := regexp.MustCompile(`(?:^|[\s` + "`" + `(/"])` + regexp.QuoteMeta(program) + `((?:[ \t]+[^\s` + "`" + `#|;&)]+)*)`)
+	out := map[string][][]string{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range cmd.FindAllStringSubmatch(string(b), -1) {
+			out[filepath.Base(f)] = append(out[filepath.Base(f)], strings.Fields(m[1]))
+		}
+	}
+	return out
+}
+
+// TestDocFlagsExist: every flag the documentation gives agentassistant-srv
+// (and its health and service commands) is one it takes: a reader who
+// copies a command gets the server, not "flag provided but not defined".
+func TestDocFlagsExist(t *testing.T) {
+	usage := func(args ...string) map[string]bool {
+		var out, errs bytes.Buffer
+		_ = run(context.Background(), append(args, "-h"), &out, &errs)
+		f := usageFlags(out.String() + errs.String())
+		if len(f) == 0 {
+			t.Fatalf("agentassistant-srv %v -h lists no flags", args)
+		}
+		return f
+	}
+	server, health := usage(), usage("health")
+	n := 0
+	for file, cmds := range docCommands(t, "agentassistant-srv") {
+		for _, words := range cmds {
+			known := server
+			if len(words) > 0 && words[0] == "health" {
+				known = health
+			}
+			for _, w := range words {
+				if !regexp.MustCompile(`^-[a-z][a-z0-9-]*$`).MatchString(w) {
+					continue
+				}
+				n++
+				if !known[w] {
+					t.Errorf("%s: agentassistant-srv %s: no such flag %s", file, strings.Join(words, " "), w)
+				}
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("found %d flags of agentassistant-srv in the documentation", n)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"math"
 	"net/url"
@@ -173,5 +174,5 @@ func checkSettings(fs *config.Flags, cfg *fileConfig) error {
 	c.Needs("cluster.instance", "instance", cl.Instance, cl.Instance == "", "nats_url", nats)
 	c.Needs("cluster.history_scan", "", cl.HistoryScan, cl.HistoryScan == def.Cluster.HistoryScan, "nats_url", nats)
 	c.Count("cluster.history_scan", "", int64(cl.HistoryScan), 1)
-	return c.Err()
+	return errors.Join(c.Err(), cfg.Channels.check())
 }

@@ -128,6 +128,13 @@ func TestImpossibleSettings(t *testing.T) {
 		{"[server]\ntls_cert = \"/nonexistent.pem\"\ntls_key = \"/nonexistent.key\"\n", nil, []string{`server.tls_cert (-tls-cert) = "/nonexistent.pem"`, "no such file"}},
 		{"[server]\ntls_cert = \"/nonexistent.pem\"\n", nil, []string{`server.tls_key (-tls-key) = ""`, "set with tls_cert"}},
 		{"", []string{"-tls-key", "k.pem"}, []string{`server.tls_cert (-tls-cert) = ""`, "set with tls_key"}},
+		// A channel that cannot work is refused with the rest, before a
+		// token is made (docs/channels.md's snippets hold placeholders).
+		{"[channels.webhook]\nurl = \"https://n8n.example.org/webhook/aa\"\nsecret = \"…\"\n", nil, []string{"channels.webhook", "at least 16 characters"}},
+		{"[channels.ntfy]\nurl = \"https://ntfy.sh\"\n", nil, []string{"channels.ntfy", "topic"}},
+		{"[channels.telegram]\nbot_token = \"123456:ABC\"\n", nil, []string{"channels.telegram", "chats"}},
+		{"[channels.slack]\nbot_token = \"xoxb-1\"\n", nil, []string{"channels.slack", "app_token"}},
+		{"[channels.email]\nsmtp_addr = \"smtp.example.org:587\"\nfrom = \"aa@example.org\"\nto = [\"not an address\"]\n", nil, []string{"channels.email", "no e-mail address"}},
 	} {
 		name := strings.TrimSpace(c.body + strings.Join(c.args, " "))
 		t.Run(name, func(t *testing.T) {
