@@ -198,11 +198,11 @@ func (e *External) Record(direction string, env Envelope) {
 // MCP bridge's command (no -session for DefaultSession), the server's
 // /mcp, or /agent/ws. Every front door's "no agent" error says it so.
 func ConnectAgent(name string) string {
-	bridge := "agentassistant-mcp -session " + name
+	bridge := "agentassistant-mcp -session " + name + " (or"
 	if name == DefaultSession {
-		bridge = "agentassistant-mcp (without -session)"
+		bridge = "agentassistant-mcp (without -session; or"
 	}
-	return fmt.Sprintf("start the MCP client with %s (or point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q",
+	return fmt.Sprintf("start the MCP client with %s point it at the server's /mcp?session=%s), or join /agent/ws as an agent in session %q",
 		bridge, name, name)
 }
 
