@@ -144,6 +144,15 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		// within pingEvery × (maxPingsOut + 1), not nats.go's 4 minutes.
 		nats.PingInterval(pingEvery), nats.MaxPingsOutstanding(maxPingsOut),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { c.log.Warn("NATS disconnected", "err", err) }),
+		// What nats.go reports on its own (a watch's consumer gone while
+		// NATS was away, a slow consumer) goes to the log, not to stderr.
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			args := []any{"err", err}
+			if sub != nil {
+				args = append(args, "subject", sub.Subject)
+			}
+			c.log.Warn("NATS reported", args...)
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			c.log.Info("NATS reconnected", "server", nc.ConnectedUrlRedacted())
 			c.onReconnect()

@@ -1,11 +1,17 @@
 package cluster
 
 import (
+	"log/slog"
 	"math"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/internal/natstest"
 )
 
 // TestQuorumAge: how long ago a stream's leader last heard from enough
@@ -33,4 +39,39 @@ func TestQuorumAge(t *testing.T) {
 			t.Errorf("%s: quorumAge = %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// TestNATSAsyncErrorsLogged: what nats.go reports on its own (a watch's
+// consumer gone while NATS was away, a slow consumer) goes to the
+// server's log, not as a bare line on stderr.
+func TestNATSAsyncErrorsLogged(t *testing.T) {
+	ns := natstest.Start(t)
+	var buf syncBuffer
+	c, err := Open(t.Context(), Options{URL: ns.URL(), Tokens: []string{tok}, Instance: "a",
+		Logger: slog.New(slog.NewTextHandler(&buf, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.nc.ErrorHandler()(c.nc, nil, nats.ErrConsumerNotActive)
+	if got := buf.String(); !strings.Contains(got, "consumer not active") || !strings.Contains(got, "level=WARN") {
+		t.Fatalf("log: %q", got)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
