@@ -284,6 +284,8 @@ describe('screens', () => {
 
         proxy.setDown(true)
         await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+        // Offline, the title bar still has room for the title.
+        expect(await page.locator('.aa-title').evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true)
         await card.locator('[data-testid=answer]').click()
         await page.locator('textarea[data-testid=reply-input]').fill('eu-west-1, close to most customers.')
         await page.locator('[data-testid=send]').click()
@@ -318,6 +320,47 @@ describe('screens', () => {
         await agent.close()
         await s.stop()
       }
+    }
+  })
+})
+
+describe('the title bar on a phone', () => {
+  // In a tunnel the status flips between offline and connecting at each
+  // try: the title beside it stays whole all the while, in each
+  // language, on the common phone widths.
+  it('keeps the title whole, online, offline and connecting', async () => {
+    const { messages } = await import('../src/locales')
+    const proxy = await startProxy(Number(srv.port))
+    try {
+      for (const [locale, lang] of [['en-US', 'en'], ['zh-CN', 'zh']] as const) {
+        for (const width of [320, 360, 390, 412, 430, 460]) {
+          const ctx = await browser.newContext({ viewport: { width, height: 800 }, locale, isMobile: true, hasTouch: true })
+          ctxs.push(ctx)
+          const page = await ctx.newPage()
+          await page.goto(`http://127.0.0.1:${proxy.port}/?token=${srv.token}`)
+          const whole = () => page.locator('.aa-title').evaluate((e) => e.scrollWidth <= e.clientWidth)
+          await page.locator('[data-testid=conn][data-state=online]').waitFor()
+          expect(await whole(), `${lang} ${width} online`).toBe(true)
+          proxy.setDown(true)
+          const off = page.locator('[data-testid=conn][data-state=offline]')
+          await off.waitFor()
+          expect(await whole(), `${lang} ${width} offline`).toBe(true)
+          // Said short, the long words in its tooltip.
+          expect(await off.getAttribute('title')).toBe(messages[lang].conn.offline)
+          // The packets lost: the next try stays connecting.
+          proxy.setHang(true)
+          proxy.setDown(false)
+          const conn = page.locator('[data-testid=conn][data-state=connecting]')
+          await conn.waitFor()
+          expect(await whole(), `${lang} ${width} connecting`).toBe(true)
+          // Said in words, to the eye or (dots below 360 px) to a screen reader.
+          expect(await conn.textContent()).toContain(messages[lang].conn.connecting)
+          proxy.setHang(false)
+          await ctx.close()
+        }
+      }
+    } finally {
+      await proxy.close()
     }
   })
 })
