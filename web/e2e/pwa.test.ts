@@ -276,6 +276,10 @@ describe('Web Push', () => {
     }, m.tag)
     expect(text(await first)).toBe('Hold on')
     await expect.poll(shown).toEqual([])
+    // The open page says it was answered here: from its own notification.
+    const card = page.locator(`[data-request-id="${m.id}"]`)
+    await card.and(page.locator('[data-status=answeredHere]')).waitFor()
+    await expect(card.locator('[data-testid=status]').textContent()).resolves.toContain('Answered here')
     expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m.tag })
 
     // A button pressed too late (the capability is used): the app opens
@@ -384,6 +388,22 @@ describe('Web Push', () => {
       late = JSON.stringify(s)
     }
     expect(await shown()).toEqual([])
+
+    // Its body tapped with the app closed: the worker opens the push's
+    // address (a window opens only on a person's real tap, so it is
+    // opened here), and the app opens on the question.
+    const fourth = call('Rotate the **keys** now?')
+    const m4 = JSON.parse((await pushService.next()).plaintext)
+    await deliver(JSON.stringify(m4), async () => (await shown()).length === 1 && (await badge()) === 1)
+    const tapped = await ctx.newPage()
+    await tapped.goto(new URL(m4.url, srv.url).href)
+    await tapped.setViewportSize({ width: 390, height: 844 })
+    await tapped.locator(`[data-request-id="${m4.id}"] [data-testid=answer][aria-pressed=true]`).waitFor()
+    if (SHOTS) await tapped.screenshot({ path: `${SHOTS}/push-opened-390-light.png` })
+    await tapped.getByTestId('quick').filter({ hasText: 'Yes' }).click()
+    expect(text(await fourth)).toBe('Yes')
+    await deliver((await pushService.next()).plaintext, badgeIs(0))
+    await tapped.close()
 
     // The app open: it counts what it shows (unread chat too), and sets
     // its count again after a push, even a late one that counted less.

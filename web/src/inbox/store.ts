@@ -6,6 +6,7 @@ import {
   replyFrame, replyTarget, requestText, sameWords, validityCheck, who,
   type ChatLine, type Draft, type Ended, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
+import { pushID } from '../lib/push'
 
 export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq, Draft } from './model'
 
@@ -109,6 +110,13 @@ export function createStore(storageKey: string) {
         /* give up persisting; the page still holds them */
       }
     }
+  }
+
+  // ownPush is how the server names this device's push subscription when
+  // one of its notification's buttons answers ('' with push off).
+  function ownPush(): string {
+    const id = pushID()
+    return id ? 'push:' + id : ''
   }
 
   // draft is what the person has typed for id and not sent.
@@ -236,6 +244,11 @@ export function createStore(storageKey: string) {
         const outcome = {
           reply: contentsToParts(resp?.contents), answeredBy: m.Nickname || m.StrParam, answeredById: answererId(m.StrParam, m.Nickname),
           answeredAt: Date.now(),
+        }
+        if (outcome.answeredById && outcome.answeredById === ownPush()) {
+          // Answered with a button of this device's notification.
+          setStatus(id, 'answeredHere', outcome)
+          break
         }
         if (find(id)?.status === 'answeredHere') {
           // Our own answer, replayed after a reconnect; or another
