@@ -168,8 +168,8 @@ func (p *Pusher) event(ev hub.Event) {
 		m := settledMessage(ev, room)
 		m.Waiting = waiting
 		for _, s := range subs {
-			// Not to the device that answered through its notification:
-			// its service worker closed it already.
+			// The device that answered through its notification too: its
+			// notification is closed already, but its badge counts one less.
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: time.Hour})
 		}
 	}
