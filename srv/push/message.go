@@ -37,6 +37,10 @@ type message struct {
 	URL string `json:"url"`
 	// Outcome says how it was settled ("answered on Pixel 8 · Chrome").
 	Outcome string `json:"outcome,omitempty"`
+	// Waiting is how many of the token's questions and reports wait for
+	// an answer once this push's is counted (asked) or not (settled):
+	// the app's badge, which the service worker sets with no page open.
+	Waiting int `json:"waiting"`
 }
 
 // Limits of what a push carries: a push service takes 4,096 bytes,

@@ -146,6 +146,10 @@ func (p *Pusher) event(ev hub.Event) {
 		p.log.Error("push subscriptions unreadable", "err", err)
 		return
 	}
+	if len(subs) == 0 {
+		return
+	}
+	waiting := p.waiting(ev)
 	switch ev.Kind {
 	case hub.Asked:
 		ttl := ev.AskedAt.Add(ev.Request.Timeout).Sub(p.o.Now())
@@ -156,17 +160,36 @@ func (p *Pusher) event(ev hub.Event) {
 			capName := p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
 				Who: s.Device, WhoID: s.ID, Door: "push", Expires: ev.AskedAt.Add(ttl)}, p.o.Now())
 			m := askMessage(ev, room, s, capName)
+			m.Waiting = waiting
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl})
 		}
 	default:
 		p.caps.Void(room, ev.Request.ID)
 		m := settledMessage(ev, room)
+		m.Waiting = waiting
 		for _, s := range subs {
-			// Not to the device that answered through its notification:
-			// its service worker closed it already.
+			// The device that answered through its notification too: its
+			// notification is closed already, but its badge counts one less.
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: time.Hour})
 		}
 	}
+}
+
+// waiting counts the requests of ev's token that wait for an answer
+// after ev: the one asked is counted (it is shown before the event), the
+// one settled is not (its outcome is told before it leaves the room).
+func (p *Pusher) waiting(ev hub.Event) int {
+	notes, _ := p.o.Hub.PendingMessages(ev.Token)
+	n := 0
+	for _, o := range notes {
+		if o.Request.ID != ev.Request.ID {
+			n++
+		}
+	}
+	if ev.Kind == hub.Asked {
+		n++
+	}
+	return n
 }
 
 // Resend pushes again the questions of tokens still waiting, to every

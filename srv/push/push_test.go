@@ -570,3 +570,43 @@ func TestResendPushesWhatWaits(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// TestPushesCountWhatWaits: every push says how many of its token's
+// questions wait, the one it brings included and a settled one not, so
+// that a device's service worker keeps the app's badge right while no
+// page of the app is open.
+func TestPushesCountWhatWaits(t *testing.T) {
+	f := newFixture(t, Options{})
+	phone := newDevice(t, "/phone")
+	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome", "Yes", "No")
+	other := newDevice(t, "/other")
+	other.subscribe(t, f.p, f.s, tokB, "Someone else's phone")
+	f.ask(tokB, "b-1", "Another room's question?")
+	f.s.waitFor(t, "/other", 1)
+
+	first := f.ask(tokA, "q-1", "Deploy?")
+	a1 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 1)[0]).msg
+	second := f.ask(tokA, "q-2", "Merge?")
+	a2 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 2)[1]).msg
+	if a1.Type != "ask" || a1.Waiting != 1 || a2.Type != "ask" || a2.Waiting != 2 {
+		t.Fatalf("asked: %s waiting %d, then %s waiting %d; want 1 then 2", a1.ID, a1.Waiting, a2.ID, a2.Waiting)
+	}
+	for _, c := range []struct {
+		m      message
+		answer chan *hub.Reply
+		n      int
+		want   int
+	}{{a1, first, 3, 1}, {a2, second, 4, 0}} {
+		if _, err := f.caps.Use(context.Background(), f.hub, c.m.Cap, "Yes", time.Now()); err != nil {
+			t.Fatalf("answer %s: %v", c.m.ID, err)
+		}
+		<-c.answer
+		s := phone.open(t, f.s, f.s.waitFor(t, "/phone", c.n)[c.n-1])
+		if s.msg.Type != "settled" || s.msg.ID != c.m.ID || s.msg.Waiting != c.want {
+			t.Errorf("settled %s: %+v, want waiting %d", c.m.ID, s.msg, c.want)
+		}
+		if c.want == 0 && !strings.Contains(s.raw, `"waiting":0`) {
+			t.Errorf("none waiting is not said: %s", s.raw)
+		}
+	}
+}

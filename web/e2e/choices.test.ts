@@ -99,4 +99,38 @@ describe('options in the inbox', () => {
     expect(text(r)).toBe('The person chose the options "Run the tests again", "Update the docs".')
     expect(r.structuredContent?.chosen).toEqual(['Run the tests again', 'Update the docs'])
   })
+
+  it('keeps a multi_select card\'s ticks across a reload, until the answer goes', async () => {
+    const page = await openInbox(390, 844, 'light')
+    const call = ask({
+      question: 'Which checks should run before the release?', multi_select: true,
+      options: [{ label: 'Unit tests' }, { label: 'Browser tests' }, { label: 'Load test' }],
+    })
+    const item = page.locator('[data-status=waiting]', { hasText: 'Which checks' })
+    await item.waitFor()
+    await item.locator('[data-testid=option]', { hasText: 'Load test' }).click()
+    await item.locator('[data-testid=option]', { hasText: 'Unit tests' }).click()
+    await item.locator('[data-testid=option][aria-checked=true]', { hasText: 'Unit tests' }).waitFor()
+    await page.reload()
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    await item.waitFor()
+    const ticked = () => item.locator('[data-testid=option][aria-checked=true]').allTextContents()
+    expect(await ticked()).toEqual(['Unit tests', 'Load test'])
+    await expect(item.locator('[data-testid=send-choices]').textContent()).resolves.toContain('Send 2 choices')
+    // Untick one: that too is kept.
+    await item.locator('[data-testid=option]', { hasText: 'Load test' }).click()
+    await item.locator('[data-testid=option][aria-checked=false]', { hasText: 'Load test' }).waitFor()
+    await page.reload()
+    await item.waitFor()
+    expect(await ticked()).toEqual(['Unit tests'])
+    const id = await page.locator('[data-request-id]', { hasText: 'Which checks' }).getAttribute('data-request-id')
+    expect(id).toBeTruthy()
+    const kept = () => page.evaluate((id) => Object.keys(localStorage).filter((k) => k.endsWith('.ticks'))
+      .some((k) => id in (JSON.parse(localStorage.getItem(k) ?? '{}') as object)), id!)
+    expect(await kept()).toBe(true)
+    await item.locator('[data-testid=send-choices]').click()
+    expect((await call).structuredContent?.chosen).toEqual(['Unit tests'])
+    // Sent: nothing of them is kept on the device.
+    await expect.poll(kept).toBe(false)
+  })
 })

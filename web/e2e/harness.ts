@@ -119,10 +119,13 @@ export const PNG = Buffer.from(
 export const SHOTS = process.env.AA_SCREENSHOTS // directory for README screenshots, when set
 
 // A loopback TCP proxy that can drop every connection and refuse new ones:
-// a browser going offline and coming back.
+// a browser going offline and coming back; or take new ones and never
+// answer: a network that loses every packet (a tunnel), where a
+// connection stays connecting.
 export interface Proxy {
   port: number
   setDown(down: boolean): void
+  setHang(hang: boolean): void
   close(): Promise<void>
 }
 
@@ -130,8 +133,14 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
   const net = await import('node:net')
   const sockets = new Set<import('node:net').Socket>()
   let down = false
+  let hang = false
   const server = net.createServer((client) => {
     if (down) return client.destroy()
+    if (hang) {
+      sockets.add(client)
+      client.on('error', () => client.destroy()).on('close', () => sockets.delete(client))
+      return
+    }
     const up = net.connect(targetPort, '127.0.0.1')
     sockets.add(client)
     sockets.add(up)
@@ -152,6 +161,9 @@ export async function startProxy(targetPort: number): Promise<Proxy> {
     setDown(d: boolean) {
       down = d
       if (d) for (const s of sockets) s.resetAndDestroy()
+    },
+    setHang(h: boolean) {
+      hang = h
     },
     close: () => new Promise<void>((ok) => {
       for (const s of sockets) s.destroy()

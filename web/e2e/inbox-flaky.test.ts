@@ -72,7 +72,6 @@ describe('a phone on a flaky network', () => {
       await expect(card.locator('[data-testid=reply]').textContent()).resolves.toContain('latency budget holds')
       await optionCard.locator('[data-testid=option]', { hasText: 'Tonight' }).click()
       await optionCard.locator('[data-testid=sending]').waitFor()
-      if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-unsent-390-light.png` })
 
       proxy.setDown(false)
       await page.locator('[data-testid=conn][data-state=online]').waitFor({ timeout: 20_000 })
@@ -238,6 +237,130 @@ describe('coming back to the app', () => {
       await pc.locator('textarea[data-testid=reply-input]').fill('ok')
       await pc.locator('[data-testid=send]').click()
       await calls[i + 1]
+    }
+  })
+})
+
+describe('screens', () => {
+  // An answer waiting to go, under its card while offline, and words
+  // typed for a question another device answered: the docs' pictures.
+  // Each on a server of its own, so that the history holds only these.
+  it('an answer not sent yet and words not sent, 1280 and 390 px wide, light and dark', async () => {
+    for (const [width, height, scheme, name] of [[1280, 800, 'light', 'Laptop'], [1280, 800, 'dark', 'Laptop'],
+      [390, 844, 'light', 'Pixel 8'], [390, 844, 'dark', 'Pixel 8']] as const) {
+      const s = await startServer()
+      const agent = await startMCP(s)
+      const proxy = await startProxy(Number(s.port))
+      try {
+        const opened: Page[] = []
+        for (const [nick, origin, w, h] of [["Anna's PC", s.url, 1280, 800], [name, `http://127.0.0.1:${proxy.port}`, width, height]] as const) {
+          const phone = w < 600
+          const ctx = await browser.newContext({ viewport: { width: w, height: h }, locale: 'en-US', colorScheme: scheme, isMobile: phone, hasTouch: phone })
+          ctxs.push(ctx)
+          await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), nick)
+          const p = await ctx.newPage()
+          await p.goto(`${origin}/?token=${s.token}`)
+          await p.locator('[data-testid=conn][data-state=online]').waitFor()
+          opened.push(p)
+        }
+        const [pc, page] = opened as [Page, Page]
+        const asked = (question: string) => agent.callTool({ name: 'ask_question', arguments: {
+          question, project_directory: '/home/me/shop', agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4',
+        } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+        const region = asked('Which region for the new **replica**?')
+        const card = page.locator('[data-request-id]', { hasText: 'Which region' })
+        await card.and(page.locator('[data-status=waiting]')).waitFor()
+        const rename = asked('Rename the service to **billing-api**?')
+        const other = page.locator('[data-request-id]', { hasText: 'Rename the service' })
+        await other.and(page.locator('[data-status=waiting]')).waitFor()
+
+        await other.locator('[data-testid=answer]').click()
+        await page.locator('textarea[data-testid=reply-input]').fill('I would rather call it payments-api: billing is only one part of what it does, and')
+        await pc.locator('[data-request-id]', { hasText: 'Rename the service' }).locator('[data-testid=answer]').click()
+        await pc.locator('textarea[data-testid=reply-input]').fill('Yes, billing-api.')
+        await pc.locator('[data-testid=send]').click()
+        expect(text(await rename)).toBe('Yes, billing-api.')
+        await other.locator('[data-testid=leftover]').waitFor()
+
+        proxy.setDown(true)
+        await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+        // Offline, the title bar still has room for the title.
+        expect(await page.locator('.aa-title').evaluate((e) => e.scrollWidth <= e.clientWidth)).toBe(true)
+        await card.locator('[data-testid=answer]').click()
+        await page.locator('textarea[data-testid=reply-input]').fill('eu-west-1, close to most customers.')
+        await page.locator('[data-testid=send]').click()
+        const hint = card.locator('[data-testid=sending]')
+        await hint.waitFor()
+
+        // The hint under the answer is as wide as an answer's bubble at
+        // most (85%), right-aligned under it, its icon before its words.
+        const at = await hint.evaluate((el) => {
+          const icon = el.querySelector('.q-icon')!.getBoundingClientRect()
+          const box = el.getBoundingClientRect()
+          const words = [...el.querySelectorAll('*')].flatMap((e) => [...e.childNodes]).concat([...el.childNodes])
+            .find((n) => n.nodeType === Node.TEXT_NODE && n.textContent!.trim())!
+          const r = document.createRange()
+          r.selectNodeContents(words)
+          const lines = [...r.getClientRects()]
+          return { icon: { left: icon.left, right: icon.right, mid: (icon.top + icon.bottom) / 2 }, box: { left: box.left, right: box.right },
+            first: { left: lines[0]!.left, top: lines[0]!.top, bottom: lines[0]!.bottom }, lastRight: lines.at(-1)!.right }
+        })
+        const bubble = await card.locator('[data-testid=reply]').boundingBox()
+        expect(at.icon.left).toBeGreaterThanOrEqual(at.box.left + 0.15 * (at.box.right - at.box.left) - 1)
+        expect(at.icon.right).toBeLessThanOrEqual(at.first.left + 1)
+        expect(at.icon.mid).toBeGreaterThan(at.first.top)
+        expect(at.icon.mid).toBeLessThan(at.first.bottom)
+        expect(Math.abs(at.lastRight - (bubble!.x + bubble!.width))).toBeLessThanOrEqual(2)
+        if (SHOTS) await page.screenshot({ path: `${SHOTS}/inbox-unsent-${width}-${scheme}.png` })
+
+        proxy.setDown(false)
+        expect(text(await region)).toBe('eu-west-1, close to most customers.')
+      } finally {
+        await proxy.close()
+        await agent.close()
+        await s.stop()
+      }
+    }
+  })
+})
+
+describe('the title bar on a phone', () => {
+  // In a tunnel the status flips between offline and connecting at each
+  // try: the title beside it stays whole all the while, in each
+  // language, on the common phone widths.
+  it('keeps the title whole, online, offline and connecting', async () => {
+    const { messages } = await import('../src/locales')
+    const proxy = await startProxy(Number(srv.port))
+    try {
+      for (const [locale, lang] of [['en-US', 'en'], ['zh-CN', 'zh']] as const) {
+        for (const width of [320, 360, 390, 412, 430, 460]) {
+          const ctx = await browser.newContext({ viewport: { width, height: 800 }, locale, isMobile: true, hasTouch: true })
+          ctxs.push(ctx)
+          const page = await ctx.newPage()
+          await page.goto(`http://127.0.0.1:${proxy.port}/?token=${srv.token}`)
+          const whole = () => page.locator('.aa-title').evaluate((e) => e.scrollWidth <= e.clientWidth)
+          await page.locator('[data-testid=conn][data-state=online]').waitFor()
+          expect(await whole(), `${lang} ${width} online`).toBe(true)
+          proxy.setDown(true)
+          const off = page.locator('[data-testid=conn][data-state=offline]')
+          await off.waitFor()
+          expect(await whole(), `${lang} ${width} offline`).toBe(true)
+          // Said short, the long words in its tooltip.
+          expect(await off.getAttribute('title')).toBe(messages[lang].conn.offline)
+          // The packets lost: the next try stays connecting.
+          proxy.setHang(true)
+          proxy.setDown(false)
+          const conn = page.locator('[data-testid=conn][data-state=connecting]')
+          await conn.waitFor()
+          expect(await whole(), `${lang} ${width} connecting`).toBe(true)
+          // Said in words, to the eye or (dots below 360 px) to a screen reader.
+          expect(await conn.textContent()).toContain(messages[lang].conn.connecting)
+          proxy.setHang(false)
+          await ctx.close()
+        }
+      }
+    } finally {
+      await proxy.close()
     }
   })
 })

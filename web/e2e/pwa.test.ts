@@ -182,6 +182,48 @@ describe('installable app', () => {
 
 type Shown = { title: string; body: string; tag: string; requireInteraction: boolean; actions: { action: string; title: string }[] }
 
+// workerPushes delivers pushes to the app's service worker through
+// DevTools, from page (any page of the browser: the app's need not be
+// open), and reads the notifications the worker shows.
+async function workerPushes(ctx: BrowserContext, page: Page, sw: Worker) {
+  const cdp = await ctx.newCDPSession(page)
+  const regs: { registrationId: string; scopeURL: string }[] = []
+  cdp.on('ServiceWorker.workerRegistrationUpdated', (e: { registrations: { registrationId: string; scopeURL: string }[] }) => regs.push(...e.registrations))
+  const versions: { registrationId: string; runningStatus: string; status: string }[] = []
+  cdp.on('ServiceWorker.workerVersionUpdated', (e: { versions: typeof versions }) => versions.push(...e.versions))
+  await cdp.send('ServiceWorker.enable')
+  await expect.poll(() => regs.find((r) => r.scopeURL === `${srv.url}/`)).toBeTruthy()
+  const registrationId = regs.find((r) => r.scopeURL === `${srv.url}/`)!.registrationId
+  // DevTools delivers to the running, activated version it knows of.
+  await expect.poll(() => versions.some((v) => v.registrationId === registrationId && v.runningStatus === 'running' && v.status === 'activated')).toBe(true)
+  expect(await sw.evaluate(() => self.registration.active?.state)).toBe('activated')
+  const shown = () => sw.evaluate(async () => (await self.registration.getNotifications()).map((n) => ({
+    title: n.title, body: n.body, tag: n.tag, requireInteraction: n.requireInteraction,
+    actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => ({ action: a.action, title: a.title })),
+  }))) as Promise<Shown[]>
+  const send = (data: string) => cdp.send('ServiceWorker.deliverPushMessage', { origin: srv.url, registrationId, data })
+  // DevTools now and then drops a push it was given (it answers {} all
+  // the same); a push service redelivers what was not received, and so
+  // does this, until the push has done what it does (by default: the
+  // notifications are as it makes them). A push shows or closes one tag
+  // and sets the badge to a number, so twice is the same as once.
+  const deliver = async (data: string, done?: () => Promise<boolean>) => {
+    const m = JSON.parse(data) as { type: string; tag: string }
+    done ??= async () => (await shown()).some((n) => n.tag === m.tag) === (m.type === 'ask')
+    for (let i = 0; i < 5; i++) {
+      await send(data)
+      try {
+        await expect.poll(done, { timeout: 3000 }).toBe(true)
+        return
+      } catch {
+        // not received: again
+      }
+    }
+    throw new Error('push not received: ' + data)
+  }
+  return { shown, deliver }
+}
+
 function subscriptions(): { endpoint: string; device: string; replies: string[] }[] {
   try {
     const all = JSON.parse(readFileSync(join(srv.data, 'push-subscriptions.json'), 'utf8')) as Record<string, unknown>
@@ -214,40 +256,7 @@ describe('Web Push', () => {
     await expect.poll(() => subscriptions()[0]?.replies).toEqual(['Ship it', 'Hold on'])
     await page.keyboard.press('Escape')
 
-    const cdp = await ctx.newCDPSession(page)
-    const regs: { registrationId: string; scopeURL: string }[] = []
-    cdp.on('ServiceWorker.workerRegistrationUpdated', (e: { registrations: { registrationId: string; scopeURL: string }[] }) => regs.push(...e.registrations))
-    const versions: { registrationId: string; runningStatus: string; status: string }[] = []
-    cdp.on('ServiceWorker.workerVersionUpdated', (e: { versions: typeof versions }) => versions.push(...e.versions))
-    await cdp.send('ServiceWorker.enable')
-    await expect.poll(() => regs.find((r) => r.scopeURL === `${srv.url}/`)).toBeTruthy()
-    const registrationId = regs.find((r) => r.scopeURL === `${srv.url}/`)!.registrationId
-    // DevTools delivers to the running, activated version it knows of.
-    await expect.poll(() => versions.some((v) => v.registrationId === registrationId && v.runningStatus === 'running' && v.status === 'activated')).toBe(true)
-    expect(await sw.evaluate(() => self.registration.active?.state)).toBe('activated')
-    const shown = () => sw.evaluate(async () => (await self.registration.getNotifications()).map((n) => ({
-      title: n.title, body: n.body, tag: n.tag, requireInteraction: n.requireInteraction,
-      actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map((a) => ({ action: a.action, title: a.title })),
-    }))) as Promise<Shown[]>
-    const send = (data: string) => cdp.send('ServiceWorker.deliverPushMessage', { origin: srv.url, registrationId, data })
-    // DevTools now and then drops a push it was given (it answers {} all
-    // the same); a push service redelivers what was not received, and so
-    // does this, until the notifications are as the push makes them.
-    // A push shows or closes one tag, so twice is the same as once.
-    const deliver = async (data: string) => {
-      const m = JSON.parse(data) as { type: string; tag: string }
-      const done = async () => (await shown()).some((n) => n.tag === m.tag) === (m.type === 'ask')
-      for (let i = 0; i < 5; i++) {
-        await send(data)
-        try {
-          await expect.poll(done, { timeout: 3000 }).toBe(true)
-          return
-        } catch {
-          // not received: again
-        }
-      }
-      throw new Error('push not received: ' + data)
-    }
+    const { shown, deliver } = await workerPushes(ctx, page, sw)
 
     const first = mcp.callTool({ name: 'ask_question', arguments: { question: 'Deploy **v2** to production?', project_directory: '/home/me/shop' } },
       undefined, { timeout: 60_000 }) as Promise<ToolResult>
@@ -267,6 +276,10 @@ describe('Web Push', () => {
     }, m.tag)
     expect(text(await first)).toBe('Hold on')
     await expect.poll(shown).toEqual([])
+    // The open page says it was answered here: from its own notification.
+    const card = page.locator(`[data-request-id="${m.id}"]`)
+    await card.and(page.locator('[data-status=answeredHere]')).waitFor()
+    await expect(card.locator('[data-testid=status]').textContent()).resolves.toContain('Answered here')
     expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m.tag })
 
     // A button pressed too late (the capability is used): the app opens
@@ -274,7 +287,7 @@ describe('Web Push', () => {
     await page.evaluate(() => {
       const w = window as unknown as { opened: unknown[] }
       w.opened = []
-      navigator.serviceWorker.addEventListener('message', (e) => w.opened.push(e.data))
+      navigator.serviceWorker.addEventListener('message', (e) => e.data?.type === 'open' && w.opened.push(e.data))
     })
     await deliver(ask.plaintext)
     await expect.poll(async () => (await shown()).length).toBe(1)
@@ -320,6 +333,103 @@ describe('Web Push', () => {
     await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
     await expect.poll(() => subscriptions()).toEqual([])
     expect(await page.evaluate(() => localStorage.getItem('aa.push'))).toBeNull()
+    await ctx.close()
+  })
+
+  it('with the app closed, a push sets its badge to the questions waiting, and a settled one lowers it', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    const { page, sw } = await openApp(ctx)
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
+    await expect.poll(() => subscriptions().length).toBe(1)
+
+    // The app closed: no page of it is open, only its service worker.
+    const other = await ctx.newPage()
+    await page.close()
+    const { shown, deliver } = await workerPushes(ctx, other, sw)
+    // Headless Chromium keeps no badge to read: what the worker sets it
+    // to is recorded.
+    await sw.evaluate(() => {
+      const w = self as unknown as { badges: number[] }
+      w.badges = []
+      const nav = WorkerNavigator.prototype as unknown as { setAppBadge(n?: number): Promise<void>; clearAppBadge(): Promise<void> }
+      nav.setAppBadge = async (n?: number) => void w.badges.push(n ?? -1)
+      nav.clearAppBadge = async () => void w.badges.push(0)
+    })
+    const badge = () => sw.evaluate(() => (self as unknown as { badges: number[] }).badges.at(-1))
+    const badgeIs = (n: number) => async () => (await badge()) === n
+
+    const call = (q: string) => mcp.callTool({ name: 'ask_question', arguments: { question: q } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const first = call('Deploy v2?')
+    const m1 = JSON.parse((await pushService.next()).plaintext)
+    expect(m1).toMatchObject({ type: 'ask', waiting: 1 })
+    await deliver(JSON.stringify(m1))
+    await expect.poll(badge).toBe(1)
+    const second = call('Merge the branch?')
+    const m2 = JSON.parse((await pushService.next()).plaintext)
+    expect(m2).toMatchObject({ type: 'ask', waiting: 2 })
+    await deliver(JSON.stringify(m2))
+    await expect.poll(badge).toBe(2)
+
+    // Answered from the lock screen: its settled push lowers the badge.
+    let late = ''
+    for (const [m, answered, left] of [[m1, first, 1], [m2, second, 0]] as const) {
+      await sw.evaluate(async (tag) => {
+        const [n] = await self.registration.getNotifications({ tag })
+        self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n!, action: 'a0' }))
+      }, m.tag)
+      expect(text(await answered)).toBe('Yes')
+      const s = JSON.parse((await pushService.next()).plaintext)
+      expect(s).toMatchObject({ type: 'settled', tag: m.tag, waiting: left })
+      await deliver(JSON.stringify(s), badgeIs(left))
+      late = JSON.stringify(s)
+    }
+    expect(await shown()).toEqual([])
+
+    // Its body tapped with the app closed: the worker opens the push's
+    // address (a window opens only on a person's real tap, so it is
+    // opened here), and the app opens on the question.
+    const fourth = call('Rotate the **keys** now?')
+    const m4 = JSON.parse((await pushService.next()).plaintext)
+    await deliver(JSON.stringify(m4), async () => (await shown()).length === 1 && (await badge()) === 1)
+    const tapped = await ctx.newPage()
+    await tapped.goto(new URL(m4.url, srv.url).href)
+    await tapped.setViewportSize({ width: 390, height: 844 })
+    await tapped.locator(`[data-request-id="${m4.id}"] [data-testid=answer][aria-pressed=true]`).waitFor()
+    if (SHOTS) await tapped.screenshot({ path: `${SHOTS}/push-opened-390-light.png` })
+    await tapped.getByTestId('quick').filter({ hasText: 'Yes' }).click()
+    expect(text(await fourth)).toBe('Yes')
+    await deliver((await pushService.next()).plaintext, badgeIs(0))
+    await tapped.close()
+
+    // The app open: it counts what it shows (unread chat too), and sets
+    // its count again after a push, even a late one that counted less.
+    await ctx.addInitScript(() => {
+      const w = window as unknown as { badges: number[] }
+      w.badges = []
+      const nav = Navigator.prototype as unknown as { setAppBadge(n?: number): Promise<void>; clearAppBadge(): Promise<void> }
+      nav.setAppBadge = async (n?: number) => void w.badges.push(n ?? -1)
+      nav.clearAppBadge = async () => void w.badges.push(0)
+    })
+    const third = call('Tag the release?')
+    const m3 = JSON.parse((await pushService.next()).plaintext)
+    const app = await ctx.newPage()
+    await app.goto(`${srv.url}/`)
+    await app.locator('[data-status=waiting]', { hasText: 'Tag the release?' }).waitFor()
+    const pageBadge = () => app.evaluate(() => (window as unknown as { badges: number[] }).badges.at(-1))
+    await expect.poll(pageBadge).toBe(1)
+    const before = await app.evaluate(() => (window as unknown as { badges: number[] }).badges.length)
+    await deliver(late, badgeIs(0))
+    await expect.poll(() => app.evaluate(() => (window as unknown as { badges: number[] }).badges.length)).toBeGreaterThan(before)
+    expect(await pageBadge()).toBe(1)
+    await app.getByTestId('quick').filter({ hasText: 'Yes' }).click()
+    expect(text(await third)).toBe('Yes')
+    await expect.poll(pageBadge).toBe(0)
+    expect(m3).toMatchObject({ type: 'ask', waiting: 1 })
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m3.tag, waiting: 0 })
     await ctx.close()
   })
 })

@@ -35,10 +35,28 @@ self.addEventListener('push', (e) => {
 async function onPush(m: PushMessage) {
   if (m.type === 'settled') {
     for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close()
-    return
+  } else {
+    const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
+    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max))
   }
-  const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
-  await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max))
+  // In the same push's waitUntil: Safari lets a worker badge the app
+  // only there.
+  await setBadge(m.waiting)
+}
+
+// setBadge shows on the app's icon how many questions wait, as the
+// server counted them for this push: with no page open, nothing else
+// would change it. An open page counts its unread chat too: it is told
+// to set its own count again.
+async function setBadge(n: unknown) {
+  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return // an older server's push
+  const nav = self.navigator as WorkerNavigator & { setAppBadge?: (n: number) => Promise<void>; clearAppBadge?: () => Promise<void> }
+  try {
+    await (n > 0 ? nav.setAppBadge?.(n) : nav.clearAppBadge?.())
+  } catch {
+    // no badges on this platform, or not allowed: the notifications say it
+  }
+  for (const c of await self.clients.matchAll({ type: 'window' })) c.postMessage({ type: 'badge' })
 }
 
 self.addEventListener('notificationclick', (e) => {

@@ -6,6 +6,7 @@ import {
   replyFrame, replyTarget, requestText, sameWords, validityCheck, who,
   type ChatLine, type Draft, type Ended, type Item, type Kind, type LostReq, type OnlineUser, type ReplyPart, type Req, type Status,
 } from './model'
+import { pushID } from '../lib/push'
 
 export type { Kind, Status, ReplyPart, Item, ChatLine, OnlineUser, LostReq, Draft } from './model'
 
@@ -33,6 +34,9 @@ export function createStore(storageKey: string) {
     // no question is chosen), kept on the device: a reload, a killed
     // tab or an answer from another device never wipes it.
     drafts: {} as Record<string, Draft>,
+    // The options ticked on a multi_select card and not sent, per request
+    // id, kept on the device like the drafts, while the request waits.
+    ticks: {} as Record<string, string[]>,
   })
   // The outbox is the items answered here with sending set. On this
   // connection: those whose answer went with a check after it
@@ -44,6 +48,7 @@ export function createStore(storageKey: string) {
   // said whether ours was taken: shown if ours was not.
   const rival = new Map<string, Outcome>()
   const draftsKey = storageKey + '.drafts'
+  const ticksKey = storageKey + '.ticks'
 
   const projects = computed(() => [...new Set(state.items.map((i) => i.project))])
   const shown = computed(() => state.items.filter((i) => !state.project || i.project === state.project))
@@ -63,6 +68,14 @@ export function createStore(storageKey: string) {
     }
   } catch {
     /* corrupt drafts: none */
+  }
+  try {
+    const saved = JSON.parse(localStorage.getItem(ticksKey) ?? '{}') as Record<string, unknown>
+    for (const [id, t] of Object.entries(saved ?? {})) {
+      if (Array.isArray(t) && t.length && t.every((l) => typeof l === 'string')) state.ticks[id] = t
+    }
+  } catch {
+    /* corrupt ticks: none */
   }
 
   function save() {
@@ -99,6 +112,13 @@ export function createStore(storageKey: string) {
     }
   }
 
+  // ownPush is how the server names this device's push subscription when
+  // one of its notification's buttons answers ('' with push off).
+  function ownPush(): string {
+    const id = pushID()
+    return id ? 'push:' + id : ''
+  }
+
   // draft is what the person has typed for id and not sent.
   function draft(id: string): Draft {
     return state.drafts[id] ?? EMPTY_DRAFT
@@ -108,6 +128,20 @@ export function createStore(storageKey: string) {
     if (emptyDraft(d)) delete state.drafts[id]
     else state.drafts[id] = { text: d.text, images: [...d.images] }
     saveDrafts()
+  }
+
+  // setTicks keeps the options ticked on id's card; the ticks of cards
+  // no longer waiting go with it, so what is kept stays as small as
+  // what waits.
+  function setTicks(id: string, labels: string[]) {
+    if (labels.length) state.ticks[id] = [...labels]
+    else delete state.ticks[id]
+    for (const k of Object.keys(state.ticks)) if (find(k)?.status !== 'waiting') delete state.ticks[k]
+    try {
+      localStorage.setItem(ticksKey, JSON.stringify(state.ticks))
+    } catch {
+      /* give up persisting; the page still holds them */
+    }
   }
 
   // keepDraft puts words that did not go back with their question,
@@ -210,6 +244,11 @@ export function createStore(storageKey: string) {
         const outcome = {
           reply: contentsToParts(resp?.contents), answeredBy: m.Nickname || m.StrParam, answeredById: answererId(m.StrParam, m.Nickname),
           answeredAt: Date.now(),
+        }
+        if (outcome.answeredById && outcome.answeredById === ownPush()) {
+          // Answered with a button of this device's notification.
+          setStatus(id, 'answeredHere', outcome)
+          break
         }
         if (find(id)?.status === 'answeredHere') {
           // Our own answer, replayed after a reconnect; or another
@@ -479,7 +518,7 @@ export function createStore(storageKey: string) {
   return {
     state, projects, shown, waiting, target,
     handle, loginRequests, olderPage, reply, markAnsweredHere, refused, arrived, dismissLost, loggedIn, flush,
-    draft, setDraft, adopt,
+    draft, setDraft, adopt, setTicks,
     openChat, chatFrame, chatSent, setStatus, find, clear, save, renamed,
   }
 }

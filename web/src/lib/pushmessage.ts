@@ -13,6 +13,8 @@ export interface PushMessage {
   answer?: string
   url: string
   outcome?: string
+  // The questions waiting, this one counted if asked: the app's badge.
+  waiting?: number
 }
 
 // The buttons are named a0, a1... after the answers they post; a

@@ -11,6 +11,7 @@ export default {
     online: 'Online',
     connecting: 'Connecting…',
     offline: 'Offline, reconnecting',
+    offlineShort: 'Offline',
     refused: 'Token refused',
     replaced: 'Another booking tab took over',
     replacedAgui: 'An AG-UI frontend (thread {session}) took over',

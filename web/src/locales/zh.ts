@@ -11,6 +11,7 @@ export default {
     online: '在线',
     connecting: '连接中…',
     offline: '已断开，正在重连',
+    offlineShort: '已断开',
     refused: '令牌被拒绝',
     replaced: '另一个订票页已接管',
     replacedAgui: 'AG-UI 前端（线程 {session}）已接管',
