@@ -54,8 +54,9 @@ func TestHistoryPagedAndCleared(t *testing.T) {
 		t.Fatalf("first page: %v", p1)
 	}
 	it := p1.GetItems()[0]
-	if it.GetStatus() != "answered" || it.GetResponse().GetContents()[0].GetText().GetText() != "answer h5" || it.GetAnsweredBy() != "pc" {
-		t.Errorf("item = %v", it)
+	if it.GetStatus() != "answered" || it.GetResponse().GetContents()[0].GetText().GetText() != "answer h5" || it.GetAnsweredBy() != "pc" ||
+		ui.ID == "" || it.GetAnsweredById() != ui.ID {
+		t.Errorf("item = %v (answered by %q)", it, ui.ID)
 	}
 	p2 := page(p1.GetItems()[3].GetCreatedAt())
 	if len(p2.GetItems()) != 2 || p2.GetMore() || p2.GetItems()[1].GetAskQuestionRequest().GetID() != "h0" {

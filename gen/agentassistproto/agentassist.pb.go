@@ -2913,7 +2913,11 @@ type HistoryItem struct {
 	// Why it closed unanswered, as RequestCancelledNotification's reason
 	// says it ("cancelled", "abandoned", "not saved", "timeout"...); empty
 	// when answered or not known.
-	Reason        string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The client ID of who answered, as named in a reply notification's
+	// str_param ("push:<subscription>" for a notification's button): a
+	// device tells its own answers from others'.
+	AnsweredById  string `protobuf:"bytes,10,opt,name=answered_by_id,json=answeredById,proto3" json:"answered_by_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3007,6 +3011,13 @@ func (x *HistoryItem) GetClosedAt() int64 {
 func (x *HistoryItem) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *HistoryItem) GetAnsweredById() string {
+	if x != nil {
+		return x.AnsweredById
 	}
 	return ""
 }
@@ -4457,7 +4468,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\fShowsOptions\x18* \x01(\bR\fShowsOptions\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
-	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xad\x03\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xd3\x03\n" +
 	"\vHistoryItem\x12!\n" +
 	"\fmessage_type\x18\x01 \x01(\tR\vmessageType\x12V\n" +
 	"\x14ask_question_request\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12askQuestionRequest\x12S\n" +
@@ -4469,7 +4480,9 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\vanswered_by\x18\a \x01(\tR\n" +
 	"answeredBy\x12\x1b\n" +
 	"\tclosed_at\x18\b \x01(\x03R\bclosedAt\x12\x16\n" +
-	"\x06reason\x18\t \x01(\tR\x06reason\"]\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12$\n" +
+	"\x0eanswered_by_id\x18\n" +
+	" \x01(\tR\fansweredById\"]\n" +
 	"\x12GetHistoryResponse\x123\n" +
 	"\x05items\x18\x01 \x03(\v2\x1d.agentassistproto.HistoryItemR\x05items\x12\x12\n" +
 	"\x04more\x18\x02 \x01(\bR\x04more\"\x96\x01\n" +

@@ -305,7 +305,7 @@ func historyItem(token string, p hub.Past) *pb.HistoryItem {
 	}
 	if p.Reply != nil {
 		it.Response = askResponse(p.Request.ID, p.Reply)
-		it.AnsweredBy = p.Reply.Nickname
+		it.AnsweredBy, it.AnsweredById = p.Reply.Nickname, p.Reply.ClientID
 	} else {
 		it.Reason = p.Reason
 	}

@@ -419,6 +419,9 @@ describe('Web Push', () => {
     const app = await ctx.newPage()
     await app.goto(`${srv.url}/`)
     await app.locator('[data-status=waiting]', { hasText: 'Tag the release?' }).waitFor()
+    // Answered with this device's notification while no page was open:
+    // its history says so, not "on another device".
+    for (const m of [m1, m2]) await app.locator(`[data-request-id="${m.id}"][data-status=answeredHere]`).waitFor()
     const pageBadge = () => app.evaluate(() => (window as unknown as { badges: number[] }).badges.at(-1))
     await expect.poll(pageBadge).toBe(1)
     const before = await app.evaluate(() => (window as unknown as { badges: number[] }).badges.length)

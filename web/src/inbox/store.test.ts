@@ -271,7 +271,7 @@ describe('the inbox store', () => {
   })
 
   describe('history', () => {
-    const page = (more: boolean, ...items: { id: string; at: number; status: string; kind?: string; answer?: string; by?: string; reason?: string }[]) => frame({
+    const page = (more: boolean, ...items: { id: string; at: number; status: string; kind?: string; answer?: string; by?: string; byId?: string; reason?: string }[]) => frame({
       Cmd: 'GetHistory',
       GetHistoryResponse: {
         more,
@@ -280,10 +280,21 @@ describe('the inbox store', () => {
           ...(h.kind === 'TaskFinish'
             ? { taskFinishRequest: { ID: h.id, Request: { Summary: `Report ${h.id}` } } }
             : { askQuestionRequest: { ID: h.id, Request: { Question: `Question ${h.id}`, Timeout: 60 } } }),
-          createdAt: BigInt(h.at), closedAt: BigInt(h.at + 500), status: h.status, answeredBy: h.by ?? '', reason: h.reason ?? '',
+          createdAt: BigInt(h.at), closedAt: BigInt(h.at + 500), status: h.status, answeredBy: h.by ?? '', answeredById: h.byId ?? '', reason: h.reason ?? '',
           response: h.answer ? { contents: [{ type: 1, text: { text: h.answer } }] } : undefined,
         })),
       },
+    })
+
+    it("says answered here for an answer from this device's notification, given while no page was open", () => {
+      localStorage.setItem('aa.push', 'sub-1')
+      const s = createStore('t')
+      s.handle(ask('w')) // cached from before the app was closed
+      s.handle(page(false,
+        { id: 'mine', at: 3000, status: 'answered', answer: 'Yes', by: 'Pixel 8 · Chrome', byId: 'push:sub-1' },
+        { id: 'theirs', at: 2000, status: 'answered', answer: 'No', by: 'Laptop', byId: 'push:sub-2' },
+        { id: 'w', at: 1000, status: 'answered', answer: 'Go', by: 'Pixel 8 · Chrome', byId: 'push:sub-1' }))
+      expect(['mine', 'theirs', 'w'].map((id) => s.find(id)?.status)).toEqual(['answeredHere', 'answeredElsewhere', 'answeredHere'])
     })
 
     it('says why an item closed unanswered, as the live notice would', () => {

@@ -268,12 +268,16 @@ export function createStore(storageKey: string) {
           const r = req.Request as Req | undefined
           // Unanswered: why, as the live notice said it (older servers
           // send no reason: then it is only closed unanswered).
+          // Answered with a button of this device's notification while
+          // no page was open: its own answer.
+          const own = !!it.answeredById && it.answeredById === ownPush()
           const { status, ended } = it.status === 'answered'
-            ? { status: 'answeredElsewhere' as Status, ended: undefined }
+            ? { status: (own ? 'answeredHere' : 'answeredElsewhere') as Status, ended: undefined }
             : it.status === 'timeout' ? { status: 'timedOut' as Status, ended: undefined } : historyCancel(it.reason)
           const outcome = {
             reply: contentsToParts(it.response?.contents),
             answeredBy: it.answeredBy || undefined,
+            answeredById: it.answeredById || undefined,
             answeredAt: Number(it.closedAt) || undefined,
             ended,
           }
