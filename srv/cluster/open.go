@@ -36,7 +36,7 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 	var kv jetstream.KeyValue
 	err := c.untilServed(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
 		var err error
-		if kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		if kv, err = c.makeKV(ctx, cfg); err != nil {
 			return err
 		}
 		if _, err = kv.Get(ctx, "opened"); errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -44,6 +44,21 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 		}
 		return err
 	})
+	return kv, err
+}
+
+// makeKV creates the bucket cfg names, or, when it exists with another
+// configuration (made by an older release), updates it to cfg. Never
+// create-or-update: JetStream leaves an update of a stream unanswered
+// while another client's create of it is in flight, and that create
+// too, so the instances of a deployment starting at once on a new NATS
+// cluster each waited out a try (openTry) for every bucket. Creates of
+// the same configuration at once all succeed.
+func (c *Cluster) makeKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := c.js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = c.js.UpdateKeyValue(ctx, cfg)
+	}
 	return kv, err
 }
 
