@@ -88,6 +88,35 @@ func (c *Cluster) untilServed(ctx context.Context, what string, try func(context
 	}
 }
 
+// watchServed makes a watch at start with watch, trying again as
+// untilServed does while NATS cannot serve it yet (a bucket just placed,
+// its stream's leader not elected yet), up to ctx. The watch lives in
+// a context of its own under life, which the returned stop ends: each
+// try is bounded by openTry, the watch it makes is not.
+func (c *Cluster) watchServed(ctx, life context.Context, what string, watch func(context.Context) (jetstream.KeyWatcher, error)) (jetstream.KeyWatcher, context.CancelFunc, error) {
+	var w jetstream.KeyWatcher
+	var stop context.CancelFunc
+	err := c.untilServed(ctx, what, func(tctx context.Context) error {
+		wctx, wstop := context.WithCancel(life)
+		bound := context.AfterFunc(tctx, wstop)
+		made, err := watch(wctx)
+		if !bound() { // the try's bound passed first: what it made is cut
+			wstop()
+			if err == nil {
+				err = tctx.Err()
+			}
+			return err
+		}
+		if err != nil {
+			wstop()
+			return err
+		}
+		w, stop = made, wstop
+		return nil
+	})
+	return w, stop, err
+}
+
 // placeLater says err, from making a bucket, may pass: NATS is out of
 // reach for now, or too few of its nodes are up to place the bucket.
 func (c *Cluster) placeLater(err error) bool {

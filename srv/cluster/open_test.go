@@ -9,9 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentassistant/agentassistant/internal/natstest"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // syncBuffer is a log's text, written by several goroutines.
@@ -90,4 +92,75 @@ func TestOpenUpdatesAnOlderBucket(t *testing.T) {
 	if err != nil || again.Bucket() != cfg.Bucket {
 		t.Errorf("opened again: %v, %v", again, err)
 	}
+}
+
+// awayAtFirst is a bucket just made on a NATS cluster: its stream has
+// no leader to answer its status yet, nor to make a watch, for the
+// first tries of each.
+type awayAtFirst struct {
+	jetstream.KeyValue
+	mu                sync.Mutex
+	statuses, watches int // tries left to refuse
+	tries             int
+}
+
+func (kv *awayAtFirst) away(left *int) bool {
+	kv.mu.Lock()
+	defer kv.mu.Unlock()
+	kv.tries++
+	*left--
+	return *left >= 0
+}
+
+func (kv *awayAtFirst) Status(ctx context.Context) (jetstream.KeyValueStatus, error) {
+	if kv.away(&kv.statuses) {
+		return nil, nats.ErrNoResponders
+	}
+	return kv.KeyValue.Status(ctx)
+}
+
+func (kv *awayAtFirst) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	if kv.away(&kv.watches) {
+		return nil, nats.ErrNoResponders
+	}
+	return kv.KeyValue.WatchAll(ctx, opts...)
+}
+
+// TestStartWhileBucketNotServed: what an instance reads at start right
+// after opening the requests bucket (its epoch, its last revision, the
+// watch of its records) finds no one answering for a moment. It reads
+// again, rather than stop with "no responders", and follows the bucket.
+func TestStartWhileBucketNotServed(t *testing.T) {
+	ns := natstest.Start(t)
+	in := start(t, ns.URL(), "a")
+	c, err := Open(t.Context(), Options{URL: ns.URL(), Tokens: []string{tok}, Instance: "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	kv := &awayAtFirst{KeyValue: c.reqs, statuses: 2, watches: 2}
+	c.reqs = kv
+	if err := c.readEpoch(t.Context()); err != nil {
+		t.Fatalf("epoch: %v", err)
+	}
+	if c.epoch != in.c.epoch {
+		t.Errorf("epoch %q, the other instance's %q", c.epoch, in.c.epoch)
+	}
+	h := hub.New(hub.Options{Shared: c, Instance: "b"})
+	t.Cleanup(h.Close)
+	if err := c.Start(h, func() int { return 0 }); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	<-c.Ready()
+	kv.mu.Lock()
+	if kv.statuses >= 0 || kv.watches >= 0 { // each read past its refusals
+		t.Errorf("%d statuses and %d watches refused, of %d tries", 2-kv.statuses, 2-kv.watches, kv.tries)
+	}
+	kv.mu.Unlock()
+	// It follows the bucket: a question asked on the other instance
+	// reaches a device here.
+	d := newClient("dev")
+	h.Join(tok, d, nil, hub.Resume{})
+	go func() { _, _ = in.hub.Ask(context.Background(), tok, question("q1", "Ready?")) }()
+	d.expect(t, "AskQuestion")
 }
