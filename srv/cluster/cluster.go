@@ -245,7 +245,11 @@ func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub
 				continue
 			}
 			if e.Operation() != jetstream.KeyValuePut {
-				continue // expired or purged: history the hub no longer needs
+				// Deleted or purged (a cleared history, a record past its
+				// age): history the hub no longer needs, unless the
+				// record's settling was not heard here (forget).
+				c.forget(h, e)
+				continue
 			}
 			rec, err := decode(e.Value())
 			if err != nil {
@@ -258,6 +262,19 @@ func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub
 			}
 			h.Apply(token, rec, e.Revision())
 		}
+	}
+}
+
+// forget tells h of the deletion e of a request's record: one h still
+// holds pending was settled, then deleted, while this instance did not
+// hear it.
+func (c *Cluster) forget(h *hub.Hub, e jetstream.KeyValueEntry) {
+	room, id, ok := splitKey(e.Key())
+	if !ok {
+		return
+	}
+	if token, ok := c.rooms[room]; ok {
+		h.Forget(token, id, e.Revision())
 	}
 }
 

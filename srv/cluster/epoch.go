@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,29 +19,39 @@ func (c *Cluster) Epoch() string { return c.epoch }
 
 // readEpoch reads the requests bucket's creation time.
 func (c *Cluster) readEpoch(ctx context.Context) error {
-	st, err := c.reqs.Status(ctx)
-	if err != nil {
+	kst, err := c.status(ctx)
+	if err != nil || kst == nil {
 		return err
-	}
-	kst, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return nil
 	}
 	c.epoch = "c" + strconv.FormatInt(kst.StreamInfo().Created.UnixNano(), 36)
 	return nil
 }
 
+// status reads the requests bucket's stream info, at start: right after
+// the bucket is opened its stream may have no leader to answer yet, so
+// it is read again while NATS cannot serve it (untilServed). Nil when
+// the bucket says nothing of its stream.
+func (c *Cluster) status(ctx context.Context) (*jetstream.KeyValueBucketStatus, error) {
+	var kst *jetstream.KeyValueBucketStatus
+	err := c.untilServed(ctx, "the status of bucket "+RequestsBucket, func(ctx context.Context) error {
+		st, err := c.reqs.Status(ctx)
+		if err != nil {
+			return err
+		}
+		kst, _ = st.(*jetstream.KeyValueBucketStatus)
+		return nil
+	})
+	return kst, err
+}
+
 // lastRevision is the bucket's last revision.
 func (c *Cluster) lastRevision(ctx context.Context) (uint64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	st, err := c.reqs.Status(ctx)
+	kst, err := c.status(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
 	}
-	kst, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return 0, fmt.Errorf("read bucket %s: unexpected status %T", RequestsBucket, st)
+	if kst == nil {
+		return 0, fmt.Errorf("read bucket %s: no status of its stream", RequestsBucket)
 	}
 	return kst.StreamInfo().State.LastSeq, nil
 }

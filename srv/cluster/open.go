@@ -36,7 +36,7 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 	var kv jetstream.KeyValue
 	err := c.untilServed(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
 		var err error
-		if kv, err = c.js.CreateOrUpdateKeyValue(ctx, cfg); err != nil {
+		if kv, err = c.makeKV(ctx, cfg); err != nil {
 			return err
 		}
 		if _, err = kv.Get(ctx, "opened"); errors.Is(err, jetstream.ErrKeyNotFound) {
@@ -44,6 +44,21 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 		}
 		return err
 	})
+	return kv, err
+}
+
+// makeKV creates the bucket cfg names, or, when it exists with another
+// configuration (made by an older release), updates it to cfg. Never
+// create-or-update: JetStream leaves an update of a stream unanswered
+// while another client's create of it is in flight, and that create
+// too, so the instances of a deployment starting at once on a new NATS
+// cluster each waited out a try (openTry) for every bucket. Creates of
+// the same configuration at once all succeed.
+func (c *Cluster) makeKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := c.js.CreateKeyValue(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = c.js.UpdateKeyValue(ctx, cfg)
+	}
 	return kv, err
 }
 
@@ -71,6 +86,35 @@ func (c *Cluster) untilServed(ctx context.Context, what string, try func(context
 		}
 		wait = min(2*wait, openMaxRetry)
 	}
+}
+
+// watchServed makes a watch at start with watch, trying again as
+// untilServed does while NATS cannot serve it yet (a bucket just placed,
+// its stream's leader not elected yet), up to ctx. The watch lives in
+// a context of its own under life, which the returned stop ends: each
+// try is bounded by openTry, the watch it makes is not.
+func (c *Cluster) watchServed(ctx, life context.Context, what string, watch func(context.Context) (jetstream.KeyWatcher, error)) (jetstream.KeyWatcher, context.CancelFunc, error) {
+	var w jetstream.KeyWatcher
+	var stop context.CancelFunc
+	err := c.untilServed(ctx, what, func(tctx context.Context) error {
+		wctx, wstop := context.WithCancel(life)
+		bound := context.AfterFunc(tctx, wstop)
+		made, err := watch(wctx)
+		if !bound() { // the try's bound passed first: what it made is cut
+			wstop()
+			if err == nil {
+				err = tctx.Err()
+			}
+			return err
+		}
+		if err != nil {
+			wstop()
+			return err
+		}
+		w, stop = made, wstop
+		return nil
+	})
+	return w, stop, err
 }
 
 // placeLater says err, from making a bucket, may pass: NATS is out of

@@ -336,10 +336,9 @@ func (c *Cluster) aliveInstances(ctx context.Context, last map[string]bool) map[
 // deliveries for this instance's clients, and starts the presence writer
 // and watcher, owned by c.wg.
 func (c *Cluster) startRooms(ctx context.Context, h *hub.Hub) error {
-	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := c.forgetOwn(fctx)
-	cancel()
-	if err != nil {
+	// The presence bucket was just opened: its keys are listed again
+	// while NATS cannot serve them yet.
+	if err := c.untilServed(ctx, "this instance's keys in bucket "+PresenceBucket, c.forgetOwn); err != nil {
 		return err
 	}
 	if err := c.serveDeliveries(h); err != nil {

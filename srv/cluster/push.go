@@ -93,7 +93,7 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("capability key: %w", err)
 	}
-	if err := p.follow(ctx); err != nil {
+	if err := p.follow(ctx, c); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -133,10 +133,15 @@ const subsPrefix = "subs."
 
 // follow reads the subscriptions there are, then keeps them up to date
 // on a goroutine of p's until Close.
-func (p *Push) follow(ctx context.Context) error {
-	// The watch outlives ctx, which bounds only the first read.
+func (p *Push) follow(ctx context.Context, c *Cluster) error {
+	// The watch outlives ctx, which bounds only the first read. It is
+	// made right after the bucket: tried again while NATS cannot serve
+	// it yet (watchServed).
 	wctx, stop := context.WithCancel(context.Background())
-	w, err := p.kv.Watch(wctx, subsPrefix+"*")
+	// the watch's own stop is under wctx's: stop ends both
+	w, _, err := c.watchServed(ctx, wctx, "a watch of bucket "+PushBucket, func(wctx context.Context) (jetstream.KeyWatcher, error) {
+		return p.kv.Watch(wctx, subsPrefix+"*")
+	})
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", PushBucket, err)

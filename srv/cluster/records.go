@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -13,6 +14,23 @@ import (
 // make a valid key.
 func key(room, id string) string {
 	return "r." + room + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+}
+
+// splitKey is the room and the ID of a request's key.
+func splitKey(k string) (room, id string, ok bool) {
+	rest, ok := strings.CutPrefix(k, "r.")
+	if !ok {
+		return "", "", false
+	}
+	room, enc, ok := strings.Cut(rest, ".")
+	if !ok {
+		return "", "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(enc)
+	if err != nil {
+		return "", "", false
+	}
+	return room, string(b), true
 }
 
 // A record's value is its JSON: the store's record and the cluster's

@@ -48,15 +48,17 @@ type rewatch struct {
 	last  uint64             // the revision of the last entry delivered
 }
 
-// watchAll watches every key of kv until ctx ends or Stop.
+// watchAll watches every key of kv until ctx ends or Stop. It is made
+// at start, maybe right after the bucket: it is tried again while NATS
+// cannot serve it yet (watchServed).
 func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch, error) {
 	ctx, stop := context.WithCancel(ctx)
 	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop, kick: make(chan struct{}, 1)}
 	back := c.reconnected() // before the watcher is made: a reconnect from now on renews it
-	wctx, wstop := context.WithCancel(ctx)
-	w, err := kv.WatchAll(wctx)
+	w, wstop, err := c.watchServed(ctx, ctx, "a watch of bucket "+kv.Bucket(), func(wctx context.Context) (jetstream.KeyWatcher, error) {
+		return kv.WatchAll(wctx)
+	})
 	if err != nil {
-		wstop()
 		stop()
 		return nil, err
 	}

@@ -38,6 +38,28 @@ func (h *Hub) apply(token string, rec SharedRecord, rev uint64) (send func()) {
 	return h.finish(r, p, rec, rev)
 }
 
+// Forget is the deletion of the record of id in token's room, heard at
+// revision rev: a cleared history, or a record past its age. Only a
+// settled record is deleted, so a request still pending here was
+// settled while this instance did not hear it (its watch went on from
+// a later revision, after a reconnect, and a key keeps one revision):
+// it ends here, its outcome no longer known, as no longer pending. The
+// record being written here is left alone: its create finds out.
+func (h *Hub) Forget(token, id string, rev uint64) {
+	defer h.seqs.heardRev(rev)
+	r := h.room(token)
+	r.mu.Lock()
+	p := r.pending[id]
+	if p == nil || p.creating != nil {
+		r.mu.Unlock()
+		return
+	}
+	gone := SharedRecord{Record: h.record(r, p, store.Cancelled, nil, ReasonNoLongerPending), Holder: p.holder}
+	r.mu.Unlock()
+	h.finish(r, p, gone, rev)()
+	h.log.Warn("a request's record was deleted before this instance heard how it ended; it ends here as no longer pending", "kind", p.req.Kind, "id", id)
+}
+
 // registerLocked makes sure r has a pending entry for the pending record
 // rec, which this instance wrote or read, to wait on; it is shown when its
 // creation is heard (Apply). It returns nil when the request is settled

@@ -182,6 +182,8 @@ func (r *room) shownPending(id string) (*pending, bool) {
 // this instance's watch, and one who answers at once must not be told
 // it is no longer pending.
 //
+// A cancel through this instance waits the same way (Cancel).
+//
 // Each look is a read of the shared store, on the answering caller's
 // goroutine: it ends with ctx, and within catchUp. A room looks at most
 // lateBurst times at once and lateRate times a second after that (a
@@ -260,12 +262,21 @@ func (l *lateLooks) missed(id string, now time.Time) {
 	l.misses[id] = now.Add(catchUp)
 }
 
-// Cancel withdraws a pending request of token at the agent's wish.
+// Cancel withdraws a pending request of token at the agent's wish. In
+// a cluster the request may have been asked through another instance
+// moments before, its record not heard here yet: the cancel waits to
+// hear it as an answer does (heardLate), or the request would stay
+// pending, shown on every device, with its agent told it was not.
 func (h *Hub) Cancel(token, id string) error {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
 	r.mu.Unlock()
+	if p == nil && h.heardLate(context.Background(), r, id) {
+		r.mu.Lock()
+		p = r.pending[id]
+		r.mu.Unlock()
+	}
 	if p == nil {
 		return ErrNotPending
 	}

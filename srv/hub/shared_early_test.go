@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestSharedAnswerBeforeItsQuestionIsHeard: a question asked through
@@ -59,6 +60,61 @@ func TestSharedAnswerNeverHeard(t *testing.T) {
 		start = time.Now()
 		if err := bn.h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("Blue.")); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
 			t.Fatalf("an answer to a question never heard: %v after %v", err, time.Since(start))
+		}
+	})
+}
+
+// TestSharedCancelBeforeItsQuestionIsHeard: an agent asks through A and
+// withdraws the question at once through B (its call moved there, or
+// another of its tools cancels), before B's watch has brought the
+// record. B waits to hear it and withdraws it, rather than say it is no
+// longer pending while every device keeps showing it.
+func TestSharedCancelBeforeItsQuestionIsHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus()
+		nodes := instances(t, b, Options{OrphanNotice: time.Hour})
+		a, bn := nodes[0], nodes[1]
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+		asked := make(chan error, 1)
+		go func() { _, err := a.h.Ask(context.Background(), "tok", req); asked <- err }()
+		synctest.Wait()
+		b.deliver(a) // B has not heard it yet
+		cancelled := make(chan error, 1)
+		go func() { cancelled <- bn.h.Cancel("tok", "q") }()
+		synctest.Wait()
+		b.deliver(bn)
+		if err := <-cancelled; err != nil {
+			t.Fatalf("B's cancel: %v", err)
+		}
+		b.deliver(a, bn)
+		if err := <-asked; !errors.Is(err, ErrWithdrawn) {
+			t.Fatalf("the agent got %v", err)
+		}
+		if rec := b.last(); rec.Status != store.Cancelled {
+			t.Fatalf("the record is %s", rec.Status)
+		}
+	})
+}
+
+// TestSharedCancelNeverHeard: a cancel of a request with no record, or
+// one not heard within catchUp, is refused as not pending, at once or
+// after catchUp.
+func TestSharedCancelNeverHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBus()
+		nodes := instances(t, b, Options{OrphanNotice: time.Hour})
+		a, bn := nodes[0], nodes[1]
+		start := time.Now()
+		if err := bn.h.Cancel("tok", "none"); !errors.Is(err, ErrNotPending) || time.Since(start) != 0 {
+			t.Fatalf("a cancel of no request: %v after %v", err, time.Since(start))
+		}
+		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+		go func() { _, _ = a.h.Ask(context.Background(), "tok", req) }()
+		synctest.Wait()
+		b.deliver(a)
+		start = time.Now()
+		if err := bn.h.Cancel("tok", "q"); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
+			t.Fatalf("a cancel of a request never heard: %v after %v", err, time.Since(start))
 		}
 	})
 }
