@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"math"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,21 +56,4 @@ func TestNATSAsyncErrorsLogged(t *testing.T) {
 	if got := buf.String(); !strings.Contains(got, "consumer not active") || !strings.Contains(got, "level=WARN") {
 		t.Fatalf("log: %q", got)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
