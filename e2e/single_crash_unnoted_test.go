@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
+)
+
+// A server killed (kill -9) after Telegram made the question's message
+// and before its answer (the message's ID) reached the server: nothing
+// noted which message asks the question. Started again, the server
+// sends the question again; the person may hold two copies, and either
+// must answer.
+
+// crashUnnoted asks question, kills the server the moment Telegram has
+// made its message (its answer held), and starts it again: the question
+// is sent again. It returns the first copy's message ID and its first
+// button's data and label, the second copy's ID, and the agent's call.
+func crashUnnoted(t *testing.T, tg *telegramtest.API, question string) (first int, data, label string, second int, done chan callResult) {
+	t.Helper()
+	made, release := tg.HoldAnswer("sendMessage")
+	_, done = crashAsked(t, func(string) string { return telegramConfig(tg.URL) }, question, func(*server) {
+		select {
+		case <-made:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the question never went to Telegram")
+		}
+	})
+	form := tg.Call(t, "sendMessage", 1)
+	first = must[int](t)(strconv.Atoi(form["sent_message_id"]))
+	kb := must[telegramtest.Keyboard](t)(telegramtest.KeyboardOf(form))
+	data, label = kb.InlineKeyboard[0][0].CallbackData, kb.InlineKeyboard[0][0].Text
+	release()
+	again := tg.Call(t, "sendMessage", 2)
+	if !strings.Contains(again["text"], question) {
+		t.Fatalf("the second message sent is %q", again["text"])
+	}
+	second = must[int](t)(strconv.Atoi(again["sent_message_id"]))
+	return first, data, label, second, done
+}
+
+// wantEdited waits until every message in msgs was edited to say the
+// question is settled, its buttons gone.
+func wantEdited(t *testing.T, tg *telegramtest.API, msgs ...int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	left := map[string]bool{}
+	for _, m := range msgs {
+		left[strconv.Itoa(m)] = true
+	}
+	err := tg.WaitFor(ctx, func(calls []telegramtest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "editMessageText" && c.Form["_error"] == "" && strings.Contains(c.Form["reply_markup"], `"inline_keyboard":[]`) {
+				delete(left, c.Form["message_id"])
+			}
+		}
+		return len(left) == 0
+	})
+	if err != nil {
+		t.Fatalf("messages %v never edited to say the question is settled", left)
+	}
+}
+
+// TestSingleTelegramTapFirstCopyAfterKill9: the person taps a button of
+// the copy sent before the crash, the one the server never knew the ID
+// of: it answers, is told so, and both copies lose their buttons.
+func TestSingleTelegramTapFirstCopyAfterKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	first, data, label, second, done := crashUnnoted(t, tg, "Tap the first copy?")
+	tg.Push(telegramtest.Callback(chat, first, data))
+	wantAnswer(t, done, label)
+	if got := tg.Call(t, "answerCallbackQuery", 1)["text"]; got != "Answered: "+label {
+		t.Errorf("the tap was told %q", got)
+	}
+	wantEdited(t, tg, first, second)
+	if said := tg.Said("earlier copy"); len(said) != 1 {
+		t.Errorf("the copy sent again says an earlier one may be there %d times, want once", len(said))
+	}
+}
+
+// TestSingleTelegramReplyFirstCopyAfterKill9: as above, the person
+// replies to the first copy: the reply answers, and no one is told it
+// was not taken.
+func TestSingleTelegramReplyFirstCopyAfterKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	first, _, _, second, done := crashUnnoted(t, tg, "Reply to the first copy?")
+	tg.Push(telegramtest.Reply(chat, 601, first, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	waitConfirmed(t, tg, 1)
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
+	wantEdited(t, tg, first, second)
+}
