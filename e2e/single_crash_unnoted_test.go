@@ -97,3 +97,38 @@ func TestSingleTelegramReplyFirstCopyAfterKill9(t *testing.T) {
 	}
 	wantEdited(t, tg, first, second)
 }
+
+// TestSingleTelegramEditOwedAcrossKill9: the person taps an answer; the
+// server is killed as it edits the message to say so (the edit not yet
+// made): started again, it makes the edit it owes, so that the message
+// keeps no buttons that would answer "no longer pending".
+func TestSingleTelegramEditOwedAcrossKill9(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	port, data := freePort(t), t.TempDir()
+	s := startSingle(t, port, data, telegramConfig(tg.URL))
+	agent := startMCP(t, s, tokenA)
+	done := askAsync(agent, "Edited after the crash?")
+	form := tg.Call(t, "sendMessage", 1)
+	msg := must[int](t)(strconv.Atoi(form["sent_message_id"]))
+	kb := must[telegramtest.Keyboard](t)(telegramtest.KeyboardOf(form))
+	waitNotedHere(t, s)
+	editing, release := tg.Hold("editMessageText")
+	tg.Push(telegramtest.Callback(chat, msg, kb.InlineKeyboard[0][0].CallbackData))
+	wantAnswer(t, done, kb.InlineKeyboard[0][0].Text)
+	select {
+	case <-editing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message was never edited")
+	}
+	s.kill9(t)
+	release()
+	s2 := startSingle(t, port, data, telegramConfig(tg.URL))
+	wantEdited(t, tg, msg)
+	edit, err := tg.Wait(context.Background(), "editMessageText", 1)
+	if err != nil || !strings.Contains(edit.Form["text"], "Answered on Telegram") {
+		t.Errorf("the message was edited to %q (%v)", edit.Form["text"], err)
+	}
+	if !s2.logw.waitFor("a settled question's message edited at last", 10*time.Second) {
+		t.Error("the log never said the edit owed was made")
+	}
+}

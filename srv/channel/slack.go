@@ -284,7 +284,8 @@ func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, 
 	}
 	s.sent[key] = m
 	s.mu.Unlock()
-	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), slackSentNote{m.channel, m.ts, m.text}, until); err != nil {
+	// Kept past the question's time: its update may be owed (owed.go).
+	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), slackSentNote{m.channel, m.ts, m.text}, until.Add(owedFor)); err != nil {
 		s.warn("slack: a question's message not noted; another instance will not update it", "err", err)
 	}
 	if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), q, until); err != nil {

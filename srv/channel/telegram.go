@@ -255,7 +255,8 @@ func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked
 		}
 	}
 	t.mu.Unlock()
-	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until); err != nil {
+	// Kept past the question's time: its edit may be owed (owed.go).
+	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until.Add(owedFor)); err != nil {
 		logOf(t.Logger).Warn("telegram: a question's messages not noted; another instance will not edit them", "err", err)
 	}
 	if err := putAsked(ctx, t.notesOf(), t.noteKey(m.sentKey), q, until); err != nil {
