@@ -2,11 +2,13 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 )
 
@@ -131,4 +133,148 @@ func TestSingleTelegramEditOwedAcrossKill9(t *testing.T) {
 	if !s2.logw.waitFor("a settled question's message edited at last", 10*time.Second) {
 		t.Error("the log never said the edit owed was made")
 	}
+}
+
+const slCrashBot, slCrashApp = "xoxb-e2e-unnoted-bot-token", "xapp-1-A1-e2e-unnoted-app-token"
+
+func slackCrashConfig(sl *slacktest.API) string {
+	return fmt.Sprintf("[channels.slack]\nbot_token = %q\napp_token = %q\nchannel = \"U42\"\nusers = [\"U42\"]\napi_url = %q\n", slCrashBot, slCrashApp, sl.APIURL())
+}
+
+// slackCrashUnnoted is crashUnnoted on Slack: the server is killed the
+// moment Slack has posted the question (its answer held). It returns
+// the first copy's timestamp and its first button's value and label,
+// and the second copy's timestamp.
+func slackCrashUnnoted(t *testing.T, sl *slacktest.API, question string) (first, value, label, second string, done chan callResult) {
+	t.Helper()
+	posted, release := sl.HoldAnswer("chat.postMessage")
+	_, done = crashAsked(t, func(string) string { return slackCrashConfig(sl) }, question, func(*server) {
+		select {
+		case <-posted:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the question never went to Slack")
+		}
+	})
+	form := sl.Call(t, "chat.postMessage", 1)
+	first = form["_ts"]
+	blocks := must[[]slacktest.Block](t)(slacktest.BlocksOf(form))
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if e.Type == "button" && value == "" {
+				value, label = e.Value, e.Text.Text
+			}
+		}
+	}
+	release()
+	again := sl.Call(t, "chat.postMessage", 2)
+	if !strings.Contains(again["blocks"], question) {
+		t.Fatalf("the second message posted is %q", again["blocks"])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sl.Dialled(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	return first, value, label, again["_ts"], done
+}
+
+// wantUpdated waits until every Slack message in tss was updated to say
+// the question is settled.
+func wantUpdated(t *testing.T, sl *slacktest.API, tss ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	left := map[string]bool{}
+	for _, ts := range tss {
+		left[ts] = true
+	}
+	err := sl.WaitFor(ctx, func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.update" && c.Form["_error"] == "" && !strings.Contains(c.Form["blocks"], `"button"`) {
+				delete(left, c.Form["ts"])
+			}
+		}
+		return len(left) == 0
+	})
+	if err != nil {
+		t.Fatalf("messages %v never updated to say the question is settled", left)
+	}
+}
+
+// slackNotTaken fails t for every "Not taken" the bot posted.
+func slackNotTaken(t *testing.T, sl *slacktest.API) {
+	t.Helper()
+	_ = sl.WaitFor(context.Background(), func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.postMessage" && strings.Contains(c.Form["text"], "Not taken") {
+				t.Errorf("the person was told %q", c.Form["text"])
+			}
+		}
+		return true
+	})
+}
+
+// TestSingleSlackPressFirstCopyAfterKill9: the person presses a button
+// of the copy posted before the crash: it answers, and both copies are
+// updated to say so.
+func TestSingleSlackPressFirstCopyAfterKill9(t *testing.T) {
+	sl := slacktest.Start(t, slCrashBot, slCrashApp)
+	first, value, label, second, done := slackCrashUnnoted(t, sl, "Press the first copy?")
+	sl.Envelope(t, "interactive", slacktest.Press("U42", slacktest.DM("U42"), first, value))
+	wantAnswer(t, done, label)
+	wantUpdated(t, sl, first, second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = sl.WaitFor(ctx, func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.postEphemeral" {
+				t.Errorf("the press was told %q", c.Form["text"])
+			}
+		}
+		return true
+	})
+	if again := sl.Call(t, "chat.postMessage", 2); !strings.Contains(again["blocks"], "earlier copy") {
+		t.Errorf("the copy posted again does not say an earlier one may be there: %s", again["blocks"])
+	}
+}
+
+// TestSingleSlackReplyFirstCopyAfterKill9: the person replies in the
+// thread of the copy posted before the crash: the reply answers.
+func TestSingleSlackReplyFirstCopyAfterKill9(t *testing.T) {
+	sl := slacktest.Start(t, slCrashBot, slCrashApp)
+	first, _, _, second, done := slackCrashUnnoted(t, sl, "Reply to the first copy?")
+	sl.Envelope(t, "events_api", slacktest.ThreadReply("U42", slacktest.DM("U42"), first, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	wantUpdated(t, sl, first, second)
+	slackNotTaken(t, sl)
+}
+
+// TestSingleSlackUpdateOwedAcrossKill9: the server is killed as it
+// updates the answered question's message: started again, it makes the
+// update it owes.
+func TestSingleSlackUpdateOwedAcrossKill9(t *testing.T) {
+	sl := slacktest.Start(t, slCrashBot, slCrashApp)
+	port, data := freePort(t), t.TempDir()
+	s := startSingle(t, port, data, slackCrashConfig(sl))
+	agent := startMCP(t, s, tokenA)
+	done := askAsync(agent, "Updated after the crash?")
+	ts := sl.Call(t, "chat.postMessage", 1)["_ts"]
+	waitNotedHere(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := sl.Connected(ctx); err != nil {
+		t.Fatal(err)
+	}
+	updating, release := sl.Hold("chat.update")
+	sl.Envelope(t, "events_api", slacktest.ThreadReply("U42", slacktest.DM("U42"), ts, "Ship it."))
+	wantAnswer(t, done, "Ship it.")
+	select {
+	case <-updating:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the message was never updated")
+	}
+	s.kill9(t)
+	release()
+	startSingle(t, port, data, slackCrashConfig(sl))
+	wantUpdated(t, sl, ts)
 }

@@ -29,9 +29,10 @@ import (
 // answer is still taken from the configured chats alone.
 
 // tagOf is the tag of question id of room: the same in every copy, also
-// across a restart. A hash, so that it says nothing of either.
+// across a restart. A hash, so that it says nothing of either. Slack's
+// buttons carry it too (slack_tag.go).
 func tagOf(room, id string) string {
-	h := sha256.Sum256([]byte("telegram-tag\x00" + room + "\x00" + id))
+	h := sha256.Sum256([]byte("channel-tag\x00" + room + "\x00" + id))
 	return base64.RawURLEncoding.EncodeToString(h[:12])
 }
 
