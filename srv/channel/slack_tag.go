@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"slices"
 
 	"github.com/slack-go/slack"
 )
@@ -37,8 +38,16 @@ func (s *Slack) byTag(ctx context.Context, k slackKey, tag string) (asked, bool,
 		return asked{}, false, err
 	}
 	if tn.Gone == "" {
-		logOf(s.Logger).Info("slack: a copy of a question posted before a restart is answered; it is noted now", "id", tn.ID)
-		s.track(ctx, tn.Room+"\x00"+tn.ID, slackMessage{slackKey: k, text: tn.Shown}, tn.asked, tn.Until)
+		key := tn.Room + "\x00" + tn.ID
+		// With the copy noted, here or by the instance that posted it.
+		s.recall(ctx, key, tn.Room, tn.ID)
+		s.mu.Lock()
+		was, ok := s.sent[key]
+		s.mu.Unlock()
+		if !ok || was.slackKey != k && !slices.Contains(was.more, k) {
+			logOf(s.Logger).Info("slack: a copy of a question whose timestamp was never noted is answered; it is noted now", "id", tn.ID)
+		}
+		s.track(ctx, key, slackMessage{slackKey: k, text: tn.Shown}, tn.asked, tn.Until)
 	}
 	return tn.asked, true, nil
 }

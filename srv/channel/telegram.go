@@ -246,7 +246,10 @@ func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked
 			break
 		}
 	}
-	t.sent[key] = append(t.sent[key], m)
+	if !slices.ContainsFunc(t.sent[key], func(o sentMessage) bool { return o.sentKey == m.sentKey }) {
+		// (A copy learnt by its tag may be one noted meanwhile.)
+		t.sent[key] = append(t.sent[key], m)
+	}
 	sn := sentNote{Text: m.text}
 	for _, o := range t.sent[key] {
 		sn.Msgs = append(sn.Msgs, sentNoteMsg{o.chat, o.msg, o.photo})

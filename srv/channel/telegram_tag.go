@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -96,10 +97,22 @@ func (t *Telegram) byTag(ctx context.Context, at sentKey, tag string) (asked, bo
 		return asked{}, false, err
 	}
 	if tn.Gone == "" {
-		logOf(t.Logger).Info("telegram: a copy of a question sent before a restart is answered; it is noted now", "id", tn.ID)
-		t.track(ctx, tn.Room+"\x00"+tn.ID, sentMessage{sentKey: at, text: tn.Shown}, tn.asked, tn.Until)
+		key := tn.Room + "\x00" + tn.ID
+		// With the copies noted, here or by the instance that sent them.
+		t.recall(ctx, key, tn.Room, tn.ID)
+		if !t.knows(key, at) {
+			logOf(t.Logger).Info("telegram: a copy of a question whose ID was never noted is answered; it is noted now", "id", tn.ID)
+		}
+		t.track(ctx, key, sentMessage{sentKey: at, text: tn.Shown}, tn.asked, tn.Until)
 	}
 	return tn.asked, true, nil
+}
+
+// knows reports whether the message at is one of key's.
+func (t *Telegram) knows(key string, at sentKey) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.sentKey == at })
 }
 
 // recall takes back the messages of question id of room noted before a
