@@ -57,6 +57,53 @@ type API struct {
 	envs  int
 	// changed is closed, and replaced, when anything above changes.
 	changed chan struct{}
+	// holds are the methods whose calls wait (Hold, HoldAnswer).
+	holds map[string]*hold
+}
+
+type hold struct {
+	arrived, release chan struct{}
+	once             sync.Once
+	// after: the call waits once done (recorded), before its answer.
+	after bool
+}
+
+// Hold makes the calls of method wait, before they are done, until
+// release is called (once); arrived is closed when the first comes: as
+// a call on its way when its caller dies.
+func (api *API) Hold(method string) (arrived <-chan struct{}, release func()) {
+	return api.holdOf(method, false)
+}
+
+// HoldAnswer makes the calls of method wait once done (a message
+// posted, the call recorded) and before they are answered, until
+// release: as Slack that posted the message and whose answer never
+// reached the app (it died meanwhile).
+func (api *API) HoldAnswer(method string) (arrived <-chan struct{}, release func()) {
+	return api.holdOf(method, true)
+}
+
+func (api *API) holdOf(method string, after bool) (<-chan struct{}, func()) {
+	a, r := make(chan struct{}), make(chan struct{})
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.holds == nil {
+		api.holds = map[string]*hold{}
+	}
+	api.holds[method] = &hold{arrived: a, release: r, after: after}
+	var once sync.Once
+	return a, func() { once.Do(func() { close(r) }) }
+}
+
+// wait holds a call of h until it is released or the call ends (false).
+func (h *hold) wait(r *http.Request) bool {
+	h.once.Do(func() { close(h.arrived) })
+	select {
+	case <-h.release:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // New starts a double that takes the bot token and the app-level token.
@@ -148,6 +195,12 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.mu.Lock()
+	h := api.holds[method]
+	api.mu.Unlock()
+	if h != nil && !h.after && !h.wait(r) {
+		return
+	}
+	api.mu.Lock()
 	api.ts++
 	ts := "1700000000." + strconv.Itoa(api.ts)
 	delete(form, "token")
@@ -159,7 +212,11 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	}
 	api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
 	api.changedLocked()
+	history := api.historyLocked(DM(form["channel"]), form["latest"])
 	api.mu.Unlock()
+	if h != nil && h.after && !h.wait(r) {
+		return
+	}
 	channel := DM(form["channel"])
 	if why := form["_error"]; why != "" {
 		reply(map[string]any{"ok": false, "error": "invalid_blocks", "errors": []string{why}})
@@ -174,12 +231,43 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		reply(map[string]any{"ok": true, "channel": channel, "ts": form["ts"], "text": form["text"]})
 	case "chat.postEphemeral":
 		reply(map[string]any{"ok": true, "message_ts": ts})
+	case "conversations.history":
+		reply(map[string]any{"ok": true, "messages": history, "has_more": false})
 	case "auth.test":
 		reply(map[string]any{"ok": true, "url": "https://example.slack.com/", "team": "Example", "user": "aa", "team_id": "T1",
 			"user_id": BotUser, "bot_id": "B1"})
 	default:
 		reply(map[string]any{"ok": false, "error": "unknown_method"})
 	}
+}
+
+// historyLocked is what conversations.history answers for the message
+// latest of channel, asked inclusive with a limit of 1 (the only way
+// the app asks): the message the bot posted there, its blocks as last
+// posted or updated. Called with api.mu held.
+func (api *API) historyLocked(channel, latest string) []any {
+	if latest == "" {
+		return []any{}
+	}
+	var msg map[string]any
+	for _, c := range api.calls {
+		switch {
+		case c.Method == "chat.postMessage" && c.Form["_ts"] == latest && DM(c.Form["channel"]) == channel && c.Form["_error"] == "":
+			msg = map[string]any{"type": "message", "user": BotUser, "bot_id": "B1", "ts": latest, "text": c.Form["text"]}
+		case c.Method == "chat.update" && c.Form["ts"] == latest && msg != nil && c.Form["_error"] == "":
+			msg["text"] = c.Form["text"]
+		default:
+			continue
+		}
+		var blocks []any
+		if json.Unmarshal([]byte(c.Form["blocks"]), &blocks) == nil {
+			msg["blocks"] = blocks
+		}
+	}
+	if msg == nil {
+		return []any{}
+	}
+	return []any{msg}
 }
 
 // upgrader takes the app's dial (its Origin is https://api.slack.com).

@@ -44,8 +44,12 @@ type API struct {
 	updates               []map[string]any
 	lastUpdate, confirmed int
 	nextMsg               int
-	made                  map[int]bool      // the messages the bot sent
-	files                 map[string][]byte // getFile's file_path → the file
+	made                  map[int]bool // the messages the bot sent
+	// shown are the text and the reply_markup (JSON) of each message
+	// the bot sent, as last sent or edited: Telegram hands them with a
+	// reply to it (reply_to_message) and with a tap on it.
+	shown map[int][2]string
+	files map[string][]byte // getFile's file_path → the file
 	// changed is closed, and replaced, when a call or an update comes.
 	changed chan struct{}
 	// holds are the methods whose calls wait (Hold).
@@ -137,10 +141,39 @@ func (api *API) HoldWhen(method string, when func(form map[string]string) bool) 
 	return a, func() { once.Do(func() { close(r) }) }
 }
 
+// HoldAnswer makes the calls of method wait after they are done (a
+// message made, the call recorded) and before they are answered, until
+// release: as Telegram that sent the message and whose answer never
+// reached the bot (it died meanwhile, or the connection broke).
+func (api *API) HoldAnswer(method string) (arrived <-chan struct{}, release func()) {
+	a, r := make(chan struct{}), make(chan struct{})
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.holds == nil {
+		api.holds = map[string]*hold{}
+	}
+	api.holds[method] = &hold{arrived: a, release: r, after: true}
+	var once sync.Once
+	return a, func() { once.Do(func() { close(r) }) }
+}
+
 type hold struct {
 	arrived, release chan struct{}
 	once             sync.Once
 	when             func(form map[string]string) bool // nil: every call
+	// after: the call waits once done, before its answer (HoldAnswer).
+	after bool
+}
+
+// wait holds a call until h is released or the call ends (false).
+func (h *hold) wait(r *http.Request) bool {
+	h.once.Do(func() { close(h.arrived) })
+	select {
+	case <-h.release:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 // Start is New, closed when t ends.
@@ -195,13 +228,8 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	api.mu.Lock()
 	h := api.holds[method]
 	api.mu.Unlock()
-	if h != nil && (h.when == nil || h.when(form)) {
-		h.once.Do(func() { close(h.arrived) })
-		select {
-		case <-h.release:
-		case <-r.Context().Done():
-			return
-		}
+	if h != nil && !h.after && (h.when == nil || h.when(form)) && !h.wait(r) {
+		return
 	}
 	var result any = true
 	switch method {
@@ -293,6 +321,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 			}
 			api.made[id] = true
 		}
+		if api.made[id] && method != "sendPhoto" {
+			if api.shown == nil {
+				api.shown = map[int][2]string{}
+			}
+			api.shown[id] = [2]string{form["text"], form["reply_markup"]}
+		}
 		api.mu.Unlock()
 		result = map[string]any{"message_id": id, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}, "text": form["text"]}
 	}
@@ -301,6 +335,9 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
 		api.changedLocked()
 		api.mu.Unlock()
+	}
+	if h != nil && h.after && !h.wait(r) {
+		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})
 }
@@ -322,12 +359,40 @@ func (api *API) Push(us ...map[string]any) {
 					to["from"] = map[string]any{"id": BotID(api.token), "is_bot": true, "first_name": "Agent Assistant", "username": "aa_bot"}
 				}
 			}
+			if to, ok := m["reply_to_message"].(map[string]any); ok {
+				api.fillLocked(to)
+			}
+		}
+		if cb, ok := u["callback_query"].(map[string]any); ok {
+			if m, ok := cb["message"].(map[string]any); ok {
+				api.fillLocked(m)
+			}
 		}
 		api.lastUpdate++
 		u["update_id"] = api.lastUpdate
 		api.updates = append(api.updates, u)
 	}
 	api.changedLocked()
+}
+
+// fillLocked gives m, a message of the bot's handed with an update, the
+// text and the inline keyboard it has, as Telegram does (unless the
+// test gave its own). Called with api.mu held.
+func (api *API) fillLocked(m map[string]any) {
+	id, _ := m["message_id"].(int)
+	shown, ok := api.shown[id]
+	if !ok {
+		return
+	}
+	if _, ok := m["text"]; !ok && shown[0] != "" {
+		m["text"] = shown[0]
+	}
+	if _, ok := m["reply_markup"]; !ok && shown[1] != "" {
+		var kb map[string]any
+		if json.Unmarshal([]byte(shown[1]), &kb) == nil && len(kb) > 0 {
+			m["reply_markup"] = kb
+		}
+	}
 }
 
 // Said are the texts of the messages the bot sent so far (sendMessage)

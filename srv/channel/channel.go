@@ -15,6 +15,7 @@ package channel
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -167,6 +168,10 @@ type Manager struct {
 	// Options.AfterRestore is set.
 	restored     chan struct{}
 	restoredOnce sync.Once
+	// plain are the notes as given (not laterNotes), for restoreOwed to
+	// scan; owed are the edits owed tried again (owed.go).
+	plain Notes
+	owed  owedEdits
 }
 
 type queue struct {
@@ -193,6 +198,7 @@ func New(o Options) *Manager {
 	if o.Notes == nil {
 		o.Notes = NewMemoryNotes(o.Now)
 	}
+	plain := o.Notes
 	later := newLaterNotes(o.Notes, o.Now, o.Logger)
 	later.shared = shared
 	o.Notes = later
@@ -200,7 +206,8 @@ func New(o Options) *Manager {
 		o.Leader = Alone{}
 	}
 	linkWebhooks(o.Routes)
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, restored: make(chan struct{})}
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, restored: make(chan struct{}), plain: plain}
+	m.owed.wake = make(chan struct{}, 1)
 	if !o.AfterRestore {
 		close(m.restored)
 	}
@@ -224,6 +231,9 @@ func New(o Options) *Manager {
 	}
 	ctx := m.goroutines.Context()
 	m.goroutines.Go(func() { later.run(ctx) })
+	if local {
+		m.goroutines.Go(func() { m.runOwed(ctx) })
+	}
 	for c := range m.queues {
 		l, ok := c.(Listener)
 		if !ok {
@@ -325,11 +335,15 @@ func (m *Manager) send(q *queue, n Notice) {
 	if q.down {
 		tries = 1
 	}
+	owed := m.markOwed(c, n)
 	wait := m.o.Backoff
 	for try := 1; ; try++ {
 		err := m.sendOnce(c, n)
 		if err == nil {
 			m.noteSent(c, n)
+			if owed {
+				m.edited(c, n)
+			}
 			if q.down {
 				m.log.Info("channel delivers again", "channel", c.Name(), "undelivered", q.undelivered)
 				q.down, q.undelivered = false, 0
@@ -344,6 +358,10 @@ func (m *Manager) send(q *queue, n Notice) {
 				m.log.Debug("channel notice not delivered", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "err", err)
 			}
 			q.undelivered++
+			if owed {
+				now := m.o.Now()
+				m.owe(c, n, now, now.Add(owedWait))
+			}
 			return
 		}
 		m.log.Debug("channel notice not delivered yet", "channel", c.Name(), "try", try, "err", err)
@@ -401,12 +419,14 @@ func (m *Manager) noteSent(c Channel, n Notice) {
 	if !m.local || n.Kind != hub.Asked {
 		return
 	}
-	until := expiresOf(n.Event)
+	// Kept a while past its question's time, so that the edit of its
+	// message, owed once it timed out, is known (owed.go).
+	until := expiresOf(n.Event).Add(time.Hour)
 	if n.Request.Timeout <= 0 {
 		until = n.AskedAt.Add(sentFor)
 	}
 	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
-	if err := putJSON(m.goroutines.Context(), m.o.Notes, key, true, until); err != nil {
+	if err := putJSON(m.goroutines.Context(), m.o.Notes, key, recordOf(c, n), until); err != nil {
 		m.log.Warn("a question sent not noted; after a restart it is sent again", "channel", c.Name(), "id", n.Request.ID, "err", err)
 		return
 	}
@@ -434,6 +454,9 @@ func (m *Manager) waitRestored(ctx context.Context) bool {
 func (m *Manager) Restored() {
 	m.restoredOnce.Do(func() {
 		m.resend()
+		if m.local {
+			m.restoreOwed()
+		}
 		if m.o.AfterRestore {
 			close(m.restored)
 		}
@@ -452,7 +475,7 @@ func (m *Manager) resend() {
 		for _, p := range notes {
 			ev := hub.Event{Kind: hub.Asked, Token: tok, Request: p.Request, AskedAt: p.AskedAt, At: m.o.Now()}
 			for i, c := range chs {
-				var sent bool
+				var sent json.RawMessage // a sentRecord, or an older version's true
 				found, err := getJSON(ctx, m.o.Notes, sentNoteKey(room, p.Request.ID, i, c.Name()), &sent)
 				if err == nil && found {
 					continue

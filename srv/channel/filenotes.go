@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -171,4 +172,23 @@ func (n *FileNotes) Delete(_ context.Context, key string) error {
 		return fmt.Errorf("forget a note: %w", err)
 	}
 	return nil
+}
+
+// scan lists the values under prefix that are not past their time.
+func (n *FileNotes) scan(prefix string) ([][]byte, error) {
+	var out [][]byte
+	now := n.now()
+	err := n.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(notesBucket).Cursor()
+		for k, v := c.Seek([]byte(prefix)); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+			if val, ok := live(v, now); ok {
+				out = append(out, append([]byte(nil), val...))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the channels' notes: %w", err)
+	}
+	return out, nil
 }

@@ -93,6 +93,10 @@ type slackKey struct{ channel, ts string }
 type slackMessage struct {
 	slackKey
 	text string
+	// more are its other copies: one posted before a restart whose
+	// timestamp never came back, learnt from a press or a reply
+	// (slack_tag.go), updated with it.
+	more []slackKey
 }
 
 // Name is "slack".
@@ -195,23 +199,26 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 				return err
 			}
 		}
-		// Settled: its presses and replies answer nothing now, and a
-		// reply in its thread is told so; the one delivered again (the
-		// connection moved) is told from another by the outcome, so the
-		// note keeps the labels.
-		gone, found, err := getAsked(ctx, notes, s.noteKey(m.slackKey))
-		if err != nil || !found {
-			gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
-		}
-		gone.Gone = title(n)
-		if err := putAsked(ctx, notes, s.noteKey(m.slackKey), gone, n.At.Add(goneFor)); err != nil {
-			return fmt.Errorf("slack: %w", err)
-		}
-		text := m.text + slackSettledLine(title(n))
-		_, _, _, err = api.UpdateMessageContext(ctx, m.channel, m.ts, slack.MsgOptionText(title(n), true),
-			slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
-		if err != nil {
-			return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
+		s.settleTag(ctx, room, n)
+		for _, k := range append([]slackKey{m.slackKey}, m.more...) {
+			// Settled: its presses and replies answer nothing now, and
+			// a reply in its thread is told so; the one delivered again
+			// (the connection moved) is told from another by the
+			// outcome, so the note keeps the labels.
+			gone, found, err := getAsked(ctx, notes, s.noteKey(k))
+			if err != nil || !found {
+				gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
+			}
+			gone.Gone = title(n)
+			if err := putAsked(ctx, notes, s.noteKey(k), gone, n.At.Add(goneFor)); err != nil {
+				return fmt.Errorf("slack: %w", err)
+			}
+			text := m.text + slackSettledLine(title(n))
+			_, _, _, err = api.UpdateMessageContext(ctx, k.channel, k.ts, slack.MsgOptionText(title(n), true),
+				slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
+			if err != nil {
+				return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
+			}
 		}
 		s.mu.Lock()
 		delete(s.sent, key)
@@ -221,12 +228,20 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		}
 		return nil
 	}
+	room := store.Room(n.Token)
+	s.recall(ctx, key, room, n.Request.ID)
 	s.mu.Lock()
 	_, done := s.sent[key] // a retry after the post went through
 	s.mu.Unlock()
 	if done {
 		return nil
 	}
+	// A copy may have been posted before (a post whose answer never
+	// came: the server died, or the call failed after Slack posted it):
+	// this one says so, and that one answers too (slack_tag.go).
+	tag := tagOf(room, n.Request.ID)
+	var before tagNote
+	again, _ := getJSON(ctx, s.notesOf(), s.tagKey(tag), &before)
 	// shown stays once the question is settled; the hint goes with the
 	// buttons. A section's text holds 3,000 characters.
 	// The question has what the rest leaves of the section, once settled
@@ -239,7 +254,10 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 			listed += "\n• " + slackEscClip(o.line(), maxSlackOptions/len(opts)-len("\n• "))
 		}
 	}
-	const hint = "\n\n(Press an answer, or reply in this message's thread.)"
+	hint := "\n\n(Press an answer, or reply in this message's thread.)"
+	if again {
+		hint = slackAgainLine + hint
+	}
 	const cutMark = "\n…\n\n(" + restInApp + ")"
 	fits := maxSlackSection - len(head+listed+cutMark) - max(len(hint), len(slackSettledLine(""))+maxSlackTitle)
 	question, cut := slackQuestion(n.Request.Text, fits)
@@ -255,15 +273,21 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
 	for i, label := range labels {
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i), slackText(Clip(label, 75))))
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i)+":"+tag, slackText(Clip(label, 75))))
+	}
+	q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
+	until := expiresOf(n.Event)
+	// Noted before it is posted: a message whose timestamp never comes
+	// back is still told by the tag its buttons carry.
+	if err := putJSON(ctx, s.notesOf(), s.tagKey(tag), tagNote{asked: q, Shown: shown, Until: until}, until); err != nil {
+		s.warn("slack: a question not noted before it is posted; a copy whose timestamp never comes back answers nothing", "err", err)
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(ctx, key, slackMessage{slackKey{channel, ts}, shown},
-		asked{Room: store.Room(n.Token), Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}, expiresOf(n.Event))
+	s.track(ctx, key, slackMessage{slackKey: slackKey{channel, ts}, text: shown}, q, until)
 	return nil
 }
 
@@ -282,13 +306,25 @@ func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, 
 			break
 		}
 	}
+	if was, ok := s.sent[key]; ok && was.slackKey != m.slackKey && !slices.Contains(was.more, m.slackKey) {
+		// Another copy, learnt (slack_tag.go): updated with the first.
+		was.more = append(was.more, m.slackKey)
+		m = was
+	}
 	s.sent[key] = m
 	s.mu.Unlock()
-	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), slackSentNote{m.channel, m.ts, m.text}, until); err != nil {
+	sn := slackSentNote{Channel: m.channel, TS: m.ts, Text: m.text}
+	for _, k := range m.more {
+		sn.More = append(sn.More, [2]string{k.channel, k.ts})
+	}
+	// Kept past the question's time: its update may be owed (owed.go).
+	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), sn, until.Add(owedFor)); err != nil {
 		s.warn("slack: a question's message not noted; another instance will not update it", "err", err)
 	}
-	if err := putAsked(ctx, s.notesOf(), s.noteKey(m.slackKey), q, until); err != nil {
-		s.warn("slack: what a message asks not noted; a press or reply to it answers nothing", "err", err)
+	for _, k := range append([]slackKey{m.slackKey}, m.more...) {
+		if err := putAsked(ctx, s.notesOf(), s.noteKey(k), q, until); err != nil {
+			s.warn("slack: what a message asks not noted; a press or reply to it answers nothing", "err", err)
+		}
 	}
 }
 
@@ -298,6 +334,8 @@ type slackSentNote struct {
 	Channel string `json:"c"`
 	TS      string `json:"ts"`
 	Text    string `json:"t"`
+	// More are its other copies, learnt: conversation and timestamp.
+	More [][2]string `json:"m,omitempty"`
 }
 
 // sentKey names the note of the message of question id of room: apart
@@ -311,7 +349,11 @@ func (s *Slack) sentNoted(ctx context.Context, room, id string) (slackMessage, b
 	if err != nil || !ok {
 		return slackMessage{}, false, err
 	}
-	return slackMessage{slackKey{sn.Channel, sn.TS}, sn.Text}, true, nil
+	m := slackMessage{slackKey: slackKey{sn.Channel, sn.TS}, text: sn.Text}
+	for _, k := range sn.More {
+		m.more = append(m.more, slackKey{k[0], k[1]})
+	}
+	return m, true, nil
 }
 
 // question is what the message k asks, if it is one of ours, pending
@@ -478,6 +520,10 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			return
 		}
 		q, asked, err := s.patientQuestion(ctx, slackKey{channel, ts})
+		if err == nil && !asked {
+			// A copy whose post never told its timestamp (slack_tag.go).
+			q, asked, err = s.byTag(ctx, slackKey{channel, ts}, tagOfData(act.Value))
+		}
 		if err != nil {
 			s.warn("slack: a press's question cannot be read", "err", err)
 			s.tell(ctx, channel, cb.User.ID, "Your answer could not be taken just now; press again.")
@@ -485,6 +531,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		}
 		pending := asked && q.Gone == ""
 		label, ok := strings.CutPrefix(act.Value, "a:")
+		label, _, _ = strings.Cut(label, ":")
 		i, err := strconv.Atoi(label)
 		if !ok || err != nil || i < 0 || pending && i >= len(q.Labels) {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
@@ -547,6 +594,10 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		finish(err == nil)
 	}
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
+	if err == nil && !ok && s.threadOf(m) != othersThread {
+		// A copy whose post never told its timestamp (slack_tag.go).
+		q, ok, err = s.byTag(ctx, slackKey{m.Channel, m.ThreadTimeStamp}, s.parentTag(ctx, m.Channel, m.ThreadTimeStamp))
+	}
 	if err != nil {
 		s.warn("slack: a reply's question cannot be read", "err", err)
 		notTaken("the question it answers could not be looked up just now; reply again, or answer in the app.")

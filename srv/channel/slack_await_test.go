@@ -69,6 +69,7 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 		ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
 		synctest.Wait()
 		notes.hide(sl.noteKey(slackKey{dm, ts1}))
+		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1"))) // held back with it
 
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts1, "Ship it."))
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts2, "Roll back."))
@@ -87,6 +88,7 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 		}
 
 		notes.show(sl.noteKey(slackKey{dm, ts1}))
+		notes.show(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Errorf("the held reply: the agent got %q", got)
 		}
@@ -110,6 +112,7 @@ func TestSlackReplyWithoutNoteToldAtLast(t *testing.T) {
 		ts := api.Call(t, "chat.postMessage", 1)["_ts"]
 		synctest.Wait()
 		notes.hide(sl.noteKey(slackKey{dm, ts}))
+		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
 
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it."))
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, "1600000000.000001", "A thread of my own."))

@@ -130,46 +130,22 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	room := store.Room(n.Token)
 	key := room + "\x00" + n.Request.ID
 	if n.Kind != hub.Asked {
-		t.mu.Lock()
-		msgs := t.sent[key]
-		delete(t.sent, key)
-		t.mu.Unlock()
-		notes := t.notesOf()
-		if len(msgs) == 0 {
-			// Settled on another instance than the one that sent it (an
-			// outcome is told where it is written): its messages are
-			// noted.
-			var err error
-			if msgs, err = t.sentNoted(ctx, room, n.Request.ID); err != nil {
-				return err
-			}
+		return t.settle(ctx, b, n, room, key)
+	}
+	tag := tagOf(room, n.Request.ID)
+	t.recall(ctx, key, room, n.Request.ID)
+	// A chat that may hold a copy sent before (a send whose answer never
+	// came: the server died, or the call failed after Telegram made the
+	// message) is told so in this one; that copy answers too (byTag).
+	again := map[int64]bool{}
+	for _, chat := range t.Chats {
+		if t.already(key, chat) {
+			continue
 		}
-		if err := deleteNote(ctx, notes, t.sentKey(room, n.Request.ID)); err != nil {
-			logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
+		var tn tagNote
+		if ok, err := getJSON(ctx, t.notesOf(), t.tagKey(chat, tag), &tn); err == nil && ok {
+			again[chat] = true
 		}
-		// Its taps and replies answer nothing now; one read again (its
-		// update polled twice) is told from another by the outcome.
-		for _, m := range msgs {
-			gone, ok, err := getAsked(ctx, notes, t.noteKey(m.sentKey))
-			if err != nil || !ok {
-				gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
-			}
-			gone.Gone = title(n)
-			if err := putAsked(ctx, notes, t.noteKey(m.sentKey), gone, n.At.Add(goneFor)); err != nil {
-				logOf(t.Logger).Warn("telegram: a settled question's note not changed", "err", err)
-			}
-		}
-		for _, m := range msgs {
-			if m.photo {
-				continue
-			}
-			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
-				Text: m.text + settledLine(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
-			if err != nil {
-				return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
-			}
-		}
-		return nil
 	}
 	// shown stays once the question is settled, the settled line added;
 	// the hint goes with the keyboard. The question has what the rest
@@ -187,20 +163,23 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	}
 	const hint = "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
 	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
+	hints := hint
+	if len(again) > 0 {
+		hints = againLine + hint
+	}
 	// Once settled, the hint gives way to a line saying so, a title long.
-	fits := maxTelegramMessage - tgLen(head+listed+cutMark) - max(tgLen(hint), tgLen(settledLine(""))+maxTitle)
+	fits := maxTelegramMessage - tgLen(head+listed+cutMark) - max(tgLen(hints), tgLen(settledLine(""))+maxTitle)
 	body, photos, cut := telegramQuestion(n.Request.Text, fits)
 	if cut {
 		body += cutMark
 	}
 	shown := head + body + listed
-	text := shown + hint
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
 	labels, own := buttonsOf(n.Request)
 	var rows [][]models.InlineKeyboardButton
 	for i, label := range labels {
-		b := models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i)}
+		b := models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + tag}
 		if len(rows) == 0 || own {
 			rows = append(rows, nil)
 		}
@@ -210,13 +189,23 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
+		text := shown + hint
+		if again[chat] {
+			text = shown + againLine + hint
+		}
+		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
+		until := expiresOf(n.Event)
+		// Noted before it is sent: a message whose ID never comes back
+		// (the server dies as Telegram makes it) is still told by the
+		// tag its buttons carry.
+		if err := putJSON(ctx, t.notesOf(), t.tagKey(chat, tag), tagNote{asked: q, Shown: shown, Until: until}, until); err != nil {
+			logOf(t.Logger).Warn("telegram: a question not noted before it is sent; a copy whose ID never comes back answers nothing", "err", err)
+		}
 		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: models.ParseModeHTML,
 			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
-		until := expiresOf(n.Event)
 		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: shown}, q, until)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
@@ -257,7 +246,10 @@ func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked
 			break
 		}
 	}
-	t.sent[key] = append(t.sent[key], m)
+	if !slices.ContainsFunc(t.sent[key], func(o sentMessage) bool { return o.sentKey == m.sentKey }) {
+		// (A copy learnt by its tag may be one noted meanwhile.)
+		t.sent[key] = append(t.sent[key], m)
+	}
 	sn := sentNote{Text: m.text}
 	for _, o := range t.sent[key] {
 		sn.Msgs = append(sn.Msgs, sentNoteMsg{o.chat, o.msg, o.photo})
@@ -266,7 +258,8 @@ func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked
 		}
 	}
 	t.mu.Unlock()
-	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until); err != nil {
+	// Kept past the question's time: its edit may be owed (owed.go).
+	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until.Add(owedFor)); err != nil {
 		logOf(t.Logger).Warn("telegram: a question's messages not noted; another instance will not edit them", "err", err)
 	}
 	if err := putAsked(ctx, t.notesOf(), t.noteKey(m.sentKey), q, until); err != nil {
@@ -350,6 +343,10 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	// The buttons it had and the capability they answer with; one no
 	// longer tracked (settled, or forgotten) answers nothing.
 	question, known, err := getAsked(ctx, t.notesOf(), t.noteKey(at))
+	if err == nil && !known {
+		// A copy whose send never told its ID (telegram_tag.go).
+		question, known, err = t.byTag(ctx, at, tagOfData(q.Data))
+	}
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a tap's question cannot be read", "err", err)
 		if later(ctx) {
@@ -359,6 +356,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		return
 	}
 	index, ok := strings.CutPrefix(q.Data, "a:")
+	index, _, _ = strings.Cut(index, ":")
 	i, err := strconv.Atoi(index)
 	if !ok || err != nil || i < 0 || known && i >= len(question.Labels) {
 		reply("Not an answer of ours.")
@@ -427,7 +425,12 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		}
 		finish(err == nil)
 	}
-	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(sentKey{m.Chat.ID, m.ReplyToMessage.ID}))
+	to := sentKey{m.Chat.ID, m.ReplyToMessage.ID}
+	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(to))
+	if from := m.ReplyToMessage.From; err == nil && !ok && from != nil && from.ID == t.botID() {
+		// A copy whose send never told its ID (telegram_tag.go).
+		q, ok, err = t.byTag(ctx, to, tagOfMarkup(m.ReplyToMessage.ReplyMarkup))
+	}
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a reply's question cannot be read", "err", err)
 		if later(ctx) {

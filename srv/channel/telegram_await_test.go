@@ -117,6 +117,9 @@ func TestTelegramReplyWaitsForItsNote(t *testing.T) {
 		replied, tapped := sentKey{42, telegramtest.FirstMessageID}, sentKey{42, telegramtest.FirstMessageID + 1}
 		notes.hide(tg.noteKey(replied))
 		notes.hide(tg.noteKey(tapped))
+		// The notes its copies' tags name are held back with them.
+		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
+		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-2")))
 		q1 := askOn(t, h, "q-1")
 		api.Call(t, "sendMessage", 1)
 		q2 := askOn(t, h, "q-2")
@@ -148,6 +151,8 @@ func TestTelegramReplyWaitsForItsNote(t *testing.T) {
 
 		notes.show(tg.noteKey(replied))
 		notes.show(tg.noteKey(tapped))
+		notes.show(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
+		notes.show(tg.tagKey(42, tagOf(store.Room(tokA), "q-2")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Errorf("the held reply: the agent got %q", got)
 		}
@@ -177,6 +182,7 @@ func TestTelegramReplyWithoutNoteToldAtLast(t *testing.T) {
 		api, tg, h := pipeTelegram(t, notes)
 		k := sentKey{42, telegramtest.FirstMessageID}
 		notes.hide(tg.noteKey(k))
+		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
 		askOn(t, h, "q-1")
 		api.Call(t, "sendMessage", 1)
 		synctest.Wait()

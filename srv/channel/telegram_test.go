@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestTelegram: a question goes to the configured chat as a message with
@@ -30,7 +31,8 @@ func TestTelegram(t *testing.T) {
 		t.Fatalf("keyboard %s: %v", sent["reply_markup"], err)
 	}
 	no := kb.InlineKeyboard[0][1]
-	if no.Text != "No" || no.CallbackData != "a:1" {
+	// Its index, and the tag naming the question (telegram_tag.go).
+	if no.Text != "No" || no.CallbackData != "a:1:"+tagOf(store.Room(tokA), "q-1") {
 		t.Fatalf("button %+v: its data must carry no capability (anyone in the chat can read it)", no)
 	}
 

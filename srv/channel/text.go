@@ -39,6 +39,8 @@ func title(n Notice) string {
 		}
 	case hub.TimedOut:
 		t = "Timed out"
+	case settledUnknown:
+		t = "No longer pending"
 	default:
 		t = "Withdrawn"
 	}
