@@ -16,15 +16,24 @@ import (
 
 // What the channels say, in the same words.
 
+// Asker names who asks req, as the inbox does: the agent's name, else
+// its MCP client's, else "Your agent". The agent names itself: one line
+// as written, not a line turned around by a bidirectional control, nor
+// two.
+func Asker(req hub.Request) string {
+	if who := wire.OneLine(req.AgentName); who != "" {
+		return who
+	}
+	if who := wire.OneLine(req.McpClientName); who != "" {
+		return who
+	}
+	return "Your agent"
+}
+
 // title is a notice's first line: the project and who asks.
 func title(n Notice) string {
 	req := n.Request
-	// The agent names itself and its project: one line as written, not
-	// a line turned around by a bidirectional control, nor two.
-	who := wire.OneLine(req.AgentName)
-	if who == "" {
-		who = "Your agent"
-	}
+	who := Asker(req)
 	var t string
 	switch n.Kind {
 	case hub.Asked:

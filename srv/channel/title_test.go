@@ -26,3 +26,20 @@ func TestTitleIsOneLineAsWritten(t *testing.T) {
 		}
 	}
 }
+
+// TestTitleNamesWhoAsks: a question without an agent name is titled with
+// the MCP client's name, as the inbox shows it; "Your agent" only when
+// neither is known.
+func TestTitleNamesWhoAsks(t *testing.T) {
+	for _, c := range []struct{ agent, client, want string }{
+		{"Claude Code", "claude-code", "Claude Code asks"},
+		{"", "inspector-cli", "inspector-cli asks"},
+		{"", "in\u202espector", "inspector asks"},
+		{"", "", "Your agent asks"},
+	} {
+		got := title(Notice{Event: hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, AgentName: c.agent, McpClientName: c.client}}})
+		if got != c.want {
+			t.Errorf("agent %q, client %q: %q, want %q", c.agent, c.client, got, c.want)
+		}
+	}
+}

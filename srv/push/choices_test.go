@@ -27,3 +27,12 @@ func TestActionsAreTheOptions(t *testing.T) {
 		t.Errorf("actions without options = %q", m.Actions)
 	}
 }
+
+// TestPushNamesWhoAsks: the MCP client's name stands in for a missing
+// agent name, as in the inbox.
+func TestPushNamesWhoAsks(t *testing.T) {
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?", McpClientName: "inspector-cli"}}
+	if m := askMessage(ev, "room", Subscription{}, "cap"); m.Title != "inspector-cli asks" {
+		t.Errorf("title %q", m.Title)
+	}
+}

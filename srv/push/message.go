@@ -67,11 +67,7 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 	if req.Kind != wire.AskQuestion {
 		kind, verb = "report", "reports"
 	}
-	who := req.AgentName
-	if who == "" {
-		who = "Your agent"
-	}
-	title := who + " " + verb
+	title := channel.Asker(req) + " " + verb
 	if p := channel.Project(req.ProjectDirectory); p != "" {
 		title = p + " · " + title
 	}

@@ -263,10 +263,10 @@ describe('Web Push', () => {
     const ask = await pushService.next()
     expect(ask.authorization).toMatch(/^vapid t=/)
     const m = JSON.parse(ask.plaintext)
-    expect(m).toMatchObject({ type: 'ask', kind: 'question', title: 'shop · Your agent asks', body: 'Deploy v2 to production?', actions: ['Ship it', 'Hold on'] })
+    expect(m).toMatchObject({ type: 'ask', kind: 'question', title: 'shop · e2e asks', body: 'Deploy v2 to production?', actions: ['Ship it', 'Hold on'] })
     expect(ask.plaintext).not.toContain(srv.token)
     await deliver(ask.plaintext)
-    await expect.poll(shown).toEqual([{ title: 'shop · Your agent asks', body: 'Deploy v2 to production?', tag: m.tag, requireInteraction: true,
+    await expect.poll(shown).toEqual([{ title: 'shop · e2e asks', body: 'Deploy v2 to production?', tag: m.tag, requireInteraction: true,
       actions: [{ action: 'a0', title: 'Ship it' }, { action: 'a1', title: 'Hold on' }] }])
 
     // The lock screen's button: the worker answers with the capability.
