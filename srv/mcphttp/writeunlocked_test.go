@@ -49,7 +49,7 @@ func TestWriteOutsideStreamLock(t *testing.T) {
 	st.mu.Unlock()
 	release()
 	<-done
-	if out := w.String(); strings.Index(out, `{"n":1}`) < 0 || strings.Index(out, `{"n":1}`) > strings.Index(out, `{"n":2}`) {
+	if out := w.String(); !strings.Contains(out, `{"n":1}`) || strings.Index(out, `{"n":1}`) > strings.Index(out, `{"n":2}`) {
 		t.Fatalf("the events, written:\n%s", out)
 	}
 }
@@ -82,7 +82,7 @@ func TestReplayOutsideStreamLock(t *testing.T) {
 	release()
 	st.end()
 	<-done
-	if out := w.String(); strings.Index(out, `{"n":1}`) < 0 || strings.Index(out, `{"n":1}`) > strings.Index(out, `{"n":2}`) {
+	if out := w.String(); !strings.Contains(out, `{"n":1}`) || strings.Index(out, `{"n":1}`) > strings.Index(out, `{"n":2}`) {
 		t.Fatalf("the replay, written:\n%s", out)
 	}
 }
