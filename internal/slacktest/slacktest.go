@@ -36,7 +36,8 @@ import (
 
 // Call is one call of a Web API method; its Form is the parameters
 // (without the token) and "_ts", the timestamp the call answered (a
-// posted message's), or "_error", why it was refused (invalid_blocks).
+// posted message's), or "_error", why it was refused (invalid_blocks,
+// message_not_found).
 type Call = apicalls.Call
 
 // API is the double. Safe for concurrent use.
@@ -59,6 +60,20 @@ type API struct {
 	changed chan struct{}
 	// holds are the methods whose calls wait (Hold, HoldAnswer).
 	holds map[string]*hold
+	// deleted are the timestamps of the messages the person deleted
+	// (Delete).
+	deleted map[string]bool
+}
+
+// Delete deletes the bot's message ts, as the person can: an update of
+// it is refused from then on (message_not_found).
+func (api *API) Delete(ts string) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.deleted == nil {
+		api.deleted = map[string]bool{}
+	}
+	api.deleted[ts] = true
 }
 
 type hold struct {
@@ -205,10 +220,15 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	ts := "1700000000." + strconv.Itoa(api.ts)
 	delete(form, "token")
 	form["_ts"] = ts
+	errCode := "invalid_blocks"
 	if method == "chat.postMessage" || method == "chat.update" {
 		if why := invalidBlocks(form["blocks"]); why != "" {
 			form["_error"] = why // refused: invalid_blocks
 		}
+	}
+	if method == "chat.update" && api.deleted[form["ts"]] {
+		errCode = "message_not_found"
+		form["_error"] = errCode
 	}
 	api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
 	api.changedLocked()
@@ -219,7 +239,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	}
 	channel := DM(form["channel"])
 	if why := form["_error"]; why != "" {
-		reply(map[string]any{"ok": false, "error": "invalid_blocks", "errors": []string{why}})
+		reply(map[string]any{"ok": false, "error": errCode, "errors": []string{why}})
 		return
 	}
 	switch method {

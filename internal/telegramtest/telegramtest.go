@@ -45,6 +45,7 @@ type API struct {
 	lastUpdate, confirmed int
 	nextMsg               int
 	made                  map[int]bool // the messages the bot sent
+	deleted               map[int]bool // those the person deleted since (Delete)
 	// shown are the text and the reply_markup (JSON) of each message
 	// the bot sent, as last sent or edited: Telegram hands them with a
 	// reply to it (reply_to_message) and with a tap on it.
@@ -189,6 +190,17 @@ func (api *API) changedLocked() {
 	api.changed = make(chan struct{})
 }
 
+// Delete deletes the bot's message msg, as the person can: an edit of
+// it is refused from then on ("message to edit not found").
+func (api *API) Delete(msg int) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.deleted == nil {
+		api.deleted = map[int]bool{}
+	}
+	api.deleted[msg] = true
+}
+
 // pollFor bounds one getUpdates with nothing to answer, as Telegram's
 // own long poll does (with a longer bound).
 const pollFor = 2 * time.Second
@@ -299,7 +311,16 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
 	case "sendMessage", "editMessageText", "sendPhoto":
-		if why := refused(method, form); why != "" {
+		why := refused(method, form)
+		if method == "editMessageText" && why == "" {
+			api.mu.Lock()
+			id, _ := strconv.Atoi(form["message_id"])
+			if api.deleted[id] {
+				why = "message to edit not found"
+			}
+			api.mu.Unlock()
+		}
+		if why != "" {
 			form["_error"] = why
 			api.mu.Lock()
 			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})

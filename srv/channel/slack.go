@@ -216,7 +216,14 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 			text := m.text + slackSettledLine(title(n))
 			_, _, _, err = api.UpdateMessageContext(ctx, k.channel, k.ts, slack.MsgOptionText(title(n), true),
 				slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
-			if err != nil {
+			switch {
+			case err == nil:
+			case slackUneditable(err):
+				// Deleted by the person (a copy posted again, most
+				// likely): nothing to update, now or later; the others
+				// are updated.
+				logOf(s.Logger).Info("slack: a settled question's message is gone, not updated", "id", n.Request.ID, "err", s.redact(err))
+			default:
 				return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
 			}
 		}
@@ -557,6 +564,17 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, err.Error())
 		}
 	}
+}
+
+// slackUneditable: Slack has no such message to update (the person
+// deleted it), or will not update it; tried again, the update fails the
+// same way.
+func slackUneditable(err error) bool {
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Err == "message_not_found" || se.Err == "cant_update_message" || se.Err == "edit_window_closed"
 }
 
 // replyKinds are the subtypes of a message a person writes in a thread:

@@ -186,7 +186,13 @@ func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room, key s
 		}
 		_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
 			Text: m.text + settledLine(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
-		if err != nil && !notModified(err) {
+		switch {
+		case err == nil || notModified(err):
+		case uneditable(err):
+			// Deleted by the person (a copy sent again, most likely):
+			// nothing to edit, now or later; the others are edited.
+			logOf(t.Logger).Info("telegram: a settled question's message is gone, not edited", "id", n.Request.ID, "err", t.redact(err))
+		default:
 			return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
 		}
 	}
@@ -197,6 +203,14 @@ func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room, key s
 		logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
 	}
 	return nil
+}
+
+// uneditable: Telegram has no such message to edit (the person deleted
+// it), or will not edit it; tried again, the edit fails the same way.
+func uneditable(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "message to edit not found") || strings.Contains(s, "message can't be edited") ||
+		strings.Contains(s, "MESSAGE_ID_INVALID")
 }
 
 // notModified: Telegram refused an edit that changes nothing: the

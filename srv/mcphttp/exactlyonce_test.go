@@ -156,13 +156,13 @@ func TestEventIDOrigin(t *testing.T) {
 		want eventPos
 		ok   bool
 	}{
-		{"b-5@a-10.claims.sig", eventPos{"a", 10}, true},
-		{"b-5@a-0", eventPos{"a", 0}, true},
-		{"b-5", eventPos{"b", 5}, true},
-		{"b-5@a", eventPos{}, false},
-		{"b-5@-3", eventPos{}, false},
-		{"b-5@a-x", eventPos{}, false},
-		{"b-5@a-1@c-2", eventPos{}, false},
+		{"bbbbbbbbbb-5@aaaaaaaaaa-10.claims.sig", eventPos{"aaaaaaaaaa", 10}, true},
+		{"bbbbbbbbbb-5@aaaaaaaaaa-0", eventPos{"aaaaaaaaaa", 0}, true},
+		{"bbbbbbbbbb-5", eventPos{"bbbbbbbbbb", 5}, true},
+		{"bbbbbbbbbb-5@aaaaaaaaaa", eventPos{}, false},
+		{"bbbbbbbbbb-5@-3", eventPos{}, false},
+		{"bbbbbbbbbb-5@aaaaaaaaaa-x", eventPos{}, false},
+		{"bbbbbbbbbb-5@aaaaaaaaaa-1@cccccccccc-2", eventPos{}, false},
 	} {
 		got, err := originOf(tc.id)
 		if (err == nil) != tc.ok || tc.ok && got != tc.want {

@@ -169,7 +169,10 @@ func (l *eventLog) expireLocked(now time.Time) {
 // number, and the signed claims of the call's request when it carries
 // them (sig, eventsig.go), unchecked. An ID of a stream resumed through
 // another instance than the one where its call began also names the
-// last of that call's events its client has (originOf).
+// last of that call's events its client has (originOf). Any other ID is
+// malformed, its tags not as newEventLog makes them or its numbers not
+// as written included: the origin an ID names goes to the other
+// instances and into the IDs of the events sent after it.
 func parseEventID(id string) (tag string, n uint64, sig string, err error) {
 	tag, n, _, sig, err = parseEventIDOrigin(id)
 	return tag, n, sig, err
@@ -192,7 +195,7 @@ func parseEventIDOrigin(id string) (tag string, n uint64, origin eventPos, sig s
 		// Its number may be 0: the client has none of them yet.
 		otag, onum, ok := strings.Cut(org, "-")
 		on, err := strconv.ParseUint(onum, 10, 64)
-		if !ok || otag == "" || err != nil {
+		if !ok || !validTag(otag) || err != nil || strconv.FormatUint(on, 10) != onum {
 			return "", 0, origin, "", errEventMalformed
 		}
 		origin = eventPos{tag: otag, n: on}
@@ -202,11 +205,11 @@ func parseEventIDOrigin(id string) (tag string, n uint64, origin eventPos, sig s
 
 func parsePos(s string) (tag string, n uint64, ok bool) {
 	tag, num, ok := strings.Cut(s, "-")
-	if !ok || tag == "" {
+	if !ok || !validTag(tag) {
 		return "", 0, false
 	}
 	n, err := strconv.ParseUint(num, 10, 64)
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || strconv.FormatUint(n, 10) != num {
 		return "", 0, false
 	}
 	return tag, n, true

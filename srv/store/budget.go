@@ -45,12 +45,19 @@ func roomOf(k []byte) []byte {
 	return k
 }
 
-// idOf is the request ID of the record key k (room/stamp/id).
+// idOf is the request ID of the record key k (room/stamp/id): all that
+// follows the stamp, for an ID is the agent's to choose, slashes
+// included ("build/42").
 func idOf(k []byte) []byte {
-	if i := bytes.LastIndexByte(k, '/'); i >= 0 {
-		return k[i+1:]
+	_, rest, ok := bytes.Cut(k, []byte{'/'})
+	if !ok {
+		return nil
 	}
-	return nil
+	_, id, ok := bytes.Cut(rest, []byte{'/'})
+	if !ok {
+		return nil
+	}
+	return id
 }
 
 // pairBytes is what a record costs on disk: its key and its value.

@@ -229,6 +229,39 @@ func TestHistoryBudgetEvictsOldestSettledFirst(t *testing.T) {
 	checkTally(t, s, "after the huge one")
 }
 
+// A request's ID is the agent's to choose, slashes and all: the record
+// of "build/42" that keep names is kept, and keep is never asked of
+// the ID's last part alone ("42", which another request may have).
+func TestHistoryBudgetKeepsAnIDWithSlashes(t *testing.T) {
+	const budget = 32 << 10
+	s, err := Open(t.TempDir(), Options{HistoryBytes: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var asked sync.Map
+	s.Protect(func(room, id string) bool {
+		asked.Store(id, true)
+		return room == "a" && id == "build/42"
+	})
+	t0 := time.Now().Add(-time.Hour)
+	const each = 10 << 10
+	s.Put(answered("a", "build/42", t0, each))
+	for i := range 6 {
+		if err := s.Put(answered("a", fmt.Sprint("s", i), t0.Add(time.Duration(1+i)*time.Second), each)).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		s.Flush()
+	}
+	if got := roomIDs(t, s, "a"); !slices.Contains(got, "build/42") {
+		t.Errorf("room a keeps %v: the kept build/42 was evicted", got)
+	}
+	if _, ok := asked.Load("42"); ok {
+		t.Error("keep was asked of 42, the last part of build/42")
+	}
+	checkTally(t, s, "after evictions")
+}
+
 // The budget holds across a restart: the tally read back goes on, and
 // the first commit after it evicts what the last run left over budget.
 func TestHistoryBudgetAcrossRestart(t *testing.T) {
