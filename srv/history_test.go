@@ -100,7 +100,7 @@ func TestHistorySaysWhyUnanswered(t *testing.T) {
 		_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "w1", Text: "withdrawn?", Timeout: time.Minute})
 	}()
 	expect(t, ui, "AskQuestion")
-	if err := h.Cancel(tokA, "w1"); err != nil {
+	if err := h.Cancel(context.Background(), tokA, "w1"); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, ui, "RequestCancelled")

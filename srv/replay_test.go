@@ -44,7 +44,7 @@ func TestResumeAfterDisconnect(t *testing.T) {
 	waitFor(t, "q1 settled", func() bool { return !h.Validity(tokA, []string{"q1"})["q1"] })
 	ask("q3")
 	expect(t, pc, "AskQuestion")
-	if err := h.Cancel(tokA, "q2"); err != nil {
+	if err := h.Cancel(context.Background(), tokA, "q2"); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, pc, "RequestCancelled")

@@ -139,7 +139,7 @@ func TestUpstreamWebReconnectIsToldWhatSettled(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Cancel(tokA, "q2"); err != nil {
+	if err := h.Cancel(context.Background(), tokA, "q2"); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Answer(context.Background(), tokA, wire.TaskFinish, "t1", hub.Reply{Nickname: "watcher", ClientID: watcher.ID,

@@ -247,7 +247,7 @@ func TestNtfySettledSaysWhichQuestion(t *testing.T) {
 	f := newFixture(t, map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "t"}}}, Options{})
 	f.askText(tokA, "q-1", "## Deploy\n\nShip **v2** to [staging](https://example.org/x) now?", nil)
 	ntfy.waitFor(t, 1)
-	if err := f.hub.Cancel(tokA, "q-1"); err != nil {
+	if err := f.hub.Cancel(context.Background(), tokA, "q-1"); err != nil {
 		t.Fatal(err)
 	}
 	_, bodies := ntfy.waitFor(t, 2)

@@ -82,7 +82,7 @@ func TestLifecycleWithdraw(t *testing.T) {
 	lifecycle(t, hub.Options{}, func(t *testing.T, in *instance, dev *client) {
 		done := ask(context.Background(), in, question("q", "Which?"))
 		dev.expect(t, wire.CmdAskQuestion)
-		if err := in.hub.Cancel(tok, "q"); err != nil {
+		if err := in.hub.Cancel(context.Background(), tok, "q"); err != nil {
 			t.Fatal(err)
 		}
 		if r := wait(t, done); !errors.Is(r.err, hub.ErrWithdrawn) {

@@ -199,7 +199,7 @@ func TestReplayOnAnotherInstance(t *testing.T) {
 	default:
 	}
 	// Numbers are the cluster's: B's frames of q2 carry A's numbers too.
-	if err := b.hub.Cancel(tok, "q2"); err != nil {
+	if err := b.hub.Cancel(context.Background(), tok, "q2"); err != nil {
 		t.Fatal(err)
 	}
 	c1 := back.expect(t, wire.CmdRequestCancelled)

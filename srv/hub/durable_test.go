@@ -101,7 +101,7 @@ func TestWithdrawnBeforeShown(t *testing.T) {
 	_, ec := ask(h, "tok", "q", time.Minute, context.Background())
 	<-g.waiting
 	cancelled := make(chan error, 1)
-	go func() { cancelled <- h.Cancel("tok", "q") }()
+	go func() { cancelled <- h.Cancel(context.Background(), "tok", "q") }()
 	for !settling(h, "tok", "q") {
 		runtime.Gosched()
 	}

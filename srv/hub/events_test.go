@@ -57,7 +57,7 @@ func TestEvents(t *testing.T) {
 			t.Fatalf("b: %v", err)
 		}
 		cancelled := ask("c", time.Hour)
-		if err := h.Cancel("tok", "c"); err != nil {
+		if err := h.Cancel(context.Background(), "tok", "c"); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-cancelled; !errors.Is(err, ErrWithdrawn) {
@@ -91,7 +91,7 @@ func TestEvents(t *testing.T) {
 		unsubscribe()
 		n := len(got)
 		late := ask("d", time.Hour)
-		_ = h.Cancel("tok", "d")
+		_ = h.Cancel(context.Background(), "tok", "d")
 		<-late
 		if got := heard(); len(got) != n {
 			t.Errorf("heard %d events after unsubscribing", len(got)-n)

@@ -107,7 +107,7 @@ func ExampleHub_Cancel() {
 	}()
 	phone.next(hub.NoteAsked)
 
-	if err := h.Cancel("token", "q-1"); err != nil {
+	if err := h.Cancel(context.Background(), "token", "q-1"); err != nil {
 		fmt.Println("cancel:", err)
 	}
 	fmt.Println("the agent's call:", <-asked)

@@ -206,10 +206,10 @@ func TestTimeoutCancelAndOrphan(t *testing.T) {
 		// An explicit cancel withdraws at once.
 		_, ec = ask(h, "tok", "cancel-me", time.Minute, context.Background())
 		synctest.Wait()
-		if err := h.Cancel("other", "cancel-me"); !errors.Is(err, ErrNotPending) {
+		if err := h.Cancel(context.Background(), "other", "cancel-me"); !errors.Is(err, ErrNotPending) {
 			t.Errorf("cancel from another token: %v", err)
 		}
-		if err := h.Cancel("tok", "cancel-me"); err != nil {
+		if err := h.Cancel(context.Background(), "tok", "cancel-me"); err != nil {
 			t.Fatal(err)
 		}
 		if err := <-ec; !errors.Is(err, ErrWithdrawn) {

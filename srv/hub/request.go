@@ -267,12 +267,12 @@ func (l *lateLooks) missed(id string, now time.Time) {
 // moments before, its record not heard here yet: the cancel waits to
 // hear it as an answer does (heardLate), or the request would stay
 // pending, shown on every device, with its agent told it was not.
-func (h *Hub) Cancel(token, id string) error {
+func (h *Hub) Cancel(ctx context.Context, token, id string) error {
 	r := h.room(token)
 	r.mu.Lock()
 	p := r.pending[id]
 	r.mu.Unlock()
-	if p == nil && h.heardLate(context.Background(), r, id) {
+	if p == nil && h.heardLate(ctx, r, id) {
 		r.mu.Lock()
 		p = r.pending[id]
 		r.mu.Unlock()

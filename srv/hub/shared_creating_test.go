@@ -61,7 +61,7 @@ func TestWaitOnACreateEndsWithTheCaller(t *testing.T) {
 			third <- err
 		}()
 		cancelled := make(chan error, 1)
-		go func() { cancelled <- h.Cancel("tok", "q") }()
+		go func() { cancelled <- h.Cancel(context.Background(), "tok", "q") }()
 		synctest.Wait()
 		closed := make(chan struct{})
 		go func() {

@@ -80,7 +80,7 @@ func TestSharedCancelBeforeItsQuestionIsHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(a) // B has not heard it yet
 		cancelled := make(chan error, 1)
-		go func() { cancelled <- bn.h.Cancel("tok", "q") }()
+		go func() { cancelled <- bn.h.Cancel(context.Background(), "tok", "q") }()
 		synctest.Wait()
 		b.deliver(bn)
 		if err := <-cancelled; err != nil {
@@ -105,7 +105,7 @@ func TestSharedCancelNeverHeard(t *testing.T) {
 		nodes := instances(t, b, Options{OrphanNotice: time.Hour})
 		a, bn := nodes[0], nodes[1]
 		start := time.Now()
-		if err := bn.h.Cancel("tok", "none"); !errors.Is(err, ErrNotPending) || time.Since(start) != 0 {
+		if err := bn.h.Cancel(context.Background(), "tok", "none"); !errors.Is(err, ErrNotPending) || time.Since(start) != 0 {
 			t.Fatalf("a cancel of no request: %v after %v", err, time.Since(start))
 		}
 		req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
@@ -113,8 +113,15 @@ func TestSharedCancelNeverHeard(t *testing.T) {
 		synctest.Wait()
 		b.deliver(a)
 		start = time.Now()
-		if err := bn.h.Cancel("tok", "q"); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
+		if err := bn.h.Cancel(context.Background(), "tok", "q"); !errors.Is(err, ErrNotPending) || time.Since(start) != catchUp {
 			t.Fatalf("a cancel of a request never heard: %v after %v", err, time.Since(start))
+		}
+		// A caller gone (its connection closed) is not waited for.
+		gone, cancel := context.WithCancel(context.Background())
+		cancel()
+		start = time.Now()
+		if err := bn.h.Cancel(gone, "tok", "q2"); err == nil || time.Since(start) != 0 {
+			t.Fatalf("a cancel whose caller left: %v after %v", err, time.Since(start))
 		}
 	})
 }

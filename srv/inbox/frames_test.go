@@ -210,7 +210,7 @@ func TestRoomFrames(t *testing.T) {
 		}
 
 		// The agent withdraws it: every device is told.
-		if err := f.hub.Cancel(tokA, "q"); err != nil {
+		if err := f.hub.Cancel(context.Background(), tokA, "q"); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []*wstest.Client{phone, laptop} {

@@ -130,7 +130,8 @@ func (s *session) askInbox(ctx context.Context, ap *approval) {
 	case errors.Is(err, hub.ErrTimeout):
 		d = Decision{Decision: wire.IngressReject, Reason: fmt.Sprintf("no decision within %s", h.o.ApprovalTimeout), DecidedBy: "timeout"}
 	case ctx.Err() != nil:
-		_ = h.o.Hub.Cancel(s.info.Token, ap.hubID) // the run ended: the question goes
+		// The run ended: the question goes (the run's context is done).
+		_ = h.o.Hub.Cancel(context.Background(), s.info.Token, ap.hubID)
 		return
 	default:
 		h.log.Warn("ingress approval: the inbox question failed", "approval", ap.id, "err", err)

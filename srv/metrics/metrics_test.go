@@ -26,7 +26,7 @@ func TestDoorsAreAFixedList(t *testing.T) {
 		_, err := h.Ask(ctx, "tok", hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "?", Timeout: time.Hour, Door: "a door of its own\n"})
 		done <- err
 	}()
-	for h.Cancel("tok", "q1") != nil { // until the request is there
+	for h.Cancel(context.Background(), "tok", "q1") != nil { // until the request is there
 		select {
 		case err := <-done:
 			t.Fatalf("ask ended first: %v", err)
@@ -35,7 +35,7 @@ func TestDoorsAreAFixedList(t *testing.T) {
 	}
 	<-done
 	m.Close()
-	_ = h.Cancel("tok", "none")
+	_ = h.Cancel(context.Background(), "tok", "none")
 
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))

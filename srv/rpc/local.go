@@ -65,8 +65,8 @@ func (l *Local) TakeMissedAnswers(_ context.Context, req *pb.TakeMissedAnswersRe
 	return controlService{l.s}.takeMissed(l.c.token, req)
 }
 
-func (l *Local) CancelRequest(_ context.Context, req *pb.CancelRequestRequest) error {
-	_, err := controlService{l.s}.cancel(l.c.token, req)
+func (l *Local) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) error {
+	_, err := controlService{l.s}.cancel(ctx, l.c.token, req)
 	return err
 }
 

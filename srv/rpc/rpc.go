@@ -355,11 +355,11 @@ func (r replyService) answer(ctx context.Context, c caller, kind wire.Kind, id, 
 type controlService struct{ s *service }
 
 func (c controlService) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
-	return c.cancel(tokenOf(ctx), req)
+	return c.cancel(ctx, tokenOf(ctx), req)
 }
 
-func (c controlService) cancel(token string, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
-	if err := c.s.o.Hub.Cancel(token, req.GetID()); err != nil {
+func (c controlService) cancel(ctx context.Context, token string, req *pb.CancelRequestRequest) (*pb.MsgEmpty, error) {
+	if err := c.s.o.Hub.Cancel(ctx, token, req.GetID()); err != nil {
 		return nil, connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("request %s: %w", req.GetID(), err))
 	}
 	return &pb.MsgEmpty{}, nil
