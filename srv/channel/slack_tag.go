@@ -90,7 +90,7 @@ func (s *Slack) settleTag(ctx context.Context, room string, n Notice) {
 }
 
 // parentTag is the tag of the buttons of the message ts of channel, as
-// Slack has it: "" when it has none or cannot be read.
+// Slack has it: "" when it has none, cannot be read or is not the bot's.
 func (s *Slack) parentTag(ctx context.Context, channel, ts string) string {
 	ctx, cancel := context.WithTimeout(ctx, noteTimeout)
 	defer cancel()
@@ -99,8 +99,11 @@ func (s *Slack) parentTag(ctx context.Context, channel, ts string) string {
 		logOf(s.Logger).Debug("slack: a thread's message cannot be read", "err", s.redact(err))
 		return ""
 	}
+	bot, _ := s.botUser.Load().(string)
 	for _, m := range r.Messages {
-		if m.Timestamp != ts {
+		// Only the bot's own message is a copy: a person (or another
+		// app) can post buttons carrying a question's tag too.
+		if m.Timestamp != ts || m.BotID == "" || bot != "" && m.User != bot {
 			continue
 		}
 		for _, b := range m.Blocks.BlockSet {
