@@ -140,6 +140,10 @@ type Options struct {
 	Backoff time.Duration
 	Logger  *slog.Logger
 	Now     func() time.Time
+
+	// owedScan is how often a cluster's lease holder reads the edits
+	// owed (default owedScan).
+	owedScan time.Duration
 }
 
 // queueLen bounds the notices waiting for one channel; past it the
@@ -164,6 +168,9 @@ type Manager struct {
 	// local: the notes are one process's, kept across a restart; a
 	// question sent is noted, so that Restored knows those that were not.
 	local bool
+	// shared: the notes are a cluster's, which list the edits owed
+	// (Scanner): the holder of an editing channel's lease tries them.
+	shared bool
 	// restored is closed by Restored: the listeners wait for it when
 	// Options.AfterRestore is set.
 	restored     chan struct{}
@@ -193,6 +200,7 @@ func New(o Options) *Manager {
 	opt.Default(&o.Backoff, time.Second)
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
+	opt.Default(&o.owedScan, owedScan)
 	_, local := o.Notes.(interface{ oneProcess() })
 	shared := o.Notes != nil && !local
 	if o.Notes == nil {
@@ -206,7 +214,8 @@ func New(o Options) *Manager {
 		o.Leader = Alone{}
 	}
 	linkWebhooks(o.Routes)
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, restored: make(chan struct{}), plain: plain}
+	_, scans := plain.(Scanner)
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain}
 	m.owed.wake = make(chan struct{}, 1)
 	if !o.AfterRestore {
 		close(m.restored)
@@ -231,7 +240,7 @@ func New(o Options) *Manager {
 	}
 	ctx := m.goroutines.Context()
 	m.goroutines.Go(func() { later.run(ctx) })
-	if local {
+	if local || m.shared {
 		m.goroutines.Go(func() { m.runOwed(ctx) })
 	}
 	for c := range m.queues {
@@ -241,9 +250,13 @@ func New(o Options) *Manager {
 		}
 		if ld, ok := c.(leading); ok {
 			name := ld.lead()
+			run := func(ctx context.Context) { l.Listen(ctx, a) }
+			if _, ok := c.(editing); ok && m.shared {
+				run = func(ctx context.Context) { m.leadEditing(ctx, c, l, a) }
+			}
 			m.goroutines.Go(func() {
 				if m.waitRestored(ctx) {
-					o.Leader.Lead(ctx, name, func(ctx context.Context) { l.Listen(ctx, a) })
+					o.Leader.Lead(ctx, name, run)
 				}
 			})
 			continue
@@ -256,6 +269,20 @@ func New(o Options) *Manager {
 	}
 	m.unsub = o.Hub.Subscribe(m.event)
 	return m
+}
+
+// leadEditing is the lead of an editing channel c of a cluster: it
+// listens, and has the edits owed noted by any instance tried here,
+// until ctx ends (the lease lost) or the listening gives up.
+func (m *Manager) leadEditing(ctx context.Context, c Channel, l Listener, a Answers) {
+	hctx, cancel := context.WithCancel(ctx)
+	var owed sync.WaitGroup
+	// holdOwed is owned here: waited for before the lease is let go,
+	// so that two holders never try the same edits.
+	owed.Go(func() { m.holdOwed(hctx, c) })
+	l.Listen(ctx, a)
+	cancel()
+	owed.Wait()
 }
 
 // Close stops following the hub and the channels' goroutines, and waits

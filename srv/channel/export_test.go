@@ -3,6 +3,7 @@ package channel
 import (
 	"io"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -76,3 +77,7 @@ func (m *MailServers) Unsee(t *testing.T, uid imap.UID) {
 		t.Fatal(err)
 	}
 }
+
+// SetOwedScan sets how often a cluster's lease holder reads the edits
+// owed, for the tests of package channel_test.
+func SetOwedScan(o *Options, every time.Duration) { o.owedScan = every }

@@ -64,7 +64,20 @@ const (
 	// maxOwed bounds the edits owed tried at a time; past it the oldest
 	// waits for the next restart (its note stays).
 	maxOwed = 1024
+	// owedScan is how often a cluster's lease holder reads the edits
+	// owed noted by every instance.
+	owedScan = 30 * time.Second
+	// owedPrefix begins the keys of a cluster's edits owed, which a
+	// Scanner lists.
+	owedPrefix = "owed."
 )
+
+// A Scanner is a cluster's Notes that lists the values of the keys
+// beginning with owedPrefix ("owed."), not past their time: the edits
+// owed, found by the instance that holds a channel's lease.
+type Scanner interface {
+	Scan(ctx context.Context, prefix string) ([][]byte, error)
+}
 
 // recordOf is the note that c, the slot-th channel, was sent n.
 func recordOf(c Channel, n Notice) sentRecord {
@@ -104,12 +117,25 @@ type owedEdits struct {
 // after its restart. False when c edits nothing, or its question's
 // sending was not noted (nothing to edit, as far as is known).
 func (m *Manager) markOwed(c Channel, n Notice) bool {
-	if _, ok := c.(editing); !ok || !m.local || n.Kind == hub.Asked {
+	if _, ok := c.(editing); !ok || !m.local && !m.shared || n.Kind == hub.Asked {
 		return false
 	}
 	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
 	var rec sentRecord
 	ctx := m.goroutines.Context()
+	if m.shared {
+		// No note of the sending here (the instance that sent it may
+		// be another): the edit owed is noted whole.
+		rec = recordOf(c, n)
+		rec.Kind, rec.At, rec.Since = n.Kind, n.At, m.o.Now()
+		if n.Reply != nil {
+			rec.Nick = nickname(n.Reply)
+		}
+		if err := putJSON(ctx, m.o.Notes, m.owedKey(c, n), rec, rec.Since.Add(owedFor)); err != nil {
+			m.log.Warn("a settled question's edit not noted; if it fails, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		}
+		return true
+	}
 	found, err := getJSON(ctx, m.o.Notes, key, &rec)
 	if err != nil || !found || rec.ID == "" {
 		// Noted as sent by an older version (a bare true), or not at
@@ -131,10 +157,19 @@ func (m *Manager) markOwed(c Channel, n Notice) bool {
 
 // edited forgets the edit owed of n's question, done.
 func (m *Manager) edited(c Channel, n Notice) {
-	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
-	if err := deleteNote(m.goroutines.Context(), m.o.Notes, key); err != nil {
+	if err := deleteNote(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n)); err != nil {
 		m.log.Warn("a settled question's edit done, not forgotten", "channel", c.Name(), "id", n.Request.ID, "err", err)
 	}
+}
+
+// owedKey is the note of the edit owed of n's question by c: one
+// process's note that it was sent, or a cluster's of the edit.
+func (m *Manager) owedKey(c Channel, n Notice) string {
+	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
+	if m.shared {
+		return owedPrefix + key
+	}
+	return key
 }
 
 // owe has runOwed try the edit of n's question again, from at, until it
@@ -237,6 +272,92 @@ func without(keys []string, k string) []string {
 	return keys
 }
 
+// recordIn is the note v of a question sent (or of its edit owed), the
+// token it is of and the channel it names, when v is one (not an older
+// version's bare true) of a channel that edits and is routed still.
+func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok bool) {
+	if json.Unmarshal(v, &rec) != nil || rec.ID == "" {
+		return rec, "", nil, false
+	}
+	for t, chs := range m.o.Routes {
+		if store.Room(t) != rec.Room || rec.Slot < 0 || rec.Slot >= len(chs) {
+			continue
+		}
+		c = chs[rec.Slot]
+		if _, editing := c.(editing); editing && c.Name() == rec.Channel {
+			return rec, t, c, true
+		}
+	}
+	return rec, "", nil, false
+}
+
+// holdOwed has runOwed try the edits owed by c that a cluster noted,
+// while this instance holds c's lease (until ctx ends): read now, then
+// every owedScan; those tried here are let go of at the end, for the
+// next holder.
+func (m *Manager) holdOwed(ctx context.Context, c Channel) {
+	defer m.dropOwed(c)
+	s, ok := m.plain.(Scanner)
+	if !ok {
+		return
+	}
+	tick := time.NewTicker(m.o.owedScan)
+	defer tick.Stop()
+	for {
+		m.scanOwed(ctx, s, c)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// scanOwed has runOwed try the edits owed by c noted in s that it is
+// not trying yet, at once.
+func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
+	sctx, cancel := context.WithTimeout(ctx, noteTimeout)
+	values, err := s.Scan(sctx, owedPrefix)
+	cancel()
+	if err != nil {
+		m.log.Warn("the edits owed cannot be read just now", "channel", c.Name(), "err", err)
+		return
+	}
+	now := m.o.Now()
+	n := 0
+	for _, v := range values {
+		rec, tok, rc, ok := m.recordIn(v)
+		if !ok || rc != c || rec.Kind == 0 {
+			continue
+		}
+		key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
+		m.owed.mu.Lock()
+		_, trying := m.owed.items[key]
+		m.owed.mu.Unlock()
+		if !trying {
+			m.owe(c, rec.notice(tok), rec.Since, now)
+			n++
+		}
+	}
+	if n > 0 {
+		m.log.Info("edits owed are tried here, the channel's lease holder", "channel", c.Name(), "edits", n)
+	}
+}
+
+// dropOwed stops trying the edits owed by c: another instance holds its
+// lease now, and tries them.
+func (m *Manager) dropOwed(c Channel) {
+	o := &m.owed
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, it := range o.items {
+		if it.c == c {
+			delete(o.items, k)
+			o.order = without(o.order, k)
+		}
+	}
+}
+
 // A scanning Notes lists its values under a prefix: one process's, to
 // find the edits owed after a restart.
 type scanning interface {
@@ -256,33 +377,11 @@ func (m *Manager) restoreOwed() {
 		m.log.Warn("the edits owed before the restart cannot be read", "err", err)
 		return
 	}
-	byName := map[string]map[int]Channel{} // token → slot → channel
-	for tok, chs := range m.o.Routes {
-		byName[tok] = map[int]Channel{}
-		for i, c := range chs {
-			byName[tok][i] = c
-		}
-	}
-	tokens := map[string]string{}
-	for tok := range m.o.Routes {
-		tokens[store.Room(tok)] = tok
-	}
 	now := m.o.Now()
 	n := 0
 	for _, v := range values {
-		var rec sentRecord
-		if json.Unmarshal(v, &rec) != nil || rec.ID == "" {
-			continue // an older version's bare true
-		}
-		tok, ok := tokens[rec.Room]
+		rec, tok, c, ok := m.recordIn(v)
 		if !ok {
-			continue
-		}
-		c := byName[tok][rec.Slot]
-		if c == nil || c.Name() != rec.Channel {
-			continue
-		}
-		if _, ok := c.(editing); !ok {
 			continue
 		}
 		if rec.Kind == 0 {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,7 +20,9 @@ import (
 // side, not always the one that sent the question, so they share, in
 // JetStream:
 //   - notes: which message asks which question (its room, never its
-//     token), each until the question expires, a week at most;
+//     token), each until the question expires, a week at most; and
+//     the edits owed (a settled question's message not edited yet),
+//     under keys of their own (o.), which Scan lists;
 //   - leases: one key per inbound side (a hash of the bot's token, the
 //     mailbox, the app's token), made by the instance that takes it,
 //     renewed by revision, and gone when it stops renewing (the
@@ -82,6 +85,70 @@ func keyOf(prefix, key string) string {
 	return prefix + base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
+// owedPrefix begins the channel keys of the edits owed (srv/channel's
+// owedPrefix): their bucket keys begin with "o.", so that Scan lists
+// them.
+const owedPrefix = "owed."
+
+// noteKey is the bucket's key of a channel's note key.
+func noteKey(key string) string {
+	if strings.HasPrefix(key, owedPrefix) {
+		return keyOf("o.", key)
+	}
+	return keyOf("n.", key)
+}
+
+// maxScan bounds the values Scan lists.
+const maxScan = 4096
+
+// Scan lists the values, not past their time, of the notes whose key
+// begins with prefix, which must be "owed." (the edits owed: the only
+// notes whose bucket keys are grouped); at most maxScan of them.
+func (ch *Channels) Scan(ctx context.Context, prefix string) ([][]byte, error) {
+	if prefix != owedPrefix {
+		return nil, fmt.Errorf("scan notes: prefix %q not listed", prefix)
+	}
+	lister, err := ch.notes.ListKeysFiltered(ctx, "o.>")
+	if err != nil {
+		return nil, fmt.Errorf("scan notes: %w", err)
+	}
+	var keys []string
+	for k := range lister.Keys() {
+		if len(keys) < maxScan {
+			keys = append(keys, k)
+		}
+	}
+	if err := lister.Stop(); err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("scan notes: %w", ctx.Err())
+	}
+	var out [][]byte
+	for _, k := range keys {
+		e, err := ch.notes.Get(ctx, k)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			continue // done meanwhile
+		case err != nil:
+			return nil, fmt.Errorf("scan notes: %w", err)
+		}
+		if v, ok := liveNote(e.Value()); ok {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// liveNote is the value of a bucket's note, unless it is past its time.
+func liveNote(v []byte) ([]byte, bool) {
+	if len(v) < 8 {
+		return nil, false
+	}
+	until := binary.BigEndian.Uint64(v)
+	if until > math.MaxInt64 || !time.Now().Before(time.Unix(0, int64(until))) {
+		return nil, false
+	}
+	return v[8:], true
+}
+
 // Put keeps value under key until until (a week at most).
 func (ch *Channels) Put(ctx context.Context, key string, value []byte, until time.Time) error {
 	if len(value) > maxNote {
@@ -89,7 +156,7 @@ func (ch *Channels) Put(ctx context.Context, key string, value []byte, until tim
 	}
 	b := make([]byte, 8, 8+len(value))
 	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
-	if _, err := ch.notes.Put(ctx, keyOf("n.", key), append(b, value...)); err != nil {
+	if _, err := ch.notes.Put(ctx, noteKey(key), append(b, value...)); err != nil {
 		return fmt.Errorf("put note: %w", err)
 	}
 	return nil
@@ -97,22 +164,15 @@ func (ch *Channels) Put(ctx context.Context, key string, value []byte, until tim
 
 // Get is the value under key, unless it expired.
 func (ch *Channels) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	e, err := ch.notes.Get(ctx, keyOf("n.", key))
+	e, err := ch.notes.Get(ctx, noteKey(key))
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound):
 		return nil, false, nil
 	case err != nil:
 		return nil, false, fmt.Errorf("get note: %w", err)
 	}
-	v := e.Value()
-	if len(v) < 8 {
-		return nil, false, nil
-	}
-	until := binary.BigEndian.Uint64(v)
-	if until > math.MaxInt64 || !time.Now().Before(time.Unix(0, int64(until))) {
-		return nil, false, nil
-	}
-	return v[8:], true, nil
+	v, ok := liveNote(e.Value())
+	return v, ok, nil
 }
 
 // Create keeps value under key until until, unless a note is there:
@@ -126,7 +186,7 @@ func (ch *Channels) Create(ctx context.Context, key string, value []byte, until 
 	b := make([]byte, 8, 8+len(value))
 	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
 	b = append(b, value...)
-	k := keyOf("n.", key)
+	k := noteKey(key)
 	_, err := ch.notes.Create(ctx, k, b)
 	switch {
 	case err == nil:
@@ -158,7 +218,7 @@ func (ch *Channels) Create(ctx context.Context, key string, value []byte, until 
 
 // Delete forgets key.
 func (ch *Channels) Delete(ctx context.Context, key string) error {
-	if err := ch.notes.Purge(ctx, keyOf("n.", key)); err != nil {
+	if err := ch.notes.Purge(ctx, noteKey(key)); err != nil {
 		return fmt.Errorf("delete note: %w", err)
 	}
 	return nil
