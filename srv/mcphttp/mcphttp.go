@@ -499,7 +499,10 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	stop := h.carrying(h.o.TokenOf(r), s.id, c.Request, st)
 	res := b.mcp.Resume(callCtx, c.Kind, c.Request, c.sum(), c.timeout())
 	stop()
-	if st.awaitOrigin() {
+	// Its client's own cancel is the call's end, whatever the call where
+	// it began saw of it (the request withdrawn); else that call's
+	// response, which says what its form did, is the one given.
+	if clientCancelled := callCtx.Err() != nil && cctx.Err() == nil; !clientCancelled && st.awaitOrigin() {
 		return // the call where it began gave its response here
 	}
 	out, err := json.Marshal(struct {
