@@ -352,7 +352,7 @@ func tune(cfg *fileConfig) tuning {
 			MaxBytesPerOwner: cfg.StudyLog.MaxBytesPerToken},
 		Store: store.Options{Sync: cfg.Requests.Fsync, HistoryBytes: cfg.Requests.MaxHistoryBytes},
 		Cluster: cluster.Options{URL: cfg.Cluster.NATSURL, Instance: cfg.Cluster.Instance, Replicas: cfg.Cluster.Replicas,
-			History: hubOpts.HistoryRetention, HistoryScan: cfg.Cluster.HistoryScan},
+			History: hubOpts.HistoryRetention, HistoryScan: cfg.Cluster.HistoryScan, HistoryBytes: cfg.Requests.MaxHistoryBytes},
 		Orchestrator: ingress.HTTPOptions{URL: in.OrchestratorURL, Token: in.OrchestratorToken, Timeout: d(in.OrchestratorTimeout)},
 		Push:         push.Options{AllowPrivateEndpoints: cfg.Push.AllowPrivateEndpoints},
 		Pending:      [2]int{cfg.Limits.UnauthConns, cfg.Limits.UnauthPerAddr},

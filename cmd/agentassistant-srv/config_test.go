@@ -91,7 +91,7 @@ var settings = []setting{
 	{"requests.max_outcome_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.RetentionBytes) }, int64(7)},
 	{"requests.max_pending_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MaxPending) }, 7},
 	{"requests.max_pending_bytes_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Hub.MaxPendingBytes) }, int64(7)},
-	{"requests.max_history_bytes_per_token", `7000000`, func(_ fileConfig, t tuning) []any { return s(t.Store.HistoryBytes) }, int64(7000000)},
+	{"requests.max_history_bytes_per_token", `7000000`, func(_ fileConfig, t tuning) []any { return s(t.Store.HistoryBytes, t.Cluster.HistoryBytes) }, int64(7000000)},
 	{"requests.fsync", `true`, func(_ fileConfig, t tuning) []any { return s(t.Store.Sync) }, true},
 
 	{"relay.max_sessions_per_token", `7`, func(_ fileConfig, t tuning) []any { return s(t.Server.Relay.MaxSessionsPerToken) }, 7},

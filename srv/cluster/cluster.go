@@ -60,7 +60,11 @@ type Options struct {
 	// HistoryScan is the most request records one call of the history
 	// view reads (default 10,000; history.go).
 	HistoryScan int
-	Logger      *slog.Logger // nil: discard
+	// HistoryBytes bounds each room's records in the requests bucket by
+	// their bytes, as store.Options.HistoryBytes one server's (budget.go);
+	// zero is no bound but History.
+	HistoryBytes int64
+	Logger       *slog.Logger // nil: discard
 
 	// historyBytes bounds a history page by its records' bytes (default
 	// store.HistoryPageBytes, as one server's page; history.go).
@@ -87,6 +91,8 @@ type Cluster struct {
 	// roster: presence across instances (presence.go)
 	roster *roster
 	epoch  string // the numbering of the requests' revisions (epoch.go)
+	// budget keeps each room's history within HistoryBytes (budget.go).
+	budget *historyBudget
 
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
@@ -135,6 +141,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
 	}
+	c.budget = newHistoryBudget(c, o.HistoryBytes)
 	nc, err := nats.Connect(o.URL, nats.Name("agentassistant-srv "+o.Instance), nats.MaxReconnects(-1),
 		// No publish waits in a buffer for a reconnect: a write is saved
 		// or refused now, never landing later after its caller was told no.
@@ -222,6 +229,9 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.wg.Go(func() { c.follow(ctx, w, h, start) })
 	c.wg.Go(func() { c.beat(ctx) })
 	c.wg.Go(func() { c.probe(ctx, h, w) })
+	if c.budget.on() {
+		c.wg.Go(func() { c.budget.run(ctx, h.Keeps()) })
+	}
 	return c.startRooms(ctx, h)
 }
 
@@ -248,14 +258,17 @@ func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub
 				// Deleted or purged (a cleared history, a record past its
 				// age): history the hub no longer needs, unless the
 				// record's settling was not heard here (forget).
+				c.budget.heard(e, nil)
 				c.forget(h, e)
 				continue
 			}
 			rec, err := decode(e.Value())
 			if err != nil {
+				c.budget.heard(e, nil)
 				c.log.Error("unreadable request record", "key", e.Key(), "err", err)
 				continue
 			}
+			c.budget.heard(e, &rec)
 			token, ok := c.rooms[rec.Room]
 			if !ok {
 				continue // another deployment's token
@@ -303,13 +316,15 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	rev, err := c.reqs.Create(ctx, key(rec.Room, rec.ID), b)
+	k := key(rec.Room, rec.ID)
+	rev, err := c.reqs.Create(ctx, k, b)
 	if errors.Is(err, jetstream.ErrKeyExists) {
 		return 0, hub.ErrRecordExists
 	}
 	if err != nil {
 		return 0, fmt.Errorf("create request record: %w", c.unreachable(err))
 	}
+	c.budget.wrote(rec.Room, k, len(k)+len(b), rev)
 	return rev, nil
 }
 
@@ -335,13 +350,15 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 	if err != nil {
 		return 0, err
 	}
-	n, err := c.reqs.Update(ctx, key(rec.Room, rec.ID), b, rev)
+	k := key(rec.Room, rec.ID)
+	n, err := c.reqs.Update(ctx, k, b, rev)
 	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, hub.ErrRecordChanged
 	}
 	if err != nil {
 		return 0, fmt.Errorf("update request record: %w", c.unreachable(err))
 	}
+	c.budget.wrote(rec.Room, k, len(k)+len(b), n)
 	return n, nil
 }
 
