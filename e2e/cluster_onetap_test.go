@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/faultproxy"
 	"github.com/agentassistant/agentassistant/internal/natstest"
+	srvcluster "github.com/agentassistant/agentassistant/srv/cluster"
 )
 
 // tap is the n-th (from 1) question's one-tap answer published to the
@@ -147,4 +151,70 @@ func TestClusterOneTapAcrossInstances(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("one-tap: 22 questions, 22 answered once; the second of two taps at once refused with %v", refusals)
+}
+
+// TestClusterOneTapTakerKilled: an instance takes a one-tap answer (it
+// claims the capability in the cluster) and is killed (kill -9) before
+// it saves the answer; the person's app, without a response, taps again
+// through another instance. The capability was used for nothing: the
+// second tap answers, and the agent has it, rather than the person
+// being told the button can no longer answer while the question waits.
+func TestClusterOneTapTakerKilled(t *testing.T) {
+	nt := startNtfy(t)
+	ns := natstest.Start(t)
+	config := fmt.Sprintf("[channels]\npublic_url = \"https://aa.example\"\n[channels.ntfy]\nurl = %q\ntopic = \"aa-cluster\"\n", nt.URL)
+	link, err := faultproxy.Start(strings.TrimPrefix(ns.URL(), "nats://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	taker := startInstanceConfig(t, "nats://"+link.Addr(), "b", config)
+	asker := startInstanceConfig(t, ns.URL(), "c", config)
+	js := jetStreamAt(t, ns.URL())
+
+	done := make(chan *pb.AskQuestionResponse, 1)
+	go func() {
+		r, err := connectAsk(context.Background(), asker, "tap-1", "Tapped as its taker dies?")
+		if err != nil {
+			t.Errorf("ask: %v", err)
+		}
+		done <- r
+	}()
+	path, body := nt.tap(t, 1)
+	// The taker's link to NATS slow (1 s each way): its claim is in
+	// NATS a second before it hears so, and its answer would be saved a
+	// second after that.
+	link.SetDelay(time.Second)
+	go func() { _, _ = http.Post(taker.URL+path, "application/json", bytes.NewReader([]byte(body))) }()
+	watchBucket(t, js, srvcluster.ClaimsBucket, func([]byte) bool { return true })
+	taker.kill9(t)
+
+	// Tapped again, as the person is told to while the claim is young
+	// ("try again"), until it is taken or refused.
+	var code int
+	var said string
+	tries := 0
+	for try := time.Now(); ; tries++ {
+		if code, said = postTap(t, asker, path, body); code != http.StatusServiceUnavailable || time.Since(try) > 30*time.Second {
+			break
+		}
+		time.Sleep(500 * time.Millisecond) // a person tapping again
+	}
+	if code != http.StatusOK {
+		t.Fatalf("the tap again through another instance: %d %s", code, said)
+	}
+	t.Logf("the tap again answered after %d taps told to try again", tries)
+	select {
+	case r := <-done:
+		_, rest, _ := strings.Cut(body, `"text":"`)
+		want, _, _ := strings.Cut(rest, `"`)
+		if got := r.GetContents(); len(got) != 1 || got[0].GetText().GetText() != want {
+			t.Fatalf("the agent got %v, want %q", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent never got the tap")
+	}
+	if code, said := postTap(t, asker, path, body); code == http.StatusOK {
+		t.Errorf("the same tap once more: %d %s", code, said)
+	}
 }
