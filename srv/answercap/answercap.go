@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -169,10 +170,18 @@ func (s *Store) Use(ctx context.Context, h *hub.Hub, name, text string, now time
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Allows(ctx, c.token, c.Kind, c.ID, contents); errors.Is(err, hub.ErrNotAnOption) {
-		return nil, err
+	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, contents)
+	if errors.Is(allowed, hub.ErrNotAnOption) {
+		return nil, allowed
 	}
 	if c, err = s.take(name, now); err != nil {
+		if errors.Is(err, ErrVoid) && s.shared != nil && allowed == nil {
+			// Claimed in the cluster, yet its question waits: the
+			// instance that claimed it is saving the answer still, or
+			// died before it did (its claim is taken over once stale).
+			// Not used up: tried again, it answers or is refused.
+			return nil, fmt.Errorf("%w: the question waits while its answer is taken elsewhere", ErrUnsure)
+		}
 		return nil, err
 	}
 	err = h.Answer(ctx, c.token, c.Kind, c.ID, hub.Reply{

@@ -291,13 +291,36 @@ func (s *pushSubs) change(room string, edit func([]push.Subscription) ([]push.Su
 	return false, errors.New("keep push subscriptions: they keep changing")
 }
 
-// Claim marks the capability nonce used; false when it was already.
+// staleClaim is the age past which a claim of a capability tapped again
+// is taken over: its instance died between the claim and the answer's
+// save (a live one saves within seconds), or it saved the answer, which
+// the request's record then keeps from being answered twice.
+const staleClaim = 10 * time.Second
+
+// Claim marks the capability nonce used; false when it was already, by a
+// claim younger than staleClaim.
 func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, error) {
-	_, err := p.claims.Create(ctx, "u."+nonce, []byte{1})
+	key := "u." + nonce
+	_, err := p.claims.Create(ctx, key, []byte{1})
 	switch {
-	case errors.Is(err, jetstream.ErrKeyExists):
-		return false, nil
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		return false, err
+	}
+	e, err := p.claims.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil // released meanwhile: the next tap claims it
 	case err != nil:
+		return false, err
+	case time.Since(e.Created()) < staleClaim:
+		return false, nil
+	}
+	if _, err := p.claims.Update(ctx, key, []byte{1}, e.Revision()); err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return false, nil // another tap took it over first
+		}
 		return false, err
 	}
 	return true, nil
