@@ -41,6 +41,12 @@ type Cap struct {
 	// the reply's nickname and client ID.
 	Who, WhoID, Door string
 	Expires          time.Time
+	// Answers, when not nil, are the only texts it answers with: the
+	// buttons its notification shows. A notification offers what the
+	// person can mean by one tap; a capability that took any text would
+	// let a single option answer a question that takes several, which no
+	// button offered. Nil: any text the question allows (a typed reply).
+	Answers []string
 }
 
 // maxCaps bounds the capabilities held at once; at the bound the
@@ -158,8 +164,14 @@ func (s *Store) pruneLocked(now time.Time) {
 // ErrVoid: the capability is unknown, used, void or expired.
 var ErrVoid = errors.New("this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already")
 
+// ErrNotOffered: the text is not one of the capability's Answers.
+var ErrNotOffered = errors.New("this button answers only with what its notification offered; open the app to answer otherwise")
+
 // Use answers c's question with text, through the capability named,
 // which it takes (good once).
+//
+// A text the capability does not offer (ErrNotOffered) does not spend
+// it either.
 //
 // An answer the question does not allow (hub.ErrNotAnOption: a typed
 // answer where only its options are) does not spend the capability: the
@@ -169,6 +181,9 @@ func (s *Store) Use(ctx context.Context, h *hub.Hub, name, text string, now time
 	c, err := s.peek(name, now)
 	if err != nil {
 		return nil, err
+	}
+	if c.Answers != nil && !slices.Contains(c.Answers, text) {
+		return nil, ErrNotOffered
 	}
 	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, contents)
 	if errors.Is(allowed, hub.ErrNotAnOption) {
@@ -238,7 +253,8 @@ const maxAnswer = 4 << 10
 // is the credential, good once): 200 {"ok": true}; 410 when the
 // capability is unknown, used or void (the question was settled); 409
 // when the question is no longer pending; 400 when the question does not
-// take that answer (not one of its options), the capability kept. failed is told of every
+// take that answer (not one of its options), or the capability does not
+// offer it (Cap.Answers), the capability kept. failed is told of every
 // unknown capability, to slow down guessing (the server's limiter).
 func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, failed func(*http.Request)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -271,7 +287,7 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			writeError(w, http.StatusGone, "this button can no longer answer: the question was answered, withdrawn or timed out, or the answer was given already; open the app")
 		case errors.Is(err, hub.ErrNotPending):
 			writeError(w, http.StatusConflict, "the question is no longer pending")
-		case errors.Is(err, hub.ErrNotAnOption):
+		case errors.Is(err, hub.ErrNotAnOption), errors.Is(err, ErrNotOffered):
 			writeError(w, http.StatusBadRequest, err.Error())
 		case errors.Is(err, ErrUnsure):
 			writeError(w, http.StatusServiceUnavailable, "the answer cannot be taken now; try again")

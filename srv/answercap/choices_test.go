@@ -169,3 +169,50 @@ func TestCapabilityAnswersWithTheLabelAsSent(t *testing.T) {
 		t.Fatalf("the agent got %v", rep)
 	}
 }
+
+// TestCapabilityAnswersOnlyWhatItOffers: a capability made for a
+// notification's buttons (Cap.Answers) answers with those texts only. A
+// question that takes several of its options shows none of them as a
+// button, so its capability must not answer with one option alone, even
+// one the question would take: 400, the capability kept, the question
+// pending; the button it offers still answers. So in cluster mode too.
+func TestCapabilityAnswersOnlyWhatItOffers(t *testing.T) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	shared, err := NewShared(key, &claims{used: map[string]bool{}}, func(string) (string, bool) { return "tok", true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range map[string]*Store{"local": New(), "shared": shared} {
+		t.Run(name, func(t *testing.T) {
+			h := hub.New(hub.Options{})
+			defer h.Close()
+			got := make(chan *hub.Reply, 1)
+			go func() {
+				rep, _ := h.Ask(context.Background(), "tok", hub.Request{Kind: wire.AskQuestion, ID: "q1", Text: "Which to deploy?", Timeout: time.Hour,
+					Questions: []*pb.Question{{Multiple: true, Custom: true, Options: []*pb.Option{{Label: "Wait"}, {Label: "Web"}, {Label: "API"}}}}})
+				got <- rep
+			}()
+			waitPending(t, h, "q1")
+			now := time.Now()
+			c := s.Make("tok", Cap{Room: "room", Kind: wire.AskQuestion, ID: "q1", Who: "phone", WhoID: "s1", Door: "push",
+				Expires: now.Add(time.Hour), Answers: []string{"Not now"}}, now)
+			srv := s.Answer(h, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {})
+			post := func(body string) (int, string) {
+				rec := httptest.NewRecorder()
+				srv.ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", strings.NewReader(body)))
+				return rec.Code, rec.Body.String()
+			}
+			for _, text := range []string{"Web", "Web, API", "anything typed"} {
+				if code, body := post(`{"cap":"` + c + `","text":"` + text + `"}`); code != http.StatusBadRequest {
+					t.Errorf("%q through a capability that offers only \"Not now\": %d %s, want 400", text, code, body)
+				}
+			}
+			if code, body := post(`{"cap":"` + c + `","text":"Not now"}`); code != http.StatusOK {
+				t.Fatalf("the offered answer: %d %s", code, body)
+			}
+			if rep := <-got; rep == nil || rep.Contents[0].GetText().GetText() != "Not now" {
+				t.Fatalf("the agent got %v", rep)
+			}
+		})
+	}
+}

@@ -57,6 +57,8 @@ type signed struct {
 	Door  string    `json:"d"`
 	Exp   int64     `json:"e"`
 	Nonce string    `json:"n"`
+	// Answers: null for any text, else the only ones (Cap.Answers).
+	Answers []string `json:"a"`
 }
 
 // maxSigned bounds a capability's name: what is read before the check.
@@ -81,7 +83,7 @@ func (g *signer) make(c Cap) string {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
 	b, _ := json.Marshal(signed{Room: c.Room, Kind: c.Kind, ID: c.ID, Who: c.Who, WhoID: c.WhoID, Door: c.Door,
-		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce)})
+		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: c.Answers})
 	p := b64.EncodeToString(b)
 	return p + "." + b64.EncodeToString(g.sign(p))
 }
@@ -136,5 +138,5 @@ func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
 	if now.After(exp) || !ok || sd.Nonce == "" {
 		return nil, "", ErrVoid
 	}
-	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp}, sd.Nonce, nil
+	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp, Answers: sd.Answers}, sd.Nonce, nil
 }

@@ -22,7 +22,7 @@ func TestBodyIsWhatAPersonReads(t *testing.T) {
 		{"部署到生产环境吗？ هل ننشر الآن؟ 🚀", "部署到生产环境吗？ هل ننشر الآن؟ 🚀"},
 	} {
 		ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "r", Text: c.text}}
-		if got := askMessage(ev, "room", Subscription{}, "cap").Body; got != c.want {
+		if got := askMessage(ev, "room", Subscription{}).Body; got != c.want {
 			t.Errorf("body of %.40q = %q, want %q", c.text, got, c.want)
 		}
 	}

@@ -1,11 +1,15 @@
 package push
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -19,11 +23,11 @@ func TestActionsAreTheOptions(t *testing.T) {
 		Questions: []*pb.Question{{Options: []*pb.Option{
 			{Label: "Continue"}, {Label: strings.Repeat("x", maxAction+1)}, {Label: "Stop"}, {Label: "Run the tests again"}, {Label: "Fifth"},
 		}}}}}
-	if m := askMessage(ev, "room", sub, "cap"); strings.Join(m.Actions, "|") != "Continue|Stop|Run the tests again" {
+	if m := askMessage(ev, "room", sub); strings.Join(m.Actions, "|") != "Continue|Stop|Run the tests again" {
 		t.Errorf("actions with options = %q", m.Actions)
 	}
 	ev.Request.Questions = nil
-	if m := askMessage(ev, "room", sub, "cap"); strings.Join(m.Actions, "|") != "Yes|No" {
+	if m := askMessage(ev, "room", sub); strings.Join(m.Actions, "|") != "Yes|No" {
 		t.Errorf("actions without options = %q", m.Actions)
 	}
 }
@@ -32,7 +36,51 @@ func TestActionsAreTheOptions(t *testing.T) {
 // agent name, as in the inbox.
 func TestPushNamesWhoAsks(t *testing.T) {
 	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?", McpClientName: "inspector-cli"}}
-	if m := askMessage(ev, "room", Subscription{}, "cap"); m.Title != "inspector-cli asks" {
+	if m := askMessage(ev, "room", Subscription{}); m.Title != "inspector-cli asks" {
 		t.Errorf("title %q", m.Title)
+	}
+}
+
+// TestSeveralOptionsAreChosenInTheApp: a question that takes several of
+// its options shows none of them as a button (a tap would answer with
+// that one alone): its notification opens the app on its card
+// (choose), and offers the person's quick replies only where words of
+// one's own are taken, none that reads as an option. Its capability
+// answers with those replies only, never with an option; with no reply
+// to offer there is no capability at all.
+func TestSeveralOptionsAreChosenInTheApp(t *testing.T) {
+	f := newFixture(t, Options{})
+	phone := newDevice(t, "/phone")
+	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome", "web", "Not now", "Later", "Stop")
+	ask := func(id string, custom bool) chan *hub.Reply {
+		out := make(chan *hub.Reply, 1)
+		go func() {
+			rep, _ := f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "Which to deploy?", Timeout: time.Hour,
+				Questions: []*pb.Question{{Multiple: true, Custom: custom, Options: []*pb.Option{{Label: "Web"}, {Label: "API"}, {Label: "Worker"}}}}})
+			out <- rep
+		}()
+		return out
+	}
+	answered := ask("q-1", true)
+	m := phone.open(t, f.s, f.s.waitFor(t, "/phone", 1)[0]).msg
+	if !m.Choose || strings.Join(m.Actions, "|") != "Not now|Later" || m.Cap == "" {
+		t.Fatalf("several options, words taken: choose %v, actions %q, cap %q; want choose, Not now|Later", m.Choose, m.Actions, m.Cap)
+	}
+	for _, text := range []string{"Web", "API", "Web, API", "web"} {
+		if _, err := f.caps.Use(context.Background(), f.hub, m.Cap, text, time.Now()); !errors.Is(err, answercap.ErrNotOffered) {
+			t.Errorf("the capability answered %q: %v, want ErrNotOffered", text, err)
+		}
+	}
+	if _, err := f.caps.Use(context.Background(), f.hub, m.Cap, "Later", time.Now()); err != nil {
+		t.Fatalf("the offered reply: %v", err)
+	}
+	if rep := <-answered; rep == nil || rep.Contents[0].GetText().GetText() != "Later" {
+		t.Fatalf("the agent got %+v", rep)
+	}
+
+	ask("q-2", false)
+	m = phone.open(t, f.s, f.s.waitFor(t, "/phone", 2)[1]).msg
+	if m.ID != "q-2" || !m.Choose || len(m.Actions) != 0 || m.Cap != "" || m.Answer != "" {
+		t.Errorf("several options only: %+v, want choose with no answer and no capability", m)
 	}
 }

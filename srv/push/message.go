@@ -30,6 +30,10 @@ type message struct {
 	// Actions are the buttons: the question's options, or the person's
 	// first quick replies. Posted as the answer's text.
 	Actions []string `json:"actions,omitempty"`
+	// Choose: the question takes several of its options, which one tap
+	// cannot pick: the first button opens the app on its card instead,
+	// and Actions are only the quick replies it takes besides.
+	Choose bool `json:"choose,omitempty"`
 	// Cap and Answer: where and with what an action answers.
 	Cap    string `json:"cap,omitempty"`
 	Answer string `json:"answer,omitempty"`
@@ -41,6 +45,11 @@ type message struct {
 	// an answer once this push's is counted (asked) or not (settled):
 	// the app's badge, which the service worker sets with no page open.
 	Waiting int `json:"waiting"`
+	// Sub is the subscription's ID: a browser subscribed under several
+	// tokens gets each one's Waiting under its own, and shows their sum.
+	// A random name the device holds already; it says nothing of the
+	// token.
+	Sub string `json:"sub,omitempty"`
 }
 
 // Limits of what a push carries: a push service takes 4,096 bytes,
@@ -60,8 +69,9 @@ func tagOf(room, id string) string {
 	return base64.RawURLEncoding.EncodeToString(d[:18]) // 24 characters
 }
 
-// askMessage is the push for a question or report asked.
-func askMessage(ev hub.Event, room string, sub Subscription, capName string) message {
+// askMessage is the push for a question or report asked, without its
+// capability: it is made for the Actions the message offers.
+func askMessage(ev hub.Event, room string, sub Subscription) message {
 	req := ev.Request
 	kind, verb := "question", "asks"
 	if req.Kind != wire.AskQuestion {
@@ -73,8 +83,28 @@ func askMessage(ev hub.Event, room string, sub Subscription, capName string) mes
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
 		Title: channel.Clip(title, maxTitle), Body: channel.Clip(channel.Plain(req.Text), maxBody),
-		Cap: capName, Answer: "/push/answer", URL: "/?request=" + url.QueryEscape(req.ID)}
-	if opts, _, _ := wire.OptionsOf(req.Questions); len(opts) > 0 {
+		URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
+	opts, multiple, custom := wire.OptionsOf(req.Questions)
+	if len(opts) > 0 && multiple {
+		// A person picks several: no button can, so the first opens the
+		// card, and the quick replies follow where words of one's own are
+		// taken, but none that reads as an option (a tap would then pick
+		// that one alone).
+		m.Choose = true
+		if custom {
+			for _, r := range sub.Replies {
+				if len(m.Actions) == maxActions-1 {
+					break
+				}
+				r = channel.Clip(strings.TrimSpace(r), maxAction)
+				if chosen, _ := wire.Chosen(opts, []string{r}); r != "" && len(chosen) == 0 {
+					m.Actions = append(m.Actions, r)
+				}
+			}
+		}
+		return m
+	}
+	if len(opts) > 0 {
 		// The question's own options, the first that fit: an action posts
 		// its label as the answer, so a label is never cut (the others
 		// are in the app).

@@ -157,9 +157,16 @@ func (p *Pusher) event(ev hub.Event) {
 			ttl = 24 * time.Hour
 		}
 		for _, s := range subs {
-			capName := p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
-				Who: s.Device, WhoID: s.ID, Door: "push", Expires: ev.AskedAt.Add(ttl)}, p.o.Now())
-			m := askMessage(ev, room, s, capName)
+			m := askMessage(ev, room, s)
+			if len(m.Actions) > 0 {
+				// Good for its buttons' answers only: a question that takes
+				// several options is not answered with one by a post of
+				// its capability either.
+				m.Cap = p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
+					Who: s.Device, WhoID: s.ID, Door: "push", Expires: ev.AskedAt.Add(ttl),
+					Answers: append([]string{}, m.Actions...)}, p.o.Now())
+				m.Answer = "/push/answer"
+			}
 			m.Waiting = waiting
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl})
 		}
@@ -168,11 +175,28 @@ func (p *Pusher) event(ev hub.Event) {
 		m := settledMessage(ev, room)
 		m.Waiting = waiting
 		for _, s := range subs {
-			// The device that answered through its notification too: its
-			// notification is closed already, but its badge counts one less.
+			if answeredBy(ev, s) {
+				// Its notification closed at the tap, and its service
+				// worker counted one less then. A push now would close
+				// nothing, and Chrome takes a push that leaves no
+				// notification shown as a silent one: past a small
+				// budget it shows its own "This site has been updated in
+				// the background" (docs/push.md).
+				continue
+			}
+			m := m
+			m.Sub = s.ID
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: time.Hour})
 		}
 	}
+}
+
+// answeredBy reports whether s's notification answered ev's question:
+// its button posted the answer with s's capability, whose reply is
+// named "push:" and s's ID (answercap.Use; the name is saved with the
+// answer, so an instance of a cluster that did not take it knows too).
+func answeredBy(ev hub.Event, s Subscription) bool {
+	return ev.Kind == hub.Answered && ev.Reply != nil && ev.Reply.ClientID == "push:"+s.ID
 }
 
 // waiting counts the requests of ev's token that wait for an answer

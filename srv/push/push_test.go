@@ -574,22 +574,34 @@ func TestResendPushesWhatWaits(t *testing.T) {
 // TestPushesCountWhatWaits: every push says how many of its token's
 // questions wait, the one it brings included and a settled one not, so
 // that a device's service worker keeps the app's badge right while no
-// page of the app is open.
+// page of the app is open; and under which subscription, so that a
+// browser subscribed under two tokens adds their counts up. The device
+// whose button answered is sent no settled push: its notification closed
+// at the tap, and a push that closes nothing is a silent push to Chrome.
 func TestPushesCountWhatWaits(t *testing.T) {
 	f := newFixture(t, Options{})
-	phone := newDevice(t, "/phone")
-	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome", "Yes", "No")
-	other := newDevice(t, "/other")
-	other.subscribe(t, f.p, f.s, tokB, "Someone else's phone")
+	phone, laptop := newDevice(t, "/phone"), newDevice(t, "/laptop")
+	phoneID := phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome", "Yes", "No")
+	laptopID := laptop.subscribe(t, f.p, f.s, tokA, "Laptop", "Yes", "No")
+	// The same browser under another token: another subscription.
+	phoneB := phone.subscribe(t, f.p, f.s, tokB, "Pixel 8 · Chrome")
+	if phoneB == phoneID {
+		t.Fatal("one endpoint under two tokens has one subscription ID")
+	}
 	f.ask(tokB, "b-1", "Another room's question?")
-	f.s.waitFor(t, "/other", 1)
+	if b := phone.open(t, f.s, f.s.waitFor(t, "/phone", 1)[0]).msg; b.ID != "b-1" || b.Sub != phoneB || b.Waiting != 1 {
+		t.Fatalf("the other token's push: %+v", b)
+	}
 
 	first := f.ask(tokA, "q-1", "Deploy?")
-	a1 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 1)[0]).msg
+	a1 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 2)[1]).msg
 	second := f.ask(tokA, "q-2", "Merge?")
-	a2 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 2)[1]).msg
+	a2 := phone.open(t, f.s, f.s.waitFor(t, "/phone", 3)[2]).msg
 	if a1.Type != "ask" || a1.Waiting != 1 || a2.Type != "ask" || a2.Waiting != 2 {
 		t.Fatalf("asked: %s waiting %d, then %s waiting %d; want 1 then 2", a1.ID, a1.Waiting, a2.ID, a2.Waiting)
+	}
+	if a1.Sub != phoneID || a2.Sub != phoneID {
+		t.Errorf("asked under subscription %q, %q; want %q", a1.Sub, a2.Sub, phoneID)
 	}
 	for _, c := range []struct {
 		m      message
@@ -601,12 +613,18 @@ func TestPushesCountWhatWaits(t *testing.T) {
 			t.Fatalf("answer %s: %v", c.m.ID, err)
 		}
 		<-c.answer
-		s := phone.open(t, f.s, f.s.waitFor(t, "/phone", c.n)[c.n-1])
-		if s.msg.Type != "settled" || s.msg.ID != c.m.ID || s.msg.Waiting != c.want {
-			t.Errorf("settled %s: %+v, want waiting %d", c.m.ID, s.msg, c.want)
+		s := laptop.open(t, f.s, f.s.waitFor(t, "/laptop", c.n)[c.n-1])
+		if s.msg.Type != "settled" || s.msg.ID != c.m.ID || s.msg.Waiting != c.want || s.msg.Sub != laptopID {
+			t.Errorf("settled %s: %+v, want waiting %d under %q", c.m.ID, s.msg, c.want, laptopID)
 		}
 		if c.want == 0 && !strings.Contains(s.raw, `"waiting":0`) {
 			t.Errorf("none waiting is not said: %s", s.raw)
 		}
+	}
+	// A device's pushes go in order: the next after its asks is the
+	// third question's, not a settled push for an answer it gave.
+	f.ask(tokA, "q-3", "Tag it?")
+	if next := phone.open(t, f.s, f.s.waitFor(t, "/phone", 4)[3]).msg; next.Type != "ask" || next.ID != "q-3" {
+		t.Errorf("the device that answered was pushed %s %s after its answers, want q-3 asked", next.Type, next.ID)
 	}
 }

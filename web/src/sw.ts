@@ -8,6 +8,7 @@ import { createHandlerBoundToURL, precacheAndRoute, cleanupOutdatedCaches } from
 import { NavigationRoute, registerRoute } from 'workbox-routing'
 import { clientsClaim } from 'workbox-core'
 import { notificationOptions, type PushMessage } from './lib/pushmessage'
+import { answered, idbCounts, record, validCount } from './lib/badge'
 
 declare const self: ServiceWorkerGlobalScope
 
@@ -37,26 +38,43 @@ async function onPush(m: PushMessage) {
     for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close()
   } else {
     const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
-    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max))
+    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max, self.navigator.language))
   }
   // In the same push's waitUntil: Safari lets a worker badge the app
   // only there.
-  await setBadge(m.waiting)
+  if (validCount(m.waiting)) await setBadge(() => record(counts, m.sub, m.waiting!))
 }
 
-// setBadge shows on the app's icon how many questions wait, as the
-// server counted them for this push: with no page open, nothing else
-// would change it. An open page counts its unread chat too: it is told
-// to set its own count again.
-async function setBadge(n: unknown) {
-  if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) return // an older server's push
-  const nav = self.navigator as WorkerNavigator & { setAppBadge?: (n: number) => Promise<void>; clearAppBadge?: () => Promise<void> }
-  try {
-    await (n > 0 ? nav.setAppBadge?.(n) : nav.clearAppBadge?.())
-  } catch {
-    // no badges on this platform, or not allowed: the notifications say it
-  }
-  for (const c of await self.clients.matchAll({ type: 'window' })) c.postMessage({ type: 'badge' })
+const counts = idbCounts()
+
+// badging runs one badge change at a time: two pushes handled at once
+// would each add up the counts, and the one to finish last, not the one
+// to read last, would set the badge.
+let badging: Promise<unknown> = Promise.resolve()
+
+// setBadge shows on the app's icon how many questions wait under every
+// token this browser is subscribed under (total: lib/badge.ts): with no
+// page open, nothing else would change it. An open page counts its
+// unread chat too: it is told to set its own count again.
+function setBadge(total: () => Promise<number | undefined>): Promise<void> {
+  const next = badging.then(async () => {
+    let n: number | undefined
+    try {
+      n = await total()
+    } catch {
+      return // no IndexedDB here: the notifications say it
+    }
+    if (n === undefined) return
+    const nav = self.navigator as WorkerNavigator & { setAppBadge?: (n: number) => Promise<void>; clearAppBadge?: () => Promise<void> }
+    try {
+      await (n > 0 ? nav.setAppBadge?.(n) : nav.clearAppBadge?.())
+    } catch {
+      // no badges on this platform, or not allowed: the notifications say it
+    }
+    for (const c of await self.clients.matchAll({ type: 'window' })) c.postMessage({ type: 'badge' })
+  })
+  badging = next
+  return next
 }
 
 self.addEventListener('notificationclick', (e) => {
@@ -64,9 +82,11 @@ self.addEventListener('notificationclick', (e) => {
   e.waitUntil(onClick(e.notification.data ?? {}, e.action))
 })
 
-interface NoteData { url?: string; cap?: string; answer?: string; actions?: string[] }
+interface NoteData { url?: string; cap?: string; answer?: string; actions?: string[]; sub?: string }
 
 async function onClick(d: NoteData, action: string) {
+  // A question of several choices: its card, where they are made.
+  if (action === 'open') return openApp(d.url)
   const i = /^a(\d+)$/.exec(action)?.[1]
   const text = i === undefined ? undefined : d.actions?.[Number(i)]
   if (text && d.cap && d.answer) {
@@ -74,7 +94,12 @@ async function onClick(d: NoteData, action: string) {
     if (to.origin === self.location.origin) {
       try {
         const r = await fetch(to, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ cap: d.cap, text }) })
-        if (r.ok) return
+        if (r.ok) {
+          // The server sends this device no settled push for its own
+          // answer (it would close nothing): the badge counts one less now.
+          await setBadge(() => answered(counts, d.sub))
+          return
+        }
       } catch {
         // the network: the app shows the question instead
       }

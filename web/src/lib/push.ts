@@ -4,6 +4,7 @@
 // buttons); turning it off unsubscribes and removes it there. The
 // subscription's ID is kept on the device.
 import { registerSW } from './sw'
+import { idbCounts } from './badge'
 
 const KEY = 'aa.push'
 
@@ -71,7 +72,10 @@ export async function turnOn(token: string, device: string, replies: string[]): 
     await sub.unsubscribe() // another server's
     sub = null
   }
-  sub ??= await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
+  if (!sub) {
+    sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
+    await forgetCounts() // a new subscription: what the badge kept came under an old one
+  }
   await send(token, sub, device, replies)
 }
 
@@ -99,6 +103,14 @@ export async function turnOff(token: string): Promise<void> {
   }
   if (id) await call(token, 'DELETE', '/push/subscriptions/' + encodeURIComponent(id))
   localStorage.removeItem(KEY)
+  // Unsubscribed, this browser gets no push under any token: their
+  // counts go from the badge.
+  await forgetCounts()
+}
+
+async function forgetCounts() {
+  if (typeof indexedDB === 'undefined') return
+  await idbCounts().clear().catch(() => undefined)
 }
 
 function clipBytes(s: string, n: number): string {

@@ -15,18 +15,33 @@ export interface PushMessage {
   outcome?: string
   // The questions waiting, this one counted if asked: the app's badge.
   waiting?: number
+  // The question takes several of its options: the first button opens
+  // its card in the app, actions are only the replies it takes besides.
+  choose?: boolean
+  // The subscription this push came under: a browser subscribed under
+  // several tokens keeps each one's waiting apart (lib/badge.ts).
+  sub?: string
 }
 
-// The buttons are named a0, a1... after the answers they post; a
-// browser shows at most max of them.
-export function notificationOptions(m: PushMessage, max: number): NotificationOptions & { actions: { action: string; title: string }[] } {
-  const actions = (m.actions ?? []).slice(0, Math.max(0, max)).map((title, i) => ({ action: 'a' + i, title }))
+// chooseLabel is the button that opens a question of several choices,
+// in the device's language (the worker has no page's settings).
+export function chooseLabel(lang: string): string {
+  return lang.toLowerCase().startsWith('zh') ? '去选择…' : 'Choose…'
+}
+
+// The buttons are named a0, a1... after the answers they post, and
+// 'open' for the one that opens the question's card; a browser shows at
+// most max of them.
+export function notificationOptions(m: PushMessage, max: number, lang = 'en'): NotificationOptions & { actions: { action: string; title: string }[] } {
+  const open = m.choose ? [{ action: 'open', title: chooseLabel(lang) }] : []
+  const answers = (m.actions ?? []).map((title, i) => ({ action: 'a' + i, title }))
+  const actions = [...open, ...answers].slice(0, Math.max(0, max))
   return {
     body: m.body ?? '',
     tag: m.tag,
     icon: '/icons/icon-192.png',
     badge: '/icons/icon-192.png',
-    data: { id: m.id, cap: m.cap, answer: m.answer, url: m.url, actions: m.actions ?? [] },
+    data: { id: m.id, cap: m.cap, answer: m.answer, url: m.url, actions: m.actions ?? [], sub: m.sub },
     actions,
     requireInteraction: m.kind === 'question',
   }
