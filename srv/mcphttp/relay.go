@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // A call's stream resumed through another instance (resume.go) is fed
@@ -285,11 +283,7 @@ func (h *Handler) deliverReply(s *session, body []byte) {
 	if !ok {
 		return
 	}
-	req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodPost, "/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(server.HeaderKeySessionID, s.id)
-	s.b.http.ServeHTTP(discard{}, req)
+	inject(h.runs.Context(), s.b, http.MethodPost, s.id, body)
 }
 
 // carrying tells the other instances, now and every Grace/3 until stop,
