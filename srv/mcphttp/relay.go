@@ -206,20 +206,9 @@ type inbox struct {
 	q       []relayMsg
 	bytes   int
 	running bool // a goroutine acts on q
-	// idle, while one runs, is closed when it ends.
+	// idle, while one runs, is closed when it ends: for a test, which
+	// cannot otherwise tell that a message was acted on and did nothing.
 	idle chan struct{}
-}
-
-// quiet is closed once nothing waits in in and no goroutine acts on it.
-func (in *inbox) quiet() <-chan struct{} {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.running {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return in.idle
 }
 
 // handOff queues m for st and starts st's goroutine if none runs; it
