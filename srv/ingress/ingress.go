@@ -68,8 +68,6 @@ type Options struct {
 	// that reconnects, and how long a session without devices is kept
 	// (default 60s).
 	ReplayWindow time.Duration
-	// ReplayEvents bounds the events kept per session (default 1024).
-	ReplayEvents int
 	// ReplayBytes bounds the bytes of the events kept per session
 	// (default 4 MiB), ReplayTotalBytes those of every session together
 	// (default 64 MiB); past either, a session's oldest events go first.
@@ -84,9 +82,6 @@ type Options struct {
 	// CallTimeout bounds a call to the orchestrator: a tool result, a
 	// decision, a cancel (default 15s).
 	CallTimeout time.Duration
-	// CancelGrace is how long a cancelled run's orchestrator has to end it
-	// before its stream is cut (default 5s).
-	CancelGrace time.Duration
 	// AgentWait is the built-in orchestrator's BuiltinOptions.AgentWait,
 	// for the server to pass on (default DefaultAgentWait).
 	AgentWait time.Duration
@@ -95,6 +90,14 @@ type Options struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
+
+const (
+	// replayEvents bounds the events kept per session.
+	replayEvents = 1024
+	// cancelGrace is how long a cancelled run's orchestrator has to end
+	// it before its stream is cut.
+	cancelGrace = 5 * time.Second
+)
 
 // Handler is the /ingress/ws endpoint and its sessions.
 type Handler struct {
@@ -121,8 +124,6 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayWindow, 60*time.Second)
 	opt.Default(&o.ApprovalTimeout, 10*time.Minute)
 	opt.Default(&o.CallTimeout, 15*time.Second)
-	opt.Default(&o.CancelGrace, 5*time.Second)
-	opt.Default(&o.ReplayEvents, 1024)
 	opt.Default(&o.MaxSessions, 64)
 	opt.Default(&o.MaxDevices, 16)
 	opt.Default(&o.MaxRuns, 8)

@@ -231,7 +231,7 @@ func usage(d time.Duration) json.RawMessage {
 }
 
 // cancelRun asks the orchestrator to end a run; if it has not ended it
-// CancelGrace later (or the orchestrator cannot be reached), its stream
+// cancelGrace later (or the orchestrator cannot be reached), its stream
 // is cut.
 func (s *session) cancelRun(id string) *Error {
 	s.mu.Lock()
@@ -256,7 +256,7 @@ func (s *session) cancelRun(id string) *Error {
 			r.cancel()
 			return
 		}
-		t := time.NewTimer(h.o.CancelGrace)
+		t := time.NewTimer(cancelGrace)
 		defer t.Stop()
 		select {
 		case <-r.ctx.Done():

@@ -45,7 +45,7 @@ func newSession(h *Handler, info SessionInfo, relay string) *session {
 	// oldest, down to nothing: what it holds is bounded by its own
 	// budget, the total by the sum).
 	r := ring.New(ring.Bounds[kept]{
-		Count: h.o.ReplayEvents, Bytes: h.o.ReplayBytes, Age: h.o.ReplayWindow, Pool: &h.held,
+		Count: replayEvents, Bytes: h.o.ReplayBytes, Age: h.o.ReplayWindow, Pool: &h.held,
 		Size: func(k kept) int64 { return int64(len(k.frame)) },
 		Time: func(k kept) time.Time { return k.at },
 	})
