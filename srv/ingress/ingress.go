@@ -87,8 +87,6 @@ type Options struct {
 	AgentWait time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
 
 const (
@@ -131,7 +129,6 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayTotalBytes, 64<<20)
 	opt.Default(&o.MaxHelloFrame, 64<<10)
 	opt.Default(&o.MaxFrame, 2<<20)
-	opt.Clock(&o.Now)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger
@@ -140,8 +137,6 @@ func New(o Options) *Handler {
 	h.ctx = h.goroutines.Context()
 	return h
 }
-
-func (h *Handler) now() time.Time { return h.o.Now() }
 
 // Close ends every connection, cancels the runs and waits for the
 // handler's goroutines. Idempotent.
@@ -192,7 +187,7 @@ func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	door := gate.Door{Guard: h.o.Guard, Pending: h.o.Pending, Conns: &h.conns, Conn: h.o.Conn, Log: h.log}
-	c := door.Accept(w, r, min(h.o.MaxHelloFrame, h.o.MaxFrame), h.now().Add(h.o.HelloTimeout))
+	c := door.Accept(w, r, min(h.o.MaxHelloFrame, h.o.MaxFrame), time.Now().Add(h.o.HelloTimeout))
 	if c == nil {
 		return
 	}

@@ -50,7 +50,7 @@ const maxPending = 1024 // tool calls and approvals waiting per session
 func (s *session) invoke(m Message) *Error {
 	h := s.h
 	ctx, cancel := context.WithCancel(h.ctx)
-	r := &run{requestID: m.RequestID, ctx: ctx, cancel: cancel, begun: h.now()}
+	r := &run{requestID: m.RequestID, ctx: ctx, cancel: cancel, begun: time.Now()}
 	s.mu.Lock()
 	if len(s.runs)+len(s.starting) >= h.o.MaxRuns {
 		s.mu.Unlock()
@@ -197,7 +197,7 @@ func (s *session) finish(r *run, err error) {
 			s.broadcastLocked(Event{Type: wire.IngressError, RequestID: r.requestID, Code: e.Code, Message: e.Message})
 		case r.cancelled:
 			s.broadcastLocked(Event{Type: wire.IngressState, RunID: r.id, State: wire.IngressStateCancelled, Detail: json.RawMessage("{}")})
-			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(s.h.now().Sub(r.begun))})
+			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(time.Now().Sub(r.begun))})
 		default:
 			e = asError(err, "run "+r.id)
 			s.broadcastLocked(Event{Type: wire.IngressError, RunID: r.id, Code: e.Code, Message: e.Message})
