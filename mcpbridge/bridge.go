@@ -61,17 +61,12 @@ type Options struct {
 	// ProjectDirectory is used when a call names none (default: none).
 	ProjectDirectory string
 
-	// DefaultTimeout applies when a call gives none (default 600s).
-	DefaultTimeout time.Duration
-	// MinTimeout and MaxTimeout clamp a call's timeout (default 60s and
-	// 24h): an LLM asking for one second must not make the tool useless.
-	MinTimeout, MaxTimeout time.Duration
 	// ProgressInterval is how often a waiting call sends progress to a
 	// client that asked for it with a progressToken (default 10s).
 	ProgressInterval time.Duration
 	// Reconnect is the backoff while the server is away mid-call
-	// (default 1s, doubling up to MaxReconnect, default 30s).
-	Reconnect, MaxReconnect time.Duration
+	// (default 1s, doubling up to maxReconnect).
+	Reconnect time.Duration
 	// FirstContact is how long a call keeps trying a server it has not
 	// reached yet before saying it cannot (default 5s).
 	FirstContact time.Duration
@@ -104,12 +99,8 @@ func (o *Options) defaults() {
 			*d = v
 		}
 	}
-	def(&o.DefaultTimeout, 600*time.Second)
-	def(&o.MinTimeout, 60*time.Second)
-	def(&o.MaxTimeout, 24*time.Hour)
 	def(&o.ProgressInterval, 10*time.Second)
 	def(&o.Reconnect, time.Second)
-	def(&o.MaxReconnect, 30*time.Second)
 	def(&o.FirstContact, 5*time.Second)
 	def(&o.HostGrace, 2*time.Minute)
 	def(&o.HostPoll, 5*time.Second)
@@ -210,10 +201,20 @@ func newBridge(o Options) *bridge {
 	return b
 }
 
-// timeout turns the seconds an LLM passed into the duration to wait.
-func (b *bridge) timeout(sec float64) time.Duration {
+const (
+	// defaultTimeout applies when a call gives none.
+	defaultTimeout = 600 * time.Second
+	// minTimeout and maxTimeout clamp a call's timeout: an LLM asking
+	// for one second must not make the tool useless.
+	minTimeout, maxTimeout = 60 * time.Second, 24 * time.Hour
+	// maxReconnect bounds the doubling of Options.Reconnect.
+	maxReconnect = 30 * time.Second
+)
+
+// callTimeout turns the seconds an LLM passed into the duration to wait.
+func callTimeout(sec float64) time.Duration {
 	if sec <= 0 {
-		return b.o.DefaultTimeout
+		return defaultTimeout
 	}
-	return clampSeconds(sec, b.o.MinTimeout, b.o.MaxTimeout)
+	return clampSeconds(sec, minTimeout, maxTimeout)
 }

@@ -21,7 +21,7 @@ import (
 func (b *bridge) register(s *server.MCPServer) {
 	timeoutOpt := mcp.WithNumber("timeout",
 		mcp.Description(fmt.Sprintf("Seconds to wait for the person (default %d, allowed %d to %d). Leave it out unless you have a reason.",
-			int(b.o.DefaultTimeout.Seconds()), int(b.o.MinTimeout.Seconds()), int(b.o.MaxTimeout.Seconds()))),
+			int(defaultTimeout.Seconds()), int(minTimeout.Seconds()), int(maxTimeout.Seconds()))),
 	)
 	dirOpt := mcp.WithString("project_directory",
 		mcp.Description("Absolute path of the project you are working in, so the person knows which agent is asking."),
@@ -86,11 +86,11 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 			return badArgs(tool, err)
 		}
 		secs, err := secondsArg(req, "timeout", fmt.Sprintf("(%d to %d), e.g. 300",
-			int(b.o.MinTimeout.Seconds()), int(b.o.MaxTimeout.Seconds())))
+			int(minTimeout.Seconds()), int(maxTimeout.Seconds())))
 		if err != nil {
 			return badArgs(tool, err)
 		}
-		timeout := b.timeout(secs)
+		timeout := callTimeout(secs)
 		var who [3]string // project_directory, agent_name, reasoning_model_name
 		for i, name := range []string{"project_directory", "agent_name", "reasoning_model_name"} {
 			if who[i], err = textArg(req, name); err != nil {
@@ -265,7 +265,7 @@ func (b *bridge) waitFor(ctx context.Context, req mcp.CallToolRequest, kind wire
 		case <-ctx.Done():
 			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
 		}
-		delay = min(delay*2, b.o.MaxReconnect)
+		delay = min(delay*2, maxReconnect)
 	}
 }
 

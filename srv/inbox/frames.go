@@ -223,7 +223,7 @@ func pendingMessage(n *hub.Note, reportName string, optionsInText bool) *pb.Pend
 	}
 	extra := ""
 	if optionsInText {
-		extra = optionsText(n)
+		extra = wire.OptionsText(n.Request.Questions)
 	}
 	if q.Kind == wire.AskQuestion {
 		m.AskQuestionRequest = askRequest(n)

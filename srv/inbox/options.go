@@ -19,7 +19,7 @@ import (
 // encodeOptionsInText is n's frames with the options in the text. ok is
 // false when they are n's frames for every client (n.Encoded).
 func encodeOptionsInText(n *hub.Note) (bs [][]byte, ok bool) {
-	extra := optionsText(n)
+	extra := wire.OptionsText(n.Request.Questions)
 	if n.Kind != hub.NoteAsked || extra == "" {
 		return nil, false
 	}
@@ -37,10 +37,4 @@ func encodeOptionsInText(n *hub.Note) (bs [][]byte, ok bool) {
 		bs[i] = marshal(m)
 	}
 	return bs, true
-}
-
-// optionsText is the options of n's request as text to follow its own,
-// "" when it offers none.
-func optionsText(n *hub.Note) string {
-	return wire.OptionsText(n.Request.Questions)
 }

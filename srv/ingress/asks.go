@@ -28,7 +28,7 @@ func (s *session) trackToolLocked(ev Event) {
 	tc := &toolCall{id: ev.ToolCallID, runID: ev.RunID}
 	s.tools[tc.id] = tc
 	if ev.DeadlineTs > 0 {
-		d := time.UnixMilli(ev.DeadlineTs).Sub(s.h.now())
+		d := time.UnixMilli(ev.DeadlineTs).Sub(time.Now())
 		tc.timer = time.AfterFunc(max(d, 0), func() { s.expire(tc) })
 	}
 }
@@ -207,10 +207,10 @@ func (s *session) decide(dev *device, m Message) *Error {
 					return
 				}
 			case errors.Is(err, hub.ErrNotPending):
-				dev.send(Event{Type: wire.IngressError, Ts: h.now().UnixMilli(), RunID: ap.runID, ApprovalID: ap.id, Code: wire.IngressInvalidMessage,
+				dev.send(Event{Type: wire.IngressError, Ts: time.Now().UnixMilli(), RunID: ap.runID, ApprovalID: ap.id, Code: wire.IngressInvalidMessage,
 					Message: fmt.Sprintf("approval_decision: approval %s was decided already; the first decision wins", ap.id)})
 			default:
-				dev.send(Event{Type: wire.IngressError, Ts: h.now().UnixMilli(), RunID: ap.runID, ApprovalID: ap.id, Code: wire.IngressInternalError,
+				dev.send(Event{Type: wire.IngressError, Ts: time.Now().UnixMilli(), RunID: ap.runID, ApprovalID: ap.id, Code: wire.IngressInternalError,
 					Message: "approval_decision: " + err.Error()})
 			}
 			return

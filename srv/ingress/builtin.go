@@ -37,9 +37,6 @@ import (
 type BuiltinOptions struct {
 	Relay  *relay.Relay
 	Logger *slog.Logger
-	// ToolDeadline is a tool_request's deadline_ts from now (default
-	// 20s: the agent's call to a host tool waits that long).
-	ToolDeadline time.Duration
 	// AgentWait is how long a run waits for an agent to take its message
 	// (wait_user_message) while no agent has said anything in the run;
 	// past it, with the message still unread and no agent joined on
@@ -47,11 +44,14 @@ type BuiltinOptions struct {
 	// first), saying how to connect one; the message is kept for it
 	// (default DefaultAgentWait).
 	AgentWait time.Duration
-	Now       func() time.Time
 }
 
 // DefaultAgentWait is BuiltinOptions.AgentWait's default, as AG-UI's.
 const DefaultAgentWait = 30 * time.Second
+
+// toolDeadline is a tool_request's deadline_ts from now: the agent's
+// call to a host tool waits that long.
+const toolDeadline = 20 * time.Second
 
 // Builtin is the built-in Orchestrator.
 type Builtin struct {
@@ -70,9 +70,7 @@ type Builtin struct {
 // NewBuiltin returns the built-in orchestrator.
 func NewBuiltin(o BuiltinOptions) *Builtin {
 	opt.Logger(&o.Logger)
-	opt.Default(&o.ToolDeadline, 20*time.Second)
 	opt.Default(&o.AgentWait, DefaultAgentWait)
-	opt.Clock(&o.Now)
 	return &Builtin{o: o, log: o.Logger, hosts: map[string]*bhost{}, runs: map[string]*bhost{},
 		calls: map[string]*bcall{}, approvals: map[string]*bhost{}}
 }

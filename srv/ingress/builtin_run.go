@@ -60,7 +60,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			Message: "the message was not passed to the agent, and is not kept: " + relay.Refusal(err)})
 		return nil
 	}
-	begun := b.o.Now()
+	begun := time.Now()
 	deltas := 0
 	// An agent should have taken the message by then; once it has said
 	// anything in the run, it is there and may take its time.
@@ -89,7 +89,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			return context.Canceled
 		case relay.TypeAgentWaiting:
 			b.ended(h, r, "the Ingress run %s ended (done) when you waited for the next message")
-			u, _ := json.Marshal(map[string]int64{"duration_ms": b.o.Now().Sub(begun).Milliseconds(), "messages": int64(deltas)})
+			u, _ := json.Marshal(map[string]int64{"duration_ms": time.Now().Sub(begun).Milliseconds(), "messages": int64(deltas)})
 			emit(Event{Type: wire.IngressDone, RunID: r.id, Usage: u})
 			return nil
 		case wire.TypeAgentMessage:
@@ -259,7 +259,7 @@ func (b *Builtin) sendToolRequest(h *bhost, r *brun, relayID, tcID, name string,
 	b.calls[tcID] = &bcall{h: h, runID: r.id, relayID: relayID}
 	b.mu.Unlock()
 	r.emit(Event{Type: wire.IngressToolRequest, RunID: r.id, ToolCallID: tcID, ToolName: name, Args: args,
-		DeadlineTs: b.o.Now().Add(b.o.ToolDeadline).UnixMilli()})
+		DeadlineTs: time.Now().Add(toolDeadline).UnixMilli()})
 }
 
 // SubmitToolResult answers the agent's call; only for the run the

@@ -2,6 +2,7 @@ package ingress
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -37,7 +38,7 @@ func encode(ev Event) ([]byte, bool) {
 // reply sends an event to this connection alone.
 func (cn *conn) reply(ev Event) {
 	if ev.Ts == 0 {
-		ev.Ts = cn.h.now().UnixMilli()
+		ev.Ts = time.Now().UnixMilli()
 	}
 	if b, ok := encode(ev); ok {
 		cn.c.Send(b)

@@ -42,10 +42,11 @@ type HTTPOptions struct {
 	Retries int
 	// Backoff is the first wait between tries, doubling (default 200ms).
 	Backoff time.Duration
-	// MaxEvent bounds one SSE event (default 1 MiB).
-	MaxEvent int
-	Logger   *slog.Logger
+	Logger  *slog.Logger
 }
+
+// maxEvent bounds one event of the orchestrator's stream.
+const maxEvent = 1 << 20
 
 // HTTPOrchestrator is an Orchestrator reached over seed 003's HTTP
 // contract: POST /internal/invoke answering Server-Sent Events,
@@ -71,7 +72,6 @@ func NewHTTPOrchestrator(o HTTPOptions) (*HTTPOrchestrator, error) {
 		o.Retries = 2
 	}
 	opt.Default(&o.Backoff, 200*time.Millisecond)
-	opt.Default(&o.MaxEvent, 1<<20)
 	opt.Logger(&o.Logger)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.DialContext = (&net.Dialer{Timeout: o.Timeout, KeepAlive: 30 * time.Second}).DialContext
@@ -209,7 +209,7 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 	})
 	defer first.Stop()
 	runID := ""
-	for se, rerr := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: c.o.MaxEvent}) {
+	for se, rerr := range sse.Read(resp.Body, &sse.ReadConfig{MaxEventSize: maxEvent}) {
 		if rerr != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -217,7 +217,7 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 			case late.Load():
 				return orchError("the orchestrator sent no event within %s of answering POST /internal/invoke (its first event names the run)", c.o.Timeout)
 			case errors.Is(rerr, bufio.ErrTooLong):
-				return orchError("an event of the orchestrator's stream is larger than %d bytes, the limit; the run is ended", c.o.MaxEvent)
+				return orchError("an event of the orchestrator's stream is larger than %d bytes, the limit; the run is ended", maxEvent)
 			}
 			return orchError("the orchestrator's event stream broke: %s", describe(rerr, c.o.Timeout))
 		}

@@ -68,8 +68,6 @@ type Options struct {
 	// that reconnects, and how long a session without devices is kept
 	// (default 60s).
 	ReplayWindow time.Duration
-	// ReplayEvents bounds the events kept per session (default 1024).
-	ReplayEvents int
 	// ReplayBytes bounds the bytes of the events kept per session
 	// (default 4 MiB), ReplayTotalBytes those of every session together
 	// (default 64 MiB); past either, a session's oldest events go first.
@@ -84,17 +82,20 @@ type Options struct {
 	// CallTimeout bounds a call to the orchestrator: a tool result, a
 	// decision, a cancel (default 15s).
 	CallTimeout time.Duration
-	// CancelGrace is how long a cancelled run's orchestrator has to end it
-	// before its stream is cut (default 5s).
-	CancelGrace time.Duration
 	// AgentWait is the built-in orchestrator's BuiltinOptions.AgentWait,
 	// for the server to pass on (default DefaultAgentWait).
 	AgentWait time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 }
+
+const (
+	// replayEvents bounds the events kept per session.
+	replayEvents = 1024
+	// cancelGrace is how long a cancelled run's orchestrator has to end
+	// it before its stream is cut.
+	cancelGrace = 5 * time.Second
+)
 
 // Handler is the /ingress/ws endpoint and its sessions.
 type Handler struct {
@@ -121,8 +122,6 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayWindow, 60*time.Second)
 	opt.Default(&o.ApprovalTimeout, 10*time.Minute)
 	opt.Default(&o.CallTimeout, 15*time.Second)
-	opt.Default(&o.CancelGrace, 5*time.Second)
-	opt.Default(&o.ReplayEvents, 1024)
 	opt.Default(&o.MaxSessions, 64)
 	opt.Default(&o.MaxDevices, 16)
 	opt.Default(&o.MaxRuns, 8)
@@ -130,7 +129,6 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayTotalBytes, 64<<20)
 	opt.Default(&o.MaxHelloFrame, 64<<10)
 	opt.Default(&o.MaxFrame, 2<<20)
-	opt.Clock(&o.Now)
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger
@@ -139,8 +137,6 @@ func New(o Options) *Handler {
 	h.ctx = h.goroutines.Context()
 	return h
 }
-
-func (h *Handler) now() time.Time { return h.o.Now() }
 
 // Close ends every connection, cancels the runs and waits for the
 // handler's goroutines. Idempotent.
@@ -191,7 +187,7 @@ func IsSessionID(id string) bool { return strings.HasPrefix(id, "sess_") }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	door := gate.Door{Guard: h.o.Guard, Pending: h.o.Pending, Conns: &h.conns, Conn: h.o.Conn, Log: h.log}
-	c := door.Accept(w, r, min(h.o.MaxHelloFrame, h.o.MaxFrame), h.now().Add(h.o.HelloTimeout))
+	c := door.Accept(w, r, min(h.o.MaxHelloFrame, h.o.MaxFrame), time.Now().Add(h.o.HelloTimeout))
 	if c == nil {
 		return
 	}

@@ -50,7 +50,7 @@ const maxPending = 1024 // tool calls and approvals waiting per session
 func (s *session) invoke(m Message) *Error {
 	h := s.h
 	ctx, cancel := context.WithCancel(h.ctx)
-	r := &run{requestID: m.RequestID, ctx: ctx, cancel: cancel, begun: h.now()}
+	r := &run{requestID: m.RequestID, ctx: ctx, cancel: cancel, begun: time.Now()}
 	s.mu.Lock()
 	if len(s.runs)+len(s.starting) >= h.o.MaxRuns {
 		s.mu.Unlock()
@@ -197,7 +197,7 @@ func (s *session) finish(r *run, err error) {
 			s.broadcastLocked(Event{Type: wire.IngressError, RequestID: r.requestID, Code: e.Code, Message: e.Message})
 		case r.cancelled:
 			s.broadcastLocked(Event{Type: wire.IngressState, RunID: r.id, State: wire.IngressStateCancelled, Detail: json.RawMessage("{}")})
-			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(s.h.now().Sub(r.begun))})
+			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(time.Now().Sub(r.begun))})
 		default:
 			e = asError(err, "run "+r.id)
 			s.broadcastLocked(Event{Type: wire.IngressError, RunID: r.id, Code: e.Code, Message: e.Message})
@@ -231,7 +231,7 @@ func usage(d time.Duration) json.RawMessage {
 }
 
 // cancelRun asks the orchestrator to end a run; if it has not ended it
-// CancelGrace later (or the orchestrator cannot be reached), its stream
+// cancelGrace later (or the orchestrator cannot be reached), its stream
 // is cut.
 func (s *session) cancelRun(id string) *Error {
 	s.mu.Lock()
@@ -256,7 +256,7 @@ func (s *session) cancelRun(id string) *Error {
 			r.cancel()
 			return
 		}
-		t := time.NewTimer(h.o.CancelGrace)
+		t := time.NewTimer(cancelGrace)
 		defer t.Stop()
 		select {
 		case <-r.ctx.Done():

@@ -45,12 +45,12 @@ func newSession(h *Handler, info SessionInfo, relay string) *session {
 	// oldest, down to nothing: what it holds is bounded by its own
 	// budget, the total by the sum).
 	r := ring.New(ring.Bounds[kept]{
-		Count: h.o.ReplayEvents, Bytes: h.o.ReplayBytes, Age: h.o.ReplayWindow, Pool: &h.held,
+		Count: replayEvents, Bytes: h.o.ReplayBytes, Age: h.o.ReplayWindow, Pool: &h.held,
 		Size: func(k kept) int64 { return int64(len(k.frame)) },
 		Time: func(k kept) time.Time { return k.at },
 	})
 	return &session{h: h, id: info.SessionID, info: info, relay: relay, devices: map[*device]struct{}{}, ring: r,
-		runs: map[string]*run{}, starting: map[*run]struct{}{}, tools: map[string]*toolCall{}, approvals: map[string]*approval{}, activity: h.now()}
+		runs: map[string]*run{}, starting: map[*run]struct{}{}, tools: map[string]*toolCall{}, approvals: map[string]*approval{}, activity: time.Now()}
 }
 
 // attach adds dev, which join held the session for, sends it hello_ack
@@ -74,7 +74,7 @@ func (s *session) attach(dev *device, lastSeq *uint64) *Error {
 		s.idle.Stop()
 		s.idle = nil
 	}
-	now := s.h.now()
+	now := time.Now()
 	s.activity = now
 	s.ring.Trim(now)
 	var replay [][]byte
@@ -136,7 +136,7 @@ func (s *session) idleLocked() {
 
 func (s *session) touch() {
 	s.mu.Lock()
-	s.activity = s.h.now()
+	s.activity = time.Now()
 	s.mu.Unlock()
 }
 
@@ -144,7 +144,7 @@ func (s *session) touch() {
 // to every device. Called with mu held: numbering and sending are one
 // step, so every device gets the events in their order.
 func (s *session) broadcastLocked(ev Event) {
-	now := s.h.now()
+	now := time.Now()
 	if ev.Ts == 0 {
 		ev.Ts = now.UnixMilli()
 	}

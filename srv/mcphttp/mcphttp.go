@@ -667,6 +667,23 @@ func (h *Handler) unregistered(b *bridge, sid string) {
 	}
 }
 
+// inject serves b's MCP server a request the endpoint makes itself for
+// session sid, as its client would send it: a JSON-RPC body, or none
+// (nil, a DELETE). What the server answers is not read.
+func inject(ctx context.Context, b *bridge, method, sid string, body []byte) {
+	var r io.Reader = http.NoBody
+	if body != nil {
+		r = bytes.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, method, "/mcp", r)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+	}
+	req.Header.Set(server.HeaderKeySessionID, sid)
+	b.http.ServeHTTP(discard{}, req)
+}
+
 // discard is the response writer of a request the endpoint makes to
 // itself.
 type discard struct{}

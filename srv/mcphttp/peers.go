@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // What the instances of a cluster tell each other of the sessions they
@@ -128,11 +127,7 @@ func (h *Handler) cancelHeard(digest [sha256.Size]byte, sid string, call json.Ra
 	h.mu.Unlock()
 	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": string(mcp.MethodNotificationCancelled),
 		"params": map[string]any{"requestId": call, "reason": "cancelled through another instance"}})
-	req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodPost, "/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(server.HeaderKeySessionID, sid)
-	b.http.ServeHTTP(discard{}, req)
+	inject(h.runs.Context(), b, http.MethodPost, sid, body)
 	if l != nil {
 		l.cancelResumed(call)
 	}
@@ -172,17 +167,10 @@ func (h *Handler) end(s *session) {
 	}
 	h.mu.Unlock()
 	if registered {
-		req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodDelete, "/mcp", http.NoBody)
-		req.Header.Set(server.HeaderKeySessionID, s.id)
-		s.b.http.ServeHTTP(discard{}, req)
+		inject(h.runs.Context(), s.b, http.MethodDelete, s.id, nil)
 		h.log.Info("an MCP session ended through another instance")
 	}
-	h.mu.Lock()
-	free := h.releaseLocked(s.b)
-	h.mu.Unlock()
-	if free {
-		h.stopBridge(s.b)
-	}
+	h.release(s.b)
 }
 
 // cancelID reads the requestId of a notifications/cancelled body, as

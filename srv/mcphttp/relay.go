@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 )
 
 // A call's stream resumed through another instance (resume.go) is fed
@@ -208,20 +206,9 @@ type inbox struct {
 	q       []relayMsg
 	bytes   int
 	running bool // a goroutine acts on q
-	// idle, while one runs, is closed when it ends.
+	// idle, while one runs, is closed when it ends: for a test, which
+	// cannot otherwise tell that a message was acted on and did nothing.
 	idle chan struct{}
-}
-
-// quiet is closed once nothing waits in in and no goroutine acts on it.
-func (in *inbox) quiet() <-chan struct{} {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	if !in.running {
-		ch := make(chan struct{})
-		close(ch)
-		return ch
-	}
-	return in.idle
 }
 
 // handOff queues m for st and starts st's goroutine if none runs; it
@@ -285,11 +272,7 @@ func (h *Handler) deliverReply(s *session, body []byte) {
 	if !ok {
 		return
 	}
-	req, _ := http.NewRequestWithContext(h.runs.Context(), http.MethodPost, "/mcp", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set(server.HeaderKeySessionID, s.id)
-	s.b.http.ServeHTTP(discard{}, req)
+	inject(h.runs.Context(), s.b, http.MethodPost, s.id, body)
 }
 
 // carrying tells the other instances, now and every Grace/3 until stop,
@@ -574,7 +557,13 @@ func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, 
 		_, _ = w.Write(c.body.Bytes())
 		return
 	}
-	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Data: body}); err != nil {
+	h.relayReply(w, r, s, "", body)
+}
+
+// relayReply passes the client's answer on to the other instances, the
+// one whose log is tag alone when tag is set.
+func (h *Handler) relayReply(w http.ResponseWriter, r *http.Request, s *session, tag string, body []byte) {
+	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Tag: tag, Data: body}); err != nil {
 		// Told 202, the client would take the answer as given while its
 		// form waits until it times out: the transport's refusal of a
 		// message it cannot take (an HTTP error, a JSON-RPC error with
@@ -610,13 +599,7 @@ func (h *Handler) serveFormReply(w http.ResponseWriter, r *http.Request, b *brid
 			"the request this answers is another instance's, and this one cannot pass an answer on: send it to the instance whose stream showed the form")
 		return
 	}
-	if err := h.send(h.o.TokenOf(r), relayMsg{Kind: relayReply, Session: s.id, Tag: tag, Data: body}); err != nil {
-		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf(
-			"this answer is over %d KiB, and the request it answers is not this server's: in a cluster an answer is passed to the server that asked only up to %d KiB; send a shorter answer",
-			maxRelay>>10, maxRelay>>10))
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+	h.relayReply(w, r, s, tag, body)
 }
 
 // captured is a response kept to look at before it is sent, or the

@@ -260,3 +260,15 @@ func (h *Handler) streamOf(t *testing.T, token, sid, q string) *callStream {
 	}
 	return st
 }
+
+// quiet is closed once nothing waits in in and no goroutine acts on it.
+func (in *inbox) quiet() <-chan struct{} {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if !in.running {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	return in.idle
+}

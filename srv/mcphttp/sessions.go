@@ -244,16 +244,19 @@ func (h *Handler) evict(s *session) {
 	registered := s.registered
 	h.mu.Unlock()
 	if registered {
-		req, _ := http.NewRequestWithContext(context.WithValue(h.runs.Context(), evictKey{}, true), http.MethodDelete, "/mcp", http.NoBody)
-		req.Header.Set(server.HeaderKeySessionID, s.id)
-		s.b.http.ServeHTTP(discard{}, req)
+		inject(context.WithValue(h.runs.Context(), evictKey{}, true), s.b, http.MethodDelete, s.id, nil)
 		h.log.Info("an MCP session unused the longest made way for a new one")
 	}
+	h.release(s.b)
+}
+
+// release stops b once it serves nothing and holds no session.
+func (h *Handler) release(b *bridge) {
 	h.mu.Lock()
-	free := h.releaseLocked(s.b)
+	free := h.releaseLocked(b)
 	h.mu.Unlock()
 	if free {
-		h.stopBridge(s.b)
+		h.stopBridge(b)
 	}
 }
 

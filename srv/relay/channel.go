@@ -97,7 +97,7 @@ func (ch *channel) record(direction string, env Envelope) bool {
 		}
 		return true
 	}
-	err := ch.log.Append(ch.r.now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload)
+	err := ch.log.Append(time.Now(), direction, env.Type, env.ID, env.ReplyTo, env.Payload)
 	if errors.Is(err, studylog.ErrFull) {
 		ch.stopLogging()
 		return false

@@ -293,7 +293,7 @@ func (ch *channel) fromHome(instance string, env Envelope) {
 	if !ch.away() || ch.home() != instance {
 		return // from a home this session has left
 	}
-	ch.activity = ch.r.now()
+	ch.activity = time.Now()
 	broadcast := false
 	switch env.Type {
 	case wire.TypeSessionStarted:

@@ -87,8 +87,6 @@ type Options struct {
 	CallTimeout time.Duration
 	// Conn tunes the connections (heartbeat, queue).
 	Conn wsconn.Options
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
 	// Cluster links relay sessions across instances (cluster mode,
 	// cluster.go); nil: one process.
 	Cluster Cluster
@@ -119,7 +117,6 @@ func New(o Options) *Relay {
 	opt.Default(&o.MaxFrame, 4<<20)
 	opt.Default(&o.MaxJoinFrame, 64<<10)
 	opt.Default(&o.HostGrace, 2*time.Minute)
-	opt.Clock(&o.Now)
 	opt.Default(&o.MaxSessionsPerToken, DefaultMaxSessionsPerToken)
 	opt.Default(&o.MaxConnsPerToken, 256)
 	opt.Default(&o.MaxStatePerToken, 64<<20)
@@ -133,8 +130,6 @@ func New(o Options) *Relay {
 	}
 	return r
 }
-
-func (r *Relay) now() time.Time { return r.o.Now() }
 
 // DefaultSession is the relay session joined when none is named.
 const DefaultSession = "default"
@@ -178,7 +173,7 @@ func (r *Relay) States() map[string]int { return r.conns.States() }
 
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	door := gate.Door{Guard: r.o.Guard, Pending: r.o.Pending, Conns: &r.conns, Conn: r.o.Conn, Log: r.log}
-	c := door.Accept(w, req, min(r.o.MaxJoinFrame, r.o.MaxFrame), r.now().Add(r.o.JoinTimeout))
+	c := door.Accept(w, req, min(r.o.MaxJoinFrame, r.o.MaxFrame), time.Now().Add(r.o.JoinTimeout))
 	if c == nil {
 		return
 	}

@@ -53,7 +53,7 @@ func (ch *channel) expire(id string, c *call) {
 func (ch *channel) fromAgent(p Peer, env Envelope) {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	ch.activity = ch.r.now()
+	ch.activity = time.Now()
 	switch env.Type {
 	case wire.TypeSessionStart, wire.TypeSnapshotGet, wire.TypeToolCall, wire.TypeAgentMessage, wire.TypeSessionEnd:
 	case wire.TypeJoin:
@@ -176,7 +176,7 @@ func (ch *channel) track(p Peer, env Envelope) (string, bool) {
 		return "", true // fire-and-forget; nothing to route back
 	}
 	if len(ch.inflight) >= maxInflight/4 {
-		cut := ch.r.now().Add(-2 * time.Minute)
+		cut := time.Now().Add(-2 * time.Minute)
 		for id, c := range ch.inflight {
 			if c.at.Before(cut) && len(ch.retired) < maxInflight {
 				delete(ch.inflight, id)
@@ -202,7 +202,7 @@ func (ch *channel) track(p Peer, env Envelope) (string, bool) {
 			id = env.ID + "~" + strconv.FormatUint(ch.seq, 10)
 		}
 	}
-	c := &call{from: p, origID: env.ID, typ: env.Type, at: ch.r.now()}
+	c := &call{from: p, origID: env.ID, typ: env.Type, at: time.Now()}
 	if !p.inProcess() && env.Type != wire.TypeAgentMessage {
 		c.deadline = time.AfterFunc(ch.r.o.CallTimeout, func() { ch.expire(id, c) })
 	}
@@ -222,7 +222,7 @@ func (ch *channel) taken(id string) bool {
 func (ch *channel) fromHost(p Peer, env Envelope) *Error {
 	ch.mu.Lock()
 	defer ch.mu.Unlock()
-	ch.activity = ch.r.now()
+	ch.activity = time.Now()
 	if p != ch.host {
 		return nil // replaced; its connection is closing
 	}

@@ -33,7 +33,7 @@ func (ch *channel) openSession(p Peer, replyTo string) *Error {
 			return c.Reserve(ctx, id)
 		}
 	}
-	l, err := ch.r.o.Logs.Create(ch.token, ch.r.now(), reserve)
+	l, err := ch.r.o.Logs.Create(ch.token, time.Now(), reserve)
 	if err != nil {
 		files, bytes := ch.r.o.Logs.Limits()
 		var e *Error
@@ -79,7 +79,7 @@ func (ch *channel) stopLogging() {
 		"sessionId": ch.log.ID(), "logFile": ch.log.RelPath(), "stateReset": true, "reason": "log_full",
 		"limit": map[string]any{"setting": "[studylog] max_bytes_per_token", "bytes": bytes},
 	})}
-	if err := ch.log.AppendLast(ch.r.now(), studylog.Internal, env.Type, "", "", env.Payload); err != nil {
+	if err := ch.log.AppendLast(time.Now(), studylog.Internal, env.Type, "", "", env.Payload); err != nil {
 		ch.r.log.Error("study log", "session", ch.log.ID(), "err", err)
 	}
 	ch.r.log.Warn("study log full: study session ended", "session", ch.log.ID(), "relay", ch.name, "max_bytes_per_token", bytes)
