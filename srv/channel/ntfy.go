@@ -133,12 +133,15 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	return do(c.Client, req, "ntfy")
 }
 
-// do sends req and says what the service answered when it is no 2xx.
+// do sends req and says what the service answered when it is no 2xx;
+// a redirect is such an answer, not followed (noRedirects).
 func do(client *http.Client, req *http.Request, name string) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(req)
+	c := *client
+	c.CheckRedirect = noRedirects
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, hideURL(err))
 	}
