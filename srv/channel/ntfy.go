@@ -90,8 +90,8 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 			}
 		}
 		const cutMark = "\n…\n\n_(" + restInApp + ")_"
-		question, cut := clipText(withoutDataImages(n.Request.Text), min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
-		m.Message, m.Priority, m.Markdown = question, 4, true
+		question, cut, markdown := ntfyText(n.Request.Text, cutMark, listed, min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
+		m.Message, m.Priority, m.Markdown = question, 4, markdown
 		if cut {
 			m.Message += cutMark
 		}
