@@ -2,6 +2,7 @@ package channel
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,6 +68,42 @@ func TestReceiverCannotRedirectTheNotice(t *testing.T) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// TestReceiverAnswerIsBounded: a receiver that answers a notice with
+// gigabytes, refusing it or taking it, costs what the error tells (512
+// bytes) and the connection's buffers, not its answer: the send ends
+// once those are read, and the error does not say the receiver's path.
+func TestReceiverAnswerIsBounded(t *testing.T) {
+	const answer = 3 << 30
+	for _, code := range []int{http.StatusOK, http.StatusInternalServerError} {
+		var written atomic.Int64
+		receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(code)
+			buf := []byte(strings.Repeat("refused ", 8192))
+			for written.Load() < answer {
+				n, err := w.Write(buf)
+				written.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+		}))
+		t.Cleanup(receiver.Close)
+		hook := &Webhook{ID: "n8n", URL: receiver.URL + "/webhook/hook-id-secret-path", Secret: "webhook-secret-s3", Token: tokA}
+		err := hook.Send(context.Background(), Notice{Event: hub.Event{Kind: hub.Asked, Token: tokA, At: time.Now(),
+			Request: hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?"}}})
+		receiver.CloseClientConnections()
+		if n := written.Load(); n >= 64<<20 {
+			t.Errorf("%d: the receiver's answer was read past %d MiB", code, n>>20)
+		}
+		switch {
+		case code == http.StatusOK && err != nil:
+			t.Errorf("a notice taken (200) is an error: %v", err)
+		case code != http.StatusOK && (err == nil || len(err.Error()) > 600 || strings.Contains(err.Error(), "hook-id")):
+			t.Errorf("%d: the error is %d bytes: %.100v", code, len(fmt.Sprint(err)), err)
 		}
 	}
 }
