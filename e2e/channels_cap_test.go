@@ -45,7 +45,7 @@ func TestOneTapAnswersCannotBeReplayedOrForged(t *testing.T) {
 	port := freePort(t)
 	data := t.TempDir()
 	cfg := data + "/channels.toml"
-	config := fmt.Sprintf("tokens = [%q, %q]\n[channels]\npublic_url = \"http://127.0.0.1:%s\"\n[channels.webhook]\nid = \"n8n\"\nurl = %q\nsecret = %q\ntokens = [%q, %q]\n",
+	config := fmt.Sprintf("[server]\ntokens = [%q, %q]\n[channels]\npublic_url = \"http://127.0.0.1:%s\"\n[channels.webhook]\nid = \"n8n\"\nurl = %q\nsecret = %q\ntokens = [%q, %q]\n",
 		tokenA, tokenB, port, recv.URL, secret, tokenA, tokenB)
 	if err := os.WriteFile(cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
