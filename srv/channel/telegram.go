@@ -208,8 +208,12 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			// Refused for its formatting, it would be at every try: the
 			// question goes as text with no tag (tgplain.go).
 			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
-			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainHint), tgLen(settledLine(""))+maxTitle))
-			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + plainHint, ParseMode: models.ParseModeHTML,
+			hint := plainHint
+			if again[chat] {
+				hint = plainAgain + plainHint
+			}
+			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainHint), tgLen(settledLine(""))+maxTitle))
+			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
 				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		}
 		if err != nil {

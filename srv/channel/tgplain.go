@@ -16,8 +16,12 @@ import (
 // question; it is sent again as text with no tag instead, its links'
 // addresses written out (plainLines), its options listed.
 
-// plainHint is the hint, without its formatting.
-const plainHint = "\n\nTap an answer, or reply to this message (text or a photo)."
+// plainHint is the hint, and plainAgain the line of a copy sent again
+// (againLine), without their formatting.
+const (
+	plainHint  = "\n\nTap an answer, or reply to this message (text or a photo)."
+	plainAgain = "\n\nSent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers."
+)
 
 // formattingRefused says whether err is Telegram refusing a message for
 // its text: what a message with no tag, cut shorter, may get past.
