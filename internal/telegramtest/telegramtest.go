@@ -61,6 +61,20 @@ type API struct {
 	// running"). polls and conflicts count them.
 	polling          chan struct{}
 	polls, conflicts int
+	// refuse, when set, is why the double refuses a message's text
+	// besides limits.go (Refuse).
+	refuse func(method string, form map[string]string) string
+}
+
+// Refuse has the double refuse, besides what limits.go refuses, the
+// messages (sendMessage, editMessageText, sendPhoto) that why names a
+// reason for, with 400 Bad Request and that reason: what Telegram may
+// refuse that the double does not model (a tag, an entity or a link
+// its parser takes no more).
+func (api *API) Refuse(why func(method string, form map[string]string) string) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	api.refuse = why
 }
 
 // Polls is how many getUpdates calls came.
@@ -312,6 +326,12 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
 	case "sendMessage", "editMessageText", "sendPhoto":
 		why := refused(method, form)
+		api.mu.Lock()
+		refuse := api.refuse
+		api.mu.Unlock()
+		if why == "" && refuse != nil {
+			why = refuse(method, form)
+		}
 		if method == "editMessageText" && why == "" {
 			api.mu.Lock()
 			id, _ := strconv.Atoi(form["message_id"])

@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -33,15 +34,18 @@ func CheckQuestions(qs []*pb.Question) error {
 }
 
 // CheckOptions checks one set of options: at most MaxOptions, labels of 1
-// to MaxLabelBytes bytes, unique and one line each (see oneLine),
+// to MaxLabelBytes bytes, unique and one line each (see oneLine), each
+// showing something and none shown as another is (shownLabel),
 // descriptions of at most MaxDescriptionBytes bytes, all valid UTF-8.
 func CheckOptions(opts []*pb.Option) error {
 	if len(opts) > MaxOptions {
 		return fmt.Errorf("too many options: %d, at most %d", len(opts), MaxOptions)
 	}
 	seen := make(map[string]bool, len(opts))
+	looks := make(map[string]int, len(opts)) // a label as shown → its option's number
 	for i, o := range opts {
 		l := o.GetLabel()
+		shown := shownLabel(l)
 		switch {
 		case l == "":
 			return fmt.Errorf("option %d has an empty label (labels are 1 to %d bytes)", i+1, MaxLabelBytes)
@@ -53,12 +57,31 @@ func CheckOptions(opts []*pb.Option) error {
 			return fmt.Errorf("option %d's label is not one line of text: it has a line break, a control character or a bidirectional control", i+1)
 		case seen[l]:
 			return fmt.Errorf("option %d repeats the label %q (labels must be unique)", i+1, l)
+		case shown == "":
+			return fmt.Errorf("option %d's label %q shows nothing: it is only spaces or invisible characters", i+1, l)
+		case looks[shown] > 0:
+			return fmt.Errorf("option %d's label %q looks the same as option %d's, %q: labels must differ in what a person sees, not only in spaces or invisible characters", i+1, l, looks[shown], opts[looks[shown]-1].GetLabel())
 		case len(o.GetDescription()) > MaxDescriptionBytes:
 			return fmt.Errorf("option %d's description is %d bytes, longer than the limit of %d bytes", i+1, len(o.GetDescription()), MaxDescriptionBytes)
 		}
 		seen[l] = true
+		looks[shown] = i + 1
 	}
 	return nil
+}
+
+// shownLabel is a label as a button shows it: without its invisible
+// characters (format characters: zero-width spaces and joiners, word
+// joiners, soft hyphens, byte order marks), its spaces of any kind
+// single and none around it. Two labels shown the same cannot be told
+// apart on a button, nor typed back one rather than the other.
+func shownLabel(l string) string {
+	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) {
+			return -1
+		}
+		return r
+	}, l)), " ")
 }
 
 // OptionsOf is the options of the first set of choices in qs, and whether

@@ -81,3 +81,44 @@ func TestCheckOptionsOneLineLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckOptionsLabelsLookApart: a label is what a person taps, and
+// two buttons that look the same (one with a space after it, a
+// zero-width or other invisible character in it, a no-break space for a
+// space) cannot be told apart, nor typed back one rather than the
+// other; a label showing nothing (spaces, invisible characters) is no
+// button at all. Both are refused, naming the option. Labels that
+// differ in what a person sees, case included, are fine.
+func TestCheckOptionsLabelsLookApart(t *testing.T) {
+	for _, c := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"Yes", "Yes "}, "option 2"},
+		{[]string{"Deploy", " Wait", "Wait"}, "option 3"},
+		{[]string{"YES", "YES\u200b"}, "option 2"},
+		{[]string{"Ship it", "Ship\u00a0it"}, "option 2"},
+		{[]string{"Ship  it", "Ship it"}, "option 2"},
+		{[]string{"Del\u2060ete", "De\ufeffl\u00adete"}, "option 2"},
+		{[]string{"Yes", " "}, "option 2"},
+		{[]string{"\u200b"}, "option 1"},
+		{[]string{"No", "\u2060\ufeff \u00ad"}, "option 2"},
+	} {
+		var opts []*pb.Option
+		for _, l := range c.labels {
+			opts = append(opts, &pb.Option{Label: l})
+		}
+		if err := wire.CheckOptions(opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("labels %q: %v, want an error naming %s", c.labels, err, c.want)
+		}
+	}
+	for _, ls := range [][]string{{"x", "X"}, {"Yes", "yes", "YES"}, {"👨\u200d👩\u200d👧", "👨"}, {"Café", "Cafe"}, {" Wait ", "Deploy"}} {
+		var opts []*pb.Option
+		for _, l := range ls {
+			opts = append(opts, &pb.Option{Label: l})
+		}
+		if err := wire.CheckOptions(opts); err != nil {
+			t.Errorf("labels %q refused: %v", ls, err)
+		}
+	}
+}

@@ -90,8 +90,8 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 			}
 		}
 		const cutMark = "\n…\n\n_(" + restInApp + ")_"
-		question, cut := clipText(withoutDataImages(n.Request.Text), min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
-		m.Message, m.Priority, m.Markdown = question, 4, true
+		question, cut, markdown := ntfyText(n.Request.Text, cutMark, listed, min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
+		m.Message, m.Priority, m.Markdown = question, 4, markdown
 		if cut {
 			m.Message += cutMark
 		}
@@ -133,12 +133,15 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	return do(c.Client, req, "ntfy")
 }
 
-// do sends req and says what the service answered when it is no 2xx.
+// do sends req and says what the service answered when it is no 2xx;
+// a redirect is such an answer, not followed (noRedirects).
 func do(client *http.Client, req *http.Request, name string) error {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	resp, err := client.Do(req)
+	c := *client
+	c.CheckRedirect = noRedirects
+	resp, err := c.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, hideURL(err))
 	}

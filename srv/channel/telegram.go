@@ -203,10 +203,23 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: models.ParseModeHTML,
 			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
+		sent := shown
+		if formattingRefused(err) {
+			// Refused for its formatting, it would be at every try: the
+			// question goes as text with no tag (tgplain.go).
+			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
+			hint := plainHint
+			if again[chat] {
+				hint = plainAgain + plainHint
+			}
+			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainHint), tgLen(settledLine(""))+maxTitle))
+			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
+				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
+		}
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: shown}, q, until)
+		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: sent}, q, until)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {
