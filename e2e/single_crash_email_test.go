@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime/quotedprintable"
 	"net"
 	"net/mail"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +117,42 @@ func (s *mailSink) wait(t *testing.T, n int) *mail.Message {
 	}
 }
 
+// question is the mail that asks text, once it came: a question's own
+// mail, not a follow-up in a thread (a question answered is followed up,
+// so the n-th mail is not the n-th question's).
+func (s *mailSink) question(t *testing.T, text string) *mail.Message {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		s.mu.Lock()
+		mails := slices.Clone(s.mails)
+		s.mu.Unlock()
+		for _, raw := range mails {
+			m, err := mail.ReadMessage(strings.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var body io.Reader = m.Body
+			if strings.EqualFold(m.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
+				body = quotedprintable.NewReader(body)
+			}
+			b, err := io.ReadAll(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.Header.Get("In-Reply-To") == "" && strings.Contains(string(b), text) {
+				m.Body = bytes.NewReader(b)
+				return m
+			}
+		}
+		select {
+		case <-s.wake:
+		case <-deadline:
+			t.Fatalf("the question %q was never mailed", text)
+		}
+	}
+}
+
 // said are the mails sent that contain part.
 func (s *mailSink) said(part string) []string {
 	s.mu.Lock()
@@ -127,11 +166,49 @@ func (s *mailSink) said(part string) []string {
 	return out
 }
 
-// pollingIdle tells of what came before the IDLE began, as real servers
-// do (imapmemserver's waits for the next change).
-type pollingIdle struct{ imapserver.Session }
+// mailbox is an IMAP server with mailAA's INBOX, which knows which of
+// its sessions wait in IDLE.
+type mailbox struct {
+	addr string
+	user *imapmemserver.User
+	mu   sync.Mutex
+	// idle holds the sessions in IDLE, each with the number of mails it
+	// marked \Seen (a watcher that took that many replies).
+	idle map[*boxSession]int
+	wake chan struct{}
+}
 
-func (s pollingIdle) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+// boxSession is a session of the mailbox.
+type boxSession struct {
+	imapserver.Session
+	box    *mailbox
+	marked int // under box.mu
+}
+
+func (s *boxSession) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *imap.StoreFlags, options *imap.StoreOptions) error {
+	err := s.Session.Store(w, numSet, flags, options)
+	if err == nil && flags.Op == imap.StoreFlagsAdd && slices.Contains(flags.Flags, imap.FlagSeen) {
+		s.box.mu.Lock()
+		s.marked++
+		s.box.mu.Unlock()
+	}
+	return err
+}
+
+// Idle tells of what came before the IDLE began, as real servers do
+// (imapmemserver's waits for the next change), and looks again every
+// few milliseconds.
+func (s *boxSession) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) error {
+	s.box.mu.Lock()
+	s.box.idle[s] = s.marked
+	s.box.mu.Unlock()
+	s.box.changed()
+	defer func() {
+		s.box.mu.Lock()
+		delete(s.box.idle, s)
+		s.box.mu.Unlock()
+		s.box.changed()
+	}()
 	for {
 		if err := s.Poll(w, true); err != nil {
 			return err
@@ -144,16 +221,57 @@ func (s pollingIdle) Idle(w *imapserver.UpdateWriter, stop <-chan struct{}) erro
 	}
 }
 
+func (b *mailbox) changed() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitIdle waits until a session that marked at least marked mails
+// \Seen waits in IDLE.
+func (b *mailbox) waitIdle(t *testing.T, marked int) {
+	t.Helper()
+	deadline := time.After(15 * time.Second)
+	for {
+		b.mu.Lock()
+		ok := slices.ContainsFunc(slices.Collect(maps.Values(b.idle)), func(n int) bool { return n >= marked })
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-b.wake:
+		case <-deadline:
+			t.Fatalf("no session that marked %d mails waits in IDLE", marked)
+		}
+	}
+}
+
+// deliver puts raw in the INBOX, as the mail server does with a mail
+// that arrives; idle are the mails marked by each session that waited
+// in IDLE as it came.
+func (b *mailbox) deliver(t *testing.T, raw string) (idle []int) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, err := b.user.Append("INBOX", bytes.NewReader([]byte(raw)), &imap.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return slices.Sorted(maps.Values(b.idle))
+}
+
 // startMailbox is an IMAP server with mailAA's INBOX.
-func startMailbox(t *testing.T) (string, *imapmemserver.User) {
+func startMailbox(t *testing.T) *mailbox {
 	mem, user := imapmemserver.New(), imapmemserver.NewUser(mailAA, mailPass)
 	if err := user.Create("INBOX", nil); err != nil {
 		t.Fatal(err)
 	}
 	mem.AddUser(user)
+	box := &mailbox{user: user, idle: map[*boxSession]int{}, wake: make(chan struct{}, 1)}
 	srv := imapserver.New(&imapserver.Options{
 		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
-			return pollingIdle{mem.NewSession()}, nil, nil
+			return &boxSession{Session: mem.NewSession(), box: box}, nil, nil
 		},
 		Caps: imap.CapSet{imap.CapIMAP4rev1: {}, imap.CapIdle: {}}, InsecureAuth: true, Logger: quiet{},
 	})
@@ -161,18 +279,16 @@ func startMailbox(t *testing.T) (string, *imapmemserver.User) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	box.addr = ln.Addr().String()
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return ln.Addr().String(), user
+	return box
 }
 
-// TestSingleEmailReplyAfterKill9: the question was mailed, the server
-// was killed and started again; the person's reply to that mail answers
-// the agent, and no mail tells them it was not taken.
-func TestSingleEmailReplyAfterKill9(t *testing.T) {
-	sink := startMailSink(t)
-	imapAddr, box := startMailbox(t)
-	config := fmt.Sprintf(`[channels.email]
+// emailConfig is the e-mail channel's config, mailing through sink
+// and watching box.
+func emailConfig(sink *mailSink, box *mailbox) string {
+	return fmt.Sprintf(`[channels.email]
 smtp_addr = %q
 smtp_user = %q
 smtp_password = %q
@@ -184,7 +300,52 @@ imap_password = %q
 mailbox = "INBOX"
 senders = [%q]
 tls = "none"
-`, sink.addr, mailAA, mailPass, mailAA, mailPerson, imapAddr, mailAA, mailPass, mailPerson)
+`, sink.addr, mailAA, mailPass, mailAA, mailPerson, box.addr, mailAA, mailPass, mailPerson)
+}
+
+// replyTo is the person's reply n, text, to the mail of Message-ID to.
+func replyTo(n int, to, text string) string {
+	return fmt.Sprintf("From: %s\r\nTo: %s\r\nSubject: Re: the question\r\nMessage-ID: <reply-%d@example.org>\r\n"+
+		"In-Reply-To: <%s>\r\nReferences: <%s>\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n%s\r\n", mailPerson, mailAA, n, to, to, text)
+}
+
+// messageID is m's Message-ID, without its brackets.
+func messageID(m *mail.Message) string { return strings.Trim(m.Header.Get("Message-Id"), "<>") }
+
+// TestSingleEmailReplyDuringIdle: one server watches the mailbox,
+// waiting in IDLE, when the person's reply to a question's mail arrives:
+// the agent has it. Then a second question, mailed after the first's
+// follow-up, is answered the same way by a reply that arrives while the
+// watch that took the first waits in IDLE again.
+func TestSingleEmailReplyDuringIdle(t *testing.T) {
+	sink := startMailSink(t)
+	box := startMailbox(t)
+	s := startSingle(t, freePort(t), t.TempDir(), emailConfig(sink, box))
+	agent := startMCP(t, s, tokenA)
+	for n, marked := range []int{0, 1} {
+		question := fmt.Sprintf("Deploy build %d?", n+1)
+		answer := fmt.Sprintf("Yes, build %d.", n+1)
+		done := askAsync(agent, question)
+		// Its note is written before it is mailed.
+		asked := messageID(sink.question(t, question))
+		box.waitIdle(t, marked)
+		if idle := box.deliver(t, replyTo(n+1, asked, answer)); !slices.ContainsFunc(idle, func(m int) bool { return m >= marked }) {
+			t.Fatalf("reply %d came while the sessions in IDLE had marked %v mails, want one with %d", n+1, idle, marked)
+		}
+		wantAnswer(t, done, answer)
+	}
+	for _, m := range sink.said("Not taken") {
+		t.Errorf("the person was mailed %q", m)
+	}
+}
+
+// TestSingleEmailReplyAfterKill9: the question was mailed, the server
+// was killed and started again; the person's reply to that mail answers
+// the agent, and no mail tells them it was not taken.
+func TestSingleEmailReplyAfterKill9(t *testing.T) {
+	sink := startMailSink(t)
+	box := startMailbox(t)
+	config := emailConfig(sink, box)
 	var asked string
 	_, done := crashAsked(t, func(string) string { return config }, "Mailed before the crash?", func(s *server) {
 		asked = strings.Trim(sink.wait(t, 1).Header.Get("Message-Id"), "<>")
@@ -193,9 +354,7 @@ tls = "none"
 	reply := "From: " + mailPerson + "\r\nTo: " + mailAA + "\r\nSubject: Re: the question\r\n" +
 		"Message-ID: <reply-1@example.org>\r\nIn-Reply-To: <" + asked + ">\r\nReferences: <" + asked + ">\r\n" +
 		"Content-Type: text/plain; charset=utf-8\r\n\r\nYes, go ahead.\r\n"
-	if _, err := box.Append("INBOX", bytes.NewReader([]byte(reply)), &imap.AppendOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	box.deliver(t, reply)
 	wantAnswer(t, done, "Yes, go ahead.")
 	for _, m := range sink.said("Not taken") {
 		t.Errorf("the person was mailed %q", m)
