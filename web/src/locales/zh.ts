@@ -125,7 +125,7 @@ export default {
     nickname: '昵称',
     nameDevice: '给此设备起个名字',
     nameDeviceHelp: '你的其他设备会在在线列表中、以及你在此处给出的回复旁看到这个名字。',
-    notifications: '桌面通知',
+    notifications: '此页面打开时通知',
     sound: '提示音',
     language: '语言',
     otherLanguage: 'English',
@@ -139,7 +139,7 @@ export default {
   },
   push: {
     toggle: '页面关闭时也通知此设备',
-    insecure: '推送需要安全的页面：请通过 https（或 localhost）打开应用。见 README 的“在手机上使用”一节。',
+    insecure: '通知需要通过 https（或在本机的 localhost）打开应用；此页面是普通 http。如何通过 https 提供：见 docs/push.md 的“A secure origin”一节。',
     unsupported: '此浏览器无法接收推送通知。',
     denied: '此网站的通知已被阻止：请在浏览器的网站设置中允许通知，然后重试。',
     failed: '无法开启推送：{why}',
