@@ -141,7 +141,7 @@ export default {
   push: {
     toggle: 'Notify this device when the page is closed',
     insecure: 'Notifications need the app opened over https (or at localhost on this machine); this page is plain http. How to serve it over https: docs/push.md, “A secure origin”.',
-    unsupported: 'This browser cannot receive push notifications.',
+    unsupported: 'This browser cannot receive notifications here. On an iPhone or iPad, add the app to the Home Screen (Share, then Add to Home Screen) and open it from there.',
     denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
     failed: 'Push could not be turned on: {why}',
   },

@@ -140,7 +140,7 @@ export default {
   push: {
     toggle: '页面关闭时也通知此设备',
     insecure: '通知需要通过 https（或在本机的 localhost）打开应用；此页面是普通 http。如何通过 https 提供：见 docs/push.md 的“A secure origin”一节。',
-    unsupported: '此浏览器无法接收推送通知。',
+    unsupported: '此浏览器在这里无法接收通知。在 iPhone 或 iPad 上：把应用添加到主屏幕（分享，然后“添加到主屏幕”），再从主屏幕打开。',
     denied: '此网站的通知已被阻止：请在浏览器的网站设置中允许通知，然后重试。',
     failed: '无法开启推送：{why}',
   },
