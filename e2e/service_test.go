@@ -114,3 +114,65 @@ func TestServiceSystemdUserUnit(t *testing.T) {
 		}
 	}
 }
+
+// TestServiceRunsAsTheShellDid: a session whose XDG_CONFIG_HOME is not
+// ~/.config (set in a shell profile, say) keeps the generated token and
+// finds its config under it; the service manager's own environment seldom
+// has that variable, so the service would run on another data directory,
+// with another token: the URL the person has would stop working, with no
+// word why. install names the data directory and the config file it found
+// as flags, so the service runs as the server did in the shell; it writes
+// the unit systemd reads (enabling it, with no manager running, as
+// systemctl does by itself) and readable by its owner only, as it may hold
+// -token.
+func TestServiceRunsAsTheShellDid(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("systemd user units are Linux's")
+	}
+	if _, err := exec.LookPath("systemctl"); err != nil {
+		t.Skip("systemctl is not installed (Debian: apt-get install systemd); .ci/run installs it")
+	}
+	home, wd := t.TempDir(), t.TempDir()
+	xdg := filepath.Join(home, "xdg")
+	app := filepath.Join(xdg, "agentassistant")
+	if err := os.MkdirAll(app, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(app, "agentassistant-srv.toml")
+	if err := os.WriteFile(file, []byte("agentassistant_server_port = 22998\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"HOME=" + home, "XDG_CONFIG_HOME=" + xdg, "PATH=" + os.Getenv("PATH")}
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(filepath.Join(binDir, "agentassistant-srv"), append([]string{"service"}, args...)...)
+		cmd.Dir, cmd.Env = wd, env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := run("install", "-token", "a-token-of-thirty-two-characters")
+	if err != nil || !strings.Contains(out, "registered to start with your session") {
+		t.Fatalf("install: %v\n%s", err, out)
+	}
+	unit := filepath.Join(home, ".config", "systemd", "user", "agentassistant.service")
+	raw, err := os.ReadFile(unit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"-data" "` + app + `"`, `"-config" "` + file + `"`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("unit lacks %s:\n%s", want, raw)
+		}
+	}
+	if st, err := os.Stat(unit); err != nil || st.Mode().Perm()&0o077 != 0 {
+		t.Errorf("the unit, which holds the token, is readable by others: %v %v", st.Mode(), err)
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(unit), "default.target.wants", "agentassistant.service")); err != nil {
+		t.Errorf("the unit is not enabled for the session: %v", err)
+	}
+	if out, err := run("uninstall"); err != nil || !strings.Contains(out, "no longer starts") {
+		t.Errorf("uninstall: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(unit); err == nil {
+		t.Error("uninstall left the unit")
+	}
+}

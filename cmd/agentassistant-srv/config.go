@@ -314,7 +314,7 @@ func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion 
 	fs.StringSetting(&cfg.Server.TLSKey, "tls-key", "TLS key file (PEM)")
 	fs.StringSetting(&cfg.Cluster.NATSURL, "nats-url", "NATS server(s) with JetStream, comma-separated: run as one instance of a cluster (default: one process, requests in the data directory)")
 	fs.StringSetting(&cfg.Cluster.Instance, "instance", "this instance's name in a cluster (default: random)")
-	fs.StringSetting(&cfg.Ingress.OrchestratorURL, "orchestrator-url", "the Ingress orchestrator's base URL (seed 003's /internal/invoke, ...); empty: the token's MCP agent runs Ingress clients' runs")
+	fs.StringSetting(&cfg.Ingress.OrchestratorURL, "orchestrator-url", "an external Ingress orchestrator's base URL (it serves /internal/invoke, ...: docs/ingress.md); empty: the token's MCP agent runs Ingress clients' runs")
 	fs.IntSetting(&cfg.Limits.IdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed")
 	fs.IntSetting(&cfg.Limits.IdleConnsPerAddr, "max-idle-connections-per-address", "of those, from one address")
 	showVersion = fs.Bool("version", false, "print the version and exit")

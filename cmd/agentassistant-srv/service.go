@@ -7,9 +7,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/kardianos/service"
+
+	"github.com/agentassistant/agentassistant/internal/config"
 )
 
 // serviceName is the name the service manager knows the server by: the
@@ -60,12 +63,14 @@ func runService(args []string, stdout, stderr io.Writer) error {
 		if err := fs.Parse(flags); err != nil {
 			return err
 		}
-		if _, err := fs.Load(&cfg); err != nil {
+		file, err := fs.Load(&cfg)
+		if err != nil {
 			return err
 		}
 		if err := checkSettings(fs, &cfg); err != nil {
 			return err
 		}
+		flags = pinned(fs, flags, file, cfg.Server.DataDir)
 	case "uninstall", "status":
 		if len(flags) > 0 {
 			return fmt.Errorf("service %s takes no flags (%s)\n%s", verb, strings.Join(flags, " "), serviceUsage)
@@ -78,6 +83,15 @@ func runService(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	where := unitFile()
+	if runtime.GOOS == "linux" && where != "" {
+		// systemctl, enabling the unit by itself where no manager runs,
+		// looks for it under XDG_CONFIG_HOME; the library writes it
+		// under ~/.config, where a manager started without that variable
+		// (the usual session, where a shell profile sets it) looks too.
+		if err := os.Setenv("XDG_CONFIG_HOME", filepath.Dir(filepath.Dir(filepath.Dir(where)))); err != nil {
+			return fmt.Errorf("set XDG_CONFIG_HOME for systemctl: %w", err)
+		}
+	}
 	installed := func() bool {
 		if where == "" { // Windows: the service manager knows
 			_, err := svc.Status()
@@ -111,7 +125,18 @@ func runService(args []string, stdout, stderr io.Writer) error {
 				if where != "" {
 					_ = os.Remove(where) // all or nothing
 				}
+				if runtime.GOOS == "linux" {
+					// The library keeps systemctl's words to itself:
+					// name the command, which says them when run.
+					return fmt.Errorf("register %s with systemd: systemctl --user enable %s.service failed: %w", serviceName, serviceName, err)
+				}
 				return fmt.Errorf("register %s with %s: %w", serviceName, service.ChosenSystem(), err)
+			}
+		}
+		if where != "" {
+			// The unit holds the flags, -token among them when given.
+			if err := os.Chmod(where, 0o600); err != nil {
+				return fmt.Errorf("keep %s private: %w", where, err)
 			}
 		}
 		if !systemdRuns() {
@@ -203,6 +228,27 @@ func newService(flags []string) (service.Service, error) {
 		cfg.Option["LogDirectory"] = filepath.Join(home, "Library", "Logs")
 	}
 	return service.New(nil, cfg)
+}
+
+// pinned is the flags install registers: those given, and, unless
+// given, the data directory and the config file the server finds now
+// under the user config directory. Both depend on XDG_CONFIG_HOME on
+// Linux, which a shell profile may set and the service manager not see:
+// the service would generate another token in another directory, and the
+// URL the person has would stop working.
+func pinned(fs *config.Flags, flags []string, file, dataDir string) []string {
+	out := slices.Clip(flags)
+	if !fs.Given("data") && dataDir == config.AppDir() {
+		if abs, err := filepath.Abs(dataDir); err == nil {
+			out = append(out, "-data", abs)
+		}
+	}
+	if !fs.Given("config") && file != "" && file != configName {
+		if abs, err := filepath.Abs(file); err == nil {
+			out = append(out, "-config", abs)
+		}
+	}
+	return out
 }
 
 // unitFile is the file that registers the service, "" where the service

@@ -20,6 +20,15 @@ export function savePrefs(p: AlertPrefs) {
   localStorage.setItem(PREFS, JSON.stringify(p))
 }
 
+// notifyBlock says why this page cannot show notifications: no
+// Notification API ('unsupported'), or the site's notifications blocked
+// ('denied': by the person, or by the browser on a plain http page at a
+// network address); '' when it can, or may once asked.
+export function notifyBlock(): '' | 'unsupported' | 'denied' {
+  if (!('Notification' in window)) return 'unsupported'
+  return Notification.permission === 'denied' ? 'denied' : ''
+}
+
 export async function askPermission(): Promise<boolean> {
   if (!('Notification' in window)) return false
   if (Notification.permission === 'granted') return true
@@ -53,7 +62,15 @@ export function alertNew(prefs: AlertPrefs, title: string, body: string) {
   if (!document.hidden) return
   if (prefs.sound) chime()
   if (prefs.notify && 'Notification' in window && Notification.permission === 'granted') {
-    const n = new Notification(title, { body: body.slice(0, 180), tag: 'aa-question' })
+    let n: Notification
+    try {
+      n = new Notification(title, { body: body.slice(0, 180), tag: 'aa-question' })
+    } catch {
+      // Chrome on Android makes no page notifications ("Illegal
+      // constructor"); the phone has Web Push for that. Throwing here
+      // would cut short the handling of the question that just came.
+      return
+    }
     n.onclick = () => {
       window.focus()
       n.close()

@@ -126,7 +126,7 @@ export default {
     nickname: 'Nickname',
     nameDevice: 'Name this device',
     nameDeviceHelp: 'Your other devices see this name in the list of who is online, and next to the answers you give here.',
-    notifications: 'Desktop notifications',
+    notifications: 'Notify while this page is open',
     sound: 'Sound',
     language: 'Language',
     otherLanguage: '中文', // the language the toggle switches to, in its own words
@@ -140,8 +140,8 @@ export default {
   },
   push: {
     toggle: 'Notify this device when the page is closed',
-    insecure: 'Push needs a secure page: open the app over https (or on localhost). See “On your phone” in the README.',
-    unsupported: 'This browser cannot receive push notifications.',
+    insecure: 'Notifications need the app opened over https (or at localhost on this machine); this page is plain http. How to serve it over https: docs/push.md, “A secure origin”.',
+    unsupported: 'This browser cannot receive notifications here. On an iPhone or iPad, add the app to the Home Screen (Share, then Add to Home Screen) and open it from there.',
     denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
     failed: 'Push could not be turned on: {why}',
   },

@@ -94,3 +94,29 @@ describe('the components and the catalogues agree', () => {
     expect([...en.keys()].filter((k) => !used.has(k))).toEqual([])
   })
 })
+
+// The pages of docs/ (shipped in the release archive beside the binaries).
+const docs = Object.fromEntries(Object.entries(import.meta.glob('../../../docs/*.md', {
+  query: '?raw', import: 'default', eager: true,
+}) as Record<string, string>).map(([p, text]) => [p.replace('../../../', ''), text]))
+
+describe('what the messages send a reader to', () => {
+  it('finds the pages', () => {
+    expect(Object.keys(docs)).toContain('docs/push.md')
+  })
+
+  // A message read on a phone cannot point at a part of the README by a
+  // name it does not have: it names a page of docs/ and a heading of it.
+  it('every page and heading a message names exists', () => {
+    for (const l of LOCALES) {
+      for (const [k, v] of leaves(messages[l])) {
+        const s = String(v)
+        expect(s, `${l}: ${k} names the README, which is not where a phone is`).not.toMatch(/README/)
+        for (const m of s.matchAll(/(docs\/[\w-]+\.md)(?:[,，]?\s*(?:的)?\s*“([^”]+)”)?/g)) {
+          expect(docs[m[1]], `${l}: ${k} names ${m[1]}`).toBeDefined()
+          if (m[2]) expect(docs[m[1]], `${l}: ${k} names “${m[2]}” in ${m[1]}`).toMatch(new RegExp(`^#+ ${m[2]}$`, 'm'))
+        }
+      }
+    }
+  })
+})
