@@ -99,5 +99,5 @@ func TestClusterTelegramEditOwedAcrossKill9(t *testing.T) {
 	waitLog(t, srvs[survivor], "edits owed are tried here")
 	refusing.Store(false)
 	wantEdited(t, tg, msg)
-	waitLog(t, srvs[survivor], "a settled question's message edited at last")
+	waitLog(t, srvs[survivor], "a settled question's follow-up made at last")
 }
