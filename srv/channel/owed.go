@@ -82,10 +82,11 @@ const (
 	// owedScan is how often a cluster's lease holder reads the
 	// follow-ups owed noted by every instance.
 	owedScan = 30 * time.Second
-	// makingFor bounds a cluster's claim on a follow-up being made:
-	// past a send's timeout, so that an instance that died making it
-	// leaves it to the next.
-	makingFor = sendTimeout + 2*noteTimeout
+	// makingFor bounds a cluster's claim on a follow-up being made,
+	// and followTimeout the send made under it: an instance killed as
+	// it made one (its claim left) holds it up that long at most.
+	makingFor     = 20 * time.Second
+	followTimeout = 15 * time.Second
 	// makingPrefix begins the keys of those claims.
 	makingPrefix = "making."
 	// madeFor is how long a follow-up made is remembered as made.
@@ -272,7 +273,9 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 	if !todo {
 		return n, false, nil
 	}
-	if err := m.sendOnce(c, n); err != nil {
+	ctx, cancel := context.WithTimeout(m.goroutines.Context(), followTimeout)
+	defer cancel()
+	if err := c.Send(ctx, n); err != nil {
 		return n, false, err
 	}
 	m.edited(c, n)
@@ -385,7 +388,9 @@ func (m *Manager) runOwed(ctx context.Context) {
 				delete(o.items, dueKeys[i])
 				o.order = without(o.order, dueKeys[i])
 			} else {
-				it.wait = min(2*it.wait, owedMaxWait)
+				if !errors.Is(err, errMadeElsewhere) { // else looked at again soon
+					it.wait = min(2*it.wait, owedMaxWait)
+				}
 				it.next = now.Add(it.wait)
 				if it.next.Before(next) {
 					next = it.next
