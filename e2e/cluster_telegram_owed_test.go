@@ -96,8 +96,8 @@ func TestClusterTelegramEditOwedAcrossKill9(t *testing.T) {
 	}
 	srvs[poller].kill9(t)
 	leaseHolder(t, js, func(h string) bool { return h == survivor })
-	waitLog(t, srvs[survivor], "edits owed are tried here")
+	waitLog(t, srvs[survivor], "follow-ups owed are tried here")
 	refusing.Store(false)
 	wantEdited(t, tg, msg)
-	waitLog(t, srvs[survivor], "a settled question's message edited at last")
+	waitLog(t, srvs[survivor], "a settled question's follow-up made at last")
 }

@@ -130,7 +130,7 @@ func TestSingleTelegramEditOwedAcrossKill9(t *testing.T) {
 	if err != nil || !strings.Contains(edit.Form["text"], "Answered on Telegram") {
 		t.Errorf("the message was edited to %q (%v)", edit.Form["text"], err)
 	}
-	if !s2.logw.waitFor("a settled question's message edited at last", 10*time.Second) {
+	if !s2.logw.waitFor("a settled question's follow-up made at last", 10*time.Second) {
 		t.Error("the log never said the edit owed was made")
 	}
 }

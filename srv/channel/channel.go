@@ -16,6 +16,7 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -141,8 +142,8 @@ type Options struct {
 	Logger  *slog.Logger
 	Now     func() time.Time
 
-	// owedScan is how often a cluster's lease holder reads the edits
-	// owed (default owedScan).
+	// owedScan is how often a cluster's lease holder reads the
+	// follow-ups owed (default owedScan).
 	owedScan time.Duration
 }
 
@@ -168,15 +169,15 @@ type Manager struct {
 	// local: the notes are one process's, kept across a restart; a
 	// question sent is noted, so that Restored knows those that were not.
 	local bool
-	// shared: the notes are a cluster's, which list the edits owed
-	// (Scanner): the holder of an editing channel's lease tries them.
+	// shared: the notes are a cluster's, which list the follow-ups owed
+	// (Scanner): the holder of a following channel's lease tries them.
 	shared bool
 	// restored is closed by Restored: the listeners wait for it when
 	// Options.AfterRestore is set.
 	restored     chan struct{}
 	restoredOnce sync.Once
 	// plain are the notes as given (not laterNotes), for restoreOwed to
-	// scan; owed are the edits owed tried again (owed.go).
+	// scan; owed are the follow-ups owed tried again (owed.go).
 	plain Notes
 	owed  owedEdits
 }
@@ -244,15 +245,24 @@ func New(o Options) *Manager {
 		m.goroutines.Go(func() { m.runOwed(ctx) })
 	}
 	for c := range m.queues {
+		_, follows := c.(following)
 		l, ok := c.(Listener)
+		if e, mail := c.(*Email); mail && e.IMAPAddr == "" {
+			ok = false // it takes no replies: its Listen returns at once
+		}
 		if !ok {
+			// One that takes no answers (ntfy) still has a lease in a
+			// cluster: its holder makes the follow-ups owed.
+			if ld, leads := c.(leading); leads && follows && m.shared {
+				m.goroutines.Go(func() { o.Leader.Lead(ctx, ld.lead(), func(ctx context.Context) { m.holdOwed(ctx, c) }) })
+			}
 			continue
 		}
 		if ld, ok := c.(leading); ok {
 			name := ld.lead()
 			run := func(ctx context.Context) { l.Listen(ctx, a) }
-			if _, ok := c.(editing); ok && m.shared {
-				run = func(ctx context.Context) { m.leadEditing(ctx, c, l, a) }
+			if follows && m.shared {
+				run = func(ctx context.Context) { m.leadFollowing(ctx, c, l, a) }
 			}
 			m.goroutines.Go(func() {
 				if m.waitRestored(ctx) {
@@ -271,10 +281,10 @@ func New(o Options) *Manager {
 	return m
 }
 
-// leadEditing is the lead of an editing channel c of a cluster: it
-// listens, and has the edits owed noted by any instance tried here,
-// until ctx ends (the lease lost) or the listening gives up.
-func (m *Manager) leadEditing(ctx context.Context, c Channel, l Listener, a Answers) {
+// leadFollowing is the lead of a following channel c of a cluster: it
+// listens, and has the follow-ups owed noted by any instance tried
+// here, until ctx ends (the lease lost) or the listening gives up.
+func (m *Manager) leadFollowing(ctx context.Context, c Channel, l Listener, a Answers) {
 	hctx, cancel := context.WithCancel(ctx)
 	var owed sync.WaitGroup
 	// holdOwed is owned here: waited for before the lease is let go,
@@ -362,15 +372,38 @@ func (m *Manager) send(q *queue, n Notice) {
 	if q.down {
 		tries = 1
 	}
-	owed := m.markOwed(c, n)
+	owed, made := m.markOwed(c, n)
+	if made {
+		m.log.Debug("a settled question's follow-up made already", "channel", c.Name(), "id", n.Request.ID)
+		return
+	}
+	if owed {
+		key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
+		if !m.owed.claim(key) {
+			// Being made from its note (runOwed, after a restart): it
+			// looks at it again after, and makes it unless made.
+			now := m.o.Now()
+			m.owe(c, n, now, now.Add(owedWait))
+			return
+		}
+		defer m.owed.release(key)
+	}
 	wait := m.o.Backoff
 	for try := 1; ; try++ {
-		err := m.sendOnce(c, n)
+		var err error
+		if owed {
+			var made bool
+			if _, made, err = m.makeFollowUp(c, n); err == nil && !made || errors.Is(err, errMadeElsewhere) {
+				// Made meanwhile, or being made by another instance of
+				// the cluster (the lease holder, from its note), where
+				// it is owed again if it fails.
+				return
+			}
+		} else {
+			err = m.sendOnce(c, n)
+		}
 		if err == nil {
 			m.noteSent(c, n)
-			if owed {
-				m.edited(c, n)
-			}
 			if q.down {
 				m.log.Info("channel delivers again", "channel", c.Name(), "undelivered", q.undelivered)
 				q.down, q.undelivered = false, 0
@@ -441,16 +474,28 @@ func sentNoteKey(room, id string, slot int, name string) string {
 
 // noteSent notes that n, a question, was delivered: one process's
 // Resend then leaves it be. A note that cannot be written has the
-// question sent again after a restart: twice rather than never.
+// question sent again after a restart: twice rather than never. A
+// cluster notes it for a following channel alone, among the follow-ups
+// owed (owed.go), unless the settle was noted there first.
 func (m *Manager) noteSent(c Channel, n Notice) {
-	if !m.local || n.Kind != hub.Asked {
+	_, follows := c.(following)
+	if !m.local && !(m.shared && follows) || n.Kind != hub.Asked {
 		return
 	}
-	// Kept a while past its question's time, so that the edit of its
-	// message, owed once it timed out, is known (owed.go).
+	// Kept a while past its question's time, so that the follow-up,
+	// owed once it timed out, is known (owed.go).
 	until := expiresOf(n.Event).Add(time.Hour)
 	if n.Request.Timeout <= 0 {
 		until = n.AskedAt.Add(sentFor)
+	}
+	if m.shared {
+		b, _ := json.Marshal(recordOf(c, n))
+		ctx, cancel := context.WithTimeout(m.goroutines.Context(), noteTimeout)
+		defer cancel()
+		if _, err := m.o.Notes.Create(ctx, m.owedKey(c, n), b, until); err != nil {
+			m.log.Warn("a question sent not noted; if the instance that settles it dies at once, its follow-up is not made", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		}
+		return
 	}
 	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
 	if err := putJSON(m.goroutines.Context(), m.o.Notes, key, recordOf(c, n), until); err != nil {

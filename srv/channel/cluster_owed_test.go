@@ -2,6 +2,7 @@ package channel_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -14,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/channel"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // refuser stands between an instance and the Bot API: it refuses the
@@ -104,5 +108,94 @@ func TestClusterEditOwedTakenOver(t *testing.T) {
 	}
 	if ra.through.Load() != 1 || rb.through.Load() != 0 {
 		t.Errorf("edits passed: %d through A, %d through B; want A's alone", ra.through.Load(), rb.through.Load())
+	}
+}
+
+// ntfyCounter is an ntfy server that counts the notifications that
+// replace a question's (settled: no buttons, low priority).
+type ntfyCounter struct {
+	settled atomic.Int32
+	titles  chan string
+}
+
+func newNtfyCounter(t *testing.T) (*ntfyCounter, string) {
+	c := &ntfyCounter{titles: make(chan string, 16)}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var m struct {
+			Title    string            `json:"title"`
+			Priority int               `json:"priority"`
+			Actions  []json.RawMessage `json:"actions"`
+		}
+		if err := json.NewDecoder(req.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if m.Priority == 2 && len(m.Actions) == 0 {
+			c.settled.Add(1)
+			c.titles <- m.Title
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return c, srv.URL
+}
+
+// owedNoted reports whether n's notes list a follow-up owed of the
+// question id, made (done) or not.
+func owedNoted(t *testing.T, n *node, id string, done bool) bool {
+	values, err := n.ch.Scan(t.Context(), "owed.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range values {
+		var rec struct {
+			ID   string `json:"i"`
+			Done bool   `json:"done"`
+		}
+		if json.Unmarshal(v, &rec) == nil && rec.ID == id && rec.Done == done {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClusterFollowUpOfAKilledInstance: a question is published to ntfy
+// through instance A; B, where it is answered, dies before it noted the
+// follow-up owed (here: it never follows anything up). A, the holder of
+// ntfy's lease, finds the question sent and settled in the store, and
+// replaces its notification, once, saying how it was answered.
+func TestClusterFollowUpOfAKilledInstance(t *testing.T) {
+	ntfy, url := newNtfyCounter(t)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	o := channel.Options{Hub: a.hub, Caps: a.caps, Routes: map[string][]channel.Channel{tokA: {&channel.Ntfy{URL: url, Topic: "t"}}},
+		Notes: a.ch, Leader: a.ch}
+	channel.SetOwedScan(&o, 50*time.Millisecond)
+	m := channel.New(o)
+	t.Cleanup(m.Close)
+
+	answer := func(id, who string) {
+		t.Helper()
+		answered := askOn(a.hub, id)
+		waitUntil(t, "the question noted as sent", func() bool { return owedNoted(t, a, id, false) })
+		waitUntil(t, "B has the question", func() bool { return b.hub.Validity(tokA, []string{id})[id] })
+		if err := b.hub.Answer(t.Context(), tokA, wire.AskQuestion, id, hub.Reply{Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Yes"}}},
+			ClientID: "ws:" + who, Nickname: who}); err != nil {
+			t.Fatal(err)
+		}
+		recv(t, "the agent's answer", answered)
+		if got := recv(t, "the notification replaced", ntfy.titles); got != "Answered on "+who {
+			t.Errorf("the notification replaced says %q", got)
+		}
+		waitUntil(t, "the follow-up noted made", func() bool { return owedNoted(t, a, id, true) })
+	}
+	answer("q-1", "Ana")
+	// A started again scans the notes, where q-1's follow-up is noted
+	// made: it finds q-2's alone.
+	m.Close()
+	m = channel.New(o)
+	t.Cleanup(m.Close)
+	answer("q-2", "Bob")
+	if n := ntfy.settled.Load(); n != 2 {
+		t.Errorf("notifications replaced %d times, want 2", n)
 	}
 }

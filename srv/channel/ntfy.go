@@ -34,6 +34,12 @@ type Ntfy struct {
 	Client                  *http.Client
 }
 
+// lead names the topic: one instance of a cluster at a time makes its
+// follow-ups owed (it takes no answers itself: they come as posts).
+func (c *Ntfy) lead() string {
+	return leadName("ntfy", cmp.Or(strings.TrimRight(c.URL, "/"), "https://ntfy.sh"), c.Topic)
+}
+
 // Name is "ntfy".
 func (*Ntfy) Name() string { return "ntfy" }
 

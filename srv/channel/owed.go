@@ -3,6 +3,7 @@ package channel
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 	"time"
 
@@ -11,24 +12,35 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
-// Edits owed. A channel whose message is edited once its question is
-// settled (Telegram's message, Slack's) owes that edit until it went
-// through: else the message keeps its buttons, and a tap on one, later,
-// is told the question is no longer pending. One process (its notes on
-// disk) notes each question a channel was sent (noteSent); the note is
-// marked with the outcome before the edit is tried, and forgotten once
-// it went through. An edit that failed every try (the service out of
-// reach) is tried again here, with backoff up to owedMaxWait, until it
-// goes through or owedFor has passed since it was first owed (then the
-// log says it was given up); and after a restart, every question noted
-// as sent that is no longer pending (its edit marked owed, or settled
-// as the server died, before the mark) is edited then.
+// Follow-ups owed. A channel that follows a question up once it is
+// settled (Telegram and Slack edit its message, ntfy replaces its
+// notification, e-mail sends a mail in its thread) owes that follow-up
+// until it was made: else the message keeps its buttons, and a tap on
+// one, later, is told the question is no longer pending; the phone
+// keeps ringing for a question answered; the mailbox never hears it
+// was. Each question a channel was sent is noted (noteSent: one
+// process's notes on disk, or a cluster's, under owedPrefix); the note
+// is marked with the outcome before the follow-up is tried, and marked
+// made once it was (kept madeFor, so that a settle heard twice, by the
+// queue and by a restart's restoreOwed, is followed up once). A
+// follow-up that failed every try (the service out of reach) is tried
+// again, with backoff up to owedMaxWait, until it is made or owedFor
+// has passed since it was first owed (then the log says it was given
+// up): by runOwed in one process; in a cluster by the instance holding
+// the channel's lease, which reads every instance's notes (holdOwed).
+// After a restart, every question noted as sent that is no longer
+// pending (its follow-up marked owed, or settled as the server died,
+// before the mark) is followed up then, with the outcome the store
+// kept; the lease holder of a cluster does the same for an instance
+// killed between a settle and its mark.
 
-// An editing channel edits a question's message once it is settled.
-type editing interface{ edits() }
+// A following channel follows a question up once it is settled.
+type following interface{ followsUp() }
 
-func (*Telegram) edits() {}
-func (*Slack) edits()    {}
+func (*Telegram) followsUp() {}
+func (*Slack) followsUp()    {}
+func (*Ntfy) followsUp()     {}
+func (*Email) followsUp()    {}
 
 // sentRecord is the note that a channel was sent a question: what a
 // settled notice needs to edit its message after a restart, and, once
@@ -41,12 +53,15 @@ type sentRecord struct {
 	ReqKind wire.Kind `json:"q,omitempty"`
 	Agent   string    `json:"a,omitempty"`
 	Project string    `json:"p,omitempty"`
-	// Kind is the outcome; Nick who answered; At when; Since when the
-	// edit was first owed (the give-up counts from it).
+	// Kind is the outcome; Nick who answered, through Door; At when;
+	// Since when the follow-up was first owed (the give-up counts from
+	// it); Done: it was made (or given up), and is not made again.
 	Kind  hub.EventKind `json:"k,omitempty"`
 	Nick  string        `json:"n,omitempty"`
+	Door  string        `json:"d,omitempty"`
 	At    time.Time     `json:"at,omitzero"`
 	Since time.Time     `json:"since,omitzero"`
+	Done  bool          `json:"done,omitempty"`
 }
 
 // settledUnknown is the outcome of a question found settled after a
@@ -64,9 +79,18 @@ const (
 	// maxOwed bounds the edits owed tried at a time; past it the oldest
 	// waits for the next restart (its note stays).
 	maxOwed = 1024
-	// owedScan is how often a cluster's lease holder reads the edits
-	// owed noted by every instance.
+	// owedScan is how often a cluster's lease holder reads the
+	// follow-ups owed noted by every instance.
 	owedScan = 30 * time.Second
+	// makingFor bounds a cluster's claim on a follow-up being made,
+	// and followTimeout the send made under it: an instance killed as
+	// it made one (its claim left) holds it up that long at most.
+	makingFor     = 20 * time.Second
+	followTimeout = 15 * time.Second
+	// makingPrefix begins the keys of those claims.
+	makingPrefix = "making."
+	// madeFor is how long a follow-up made is remembered as made.
+	madeFor = time.Hour
 	// owedPrefix begins the keys of a cluster's edits owed, which a
 	// Scanner lists.
 	owedPrefix = "owed."
@@ -90,9 +114,26 @@ func (r sentRecord) notice(token string) Notice {
 	ev := hub.Event{Kind: r.Kind, Token: token, At: r.At,
 		Request: hub.Request{Kind: r.ReqKind, ID: r.ID, AgentName: r.Agent, ProjectDirectory: r.Project}}
 	if r.Kind == hub.Answered {
-		ev.Reply = &hub.Reply{Nickname: r.Nick}
+		ev.Reply = &hub.Reply{Nickname: r.Nick, Door: r.Door}
 	}
 	return Notice{Event: ev, slot: r.Slot}
+}
+
+// settle marks r with the outcome of n.
+func (r *sentRecord) settle(n Notice) {
+	r.Kind, r.At, r.Nick, r.Door = n.Kind, n.At, "", ""
+	if n.Reply != nil {
+		r.Nick, r.Door = nickname(n.Reply), n.Reply.Door
+	}
+}
+
+// withOutcome is n, settled as o says.
+func withOutcome(n Notice, o hub.Outcome) Notice {
+	n.Kind, n.At, n.Reason, n.Reply = o.Kind, o.At, o.Reason, nil
+	if o.Kind == hub.Answered {
+		n.Reply = o.Reply
+	}
+	return n
 }
 
 // owedItem is an edit owed, tried by runOwed.
@@ -104,62 +145,166 @@ type owedItem struct {
 	wait  time.Duration
 }
 
-// owedEdits are the edits owed being tried; runOwed owns the tries.
+// owedEdits are the follow-ups owed being tried; runOwed owns the tries.
 type owedEdits struct {
 	mu    sync.Mutex // held alone
 	items map[string]*owedItem
 	order []string // oldest first
 	wake  chan struct{}
+	// making are the follow-ups being made (by a channel's queue or by
+	// runOwed): one at a time each, so that one made is not made again.
+	making map[string]bool
 }
 
-// markOwed notes, before c edits the message of n's question, that the
-// edit is owed: a server that dies before it went through edits it
-// after its restart. False when c edits nothing, or its question's
-// sending was not noted (nothing to edit, as far as is known).
-func (m *Manager) markOwed(c Channel, n Notice) bool {
-	if _, ok := c.(editing); !ok || !m.local && !m.shared || n.Kind == hub.Asked {
+// claim has the follow-up key made by its caller alone: false when it
+// is being made already. release lets it go.
+func (o *owedEdits) claim(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.making[key] {
 		return false
 	}
-	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
-	var rec sentRecord
-	ctx := m.goroutines.Context()
-	if m.shared {
-		// No note of the sending here (the instance that sent it may
-		// be another): the edit owed is noted whole.
-		rec = recordOf(c, n)
-		rec.Kind, rec.At, rec.Since = n.Kind, n.At, m.o.Now()
-		if n.Reply != nil {
-			rec.Nick = nickname(n.Reply)
-		}
-		if err := putJSON(ctx, m.o.Notes, m.owedKey(c, n), rec, rec.Since.Add(owedFor)); err != nil {
-			m.log.Warn("a settled question's edit not noted; if it fails, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
-		}
-		return true
+	if o.making == nil {
+		o.making = map[string]bool{}
 	}
-	found, err := getJSON(ctx, m.o.Notes, key, &rec)
-	if err != nil || !found || rec.ID == "" {
-		// Noted as sent by an older version (a bare true), or not at
-		// all: the edit is tried as any notice is.
-		return false
-	}
-	if rec.Kind == 0 {
-		rec.Kind = n.Kind
-		if n.Reply != nil {
-			rec.Nick = nickname(n.Reply)
-		}
-		rec.At, rec.Since = n.At, m.o.Now()
-		if err := putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor)); err != nil {
-			m.log.Warn("a settled question's edit not noted; if the server stops first, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
-		}
-	}
+	o.making[key] = true
 	return true
 }
 
-// edited forgets the edit owed of n's question, done.
-func (m *Manager) edited(c Channel, n Notice) {
-	if err := deleteNote(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n)); err != nil {
-		m.log.Warn("a settled question's edit done, not forgotten", "channel", c.Name(), "id", n.Request.ID, "err", err)
+func (o *owedEdits) release(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.making, key)
+}
+
+// claimMaking has c's follow-up of n's question made by this instance
+// alone, in a cluster (the instance that heard the settle, and the
+// lease holder that found it owed, may both be at it): false when
+// another instance is making it. done lets it go. A claim that cannot
+// be written (the notes out of reach) is taken as granted: a follow-up
+// twice rather than never.
+func (m *Manager) claimMaking(c Channel, n Notice) (ok bool, done func()) {
+	if !m.shared {
+		return true, func() {}
 	}
+	key := makingPrefix + sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
+	ctx := m.goroutines.Context()
+	created, err := m.o.Notes.Create(ctx, key, []byte("1"), m.o.Now().Add(makingFor))
+	if err != nil {
+		m.log.Warn("a settled question's follow-up not claimed; made anyway", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		return true, func() {}
+	}
+	if !created {
+		return false, func() {}
+	}
+	return true, func() {
+		if err := deleteNote(ctx, m.o.Notes, key); err != nil {
+			m.log.Debug("a follow-up's claim not let go; it lapses", "err", err)
+		}
+	}
+}
+
+// markOwed notes, before c follows up n's question, that the follow-up
+// is owed: a server that dies before it was made makes it after its
+// restart. owed is false when c follows nothing up, or its question's
+// sending was not noted (nothing to follow up, as far as is known, in
+// one process); made, when the follow-up of this settle was made
+// already (heard twice: by the queue and by a restart's restoreOwed).
+func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
+	if _, ok := c.(following); !ok || !m.local && !m.shared || n.Kind == hub.Asked {
+		return false, false
+	}
+	key := m.owedKey(c, n)
+	var rec sentRecord
+	ctx := m.goroutines.Context()
+	found, err := getJSON(ctx, m.o.Notes, key, &rec)
+	if err == nil && found && rec.ID != "" && rec.Done {
+		return true, true
+	}
+	if m.shared {
+		// The note of the sending, when there is one, is another
+		// instance's: the follow-up owed is noted whole.
+		rec = recordOf(c, n)
+		rec.settle(n)
+		rec.Since = m.o.Now()
+		if err := putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor)); err != nil {
+			m.log.Warn("a settled question's follow-up not noted; if it fails, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		}
+		return true, false
+	}
+	if err != nil || !found || rec.ID == "" {
+		// Noted as sent by an older version (a bare true), or not at
+		// all: the follow-up is tried as any notice is.
+		return false, false
+	}
+	if rec.Kind == 0 || rec.Kind == settledUnknown {
+		rec.settle(n)
+		rec.Since = m.o.Now()
+		if err := putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor)); err != nil {
+			m.log.Warn("a settled question's follow-up not noted; if the server stops first, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
+		}
+	}
+	return true, false
+}
+
+// edited notes the follow-up of n's question made (or given up): it is
+// not made again.
+func (m *Manager) edited(c Channel, n Notice) {
+	rec := recordOf(c, n)
+	rec.settle(n)
+	rec.Done = true
+	if err := putJSON(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n), rec, m.o.Now().Add(madeFor)); err != nil {
+		m.log.Warn("a settled question's follow-up made, not noted so", "channel", c.Name(), "id", n.Request.ID, "err", err)
+	}
+}
+
+// makeFollowUp makes c's follow-up of n's question, owed, as its note
+// says now (current), and notes it made before it lets go of its claim
+// on it (claimMaking): made is false, and err nil, when it was made
+// meanwhile; err is errMadeElsewhere when another instance is making
+// it.
+func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err error) {
+	ok, done := m.claimMaking(c, n)
+	defer done()
+	if !ok {
+		return n, false, errMadeElsewhere
+	}
+	n, todo := m.current(c, n)
+	if !todo {
+		return n, false, nil
+	}
+	ctx, cancel := context.WithTimeout(m.goroutines.Context(), followTimeout)
+	defer cancel()
+	if err := c.Send(ctx, n); err != nil {
+		return n, false, err
+	}
+	m.edited(c, n)
+	return n, true, nil
+}
+
+// current is c's follow-up of n's question to make now, as its note
+// says: false when it was made meanwhile. One owed with its outcome unknown (found
+// after a restart, before the store's outcome was heard) takes the
+// outcome noted or kept since.
+func (m *Manager) current(c Channel, n Notice) (Notice, bool) {
+	var rec sentRecord
+	found, err := getJSON(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n), &rec)
+	if err == nil && found && rec.ID != "" {
+		if rec.Done {
+			return n, false
+		}
+		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
+			slot := n.slot
+			n = rec.notice(n.Token)
+			n.slot = slot
+		}
+	}
+	if n.Kind == settledUnknown {
+		if o, ok := m.o.Hub.Outcome(n.Token, n.Request.ID); ok {
+			n = withOutcome(n, o)
+		}
+	}
+	return n, true
 }
 
 // owedKey is the note of the edit owed of n's question by c: one
@@ -220,19 +365,32 @@ func (m *Manager) runOwed(ctx context.Context) {
 		}
 		o.mu.Unlock()
 		for i, it := range due {
-			err := m.sendOnce(it.c, it.n)
+			if !o.claim(dueKeys[i]) {
+				// Its queue is making it: looked at again after.
+				o.mu.Lock()
+				if o.items[dueKeys[i]] == it {
+					it.next = m.o.Now().Add(owedWait)
+				}
+				o.mu.Unlock()
+				continue
+			}
+			n, made, err := m.makeFollowUp(it.c, it.n)
+			todo := made || err != nil
+			o.release(dueKeys[i])
 			now := m.o.Now()
 			o.mu.Lock()
 			if o.items[dueKeys[i]] != it { // replaced meanwhile
 				o.mu.Unlock()
 				continue
 			}
-			done := err == nil || now.Sub(it.since) >= owedFor
+			done := !todo || err == nil || now.Sub(it.since) >= owedFor
 			if done {
 				delete(o.items, dueKeys[i])
 				o.order = without(o.order, dueKeys[i])
 			} else {
-				it.wait = min(2*it.wait, owedMaxWait)
+				if !errors.Is(err, errMadeElsewhere) { // else looked at again soon
+					it.wait = min(2*it.wait, owedMaxWait)
+				}
 				it.next = now.Add(it.wait)
 				if it.next.Before(next) {
 					next = it.next
@@ -240,14 +398,15 @@ func (m *Manager) runOwed(ctx context.Context) {
 			}
 			o.mu.Unlock()
 			switch {
+			case !todo:
+				m.log.Debug("a settled question's follow-up owed was made meanwhile", "channel", it.c.Name(), "id", it.n.Request.ID)
 			case err == nil:
-				m.log.Info("a settled question's message edited at last", "channel", it.c.Name(), "id", it.n.Request.ID)
-				m.edited(it.c, it.n)
+				m.log.Info("a settled question's follow-up made at last", "channel", it.c.Name(), "id", it.n.Request.ID, "outcome", outcomeName(n.Kind))
 			case done:
-				m.log.Warn("a settled question's message left unedited: given up", "channel", it.c.Name(), "id", it.n.Request.ID, "owed_for", now.Sub(it.since).Round(time.Second), "err", err)
-				m.edited(it.c, it.n)
+				m.log.Warn("a settled question's follow-up not made: given up", "channel", it.c.Name(), "id", it.n.Request.ID, "owed_for", now.Sub(it.since).Round(time.Second), "err", err)
+				m.edited(it.c, n)
 			default:
-				m.log.Debug("a settled question's edit owed, not done yet", "channel", it.c.Name(), "id", it.n.Request.ID, "retry_in", it.wait, "err", err)
+				m.log.Debug("a settled question's follow-up owed, not made yet", "channel", it.c.Name(), "id", it.n.Request.ID, "retry_in", it.wait, "err", err)
 			}
 		}
 		if len(due) > 0 {
@@ -263,6 +422,18 @@ func (m *Manager) runOwed(ctx context.Context) {
 	}
 }
 
+// errMadeElsewhere: another instance of the cluster is making the
+// follow-up; it is looked at again after, and found made, or not.
+var errMadeElsewhere = errors.New("being made by another instance")
+
+// outcomeName names an outcome in the log.
+func outcomeName(k hub.EventKind) string {
+	if k == settledUnknown {
+		return "unknown"
+	}
+	return k.String()
+}
+
 func without(keys []string, k string) []string {
 	for i, x := range keys {
 		if x == k {
@@ -272,9 +443,10 @@ func without(keys []string, k string) []string {
 	return keys
 }
 
-// recordIn is the note v of a question sent (or of its edit owed), the
-// token it is of and the channel it names, when v is one (not an older
-// version's bare true) of a channel that edits and is routed still.
+// recordIn is the note v of a question sent (or of its follow-up owed),
+// the token it is of and the channel it names, when v is one (not an
+// older version's bare true) of a channel that follows up and is routed
+// still.
 func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok bool) {
 	if json.Unmarshal(v, &rec) != nil || rec.ID == "" {
 		return rec, "", nil, false
@@ -284,17 +456,17 @@ func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok 
 			continue
 		}
 		c = chs[rec.Slot]
-		if _, editing := c.(editing); editing && c.Name() == rec.Channel {
+		if _, ok := c.(following); ok && c.Name() == rec.Channel {
 			return rec, t, c, true
 		}
 	}
 	return rec, "", nil, false
 }
 
-// holdOwed has runOwed try the edits owed by c that a cluster noted,
-// while this instance holds c's lease (until ctx ends): read now, then
-// every owedScan; those tried here are let go of at the end, for the
-// next holder.
+// holdOwed has runOwed try the follow-ups owed by c that a cluster
+// noted, while this instance holds c's lease (until ctx ends): read now,
+// then every owedScan; those tried here are let go of at the end, for
+// the next holder.
 func (m *Manager) holdOwed(ctx context.Context, c Channel) {
 	defer m.dropOwed(c)
 	s, ok := m.plain.(Scanner)
@@ -313,39 +485,60 @@ func (m *Manager) holdOwed(ctx context.Context, c Channel) {
 	}
 }
 
-// scanOwed has runOwed try the edits owed by c noted in s that it is
-// not trying yet, at once.
+// scanOwed has runOwed try, at once, the follow-ups owed by c noted in
+// s that it is not trying yet: those marked owed, and those of
+// questions noted as sent that the store says are settled (the
+// instance that heard the settle killed before it marked them, or
+// marking them now: the claim on making it, and its note once made,
+// have it made once).
 func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 	sctx, cancel := context.WithTimeout(ctx, noteTimeout)
 	values, err := s.Scan(sctx, owedPrefix)
 	cancel()
 	if err != nil {
-		m.log.Warn("the edits owed cannot be read just now", "channel", c.Name(), "err", err)
+		m.log.Warn("the follow-ups owed cannot be read just now", "channel", c.Name(), "err", err)
 		return
 	}
 	now := m.o.Now()
-	n := 0
+	n, found := 0, 0
 	for _, v := range values {
+		if ctx.Err() != nil {
+			return
+		}
 		rec, tok, rc, ok := m.recordIn(v)
-		if !ok || rc != c || rec.Kind == 0 {
+		if !ok || rc != c || rec.Done {
 			continue
 		}
 		key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
 		m.owed.mu.Lock()
 		_, trying := m.owed.items[key]
 		m.owed.mu.Unlock()
-		if !trying {
-			m.owe(c, rec.notice(tok), rec.Since, now)
-			n++
+		if trying {
+			continue
 		}
+		nt := rec.notice(tok)
+		since := rec.Since
+		if rec.Kind == 0 {
+			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
+				continue // pending
+			}
+			o, settled := m.o.Hub.Outcome(tok, rec.ID)
+			if !settled {
+				continue
+			}
+			nt, since = withOutcome(nt, o), o.At
+			found++
+		}
+		m.owe(c, nt, since, now)
+		n++
 	}
 	if n > 0 {
-		m.log.Info("edits owed are tried here, the channel's lease holder", "channel", c.Name(), "edits", n)
+		m.log.Info("follow-ups owed are tried here, the channel's lease holder", "channel", c.Name(), "follow_ups", n, "found_settled", found)
 	}
 }
 
-// dropOwed stops trying the edits owed by c: another instance holds its
-// lease now, and tries them.
+// dropOwed stops trying the follow-ups owed by c: another instance
+// holds its lease now, and tries them.
 func (m *Manager) dropOwed(c Channel) {
 	o := &m.owed
 	o.mu.Lock()
@@ -359,14 +552,18 @@ func (m *Manager) dropOwed(c Channel) {
 }
 
 // A scanning Notes lists its values under a prefix: one process's, to
-// find the edits owed after a restart.
+// find the follow-ups owed after a restart.
 type scanning interface {
 	scan(prefix string) ([][]byte, error)
 }
 
-// restoreOwed has the edits owed before a restart tried: those marked
-// owed, and those of questions noted as sent that are no longer pending
-// (settled as the server died, before the mark).
+// restoreOwed has the follow-ups owed before a restart tried: those
+// marked owed, and those of questions noted as sent that are no longer
+// pending (settled as the server died, before the mark), with the
+// outcome the store kept. One whose outcome is not known here yet (a
+// request timed out or withdrawn as it is restored, whose event comes
+// a moment later) is tried after owedWait, with the outcome noted or
+// known by then (current): "no longer pending" only when none is.
 func (m *Manager) restoreOwed() {
 	s, ok := m.plain.(scanning)
 	if !ok {
@@ -374,29 +571,42 @@ func (m *Manager) restoreOwed() {
 	}
 	values, err := s.scan("sent.")
 	if err != nil {
-		m.log.Warn("the edits owed before the restart cannot be read", "err", err)
+		m.log.Warn("the follow-ups owed before the restart cannot be read", "err", err)
 		return
 	}
+	ctx := m.goroutines.Context()
 	now := m.o.Now()
 	n := 0
 	for _, v := range values {
 		rec, tok, c, ok := m.recordIn(v)
-		if !ok {
+		if !ok || rec.Done {
 			continue
 		}
+		at := now
 		if rec.Kind == 0 {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
 				continue // pending: nothing owed
 			}
-			rec.Kind, rec.At, rec.Since = settledUnknown, now, now
-			if rep, ok := m.o.Hub.Answered(tok, rec.ID); ok {
-				rec.Kind, rec.Nick = hub.Answered, nickname(rep)
+			o, known := m.o.Hub.Outcome(tok, rec.ID)
+			if !known {
+				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
+				at = now.Add(owedWait)
+			} else {
+				nt := withOutcome(rec.notice(tok), o)
+				rec.settle(nt)
+				rec.Since = now
+				// Noted: the outcome is known after the next restart
+				// too, past the time the store keeps it in memory.
+				key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
+				if err := putJSON(ctx, m.o.Notes, key, rec, now.Add(owedFor)); err != nil {
+					m.log.Warn("a settled question's follow-up not noted", "channel", c.Name(), "id", rec.ID, "err", err)
+				}
 			}
 		}
-		m.owe(c, rec.notice(tok), rec.Since, now) // at once
+		m.owe(c, rec.notice(tok), rec.Since, at)
 		n++
 	}
 	if n > 0 {
-		m.log.Info("edits owed before the restart are tried again", "edits", n)
+		m.log.Info("follow-ups owed before the restart are tried again", "follow_ups", n)
 	}
 }

@@ -27,7 +27,7 @@ type editor struct {
 }
 
 func (*editor) Name() string { return "editor" }
-func (*editor) edits()       {}
+func (*editor) followsUp()   {}
 func (e *editor) Send(_ context.Context, n Notice) error {
 	if n.Kind == hub.Asked {
 		return nil
@@ -141,7 +141,7 @@ func TestEditOwedGivenUp(t *testing.T) {
 		}
 		time.Sleep(time.Hour + owedMaxWait)
 		synctest.Wait()
-		if !strings.Contains(log.String(), "left unedited: given up") {
+		if !strings.Contains(log.String(), "not made: given up") {
 			t.Fatalf("the log never said the edit was given up:\n%s", log.String())
 		}
 		tries, _ := ed.state()

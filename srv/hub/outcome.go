@@ -1,0 +1,51 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// Outcome is how a request was settled, as a channel's follow-up tells
+// it after the event itself was missed (a restart, an instance gone).
+type Outcome struct {
+	// Kind is Answered, Withdrawn or TimedOut; Reply the answer
+	// (Answered); Reason why it was withdrawn or timed out; At when.
+	Kind   EventKind
+	Reply  *Reply
+	Reason string
+	At     time.Time
+}
+
+// Outcome is how the request id of token was settled, while its outcome
+// is kept (Retention) or, in a cluster, its record is; false when it is
+// pending or not known. A server started again on its data directory
+// knows the recent outcomes it restored.
+func (h *Hub) Outcome(token, id string) (Outcome, bool) {
+	r := h.room(token)
+	r.mu.Lock()
+	s := r.settled[id]
+	r.mu.Unlock()
+	if s == nil && h.local == nil {
+		ctx, cancel := h.sharedCtx(context.Background())
+		defer cancel()
+		if rec, _, err := h.shared.Get(ctx, r.digest, id); err == nil && rec.Status != store.Pending {
+			s = rec.outcome()
+		}
+	}
+	if s == nil {
+		return Outcome{}, false
+	}
+	o := Outcome{Reply: s.reply, Reason: s.reason, At: s.at}
+	switch {
+	case s.reply != nil:
+		o.Kind = Answered
+	case errors.Is(s.err, ErrTimeout):
+		o.Kind = TimedOut
+	default:
+		o.Kind = Withdrawn
+	}
+	return o, true
+}
