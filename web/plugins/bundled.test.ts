@@ -7,23 +7,30 @@ describe('packageOf', () => {
     expect(packageOf('/src/web/node_modules/dompurify/dist/purify.es.mjs', root)).toEqual({
       name: 'dompurify',
       dir: 'node_modules/dompurify',
+      sub: 'dist',
     })
     expect(packageOf('/src/web/node_modules/@vue/shared/dist/shared.esm-bundler.js?v=1', root)).toEqual({
       name: '@vue/shared',
       dir: 'node_modules/@vue/shared',
+      sub: 'dist',
     })
   })
   it('tells a nested copy from the top-level one', () => {
     expect(packageOf('/src/web/node_modules/@ag-ui/client/node_modules/zod/index.js', root)).toEqual({
       name: 'zod',
       dir: 'node_modules/@ag-ui/client/node_modules/zod',
+      sub: '.',
     })
   })
   it('follows a linked node_modules to the same place', () => {
     expect(packageOf('/elsewhere/web/node_modules/quasar/dist/quasar.css', root)).toEqual({
       name: 'quasar',
       dir: 'node_modules/quasar',
+      sub: 'dist',
     })
+    expect(packageOf('/src/web/node_modules/@quasar/extras/exports/mdi-v7/index.js', root)?.sub).toBe(
+      'exports/mdi-v7',
+    )
   })
   it('skips our own sources', () => {
     expect(packageOf('/src/web/src/App.vue?vue&type=style&index=0&lang.css', root)).toBeNull()

@@ -14,6 +14,12 @@ export interface BundledPackage {
   version: string
   /** the package's directory, relative to the build's root (web/) */
   dir: string
+  /**
+   * the directories, relative to dir, of the files the build took from
+   * it: a licence beside them (an icon set's in a package of many) is
+   * theirs too
+   */
+  dirs: string[]
 }
 
 /** What a build writes to `.bundled/<build>.json` in its output. */
@@ -40,7 +46,10 @@ const styleSheet = /\.(css|sass|scss|less|styl|stylus|pcss|postcss)([?#]|$)/
  * is neither a file nor a known helper is an error: a package the list
  * misses would go unnoticed.
  */
-export function packageOf(id: string, root: string): { name: string; dir: string } | null {
+export function packageOf(
+  id: string,
+  root: string,
+): { name: string; dir: string; sub: string } | null {
   let file = id.replace(/[?#].*$/, '').replaceAll('\\', '/')
   if (file.startsWith('\0')) {
     const name = file.slice(1)
@@ -48,7 +57,7 @@ export function packageOf(id: string, root: string): { name: string; dir: string
     if (!owner) {
       throw new Error(`bundled: module ${JSON.stringify(name)} comes from no file and no known package`)
     }
-    return { name: owner[1], dir: `node_modules/${owner[1]}` }
+    return { name: owner[1], dir: `node_modules/${owner[1]}`, sub: '.' }
   }
   const at = file.lastIndexOf('/node_modules/')
   if (at < 0) {
@@ -63,7 +72,12 @@ export function packageOf(id: string, root: string): { name: string; dir: string
   // From the first node_modules/ on: the package's place in web/'s tree,
   // wherever a linked node_modules really is.
   const first = file.indexOf('/node_modules/')
-  return { name, dir: file.slice(first + 1, at + '/node_modules/'.length) + name }
+  const inside = parts.slice(name.split('/').length, -1).join('/')
+  return {
+    name,
+    dir: file.slice(first + 1, at + '/node_modules/'.length) + name,
+    sub: inside || '.',
+  }
 }
 
 /**
@@ -80,10 +94,15 @@ export function bundledPackages(build: string): Plugin {
       root = config.root
     },
     async generateBundle(_options, bundle) {
-      const found = new Map<string, BundledPackage>()
+      const found = new Map<string, BundledPackage & { subs: Set<string> }>()
       const add = async (id: string) => {
         const pkg = packageOf(id, root)
-        if (!pkg || found.has(pkg.dir)) {
+        if (!pkg) {
+          return
+        }
+        const known = found.get(pkg.dir)
+        if (known) {
+          known.subs.add(pkg.sub)
           return
         }
         const manifest = `${root}/${pkg.dir}/package.json`
@@ -96,7 +115,13 @@ export function bundledPackages(build: string): Plugin {
         if (meta.name !== pkg.name || !meta.version) {
           throw new Error(`bundled: ${manifest} names ${meta.name}@${meta.version}, not ${pkg.name}`)
         }
-        found.set(pkg.dir, { name: pkg.name, version: meta.version, dir: pkg.dir })
+        found.set(pkg.dir, {
+          name: pkg.name,
+          version: meta.version,
+          dir: pkg.dir,
+          dirs: [],
+          subs: new Set([pkg.sub]),
+        })
       }
       for (const out of Object.values(bundle)) {
         if (out.type === 'chunk') {
@@ -116,9 +141,9 @@ export function bundledPackages(build: string): Plugin {
       }
       const list: BundledList = {
         build,
-        packages: [...found.values()].sort(
-          (a, b) => a.name.localeCompare(b.name) || a.dir.localeCompare(b.dir),
-        ),
+        packages: [...found.values()]
+          .map(({ subs, ...pkg }) => ({ ...pkg, dirs: [...subs].sort() }))
+          .sort((a, b) => a.name.localeCompare(b.name) || a.dir.localeCompare(b.dir)),
       }
       this.emitFile({
         type: 'asset',
