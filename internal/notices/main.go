@@ -61,7 +61,8 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	text := render(notices)
 	for _, p := range []string{filepath.Join(*root, *out), filepath.Join(*root, *ui, FileName)} {
-		if err := os.WriteFile(p, text, 0o644); err != nil {
+		// Readable by all: it goes into the archives and the UI build.
+		if err := os.WriteFile(p, text, 0o644); err != nil { // #nosec G306 -- public text
 			return fmt.Errorf("write notices: %w", err)
 		}
 	}
