@@ -19,6 +19,10 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 COPY --from=web /src/srv/webui/dist/ ./srv/webui/dist/
+# The licences of what the binaries hold, served at /notices
+# (internal/notices; it reads the packages the UI build bundled).
+COPY --from=web /src/web/node_modules/ ./web/node_modules/
+RUN go run ./internal/notices
 ARG VERSION=dev
 ARG COMMIT=
 ARG DATE=

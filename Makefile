@@ -19,7 +19,7 @@ GIT_DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
 BUILDINFO   := github.com/agentassistant/agentassistant/internal/buildinfo
 LDFLAGS     := $(if $(GIT_VERSION),-X $(BUILDINFO).version=$(GIT_VERSION) -X $(BUILDINFO).commit=$(GIT_COMMIT) -X $(BUILDINFO).date=$(GIT_DATE))
 
-.PHONY: all build run test generate checkgenerate web-deps web vet fmt clean screenshots lint fuzz bench dist image
+.PHONY: all build run test generate checkgenerate web-deps web notices vet fmt clean screenshots lint fuzz bench dist image
 
 all: build
 
@@ -29,6 +29,7 @@ run: build
 
 ## build: the UI, then the binaries into bin/
 build: web
+	$(NOTICES)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 ## dist: release archives for linux, macOS and Windows (amd64, arm64) into
@@ -54,6 +55,17 @@ $(WEB)/node_modules/.package-lock.json: $(WEB)/package.json $(WEB)/package-lock.
 	@touch $@
 
 web-deps: $(WEB)/node_modules/.package-lock.json
+
+# The licences of the Go modules the binaries link and of the npm
+# packages the UI build says it bundled: THIRD_PARTY_NOTICES.txt, for the
+# archives, and a copy in the UI build, served at /notices. Not
+# committed: it follows node_modules and the module cache of the build.
+NOTICES := $(GO) run ./internal/notices
+
+## notices: THIRD_PARTY_NOTICES.txt, the licences of what the binaries
+## and the UI hold (after make web)
+notices:
+	$(NOTICES)
 
 ## web: build the UI into srv/webui/dist (embedded by go build)
 web: web-deps
@@ -114,4 +126,4 @@ fmt:
 	gofmt -w $$(git ls-files '*.go' | grep -v '^gen/')
 
 clean:
-	rm -rf $(BIN) dist
+	rm -rf $(BIN) dist THIRD_PARTY_NOTICES.txt

@@ -3,11 +3,14 @@ import { defineConfig } from 'vite'
 import vue from '@vitejs/plugin-vue'
 import { quasar, transformAssetUrls } from '@quasar/vite-plugin'
 import { VitePWA } from 'vite-plugin-pwa'
+import { bundledPackages } from './plugins/bundled.ts'
 
 // The build goes straight into the Go embed directory.
 export default defineConfig({
   plugins: [
     vue({ template: { transformAssetUrls } }),
+    // The npm packages the app's bundle holds, for THIRD_PARTY_NOTICES.md.
+    bundledPackages('app'),
     quasar({ sassVariables: false }),
     // The installable app: our own service worker (src/sw.ts: the
     // precached shell and Web Push), registered by src/lib/sw.ts.
@@ -20,6 +23,8 @@ export default defineConfig({
         globPatterns: ['**/*.{js,css,html,svg,png,woff,woff2}'],
         rollupFormat: 'iife',
         maximumFileSizeToCacheInBytes: 4 << 20,
+        // The service worker is a build of its own (Workbox in sw.js).
+        buildPlugins: { vite: [bundledPackages('sw')] },
       },
       includeAssets: ['favicon.svg'],
       manifest: {
@@ -60,7 +65,7 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['src/**/*.test.ts'],
+    include: ['src/**/*.test.ts', 'plugins/**/*.test.ts'],
     environment: 'node',
   },
 })

@@ -10,6 +10,10 @@ import (
 	"testing"
 )
 
+// noticesFile is what `make notices` writes (internal/notices): the
+// licences of the Go modules and npm packages the release ships.
+const noticesFile = "THIRD_PARTY_NOTICES.txt"
+
 // archivedFiles is what .goreleaser.yaml's archives put next to the
 // binaries: its files: list, globs expanded, relative to the repository.
 func archivedFiles(t *testing.T) []string {
@@ -33,6 +37,11 @@ func archivedFiles(t *testing.T) []string {
 		}
 		item = strings.TrimPrefix(strings.TrimSpace(item), "src: ")
 		matches, err := filepath.Glob(filepath.Join("../..", item))
+		if err == nil && len(matches) == 0 && item == noticesFile {
+			// Written at release time (make notices), not committed.
+			files = append(files, item)
+			continue
+		}
 		if err != nil || len(matches) == 0 {
 			t.Fatalf(".goreleaser.yaml archives %q, which names no file: %v", item, err)
 		}
@@ -127,5 +136,40 @@ func TestArchiveReproducible(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^\t.*goreleaser release .*--parallelism 1\b`).Match(mk) {
 		t.Error("make dist runs GoReleaser's builds in parallel: the binaries' order in an archive changes from run to run")
+	}
+}
+
+// TestArchiveCarriesNotices: the archives carry the licences of the Go
+// modules the binaries link and of the npm packages the UI bundles, as
+// those licences ask: GoReleaser writes the file after the UI is built
+// (the UI's build lists what it bundled) and puts it in every archive,
+// and make build writes it before the binaries, whose server serves it
+// at /notices. Without it the archives ship the code without its terms.
+func TestArchiveCarriesNotices(t *testing.T) {
+	if !slices.Contains(archivedFiles(t), noticesFile) {
+		t.Errorf("the archives do not carry %s (.goreleaser.yaml, archives' files)", noticesFile)
+	}
+	b, err := os.ReadFile("../../.goreleaser.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^before:\n  hooks:\n    - make web\n(?:    #.*\n)*    - make notices\n`).Match(b) {
+		t.Error(".goreleaser.yaml's before hooks do not run make notices after make web")
+	}
+	mk, err := os.ReadFile("../../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^NOTICES\s*:?=.*\./internal/notices\b`).Match(mk) ||
+		!regexp.MustCompile(`(?m)^notices:.*\n\t\$\(NOTICES\)`).Match(mk) ||
+		!regexp.MustCompile(`(?m)^build: web\n\t\$\(NOTICES\)\n\t\$\(GO\) build`).Match(mk) {
+		t.Error("the Makefile has no notices target running ./internal/notices, or make build does not run it before go build")
+	}
+	ignore, err := os.ReadFile("../../.gitignore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(strings.Fields(string(ignore)), "/"+noticesFile) {
+		t.Errorf(".gitignore does not keep the generated /%s out of the repository", noticesFile)
 	}
 }

@@ -20,6 +20,10 @@ var dist embed.FS
 // path): each gets index.html, with or without a trailing slash.
 var pages = map[string]bool{"/": true, "/index.html": true, "/booking": true, "/agui-demo": true}
 
+// noticesFile is the licences of what the binary holds (make notices
+// writes it into the build), served at /notices too.
+const noticesFile = "THIRD_PARTY_NOTICES.txt"
+
 // Handler serves the UI: hashed assets with long cache lifetimes, and
 // index.html, uncached, for the app's pages so they survive a reload.
 // Any other path is 404: a missing script is not answered with the page.
@@ -37,6 +41,9 @@ func handler(sub fs.FS) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		setSecurityHeaders(w.Header())
 		p := path.Clean("/" + r.URL.Path)
+		if p == "/notices" {
+			p = "/" + noticesFile
+		}
 		page := pages[p]
 		file := !page && isFile(sub, p)
 		if !page && !file {
@@ -56,8 +63,13 @@ func handler(sub fs.FS) http.Handler {
 				// on the next load.
 				w.Header().Set("Cache-Control", "no-cache")
 			}
-			if strings.HasSuffix(p, ".webmanifest") {
+			switch {
+			case strings.HasSuffix(p, ".webmanifest"):
 				w.Header().Set("Content-Type", "application/manifest+json")
+			case p == "/"+noticesFile:
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				http.ServeFileFS(w, r, sub, noticesFile)
+				return
 			}
 			files.ServeHTTP(w, r)
 			return

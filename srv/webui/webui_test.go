@@ -122,3 +122,44 @@ func TestInstallableAppFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestNotices: /notices serves the licences of what the binary holds
+// (THIRD_PARTY_NOTICES.txt, written into the build by make notices) as
+// plain text, revalidated like the service worker; a build without them
+// has no /notices. The lists they were made from are not served.
+func TestNotices(t *testing.T) {
+	const text = "THIRD-PARTY NOTICES\n\nvue 3.5.45 (npm package)\n"
+	build := fstest.MapFS{
+		"index.html":              {Data: []byte("<!doctype html><title>app</title>")},
+		"THIRD_PARTY_NOTICES.txt": {Data: []byte(text)},
+		".bundled/app.json":       {Data: []byte(`{"build":"app"}`)},
+	}
+	for _, p := range []string{"/notices", "/notices/", "/THIRD_PARTY_NOTICES.txt"} {
+		for _, m := range []string{http.MethodGet, http.MethodHead} {
+			rec := httptest.NewRecorder()
+			handler(build).ServeHTTP(rec, httptest.NewRequest(m, p, nil))
+			if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" || rec.Header().Get("Cache-Control") != "no-cache" {
+				t.Errorf("%s %s: %d %q %q", m, p, rec.Code, rec.Header().Get("Content-Type"), rec.Header().Get("Cache-Control"))
+			}
+			if m == http.MethodGet && rec.Body.String() != text {
+				t.Errorf("%s %s: %q", m, p, rec.Body.String())
+			}
+			if rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %s: without the security headers", m, p)
+			}
+		}
+	}
+	for _, p := range []string{"/.bundled/app.json", "/.bundled/"} {
+		rec := httptest.NewRecorder()
+		handler(build).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, p, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("%s: %d", p, rec.Code)
+		}
+	}
+	delete(build, "THIRD_PARTY_NOTICES.txt")
+	rec := httptest.NewRecorder()
+	handler(build).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/notices", nil))
+	if rec.Code != http.StatusNotFound || strings.Contains(rec.Body.String(), "<title>app</title>") {
+		t.Errorf("/notices of a build without them: %d %q", rec.Code, rec.Body.String())
+	}
+}
