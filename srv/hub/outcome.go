@@ -20,19 +20,26 @@ type Outcome struct {
 }
 
 // Outcome is how the request id of token was settled, while its outcome
-// is kept (Retention) or, in a cluster, its record is; false when it is
-// pending or not known. A server started again on its data directory
-// knows the recent outcomes it restored.
+// is kept (Retention) or its record is (on disk, or in a cluster's
+// bucket); false when it is pending or not known.
 func (h *Hub) Outcome(token, id string) (Outcome, bool) {
 	r := h.room(token)
 	r.mu.Lock()
 	s := r.settled[id]
 	r.mu.Unlock()
-	if s == nil && h.local == nil {
+	switch {
+	case s != nil:
+	case h.local == nil:
 		ctx, cancel := h.sharedCtx(context.Background())
 		defer cancel()
 		if rec, _, err := h.shared.Get(ctx, r.digest, id); err == nil && rec.Status != store.Pending {
 			s = rec.outcome()
+		}
+	case h.local.db != nil:
+		// Settled longer ago than outcomes are kept (a server stopped
+		// for a while): its record on disk tells.
+		if rec, ok, err := h.local.db.Find(r.digest, id); err == nil && ok && rec.Status != store.Pending {
+			s = outcomeOf(rec)
 		}
 	}
 	if s == nil {

@@ -76,6 +76,42 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 	return out, full, nil
 }
 
+// Find returns the record id of room, settled or not: the room's keys
+// are walked back from its newest, and only the one that names id is
+// decoded (a request looked up this way, a channel's follow-up owed
+// since before a restart, is a recent one).
+func (s *Store) Find(room, id string) (Record, bool, error) {
+	s.Flush()
+	prefix := []byte(room + "/")
+	suffix := []byte("/" + id)
+	// A key is the room, its slash, a 16-digit stamp, a slash and the ID
+	// (Record.Key): its length tells an ID from one ending like it.
+	size := len(prefix) + 16 + len(suffix)
+	var r Record
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(requests).Cursor()
+		// '0' follows '/': the seek lands just past the room's keys.
+		k, v := c.Seek(append([]byte(room), '0'))
+		if k == nil {
+			k, v = c.Last()
+		} else {
+			k, v = c.Prev()
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix); k, v = c.Prev() {
+			if len(k) == size && bytes.HasSuffix(k, suffix) {
+				found = decode(v, &r) == nil
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Record{}, false, err
+	}
+	return r, found, nil
+}
+
 // HistoryPageBytes bounds a page of History by the bytes of its records:
 // an answer may carry 16 MiB of images and its question 16 MiB of text,
 // so a page of 200 could be gigabytes, read and sent as one frame. A

@@ -1,0 +1,71 @@
+package hub
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// TestOutcomeAfterALongStop: a server stopped longer than its outcomes
+// are kept still tells a channel's follow-up how a request was settled,
+// from its records on disk, rather than "not known".
+func TestOutcomeAfterALongStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: db})
+		ctx, cancel := context.WithCancel(context.Background())
+		_, withdrawn := ask(h, "tok", "build/7", time.Minute, ctx)
+		_, timedOut := ask(h, "tok", "q-2", time.Second, context.Background())
+		_, answered := ask(h, "tok", "q-3", time.Minute, context.Background())
+		synctest.Wait()
+		if err := h.Cancel(context.Background(), "tok", "build/7"); err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q-3", Reply{ClientID: "pc", Nickname: "Ana"}); err != nil {
+			t.Fatal(err)
+		}
+		<-withdrawn
+		<-timedOut
+		<-answered
+		cancel()
+		h.Close()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+
+		time.Sleep(24 * time.Hour) // down for a day: past every outcome's keeping
+		db, err = store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		defer h2.Close()
+		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		for id, want := range map[string]EventKind{"build/7": Withdrawn, "q-2": TimedOut, "q-3": Answered} {
+			o, ok := h2.Outcome("tok", id)
+			if !ok || o.Kind != want {
+				t.Errorf("%s: outcome %v known %v, want %v", id, o.Kind, ok, want)
+			}
+			if want == Answered && (o.Reply == nil || o.Reply.Nickname != "Ana") {
+				t.Errorf("%s: reply %+v, want Ana's", id, o.Reply)
+			}
+		}
+		if _, ok := h2.Outcome("tok", "build"); ok {
+			t.Error("a prefix of an ID was taken for it")
+		}
+		if _, ok := h2.Outcome("other", "q-3"); ok {
+			t.Error("another token's request was told")
+		}
+	})
+}
