@@ -1,0 +1,91 @@
+package channel
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/pipenet"
+	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	"github.com/agentassistant/agentassistant/srv/hub"
+)
+
+// levelLines are the lines of logs at level ("ERROR", "WARN").
+func levelLines(logs *syncBuffer, level string) []string {
+	var out []string
+	for l := range strings.Lines(logs.String()) {
+		if strings.Contains(l, "level="+level) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// TestTelegramTokenRefused: a bot token Telegram refuses (401) was
+// polled again every 5 s and told at every poll, forever, and each
+// question tried five times, then dropped. Now the log says once which
+// setting to fix and what Telegram said, the poll and the question are
+// tried again every few minutes (a handful of calls in half an hour),
+// and once the token is taken the question held meanwhile is sent, and
+// one line says the token is accepted again.
+func TestTelegramTokenRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const wrong = "123456:ABC-wrong-token"
+		ln := pipenet.New()
+		api := telegramtest.NewOn(pipeBotToken, ln)
+		t.Cleanup(api.Close)
+		tr := &http.Transport{DialContext: ln.Dial}
+		t.Cleanup(tr.CloseIdleConnections)
+		logs := &syncBuffer{wake: make(chan struct{}, 1)}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		tg := &Telegram{BotToken: wrong, Chats: []int64{42}, ServerURL: api.URL, transport: tr, Logger: log}
+		h := hub.New(hub.Options{})
+		t.Cleanup(h.Close)
+		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {tg}}, Logger: log})
+		t.Cleanup(m.Close)
+
+		_ = askOn(t, h, "q-1")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		// The poll and the question: the first try, then after 1, 2, 4,
+		// 8 and 10 minutes, each.
+		if got := api.Refused(); got > 12 {
+			t.Errorf("%d calls with a refused token in 30 minutes, want at most 12", got)
+		}
+		errs := levelLines(logs, "ERROR")
+		if len(errs) != 1 {
+			t.Fatalf("%d error lines for one token refused, want 1:\n%s", len(errs), logs.String())
+		}
+		for _, want := range []string{"[channels.telegram] bot_token", "Telegram answered 401", "Unauthorized"} {
+			if !strings.Contains(errs[0], want) {
+				t.Errorf("the line says %q, not %q", errs[0], want)
+			}
+		}
+		if warns := levelLines(logs, "WARN"); len(warns) > 0 {
+			t.Errorf("a refused token warned besides:\n%s", strings.Join(warns, ""))
+		}
+		if strings.Contains(logs.String(), wrong) || strings.Contains(logs.String(), "ABC-wrong") {
+			t.Errorf("the log holds the token:\n%s", logs.String())
+		}
+		st := m.States()
+		if len(st) != 1 || st[0].State != "refused" || len(st[0].Refused) != 1 || st[0].Refused[0].Setting != telegramBotToken {
+			t.Errorf("the channel's state is %+v, want refused, naming bot_token", st)
+		}
+
+		api.SetToken(wrong) // the token taken (made again at @BotFather)
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if _, err := api.Wait(t.Context(), "sendMessage", 1); err != nil {
+			t.Fatalf("the question held was not sent once the token was taken: %v", err)
+		}
+		if got := strings.Count(logs.String(), "accepted again"); got != 1 {
+			t.Errorf("%d lines saying the token is accepted again, want 1:\n%s", got, logs.String())
+		}
+		if st := m.States(); st[0].State != "ok" {
+			t.Errorf("the channel's state is %+v once its token is taken, want ok", st)
+		}
+	})
+}
