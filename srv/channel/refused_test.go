@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/pipenet"
+	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -86,6 +87,72 @@ func TestTelegramTokenRefused(t *testing.T) {
 		}
 		if st := m.States(); st[0].State != "ok" {
 			t.Errorf("the channel's state is %+v once its token is taken, want ok", st)
+		}
+	})
+}
+
+// TestSlackTokensRefused: Slack's invalid_auth, for the bot token that
+// posts and the app token that opens Socket Mode, said neither which
+// token it was nor stopped: the connection was tried again and told at
+// each try. Now each refused token has its one line naming its setting,
+// is tried again every few minutes, and once the app is installed again
+// (the tokens taken) the question held is posted, the connection made,
+// and each token told accepted again.
+func TestSlackTokensRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const botToken, appToken = "xoxb-4-secret-bot-token", "xapp-4-A1-secret-app-token"
+		ln := pipenet.New()
+		api := slacktest.NewOn("xoxb-other", "xapp-other", ln)
+		t.Cleanup(api.Close)
+		tr := &http.Transport{DialContext: ln.Dial}
+		t.Cleanup(tr.CloseIdleConnections)
+		logs := &syncBuffer{wake: make(chan struct{}, 1)}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(),
+			transport: tr, dial: ln.Dial, Logger: log}
+		h := hub.New(hub.Options{})
+		t.Cleanup(h.Close)
+		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {sl}}, Logger: log})
+		t.Cleanup(m.Close)
+
+		_ = askOn(t, h, "q-1")
+		time.Sleep(30 * time.Minute)
+		synctest.Wait()
+		for _, method := range []string{"apps.connections.open", "chat.postMessage"} {
+			if got := api.Refused(method); got > 6 {
+				t.Errorf("%s refused %d times in 30 minutes, want at most 6", method, got)
+			}
+		}
+		errs := levelLines(logs, "ERROR")
+		if len(errs) != 2 {
+			t.Fatalf("%d error lines for two tokens refused, want 2:\n%s", len(errs), logs.String())
+		}
+		for _, setting := range []string{slackBotToken, slackAppToken} {
+			if !strings.Contains(logs.String(), `setting="`+setting+`" said="Slack answered invalid_auth"`) {
+				t.Errorf("no line naming %s and what Slack said:\n%s", setting, logs.String())
+			}
+		}
+		if warns := levelLines(logs, "WARN"); len(warns) > 0 {
+			t.Errorf("refused tokens warned besides:\n%s", strings.Join(warns, ""))
+		}
+		if st := m.States(); len(st) != 1 || len(st[0].Refused) != 2 {
+			t.Errorf("the channel's state is %+v, want both tokens refused", st)
+		}
+
+		api.SetTokens(botToken, appToken) // the app installed again
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if _, err := api.Wait(t.Context(), "chat.postMessage", 1); err != nil {
+			t.Fatalf("the question held was not posted once the bot token was taken: %v", err)
+		}
+		if err := api.Connected(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Count(logs.String(), "accepted again"); got != 2 {
+			t.Errorf("%d lines saying a token is accepted again, want 2:\n%s", got, logs.String())
+		}
+		if st := m.States(); st[0].State != "ok" {
+			t.Errorf("the channel's state is %+v once its tokens are taken, want ok", st)
 		}
 	})
 }
