@@ -1,9 +1,13 @@
 package channel
 
 import (
+	"context"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,6 +15,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/pipenet"
 	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -153,6 +158,100 @@ func TestSlackTokensRefused(t *testing.T) {
 		}
 		if st := m.States(); st[0].State != "ok" {
 			t.Errorf("the channel's state is %+v once its tokens are taken, want ok", st)
+		}
+	})
+}
+
+// fakeNtfy is an ntfy server that takes publishes with the bearer token
+// it is set to, and refuses others as ntfy does (403 forbidden).
+type fakeNtfy struct {
+	mu       sync.Mutex
+	token    string
+	refused  int
+	accepted []string
+}
+
+func (f *fakeNtfy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r.Header.Get("Authorization") != "Bearer "+f.token {
+		f.refused++
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"code":40301,"http":403,"error":"forbidden","link":"https://ntfy.sh/docs/publish/#authentication"}`+"\n")
+		return
+	}
+	b, _ := io.ReadAll(r.Body)
+	f.accepted = append(f.accepted, string(b))
+}
+
+func (f *fakeNtfy) counts() (refused, accepted int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.refused, len(f.accepted)
+}
+
+func (f *fakeNtfy) setToken(tok string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.token = tok
+}
+
+// TestNtfyTokenRefused: ntfy's 403 was "ntfy answered 403", the topic
+// or the access token, who knows, five tries a question. Now it names
+// [channels.ntfy] access_token, each question after the first waits
+// with it, held, a try every few minutes, and all are published once
+// the token's user is granted the topic.
+func TestNtfyTokenRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := pipenet.New()
+		fake := &fakeNtfy{token: "tk_other"}
+		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: fake, ReadHeaderTimeout: time.Minute}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		tr := &http.Transport{DialContext: ln.Dial}
+		t.Cleanup(tr.CloseIdleConnections)
+		logs := &syncBuffer{wake: make(chan struct{}, 1)}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		n := &Ntfy{URL: srv.URL, Topic: "aa-secret-topic", AccessToken: "tk_secret", Client: &http.Client{Transport: tr}}
+		h := hub.New(hub.Options{})
+		t.Cleanup(h.Close)
+		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {n}}, Logger: log})
+		t.Cleanup(m.Close)
+
+		_ = askOn(t, h, "q-1")
+		_ = askOn(t, h, "q-2")
+		// One withdrawn while held: never published, nor its end.
+		withdraw, cancel := context.WithCancel(t.Context())
+		gone := make(chan struct{})
+		go func() {
+			defer close(gone)
+			_, _ = h.Ask(withdraw, tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-gone", Text: "Gone?", Timeout: time.Hour})
+		}()
+		time.Sleep(5 * time.Minute)
+		cancel()
+		<-gone
+		time.Sleep(25 * time.Minute)
+		synctest.Wait()
+		if refused, _ := fake.counts(); refused > 6 {
+			t.Errorf("%d publishes refused in 30 minutes, want at most 6", refused)
+		}
+		errs := levelLines(logs, "ERROR")
+		if len(errs) != 1 || !strings.Contains(errs[0], `setting="[channels.ntfy] access_token" said="ntfy answered 403: forbidden"`) {
+			t.Fatalf("want one error line naming access_token and ntfy's words:\n%s", logs.String())
+		}
+		if strings.Contains(logs.String(), "tk_secret") || strings.Contains(logs.String(), "aa-secret-topic") {
+			t.Errorf("the log holds a secret:\n%s", logs.String())
+		}
+
+		fake.setToken("tk_secret")
+		time.Sleep(10 * time.Minute)
+		synctest.Wait()
+		if _, accepted := fake.counts(); accepted != 2 {
+			t.Errorf("%d notices published once the token was taken, want the 2 questions held (not the one withdrawn)", accepted)
+		}
+		if got := strings.Count(logs.String(), "accepted again"); got != 1 {
+			t.Errorf("%d lines saying the token is accepted again, want 1:\n%s", got, logs.String())
 		}
 	})
 }
