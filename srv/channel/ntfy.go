@@ -193,7 +193,9 @@ type statusError struct {
 	body string
 }
 
-func (e *statusError) Error() string { return fmt.Sprintf("%s answered %d: %s", e.name, e.code, e.body) }
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s answered %d: %s", e.name, e.code, e.body)
+}
 
 // hideURL is err with the URL it names cut to its scheme and host: a
 // receiver's path or query is often its credential (a Home Assistant
