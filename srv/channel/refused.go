@@ -1,12 +1,18 @@
 package channel
 
 import (
+	"cmp"
+	"context"
+	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/emersion/go-imap/v2/imapclient"
 )
 
 // A credential refused. A service that refuses a channel's token or
@@ -143,15 +149,7 @@ func (r *refusals) of(c Channel) []Refusal {
 			out = append(out, f.Refusal)
 		}
 	}
-	slices.SortFunc(out, func(a, b Refusal) int {
-		switch {
-		case a.Setting < b.Setting:
-			return -1
-		case a.Setting > b.Setting:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b Refusal) int { return cmp.Compare(a.Setting, b.Setting) })
 	return out
 }
 
@@ -213,15 +211,7 @@ func (m *Manager) States() []State {
 		}
 		out = append(out, s)
 	}
-	slices.SortStableFunc(out, func(a, b State) int {
-		switch {
-		case a.Channel < b.Channel:
-			return -1
-		case a.Channel > b.Channel:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(out, func(a, b State) int { return cmp.Compare(a.Channel, b.Channel) })
 	return out
 }
 
@@ -233,4 +223,62 @@ func (m *Manager) Refused() map[string]int {
 		out[c.Name()] += len(m.refusals.of(c))
 	}
 	return out
+}
+
+// A LoginChecker is a channel whose listener logs in with a credential
+// of its own (Slack's app token, the mailbox's IMAP login), which
+// sending does not try: -check-channels tries it with CheckLogin.
+type LoginChecker interface {
+	CheckLogin(ctx context.Context) error
+}
+
+// CheckLogin asks Slack for a Socket Mode connection with the app
+// token: a *RefusedError when it is refused.
+func (s *Slack) CheckLogin(ctx context.Context) error {
+	_, _, err := s.client().StartSocketModeContext(ctx)
+	if re := s.refusal(err, slackAppToken); re != nil {
+		return re
+	}
+	if err != nil {
+		return fmt.Errorf("slack: open a Socket Mode connection: %w", s.redact(err))
+	}
+	return nil
+}
+
+// CheckLogin logs in to the mailbox watched, when one is set: a
+// *RefusedError when the login is refused.
+func (e *Email) CheckLogin(ctx context.Context) error {
+	if e.IMAPAddr == "" {
+		return nil
+	}
+	conn, err := e.connect(ctx, e.IMAPAddr)
+	if err != nil {
+		return fmt.Errorf("email: connect to IMAP: %w", err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	var c *imapclient.Client
+	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr)}
+	switch e.TLS {
+	case "none":
+		c = imapclient.New(conn, opts)
+	case "tls":
+		cfg := opts.TLSConfig.Clone()
+		cfg.NextProtos = []string{"imap"}
+		c = imapclient.New(tls.Client(conn, cfg), opts)
+	default:
+		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
+			_ = conn.Close()
+			return fmt.Errorf("email: connect to IMAP: %w", err)
+		}
+	}
+	defer func() { _ = c.Close() }()
+	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
+		if re := e.imapRefusal(err); re != nil {
+			return re
+		}
+		return fmt.Errorf("email: log in to IMAP: %w", e.redact(err))
+	}
+	_ = c.Logout().Wait()
+	return nil
 }
