@@ -284,7 +284,14 @@ func New(o Options) *Server {
 	// A notification's or a channel's button answers one question with a
 	// capability (srv/answercap), never the token.
 	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), s.failedLogin)))
-	s.metrics = metrics.New(metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()})
+	metricsOpts := metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()}
+	if s.channels != nil {
+		metricsOpts.ChannelsRefused = s.channels.Refused
+		for name := range s.channels.Refused() {
+			metricsOpts.Channels = append(metricsOpts.Channels, name)
+		}
+	}
+	s.metrics = metrics.New(metricsOpts)
 	s.handle("GET /metrics", GuardHeader, s.requireToken(s.metrics.Handler()))
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -568,6 +575,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 		"ingressReplayBytes": s.ingress.ReplayBytes(),
 		"idleConnections":    s.idle.Stats(),
 		"goroutines":         runtime.NumGoroutine(),
+	}
+	if s.channels != nil {
+		// A credential refused is a setting to fix, not a reason to send
+		// no one here: the status stays as it is.
+		out["channels"] = s.channels.States()
 	}
 	if reason != "" {
 		out["reason"] = reason

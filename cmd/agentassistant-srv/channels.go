@@ -178,6 +178,33 @@ func warnReadable(path string, cfg *fileConfig, log *slog.Logger) {
 	}
 }
 
+// checkWords says what a channel's check found: each credential refused
+// in the words the server's log uses, naming the setting to fix.
+func checkWords(err error) string {
+	var words []string
+	for _, e := range unjoin(err) {
+		var re *channel.RefusedError
+		if errors.As(e, &re) {
+			w := "REFUSED: check " + re.Setting + " (" + re.Said + ")"
+			if re.Hint != "" {
+				w += "; " + re.Hint
+			}
+			words = append(words, w)
+			continue
+		}
+		words = append(words, "FAILED: "+e.Error())
+	}
+	return strings.Join(words, "\n  ")
+}
+
+// unjoin is the errors err joins (errors.Join), or err.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
 // checkChannels sends a test notice through every channel the config
 // sets and says, in words, what each answered.
 func checkChannels(cfg *fileConfig, stdout io.Writer) error {
@@ -202,10 +229,15 @@ func checkChannels(cfg *fileConfig, stdout io.Writer) error {
 			seen[c] = true
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			err := c.Send(ctx, n)
+			if lc, ok := c.(channel.LoginChecker); ok {
+				// The listener's own login (Slack's app token, IMAP's),
+				// which a send does not try.
+				err = errors.Join(err, lc.CheckLogin(ctx))
+			}
 			cancel()
 			if err != nil {
 				failed++
-				_, _ = fmt.Fprintf(stdout, "%s: FAILED: %v\n", c.Name(), err)
+				_, _ = fmt.Fprintf(stdout, "%s: %s\n", c.Name(), checkWords(err))
 				continue
 			}
 			_, _ = fmt.Fprintf(stdout, "%s: sent; look for the test message\n", c.Name())

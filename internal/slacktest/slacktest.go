@@ -63,6 +63,24 @@ type API struct {
 	// deleted are the timestamps of the messages the person deleted
 	// (Delete).
 	deleted map[string]bool
+	// refused counts the calls refused for their token, by method.
+	refused map[string]int
+}
+
+// Refused is how many calls of method were refused (invalid_auth) for
+// the token they came with.
+func (api *API) Refused(method string) int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.refused[method]
+}
+
+// SetTokens has the double take these tokens from now on: the app
+// installed again, say, or its app-level token made again.
+func (api *API) SetTokens(botToken, appToken string) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	api.botToken, api.appToken = botToken, appToken
 }
 
 // Delete deletes the bot's message ts, as the person can: an update of
@@ -124,7 +142,7 @@ func (h *hold) wait(r *http.Request) bool {
 // New starts a double that takes the bot token and the app-level token.
 // Close stops it, and the app's connection.
 func New(botToken, appToken string) *API {
-	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{})}
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{}), refused: map[string]int{}}
 	api.Server = httptest.NewServer(api.mux())
 	return api
 }
@@ -132,7 +150,7 @@ func New(botToken, appToken string) *API {
 // NewOn is New serving on ln: an in-memory network's, for a test in a
 // synctest bubble (its URL then names no real address).
 func NewOn(botToken, appToken string, ln net.Listener) *API {
-	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{})}
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{}), refused: map[string]int{}}
 	api.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: api.mux(), ReadHeaderTimeout: time.Minute}}
 	api.Start()
 	return api
@@ -196,10 +214,16 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		tok = form["token"]
 	}
 	method := r.PathValue("method")
+	api.mu.Lock()
 	want := api.botToken
 	if method == "apps.connections.open" {
 		want = api.appToken
 	}
+	if api.Refuse || tok != want {
+		api.refused[method]++
+		api.changedLocked()
+	}
+	api.mu.Unlock()
 	reply := func(v map[string]any) { _ = json.NewEncoder(w).Encode(v) }
 	if api.Refuse {
 		reply(map[string]any{"ok": false, "error": "invalid_auth for " + tok})

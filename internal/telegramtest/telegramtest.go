@@ -61,6 +61,8 @@ type API struct {
 	// running"). polls and conflicts count them.
 	polling          chan struct{}
 	polls, conflicts int
+	// refused counts the calls refused for a token not the bot's.
+	refused int
 	// refuse, when set, is why the double refuses a message's text
 	// besides limits.go (Refuse).
 	refuse func(method string, form map[string]string) string
@@ -75,6 +77,22 @@ func (api *API) Refuse(why func(method string, form map[string]string) string) {
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	api.refuse = why
+}
+
+// Refused is how many calls came with a token not the bot's, each
+// answered 401 Unauthorized as Telegram does.
+func (api *API) Refused() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.refused
+}
+
+// SetToken has the double take token from now on (and refuse the one it
+// took): a bot's token made again with @BotFather's /revoke.
+func (api *API) SetToken(token string) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	api.token = token
 }
 
 // Polls is how many getUpdates calls came.
@@ -220,7 +238,10 @@ func (api *API) Delete(msg int) {
 const pollFor = 2 * time.Second
 
 func (api *API) serve(w http.ResponseWriter, r *http.Request) {
-	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+api.token+"/"); ok { // a file's download link
+	api.mu.Lock()
+	token := api.token
+	api.mu.Unlock()
+	if path, ok := strings.CutPrefix(r.URL.Path, "/file/bot"+token+"/"); ok { // a file's download link
 		api.mu.Lock()
 		b, ok := api.files[path]
 		api.mu.Unlock()
@@ -233,7 +254,14 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	tok, method, ok := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
-	if !ok || tok != api.token {
+	api.mu.Lock()
+	want := api.token
+	if ok && tok != want {
+		api.refused++
+		api.changedLocked()
+	}
+	api.mu.Unlock()
+	if !ok || tok != want {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = w.Write([]byte(`{"ok":false,"error_code":401,"description":"Unauthorized"}`))
 		return

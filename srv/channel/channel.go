@@ -18,8 +18,10 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -180,6 +182,8 @@ type Manager struct {
 	// scan; owed are the follow-ups owed tried again (owed.go).
 	plain Notes
 	owed  owedEdits
+	// refusals are the credentials its channels' services refuse now.
+	refusals *refusals
 }
 
 type queue struct {
@@ -190,6 +194,20 @@ type queue struct {
 	// queue's goroutine's own.
 	down        bool
 	undelivered int
+	// downNow is down, for States.
+	downNow atomic.Bool
+
+	// refused: the service refuses the channel's credential (refused.go).
+	// Its notices are held meanwhile, oldest first, at most queueLen
+	// (lost counts those dropped past it); the oldest is tried again at
+	// retryAt, its wait doubling, or at once when the channel's listener
+	// finds the credential accepted (again). All the queue's goroutine's.
+	refused *RefusedError
+	held    []Notice
+	lost    int
+	wait    time.Duration
+	retryAt time.Time
+	again   <-chan struct{}
 }
 
 // New starts a goroutine per channel and follows the hub's events.
@@ -218,6 +236,7 @@ func New(o Options) *Manager {
 	_, scans := plain.(Scanner)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain}
 	m.owed.wake = make(chan struct{}, 1)
+	m.refusals = newRefusals(o.Logger, o.Now)
 	if !o.AfterRestore {
 		close(m.restored)
 	}
@@ -237,6 +256,9 @@ func New(o Options) *Manager {
 	for c := range m.queues {
 		if n, ok := c.(noting); ok {
 			n.useNotes(o.Notes)
+		}
+		if r, ok := c.(refusing); ok {
+			r.useRefusals(m.refusals)
 		}
 	}
 	ctx := m.goroutines.Context()
@@ -347,15 +369,37 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	}
 }
 
-// run sends q's notices in order until Close.
+// run sends q's notices in order until Close; while the channel's
+// credential is refused it holds them, and tries the oldest again now
+// and then.
 func (m *Manager) run(q *queue) {
 	done := m.goroutines.Done()
 	for {
+		var retry <-chan time.Time
+		var timer *time.Timer
+		if q.refused != nil {
+			timer = time.NewTimer(time.Until(q.retryAt))
+			retry = timer.C
+		}
 		select {
 		case <-done:
+			if timer != nil {
+				timer.Stop()
+			}
 			return
 		case n := <-q.q:
-			m.send(q, n)
+			if q.refused != nil {
+				m.hold(q, n)
+			} else {
+				m.send(q, n)
+			}
+		case <-retry:
+			m.tryRefused(q)
+		case <-q.again:
+			m.tryRefused(q)
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
@@ -365,11 +409,13 @@ func (m *Manager) run(q *queue) {
 // a notice: every try and its backoff, for each notice, would have its
 // queue fill faster than it fails, and what it delivers once it is back
 // be the oldest notices, long after their questions. The log says when
-// it goes down and when it delivers again, not at every notice.
+// it goes down and when it delivers again, not at every notice. A
+// credential refused is not tried again here: n is held (refuse).
 func (m *Manager) send(q *queue, n Notice) {
 	c := q.ch
+	probe := q.refused != nil
 	tries := m.o.Tries
-	if q.down {
+	if q.down || probe {
 		tries = 1
 	}
 	owed, made := m.markOwed(c, n)
@@ -404,16 +450,30 @@ func (m *Manager) send(q *queue, n Notice) {
 		}
 		if err == nil {
 			m.noteSent(c, n)
+			if probe {
+				m.acceptedAgain(q)
+			}
 			if q.down {
 				m.log.Info("channel delivers again", "channel", c.Name(), "undelivered", q.undelivered)
 				q.down, q.undelivered = false, 0
+				q.downNow.Store(false)
 			}
+			return
+		}
+		if re := refusedOf(err); re != nil || probe {
+			// Another failure of a notice held is not told either: it
+			// stays held, tried again after the next wait.
+			if re == nil {
+				re = q.refused
+			}
+			m.refuse(q, n, re)
 			return
 		}
 		if try >= tries {
 			if !q.down {
 				m.log.Warn("channel notice not delivered; until one is, each notice is tried once", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "tries", try, "err", err)
 				q.down = true
+				q.downNow.Store(true)
 			} else {
 				m.log.Debug("channel notice not delivered", "channel", c.Name(), "kind", n.Kind, "id", n.Request.ID, "err", err)
 			}
@@ -432,6 +492,75 @@ func (m *Manager) send(q *queue, n Notice) {
 		}
 		wait = min(2*wait, time.Minute)
 	}
+}
+
+// refuse holds n, first, and has q wait before it tries it again: the
+// first wait once re is refused, a longer one when it still is. Told in
+// the log once (refusals).
+func (m *Manager) refuse(q *queue, n Notice, re *RefusedError) {
+	if q.refused == nil {
+		q.wait = refusedWait
+	} else {
+		q.wait = nextRefusedWait(q.wait)
+	}
+	q.refused = re
+	q.retryAt = time.Now().Add(q.wait)
+	q.again = m.refusals.refused(q.ch, re)
+	q.held = append([]Notice{n}, q.held...)
+	m.trimHeld(q)
+}
+
+// hold keeps n for q's channel while its credential is refused. A
+// question settled while its own notice is held was never sent: both
+// go, there is nothing to edit or follow up.
+func (m *Manager) hold(q *queue, n Notice) {
+	if n.Kind != hub.Asked {
+		if i := slices.IndexFunc(q.held, func(h Notice) bool {
+			return h.Kind == hub.Asked && h.Token == n.Token && h.Request.ID == n.Request.ID && h.slot == n.slot
+		}); i >= 0 {
+			q.held = slices.Delete(q.held, i, i+1)
+			return
+		}
+	}
+	q.held = append(q.held, n)
+	m.trimHeld(q)
+}
+
+// trimHeld drops the oldest notices held past queueLen.
+func (m *Manager) trimHeld(q *queue) {
+	if over := len(q.held) - queueLen; over > 0 {
+		q.held = slices.Delete(q.held, 0, over)
+		q.lost += over
+	}
+}
+
+// tryRefused tries the oldest notice held again; once it goes through,
+// the others follow, in order. With none held, the next notice is tried
+// as it comes.
+func (m *Manager) tryRefused(q *queue) {
+	if len(q.held) == 0 {
+		q.refused, q.again = nil, nil
+		return
+	}
+	n := q.held[0]
+	q.held = q.held[1:]
+	m.send(q, n)
+	for q.refused == nil && len(q.held) > 0 {
+		select {
+		case <-m.goroutines.Done():
+			return
+		default:
+		}
+		n := q.held[0]
+		q.held = q.held[1:]
+		m.send(q, n)
+	}
+}
+
+// acceptedAgain: a notice held went through; the log says so once.
+func (m *Manager) acceptedAgain(q *queue) {
+	m.refusals.accepted(q.ch, q.refused.Setting, "held", len(q.held)+1, "lost", q.lost)
+	q.refused, q.again, q.lost = nil, nil, 0
 }
 
 // sendOnce makes one send, ended by its timeout or by Close.

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -78,6 +79,9 @@ type Email struct {
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
 	notices window
+	// refused are the credentials refused now (refused.go): its
+	// Manager's, told what the watch's login finds.
+	refused refusalHolder
 
 	// The watch's own, touched only by Listen's goroutine: the mailbox's
 	// UIDVALIDITY and the last UID looked at.
@@ -414,6 +418,9 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 		return fmt.Errorf("email: write the mail: %w", err)
 	}
 	if err := e.submit(ctx, from.Address, rcpt, buf.Bytes()); err != nil {
+		if re := refusedOf(err); re != nil {
+			return re
+		}
 		return fmt.Errorf("email: send: %w", e.redact(err))
 	}
 	return nil
@@ -445,14 +452,63 @@ func (e *Email) submit(ctx context.Context, from string, to []string, msg []byte
 	defer func() { _ = c.Close() }()
 	if e.SMTPUser != "" {
 		if err := c.Auth(sasl.NewPlainClient("", e.SMTPUser, e.SMTPPassword)); err != nil {
+			if re := e.smtpRefusal(err); re != nil {
+				return re
+			}
 			return fmt.Errorf("log in: %w", err)
 		}
 	}
 	if err := c.SendMail(from, to, bytes.NewReader(msg)); err != nil {
+		if re := e.smtpRefusal(err); re != nil {
+			return re
+		}
 		return err
 	}
 	return c.Quit()
 }
+
+// The settings of the mailbox's logins.
+const (
+	emailSMTPLogin = "[channels.email] smtp_user, smtp_password"
+	emailIMAPLogin = "[channels.email] imap_user, imap_password"
+)
+
+// smtpRefusal is err as the SMTP server's refusal of the login: 535
+// (the user or password wrong), or 530 (a login needed, none set); nil
+// when it is none.
+func (e *Email) smtpRefusal(err error) *RefusedError {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) || se.Code != 535 && se.Code != 530 {
+		return nil
+	}
+	said := "the SMTP server answered " + strconv.Itoa(se.Code)
+	if se.Message != "" {
+		said += ": " + Clip(e.redact(errors.New(se.Message)).Error(), 200)
+	}
+	re := &RefusedError{Channel: "email", Setting: emailSMTPLogin, Said: said,
+		Hint: "a provider with two-step login takes an app password, not the account's"}
+	if se.Code == 530 && e.SMTPUser == "" {
+		re.Hint = "the server asks for a login: set smtp_user and smtp_password"
+	}
+	return re
+}
+
+// imapRefusal is err, of LOGIN, as the IMAP server's refusal of it (NO
+// or BAD); nil when it is none.
+func (e *Email) imapRefusal(err error) *RefusedError {
+	var ie *imap.Error
+	if !errors.As(err, &ie) {
+		return nil
+	}
+	said := "the IMAP server answered " + string(ie.Type)
+	if ie.Text != "" {
+		said += ": " + Clip(e.redact(errors.New(ie.Text)).Error(), 200)
+	}
+	return &RefusedError{Channel: "email", Setting: emailIMAPLogin, Said: said,
+		Hint: "a provider with two-step login takes an app password, not the account's; some need IMAP turned on"}
+}
+
+func (e *Email) useRefusals(r *refusals) { e.refused.use(r) }
 
 // connect dials addr within ctx.
 func (e *Email) connect(ctx context.Context, addr string) (net.Conn, error) {

@@ -32,11 +32,27 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 	first := e.Backoff
 	opt.Default(&first, time.Second)
 	wait := first
+	// refused is the wait while the login is refused, 0 while it is not.
+	refused := time.Duration(0)
 	for {
 		watched, err := e.watch(ctx, a)
 		if ctx.Err() != nil {
 			return
 		}
+		if re := refusedOf(err); re != nil {
+			// Not tried again within a minute, nor told at each try: a
+			// person must fix the login (refused.go).
+			refused = nextRefusedWait(refused)
+			again := e.refused.get(e.Logger).refused(e, re)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(refused):
+			case <-again:
+			}
+			continue
+		}
+		refused = 0
 		if watched {
 			wait = first
 		}
@@ -88,8 +104,12 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
+		if re := e.imapRefusal(err); re != nil {
+			return false, re
+		}
 		return false, fmt.Errorf("log in: %w", err)
 	}
+	e.refused.get(e.Logger).accepted(e, emailIMAPLogin)
 	box := e.Mailbox
 	if box == "" {
 		box = "INBOX"

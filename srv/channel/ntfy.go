@@ -136,7 +136,40 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	if c.AccessToken != "" {
 		req.Header.Set("Authorization", "Bearer "+c.AccessToken)
 	}
-	return do(c.Client, req, "ntfy")
+	err = do(c.Client, req, "ntfy")
+	if re := c.refusal(err); re != nil {
+		return re
+	}
+	return err
+}
+
+// refusal is err as ntfy's refusal of the access token, or of the topic
+// without one (401, 403); nil when it is none.
+func (c *Ntfy) refusal(err error) *RefusedError {
+	var se *statusError
+	if !errors.As(err, &se) || se.code != http.StatusUnauthorized && se.code != http.StatusForbidden {
+		return nil
+	}
+	// ntfy says why as JSON: {"code":40301,"http":403,"error":"forbidden",...}.
+	words := se.body
+	var said struct {
+		Error string `json:"error"`
+	}
+	if json.Unmarshal([]byte(se.body), &said) == nil && said.Error != "" {
+		words = said.Error
+	}
+	words = redact(errors.New(words), c.AccessToken, c.Topic).Error()
+	re := &RefusedError{Channel: "ntfy", Setting: "[channels.ntfy] access_token", Said: httpSaid("ntfy", se.code, Clip(words, 200))}
+	switch {
+	case c.AccessToken == "":
+		re.Setting = "[channels.ntfy] topic"
+		re.Hint = "the server lets no one publish to it without a login: set access_token, or pick another topic"
+	case se.code == http.StatusForbidden:
+		re.Hint = "the token's user may not publish to this topic: grant it on the server (ntfy access), or check topic"
+	default:
+		re.Hint = "the server does not know the token: make one with ntfy token add, or in the web app's account page"
+	}
+	return re
 }
 
 // do sends req and says what the service answered when it is no 2xx;
@@ -154,9 +187,20 @@ func do(client *http.Client, req *http.Request, name string) error {
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s answered %d: %s", name, resp.StatusCode, strings.TrimSpace(string(body)))
+		return &statusError{name: name, code: resp.StatusCode, body: strings.TrimSpace(string(body))}
 	}
 	return nil
+}
+
+// statusError is a service's answer other than 2xx.
+type statusError struct {
+	name string
+	code int
+	body string
+}
+
+func (e *statusError) Error() string {
+	return fmt.Sprintf("%s answered %d: %s", e.name, e.code, e.body)
 }
 
 // hideURL is err with the URL it names cut to its scheme and host: a

@@ -66,6 +66,10 @@ type Slack struct {
 	// late), for whichever instance holds the Socket Mode connection.
 	notes noteHolder
 
+	// refused are the credentials refused now (refused.go): its
+	// Manager's, told what the Socket Mode connection finds.
+	refused refusalHolder
+
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
 	// acknowledgement was late. Touched only by Listen's event goroutine.
@@ -118,6 +122,45 @@ func (s *Slack) noteKey(k slackKey) string { return s.lead() + "." + k.channel +
 func (s *Slack) redact(err error) error { return redact(err, s.BotToken, s.AppToken) }
 
 func (s *Slack) warn(msg string, args ...any) { logOf(s.Logger).Warn(msg, args...) }
+
+// The settings of Slack's tokens.
+const (
+	slackBotToken = "[channels.slack] bot_token"
+	slackAppToken = "[channels.slack] app_token"
+)
+
+// slackRefusedCodes are the errors Slack answers a token it will not
+// take with: trying it again will not change them.
+var slackRefusedCodes = []string{"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
+
+// refusal is err as the refusal of the token of setting, nil when it is
+// none.
+func (s *Slack) refusal(err error, setting string) *RefusedError {
+	if err == nil {
+		return nil
+	}
+	said := err.Error()
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		said = se.Err
+	}
+	code, _, _ := strings.Cut(said, " ")
+	if !slices.Contains(slackRefusedCodes, code) {
+		return nil
+	}
+	re := &RefusedError{Channel: "slack", Setting: setting, Said: "Slack answered " + s.redact(errors.New(said)).Error()}
+	switch {
+	case code == "token_revoked" || code == "account_inactive":
+		re.Hint = "install the app in the workspace again (OAuth & Permissions), and copy the token it shows"
+	case setting == slackAppToken:
+		re.Hint = "the app-level token (xapp-…) is under Basic Information, App-Level Tokens, with connections:write"
+	default:
+		re.Hint = "the bot token (xoxb-…) is under OAuth & Permissions, Bot User OAuth Token"
+	}
+	return re
+}
+
+func (s *Slack) useRefusals(r *refusals) { s.refused.use(r) }
 
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {
@@ -223,6 +266,8 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 				// likely): nothing to update, now or later; the others
 				// are updated.
 				logOf(s.Logger).Info("slack: a settled question's message is gone, not updated", "id", n.Request.ID, "err", s.redact(err))
+			case s.refusal(err, slackBotToken) != nil:
+				return s.refusal(err, slackBotToken)
 			default:
 				return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
 			}
@@ -291,6 +336,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	}
 	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
 		slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
+	if re := s.refusal(err, slackBotToken); re != nil {
+		return re
+	}
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
@@ -410,11 +458,28 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	})
 	defer wg.Wait()
 	wait := time.Second
+	// refused is the wait while the app token is refused, 0 while it is
+	// not.
+	refused := time.Duration(0)
 	for {
 		err := sm.RunContext(ctx)
 		if ctx.Err() != nil {
 			return
 		}
+		if re := s.refusal(err, slackAppToken); re != nil {
+			// Not tried again within seconds, nor told at each try: the
+			// token must change, or the app be installed again.
+			refused = nextRefusedWait(refused)
+			again := s.refused.get(s.Logger).refused(s, re)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(refused):
+			case <-again:
+			}
+			continue
+		}
+		refused = 0
 		s.warn("slack: Socket Mode connection failed", "err", s.redact(err), "retry_in", wait)
 		select {
 		case <-ctx.Done():
@@ -480,7 +545,10 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 			s.warn("slack: cannot connect", "err", s.redact(e.ErrorObj), "attempt", e.Attempt)
 		}
 	case socketmode.EventTypeInvalidAuth:
-		s.warn("slack: the app token is refused")
+		// Said by Listen, once, when the connection gives up.
+		logOf(s.Logger).Debug("slack: the app token is refused")
+	case socketmode.EventTypeConnected:
+		s.refused.get(s.Logger).accepted(s, slackAppToken)
 	}
 }
 

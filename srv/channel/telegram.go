@@ -52,6 +52,10 @@ type Telegram struct {
 	bot  *bot.Bot
 	err  error
 
+	// refused are the credentials refused now (refused.go): its
+	// Manager's, told what the poll finds.
+	refused refusalHolder
+
 	// handlers: Listen registers its handlers once, however often it
 	// runs (each time this instance leads the bot's poll).
 	handlers sync.Once
@@ -97,6 +101,43 @@ func (t *Telegram) noteKey(k sentKey) string {
 
 // redact keeps the bot token out of an error (the library's URLs hold it).
 func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
+
+// telegramBotToken is the setting of the bot's token.
+const telegramBotToken = "[channels.telegram] bot_token"
+
+// refusal is err as the bot token's refusal: Telegram answers 401 to a
+// token it does not know (revoked, or mistyped) and 404 to one of no
+// token's shape; nil for any other err.
+func (t *Telegram) refusal(err error) *RefusedError {
+	var code int
+	switch {
+	case errors.Is(err, bot.ErrorUnauthorized):
+		code = http.StatusUnauthorized
+	case errors.Is(err, bot.ErrorNotFound):
+		code = http.StatusNotFound
+	default:
+		return nil
+	}
+	words := t.redact(err).Error()
+	if _, d, ok := strings.Cut(words, ", "); ok { // "unauthorized, Unauthorized"
+		words = d
+	}
+	return telegramRefused(code, words)
+}
+
+// telegramRefused is the bot token's refusal, Telegram having answered
+// code with words.
+func telegramRefused(code int, words string) *RefusedError {
+	re := &RefusedError{Channel: "telegram", Setting: telegramBotToken, Said: httpSaid("Telegram", code, words)}
+	if code == http.StatusNotFound {
+		re.Hint = "a token is the whole of what @BotFather gave, 123456:ABC…; with api_url set, check it too"
+	} else {
+		re.Hint = "@BotFather's /token shows the bot's token; /revoke makes a new one"
+	}
+	return re
+}
+
+func (t *Telegram) useRefusals(r *refusals) { t.refused.use(r) }
 
 // client makes the bot client once (without a getMe round trip: Send and
 // Listen say what fails).
@@ -215,6 +256,9 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainHint), tgLen(settledLine(""))+maxTitle))
 			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
 				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
+		}
+		if re := t.refusal(err); re != nil {
+			return re
 		}
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))

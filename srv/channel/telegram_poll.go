@@ -116,6 +116,9 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 	held := map[int64]*heldUpdate{}
 	done := map[int64]bool{}
 	delay := time.Duration(0)
+	// refused is the wait while the bot token is refused, 0 while it is
+	// not.
+	refused := time.Duration(0)
 	for ctx.Err() == nil {
 		if delay > 0 {
 			select {
@@ -125,6 +128,20 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			}
 		}
 		ups, err := t.getUpdates(ctx, client, offset)
+		if re := refusedOf(err); re != nil && ctx.Err() == nil {
+			// Not tried again within seconds, nor told at each try: a
+			// person must change the token (refused.go).
+			refused = nextRefusedWait(refused)
+			again := t.refused.get(t.Logger).refused(t, re)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(refused):
+			case <-again:
+			}
+			delay = 0
+			continue
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -132,6 +149,10 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			delay = min(max(2*delay, pollRetry), pollMaxRetry)
 			logOf(t.Logger).Warn("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
 			continue
+		}
+		if refused > 0 {
+			t.refused.get(t.Logger).accepted(t, telegramBotToken)
+			refused = 0
 		}
 		ups = ups[:min(len(ups), maxUpdates)]
 		for _, u := range ups {
@@ -235,6 +256,9 @@ func (t *Telegram) getUpdates(ctx context.Context, client *http.Client, offset i
 	// few MiB hold them.
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&r); err != nil {
 		return nil, fmt.Errorf("get updates: HTTP %d: %w", resp.StatusCode, t.redact(err))
+	}
+	if !r.OK && (r.ErrorCode == http.StatusUnauthorized || r.ErrorCode == http.StatusNotFound) {
+		return nil, telegramRefused(r.ErrorCode, r.Description)
 	}
 	if !r.OK {
 		return nil, fmt.Errorf("get updates: error %d: %s", r.ErrorCode, r.Description)

@@ -192,6 +192,8 @@ func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room, key s
 			// Deleted by the person (a copy sent again, most likely):
 			// nothing to edit, now or later; the others are edited.
 			logOf(t.Logger).Info("telegram: a settled question's message is gone, not edited", "id", n.Request.ID, "err", t.redact(err))
+		case t.refusal(err) != nil:
+			return t.refusal(err)
 		default:
 			return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
 		}

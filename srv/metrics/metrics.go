@@ -33,6 +33,12 @@ type Options struct {
 	// NATS reports whether the cluster's store answers (a recent round
 	// trip); nil in one process.
 	NATS func() bool
+	// ChannelsRefused counts the credentials each channel's service
+	// refuses now, by channel name ("telegram", "slack"...): the names
+	// are the config's fixed list.
+	ChannelsRefused func() map[string]int
+	// Channels are the names of the channels set.
+	Channels []string
 }
 
 // Metrics is the registry behind /metrics. Close stops counting.
@@ -101,6 +107,16 @@ func New(o Options) *Metrics {
 			}
 			return 0
 		}))
+	}
+	for _, name := range o.Channels {
+		if o.ChannelsRefused == nil {
+			break
+		}
+		m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "agentassistant_channel_credentials_refused",
+			Help:        "Credentials of the channel its service refuses now (a setting to fix: Telegram's bot_token, Slack's bot_token or app_token, ntfy's access_token, the e-mail logins); 0 while all are taken.",
+			ConstLabels: prometheus.Labels{"channel": name},
+		}, func() float64 { return float64(o.ChannelsRefused()[name]) }))
 	}
 	m.unsubscribe = func() {}
 	if o.Hub != nil {
