@@ -119,6 +119,7 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 	// refused is the wait while the bot token is refused, 0 while it is
 	// not.
 	refused := time.Duration(0)
+	unreachable := false // told that getUpdates fails, until it does not
 	for ctx.Err() == nil {
 		if delay > 0 {
 			select {
@@ -147,8 +148,19 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 				return
 			}
 			delay = min(max(2*delay, pollRetry), pollMaxRetry)
-			logOf(t.Logger).Warn("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
+			// Told once, not at every try: Telegram out of reach for an
+			// hour is one line, and one more when it is back.
+			if !unreachable {
+				logOf(t.Logger).Warn("telegram: cannot read the bot's updates; trying again, told when it can", "err", err, "retry_every", pollMaxRetry)
+				unreachable = true
+			} else {
+				logOf(t.Logger).Debug("telegram: cannot read the bot's updates", "err", err, "retry_in", delay)
+			}
 			continue
+		}
+		if unreachable {
+			logOf(t.Logger).Info("telegram: reads the bot's updates again")
+			unreachable = false
 		}
 		if refused > 0 {
 			t.refused.get(t.Logger).accepted(t, telegramBotToken)
