@@ -171,3 +171,21 @@ func TestResumedOriginKilled(t *testing.T) {
 		t.Fatalf("the outcome waited for the dead instance:\n%s", logs.String())
 	}
 }
+
+// TestOutcomeAtOnceOriginHere: a call resumed on the instance where it
+// began (its client held an ID that instance no longer keeps) hears
+// nothing relayed from its own call: its outcome is given at once.
+func TestOutcomeAtOnceOriginHere(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, ms := newTimedInstance(t)
+		st, _, stop := resumedFrom(t, h)
+		stop()
+		start := time.Now()
+		if h.awaitOrigin(st, ms.Run()) {
+			t.Fatal("the stream ended with no response of the call")
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the outcome waited %v for this instance's own call", waited)
+		}
+	})
+}

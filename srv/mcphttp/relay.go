@@ -692,6 +692,12 @@ func (h *Handler) watchOrigin(run string) (gone <-chan struct{}, stop func()) {
 		return nil, func() {}
 	}
 	ch := make(chan struct{})
+	if run == h.origins.Run() {
+		// The call began here: it relays nothing to this instance's
+		// own streams (Streams hears only the others).
+		close(ch)
+		return ch, func() {}
+	}
 	ctx, cancel := context.WithCancel(h.runs.Context())
 	ended := make(chan struct{})
 	if !h.runs.Go(func() {
