@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"crypto/sha256"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/natstest"
 )
@@ -104,5 +106,64 @@ func TestMCPNotesOfAnEarlierRun(t *testing.T) {
 	defer stop2()
 	if len(got) != 3 {
 		t.Fatalf("a later run heard %d kept notes, want 3", len(got))
+	}
+}
+
+// TestMCPRunGone: a run that hears the relayed events is there for the
+// other instances; once its connection is gone (its process killed:
+// the connection closed without a word) or it stops hearing them, it is
+// known gone at once. A name no run could have is not asked about.
+func TestMCPRunGone(t *testing.T) {
+	ns := natstest.Start(t)
+	open := func(name string) *Cluster {
+		c, err := Open(context.Background(), Options{URL: ns.URL(), Tokens: []string{tok}, Instance: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	a, b, c := open("a"), open("b"), open("c")
+	ctx := context.Background()
+	// The NATS server drops a closed connection's interest on its own
+	// goroutine: a question sent before that is lost, and asked again
+	// (as mcphttp asks while it waits).
+	gone := func(run string) bool {
+		for range 20 {
+			qctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			g := b.MCP().Gone(qctx, run)
+			cancel()
+			if g {
+				return true
+			}
+		}
+		return false
+	}
+	stopA, err := a.MCP().Receive(func([]byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopA()
+	stopC, err := c.MCP().Receive(func([]byte) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if b.MCP().Gone(qctx, a.MCP().Run()) || b.MCP().Gone(qctx, c.MCP().Run()) {
+		t.Fatal("a run that hears the relayed events is counted gone")
+	}
+	a.nc.Close() // as kill -9 leaves it
+	if !gone(a.MCP().Run()) {
+		t.Fatal("a run whose connection is gone is not counted gone")
+	}
+	stopC()
+	if !gone(c.MCP().Run()) {
+		t.Fatal("a run that stopped hearing the relayed events is not counted gone")
+	}
+	for _, run := range []string{"", "aa.>", "a b", "AB", strings.Repeat("a", maxRun+1)} {
+		if b.MCP().Gone(qctx, run) {
+			t.Fatalf("%q, no run's name, is counted gone", run)
+		}
 	}
 }

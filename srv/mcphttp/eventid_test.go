@@ -2,8 +2,11 @@ package mcphttp
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // TestEventIDParsesOnlyOurs: a Last-Event-ID is the client's to make up.
@@ -64,5 +67,24 @@ func TestEventIDParsesOnlyOurs(t *testing.T) {
 		if tag, n, origin, sig, err := parseEventIDOrigin(id); !errors.Is(err, errEventMalformed) {
 			t.Errorf("%q: read as %q %d %+v %q, %v; want it malformed", id, tag, n, origin, sig, err)
 		}
+	}
+}
+
+// TestLongestEventIDFits: the longest ID a carrier gives (numbers of 64
+// bits, a call's id of maxCallID bytes, the run where it began) is one
+// a Last-Event-ID may carry: every instance resumes it.
+func TestLongestEventIDFits(t *testing.T) {
+	s := eventSigner{key: sharedKey, token: "token-a", sid: "sid"}
+	sig := s.sign(callClaims{Request: strings.Repeat("f", 24), Kind: wire.TaskFinish, Sum: make([]byte, 32),
+		Timeout: math.MaxInt64, Call: []byte(`"` + strings.Repeat("x", maxCallID-2) + `"`), Run: strings.Repeat("f", 24)})
+	if sig == "" {
+		t.Fatal("the claims were not signed")
+	}
+	id := "abcdefghij-18446744073709551615@klmnopqrst-18446744073709551615." + sig
+	if len(id) > maxEventID {
+		t.Fatalf("the longest event ID is %d bytes, over %d", len(id), maxEventID)
+	}
+	if _, _, _, got, err := parseEventIDOrigin(id); err != nil || got != sig {
+		t.Fatalf("the longest event ID does not read back: %v", err)
 	}
 }

@@ -33,7 +33,7 @@ func TestEventsBeforeOutcome(t *testing.T) {
 		go func() { // serveResumed: the outcome came at once
 			defer close(done)
 			stop()
-			if !st.awaitOrigin() {
+			if !st.awaitOrigin(nil) {
 				st.record(own, true)
 			}
 		}()

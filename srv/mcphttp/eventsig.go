@@ -48,6 +48,11 @@ type callClaims struct {
 	Sum     []byte          `json:"d"`
 	Timeout int64           `json:"t"` // seconds
 	Call    json.RawMessage `json:"i"` // the call's JSON-RPC id
+	// Run names the run of the instance where the call began
+	// (Origins.Run), which relays its events to the instances that
+	// resume it: one that is gone relays nothing more. Empty from an
+	// instance of a release before it, or without Origins.
+	Run string `json:"o,omitempty"`
 }
 
 func (c callClaims) sum() (s [sha256.Size]byte) {

@@ -89,6 +89,9 @@ type Handler struct {
 	streams   Streams
 	relayKey  []byte
 	unreceive func()
+	// origins tells whether the instance where a resumed call began is
+	// there (relay.go); nil unless Streams tells it.
+	origins Origins
 	// runs are the bridges' Run; its context ends once Close starts:
 	// calls end, bridges stop.
 	runs owned.Group
@@ -172,6 +175,7 @@ func New(o Options) *Handler {
 					h.log.Error("hear the events other instances relay of /mcp calls", "err", err)
 				} else {
 					h.streams, h.unreceive = sp, stop
+					h.origins, _ = sp.(Origins)
 				}
 			}
 		}
@@ -413,7 +417,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 		rel = &relayer{h: h, token: h.o.TokenOf(r), sid: s.id, request: rid}
 	}
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
-		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id}, rel)
+		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id, Run: h.run()}, rel)
 	})
 	t := &tap{st: st, id: id, h: http.Header{}, log: h.log, request: rid}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
@@ -502,7 +506,7 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 	// Its client's own cancel is the call's end, whatever the call where
 	// it began saw of it (the request withdrawn); else that call's
 	// response, which says what its form did, is the one given.
-	if clientCancelled := callCtx.Err() != nil && cctx.Err() == nil; !clientCancelled && st.awaitOrigin() {
+	if clientCancelled := callCtx.Err() != nil && cctx.Err() == nil; !clientCancelled && h.awaitOrigin(st, c.Run) {
 		return // the call where it began gave its response here
 	}
 	out, err := json.Marshal(struct {

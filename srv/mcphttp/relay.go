@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +71,21 @@ type Streams interface {
 	// Receive hands hear each message another instance sends, one at a
 	// time, in the order each sender sent them, until stop.
 	Receive(hear func(msg []byte)) (stop func(), err error)
+}
+
+// Origins, which Streams may implement too, tells whether the instance
+// where a call began is still there to relay its events: a resumed
+// stream whose outcome came waits for that instance's response only
+// while it is (awaitOrigin).
+type Origins interface {
+	// Run names this run of the instance: the event IDs of the calls
+	// that begin here carry it (callClaims.Run). A restart is another
+	// run: the calls of the one before are not there.
+	Run() string
+	// Gone reports whether run is known to be gone: no instance hears
+	// the relayed events under that name any more. False while it is
+	// there, and when that cannot be told before ctx ends.
+	Gone(ctx context.Context, run string) bool
 }
 
 // relayLabel derives the key of relayed messages from the shared key.
@@ -503,9 +519,10 @@ func responseTo(data []byte, call json.RawMessage) bool {
 // originWait after this instance first told it carries the stream (an
 // outcome that came at once, the call having ended before its client
 // resumed, comes before the call's answer to the carry; a call that
-// never answers is gone). Not at all when no carry was told. Reports
-// whether the stream is done.
-func (st *callStream) awaitOrigin() bool {
+// never answers is gone). Not at all when no carry was told, nor once
+// gone is closed: the call's instance is gone, nothing more comes from
+// it. Reports whether the stream is done.
+func (st *callStream) awaitOrigin(gone <-chan struct{}) bool {
 	st.mu.Lock()
 	heard, heardCh, hearing, over := st.heard, st.heardCh, st.hearing, st.over
 	st.mu.Unlock()
@@ -521,6 +538,8 @@ func (st *callStream) awaitOrigin() bool {
 		case <-heardCh:
 		case <-t.C:
 			return false
+		case <-gone:
+			return st.isOver()
 		}
 	}
 	t := time.NewTimer(originWait)
@@ -529,6 +548,18 @@ func (st *callStream) awaitOrigin() bool {
 	case <-over:
 		return true
 	case <-t.C:
+		return false
+	case <-gone:
+		return st.isOver()
+	}
+}
+
+// isOver reports whether the stream is done.
+func (st *callStream) isOver() bool {
+	select {
+	case <-st.over:
+		return true
+	default:
 		return false
 	}
 }
@@ -627,3 +658,77 @@ func (c *captured) Write(p []byte) (int, error) {
 }
 
 func (c *captured) Flush() {}
+
+// run names this instance's run in the claims of its calls; "" without
+// Origins.
+func (h *Handler) run() string {
+	if h.origins == nil {
+		return ""
+	}
+	return h.origins.Run()
+}
+
+// awaitOrigin is st.awaitOrigin for a stream whose call began on the
+// instance's run named run (callClaims.Run; "" from an earlier release,
+// or without Origins: not asked), which ends once that run is known
+// gone: a killed instance relays nothing more, and its client is given
+// the outcome at once rather than originWait later.
+func (h *Handler) awaitOrigin(st *callStream, run string) bool {
+	gone, stop := h.watchOrigin(run)
+	defer stop()
+	return st.awaitOrigin(gone)
+}
+
+// originCheck spaces the questions whether a call's instance is still
+// there while a resumed stream waits for it: it may die meanwhile.
+const originCheck = originWait / 4
+
+// watchOrigin closes gone once run is known gone, asking at once, then
+// every originCheck until stop, which waits for its goroutine (the
+// handler's: Close ends it too). A nil gone, never closed, when it
+// cannot be told.
+func (h *Handler) watchOrigin(run string) (gone <-chan struct{}, stop func()) {
+	if h.origins == nil || run == "" {
+		return nil, func() {}
+	}
+	ch := make(chan struct{})
+	if run == h.origins.Run() {
+		// The call began here: it relays nothing to this instance's
+		// own streams (Streams hears only the others).
+		close(ch)
+		return ch, func() {}
+	}
+	ctx, cancel := context.WithCancel(h.runs.Context())
+	ended := make(chan struct{})
+	if !h.runs.Go(func() {
+		defer close(ended)
+		t := time.NewTimer(0)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// One question at a time, each for up to originCheck: one
+			// lost on the way (sent as the run went) is asked again.
+			asked := time.Now()
+			qctx, qcancel := context.WithTimeout(ctx, originCheck)
+			g := h.origins.Gone(qctx, run)
+			qcancel()
+			if g {
+				h.log.Info("the instance where a resumed call began is gone: its outcome is given without waiting for it")
+				close(ch)
+				return
+			}
+			t.Reset(time.Until(asked.Add(originCheck)))
+		}
+	}) {
+		cancel()
+		return nil, func() {}
+	}
+	return ch, func() {
+		cancel()
+		<-ended
+	}
+}

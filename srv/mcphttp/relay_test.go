@@ -2,10 +2,12 @@ package mcphttp
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +64,22 @@ func (m relayMember) Receive(hear func([]byte)) (func(), error) {
 	}, nil
 }
 
+// Run and Gone are Origins: a member is there while it hears the relayed
+// events (its Handler not closed).
+func (m relayMember) Run() string { return "run-" + strconv.Itoa(m.i) }
+
+func (m relayMember) Gone(_ context.Context, run string) bool {
+	m.r.mu.Lock()
+	defer m.r.mu.Unlock()
+	for i := range m.r.hs {
+		if run == "run-"+strconv.Itoa(i) {
+			_, there := m.r.hears[i]
+			return !there
+		}
+	}
+	return false
+}
+
 // newRelayPeers serves n Handlers that share a key, tell each other of
 // their sessions and relay their calls' events; progress every few
 // milliseconds.
@@ -79,7 +97,8 @@ func newRelayPeersWith(t *testing.T, n int, be mcpbridge.Backend, o Options) (*r
 			TokenOf: func(r *http.Request) string { return r.URL.Query().Get("t") },
 			Peers:   relayMember{member{rb.notes, i}, rb},
 			Replay:  o.Replay,
-			Bridge:  o.Bridge})
+			Bridge:  o.Bridge,
+			Logger:  o.Logger})
 		ts := httptest.NewServer(h)
 		t.Cleanup(func() {
 			h.Close()

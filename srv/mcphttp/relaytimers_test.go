@@ -1,6 +1,7 @@
 package mcphttp
 
 import (
+	"context"
 	"encoding/json"
 	"net/http/httptest"
 	"sync"
@@ -15,6 +16,28 @@ import (
 type memStreams struct {
 	mu   sync.Mutex
 	sent []relayMsg
+	// gone are the runs known gone (Origins); asked counts the questions.
+	gone  map[string]bool
+	asked int
+}
+
+func (m *memStreams) Run() string { return "run-self" }
+
+func (m *memStreams) Gone(_ context.Context, run string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.asked++
+	return m.gone[run]
+}
+
+// kill makes run known gone.
+func (m *memStreams) kill(run string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gone == nil {
+		m.gone = make(map[string]bool)
+	}
+	m.gone[run] = true
 }
 
 func (m *memStreams) Tell([]byte)                          {}
@@ -211,7 +234,7 @@ func TestOriginWait(t *testing.T) {
 					}()
 				}
 				t0 := time.Now()
-				final := st.awaitOrigin()
+				final := st.awaitOrigin(nil)
 				if took := time.Since(t0); took != tc.want || final != tc.wantFinal {
 					t.Fatalf("awaitOrigin: %v after %v, want %v after %v", final, took, tc.wantFinal, tc.want)
 				}
