@@ -132,7 +132,7 @@ func (s *mailSink) question(t *testing.T, text string) *mail.Message {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var body io.Reader = m.Body
+			body := m.Body
 			if strings.EqualFold(m.Header.Get("Content-Transfer-Encoding"), "quoted-printable") {
 				body = quotedprintable.NewReader(body)
 			}

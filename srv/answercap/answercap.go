@@ -47,6 +47,20 @@ type Cap struct {
 	// let a single option answer a question that takes several, which no
 	// button offered. Nil: any text the question allows (a typed reply).
 	Answers []string
+	// sums are a cluster's capability's Answers, as it holds them
+	// (answerSum); nil with Answers nil.
+	sums []string
+}
+
+// offers says whether c answers with text.
+func (c *Cap) offers(text string) bool {
+	switch {
+	case c.sums != nil:
+		return slices.Contains(c.sums, answerSum(text))
+	case c.Answers != nil:
+		return slices.Contains(c.Answers, text)
+	}
+	return true
 }
 
 // maxCaps bounds the capabilities held at once; at the bound the
@@ -182,7 +196,7 @@ func (s *Store) Use(ctx context.Context, h *hub.Hub, name, text string, now time
 	if err != nil {
 		return nil, err
 	}
-	if c.Answers != nil && !slices.Contains(c.Answers, text) {
+	if !c.offers(text) {
 		return nil, ErrNotOffered
 	}
 	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, contents)

@@ -57,8 +57,16 @@ type signed struct {
 	Door  string    `json:"d"`
 	Exp   int64     `json:"e"`
 	Nonce string    `json:"n"`
-	// Answers: null for any text, else the only ones (Cap.Answers).
+	// Answers: null for any text, else the digests of the only ones
+	// (Cap.Answers, answerSum): the texts themselves, written by JSON
+	// (a "<" in six bytes), could take a name past maxSigned.
 	Answers []string `json:"a"`
+}
+
+// answerSum is what a signed capability holds of an answer it offers.
+func answerSum(text string) string {
+	d := sha256.Sum256([]byte(text))
+	return b64.EncodeToString(d[:16])
 }
 
 // maxSigned bounds a capability's name: what is read before the check.
@@ -82,8 +90,15 @@ func (g *signer) sign(payload string) []byte {
 func (g *signer) make(c Cap) string {
 	nonce := make([]byte, 16)
 	_, _ = rand.Read(nonce)
+	var sums []string
+	if c.Answers != nil {
+		sums = make([]string, len(c.Answers))
+		for i, a := range c.Answers {
+			sums[i] = answerSum(a)
+		}
+	}
 	b, _ := json.Marshal(signed{Room: c.Room, Kind: c.Kind, ID: c.ID, Who: c.Who, WhoID: c.WhoID, Door: c.Door,
-		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: c.Answers})
+		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: sums})
 	p := b64.EncodeToString(b)
 	return p + "." + b64.EncodeToString(g.sign(p))
 }
@@ -138,5 +153,5 @@ func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
 	if now.After(exp) || !ok || sd.Nonce == "" {
 		return nil, "", ErrVoid
 	}
-	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp, Answers: sd.Answers}, sd.Nonce, nil
+	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp, sums: sd.Answers}, sd.Nonce, nil
 }

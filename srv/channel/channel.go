@@ -608,7 +608,7 @@ func sentNoteKey(room, id string, slot int, name string) string {
 // owed (owed.go), unless the settle was noted there first.
 func (m *Manager) noteSent(c Channel, n Notice) {
 	_, follows := c.(following)
-	if !m.local && !(m.shared && follows) || n.Kind != hub.Asked {
+	if n.Kind != hub.Asked || !m.local && (!m.shared || !follows) {
 		return
 	}
 	// Kept a while past its question's time, so that the follow-up,

@@ -77,7 +77,8 @@ const (
 	owedWait    = 5 * time.Second
 	owedMaxWait = 5 * time.Minute
 	// maxOwed bounds the edits owed tried at a time; past it the oldest
-	// waits for the next restart (its note stays).
+	// waits for the next restart (its note stays), or in a cluster those
+	// found past it for a scan that finds room (scanOwed).
 	maxOwed = 1024
 	// owedScan is how often a cluster's lease holder reads the
 	// follow-ups owed noted by every instance.
@@ -486,7 +487,7 @@ func (m *Manager) holdOwed(ctx context.Context, c Channel) {
 }
 
 // scanOwed has runOwed try, at once, the follow-ups owed by c noted in
-// s that it is not trying yet: those marked owed, and those of
+// s that it is not trying yet, as many as maxOwed allows: those marked owed, and those of
 // questions noted as sent that the store says are settled (the
 // instance that heard the settle killed before it marked them, or
 // marking them now: the claim on making it, and its note once made,
@@ -500,7 +501,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		return
 	}
 	now := m.o.Now()
-	n, found := 0, 0
+	n, found, left := 0, 0, 0
 	for _, v := range values {
 		if ctx.Err() != nil {
 			return
@@ -512,8 +513,16 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
 		m.owed.mu.Lock()
 		_, trying := m.owed.items[key]
+		full := len(m.owed.items) >= maxOwed
 		m.owed.mu.Unlock()
 		if trying {
+			continue
+		}
+		if full {
+			// Its note waits for a scan that finds room: putting off
+			// one tried already (owe) would have the next scan put it
+			// back, and put off another, every scan.
+			left++
 			continue
 		}
 		nt := rec.notice(tok)
@@ -534,6 +543,9 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 	}
 	if n > 0 {
 		m.log.Info("follow-ups owed are tried here, the channel's lease holder", "channel", c.Name(), "follow_ups", n, "found_settled", found)
+	}
+	if left > 0 {
+		m.log.Warn("follow-ups owed wait for a later scan: too many are tried at once", "channel", c.Name(), "waiting", left, "tried_at_most", maxOwed)
 	}
 }
 

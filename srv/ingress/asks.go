@@ -28,7 +28,7 @@ func (s *session) trackToolLocked(ev Event) {
 	tc := &toolCall{id: ev.ToolCallID, runID: ev.RunID}
 	s.tools[tc.id] = tc
 	if ev.DeadlineTs > 0 {
-		d := time.UnixMilli(ev.DeadlineTs).Sub(time.Now())
+		d := time.Until(time.UnixMilli(ev.DeadlineTs))
 		tc.timer = time.AfterFunc(max(d, 0), func() { s.expire(tc) })
 	}
 }

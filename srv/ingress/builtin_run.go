@@ -89,7 +89,7 @@ func (b *Builtin) Invoke(ctx context.Context, req InvokeRequest, started func(st
 			return context.Canceled
 		case relay.TypeAgentWaiting:
 			b.ended(h, r, "the Ingress run %s ended (done) when you waited for the next message")
-			u, _ := json.Marshal(map[string]int64{"duration_ms": time.Now().Sub(begun).Milliseconds(), "messages": int64(deltas)})
+			u, _ := json.Marshal(map[string]int64{"duration_ms": time.Since(begun).Milliseconds(), "messages": int64(deltas)})
 			emit(Event{Type: wire.IngressDone, RunID: r.id, Usage: u})
 			return nil
 		case wire.TypeAgentMessage:

@@ -197,7 +197,7 @@ func (s *session) finish(r *run, err error) {
 			s.broadcastLocked(Event{Type: wire.IngressError, RequestID: r.requestID, Code: e.Code, Message: e.Message})
 		case r.cancelled:
 			s.broadcastLocked(Event{Type: wire.IngressState, RunID: r.id, State: wire.IngressStateCancelled, Detail: json.RawMessage("{}")})
-			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(time.Now().Sub(r.begun))})
+			s.broadcastLocked(Event{Type: wire.IngressDone, RunID: r.id, Usage: usage(time.Since(r.begun))})
 		default:
 			e = asError(err, "run "+r.id)
 			s.broadcastLocked(Event{Type: wire.IngressError, RunID: r.id, Code: e.Code, Message: e.Message})

@@ -92,7 +92,8 @@ func (s *Store) Find(room, id string) (Record, bool, error) {
 	err := s.db.View(func(tx *bolt.Tx) error {
 		c := tx.Bucket(requests).Cursor()
 		// '0' follows '/': the seek lands just past the room's keys.
-		k, v := c.Seek(append([]byte(room), '0'))
+		var v []byte
+		k, _ := c.Seek(append([]byte(room), '0'))
 		if k == nil {
 			k, v = c.Last()
 		} else {

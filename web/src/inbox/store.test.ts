@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { createStore } from './store'
+import { tokenTag } from '../lib/token'
 import { answererId } from './model'
 import { ask, frame, ids, memoryStorage, pending } from './testing'
 
@@ -287,8 +288,8 @@ describe('the inbox store', () => {
     })
 
     it("says answered here for an answer from this device's notification, given while no page was open", () => {
-      localStorage.setItem('aa.push', 'sub-1')
-      const s = createStore('t')
+      localStorage.setItem('aa.push.' + tokenTag('tok'), 'sub-1')
+      const s = createStore('t', 'tok')
       s.handle(ask('w')) // cached from before the app was closed
       s.handle(page(false,
         { id: 'mine', at: 3000, status: 'answered', answer: 'Yes', by: 'Pixel 8 · Chrome', byId: 'push:sub-1' },

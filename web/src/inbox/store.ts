@@ -17,8 +17,9 @@ type Outcome = { status: Status } & Partial<Pick<Item, 'reply' | 'answeredBy' | 
 const MAX_ITEMS = 500
 
 // The inbox state: every request seen under this token on this device,
-// kept in localStorage so history survives reloads.
-export function createStore(storageKey: string) {
+// kept in localStorage so history survives reloads. token names the
+// push subscription whose buttons' answers are this device's (ownPush).
+export function createStore(storageKey: string, token = '') {
   const state = reactive({
     items: [] as Item[],
     users: [] as OnlineUser[],
@@ -115,7 +116,7 @@ export function createStore(storageKey: string) {
   // ownPush is how the server names this device's push subscription when
   // one of its notification's buttons answers ('' with push off).
   function ownPush(): string {
-    const id = pushID()
+    const id = token ? pushID(token) : ''
     return id ? 'push:' + id : ''
   }
 

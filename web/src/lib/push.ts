@@ -1,12 +1,21 @@
 // Web Push for this device: subscribe through the service worker and
 // hand the subscription to the server (POST /push/subscriptions), with
 // the device's name and the person's quick replies (the notification's
-// buttons); turning it off unsubscribes and removes it there. The
-// subscription's ID is kept on the device.
+// buttons); turning it off removes it there, and unsubscribes the
+// browser once no token's push is on. The browser has one subscription,
+// which the server knows under each token by an ID of its own: the ID is
+// kept per token on the device.
 import { registerSW } from './sw'
 import { idbCounts } from './badge'
+import { tokenTag } from './token'
 
+// KEY + '.' + a token's tag keeps that token's subscription ID; KEY
+// alone is the one ID an older version kept, whichever token's it was.
 const KEY = 'aa.push'
+
+function keyOf(token: string): string {
+  return KEY + '.' + tokenTag(token)
+}
 
 // Why push cannot be turned on here: not a secure context (https or
 // localhost), no Push API in this browser, or notifications denied.
@@ -25,9 +34,45 @@ export function pushBlock(): PushBlock | null {
   return null
 }
 
-// pushID is the server's ID of this device's subscription, '' when off.
-export function pushID(): string {
-  return localStorage.getItem(KEY) ?? ''
+// pushID is the server's ID of this device's subscription under token,
+// '' when its push is off. Another token's ID would have a page count
+// that token's questions as its own (lib/badge.ts), and take its answers
+// for this device's.
+export function pushID(token: string): string {
+  return localStorage.getItem(keyOf(token)) ?? localStorage.getItem(KEY) ?? ''
+}
+
+// keepID keeps id as token's subscription ID. The older version's one
+// ID is token's when the server names it the same; else another
+// token's, which still reads it.
+function keepID(token: string, id: string) {
+  localStorage.setItem(keyOf(token), id)
+  if (localStorage.getItem(KEY) === id) localStorage.removeItem(KEY)
+}
+
+// pushOnElsewhere says whether a token other than token keeps an ID
+// (the older version's one, when not token's): the browser's
+// subscription is still theirs.
+function pushOnElsewhere(token: string): boolean {
+  const own = keyOf(token)
+  const old = localStorage.getItem(KEY)
+  if (old !== null && localStorage.getItem(own) !== null && old !== localStorage.getItem(own)) return true
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i)
+    if (k && k !== own && k.startsWith(KEY + '.')) return true
+  }
+  return false
+}
+
+// forgetIDs forgets every token's ID: the browser's subscription is new,
+// those IDs name its old one.
+function forgetIDs() {
+  const keys: string[] = []
+  for (let i = 0; i < localStorage.length; i++) {
+    const k = localStorage.key(i)
+    if (k && (k === KEY || k.startsWith(KEY + '.'))) keys.push(k)
+  }
+  for (const k of keys) localStorage.removeItem(k)
 }
 
 async function call(token: string, method: string, path: string, body?: unknown): Promise<Response> {
@@ -74,7 +119,10 @@ export async function turnOn(token: string, device: string, replies: string[]): 
   }
   if (!sub) {
     sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
-    await forgetCounts() // a new subscription: what the badge kept came under an old one
+    // A new subscription: the IDs and the badge's counts kept came
+    // under an old one.
+    forgetIDs()
+    await forgetCounts()
   }
   await send(token, sub, device, replies)
 }
@@ -84,33 +132,39 @@ async function send(token: string, sub: PushSubscription, device: string, replie
   const r = await call(token, 'POST', '/push/subscriptions', {
     endpoint: j.endpoint, keys: { p256dh: j.keys?.p256dh, auth: j.keys?.auth }, device: clipBytes(device, 64), replies,
   })
-  localStorage.setItem(KEY, ((await r.json()) as { id: string }).id)
+  keepID(token, ((await r.json()) as { id: string }).id)
 }
 
 // resend tells the server the device's new name or quick replies.
 export async function resend(token: string, device: string, replies: string[]): Promise<void> {
-  if (!pushID() || pushBlock()) return
+  if (!pushID(token) || pushBlock()) return
   const sub = await (await navigator.serviceWorker.ready).pushManager.getSubscription()
   if (sub) await send(token, sub, device, replies)
 }
 
-// turnOff unsubscribes and removes the subscription from the server.
+// turnOff removes token's subscription from the server, and
+// unsubscribes the browser unless another token's push is on.
 export async function turnOff(token: string): Promise<void> {
-  const id = pushID()
-  if ('serviceWorker' in navigator && window.isSecureContext) {
+  const id = pushID(token)
+  const last = !pushOnElsewhere(token)
+  if (last && 'serviceWorker' in navigator && window.isSecureContext) {
     const reg = await navigator.serviceWorker.getRegistration('/')
     await (await reg?.pushManager.getSubscription())?.unsubscribe()
   }
   if (id) await call(token, 'DELETE', '/push/subscriptions/' + encodeURIComponent(id))
-  localStorage.removeItem(KEY)
-  // Unsubscribed, this browser gets no push under any token: their
-  // counts go from the badge.
-  await forgetCounts()
+  localStorage.removeItem(keyOf(token))
+  if (localStorage.getItem(KEY) === id) localStorage.removeItem(KEY)
+  // Its count goes from the badge; unsubscribed, this browser gets no
+  // push under any token: all of them go.
+  if (last) await forgetCounts()
+  else if (id) await forgetCounts(id)
 }
 
-async function forgetCounts() {
+// forgetCounts drops sub's count from the badge, every count without.
+async function forgetCounts(sub?: string) {
   if (typeof indexedDB === 'undefined') return
-  await idbCounts().clear().catch(() => undefined)
+  const c = idbCounts()
+  await (sub === undefined ? c.clear() : c.delete(sub)).catch(() => undefined)
 }
 
 function clipBytes(s: string, n: number): string {
