@@ -465,14 +465,15 @@ describe('Web Push, one browser and several tokens or choices', () => {
     await page.getByTestId('push-toggle').click()
     await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
     await expect.poll(() => subscriptions().length).toBe(1)
-    // The same browser opens the second token's inbox; its quick replies
-    // changed there go to the server with this browser's subscription,
-    // now under that token too.
+    // The same browser opens the second token's inbox, where push is off
+    // until turned on there too: the browser's one subscription, now
+    // under that token as well.
     await page.goto(`${srv.url}/?token=${tokenB}`)
     await page.locator('[data-testid=conn][data-state=online]').waitFor()
     await page.locator('button[aria-label=Settings]').click()
-    await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().fill('Later')
-    await page.locator('input[data-testid=add-reply], [data-testid=add-reply] input').first().press('Enter')
+    await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
     await expect.poll(() => subscriptions().map((x) => x.endpoint)).toEqual([pushService.endpoint, pushService.endpoint])
 
     const other = await ctx.newPage()
