@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -100,7 +101,9 @@ func OptionsOf(qs []*pb.Question) (opts []*pb.Option, multiple, custom bool) {
 // (an e-mail or chat reply, the older web UI) may write a label in
 // another case or with spaces around it, or several labels separated by
 // commas or lines: a text names the options it can only mean (named),
-// else it is free text whole.
+// else it is free text whole. The existing agentassistant's Flutter app,
+// which shows the options itself, answers in a form of its own
+// (appReply), read the same way.
 func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 	picked := make(map[string]bool, len(texts))
 	for _, t := range texts {
@@ -128,18 +131,51 @@ func named(opts []*pb.Option, t string) []string {
 	if l, ok := label(opts, t); ok {
 		return []string{l}
 	}
+	t, app := appReply(t)
 	var ls []string
 	for part := range strings.FieldsFuncSeq(t, func(r rune) bool { return r == ',' || r == '\n' || r == ';' }) {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
 		l, ok := label(opts, part)
+		if !ok && app {
+			l, ok = recommended(opts, part)
+		}
 		if !ok {
 			return nil
 		}
 		ls = append(ls, l)
 	}
 	return ls
+}
+
+// appReply is the answer line of t when t is the reply of the existing
+// agentassistant's Flutter app to a request's Questions, "Q: <header>"
+// then "A: <labels and words, comma-separated>" (ask_question_widget.dart,
+// _submitReply), and whether it is one.
+func appReply(t string) (string, bool) {
+	q, a, ok := strings.Cut(t, "\n")
+	if !ok || !strings.HasPrefix(q, "Q: ") || !strings.HasPrefix(a, "A: ") || strings.Contains(a, "\n") {
+		return t, false
+	}
+	return strings.TrimPrefix(a, "A: "), true
+}
+
+// recommendedMark is what that app takes out of a label before it sends
+// it back, as its own pattern says.
+var recommendedMark = regexp.MustCompile(`\s*\(Recommended\)`)
+
+// recommended is the label of opts that t names once "(Recommended)" is
+// taken out of each, as label matches: the only one.
+func recommended(opts []*pb.Option, t string) (string, bool) {
+	found, n := "", 0
+	for _, o := range opts {
+		l := recommendedMark.ReplaceAllString(o.GetLabel(), "")
+		if l != o.GetLabel() && strings.EqualFold(strings.TrimSpace(l), strings.TrimSpace(t)) {
+			found, n = o.GetLabel(), n+1
+		}
+	}
+	return found, n == 1
 }
 
 // label is the label of opts that t names: the same, else the only one
