@@ -16,15 +16,16 @@ const (
 	MaxOptions          = 10
 	MaxLabelBytes       = 80
 	MaxDescriptionBytes = 200
-	// MaxQuestions: one set of choices per request; the inbox shows one.
-	MaxQuestions = 1
+	// MaxQuestions: the questions one request asks. The inbox offers one
+	// set of choices; several are asked as text (Fold).
+	MaxQuestions = 10
 )
 
 // CheckQuestions reports the first way qs breaks the limits above, naming
 // the limit; nil when they are fine.
 func CheckQuestions(qs []*pb.Question) error {
 	if len(qs) > MaxQuestions {
-		return fmt.Errorf("at most %d set of options per request, got %d", MaxQuestions, len(qs))
+		return fmt.Errorf("at most %d questions per request, got %d", MaxQuestions, len(qs))
 	}
 	for _, q := range qs {
 		if err := CheckOptions(q.GetOptions()); err != nil {
@@ -271,4 +272,48 @@ func OptionsText(qs []*pb.Question) string {
 		b.WriteString("\n\nOr answer in your own words.")
 	}
 	return b.String()
+}
+
+// Fold is a request of several Questions as one the inbox can show: the
+// existing agentassistant's MCP server asks a list of them, each with
+// its header and options, and puts the first one's text in the request's
+// own. The inbox offers one set of choices, so the text becomes every
+// question with its header and options, and there are no choices left
+// to tap: the person answers them all in words. One question or none:
+// text and qs unchanged. qs has passed CheckQuestions, so each label and
+// description is one line.
+func Fold(text string, qs []*pb.Question) (string, []*pb.Question) {
+	if len(qs) <= 1 {
+		return text, qs
+	}
+	var b strings.Builder
+	if t := strings.TrimSpace(text); t != "" && t != strings.TrimSpace(qs[0].GetQuestion()) {
+		b.WriteString(text + "\n\n")
+	}
+	for i, q := range qs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "%d. ", i+1)
+		if h := OneLine(q.GetHeader()); h != "" {
+			b.WriteString(h + ": ")
+		}
+		b.WriteString(strings.TrimSpace(q.GetQuestion()))
+		if len(q.GetOptions()) == 0 {
+			continue
+		}
+		if q.GetMultiple() {
+			b.WriteString("\n   One or more of:")
+		} else {
+			b.WriteString("\n   One of:")
+		}
+		for _, o := range q.GetOptions() {
+			b.WriteString("\n   - " + OneLine(o.GetLabel()))
+			if d := OneLine(o.GetDescription()); d != "" {
+				b.WriteString(" (" + d + ")")
+			}
+		}
+	}
+	b.WriteString("\n\nAnswer each question in your own words.")
+	return b.String(), nil
 }
