@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -15,15 +16,16 @@ const (
 	MaxOptions          = 10
 	MaxLabelBytes       = 80
 	MaxDescriptionBytes = 200
-	// MaxQuestions: one set of choices per request; the inbox shows one.
-	MaxQuestions = 1
+	// MaxQuestions: the questions one request asks. The inbox offers one
+	// set of choices; several are asked as text (Fold).
+	MaxQuestions = 10
 )
 
 // CheckQuestions reports the first way qs breaks the limits above, naming
 // the limit; nil when they are fine.
 func CheckQuestions(qs []*pb.Question) error {
 	if len(qs) > MaxQuestions {
-		return fmt.Errorf("at most %d set of options per request, got %d", MaxQuestions, len(qs))
+		return fmt.Errorf("at most %d questions per request, got %d", MaxQuestions, len(qs))
 	}
 	for _, q := range qs {
 		if err := CheckOptions(q.GetOptions()); err != nil {
@@ -100,7 +102,9 @@ func OptionsOf(qs []*pb.Question) (opts []*pb.Option, multiple, custom bool) {
 // (an e-mail or chat reply, the older web UI) may write a label in
 // another case or with spaces around it, or several labels separated by
 // commas or lines: a text names the options it can only mean (named),
-// else it is free text whole.
+// else it is free text whole. The existing agentassistant's Flutter app,
+// which shows the options itself, answers in a form of its own
+// (appReply), read the same way.
 func Chosen(opts []*pb.Option, texts []string) (chosen, free []string) {
 	picked := make(map[string]bool, len(texts))
 	for _, t := range texts {
@@ -128,18 +132,51 @@ func named(opts []*pb.Option, t string) []string {
 	if l, ok := label(opts, t); ok {
 		return []string{l}
 	}
+	t, app := appReply(t)
 	var ls []string
 	for part := range strings.FieldsFuncSeq(t, func(r rune) bool { return r == ',' || r == '\n' || r == ';' }) {
 		if strings.TrimSpace(part) == "" {
 			continue
 		}
 		l, ok := label(opts, part)
+		if !ok && app {
+			l, ok = recommended(opts, part)
+		}
 		if !ok {
 			return nil
 		}
 		ls = append(ls, l)
 	}
 	return ls
+}
+
+// appReply is the answer line of t when t is the reply of the existing
+// agentassistant's Flutter app to a request's Questions, "Q: <header>"
+// then "A: <labels and words, comma-separated>" (ask_question_widget.dart,
+// _submitReply), and whether it is one.
+func appReply(t string) (string, bool) {
+	q, a, ok := strings.Cut(t, "\n")
+	if !ok || !strings.HasPrefix(q, "Q: ") || !strings.HasPrefix(a, "A: ") || strings.Contains(a, "\n") {
+		return t, false
+	}
+	return strings.TrimPrefix(a, "A: "), true
+}
+
+// recommendedMark is what that app takes out of a label before it sends
+// it back, as its own pattern says.
+var recommendedMark = regexp.MustCompile(`\s*\(Recommended\)`)
+
+// recommended is the label of opts that t names once "(Recommended)" is
+// taken out of each, as label matches: the only one.
+func recommended(opts []*pb.Option, t string) (string, bool) {
+	found, n := "", 0
+	for _, o := range opts {
+		l := recommendedMark.ReplaceAllString(o.GetLabel(), "")
+		if l != o.GetLabel() && strings.EqualFold(strings.TrimSpace(l), strings.TrimSpace(t)) {
+			found, n = o.GetLabel(), n+1
+		}
+	}
+	return found, n == 1
 }
 
 // label is the label of opts that t names: the same, else the only one
@@ -235,4 +272,48 @@ func OptionsText(qs []*pb.Question) string {
 		b.WriteString("\n\nOr answer in your own words.")
 	}
 	return b.String()
+}
+
+// Fold is a request of several Questions as one the inbox can show: the
+// existing agentassistant's MCP server asks a list of them, each with
+// its header and options, and puts the first one's text in the request's
+// own. The inbox offers one set of choices, so the text becomes every
+// question with its header and options, and there are no choices left
+// to tap: the person answers them all in words. One question or none:
+// text and qs unchanged. qs has passed CheckQuestions, so each label and
+// description is one line.
+func Fold(text string, qs []*pb.Question) (string, []*pb.Question) {
+	if len(qs) <= 1 {
+		return text, qs
+	}
+	var b strings.Builder
+	if t := strings.TrimSpace(text); t != "" && t != strings.TrimSpace(qs[0].GetQuestion()) {
+		b.WriteString(text + "\n\n")
+	}
+	for i, q := range qs {
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "%d. ", i+1)
+		if h := OneLine(q.GetHeader()); h != "" {
+			b.WriteString(h + ": ")
+		}
+		b.WriteString(strings.TrimSpace(q.GetQuestion()))
+		if len(q.GetOptions()) == 0 {
+			continue
+		}
+		if q.GetMultiple() {
+			b.WriteString("\n   One or more of:")
+		} else {
+			b.WriteString("\n   One of:")
+		}
+		for _, o := range q.GetOptions() {
+			b.WriteString("\n   - " + OneLine(o.GetLabel()))
+			if d := OneLine(o.GetDescription()); d != "" {
+				b.WriteString(" (" + d + ")")
+			}
+		}
+	}
+	b.WriteString("\n\nAnswer each question in your own words.")
+	return b.String(), nil
 }

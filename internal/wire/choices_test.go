@@ -122,3 +122,36 @@ func TestCheckOptionsLabelsLookApart(t *testing.T) {
 		}
 	}
 }
+
+// TestChosenAppReply: the existing agentassistant's Flutter app of the
+// generation that shows a request's Questions answers them as text of
+// its own, "Q: <header>" then "A: <labels, comma-separated>", with a
+// label's "(Recommended)" taken out (ask_question_widget.dart,
+// _submitReply). That names the options chosen, so a question that takes
+// only its options is answered from that app too; words of one's own
+// after the labels stay free text, whole.
+func TestChosenAppReply(t *testing.T) {
+	opts := []*pb.Option{{Label: "Postgres (Recommended)"}, {Label: "SQLite"}, {Label: "Redis"}}
+	for _, c := range []struct{ text, chosen, free string }{
+		{"Q: Database\nA: Postgres", "Postgres (Recommended)", ""},
+		{"Q: Which database?\nA: Postgres, SQLite", "Postgres (Recommended)|SQLite", ""},
+		{"Q: Database\nA: SQLite", "SQLite", ""},
+		{"Q: Database\nA: SQLite, but keep a backup", "", "Q: Database\nA: SQLite, but keep a backup"},
+		{"Q: Database\nA: Postgres\nA: SQLite", "", "Q: Database\nA: Postgres\nA: SQLite"},
+		{"A: SQLite", "", "A: SQLite"},
+	} {
+		chosen, free := wire.Chosen(opts, []string{c.text})
+		if strings.Join(chosen, "|") != c.chosen || strings.Join(free, "|") != c.free {
+			t.Errorf("%q: chosen %q, free %q; want %q, %q", c.text, chosen, free, c.chosen, c.free)
+		}
+	}
+	only := []*pb.Question{{Header: "Database", Options: opts}}
+	answer := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Q: Database\nA: Postgres"}}}
+	if err := wire.CheckAnswer(only, answer); err != nil {
+		t.Errorf("the app's reply to a question that takes only its options refused: %v", err)
+	}
+	// "(Recommended)" is what the app takes out, nothing else.
+	if chosen, _ := wire.Chosen([]*pb.Option{{Label: "Postgres (fast)"}}, []string{"Q: x\nA: Postgres"}); chosen != nil {
+		t.Errorf("a label's other words taken out: chosen %q", chosen)
+	}
+}

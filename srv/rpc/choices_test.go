@@ -36,7 +36,7 @@ func TestChoicesChecked(t *testing.T) {
 		{opts("a", "a"), "unique"},
 		{opts(strings.Repeat("x", 81)), "limit of 80 bytes"},
 		{long, "limit of 200 bytes"},
-		{append(opts("a"), opts("b")...), "at most 1 set of options"},
+		{append(opts("a"), opts("a", "a")...), "unique"}, // in any question
 	} {
 		synctest.Test(t, func(t *testing.T) {
 			f := start(t, setup{})
@@ -64,6 +64,51 @@ func TestChoicesChecked(t *testing.T) {
 		if e.Kind != hub.Asked || e.Request.Text != "go on?" || len(e.Request.Questions) != 1 ||
 			e.Request.Questions[0].GetOptions()[1].GetLabel() != "Stop" || !e.Request.Questions[0].GetMultiple() {
 			t.Errorf("asked: %+v", e)
+		}
+	})
+}
+
+// TestSeveralQuestionsAskedAsText: the existing agentassistant's MCP
+// server of the generation with options asks a list of questions, each
+// with its header and options ("questions", as its tool's schema asks
+// an agent to write them), and puts the first one's text in Question.
+// The inbox offers one set of options, so several are asked as one text
+// naming each question with its options, answered in words; none is
+// lost and the call is not refused.
+func TestSeveralQuestionsAskedAsText(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t, setup{})
+		q := question("q", "Which database?", 60)
+		q.Request.Questions = []*pb.Question{
+			{Question: "Which database?", Header: "Database", Options: []*pb.Option{{Label: "Postgres", Description: "a server"}, {Label: "SQLite"}}, Custom: false},
+			{Question: "Which cache?", Header: "Cache", Options: []*pb.Option{{Label: "Redis"}, {Label: "None"}}, Multiple: true},
+			{Question: "Anything else?", Header: "Notes"},
+		}
+		res := f.askAsync(context.Background(), q)
+		synctest.Wait()
+		e := f.next(t)
+		if e.Kind != hub.Asked {
+			t.Fatalf("not asked: %+v", e)
+		}
+		if len(e.Request.Questions) != 0 {
+			t.Errorf("asked with %d sets of options, want them in the text", len(e.Request.Questions))
+		}
+		for _, want := range []string{"Which database?", "Database", "Postgres (a server)", "SQLite", "Which cache?", "Cache", "Redis", "Anything else?"} {
+			if !strings.Contains(e.Request.Text, want) {
+				t.Errorf("the text does not say %q:\n%s", want, e.Request.Text)
+			}
+		}
+		if strings.Count(e.Request.Text, "Which database?") != 1 {
+			t.Errorf("the first question twice:\n%s", e.Request.Text)
+		}
+		const reply = "Q: Database\nA: SQLite\n\nQ: Cache\nA: Redis"
+		if err := f.answer(context.Background(), "q", "web", reply); err != nil {
+			t.Fatalf("answer in words: %v", err)
+		}
+		r := <-res
+		if r.err != nil || len(r.resp.GetContents()) == 0 || r.resp.GetContents()[0].GetText().GetText() != reply {
+			t.Errorf("result: %+v, %v", r.resp, r.err)
 		}
 	})
 }

@@ -247,6 +247,7 @@ func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec
 	if err := wire.CheckQuestions(req.Questions); err != nil {
 		return nil, "", connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("the Questions field: %w", err))
 	}
+	req.Text, req.Questions = wire.Fold(req.Text, req.Questions)
 	if strings.TrimSpace(req.Text) == "" {
 		what := "Question"
 		if kind == wire.TaskFinish {
