@@ -113,7 +113,7 @@ func TestBadOptionsNameTheLimit(t *testing.T) {
 		{"ask_question", []any{map[string]any{"label": ""}}, "empty label"},
 		{"task_finish", []any{map[string]any{"label": "A"}, map[string]any{"label": "A"}}, "unique"},
 		{"work_report", []any{map[string]any{"label": strings.Repeat("x", 81)}}, "limit of 80 bytes"},
-		{"ask_question", []any{map[string]any{"label": "A", "description": strings.Repeat("x", 201)}}, "limit of 200 bytes"},
+		{"ask_question", []any{map[string]any{"label": "A", "description": strings.Repeat("x", 601)}}, "limit of 600 bytes"},
 	} {
 		arg := map[string]string{"ask_question": "question"}[tc.tool]
 		r := call(t, c, tc.tool, map[string]any{cmp.Or(arg, "summary"): "q", "options": tc.opts}, nil)

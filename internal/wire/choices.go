@@ -15,7 +15,7 @@ import (
 const (
 	MaxOptions          = 10
 	MaxLabelBytes       = 80
-	MaxDescriptionBytes = 200
+	MaxDescriptionBytes = 600
 	// MaxQuestions: the questions one request asks. The inbox offers one
 	// set of choices; several are asked as text (Fold).
 	MaxQuestions = 10

@@ -56,6 +56,12 @@ func TestCheckOptionsBounds(t *testing.T) {
 	if err := wire.CheckOptions(ok); err != nil {
 		t.Errorf("at the limits: %v", err)
 	}
+	// An agent explains a choice in a sentence or two, in any language:
+	// 150 Chinese characters (450 bytes) were refused at 200 bytes.
+	zh := []*pb.Option{{Label: "继续", Description: strings.Repeat("说", 150)}}
+	if err := wire.CheckOptions(zh); err != nil {
+		t.Errorf("a two-sentence description in Chinese: %v", err)
+	}
 	if err := wire.CheckOptions([]*pb.Option{{Label: "\xff"}}); err == nil || !strings.Contains(err.Error(), "UTF-8") {
 		t.Errorf("invalid UTF-8: %v", err)
 	}

@@ -192,12 +192,17 @@ func (o shownOption) line() string {
 	return o.label + " — " + o.desc
 }
 
+// maxShownDescription bounds an option's description in a message: ten
+// of them whole (wire.MaxDescriptionBytes each) would take a message's
+// room from its question; the app shows them whole.
+const maxShownDescription = 200
+
 // described is a request's options as a person reads them; some says
 // whether one has a description (else its buttons say all there is).
 func described(req hub.Request) (opts []shownOption, some bool) {
 	given, _, _ := wire.OptionsOf(req.Questions)
 	for _, o := range given {
-		d := strings.Join(strings.Fields(o.GetDescription()), " ")
+		d := Clip(strings.Join(strings.Fields(o.GetDescription()), " "), maxShownDescription)
 		opts = append(opts, shownOption{o.GetLabel(), d})
 		some = some || d != ""
 	}

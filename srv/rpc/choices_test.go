@@ -26,7 +26,7 @@ func TestChoicesChecked(t *testing.T) {
 	for i := range eleven {
 		eleven[i] = string(rune('a' + i))
 	}
-	long := []*pb.Question{{Options: []*pb.Option{{Label: "a", Description: strings.Repeat("d", 201)}}}}
+	long := []*pb.Question{{Options: []*pb.Option{{Label: "a", Description: strings.Repeat("d", 601)}}}}
 	for _, tc := range []struct {
 		qs   []*pb.Question
 		says string
@@ -35,7 +35,7 @@ func TestChoicesChecked(t *testing.T) {
 		{opts("a", ""), "empty label"},
 		{opts("a", "a"), "unique"},
 		{opts(strings.Repeat("x", 81)), "limit of 80 bytes"},
-		{long, "limit of 200 bytes"},
+		{long, "limit of 600 bytes"},
 		{append(opts("a"), opts("a", "a")...), "unique"}, // in any question
 	} {
 		synctest.Test(t, func(t *testing.T) {
