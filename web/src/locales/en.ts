@@ -4,7 +4,9 @@
 export default {
   app: {
     title: 'Agent Assistant',
-    booking: 'Booking',
+    booking: 'Booking demo',
+    bookingWhat: 'A web page your agent can drive, to try it out',
+    bookingHint: 'Booking demo: a web page your agent can drive',
     inbox: 'Inbox',
   },
   conn: {
@@ -33,7 +35,6 @@ export default {
     use: 'Open the inbox',
   },
   list: {
-    empty: 'No questions yet. When an agent calls ask_question or task_finish, it shows up here.',
     older: 'Load older',
     allProjects: 'All projects',
     noProject: '(no project)',
@@ -44,6 +45,15 @@ export default {
     searchLoaded: 'This searches the history on this device; older pages load as you scroll up.',
     newQuestion: 'New question from your agent',
     newReport: 'Your agent finished a task',
+  },
+  // The inbox while it holds nothing: how to connect an agent.
+  empty: {
+    title: 'No questions yet',
+    body: 'When an agent calls ask_question or task_finish, it shows up here. To connect Claude Code, run this in a terminal on the computer where it runs:',
+    copy: 'Copy the command',
+    hidden: 'The token is hidden here; the copy has it.',
+    copyFailed: 'This browser did not copy it. The command, with the token from the URL agentassistant-srv printed, is in docs/clients.md.',
+    others: 'Cursor, Claude Desktop and other clients, or agentassistant-mcp over stdio:',
   },
   item: {
     question: 'Question',

@@ -4,7 +4,9 @@ import type { Messages } from './index'
 export default {
   app: {
     title: 'Agent 助手',
-    booking: '订票',
+    booking: '订票演示',
+    bookingWhat: '一个可以让你的 Agent 操作的网页，用来试一试',
+    bookingHint: '订票演示：一个可以让你的 Agent 操作的网页',
     inbox: '收件箱',
   },
   conn: {
@@ -33,7 +35,6 @@ export default {
     use: '打开收件箱',
   },
   list: {
-    empty: '还没有问题。Agent 调用 ask_question 或 task_finish 时会显示在这里。',
     older: '加载更早的',
     allProjects: '全部项目',
     noProject: '（无项目）',
@@ -44,6 +45,14 @@ export default {
     searchLoaded: '只搜索此设备上的历史；向上滚动会加载更早的。',
     newQuestion: '你的 Agent 有新问题',
     newReport: '你的 Agent 完成了一项任务',
+  },
+  empty: {
+    title: '还没有问题',
+    body: 'Agent 调用 ask_question 或 task_finish 时会显示在这里。要连接 Claude Code，请在它所在电脑的终端中运行：',
+    copy: '复制命令',
+    hidden: '令牌在此处隐藏；复制的内容包含令牌。',
+    copyFailed: '此浏览器未能复制。命令见 docs/clients.md，令牌在 agentassistant-srv 打印的链接中。',
+    others: 'Cursor、Claude Desktop 等其他客户端，或通过 stdio 使用 agentassistant-mcp：',
   },
   item: {
     question: '提问',
