@@ -9,6 +9,7 @@ import { launch, SHOTS, startMCP, startServer, text, type Server, type ToolResul
 
 let srv: Server
 let mcp: Client
+const defaultServer = () => srv
 let browser: Browser
 
 beforeAll(async () => {
@@ -23,7 +24,8 @@ afterAll(async () => {
   await srv?.stop()
 })
 
-async function open(o: { width?: number; scheme?: 'light' | 'dark'; locale?: string } = {}): Promise<Page> {
+async function open(o: { width?: number; scheme?: 'light' | 'dark'; locale?: string; server?: Server } = {}): Promise<Page> {
+  const srv = o.server ?? defaultServer()
   const width = o.width ?? 1280
   const phone = width < 600
   const ctx = await browser.newContext({ viewport: { width, height: phone ? 844 : 800 }, locale: o.locale ?? 'en-US',
@@ -136,10 +138,18 @@ describe('the title bar', () => {
 })
 
 describe.runIf(SHOTS)('screenshots', () => {
+  // A server of their own: the one above has had questions by now.
+  let fresh: Server
+  beforeAll(async () => {
+    fresh = await startServer()
+  })
+  afterAll(async () => {
+    await fresh?.stop()
+  })
   for (const width of [1280, 390]) {
     for (const scheme of ['light', 'dark'] as const) {
       it(`the empty inbox, ${width} ${scheme}`, async () => {
-        const page = await open({ width, scheme })
+        const page = await open({ width, scheme, server: fresh })
         await page.locator('[data-testid=empty]').waitFor()
         await page.screenshot({ path: `${SHOTS}/inbox-empty-${width}-${scheme}.png` })
         await page.context().close()
