@@ -38,7 +38,13 @@ describe('the inbox without its token', () => {
     const said = await screen.innerText()
     expect(said).toMatch(/needs? (the|its|a) token/i)
     expect(said).toContain('?token=')
+    // The default, and the rule the server follows to find it: the page
+    // cannot know the server's environment.
     expect(said).toContain('~/.config/agentassistant/token')
+    expect(said).toContain('$XDG_CONFIG_HOME/agentassistant/token')
+    expect(said).toContain('~/Library/Application Support/agentassistant/token')
+    expect(said).toContain('%AppData%\\agentassistant\\token')
+    expect(said).toMatch(/generated a new token/)
     expect(said).not.toMatch(/refused|wrong/i)
     expect(await page.locator('[data-testid=users]').count()).toBe(0)
     expect(await page.locator('[data-testid=me]').count()).toBe(0)

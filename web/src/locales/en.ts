@@ -4,7 +4,9 @@
 export default {
   app: {
     title: 'Agent Assistant',
-    booking: 'Booking',
+    booking: 'Booking demo',
+    bookingWhat: 'A web page your agent can drive, to try it out',
+    bookingHint: 'Booking demo: a web page your agent can drive',
     inbox: 'Inbox',
   },
   conn: {
@@ -26,14 +28,15 @@ export default {
     refusedTitle: 'Wrong token',
     refused: 'The server refused the token this page has: it is not the server\'s token (or the server was given another one since).',
     url: 'Open the URL agentassistant-srv printed when it started; it ends in the token:',
-    file: 'Or paste the token below. The server keeps the token it generated in the file token of its data directory:',
+    file: 'Or paste the token below. The server keeps the token it generated in the file token of its data directory, by default in the user config directory of the account it runs under:',
+    linux: 'Linux: {home}, or {xdg} when XDG_CONFIG_HOME is set',
     dataDir: 'With -data DIR (data_dir) it is DIR/token; a token set with -token or agentassistant_server_token is in that setting instead.',
+    logged: 'When agentassistant-srv generated the token it logged the file\'s path (“generated a new token”).',
     paste: 'Token, or the URL with ?token=',
     pasteNothing: 'Paste the token, or the whole URL with ?token=…',
     use: 'Open the inbox',
   },
   list: {
-    empty: 'No questions yet. When an agent calls ask_question or task_finish, it shows up here.',
     older: 'Load older',
     allProjects: 'All projects',
     noProject: '(no project)',
@@ -44,6 +47,15 @@ export default {
     searchLoaded: 'This searches the history on this device; older pages load as you scroll up.',
     newQuestion: 'New question from your agent',
     newReport: 'Your agent finished a task',
+  },
+  // The inbox while it holds nothing: how to connect an agent.
+  empty: {
+    title: 'No questions yet',
+    body: 'When an agent calls ask_question or task_finish, it shows up here. To connect Claude Code, run this in a terminal on the computer where it runs:',
+    copy: 'Copy the command',
+    hidden: 'The token is hidden here; the copy has it.',
+    copyFailed: 'This browser did not copy it. The command, with the token from the URL agentassistant-srv printed, is in docs/clients.md.',
+    others: 'Cursor, Claude Desktop and other clients, or agentassistant-mcp over stdio:',
   },
   item: {
     question: 'Question',

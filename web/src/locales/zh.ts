@@ -4,7 +4,9 @@ import type { Messages } from './index'
 export default {
   app: {
     title: 'Agent 助手',
-    booking: '订票',
+    booking: '订票演示',
+    bookingWhat: '一个可以让你的 Agent 操作的网页，用来试一试',
+    bookingHint: '订票演示：一个可以让你的 Agent 操作的网页',
     inbox: '收件箱',
   },
   conn: {
@@ -26,14 +28,15 @@ export default {
     refusedTitle: '令牌错误',
     refused: '服务器拒绝了本页的令牌：它不是服务器的令牌（或服务器此后换了令牌）。',
     url: '请打开 agentassistant-srv 启动时打印的链接，它以令牌结尾：',
-    file: '或在下方粘贴令牌。服务器生成的令牌保存在其数据目录中的 token 文件里：',
+    file: '或在下方粘贴令牌。服务器生成的令牌保存在其数据目录中的 token 文件里，数据目录默认在运行它的账户的用户配置目录下：',
+    linux: 'Linux：{home}；设置了 XDG_CONFIG_HOME 时为 {xdg}',
     dataDir: '使用 -data DIR（data_dir）时为 DIR/token；用 -token 或 agentassistant_server_token 设置的令牌则在该设置中。',
+    logged: 'agentassistant-srv 生成令牌时会在日志中记下该文件的路径（“generated a new token”）。',
     paste: '令牌，或带 ?token= 的链接',
     pasteNothing: '请粘贴令牌，或带 ?token=… 的完整链接',
     use: '打开收件箱',
   },
   list: {
-    empty: '还没有问题。Agent 调用 ask_question 或 task_finish 时会显示在这里。',
     older: '加载更早的',
     allProjects: '全部项目',
     noProject: '（无项目）',
@@ -44,6 +47,14 @@ export default {
     searchLoaded: '只搜索此设备上的历史；向上滚动会加载更早的。',
     newQuestion: '你的 Agent 有新问题',
     newReport: '你的 Agent 完成了一项任务',
+  },
+  empty: {
+    title: '还没有问题',
+    body: 'Agent 调用 ask_question 或 task_finish 时会显示在这里。要连接 Claude Code，请在它所在电脑的终端中运行：',
+    copy: '复制命令',
+    hidden: '令牌在此处隐藏；复制的内容包含令牌。',
+    copyFailed: '此浏览器未能复制。命令见 docs/clients.md，令牌在 agentassistant-srv 打印的链接中。',
+    others: 'Cursor、Claude Desktop 等其他客户端，或通过 stdio 使用 agentassistant-mcp：',
   },
   item: {
     question: '提问',
