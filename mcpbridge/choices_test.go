@@ -140,9 +140,30 @@ func TestFormOffersTheOptions(t *testing.T) {
 	if !strings.Contains(string(b), `"enum":["A","B"],"title":"Choose","type":"string"`) || !strings.Contains(string(b), `"answer"`) {
 		t.Errorf("single-select form with free text = %s", b)
 	}
-	got := formAnswer(map[string]any{"choice": []any{"A", "B"}, "answer": " more "})
-	if strings.Join(got, "|") != "A|B|more" {
-		t.Errorf("form answer = %q", got)
+	got, err := formAnswer(map[string]any{"choice": []any{"A", "B"}, "answer": " more "})
+	if err != nil || strings.Join(got, "|") != "A|B|more" {
+		t.Errorf("form answer = %q, %v", got, err)
+	}
+}
+
+// TestMistypedFormIsNoAnswer: a client that does not check a form's
+// answer against its schema sent an answer of the wrong type, and the
+// request was settled with an empty reply the person never gave.
+func TestMistypedFormIsNoAnswer(t *testing.T) {
+	for _, content := range []any{
+		map[string]any{"answer": []any{"ship it"}},
+		map[string]any{"choice": 3},
+		map[string]any{"choice": []any{"A", 2}},
+		map[string]any{"choice": map[string]any{"A": true}},
+		"ship it",
+		nil,
+	} {
+		if got, err := formAnswer(content); err == nil {
+			t.Errorf("form %#v taken as %q", content, got)
+		}
+	}
+	if got, err := formAnswer(map[string]any{"choice": "A"}); err != nil || strings.Join(got, "|") != "A" {
+		t.Errorf("a well-typed form = %q, %v", got, err)
 	}
 }
 

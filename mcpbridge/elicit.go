@@ -104,8 +104,10 @@ func (b *bridge) offerInClient(ctx context.Context, kind wire.Kind, id, text str
 			b.log.Info("the person dismissed the form in the client; the request waits in the inbox", "kind", kind, "id", id, "action", res.Action)
 			_ = logToClient(ctx, srv, "info", fmt.Sprintf("The form for %s %s was dismissed (%s); it waits in the agentassistant inbox.", kindWord(kind), id, res.Action))
 		default:
-			var refused error
-			o.answered, o.direct, refused = b.answerFromClient(ctx, kind, id, formAnswer(res.Content), qs)
+			texts, refused := formAnswer(res.Content)
+			if refused == nil {
+				o.answered, o.direct, refused = b.answerFromClient(ctx, kind, id, texts, qs)
+			}
 			if refused != nil {
 				_ = logToClient(ctx, srv, "warning", fmt.Sprintf("The form's answer to %s %s was not taken (%s); it waits in the agentassistant inbox.",
 					kindWord(kind), id, refusal(refused)))
@@ -276,27 +278,42 @@ func formFor(kind wire.Kind, text string, qs []*pb.Question) mcp.ElicitationRequ
 }
 
 // formAnswer is the texts of an accepted form: the chosen option labels,
-// one text each, then what was typed.
-func formAnswer(content any) []string {
-	m, _ := content.(map[string]any)
+// one text each, then what was typed. A form whose fields are not of the
+// types its schema asked (a client that does not check them) is no
+// answer: it would settle the request with what the person never wrote.
+func formAnswer(content any) ([]string, error) {
+	m, ok := content.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("the form's content is %T, not an object", content)
+	}
 	var out []string
 	switch c := m["choice"].(type) {
+	case nil:
 	case string:
 		if c != "" {
 			out = append(out, c)
 		}
 	case []any:
 		for _, v := range c {
-			if s, ok := v.(string); ok && s != "" {
+			s, ok := v.(string)
+			if !ok {
+				return nil, fmt.Errorf("a choice is %T, not text", v)
+			}
+			if s != "" {
 				out = append(out, s)
 			}
 		}
+	default:
+		return nil, fmt.Errorf("the choice is %T, not text or a list of texts", c)
 	}
-	s, _ := m["answer"].(string)
+	s, ok := m["answer"].(string)
+	if !ok && m["answer"] != nil {
+		return nil, fmt.Errorf("the answer is %T, not text", m["answer"])
+	}
 	if s = strings.TrimSpace(s); s != "" || len(out) == 0 {
 		out = append(out, s)
 	}
-	return out
+	return out, nil
 }
 
 // answeredBy reads who answered from a call's response headers.
