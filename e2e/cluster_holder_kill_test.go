@@ -4,8 +4,19 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +25,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
+	srvcluster "github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -41,7 +53,14 @@ func startHolderPair(t *testing.T, ns *natstest.Server, config string) *holderPa
 		}
 		t.Cleanup(l.Close)
 		p.links[name] = l
-		p.srvs[name] = startInstanceConfig(t, "nats://"+l.Addr(), name, config)
+		// On a port of its own: an instance starting afresh (its
+		// storage lost) binds it again.
+		data := t.TempDir()
+		path := filepath.Join(data, "channels.toml")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf("tokens = [%q]\n%s", tokenA, config)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p.srvs[name] = startServerWith(t, freePort(t), data, []string{"-config", path, "-nats-url", "nats://" + l.Addr(), "-instance", name}, tokenA)
 	}
 	p.js = jetStreamAt(t, ns.URL())
 	p.holder = leaseHolder(t, p.js, func(string) bool { return true })
@@ -267,7 +286,9 @@ func TestClusterSlackHolderCutOff(t *testing.T) {
 	ts1 := form["_ts"]
 	value, label := slackButton(t, form)
 	waitNoted(t, p.js, "sl-cut-1")
-	replied := askOn(t, p.srvs[p.holder], "sl-cut-2", "Go on with two?")
+	// Both asked through the other: an agent's call held by the instance
+	// cut off ends as unavailable, for agentassistant-mcp to re-attach.
+	replied := askOn(t, p.srvs[p.other], "sl-cut-2", "Go on with two?")
 	ts2 := sl.Call(t, "chat.postMessage", 2)["_ts"]
 	waitNoted(t, p.js, "sl-cut-2")
 
@@ -281,9 +302,12 @@ func TestClusterSlackHolderCutOff(t *testing.T) {
 		typ     string
 		payload map[string]any
 	}{{"interactive", press}, {"events_api", reply}} {
-		// Slack sends again what is not acknowledged, to a connection
-		// alive: the next one once the holder let go.
-		if err := sl.Send(ctx, env.typ, env.payload); err != nil {
+		// Slack sends again what is not acknowledged within seconds, to
+		// a connection alive: the next one once the holder let go.
+		sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+		err := sl.Send(sctx, env.typ, env.payload)
+		scancel()
+		if err != nil {
 			if err := sl.Dialled(ctx, 2); err != nil {
 				t.Fatal(err)
 			}
@@ -382,4 +406,77 @@ func slackUpdates(sl *slacktest.API, ts string) int {
 		return true
 	})
 	return n
+}
+
+// TestClusterTelegramStorageWiped: two instances take a bot's replies
+// (one holds the lease); a question asked through the other is answered
+// by a reply, and the edit of its message is owed (Telegram refuses it).
+// NATS then comes back without its storage: every note of the channels
+// (which message asks what, the edit owed, the lease) is gone with the
+// requests. Each instance logs what it knew of that loss (the instance
+// trying the edit names it: its message keeps its buttons) and starts
+// afresh in its own process; the bot's replies are taken again without
+// anyone restarting the instances: a question asked afterwards is
+// answered through Telegram.
+func TestClusterTelegramStorageWiped(t *testing.T) {
+	tg := telegramtest.Start(t, tgToken)
+	var refusing atomic.Bool
+	refusing.Store(true)
+	u, err := url.Parse(tg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	proxy.ErrorLog = log.New(io.Discard, "", 0) // a poll cut by the fresh start
+	link := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/editMessageText") && refusing.Load() {
+			http.Error(w, `{"ok":false,"error_code":502,"description":"Bad Gateway"}`, http.StatusBadGateway)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(link.Close)
+	ns := natstest.Start(t)
+	p := startHolderPair(t, ns, telegramConfig(link.URL))
+	var c tally
+	done := askOn(t, p.srvs[p.other], "tg-wipe", "Deploy before the wipe?")
+	msg := must[int](t)(strconv.Atoi(tg.Call(t, "sendMessage", 1)["sent_message_id"]))
+	waitNoted(t, p.js, "tg-wipe")
+	tg.Push(telegramtest.Reply(chat, 501, msg, "Ship it."))
+	c.want(t, "tg-wipe", done, "Ship it.")
+	watchBucket(t, p.js, srvcluster.NotesBucket, func(v []byte) bool {
+		var owed struct {
+			ID    string `json:"i"`
+			Since string `json:"since"`
+		}
+		return len(v) > 8 && json.Unmarshal(v[8:], &owed) == nil && owed.ID == "tg-wipe" && owed.Since != ""
+	})
+	// The edit failed every try: it is owed, tried again later.
+	waitLogAny(t, []*server{p.srvs[p.holder], p.srvs[p.other]}, "channel notice not delivered", "id=tg-wipe")
+
+	ns.Wipe()
+	for _, s := range p.srvs {
+		waitLog(t, s, "NATS lost the cluster's storage")
+	}
+	waitLogAny(t, []*server{p.srvs[p.holder], p.srvs[p.other]}, "edits owed lost with the cluster's storage", "ids=tg-wipe")
+	for _, s := range p.srvs {
+		for try := 0; strings.Count(s.logw.String(), `msg="cluster mode"`) < 2; try++ { // the fresh run
+			if try == 1500 {
+				t.Fatal("an instance never started afresh")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		healthIs(t, s, http.StatusOK)
+	}
+	refusing.Store(false)
+	again := askOn(t, p.srvs[p.other], "tg-after-wipe", "Deploy after the wipe?")
+	msg2 := must[int](t)(strconv.Atoi(tg.Call(t, "sendMessage", 2)["sent_message_id"]))
+	waitNoted(t, p.js, "tg-after-wipe")
+	tg.Push(telegramtest.Reply(chat, 502, msg2, "Ship it again."))
+	c.want(t, "tg-after-wipe", again, "Ship it again.")
+	for _, said := range tg.Said("Not taken") {
+		t.Errorf("the person was told %q", said)
+	}
+	c.log(t, "storage wiped with an edit owed")
+	t.Logf("edits owed lost: 1 (message %d keeps its buttons)", msg)
 }
