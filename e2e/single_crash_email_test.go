@@ -176,6 +176,16 @@ type mailbox struct {
 	// marked \Seen (a watcher that took that many replies).
 	idle map[*boxSession]int
 	wake chan struct{}
+	// seen counts the mails marked \Seen; hold, when set, holds each
+	// marking before it is made (holdSeen).
+	seen int
+	hold *seenHold
+}
+
+// seenHold holds the markings \Seen until release.
+type seenHold struct {
+	arrived, release chan struct{}
+	once             sync.Once
 }
 
 // boxSession is a session of the mailbox.
@@ -186,13 +196,64 @@ type boxSession struct {
 }
 
 func (s *boxSession) Store(w *imapserver.FetchWriter, numSet imap.NumSet, flags *imap.StoreFlags, options *imap.StoreOptions) error {
+	seen := flags.Op == imap.StoreFlagsAdd && slices.Contains(flags.Flags, imap.FlagSeen)
+	s.box.mu.Lock()
+	h := s.box.hold
+	s.box.mu.Unlock()
+	if seen && h != nil {
+		h.once.Do(func() { close(h.arrived) })
+		<-h.release
+		// Released once its session's watcher is dead: not made.
+		return errors.New("the session is gone")
+	}
 	err := s.Session.Store(w, numSet, flags, options)
-	if err == nil && flags.Op == imap.StoreFlagsAdd && slices.Contains(flags.Flags, imap.FlagSeen) {
+	if err == nil && seen {
 		s.box.mu.Lock()
 		s.marked++
+		s.box.seen++
 		s.box.mu.Unlock()
+		s.box.changed()
 	}
 	return err
+}
+
+// holdSeen holds every marking \Seen, before it is made, until release
+// (once): as a watcher that took a reply and dies before it marks it
+// read. arrived is closed when the first comes; those held are not
+// made, those after release are.
+func (b *mailbox) holdSeen() (arrived <-chan struct{}, release func()) {
+	h := &seenHold{arrived: make(chan struct{}), release: make(chan struct{})}
+	b.mu.Lock()
+	b.hold = h
+	b.mu.Unlock()
+	var once sync.Once
+	return h.arrived, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.hold = nil
+			b.mu.Unlock()
+			close(h.release)
+		})
+	}
+}
+
+// waitSeen waits until n markings \Seen were made.
+func (b *mailbox) waitSeen(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(45 * time.Second)
+	for {
+		b.mu.Lock()
+		ok := b.seen >= n
+		b.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-b.wake:
+		case <-deadline:
+			t.Fatalf("fewer than %d mails were marked read", n)
+		}
+	}
 }
 
 // Idle tells of what came before the IDLE began, as real servers do

@@ -370,6 +370,14 @@ func (s *Server) Restored(tokens []string) {
 // Inbox is the /ws endpoint.
 func (s *Server) Inbox() *inbox.Handler { return s.inbox }
 
+// StorageLost says what the channels lost with the cluster's storage
+// (channel.Manager.StorageLost), before the instance starts afresh.
+func (s *Server) StorageLost() {
+	if s.channels != nil {
+		s.channels.StorageLost()
+	}
+}
+
 // Close ends the waiting agent calls (Unavailable) and every WebSocket
 // connection, and waits for them. Idempotent.
 func (s *Server) Close() error {

@@ -358,6 +358,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case <-ctx.Done():
 	case <-lost:
 		afresh = true
+		server.StorageLost()
 	}
 	log.Info("shutting down", "to_start_afresh", afresh)
 	_ = server.Close() // first, so waiting agent calls return and the HTTP server can drain

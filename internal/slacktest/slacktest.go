@@ -392,6 +392,15 @@ func (api *API) Dialled(ctx context.Context, n int) error {
 	return nil
 }
 
+// Sent waits until n envelopes were written to the app's connections:
+// the app has, or had, the n-th in hand.
+func (api *API) Sent(ctx context.Context, n int) error {
+	if err := api.await(ctx, func() bool { return api.envs >= n }); err != nil {
+		return fmt.Errorf("wait for envelope %d to be sent: %w", n, err)
+	}
+	return nil
+}
+
 // Send sends an envelope of typ ("interactive", "events_api") with
 // payload over the app's connection and waits for its acknowledgement.
 func (api *API) Send(ctx context.Context, typ string, payload map[string]any) error {
@@ -419,6 +428,7 @@ func (api *API) send(ctx context.Context, typ string, payload map[string]any, at
 	id := "env-" + strconv.Itoa(api.envs)
 	err := api.conn.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload,
 		"accepts_response_payload": typ == "interactive", "retry_attempt": attempt, "retry_reason": reason})
+	api.changedLocked()
 	api.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("send envelope %s: %w", id, err)

@@ -43,9 +43,11 @@ type API struct {
 	// offset past it: Telegram then forgets it).
 	updates               []map[string]any
 	lastUpdate, confirmed int
-	nextMsg               int
-	made                  map[int]bool // the messages the bot sent
-	deleted               map[int]bool // those the person deleted since (Delete)
+	// handed is the ID of the last update a getUpdates answer held.
+	handed  int
+	nextMsg int
+	made    map[int]bool // the messages the bot sent
+	deleted map[int]bool // those the person deleted since (Delete)
 	// shown are the text and the reply_markup (JSON) of each message
 	// the bot sent, as last sent or edited: Telegram hands them with a
 	// reply to it (reply_to_message) and with a tap on it.
@@ -108,6 +110,37 @@ func (api *API) Confirmed() int {
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	return api.confirmed
+}
+
+// ConfirmedBy waits until update id is confirmed.
+func (api *API) ConfirmedBy(ctx context.Context, id int) error {
+	return api.await(ctx, func() bool { return api.confirmed >= id })
+}
+
+// Handed waits until a getUpdates was answered with the update id (or
+// one after it): the bot's poller has it, or had it, in hand.
+func (api *API) Handed(ctx context.Context, id int) error {
+	if err := api.await(ctx, func() bool { return api.handed >= id }); err != nil {
+		return fmt.Errorf("wait for update %d to be handed: %w", id, err)
+	}
+	return nil
+}
+
+// await waits until ok, called with api.mu held, holds, or ctx ends.
+func (api *API) await(ctx context.Context, ok func() bool) error {
+	for {
+		api.mu.Lock()
+		done, changed := ok(), api.changed
+		api.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // Conflicts is how many getUpdates calls were ended by another, as two
@@ -302,6 +335,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		if offset > api.confirmed+1 {
 			api.confirmed = min(offset-1, api.lastUpdate)
 			api.updates = slices.DeleteFunc(api.updates, func(u map[string]any) bool { return u["update_id"].(int) <= api.confirmed })
+			api.changedLocked()
 		}
 		api.mu.Unlock()
 		defer func() {
@@ -322,6 +356,10 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			changed := api.changed
+			if len(out) > 0 {
+				api.handed = max(api.handed, out[len(out)-1]["update_id"].(int))
+				api.changedLocked()
+			}
 			api.mu.Unlock()
 			if len(out) > 0 {
 				result = out
