@@ -102,8 +102,9 @@ func (t *Telegram) noteKey(k sentKey) string {
 // redact keeps the bot token out of an error (the library's URLs hold it).
 func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
 
-// telegramBotToken is the setting of the bot's token.
-const telegramBotToken = "[channels.telegram] bot_token"
+// telegramBotToken is the setting of the bot's token: its name, not
+// a token.
+const telegramBotToken = "[channels.telegram] bot_token" // #nosec G101 -- a setting's name
 
 // refusal is err as the bot token's refusal: Telegram answers 401 to a
 // token it does not know (revoked, or mistyped) and 404 to one of no
