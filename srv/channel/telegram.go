@@ -260,10 +260,13 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			// question goes as text with no tag (tgplain.go).
 			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
 			hint := plainHint
-			if again[chat] {
-				hint = plainAgain + plainHint
+			if multi {
+				hint = plainTickHint
 			}
-			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainHint), tgLen(settledLine(""))+maxTitle))
+			if again[chat] {
+				hint = plainAgain + hint
+			}
+			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainTickHint), tgLen(settledLine(""))+maxTitle))
 			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
 				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		}

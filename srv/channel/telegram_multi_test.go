@@ -117,3 +117,27 @@ func TestTelegramRepliesSeveral(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramPlainTicksSeveral: a question taking several options
+// whose formatting Telegram refuses goes as plain text saying to tick
+// and Send, not to tap an answer, with the same boxes.
+func TestTelegramPlainTicksSeveral(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	api.Refuse(func(_ string, form map[string]string) string {
+		if strings.Contains(form["text"], "<b>") {
+			return "can't parse entities: Unsupported start tag \"b\" at byte offset 0"
+		}
+		return ""
+	})
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	f.askSeveral(tokA, "q-1")
+	sent := api.Call(t, "sendMessage", 2)
+	if sent["_error"] != "" || !strings.HasSuffix(sent["text"], "Tick the answers, then tap Send; or reply to this message (text or a photo).") {
+		t.Errorf("plain message %q (%s), want the hint to tick and Send", sent["text"], sent["_error"])
+	}
+	if !strings.Contains(sent["reply_markup"], "☐ Web") {
+		t.Errorf("keyboard %s, want the boxes", sent["reply_markup"])
+	}
+}

@@ -141,7 +141,7 @@ type webhookEvent struct {
 	AnsweredBy string   `json:"answered_by,omitempty"`
 	Reply      string   `json:"reply,omitempty"`
 	Replies    []string `json:"replies,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 type webhookAnswer struct {
