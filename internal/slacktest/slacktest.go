@@ -496,6 +496,53 @@ func Press(user, channel, ts, value string) map[string]any {
 			"text": map[string]any{"type": "plain_text", "text": "…"}, "action_ts": at}}}
 }
 
+// Ticked is the state of a message's checkboxes element, as a
+// block_actions payload carries it ("state": {"values": {block_id:
+// {action_id: ...}}}): the values of the options ticked, each with the
+// text it shows.
+func Ticked(blockID, actionID string, values ...string) map[string]any {
+	return map[string]any{"values": map[string]any{blockID: map[string]any{actionID: map[string]any{
+		"type": "checkboxes", "selected_options": options(values)}}}}
+}
+
+func options(values []string) []any {
+	out := []any{}
+	for _, v := range values {
+		out = append(out, map[string]any{"text": map[string]any{"type": "plain_text", "text": "…"}, "value": v})
+	}
+	return out
+}
+
+// PressIn is Press on a message whose inputs are in state (Ticked):
+// Slack sends the state of a message's stateful elements with every
+// block_actions payload.
+// Two presses with another state are two presses: their action_ts
+// differ.
+func PressIn(user, channel, ts, value string, state map[string]any) map[string]any {
+	b, _ := json.Marshal(state)
+	p := Press(user, channel, ts, value)
+	n := hash(user, channel, ts, value, string(b))
+	at := fmt.Sprintf("1700000001.%06d", n%1_000_000)
+	p["action_ts"], p["trigger_id"] = at, fmt.Sprintf("1.2.%d", n)
+	p["actions"].([]any)[0].(map[string]any)["action_ts"] = at
+	p["state"] = state
+	return p
+}
+
+// Tick is the block_actions payload Slack sends when user ticks or
+// unticks a box of the checkboxes element actionID of block blockID in
+// the message ts: the options ticked now, in the action and the state.
+func Tick(user, channel, ts, blockID, actionID string, values ...string) map[string]any {
+	p := Press(user, channel, ts, "tick\x00"+strings.Join(values, "\x00"))
+	act := p["actions"].([]any)[0].(map[string]any)
+	delete(act, "value")
+	delete(act, "text")
+	act["type"], act["action_id"], act["block_id"] = "checkboxes", actionID, blockID
+	act["selected_options"] = options(values)
+	p["state"] = Ticked(blockID, actionID, values...)
+	return p
+}
+
 // ThreadReply is an events_api message event: user replied text in the
 // thread of the message ts in channel. Its event ID and its own ts are
 // those of that reply (as Slack's are unique to an event).
@@ -522,7 +569,30 @@ type Block struct {
 		Text  struct {
 			Text string `json:"text"`
 		} `json:"text"`
+		// Options are a checkboxes element's.
+		Options []struct {
+			Value string `json:"value"`
+			Text  struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"options"`
 	} `json:"elements"`
+}
+
+// Boxes is the texts of the options of the checkboxes of blocks, in
+// order.
+func Boxes(blocks []Block) []string {
+	var out []string
+	for _, b := range blocks {
+		for _, e := range b.Elements {
+			if e.Type == "checkboxes" {
+				for _, o := range e.Options {
+					out = append(out, o.Text.Text)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // BlocksOf reads a call's blocks.
@@ -561,7 +631,8 @@ func hash(parts ...string) uint32 {
 // characters, a button's 75; Slack refuses a message past them.
 const (
 	maxSectionText = 3000
-	maxButtonText  = 75
+	maxButtonText  = 75 // and an option's text
+	maxOptions     = 10 // a checkboxes element's
 )
 
 // invalidBlocks is why Slack would refuse blocks, "" when it would not.
@@ -580,6 +651,14 @@ func invalidBlocks(blocks string) string {
 		for j, e := range b.Elements {
 			if utf8.RuneCountInString(e.Text.Text) > maxButtonText {
 				return fmt.Sprintf("must be less than %d characters [json-pointer:/blocks/%d/elements/%d/text/text]", maxButtonText+1, i, j)
+			}
+			if e.Type == "checkboxes" && len(e.Options) > maxOptions {
+				return fmt.Sprintf("must provide at most %d items [json-pointer:/blocks/%d/elements/%d/options]", maxOptions, i, j)
+			}
+			for k, o := range e.Options {
+				if utf8.RuneCountInString(o.Text.Text) > maxButtonText {
+					return fmt.Sprintf("must be less than %d characters [json-pointer:/blocks/%d/elements/%d/options/%d/text/text]", maxButtonText+1, i, j, k)
+				}
 			}
 		}
 	}

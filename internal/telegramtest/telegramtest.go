@@ -390,6 +390,35 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		result = map[string]any{"file_id": form["file_id"], "file_unique_id": "u" + form["file_id"], "file_path": path}
+	case "editMessageReplyMarkup":
+		// "Use this method to edit only the reply markup of messages. On
+		// success, if the edited message is not an inline message, the
+		// edited Message is returned": refused, as Telegram refuses it,
+		// for a message gone or a keyboard that changes nothing.
+		id, _ := strconv.Atoi(form["message_id"])
+		chat, _ := strconv.ParseInt(form["chat_id"], 10, 64)
+		api.mu.Lock()
+		why := ""
+		switch {
+		case !api.made[id] || api.deleted[id]:
+			why = "message to edit not found"
+		case api.shown[id][1] == form["reply_markup"]:
+			why = "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message"
+		default:
+			api.shown[id] = [2]string{api.shown[id][0], form["reply_markup"]}
+		}
+		if why != "" {
+			form["_error"] = why
+			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
+			api.changedLocked()
+			api.mu.Unlock()
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + why})
+			return
+		}
+		text := api.shown[id][0]
+		api.mu.Unlock()
+		result = map[string]any{"message_id": id, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}, "text": text}
 	case "sendMessage", "editMessageText", "sendPhoto":
 		why := refused(method, form)
 		api.mu.Lock()

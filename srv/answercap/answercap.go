@@ -191,12 +191,22 @@ var ErrNotOffered = errors.New("this button answers only with what its notificat
 // answer where only its options are) does not spend the capability: the
 // person's next tap on an option still answers.
 func (s *Store) Use(ctx context.Context, h *hub.Hub, name, text string, now time.Time) (*Cap, error) {
-	contents := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}}}
+	return s.UseAll(ctx, h, name, []string{text}, now)
+}
+
+// UseAll is Use with several texts, one content each, in the order
+// given: the options ticked of a question that takes several, as the
+// inbox answers with them. Each must be one the capability offers.
+func (s *Store) UseAll(ctx context.Context, h *hub.Hub, name string, texts []string, now time.Time) (*Cap, error) {
+	contents := make([]*pb.McpResultContent, len(texts))
+	for i, t := range texts {
+		contents[i] = &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: t}}
+	}
 	c, err := s.peek(name, now)
 	if err != nil {
 		return nil, err
 	}
-	if !c.offers(text) {
+	if len(texts) == 0 || slices.ContainsFunc(texts, func(t string) bool { return !c.offers(t) }) {
 		return nil, ErrNotOffered
 	}
 	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, contents)

@@ -89,6 +89,13 @@ func (a Answers) ByCap(ctx context.Context, name, text string) error {
 	return err
 }
 
+// ByCapAll answers with the capability named and several texts, one
+// content each: the options ticked of a question that takes several.
+func (a Answers) ByCapAll(ctx context.Context, name string, texts []string) error {
+	_, err := a.caps.UseAll(ctx, a.hub, name, texts, a.now())
+	return err
+}
+
 // Reply answers the question id of token with text, from who.
 func (a Answers) Reply(ctx context.Context, token string, kind wire.Kind, id, text, who, whoID, door string) error {
 	return a.ReplyWith(ctx, token, kind, id, []*pb.McpResultContent{textContent(text)}, who, whoID, door)

@@ -206,6 +206,11 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	if !ok { // not a retry: the question's own Message-ID
 		id = e.newID()
 		q = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Title: "[agentassistant] " + Clip(title(n), 500)}
+		if multiOf(n.Request) {
+			// A reply naming several answers with them (multi.go).
+			q.Labels, _ = buttonsOf(n.Request)
+			q.Multi = true
+		}
 		if err := e.track(ctx, key, id, q, expiresOf(n.Event)); err != nil {
 			return err
 		}
@@ -213,14 +218,22 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	body := Clip(withoutDataImages(n.Request.Text), 64<<10) + "\r\n\r\n"
 	// A mail has no buttons: its options are written out.
 	if opts, _ := described(n.Request); len(opts) > 0 {
-		_, _, custom := wire.OptionsOf(n.Request.Questions)
+		_, multi, custom := wire.OptionsOf(n.Request.Questions)
 		how := "Answers offered: reply with one of them.\r\n"
+		if multi {
+			// Numbered, for a reply such as "1, 3".
+			how = "Answers offered: reply with one or more of them, by their numbers (\"1, 3\") or their names, one a line.\r\n"
+		}
 		if custom {
-			how = "Answers offered: reply with one of them, or in your own words.\r\n"
+			how = strings.TrimSuffix(how, ".\r\n") + ", or in your own words.\r\n"
 		}
 		body += how
-		for _, o := range opts {
-			body += "\r\n  * " + o.line()
+		for i, o := range opts {
+			if multi {
+				body += "\r\n  " + strconv.Itoa(i+1) + ". " + o.line()
+			} else {
+				body += "\r\n  * " + o.line()
+			}
 		}
 		body += "\r\n\r\n"
 	}

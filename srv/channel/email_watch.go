@@ -18,7 +18,6 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-message/textproto"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -400,8 +399,11 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 	}
 	from := r.addr()
 	why, hint := r.gone, ""
+	// A reply naming several options of a question taking several
+	// answers with them, one text each (multi.go).
+	contents := typedContents(r.q.Labels, r.q.Multi, true, text)
 	switch {
-	case why != "" && text != "" && a.tookAlready(r.q, "email:"+from, []*pb.McpResultContent{textContent(text)}):
+	case why != "" && text != "" && a.tookAlready(r.q, "email:"+from, contents):
 		// This very reply, taken before (read again after the watch
 		// moved, its reader gone before it marked it read): it answered.
 		why = ""
@@ -416,13 +418,16 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 			why = "the question is not one this server asks any more"
 			break
 		}
-		switch err := a.Reply(ctx, token, r.q.Kind, r.q.ID, text, from, from, "email"); {
+		switch err := a.ReplyWith(ctx, token, r.q.Kind, r.q.ID, contents, from, from, "email"); {
 		case err == nil:
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)
 		case errors.Is(err, hub.ErrNotAnOption):
 			why, hint = err.Error(), "Reply again with one of them, as it is written, or answer in the app."
-		case a.tookAlready(r.q, "email:"+from, []*pb.McpResultContent{textContent(text)}):
+			if r.q.Multi {
+				hint = "Reply again with one or more of them, by their numbers or as they are written, or answer in the app."
+			}
+		case a.tookAlready(r.q, "email:"+from, contents):
 			// This very reply, taken before (read again after the
 			// watch moved, or before it was marked read): it answered.
 		case errors.Is(err, hub.ErrNotPending): // settled meanwhile

@@ -88,12 +88,19 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 	case hub.Asked:
 		// Its buttons show three labels at most, and no description: the
 		// options are listed, and the question has what they leave.
+		// A question taking several of its options has none as a
+		// button (a tap answers with one): they are listed, and chosen
+		// in the app, which a "view" action opens on the question.
+		multi := multiOf(n.Request)
 		var listed string
-		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions {
+		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions || multi {
 			listed = "\n"
 			for _, o := range opts {
 				listed += "\n- " + o.line()
 			}
+		}
+		if multi {
+			listed += "\n\nChoose one or more in the app."
 		}
 		const cutMark = "\n…\n\n_(" + restInApp + ")_"
 		question, cut, markdown := ntfyText(n.Request.Text, cutMark, listed, min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
@@ -103,7 +110,12 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		}
 		m.Message += listed
 		m.Tags = []string{"question"}
-		if n.AnswerURL != "" {
+		switch {
+		case multi && n.AppURL != "":
+			m.Click = n.AppURL + "?request=" + url.QueryEscape(n.Request.ID)
+			m.Actions = []ntfyAction{{Action: "view", Label: "Choose…", URL: m.Click, Clear: true}}
+		case multi:
+		case n.AnswerURL != "":
 			labels, _ := buttonsOf(n.Request)
 			for _, label := range labels[:min(len(labels), ntfyMaxActions)] {
 				body, _ := json.Marshal(map[string]string{"cap": n.Cap, "text": label})

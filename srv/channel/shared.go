@@ -205,6 +205,8 @@ type asked struct {
 	ID     string    `json:"i"`
 	Cap    string    `json:"c,omitempty"`
 	Labels []string  `json:"l,omitempty"`
+	// Multi: several of Labels may be chosen together (multi_select).
+	Multi bool `json:"m,omitempty"`
 	// Title is an e-mail question's subject.
 	Title string `json:"t,omitempty"`
 	// Gone is why a reply to a settled question is not taken; "" while

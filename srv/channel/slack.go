@@ -19,7 +19,6 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
-	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -307,6 +306,10 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		}
 	}
 	hint := "\n\n(Press an answer, or reply in this message's thread.)"
+	multi := multiOf(n.Request)
+	if multi {
+		hint = "\n\n(Tick the answers, then press Send; or reply in this message's thread.)"
+	}
 	if again {
 		hint = slackAgainLine + hint
 	}
@@ -324,10 +327,16 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	// bound), its value only its index.
 	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
+	if multi {
+		buttons = slackTickElements(labels, tag)
+	}
 	for i, label := range labels {
+		if multi {
+			break
+		}
 		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i)+":"+tag, slackText(Clip(label, 75))))
 	}
-	q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
+	q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels, Multi: multi}
 	until := expiresOf(n.Event)
 	// Noted before it is posted: a message whose timestamp never comes
 	// back is still told by the tag its buttons carry.
@@ -594,6 +603,9 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "You may not answer this question.")
 			return
 		}
+		if act.Type == slack.ActionType(slack.METCheckboxGroups) {
+			continue // a box ticked: Slack keeps it, and Send reads it (slack_multi.go)
+		}
 		q, asked, err := s.patientQuestion(ctx, slackKey{channel, ts})
 		if err == nil && !asked {
 			// A copy whose post never told its timestamp (slack_tag.go).
@@ -605,14 +617,22 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			return
 		}
 		pending := asked && q.Gone == ""
-		label, ok := strings.CutPrefix(act.Value, "a:")
-		label, _, _ = strings.Cut(label, ":")
-		i, err := strconv.Atoi(label)
-		if !ok || err != nil || i < 0 || pending && i >= len(q.Labels) {
+		what, i, ok := tapOf(act.Value)
+		if !ok || what == 't' || pending && i >= len(q.Labels) || asked && (what == 'a') == q.Multi {
 			s.tell(ctx, channel, cb.User.ID, "Not an answer of ours.")
 			continue
 		}
-		if asked && !pending && i < len(q.Labels) && a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}) {
+		// What the press answers with: its option, or (Send) the
+		// options ticked in the message's state.
+		var chosen []string
+		switch {
+		case !asked || i >= len(q.Labels):
+		case what == 'a':
+			chosen = q.Labels[i : i+1]
+		default:
+			chosen = slackTicked(cb.BlockActionState, q.Labels)
+		}
+		if asked && !pending && len(chosen) > 0 && a.tookAlready(q, "slack:"+s.Name(), choiceContents(chosen)) {
 			// This very press, taken before (delivered again to the
 			// instance that took the connection over): it answered.
 			continue
@@ -621,9 +641,13 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 			s.tell(ctx, channel, cb.User.ID, "The question is no longer pending.")
 			return
 		}
-		switch err := patiently(ctx, func() error { return a.ByCap(ctx, q.Cap, q.Labels[i]) }); {
+		if len(chosen) == 0 {
+			s.tell(ctx, channel, cb.User.ID, "Tick one or more answers first, then press Send.")
+			continue
+		}
+		switch err := patiently(ctx, func() error { return a.ByCapAll(ctx, q.Cap, chosen) }); {
 		case err == nil:
-		case a.tookAlready(q, "slack:"+s.Name(), []*pb.McpResultContent{textContent(q.Labels[i])}):
+		case a.tookAlready(q, "slack:"+s.Name(), choiceContents(chosen)):
 			// This very press, taken before (delivered again after the
 			// connection moved): it answered.
 		case errors.Is(err, hub.ErrNotPending):
@@ -703,8 +727,9 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	if !mine {
 		return
 	}
+	contents := typedContents(q.Labels, q.Multi, false, m.Text)
 	if q.Gone != "" {
-		if a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
+		if a.tookAlready(q, "slack:"+m.User, contents) {
 			return // this very reply, taken before (delivered again to another instance)
 		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
@@ -714,8 +739,8 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		notTaken("an answer is text.")
 		return
 	}
-	err = patiently(ctx, func() error { return a.Reply(ctx, token, q.Kind, q.ID, m.Text, "Slack", m.User, "slack") })
-	if err != nil && !a.tookAlready(q, "slack:"+m.User, []*pb.McpResultContent{textContent(m.Text)}) {
+	err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
+	if err != nil && !a.tookAlready(q, "slack:"+m.User, contents) {
 		notTaken(err.Error())
 	}
 }

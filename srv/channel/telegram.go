@@ -203,7 +203,12 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			}
 		}
 	}
-	const hint = "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	hint := "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	labels, own := buttonsOf(n.Request)
+	multi := multiOf(n.Request)
+	if multi {
+		hint = "\n\n<i>Tick the answers, then tap Send; or reply to this message (text or a photo).</i>"
+	}
 	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
 	hints := hint
 	if len(again) > 0 {
@@ -218,9 +223,14 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	shown := head + body + listed
 	// The quick replies fit on one row; a question's own options, longer
 	// and up to ten, take a row each.
-	labels, own := buttonsOf(n.Request)
 	var rows [][]models.InlineKeyboardButton
+	if multi {
+		rows = tickKeyboard(labels, nil, tag)
+	}
 	for i, label := range labels {
+		if multi {
+			break
+		}
 		b := models.InlineKeyboardButton{Text: label, CallbackData: "a:" + strconv.Itoa(i) + ":" + tag}
 		if len(rows) == 0 || own {
 			rows = append(rows, nil)
@@ -235,7 +245,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if again[chat] {
 			text = shown + againLine + hint
 		}
-		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels}
+		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels, Multi: multi}
 		until := expiresOf(n.Event)
 		// Noted before it is sent: a message whose ID never comes back
 		// (the server dies as Telegram makes it) is still told by the
@@ -251,10 +261,13 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			// question goes as text with no tag (tgplain.go).
 			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
 			hint := plainHint
-			if again[chat] {
-				hint = plainAgain + plainHint
+			if multi {
+				hint = plainTickHint
 			}
-			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainHint), tgLen(settledLine(""))+maxTitle))
+			if again[chat] {
+				hint = plainAgain + hint
+			}
+			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainTickHint), tgLen(settledLine(""))+maxTitle))
 			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
 				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
 		}
@@ -413,17 +426,29 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply("Your answer could not be taken just now; tap again.")
 		return
 	}
-	index, ok := strings.CutPrefix(q.Data, "a:")
-	index, _, _ = strings.Cut(index, ":")
-	i, err := strconv.Atoi(index)
-	if !ok || err != nil || i < 0 || known && i >= len(question.Labels) {
+	what, i, ok := tapOf(q.Data)
+	if !ok || known && i >= len(question.Labels) || known && (what == 'a') == question.Multi {
 		reply("Not an answer of ours.")
 		return
 	}
+	// What the tap answers with: its option, or (Send) the options
+	// ticked on the message's keyboard as Telegram hands it.
+	var chosen []string
+	var kb *models.InlineKeyboardMarkup
+	if q.Message.Message != nil {
+		kb = q.Message.Message.ReplyMarkup
+	}
+	switch {
+	case !known:
+	case what == 'a':
+		chosen = question.Labels[i : i+1]
+	case what == 's':
+		chosen = tickedOf(kb, question.Labels)
+	}
 	noted := known
 	if known && question.Gone != "" {
-		if a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(question.Labels[i])}) {
-			reply("Answered: " + question.Labels[i]) // this very tap, taken before
+		if len(chosen) > 0 && a.tookAlready(question, "telegram:"+t.Name(), choiceContents(chosen)) {
+			reply("Answered: " + strings.Join(chosen, ", ")) // this very tap, taken before
 			return
 		}
 		known = false
@@ -435,18 +460,28 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		reply(answercap.ErrVoid.Error())
 		return
 	}
-	labels := question.Labels
-	err = a.ByCap(ctx, question.Cap, labels[i])
+	switch {
+	case what == 't':
+		t.tick(ctx, b, at, kb, question.Labels, i, tagOfData(q.Data), reply)
+		return
+	case what == 's' && kb == nil:
+		reply("This message is too old to tick; reply to it with your answers, or answer in the app.")
+		return
+	case len(chosen) == 0:
+		reply("Tick one or more answers first, then tap Send.")
+		return
+	}
+	err = a.ByCapAll(ctx, question.Cap, chosen)
 	if answercap.Unsaved(err) && later(ctx) {
 		return // not saved just now, the capability kept: tried again
 	}
 	switch {
 	case err == nil:
-		reply("Answered: " + labels[i])
-	case a.tookAlready(question, "telegram:"+t.Name(), []*pb.McpResultContent{textContent(labels[i])}):
+		reply("Answered: " + strings.Join(chosen, ", "))
+	case a.tookAlready(question, "telegram:"+t.Name(), choiceContents(chosen)):
 		// This very tap, taken before (its update polled again after
 		// the lead moved): it was answered, by it.
-		reply("Answered: " + labels[i])
+		reply("Answered: " + strings.Join(chosen, ", "))
 	case errors.Is(err, hub.ErrNotPending):
 		reply("The question is no longer pending.")
 	default:
@@ -500,7 +535,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	token, mine := a.token(q.Room)
 	whoID := strconv.FormatInt(m.Chat.ID, 10)
 	if text := strings.TrimSpace(m.Text); ok && mine && q.Gone != "" && len(m.Photo) == 0 && text != "" &&
-		a.tookAlready(q, "telegram:"+whoID, []*pb.McpResultContent{textContent(text)}) {
+		a.tookAlready(q, "telegram:"+whoID, typedContents(q.Labels, q.Multi, false, text)) {
 		return // this very reply, taken before (its update polled again)
 	}
 	if !ok || !mine || q.Gone != "" {
@@ -536,7 +571,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 		contents = append(contents, img)
 	}
 	if text := strings.TrimSpace(m.Text + m.Caption); text != "" {
-		contents = append([]*pb.McpResultContent{textContent(text)}, contents...)
+		contents = append(typedContents(q.Labels, q.Multi && len(m.Photo) == 0, false, text), contents...)
 	}
 	err = a.ReplyWith(ctx, token, q.Kind, q.ID, contents, who, whoID, "telegram")
 	if answercap.Unsaved(err) && later(ctx) {

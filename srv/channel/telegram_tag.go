@@ -56,10 +56,17 @@ type tagNote struct {
 // earlier twin, which answers too.
 const againLine = "\n\n<i>Sent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers.</i>"
 
-// tagOfData is the tag a button's data carries ("a:<index>:<tag>"), ""
+// tagOfData is the tag a button's data carries ("a:<index>:<tag>", a
+// box to tick "t:<index>:<tag>", Send "s:<tag>"; telegram_multi.go), ""
 // for a button of an older message ("a:<index>").
 func tagOfData(data string) string {
+	if rest, ok := strings.CutPrefix(data, "s:"); ok {
+		return rest
+	}
 	rest, ok := strings.CutPrefix(data, "a:")
+	if !ok {
+		rest, ok = strings.CutPrefix(data, "t:")
+	}
 	if !ok {
 		return ""
 	}

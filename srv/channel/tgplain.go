@@ -19,8 +19,11 @@ import (
 // plainHint is the hint, and plainAgain the line of a copy sent again
 // (againLine), without their formatting.
 const (
-	plainHint  = "\n\nTap an answer, or reply to this message (text or a photo)."
-	plainAgain = "\n\nSent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers."
+	plainHint = "\n\nTap an answer, or reply to this message (text or a photo)."
+	// plainTickHint is plainHint for a question taking several options
+	// (telegram_multi.go); the longer, it bounds the question's room.
+	plainTickHint = "\n\nTick the answers, then tap Send; or reply to this message (text or a photo)."
+	plainAgain    = "\n\nSent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers."
 )
 
 // formattingRefused says whether err is Telegram refusing a message for

@@ -130,12 +130,18 @@ type webhookEvent struct {
 	Agent   string    `json:"agent,omitempty"`
 	Text    string    `json:"text,omitempty"`
 	At      time.Time `json:"at"`
-	// Asked: where and how to answer without the token.
-	Answer *webhookAnswer `json:"answer,omitempty"`
-	// Answered: by whom, and what.
-	AnsweredBy string `json:"answered_by,omitempty"`
-	Reply      string `json:"reply,omitempty"`
-	Reason     string `json:"reason,omitempty"`
+	// Asked: the labels of its options, whether several may be chosen
+	// together (answered then with "texts"), and where and how to
+	// answer without the token.
+	Options     []string       `json:"options,omitempty"`
+	MultiSelect bool           `json:"multi_select,omitempty"`
+	Answer      *webhookAnswer `json:"answer,omitempty"`
+	// Answered: by whom, and what: its first text, and all of them when
+	// it has several (the options chosen of a multi_select question).
+	AnsweredBy string   `json:"answered_by,omitempty"`
+	Reply      string   `json:"reply,omitempty"`
+	Replies    []string `json:"replies,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
 }
 
 type webhookAnswer struct {
@@ -161,14 +167,24 @@ func (w *Webhook) Send(ctx context.Context, n Notice) error {
 	switch n.Kind {
 	case hub.Asked:
 		e.Text = n.Request.Text
+		if opts, _, _ := wire.OptionsOf(n.Request.Questions); len(opts) > 0 {
+			e.Options, _ = buttonsOf(n.Request)
+			e.MultiSelect = multiOf(n.Request)
+		}
 		e.Answer = &webhookAnswer{Signed: "/channels/webhook/" + w.ID + "/answer", Cap: n.Cap, URL: n.AnswerURL}
 	case hub.Answered:
 		e.AnsweredBy = n.Reply.Nickname
+		var all []string
 		for _, c := range n.Reply.Contents {
 			if t := c.GetText().GetText(); t != "" {
-				e.Reply = t
-				break
+				all = append(all, t)
 			}
+		}
+		if len(all) > 0 {
+			e.Reply = all[0]
+		}
+		if len(all) > 1 {
+			e.Replies = all
 		}
 	}
 	body, _ := json.Marshal(e)
@@ -232,17 +248,30 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		var a struct {
 			ID   string `json:"id"`
 			Text string `json:"text"`
-			Kind string `json:"kind"`
-			By   string `json:"by"`
+			// Texts: the options chosen of a question taking several,
+			// one text each, instead of Text.
+			Texts []string `json:"texts"`
+			Kind  string   `json:"kind"`
+			By    string   `json:"by"`
 		}
-		const shape = `the body must be {"id": "...", "text": "...", "kind": "question"|"report", "by": "..."}`
+		const shape = `the body must be {"id": "...", "text": "..." (or "texts": ["...", ...]), "kind": "question"|"report", "by": "..."}`
 		bad := ""
 		switch err := decodeAnswer(body, &a); {
 		case err != nil:
-			bad = "the body is not one JSON object of id, text, kind and by, each once and in lower case"
+			bad = "the body is not one JSON object of id, text or texts, kind and by, each once and in lower case"
 		case a.ID == "":
 			bad = "no id"
-		case strings.TrimSpace(a.Text) == "":
+		case a.Texts != nil && a.Text != "":
+			bad = "both text and texts"
+		case a.Texts != nil && len(a.Texts) == 0:
+			bad = "texts is empty"
+		case len(a.Texts) > wire.MaxOptions:
+			bad = fmt.Sprintf("texts has %d items, more than a question's %d options", len(a.Texts), wire.MaxOptions)
+		case a.Texts != nil && slices.ContainsFunc(a.Texts, func(t string) bool { return strings.TrimSpace(t) == "" }):
+			bad = "an item of texts is empty"
+		case a.Texts != nil && slices.ContainsFunc(a.Texts, func(t string) bool { return !utf8.ValidString(t) }):
+			bad = "an item of texts is not UTF-8"
+		case a.Texts == nil && strings.TrimSpace(a.Text) == "":
 			bad = "no text"
 		case !utf8.ValidString(a.Text):
 			bad = "the text is not UTF-8"
@@ -283,7 +312,11 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 		if len(pendingIn) == 1 {
 			tok = pendingIn[0]
 		}
-		err = (Answers{hub: h}).Reply(r.Context(), tok, kind, a.ID, a.Text, who, w.ID, "webhook")
+		texts := a.Texts
+		if texts == nil {
+			texts = []string{a.Text}
+		}
+		err = (Answers{hub: h}).ReplyWith(r.Context(), tok, kind, a.ID, choiceContents(texts), who, w.ID, "webhook")
 		switch {
 		case errors.Is(err, hub.ErrNotPending):
 			refuse(http.StatusConflict, "the question is no longer pending",
@@ -347,7 +380,7 @@ func (w *Webhook) forget(sig string) {
 }
 
 // answerKeys are the keys of a signed answer, as written.
-var answerKeys = []string{"id", "text", "kind", "by"}
+var answerKeys = []string{"id", "text", "texts", "kind", "by"}
 
 // decodeAnswer reads a signed answer into a when it has one meaning:
 // one JSON object, each key once and written as answerKeys are

@@ -1,0 +1,71 @@
+package channel
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWebhookAnswersSeveral: the asked event of a question that takes
+// several options names them and says so; a signed answer may then be a
+// list ("texts"), which reaches the agent one text each, as the inbox
+// answers; a body with both text and texts, or an empty list, is
+// refused (400); the answered event carries every text.
+func TestWebhookAnswersSeveral(t *testing.T) {
+	recv := newReceiver(t)
+	hook := &Webhook{ID: "n8n", URL: recv.URL, Secret: "s3cret-s3cret-s3cret", Token: tokA}
+	f := newFixture(t, map[string][]Channel{tokA: {hook}}, Options{})
+	answered := f.askSeveral(tokA, "q-1")
+	_, bodies := recv.waitFor(t, 1)
+	var e struct {
+		webhookEvent
+		Options     []string `json:"options"`
+		MultiSelect bool     `json:"multi_select"`
+	}
+	if err := json.Unmarshal(bodies[0], &e); err != nil || e.Answer == nil {
+		t.Fatalf("event %s: %v", bodies[0], err)
+	}
+	if strings.Join(e.Options, "|") != "Web|Mobile|Desktop" || !e.MultiSelect {
+		t.Errorf("event %s: want its options and multi_select", bodies[0])
+	}
+	post := func(body string) (int, string) {
+		req, _ := http.NewRequest("POST", f.public.URL+e.Answer.Signed, strings.NewReader(body))
+		ts := time.Now().Unix()
+		req.Header.Set(TimestampHeader, strconv.FormatInt(ts, 10))
+		req.Header.Set(SignatureHeader, sign("s3cret-s3cret-s3cret", ts, []byte(body)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, bad := range []string{
+		`{"id":"q-1","text":"Web","texts":["Desktop"]}`,
+		`{"id":"q-1","texts":[]}`,
+		`{"id":"q-1","texts":["Web",""]}`,
+		`{"id":"q-1","texts":"Web"}`,
+	} {
+		if code, body := post(bad); code != http.StatusBadRequest {
+			t.Errorf("%s: %d %s, want 400", bad, code, body)
+		}
+	}
+	if code, body := post(`{"id":"q-1","texts":["Web","Desktop"],"by":"Ana"}`); code != http.StatusOK {
+		t.Fatalf("a list: %d %s", code, body)
+	}
+	if rep := answer(t, answered); texts(rep) != "Web|Desktop" || rep.Door != "webhook" {
+		t.Fatalf("the agent got %q", texts(rep))
+	}
+	_, bodies = recv.waitFor(t, 2)
+	var done struct {
+		Replies []string `json:"replies"`
+	}
+	if err := json.Unmarshal(bodies[1], &done); err != nil || strings.Join(done.Replies, "|") != "Web|Desktop" {
+		t.Errorf("answered event %s: want every text in replies", bodies[1])
+	}
+}
