@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -41,13 +42,8 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 		if re := refusedOf(err); re != nil {
 			// Not tried again within a minute, nor told at each try: a
 			// person must fix the login (refused.go).
-			refused = nextRefusedWait(refused)
-			again := e.refused.get(e.Logger).refused(e, re)
-			select {
-			case <-ctx.Done():
+			if !awaitRefused(ctx, &refused, e.refused.get(e.Logger).refused(e, re)) {
 				return
-			case <-time.After(refused):
-			case <-again:
 			}
 			continue
 		}
@@ -86,18 +82,9 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 	if err != nil {
 		return false, fmt.Errorf("connect: %w", err)
 	}
-	var c *imapclient.Client
-	switch e.TLS {
-	case "none":
-		c = imapclient.New(conn, opts)
-	case "tls":
-		cfg := opts.TLSConfig.Clone()
-		cfg.NextProtos = []string{"imap"}
-		c = imapclient.New(tls.Client(conn, cfg), opts)
-	default:
-		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
-			return false, fmt.Errorf("connect: %w", err)
-		}
+	c, err := e.imapClient(conn, opts)
+	if err != nil {
+		return false, fmt.Errorf("connect: %w", err)
 	}
 	defer func() { _ = c.Close() }()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
@@ -162,6 +149,22 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 			return true, errors.New("the connection closed")
 		default:
 		}
+	}
+}
+
+// imapClient speaks IMAP on conn as the TLS setting says: in the clear,
+// in TLS from the first byte, or after STARTTLS (the library closes conn
+// when that fails).
+func (e *Email) imapClient(conn net.Conn, opts *imapclient.Options) (*imapclient.Client, error) {
+	switch e.TLS {
+	case "none":
+		return imapclient.New(conn, opts), nil
+	case "tls":
+		cfg := opts.TLSConfig.Clone()
+		cfg.NextProtos = []string{"imap"}
+		return imapclient.New(tls.Client(conn, cfg), opts), nil
+	default:
+		return imapclient.NewStartTLS(conn, opts)
 	}
 }
 

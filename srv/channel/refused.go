@@ -3,7 +3,6 @@ package channel
 import (
 	"cmp"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +36,21 @@ const (
 // nextRefusedWait is the wait after wait, for a credential refused.
 func nextRefusedWait(wait time.Duration) time.Duration {
 	return min(max(2*wait, refusedWait), refusedMaxWait)
+}
+
+// awaitRefused is a listener's wait after its credential was refused:
+// the next of its growing waits (*wait), cut short once the credential
+// is taken elsewhere (again, from refusals.refused); false when ctx
+// ends first.
+func awaitRefused(ctx context.Context, wait *time.Duration, again <-chan struct{}) bool {
+	*wait = nextRefusedWait(*wait)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*wait):
+	case <-again:
+	}
+	return true
 }
 
 // RefusedError is a service's refusal of a channel's credential: a
@@ -257,20 +271,9 @@ func (e *Email) CheckLogin(ctx context.Context) error {
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	var c *imapclient.Client
-	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr)}
-	switch e.TLS {
-	case "none":
-		c = imapclient.New(conn, opts)
-	case "tls":
-		cfg := opts.TLSConfig.Clone()
-		cfg.NextProtos = []string{"imap"}
-		c = imapclient.New(tls.Client(conn, cfg), opts)
-	default:
-		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
-			_ = conn.Close()
-			return fmt.Errorf("email: connect to IMAP: %w", err)
-		}
+	c, err := e.imapClient(conn, &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr)})
+	if err != nil {
+		return fmt.Errorf("email: connect to IMAP: %w", err)
 	}
 	defer func() { _ = c.Close() }()
 	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {

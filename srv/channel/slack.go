@@ -478,13 +478,8 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 		if re := s.refusal(err, slackAppToken); re != nil {
 			// Not tried again within seconds, nor told at each try: the
 			// token must change, or the app be installed again.
-			refused = nextRefusedWait(refused)
-			again := s.refused.get(s.Logger).refused(s, re)
-			select {
-			case <-ctx.Done():
+			if !awaitRefused(ctx, &refused, s.refused.get(s.Logger).refused(s, re)) {
 				return
-			case <-time.After(refused):
-			case <-again:
 			}
 			continue
 		}

@@ -132,13 +132,8 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 		if re := refusedOf(err); re != nil && ctx.Err() == nil {
 			// Not tried again within seconds, nor told at each try: a
 			// person must change the token (refused.go).
-			refused = nextRefusedWait(refused)
-			again := t.refused.get(t.Logger).refused(t, re)
-			select {
-			case <-ctx.Done():
+			if !awaitRefused(ctx, &refused, t.refused.get(t.Logger).refused(t, re)) {
 				return
-			case <-time.After(refused):
-			case <-again:
 			}
 			delay = 0
 			continue
