@@ -48,7 +48,7 @@ type Slack struct {
 	// Mode connection (nil: the defaults): a test's in-memory network.
 	transport http.RoundTripper
 	dial      func(ctx context.Context, network, addr string) (net.Conn, error)
-	// ackWithin bounds the wait for an event's handling before its
+	// ackWithin bounds the wait for a press's handling before its
 	// envelope is acknowledged all the same (0: defaultAckWithin).
 	ackWithin time.Duration
 
@@ -72,18 +72,18 @@ type Slack struct {
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
 	// acknowledgement was late. Touched only by Listen's event goroutine.
-	handled      map[string]bool
+	handled      map[string]*slackAck
 	handledOrder []string
 }
 
-// defaultAckWithin: an envelope is acknowledged once its event is
-// handled (an answer saved, or the person told why not), or after this
-// long, whichever comes first. Slack sends again what is not
-// acknowledged within 3 s (and shows a press's person an error), so a
-// server that dies between taking a reply and saving it is sent the
-// reply again, after its restart or at another instance, rather than
-// lose it; an answer slower to save than this is acknowledged and
-// handled to its end all the same.
+// defaultAckWithin: a press's envelope is acknowledged once its answer
+// is saved (or the person told why not), or after this long, whichever
+// comes first: Slack shows the person an error when a press is not
+// acknowledged within 3 s (docs.slack.dev/interactivity/handling-user-interaction).
+// One acknowledged before it is saved tells the person so
+// (slackUnsavedNote) and is handled to its end all the same. A thread
+// reply waits for its answer however long: Slack sends it again
+// meanwhile, and after a restart.
 const defaultAckWithin = 2 * time.Second
 
 // maxHandled bounds the events remembered against redelivery (Slack
@@ -494,32 +494,28 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	}
 }
 
-// event handles one Socket Mode event, then acknowledges its envelope,
-// or acknowledges it after ackWithin and goes on (defaultAckWithin).
-// What is acknowledged Slack never sends again, to this instance or
-// another: it is handled to its end (within handleFor), even when the
-// lead is lost meanwhile. One that comes when the lead is lost already
-// is left to the instance Slack sends it to next.
+// event handles one Socket Mode event, then acknowledges its envelope.
+// A thread reply's is acknowledged once its answer is saved, or the
+// person told why not, however long that takes (within handleFor): Slack
+// sends it again meanwhile (nearly at once, then after a minute and
+// after five), and a server killed before saving it has it sent again,
+// to its restart or another instance. A press's is acknowledged after
+// ackWithin all the same (Slack shows the person an error past 3 s),
+// and the person told that their answer is not saved yet
+// (slackUnsavedNote). What is acknowledged is handled to its end, even
+// when the lead is lost meanwhile. One that comes when the lead is lost
+// already is left to the instance Slack sends it to next.
 func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) {
 	if ctx.Err() != nil {
 		return
 	}
+	var env *slackAck
 	if ev.Request != nil && ev.Request.EnvelopeID != "" {
-		lead, env := ctx, ev.Request.EnvelopeID
-		var once sync.Once
-		ack := func() { once.Do(func() { _ = sm.AckCtx(lead, env, nil) }) }
-		within := s.ackWithin
-		if within <= 0 {
-			within = defaultAckWithin
-		}
-		// Its goroutine is waited for here: Do returns once its ack has.
-		t := time.AfterFunc(within, ack)
-		defer func() {
-			t.Stop()
-			ack()
-		}()
+		lead, id := ctx, ev.Request.EnvelopeID
+		env = newSlackAck(func() { _ = sm.AckCtx(lead, id, nil) })
+		defer env.finish()
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(context.WithValue(ctx, slackAckKey{}, env)), handleFor)
 	defer cancel()
 	switch ev.Type {
 	case socketmode.EventTypeInteractive:
@@ -528,21 +524,23 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 			for _, act := range cb.ActionCallback.BlockActions {
 				id += "\x00" + act.ActionTs
 			}
-			if s.again(id) {
+			if s.again(ctx, id, env) {
 				return
 			}
-			s.pressed(ctx, cb, a)
+			saved := s.ackLate(hctx, env, cb)
+			defer saved()
+			s.pressed(hctx, cb, a, saved)
 		}
 	case socketmode.EventTypeEventsAPI:
 		e, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || e.Type != slackevents.CallbackEvent {
 			return
 		}
-		if outer, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && outer.EventID != "" && s.again("event\x00"+outer.EventID) {
+		if outer, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && outer.EventID != "" && s.again(ctx, "event\x00"+outer.EventID, env) {
 			return
 		}
 		if m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent); ok {
-			s.replied(ctx, m, a)
+			s.replied(hctx, m, a)
 		}
 	case socketmode.EventTypeConnectionError:
 		if e, ok := ev.Data.(*slack.ConnectionErrorEvent); ok {
@@ -556,22 +554,70 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 	}
 }
 
+// ackLate acknowledges the press cb's envelope env after ackWithin if
+// it is not by then, and tells the presser their answer is not saved
+// yet, unless the press answers nothing (a box ticked, a person not
+// ours) or saved was called. saved stops that; it returns once a note
+// on its way is told.
+func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.InteractionCallback) (saved func()) {
+	if env == nil {
+		return func() {}
+	}
+	answers := false
+	for _, act := range cb.ActionCallback.BlockActions {
+		answers = answers || act.Type != slack.ActionType(slack.METCheckboxGroups)
+	}
+	answers = answers && s.allowed(cb.User.ID)
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	within := s.ackWithin
+	if within <= 0 {
+		within = defaultAckWithin
+	}
+	var mu sync.Mutex // held alone
+	done := false
+	// Its goroutine is waited for by saved: mu is held while it tells.
+	t := time.AfterFunc(within, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		done = true
+		env.ack()
+		if answers {
+			s.tell(ctx, channel, cb.User.ID, slackUnsavedNote)
+		}
+	})
+	return func() {
+		t.Stop()
+		mu.Lock()
+		done = true
+		mu.Unlock()
+	}
+}
+
 // again reports whether the event id was handled already, and
 // remembers it: a redelivered reply or press must neither answer twice
-// nor tell the person their answer was not taken.
-func (s *Slack) again(id string) bool {
-	if s.handled[id] {
+// nor tell the person their answer was not taken. Its envelope env is
+// acknowledged once the first one is (afterFirst): not while that one's
+// answer is unsaved.
+func (s *Slack) again(ctx context.Context, id string, env *slackAck) bool {
+	if first, ok := s.handled[id]; ok {
 		logOf(s.Logger).Debug("slack: an event delivered again is ignored")
+		s.afterFirst(ctx, env, first)
 		return true
 	}
 	if s.handled == nil {
-		s.handled = map[string]bool{}
+		s.handled = map[string]*slackAck{}
 	}
 	if len(s.handledOrder) >= maxHandled {
 		delete(s.handled, s.handledOrder[0])
 		s.handledOrder = s.handledOrder[1:]
 	}
-	s.handled[id] = true
+	s.handled[id] = env
 	s.handledOrder = append(s.handledOrder, id)
 	return false
 }
@@ -587,8 +633,8 @@ func (s *Slack) tell(ctx context.Context, channel, user, text string) {
 }
 
 // pressed answers with the capability of the question the pressed
-// message asks.
-func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Answers) {
+// message asks; saved is called once the answer is saved.
+func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Answers, saved func()) {
 	channel, ts := cb.Container.ChannelID, cb.Container.MessageTs
 	if channel == "" {
 		channel, ts = cb.Channel.ID, cb.Message.Timestamp
@@ -642,6 +688,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		}
 		switch err := patiently(ctx, func() error { return a.ByCapAll(ctx, q.Cap, chosen) }); {
 		case err == nil:
+			saved()
 		case a.tookAlready(q, "slack:"+s.Name(), choiceContents(chosen)):
 			// This very press, taken before (delivered again after the
 			// connection moved): it answered.
@@ -802,9 +849,10 @@ const maxSlackHolds = 64
 // holdAside tries the reply m again, in a goroutine of Listen's, until
 // its question's note is there or retryFor has passed, and then handles
 // it (told "Not taken" if it is still missing and the thread is the
-// bot's); Slack sends no event again once acknowledged, so it is held
-// here, while the events after it are handled. False when it cannot be
-// held (none of Listen's, or too many held).
+// bot's) and acknowledges its envelope: held here, while the events
+// after it are handled, and not acknowledged before it is taken, so that
+// Slack sends it again if the server dies meanwhile. False when it
+// cannot be held (none of Listen's, or too many held).
 func (s *Slack) holdAside(ctx context.Context, m *slackevents.MessageEvent, a Answers) bool {
 	h, ok := ctx.Value(slackHoldsKey{}).(*slackHolds)
 	if !ok {
@@ -816,6 +864,8 @@ func (s *Slack) holdAside(ctx context.Context, m *slackevents.MessageEvent, a An
 		return false
 	}
 	h.n++
+	env := ackOf(ctx)
+	env.handOver()
 	h.wg.Go(func() {
 		defer func() {
 			h.mu.Lock()
@@ -833,11 +883,12 @@ func (s *Slack) holdAside(ctx context.Context, m *slackevents.MessageEvent, a An
 			}
 			return nil
 		})
-		// Handled to its end, also when the lead is lost meanwhile: the
-		// event was acknowledged, no other instance has it.
+		// Handled to its end, also when the lead is lost meanwhile:
+		// another instance Slack sends it to finds it taken.
 		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
 		defer cancel()
 		s.reply(hctx, m, a, true)
+		env.ack()
 	})
 	return true
 }

@@ -71,7 +71,9 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 		notes.hide(sl.noteKey(slackKey{dm, ts1}))
 		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1"))) // held back with it
 
-		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts1, "Ship it."))
+		// Acknowledged once taken (slack_ack_test.go).
+		held := make(chan error, 1)
+		go func() { held <- api.Send(t.Context(), "events_api", slacktest.ThreadReply("U42", dm, ts1, "Ship it.")) }()
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts2, "Roll back."))
 		if got := textOf(answer(t, q2)); got != "Roll back." {
 			t.Fatalf("the reply after the held one: the agent got %q", got)
@@ -91,6 +93,9 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 		notes.show(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Errorf("the held reply: the agent got %q", got)
+		}
+		if err := <-held; err != nil {
+			t.Error(err)
 		}
 		if told := notTakenIn(api); len(told) != 0 {
 			t.Errorf("the person was told %q", told)
@@ -114,7 +119,8 @@ func TestSlackReplyWithoutNoteToldAtLast(t *testing.T) {
 		notes.hide(sl.noteKey(slackKey{dm, ts}))
 		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
 
-		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it."))
+		held := make(chan error, 1)
+		go func() { held <- api.Send(t.Context(), "events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it.")) }()
 		api.Envelope(t, "events_api", slacktest.ThreadReply("U42", dm, "1600000000.000001", "A thread of my own."))
 		time.Sleep(retryFor - time.Second)
 		synctest.Wait()
@@ -126,6 +132,9 @@ func TestSlackReplyWithoutNoteToldAtLast(t *testing.T) {
 		told := notTakenIn(api)
 		if len(told) != 1 || len(told[ts]) != 1 || !strings.Contains(told[ts][0], "asks no pending question") {
 			t.Errorf("after retryFor the person was told %q", told)
+		}
+		if err := <-held; err != nil {
+			t.Errorf("the reply told at last: %v", err)
 		}
 	})
 }

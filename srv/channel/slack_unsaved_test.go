@@ -16,9 +16,9 @@ import (
 // TestSlackAnswerNotSavedTriedAgain: a thread reply and a press whose
 // answer the server cannot save for a moment (a cluster's NATS without
 // a quorum, a full disk) are taken once it can, not told "Not taken":
-// Slack does not hold an event once acknowledged, so the channel tries
-// the answer again itself, and the press's capability, not used by an
-// answer that was not saved, still answers.
+// the channel tries the answer again itself, and the press's
+// capability, not used by an answer that was not saved, still answers.
+// The press, acknowledged before it is saved, is told only that.
 func TestSlackAnswerNotSavedTriedAgain(t *testing.T) {
 	const botToken, appToken = "xoxb-3-secret-bot-token", "xapp-3-A1-secret-app-token"
 	const dm = "D42"
@@ -44,9 +44,14 @@ func TestSlackAnswerNotSavedTriedAgain(t *testing.T) {
 		t.Helper()
 		shared.fail.Store(true)
 		before := shared.refused.Load()
-		api.Envelope(t, typ, payload)
+		// A reply is acknowledged once saved, a press after ackWithin.
+		acked := make(chan error, 1)
+		go func() { acked <- api.Send(t.Context(), typ, payload) }()
 		eventually(t, "the answer refused by the store", func() bool { return shared.refused.Load() > before })
 		shared.fail.Store(false)
+		if err := within(t, "the acknowledgement", acked); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	answered := ask("q-1")
@@ -68,8 +73,10 @@ func TestSlackAnswerNotSavedTriedAgain(t *testing.T) {
 			t.Errorf("the person was told %q", c["text"])
 		}
 	}
-	if told := calls(t, api, "chat.postEphemeral"); len(told) > 0 {
-		t.Errorf("the person was told %v", told)
+	for _, c := range calls(t, api, "chat.postEphemeral") {
+		if c["text"] != slackUnsavedNote {
+			t.Errorf("the person was told %q", c["text"])
+		}
 	}
 }
 
