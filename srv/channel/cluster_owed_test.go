@@ -199,3 +199,40 @@ func TestClusterFollowUpOfAKilledInstance(t *testing.T) {
 		t.Errorf("notifications replaced %d times, want 2", n)
 	}
 }
+
+// TestClusterFollowUpOfAClearedQuestion: a question settled while no
+// instance followed it up, and its record cleared from the history
+// before an instance that never heard of it took the lease, kept its
+// notification as waiting for good (the scan skipped it at every turn,
+// its outcome not known). As one server does, it is followed up as no
+// longer pending.
+func TestClusterFollowUpOfAClearedQuestion(t *testing.T) {
+	ntfy, url := newNtfyCounter(t)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	ch := []channel.Channel{&channel.Ntfy{URL: url, Topic: "t"}}
+	o := channel.Options{Hub: a.hub, Caps: a.caps, Routes: map[string][]channel.Channel{tokA: ch}, Notes: a.ch, Leader: a.ch}
+	channel.SetOwedScan(&o, 50*time.Millisecond)
+	m := channel.New(o)
+	answered := askOn(a.hub, "q-1")
+	waitUntil(t, "the question noted as sent", func() bool { return owedNoted(t, a, "q-1", false) })
+	m.Close() // a's channels stop before the settle is heard
+	waitUntil(t, "B has the question", func() bool { return b.hub.Validity(tokA, []string{"q-1"})["q-1"] })
+	if err := b.hub.Answer(t.Context(), tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Yes"}}},
+		ClientID: "ws:Ana", Nickname: "Ana"}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, "the agent's answer", answered)
+	if n, err := b.hub.ClearHistory(tokA); err != nil || n != 1 {
+		t.Fatalf("cleared %d records: %v", n, err)
+	}
+
+	c := startNode(t, ns.URL(), "c") // heard nothing of q-1
+	oc := channel.Options{Hub: c.hub, Caps: c.caps, Routes: map[string][]channel.Channel{tokA: ch}, Notes: c.ch, Leader: c.ch}
+	channel.SetOwedScan(&oc, 50*time.Millisecond)
+	mc := channel.New(oc)
+	t.Cleanup(mc.Close)
+	if got := recv(t, "the notification replaced", ntfy.titles); got != "No longer pending" {
+		t.Errorf("the notification replaced says %q", got)
+	}
+}

@@ -531,11 +531,18 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
 				continue // pending
 			}
-			o, settled := m.o.Hub.Outcome(tok, rec.ID)
-			if !settled {
+			switch o, settled := m.o.Hub.Outcome(tok, rec.ID); {
+			case settled:
+				nt, since = withOutcome(nt, o), o.At
+			case m.o.Hub.Forgotten(tok, rec.ID):
+				// Settled, and its record deleted (a history cleared,
+				// a budget's eviction) before its outcome was noted:
+				// told as one server tells it after a restart.
+				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
+				nt, since = rec.notice(tok), now
+			default:
 				continue
 			}
-			nt, since = withOutcome(nt, o), o.At
 			found++
 		}
 		m.owe(c, nt, since, now)

@@ -56,3 +56,22 @@ func (h *Hub) Outcome(token, id string) (Outcome, bool) {
 	}
 	return o, true
 }
+
+// Forgotten reports whether the store holds no record of the request id
+// of token any more (a history cleared, a budget's eviction), so that
+// its outcome will never be known; false when it holds one, or cannot
+// say just now.
+func (h *Hub) Forgotten(token, id string) bool {
+	r := h.room(token)
+	if h.local != nil {
+		if h.local.db == nil {
+			return false // in memory only: nothing to ask
+		}
+		_, ok, err := h.local.db.Find(r.digest, id)
+		return err == nil && !ok
+	}
+	ctx, cancel := h.sharedCtx(context.Background())
+	defer cancel()
+	_, _, err := h.shared.Get(ctx, r.digest, id)
+	return errors.Is(err, ErrRecordMissing)
+}

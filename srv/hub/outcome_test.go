@@ -67,5 +67,8 @@ func TestOutcomeAfterALongStop(t *testing.T) {
 		if _, ok := h2.Outcome("other", "q-3"); ok {
 			t.Error("another token's request was told")
 		}
+		if h2.Forgotten("tok", "q-3") || !h2.Forgotten("tok", "never-asked") {
+			t.Error("Forgotten does not tell a record on disk from none")
+		}
 	})
 }
