@@ -90,7 +90,7 @@ vet:
 ## test: everything CI runs: Go (race detector), the UI's unit tests, and
 ## the browser tests (Debian's chromium; set CHROMIUM to use another)
 test: checkgenerate vet build
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 	cd $(WEB) && $(NPM) test
 	cd $(WEB) && $(NPM) run e2e
 
