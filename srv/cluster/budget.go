@@ -40,8 +40,10 @@ import (
 // compare-and-set on the revision the index has: one that changed since
 // (settled again, marked handed over) is not deleted on what is no
 // longer so, and of two instances evicting a room at once, both taking
-// the oldest first, the second finds the first's deletion, stops, and
-// leaves the room to the first: neither deletes past what the budget
+// the oldest first, the second finds the first's deletion and stops: it
+// looks at the room again once it has heard the bucket as it is then
+// (the first's pass was from the room as the first had heard it, which
+// may lack the second's write). Neither deletes past what the budget
 // asks, and they do not fight. A pass cut short by NATS is tried again
 // within budgetRetry.
 //
@@ -267,8 +269,9 @@ func (b *historyBudget) next() (string, bool) {
 
 // evict deletes room's oldest settled records but those it spares until
 // the room is within the budget, as the index has it. It stops at the
-// first record that changed since it was heard: another instance is
-// evicting, or the record is no longer what the index says.
+// first record that changed since it was heard (another instance is
+// evicting, or the record is no longer what the index says), and owes
+// the room a pass once that change is heard.
 func (b *historyBudget) evict(ctx context.Context, room string) error {
 	victims, over := b.victims(room)
 	if over <= 0 {
@@ -284,7 +287,7 @@ func (b *historyBudget) evict(ctx context.Context, room string) error {
 		err = b.c.reqs.Delete(dctx, key(room, v.id), jetstream.LastRevision(v.rev))
 		cancel()
 		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			err = nil
+			err = b.again(ctx, room)
 			break
 		}
 		if err != nil {
@@ -309,6 +312,26 @@ func (b *historyBudget) evict(ctx context.Context, room string) error {
 		b.noteEvicted(ev)
 	}
 	return err
+}
+
+// again owes room another pass once this instance has heard the bucket
+// as it is now: its pass found a record changed since it was heard.
+// Another instance's pass deleted it, most often, and brought the room
+// within the budget as that instance had heard it, which may be before
+// this instance's write that took the room over; or the record was
+// settled again. Either way the index is behind on the room, and a pass
+// from it as it is now deletes what is still over, if anything.
+func (b *historyBudget) again(ctx context.Context, room string) error {
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeoutCluster)
+	defer cancel()
+	rev, err := b.c.lastRevision(rctx)
+	if err != nil {
+		return err
+	}
+	b.mu.Lock()
+	b.owed[room] = max(b.owed[room], rev)
+	b.mu.Unlock()
+	return nil
 }
 
 // sharedTimeoutCluster bounds one deletion of an eviction.
@@ -436,8 +459,8 @@ func (b *historyBudget) noteEvicted(ev evicted) {
 }
 
 // waitIdle waits until the index has heard revision rev and no pass is
-// owed that could run: what the writes up to rev took past the budget
-// is evicted.
+// running or owed: what the writes up to rev took past the budget is
+// evicted.
 func (b *historyBudget) waitIdle(ctx context.Context, rev uint64) error {
 	stop := context.AfterFunc(ctx, func() {
 		b.mu.Lock()
@@ -447,21 +470,11 @@ func (b *historyBudget) waitIdle(ctx context.Context, rev uint64) error {
 	defer stop()
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for b.applied < rev || b.busy || b.dueLocked() {
+	for b.applied < rev || b.busy || len(b.owed) > 0 {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		b.idle.Wait()
 	}
 	return nil
-}
-
-// dueLocked says whether a room's pass could run now.
-func (b *historyBudget) dueLocked() bool {
-	for _, rev := range b.owed {
-		if rev <= b.applied {
-			return true
-		}
-	}
-	return false
 }

@@ -276,3 +276,87 @@ func TestHistoryBudgetEvictorsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHistoryBudgetPassFindsItsOldestGone: a pass whose oldest victim
+// was deleted by another instance's pass before this instance heard it
+// stops there (compare-and-set), and the room was left over its budget
+// until its next write: the other's pass had brought it within the
+// budget as it was before this instance's write, not after. Now the
+// room is looked at again once the bucket is heard as it is now.
+func TestHistoryBudgetPassFindsItsOldestGone(t *testing.T) {
+	ns := natstest.Start(t)
+	const each, n = 4 << 10, 6
+	a := budgeted(t, ns.URL(), "a", 0, []string{tok}, hub.Options{OrphanNotice: time.Hour}, &syncBuffer{})
+	room := store.Room(tok)
+	ctx := context.Background()
+	// An index of this instance's fed by hand, so that it has not heard
+	// the other instance's deletion when its pass runs.
+	bud := newHistoryBudget(a.c, 1<<30)
+	t0 := time.Now().Add(-2 * time.Hour)
+	var revs []uint64
+	var size int64
+	for i := range n {
+		at := t0.Add(time.Duration(i) * time.Second)
+		rec := hub.SharedRecord{Record: store.Record{Room: room, ID: fmt.Sprintf("r%02d", i), Kind: int(wire.AskQuestion),
+			Text: "q", Status: store.Answered, Reply: []byte(`"` + strings.Repeat("y", each) + `"`), CreatedAt: at, ClosedAt: at}}
+		rev, err := a.c.Create(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := a.c.reqs.Get(ctx, key(room, rec.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		bud.heard(e, &rec)
+		revs = append(revs, rev)
+		size = int64(len(e.Key()) + len(e.Value()))
+	}
+	// Room for three: the oldest three go.
+	bud.limit = 3 * size
+	// The other instance's pass deletes the oldest.
+	if err := a.c.reqs.Delete(ctx, key(room, "r00"), jetstream.LastRevision(revs[0])); err != nil {
+		t.Fatal(err)
+	}
+	bud.keeps = hub.Keeps{}
+	bud.owed[room] = 0
+	pass := func() {
+		t.Helper()
+		r, ok := bud.next()
+		if !ok {
+			return
+		}
+		if err := bud.evict(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		bud.mu.Lock()
+		bud.busy = false
+		bud.mu.Unlock()
+	}
+	pass()
+	bud.mu.Lock()
+	owed, again := bud.owed[room]
+	applied := bud.applied
+	bud.mu.Unlock()
+	if !again || owed <= applied {
+		t.Fatalf("a pass that found its oldest gone left the room owing nothing (owed %v at %d, heard %d)", again, owed, applied)
+	}
+	// This instance hears the deletion: the pass runs again, from what
+	// is there now.
+	w, err := a.c.reqs.Watch(ctx, "r."+room+".*", jetstream.IncludeHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.Stop() }()
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		if e.Revision() > applied {
+			bud.heard(e, nil)
+		}
+	}
+	pass()
+	if ids, got := stored(t, a.c, room); got > bud.limit || !slices.Equal(ids, []string{"r03", "r04", "r05"}) {
+		t.Errorf("the room keeps %v (%d bytes), want the newest three within %d", ids, got, bud.limit)
+	}
+}
