@@ -82,6 +82,33 @@ func records(t *testing.T, dir string) map[string]store.Record {
 	return recs
 }
 
+// postpone sets the deadline of every pending request in the store of
+// dir to at, through the store: the questions of a directory made on a
+// given day still wait when the test runs later.
+func postpone(t *testing.T, dir string, at time.Time) {
+	t.Helper()
+	db, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var pending []store.Record
+	if err := db.All(func(r store.Record) error {
+		if r.Status == store.Pending {
+			pending = append(pending, r)
+		}
+		return nil
+	}); err != nil || len(pending) == 0 {
+		t.Fatalf("the pending questions of %s: %d, %v", dir, len(pending), err)
+	}
+	for _, r := range pending {
+		r.Deadline = at
+		if err := db.Put(r).Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestFormat1DirectoryUpgrades: this server started on a directory the
 // previous format's server wrote upgrades it to the current format and
 // loses nothing: the token (every device stays logged in), the pending
@@ -89,8 +116,11 @@ func records(t *testing.T, dir string) map[string]store.Record {
 func TestFormat1DirectoryUpgrades(t *testing.T) {
 	orig := tree(t, format1Dir)
 	data := copyTree(t, format1Dir)
-	// The questions were asked when the directory was made: the history
-	// must keep them however long ago that was.
+	// The questions were asked when the directory was made, with a day
+	// to wait: their deadlines move to a day from now (the test ran a day
+	// after the directory was made), and the history must keep them
+	// however long ago they were asked.
+	postpone(t, data, time.Now().Add(24*time.Hour))
 	cfg := filepath.Join(t.TempDir(), "keep.toml")
 	if err := os.WriteFile(cfg, []byte("[requests]\nhistory = \"876000h\"\n"), 0o600); err != nil {
 		t.Fatal(err)
