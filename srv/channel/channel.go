@@ -359,7 +359,7 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	}
 	if ev.Kind == hub.Asked {
 		expires := expiresOf(ev)
-		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
+		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Digest(),
 			Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}
 		if o, ok := c.(offering); ok {
 			cp.Answers = o.offers(ev.Request)
