@@ -12,6 +12,7 @@ package answercap
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -41,6 +42,9 @@ type Cap struct {
 	// the reply's nickname and client ID.
 	Who, WhoID, Door string
 	Expires          time.Time
+	// Of is the Digest of its question (hub.Request): it answers no
+	// other asked since under the question's ID. Zero: whichever.
+	Of [sha256.Size]byte
 	// Answers, when not nil, are the only texts it answers with: the
 	// buttons its notification shows. A notification offers what the
 	// person can mean by one tap; a capability that took any text would
@@ -209,7 +213,8 @@ func (s *Store) UseAll(ctx context.Context, h *hub.Hub, name string, texts []str
 	if len(texts) == 0 || slices.ContainsFunc(texts, func(t string) bool { return !c.offers(t) }) {
 		return nil, ErrNotOffered
 	}
-	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, contents)
+	rep := hub.Reply{Contents: contents, ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door, Of: c.Of}
+	allowed := h.Allows(ctx, c.token, c.Kind, c.ID, rep)
 	if errors.Is(allowed, hub.ErrNotAnOption) {
 		return nil, allowed
 	}
@@ -223,9 +228,7 @@ func (s *Store) UseAll(ctx context.Context, h *hub.Hub, name string, texts []str
 		}
 		return nil, err
 	}
-	err = h.Answer(ctx, c.token, c.Kind, c.ID, hub.Reply{
-		Contents: contents, ClientID: c.Door + ":" + c.WhoID, Nickname: c.Who, Door: c.Door,
-	})
+	err = h.Answer(ctx, c.token, c.Kind, c.ID, rep)
 	if Unsaved(err) {
 		s.giveBack(name, c) // the answer was not taken: the tap may be made again
 	}

@@ -76,7 +76,7 @@ func waitPending(t *testing.T, h *hub.Hub, id string) {
 		}
 	})
 	defer stop()
-	if h.Allows(context.Background(), "tok", wire.AskQuestion, id, []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "Wait"}}}) == nil {
+	if h.Allows(context.Background(), "tok", wire.AskQuestion, id, hub.Reply{Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "Wait"}}}}) == nil {
 		return // shown before the subscription
 	}
 	select {

@@ -57,6 +57,8 @@ type signed struct {
 	Door  string    `json:"d"`
 	Exp   int64     `json:"e"`
 	Nonce string    `json:"n"`
+	// Of: Cap.Of, base64url; none in one made by an older release.
+	Of string `json:"o,omitempty"`
 	// Answers: null for any text, else the digests of the only ones
 	// (Cap.Answers, answerSum): the texts themselves, written by JSON
 	// (a "<" in six bytes), could take a name past maxSigned.
@@ -98,7 +100,7 @@ func (g *signer) make(c Cap) string {
 		}
 	}
 	b, _ := json.Marshal(signed{Room: c.Room, Kind: c.Kind, ID: c.ID, Who: c.Who, WhoID: c.WhoID, Door: c.Door,
-		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: sums})
+		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: sums, Of: b64.EncodeToString(c.Of[:])})
 	p := b64.EncodeToString(b)
 	return p + "." + b64.EncodeToString(g.sign(p))
 }
@@ -150,8 +152,14 @@ func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
 	}
 	exp := time.Unix(sd.Exp, 0)
 	tok, ok := g.token(sd.Room)
+	var of [sha256.Size]byte
+	if sd.Of != "" {
+		d, err := b64.DecodeString(sd.Of)
+		ok = ok && err == nil && len(d) == len(of)
+		copy(of[:], d)
+	}
 	if now.After(exp) || !ok || sd.Nonce == "" {
 		return nil, "", ErrVoid
 	}
-	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp, sums: sd.Answers}, sd.Nonce, nil
+	return &Cap{token: tok, Room: sd.Room, Kind: sd.Kind, ID: sd.ID, Who: sd.Who, WhoID: sd.WhoID, Door: sd.Door, Expires: exp, sums: sd.Answers, Of: of}, sd.Nonce, nil
 }

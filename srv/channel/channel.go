@@ -43,6 +43,13 @@ type Channel interface {
 	Send(ctx context.Context, n Notice) error
 }
 
+// An offering channel shows its capability to more than the person (an
+// ntfy topic's readers read its buttons' bodies): the capability answers
+// only with what offers says its buttons offer, none when it is empty.
+type offering interface {
+	offers(req hub.Request) []string
+}
+
 // Notice is one event of a token's room, as a channel sends it.
 type Notice struct {
 	hub.Event
@@ -352,8 +359,12 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	}
 	if ev.Kind == hub.Asked {
 		expires := expiresOf(ev)
-		n.Cap = m.o.Caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID,
-			Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}, m.o.Now())
+		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Digest(),
+			Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}
+		if o, ok := c.(offering); ok {
+			cp.Answers = o.offers(ev.Request)
+		}
+		n.Cap = m.o.Caps.Make(ev.Token, cp, m.o.Now())
 		if m.o.PublicURL != "" {
 			n.AnswerURL = m.o.PublicURL + "/push/answer"
 		}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -77,6 +78,17 @@ func sequenceID(n Notice) string {
 // ntfy shows three actions at most.
 const ntfyMaxActions = 3
 
+// offers are the answers of a question's buttons: its first options, or
+// the quick replies; none when it takes several of its options. Its
+// capability answers with them alone: whoever reads the topic reads it.
+func (c *Ntfy) offers(req hub.Request) []string {
+	if multiOf(req) {
+		return []string{}
+	}
+	labels, _ := buttonsOf(req)
+	return slices.Clone(labels[:min(len(labels), ntfyMaxActions)])
+}
+
 // ntfyMaxMessage is the longest message ntfy takes as a message, in
 // bytes: a longer one it makes an attachment, or refuses.
 const ntfyMaxMessage = 4096
@@ -116,8 +128,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 			m.Actions = []ntfyAction{{Action: "view", Label: "Choose…", URL: m.Click, Clear: true}}
 		case multi:
 		case n.AnswerURL != "":
-			labels, _ := buttonsOf(n.Request)
-			for _, label := range labels[:min(len(labels), ntfyMaxActions)] {
+			for _, label := range c.offers(n.Request) {
 				body, _ := json.Marshal(map[string]string{"cap": n.Cap, "text": label})
 				m.Actions = append(m.Actions, ntfyAction{Action: "http", Label: label, URL: n.AnswerURL, Method: http.MethodPost,
 					Headers: map[string]string{"Content-Type": "application/json"}, Body: string(body), Clear: true})

@@ -84,7 +84,7 @@ func (h *Hub) registerLocked(r *room, token string, rec SharedRecord) *pending {
 // pendingFrom is the request of rec, a record read or heard, in token's room.
 func pendingFrom(token string, rec SharedRecord) *pending {
 	req := requestOf(rec.Record)
-	return &pending{req: req, sum: req.digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
+	return &pending{req: req, sum: req.Digest(), token: token, createdAt: rec.CreatedAt, deadline: rec.Deadline, done: make(chan struct{}), holder: rec.Holder}
 }
 
 // mirrorLocked brings the pending record rec (at revision rev), heard
@@ -216,7 +216,7 @@ func sameOutcome(a, b store.Record) bool {
 func settledOf(rec store.Record) *settled {
 	req := requestOf(rec)
 	s := outcomeOf(rec)
-	s.sum, s.kind, s.questions = req.digest(), req.Kind, req.Questions
+	s.sum, s.kind, s.questions = req.Digest(), req.Kind, req.Questions
 	return s
 }
 

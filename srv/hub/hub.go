@@ -43,6 +43,7 @@ package hub
 
 import (
 	"cmp"
+	"crypto/sha256"
 	"errors"
 	"log/slog"
 	"sync"
@@ -111,6 +112,11 @@ type Reply struct {
 	// Door names the way the answer came ("ws", "connect", "ingress"),
 	// for the metrics; not saved.
 	Door string
+	// Of, unless zero, is the Digest of the request answered: one asked
+	// since under its ID (an agent may use an ID again once the first
+	// one's outcome is let go) is not answered (ErrNotPending). A
+	// capability outlives its question. Not saved.
+	Of [sha256.Size]byte
 }
 
 // Errors Ask, Answer and Chat return; the RPC and /ws layers map them to

@@ -293,7 +293,7 @@ func (h *Hub) join(ctx context.Context, r *room, token string, req Request, sum 
 // req another call wrote, or what the call returns when it is settled
 // (create's).
 func (h *Hub) attachRecord(ctx context.Context, r *room, token string, req Request, sum digest, rec SharedRecord) (*pending, bool, *Reply, error) {
-	if got := requestOf(rec.Record); got.digest() != sum {
+	if got := requestOf(rec.Record); got.Digest() != sum {
 		return nil, false, nil, ErrDuplicate
 	}
 	if rec.Status != store.Pending {

@@ -88,7 +88,7 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 		return nil, ErrClosed
 	default:
 	}
-	return h.askDigested(ctx, token, req, req.digest()) // digested outside the lock: the text may be long
+	return h.askDigested(ctx, token, req, req.Digest()) // digested outside the lock: the text may be long
 }
 
 // arm starts the deadline timer. Called with r.mu held.
@@ -131,7 +131,7 @@ func stopTimer(t **time.Timer) {
 // ctx is the answering caller's: its going away ends a wait to hear a
 // request asked elsewhere (heardLate).
 func (h *Hub) Answer(ctx context.Context, token string, kind wire.Kind, id string, rep Reply) error {
-	r, p, err := h.answerable(ctx, token, kind, id, rep.IsError, rep.Contents)
+	r, p, err := h.answerable(ctx, token, kind, id, &rep)
 	if err != nil {
 		return err
 	}
@@ -139,29 +139,30 @@ func (h *Hub) Answer(ctx context.Context, token string, kind wire.Kind, id strin
 	return h.settle(r, p, &rep, nil, "")
 }
 
-// Allows reports whether Answer would take contents for the request id
-// now (ErrNotPending, ErrNotAnOption), without answering: a door that
-// spends something to answer (a single-use capability) asks first.
-func (h *Hub) Allows(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent) error {
-	_, _, err := h.answerable(ctx, token, kind, id, false, contents)
+// Allows reports whether Answer would take rep for the request id now
+// (ErrNotPending, ErrNotAnOption), without answering: a door that spends
+// something to answer (a single-use capability) asks first.
+func (h *Hub) Allows(ctx context.Context, token string, kind wire.Kind, id string, rep Reply) error {
+	_, _, err := h.answerable(ctx, token, kind, id, &rep)
 	return err
 }
 
-// answerable is the pending request id of token when contents may
-// answer it. A client's error reply (isErr: a device that declines or
-// cannot show the question) ends the call as an error: no choice to check.
-func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id string, isErr bool, contents []*pb.McpResultContent) (*room, *pending, error) {
+// answerable is the pending request id of token when rep may answer it:
+// of kind, and of rep.Of unless that is zero. A client's error reply (a
+// device that declines or cannot show the question) ends the call as an
+// error: no choice to check.
+func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id string, rep *Reply) (*room, *pending, error) {
 	r := h.room(token)
 	p, shown := r.shownPending(id)
 	if !shown && h.heardLate(ctx, r, id) {
 		p, shown = r.shownPending(id)
 	}
-	if !shown || p.req.Kind != kind {
+	if !shown || p.req.Kind != kind || rep.Of != (digest{}) && rep.Of != p.req.Digest() {
 		return nil, nil, ErrNotPending
 	}
 	// Every door answers here: a device, a capability, a chat reply.
 	// What the question allows is checked once, for all of them.
-	if err := wire.CheckAnswer(p.req.Questions, contents); err != nil && !isErr {
+	if err := wire.CheckAnswer(p.req.Questions, rep.Contents); err != nil && !rep.IsError {
 		return nil, nil, fmt.Errorf("%w: %w", ErrNotAnOption, err)
 	}
 	return r, p, nil
@@ -291,7 +292,8 @@ func (h *Hub) Cancel(ctx context.Context, token, id string) error {
 // re-attaching by ID can be told from another request that reuses the ID.
 type digest = [sha256.Size]byte
 
-func (q *Request) digest() digest { return wire.Digest(q.Kind, q.ProjectDirectory, q.Text) }
+// Digest tells q apart from another request under its ID (wire.Digest).
+func (q *Request) Digest() digest { return wire.Digest(q.Kind, q.ProjectDirectory, q.Text) }
 
 // statusOf is the store's status of a request settled with err (nil:
 // answered); apply.go's settledOf reads it back.

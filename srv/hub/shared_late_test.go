@@ -41,7 +41,7 @@ func TestLateAnswerReadsBounded(t *testing.T) {
 		h := New(Options{Shared: b, Instance: "b"})
 		defer h.Close()
 
-		if err := h.Allows(context.Background(), "tok", wire.AskQuestion, "none", nil); !errors.Is(err, ErrNotPending) {
+		if err := h.Allows(context.Background(), "tok", wire.AskQuestion, "none", Reply{}); !errors.Is(err, ErrNotPending) {
 			t.Fatalf("Allows of no request: %v", err)
 		}
 		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "none", textReply("Blue.")); !errors.Is(err, ErrNotPending) {
