@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/datadir"
 )
 
 // Capabilities of one process that outlive it: a notification's button,
@@ -47,43 +49,10 @@ func LoadOrCreateKey(dir string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("make the capability key: %w", err)
 	}
-	if err := writeKey(path, key); err != nil {
+	if err := datadir.WriteFile(path, key); err != nil {
 		return nil, fmt.Errorf("keep the capability key: %w", err)
 	}
 	return key, nil
-}
-
-// writeKey writes path whole or not at all: a crash leaves no key or
-// the key, never a part of one.
-func writeKey(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }()
-	if err := tmp.Chmod(0o600); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(b); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		_ = tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	if d, err := os.Open(filepath.Dir(path)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
-	return nil
 }
 
 // MemoryClaims are the claims of one process. Safe for concurrent use.

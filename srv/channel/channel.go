@@ -395,7 +395,9 @@ func (m *Manager) run(q *queue) {
 	for {
 		var retry <-chan time.Time
 		var timer *time.Timer
-		if q.refused != nil {
+		// With none held (its questions settled meanwhile), the refusal
+		// stays, and the next notice is its try.
+		if q.refused != nil && len(q.held) > 0 {
 			timer = time.NewTimer(time.Until(q.retryAt))
 			retry = timer.C
 		}
@@ -406,7 +408,7 @@ func (m *Manager) run(q *queue) {
 			}
 			return
 		case n := <-q.q:
-			if q.refused != nil {
+			if q.refused != nil && len(q.held) > 0 {
 				m.hold(q, n)
 			} else {
 				m.send(q, n)

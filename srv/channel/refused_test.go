@@ -255,3 +255,58 @@ func TestNtfyTokenRefused(t *testing.T) {
 		}
 	})
 }
+
+// TestRefusedStateEndsWhenHeldEmptied: a channel refused holds its
+// question; the question withdrawn meanwhile leaves nothing held. The
+// retry then found nothing to try, forgot the refusal in its queue, and
+// sent the next question as if none were: taken, yet /health said the
+// token refused, and no line said it was accepted again. Now the next
+// question is the try, and its success ends the refusal.
+func TestRefusedStateEndsWhenHeldEmptied(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := pipenet.New()
+		fake := &fakeNtfy{token: "tk_other"}
+		srv := &httptest.Server{Listener: ln, Config: &http.Server{Handler: fake, ReadHeaderTimeout: time.Minute}}
+		srv.Start()
+		t.Cleanup(srv.Close)
+		tr := &http.Transport{DialContext: ln.Dial}
+		t.Cleanup(tr.CloseIdleConnections)
+		logs := &syncBuffer{wake: make(chan struct{}, 1)}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		n := &Ntfy{URL: srv.URL, Topic: "aa-topic", AccessToken: "tk_secret", Client: &http.Client{Transport: tr}}
+		h := hub.New(hub.Options{})
+		t.Cleanup(h.Close)
+		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {n}}, Logger: log})
+		t.Cleanup(m.Close)
+
+		withdraw, cancel := context.WithCancel(t.Context())
+		gone := make(chan struct{})
+		go func() {
+			defer close(gone)
+			_, _ = h.Ask(withdraw, tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-gone", Text: "Gone?", Timeout: time.Hour})
+		}()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		if st := m.States(); st[0].State != "refused" {
+			t.Fatalf("the channel's state is %+v, want refused", st)
+		}
+		cancel()
+		<-gone
+		time.Sleep(5 * time.Minute) // past the first retry, with nothing held
+		synctest.Wait()
+
+		fake.setToken("tk_secret")
+		_ = askOn(t, h, "q-2")
+		time.Sleep(15 * time.Minute)
+		synctest.Wait()
+		if _, accepted := fake.counts(); accepted != 1 {
+			t.Fatalf("%d notices published once the token was taken, want the question asked then", accepted)
+		}
+		if st := m.States(); st[0].State != "ok" {
+			t.Errorf("the channel's state is %+v once a notice went through, want ok", st)
+		}
+		if got := strings.Count(logs.String(), "accepted again"); got != 1 {
+			t.Errorf("%d lines saying the token is accepted again, want 1:\n%s", got, logs.String())
+		}
+	})
+}

@@ -57,10 +57,6 @@ import (
 // budgetRetry is how soon a pass that NATS cut short is tried again.
 const budgetRetry = 30 * time.Second
 
-// budgetLogEvery: after a room's first eviction is logged, the next ones
-// are summed and logged at most this often, as one server's.
-const budgetLogEvery = time.Hour
-
 // historyBudget is the index of the rooms' records and the evictions it
 // owes. Its goroutine (run) is the Cluster's.
 type historyBudget struct {
@@ -79,7 +75,7 @@ type historyBudget struct {
 	keeps   hub.Keeps
 
 	// The goroutine's own: what was evicted and not logged yet, by room.
-	notes map[string]*evictNote
+	notes store.EvictLog
 }
 
 // roomIndex is one room's records as last heard, by key, and their bytes.
@@ -103,7 +99,7 @@ type recordMeta struct {
 
 func newHistoryBudget(c *Cluster, limit int64) *historyBudget {
 	b := &historyBudget{c: c, limit: limit, now: time.Now, rooms: make(map[string]*roomIndex),
-		owed: make(map[string]uint64), wake: make(chan struct{}, 1), notes: make(map[string]*evictNote)}
+		owed: make(map[string]uint64), wake: make(chan struct{}, 1), notes: store.EvictLog{Where: "in NATS"}}
 	b.idle.L = &b.mu
 	return b
 }
@@ -277,7 +273,7 @@ func (b *historyBudget) evict(ctx context.Context, room string) error {
 	if over <= 0 {
 		return nil
 	}
-	ev := evicted{room: room}
+	ev := store.Evicted{Room: room}
 	var err error
 	for _, v := range victims {
 		if over <= 0 {
@@ -301,15 +297,15 @@ func (b *historyBudget) evict(ctx context.Context, room string) error {
 				// the next pass does not take it again meanwhile.
 				ri.remove(key(room, v.id))
 			}
-			ev.left = ri.bytes
+			ev.Left = ri.bytes
 		}
 		b.mu.Unlock()
 		over -= v.size
-		ev.n++
-		ev.bytes += v.size
+		ev.N++
+		ev.Bytes += v.size
 	}
-	if ev.n > 0 {
-		b.noteEvicted(ev)
+	if ev.N > 0 {
+		b.notes.Note(b.c.log, ev, b.limit, b.now())
 	}
 	return err
 }
@@ -420,42 +416,6 @@ func (b *historyBudget) spared(settled []*recordMeta, now time.Time) map[*record
 	spare(kept, b.keeps.MaxMissed, b.keeps.MissedBytes)
 	spare(outcomes, b.keeps.MaxSettled, b.keeps.RetentionBytes)
 	return out
-}
-
-// evicted is what one pass deleted from a room.
-type evicted struct {
-	room        string
-	n           int
-	bytes, left int64
-}
-
-// evictNote is what was evicted from a room since it was last logged.
-type evictNote struct {
-	n      int
-	bytes  int64
-	logged time.Time
-}
-
-// noteEvicted logs a pass's evictions: a room's first at once, later
-// ones summed, at most once per budgetLogEvery. The room is named by the
-// start of its digest, never by its token.
-func (b *historyBudget) noteEvicted(ev evicted) {
-	note := b.notes[ev.room]
-	first := note == nil
-	if first {
-		note = &evictNote{}
-		b.notes[ev.room] = note
-	}
-	note.n += ev.n
-	note.bytes += ev.bytes
-	now := b.now()
-	if !first && now.Sub(note.logged) < budgetLogEvery {
-		return
-	}
-	b.c.log.Warn("a token's history went over its bytes in NATS: its oldest settled requests were deleted",
-		"room", ev.room[:min(8, len(ev.room))], "deleted", note.n, "deleted_bytes", note.bytes,
-		"kept_bytes", ev.left, "budget_bytes", b.limit, "first", first)
-	note.n, note.bytes, note.logged = 0, 0, now
 }
 
 // waitIdle waits until the index has heard revision rev and no pass is

@@ -117,25 +117,41 @@ func read(dir string) (int, string, error) {
 	return v, writer, nil
 }
 
-// write puts FORMAT in place whole: a new file, synced, renamed over.
+// write puts FORMAT in place whole.
 func write(dir, version string) error {
-	f, err := os.CreateTemp(dir, FileName+".*.tmp")
-	if err != nil {
+	b := fmt.Appendf(nil, "%d\nwritten by agentassistant-srv %s\n", Current, version)
+	if err := WriteFile(filepath.Join(dir, FileName), b); err != nil {
 		return fmt.Errorf("write data directory format: %w", err)
 	}
-	defer func() { _ = os.Remove(f.Name()) }() // gone once renamed
-	_, err = fmt.Fprintf(f, "%d\nwritten by agentassistant-srv %s\n", Current, version)
-	if err == nil {
-		err = f.Sync()
+	return nil
+}
+
+// WriteFile replaces path, a file of the data directory, with b,
+// readable by its owner only: a new file, synced, renamed over, and the
+// directory synced, so that a crash leaves the old file or the new one,
+// never a part of one, and the new one is on disk when it returns.
+func WriteFile(path string, b []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*") // 0600
+	if err != nil {
+		return err
 	}
-	if cerr := f.Close(); err == nil {
+	defer func() { _ = os.Remove(tmp.Name()) }() // gone once renamed
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(dir, FileName))
+		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {
-		return fmt.Errorf("write data directory format: %w", err)
+		return err
+	}
+	if d, err := os.Open(filepath.Dir(path)); err == nil {
+		_ = d.Sync()
+		_ = d.Close()
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	webpush "github.com/SherClockHolmes/webpush-go"
+
+	"github.com/agentassistant/agentassistant/srv/datadir"
 )
 
 // Keys are the server's VAPID key pair (RFC 8292), which push services
@@ -43,32 +45,8 @@ func LoadOrCreateKeys(dir string) (Keys, error) {
 	}
 	k := Keys{Public: pub, Private: priv}
 	b, _ = json.Marshal(k)
-	if err := writeFile(path, b); err != nil {
+	if err := datadir.WriteFile(path, b); err != nil {
 		return Keys{}, fmt.Errorf("keep push keys: %w", err)
 	}
 	return k, nil
-}
-
-// writeFile replaces path with b, readable by its owner only, on disk
-// before it returns: a crash leaves the old file or the new one.
-func writeFile(path string, b []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer func() { _ = os.Remove(tmp.Name()) }() // gone once renamed
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(b)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/agentassistant/agentassistant/srv/datadir"
 )
 
 // Subscription is one device's Web Push subscription, as its browser's
@@ -120,7 +122,7 @@ func (f *FileSubscriptions) save(room string, subs []Subscription) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(f.path, b); err != nil {
+	if err := datadir.WriteFile(f.path, b); err != nil {
 		return fmt.Errorf("keep push subscriptions: %w", err)
 	}
 	f.all = next

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -33,8 +34,7 @@ import (
 var roomsBucket = []byte("rooms")
 
 // evictLogEvery: after a room's first eviction is logged, the next ones
-// are summed and logged at most this often, so a loop that keeps the
-// room at its budget does not log once per answer.
+// are summed and logged at most this often (EvictLog).
 const evictLogEvery = time.Hour
 
 // roomOf is the room of the record key k.
@@ -156,19 +156,21 @@ func recountRooms(tx *bolt.Tx, sizes map[string]int64) (wrong bool, err error) {
 	return len(stale) > 0, nil
 }
 
-// evicted is what a commit evicted from one room past its budget.
-type evicted struct {
-	room        string
-	n           int
-	bytes, left int64
+// Evicted is what a commit (or a cluster's pass, srv/cluster) evicted
+// from one room past its budget: how many records, their bytes, and the
+// room's bytes left.
+type Evicted struct {
+	Room        string
+	N           int
+	Bytes, Left int64
 }
 
 // evictRooms evicts, from each room the commit of es made larger and took
 // past budget, its oldest settled records until it is within the budget
 // again, but those keep names, and the last of es in the room. It
 // deletes from b and keeps both tallies in step.
-func evictRooms(b *bolt.Bucket, es []entry, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) ([]evicted, error) {
-	var out []evicted
+func evictRooms(b *bolt.Bucket, es []entry, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) ([]Evicted, error) {
+	var out []Evicted
 	var last map[string]string // room → the key of its last record in es
 	for _, room := range slices.Sorted(maps.Keys(rt.delta)) {
 		if rt.delta[room] <= 0 || rt.total(room) <= budget {
@@ -184,15 +186,15 @@ func evictRooms(b *bolt.Bucket, es []entry, t *tally, rt *roomTally, budget int6
 		if err != nil {
 			return nil, err
 		}
-		if ev.n > 0 {
+		if ev.N > 0 {
 			out = append(out, ev)
 		}
 	}
 	return out, nil
 }
 
-func evictRoom(b *bolt.Bucket, room, newest string, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) (evicted, error) {
-	ev := evicted{room: room}
+func evictRoom(b *bolt.Bucket, room, newest string, t *tally, rt *roomTally, budget int64, keep func(room, id string) bool) (Evicted, error) {
+	ev := Evicted{Room: room}
 	prefix := []byte(room + "/")
 	over := rt.total(room) - budget
 	var gone [][]byte
@@ -205,8 +207,8 @@ func evictRoom(b *bolt.Bucket, room, newest string, t *tally, rt *roomTally, bud
 		t.remove(k, v)
 		rt.remove(k, v)
 		over -= size
-		ev.n++
-		ev.bytes += size
+		ev.N++
+		ev.Bytes += size
 		gone = append(gone, bytes.Clone(k))
 	}
 	// Deleted after the walk: a bbolt cursor that deletes as it walks
@@ -216,7 +218,7 @@ func evictRoom(b *bolt.Bucket, room, newest string, t *tally, rt *roomTally, bud
 			return ev, err
 		}
 	}
-	ev.left = rt.total(room)
+	ev.Left = rt.total(room)
 	return ev, nil
 }
 
@@ -258,6 +260,18 @@ func storedStatus(v []byte) string {
 // fStatus is storeproto.Record's status field.
 const fStatus protowire.Number = 9
 
+// EvictLog logs what is evicted from rooms past their budget: a room's
+// first eviction at once, later ones summed, at most once per
+// evictLogEvery, so that a loop that keeps the room at its budget does
+// not log once per answer. The room is named by the start of its
+// digest, never by its token. Its owner serialises the calls.
+type EvictLog struct {
+	// Where is where the history is kept, as the log says it ("on
+	// disk", "in NATS").
+	Where string
+	notes map[string]*evictNote
+}
+
 // evictNote is what has been evicted from a room since it was last
 // logged.
 type evictNote struct {
@@ -266,28 +280,26 @@ type evictNote struct {
 	logged time.Time
 }
 
-// noteEvictedLocked logs what a commit evicted: a room's first eviction
-// at once, later ones summed, at most once per evictLogEvery. The room is
-// named by the start of its digest, never by its token. Called with
-// s.manMu held.
-func (s *Store) noteEvictedLocked(evs []evicted, now time.Time) {
-	for _, ev := range evs {
-		note := s.evictions[ev.room]
-		first := note == nil
-		if first {
-			note = &evictNote{}
-			s.evictions[ev.room] = note
-		}
-		note.n += ev.n
-		note.bytes += ev.bytes
-		if !first && now.Sub(note.logged) < evictLogEvery {
-			continue
-		}
-		s.log.Warn("a token's history went over its bytes on disk: its oldest settled requests were deleted",
-			"room", ev.room[:min(8, len(ev.room))], "deleted", note.n, "deleted_bytes", note.bytes,
-			"kept_bytes", ev.left, "budget_bytes", s.budget, "first", first)
-		note.n, note.bytes, note.logged = 0, 0, now
+// Note logs ev, evicted at now from a room whose budget is budget.
+func (l *EvictLog) Note(log *slog.Logger, ev Evicted, budget int64, now time.Time) {
+	if l.notes == nil {
+		l.notes = make(map[string]*evictNote)
 	}
+	note := l.notes[ev.Room]
+	first := note == nil
+	if first {
+		note = &evictNote{}
+		l.notes[ev.Room] = note
+	}
+	note.n += ev.N
+	note.bytes += ev.Bytes
+	if !first && now.Sub(note.logged) < evictLogEvery {
+		return
+	}
+	log.Warn("a token's history went over its bytes "+l.Where+": its oldest settled requests were deleted",
+		"room", ev.Room[:min(8, len(ev.Room))], "deleted", note.n, "deleted_bytes", note.bytes,
+		"kept_bytes", ev.Left, "budget_bytes", budget, "first", first)
+	note.n, note.bytes, note.logged = 0, 0, now
 }
 
 // Protect names, by room and request ID, records the history budget

@@ -126,7 +126,7 @@ type Store struct {
 	records     uint64           // how many records the database holds
 	deleted     uint64           // how many it deleted on purpose (deletedKey)
 	lost        []Lost           // found lost, not dismissed yet
-	evictions   map[string]*evictNote
+	evictions   EvictLog         // under manMu
 
 	// budget is Options.HistoryBytes once Open has replayed the journal
 	// (its records were within their rooms' budgets when written); keep
@@ -207,7 +207,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost), evictions: make(map[string]*evictNote)}
+	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost), evictions: EvictLog{Where: "on disk"}}
 	inDB := make(map[string]bool)
 	roomWrong := false
 	if err := db.Update(func(tx *bolt.Tx) error {

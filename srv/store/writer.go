@@ -328,7 +328,7 @@ func (s *Store) write(es []entry) error {
 	s.manMu.Lock()
 	defer s.manMu.Unlock()
 	var c counts
-	var evs []evicted
+	var evs []Evicted
 	budget, keep := s.budget, s.keeper()
 	if err := s.db.Update(func(tx *bolt.Tx) (err error) {
 		c, evs, err = putEntries(tx, es, budget, keep)
@@ -337,8 +337,8 @@ func (s *Store) write(es []entry) error {
 		return err
 	}
 	s.noteLocked(es, nil, c)
-	if len(evs) > 0 {
-		s.noteEvictedLocked(evs, time.Now())
+	for _, ev := range evs {
+		s.evictions.Note(s.log, ev, s.budget, time.Now())
 	}
 	return nil
 }
@@ -346,7 +346,7 @@ func (s *Store) write(es []entry) error {
 // putEntries puts es into the records bucket, evicts what takes a room
 // past budget (when not zero; budget.go), and returns how many records
 // it holds and has deleted then, and what it evicted.
-func putEntries(tx *bolt.Tx, es []entry, budget int64, keep func(room, id string) bool) (counts, []evicted, error) {
+func putEntries(tx *bolt.Tx, es []entry, budget int64, keep func(room, id string) bool) (counts, []Evicted, error) {
 	last := make(map[string]int, len(es))
 	for i := range es {
 		last[string(es[i].key)] = i
@@ -369,7 +369,7 @@ func putEntries(tx *bolt.Tx, es []entry, budget int64, keep func(room, id string
 			return counts{}, nil, err
 		}
 	}
-	var evs []evicted
+	var evs []Evicted
 	if budget > 0 {
 		if evs, err = evictRooms(b, es, &t, rt, budget, keep); err != nil {
 			return counts{}, nil, err
@@ -377,7 +377,7 @@ func putEntries(tx *bolt.Tx, es []entry, budget int64, keep func(room, id string
 	}
 	n := 0
 	for _, ev := range evs {
-		n += ev.n
+		n += ev.N
 	}
 	c := counts{records: t.n}
 	if c.deleted, err = addDeleted(tx, n); err != nil {
