@@ -19,7 +19,7 @@ GIT_DATE    := $(shell git log -1 --format=%cI 2>/dev/null)
 BUILDINFO   := github.com/agentassistant/agentassistant/internal/buildinfo
 LDFLAGS     := $(if $(GIT_VERSION),-X $(BUILDINFO).version=$(GIT_VERSION) -X $(BUILDINFO).commit=$(GIT_COMMIT) -X $(BUILDINFO).date=$(GIT_DATE))
 
-.PHONY: all build run test generate checkgenerate web-deps web notices vet fmt clean screenshots lint fuzz bench dist image
+.PHONY: all build run test generate checkgenerate web-deps web notices vet fmt clean screenshots lint fuzz bench previous dist image
 
 all: build
 
@@ -98,6 +98,16 @@ test: checkgenerate vet build
 ## also needs Xvfb, xterm, xdotool, and fonts-wqy-microhei for its Chinese)
 screenshots: build
 	cd $(WEB) && AA_SCREENSHOTS=$(CURDIR)/docs $(NPM) run e2e
+
+## previous: agentassistant-srv of the release before (PREVIOUS, a commit
+## or tag; the latest tag by default) into bin/previous/, from this
+## clone's history, for the rolling upgrade test:
+## AA_PREVIOUS_SRV=$PWD/bin/previous/agentassistant-srv go test -run TestClusterMCPRollingUpgrade ./e2e/
+PREVIOUS ?= $(shell git describe --tags --abbrev=0 2>/dev/null)
+previous:
+	@test -n "$(PREVIOUS)" || { echo "no tag: name the release before, make previous PREVIOUS=<commit>"; exit 1; }
+	src=$$(mktemp -d) && trap 'rm -rf "$$src"' EXIT && git archive $(PREVIOUS) | tar -x -C "$$src" && \
+		(cd "$$src" && $(GO) build -o "$(CURDIR)/$(BIN)/previous/" ./cmd/agentassistant-srv)
 
 ## bench: measure every hop against the transport floor (bench/results.json)
 bench: build

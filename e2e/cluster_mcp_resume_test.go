@@ -54,24 +54,7 @@ func resumeElsewhere(t *testing.T, answerFirst bool) {
 	if q.GetRequest().GetQuestion() != "Ship it?" {
 		t.Fatalf("the device has %v", q)
 	}
-	// The call asked: the event whose ID carries its request is out
-	// (the stream's first, or one after it).
-	if !strings.Contains(last, ".") {
-		got := make(chan sseEvent, 1)
-		go func() {
-			ev, _ := nextEvent(events) // ends at the cut at the latest
-			got <- ev
-		}()
-		select {
-		case ev := <-got:
-			last = ev.id
-		case <-time.After(10 * time.Second):
-		}
-		if !strings.Contains(last, ".") {
-			agent.cut()
-			t.Fatalf("no event ID of the call's stream carries its request (last %q): another instance cannot resume it", last)
-		}
-	}
+	last = askedID(t, agent, events, last)
 	agent.cut()
 	if answerFirst {
 		if err := device.Send(wstest.TextReply(q.GetID(), "Ship it")); err != nil {
@@ -90,11 +73,37 @@ func resumeElsewhere(t *testing.T, answerFirst bool) {
 			t.Fatal(err)
 		}
 	}
-	responses := 0
+	if n := responses(t, events, "Ship it"); n != 1 {
+		t.Fatalf("the call's response came %d times on the resumed stream", n)
+	}
+
+	// The project's next call is asked, not handed the answer again.
+	next := agent.post(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask_question","arguments":{"question":"And now?","project_directory":"/src"}}}`)
+	q = must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second)).GetAskQuestionRequest()
+	if q.GetRequest().GetQuestion() != "And now?" {
+		t.Fatalf("the device has %v", q)
+	}
+	if err := device.Send(wstest.TextReply(q.GetID(), "Rest")); err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(next.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "Rest") || strings.Contains(string(body), "Ship it") {
+		t.Fatalf("the project's next call: %s", body)
+	}
+}
+
+// responses reads a resumed stream of call 7 to its end and counts the
+// call's responses, each of which must be the answer want.
+func responses(t *testing.T, events *bufio.Reader, want string) int {
+	t.Helper()
+	n := 0
 	for {
 		ev, err := nextEvent(events)
 		if errors.Is(err, io.EOF) {
-			break
+			return n
 		}
 		if err != nil {
 			t.Fatalf("the resumed stream: %v", err)
@@ -114,31 +123,36 @@ func resumeElsewhere(t *testing.T, answerFirst bool) {
 		if err := json.Unmarshal([]byte(ev.data), &m); err != nil || string(m.ID) != "7" || m.Result == nil {
 			t.Fatalf("an event of the resumed stream: %s", ev.data)
 		}
-		if m.Result.IsError || len(m.Result.Content) == 0 || !strings.Contains(m.Result.Content[0].Text, "Ship it") {
+		if m.Result.IsError || len(m.Result.Content) == 0 || !strings.Contains(m.Result.Content[0].Text, want) {
 			t.Fatalf("the call's response: %s", ev.data)
 		}
-		responses++
+		n++
 	}
-	if responses != 1 {
-		t.Fatalf("the call's response came %d times on the resumed stream", responses)
-	}
+}
 
-	// The project's next call is asked, not handed the answer again.
-	next := agent.post(`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"ask_question","arguments":{"question":"And now?","project_directory":"/src"}}}`)
-	q = must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second)).GetAskQuestionRequest()
-	if q.GetRequest().GetQuestion() != "And now?" {
-		t.Fatalf("the device has %v", q)
+// askedID is the ID of the event of the call's stream whose ID carries
+// its request, once it asked: last (the stream's first event's), or that
+// of the one after it.
+func askedID(t *testing.T, agent *rawMCP, events *bufio.Reader, last string) string {
+	t.Helper()
+	if strings.Contains(last, ".") {
+		return last
 	}
-	if err := device.Send(wstest.TextReply(q.GetID(), "Rest")); err != nil {
-		t.Fatal(err)
+	got := make(chan sseEvent, 1)
+	go func() {
+		ev, _ := nextEvent(events) // ends at the cut at the latest
+		got <- ev
+	}()
+	select {
+	case ev := <-got:
+		last = ev.id
+	case <-time.After(10 * time.Second):
 	}
-	body, err := io.ReadAll(next.Body)
-	if err != nil {
-		t.Fatal(err)
+	if !strings.Contains(last, ".") {
+		agent.cut()
+		t.Fatalf("no event ID of the call's stream carries its request (last %q): another instance cannot resume it", last)
 	}
-	if !strings.Contains(string(body), "Rest") || strings.Contains(string(body), "Ship it") {
-		t.Fatalf("the project's next call: %s", body)
-	}
+	return last
 }
 
 // rawMCP is an MCP client of the Streamable HTTP transport (protocol

@@ -105,6 +105,13 @@ func startServerWith(t *testing.T, port, data string, extra []string, tokens ...
 // prefix (a shell that sets a limit, say) when there is one.
 func startServerVia(t *testing.T, prefix []string, port, data string, extra []string, tokens ...string) *server {
 	t.Helper()
+	return startServerBin(t, filepath.Join(binDir, "agentassistant-srv"), prefix, port, data, extra, tokens...)
+}
+
+// startServerBin is startServerVia with bin as the server's binary (that
+// of another release, say).
+func startServerBin(t *testing.T, bin string, prefix []string, port, data string, extra []string, tokens ...string) *server {
+	t.Helper()
 	cfg := filepath.Join(data, "srv.toml")
 	quoted := make([]string, len(tokens))
 	for i, tok := range tokens {
@@ -117,7 +124,7 @@ func startServerVia(t *testing.T, prefix []string, port, data string, extra []st
 	if len(tokens) > 0 {
 		args = append(args, "-token", tokens[0])
 	}
-	args = append(append(prefix, filepath.Join(binDir, "agentassistant-srv")), args...)
+	args = append(append(prefix, bin), args...)
 	cmd := exec.Command(args[0], args[1:]...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
