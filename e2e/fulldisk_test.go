@@ -223,3 +223,66 @@ func tryStart(t *testing.T, port, data string) (string, bool) {
 		return out.String(), true
 	}
 }
+
+// natsOn runs a nats-server with JetStream storing in dir on port, until
+// the test ends or stop is called.
+func natsOn(t *testing.T, port, dir string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(natsServerBin(t), "-a", "127.0.0.1", "-p", port, "-js", "-sd", dir)
+	var b strings.Builder
+	lw := &lockedWriter{b: &b}
+	cmd.Stdout, cmd.Stderr = lw, lw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if !stopped {
+			stopped = true
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	}
+	t.Cleanup(stop)
+	if !lw.waitFor("Server is ready", 10*time.Second) {
+		t.Fatalf("nats-server did not start:\n%s", lw.String())
+	}
+	return stop
+}
+
+// TestClusterNATSDiskFull: the disk under NATS's JetStream fills while
+// an instance serves. NATS takes no write to the requests' stream from
+// then on (its file store keeps the write error until it restarts). An
+// agent asking is refused with a message that says NATS is connected
+// and may be out of storage, not only that it is unreachable; once
+// space is back and NATS restarted, the same instance, not restarted,
+// asks and answers again.
+func TestClusterNATSDiskFull(t *testing.T) {
+	disk := smallDisk(t, "100m")
+	port := freePort(t)
+	stop := natsOn(t, port, disk)
+	s := startServerWith(t, "0", t.TempDir(), []string{"-nats-url", "nats://127.0.0.1:" + port, "-instance", "a"}, tokenA)
+	pc := dial(t, s, tokenA, "pc")
+	free := fillDisk(t, disk)
+	long := strings.Repeat("x", 40<<10)
+	select {
+	case err := <-askRPC(s, "full", "Refused? "+long):
+		var ce *connect.Error
+		if !errors.As(err, &ce) || ce.Code() != connect.CodeUnavailable || !strings.Contains(ce.Message(), "storage full") {
+			t.Fatalf("asked while NATS's disk is full: %v, want Unavailable saying its storage may be full", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a question asked while NATS's disk is full was neither refused nor shown")
+	}
+	free()
+	stop()
+	natsOn(t, port, disk)
+	// The instance reconnects; agentassistant-mcp asks again until
+	// NATS takes it.
+	done := askAsync(startMCP(t, s, tokenA), "Space again?")
+	m := must[*pb.WebsocketMessage](t)(pc.Expect("AskQuestion", 45*time.Second))
+	if err := pc.Send(wstest.TextReply(m.GetAskQuestionRequest().GetID(), "Yes")); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, done, "Yes")
+}
