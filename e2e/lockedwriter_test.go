@@ -34,11 +34,17 @@ func (w *lockedWriter) String() string {
 // waitFor waits until what was written holds s, for at most within, and
 // reports whether it does.
 func (w *lockedWriter) waitFor(s string, within time.Duration) bool {
+	return w.waitCount(s, 1, within)
+}
+
+// waitCount waits until what was written holds s n times, for at most
+// within, and reports whether it does.
+func (w *lockedWriter) waitCount(s string, n int, within time.Duration) bool {
 	deadline := time.NewTimer(within)
 	defer deadline.Stop()
 	for {
 		w.mu.Lock()
-		if strings.Contains(w.b.String(), s) {
+		if strings.Count(w.b.String(), s) >= n {
 			w.mu.Unlock()
 			return true
 		}
@@ -50,7 +56,7 @@ func (w *lockedWriter) waitFor(s string, within time.Duration) bool {
 		select {
 		case <-grew:
 		case <-deadline.C:
-			return strings.Contains(w.String(), s)
+			return strings.Count(w.String(), s) >= n
 		}
 	}
 }

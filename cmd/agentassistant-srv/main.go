@@ -199,7 +199,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		log.Info("cluster mode", "instance", cl.Instance())
 	} else {
 		sto := tu.Store
-		sto.Logger, sto.OnError = log, func(err error) { log.Error("store", "err", err) }
+		sto.Logger = log // which tells a failing write once, and when it passes again
 		db, err := store.Open(dataDir, sto)
 		if err != nil {
 			return err

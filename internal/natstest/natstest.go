@@ -16,17 +16,25 @@ import (
 // Server is a NATS server with JetStream, its data in a directory of the
 // test's; Restart brings it back on the same port with the same data.
 type Server struct {
-	t    testing.TB
-	dir  string
-	port int
-	srv  *server.Server
+	t        testing.TB
+	dir      string
+	port     int
+	maxStore int64 // JetStream's file storage, 0 for NATS's default
+	srv      *server.Server
 }
 
 // Start runs a server on a free loopback port; it is shut down when the
 // test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{t: t, dir: t.TempDir(), port: -1}
+	return StartStore(t, 0)
+}
+
+// StartStore is Start with JetStream's file storage bounded to maxStore
+// bytes (the server's max_file_store): a NATS short of storage.
+func StartStore(t testing.TB, maxStore int64) *Server {
+	t.Helper()
+	s := &Server{t: t, dir: t.TempDir(), port: -1, maxStore: maxStore}
 	if err := s.start(); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +44,7 @@ func Start(t testing.TB) *Server {
 
 func (s *Server) start() error {
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: s.port, JetStream: true, StoreDir: s.dir,
-		NoLog: true, NoSigs: true})
+		JetStreamMaxStore: s.maxStore, NoLog: true, NoSigs: true})
 	if err != nil {
 		return fmt.Errorf("new NATS server: %w", err)
 	}

@@ -370,6 +370,12 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 func (c *Cluster) unreachable(err error) error {
 	var api *jetstream.APIError
 	switch {
+	case c.nc.IsConnected() && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)):
+		// Connected, and not answered: a NATS cluster without its
+		// quorum, or a NATS server whose disk filled (its file store
+		// takes no write to the stream until it restarts).
+		return fmt.Errorf("%w: connected, but NATS did not answer in time (%w): a NATS cluster without its quorum, or its JetStream storage full (its log says \"Critical write error\"; %s, then restart it)",
+			hub.ErrUnreachable, err, storageHelp)
 	case !c.nc.IsConnected(),
 		errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionClosed),
 		errors.Is(err, nats.ErrConnectionReconnecting), errors.Is(err, nats.ErrNoResponders),

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -24,6 +25,21 @@ const (
 // of the NATS cluster's nodes are up for the bucket's replicas.
 const jsNoPeers = 10005
 
+// jsStorageShort is JetStream's "insufficient storage resources
+// available": the NATS server's file storage (max_file_store, by
+// default most of its disk's free space when it started) cannot take
+// what is asked, a bucket's reservation (its MaxBytes) or a write.
+const jsStorageShort = 10047
+
+// storageShort says err is JetStream refusing for want of storage.
+func storageShort(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jsStorageShort
+}
+
+// storageHelp is what gives NATS the storage it lacks.
+const storageHelp = "give the NATS server more JetStream storage (jetstream { max_file_store } in its config; by default 75% of its disk's free space when it started) or free space on its disk"
+
 // openKV creates the bucket cfg names, or updates it to cfg, and returns
 // once the bucket answers a read. An instance started while a node of
 // its NATS cluster is down or restarting, or before the cluster has
@@ -44,6 +60,13 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 		}
 		return err
 	})
+	if storageShort(err) {
+		reserves := ""
+		if cfg.MaxBytes > 0 {
+			reserves = fmt.Sprintf(", which reserves %d MiB on each of its %d replicas", cfg.MaxBytes>>20, max(cfg.Replicas, 1))
+		}
+		err = fmt.Errorf("NATS has not the storage for bucket %s%s (%w): %s, and start again", cfg.Bucket, reserves, err, storageHelp)
+	}
 	return kv, err
 }
 

@@ -52,6 +52,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/told"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -217,8 +218,9 @@ type Options struct {
 
 // Hub is safe for concurrent use.
 type Hub struct {
-	log *slog.Logger
-	now func() time.Time
+	log   *slog.Logger
+	now   func() time.Time
+	saves told.Once // the store refusing writes now, told once (unsaved)
 
 	mu     lockorder.Mutex[lockorder.Rooms]
 	rooms  map[string]*room

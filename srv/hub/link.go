@@ -70,7 +70,7 @@ const (
 // fired: an outcome that lands stops it.
 func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr error) {
 	if !errors.Is(err, ErrTimeout) && reason != ReasonAbandoned {
-		h.log.Error("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
+		h.unsaved("outcome not saved: the request stays pending", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "err", serr)
 		return
 	}
 	r.mu.Lock()
@@ -79,7 +79,7 @@ func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr e
 		return
 	}
 	p.retry = min(max(2*p.retry, retryFirst), retryMax)
-	h.log.Error("outcome not saved: tried again later", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "in", p.retry, "err", serr)
+	h.unsaved("outcome not saved: tried again later", "kind", p.req.Kind, "id", p.req.ID, "reason", reason, "in", p.retry, "err", serr)
 	stopTimer(&p.expiry)
 	p.expiry = time.AfterFunc(p.retry, func() {
 		if reason == ReasonAbandoned {
@@ -115,4 +115,23 @@ func (h *Hub) PendingIDs() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// unsaved tells that the store refused a write (a full disk, NATS out of
+// storage): the first refusal of a run at error level, the rest at debug
+// level until a write passes (saved). A person trying again and again,
+// and a channel's reply tried again, do not flood the log.
+func (h *Hub) unsaved(msg string, args ...any) {
+	if h.saves.Fail() {
+		h.log.Error(msg+"; the store refuses writes: what cannot be saved is refused until it takes them again (told then)", args...)
+		return
+	}
+	h.log.Debug(msg, args...)
+}
+
+// saved: a write passed, which ends a run of refusals told by unsaved.
+func (h *Hub) saved() {
+	if ok, n, since := h.saves.End(); ok {
+		h.log.Info("the store saves again", "refused", n, "for", time.Since(since).Round(time.Second))
+	}
 }

@@ -256,10 +256,11 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 			r.noteRefusedLocked(req.ID) // it may land after all
 		}
 		r.mu.Unlock()
-		h.log.Error("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
+		h.unsaved("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
 		return nil, false, nil, &notSaved{what: "request", err: err}
 	}
 	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now
+	h.saved()
 	if created {
 		p.waiters++
 		r.askingLocked(req.ID, -1)
@@ -518,12 +519,13 @@ func (h *Hub) settle(r *room, p *pending, rep *Reply, err error, reason string) 
 			return ErrNotPending // another instance settled it first
 		}
 		if rep != nil {
-			h.log.Error("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
+			h.unsaved("answer refused: it cannot be saved", "kind", p.req.Kind, "id", p.req.ID, "err", serr)
 			return &notSaved{what: "answer", err: serr}
 		}
 		h.retryOutcome(r, p, err, reason, serr)
 		return serr
 	}
+	h.saved()
 	// The callers here have the outcome at once, after the subscribers
 	// (so that one who acts on it next finds it told); the rest (the
 	// clients told, the outcome kept) when the change is heard, in its

@@ -167,7 +167,10 @@ func (s *Store) openJournal(dir string, wrap func(JournalFile) JournalFile) ([]R
 	rs, bad := readJournal(b)
 	if len(rs) > 0 {
 		if err := s.putAll(rs); err != nil {
-			return nil, fmt.Errorf("replay journal: %w", err)
+			// A full disk: the journal keeps them, untouched, for the
+			// next start.
+			return nil, fmt.Errorf("the request journal %s holds %d records the database cannot take now (%w): they stay in the journal; free space in %s (is its disk full?) and start again",
+				path, len(rs), err, dir)
 		}
 	}
 	if len(bad) > 0 {

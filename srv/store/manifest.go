@@ -143,7 +143,13 @@ func (s *Store) noteLocked(es []entry, gone []string, c counts) {
 		return
 	}
 	if err := s.saveManifestLocked(); err != nil {
-		s.log.Warn("the list of pending requests beside the database was not written: were the database damaged now, what it lost could not be named", "err", err)
+		if s.manWrites.Fail() { // told once while it fails (a full disk), not at every commit
+			s.log.Warn("the list of pending requests beside the database was not written: were the database damaged now, what it lost could not be named; told once more when it is", "err", err)
+		} else {
+			s.log.Debug("the list of pending requests beside the database was not written", "err", err)
+		}
+	} else if ok, _, _ := s.manWrites.End(); ok {
+		s.log.Info("the list of pending requests beside the database is written again")
 	}
 }
 

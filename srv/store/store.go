@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/told"
 )
 
 // FileName is the database file inside the data directory.
@@ -116,6 +117,8 @@ type Store struct {
 	// the database refused too long to keep them in memory (writer.go).
 	keepJournal bool
 	onError     func(error)
+	writes      told.Once // the writes failing now, told once (report)
+	manWrites   told.Once // the manifest's
 
 	// manMu orders the commits with the manifest written after each
 	// (manifest.go); a leaf: nothing else is taken under it, and s.mu

@@ -27,9 +27,24 @@ var holdUnfolded = 4 * foldBytes
 // testHookWrite, when set by a test, may fail a write into the database.
 var testHookWrite func() error
 
+// report tells that a write failed: the first of a run in the log, the
+// rest at debug level until one passes (wrote).
 func (s *Store) report(err error) {
 	if s.onError != nil {
 		s.onError(err)
+	}
+	if s.writes.Fail() {
+		s.log.Error("the request store cannot write (is the data directory's disk full?): what it cannot save is refused, and it tries again; told once more when it writes",
+			"dir", s.dir, "err", err)
+		return
+	}
+	s.log.Debug("the request store cannot write", "err", err)
+}
+
+// wrote: a write passed, which ends a run of failures told by report.
+func (s *Store) wrote() {
+	if ok, n, since := s.writes.End(); ok {
+		s.log.Info("the request store writes again", "failed_writes", n, "for", time.Since(since).Round(time.Second))
 	}
 }
 
@@ -291,6 +306,7 @@ func (s *Store) appendJournal(es []entry) error {
 		}
 	}
 	s.jsize += int64(n)
+	s.wrote()
 	return nil
 }
 
@@ -336,6 +352,7 @@ func (s *Store) write(es []entry) error {
 	}); err != nil {
 		return err
 	}
+	s.wrote()
 	s.noteLocked(es, nil, c)
 	for _, ev := range evs {
 		s.evictions.Note(s.log, ev, s.budget, time.Now())
