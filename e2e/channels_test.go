@@ -24,6 +24,13 @@ import (
 // (tokens are added): the -config given last is the one read.
 func startServerConfig(t *testing.T, config string, tokens ...string) *server {
 	t.Helper()
+	return startServerConfigOn(t, "0", config, tokens...)
+}
+
+// startServerConfigOn is startServerConfig listening on port: a config
+// may name its address (public_url).
+func startServerConfigOn(t *testing.T, port, config string, tokens ...string) *server {
+	t.Helper()
 	data := t.TempDir()
 	path := filepath.Join(data, "channels.toml")
 	quoted := make([]string, len(tokens))
@@ -33,7 +40,24 @@ func startServerConfig(t *testing.T, config string, tokens ...string) *server {
 	if err := os.WriteFile(path, []byte(fmt.Sprintf("tokens = [%s]\n%s", strings.Join(quoted, ","), config)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return startServerWith(t, "0", data, []string{"-config", path}, tokens...)
+	return startServerWith(t, port, data, []string{"-config", path}, tokens...)
+}
+
+// appInbox is an inbox of token on s, logged in as this project's web
+// UI does: it shows options as buttons, so a question's text is given
+// as asked, and its options with it.
+func appInbox(t *testing.T, s *server, token string) *wstest.Client {
+	t.Helper()
+	inbox, err := wstest.Connect(nil, s.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { inbox.Close() })
+	inbox.ShowsOptions = true
+	if err := inbox.LogIn(token, "pc", "", 0); err != nil || !inbox.Login.GetSuccess() {
+		t.Fatalf("login: %v %v", err, inbox.Login)
+	}
+	return inbox
 }
 
 // officialMCP starts agentassistant-mcp for token against s under the
@@ -100,17 +124,7 @@ channel = "U42"
 users = ["U42"]
 api_url = %q
 `, tgToken, chat, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
-	// The inbox as this project's web UI logs in: it shows options as
-	// buttons, so the question's text is given as asked.
-	inbox, err := wstest.Connect(nil, s.URL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { inbox.Close() })
-	inbox.ShowsOptions = true
-	if err := inbox.LogIn(tokenA, "pc", "", 0); err != nil || !inbox.Login.GetSuccess() {
-		t.Fatalf("login: %v %v", err, inbox.Login)
-	}
+	inbox := appInbox(t, s, tokenA)
 	agent := officialMCP(t, s, tokenA)
 
 	options := []string{"PostgreSQL", "SQLite", "MySQL"}

@@ -204,25 +204,41 @@ func startNtfy(t *testing.T) *ntfyDouble {
 	return d
 }
 
+// published is the n-th message published, once it came.
+func (d *ntfyDouble) published(t *testing.T, n int) map[string]any {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		d.mu.Lock()
+		var m map[string]any
+		if len(d.msgs) >= n {
+			m = d.msgs[n-1]
+		}
+		d.mu.Unlock()
+		if m != nil {
+			return m
+		}
+		select {
+		case <-d.more:
+		case <-deadline:
+			t.Fatalf("message %d was never published to ntfy", n)
+		}
+	}
+}
+
 // action is the first http action of the first message published: its
 // URL and its body.
 func (d *ntfyDouble) action(t *testing.T) (string, string) {
 	t.Helper()
-	select {
-	case <-d.more:
-	case <-time.After(10 * time.Second):
-		t.Fatal("nothing was published to ntfy")
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	acts, _ := d.msgs[0]["actions"].([]any)
+	m := d.published(t, 1)
+	acts, _ := m["actions"].([]any)
 	for _, a := range acts {
 		a := a.(map[string]any)
 		if a["action"] == "http" {
 			return a["url"].(string), a["body"].(string)
 		}
 	}
-	t.Fatalf("no http action in %v", d.msgs[0])
+	t.Fatalf("no http action in %v", m)
 	return "", ""
 }
 

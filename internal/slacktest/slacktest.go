@@ -65,6 +65,40 @@ type API struct {
 	deleted map[string]bool
 	// refused counts the calls refused for their token, by method.
 	refused map[string]int
+	// down is the HTTP status every method answers while Slack is out
+	// of service (Down), 0 while it is not.
+	down int
+}
+
+// Down has every method answered with the HTTP status status and no
+// body, as Slack's edge answers while Slack is out of service (503) or
+// a proxy does not route the API (404), or rate limits them (429, with
+// Retry-After: RetryAfter); 0 serves them again. Such calls are
+// recorded, their "_error" the status.
+func (api *API) Down(status int) {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	api.down = status
+}
+
+// RetryAfter is the seconds a rate-limited call is told to wait (Down).
+const RetryAfter = 30
+
+// Disconnect sends the app's connection Slack's disconnect message with
+// reason ("refresh_requested", "warning", "link_disabled"), then closes
+// it, as Slack does when it refreshes a connection it has held a while.
+func (api *API) Disconnect(reason string) error {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if api.conn == nil {
+		return fmt.Errorf("disconnect: the app has not connected")
+	}
+	err := api.conn.WriteJSON(map[string]any{"type": "disconnect", "reason": reason, "debug_info": map[string]any{"host": "applink-double"}})
+	_ = api.conn.Close()
+	if err != nil {
+		return fmt.Errorf("disconnect: %w", err)
+	}
+	return nil
 }
 
 // Refused is how many calls of method were refused (invalid_auth) for
@@ -215,6 +249,16 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	}
 	method := r.PathValue("method")
 	api.mu.Lock()
+	if down := api.down; down != 0 {
+		api.calls = append(api.calls, Call{Method: method, Form: map[string]string{"_error": strconv.Itoa(down)}, At: time.Now()})
+		api.changedLocked()
+		api.mu.Unlock()
+		if down == http.StatusTooManyRequests {
+			w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		}
+		w.WriteHeader(down)
+		return
+	}
 	want := api.botToken
 	if method == "apps.connections.open" {
 		want = api.appToken
@@ -314,6 +358,9 @@ func (api *API) historyLocked(channel, latest string) []any {
 	return []any{msg}
 }
 
+// pingEvery is how often the double pings the app's connection.
+const pingEvery = 10 * time.Second
+
 // upgrader takes the app's dial (its Origin is https://api.slack.com).
 var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
 
@@ -333,6 +380,26 @@ func (api *API) socket(w http.ResponseWriter, r *http.Request) {
 		"debug_info": map[string]any{"host": "applink-double", "approximate_connection_time": 18060}, "connection_info": map[string]any{"app_id": "A1"}})
 	api.changedLocked()
 	api.mu.Unlock()
+	// Slack pings the app's connection every few seconds; the app drops
+	// one that is not pinged for a while.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	done := make(chan struct{})
+	defer close(done)
+	wg.Go(func() {
+		t := time.NewTicker(pingEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if c.WriteControl(websocket.PingMessage, nil, time.Now().Add(pingEvery)) != nil {
+					return
+				}
+			}
+		}
+	})
 	// The one reader of the connection: the acknowledgements.
 	for err == nil {
 		var ack struct {

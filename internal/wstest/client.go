@@ -219,13 +219,17 @@ func (c *Client) Closed(timeout time.Duration) (error, bool) {
 // Close closes the connection.
 func (c *Client) Close() error { return c.Conn.Close() }
 
-// TextReply builds an AskQuestionReply frame answering id with text.
-func TextReply(id, text string) *pb.WebsocketMessage {
+// TextReply builds an AskQuestionReply frame answering id with texts,
+// one content each: the options ticked, as the inbox answers a question
+// that takes several.
+func TextReply(id string, texts ...string) *pb.WebsocketMessage {
+	contents := make([]*pb.McpResultContent, 0, len(texts))
+	for _, text := range texts {
+		contents = append(contents, &pb.McpResultContent{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}})
+	}
 	return &pb.WebsocketMessage{
-		Cmd:                "AskQuestionReply",
-		AskQuestionRequest: &pb.AskQuestionRequest{ID: id},
-		AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: []*pb.McpResultContent{
-			{Type: 1, Text: &pb.TextContent{Type: "text", Text: text}},
-		}},
+		Cmd:                 "AskQuestionReply",
+		AskQuestionRequest:  &pb.AskQuestionRequest{ID: id},
+		AskQuestionResponse: &pb.AskQuestionResponse{ID: id, Contents: contents},
 	}
 }

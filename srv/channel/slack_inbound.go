@@ -34,6 +34,7 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	holds := &slackHolds{lead: ctx}
 	ctx = context.WithValue(ctx, slackHoldsKey{}, holds)
 	defer holds.wg.Wait()
+	link := &slackLink{}
 	var wg sync.WaitGroup
 	// The library hands every envelope to sm.Events and waits for it to
 	// be taken: this drains them for as long as Listen runs.
@@ -43,19 +44,30 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 			case <-ctx.Done():
 				return
 			case ev := <-sm.Events:
+				link.saw(ev)
 				s.event(ctx, sm, ev, a)
 			}
 		}
 	})
 	defer wg.Wait()
-	wait := time.Second
+	wait := slackFirstWait
 	// refused is the wait while the app token is refused, 0 while it is
 	// not.
 	refused := time.Duration(0)
 	for {
-		err := sm.RunContext(ctx)
+		run, stop := context.WithCancel(ctx)
+		link.start(stop)
+		err := sm.RunContext(run)
+		stop()
 		if ctx.Err() != nil {
 			return
+		}
+		good, after, failed := link.end()
+		if failed != nil {
+			err = failed
+		}
+		if good {
+			wait = slackFirstWait
 		}
 		if re := s.refusal(err, slackAppToken); re != nil {
 			// Not tried again within seconds, nor told at each try: the
@@ -66,15 +78,77 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 			continue
 		}
 		refused = 0
+		wait = max(wait, after)
 		s.warn("slack: Socket Mode connection failed", "err", s.redact(err), "retry_in", wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-time.After(wait):
 		}
-		wait = min(2*wait, 5*time.Minute)
+		wait = min(2*wait, slackMaxWait)
 	}
 }
+
+// slackLink follows the runs of the Socket Mode client (sm.RunContext)
+// of one Listen. The client connects again at once when Slack refreshes
+// the connection, but waits on its own between failed tries, ever
+// longer (hours after an outage of one): a failed try ends the run
+// instead, and Listen waits its own wait, at most slackMaxWait, which
+// starts again from slackFirstWait once a run had a connection Slack
+// greeted (hello).
+type slackLink struct {
+	mu     sync.Mutex // held alone
+	stop   context.CancelFunc
+	good   bool
+	failed error
+	// after is how long Slack asked to wait (rate limited), 0 when it
+	// did not.
+	after time.Duration
+}
+
+// start follows a run that stop ends.
+func (l *slackLink) start(stop context.CancelFunc) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stop, l.good, l.failed, l.after = stop, false, nil, 0
+}
+
+// saw takes the client's event ev.
+func (l *slackLink) saw(ev socketmode.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch ev.Type {
+	case socketmode.EventTypeHello:
+		l.good = true
+	case socketmode.EventTypeConnectionError:
+		if e, ok := ev.Data.(*slack.ConnectionErrorEvent); ok {
+			l.failed = e.ErrorObj
+			var rl *slack.RateLimitedError
+			if errors.As(e.ErrorObj, &rl) {
+				l.after = rl.RetryAfter
+			}
+		}
+		if l.stop != nil {
+			l.stop()
+		}
+	}
+}
+
+// end tells whether the run had a good connection, how long Slack asked
+// to wait, and why its last try to connect failed (nil: none did).
+func (l *slackLink) end() (good bool, after time.Duration, failed error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.stop = nil
+	return l.good, l.after, l.failed
+}
+
+// slackFirstWait and slackMaxWait are the first and the longest wait
+// between tries to connect.
+const (
+	slackFirstWait = time.Second
+	slackMaxWait   = 5 * time.Minute
+)
 
 // event handles one Socket Mode event, then acknowledges its envelope.
 // A thread reply's is acknowledged once its answer is saved, or the
@@ -125,9 +199,7 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 			s.replied(hctx, m, a)
 		}
 	case socketmode.EventTypeConnectionError:
-		if e, ok := ev.Data.(*slack.ConnectionErrorEvent); ok {
-			s.warn("slack: cannot connect", "err", s.redact(e.ErrorObj), "attempt", e.Attempt)
-		}
+		// Said by Listen, which waits before it tries again (slackLink).
 	case socketmode.EventTypeInvalidAuth:
 		// Said by Listen, once, when the connection gives up.
 		logOf(s.Logger).Debug("slack: the app token is refused")

@@ -92,9 +92,9 @@ func TestSlackKeepsTokensSecret(t *testing.T) {
 	api := slacktest.Start(t, botToken, appToken)
 	api.Refuse = true
 	logs := &syncBuffer{wake: make(chan struct{}, 1)}
-	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "C1", Users: []string{"U42"}, APIURL: api.APIURL(),
-		Logger: slog.New(slog.NewTextHandler(logs, nil))}
-	newFixture(t, map[string][]Channel{tokA: {sl}}, Options{}) // it listens
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "C1", Users: []string{"U42"}, APIURL: api.APIURL(), Logger: log}
+	newFixture(t, map[string][]Channel{tokA: {sl}}, Options{Logger: log}) // it listens; its refusal is the Manager's to log
 	err := sl.Send(t.Context(), Notice{Event: hub.Event{Kind: hub.Asked, Token: tokA, Request: hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "?"}}})
 	if err == nil || !strings.Contains(err.Error(), "invalid_auth for ***") {
 		t.Fatalf("Send: %v", err)
