@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *checkChans {
-		return checkChannels(&cfg, stdout)
+		return checkChannels(&cfg, cfgPath, stdout)
 	}
 	if err := checkSettings(fs, &cfg); err != nil {
 		return err
