@@ -107,12 +107,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 
 	if cfg.Token == "" {
 		// Same machine, default data directory: use the server's own token.
+		file := filepath.Join(config.AppDir(), auth.TokenFile)
 		if tok, err := auth.Load(config.AppDir()); err == nil {
 			cfg.Token = tok
-			tokenFrom = "the URL agentassistant-srv printed (its token file " + filepath.Join(config.AppDir(), auth.TokenFile) + ")"
+			tokenFrom = "the URL agentassistant-srv printed (its token file " + file + ")"
 		} else {
-			logger.Warn("no token configured and none found from a local agentassistant-srv; calls will be rejected",
-				"hint", "set agentassistant_server_token or -token")
+			logger.Warn("no token configured and none found from a local agentassistant-srv; calls will be rejected", "file", file,
+				"hint", "set agentassistant_server_token or -token to the token of the URL agentassistant-srv printed (…/?token=…); a server started with -data DIR keeps it in DIR/token")
 		}
 	}
 

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -84,6 +85,25 @@ func TestWrongTokenSaidAtStart(t *testing.T) {
 	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	out := runUntil(t, "rejected the token", "-host", host, "-port", port, "-token", testToken)
 	for _, want := range []string{"the -token flag", "agentassistant_server_token"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr says nothing of %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestNoTokenSaysWhereItLooked: with no token given and no server's
+// token file in the user config directory (a server started with -data
+// elsewhere, or as another user), the warning names the file it looked
+// for and where the token is to be had, not only that calls will fail.
+func TestNoTokenSaysWhereItLooked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	_ = ln.Close()
+	out := runUntil(t, "no token configured", "-host", "127.0.0.1", "-port", port)
+	for _, want := range []string{filepath.Join(os.Getenv("HOME"), "agentassistant", "token"), "-data", "?token="} {
 		if !strings.Contains(out, want) {
 			t.Errorf("stderr says nothing of %q:\n%s", want, out)
 		}

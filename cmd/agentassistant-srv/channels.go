@@ -10,9 +10,11 @@ import (
 	"net/http"
 	"net/mail"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/channel"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -207,13 +209,19 @@ func unjoin(err error) []error {
 
 // checkChannels sends a test notice through every channel the config
 // sets and says, in words, what each answered.
-func checkChannels(cfg *fileConfig, stdout io.Writer) error {
+func checkChannels(cfg *fileConfig, cfgPath string, stdout io.Writer) error {
 	o, err := channelOptions(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return err
 	}
 	if o == nil {
-		_, _ = fmt.Fprintln(stdout, "No channel is set: add a [channels.ntfy], [channels.telegram], [channels.slack], [channels.email] or [channels.webhook] table to the config file, as docs/channels.md shows.")
+		// Where to write the table: the file read, or where one is looked for.
+		where := "in " + cfgPath + ": add"
+		if cfgPath == "" {
+			where = "and no config file was found (./" + configName + ", then " +
+				filepath.Join(config.AppDir(), configName) + "): write one with"
+		}
+		_, _ = fmt.Fprintf(stdout, "No channel is set %s a [channels.ntfy], [channels.telegram], [channels.slack], [channels.email] or [channels.webhook] table, as docs/channels.md shows.\n", where)
 		return nil
 	}
 	n := channel.Notice{Event: hub.Event{Kind: hub.Asked, At: time.Now(), AskedAt: time.Now(),

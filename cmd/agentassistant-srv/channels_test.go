@@ -143,6 +143,28 @@ func TestCheckChannelsWithoutChannels(t *testing.T) {
 	if !strings.Contains(out.String(), "[channels.") {
 		t.Errorf("-check-channels says %q, not which tables to add", out.String())
 	}
+	if !strings.Contains(out.String(), cfg) {
+		t.Errorf("-check-channels says %q, not which file it read (%s)", out.String(), cfg)
+	}
+}
+
+// TestCheckChannelsWithoutConfigFile: with no config file at all,
+// -check-channels names where it looked, so the newcomer knows where to
+// write the channel's table.
+func TestCheckChannelsWithoutConfigFile(t *testing.T) {
+	home, wd := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(home, ".config"))
+	t.Chdir(wd)
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-data", t.TempDir(), "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	for _, where := range []string{"./agentassistant-srv.toml", filepath.Join(home, ".config", "agentassistant", "agentassistant-srv.toml")} {
+		if !strings.Contains(out.String(), where) {
+			t.Errorf("-check-channels without a config file says %q, not that it looked for %s", out.String(), where)
+		}
+	}
 }
 
 // TestChannelsGetTheLogger: every channel that logs (a webhook its

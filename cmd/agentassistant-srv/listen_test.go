@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,5 +104,28 @@ func TestWildcardWithoutTokenNamesTheGeneratedOne(t *testing.T) {
 	want := `-token "$(cat '` + filepath.Join(dir, "token") + `')"`
 	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error()+out.String()+errs.String(), tok) {
 		t.Errorf("error %q: want it to name %s and never the token", err, want)
+	}
+}
+
+// TestWildcardWithoutAnyTokenSaysHowToMakeOne: a newcomer whose first
+// start opens it to the phone (-host 0.0.0.0, as the README's push
+// section shows) has no generated token to keep: the refusal says how
+// to make one, and that the server then prints the URL with it.
+func TestWildcardWithoutAnyTokenSaysHowToMakeOne(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "empty.toml")
+	if err := os.WriteFile(cfg, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errs bytes.Buffer
+	err := run(context.Background(), []string{"-config", cfg, "-data", t.TempDir(), "-host", "0.0.0.0", "-port", "0"}, &out, &errs)
+	if err == nil {
+		t.Fatal("started on 0.0.0.0 without a configured token")
+	}
+	want := `-token "$(openssl rand -hex 24)"`
+	if runtime.GOOS == "windows" {
+		want = `-token ([guid]::NewGuid().ToString('N') + [guid]::NewGuid().ToString('N'))`
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q: want it to say how to make a token, %s", err, want)
 	}
 }

@@ -103,7 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *checkChans {
-		return checkChannels(&cfg, stdout)
+		return checkChannels(&cfg, cfgPath, stdout)
 	}
 	if err := checkSettings(fs, &cfg); err != nil {
 		return err
@@ -423,12 +423,16 @@ func isFlag(w string) bool {
 
 // keepGenerated tells how to go on with the token the server generated
 // on an earlier start, kept in dataDir, so the URL the person already
-// opened stays valid; "" when there is none. It names the file, never
-// the token; quoted, as macOS's data directory has a space in it.
+// opened stays valid; with none, how to make one. It names the file,
+// never the token; quoted, as macOS's data directory has a space in it.
 func keepGenerated(dataDir string) string {
 	f := filepath.Join(dataDir, auth.TokenFile)
 	if _, err := os.Stat(f); err != nil {
-		return ""
+		// None generated yet: a random one, no weaker than a generated one.
+		if runtime.GOOS == "windows" {
+			return `; a new one: -token ([guid]::NewGuid().ToString('N') + [guid]::NewGuid().ToString('N')), and the URL it prints has it`
+		}
+		return `; a new one: -token "$(openssl rand -hex 24)", and the URL it prints has it`
 	}
 	if runtime.GOOS == "windows" {
 		return fmt.Sprintf(`; to keep the one it generated (and the URL you have): -token (Get-Content "%s")`, f)

@@ -3,5 +3,6 @@
 // each package imports, and its paragraph on the hub and the relay
 // against their files; the hub's files are checked to build no /ws
 // frame; and the documentation's shell commands to run as written on a
-// fresh machine and keep the secrets they make.
+// fresh machine and keep the secrets they make; README's quick start
+// names every package CI installs for the tests.
 package repo

@@ -340,6 +340,25 @@ describe('Web Push', () => {
     await ctx.close()
   })
 
+  // A private window (and a browser without a push service) refuses the
+  // subscription although notifications are allowed; the browser's own
+  // words ("Registration failed - permission denied") send the person to
+  // site settings that already allow them.
+  it('a browser that refuses a subscription with notifications allowed says why and what to do', async () => {
+    const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] })
+    const ctx = await browser.newContext({ locale: 'en-US' })
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    const { page } = await openApp(ctx)
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    const why = page.getByTestId('push-why')
+    await why.waitFor()
+    expect(await why.textContent()).toContain('a private (incognito) window, or a browser without a push service')
+    await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    expect(subscriptions()).toEqual([])
+    await browser.close()
+  })
+
   it('with the app closed, a push sets its badge to the questions waiting, and a settled one lowers it', async () => {
     const ctx = await profile()
     await ctx.grantPermissions(['notifications'], { origin: srv.url })

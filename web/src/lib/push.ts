@@ -22,7 +22,7 @@ function keyOf(token: string): string {
 export type PushBlock = 'insecure' | 'unsupported' | 'denied'
 
 export class PushError extends Error {
-  constructor(readonly why: PushBlock | 'server', message?: string) {
+  constructor(readonly why: PushBlock | 'server' | 'refused', message?: string) {
     super(message ?? why)
   }
 }
@@ -118,7 +118,15 @@ export async function turnOn(token: string, device: string, replies: string[]): 
     sub = null
   }
   if (!sub) {
-    sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
+    try {
+      sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
+    } catch (e) {
+      // Notifications are allowed, yet the browser gives no subscription
+      // (its words: "Registration failed - permission denied"): a private
+      // window, or a browser without a push service.
+      if (e instanceof DOMException && (e.name === 'NotAllowedError' || e.name === 'AbortError')) throw new PushError('refused', e.message)
+      throw e
+    }
     // A new subscription: the IDs and the badge's counts kept came
     // under an old one.
     forgetIDs()

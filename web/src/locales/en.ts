@@ -156,6 +156,7 @@ export default {
     unsupported: 'This browser cannot receive notifications here. On an iPhone or iPad, add the app to the Home Screen (Share, then Add to Home Screen) and open it from there.',
     denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
     failed: 'Push could not be turned on: {why}',
+    refused: 'The browser refused a push subscription although notifications are allowed ({why}): a private (incognito) window, or a browser without a push service, cannot receive push. Open the app in a normal window of Chrome, Edge, Firefox or Safari.',
   },
   // The AG-UI demo page (/agui-demo): an AG-UI frontend the agent drives.
   agui: {

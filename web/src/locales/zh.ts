@@ -154,6 +154,7 @@ export default {
     unsupported: '此浏览器在这里无法接收通知。在 iPhone 或 iPad 上：把应用添加到主屏幕（分享，然后“添加到主屏幕”），再从主屏幕打开。',
     denied: '此网站的通知已被阻止：请在浏览器的网站设置中允许通知，然后重试。',
     failed: '无法开启推送：{why}',
+    refused: '通知已允许，但浏览器拒绝了推送订阅（{why}）：隐私（无痕）窗口或没有推送服务的浏览器无法接收推送。请在 Chrome、Edge、Firefox 或 Safari 的普通窗口中打开应用。',
   },
   agui: {
     title: 'AG-UI 演示',
