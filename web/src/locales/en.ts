@@ -156,6 +156,9 @@ export default {
     unsupported: 'This browser cannot receive notifications here. On an iPhone or iPad, add the app to the Home Screen (Share, then Add to Home Screen) and open it from there.',
     denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
     failed: 'Push could not be turned on: {why}',
+    renewed: 'Notifications to this device were set up again: the browser had changed its subscription.',
+    lost: 'Notifications are blocked for this site now, so this device is no longer notified. Allow them in the browser’s site settings, then turn them on again.',
+    renewFailed: 'Notifications to this device may not arrive: {why}. Turn them off and on again in Settings.',
   },
   // The AG-UI demo page (/agui-demo): an AG-UI frontend the agent drives.
   agui: {
