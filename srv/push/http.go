@@ -100,7 +100,8 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 // PushSubscription, after the push service changed or expired the old
 // one), keeping its ID, device and replies: 200 {"id", "changed"}, or
 // 404 when the token has none of that ID (a push service called it gone
-// and it was removed: the device subscribes again).
+// and it was removed: the device subscribes again). A device name or
+// replies sent with it are not taken: PUT changes where pushes go only.
 func (p *Pusher) Renew(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req subscribeRequest
