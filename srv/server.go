@@ -264,6 +264,7 @@ func New(o Options) *Server {
 		s.handle("GET /push/key", GuardHeader, s.requireToken(http.HandlerFunc(s.push.Key)))
 		s.handle("POST /push/subscriptions", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Subscribe))))
 		s.handle("DELETE /push/subscriptions/{id}", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Unsubscribe))))
+		s.handle("PUT /push/subscriptions/{id}", GuardHeader, s.checkOrigin(s.requireToken(withToken(s.push.Renew))))
 	}
 	if o.Channels != nil {
 		co := *o.Channels

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -91,6 +92,53 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 		}
 		p.log.Info("push subscription kept", "subscription", id, "device", req.Device)
 		writeJSON(w, http.StatusCreated, map[string]string{"id": id})
+	})
+}
+
+// Renew gives the token's subscription named by the path's {id} the
+// endpoint and keys posted ({"endpoint", "keys"}: the browser's new
+// PushSubscription, after the push service changed or expired the old
+// one), keeping its ID, device and replies: 200 {"id", "changed"}, or
+// 404 when the token has none of that ID (a push service called it gone
+// and it was removed: the device subscribes again). A device name or
+// replies sent with it are not taken: PUT changes where pushes go only.
+func (p *Pusher) Renew(token string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req subscribeRequest
+		if !readJSON(w, r, maxRequest, &req) {
+			return
+		}
+		if why := p.checkSubscription(&req); why != "" {
+			writeError(w, http.StatusBadRequest, why)
+			return
+		}
+		room, id := store.Room(token), r.PathValue("id")
+		p.subscribing.Lock()
+		defer p.subscribing.Unlock()
+		subs, err := p.o.Subscriptions.List(room)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")
+			return
+		}
+		i := slices.IndexFunc(subs, func(s Subscription) bool { return s.ID == id })
+		if i < 0 {
+			writeError(w, http.StatusNotFound, "no such subscription")
+			return
+		}
+		s := subs[i]
+		changed := s.Endpoint != req.Endpoint || s.P256dh != req.Keys.P256dh || s.Auth != req.Keys.Auth
+		if changed {
+			s.Endpoint, s.P256dh, s.Auth = req.Endpoint, req.Keys.P256dh, req.Keys.Auth
+			// Put drops another subscription of this endpoint: the
+			// device's, made again before this came.
+			if err := p.o.Subscriptions.Put(room, s); err != nil {
+				p.log.Error("push subscription not renewed", "subscription", id, "err", err)
+				writeError(w, http.StatusInternalServerError, "the subscription cannot be saved")
+				return
+			}
+			p.log.Info("push subscription renewed", "subscription", id, "device", s.Device)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "changed": changed})
 	})
 }
 

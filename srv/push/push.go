@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -235,13 +236,13 @@ func (p *Pusher) Resend(tokens []string) {
 func (p *Pusher) queue(room string, s Subscription, j job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	sd := p.senders[s.ID]
+	sd := p.senders[senderKey(s)]
 	if sd == nil {
 		sd = &sender{room: room, sub: s, q: make(chan job, queueLen)}
 		if !p.goroutines.Go(func() { p.run(sd) }) {
 			return // closed
 		}
-		p.senders[s.ID] = sd
+		p.senders[senderKey(s)] = sd
 	}
 	for {
 		select {
@@ -255,6 +256,13 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 		default:
 		}
 	}
+}
+
+// senderKey names s's sender: a subscription renewed (Renew) keeps its
+// ID with a new endpoint and keys, and gets a sender of its own; the old
+// one's ends once idle.
+func senderKey(s Subscription) string {
+	return s.ID + " " + s.Endpoint + " " + s.P256dh + " " + s.Auth
 }
 
 // run sends sd's pushes in order until it is idle or the Pusher closes.
@@ -289,8 +297,8 @@ func (p *Pusher) forget(sd *sender, gone bool) bool {
 	if !gone && len(sd.q) > 0 {
 		return false
 	}
-	if p.senders[sd.sub.ID] == sd {
-		delete(p.senders, sd.sub.ID)
+	if p.senders[senderKey(sd.sub)] == sd {
+		delete(p.senders, senderKey(sd.sub))
 	}
 	return true
 }
@@ -308,10 +316,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 		case err == nil:
 			return false
 		case errors.Is(err, errGone):
-			if _, rerr := p.o.Subscriptions.Remove(sd.room, sd.sub.ID); rerr != nil {
-				p.log.Error("push subscription not removed", "subscription", sd.sub.ID, "err", rerr)
-			}
-			p.log.Info("push subscription removed: the push service says it is gone", "subscription", sd.sub.ID, "device", sd.sub.Device)
+			p.removeGone(sd)
 			return true
 		case try >= p.o.Tries || !retryable(err):
 			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
@@ -324,6 +329,27 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 		}
 		wait *= 2
 	}
+}
+
+// removeGone removes sd's subscription, which its push service called
+// gone, unless it was renewed meanwhile: then its ID lives on at
+// another endpoint.
+func (p *Pusher) removeGone(sd *sender) {
+	p.subscribing.Lock()
+	defer p.subscribing.Unlock()
+	subs, err := p.o.Subscriptions.List(sd.room)
+	if err == nil && !slices.ContainsFunc(subs, func(s Subscription) bool { return senderKey(s) == senderKey(sd.sub) }) {
+		p.log.Info("push endpoint gone: its subscription was renewed", "subscription", sd.sub.ID)
+		return
+	}
+	if err == nil {
+		_, err = p.o.Subscriptions.Remove(sd.room, sd.sub.ID)
+	}
+	if err != nil {
+		p.log.Error("push subscription not removed", "subscription", sd.sub.ID, "err", err)
+		return
+	}
+	p.log.Info("push subscription removed: the push service says it is gone", "subscription", sd.sub.ID, "device", sd.sub.Device)
 }
 
 // pushError is a push service's refusal.

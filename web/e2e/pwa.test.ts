@@ -1,7 +1,7 @@
 // The installable app: Chromium finds nothing that stops installing it,
 // its service worker activates, and Web Push reaches a question's
 // notification whose button answers the agent.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 //
 // Chromium sends its subscriptions to Google's push service, which a
 // test cannot reach or read. So the page's PushManager hands out a
@@ -51,44 +51,60 @@ afterAll(async () => {
   for (const p of [...profiles, tmp]) rmSync(p, { recursive: true, force: true })
 })
 
-interface PushDouble {
+interface Device { endpoint: string; p256dh: string; auth: string }
+type Got = { plaintext: string; authorization: string; path: string }
+
+interface PushDouble extends Device {
   server: HTTPSServer
-  endpoint: string
   certFile: string
-  p256dh: string
-  auth: string
-  next(): Promise<{ plaintext: string; authorization: string }>
+  // renewed is the browser's subscription once the push service changed
+  // it: another endpoint, other keys.
+  renewed: Device
+  // gone are the paths it answers 410 Gone.
+  gone: Set<string>
+  next(): Promise<Got>
+  // drain forgets what came and was not read.
+  drain(): void
 }
 
-// startPushDouble is a push service for one subscription: it keeps what
-// it is sent, decrypted with the subscription's private key.
+// startPushDouble is a push service for two subscriptions (the browser's
+// first one and the one it changed to): it keeps what it is sent,
+// decrypted with the subscription's private key.
 async function startPushDouble(): Promise<PushDouble> {
   const certFile = join(tmp, 'cert.pem')
   const keyFile = join(tmp, 'key.pem')
   execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
     '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', keyFile, '-out', certFile], { stdio: 'ignore' })
-  const ecdh = createECDH('prime256v1')
-  ecdh.generateKeys()
-  const auth = randomBytes(16).toString('base64url')
-  const got: { plaintext: string; authorization: string }[] = []
-  const waiting: ((v: { plaintext: string; authorization: string }) => void)[] = []
+  const keys = new Map(['/push/e2e-device', '/push/e2e-renewed'].map((path) => {
+    const ecdh = createECDH('prime256v1')
+    ecdh.generateKeys()
+    return [path, { ecdh, auth: randomBytes(16).toString('base64url') }]
+  }))
+  const got: Got[] = []
+  const waiting: ((v: Got) => void)[] = []
+  const gone = new Set<string>()
   const server = createServer({ cert: readFileSync(certFile), key: readFileSync(keyFile) }, (req, res) => {
     const chunks: Buffer[] = []
     req.on('data', (c: Buffer) => chunks.push(c))
     req.on('end', () => {
-      const plaintext = ece.decrypt(Buffer.concat(chunks), { version: 'aes128gcm', privateKey: ecdh, authSecret: auth }).toString('utf8')
-      const m = { plaintext, authorization: String(req.headers.authorization) }
+      const path = req.url ?? ''
+      const k = keys.get(path)
+      if (!k) return void res.writeHead(404).end()
+      const plaintext = ece.decrypt(Buffer.concat(chunks), { version: 'aes128gcm', privateKey: k.ecdh, authSecret: k.auth }).toString('utf8')
+      const m = { plaintext, authorization: String(req.headers.authorization), path }
       const w = waiting.shift()
       if (w) w(m)
       else got.push(m)
-      res.writeHead(201).end()
+      res.writeHead(gone.has(path) ? 410 : 201).end()
     })
   })
   await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok))
   const port = (server.address() as { port: number }).port
+  const device = (path: string): Device => ({ endpoint: `https://127.0.0.1:${port}${path}`,
+    p256dh: keys.get(path)!.ecdh.getPublicKey().toString('base64url'), auth: keys.get(path)!.auth })
   return {
-    server, certFile, auth, p256dh: ecdh.getPublicKey().toString('base64url'),
-    endpoint: `https://127.0.0.1:${port}/push/e2e-device`,
+    server, certFile, gone, ...device('/push/e2e-device'), renewed: device('/push/e2e-renewed'),
+    drain: () => void got.splice(0),
     next: () => new Promise((ok) => {
       const m = got.shift()
       if (m) ok(m)
@@ -108,11 +124,16 @@ async function profile(): Promise<BrowserContext> {
   })
 }
 
+// first is the browser's first subscription at the push double.
+const first = (): Device => ({ endpoint: pushService.endpoint, p256dh: pushService.p256dh, auth: pushService.auth })
+
 // usePushDouble makes the page's PushManager subscribe to the push
-// double, with its keys.
+// double, with its keys: its first subscription, or the renewed one once
+// e2e.renewed is set (the push service changed it).
 async function usePushDouble(ctx: BrowserContext) {
-  await ctx.addInitScript(({ endpoint, p256dh, auth }) => {
+  await ctx.addInitScript(({ first, renewed }) => {
     const KEY = 'e2e.subscribed'
+    const { endpoint, p256dh, auth } = localStorage.getItem('e2e.renewed') ? renewed : first
     const sub = (key: ArrayBuffer) => ({
       endpoint, expirationTime: null, options: { userVisibleOnly: true, applicationServerKey: key },
       toJSON: () => ({ endpoint, expirationTime: null, keys: { p256dh, auth } }),
@@ -128,7 +149,7 @@ async function usePushDouble(ctx: BrowserContext) {
       const k = localStorage.getItem(KEY)
       return (k ? sub(b64(k)) : null) as unknown as PushSubscription
     }
-  }, { endpoint: pushService.endpoint, p256dh: pushService.p256dh, auth: pushService.auth })
+  }, { first: first(), renewed: pushService.renewed })
 }
 
 async function openApp(ctx: BrowserContext): Promise<{ page: Page; sw: Worker }> {
@@ -227,10 +248,12 @@ async function workerPushes(ctx: BrowserContext, page: Page, sw: Worker) {
   return { shown, deliver }
 }
 
-function subscriptions(): { endpoint: string; device: string; replies: string[] }[] {
+type Sub = { id: string; endpoint: string; device: string; replies: string[] }
+
+function subscriptions(): Sub[] {
   try {
     const all = JSON.parse(readFileSync(join(srv.data, 'push-subscriptions.json'), 'utf8')) as Record<string, unknown>
-    return Object.values(all).flat() as { endpoint: string; device: string; replies: string[] }[]
+    return Object.values(all).flat() as Sub[]
   } catch {
     return []
   }
@@ -598,6 +621,191 @@ describe('Web Push, one browser and several tokens or choices', () => {
     for (const o of ['Web', 'Worker']) await card.locator('[data-testid=option]', { hasText: o }).click()
     await card.locator('[data-testid=send-choices]').click()
     expect(text(await asked)).toContain('"Web", "Worker"')
+    await ctx.close()
+  })
+})
+
+describe('Web Push, a subscription that changes or lapses', () => {
+  // The tests before left their browsers subscribed, and settled pushes
+  // unread: the server forgets them, through its API, and the push
+  // double what came, so that each test here sees its own.
+  beforeEach(async () => {
+    for (const s of subscriptions()) {
+      for (const token of [srv.token, tokenB]) {
+        await fetch(`${srv.url}/push/subscriptions/${s.id}`, { method: 'DELETE', headers: { 'X-Agentassistant-Token': token, Origin: srv.url } })
+      }
+    }
+    expect(subscriptions()).toEqual([])
+    pushService.drain()
+  })
+  const on = async (page: Page) => {
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
+    await page.keyboard.press('Escape')
+  }
+  const ask = (q: string) => mcp.callTool({ name: 'ask_question', arguments: { question: q } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+
+  // Chromium never fires pushsubscriptionchange itself: the test fires it
+  // in the worker, as Firefox does when its push service changes the
+  // subscription, with the worker's PushManager handing out the push
+  // double's subscriptions as the page's does.
+  const change = (sw: Worker, o: { old: Device; next?: Device; subscribes?: Device }) => sw.evaluate(({ old, next, subscribes }) => {
+    const w = self as unknown as { subscribedWith: string[] }
+    w.subscribedWith = []
+    const b64 = (k: ArrayBuffer | null) => btoa(String.fromCharCode(...new Uint8Array(k ?? new ArrayBuffer(0))))
+    const sub = (d: { endpoint: string; p256dh: string; auth: string }, key: ArrayBuffer | null) => ({
+      endpoint: d.endpoint, expirationTime: null, options: { userVisibleOnly: true, applicationServerKey: key },
+      toJSON: () => ({ endpoint: d.endpoint, expirationTime: null, keys: { p256dh: d.p256dh, auth: d.auth } }),
+      unsubscribe: async () => true,
+    })
+    let current: ReturnType<typeof sub> | null = null
+    PushManager.prototype.getSubscription = async () => current as unknown as PushSubscription
+    PushManager.prototype.subscribe = async (opts?: PushSubscriptionOptionsInit) => {
+      const key = opts?.applicationServerKey as ArrayBuffer
+      w.subscribedWith.push(b64(key))
+      current = sub(subscribes!, key)
+      return current as unknown as PushSubscription
+    }
+    const key = Uint8Array.from(atob((self as unknown as { serverKey: string }).serverKey), (c) => c.charCodeAt(0)).buffer
+    const e = new ExtendableEvent('pushsubscriptionchange')
+    Object.defineProperties(e, {
+      oldSubscription: { value: sub(old, key) },
+      newSubscription: { value: next ? sub(next, key) : null },
+    })
+    self.dispatchEvent(e)
+  }, o)
+
+  it('the push service changes the subscription with no page open: the worker gives the server the new one, the same device', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    await ctx.addInitScript(() => localStorage.setItem('aa.nickname', 'Firefox phone'))
+    const { page, sw } = await openApp(ctx)
+    await on(page)
+    await expect.poll(() => subscriptions()).toEqual([expect.objectContaining({ endpoint: pushService.endpoint, device: 'Firefox phone' })])
+    const [before] = subscriptions()
+    const { publicKey } = await page.evaluate(async (token) => (await fetch('/push/key', { headers: { 'X-Agentassistant-Token': token } })).json(), srv.token) as { publicKey: string }
+    const serverKey = Buffer.from(publicKey, 'base64url').toString('base64')
+    await sw.evaluate((k) => void ((self as unknown as { serverKey: string }).serverKey = k), serverKey)
+    // The app closed: only its service worker runs.
+    const other = await ctx.newPage()
+    await page.close()
+
+    // The event with the new subscription: the server has it under the
+    // same ID, with the device's name and replies, and pushes go there.
+    await change(sw, { old: first(), next: pushService.renewed })
+    await expect.poll(() => subscriptions()).toEqual([{ ...before, ...pushService.renewed }])
+    const q = ask('Deploy after the change?')
+    const m = await pushService.next()
+    expect(m.path).toBe('/push/e2e-renewed')
+    const msg = JSON.parse(m.plaintext)
+    expect(msg).toMatchObject({ type: 'ask', body: 'Deploy after the change?', sub: before!.id })
+    const { shown, deliver } = await workerPushes(ctx, other, sw)
+    await deliver(m.plaintext)
+    await sw.evaluate(async (tag) => {
+      const [n] = await self.registration.getNotifications({ tag })
+      self.dispatchEvent(new NotificationEvent('notificationclick', { notification: n!, action: 'a0' }))
+    }, msg.tag)
+    expect(text(await q)).toBe('Yes')
+    await expect.poll(shown).toEqual([])
+
+    // The event without one (the subscription expired): the worker
+    // subscribes again with the server's key, and tells the server.
+    await change(sw, { old: pushService.renewed, subscribes: first() })
+    await expect.poll(() => subscriptions()).toEqual([before])
+    expect(await sw.evaluate(() => (self as unknown as { subscribedWith: string[] }).subscribedWith)).toEqual([serverKey])
+    await ctx.close()
+  })
+
+  it('the page opens to a subscription the server does not push to: it gives it again and says so', async () => {
+    const ctx = await profile()
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    const { page } = await openApp(ctx)
+    await on(page)
+    await expect.poll(() => subscriptions().length).toBe(1)
+    const [before] = subscriptions()
+
+    // The browser's subscription changed and no event told the server
+    // (a browser that does not fire it, or a worker stopped meanwhile).
+    await page.evaluate(() => localStorage.setItem('e2e.renewed', '1'))
+    await page.reload()
+    await page.getByTestId('push-renewed').waitFor()
+    expect(await page.getByTestId('push-renewed').textContent()).toContain('Notifications to this device were set up again')
+    await expect.poll(() => subscriptions()).toEqual([{ ...before, ...pushService.renewed }])
+    if (SHOTS) {
+      for (const [w, h] of [[1280, 800], [390, 844]]) {
+        for (const scheme of ['light', 'dark'] as const) {
+          await page.emulateMedia({ colorScheme: scheme })
+          await page.setViewportSize({ width: w, height: h })
+          // The notice slides in: shown once it has come to rest.
+          await page.evaluate(() => Promise.all(document.getAnimations().map((a) => a.finished)))
+          await page.getByTestId('push-renewed').waitFor()
+          await page.screenshot({ path: `${SHOTS}/push-renewed-${w}-${scheme}.png` })
+        }
+      }
+      await page.emulateMedia({ colorScheme: 'light' })
+      await page.setViewportSize({ width: 1280, height: 800 })
+    }
+
+    // Its push service calls it gone: the server drops it. The page
+    // opened again subscribes again, under a new ID, and says so; the
+    // toggle is on and pushes arrive.
+    pushService.gone.add('/push/e2e-renewed')
+    const q = ask('Pushed to a dead endpoint?')
+    expect((await pushService.next()).path).toBe('/push/e2e-renewed')
+    await expect.poll(() => subscriptions()).toEqual([])
+    pushService.gone.clear()
+    await page.reload()
+    await page.getByTestId('push-renewed').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([expect.objectContaining({ endpoint: pushService.renewed.endpoint, device: before!.device })])
+    const [after] = subscriptions()
+    expect(after!.id).not.toBe(before!.id)
+    expect(await page.evaluate(() => Object.entries(localStorage).filter(([k]) => k.startsWith('aa.push.')).map(([, v]) => v))).toEqual([after!.id])
+    await page.locator('button[aria-label=Settings]').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=true]').waitFor()
+    await page.keyboard.press('Escape')
+    await page.getByTestId('quick').filter({ hasText: 'Yes' }).click()
+    expect(text(await q)).toBe('Yes')
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', sub: after!.id })
+
+    // Off: nothing left on the server, nor for the worker.
+    await page.locator('button[aria-label=Settings]').click()
+    await page.getByTestId('push-toggle').click()
+    await page.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([])
+    await ctx.close()
+  })
+
+  it('a notification\'s own words follow the language chosen in the app, not the browser\'s', async () => {
+    const ctx = await profile() // the browser speaks en-US
+    await ctx.grantPermissions(['notifications'], { origin: srv.url })
+    await usePushDouble(ctx)
+    const { page, sw } = await openApp(ctx)
+    await on(page)
+    await expect.poll(() => subscriptions().length).toBe(1)
+    await page.locator('button[aria-label=Language]').click()
+    await expect.poll(() => page.evaluate(() => document.documentElement.lang)).toBe('zh-CN')
+    const other = await ctx.newPage()
+    await page.close()
+    const { shown, deliver } = await workerPushes(ctx, other, sw)
+    const asked = mcp.callTool({ name: 'ask_question', arguments: { question: 'Which services go out today?', multi_select: true,
+      options: [{ label: 'Web' }, { label: 'API' }] } }, undefined, { timeout: 60_000 }) as Promise<ToolResult>
+    const m = JSON.parse((await pushService.next()).plaintext)
+    await deliver(JSON.stringify(m))
+    await expect.poll(async () => (await shown()).map((n) => n.actions[0])).toEqual([{ action: 'open', title: '去选择…' }])
+    const app = await ctx.newPage()
+    await app.goto(new URL(m.url, srv.url).href)
+    const card = app.locator(`[data-request-id="${m.id}"]`)
+    await card.locator('[data-testid=option]', { hasText: 'Web' }).click()
+    await card.locator('[data-testid=send-choices]').click()
+    expect(text(await asked)).toContain('Web')
+    expect(JSON.parse((await pushService.next()).plaintext)).toMatchObject({ type: 'settled', tag: m.tag })
+    await app.locator('button[aria-label=设置]').click()
+    await app.getByTestId('push-toggle').click()
+    await app.locator('[data-testid=push-toggle][aria-checked=false]').waitFor()
+    await expect.poll(() => subscriptions()).toEqual([])
     await ctx.close()
   })
 })

@@ -3,11 +3,14 @@
 // installed app opens without the network and says it is offline; and
 // Web Push: a question's notification with the person's quick replies as
 // buttons, answered with the push's single-use capability (never the
-// token, which this worker does not have).
+// token); and a subscription the push service changed told to the
+// server, with the tokens the pages keep for it (lib/push.ts), in the
+// header only.
 import { createHandlerBoundToURL, precacheAndRoute, cleanupOutdatedCaches } from 'workbox-precaching'
 import { NavigationRoute, registerRoute } from 'workbox-routing'
 import { clientsClaim } from 'workbox-core'
-import { notificationOptions, type PushMessage } from './lib/pushmessage'
+import { keptLang, notificationOptions, type PushMessage } from './lib/pushmessage'
+import { resubscribe } from './lib/push'
 import { answered, idbCounts, record, validCount } from './lib/badge'
 
 declare const self: ServiceWorkerGlobalScope
@@ -38,7 +41,7 @@ async function onPush(m: PushMessage) {
     for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close()
   } else {
     const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
-    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max, self.navigator.language))
+    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max, await keptLang(self.navigator.language)))
   }
   // In the same push's waitUntil: Safari lets a worker badge the app
   // only there.
@@ -76,6 +79,14 @@ function setBadge(total: () => Promise<number | undefined>): Promise<void> {
   badging = next
   return next
 }
+
+// The push service changed or expired this browser's subscription
+// (Firefox, and the Push API's pushsubscriptionchange): the server is
+// told the new one, else its pushes go on to the dead endpoint.
+self.addEventListener('pushsubscriptionchange', (e) => {
+  e.waitUntil(resubscribe(self.registration.pushManager, e.oldSubscription, e.newSubscription)
+    .catch((err: unknown) => console.warn('push: not subscribed again:', err instanceof Error ? err.message : err)))
+})
 
 self.addEventListener('notificationclick', (e) => {
   e.notification.close()

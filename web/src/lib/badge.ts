@@ -6,6 +6,8 @@
 // Kept in IndexedDB: a service worker forgets its variables between
 // pushes, and the page reads the others' counts to add its own.
 
+import { idbStore } from './idb'
+
 // Counts is where the counts are kept, one per subscription.
 export interface Counts {
   set(sub: string, n: number): Promise<void>
@@ -69,43 +71,11 @@ function sum(all: Map<string, number>): number {
 // idbCounts keeps the counts in this origin's IndexedDB, shared by the
 // service worker and the pages.
 export function idbCounts(factory: IDBFactory = indexedDB): Counts {
-  const open = () => new Promise<IDBDatabase>((ok, fail) => {
-    const r = factory.open('aa-badge', 1)
-    r.onupgradeneeded = () => r.result.createObjectStore('counts')
-    r.onsuccess = () => ok(r.result)
-    r.onerror = () => fail(r.error)
-  })
-  const run = async <T>(mode: IDBTransactionMode, f: (s: IDBObjectStore) => IDBRequest<T> | undefined): Promise<T | undefined> => {
-    const db = await open()
-    try {
-      return await new Promise<T | undefined>((ok, fail) => {
-        const tx = db.transaction('counts', mode)
-        const r = f(tx.objectStore('counts'))
-        tx.oncomplete = () => ok(r?.result)
-        tx.onerror = () => fail(tx.error)
-        tx.onabort = () => fail(tx.error)
-      })
-    } finally {
-      db.close()
-    }
-  }
+  const s = idbStore('aa-badge', 'counts', factory)
   return {
-    set: async (sub, n) => void (await run('readwrite', (s) => s.put(n, sub))),
-    delete: async (sub) => void (await run('readwrite', (s) => s.delete(sub))),
-    clear: async () => void (await run('readwrite', (s) => s.clear())),
-    all: async () => {
-      const out = new Map<string, number>()
-      await run('readonly', (s) => {
-        const r = s.openCursor()
-        r.onsuccess = () => {
-          const cur = r.result
-          if (!cur) return
-          if (typeof cur.key === 'string' && validCount(cur.value)) out.set(cur.key, cur.value)
-          cur.continue()
-        }
-        return undefined
-      })
-      return out
-    },
+    set: (sub, n) => s.put(sub, n),
+    delete: (sub) => s.delete(sub),
+    clear: () => s.clear(),
+    all: async () => new Map((await s.entries()).filter((e): e is [string, number] => validCount(e[1]))),
   }
 }

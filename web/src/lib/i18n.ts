@@ -1,6 +1,7 @@
 import { createI18n, useI18n } from 'vue-i18n'
 import { useQuasar } from 'quasar'
 import { messages, quasarLangs, type Locale, type Messages } from '../locales'
+import { keepLang } from './pushmessage'
 
 export type { Locale } from '../locales'
 
@@ -20,6 +21,9 @@ export function initialLocale(saved: string | null = localStorage.getItem(SAVED)
 }
 
 const start = initialLocale()
+// The service worker's notifications speak it too.
+const keepForPush = (l: Locale) => void keepLang(l).catch(() => undefined)
+keepForPush(start)
 
 // The one i18n instance of the app (composition API: components call
 // useI18n()).
@@ -45,6 +49,7 @@ export function useLocale() {
   function set(l: Locale) {
     locale.value = l
     localStorage.setItem(SAVED, l)
+    keepForPush(l)
     $q.lang.set(quasarLangs[l])
   }
 

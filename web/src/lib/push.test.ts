@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import { pushID, resend, turnOff, turnOn } from './push'
+import { pushID, recheck, resend, turnOff, turnOn } from './push'
 
 // A browser with one push subscription (one endpoint), which the server
 // knows under each token by an ID of its own: POST /push/subscriptions
 // answers the next of ids. subscribed: the browser is subscribed already.
-function browser(ids: string[], subscribed = false) {
+function browser(ids: string[], subscribed = false, put: { status: number; changed?: boolean } = { status: 200 }) {
   const store = new Map<string, string>()
   vi.stubGlobal('localStorage', {
     getItem: (k: string) => store.get(k) ?? null,
@@ -43,6 +43,7 @@ function browser(ids: string[], subscribed = false) {
   const calls: string[] = []
   vi.stubGlobal('fetch', async (path: string, init: { method: string; headers: Record<string, string> }) => {
     calls.push(`${init.method} ${path} ${init.headers['X-Agentassistant-Token']}`)
+    if (init.method === 'PUT') return { ok: put.status === 200, status: put.status, json: async () => ({ changed: put.changed }) }
     const body = path === '/push/key' ? { publicKey } : init.method === 'POST' ? { id: ids.shift() } : {}
     return { ok: true, status: init.method === 'DELETE' ? 204 : 200, json: async () => body }
   })
@@ -95,5 +96,44 @@ describe('push under several tokens in one browser', () => {
     expect(localStorage.getItem('aa.push')).toBeNull()
     expect(pushID('tok-a')).toBe('sub-old')
     expect(pushID('tok-c')).toBe('')
+  })
+})
+
+describe('recheck, as the page opens', () => {
+  it('the server has the subscription as it is: nothing to say', async () => {
+    const { calls } = browser(['sub-a'])
+    await turnOn('tok-a', 'phone', [])
+    expect(await recheck('tok-a', 'phone', [])).toBe('same')
+    expect(calls.at(-1)).toBe('PUT /push/subscriptions/sub-a tok-a')
+  })
+
+  it('the server had another endpoint under its ID: it has this one now, and the page says so', async () => {
+    browser(['sub-a'], false, { status: 200, changed: true })
+    await turnOn('tok-a', 'phone', [])
+    expect(await recheck('tok-a', 'phone', [])).toBe('renewed')
+    expect(pushID('tok-a')).toBe('sub-a')
+  })
+
+  it('the server dropped it: subscribed again, under the ID the server gives', async () => {
+    const { calls } = browser(['sub-a', 'sub-a2'], false, { status: 404 })
+    await turnOn('tok-a', 'phone', ['Later'])
+    expect(await recheck('tok-a', 'phone', ['Later'])).toBe('renewed')
+    expect(calls.slice(-2)).toEqual(['PUT /push/subscriptions/sub-a tok-a', 'POST /push/subscriptions tok-a'])
+    expect(pushID('tok-a')).toBe('sub-a2')
+  })
+
+  it('notifications blocked since: push off here and on the server', async () => {
+    const { calls } = browser(['sub-a'])
+    await turnOn('tok-a', 'phone', [])
+    vi.stubGlobal('Notification', { permission: 'denied' })
+    expect(await recheck('tok-a', 'phone', [])).toBe('lost')
+    expect(calls.at(-1)).toBe('DELETE /push/subscriptions/sub-a tok-a')
+    expect(pushID('tok-a')).toBe('')
+  })
+
+  it('push off under the token: nothing asked', async () => {
+    const { calls } = browser([])
+    expect(await recheck('tok-a', 'phone', [])).toBe('same')
+    expect(calls).toEqual([])
   })
 })

@@ -5,8 +5,18 @@
 // browser once no token's push is on. The browser has one subscription,
 // which the server knows under each token by an ID of its own: the ID is
 // kept per token on the device.
+//
+// The push service may change or expire that subscription
+// (pushsubscriptionchange, with no page open): the service worker then
+// tells the server the new one under each token's ID (PUT
+// /push/subscriptions/{id}), which keeps the device's name and replies.
+// For that it holds each token with its ID in this origin's IndexedDB
+// (the page holds the token in localStorage already), and sends it only
+// in the X-Agentassistant-Token header. An opened page checks it too
+// (recheck): a subscription the server dropped is made again.
 import { registerSW } from './sw'
 import { idbCounts } from './badge'
+import { pushKept } from './idb'
 import { tokenTag } from './token'
 
 // KEY + '.' + a token's tag keeps that token's subscription ID; KEY
@@ -66,16 +76,27 @@ function pushOnElsewhere(token: string): boolean {
 
 // forgetIDs forgets every token's ID: the browser's subscription is new,
 // those IDs name its old one.
-function forgetIDs() {
+async function forgetIDs() {
   const keys: string[] = []
   for (let i = 0; i < localStorage.length; i++) {
     const k = localStorage.key(i)
     if (k && (k === KEY || k.startsWith(KEY + '.'))) keys.push(k)
   }
   for (const k of keys) localStorage.removeItem(k)
+  for (const h of await holders()) await pushKept()?.delete(HELD + h.id)
 }
 
-async function call(token: string, method: string, path: string, body?: unknown): Promise<Response> {
+// held is what the service worker needs to tell the server of a new
+// subscription: each token push is on under, by its subscription's ID.
+const HELD = 'sub:'
+
+async function holders(s = pushKept()): Promise<{ id: string; token: string }[]> {
+  return ((await s?.entries()) ?? []).flatMap(([k, token]) => (k.startsWith(HELD) && typeof token === 'string' ? [{ id: k.slice(HELD.length), token }] : []))
+}
+
+// call asks the server with the token in its header; a status other
+// than 2xx or accept's is thrown as the server's refusal.
+async function call(token: string, method: string, path: string, body?: unknown, accept: number[] = []): Promise<Response> {
   const r = await fetch(path, {
     method,
     headers: { 'X-Agentassistant-Token': token, ...(body ? { 'Content-Type': 'application/json' } : {}) },
@@ -83,7 +104,7 @@ async function call(token: string, method: string, path: string, body?: unknown)
     referrerPolicy: 'no-referrer',
     cache: 'no-store',
   })
-  if (!r.ok && !(method === 'DELETE' && r.status === 404)) {
+  if (!r.ok && !accept.includes(r.status)) {
     let why = `${r.status}`
     try {
       why = ((await r.json()) as { error?: string }).error ?? why
@@ -119,7 +140,7 @@ export async function turnOn(token: string, device: string, replies: string[]): 
   }
   if (!sub) {
     try {
-      sub = await reg.pushManager.subscribe({ userVisibleOnly: true, applicationServerKey: b64url(publicKey) })
+      sub = await subscribe(reg.pushManager, token, b64url(publicKey))
     } catch (e) {
       // Notifications are allowed, yet the browser gives no subscription
       // (its words: "Registration failed - permission denied"): a private
@@ -129,7 +150,7 @@ export async function turnOn(token: string, device: string, replies: string[]): 
     }
     // A new subscription: the IDs and the badge's counts kept came
     // under an old one.
-    forgetIDs()
+    await forgetIDs()
     await forgetCounts()
   }
   await send(token, sub, device, replies)
@@ -140,7 +161,71 @@ async function send(token: string, sub: PushSubscription, device: string, replie
   const r = await call(token, 'POST', '/push/subscriptions', {
     endpoint: j.endpoint, keys: { p256dh: j.keys?.p256dh, auth: j.keys?.auth }, device: clipBytes(device, 64), replies,
   })
-  keepID(token, ((await r.json()) as { id: string }).id)
+  const id = ((await r.json()) as { id: string }).id
+  keepID(token, id)
+  await pushKept()?.put(HELD + id, token)
+}
+
+type Renewed = 'same' | 'changed' | 'gone'
+
+// renew tells the server that sub is token's subscription id now: gone
+// when it has none of that ID (a push service called it gone), or takes
+// the token no more.
+async function renew(token: string, id: string, sub: PushSubscription): Promise<Renewed> {
+  const j = sub.toJSON()
+  const r = await call(token, 'PUT', '/push/subscriptions/' + encodeURIComponent(id),
+    { endpoint: j.endpoint, keys: { p256dh: j.keys?.p256dh, auth: j.keys?.auth } }, [401, 404])
+  if (!r.ok) return 'gone'
+  return ((await r.json()) as { changed?: boolean }).changed ? 'changed' : 'same'
+}
+
+async function subscribe(pm: PushManager, token: string, key?: BufferSource | null): Promise<PushSubscription> {
+  key ??= b64url(((await (await call(token, 'GET', '/push/key')).json()) as { publicKey: string }).publicKey)
+  return pm.subscribe({ userVisibleOnly: true, applicationServerKey: key })
+}
+
+// resubscribe is the service worker's pushsubscriptionchange: the push
+// service changed or expired the browser's subscription. The new one
+// (made with the old one's key when the browser gave none) is told to
+// the server under each token's ID; a token the server has it no more
+// under is forgotten here, and its page subscribes again when opened
+// (recheck).
+export async function resubscribe(pm: PushManager, old: PushSubscription | null, next: PushSubscription | null): Promise<void> {
+  const hs = await holders()
+  if (hs.length === 0) return
+  next ??= await pm.getSubscription() ?? await subscribe(pm, hs[0]!.token, old?.options.applicationServerKey)
+  for (const h of hs) {
+    try {
+      if ((await renew(h.token, h.id, next)) === 'gone') await pushKept()?.delete(HELD + h.id)
+    } catch (e) {
+      console.warn('push: the new subscription not told to the server:', e instanceof Error ? e.message : e)
+    }
+  }
+}
+
+// recheck, on opening the page, makes sure the server pushes to this
+// browser's subscription under token's ID: renewed when the server had
+// another (the push service changed it with no page open, and no event
+// told) or none (dropped after a push service called it gone), which it
+// has now; lost when this browser may no longer show notifications (the
+// person blocked them), push then off here; else same.
+export async function recheck(token: string, device: string, replies: string[]): Promise<'same' | 'renewed' | 'lost'> {
+  const id = pushID(token)
+  const block = pushBlock()
+  if (!id || block === 'insecure' || block === 'unsupported') return 'same'
+  if (Notification.permission !== 'granted') {
+    await turnOff(token)
+    return 'lost'
+  }
+  await pushKept()?.put(HELD + id, token)
+  const pm = (await navigator.serviceWorker.ready).pushManager
+  const sub = (await pm.getSubscription()) ?? (await subscribe(pm, token))
+  const r = await renew(token, id, sub)
+  if (r === 'gone') {
+    await pushKept()?.delete(HELD + id)
+    await send(token, sub, device, replies)
+  }
+  return r === 'same' ? 'same' : 'renewed'
 }
 
 // resend tells the server the device's new name or quick replies.
@@ -159,9 +244,10 @@ export async function turnOff(token: string): Promise<void> {
     const reg = await navigator.serviceWorker.getRegistration('/')
     await (await reg?.pushManager.getSubscription())?.unsubscribe()
   }
-  if (id) await call(token, 'DELETE', '/push/subscriptions/' + encodeURIComponent(id))
+  if (id) await call(token, 'DELETE', '/push/subscriptions/' + encodeURIComponent(id), undefined, [404])
   localStorage.removeItem(keyOf(token))
   if (localStorage.getItem(KEY) === id) localStorage.removeItem(KEY)
+  if (id) await pushKept()?.delete(HELD + id)
   // Its count goes from the badge; unsubscribed, this browser gets no
   // push under any token: all of them go.
   if (last) await forgetCounts()

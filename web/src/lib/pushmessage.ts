@@ -1,5 +1,7 @@
 // What a push carries (srv/push/message.go) and the notification it
 // shows: shared by the service worker and the screenshot of one.
+import { pushKept } from './idb'
+
 export interface PushMessage {
   v: number
   type: 'ask' | 'settled'
@@ -23,8 +25,23 @@ export interface PushMessage {
   sub?: string
 }
 
+// The language chosen in the app, kept where the service worker reads
+// it: a notification's own words follow it, not the browser's.
+const LANG = 'lang'
+
+export async function keepLang(lang: string): Promise<void> {
+  await pushKept()?.put(LANG, lang)
+}
+
+// keptLang is the language chosen in the app, else fallback (the
+// browser's).
+export async function keptLang(fallback: string): Promise<string> {
+  const l = await pushKept()?.get(LANG).catch(() => undefined)
+  return typeof l === 'string' ? l : fallback
+}
+
 // chooseLabel is the button that opens a question of several choices,
-// in the device's language (the worker has no page's settings).
+// in lang.
 export function chooseLabel(lang: string): string {
   return lang.toLowerCase().startsWith('zh') ? '去选择…' : 'Choose…'
 }

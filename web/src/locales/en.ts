@@ -157,6 +157,9 @@ export default {
     denied: 'Notifications are blocked for this site: allow them in the browser’s site settings, then try again.',
     failed: 'Push could not be turned on: {why}',
     refused: 'The browser refused a push subscription although notifications are allowed ({why}): a private (incognito) window, or a browser without a push service, cannot receive push. Open the app in a normal window of Chrome, Edge, Firefox or Safari.',
+    renewed: 'Notifications to this device were set up again: the browser had changed its subscription.',
+    lost: 'Notifications are blocked for this site now, so this device is no longer notified. Allow them in the browser’s site settings, then turn them on again.',
+    renewFailed: 'Notifications to this device may not arrive: {why}. Turn them off and on again in Settings.',
   },
   // The AG-UI demo page (/agui-demo): an AG-UI frontend the agent drives.
   agui: {
