@@ -142,20 +142,18 @@ func newNtfyCounter(t *testing.T) (*ntfyCounter, string) {
 // owedNoted reports whether n's notes list a follow-up owed of the
 // question id, made (done) or not.
 func owedNoted(t *testing.T, n *node, id string, done bool) bool {
-	values, err := n.ch.Scan(t.Context(), "owed.")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range values {
+	found := false
+	if err := n.ch.Scan(t.Context(), "owed.", func(v []byte) error {
 		var rec struct {
 			ID   string `json:"i"`
 			Done bool   `json:"done"`
 		}
-		if json.Unmarshal(v, &rec) == nil && rec.ID == id && rec.Done == done {
-			return true
-		}
+		found = found || json.Unmarshal(v, &rec) == nil && rec.ID == id && rec.Done == done
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
-	return false
+	return found
 }
 
 // TestClusterFollowUpOfAKilledInstance: a question is published to ntfy

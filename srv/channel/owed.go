@@ -99,9 +99,10 @@ const (
 
 // A Scanner is a cluster's Notes that lists the values of the keys
 // beginning with owedPrefix ("owed."), not past their time: the edits
-// owed, found by the instance that holds a channel's lease.
+// owed, found by the instance that holds a channel's lease. Scan calls
+// fn with each, until fn returns an error, which Scan returns.
 type Scanner interface {
-	Scan(ctx context.Context, prefix string) ([][]byte, error)
+	Scan(ctx context.Context, prefix string, fn func(v []byte) error) error
 }
 
 // recordOf is the note that c, the slot-th channel, was sent n.
@@ -486,6 +487,10 @@ func (m *Manager) holdOwed(ctx context.Context, c Channel) {
 	}
 }
 
+// scanTimeout bounds one scan of a cluster's notes, tens of thousands
+// of them read from one watch.
+const scanTimeout = time.Minute
+
 // scanOwed has runOwed try, at once, the follow-ups owed by c noted in
 // s that it is not trying yet, as many as maxOwed allows: those marked owed, and those of
 // questions noted as sent that the store says are settled (the
@@ -493,22 +498,16 @@ func (m *Manager) holdOwed(ctx context.Context, c Channel) {
 // marking them now: the claim on making it, and its note once made,
 // have it made once).
 func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
-	sctx, cancel := context.WithTimeout(ctx, noteTimeout)
-	values, err := s.Scan(sctx, owedPrefix)
-	cancel()
-	if err != nil {
-		m.log.Warn("the follow-ups owed cannot be read just now", "channel", c.Name(), "err", err)
-		return
-	}
 	now := m.o.Now()
 	n, found, left := 0, 0, 0
-	for _, v := range values {
+	sctx, cancel := context.WithTimeout(ctx, scanTimeout)
+	err := s.Scan(sctx, owedPrefix, func(v []byte) error {
 		if ctx.Err() != nil {
-			return
+			return ctx.Err()
 		}
 		rec, tok, rc, ok := m.recordIn(v)
 		if !ok || rc != c || rec.Done {
-			continue
+			return nil
 		}
 		key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
 		m.owed.mu.Lock()
@@ -516,20 +515,20 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		full := len(m.owed.items) >= maxOwed
 		m.owed.mu.Unlock()
 		if trying {
-			continue
+			return nil
 		}
 		if full {
 			// Its note waits for a scan that finds room: putting off
 			// one tried already (owe) would have the next scan put it
 			// back, and put off another, every scan.
 			left++
-			continue
+			return nil
 		}
 		nt := rec.notice(tok)
 		since := rec.Since
 		if rec.Kind == 0 {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
-				continue // pending
+				return nil // pending
 			}
 			switch o, settled := m.o.Hub.Outcome(tok, rec.ID); {
 			case settled:
@@ -541,12 +540,20 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
 				nt, since = rec.notice(tok), now
 			default:
-				continue
+				return nil
 			}
 			found++
 		}
 		m.owe(c, nt, since, now)
 		n++
+		return nil
+	})
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil { // those read before are tried; the rest at the next scan
+		m.log.Warn("the follow-ups owed cannot be read just now", "channel", c.Name(), "err", err)
 	}
 	if n > 0 {
 		m.log.Info("follow-ups owed are tried here, the channel's lease holder", "channel", c.Name(), "follow_ups", n, "found_settled", found)

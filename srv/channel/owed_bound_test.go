@@ -22,16 +22,21 @@ import (
 // prefix, as srv/cluster's do.
 type scanNotes struct{ *MemoryNotes }
 
-func (n scanNotes) Scan(_ context.Context, prefix string) ([][]byte, error) {
+func (n scanNotes) Scan(_ context.Context, prefix string, fn func([]byte) error) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	var out [][]byte
 	for k, v := range n.m {
 		if strings.HasPrefix(k, prefix) && n.now().Before(v.until) {
 			out = append(out, append([]byte(nil), v.value...))
 		}
 	}
-	return out, nil
+	n.mu.Unlock()
+	for _, v := range out {
+		if err := fn(v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // unreachable is a service out of reach: every post gets a 502.

@@ -98,43 +98,40 @@ func noteKey(key string) string {
 	return keyOf("n.", key)
 }
 
-// maxScan bounds the values Scan lists.
-const maxScan = 4096
-
-// Scan lists the values, not past their time, of the notes whose key
-// begins with prefix, which must be "owed." (the edits owed: the only
-// notes whose bucket keys are grouped); at most maxScan of them.
-func (ch *Channels) Scan(ctx context.Context, prefix string) ([][]byte, error) {
+// Scan calls fn with the value of each note, not past its time, whose
+// key begins with prefix, which must be "owed." (the edits owed: the
+// only notes whose bucket keys are grouped), until fn returns an error.
+// Every note is listed, read from one watch of the bucket's latest
+// values (no request per note, none held but the one fn is given):
+// marking a follow-up owed writes its note again, last, so a listing
+// cut at some count would miss the newest owed first.
+func (ch *Channels) Scan(ctx context.Context, prefix string, fn func(v []byte) error) error {
 	if prefix != owedPrefix {
-		return nil, fmt.Errorf("scan notes: prefix %q not listed", prefix)
+		return fmt.Errorf("scan notes: prefix %q not listed", prefix)
 	}
-	lister, err := ch.notes.ListKeysFiltered(ctx, "o.>")
+	w, err := ch.notes.Watch(ctx, "o.>", jetstream.IgnoreDeletes())
 	if err != nil {
-		return nil, fmt.Errorf("scan notes: %w", err)
+		return fmt.Errorf("scan notes: %w", err)
 	}
-	var keys []string
-	for k := range lister.Keys() {
-		if len(keys) < maxScan {
-			keys = append(keys, k)
+	defer func() { _ = w.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("scan notes: %w", ctx.Err())
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return errors.New("scan notes: the watch ended")
+			case e == nil: // every note present at the start listed
+				return nil
+			}
+			if v, live := liveNote(e.Value()); live {
+				if err := fn(v); err != nil {
+					return err
+				}
+			}
 		}
 	}
-	if err := lister.Stop(); err != nil && ctx.Err() != nil {
-		return nil, fmt.Errorf("scan notes: %w", ctx.Err())
-	}
-	var out [][]byte
-	for _, k := range keys {
-		e, err := ch.notes.Get(ctx, k)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-			continue // done meanwhile
-		case err != nil:
-			return nil, fmt.Errorf("scan notes: %w", err)
-		}
-		if v, ok := liveNote(e.Value()); ok {
-			out = append(out, v)
-		}
-	}
-	return out, nil
 }
 
 // liveNote is the value of a bucket's note, unless it is past its time.
