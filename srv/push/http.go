@@ -49,23 +49,7 @@ type subscribeRequest struct {
 // Subscribe keeps the subscription posted for the token's room: 201
 // {"id": ...}; the same endpoint again replaces it.
 func (p *Pusher) Subscribe(token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req subscribeRequest
-		if !readJSON(w, r, maxRequest, &req) {
-			return
-		}
-		if why := p.checkSubscription(&req); why != "" {
-			writeError(w, http.StatusBadRequest, why)
-			return
-		}
-		room := store.Room(token)
-		p.subscribing.Lock()
-		defer p.subscribing.Unlock()
-		subs, err := p.o.Subscriptions.List(room)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")
-			return
-		}
+	return p.posted(token, func(w http.ResponseWriter, _ *http.Request, req subscribeRequest, room string, subs []Subscription) {
 		id := wire.NewID()
 		same := false
 		for _, s := range subs {
@@ -79,7 +63,7 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 		}
 		s := Subscription{ID: id, Endpoint: req.Endpoint, P256dh: req.Keys.P256dh, Auth: req.Keys.Auth,
 			Device: req.Device, Replies: req.Replies, Created: p.o.Now()}
-		err = p.o.Subscriptions.Put(room, s)
+		err := p.o.Subscriptions.Put(room, s)
 		if errors.Is(err, ErrTooManySubscriptions) {
 			// Another process of a cluster took the last room meanwhile.
 			writeError(w, http.StatusConflict, tooMany)
@@ -103,23 +87,8 @@ func (p *Pusher) Subscribe(token string) http.Handler {
 // and it was removed: the device subscribes again). A device name or
 // replies sent with it are not taken: PUT changes where pushes go only.
 func (p *Pusher) Renew(token string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req subscribeRequest
-		if !readJSON(w, r, maxRequest, &req) {
-			return
-		}
-		if why := p.checkSubscription(&req); why != "" {
-			writeError(w, http.StatusBadRequest, why)
-			return
-		}
-		room, id := store.Room(token), r.PathValue("id")
-		p.subscribing.Lock()
-		defer p.subscribing.Unlock()
-		subs, err := p.o.Subscriptions.List(room)
-		if err != nil {
-			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")
-			return
-		}
+	return p.posted(token, func(w http.ResponseWriter, r *http.Request, req subscribeRequest, room string, subs []Subscription) {
+		id := r.PathValue("id")
 		i := slices.IndexFunc(subs, func(s Subscription) bool { return s.ID == id })
 		if i < 0 {
 			writeError(w, http.StatusNotFound, "no such subscription")
@@ -139,6 +108,31 @@ func (p *Pusher) Renew(token string) http.Handler {
 			p.log.Info("push subscription renewed", "subscription", id, "device", s.Device)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "changed": changed})
+	})
+}
+
+// posted is a handler that reads and checks the subscription posted,
+// then calls fn with it and the token's room's subscriptions as they
+// are, holding the lock that orders their changes until fn returns.
+func (p *Pusher) posted(token string, fn func(w http.ResponseWriter, r *http.Request, req subscribeRequest, room string, subs []Subscription)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req subscribeRequest
+		if !readJSON(w, r, maxRequest, &req) {
+			return
+		}
+		if why := p.checkSubscription(&req); why != "" {
+			writeError(w, http.StatusBadRequest, why)
+			return
+		}
+		room := store.Room(token)
+		p.subscribing.Lock()
+		defer p.subscribing.Unlock()
+		subs, err := p.o.Subscriptions.List(room)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "the subscriptions cannot be read")
+			return
+		}
+		fn(w, r, req, room, subs)
 	})
 }
 
