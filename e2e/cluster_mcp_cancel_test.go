@@ -253,22 +253,7 @@ func askAndCut(t *testing.T, agent *rawMCP, device *wstest.Client, call string) 
 	events := bufio.NewReader(resp.Body)
 	last := mustEvent(t, events).id
 	q := must[*pb.WebsocketMessage](t)(device.Expect("AskQuestion", 10*time.Second)).GetAskQuestionRequest()
-	if !strings.Contains(last, ".") {
-		got := make(chan sseEvent, 1)
-		go func() {
-			ev, _ := nextEvent(events) // ends at the cut at the latest
-			got <- ev
-		}()
-		select {
-		case ev := <-got:
-			last = ev.id
-		case <-time.After(10 * time.Second):
-		}
-		if !strings.Contains(last, ".") {
-			agent.cut()
-			t.Fatalf("no event ID of the call's stream carries its request (last %q): another instance cannot resume it", last)
-		}
-	}
+	last = askedID(t, agent, events, last)
 	agent.cut()
 	return q, last
 }
