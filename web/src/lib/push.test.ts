@@ -15,22 +15,27 @@ function browser(ids: string[], subscribed = false, put: { status: number; chang
       return store.size
     },
   })
-  const key = new Uint8Array([4, 1, 2, 3])
-  const publicKey = btoa(String.fromCharCode(...key)).replace(/=+$/, '')
+  const keyOf = (k: number[]) => btoa(String.fromCharCode(...k)).replace(/=+$/, '')
+  // server.publicKey is the server's; each subscription is made under
+  // the key given, at an endpoint of its own.
+  const server = { publicKey: keyOf([4, 1, 2, 3]) }
   const unsubscribed = vi.fn(async () => {
     subscribed = false
     return true
   })
-  const sub = {
-    options: { applicationServerKey: key.buffer },
-    unsubscribe: unsubscribed,
-    toJSON: () => ({ endpoint: 'https://push.example/e1', keys: { p256dh: 'p', auth: 'a' } }),
+  let endpoints = 0
+  const made = (key: ArrayBuffer) => {
+    const endpoint = `https://push.example/e${++endpoints}`
+    return { options: { applicationServerKey: key }, unsubscribe: unsubscribed, toJSON: () => ({ endpoint, keys: { p256dh: 'p', auth: 'a' } }) }
   }
+  let sub = made(new Uint8Array([4, 1, 2, 3]).buffer)
   const reg = {
     pushManager: {
       getSubscription: async () => (subscribed ? sub : null),
-      subscribe: async () => {
+      subscribe: async (o: { applicationServerKey: Uint8Array }) => {
+        if (subscribed) return sub
         subscribed = true
+        sub = made(o.applicationServerKey.slice().buffer)
         return sub
       },
     },
@@ -41,13 +46,15 @@ function browser(ids: string[], subscribed = false, put: { status: number; chang
     serviceWorker: { register: async () => reg, ready: Promise.resolve(reg), getRegistration: async () => reg },
   })
   const calls: string[] = []
-  vi.stubGlobal('fetch', async (path: string, init: { method: string; headers: Record<string, string> }) => {
+  const bodies: unknown[] = []
+  vi.stubGlobal('fetch', async (path: string, init: { method: string; headers: Record<string, string>; body?: string }) => {
     calls.push(`${init.method} ${path} ${init.headers['X-Agentassistant-Token']}`)
+    if (init.body) bodies.push(JSON.parse(init.body))
     if (init.method === 'PUT') return { ok: put.status === 200, status: put.status, json: async () => ({ changed: put.changed }) }
-    const body = path === '/push/key' ? { publicKey } : init.method === 'POST' ? { id: ids.shift() } : {}
+    const body = path === '/push/key' ? { publicKey: server.publicKey } : init.method === 'POST' ? { id: ids.shift() } : {}
     return { ok: true, status: init.method === 'DELETE' ? 204 : 200, json: async () => body }
   })
-  return { calls, unsubscribed }
+  return { calls, unsubscribed, server, keyOf, bodies }
 }
 
 beforeEach(() => vi.stubGlobal('indexedDB', undefined))
@@ -129,6 +136,30 @@ describe('recheck, as the page opens', () => {
     expect(await recheck('tok-a', 'phone', [])).toBe('lost')
     expect(calls.at(-1)).toBe('DELETE /push/subscriptions/sub-a tok-a')
     expect(pushID('tok-a')).toBe('')
+  })
+
+  it('the server signs with new keys: subscribed again under them', async () => {
+    const b = browser(['sub-a', 'sub-b'])
+    await turnOn('tok-a', 'phone', [])
+    await turnOn('tok-b', 'tablet', [])
+    // The push service refuses what is signed with other keys than the
+    // subscription was made under.
+    b.server.publicKey = b.keyOf([4, 9, 9, 9])
+    const old = (b.bodies.at(-1) as { endpoint: string }).endpoint
+    b.calls.length = 0
+    expect(await recheck('tok-a', 'phone', [])).toBe('renewed')
+    expect(b.unsubscribed).toHaveBeenCalledOnce()
+    expect(b.calls.at(-1)).toBe('PUT /push/subscriptions/sub-a tok-a')
+    const now = (b.bodies.at(-1) as { endpoint: string }).endpoint
+    expect(now).not.toBe(old)
+    expect(pushID('tok-a')).toBe('sub-a')
+    // The other token's page, opened, tells the server the new one too
+    // (the service worker does for every token at once where the
+    // browser has IndexedDB).
+    await recheck('tok-b', 'tablet', [])
+    expect(b.unsubscribed).toHaveBeenCalledOnce()
+    expect(b.calls.at(-1)).toBe('PUT /push/subscriptions/sub-b tok-b')
+    expect(b.bodies.at(-1)).toMatchObject({ endpoint: now })
   })
 
   it('push off under the token: nothing asked', async () => {

@@ -131,16 +131,15 @@ export async function turnOn(token: string, device: string, replies: string[]): 
   if (Notification.permission !== 'granted' && (await Notification.requestPermission()) !== 'granted') throw new PushError('denied')
   await registerSW()
   const reg = await navigator.serviceWorker.ready
-  const { publicKey } = (await (await call(token, 'GET', '/push/key')).json()) as { publicKey: string }
+  const publicKey = await serverKey(token)
   let sub = await reg.pushManager.getSubscription()
-  const key = sub?.options.applicationServerKey
-  if (sub && key && btoa(String.fromCharCode(...new Uint8Array(key))) !== btoa(String.fromCharCode(...b64url(publicKey)))) {
-    await sub.unsubscribe() // another server's
+  if (sub && !madeUnder(sub, publicKey)) {
+    await sub.unsubscribe() // another server's, or this one's old keys'
     sub = null
   }
   if (!sub) {
     try {
-      sub = await subscribe(reg.pushManager, token, b64url(publicKey))
+      sub = await subscribe(reg.pushManager, token, publicKey)
     } catch (e) {
       // Notifications are allowed, yet the browser gives no subscription
       // (its words: "Registration failed - permission denied"): a private
@@ -179,8 +178,21 @@ async function renew(token: string, id: string, sub: PushSubscription): Promise<
   return ((await r.json()) as { changed?: boolean }).changed ? 'changed' : 'same'
 }
 
+// serverKey is the server's public key (base64url) pushes are signed
+// with.
+async function serverKey(token: string): Promise<Uint8Array<ArrayBuffer>> {
+  return b64url(((await (await call(token, 'GET', '/push/key')).json()) as { publicKey: string }).publicKey)
+}
+
+// madeUnder says whether sub was made under key: the push service
+// refuses pushes signed with another.
+function madeUnder(sub: PushSubscription, key: Uint8Array): boolean {
+  const k = sub.options.applicationServerKey
+  return !k || String.fromCharCode(...new Uint8Array(k)) === String.fromCharCode(...key)
+}
+
 async function subscribe(pm: PushManager, token: string, key?: BufferSource | null): Promise<PushSubscription> {
-  key ??= b64url(((await (await call(token, 'GET', '/push/key')).json()) as { publicKey: string }).publicKey)
+  key ??= await serverKey(token)
   return pm.subscribe({ userVisibleOnly: true, applicationServerKey: key })
 }
 
@@ -219,13 +231,26 @@ export async function recheck(token: string, device: string, replies: string[]):
   }
   await pushKept()?.put(HELD + id, token)
   const pm = (await navigator.serviceWorker.ready).pushManager
-  const sub = (await pm.getSubscription()) ?? (await subscribe(pm, token))
+  const key = await serverKey(token)
+  let sub = await pm.getSubscription()
+  let made = false
+  if (sub && !madeUnder(sub, key)) {
+    // The server signs with new keys (its data directory's were lost):
+    // a subscription under them, told to the server under each token's
+    // ID.
+    const old = sub
+    await old.unsubscribe()
+    sub = await subscribe(pm, token, key)
+    await resubscribe(pm, old, sub)
+    made = true
+  }
+  sub ??= await subscribe(pm, token, key)
   const r = await renew(token, id, sub)
   if (r === 'gone') {
     await pushKept()?.delete(HELD + id)
     await send(token, sub, device, replies)
   }
-  return r === 'same' ? 'same' : 'renewed'
+  return r === 'same' && !made ? 'same' : 'renewed'
 }
 
 // resend tells the server the device's new name or quick replies.
