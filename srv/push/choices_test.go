@@ -36,8 +36,22 @@ func TestActionsAreTheOptions(t *testing.T) {
 // agent name, as in the inbox.
 func TestPushNamesWhoAsks(t *testing.T) {
 	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?", McpClientName: "inspector-cli"}}
-	if m := askMessage(ev, "room", Subscription{}); m.Title != "inspector-cli asks" {
-		t.Errorf("title %q", m.Title)
+	if m := askMessage(ev, "room", Subscription{}); m.Title != "inspector-cli asks" || m.Asker != "inspector-cli" {
+		t.Errorf("title %q, asker %q", m.Title, m.Asker)
+	}
+}
+
+// TestPushCarriesTheTitlesParts: a device words the title in the
+// language chosen in its app from who asks and the project; the agent
+// that gave no name is told as none, for the device's own words.
+func TestPushCarriesTheTitlesParts(t *testing.T) {
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Deploy?", AgentName: "Claude", ProjectDirectory: "/src/shop"}}
+	if m := askMessage(ev, "room", Subscription{}); m.Title != "shop · Claude asks" || m.Asker != "Claude" || m.Project != "shop" {
+		t.Errorf("title %q, asker %q, project %q", m.Title, m.Asker, m.Project)
+	}
+	ev.Request.AgentName, ev.Request.ProjectDirectory = "", ""
+	if m := askMessage(ev, "room", Subscription{}); m.Title != "Your agent asks" || m.Asker != "" || m.Project != "" {
+		t.Errorf("title %q, asker %q, project %q", m.Title, m.Asker, m.Project)
 	}
 }
 

@@ -26,7 +26,12 @@ type message struct {
 	// Kind: "question" or "report".
 	Kind  string `json:"kind,omitempty"`
 	Title string `json:"title,omitempty"`
-	Body  string `json:"body,omitempty"`
+	// Asker and Project are the title's parts ("" for an agent that gave
+	// no name, a question of no project): the device words the title in
+	// the language chosen in its app from them.
+	Asker   string `json:"asker,omitempty"`
+	Project string `json:"project,omitempty"`
+	Body    string `json:"body,omitempty"`
 	// Actions are the buttons: the question's options, or the person's
 	// first quick replies. Posted as the answer's text.
 	Actions []string `json:"actions,omitempty"`
@@ -77,13 +82,17 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 	if req.Kind != wire.AskQuestion {
 		kind, verb = "report", "reports"
 	}
-	title := channel.Asker(req) + " " + verb
-	if p := channel.Project(req.ProjectDirectory); p != "" {
-		title = p + " · " + title
+	who, project := channel.Asker(req), channel.Project(req.ProjectDirectory)
+	title := who + " " + verb
+	if project != "" {
+		title = project + " · " + title
+	}
+	if who == channel.Asker(hub.Request{}) {
+		who = "" // the server's words for none: the device has its own
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
-		Title: channel.Clip(title, maxTitle), Body: channel.Clip(channel.Plain(req.Text), maxBody),
-		URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
+		Title: channel.Clip(title, maxTitle), Asker: channel.Clip(who, maxTitle), Project: channel.Clip(project, maxTitle),
+		Body: channel.Clip(channel.Plain(req.Text), maxBody), URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
 	opts, multiple, custom := wire.OptionsOf(req.Questions)
 	if len(opts) > 0 && multiple {
 		// A person picks several: no button can, so the first opens the
@@ -164,6 +173,8 @@ func (m message) encode() []byte {
 			m.Body = cut(m.Body, over)
 		case m.Title != "":
 			m.Title = cut(m.Title, over)
+		case m.Asker != "" || m.Project != "":
+			m.Asker, m.Project = "", "" // the title is gone already
 		case len(m.Actions) > 0:
 			m.Actions = m.Actions[:len(m.Actions)-1]
 		default:

@@ -795,6 +795,7 @@ describe('Web Push, a subscription that changes or lapses', () => {
     const m = JSON.parse((await pushService.next()).plaintext)
     await deliver(JSON.stringify(m))
     await expect.poll(async () => (await shown()).map((n) => n.actions[0])).toEqual([{ action: 'open', title: '去选择…' }])
+    expect((await shown())[0]!.title).toMatch(/ 提问$/)
     const app = await ctx.newPage()
     await app.goto(new URL(m.url, srv.url).href)
     const card = app.locator(`[data-request-id="${m.id}"]`)
@@ -820,7 +821,7 @@ describe('screens', () => {
     await ctx.grantPermissions(['notifications'], { origin: srv.url })
     await usePushDouble(ctx)
     const { page } = await openApp(ctx)
-    const { notificationOptions } = await import('../src/lib/pushmessage')
+    const { notificationOptions, titleOf } = await import('../src/lib/pushmessage')
     const m = { v: 1, type: 'ask' as const, id: 'r1', tag: 't1', kind: 'question' as const, title: 'shop · Claude asks',
       body: 'Deploy v2 to production? The migration adds a column to orders.', actions: ['Ship it', 'Hold on', 'Stop and wait'], url: '/?request=r1' }
     const o = notificationOptions(m, 2)
@@ -854,6 +855,13 @@ describe('screens', () => {
         if (SHOTS) await note.screenshot({ path: `${SHOTS}/push-notification-multi-${width}-${scheme}.png` })
         expect(await note.locator('button').allTextContents()).toEqual(['Choose…', 'Not now'])
       }
+      // The app set to Chinese: the notification's own words follow it.
+      const zh = { ...multi, asker: 'Claude', project: 'shop', body: '今天发布哪些服务？Web、API、Worker。', actions: ['稍后'] }
+      const zo = notificationOptions(zh, 2, 'zh-CN')
+      await note.setViewportSize({ width: 390, height: 220 })
+      await note.setContent(notificationHTML(titleOf(zh, 'zh-CN'), zo.body ?? '', zo.actions.map((a) => a.title), scheme))
+      if (SHOTS) await note.screenshot({ path: `${SHOTS}/push-notification-zh-${scheme}.png` })
+      expect(await note.locator('button').allTextContents()).toEqual(['去选择…', '稍后'])
       await note.close()
     }
     await ctx.close()

@@ -9,7 +9,7 @@
 import { createHandlerBoundToURL, precacheAndRoute, cleanupOutdatedCaches } from 'workbox-precaching'
 import { NavigationRoute, registerRoute } from 'workbox-routing'
 import { clientsClaim } from 'workbox-core'
-import { keptLang, notificationOptions, type PushMessage } from './lib/pushmessage'
+import { keptLang, notificationOptions, titleOf, type PushMessage } from './lib/pushmessage'
 import { resubscribe } from './lib/push'
 import { answered, idbCounts, record, validCount } from './lib/badge'
 
@@ -41,7 +41,8 @@ async function onPush(m: PushMessage) {
     for (const n of await self.registration.getNotifications({ tag: m.tag })) n.close()
   } else {
     const max = (Notification as unknown as { maxActions?: number }).maxActions ?? 2
-    await self.registration.showNotification(m.title || 'agentassistant', notificationOptions(m, max, await keptLang(self.navigator.language)))
+    const lang = await keptLang(self.navigator.language)
+    await self.registration.showNotification(titleOf(m, lang), notificationOptions(m, max, lang))
   }
   // In the same push's waitUntil: Safari lets a worker badge the app
   // only there.

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { notificationOptions, type PushMessage } from './pushmessage'
+import { notificationOptions, titleOf, type PushMessage } from './pushmessage'
 
 const ask: PushMessage = { v: 1, type: 'ask', id: 'r1', tag: 't1', kind: 'question', title: 'shop · Claude asks', body: 'Which to deploy?',
   url: '/?request=r1', cap: 'c', answer: '/push/answer', sub: 's1' }
@@ -15,5 +15,19 @@ describe('a notification\'s buttons', () => {
     expect(o.actions).toEqual([{ action: 'open', title: 'Choose…' }, { action: 'a0', title: 'Not now' }])
     expect(o.data).toMatchObject({ url: '/?request=r1', actions: ['Not now', 'Later'], sub: 's1' })
     expect(notificationOptions({ ...ask, choose: true }, 3, 'zh-CN').actions).toEqual([{ action: 'open', title: '去选择…' }])
+  })
+})
+
+describe('a notification\'s title', () => {
+  it('is the server\'s in English, and worded in the language chosen from its parts', () => {
+    const named = { ...ask, title: 'shop · Claude asks', asker: 'Claude', project: 'shop' }
+    expect(titleOf(named, 'en-US')).toBe('shop · Claude asks')
+    expect(titleOf(named, 'zh-CN')).toBe('shop · Claude 提问')
+    expect(titleOf({ ...named, kind: 'report', title: 'shop · Claude reports' }, 'zh-CN')).toBe('shop · Claude 完成了任务')
+    // No name from the agent, no project: the language's own words.
+    expect(titleOf({ ...ask, title: 'Your agent asks' }, 'zh-CN')).toBe('你的 Agent 提问')
+    // A push of a server that sends no parts keeps its title.
+    expect(titleOf({ ...ask, title: 'shop · Claude asks', kind: undefined }, 'zh-CN')).toBe('shop · Claude asks')
+    expect(titleOf({ ...ask, title: undefined, kind: undefined }, 'zh-CN')).toBe('agentassistant')
   })
 })

@@ -9,6 +9,10 @@ export interface PushMessage {
   tag: string
   kind?: 'question' | 'report'
   title?: string
+  // The title's parts: who asks (none when the agent gave no name) and
+  // the project, for the title in the language chosen in the app.
+  asker?: string
+  project?: string
   body?: string
   actions?: string[]
   cap?: string
@@ -44,6 +48,14 @@ export async function keptLang(fallback: string): Promise<string> {
 // in lang.
 export function chooseLabel(lang: string): string {
   return lang.toLowerCase().startsWith('zh') ? '去选择…' : 'Choose…'
+}
+
+// titleOf is the notification's title in lang: the server's (in
+// English), or made of its parts in another language the app speaks.
+export function titleOf(m: PushMessage, lang: string): string {
+  if (!lang.toLowerCase().startsWith('zh') || !m.kind) return m.title || 'agentassistant'
+  const t = (m.asker || '你的 Agent') + (m.kind === 'report' ? ' 完成了任务' : ' 提问')
+  return m.project ? `${m.project} · ${t}` : t
 }
 
 // The buttons are named a0, a1... after the answers they post, and
