@@ -225,13 +225,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	opens := false // the request opens a session, which may need room
 	give := ""     // the signed ID of the session it opens
 	if sid == "" && r.Method == http.MethodPost {
-		method, id, ok := checkBody(w, r)
+		method, id, body, ok := checkBody(w, r)
 		if !ok {
 			return // refused before a new session is made room for
 		}
 		if h.key != nil && method == string(mcp.MethodInitialize) && !modern {
-			body, _ := io.ReadAll(r.Body) // read already, from memory
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			give = sign(h.key, h.o.TokenOf(r), claimsOf(name, body))
 		}
 		if !modern && method != string(mcp.MethodInitialize) {
@@ -333,7 +331,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sid != "" && r.Method == http.MethodPost {
-		method, id, ok := checkBody(w, r)
+		method, id, body, ok := checkBody(w, r)
 		if !ok {
 			return // while the body arrives, the session has a request in progress
 		}
@@ -351,12 +349,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if method == "" && string(id) != "null" && !modern && h.key != nil {
 			// A response to a request of the server's (a form's answer):
 			// the request may be another instance's.
-			h.serveReply(w, r.WithContext(ctx), b, s, id)
+			h.serveReply(w, r.WithContext(ctx), b, s, id, body)
 			return
 		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
-			body, _ := io.ReadAll(r.Body) // read already, from memory
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			if call := cancelID(body); call != nil {
 				// The call may wait elsewhere: where it began, or where
 				// its cut stream was resumed (here too, after a restart).

@@ -569,9 +569,7 @@ func (st *callStream) isOver() bool {
 // else it is relayed to the other instances, one of which sent the
 // request (the client is told 202 Accepted, as for one taken here). A
 // response too large to relay is refused: 413, and a JSON-RPC error.
-func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage) {
-	body, _ := io.ReadAll(r.Body) // read already, from memory
-	r.Body = io.NopCloser(bytes.NewReader(body))
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage, body []byte) {
 	if tag, n, ok := parseFormID(id); ok {
 		h.serveFormReply(w, r, b, s, body, tag, n)
 		return
