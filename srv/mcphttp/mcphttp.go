@@ -275,7 +275,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b, s, victim, adopt, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
-		h.evict(victim)
+		// It made way for this one: the transport forgets it as it
+		// would on its client's DELETE, and its next request gets 404.
+		h.end(context.WithValue(h.runs.Context(), evictKey{}, true), victim, "an MCP session unused the longest made way for a new one")
 	}
 	switch code {
 	case http.StatusNotFound:
@@ -668,9 +670,10 @@ func (h *Handler) unregistered(b *bridge, sid string) {
 }
 
 // inject serves b's MCP server a request the endpoint makes itself for
-// session sid, as its client would send it: a JSON-RPC body, or none
-// (nil, a DELETE). What the server answers is not read.
-func inject(ctx context.Context, b *bridge, method, sid string, body []byte) {
+// session sid ("" for none: an adopted session's initialize), as its
+// client would send it: a JSON-RPC body, or none (nil, a DELETE). It
+// gives what the server answered.
+func inject(ctx context.Context, b *bridge, method, sid string, body []byte) *captured {
 	var r io.Reader = http.NoBody
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -680,17 +683,13 @@ func inject(ctx context.Context, b *bridge, method, sid string, body []byte) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
-	req.Header.Set(server.HeaderKeySessionID, sid)
-	b.http.ServeHTTP(discard{}, req)
+	if sid != "" {
+		req.Header.Set(server.HeaderKeySessionID, sid)
+	}
+	c := &captured{h: http.Header{}}
+	b.http.ServeHTTP(c, req)
+	return c
 }
-
-// discard is the response writer of a request the endpoint makes to
-// itself.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) WriteHeader(int)             {}
 
 // acceptsEventStream reports whether an Accept header takes
 // text/event-stream: a media range that names it, text/* or */*, not

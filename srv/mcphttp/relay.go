@@ -632,8 +632,7 @@ func (h *Handler) serveFormReply(w http.ResponseWriter, r *http.Request, b *brid
 }
 
 // captured is a response kept to look at before it is sent, or the
-// response to a request the endpoint makes to itself (an adopted
-// session's initialize).
+// response to a request the endpoint makes to itself (inject).
 type captured struct {
 	h      http.Header
 	status int
