@@ -417,7 +417,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
 		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id, Run: h.run()}, rel)
 	})
-	t := &tap{st: st, id: id, h: http.Header{}, log: h.log, request: rid}
+	t := &tap{st: st, id: id, captured: captured{h: http.Header{}}, log: h.log, request: rid}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
 	if t.direct(k) {
 		st.end()
