@@ -526,31 +526,29 @@ func (st *callStream) awaitOrigin(gone <-chan struct{}) bool {
 	st.mu.Lock()
 	heard, heardCh, hearing, over := st.heard, st.heardCh, st.hearing, st.over
 	st.mu.Unlock()
-	if !heard {
-		if hearing.IsZero() {
-			return false
-		}
-		t := time.NewTimer(time.Until(hearing.Add(originWait)))
-		defer t.Stop()
+	deadline := time.Now().Add(originWait)
+	switch {
+	case heard:
+		heardCh = nil
+	case hearing.IsZero():
+		return false
+	default:
+		deadline = hearing.Add(originWait)
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
 		select {
 		case <-over:
 			return true
-		case <-heardCh:
+		case <-heardCh: // heard now: originWait from now
+			heardCh = nil
+			t.Reset(originWait)
 		case <-t.C:
 			return false
 		case <-gone:
 			return st.isOver()
 		}
-	}
-	t := time.NewTimer(originWait)
-	defer t.Stop()
-	select {
-	case <-over:
-		return true
-	case <-t.C:
-		return false
-	case <-gone:
-		return st.isOver()
 	}
 }
 
