@@ -72,9 +72,7 @@ func watchLink(ctx context.Context, stop context.CancelCauseFunc) (done func()) 
 	if l == nil {
 		return func() {}
 	}
-	quit := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	return goUntil(ctx, func(ctx context.Context) {
 		for {
 			up, changed := l.State()
 			if !up {
@@ -83,13 +81,21 @@ func watchLink(ctx context.Context, stop context.CancelCauseFunc) (done func()) 
 			}
 			select {
 			case <-changed:
-			case <-quit:
+			case <-ctx.Done():
 				return
 			}
 		}
 	})
+}
+
+// goUntil runs f in a goroutine of its own until stop, which ends f's
+// ctx and waits for f to return.
+func goUntil(ctx context.Context, f func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { f(ctx) })
 	return func() {
-		close(quit)
+		cancel()
 		wg.Wait()
 	}
 }

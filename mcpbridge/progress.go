@@ -3,7 +3,6 @@ package mcpbridge
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -23,9 +22,7 @@ func (b *bridge) progress(ctx context.Context, req mcp.CallToolRequest, timeout 
 		return func() {}
 	}
 	token := req.Params.Meta.ProgressToken
-	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	return goUntil(ctx, func(ctx context.Context) {
 		t := time.NewTicker(b.o.ProgressInterval)
 		defer t.Stop()
 		start := time.Now()
@@ -47,5 +44,4 @@ func (b *bridge) progress(ctx context.Context, req mcp.CallToolRequest, timeout 
 			}
 		}
 	})
-	return func() { cancel(); wg.Wait() }
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 )
 
@@ -29,16 +28,12 @@ func (b *bridge) watchStall(ctx context.Context, stall context.CancelCauseFunc) 
 	if b.o.Probe == nil {
 		return func() {}
 	}
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
+	return goUntil(ctx, func(ctx context.Context) {
 		t := time.NewTicker(b.o.ProbeEvery)
 		defer t.Stop()
 		fails := 0
 		for {
 			select {
-			case <-done:
-				return
 			case <-ctx.Done():
 				return
 			case <-t.C:
@@ -62,8 +57,4 @@ func (b *bridge) watchStall(ctx context.Context, stall context.CancelCauseFunc) 
 			return
 		}
 	})
-	return func() {
-		close(done)
-		wg.Wait()
-	}
 }

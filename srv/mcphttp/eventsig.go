@@ -1,15 +1,10 @@
 package mcphttp
 
 import (
-	"bytes"
-	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
@@ -77,20 +72,7 @@ func (e eventSigner) sign(c callClaims) string {
 		return ""
 	}
 	payload, _ := json.Marshal(c)
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return p + "." + base64.RawURLEncoding.EncodeToString(e.mac(p))
-}
-
-func (e eventSigner) mac(payload string) []byte {
-	room := sha256.Sum256([]byte(e.token))
-	m := hmac.New(sha256.New, e.key)
-	m.Write(room[:])
-	var n [8]byte
-	binary.BigEndian.PutUint64(n[:], uint64(len(e.sid)))
-	m.Write(n[:])
-	m.Write([]byte(e.sid))
-	m.Write([]byte(payload))
-	return m.Sum(nil)[:macLen]
+	return seal(e.key, sha256.Sum256([]byte(e.token)), macLen, payload, e.sid)
 }
 
 // verify reads the claims of sig, the signed part of an event ID, when
@@ -98,21 +80,11 @@ func (e eventSigner) mac(payload string) []byte {
 // event ID's (maxEventID): nothing is decoded before the signature holds.
 func (e eventSigner) verify(sig string) (callClaims, error) {
 	var c callClaims
-	p, s, ok := strings.Cut(sig, ".")
-	if !ok {
-		return c, errBadEventSig
-	}
-	got, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || !hmac.Equal(got, e.mac(p)) {
-		return c, errBadEventSig
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return c, errBadEventSig
-	}
-	d := json.NewDecoder(bytes.NewReader(payload))
-	if err := d.Decode(&c); err != nil {
-		return c, fmt.Errorf("read event ID: %w", err)
+	if err := unseal(e.key, sha256.Sum256([]byte(e.token)), macLen, sig, &c, errBadEventSig, e.sid); err != nil {
+		if !errors.Is(err, errBadEventSig) {
+			err = fmt.Errorf("read event ID: %w", err)
+		}
+		return c, err
 	}
 	if c.Request == "" || len(c.Sum) != sha256.Size || (c.Kind != wire.AskQuestion && c.Kind != wire.TaskFinish) || !validID(c.Call) {
 		return c, errBadEventSig

@@ -22,29 +22,29 @@ const (
 // checkBody reads a POST's body (already bounded by the server) and
 // answers it as JSON-RPC 2.0 says when it is no request, notification or
 // response; else it hands the body on for the MCP transport to read
-// again, and gives its method ("" for a response) and id (null when it
-// has none). mcp-go decodes what it can into its own types and so takes
+// again, and gives its method ("" for a response), id (null when it
+// has none) and the body itself. mcp-go decodes what it can into its own types and so takes
 // an id that is an object or true, or params that are a string, as if
 // they were right, and calls an empty batch unreadable. ok reports
 // whether the request goes on.
-func checkBody(w http.ResponseWriter, r *http.Request) (method string, id json.RawMessage, ok bool) {
+func checkBody(w http.ResponseWriter, r *http.Request) (method string, id json.RawMessage, body []byte, ok bool) {
 	b, err := io.ReadAll(r.Body)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
-		return "", nil, false
+		return "", nil, nil, false
 	case err != nil:
 		http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
-		return "", nil, false
+		return "", nil, nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
 	code, id, why, method := problem(b)
 	if code != 0 {
 		refuse(w, http.StatusBadRequest, code, id, why)
-		return "", nil, false
+		return "", nil, nil, false
 	}
-	return method, id, true
+	return method, id, b, true
 }
 
 // refuse answers with a JSON-RPC error: its code, the id (null when nil)

@@ -106,7 +106,7 @@ func TestBodyTooLarge(t *testing.T) {
 	rec := httptest.NewRecorder()
 	r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(strings.Repeat(" ", 100)+"{}"))
 	r.Body = http.MaxBytesReader(rec, r.Body, 64)
-	if _, _, ok := checkBody(rec, r); ok {
+	if _, _, _, ok := checkBody(rec, r); ok {
 		t.Fatal("a body over the bound went on")
 	}
 	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(rec.Body.String(), `"code":-32600`) {

@@ -225,13 +225,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	opens := false // the request opens a session, which may need room
 	give := ""     // the signed ID of the session it opens
 	if sid == "" && r.Method == http.MethodPost {
-		method, id, ok := checkBody(w, r)
+		method, id, body, ok := checkBody(w, r)
 		if !ok {
 			return // refused before a new session is made room for
 		}
 		if h.key != nil && method == string(mcp.MethodInitialize) && !modern {
-			body, _ := io.ReadAll(r.Body) // read already, from memory
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			give = sign(h.key, h.o.TokenOf(r), claimsOf(name, body))
 		}
 		if !modern && method != string(mcp.MethodInitialize) {
@@ -277,7 +275,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	b, s, victim, adopt, code := h.enter(h.o.TokenOf(r), name, sid, baseURL(r), st, opens)
 	if victim != nil {
-		h.evict(victim)
+		// It made way for this one: the transport forgets it as it
+		// would on its client's DELETE, and its next request gets 404.
+		h.end(context.WithValue(h.runs.Context(), evictKey{}, true), victim, "an MCP session unused the longest made way for a new one")
 	}
 	switch code {
 	case http.StatusNotFound:
@@ -333,7 +333,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sid != "" && r.Method == http.MethodPost {
-		method, id, ok := checkBody(w, r)
+		method, id, body, ok := checkBody(w, r)
 		if !ok {
 			return // while the body arrives, the session has a request in progress
 		}
@@ -351,12 +351,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if method == "" && string(id) != "null" && !modern && h.key != nil {
 			// A response to a request of the server's (a form's answer):
 			// the request may be another instance's.
-			h.serveReply(w, r.WithContext(ctx), b, s, id)
+			h.serveReply(w, r.WithContext(ctx), b, s, id, body)
 			return
 		}
 		if method == string(mcp.MethodNotificationCancelled) && !modern {
-			body, _ := io.ReadAll(r.Body) // read already, from memory
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			if call := cancelID(body); call != nil {
 				// The call may wait elsewhere: where it began, or where
 				// its cut stream was resumed (here too, after a restart).
@@ -419,7 +417,7 @@ func (h *Handler) serveCall(ctx context.Context, w http.ResponseWriter, r *http.
 	cctx = mcpbridge.WithRequest(cctx, rid, func(kind wire.Kind, sum [32]byte, timeout time.Duration) {
 		st.asked(callClaims{Request: rid, Kind: kind, Sum: sum[:], Timeout: int64(timeout / time.Second), Call: id, Run: h.run()}, rel)
 	})
-	t := &tap{st: st, id: id, h: http.Header{}, log: h.log, request: rid}
+	t := &tap{st: st, id: id, captured: captured{h: http.Header{}}, log: h.log, request: rid}
 	b.http.ServeHTTP(t, r.WithContext(cctx))
 	if t.direct(k) {
 		st.end()
@@ -672,9 +670,10 @@ func (h *Handler) unregistered(b *bridge, sid string) {
 }
 
 // inject serves b's MCP server a request the endpoint makes itself for
-// session sid, as its client would send it: a JSON-RPC body, or none
-// (nil, a DELETE). What the server answers is not read.
-func inject(ctx context.Context, b *bridge, method, sid string, body []byte) {
+// session sid ("" for none: an adopted session's initialize), as its
+// client would send it: a JSON-RPC body, or none (nil, a DELETE). It
+// gives what the server answered.
+func inject(ctx context.Context, b *bridge, method, sid string, body []byte) *captured {
 	var r io.Reader = http.NoBody
 	if body != nil {
 		r = bytes.NewReader(body)
@@ -684,17 +683,13 @@ func inject(ctx context.Context, b *bridge, method, sid string, body []byte) {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 	}
-	req.Header.Set(server.HeaderKeySessionID, sid)
-	b.http.ServeHTTP(discard{}, req)
+	if sid != "" {
+		req.Header.Set(server.HeaderKeySessionID, sid)
+	}
+	c := &captured{h: http.Header{}}
+	b.http.ServeHTTP(c, req)
+	return c
 }
-
-// discard is the response writer of a request the endpoint makes to
-// itself.
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) WriteHeader(int)             {}
 
 // acceptsEventStream reports whether an Accept header takes
 // text/event-stream: a media range that names it, text/* or */*, not

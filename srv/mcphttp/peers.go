@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"net/http"
@@ -152,14 +153,15 @@ func (h *Handler) endHeard(digest [sha256.Size]byte, sid string) {
 	s, _ := rm.sessions.Get(sid)
 	h.mu.Unlock()
 	if s != nil {
-		h.end(s)
+		h.end(h.runs.Context(), s, endedElsewhere)
 	}
 }
 
 // end forgets session s as its client's DELETE does: the MCP server
 // forgets it too, unless it does not know it yet (an adoption in
-// progress sees the ID ended once done and ends it then).
-func (h *Handler) end(s *session) {
+// progress sees the ID ended once done and ends it then). ctx is the
+// DELETE's (an eviction's says so: evictKey); why is logged.
+func (h *Handler) end(ctx context.Context, s *session, why string) {
 	h.mu.Lock()
 	registered := s.registered
 	if !registered && !s.adopting() {
@@ -167,11 +169,14 @@ func (h *Handler) end(s *session) {
 	}
 	h.mu.Unlock()
 	if registered {
-		inject(h.runs.Context(), s.b, http.MethodDelete, s.id, nil)
-		h.log.Info("an MCP session ended through another instance")
+		inject(ctx, s.b, http.MethodDelete, s.id, nil)
+		h.log.Info(why)
 	}
 	h.release(s.b)
 }
+
+// endedElsewhere is logged when a session ends through another instance.
+const endedElsewhere = "an MCP session ended through another instance"
 
 // cancelID reads the requestId of a notifications/cancelled body, as
 // the MCP library reads it (the member of params named exactly so); nil

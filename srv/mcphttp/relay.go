@@ -526,31 +526,29 @@ func (st *callStream) awaitOrigin(gone <-chan struct{}) bool {
 	st.mu.Lock()
 	heard, heardCh, hearing, over := st.heard, st.heardCh, st.hearing, st.over
 	st.mu.Unlock()
-	if !heard {
-		if hearing.IsZero() {
-			return false
-		}
-		t := time.NewTimer(time.Until(hearing.Add(originWait)))
-		defer t.Stop()
+	deadline := time.Now().Add(originWait)
+	switch {
+	case heard:
+		heardCh = nil
+	case hearing.IsZero():
+		return false
+	default:
+		deadline = hearing.Add(originWait)
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
 		select {
 		case <-over:
 			return true
-		case <-heardCh:
+		case <-heardCh: // heard now: originWait from now
+			heardCh = nil
+			t.Reset(originWait)
 		case <-t.C:
 			return false
 		case <-gone:
 			return st.isOver()
 		}
-	}
-	t := time.NewTimer(originWait)
-	defer t.Stop()
-	select {
-	case <-over:
-		return true
-	case <-t.C:
-		return false
-	case <-gone:
-		return st.isOver()
 	}
 }
 
@@ -569,9 +567,7 @@ func (st *callStream) isOver() bool {
 // else it is relayed to the other instances, one of which sent the
 // request (the client is told 202 Accepted, as for one taken here). A
 // response too large to relay is refused: 413, and a JSON-RPC error.
-func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage) {
-	body, _ := io.ReadAll(r.Body) // read already, from memory
-	r.Body = io.NopCloser(bytes.NewReader(body))
+func (h *Handler) serveReply(w http.ResponseWriter, r *http.Request, b *bridge, s *session, id json.RawMessage, body []byte) {
 	if tag, n, ok := parseFormID(id); ok {
 		h.serveFormReply(w, r, b, s, body, tag, n)
 		return
@@ -634,8 +630,7 @@ func (h *Handler) serveFormReply(w http.ResponseWriter, r *http.Request, b *brid
 }
 
 // captured is a response kept to look at before it is sent, or the
-// response to a request the endpoint makes to itself (an adopted
-// session's initialize).
+// response to a request the endpoint makes to itself (inject).
 type captured struct {
 	h      http.Header
 	status int

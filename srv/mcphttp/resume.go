@@ -646,8 +646,7 @@ func (st *callStream) attachResumed(w http.ResponseWriter) *sink {
 	st.mu.Lock()
 	defer st.unlockPump()
 	st.attachLocked(k)
-	k.queue(frame{header: streamHeader(), event: true, id: st.idLocked(st.first, st.firstOrigin), flush: true})
-	st.pumpLocked(k)
+	st.sendLocked(k, frame{event: true, id: st.idLocked(st.first, st.firstOrigin)}, nil)
 	return k
 }
 
@@ -658,17 +657,24 @@ const primeAfter = 20 * time.Millisecond
 // beginLocked begins k's response as the stream: its first event (ID
 // only), then what was recorded since.
 func (st *callStream) beginLocked(k *sink) {
-	first := st.first
 	k.started = true
-	_, since, err := st.log.after(st.log.id(first))
+	_, since, err := st.log.after(st.log.id(st.first))
 	if err != nil {
-		k.queue(frame{header: streamHeader(), flush: true})
-		st.pumpLocked(k)
+		st.sendLocked(k, frame{}, nil)
 		return
 	}
-	fs := []frame{{header: streamHeader(), event: true, id: st.idLocked(first, st.firstOrigin)}}
-	for _, e := range since {
-		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data})
+	st.sendLocked(k, frame{event: true, id: st.idLocked(st.first, st.firstOrigin)}, since)
+}
+
+// sendLocked queues, to be written to k once the stream's lock is let
+// go, its response's header with head (the stream's first event, or
+// nothing), then events, flushed after the last; each written by
+// head.until when it is set.
+func (st *callStream) sendLocked(k *sink, head frame, events []event) {
+	head.header = streamHeader()
+	fs := []frame{head}
+	for _, e := range events {
+		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data, until: head.until})
 	}
 	fs[len(fs)-1].flush = true
 	k.queue(fs...)
@@ -701,14 +707,8 @@ func (l *eventLog) resume(w http.ResponseWriter, r *http.Request, lastID string)
 	defer k.finish()
 	// The whole replay gets one sendTimeout: a client that reads it a
 	// byte at a time holds its request for no longer.
-	until := time.Now().Add(sendTimeout)
-	fs := []frame{{header: streamHeader(), until: until}}
-	for _, e := range missed {
-		fs = append(fs, frame{event: true, id: st.idLocked(e.n, e.origin), data: e.data, until: until})
-	}
-	fs[len(fs)-1].flush = true // with none, the client knows it is back
-	k.queue(fs...)
-	st.pumpLocked(k)
+	// With none, the header flushed tells the client it is back.
+	st.sendLocked(k, frame{until: time.Now().Add(sendTimeout)}, missed)
 	if st.done {
 		st.unlockPump()
 		return

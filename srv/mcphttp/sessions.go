@@ -1,7 +1,6 @@
 package mcphttp
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -131,12 +130,7 @@ func (h *Handler) adoptLocked(rm *room, token, name, sid, base string) (s, victi
 // requests waiting for it go on. It reports whether the session is
 // served (false: it was forgotten meanwhile, 404).
 func (h *Handler) adopt(s *session) bool {
-	ctx := context.WithValue(h.runs.Context(), giveKey{}, s.id)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(s.adopted.initBody()))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	st := &captured{h: http.Header{}}
-	s.b.http.ServeHTTP(st, req)
+	st := inject(context.WithValue(h.runs.Context(), giveKey{}, s.id), s.b, http.MethodPost, "", s.adopted.initBody())
 	h.mu.Lock()
 	close(s.ready)
 	if st.status != http.StatusOK || !s.registered {
@@ -150,7 +144,7 @@ func (h *Handler) adopt(s *session) bool {
 	if _, ended := s.b.room.ended.Get(s.id); ended {
 		// Its client ended it elsewhere meanwhile (peers.go).
 		h.mu.Unlock()
-		h.end(s)
+		h.end(h.runs.Context(), s, endedElsewhere)
 		return false
 	}
 	h.mu.Unlock()
@@ -216,11 +210,8 @@ func (h *Handler) leave(b *bridge, s *session, listen *stream) {
 		s.busy--
 	}
 	b.busy--
-	free := h.releaseLocked(b)
 	h.mu.Unlock()
-	if free {
-		h.stopBridge(b)
-	}
+	h.release(b)
 }
 
 // releaseLocked takes b out of its room when it serves nothing and holds
@@ -234,20 +225,6 @@ func (h *Handler) releaseLocked(b *bridge) bool {
 	delete(rm.bridges, b.relay)
 	h.dropIfEmptyLocked(rm.key, rm)
 	return true
-}
-
-// evict ends a session that made way for a new one: the transport
-// forgets it as it would on the client's DELETE, and the client's next
-// request gets 404.
-func (h *Handler) evict(s *session) {
-	h.mu.Lock()
-	registered := s.registered
-	h.mu.Unlock()
-	if registered {
-		inject(context.WithValue(h.runs.Context(), evictKey{}, true), s.b, http.MethodDelete, s.id, nil)
-		h.log.Info("an MCP session unused the longest made way for a new one")
-	}
-	h.release(s.b)
 }
 
 // release stops b once it serves nothing and holds no session.

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -56,13 +57,53 @@ func deriveKey(shared []byte, label string) []byte {
 // two lists of fields sign alike).
 func sumFields(key []byte, fields ...string) string {
 	m := hmac.New(sha256.New, key)
+	writeFields(m, fields...)
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// writeFields writes each of fields to h after its length.
+func writeFields(h hash.Hash, fields ...string) {
 	for _, f := range fields {
 		var l [8]byte
 		binary.BigEndian.PutUint64(l[:], uint64(len(f)))
-		m.Write(l[:])
-		m.Write([]byte(f))
+		h.Write(l[:])
+		h.Write([]byte(f))
 	}
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// seal is payload as an ID carries it: base64, then "." and its
+// signature (mac), cut to n bytes, for the room and fields.
+func seal(key []byte, room [sha256.Size]byte, n int, payload []byte, fields ...string) string {
+	p := base64.RawURLEncoding.EncodeToString(payload)
+	return p + "." + base64.RawURLEncoding.EncodeToString(mac(key, room, p, fields...)[:n])
+}
+
+// mac signs payload, as seal encoded it, for the room's digest and
+// fields (each with its length).
+func mac(key []byte, room [sha256.Size]byte, payload string, fields ...string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(room[:])
+	writeFields(m, fields...)
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// unseal reads into v the payload of s, sealed as seal does, once its
+// signature holds (bad when it does not): nothing is decoded before.
+func unseal(key []byte, room [sha256.Size]byte, n int, s string, v any, bad error, fields ...string) error {
+	p, sig, ok := strings.Cut(s, ".")
+	if !ok {
+		return bad
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, mac(key, room, p, fields...)[:n]) {
+		return bad
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	if err != nil {
+		return bad
+	}
+	return json.NewDecoder(bytes.NewReader(payload)).Decode(v)
 }
 
 // roomHex names the room of token in a message between instances: its
@@ -154,16 +195,7 @@ func cut(s string, n int) string {
 
 // sign makes the session ID of c in the room of token.
 func sign(key []byte, token string, c claims) string {
-	payload := encodeClaims(c)
-	p := base64.RawURLEncoding.EncodeToString(payload)
-	return signedPrefix + p + "." + base64.RawURLEncoding.EncodeToString(mac(key, sha256.Sum256([]byte(token)), p))
-}
-
-func mac(key []byte, room [sha256.Size]byte, payload string) []byte {
-	m := hmac.New(sha256.New, key)
-	m.Write(room[:])
-	m.Write([]byte(payload))
-	return m.Sum(nil)
+	return signedPrefix + seal(key, sha256.Sum256([]byte(token)), sha256.Size, encodeClaims(c))
 }
 
 // verify reads a session ID signed for the room of token.
@@ -179,21 +211,11 @@ func verifyIn(key []byte, room [sha256.Size]byte, sid string) (claims, error) {
 	if !ok || len(sid) > maxSignedID {
 		return c, errBadSessionID
 	}
-	p, sig, ok := strings.Cut(rest, ".")
-	if !ok {
-		return c, errBadSessionID
-	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, mac(key, room, p)) {
-		return c, errBadSessionID
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		return c, errBadSessionID
-	}
-	d := json.NewDecoder(bytes.NewReader(payload))
-	if err := d.Decode(&c); err != nil {
-		return c, fmt.Errorf("read session ID: %w", err)
+	if err := unseal(key, room, sha256.Size, rest, &c, errBadSessionID); err != nil {
+		if !errors.Is(err, errBadSessionID) {
+			err = fmt.Errorf("read session ID: %w", err)
+		}
+		return c, err
 	}
 	return c, nil
 }

@@ -187,48 +187,37 @@ type tap struct {
 	log     *slog.Logger
 	request string
 
-	mu     sync.Mutex
-	h      http.Header
-	status int
-	buf    []byte
+	mu sync.Mutex
+	// captured is what mcp-go wrote that is no event yet; its Flush does
+	// nothing: each event is flushed as it is recorded.
+	captured
 }
-
-func (t *tap) Header() http.Header { return t.h }
 
 func (t *tap) WriteHeader(code int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status == 0 {
-		t.status = code
-	}
+	t.captured.WriteHeader(code)
 }
-
-// Flush does nothing: each event is flushed as it is recorded.
-func (t *tap) Flush() {}
 
 func (t *tap) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.status == 0 {
-		t.status = http.StatusOK
-	}
-	t.buf = append(t.buf, p...)
+	_, _ = t.captured.Write(p)
 	if !t.sseLocked() {
 		return len(p), nil // a JSON body: one message, at the end
 	}
 	for {
-		i := bytes.Index(t.buf, []byte("\n\n"))
+		i := bytes.Index(t.body.Bytes(), []byte("\n\n"))
 		if i < 0 {
 			break
 		}
-		if data := sseData(t.buf[:i]); data != nil {
+		if data := sseData(t.body.Next(i + 2)[:i]); data != nil { // a copy: sseData joins the lines anew
 			data, method := t.st.log.numbered(data)
 			if method != "" && t.log != nil {
 				t.log.Debug("a request sent to the client", "method", method, "for_request", t.request)
 			}
 			t.st.record(data, false)
 		}
-		t.buf = t.buf[i+2:]
 	}
 	return len(p), nil
 }
@@ -250,7 +239,7 @@ func (t *tap) direct(k *sink) bool {
 		return false
 	}
 	k.started = true // the timer's begin finds it taken
-	k.queue(frame{header: t.h.Clone(), status: t.status, raw: bytes.Clone(t.buf)})
+	k.queue(frame{header: t.h.Clone(), status: t.status, raw: bytes.Clone(t.body.Bytes())})
 	st.pumpLocked(k)
 	return true
 }
@@ -271,7 +260,7 @@ func (t *tap) begin(k *sink) {
 func (t *tap) finish() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	body := bytes.TrimSpace(t.buf)
+	body := bytes.TrimSpace(t.body.Bytes())
 	switch {
 	case t.sseLocked() || (t.status == 0 && len(body) == 0):
 	case t.status >= http.StatusMultipleChoices || !json.Valid(body):
