@@ -58,7 +58,9 @@ func NewShared(key []byte, claims Claims, token func(room string) (string, bool)
 	if err != nil {
 		return nil, fmt.Errorf("answercap: %w", err)
 	}
-	return &Store{shared: &signer{key: key, seal: seal, claims: claims, token: token}}, nil
+	l := hmac.New(sha256.New, key)
+	l.Write([]byte("agentassistant label"))
+	return &Store{shared: &signer{key: key, seal: seal, claims: claims, token: token}, label: l.Sum(nil)}, nil
 }
 
 type signer struct {
