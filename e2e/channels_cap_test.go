@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -18,6 +19,8 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestOneTapAnswersCannotBeReplayedOrForged: the capability a
@@ -150,10 +153,12 @@ func TestOneTapAnswersCannotBeReplayedOrForged(t *testing.T) {
 			t.Errorf("a tap from origin %s: %d %s, want 403", h["Origin"], code, body)
 		}
 	}
-	// The capability made over into B's question: its signature no
-	// longer holds.
-	if code, body := tap(forged(t, capA, eB["id"].(string)), "Deploy", nil); code != http.StatusGone {
-		t.Errorf("a capability made over into another token's question: %d %s, want 410", code, body)
+	// The capability made over into B's question: its seal or its
+	// signature no longer holds.
+	for _, f := range forged(capA, store.Room(tokenB), eB["id"].(string)) {
+		if code, body := tap(f, "Deploy", nil); code != http.StatusGone {
+			t.Errorf("a capability made over into another token's question: %d %s, want 410", code, body)
+		}
 	}
 	pending(doneA, "a prefetch, another origin or a forged capability")
 	pending(doneB, "a forged capability")
@@ -191,23 +196,13 @@ func TestOneTapAnswersCannotBeReplayedOrForged(t *testing.T) {
 	}
 }
 
-// forged is capability c with its question's ID made id, its
-// signature kept; c as it is when it is no signed capability.
-func forged(t *testing.T, c, id string) string {
-	t.Helper()
-	p, sig, ok := strings.Cut(c, ".")
-	if !ok {
-		t.Fatalf("the capability %.12q… is not signed: nothing to make over", c)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
-	m["i"] = id
-	b, _ = json.Marshal(m)
-	return base64.RawURLEncoding.EncodeToString(b) + "." + sig
+// forged is capability c made over: a byte of it changed, and a
+// payload in the clear naming question id of room, as an earlier
+// release signed its capabilities, under a signature made up.
+func forged(c, room, id string) []string {
+	b := []byte(c)
+	b[len(b)/2] ^= 1
+	p, _ := json.Marshal(map[string]any{"r": room, "k": 1, "i": id, "e": time.Now().Add(time.Hour).Unix(), "n": "forged"})
+	sig := base64.RawURLEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
+	return []string{string(b), base64.RawURLEncoding.EncodeToString(p) + "." + sig}
 }

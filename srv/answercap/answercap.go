@@ -11,9 +11,11 @@ package answercap
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,11 +81,29 @@ type Store struct {
 	byReq map[string][]string // room + "\x00" + request ID → its capabilities
 
 	shared *signer // cluster mode (shared.go): no map, signed capabilities
+	label  []byte  // Label's key
 }
 
 // New returns an empty store.
 func New() *Store {
-	return &Store{byCap: map[string]*Cap{}, byReq: map[string][]string{}}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	return &Store{byCap: map[string]*Cap{}, byReq: map[string][]string{}, label: key}
+}
+
+// Label names what parts say (24 hex digits), the same for the same
+// parts on every instance of a cluster and across restarts, yet nothing
+// one without the server's key could make: an ntfy notification's
+// sequence ID, read in its topic beside its question's ID, made of the
+// token's room and that ID alone would let a reader check guesses of
+// the token offline.
+func (s *Store) Label(parts ...string) string {
+	m := hmac.New(sha256.New, s.label)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil)[:12])
 }
 
 func reqKey(room, id string) string { return room + "\x00" + id }

@@ -2,6 +2,7 @@ package answercap
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,8 +77,10 @@ func waitPending(t *testing.T, h *hub.Hub, id string) {
 		}
 	})
 	defer stop()
-	if h.Allows(context.Background(), "tok", wire.AskQuestion, id, hub.Reply{Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "Wait"}}}}) == nil {
-		return // shown before the subscription
+	// Shown before the subscription: anything but "not pending" (a
+	// question whose options leave "Wait" out refuses it as no option).
+	if err := h.Allows(context.Background(), "tok", wire.AskQuestion, id, hub.Reply{Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Text: "Wait"}}}}); !errors.Is(err, hub.ErrNotPending) {
+		return
 	}
 	select {
 	case <-asked:

@@ -2,6 +2,8 @@ package answercap
 
 import (
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -16,11 +18,19 @@ import (
 )
 
 // Capabilities in cluster mode. An answer may reach any instance, so a
-// capability carries what it stands for, signed with a key every
-// instance shares (HMAC-SHA256): the instance that takes it need not be
-// the one that made it. It is good once: taking it claims its nonce in
+// capability carries what it stands for, sealed with a key every
+// instance shares: the instance that takes it need not be the one that
+// made it. It is good once: taking it claims its nonce in
 // the cluster, and of two takers one wins. It holds no token: the taker
 // finds the token of its room among its own.
+//
+// It is sealed (AES-256-GCM, a key derived from the shared key): it
+// travels where others read it (an ntfy topic, a webhook's receiver),
+// and what it says is for the server alone: its room's digest is a hash
+// of the token, against which a short configured token could be guessed
+// offline, and whom it was sent to is none of a reader's business.
+// One an earlier release made, signed in the clear (payload "." HMAC),
+// is still taken: a button sent before an upgrade answers after it.
 
 // Claims is where a cluster marks capabilities used.
 type Claims interface {
@@ -38,11 +48,24 @@ func NewShared(key []byte, claims Claims, token func(room string) (string, bool)
 	if len(key) < 32 {
 		return nil, errors.New("answercap: the signing key is shorter than 32 bytes")
 	}
-	return &Store{shared: &signer{key: key, claims: claims, token: token}}, nil
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte("agentassistant capability seal"))
+	block, err := aes.NewCipher(m.Sum(nil))
+	if err != nil {
+		return nil, fmt.Errorf("answercap: %w", err)
+	}
+	seal, err := cipher.NewGCMWithRandomNonce(block)
+	if err != nil {
+		return nil, fmt.Errorf("answercap: %w", err)
+	}
+	l := hmac.New(sha256.New, key)
+	l.Write([]byte("agentassistant label"))
+	return &Store{shared: &signer{key: key, seal: seal, claims: claims, token: token}, label: l.Sum(nil)}, nil
 }
 
 type signer struct {
 	key    []byte
+	seal   cipher.AEAD
 	claims Claims
 	token  func(room string) (string, bool)
 }
@@ -83,6 +106,24 @@ var ErrUnsure = errors.New("the capability cannot be checked now")
 
 var b64 = base64.RawURLEncoding
 
+// unseal is what the capability named says, checked: sealed, or signed
+// in the clear by an earlier release.
+func (g *signer) unseal(name string) ([]byte, error) {
+	p, sig, signed := strings.Cut(name, ".")
+	if !signed {
+		b, err := b64.Strict().DecodeString(name)
+		if err != nil {
+			return nil, err
+		}
+		return g.seal.Open(nil, nil, b, nil)
+	}
+	mac, err := b64.DecodeString(sig)
+	if err != nil || !hmac.Equal(mac, g.sign(p)) {
+		return nil, ErrVoid
+	}
+	return b64.DecodeString(p)
+}
+
 func (g *signer) sign(payload string) []byte {
 	m := hmac.New(sha256.New, g.key)
 	m.Write([]byte(payload))
@@ -101,8 +142,7 @@ func (g *signer) make(c Cap) string {
 	}
 	b, _ := json.Marshal(signed{Room: c.Room, Kind: c.Kind, ID: c.ID, Who: c.Who, WhoID: c.WhoID, Door: c.Door,
 		Exp: c.Expires.Unix(), Nonce: b64.EncodeToString(nonce), Answers: sums, Of: b64.EncodeToString(c.Of[:])})
-	p := b64.EncodeToString(b)
-	return p + "." + b64.EncodeToString(g.sign(p))
+	return b64.EncodeToString(g.seal.Seal(nil, nil, b, nil)) // #nosec G407 -- NewGCMWithRandomNonce draws a nonce of its own for each seal
 }
 
 func (g *signer) take(name string, now time.Time) (*Cap, error) {
@@ -137,15 +177,10 @@ func (g *signer) release(name string) {
 // open checks the capability named, unexpired, of a room of ours, and
 // says what it stands for and its nonce, without claiming it.
 func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
-	p, sig, ok := strings.Cut(name, ".")
-	if !ok || len(name) > maxSigned {
+	if len(name) > maxSigned {
 		return nil, "", ErrVoid
 	}
-	mac, err := b64.DecodeString(sig)
-	if err != nil || !hmac.Equal(mac, g.sign(p)) {
-		return nil, "", ErrVoid
-	}
-	b, err := b64.DecodeString(p)
+	b, err := g.unseal(name)
 	var sd signed
 	if err != nil || json.Unmarshal(b, &sd) != nil {
 		return nil, "", ErrVoid

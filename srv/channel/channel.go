@@ -60,6 +60,11 @@ type Notice struct {
 	Cap, AnswerURL string
 	// AppURL opens the app (no token: the app keeps it).
 	AppURL string
+	// Seq names the question in each of its notices, telling nothing of
+	// its token or ID to whoever reads them (answercap.Store.Label):
+	// ntfy's sequence ID, so the notice that it is settled replaces the
+	// question's.
+	Seq string
 
 	// slot is the channel's place among its token's (Options.Routes),
 	// which names it in the note that it was sent the question.
@@ -353,7 +358,7 @@ func (m *Manager) event(ev hub.Event) {
 // token.
 func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	room := store.Room(ev.Token)
-	n := Notice{Event: ev, slot: slot}
+	n := Notice{Event: ev, slot: slot, Seq: m.o.Caps.Label("ntfy", room, ev.Request.ID)}
 	if m.o.PublicURL != "" {
 		n.AppURL = m.o.PublicURL + "/"
 	}

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // Ntfy publishes to an ntfy topic (ntfy.sh or a server of one's own),
@@ -68,13 +65,6 @@ type ntfyMessage struct {
 	SequenceID string `json:"sequence_id,omitempty"`
 }
 
-// sequenceID is a question's notification's name: the same for its
-// publishes, telling neither the token nor the request's ID.
-func sequenceID(n Notice) string {
-	d := sha256.Sum256([]byte("agentassistant ntfy\x00" + store.Room(n.Token) + "\x00" + n.Request.ID))
-	return hex.EncodeToString(d[:12])
-}
-
 // ntfy shows three actions at most.
 const ntfyMaxActions = 3
 
@@ -95,7 +85,7 @@ const ntfyMaxMessage = 4096
 
 // Send publishes n.
 func (c *Ntfy) Send(ctx context.Context, n Notice) error {
-	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: sequenceID(n)}
+	m := ntfyMessage{Topic: c.Topic, Title: title(n), Click: n.AppURL, SequenceID: n.Seq}
 	switch n.Kind {
 	case hub.Asked:
 		// Its buttons show three labels at most, and no description: the

@@ -47,3 +47,30 @@ func TestNtfyOpensSeveral(t *testing.T) {
 		t.Errorf("without public_url: actions %+v, message %q", alone.Actions, alone.Message)
 	}
 }
+
+// TestNtfySequenceIDTellsNothingOfTheToken: whoever reads an ntfy topic
+// reads a question's sequence ID beside its ID (the link that opens the
+// question taking several options names it). Made of the token's room
+// and the ID alone, it let a reader check guesses of a short configured
+// token offline; it is keyed with the server's secret instead: servers
+// of other keys name the same question of the same token differently.
+func TestNtfySequenceIDTellsNothingOfTheToken(t *testing.T) {
+	var seen []ntfyMessage
+	for range 2 {
+		ntfy := newReceiver(t)
+		f := newFixture(t, map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "aa-secret-topic"}}}, Options{})
+		f.askSeveral(tokA, "q 1")
+		_, bodies := ntfy.waitFor(t, 1)
+		var m ntfyMessage
+		if err := json.Unmarshal(bodies[0], &m); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(m.Click, "request=q+1") || m.SequenceID == "" {
+			t.Fatalf("click %q, sequence ID %q", m.Click, m.SequenceID)
+		}
+		seen = append(seen, m)
+	}
+	if seen[0].SequenceID == seen[1].SequenceID {
+		t.Errorf("servers of different keys both name the question %q: made of the token and the ID alone", seen[0].SequenceID)
+	}
+}
