@@ -89,7 +89,7 @@ type recordMeta struct {
 	id      string
 	rev     uint64
 	size    int64 // its key and value, as stored
-	weight  int64 // hub.RecordBytes: what it weighs against hub.Keeps
+	weight  int64 // store.Record.Bytes: what it weighs against hub.Keeps
 	status  string
 	note    string
 	created time.Time
@@ -132,7 +132,7 @@ func (b *historyBudget) heard(e jetstream.KeyValueEntry, rec *hub.SharedRecord) 
 			}
 			m := &recordMeta{id: id, rev: e.Revision(), size: int64(len(e.Key()) + len(e.Value())), written: e.Created()}
 			if rec != nil {
-				m.weight, m.status, m.note, m.created, m.closed = hub.RecordBytes(*rec), rec.Status, rec.ClosedNote, rec.CreatedAt, rec.ClosedAt
+				m.weight, m.status, m.note, m.created, m.closed = rec.Bytes(), rec.Status, rec.ClosedNote, rec.CreatedAt, rec.ClosedAt
 			}
 			ri.put(e.Key(), m)
 		}

@@ -68,7 +68,7 @@ type Options struct {
 
 	// historyBytes bounds a history page by its records' bytes (default
 	// store.HistoryPageBytes, as one server's page; history.go).
-	historyBytes int
+	historyBytes int64
 }
 
 // Cluster is this instance's link to the others. Safe for concurrent use.

@@ -132,7 +132,7 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
 			return nil
 		}
-		page = slices.Insert(page, i, sized{rec.Record, recordSize(&rec.Record)})
+		page = slices.Insert(page, i, sized{rec.Record, rec.Bytes()})
 		if n := c.pageLen(page, limit); len(page) > n+1 {
 			clear(page[n+1:]) // let their bytes go
 			page = page[:n+1]
@@ -150,16 +150,16 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 	return out, len(page) > n, nil
 }
 
-// sized is a record of a history page and its size (recordSize).
+// sized is a record of a history page and its size (store.Record.Bytes).
 type sized struct {
 	store.Record
-	size int
+	size int64
 }
 
 // pageLen is how many of page, newest first, make a page: at most limit,
 // and those within the page's bytes, the first whatever its size.
 func (c *Cluster) pageLen(page []sized, limit int) int {
-	n, size := 0, 0
+	n, size := 0, int64(0)
 	for ; n < len(page) && n < limit; n++ {
 		if size += page[n].size; n > 0 && size > c.o.historyBytes {
 			break
@@ -167,10 +167,6 @@ func (c *Cluster) pageLen(page []sized, limit int) int {
 	}
 	return n
 }
-
-// recordSize is what r weighs in a page, as in one server's
-// (store.HistoryPageBytes): its text, choices and answer.
-func recordSize(r *store.Record) int { return len(r.Text) + len(r.Questions) + len(r.Reply) }
 
 // ClearHistory deletes the settled records of room but those keep says
 // to keep (hub.SharedHistory); pending ones stay. Each is deleted by

@@ -309,7 +309,7 @@ func (l *localRecords) queueLocked(k localKey, e *localEntry, closed time.Time, 
 	}
 	q.q = append(q.q, localQueued{k: k, rev: e.rev, at: closed})
 	q.live++
-	q.bytes += recordBytes(e.rec.Record)
+	q.bytes += e.rec.Bytes()
 	e.queued = q
 	if len(q.q) > 2*q.live+64 {
 		// Written again and again (a kept answer handed over, marked):
@@ -324,7 +324,7 @@ func (l *localRecords) queueLocked(k localKey, e *localEntry, closed time.Time, 
 func (l *localRecords) unqueueLocked(e *localEntry) {
 	if q := e.queued; q != nil {
 		q.live--
-		q.bytes -= recordBytes(e.rec.Record)
+		q.bytes -= e.rec.Bytes()
 		e.queued = nil
 	}
 }
