@@ -109,29 +109,12 @@ func (ch *Channels) Scan(ctx context.Context, prefix string, fn func(v []byte) e
 	if prefix != owedPrefix {
 		return fmt.Errorf("scan notes: prefix %q not listed", prefix)
 	}
-	w, err := ch.notes.Watch(ctx, "o.>", jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("scan notes: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("scan notes: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return errors.New("scan notes: the watch ended")
-			case e == nil: // every note present at the start listed
-				return nil
-			}
-			if v, live := liveNote(e.Value()); live {
-				if err := fn(v); err != nil {
-					return err
-				}
-			}
+	return readPresent(ctx, ch.notes, "o.>", "the notes", func(e jetstream.KeyValueEntry) error {
+		if v, live := liveNote(e.Value()); live {
+			return fn(v)
 		}
-	}
+		return nil
+	})
 }
 
 // liveNote is the value of a bucket's note, unless it is past its time.

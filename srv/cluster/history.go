@@ -36,43 +36,7 @@ const historyDefaultScan = 10_000
 // roomRecords calls each with every record of room in the requests
 // bucket, stopping at the first error it returns.
 func (c *Cluster) roomRecords(ctx context.Context, room string, each func(jetstream.KeyValueEntry) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := c.reqs.Watch(ctx, "r."+room+".>", jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("watch a room's records: %w", err)
-	}
-	defer func() {
-		_ = w.Stop()
-		// The watch's callback may be waiting to hand over an entry:
-		// take what comes until the watch closes its channel.
-		for {
-			select {
-			case _, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-			case <-time.After(time.Second):
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read a room's records: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return errors.New("read a room's records: the watch ended")
-			case e == nil: // every record present at the start was read
-				return nil
-			}
-			if err := each(e); err != nil {
-				return err
-			}
-		}
-	}
+	return readPresent(ctx, c.reqs, "r."+room+".>", "a room's records", each)
 }
 
 // recordHead is what a page's order needs of a record, read without the

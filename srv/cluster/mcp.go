@@ -148,20 +148,13 @@ func (p MCPPeers) Listen(hear func(note []byte)) (stop func(), err error) {
 		return nil, fmt.Errorf("watch bucket %s: %w", MCPNotesBucket, err)
 	}
 	var wg sync.WaitGroup
-	initial, allIn := make(chan struct{}), sync.Once{}
+	initial := make(chan struct{})
 	wg.Go(func() {
-		for e := range w.Updates() {
-			if e == nil {
-				allIn.Do(func() { close(initial) })
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			if from, note := splitMCPNote(e.Value()); note != nil && from != p.c.run {
+		follow(ctx, w, func() { close(initial) }, func(e jetstream.KeyValueEntry) {
+			if from, note := splitMCPNote(e.Value()); e.Operation() == jetstream.KeyValuePut && note != nil && from != p.c.run {
 				once(note)
 			}
-		}
+		})
 	})
 	// The notes kept are heard before the endpoint serves, so that an
 	// instance started after a session ended refuses it from its first
