@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,13 +64,6 @@ func (c *Cluster) Relay(ctx context.Context) (*RelayLink, error) {
 		return nil, fmt.Errorf("open bucket %s: %w", RelayHostsBucket, err)
 	}
 	return &RelayLink{c: c, kv: kv, homes: make(map[string]relay.Home), misses: make(map[string]int)}, nil
-}
-
-func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
-func unb64(s string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	return string(b), err == nil
 }
 
 func hostKey(token, session string) string { return store.Room(token) + "." + b64(session) }
