@@ -55,6 +55,37 @@ func changeKey(ctx context.Context, kv jetstream.KeyValue, key string, tries int
 	return false, errKeepsChanging
 }
 
+// createOrTake makes key with value or, when it exists and stale says
+// its entry may be taken over, writes value over that entry by
+// compare-and-set: of several doing so at once, one does. It reports
+// whether this call did.
+func createOrTake(ctx context.Context, kv jetstream.KeyValue, key string, value []byte, stale func(jetstream.KeyValueEntry) bool) (bool, error) {
+	_, err := kv.Create(ctx, key, value)
+	switch {
+	case err == nil:
+		return true, nil
+	case !errors.Is(err, jetstream.ErrKeyExists):
+		return false, err
+	}
+	e, err := kv.Get(ctx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		return false, nil // deleted meanwhile, by another that made it
+	case err != nil:
+		return false, err
+	case !stale(e):
+		return false, nil
+	}
+	_, err = kv.Update(ctx, key, value, e.Revision())
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
+		return false, nil // another took it over first
+	}
+	return false, err
+}
+
 // follow hands each the changes w delivers, in order, until ctx ends or
 // w does, and stops w; present is called once, when the values present
 // at the start are all in.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
@@ -94,10 +93,7 @@ func (p MCPPeers) Tell(note []byte) {
 
 // mcpNoteKey is a note's key: its digest, so that the same note told
 // again takes the same key.
-func mcpNoteKey(note []byte) string {
-	sum := sha256.Sum256(note)
-	return "n." + base64.RawURLEncoding.EncodeToString(sum[:])
-}
+func mcpNoteKey(note []byte) string { return keyOf("n.", string(note)) }
 
 // A kept note's value is the teller's run, a NUL, and the note.
 func mcpNoteValue(run string, note []byte) []byte {

@@ -264,30 +264,11 @@ const staleClaim = 10 * time.Second
 // Claim marks the capability nonce used; false when it was already, by a
 // claim younger than staleClaim.
 func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, error) {
-	key := "u." + nonce
-	_, err := p.claims.Create(ctx, key, []byte{1})
-	switch {
-	case err == nil:
-		return true, nil
-	case !errors.Is(err, jetstream.ErrKeyExists):
-		return false, err
-	}
-	e, err := p.claims.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil // released meanwhile: the next tap claims it
-	case err != nil:
-		return false, err
-	case time.Since(e.Created()) < staleClaim:
-		return false, nil
-	}
-	if _, err := p.claims.Update(ctx, key, []byte{1}, e.Revision()); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return false, nil // another tap took it over first
-		}
-		return false, err
-	}
-	return true, nil
+	// Released meanwhile, the next tap claims it; of two taking a stale
+	// claim over, one does.
+	return createOrTake(ctx, p.claims, "u."+nonce, []byte{1}, func(e jetstream.KeyValueEntry) bool {
+		return time.Since(e.Created()) >= staleClaim
+	})
 }
 
 // Release forgets the claim of the capability nonce.
