@@ -299,20 +299,7 @@ func (c *Cluster) Close() error {
 
 // Create saves a new request record.
 func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, error) {
-	b, err := encode(rec)
-	if err != nil {
-		return 0, err
-	}
-	k := key(rec.Room, rec.ID)
-	rev, err := c.reqs.Create(ctx, k, b)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, hub.ErrRecordExists
-	}
-	if err != nil {
-		return 0, fmt.Errorf("create request record: %w", c.unreachable(err))
-	}
-	c.budget.wrote(rec.Room, k, len(k)+len(b), rev)
-	return rev, nil
+	return c.write(ctx, rec, 0)
 }
 
 // Get reads a request record.
@@ -333,17 +320,27 @@ func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, u
 
 // Update replaces a request record if it is still at revision rev.
 func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
+	return c.write(ctx, rec, rev)
+}
+
+// write creates rec (rev 0) or writes it over revision rev, and returns
+// its new revision.
+func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
 	b, err := encode(rec)
 	if err != nil {
 		return 0, err
 	}
 	k := key(rec.Room, rec.ID)
-	n, err := c.reqs.Update(ctx, k, b, rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	var n uint64
+	if rev == 0 {
+		if n, err = c.reqs.Create(ctx, k, b); errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, hub.ErrRecordExists
+		}
+	} else if n, err = c.reqs.Update(ctx, k, b, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, hub.ErrRecordChanged
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update request record: %w", c.unreachable(err))
+		return 0, fmt.Errorf("write request record: %w", c.unreachable(err))
 	}
 	c.budget.wrote(rec.Room, k, len(k)+len(b), n)
 	return n, nil
