@@ -20,7 +20,7 @@ import (
 // server's on disk (srv/store/budget.go): past it the room's oldest
 // settled records go. NATS cannot change a tally and the records it
 // counts in one step, so there is no tally in NATS: every instance
-// watches the whole bucket anyway (follow), and keeps from it, in
+// watches the whole bucket anyway (Cluster.apply), and keeps from it, in
 // memory, what each of its rooms' records weighs and what the budget
 // asks of it (its status, when it was asked and settled). That index is
 // the bucket as this instance last heard it: right at start (it is read
