@@ -20,7 +20,7 @@ import (
 // server's on disk (srv/store/budget.go): past it the room's oldest
 // settled records go. NATS cannot change a tally and the records it
 // counts in one step, so there is no tally in NATS: every instance
-// watches the whole bucket anyway (follow), and keeps from it, in
+// watches the whole bucket anyway (Cluster.apply), and keeps from it, in
 // memory, what each of its rooms' records weighs and what the budget
 // asks of it (its status, when it was asked and settled). That index is
 // the bucket as this instance last heard it: right at start (it is read
@@ -89,7 +89,7 @@ type recordMeta struct {
 	id      string
 	rev     uint64
 	size    int64 // its key and value, as stored
-	weight  int64 // hub.RecordBytes: what it weighs against hub.Keeps
+	weight  int64 // store.Record.Bytes: what it weighs against hub.Keeps
 	status  string
 	note    string
 	created time.Time
@@ -132,7 +132,7 @@ func (b *historyBudget) heard(e jetstream.KeyValueEntry, rec *hub.SharedRecord) 
 			}
 			m := &recordMeta{id: id, rev: e.Revision(), size: int64(len(e.Key()) + len(e.Value())), written: e.Created()}
 			if rec != nil {
-				m.weight, m.status, m.note, m.created, m.closed = hub.RecordBytes(*rec), rec.Status, rec.ClosedNote, rec.CreatedAt, rec.ClosedAt
+				m.weight, m.status, m.note, m.created, m.closed = rec.Bytes(), rec.Status, rec.ClosedNote, rec.CreatedAt, rec.ClosedAt
 			}
 			ri.put(e.Key(), m)
 		}

@@ -78,8 +78,8 @@ func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Chann
 		log: c.log.With("component", "channel leases")}, nil
 }
 
-// keyOf is a bucket's key for a channel's key, which may hold any
-// character and be long (a mail's Message-ID): its hash.
+// keyOf is a bucket's key for a key that may hold any character and be
+// long (a channel's key, a mail's Message-ID; an /mcp note): its hash.
 func keyOf(prefix, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return prefix + base64.RawURLEncoding.EncodeToString(sum[:])
@@ -109,29 +109,12 @@ func (ch *Channels) Scan(ctx context.Context, prefix string, fn func(v []byte) e
 	if prefix != owedPrefix {
 		return fmt.Errorf("scan notes: prefix %q not listed", prefix)
 	}
-	w, err := ch.notes.Watch(ctx, "o.>", jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("scan notes: %w", err)
-	}
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("scan notes: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return errors.New("scan notes: the watch ended")
-			case e == nil: // every note present at the start listed
-				return nil
-			}
-			if v, live := liveNote(e.Value()); live {
-				if err := fn(v); err != nil {
-					return err
-				}
-			}
+	return readPresent(ctx, ch.notes, "o.>", "the notes", func(e jetstream.KeyValueEntry) error {
+		if v, live := liveNote(e.Value()); live {
+			return fn(v)
 		}
-	}
+		return nil
+	})
 }
 
 // liveNote is the value of a bucket's note, unless it is past its time.
@@ -146,14 +129,18 @@ func liveNote(v []byte) ([]byte, bool) {
 	return v[8:], true
 }
 
+// noteValue is a note's value in the bucket: when it expires, and value.
+func noteValue(value []byte, until time.Time) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(value)), uint64(until.UnixNano())) // #nosec G115 -- a time after 1970
+	return append(b, value...)
+}
+
 // Put keeps value under key until until (a week at most).
 func (ch *Channels) Put(ctx context.Context, key string, value []byte, until time.Time) error {
 	if len(value) > maxNote {
 		return errNoteTooLarge
 	}
-	b := make([]byte, 8, 8+len(value))
-	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
-	if _, err := ch.notes.Put(ctx, noteKey(key), append(b, value...)); err != nil {
+	if _, err := ch.notes.Put(ctx, noteKey(key), noteValue(value, until)); err != nil {
 		return fmt.Errorf("put note: %w", err)
 	}
 	return nil
@@ -180,37 +167,14 @@ func (ch *Channels) Create(ctx context.Context, key string, value []byte, until 
 	if len(value) > maxNote {
 		return false, errNoteTooLarge
 	}
-	b := make([]byte, 8, 8+len(value))
-	binary.BigEndian.PutUint64(b, uint64(until.UnixNano()))
-	b = append(b, value...)
-	k := noteKey(key)
-	_, err := ch.notes.Create(ctx, k, b)
-	switch {
-	case err == nil:
-		return true, nil
-	case !errors.Is(err, jetstream.ErrKeyExists):
+	made, err := createOrTake(ctx, ch.notes, noteKey(key), noteValue(value, until), func(e jetstream.KeyValueEntry) bool {
+		_, live := liveNote(e.Value())
+		return !live
+	})
+	if err != nil {
 		return false, fmt.Errorf("create note: %w", err)
 	}
-	e, err := ch.notes.Get(ctx, k)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil // deleted meanwhile, by another that made it
-	case err != nil:
-		return false, fmt.Errorf("create note: %w", err)
-	}
-	if v := e.Value(); len(v) >= 8 {
-		if t := binary.BigEndian.Uint64(v); t <= math.MaxInt64 && time.Now().Before(time.Unix(0, int64(t))) {
-			return false, nil
-		}
-	}
-	_, err = ch.notes.Update(ctx, k, b, e.Revision())
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyRevisionMismatch) || errors.Is(err, jetstream.ErrKeyExists):
-		return false, nil
-	}
-	return false, fmt.Errorf("create note: %w", err)
+	return made, nil
 }
 
 // Delete forgets key.

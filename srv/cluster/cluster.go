@@ -68,7 +68,7 @@ type Options struct {
 
 	// historyBytes bounds a history page by its records' bytes (default
 	// store.HistoryPageBytes, as one server's page; history.go).
-	historyBytes int
+	historyBytes int64
 }
 
 // Cluster is this instance's link to the others. Safe for concurrent use.
@@ -97,7 +97,6 @@ type Cluster struct {
 	stop     context.CancelFunc
 	wg       sync.WaitGroup
 	ready    chan struct{} // closed once the records present at Start are applied
-	once     sync.Once
 	closing  sync.Once
 	lost     chan struct{} // closed when NATS lost the storage (health.go)
 	lostOnce sync.Once
@@ -226,7 +225,11 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 	c.mu.Lock()
 	c.local = connections
 	c.mu.Unlock()
-	c.wg.Go(func() { c.follow(ctx, w, h, start) })
+	// Every change, in order (after a reconnect too: w is a rewatch);
+	// the records present at Start all in, the instance may serve.
+	c.wg.Go(func() {
+		follow(ctx, w, func() { h.Following(start); close(c.ready) }, func(e jetstream.KeyValueEntry) { c.apply(h, e) })
+	})
 	c.wg.Go(func() { c.beat(ctx) })
 	c.wg.Go(func() { c.probe(ctx, h, w) })
 	if c.budget.on() {
@@ -238,44 +241,28 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 // Ready is closed once the records present at Start are applied.
 func (c *Cluster) Ready() <-chan struct{} { return c.ready }
 
-// follow applies every change of the requests bucket to h, in order
-// (after a reconnect too: w is a rewatch).
-func (c *Cluster) follow(ctx context.Context, w jetstream.KeyWatcher, h *hub.Hub, start uint64) {
-	defer func() { _ = w.Stop() }()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil { // the records present at Start are all in
-				c.once.Do(func() { h.Following(start); close(c.ready) })
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				// Deleted or purged (a cleared history, a record past its
-				// age): history the hub no longer needs, unless the
-				// record's settling was not heard here (forget).
-				c.budget.heard(e, nil)
-				c.forget(h, e)
-				continue
-			}
-			rec, err := decode(e.Value())
-			if err != nil {
-				c.budget.heard(e, nil)
-				c.log.Error("unreadable request record", "key", e.Key(), "err", err)
-				continue
-			}
-			c.budget.heard(e, &rec)
-			token, ok := c.rooms[rec.Room]
-			if !ok {
-				continue // another deployment's token
-			}
-			h.Apply(token, rec, e.Revision())
-		}
+// apply applies e, a change of the requests bucket heard in order, to h.
+func (c *Cluster) apply(h *hub.Hub, e jetstream.KeyValueEntry) {
+	if e.Operation() != jetstream.KeyValuePut {
+		// Deleted or purged (a cleared history, a record past its
+		// age): history the hub no longer needs, unless the
+		// record's settling was not heard here (forget).
+		c.budget.heard(e, nil)
+		c.forget(h, e)
+		return
 	}
+	rec, err := decode(e.Value())
+	if err != nil {
+		c.budget.heard(e, nil)
+		c.log.Error("unreadable request record", "key", e.Key(), "err", err)
+		return
+	}
+	c.budget.heard(e, &rec)
+	token, ok := c.rooms[rec.Room]
+	if !ok {
+		return // another deployment's token
+	}
+	h.Apply(token, rec, e.Revision())
 }
 
 // forget tells h of the deletion e of a request's record: one h still
@@ -312,20 +299,7 @@ func (c *Cluster) Close() error {
 
 // Create saves a new request record.
 func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, error) {
-	b, err := encode(rec)
-	if err != nil {
-		return 0, err
-	}
-	k := key(rec.Room, rec.ID)
-	rev, err := c.reqs.Create(ctx, k, b)
-	if errors.Is(err, jetstream.ErrKeyExists) {
-		return 0, hub.ErrRecordExists
-	}
-	if err != nil {
-		return 0, fmt.Errorf("create request record: %w", c.unreachable(err))
-	}
-	c.budget.wrote(rec.Room, k, len(k)+len(b), rev)
-	return rev, nil
+	return c.write(ctx, rec, 0)
 }
 
 // Get reads a request record.
@@ -346,17 +320,27 @@ func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, u
 
 // Update replaces a request record if it is still at revision rev.
 func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
+	return c.write(ctx, rec, rev)
+}
+
+// write creates rec (rev 0) or writes it over revision rev, and returns
+// its new revision.
+func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
 	b, err := encode(rec)
 	if err != nil {
 		return 0, err
 	}
 	k := key(rec.Room, rec.ID)
-	n, err := c.reqs.Update(ctx, k, b, rev)
-	if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+	var n uint64
+	if rev == 0 {
+		if n, err = c.reqs.Create(ctx, k, b); errors.Is(err, jetstream.ErrKeyExists) {
+			return 0, hub.ErrRecordExists
+		}
+	} else if n, err = c.reqs.Update(ctx, k, b, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, hub.ErrRecordChanged
 	}
 	if err != nil {
-		return 0, fmt.Errorf("update request record: %w", c.unreachable(err))
+		return 0, fmt.Errorf("write request record: %w", c.unreachable(err))
 	}
 	c.budget.wrote(rec.Room, k, len(k)+len(b), n)
 	return n, nil

@@ -33,7 +33,7 @@ const (
 	replyBusy       = "receiver busy"
 )
 
-func deliverSubject(instance string) string { return "aa.deliver." + instanceKey(instance) }
+func deliverSubject(instance string) string { return "aa.deliver." + b64(instance) }
 
 // Deliver hands l to its receiver in room on instance at (hub.Peers).
 func (c *Cluster) Deliver(ctx context.Context, at, room string, l hub.Line) error {

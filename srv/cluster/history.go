@@ -36,43 +36,7 @@ const historyDefaultScan = 10_000
 // roomRecords calls each with every record of room in the requests
 // bucket, stopping at the first error it returns.
 func (c *Cluster) roomRecords(ctx context.Context, room string, each func(jetstream.KeyValueEntry) error) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	w, err := c.reqs.Watch(ctx, "r."+room+".>", jetstream.IgnoreDeletes())
-	if err != nil {
-		return fmt.Errorf("watch a room's records: %w", err)
-	}
-	defer func() {
-		_ = w.Stop()
-		// The watch's callback may be waiting to hand over an entry:
-		// take what comes until the watch closes its channel.
-		for {
-			select {
-			case _, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-			case <-time.After(time.Second):
-				return
-			}
-		}
-	}()
-	for {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("read a room's records: %w", ctx.Err())
-		case e, ok := <-w.Updates():
-			switch {
-			case !ok:
-				return errors.New("read a room's records: the watch ended")
-			case e == nil: // every record present at the start was read
-				return nil
-			}
-			if err := each(e); err != nil {
-				return err
-			}
-		}
-	}
+	return readPresent(ctx, c.reqs, "r."+room+".>", "a room's records", each)
 }
 
 // recordHead is what a page's order needs of a record, read without the
@@ -132,7 +96,7 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
 			return nil
 		}
-		page = slices.Insert(page, i, sized{rec.Record, recordSize(&rec.Record)})
+		page = slices.Insert(page, i, sized{rec.Record, rec.Bytes()})
 		if n := c.pageLen(page, limit); len(page) > n+1 {
 			clear(page[n+1:]) // let their bytes go
 			page = page[:n+1]
@@ -150,16 +114,16 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 	return out, len(page) > n, nil
 }
 
-// sized is a record of a history page and its size (recordSize).
+// sized is a record of a history page and its size (store.Record.Bytes).
 type sized struct {
 	store.Record
-	size int
+	size int64
 }
 
 // pageLen is how many of page, newest first, make a page: at most limit,
 // and those within the page's bytes, the first whatever its size.
 func (c *Cluster) pageLen(page []sized, limit int) int {
-	n, size := 0, 0
+	n, size := 0, int64(0)
 	for ; n < len(page) && n < limit; n++ {
 		if size += page[n].size; n > 0 && size > c.o.historyBytes {
 			break
@@ -167,10 +131,6 @@ func (c *Cluster) pageLen(page []sized, limit int) int {
 	}
 	return n
 }
-
-// recordSize is what r weighs in a page, as in one server's
-// (store.HistoryPageBytes): its text, choices and answer.
-func recordSize(r *store.Record) int { return len(r.Text) + len(r.Questions) + len(r.Reply) }
 
 // ClearHistory deletes the settled records of room but those keep says
 // to keep (hub.SharedHistory); pending ones stay. Each is deleted by

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"sync"
 	"time"
@@ -94,10 +93,7 @@ func (p MCPPeers) Tell(note []byte) {
 
 // mcpNoteKey is a note's key: its digest, so that the same note told
 // again takes the same key.
-func mcpNoteKey(note []byte) string {
-	sum := sha256.Sum256(note)
-	return "n." + base64.RawURLEncoding.EncodeToString(sum[:])
-}
+func mcpNoteKey(note []byte) string { return keyOf("n.", string(note)) }
 
 // A kept note's value is the teller's run, a NUL, and the note.
 func mcpNoteValue(run string, note []byte) []byte {
@@ -148,20 +144,13 @@ func (p MCPPeers) Listen(hear func(note []byte)) (stop func(), err error) {
 		return nil, fmt.Errorf("watch bucket %s: %w", MCPNotesBucket, err)
 	}
 	var wg sync.WaitGroup
-	initial, allIn := make(chan struct{}), sync.Once{}
+	initial := make(chan struct{})
 	wg.Go(func() {
-		for e := range w.Updates() {
-			if e == nil {
-				allIn.Do(func() { close(initial) })
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				continue
-			}
-			if from, note := splitMCPNote(e.Value()); note != nil && from != p.c.run {
+		follow(ctx, w, func() { close(initial) }, func(e jetstream.KeyValueEntry) {
+			if from, note := splitMCPNote(e.Value()); e.Operation() == jetstream.KeyValuePut && note != nil && from != p.c.run {
 				once(note)
 			}
-		}
+		})
 	})
 	// The notes kept are heard before the endpoint serves, so that an
 	// instance started after a session ended refuses it from its first

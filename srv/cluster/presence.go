@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,11 +65,8 @@ func (c *Cluster) openPresence(ctx context.Context) error {
 	return nil
 }
 
-// instanceKey is an instance's name as a key token: any name is valid.
-func instanceKey(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
-
 func presenceKey(room, instance, id string) string {
-	return room + "." + instanceKey(instance) + "." + id
+	return room + "." + b64(instance) + "." + id
 }
 
 // splitPresenceKey returns a key's room, instance and client id.
@@ -79,11 +75,8 @@ func splitPresenceKey(k string) (room, instance, id string, ok bool) {
 	if len(parts) != 3 {
 		return "", "", "", false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return "", "", "", false
-	}
-	return parts[0], string(b), parts[2], true
+	instance, ok = unb64(parts[1])
+	return parts[0], instance, parts[2], ok
 }
 
 // validClientID: the hub's client IDs are hex; a key holds nothing else.
@@ -183,7 +176,7 @@ func (r *roster) write(ctx context.Context, k string, v *present, limit time.Dur
 
 // forgetOwn deletes the keys a previous run of this instance left.
 func (c *Cluster) forgetOwn(ctx context.Context) error {
-	l, err := c.roster.kv.ListKeysFiltered(ctx, "*."+instanceKey(c.o.Instance)+".*")
+	l, err := c.roster.kv.ListKeysFiltered(ctx, "*."+b64(c.o.Instance)+".*")
 	if err != nil {
 		return fmt.Errorf("list own presence keys: %w", err)
 	}

@@ -148,28 +148,7 @@ func (p *Push) follow(ctx context.Context, c *Cluster) error {
 	}
 	p.stop = stop
 	initial := make(chan struct{})
-	p.wg.Go(func() {
-		defer func() { _ = w.Stop() }()
-		first := true
-		for {
-			select {
-			case <-wctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil { // the values there were are all in
-					if first {
-						first = false
-						close(initial)
-					}
-					continue
-				}
-				p.heard(e)
-			}
-		}
-	})
+	p.wg.Go(func() { follow(wctx, w, func() { close(initial) }, p.heard) })
 	select {
 	case <-initial:
 		return nil
@@ -245,50 +224,35 @@ func (s *pushSubs) Remove(room, id string) (bool, error) {
 func (s *pushSubs) change(room string, edit func([]push.Subscription) ([]push.Subscription, error)) (changed bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	key := subsPrefix + room
-	for range 16 {
+	var next []push.Subscription
+	var editErr error // edit's own: returned as it is
+	changed, err = changeKey(ctx, s.kv, subsPrefix+room, 16, func(old []byte, rev uint64) ([]byte, bool, error) {
 		var subs []push.Subscription
-		var rev uint64
-		e, err := s.kv.Get(ctx, key)
-		switch {
-		case err == nil:
-			rev = e.Revision()
-			if err := json.Unmarshal(e.Value(), &subs); err != nil {
-				return false, fmt.Errorf("read push subscriptions: %w", err)
+		if rev != 0 {
+			if err := json.Unmarshal(old, &subs); err != nil {
+				return nil, false, fmt.Errorf("decode: %w", err)
 			}
-		case !errors.Is(err, jetstream.ErrKeyNotFound):
-			return false, fmt.Errorf("read push subscriptions: %w", err)
 		}
-		next, err := edit(slices.Clone(subs))
-		if err != nil {
-			return false, err
+		if next, editErr = edit(slices.Clone(subs)); editErr != nil {
+			return nil, false, editErr
 		}
 		b, err := json.Marshal(next)
-		if err != nil {
-			return false, err
+		return b, err == nil && (rev != 0 || len(next) > 0) && !bytes.Equal(b, old), err
+	})
+	switch {
+	case editErr != nil:
+		return false, editErr
+	case err != nil:
+		return false, fmt.Errorf("keep push subscriptions: %w", err)
+	case changed:
+		s.mu.Lock()
+		s.subs[room] = next // read as written, before the watch tells it
+		if len(next) == 0 {
+			delete(s.subs, room)
 		}
-		if rev == 0 && len(next) == 0 || rev != 0 && bytes.Equal(b, e.Value()) {
-			return false, nil
-		}
-		if rev == 0 {
-			_, err = s.kv.Create(ctx, key, b)
-		} else {
-			_, err = s.kv.Update(ctx, key, b, rev)
-		}
-		if err == nil {
-			s.mu.Lock()
-			s.subs[room] = next // read as written, before the watch tells it
-			if len(next) == 0 {
-				delete(s.subs, room)
-			}
-			s.mu.Unlock()
-			return true, nil
-		}
-		if !errors.Is(err, jetstream.ErrKeyExists) && !errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return false, fmt.Errorf("keep push subscriptions: %w", err)
-		}
+		s.mu.Unlock()
 	}
-	return false, errors.New("keep push subscriptions: they keep changing")
+	return changed, nil
 }
 
 // staleClaim is the age past which a claim of a capability tapped again
@@ -300,30 +264,11 @@ const staleClaim = 10 * time.Second
 // Claim marks the capability nonce used; false when it was already, by a
 // claim younger than staleClaim.
 func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, error) {
-	key := "u." + nonce
-	_, err := p.claims.Create(ctx, key, []byte{1})
-	switch {
-	case err == nil:
-		return true, nil
-	case !errors.Is(err, jetstream.ErrKeyExists):
-		return false, err
-	}
-	e, err := p.claims.Get(ctx, key)
-	switch {
-	case errors.Is(err, jetstream.ErrKeyNotFound):
-		return false, nil // released meanwhile: the next tap claims it
-	case err != nil:
-		return false, err
-	case time.Since(e.Created()) < staleClaim:
-		return false, nil
-	}
-	if _, err := p.claims.Update(ctx, key, []byte{1}, e.Revision()); err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			return false, nil // another tap took it over first
-		}
-		return false, err
-	}
-	return true, nil
+	// Released meanwhile, the next tap claims it; of two taking a stale
+	// claim over, one does.
+	return createOrTake(ctx, p.claims, "u."+nonce, []byte{1}, func(e jetstream.KeyValueEntry) bool {
+		return time.Since(e.Created()) >= staleClaim
+	})
 }
 
 // Release forgets the claim of the capability nonce.

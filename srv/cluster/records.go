@@ -13,7 +13,16 @@ import (
 // the token) and its ID, which the agent chose, in base64url: any bytes
 // make a valid key.
 func key(room, id string) string {
-	return "r." + room + "." + base64.RawURLEncoding.EncodeToString([]byte(id))
+	return "r." + room + "." + b64(id)
+}
+
+// b64 is s as a key's or a subject's token (base64url): any name, ID or
+// session is valid there. unb64 reads it back.
+func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+
+func unb64(s string) (string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return string(b), err == nil
 }
 
 // splitKey is the room and the ID of a request's key.
@@ -26,11 +35,8 @@ func splitKey(k string) (room, id string, ok bool) {
 	if !ok {
 		return "", "", false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(enc)
-	if err != nil {
-		return "", "", false
-	}
-	return room, string(b), true
+	id, ok = unb64(enc)
+	return room, id, ok
 }
 
 // A record's value is its JSON: the store's record and the cluster's

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,13 +66,6 @@ func (c *Cluster) Relay(ctx context.Context) (*RelayLink, error) {
 	return &RelayLink{c: c, kv: kv, homes: make(map[string]relay.Home), misses: make(map[string]int)}, nil
 }
 
-func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
-
-func unb64(s string) (string, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	return string(b), err == nil
-}
-
 func hostKey(token, session string) string { return store.Room(token) + "." + b64(session) }
 
 // Start follows the bucket into r and serves the frames and requests
@@ -87,61 +79,46 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 		return fmt.Errorf("watch bucket %s: %w", RelayHostsBucket, err)
 	}
 	me := b64(l.c.o.Instance)
-	nc := l.c.nc
-	sub, err := nc.Subscribe("aa.relay.*.*."+me, func(m *nats.Msg) {
-		token, session, ok := l.names(m.Subject, 2, 3)
-		if !ok {
-			return
+	for _, s := range []struct {
+		what, subject string
+		handle        nats.MsgHandler
+	}{
+		{"relay frames", "aa.relay.*.*." + me, func(m *nats.Msg) {
+			if token, session, f, ok := l.frame(m, 2, 3); ok {
+				r.Receive(token, session, f)
+			}
+		}},
+		{"relay requests", "aa.relayq." + me + ".*.*", func(m *nats.Msg) {
+			token, session, f, ok := l.frame(m, 3, 4)
+			if !ok {
+				return
+			}
+			l.gate.Lock()
+			defer l.gate.Unlock()
+			if l.closed {
+				return
+			}
+			l.wg.Go(func() {
+				ans := r.Answer(ctx, token, session, f)
+				b, _ := json.Marshal(ans)
+				_ = m.Respond(b)
+			})
+		}},
+		{"relay pings", "aa.relayping." + me, func(m *nats.Msg) { _ = m.Respond(nil) }},
+	} {
+		sub, err := l.c.nc.Subscribe(s.subject, s.handle)
+		if err != nil {
+			l.unsubscribe()
+			stop()
+			_ = w.Stop()
+			return fmt.Errorf("subscribe to %s: %w", s.what, err)
 		}
-		var f relay.Frame
-		if json.Unmarshal(m.Data, &f) != nil {
-			return
-		}
-		r.Receive(token, session, f)
-	})
-	if err != nil {
-		stop()
-		_ = w.Stop()
-		return fmt.Errorf("subscribe to relay frames: %w", err)
+		l.subs = append(l.subs, sub)
 	}
-	l.subs = append(l.subs, sub)
-	sub, err = nc.Subscribe("aa.relayq."+me+".*.*", func(m *nats.Msg) {
-		token, session, ok := l.names(m.Subject, 3, 4)
-		if !ok {
-			return
-		}
-		var f relay.Frame
-		if json.Unmarshal(m.Data, &f) != nil {
-			return
-		}
-		l.gate.Lock()
-		defer l.gate.Unlock()
-		if l.closed {
-			return
-		}
-		l.wg.Go(func() {
-			ans := r.Answer(ctx, token, session, f)
-			b, _ := json.Marshal(ans)
-			_ = m.Respond(b)
-		})
-	})
-	if err != nil {
-		l.unsubscribe()
-		stop()
-		_ = w.Stop()
-		return fmt.Errorf("subscribe to relay requests: %w", err)
-	}
-	l.subs = append(l.subs, sub)
-	sub, err = nc.Subscribe("aa.relayping."+me, func(m *nats.Msg) { _ = m.Respond(nil) })
-	if err != nil {
-		l.unsubscribe()
-		stop()
-		_ = w.Stop()
-		return fmt.Errorf("subscribe to relay pings: %w", err)
-	}
-	l.subs = append(l.subs, sub)
 	ready := make(chan struct{})
-	l.wg.Go(func() { l.follow(ctx, w, r, ready) })
+	l.wg.Go(func() {
+		follow(ctx, w, func() { close(ready) }, func(e jetstream.KeyValueEntry) { l.heard(e, r) })
+	})
 	select {
 	case <-ready:
 	case <-time.After(30 * time.Second):
@@ -150,61 +127,46 @@ func (l *RelayLink) Start(r *relay.Relay) error {
 	return nil
 }
 
-// names reads the room digest and the session from a subject's tokens.
-func (l *RelayLink) names(subject string, room, session int) (string, string, bool) {
-	parts := strings.Split(subject, ".")
+// frame reads m's room digest and session from its subject's tokens
+// room and session, and the frame it carries.
+func (l *RelayLink) frame(m *nats.Msg, room, session int) (token, name string, f relay.Frame, ok bool) {
+	parts := strings.Split(m.Subject, ".")
 	if len(parts) <= max(room, session) {
-		return "", "", false
+		return "", "", f, false
 	}
-	token, ok := l.c.rooms[parts[room]]
-	if !ok {
-		return "", "", false // another deployment's token
+	if token, ok = l.c.rooms[parts[room]]; !ok {
+		return "", "", f, false // another deployment's token
 	}
-	name, ok := unb64(parts[session])
-	return token, name, ok
+	name, ok = unb64(parts[session])
+	return token, name, f, ok && json.Unmarshal(m.Data, &f) == nil
 }
 
-func (l *RelayLink) follow(ctx context.Context, w jetstream.KeyWatcher, r *relay.Relay, ready chan struct{}) {
-	defer func() { _ = w.Stop() }()
-	var once sync.Once
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case e, ok := <-w.Updates():
-			if !ok {
-				return
-			}
-			if e == nil {
-				once.Do(func() { close(ready) })
-				continue
-			}
-			i := strings.IndexByte(e.Key(), '.')
-			if i < 0 {
-				continue
-			}
-			token, ok := l.c.rooms[e.Key()[:i]]
-			session, ok2 := unb64(e.Key()[i+1:])
-			if !ok || !ok2 {
-				continue
-			}
-			if e.Operation() != jetstream.KeyValuePut {
-				l.mu.Lock()
-				delete(l.homes, e.Key())
-				l.mu.Unlock()
-				r.Moved(token, session, relay.Home{}, true)
-				continue
-			}
-			var h relay.Home
-			if json.Unmarshal(e.Value(), &h) != nil {
-				continue
-			}
-			l.mu.Lock()
-			l.homes[e.Key()] = h
-			l.mu.Unlock()
-			r.Moved(token, session, h, false)
-		}
+// heard takes one change of the bucket into homes and r.
+func (l *RelayLink) heard(e jetstream.KeyValueEntry, r *relay.Relay) {
+	i := strings.IndexByte(e.Key(), '.')
+	if i < 0 {
+		return
 	}
+	token, ok := l.c.rooms[e.Key()[:i]]
+	session, ok2 := unb64(e.Key()[i+1:])
+	if !ok || !ok2 {
+		return
+	}
+	if e.Operation() != jetstream.KeyValuePut {
+		l.mu.Lock()
+		delete(l.homes, e.Key())
+		l.mu.Unlock()
+		r.Moved(token, session, relay.Home{}, true)
+		return
+	}
+	h, ok := decodeHome(e.Value())
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	l.homes[e.Key()] = h
+	l.mu.Unlock()
+	r.Moved(token, session, h, false)
 }
 
 func (l *RelayLink) unsubscribe() {
@@ -245,66 +207,38 @@ func (l *RelayLink) Home(token, session string) (relay.Home, bool) {
 // Claim writes next(prev) over the record by compare-and-set.
 func (l *RelayLink) Claim(ctx context.Context, token, session string, next func(prev relay.Home) relay.Home) (relay.Home, error) {
 	k := hostKey(token, session)
-	for ctx.Err() == nil {
-		var prev relay.Home
-		var rev uint64
-		e, err := l.kv.Get(ctx, k)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return prev, fmt.Errorf("read relay home: %w", err)
-		default:
-			_ = json.Unmarshal(e.Value(), &prev)
-			rev = e.Revision()
-		}
-		h := next(prev)
-		b, _ := json.Marshal(h)
-		if rev == 0 {
-			_, err = l.kv.Create(ctx, k, b)
-		} else {
-			_, err = l.kv.Update(ctx, k, b, rev)
-		}
-		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			continue // another write came first: read it, write over it
-		}
-		if err != nil {
-			return prev, fmt.Errorf("write relay home: %w", err)
-		}
-		l.mu.Lock()
-		l.homes[k] = h
-		l.mu.Unlock()
-		return prev, nil
+	var prev, h relay.Home
+	_, err := changeKey(ctx, l.kv, k, 0, func(old []byte, _ uint64) ([]byte, bool, error) {
+		prev, _ = decodeHome(old)
+		h = next(prev)
+		b, err := json.Marshal(h)
+		return b, true, err
+	})
+	if err != nil {
+		return prev, fmt.Errorf("claim relay home: %w", err)
 	}
-	return relay.Home{}, fmt.Errorf("write relay home: %w", ctx.Err())
+	l.mu.Lock()
+	l.homes[k] = h
+	l.mu.Unlock()
+	return prev, nil
 }
 
 // Update writes h if the record still names h's instance.
 func (l *RelayLink) Update(ctx context.Context, token, session string, h relay.Home) error {
-	k := hostKey(token, session)
-	for range 10 {
-		e, err := l.kv.Get(ctx, k)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil
+	_, err := changeKey(ctx, l.kv, hostKey(token, session), 10, func(old []byte, rev uint64) ([]byte, bool, error) {
+		if cur, ok := decodeHome(old); rev == 0 || !ok || cur.Instance != h.Instance || cur.Host != h.Host {
+			return nil, false, nil // none, or another host's now
 		}
-		if err != nil {
-			return fmt.Errorf("read relay home: %w", err)
-		}
-		if cur, ok := decodeHome(e.Value()); !ok || cur.Instance != h.Instance || cur.Host != h.Host {
-			return nil // another host's now
-		}
-		b, _ := json.Marshal(h)
-		_, err = l.kv.Update(ctx, k, b, e.Revision())
-		if errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("write relay home: %w", err)
-		}
-		return nil
+		b, err := json.Marshal(h)
+		return b, true, err
+	})
+	if err != nil {
+		return fmt.Errorf("update relay home: %w", err)
 	}
-	return errors.New("write relay home: too many concurrent writes")
+	return nil
 }
 
+// decodeHome is the record b, and whether it decodes (nil does not).
 func decodeHome(b []byte) (relay.Home, bool) {
 	var h relay.Home
 	err := json.Unmarshal(b, &h)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // beat is an instance's heartbeat in the instances bucket.
@@ -42,22 +44,16 @@ func (c *Cluster) beatOnce(ctx context.Context) {
 		c.log.Debug("heartbeat not written", "err", err)
 		return
 	}
-	l, err := c.insts.ListKeys(ctx)
-	if err != nil {
-		return
-	}
 	total, alive := 0, 0
-	for k := range l.Keys() {
-		e, err := c.insts.Get(ctx, k)
-		if err != nil {
-			continue
-		}
+	if readPresent(ctx, c.insts, jetstream.AllKeys, "the instances", func(e jetstream.KeyValueEntry) error {
 		var hb beat
-		if json.Unmarshal(e.Value(), &hb) != nil {
-			continue
+		if json.Unmarshal(e.Value(), &hb) == nil {
+			total += hb.Connections
+			alive++
 		}
-		total += hb.Connections
-		alive++
+		return nil
+	}) != nil {
+		return
 	}
 	c.mu.Lock()
 	c.total, c.alive, c.beatAt = total, alive, time.Now()

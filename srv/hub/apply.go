@@ -222,7 +222,7 @@ func settledOf(rec store.Record) *settled {
 
 // outcomeOf is settledOf without the request (its digest and kind).
 func outcomeOf(rec store.Record) *settled {
-	s := &settled{at: rec.ClosedAt, bytes: recordBytes(rec)}
+	s := &settled{at: rec.ClosedAt, bytes: rec.Bytes()}
 	switch rec.Status {
 	case store.Answered:
 		s.reply = decodeReply(rec.Reply)

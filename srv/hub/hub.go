@@ -296,8 +296,7 @@ func New(o Options) *Hub {
 		h.now = time.Now
 	}
 	if h.shared == nil {
-		h.local = newLocalRecords(o.Store, h.self, localBounds{retention: h.retention, missedFor: h.missedFor,
-			retentionBytes: h.retentionBytes, missedBytes: h.missedBytes}, h.now)
+		h.local = newLocalRecords(o.Store, h.self, h.Keeps(), h.now)
 		h.local.apply = h
 		h.shared = h.local
 	}

@@ -23,11 +23,8 @@ type Keeps struct {
 }
 
 // Keeps returns the hub's bounds on what a room keeps of its settled
-// requests. The bytes are RecordBytes'.
+// requests. The bytes are store.Record.Bytes'.
 func (h *Hub) Keeps() Keeps {
 	return Keeps{Retention: h.retention, RetentionBytes: h.retentionBytes, MaxSettled: maxSettled,
 		MissedFor: max(h.retention, h.missedFor), MissedBytes: h.missedBytes, MaxMissed: maxMissed}
 }
-
-// RecordBytes is what a settled record weighs against Keeps' bytes.
-func RecordBytes(rec SharedRecord) int64 { return recordBytes(rec.Record) }

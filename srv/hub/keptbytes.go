@@ -1,12 +1,12 @@
 package hub
 
-import "github.com/agentassistant/agentassistant/srv/store"
-
 // What a room keeps after a request settled is bounded by bytes, not
 // only by count and age. An answer may carry 16 MiB of images, so the
 // counts alone (maxMissed answers for absent agents, maxSettled outcomes
 // for re-attaching callers) let one token's busy or hostile holder make
-// the server keep gigabytes. Past a room's budget the oldest go first,
+// the server keep gigabytes (a record's bytes are store.Record.Bytes:
+// the room's decoded copy is about as large; both count the same, so a
+// room and the records behind it forget the same ones). Past a room's budget the oldest go first,
 // never the newest, as past the counts; each is logged once, by its
 // request ID. The local records (local.go) forget theirs by the same
 // bytes, so what goes from a room is gone from memory: an agent that
@@ -21,14 +21,6 @@ const (
 	defaultMissedBytes    = 64 << 20
 	defaultRetentionBytes = 32 << 20
 )
-
-// recordBytes is what the settled record rec costs to keep: its text,
-// choices and answer, images included, as the store encodes them. The
-// room's decoded copy is about as large; both count the same, so a room
-// and the records behind it forget the same ones.
-func recordBytes(rec store.Record) int64 {
-	return int64(len(rec.Text) + len(rec.Questions) + len(rec.Reply))
-}
 
 // overWhat names, for the log, the bound a room's kept answers or
 // outcomes went over: their count, else their bytes.

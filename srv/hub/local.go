@@ -48,8 +48,9 @@ type localRecords struct {
 	// apply is the hub (Hub.applyRoom).
 	apply localApplier
 	// How long, and how many bytes of, outcomes and answers kept for an
-	// absent agent are kept.
-	bounds localBounds
+	// absent agent are kept: the hub's Keeps. A zero number of bytes is
+	// no bound.
+	bounds Keeps
 	now    func() time.Time
 
 	// applying are the apply locks; a room's is applyLock's.
@@ -69,14 +70,6 @@ type localRecords struct {
 	// outcomes (settled.go). kept are each room's answers kept for an
 	// absent agent, likewise (missed.go).
 	settled, kept map[string]*localQueue
-}
-
-// localBounds are how long, and how many bytes of, settled records the
-// local records keep a room (Options.Retention, MissedRetention,
-// RetentionBytes, MissedBytes). A zero number of bytes is no bound.
-type localBounds struct {
-	retention, missedFor        time.Duration
-	retentionBytes, missedBytes int64
 }
 
 // localQueue is a room's settled records, or its answers kept for an
@@ -119,7 +112,7 @@ type localQueued struct {
 	at  time.Time
 }
 
-func newLocalRecords(db *store.Store, holder string, bounds localBounds, now func() time.Time) *localRecords {
+func newLocalRecords(db *store.Store, holder string, bounds Keeps, now func() time.Time) *localRecords {
 	l := &localRecords{db: db, holder: holder, epoch: wire.NewID()[:12], bounds: bounds, now: now,
 		recs: make(map[localKey]*localEntry), settled: make(map[string]*localQueue), kept: make(map[string]*localQueue), seed: maphash.MakeSeed()}
 	l.idle.L = &l.mu
@@ -316,7 +309,7 @@ func (l *localRecords) queueLocked(k localKey, e *localEntry, closed time.Time, 
 	}
 	q.q = append(q.q, localQueued{k: k, rev: e.rev, at: closed})
 	q.live++
-	q.bytes += recordBytes(e.rec.Record)
+	q.bytes += e.rec.Bytes()
 	e.queued = q
 	if len(q.q) > 2*q.live+64 {
 		// Written again and again (a kept answer handed over, marked):
@@ -331,7 +324,7 @@ func (l *localRecords) queueLocked(k localKey, e *localEntry, closed time.Time, 
 func (l *localRecords) unqueueLocked(e *localEntry) {
 	if q := e.queued; q != nil {
 		q.live--
-		q.bytes -= recordBytes(e.rec.Record)
+		q.bytes -= e.rec.Bytes()
 		e.queued = nil
 	}
 }
@@ -357,12 +350,12 @@ func (l *localRecords) sweep(now time.Time) {
 
 // forgetRoomLocked forgets, of room's queue in qs (the kept answers when
 // kept), the records written before their time at now, and the oldest
-// past the newest maxSettled (maxMissed) or past the room's bytes, but
+// past the newest MaxSettled (MaxMissed) or past the room's bytes, but
 // the last live one.
 func (l *localRecords) forgetRoomLocked(qs map[string]*localQueue, room string, kept bool, now time.Time) {
-	keepFor, limit, budget := l.bounds.retention, maxSettled, l.bounds.retentionBytes
+	keepFor, limit, budget := l.bounds.Retention, l.bounds.MaxSettled, l.bounds.RetentionBytes
 	if kept {
-		keepFor, limit, budget = max(l.bounds.retention, l.bounds.missedFor), maxMissed, l.bounds.missedBytes
+		keepFor, limit, budget = l.bounds.MissedFor, l.bounds.MaxMissed, l.bounds.MissedBytes
 	}
 	q := qs[room]
 	cutoff := now.Add(-keepFor)

@@ -35,7 +35,7 @@ func openStore(t *testing.T) *store.Store {
 // A saved change of one room is applied while a change of another room is
 // still being applied: the rooms do not wait for each other.
 func TestLocalRoomsApplyApart(t *testing.T) {
-	l := newLocalRecords(openStore(t), "self", localBounds{retention: time.Minute, missedFor: time.Minute}, time.Now)
+	l := newLocalRecords(openStore(t), "self", Keeps{Retention: time.Minute, MissedFor: time.Minute, MaxSettled: maxSettled, MaxMissed: maxMissed}, time.Now)
 	a := "room-a"
 	b := ""
 	for i := 0; b == ""; i++ {
@@ -70,7 +70,7 @@ func TestLocalRoomsApplyApart(t *testing.T) {
 // of their revisions, each revision once, and a compare-and-set lands
 // only over the revision it read.
 func TestLocalChangesInRevisionOrder(t *testing.T) {
-	l := newLocalRecords(openStore(t), "self", localBounds{retention: time.Minute, missedFor: time.Minute}, time.Now)
+	l := newLocalRecords(openStore(t), "self", Keeps{Retention: time.Minute, MissedFor: time.Minute, MaxSettled: maxSettled, MaxMissed: maxMissed}, time.Now)
 	var mu sync.Mutex
 	last := map[string]uint64{}
 	seen := map[uint64]bool{}
@@ -115,7 +115,7 @@ func TestLocalChangesInRevisionOrder(t *testing.T) {
 // room keeps their outcomes, however many were settled within Retention:
 // memory stays bounded under a steady load.
 func TestLocalSettledBounded(t *testing.T) {
-	l := newLocalRecords(nil, "self", localBounds{retention: time.Hour, missedFor: time.Hour}, time.Now)
+	l := newLocalRecords(nil, "self", Keeps{Retention: time.Hour, MissedFor: time.Hour, MaxSettled: maxSettled, MaxMissed: maxMissed}, time.Now)
 	for i := range maxSettled + 10 {
 		for _, room := range []string{"a", "b"} {
 			rec := localRecord(room, fmt.Sprint(i))
@@ -144,7 +144,7 @@ func TestLocalSettledBounded(t *testing.T) {
 // room, as the room keeps them, however many came within
 // MissedRetention, and the newest.
 func TestLocalKeptBounded(t *testing.T) {
-	l := newLocalRecords(nil, "self", localBounds{retention: time.Hour, missedFor: time.Hour}, time.Now)
+	l := newLocalRecords(nil, "self", Keeps{Retention: time.Hour, MissedFor: time.Hour, MaxSettled: maxSettled, MaxMissed: maxMissed}, time.Now)
 	for i := range maxMissed + 10 {
 		for _, room := range []string{"a", "b"} {
 			rec := localRecord(room, fmt.Sprint(i))

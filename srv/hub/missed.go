@@ -50,7 +50,7 @@ type missed struct {
 	p     *pending
 	reply *Reply
 	at    time.Time // when it was answered
-	bytes int64     // what keeping it costs (recordBytes)
+	bytes int64     // what keeping it costs (store.Record.Bytes)
 }
 
 // Missed is an answer given while no agent waited for it.
@@ -116,7 +116,7 @@ func (h *Hub) TakeMissed(token, project string, except []string, limit int) []Mi
 }
 
 // keepMissedLocked keeps rep, the answer to p given at when no agent
-// waited, which costs size bytes (recordBytes). Called with r.mu held.
+// waited, which costs size bytes (store.Record.Bytes). Called with r.mu held.
 func (h *Hub) keepMissedLocked(r *room, p *pending, rep *Reply, at time.Time, size int64) {
 	id := p.req.ID
 	if old, ok := r.missed[id]; ok {
@@ -324,7 +324,7 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 			// kept it: handed over, not kept again.
 			h.handOverLater(r, rec.ID)
 		} else {
-			h.keepMissedLocked(r, pendingFrom(token, rec), decodeReply(rec.Reply), rec.ClosedAt, recordBytes(rec.Record))
+			h.keepMissedLocked(r, pendingFrom(token, rec), decodeReply(rec.Reply), rec.ClosedAt, rec.Bytes())
 		}
 	case rec.ClosedNote == ReasonHandedOver && rec.Taken:
 		h.takenLocked(r, rec.ID)

@@ -104,7 +104,7 @@ func keptReply(rep *Reply) *Reply {
 // rather than decoding it again.
 func (rec *SharedRecord) outcome() *settled {
 	if rec.reply != nil && rec.Status == store.Answered {
-		return &settled{at: rec.ClosedAt, reply: rec.reply, bytes: recordBytes(rec.Record)}
+		return &settled{at: rec.ClosedAt, reply: rec.reply, bytes: rec.Bytes()}
 	}
 	return outcomeOf(rec.Record)
 }

@@ -31,7 +31,7 @@ type settled struct {
 	// not kept for the project's next call when its holder, which had
 	// no caller, says it should be (missed.go).
 	delivered bool
-	// bytes is what keeping it costs (recordBytes), counted in the
+	// bytes is what keeping it costs (store.Record.Bytes), counted in the
 	// room's settledBytes while it is kept.
 	bytes int64
 }

@@ -51,11 +51,11 @@ func (s *Store) History(room string, before time.Time, limit int) ([]Record, boo
 		} else {
 			k, v = c.Prev()
 		}
-		size := 0
+		var size int64
 		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) <= limit; k, v = c.Prev() {
 			var r Record
 			if decode(v, &r) == nil && r.Status != Pending && r.CreatedAt.Before(before) {
-				size += recordSize(&r)
+				size += r.Bytes()
 				if len(out) > 0 && size > HistoryPageBytes {
 					// The page is full before its count: this one
 					// comes on the next, as the count's extra one does.
@@ -120,8 +120,11 @@ func (s *Store) Find(room, id string) (Record, bool, error) {
 // larger than the bound comes alone.
 const HistoryPageBytes = 8 << 20
 
-// recordSize is what r weighs in a page: its text, choices and answer.
-func recordSize(r *Record) int { return len(r.Text) + len(r.Questions) + len(r.Reply) }
+// Bytes is what r weighs: its text, choices and answer, images
+// included, as the store encodes them. It bounds a history page
+// (HistoryPageBytes, one server's and a cluster's) and what a room keeps
+// of its settled requests (srv/hub's Keeps).
+func (r *Record) Bytes() int64 { return int64(len(r.Text) + len(r.Questions) + len(r.Reply)) }
 
 // Clear deletes the settled records of room but those keep (when not
 // nil) says to keep; pending ones stay. Queued records are committed

@@ -46,11 +46,8 @@ func (a *Ack) Wait() error {
 // is saved, or that it cannot be: whoever announces r as safe waits for
 // it.
 func (s *Store) Put(r Record) *Ack {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a := s.queueLocked(r)
-	s.handed = true
-	s.wakeLocked()
+	a := s.Stage(r)
+	s.handOver(a)
 	return a
 }
 
