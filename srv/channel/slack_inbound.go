@@ -304,7 +304,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		q, asked, err := s.patientQuestion(ctx, slackKey{channel, ts})
 		if err == nil && !asked {
 			// A copy whose post never told its timestamp (slack_tag.go).
-			q, asked, err = s.byTag(ctx, slackKey{channel, ts}, tagOfData(act.Value))
+			q, asked, err = byTag(ctx, s, slackKey{channel, ts}, tagOfData(act.Value))
 		}
 		if err != nil {
 			s.warn("slack: a press's question cannot be read", "err", err)
@@ -402,7 +402,7 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
 	if err == nil && !ok && s.threadOf(m) != othersThread {
 		// A copy whose post never told its timestamp (slack_tag.go).
-		q, ok, err = s.byTag(ctx, slackKey{m.Channel, m.ThreadTimeStamp}, s.parentTag(ctx, m.Channel, m.ThreadTimeStamp))
+		q, ok, err = byTag(ctx, s, slackKey{m.Channel, m.ThreadTimeStamp}, s.parentTag(ctx, m.Channel, m.ThreadTimeStamp))
 	}
 	if err != nil {
 		s.warn("slack: a reply's question cannot be read", "err", err)
