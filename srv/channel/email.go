@@ -304,7 +304,7 @@ func (e *Email) settled(ctx context.Context, id string, q asked, why string, at 
 		return nil
 	}
 	q.Gone = why
-	if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, at.Add(goneFor)); err != nil {
+	if err := putJSON(ctx, e.notesOf(), e.noteKey(id), q, at.Add(goneFor)); err != nil {
 		return fmt.Errorf("email: %w", err)
 	}
 	return nil

@@ -96,10 +96,7 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 		return false, fmt.Errorf("log in: %w", err)
 	}
 	e.refused.get(e.Logger).accepted(e, emailIMAPLogin)
-	box := e.Mailbox
-	if box == "" {
-		box = "INBOX"
-	}
+	box := e.mailbox()
 	sel, err := c.Select(box, nil).Wait()
 	if err != nil {
 		return false, fmt.Errorf("select %s: %w", box, err)

@@ -112,7 +112,7 @@ func track[K comparable](ctx context.Context, c chat[K], m chatMsg[K], q asked, 
 	if err := putJSON(ctx, c.notesOf(), c.sentKey(q.Room, q.ID), c.sentNote(msgs), until.Add(owedFor)); err != nil {
 		c.logger().Warn(c.Name()+": a question's messages not noted; another instance will not edit them", "err", err)
 	}
-	if err := putAsked(ctx, c.notesOf(), c.noteKey(m.key), q, until); err != nil {
+	if err := putJSON(ctx, c.notesOf(), c.noteKey(m.key), q, until); err != nil {
 		c.logger().Warn(c.Name()+": what a message asks not noted; a reply to it answers nothing", "err", err)
 	}
 }
@@ -179,7 +179,7 @@ func settledMsgs[K comparable](ctx context.Context, c chat[K], n Notice, room st
 			gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
 		}
 		gone.Gone = title(n)
-		if err := putAsked(ctx, notes, c.noteKey(m.key), gone, n.At.Add(goneFor)); err != nil {
+		if err := putJSON(ctx, notes, c.noteKey(m.key), gone, n.At.Add(goneFor)); err != nil {
 			return nil, fmt.Errorf("%s: %w", c.Name(), err)
 		}
 	}

@@ -221,11 +221,6 @@ const noteTimeout = 5 * time.Second
 // reply why it is not taken.
 const goneFor = 24 * time.Hour
 
-// putAsked notes q under key until until.
-func putAsked(ctx context.Context, notes Notes, key string, q asked, until time.Time) error {
-	return putJSON(ctx, notes, key, q, until)
-}
-
 // putJSON notes v, as JSON, under key until until.
 func putJSON(ctx context.Context, notes Notes, key string, v any, until time.Time) error {
 	b, err := json.Marshal(v)
