@@ -74,7 +74,7 @@ type Email struct {
 	// was answered, or that it timed out), for whichever instance
 	// watches the mailbox.
 	notes noteHolder
-	mu sync.Mutex // held alone
+	mu    sync.Mutex // held alone
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
