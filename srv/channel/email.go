@@ -69,19 +69,17 @@ type Email struct {
 	now func() time.Time
 
 	sent sentQuestions[emailSent] // its mail, for the follow-up
-	// notes: a question's Message-ID → the question (asked), and once
-	// it is settled why a reply to it is not taken (by whom and when it
-	// was answered, or that it timed out), for whichever instance
-	// watches the mailbox.
-	notes noteHolder
-	mu    sync.Mutex // held alone
+	// answering: its notes, a question's Message-ID → the question
+	// (asked), and once it is settled why a reply to it is not taken (by
+	// whom and when it was answered, or that it timed out), for
+	// whichever instance watches the mailbox; and the credentials
+	// refused now, told what the watch's login finds.
+	answering
+	mu sync.Mutex // held alone
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
 	notices window
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the watch's login finds.
-	refused refusalHolder
 
 	// The watch's own, touched only by Listen's goroutine: the mailbox's
 	// UIDVALIDITY and the last UID looked at.
@@ -138,9 +136,6 @@ func (e *Email) mailbox() string {
 	}
 	return e.Mailbox
 }
-
-func (e *Email) useNotes(n Notes) { e.notes.use(n) }
-func (e *Email) notesOf() Notes   { return e.notes.get() }
 
 // noteKey names the note of the question of Message-ID id.
 func (e *Email) noteKey(id string) string { return e.lead() + "." + id }
@@ -501,8 +496,6 @@ func (e *Email) imapRefusal(err error) *RefusedError {
 	return &RefusedError{Channel: "email", Setting: emailIMAPLogin, Said: said,
 		Hint: "a provider with two-step login takes an app password, not the account's; some need IMAP turned on"}
 }
-
-func (e *Email) useRefusals(r *refusals) { e.refused.use(r) }
 
 // connect dials addr within ctx.
 func (e *Email) connect(ctx context.Context, addr string) (net.Conn, error) {

@@ -167,28 +167,6 @@ func (r *refusals) of(c Channel) []Refusal {
 	return out
 }
 
-// refusalHolder is a channel's refusals: its Manager's, or, for a
-// channel that runs without one, its own.
-type refusalHolder struct {
-	mu sync.Mutex
-	r  *refusals
-}
-
-func (h *refusalHolder) use(r *refusals) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.r = r
-}
-
-func (h *refusalHolder) get(log *slog.Logger) *refusals {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.r == nil {
-		h.r = newRefusals(log, time.Now)
-	}
-	return h.r
-}
-
 // refusing is a channel that tells its Manager's refusals what its
 // listener finds.
 type refusing interface{ useRefusals(*refusals) }

@@ -59,14 +59,12 @@ type Slack struct {
 	// before a restart whose timestamp never came back, learnt from a
 	// press or a reply, slack_tag.go), updated with it.
 	sent sentQuestions[[]chatMsg[slackKey]]
-	// notes: a message → the question it asks (asked), pending or
-	// settled lately (a reply in its thread is then told it came too
-	// late), for whichever instance holds the Socket Mode connection.
-	notes noteHolder
-
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the Socket Mode connection finds.
-	refused refusalHolder
+	// answering: its notes, a message → the question it asks (asked),
+	// pending or settled lately (a reply in its thread is then told it
+	// came too late), for whichever instance holds the Socket Mode
+	// connection; and the credentials refused now, told what that
+	// connection finds.
+	answering
 
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
@@ -99,8 +97,6 @@ func (*Slack) Name() string { return "slack" }
 // (Slack spreads the events over every connection open).
 func (s *Slack) lead() string { return leadName("slack", s.AppToken) }
 
-func (s *Slack) useNotes(n Notes)                            { s.notes.use(n) }
-func (s *Slack) notesOf() Notes                              { return s.notes.get() }
 func (s *Slack) logger() *slog.Logger                        { return logOf(s.Logger) }
 func (s *Slack) sentOf() *sentQuestions[[]chatMsg[slackKey]] { return &s.sent }
 
@@ -150,8 +146,6 @@ func (s *Slack) refusal(err error, setting string) *RefusedError {
 	}
 	return re
 }
-
-func (s *Slack) useRefusals(r *refusals) { s.refused.use(r) }
 
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {

@@ -72,7 +72,7 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 		if re := s.refusal(err, slackAppToken); re != nil {
 			// Not tried again within seconds, nor told at each try: the
 			// token must change, or the app be installed again.
-			if !awaitRefused(ctx, &refused, s.refused.get(s.Logger).refused(s, re)) {
+			if !awaitRefused(ctx, &refused, s.refused(s.Logger).refused(s, re)) {
 				return
 			}
 			continue
@@ -204,7 +204,7 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 		// Said by Listen, once, when the connection gives up.
 		logOf(s.Logger).Debug("slack: the app token is refused")
 	case socketmode.EventTypeConnected:
-		s.refused.get(s.Logger).accepted(s, slackAppToken)
+		s.refused(s.Logger).accepted(s, slackAppToken)
 	}
 }
 

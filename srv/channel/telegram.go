@@ -52,18 +52,15 @@ type Telegram struct {
 	bot  *bot.Bot
 	err  error
 
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the poll finds.
-	refused refusalHolder
-
 	// handlers: Listen registers its handlers once, however often it
 	// runs (each time this instance leads the bot's poll).
 	handlers sync.Once
 
 	sent sentQuestions[[]chatMsg[sentKey]] // its messages, for the edit
-	// notes: a message → the question it asks (asked), for whichever
-	// instance polls the chat's taps and replies.
-	notes noteHolder
+	// answering: its notes, a message → the question it asks (asked), for
+	// whichever instance polls the chat's taps and replies; and the
+	// credentials refused now, told what the poll finds.
+	answering
 }
 
 type sentKey struct {
@@ -81,8 +78,6 @@ func (*Telegram) Name() string { return "telegram" }
 // (Telegram answers a second poller with 409 Conflict).
 func (t *Telegram) lead() string { return leadName("telegram", t.BotToken) }
 
-func (t *Telegram) useNotes(n Notes)                           { t.notes.use(n) }
-func (t *Telegram) notesOf() Notes                             { return t.notes.get() }
 func (t *Telegram) logger() *slog.Logger                       { return logOf(t.Logger) }
 func (t *Telegram) sentOf() *sentQuestions[[]chatMsg[sentKey]] { return &t.sent }
 
@@ -130,8 +125,6 @@ func telegramRefused(code int, words string) *RefusedError {
 	}
 	return re
 }
-
-func (t *Telegram) useRefusals(r *refusals) { t.refused.use(r) }
 
 // client makes the bot client once (without a getMe round trip: Send and
 // Listen say what fails).
