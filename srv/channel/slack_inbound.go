@@ -325,7 +325,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		case what == 'a':
 			chosen = q.Labels[i : i+1]
 		default:
-			chosen = slackTicked(cb.BlockActionState, q.Labels)
+			chosen = ticked(q.Labels, slackTicks(cb.BlockActionState, q.Labels))
 		}
 		if asked && !pending && len(chosen) > 0 && a.tookAlready(q, "slack:"+s.Name(), choiceContents(chosen)) {
 			// This very press, taken before (delivered again to the

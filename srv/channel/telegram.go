@@ -405,7 +405,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	case what == 'a':
 		chosen = question.Labels[i : i+1]
 	case what == 's':
-		chosen = tickedOf(kb, question.Labels)
+		chosen = ticked(question.Labels, ticks(kb, question.Labels))
 	}
 	noted := known
 	if known && question.Gone != "" {
