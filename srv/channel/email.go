@@ -470,10 +470,7 @@ func (e *Email) smtpRefusal(err error) *RefusedError {
 	if !errors.As(err, &se) || se.Code != 535 && se.Code != 530 {
 		return nil
 	}
-	said := "the SMTP server answered " + strconv.Itoa(se.Code)
-	if se.Message != "" {
-		said += ": " + Clip(e.redact(errors.New(se.Message)).Error(), 200)
-	}
+	said := serviceSaid("the SMTP server", strconv.Itoa(se.Code), Clip(e.redact(errors.New(se.Message)).Error(), 200))
 	re := &RefusedError{Channel: "email", Setting: emailSMTPLogin, Said: said,
 		Hint: "a provider with two-step login takes an app password, not the account's"}
 	if se.Code == 530 && e.SMTPUser == "" {
@@ -489,10 +486,7 @@ func (e *Email) imapRefusal(err error) *RefusedError {
 	if !errors.As(err, &ie) {
 		return nil
 	}
-	said := "the IMAP server answered " + string(ie.Type)
-	if ie.Text != "" {
-		said += ": " + Clip(e.redact(errors.New(ie.Text)).Error(), 200)
-	}
+	said := serviceSaid("the IMAP server", string(ie.Type), Clip(e.redact(errors.New(ie.Text)).Error(), 200))
 	return &RefusedError{Channel: "email", Setting: emailIMAPLogin, Said: said,
 		Hint: "a provider with two-step login takes an app password, not the account's; some need IMAP turned on"}
 }

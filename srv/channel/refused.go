@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -171,10 +170,10 @@ func (r *refusals) of(c Channel) []Refusal {
 // listener finds.
 type refusing interface{ useRefusals(*refusals) }
 
-// httpSaid is what a service answered with an HTTP status: "401
-// Unauthorized", with its words when it said some.
-func httpSaid(service string, code int, words string) string {
-	s := service + " answered " + strconv.Itoa(code)
+// serviceSaid is what a service answered with a status (HTTP's 401,
+// SMTP's 535, IMAP's NO), with its words when it said some.
+func serviceSaid(service, code, words string) string {
+	s := service + " answered " + code
 	if words != "" {
 		s += ": " + words
 	}

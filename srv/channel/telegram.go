@@ -117,7 +117,7 @@ func (t *Telegram) refusal(err error) *RefusedError {
 // telegramRefused is the bot token's refusal, Telegram having answered
 // code with words.
 func telegramRefused(code int, words string) *RefusedError {
-	re := &RefusedError{Channel: "telegram", Setting: telegramBotToken, Said: httpSaid("Telegram", code, words)}
+	re := &RefusedError{Channel: "telegram", Setting: telegramBotToken, Said: serviceSaid("Telegram", strconv.Itoa(code), words)}
 	if code == http.StatusNotFound {
 		re.Hint = "a token is the whole of what @BotFather gave, 123456:ABC…; with api_url set, check it too"
 	} else {
