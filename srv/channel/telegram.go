@@ -189,16 +189,16 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			}
 		}
 	}
-	hint := "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	hint := plainHint
 	labels, own := buttonsOf(n.Request)
 	multi := multiOf(n.Request)
 	if multi {
-		hint = "\n\n<i>Tick the answers, then tap Send; or reply to this message (text or a photo).</i>"
+		hint = plainTickHint
 	}
 	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
-	hints := hint
+	hints := italic(hint)
 	if len(again) > 0 {
-		hints = againLine + hint
+		hints = italic(plainAgain) + hints
 	}
 	// Once settled, the hint gives way to a line saying so, a title long.
 	fits := maxTelegramMessage - tgLen(head+listed+cutMark) - max(tgLen(hints), tgLen(settledLine(""))+maxTitle)
@@ -227,9 +227,9 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
-		text := shown + hint
+		text := shown + italic(hint)
 		if again[chat] {
-			text = shown + againLine + hint
+			text = shown + hints
 		}
 		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels, Multi: multi}
 		until := expiresOf(n.Event)
@@ -246,10 +246,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			// Refused for its formatting, it would be at every try: the
 			// question goes as text with no tag (tgplain.go).
 			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
-			hint := plainHint
-			if multi {
-				hint = plainTickHint
-			}
+			hint := hint
 			if again[chat] {
 				hint = plainAgain + hint
 			}

@@ -64,10 +64,6 @@ type tagNote struct {
 	Until time.Time `json:"u"`
 }
 
-// againLine tells the person that the copy they read may have an
-// earlier twin, which answers too.
-const againLine = "\n\n<i>Sent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers.</i>"
-
 // tagOfData is the tag a button's data carries ("a:<index>:<tag>", a
 // box to tick "t:<index>:<tag>", Send "s:<tag>"; telegram_multi.go), ""
 // for a button of an older message ("a:<index>").
