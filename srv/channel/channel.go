@@ -108,11 +108,6 @@ func (a Answers) ByCapAll(ctx context.Context, name string, texts []string) erro
 	return err
 }
 
-// Reply answers the question id of token with text, from who.
-func (a Answers) Reply(ctx context.Context, token string, kind wire.Kind, id, text, who, whoID, door string) error {
-	return a.ReplyWith(ctx, token, kind, id, []*pb.McpResultContent{textContent(text)}, who, whoID, door)
-}
-
 // ReplyWith answers the question id of token with contents (text and
 // images), from who.
 func (a Answers) ReplyWith(ctx context.Context, token string, kind wire.Kind, id string, contents []*pb.McpResultContent, who, whoID, door string) error {

@@ -68,20 +68,18 @@ type Email struct {
 	// now is the clock (nil: time.Now).
 	now func() time.Time
 
-	mu   sync.Mutex           // held alone
-	sent map[string]emailSent // room + "\x00" + request ID → its mail, for the follow-up
-	// notes: a question's Message-ID → the question (asked), and once
-	// it is settled why a reply to it is not taken (by whom and when it
-	// was answered, or that it timed out), for whichever instance
-	// watches the mailbox.
-	notes noteHolder
+	sent sentQuestions[emailSent] // its mail, for the follow-up
+	// answering: its notes, a question's Message-ID → the question
+	// (asked), and once it is settled why a reply to it is not taken (by
+	// whom and when it was answered, or that it timed out), for
+	// whichever instance watches the mailbox; and the credentials
+	// refused now, told what the watch's login finds.
+	answering
+	mu sync.Mutex // held alone
 	// told: the reply mails (their Message-ID) told they were not taken.
 	told map[string]bool
 	// notices counts, by sender, the mails saying a reply was not taken.
 	notices window
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the watch's login finds.
-	refused refusalHolder
 
 	// The watch's own, touched only by Listen's goroutine: the mailbox's
 	// UIDVALIDITY and the last UID looked at.
@@ -139,9 +137,6 @@ func (e *Email) mailbox() string {
 	return e.Mailbox
 }
 
-func (e *Email) useNotes(n Notes) { e.notes.use(n) }
-func (e *Email) notesOf() Notes   { return e.notes.get() }
-
 // noteKey names the note of the question of Message-ID id.
 func (e *Email) noteKey(id string) string { return e.lead() + "." + id }
 
@@ -160,12 +155,10 @@ func (e *Email) clock() time.Time {
 
 // Send mails n to To: a question, or the follow-up of a settled one.
 func (e *Email) Send(ctx context.Context, n Notice) error {
-	key := store.Room(n.Token) + "\x00" + n.Request.ID
-	e.mu.Lock()
-	sent, ok := e.sent[key]
-	e.mu.Unlock()
-	id := sent.id
 	room := store.Room(n.Token)
+	key := questionKey(room, n.Request.ID)
+	sent, ok := e.sent.get(key)
+	id := sent.id
 	if n.Kind != hub.Asked {
 		mine := ok // mailed from here, or another instance's noted mail
 		if !ok {
@@ -194,9 +187,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		if err := e.mail(ctx, "Re: "+sent.q.Title, e.newID(), id, body); err != nil {
 			return err
 		}
-		e.mu.Lock()
-		delete(e.sent, key)
-		e.mu.Unlock()
+		e.sent.forget(key)
 		if err := deleteNote(ctx, e.notesOf(), e.sentKey(room, n.Request.ID)); err != nil {
 			e.log().Warn("email: a settled question's note not forgotten", "err", err)
 		}
@@ -244,12 +235,10 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	if err := e.mail(ctx, "[agentassistant] "+title(n), id, "", body); err != nil {
 		return err
 	}
-	e.mu.Lock()
-	if s, ok := e.sent[key]; ok {
+	e.sent.update(key, func(s emailSent, ok bool) (emailSent, bool) {
 		s.mailed = true
-		e.sent[key] = s
-	}
-	e.mu.Unlock()
+		return s, ok
+	})
 	if err := putJSON(ctx, e.notesOf(), e.sentKey(room, n.Request.ID), emailSentNote{id, q, true}, expiresOf(n.Event)); err != nil {
 		e.log().Warn("email: a question's mail not noted; another instance will not follow it up", "err", err)
 	}
@@ -310,7 +299,7 @@ func (e *Email) settled(ctx context.Context, id string, q asked, why string, at 
 		return nil
 	}
 	q.Gone = why
-	if err := putAsked(ctx, e.notesOf(), e.noteKey(id), q, at.Add(goneFor)); err != nil {
+	if err := putJSON(ctx, e.notesOf(), e.noteKey(id), q, at.Add(goneFor)); err != nil {
 		return fmt.Errorf("email: %w", err)
 	}
 	return nil
@@ -319,9 +308,7 @@ func (e *Email) settled(ctx context.Context, id string, q asked, why string, at 
 // forget drops the question of key, of Message-ID id, whose mail never
 // went out.
 func (e *Email) forget(ctx context.Context, key, id string) {
-	e.mu.Lock()
-	delete(e.sent, key)
-	e.mu.Unlock()
+	e.sent.forget(key)
 	if err := deleteNote(ctx, e.notesOf(), e.noteKey(id)); err != nil {
 		e.log().Warn("email: a question's note not forgotten", "err", err)
 	}
@@ -342,18 +329,7 @@ func (e *Email) track(ctx context.Context, key, id string, q asked, until time.T
 	if err := putJSON(ctx, e.notesOf(), e.sentKey(q.Room, q.ID), emailSentNote{ID: id, Q: q}, until); err != nil {
 		return fmt.Errorf("email: %w", err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.sent == nil {
-		e.sent = map[string]emailSent{}
-	}
-	if len(e.sent) >= maxTracked {
-		for k := range e.sent { // forget one: it then gets no follow-up
-			delete(e.sent, k)
-			break
-		}
-	}
-	e.sent[key] = emailSent{id: id, q: q}
+	e.sent.update(key, func(emailSent, bool) (emailSent, bool) { return emailSent{id: id, q: q}, true })
 	return nil
 }
 
@@ -494,10 +470,7 @@ func (e *Email) smtpRefusal(err error) *RefusedError {
 	if !errors.As(err, &se) || se.Code != 535 && se.Code != 530 {
 		return nil
 	}
-	said := "the SMTP server answered " + strconv.Itoa(se.Code)
-	if se.Message != "" {
-		said += ": " + Clip(e.redact(errors.New(se.Message)).Error(), 200)
-	}
+	said := serviceSaid("the SMTP server", strconv.Itoa(se.Code), Clip(e.redact(errors.New(se.Message)).Error(), 200))
 	re := &RefusedError{Channel: "email", Setting: emailSMTPLogin, Said: said,
 		Hint: "a provider with two-step login takes an app password, not the account's"}
 	if se.Code == 530 && e.SMTPUser == "" {
@@ -513,15 +486,10 @@ func (e *Email) imapRefusal(err error) *RefusedError {
 	if !errors.As(err, &ie) {
 		return nil
 	}
-	said := "the IMAP server answered " + string(ie.Type)
-	if ie.Text != "" {
-		said += ": " + Clip(e.redact(errors.New(ie.Text)).Error(), 200)
-	}
+	said := serviceSaid("the IMAP server", string(ie.Type), Clip(e.redact(errors.New(ie.Text)).Error(), 200))
 	return &RefusedError{Channel: "email", Setting: emailIMAPLogin, Said: said,
 		Hint: "a provider with two-step login takes an app password, not the account's; some need IMAP turned on"}
 }
-
-func (e *Email) useRefusals(r *refusals) { e.refused.use(r) }
 
 // connect dials addr within ctx.
 func (e *Email) connect(ctx context.Context, addr string) (net.Conn, error) {

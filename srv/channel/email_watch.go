@@ -42,7 +42,7 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 		if re := refusedOf(err); re != nil {
 			// Not tried again within a minute, nor told at each try: a
 			// person must fix the login (refused.go).
-			if !awaitRefused(ctx, &refused, e.refused.get(e.Logger).refused(e, re)) {
+			if !awaitRefused(ctx, &refused, e.refused(e.Logger).refused(e, re)) {
 				return
 			}
 			continue
@@ -95,11 +95,8 @@ func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) 
 		}
 		return false, fmt.Errorf("log in: %w", err)
 	}
-	e.refused.get(e.Logger).accepted(e, emailIMAPLogin)
-	box := e.Mailbox
-	if box == "" {
-		box = "INBOX"
-	}
+	e.refused(e.Logger).accepted(e, emailIMAPLogin)
+	box := e.mailbox()
 	sel, err := c.Select(box, nil).Wait()
 	if err != nil {
 		return false, fmt.Errorf("select %s: %w", box, err)

@@ -21,6 +21,18 @@ func multiOf(req hub.Request) bool {
 	return multiple && len(opts) > 0
 }
 
+// ticked are the labels whose box is ticked (on, by index), in the
+// order offered.
+func ticked(labels []string, on []bool) []string {
+	var out []string
+	for i, l := range labels {
+		if on[i] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
 // choiceContents are the labels as an answer's contents, one text each.
 func choiceContents(labels []string) []*pb.McpResultContent {
 	out := make([]*pb.McpResultContent, len(labels))

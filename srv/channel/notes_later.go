@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,19 +79,7 @@ func newLaterNotes(notes Notes, now func() time.Time, log *slog.Logger) *laterNo
 // Put writes value under key, or keeps it here to be written once the
 // store answers; an error only when it can do neither.
 func (l *laterNotes) Put(ctx context.Context, key string, value []byte, until time.Time) error {
-	if len(value) > MaxNote {
-		return ErrNoteTooLarge
-	}
-	return l.write(ctx, key, laterNote{value: append([]byte(nil), value...), until: until}, true)
-}
-
-// putNow writes value under key now, or fails: for a note that must be
-// in the store before what it names goes out.
-func (l *laterNotes) putNow(ctx context.Context, key string, value []byte, until time.Time) error {
-	if len(value) > MaxNote {
-		return ErrNoteTooLarge
-	}
-	return l.write(ctx, key, laterNote{value: append([]byte(nil), value...), until: until}, false)
+	return l.write(ctx, key, laterNote{value: value, until: until}, true)
 }
 
 // Delete forgets key, now or once the store answers.
@@ -123,6 +112,10 @@ func (l *laterNotes) Get(ctx context.Context, key string) ([]byte, bool, error) 
 // write writes n under key, in order with the key's other writes; keep:
 // a write that fails is kept, to be written later.
 func (l *laterNotes) write(ctx context.Context, key string, n laterNote, keep bool) error {
+	if len(n.value) > MaxNote {
+		return ErrNoteTooLarge
+	}
+	n.value = bytes.Clone(n.value)
 	l.mu.Lock()
 	if p, ok := l.keys[key]; ok {
 		// A write of it is in flight or waits: this one is written after.
@@ -313,9 +306,10 @@ func putNow(ctx context.Context, notes Notes, key string, v any, until time.Time
 	return putJSON(ctx, nowNotes{l}, key, v, until)
 }
 
-// nowNotes are laterNotes whose Put does not keep.
+// nowNotes are laterNotes whose Put does not keep: for a note that
+// must be in the store before what it names goes out.
 type nowNotes struct{ *laterNotes }
 
 func (n nowNotes) Put(ctx context.Context, key string, value []byte, until time.Time) error {
-	return n.putNow(ctx, key, value, until)
+	return n.write(ctx, key, laterNote{value: value, until: until}, false)
 }

@@ -114,7 +114,7 @@ func TestTelegramNotTakenToldOnce(t *testing.T) {
 		instances = append(instances, tg)
 	}
 	q := asked{Room: store.Room(tokA), Kind: wire.AskQuestion, ID: "q-1", Gone: "Answered"}
-	if err := putAsked(t.Context(), notes, instances[0].noteKey(sentKey{42, 101}), q, time.Now().Add(time.Hour)); err != nil {
+	if err := putJSON(t.Context(), notes, instances[0].noteKey(sentKey{42, 101}), q, time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	reply := &models.Message{ID: 500, Chat: models.Chat{ID: 42}, Text: "Roll back!",

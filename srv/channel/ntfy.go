@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -172,7 +173,7 @@ func (c *Ntfy) refusal(err error) *RefusedError {
 		words = said.Error
 	}
 	words = redact(errors.New(words), c.AccessToken, c.Topic).Error()
-	re := &RefusedError{Channel: "ntfy", Setting: "[channels.ntfy] access_token", Said: httpSaid("ntfy", se.code, Clip(words, 200))}
+	re := &RefusedError{Channel: "ntfy", Setting: "[channels.ntfy] access_token", Said: serviceSaid("ntfy", strconv.Itoa(se.code), Clip(words, 200))}
 	switch {
 	case c.AccessToken == "":
 		re.Setting = "[channels.ntfy] topic"

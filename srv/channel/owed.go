@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -388,7 +389,7 @@ func (m *Manager) runOwed(ctx context.Context) {
 			done := !todo || err == nil || now.Sub(it.since) >= owedFor
 			if done {
 				delete(o.items, dueKeys[i])
-				o.order = without(o.order, dueKeys[i])
+				o.order = slices.DeleteFunc(o.order, func(k string) bool { return k == dueKeys[i] })
 			} else {
 				if !errors.Is(err, errMadeElsewhere) { // else looked at again soon
 					it.wait = min(2*it.wait, owedMaxWait)
@@ -434,15 +435,6 @@ func outcomeName(k hub.EventKind) string {
 		return "unknown"
 	}
 	return k.String()
-}
-
-func without(keys []string, k string) []string {
-	for i, x := range keys {
-		if x == k {
-			return append(keys[:i], keys[i+1:]...)
-		}
-	}
-	return keys
 }
 
 // recordIn is the note v of a question sent (or of its follow-up owed),
@@ -572,7 +564,7 @@ func (m *Manager) dropOwed(c Channel) {
 	for k, it := range o.items {
 		if it.c == c {
 			delete(o.items, k)
-			o.order = without(o.order, k)
+			o.order = slices.DeleteFunc(o.order, func(x string) bool { return x == k })
 		}
 	}
 }

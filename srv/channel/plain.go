@@ -116,13 +116,7 @@ func Plain(md string) string {
 			case *ast.String:
 				b.Write(c.Value)
 			case *ast.Image:
-				var alt strings.Builder
-				for t := c.FirstChild(); t != nil; t = t.NextSibling() {
-					if tx, ok := t.(*ast.Text); ok {
-						alt.Write(tx.Value(src))
-					}
-				}
-				b.WriteString(imageName(alt.String()))
+				b.WriteString(imageName(childText(c, src)))
 			case *ast.AutoLink:
 				b.Write(c.Label(src))
 			case *ast.RawHTML:

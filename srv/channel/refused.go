@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -167,36 +166,14 @@ func (r *refusals) of(c Channel) []Refusal {
 	return out
 }
 
-// refusalHolder is a channel's refusals: its Manager's, or, for a
-// channel that runs without one, its own.
-type refusalHolder struct {
-	mu sync.Mutex
-	r  *refusals
-}
-
-func (h *refusalHolder) use(r *refusals) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.r = r
-}
-
-func (h *refusalHolder) get(log *slog.Logger) *refusals {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.r == nil {
-		h.r = newRefusals(log, time.Now)
-	}
-	return h.r
-}
-
 // refusing is a channel that tells its Manager's refusals what its
 // listener finds.
 type refusing interface{ useRefusals(*refusals) }
 
-// httpSaid is what a service answered with an HTTP status: "401
-// Unauthorized", with its words when it said some.
-func httpSaid(service string, code int, words string) string {
-	s := service + " answered " + strconv.Itoa(code)
+// serviceSaid is what a service answered with a status (HTTP's 401,
+// SMTP's 535, IMAP's NO), with its words when it said some.
+func serviceSaid(service, code, words string) string {
+	s := service + " answered " + code
 	if words != "" {
 		s += ": " + words
 	}

@@ -86,26 +86,46 @@ type leading interface{ lead() string }
 // given.
 type noting interface{ useNotes(Notes) }
 
-// noteHolder holds a channel's notes: those it is given (a cluster's),
-// or, until then, its own in memory.
-type noteHolder struct {
-	mu    sync.Mutex // held alone
-	notes Notes
+// answering is what a channel that takes answers (Telegram, Slack,
+// e-mail) is given to share with its Manager: the notes (noting) those
+// answers find their questions by, and the credentials refused now
+// (refusing, refused.go), told what its inbound side finds; or, until
+// then or without a Manager, its own: notes in memory, and refusals.
+type answering struct {
+	mu       sync.Mutex // held alone
+	notes    Notes
+	refusals *refusals
 }
 
-func (h *noteHolder) use(n Notes) {
+func (h *answering) useNotes(n Notes) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.notes = n
 }
 
-func (h *noteHolder) get() Notes {
+func (h *answering) notesOf() Notes {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.notes == nil {
 		h.notes = NewMemoryNotes(nil)
 	}
 	return h.notes
+}
+
+func (h *answering) useRefusals(r *refusals) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.refusals = r
+}
+
+// refused are the refusals, its own made with log when it has none.
+func (h *answering) refused(log *slog.Logger) *refusals {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refusals == nil {
+		h.refusals = newRefusals(log, time.Now)
+	}
+	return h.refusals
 }
 
 // MemoryNotes are the notes of one process. Safe for concurrent use.
@@ -220,11 +240,6 @@ const noteTimeout = 5 * time.Second
 // goneFor is how long a settled question's note is kept, to tell a late
 // reply why it is not taken.
 const goneFor = 24 * time.Hour
-
-// putAsked notes q under key until until.
-func putAsked(ctx context.Context, notes Notes, key string, q asked, until time.Time) error {
-	return putJSON(ctx, notes, key, q, until)
-}
 
 // putJSON notes v, as JSON, under key until until.
 func putJSON(ctx context.Context, notes Notes, key string, v any, until time.Time) error {

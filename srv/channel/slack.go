@@ -55,16 +55,16 @@ type Slack struct {
 	// thread of one of its messages is told from another's by it.
 	botUser atomic.Value // string
 
-	mu   sync.Mutex              // held alone
-	sent map[string]slackMessage // room + "\x00" + request ID → its message, for the update
-	// notes: a message → the question it asks (asked), pending or
-	// settled lately (a reply in its thread is then told it came too
-	// late), for whichever instance holds the Socket Mode connection.
-	notes noteHolder
-
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the Socket Mode connection finds.
-	refused refusalHolder
+	// sent: a question's message, and its other copies (one posted
+	// before a restart whose timestamp never came back, learnt from a
+	// press or a reply, slack_tag.go), updated with it.
+	sent sentQuestions[[]chatMsg[slackKey]]
+	// answering: its notes, a message → the question it asks (asked),
+	// pending or settled lately (a reply in its thread is then told it
+	// came too late), for whichever instance holds the Socket Mode
+	// connection; and the credentials refused now, told what that
+	// connection finds.
+	answering
 
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
@@ -90,15 +90,6 @@ const maxHandled = 1024
 // slackKey names a message: its conversation and timestamp.
 type slackKey struct{ channel, ts string }
 
-type slackMessage struct {
-	slackKey
-	text string
-	// more are its other copies: one posted before a restart whose
-	// timestamp never came back, learnt from a press or a reply
-	// (slack_tag.go), updated with it.
-	more []slackKey
-}
-
 // Name is "slack".
 func (*Slack) Name() string { return "slack" }
 
@@ -106,8 +97,8 @@ func (*Slack) Name() string { return "slack" }
 // (Slack spreads the events over every connection open).
 func (s *Slack) lead() string { return leadName("slack", s.AppToken) }
 
-func (s *Slack) useNotes(n Notes) { s.notes.use(n) }
-func (s *Slack) notesOf() Notes   { return s.notes.get() }
+func (s *Slack) logger() *slog.Logger                        { return logOf(s.Logger) }
+func (s *Slack) sentOf() *sentQuestions[[]chatMsg[slackKey]] { return &s.sent }
 
 // noteKey names the note of the message k. Message timestamps are
 // unique within a conversation; the app token's hash keeps two apps'
@@ -155,8 +146,6 @@ func (s *Slack) refusal(err error, setting string) *RefusedError {
 	}
 	return re
 }
-
-func (s *Slack) useRefusals(r *refusals) { s.refused.use(r) }
 
 // client makes the Web API client once.
 func (s *Slack) client() *slack.Client {
@@ -222,38 +211,16 @@ func slackSettledLine(title string) string { return "\n\n— " + slackEscClip(ti
 // question's message once it is settled.
 func (s *Slack) Send(ctx context.Context, n Notice) error {
 	api := s.client()
-	key := store.Room(n.Token) + "\x00" + n.Request.ID
+	room := store.Room(n.Token)
 	if n.Kind != hub.Asked {
-		room := store.Room(n.Token)
-		s.mu.Lock()
-		m, ok := s.sent[key]
-		s.mu.Unlock()
-		notes := s.notesOf()
-		if !ok {
-			// Settled on another instance than the one that posted it
-			// (an outcome is told where it is written): its message is
-			// noted.
-			var err error
-			if m, ok, err = s.sentNoted(ctx, room, n.Request.ID); err != nil || !ok {
-				return err
-			}
+		msgs, err := settledMsgs(ctx, s, n, room)
+		if err != nil {
+			return err
 		}
-		s.settleTag(ctx, room, n)
-		for _, k := range append([]slackKey{m.slackKey}, m.more...) {
-			// Settled: its presses and replies answer nothing now, and
-			// a reply in its thread is told so; the one delivered again
-			// (the connection moved) is told from another by the
-			// outcome, so the note keeps the labels.
-			gone, found, err := getAsked(ctx, notes, s.noteKey(k))
-			if err != nil || !found {
-				gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
-			}
-			gone.Gone = title(n)
-			if err := putAsked(ctx, notes, s.noteKey(k), gone, n.At.Add(goneFor)); err != nil {
-				return fmt.Errorf("slack: %w", err)
-			}
-			text := m.text + slackSettledLine(title(n))
-			_, _, _, err = api.UpdateMessageContext(ctx, k.channel, k.ts, slack.MsgOptionText(title(n), true),
+		for _, m := range msgs {
+			// Every copy says what the first said.
+			text := msgs[0].text + slackSettledLine(title(n))
+			_, _, _, err = api.UpdateMessageContext(ctx, m.key.channel, m.key.ts, slack.MsgOptionText(title(n), true),
 				slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil)))
 			switch {
 			case err == nil:
@@ -268,21 +235,12 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 				return fmt.Errorf("slack: update the question's message: %w", s.redact(err))
 			}
 		}
-		s.mu.Lock()
-		delete(s.sent, key)
-		s.mu.Unlock()
-		if err := deleteNote(ctx, notes, s.sentKey(room, n.Request.ID)); err != nil {
-			s.warn("slack: a settled question's note not forgotten", "err", err)
-		}
+		forgetSent(ctx, s, room, n.Request.ID)
 		return nil
 	}
-	room := store.Room(n.Token)
-	s.recall(ctx, key, room, n.Request.ID)
-	s.mu.Lock()
-	_, done := s.sent[key] // a retry after the post went through
-	s.mu.Unlock()
-	if done {
-		return nil
+	recall(ctx, s, room, n.Request.ID)
+	if _, done := s.sent.get(questionKey(room, n.Request.ID)); done {
+		return nil // a retry after the post went through
 	}
 	// A copy may have been posted before (a post whose answer never
 	// came: the server died, or the call failed after Slack posted it):
@@ -348,45 +306,8 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if err != nil {
 		return fmt.Errorf("slack: post the question: %w", s.redact(err))
 	}
-	s.track(ctx, key, slackMessage{slackKey: slackKey{channel, ts}, text: shown}, q, until)
+	track(ctx, s, chatMsg[slackKey]{key: slackKey{channel, ts}, text: shown}, q, until)
 	return nil
-}
-
-// track notes that the message m asks q, and keeps m for the update
-// once q is settled. A note the store cannot take just now is written
-// once it can (laterNotes); one that cannot even be kept for that is
-// told in the log: a press then says the question is no longer pending.
-func (s *Slack) track(ctx context.Context, key string, m slackMessage, q asked, until time.Time) {
-	s.mu.Lock()
-	if s.sent == nil {
-		s.sent = map[string]slackMessage{}
-	}
-	if _, ok := s.sent[key]; !ok && len(s.sent) >= maxTracked {
-		for k := range s.sent { // forget one: its message then stays as it was
-			delete(s.sent, k)
-			break
-		}
-	}
-	if was, ok := s.sent[key]; ok && was.slackKey != m.slackKey && !slices.Contains(was.more, m.slackKey) {
-		// Another copy, learnt (slack_tag.go): updated with the first.
-		was.more = append(was.more, m.slackKey)
-		m = was
-	}
-	s.sent[key] = m
-	s.mu.Unlock()
-	sn := slackSentNote{Channel: m.channel, TS: m.ts, Text: m.text}
-	for _, k := range m.more {
-		sn.More = append(sn.More, [2]string{k.channel, k.ts})
-	}
-	// Kept past the question's time: its update may be owed (owed.go).
-	if err := putJSON(ctx, s.notesOf(), s.sentKey(q.Room, q.ID), sn, until.Add(owedFor)); err != nil {
-		s.warn("slack: a question's message not noted; another instance will not update it", "err", err)
-	}
-	for _, k := range append([]slackKey{m.slackKey}, m.more...) {
-		if err := putAsked(ctx, s.notesOf(), s.noteKey(k), q, until); err != nil {
-			s.warn("slack: what a message asks not noted; a press or reply to it answers nothing", "err", err)
-		}
-	}
 }
 
 // slackSentNote is a question's message, for the instance that hears it
@@ -403,18 +324,28 @@ type slackSentNote struct {
 // from noteKey's.
 func (s *Slack) sentKey(room, id string) string { return "sent." + s.lead() + "." + room + "." + id }
 
-// sentNoted is the message of question id of room, as noted.
-func (s *Slack) sentNoted(ctx context.Context, room, id string) (slackMessage, bool, error) {
+// sentNote is msgs as their note: the first, and its copies.
+func (*Slack) sentNote(msgs []chatMsg[slackKey]) any {
+	sn := slackSentNote{Channel: msgs[0].key.channel, TS: msgs[0].key.ts, Text: msgs[0].text}
+	for _, m := range msgs[1:] {
+		sn.More = append(sn.More, [2]string{m.key.channel, m.key.ts})
+	}
+	return sn
+}
+
+// readSent is the message of question id of room, and its copies, as
+// noted.
+func (s *Slack) readSent(ctx context.Context, room, id string) ([]chatMsg[slackKey], error) {
 	var sn slackSentNote
 	ok, err := getJSON(ctx, s.notesOf(), s.sentKey(room, id), &sn)
 	if err != nil || !ok {
-		return slackMessage{}, false, err
+		return nil, err
 	}
-	m := slackMessage{slackKey: slackKey{sn.Channel, sn.TS}, text: sn.Text}
+	msgs := []chatMsg[slackKey]{{key: slackKey{sn.Channel, sn.TS}, text: sn.Text}}
 	for _, k := range sn.More {
-		m.more = append(m.more, slackKey{k[0], k[1]})
+		msgs = append(msgs, chatMsg[slackKey]{key: slackKey{k[0], k[1]}, text: sn.Text})
 	}
-	return m, true, nil
+	return msgs, nil
 }
 
 // question is what the message k asks, if it is one of ours, pending

@@ -72,7 +72,7 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 		if re := s.refusal(err, slackAppToken); re != nil {
 			// Not tried again within seconds, nor told at each try: the
 			// token must change, or the app be installed again.
-			if !awaitRefused(ctx, &refused, s.refused.get(s.Logger).refused(s, re)) {
+			if !awaitRefused(ctx, &refused, s.refused(s.Logger).refused(s, re)) {
 				return
 			}
 			continue
@@ -204,7 +204,7 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 		// Said by Listen, once, when the connection gives up.
 		logOf(s.Logger).Debug("slack: the app token is refused")
 	case socketmode.EventTypeConnected:
-		s.refused.get(s.Logger).accepted(s, slackAppToken)
+		s.refused(s.Logger).accepted(s, slackAppToken)
 	}
 }
 
@@ -304,7 +304,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		q, asked, err := s.patientQuestion(ctx, slackKey{channel, ts})
 		if err == nil && !asked {
 			// A copy whose post never told its timestamp (slack_tag.go).
-			q, asked, err = s.byTag(ctx, slackKey{channel, ts}, tagOfData(act.Value))
+			q, asked, err = byTag(ctx, s, slackKey{channel, ts}, tagOfData(act.Value))
 		}
 		if err != nil {
 			s.warn("slack: a press's question cannot be read", "err", err)
@@ -325,7 +325,7 @@ func (s *Slack) pressed(ctx context.Context, cb slack.InteractionCallback, a Ans
 		case what == 'a':
 			chosen = q.Labels[i : i+1]
 		default:
-			chosen = slackTicked(cb.BlockActionState, q.Labels)
+			chosen = ticked(q.Labels, slackTicks(cb.BlockActionState, q.Labels))
 		}
 		if asked && !pending && len(chosen) > 0 && a.tookAlready(q, "slack:"+s.Name(), choiceContents(chosen)) {
 			// This very press, taken before (delivered again to the
@@ -402,7 +402,7 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	q, ok, err := s.patientQuestion(ctx, slackKey{m.Channel, m.ThreadTimeStamp})
 	if err == nil && !ok && s.threadOf(m) != othersThread {
 		// A copy whose post never told its timestamp (slack_tag.go).
-		q, ok, err = s.byTag(ctx, slackKey{m.Channel, m.ThreadTimeStamp}, s.parentTag(ctx, m.Channel, m.ThreadTimeStamp))
+		q, ok, err = byTag(ctx, s, slackKey{m.Channel, m.ThreadTimeStamp}, s.parentTag(ctx, m.Channel, m.ThreadTimeStamp))
 	}
 	if err != nil {
 		s.warn("slack: a reply's question cannot be read", "err", err)

@@ -31,12 +31,12 @@ func slackTickElements(labels []string, tag string) []slack.BlockElement {
 	}
 }
 
-// slackTicked are the labels ticked in state, in the order offered.
-func slackTicked(state *slack.BlockActionStates, labels []string) []string {
-	if state == nil {
-		return nil
-	}
+// slackTicks are the boxes ticked in state, by option index, of labels.
+func slackTicks(state *slack.BlockActionStates, labels []string) []bool {
 	on := make([]bool, len(labels))
+	if state == nil {
+		return on
+	}
 	for _, block := range state.Values {
 		for _, act := range block {
 			if act.Type != slack.ActionType(slack.METCheckboxGroups) {
@@ -49,11 +49,5 @@ func slackTicked(state *slack.BlockActionStates, labels []string) []string {
 			}
 		}
 	}
-	var out []string
-	for i, ticked := range on {
-		if ticked {
-			out = append(out, labels[i])
-		}
-	}
-	return out
+	return on
 }

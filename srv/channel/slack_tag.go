@@ -2,7 +2,6 @@ package channel
 
 import (
 	"context"
-	"slices"
 
 	"github.com/slack-go/slack"
 )
@@ -25,69 +24,11 @@ const slackAgainLine = "\n\n(Posted again: an earlier copy of this question may 
 // tagKey names the note of the copies of the question tagged tag.
 func (s *Slack) tagKey(tag string) string { return s.lead() + ".tag." + tag }
 
-// byTag is what the copy k of the question tagged tag asks, when no note
-// names the message itself. A copy of a question still pending is noted
-// from then on, for its update once it is settled.
-func (s *Slack) byTag(ctx context.Context, k slackKey, tag string) (asked, bool, error) {
-	if tag == "" {
-		return asked{}, false, nil
-	}
-	var tn tagNote
-	ok, err := getJSON(ctx, s.notesOf(), s.tagKey(tag), &tn)
-	if err != nil || !ok {
-		return asked{}, false, err
-	}
-	if tn.Gone == "" {
-		key := tn.Room + "\x00" + tn.ID
-		// With the copy noted, here or by the instance that posted it.
-		s.recall(ctx, key, tn.Room, tn.ID)
-		s.mu.Lock()
-		was, ok := s.sent[key]
-		s.mu.Unlock()
-		if !ok || was.slackKey != k && !slices.Contains(was.more, k) {
-			logOf(s.Logger).Info("slack: a copy of a question whose timestamp was never noted is answered; it is noted now", "id", tn.ID)
-		}
-		s.track(ctx, key, slackMessage{slackKey: k, text: tn.Shown}, tn.asked, tn.Until)
-	}
-	return tn.asked, true, nil
-}
+// copyKey is tagKey: the copies are in one conversation.
+func (s *Slack) copyKey(_ slackKey, tag string) string { return s.tagKey(tag) }
 
-// recall takes back the message of question id of room noted before a
-// restart, so that a question sent again is not posted again.
-func (s *Slack) recall(ctx context.Context, key, room, id string) {
-	s.mu.Lock()
-	_, known := s.sent[key]
-	s.mu.Unlock()
-	if known {
-		return
-	}
-	m, ok, err := s.sentNoted(ctx, room, id)
-	if err != nil || !ok {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sent == nil {
-		s.sent = map[string]slackMessage{}
-	}
-	if _, ok := s.sent[key]; !ok {
-		s.sent[key] = m
-	}
-}
-
-// settleTag marks the note of the tag of n's question settled: a press
-// on a copy not known then is told it is no longer pending.
-func (s *Slack) settleTag(ctx context.Context, room string, n Notice) {
-	key := s.tagKey(tagOf(room, n.Request.ID))
-	var tn tagNote
-	if ok, err := getJSON(ctx, s.notesOf(), key, &tn); err != nil || !ok || tn.Gone != "" {
-		return
-	}
-	tn.Gone = title(n)
-	if err := putJSON(ctx, s.notesOf(), key, tn, n.At.Add(goneFor)); err != nil {
-		s.warn("slack: a settled question's note not changed", "err", err)
-	}
-}
+// copyKeys is tagKey's one note.
+func (s *Slack) copyKeys(tag string) []string { return []string{s.tagKey(tag)} }
 
 // parentTag is the tag of the buttons of the message ts of channel, as
 // Slack has it: "" when it has none, cannot be read or is not the bot's.

@@ -52,32 +52,20 @@ type Telegram struct {
 	bot  *bot.Bot
 	err  error
 
-	// refused are the credentials refused now (refused.go): its
-	// Manager's, told what the poll finds.
-	refused refusalHolder
-
 	// handlers: Listen registers its handlers once, however often it
 	// runs (each time this instance leads the bot's poll).
 	handlers sync.Once
 
-	mu   sync.Mutex               // held alone
-	sent map[string][]sentMessage // room + "\x00" + request ID → its messages, for the edit
-	// notes: a message → the question it asks (asked), for whichever
-	// instance polls the chat's taps and replies.
-	notes noteHolder
+	sent sentQuestions[[]chatMsg[sentKey]] // its messages, for the edit
+	// answering: its notes, a message → the question it asks (asked), for
+	// whichever instance polls the chat's taps and replies; and the
+	// credentials refused now, told what the poll finds.
+	answering
 }
 
 type sentKey struct {
 	chat int64
 	msg  int
-}
-
-type sentMessage struct {
-	sentKey
-	text string
-	// photo: one of the question's images, sent as a reply to it (a
-	// reply to it answers the question; it has no text to edit).
-	photo bool
 }
 
 // maxTracked bounds the messages remembered for replies and edits.
@@ -90,8 +78,8 @@ func (*Telegram) Name() string { return "telegram" }
 // (Telegram answers a second poller with 409 Conflict).
 func (t *Telegram) lead() string { return leadName("telegram", t.BotToken) }
 
-func (t *Telegram) useNotes(n Notes) { t.notes.use(n) }
-func (t *Telegram) notesOf() Notes   { return t.notes.get() }
+func (t *Telegram) logger() *slog.Logger                       { return logOf(t.Logger) }
+func (t *Telegram) sentOf() *sentQuestions[[]chatMsg[sentKey]] { return &t.sent }
 
 // noteKey names the note of the message k: the bot's, as chats of two
 // bots may number their messages alike.
@@ -129,7 +117,7 @@ func (t *Telegram) refusal(err error) *RefusedError {
 // telegramRefused is the bot token's refusal, Telegram having answered
 // code with words.
 func telegramRefused(code int, words string) *RefusedError {
-	re := &RefusedError{Channel: "telegram", Setting: telegramBotToken, Said: httpSaid("Telegram", code, words)}
+	re := &RefusedError{Channel: "telegram", Setting: telegramBotToken, Said: serviceSaid("Telegram", strconv.Itoa(code), words)}
 	if code == http.StatusNotFound {
 		re.Hint = "a token is the whole of what @BotFather gave, 123456:ABC…; with api_url set, check it too"
 	} else {
@@ -137,8 +125,6 @@ func telegramRefused(code int, words string) *RefusedError {
 	}
 	return re
 }
-
-func (t *Telegram) useRefusals(r *refusals) { t.refused.use(r) }
 
 // client makes the bot client once (without a getMe round trip: Send and
 // Listen say what fails).
@@ -170,12 +156,12 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		return err
 	}
 	room := store.Room(n.Token)
-	key := room + "\x00" + n.Request.ID
 	if n.Kind != hub.Asked {
-		return t.settle(ctx, b, n, room, key)
+		return t.settle(ctx, b, n, room)
 	}
+	key := questionKey(room, n.Request.ID)
 	tag := tagOf(room, n.Request.ID)
-	t.recall(ctx, key, room, n.Request.ID)
+	recall(ctx, t, room, n.Request.ID)
 	// A chat that may hold a copy sent before (a send whose answer never
 	// came: the server died, or the call failed after Telegram made the
 	// message) is told so in this one; that copy answers too (byTag).
@@ -203,16 +189,16 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			}
 		}
 	}
-	hint := "\n\n<i>Tap an answer, or reply to this message (text or a photo).</i>"
+	hint := plainHint
 	labels, own := buttonsOf(n.Request)
 	multi := multiOf(n.Request)
 	if multi {
-		hint = "\n\n<i>Tick the answers, then tap Send; or reply to this message (text or a photo).</i>"
+		hint = plainTickHint
 	}
 	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
-	hints := hint
+	hints := italic(hint)
 	if len(again) > 0 {
-		hints = againLine + hint
+		hints = italic(plainAgain) + hints
 	}
 	// Once settled, the hint gives way to a line saying so, a title long.
 	fits := maxTelegramMessage - tgLen(head+listed+cutMark) - max(tgLen(hints), tgLen(settledLine(""))+maxTitle)
@@ -241,9 +227,9 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
-		text := shown + hint
+		text := shown + italic(hint)
 		if again[chat] {
-			text = shown + againLine + hint
+			text = shown + hints
 		}
 		q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels, Multi: multi}
 		until := expiresOf(n.Event)
@@ -260,10 +246,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			// Refused for its formatting, it would be at every try: the
 			// question goes as text with no tag (tgplain.go).
 			logOf(t.Logger).Warn("telegram: a question's formatting refused; sent as plain text", "err", t.redact(err))
-			hint := plainHint
-			if multi {
-				hint = plainTickHint
-			}
+			hint := hint
 			if again[chat] {
 				hint = plainAgain + hint
 			}
@@ -277,7 +260,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		if err != nil {
 			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
 		}
-		t.track(ctx, key, sentMessage{sentKey: sentKey{chat, m.ID}, text: sent}, q, until)
+		track(ctx, t, chatMsg[sentKey]{key: sentKey{chat, m.ID}, text: sent}, q, until)
 		// Its images follow as photos replying to it; one that fails is
 		// told in the log, the question stands without it.
 		for i, p := range photos {
@@ -289,53 +272,15 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 				logOf(t.Logger).Warn("telegram: a question's image not sent", "err", t.redact(err))
 				continue
 			}
-			t.track(ctx, key, sentMessage{sentKey: sentKey{chat, pm.ID}, photo: true}, q, until)
+			track(ctx, t, chatMsg[sentKey]{key: sentKey{chat, pm.ID}, photo: true}, q, until)
 		}
 	}
 	return nil
 }
 
 func (t *Telegram) already(key string, chat int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.chat == chat && !m.photo })
-}
-
-// track notes that the message m asks q, and keeps m for the edit once
-// q is settled. A note the store cannot take just now is written once it
-// can (laterNotes); one that cannot even be kept for that is told in the
-// log: a reply to that message is then told it asks nothing, not taken
-// in silence.
-func (t *Telegram) track(ctx context.Context, key string, m sentMessage, q asked, until time.Time) {
-	t.mu.Lock()
-	if t.sent == nil {
-		t.sent = map[string][]sentMessage{}
-	}
-	if _, ok := t.sent[key]; !ok && len(t.sent) >= maxTracked {
-		for k := range t.sent { // forget one: its message then stays unedited
-			delete(t.sent, k)
-			break
-		}
-	}
-	if !slices.ContainsFunc(t.sent[key], func(o sentMessage) bool { return o.sentKey == m.sentKey }) {
-		// (A copy learnt by its tag may be one noted meanwhile.)
-		t.sent[key] = append(t.sent[key], m)
-	}
-	sn := sentNote{Text: m.text}
-	for _, o := range t.sent[key] {
-		sn.Msgs = append(sn.Msgs, sentNoteMsg{o.chat, o.msg, o.photo})
-		if !o.photo {
-			sn.Text = o.text
-		}
-	}
-	t.mu.Unlock()
-	// Kept past the question's time: its edit may be owed (owed.go).
-	if err := putJSON(ctx, t.notesOf(), t.sentKey(q.Room, q.ID), sn, until.Add(owedFor)); err != nil {
-		logOf(t.Logger).Warn("telegram: a question's messages not noted; another instance will not edit them", "err", err)
-	}
-	if err := putAsked(ctx, t.notesOf(), t.noteKey(m.sentKey), q, until); err != nil {
-		logOf(t.Logger).Warn("telegram: what a message asks not noted; a reply to it answers nothing", "err", err)
-	}
+	msgs, _ := t.sent.get(key)
+	return slices.ContainsFunc(msgs, func(m chatMsg[sentKey]) bool { return m.key.chat == chat && !m.photo })
 }
 
 // sentNote is a question's messages, for the instance that hears it is
@@ -356,16 +301,30 @@ func (t *Telegram) sentKey(room, id string) string {
 	return "telegram." + strconv.FormatInt(t.botID(), 10) + ".q." + room + "." + id
 }
 
-// sentNoted are the messages of question id of room, as noted.
-func (t *Telegram) sentNoted(ctx context.Context, room, id string) ([]sentMessage, error) {
+// sentNote is msgs as their note: their text once (the last
+// message's with text; the same in every chat but one refused its
+// formatting).
+func (*Telegram) sentNote(msgs []chatMsg[sentKey]) any {
+	var sn sentNote
+	for _, m := range msgs {
+		sn.Msgs = append(sn.Msgs, sentNoteMsg{m.key.chat, m.key.msg, m.photo})
+		if !m.photo {
+			sn.Text = m.text
+		}
+	}
+	return sn
+}
+
+// readSent are the messages of question id of room, as noted.
+func (t *Telegram) readSent(ctx context.Context, room, id string) ([]chatMsg[sentKey], error) {
 	var sn sentNote
 	ok, err := getJSON(ctx, t.notesOf(), t.sentKey(room, id), &sn)
 	if err != nil || !ok {
 		return nil, err
 	}
-	msgs := make([]sentMessage, len(sn.Msgs))
+	msgs := make([]chatMsg[sentKey], len(sn.Msgs))
 	for i, m := range sn.Msgs {
-		msgs[i] = sentMessage{sentKey: sentKey{m.Chat, m.Msg}, photo: m.Photo}
+		msgs[i] = chatMsg[sentKey]{key: sentKey{m.Chat, m.Msg}, photo: m.Photo}
 		if !m.Photo {
 			msgs[i].text = sn.Text
 		}
@@ -416,7 +375,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	question, known, err := getAsked(ctx, t.notesOf(), t.noteKey(at))
 	if err == nil && !known {
 		// A copy whose send never told its ID (telegram_tag.go).
-		question, known, err = t.byTag(ctx, at, tagOfData(q.Data))
+		question, known, err = byTag(ctx, t, at, tagOfData(q.Data))
 	}
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a tap's question cannot be read", "err", err)
@@ -443,7 +402,7 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 	case what == 'a':
 		chosen = question.Labels[i : i+1]
 	case what == 's':
-		chosen = tickedOf(kb, question.Labels)
+		chosen = ticked(question.Labels, ticks(kb, question.Labels))
 	}
 	noted := known
 	if known && question.Gone != "" {
@@ -522,7 +481,7 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 	q, ok, err := getAsked(ctx, t.notesOf(), t.noteKey(to))
 	if from := m.ReplyToMessage.From; err == nil && !ok && from != nil && from.ID == t.botID() {
 		// A copy whose send never told its ID (telegram_tag.go).
-		q, ok, err = t.byTag(ctx, to, tagOfMarkup(m.ReplyToMessage.ReplyMarkup))
+		q, ok, err = byTag(ctx, t, to, tagOfMarkup(m.ReplyToMessage.ReplyMarkup))
 	}
 	if err != nil {
 		logOf(t.Logger).Warn("telegram: a reply's question cannot be read", "err", err)

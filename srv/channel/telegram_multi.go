@@ -74,17 +74,6 @@ func ticks(kb *models.InlineKeyboardMarkup, labels []string) []bool {
 	return out
 }
 
-// tickedOf are the labels ticked on kb, in the order offered.
-func tickedOf(kb *models.InlineKeyboardMarkup, labels []string) []string {
-	var out []string
-	for i, on := range ticks(kb, labels) {
-		if on {
-			out = append(out, labels[i])
-		}
-	}
-	return out
-}
-
 // tick ticks or unticks option i of the message at, whose keyboard is
 // kb, and tells the person which through reply.
 func (t *Telegram) tick(ctx context.Context, b *bot.Bot, at sentKey, kb *models.InlineKeyboardMarkup, labels []string, i int, tag string, reply func(string)) {

@@ -132,7 +132,7 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 		if re := refusedOf(err); re != nil && ctx.Err() == nil {
 			// Not tried again within seconds, nor told at each try: a
 			// person must change the token (refused.go).
-			if !awaitRefused(ctx, &refused, t.refused.get(t.Logger).refused(t, re)) {
+			if !awaitRefused(ctx, &refused, t.refused(t.Logger).refused(t, re)) {
 				return
 			}
 			delay = 0
@@ -158,7 +158,7 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			unreachable = false
 		}
 		if refused > 0 {
-			t.refused.get(t.Logger).accepted(t, telegramBotToken)
+			t.refused(t.Logger).accepted(t, telegramBotToken)
 			refused = 0
 		}
 		ups = ups[:min(len(ups), maxUpdates)]

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +42,19 @@ func (t *Telegram) tagKey(chat int64, tag string) string {
 	return "telegram." + strconv.FormatInt(t.botID(), 10) + ".tag." + strconv.FormatInt(chat, 10) + "." + tag
 }
 
+// copyKey is tagKey, of the chat of the message k.
+func (t *Telegram) copyKey(k sentKey, tag string) string { return t.tagKey(k.chat, tag) }
+
+// copyKeys are the notes of the copies of the question tagged tag, in
+// each chat.
+func (t *Telegram) copyKeys(tag string) []string {
+	keys := make([]string, len(t.Chats))
+	for i, chat := range t.Chats {
+		keys[i] = t.tagKey(chat, tag)
+	}
+	return keys
+}
+
 // tagNote is what the copies of a question in a chat ask, noted before
 // each is sent: the question, the text shown (for the edit once it is
 // settled) and until when it waits.
@@ -51,10 +63,6 @@ type tagNote struct {
 	Shown string    `json:"s,omitempty"`
 	Until time.Time `json:"u"`
 }
-
-// againLine tells the person that the copy they read may have an
-// earlier twin, which answers too.
-const againLine = "\n\n<i>Sent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers.</i>"
 
 // tagOfData is the tag a button's data carries ("a:<index>:<tag>", a
 // box to tick "t:<index>:<tag>", Send "s:<tag>"; telegram_multi.go), ""
@@ -90,108 +98,20 @@ func tagOfMarkup(kb *models.InlineKeyboardMarkup) string {
 	return ""
 }
 
-// byTag is what the copy at of the question tagged tag asks, when no
-// note names the message itself: one whose send never told its ID. A
-// copy of a question still pending is noted from then on (learnt), for
-// its edit once it is settled.
-func (t *Telegram) byTag(ctx context.Context, at sentKey, tag string) (asked, bool, error) {
-	if tag == "" {
-		return asked{}, false, nil
-	}
-	var tn tagNote
-	ok, err := getJSON(ctx, t.notesOf(), t.tagKey(at.chat, tag), &tn)
-	if err != nil || !ok {
-		return asked{}, false, err
-	}
-	if tn.Gone == "" {
-		key := tn.Room + "\x00" + tn.ID
-		// With the copies noted, here or by the instance that sent them.
-		t.recall(ctx, key, tn.Room, tn.ID)
-		if !t.knows(key, at) {
-			logOf(t.Logger).Info("telegram: a copy of a question whose ID was never noted is answered; it is noted now", "id", tn.ID)
-		}
-		t.track(ctx, key, sentMessage{sentKey: at, text: tn.Shown}, tn.asked, tn.Until)
-	}
-	return tn.asked, true, nil
-}
-
-// knows reports whether the message at is one of key's.
-func (t *Telegram) knows(key string, at sentKey) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.ContainsFunc(t.sent[key], func(m sentMessage) bool { return m.sentKey == at })
-}
-
-// recall takes back the messages of question id of room noted before a
-// restart, so that a question sent again is not sent to a chat that has
-// it.
-func (t *Telegram) recall(ctx context.Context, key, room, id string) {
-	t.mu.Lock()
-	_, known := t.sent[key]
-	t.mu.Unlock()
-	if known {
-		return
-	}
-	msgs, err := t.sentNoted(ctx, room, id)
-	if err != nil || len(msgs) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.sent == nil {
-		t.sent = map[string][]sentMessage{}
-	}
-	if _, ok := t.sent[key]; !ok {
-		t.sent[key] = msgs
-	}
-}
-
 // settle edits the messages of n's question, settled, to say so and
 // drop their buttons. Its notes are forgotten only once every edit went
 // through: an edit that fails (Telegram out of reach) is tried again,
 // also after a restart (owed.go), and finds them.
-func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room, key string) error {
-	t.mu.Lock()
-	msgs := t.sent[key]
-	t.mu.Unlock()
-	notes := t.notesOf()
-	if len(msgs) == 0 {
-		// Settled on another instance than the one that sent it (an
-		// outcome is told where it is written), or after a restart:
-		// its messages are noted.
-		var err error
-		if msgs, err = t.sentNoted(ctx, room, n.Request.ID); err != nil {
-			return err
-		}
-	}
-	// Its taps and replies answer nothing now; one read again (its
-	// update polled twice) is told from another by the outcome.
-	for _, m := range msgs {
-		gone, ok, err := getAsked(ctx, notes, t.noteKey(m.sentKey))
-		if err != nil || !ok {
-			gone = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID}
-		}
-		gone.Gone = title(n)
-		if err := putAsked(ctx, notes, t.noteKey(m.sentKey), gone, n.At.Add(goneFor)); err != nil {
-			logOf(t.Logger).Warn("telegram: a settled question's note not changed", "err", err)
-		}
-	}
-	tag := tagOf(room, n.Request.ID)
-	for _, chat := range t.Chats {
-		var tn tagNote
-		if ok, err := getJSON(ctx, notes, t.tagKey(chat, tag), &tn); err != nil || !ok || tn.Gone != "" {
-			continue
-		}
-		tn.Gone = title(n)
-		if err := putJSON(ctx, notes, t.tagKey(chat, tag), tn, n.At.Add(goneFor)); err != nil {
-			logOf(t.Logger).Warn("telegram: a settled question's note not changed", "err", err)
-		}
+func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room string) error {
+	msgs, err := settledMsgs(ctx, t, n, room)
+	if err != nil {
+		return err
 	}
 	for _, m := range msgs {
 		if m.photo {
 			continue
 		}
-		_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.chat, MessageID: m.msg, ParseMode: models.ParseModeHTML,
+		_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.key.chat, MessageID: m.key.msg, ParseMode: models.ParseModeHTML,
 			Text: m.text + settledLine(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
 		switch {
 		case err == nil || notModified(err):
@@ -205,12 +125,7 @@ func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room, key s
 			return fmt.Errorf("telegram: edit the question's message: %w", t.redact(err))
 		}
 	}
-	t.mu.Lock()
-	delete(t.sent, key)
-	t.mu.Unlock()
-	if err := deleteNote(ctx, notes, t.sentKey(room, n.Request.ID)); err != nil {
-		logOf(t.Logger).Warn("telegram: a settled question's note not forgotten", "err", err)
-	}
+	forgetSent(ctx, t, room, n.Request.ID)
 	return nil
 }
 

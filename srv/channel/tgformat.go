@@ -1,26 +1,18 @@
 package channel
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/base64"
 	"html"
 	"net/url"
-	"strconv"
 	"strings"
 	"unicode/utf16"
 
-	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
-	"github.com/yuin/goldmark/extension"
-	extast "github.com/yuin/goldmark/extension/ast"
-	"github.com/yuin/goldmark/text"
 )
 
 // A question's markdown in Telegram: the Bot API's HTML (parse_mode
-// HTML) has bold, italic, strikethrough, code, preformatted blocks,
-// links and quotes, and nothing else; headings become bold lines and
-// lists bullets. Images given as data: URLs go as photos of their own;
+// HTML), rendered by markup.go. Images given as data: URLs go as photos of their own;
 // any other image is a link, never fetched by the server.
 
 // photo is an image of a question, to be sent as a Telegram photo.
@@ -32,8 +24,6 @@ type photo struct {
 
 // maxPhotos bounds the photos of one question (a media group holds 10).
 const maxPhotos = 10
-
-var mdParser = goldmark.New(goldmark.WithExtensions(extension.Strikethrough)).Parser()
 
 // maxTelegramText bounds the markdown of a question rendered in its
 // message: the message holds 4,096 characters, the title and buttons'
@@ -111,169 +101,55 @@ func dataPhoto(alt, dest string) (photo, bool) {
 
 // telegramHTML renders md as Telegram's HTML, taking out its data: images.
 func telegramHTML(md string) (string, []photo) {
-	src := []byte(md)
-	r := &tgRenderer{src: src}
-	r.block(mdParser.Parse(text.NewReader(src)))
-	return strings.TrimSpace(r.b.String()), r.photos
+	d := &tgHTML{}
+	return render(d, md), d.photos
 }
 
-type tgRenderer struct {
-	src    []byte
-	b      strings.Builder
-	photos []photo
-	// depth counts the quotes and list items n is inside; quoted, in a
-	// quote (Telegram nests none).
-	depth  int
-	quoted bool
-}
+// tgHTML is Telegram's HTML (parse_mode HTML), and the photos taken
+// out of what it renders.
+type tgHTML struct{ photos []photo }
 
-// maxNesting bounds the quotes and lists rendered inside one another:
-// each renders what it holds on its own, so that a text of "> > > …"
-// or "- > - > …" would cost the square of its length; deeper ones
-// are shown flat.
-const maxNesting = 8
+func (*tgHTML) esc(s string) string { return html.EscapeString(s) }
 
-func (r *tgRenderer) esc(s string) { r.b.WriteString(html.EscapeString(s)) }
-
-// block renders a block node's children, each ending in a blank line.
-func (r *tgRenderer) block(n ast.Node) {
-	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		switch c := c.(type) {
-		case *ast.Heading:
-			r.tagged("b", c)
-			r.b.WriteString("\n\n")
-		case *ast.Paragraph, *ast.TextBlock:
-			r.inline(c)
-			r.b.WriteString("\n\n")
-		case *ast.ThematicBreak:
-			r.b.WriteString("———\n\n")
-		case *ast.FencedCodeBlock:
-			if lang := string(c.Language(r.src)); lang != "" {
-				r.b.WriteString(`<pre><code class="language-` + html.EscapeString(lang) + `">`)
-			} else {
-				r.b.WriteString("<pre><code>")
-			}
-			r.lines(c.Lines())
-			r.b.WriteString("</code></pre>\n\n")
-		case *ast.CodeBlock:
-			r.b.WriteString("<pre><code>")
-			r.lines(c.Lines())
-			r.b.WriteString("</code></pre>\n\n")
-		case *ast.HTMLBlock:
-			r.lines(c.Lines())
-			r.b.WriteString("\n")
-		case *ast.Blockquote:
-			if r.quoted || r.depth >= maxNesting {
-				r.block(c)
-				continue
-			}
-			r.b.WriteString("<blockquote>" + r.nested(c, true) + "</blockquote>\n\n")
-		case *ast.List:
-			r.list(c)
-		default:
-			r.block(c)
+func (*tgHTML) marks(n ast.Node) (string, string) {
+	tag := "s"
+	switch n := n.(type) {
+	case *ast.Heading:
+		tag = "b"
+	case *ast.Emphasis:
+		tag = "i"
+		if n.Level >= 2 {
+			tag = "b"
 		}
 	}
+	return "<" + tag + ">", "</" + tag + ">"
 }
 
-// lines writes a code or HTML block's lines (or raw HTML's segments),
-// escaped.
-func (r *tgRenderer) lines(ls *text.Segments) {
-	for i := range ls.Len() {
-		s := ls.At(i)
-		r.esc(string(s.Value(r.src)))
+func (*tgHTML) codeSpan(r *mdRenderer, c *ast.CodeSpan) {
+	r.b.WriteString("<code>")
+	r.esc(childText(c, r.src))
+	r.b.WriteString("</code>")
+}
+
+func (*tgHTML) codeBlock(r *mdRenderer, c ast.Node) {
+	if c.Kind() == ast.KindHTMLBlock {
+		r.lines(c.Lines())
+		r.b.WriteString("\n")
+		return
 	}
-}
-
-// nested renders a block node (a quote, a list item) on its own, its
-// photos taken with the others.
-func (r *tgRenderer) nested(n ast.Node, quote bool) string {
-	inner := tgRenderer{src: r.src, depth: r.depth + 1, quoted: r.quoted || quote}
-	inner.block(n)
-	r.photos = append(r.photos, inner.photos...)
-	return strings.TrimSpace(inner.b.String())
-}
-
-// tagged renders n's inline children inside the HTML element tag.
-func (r *tgRenderer) tagged(tag string, n ast.Node) {
-	r.b.WriteString("<" + tag + ">")
-	r.inline(n)
-	r.b.WriteString("</" + tag + ">")
-}
-
-// text is the text of n's Text children.
-func (r *tgRenderer) text(n ast.Node) string {
-	var b bytes.Buffer
-	for t := n.FirstChild(); t != nil; t = t.NextSibling() {
-		if tx, ok := t.(*ast.Text); ok {
-			b.Write(tx.Value(r.src))
-		}
+	if fc, ok := c.(*ast.FencedCodeBlock); ok && len(fc.Language(r.src)) > 0 {
+		r.b.WriteString(`<pre><code class="language-` + html.EscapeString(string(fc.Language(r.src))) + `">`)
+	} else {
+		r.b.WriteString("<pre><code>")
 	}
-	return b.String()
+	r.lines(c.Lines())
+	r.b.WriteString("</code></pre>\n\n")
 }
 
-func (r *tgRenderer) list(l *ast.List) {
-	n := l.Start
-	for item := l.FirstChild(); item != nil; item = item.NextSibling() {
-		mark := "• "
-		if l.IsOrdered() {
-			mark = strconv.Itoa(n) + ". "
-			n++
-		}
-		if r.depth >= maxNesting {
-			r.b.WriteString(mark)
-			r.block(item)
-			continue
-		}
-		body := strings.ReplaceAll(r.nested(item, false), "\n\n", "\n")
-		r.b.WriteString(mark + strings.ReplaceAll(body, "\n", "\n   ") + "\n")
-	}
-	r.b.WriteString("\n")
-}
-
-// inline renders a node's inline children.
-func (r *tgRenderer) inline(n ast.Node) {
-	for c := n.FirstChild(); c != nil; c = c.NextSibling() {
-		switch c := c.(type) {
-		case *ast.Text:
-			r.esc(string(c.Value(r.src)))
-			if c.SoftLineBreak() || c.HardLineBreak() {
-				r.b.WriteString("\n")
-			}
-		case *ast.String:
-			r.esc(string(c.Value))
-		case *ast.CodeSpan:
-			r.b.WriteString("<code>")
-			r.esc(r.text(c))
-			r.b.WriteString("</code>")
-		case *ast.Emphasis:
-			tag := "i"
-			if c.Level >= 2 {
-				tag = "b"
-			}
-			r.tagged(tag, c)
-		case *extast.Strikethrough:
-			r.tagged("s", c)
-		case *ast.Link:
-			r.link(string(c.Destination), c)
-		case *ast.AutoLink:
-			u := string(c.URL(r.src))
-			if c.AutoLinkType == ast.AutoLinkEmail {
-				u = "mailto:" + u
-			}
-			r.link(u, c)
-		case *ast.Image:
-			r.image(c)
-		case *ast.RawHTML:
-			r.lines(c.Segments)
-		default:
-			r.inline(c)
-		}
-	}
-}
+func (*tgHTML) quote(inner string) string { return "<blockquote>" + inner + "</blockquote>" }
 
 // link writes an http(s) or mailto link; any other kind is its text.
-func (r *tgRenderer) link(dest string, n ast.Node) {
+func (*tgHTML) link(r *mdRenderer, dest string, n ast.Node, _ string) {
 	u, err := url.Parse(dest)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
 		r.inline(n)
@@ -296,11 +172,11 @@ func (r *tgRenderer) link(dest string, n ast.Node) {
 }
 
 // image takes a data: image out as a photo; any other is a link to it.
-func (r *tgRenderer) image(img *ast.Image) {
-	alt := r.text(img)
+func (d *tgHTML) image(r *mdRenderer, img *ast.Image) {
+	alt := childText(img, r.src)
 	dest := string(img.Destination)
-	if p, ok := dataPhoto(alt, dest); ok && len(r.photos) < maxPhotos {
-		r.photos = append(r.photos, p)
+	if p, ok := dataPhoto(alt, dest); ok && len(d.photos) < maxPhotos {
+		d.photos = append(d.photos, p)
 		if alt != "" {
 			r.esc("[" + alt + "]")
 		}

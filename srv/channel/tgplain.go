@@ -16,8 +16,10 @@ import (
 // question; it is sent again as text with no tag instead, its links'
 // addresses written out (plainLines), its options listed.
 
-// plainHint is the hint, and plainAgain the line of a copy sent again
-// (againLine), without their formatting.
+// plainHint is the hint, and plainAgain the line that tells the person
+// that the copy they read may have an earlier twin, which answers too
+// (telegram_tag.go): as text, and in italics in a message with tags
+// (italic).
 const (
 	plainHint = "\n\nTap an answer, or reply to this message (text or a photo)."
 	// plainTickHint is plainHint for a question taking several options
@@ -25,6 +27,9 @@ const (
 	plainTickHint = "\n\nTick the answers, then tap Send; or reply to this message (text or a photo)."
 	plainAgain    = "\n\nSent again: an earlier copy of this question may be above (the server restarted as it sent it); either answers."
 )
+
+// italic is the line s (a blank line, then its words) in italics.
+func italic(s string) string { return "\n\n<i>" + strings.TrimPrefix(s, "\n\n") + "</i>" }
 
 // formattingRefused says whether err is Telegram refusing a message for
 // its text: what a message with no tag, cut shorter, may get past.
