@@ -212,9 +212,9 @@ func (s *pushSubs) Put(room string, sub push.Subscription) error {
 	return err
 }
 
-func (s *pushSubs) Remove(room, id string) (bool, error) {
+func (s *pushSubs) Remove(room string, which func(push.Subscription) bool) (bool, error) {
 	return s.change(room, func(subs []push.Subscription) ([]push.Subscription, error) {
-		return slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.ID == id }), nil
+		return slices.DeleteFunc(subs, which), nil
 	})
 }
 
