@@ -189,3 +189,36 @@ func TestFaults8PushGoneWhileRenewedElsewhere(t *testing.T) {
 	dbl.next(t, "/new").answer <- http.StatusCreated
 	t.Logf("push: 3 questions, 1 renewal through B, 1 410 at A with its link to NATS held; the renewed subscription kept")
 }
+
+// TestFaults8PushSubscribedAfterNATSRestart: NATS restarts (its data
+// kept); once both instances are back, a device subscribes through B and
+// a question is asked through A. A must push it to that device: it reads
+// the subscriptions from its watch of them, which has to be watching
+// again, not waiting for nats.go to notice its consumer is gone.
+func TestFaults8PushSubscribedAfterNATSRestart(t *testing.T) {
+	dbl := startPushDouble(t)
+	ns := natstest.Start(t)
+	config := "[push]\nallow_private_endpoints = true\n"
+	a := startInstanceConfig(t, ns.URL(), "a", config)
+	b := startInstanceConfig(t, ns.URL(), "b", config)
+
+	ns.Restart()
+	for _, s := range []*server{a, b} {
+		if !s.logw.waitFor("watching the bucket again after NATS came back\" component=cluster bucket=agentassistant_requests", 30*time.Second) {
+			t.Fatal("an instance did not watch the requests again after NATS restarted")
+		}
+	}
+	// The watch of the subscriptions is made again with the others; a
+	// question asked before that would find none (nor would any asked in
+	// the 10 s or more nats.go takes to notice its consumer is gone).
+	if !a.logw.waitFor("watching the bucket again after NATS came back\" component=cluster bucket=agentassistant_push", 30*time.Second) {
+		t.Error("A did not watch the push subscriptions again after NATS restarted")
+	}
+	code, out := sendSubscription(t, b, "POST", "/push/subscriptions", pushDevice(t, dbl, "/after-restart"))
+	if code != http.StatusCreated {
+		t.Fatalf("subscribe through B: %d %v", code, out)
+	}
+	go func() { _, _ = connectAsk(t.Context(), a, "push-after-restart", "Pushed by A after NATS restarted?") }()
+	dbl.next(t, "/after-restart").answer <- http.StatusCreated
+	t.Logf("push: NATS restarted once; a subscription through B pushed to by A")
+}
