@@ -222,3 +222,42 @@ func TestFaults8PushSubscribedAfterNATSRestart(t *testing.T) {
 	dbl.next(t, "/after-restart").answer <- http.StatusCreated
 	t.Logf("push: NATS restarted once; a subscription through B pushed to by A")
 }
+
+// TestFaults8PushAgainWhenTakenOver: A pushes a question to the device,
+// the push service is busy (503), and A is killed (kill -9) before it
+// tries again. The agent (agentassistant-mcp -server a,b) re-attaches
+// through B, which takes the request over: B pushes it, under its tag
+// (replacing a notification the device may have, without a second
+// alert), so the person hears of the question the agent still waits on.
+func TestFaults8PushAgainWhenTakenOver(t *testing.T) {
+	dbl := startPushDouble(t)
+	ns := natstest.Start(t)
+	config := "[push]\nallow_private_endpoints = true\n"
+	a := startInstanceConfig(t, ns.URL(), "a", config)
+	b := startInstanceConfig(t, ns.URL(), "b", config)
+	code, out := sendSubscription(t, b, "POST", "/push/subscriptions", pushDevice(t, dbl, "/device"))
+	if code != http.StatusCreated {
+		t.Fatalf("subscribe through B: %d %v", code, out)
+	}
+	agent := startMCP(t, a, tokenA, "-server", a.Host+":"+a.Port+","+b.Host+":"+b.Port)
+	done := askAsync(agent, "Pushed though A died?")
+	busy := dbl.next(t, "/device")
+	a.kill9(t)
+	busy.answer <- http.StatusServiceUnavailable
+
+	select {
+	case p := <-dbl.came:
+		if p.path != "/device" {
+			t.Fatalf("a push to %s", p.path)
+		}
+		p.answer <- http.StatusCreated
+	case r := <-done:
+		t.Fatalf("the agent's call ended: %+v %v", r.r, r.err)
+	case <-time.After(45 * time.Second):
+		t.Fatal("no instance pushed the question after A, which asked it, died while its push service was busy")
+	}
+	if !b.logw.waitFor("re-attached to a pending request", 10*time.Second) {
+		t.Fatal("the agent did not re-attach through B")
+	}
+	t.Logf("push: 1 question, its instance killed -9 with the push service busy; pushed again by B, which took it over")
+}
