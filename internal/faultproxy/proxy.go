@@ -1,9 +1,10 @@
-// Package faultproxy is a TCP proxy for tests that can delay, cut and
-// refuse connections between two processes on loopback.
+// Package faultproxy is a TCP proxy for tests that can delay, hold, cut
+// and refuse connections between two processes on loopback.
 package faultproxy
 
 import (
-	"io"
+	"bytes"
+	"context"
 	"net"
 	"sync"
 	"time"
@@ -20,6 +21,15 @@ type Proxy struct {
 	delay  time.Duration
 	conns  map[net.Conn]struct{}
 	wg     sync.WaitGroup
+
+	// held: nothing is forwarded, what comes is kept in order; heldUp is
+	// what clients sent meanwhile, for WaitHeld, and moved is closed and
+	// made again each time it grows or held changes. cond (on mu) wakes
+	// the writers.
+	held   bool
+	heldUp []byte
+	moved  chan struct{}
+	cond   *sync.Cond
 }
 
 // Start listens on a free loopback port and forwards to target.
@@ -28,7 +38,8 @@ func Start(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{})}
+	p := &Proxy{ln: ln, target: target, conns: make(map[net.Conn]struct{}), moved: make(chan struct{})}
+	p.cond = sync.NewCond(&p.mu)
 	p.wg.Go(p.accept)
 	return p, nil
 }
@@ -72,8 +83,47 @@ func (p *Proxy) SetDelay(d time.Duration) {
 	p.mu.Unlock()
 }
 
+// SetHeld holds everything sent either way while held, the connections
+// open, and forwards it in order once SetHeld(false): a link stalled, then
+// caught up, so that a test orders what one side hears against what it
+// sends (a reply it waits for comes after what was held before it).
+func (p *Proxy) SetHeld(held bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.held = held
+	p.heldUp = nil
+	p.wake()
+}
+
+// WaitHeld waits until what the clients sent toward the target while
+// held contains s, or ctx ends.
+func (p *Proxy) WaitHeld(ctx context.Context, s string) error {
+	for {
+		p.mu.Lock()
+		found, moved := bytes.Contains(p.heldUp, []byte(s)), p.moved
+		p.mu.Unlock()
+		if found {
+			return nil
+		}
+		select {
+		case <-moved:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// wake tells WaitHeld and the writers that something moved. Called with
+// p.mu held.
+func (p *Proxy) wake() {
+	close(p.moved)
+	p.moved = make(chan struct{})
+	p.cond.Broadcast()
+}
+
 // Close stops the proxy and waits for its goroutines.
 func (p *Proxy) Close() {
+	p.SetHeld(false)
 	_ = p.ln.Close()
 	p.SetDown(true)
 	p.wg.Wait()
@@ -120,33 +170,62 @@ func (p *Proxy) pipe(c net.Conn) {
 		_ = up.Close()
 	}()
 	var wg sync.WaitGroup
-	copyDir := func(dst, src net.Conn) {
-		buf := make([]byte, 32<<10)
+	// copyDir reads src on its goroutine and writes to dst on another,
+	// through a queue, so that a held link keeps reading (for WaitHeld)
+	// and forwards what it kept once released.
+	copyDir := func(dst, src net.Conn, toTarget bool) {
+		var q [][]byte
+		done := false
+		wg.Go(func() {
+			for {
+				p.mu.Lock()
+				for !done && (len(q) == 0 || p.held) {
+					p.cond.Wait()
+				}
+				if len(q) == 0 { // done, nothing left
+					p.mu.Unlock()
+					break
+				}
+				b := q[0]
+				q = q[1:]
+				p.mu.Unlock()
+				if _, err := dst.Write(b); err != nil {
+					break
+				}
+			}
+			_ = dst.Close()
+			_ = src.Close()
+		})
 		for {
+			buf := make([]byte, 32<<10)
 			n, err := src.Read(buf)
 			if n > 0 {
 				p.mu.Lock()
 				d, silent := p.delay, p.silent
 				p.mu.Unlock()
-				if silent {
-					continue
-				}
-				if d > 0 {
+				if d > 0 && !silent {
 					time.Sleep(d)
 				}
-				if _, werr := dst.Write(buf[:n]); werr != nil {
-					break
+				p.mu.Lock()
+				if !silent {
+					q = append(q, buf[:n])
+					if p.held && toTarget {
+						p.heldUp = append(p.heldUp, buf[:n]...)
+					}
+					p.wake()
 				}
+				p.mu.Unlock()
 			}
 			if err != nil {
 				break
 			}
 		}
-		_ = dst.Close()
-		_ = src.Close()
+		p.mu.Lock()
+		done = true
+		p.cond.Broadcast()
+		p.mu.Unlock()
 	}
-	wg.Go(func() { copyDir(up, c) })
-	wg.Go(func() { copyDir(c, up) })
+	wg.Go(func() { copyDir(up, c, true) })
+	wg.Go(func() { copyDir(c, up, false) })
 	wg.Wait()
-	_ = io.EOF
 }

@@ -341,7 +341,7 @@ func (m *Manager) Close() {
 // event queues the notice of ev for each channel of its token.
 func (m *Manager) event(ev hub.Event) {
 	chs := m.o.Routes[ev.Token]
-	if len(chs) == 0 {
+	if len(chs) == 0 || ev.Again { // a message sent again would be a second one
 		return
 	}
 	for i, c := range chs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -23,8 +24,14 @@ func (c *Cluster) readEpoch(ctx context.Context) error {
 	if err != nil || kst == nil {
 		return err
 	}
-	c.epoch = "c" + strconv.FormatInt(kst.StreamInfo().Created.UnixNano(), 36)
+	c.epoch = epochOf(kst.StreamInfo().Created)
 	return nil
+}
+
+// epochOf is the epoch of a requests bucket whose stream was created
+// then.
+func epochOf(created time.Time) string {
+	return "c" + strconv.FormatInt(created.UnixNano(), 36)
 }
 
 // status reads the requests bucket's stream info, at start: right after

@@ -65,7 +65,7 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) {
+		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, errRemade) {
 			c.storageLost(h, err)
 			return
 		}
@@ -112,6 +112,12 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 // without its quorum): nothing can be saved, though a node answers.
 var errNoLeader = errors.New("the requests bucket's stream has no leader (a NATS cluster without a quorum)")
 
+// errRemade: the requests bucket is not the one this instance started
+// on: NATS lost its storage while this instance could not reach it, and
+// another instance, starting afresh, made the buckets again. Its
+// records went with it, as when the bucket is found gone.
+var errRemade = errors.New("the requests bucket was made again since this instance started (NATS lost its storage meanwhile)")
+
 // quorumStale: a leader that has heard from too few of its replicas for
 // this long is one that lost its quorum and does not know it yet (NATS
 // lets it lead for 10 s more).
@@ -135,6 +141,9 @@ func (c *Cluster) roundTrip(ctx context.Context) (jetstream.StreamState, time.Ti
 		return jetstream.StreamState{}, now, nil
 	}
 	si := s.StreamInfo()
+	if c.epoch != "" && epochOf(si.Created) != c.epoch {
+		return si.State, time.Time{}, errRemade
+	}
 	if si.Cluster == nil || len(si.Cluster.Replicas) == 0 {
 		return si.State, now, nil // one server: nothing to agree with
 	}

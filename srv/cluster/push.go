@@ -132,23 +132,27 @@ func (c *Cluster) keepOnce(ctx context.Context, kv jetstream.KeyValue, key strin
 const subsPrefix = "subs."
 
 // follow reads the subscriptions there are, then keeps them up to date
-// on a goroutine of p's until Close.
+// on a goroutine of p's until Close. The watch is made again as soon as
+// NATS comes back (watchAll), as the other buckets' are: a subscription
+// kept through another instance just after NATS restarted is pushed to
+// from here at once, not once nats.go notices its consumer is gone.
 func (p *Push) follow(ctx context.Context, c *Cluster) error {
-	// The watch outlives ctx, which bounds only the first read. It is
-	// made right after the bucket: tried again while NATS cannot serve
-	// it yet (watchServed).
+	// The watch outlives ctx, which bounds only the first read.
 	wctx, stop := context.WithCancel(context.Background())
-	// the watch's own stop is under wctx's: stop ends both
-	w, _, err := c.watchServed(ctx, wctx, "a watch of bucket "+PushBucket, func(wctx context.Context) (jetstream.KeyWatcher, error) {
-		return p.kv.Watch(wctx, subsPrefix+"*")
-	})
+	w, err := c.watchAll(wctx, p.kv)
 	if err != nil {
 		stop()
 		return fmt.Errorf("watch bucket %s: %w", PushBucket, err)
 	}
 	p.stop = stop
 	initial := make(chan struct{})
-	p.wg.Go(func() { follow(wctx, w, func() { close(initial) }, p.heard) })
+	p.wg.Go(func() {
+		follow(wctx, w, func() { close(initial) }, func(e jetstream.KeyValueEntry) {
+			if strings.HasPrefix(e.Key(), subsPrefix) { // not the keys
+				p.heard(e)
+			}
+		})
+	})
 	select {
 	case <-initial:
 		return nil
@@ -212,9 +216,9 @@ func (s *pushSubs) Put(room string, sub push.Subscription) error {
 	return err
 }
 
-func (s *pushSubs) Remove(room, id string) (bool, error) {
+func (s *pushSubs) Remove(room string, which func(push.Subscription) bool) (bool, error) {
 	return s.change(room, func(subs []push.Subscription) ([]push.Subscription, error) {
-		return slices.DeleteFunc(subs, func(o push.Subscription) bool { return o.ID == id }), nil
+		return slices.DeleteFunc(subs, which), nil
 	})
 }
 

@@ -70,10 +70,10 @@ func TestPushIsShared(t *testing.T) {
 		l, _ := pa.Subscriptions.List(room)
 		return len(l) == 2
 	})
-	if gone, err := pb.Subscriptions.Remove(room, "s1"); err != nil || !gone {
+	if gone, err := pb.Subscriptions.Remove(room, push.ByID("s1")); err != nil || !gone {
 		t.Fatalf("Remove = %v, %v", gone, err)
 	}
-	if gone, _ := pa.Subscriptions.Remove(room, "nope"); gone {
+	if gone, _ := pa.Subscriptions.Remove(room, push.ByID("nope")); gone {
 		t.Error("removed a subscription that was never there")
 	}
 	eventually(t, "A sees the removal", func() bool {
@@ -190,7 +190,7 @@ func TestPushSubscriptionBoundAcrossInstances(t *testing.T) {
 
 	// Through the Pushers' handler, from a room with none.
 	for _, s := range stored() {
-		if _, err := pa.Subscriptions.Remove(room, s.ID); err != nil {
+		if _, err := pa.Subscriptions.Remove(room, push.ByID(s.ID)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -57,6 +57,12 @@ type Event struct {
 	// timed out.
 	Reply  *Reply
 	Reason string
+	// Again: Asked told once more, by the instance of a cluster that
+	// took the request over (its agent re-attached here) from the one
+	// that asked it, whose telling may not have gone out (killed
+	// first). A subscriber whose telling replaces itself (a push under
+	// the request's tag) tells it again; the others pass.
+	Again bool
 	// Saved is how long the store took to make this change durable.
 	Saved time.Duration
 }

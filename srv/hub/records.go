@@ -328,15 +328,20 @@ func (h *Hub) attachRecord(ctx context.Context, r *room, token string, req Reque
 // claim makes this instance the holder of p's call and clears its
 // agent-gone mark.
 func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
+	from := ""
 	err := h.changeRecord(ctx, r, p, func(rec *SharedRecord) bool {
 		if rec.Holder == h.self && !rec.Gone {
 			return false
 		}
+		from = rec.Holder
 		rec.Holder, rec.Gone = h.self, false
 		return true
 	})
-	if err != nil && !errors.Is(err, ErrNotPending) {
+	switch {
+	case err != nil && !errors.Is(err, ErrNotPending):
 		h.log.Warn("cannot record the agent's return", "id", p.req.ID, "err", err)
+	case err == nil && from != "" && from != h.self:
+		h.emit(Event{Kind: Asked, Again: true, Token: p.token, Request: p.req, AskedAt: p.createdAt, At: h.now()})
 	}
 }
 

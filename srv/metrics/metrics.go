@@ -127,6 +127,9 @@ func New(o Options) *Metrics {
 
 // count takes one of the hub's events; it only adds to counters.
 func (m *Metrics) count(ev hub.Event) {
+	if ev.Again {
+		return // counted where it was asked
+	}
 	d, what := ev.Request.Door, "outcome"
 	switch ev.Kind {
 	case hub.Asked:

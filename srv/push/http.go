@@ -175,7 +175,7 @@ func (p *Pusher) checkSubscription(req *subscribeRequest) string {
 // 204, or 404 when the token has none of that ID.
 func (p *Pusher) Unsubscribe(token string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, err := p.o.Subscriptions.Remove(store.Room(token), r.PathValue("id"))
+		ok, err := p.o.Subscriptions.Remove(store.Room(token), ByID(r.PathValue("id")))
 		switch {
 		case err != nil:
 			writeError(w, http.StatusInternalServerError, "the subscription cannot be removed")

@@ -24,7 +24,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -333,20 +332,17 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 
 // removeGone removes sd's subscription, which its push service called
 // gone, unless it was renewed meanwhile: then its ID lives on at
-// another endpoint.
+// another endpoint. Whether it was is judged in the removal itself, on
+// the subscriptions as stored: in a cluster another instance may have
+// renewed it, which this one has not heard yet.
 func (p *Pusher) removeGone(sd *sender) {
-	p.subscribing.Lock()
-	defer p.subscribing.Unlock()
-	subs, err := p.o.Subscriptions.List(sd.room)
-	if err == nil && !slices.ContainsFunc(subs, func(s Subscription) bool { return senderKey(s) == senderKey(sd.sub) }) {
-		p.log.Info("push endpoint gone: its subscription was renewed", "subscription", sd.sub.ID)
-		return
-	}
-	if err == nil {
-		_, err = p.o.Subscriptions.Remove(sd.room, sd.sub.ID)
-	}
-	if err != nil {
+	removed, err := p.o.Subscriptions.Remove(sd.room, func(s Subscription) bool { return senderKey(s) == senderKey(sd.sub) })
+	switch {
+	case err != nil:
 		p.log.Error("push subscription not removed", "subscription", sd.sub.ID, "err", err)
+		return
+	case !removed:
+		p.log.Info("push endpoint gone: its subscription was renewed", "subscription", sd.sub.ID)
 		return
 	}
 	p.log.Info("push subscription removed: the push service says it is gone", "subscription", sd.sub.ID, "device", sd.sub.Device)

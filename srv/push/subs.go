@@ -50,8 +50,16 @@ type Subscriptions interface {
 	// past MaxSubscriptionsPerToken with ErrTooManySubscriptions, the
 	// look and the keeping one step across them.
 	Put(room string, s Subscription) error
-	// Remove drops the subscription with that ID; false when none was.
-	Remove(room, id string) (bool, error)
+	// Remove drops room's subscriptions which holds for, as stored:
+	// read and dropped in one step across processes, so that one
+	// changed meanwhile by another (renewed at another endpoint) is
+	// judged as it is now. False when none was dropped.
+	Remove(room string, which func(Subscription) bool) (bool, error)
+}
+
+// ByID is Remove's which for the subscription id.
+func ByID(id string) func(Subscription) bool {
+	return func(s Subscription) bool { return s.ID == id }
 }
 
 // FileSubscriptions keeps the subscriptions in one file of the data
@@ -96,12 +104,12 @@ func (f *FileSubscriptions) Put(room string, s Subscription) error {
 	return f.save(room, append(subs, s))
 }
 
-// Remove drops the subscription id of room.
-func (f *FileSubscriptions) Remove(room, id string) (bool, error) {
+// Remove drops room's subscriptions which holds for.
+func (f *FileSubscriptions) Remove(room string, which func(Subscription) bool) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	subs := f.all[room]
-	rest := slices.DeleteFunc(slices.Clone(subs), func(o Subscription) bool { return o.ID == id })
+	rest := slices.DeleteFunc(slices.Clone(subs), which)
 	if len(rest) == len(subs) {
 		return false, nil
 	}
