@@ -138,6 +138,18 @@ describe('MCP over Streamable HTTP', () => {
     await page.context().close()
   })
 
+  it('ending the session (DELETE) ends its waiting call; the question stays for the next call', async () => {
+    const c = await overHTTP()
+    const transport = c.transport as StreamableHTTPClientTransport
+    const page = await openInbox('http-ender')
+    const call = c.callTool({ name: 'ask_question', arguments: { question: 'Over HTTP: ended with the session?' } }, undefined, { timeout: 120_000 })
+    call.catch(() => {}) // the SDK rejects it when the client closes
+    await page.locator('[data-status=waiting]', { hasText: 'ended with the session' }).waitFor()
+    await transport.terminateSession()
+    await page.locator('[data-status=waiting][data-agent-gone=true]', { hasText: 'ended with the session' }).waitFor()
+    await page.context().close()
+  })
+
   it('refuses a wrong token (401) and a page of another site (403)', async () => {
     await expect(overHTTP('e2e-wrong-token-123456')).rejects.toMatchObject({ code: 401 })
     expect(await status({})).toBe(401)
