@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -43,7 +44,7 @@ func TestMCPDeleteEndsWaitingCall(t *testing.T) {
 	}()
 	select {
 	case err := <-ended:
-		if err != io.EOF {
+		if !errors.Is(err, io.EOF) {
 			t.Fatalf("the call's stream: %v", err)
 		}
 	case <-time.After(30 * time.Second): // a bound, not a measure: the call waits 600 s
