@@ -252,6 +252,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}); err != nil {
 			return err
 		}
+		// So do the /mcp sessions: their IDs, signed with it, are served
+		// again after a restart rather than refused (404) until the
+		// person reconnects the MCP client by hand.
+		so.MCP.SessionKey = key
 	} else {
 		sp, err := cl.OpenPush(ctx)
 		if err != nil {

@@ -261,9 +261,10 @@ func (l *eventLog) after(id string) (*callStream, []event, error) {
 	return st, out, nil
 }
 
-// close ends the calls that wait for their client to resume: the session
-// is forgotten, nothing can resume them now. A call whose client is
-// there goes on; if its stream is cut later, it ends at once.
+// close ends the session's calls: it is forgotten (its client ended it,
+// here or elsewhere), so nothing can resume them, and a call whose
+// client is there ends too, its question kept for the project's next
+// call, as when the client goes away.
 func (l *eventLog) close() {
 	l.mu.Lock()
 	l.closed = true
@@ -273,9 +274,7 @@ func (l *eventLog) close() {
 	}
 	l.mu.Unlock()
 	for _, st := range sts {
-		if st.away.Load() {
-			st.expire()
-		}
+		st.expire()
 	}
 }
 

@@ -28,9 +28,9 @@ export interface Server {
 // startServer runs agentassistant-srv on a free port. fileBlocks, when
 // set, limits every file it writes to that many 512-byte blocks (the
 // shell's ulimit -f): a full disk, without root. config, when set, is
-// the server's TOML configuration. data and token, when set, start it
-// again where one was.
-export async function startServer(o: { fileBlocks?: number; config?: string; data?: string; token?: string } = {}): Promise<Server> {
+// the server's TOML configuration. data, token and port, when set,
+// start it again where one was.
+export async function startServer(o: { fileBlocks?: number; config?: string; data?: string; token?: string; port?: string } = {}): Promise<Server> {
   const data = o.data ?? mkdtempSync(join(tmpdir(), 'aa-e2e-'))
   const token = o.token ?? 'e2e-' + Math.random().toString(36).slice(2) + Math.random().toString(36).slice(2)
   let cmd = join(BIN, 'agentassistant-srv')
@@ -39,7 +39,7 @@ export async function startServer(o: { fileBlocks?: number; config?: string; dat
     config = join(data, 'agentassistant-srv.toml')
     writeFileSync(config, o.config)
   }
-  let args = ['-port', '0', '-data', data, '-token', token, '-config', config]
+  let args = ['-port', o.port ?? '0', '-data', data, '-token', token, '-config', config]
   if (o.fileBlocks) {
     args = ['-c', `ulimit -f ${o.fileBlocks} && exec "$0" "$@"`, cmd, ...args]
     cmd = 'sh'

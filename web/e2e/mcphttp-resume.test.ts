@@ -58,3 +58,47 @@ describe('MCP over Streamable HTTP, a cut stream', () => {
     await ctx.close()
   })
 })
+
+describe('MCP over Streamable HTTP, the server restarted', () => {
+  for (const how of ['stopped', 'killed'] as const) {
+    it(`${how}: the call waiting then resolves with the answer given after it, the session goes on`, async () => {
+      // The client keeps its session ID (the SDK never initializes
+      // again by itself) and resumes the call's stream from it.
+      let s = await startServer()
+      const transport = new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${s.token}` } },
+      })
+      const c = new Client({ name: 'e2e-restart', version: '1.0.0' })
+      try {
+        await c.connect(transport)
+        const call = c.callTool({ name: 'ask_question', arguments: { question: `Asked before the server was ${how}?` } }, undefined,
+          { timeout: 300_000 }) as Promise<ToolResult>
+        const ctx = await browser.newContext({ viewport: { width: 1200, height: 850 }, locale: 'en-US' })
+        let page = await ctx.newPage()
+        await page.goto(`${s.url}/?token=${s.token}`)
+        await page.locator('[data-status=waiting]', { hasText: 'Asked before the server' }).waitFor()
+        await page.close()
+        const { data, token, port } = s
+        if (how === 'killed') await s.kill9()
+        else {
+          s.proc.kill('SIGTERM')
+          await new Promise((r) => s.proc.once('exit', r))
+        }
+        s = await startServer({ data, token, port })
+        page = await ctx.newPage()
+        await page.goto(`${s.url}/?token=${s.token}`)
+        await page.locator('[data-status=waiting]', { hasText: 'Asked before the server' }).click()
+        await page.locator('textarea[data-testid=reply-input]').fill('Answered after the restart.')
+        await page.locator('[data-testid=send]').click()
+        const r = await call
+        expect(r.isError).toBeFalsy()
+        expect(text(r)).toBe('Answered after the restart.')
+        expect((await c.listTools()).tools.map((t) => t.name)).toContain('ask_question')
+        await ctx.close()
+      } finally {
+        await c.close().catch(() => {})
+        await s.stop()
+      }
+    })
+  }
+})

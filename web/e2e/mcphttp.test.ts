@@ -138,6 +138,18 @@ describe('MCP over Streamable HTTP', () => {
     await page.context().close()
   })
 
+  it('ending the session (DELETE) ends its waiting call; the question stays for the next call', async () => {
+    const c = await overHTTP()
+    const transport = c.transport as StreamableHTTPClientTransport
+    const page = await openInbox('http-ender')
+    const call = c.callTool({ name: 'ask_question', arguments: { question: 'Over HTTP: ended with the session?' } }, undefined, { timeout: 120_000 })
+    call.catch(() => {}) // the SDK rejects it when the client closes
+    await page.locator('[data-status=waiting]', { hasText: 'ended with the session' }).waitFor()
+    await transport.terminateSession()
+    await page.locator('[data-status=waiting][data-agent-gone=true]', { hasText: 'ended with the session' }).waitFor()
+    await page.context().close()
+  })
+
   it('refuses a wrong token (401) and a page of another site (403)', async () => {
     await expect(overHTTP('e2e-wrong-token-123456')).rejects.toMatchObject({ code: 401 })
     expect(await status({})).toBe(401)
@@ -215,12 +227,15 @@ describe('MCP sessions past the cap', () => {
     return c
   }
 
-  it('a new client takes the place of the idle one unused the longest, its stream open or not', async () => {
+  it('a new client takes the place of the idle one unused the longest, its stream open or not; that one takes it back', async () => {
     const first = await listening()
     const second = await listening()
     const third = await listening() // was 503: both idle clients counted as busy
     expect((await third.listTools()).tools.length).toBeGreaterThan(0)
-    await expect(first.listTools()).rejects.toMatchObject({ code: 404 })
-    expect((await second.listTools()).tools.length).toBeGreaterThan(0)
+    // Each goes on with its session: the one that made way is taken
+    // over again (was 404), the one unused the longest making way.
+    for (const c of [first, second, third, first]) expect((await c.listTools()).tools.length).toBeGreaterThan(0)
+    const health = await fetch(`${capped.url}/health`, { headers: { Authorization: `Bearer ${capped.token}` } })
+    expect((await health.json()).mcpSessions).toBeLessThanOrEqual(2)
   })
 })
