@@ -12,6 +12,19 @@ import (
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
+// sealedRoom is the room of the token "tok" of sealer's capabilities.
+const sealedRoom = "00112233445566778899aabbccddeeff"
+
+// sealer is a cluster's store of capabilities of sealedRoom.
+func sealer(t *testing.T) *Store {
+	t.Helper()
+	s, err := NewShared([]byte("0123456789abcdef0123456789abcdef"), &claims{used: map[string]bool{}}, func(r string) (string, bool) { return "tok", r == sealedRoom })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestCapabilityShowsNothingOfItsRoom: a capability travels where
 // others read it (an ntfy topic, a webhook's receiver). What it says is
 // for the server alone: its room's digest is a hash of the token,
@@ -19,12 +32,7 @@ import (
 // offline, and its recipient may name a person. Neither can be read
 // from its name, however the name is cut and decoded.
 func TestCapabilityShowsNothingOfItsRoom(t *testing.T) {
-	key := []byte("0123456789abcdef0123456789abcdef")
-	room := "00112233445566778899aabbccddeeff"
-	s, err := NewShared(key, &claims{used: map[string]bool{}}, func(r string) (string, bool) { return "tok", r == room })
-	if err != nil {
-		t.Fatal(err)
-	}
+	room, s := sealedRoom, sealer(t)
 	now := time.Now()
 	name := s.Make("tok", Cap{Room: room, Kind: wire.AskQuestion, ID: "q1", Who: "alice@example.com",
 		WhoID: "alice@example.com", Door: "email", Expires: now.Add(time.Hour)}, now)
@@ -61,12 +69,7 @@ func TestCapabilityShowsNothingOfItsRoom(t *testing.T) {
 // upgrade, signed in the clear as the earlier release made it, still
 // opens after it; altered, it does not.
 func TestCapabilityOfAnEarlierReleaseAnswers(t *testing.T) {
-	key := []byte("0123456789abcdef0123456789abcdef")
-	room := "00112233445566778899aabbccddeeff"
-	s, err := NewShared(key, &claims{used: map[string]bool{}}, func(r string) (string, bool) { return "tok", r == room })
-	if err != nil {
-		t.Fatal(err)
-	}
+	room, s := sealedRoom, sealer(t)
 	now := time.Now()
 	b, _ := json.Marshal(signed{Room: room, Kind: wire.AskQuestion, ID: "q1", Who: "ntfy", WhoID: "ntfy", Door: "ntfy",
 		Exp: now.Add(time.Hour).Unix(), Nonce: "n1", Answers: []string{answerSum("Yes")}})

@@ -299,7 +299,7 @@ func (c *Cluster) Close() error {
 
 // Create saves a new request record.
 func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, error) {
-	return c.write(ctx, rec, 0)
+	return c.write(ctx, rec, 0, true)
 }
 
 // Get reads a request record.
@@ -320,24 +320,30 @@ func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, u
 
 // Update replaces a request record if it is still at revision rev.
 func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
-	return c.write(ctx, rec, rev)
+	return c.write(ctx, rec, rev, false)
 }
 
-// write creates rec (rev 0) or writes it over revision rev, and returns
-// its new revision.
-func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64) (uint64, error) {
+// write creates rec or writes it over revision rev, and returns its new
+// revision. An update at revision 0 makes nothing, as the local records'
+// (no record is at 0; a deleted one is not made again).
+func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, create bool) (uint64, error) {
 	b, err := encode(rec)
 	if err != nil {
 		return 0, err
 	}
 	k := key(rec.Room, rec.ID)
 	var n uint64
-	if rev == 0 {
+	switch {
+	case create:
 		if n, err = c.reqs.Create(ctx, k, b); errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, hub.ErrRecordExists
 		}
-	} else if n, err = c.reqs.Update(ctx, k, b, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return 0, hub.ErrRecordChanged
+	case rev == 0:
+		return 0, hub.ErrRecordChanged // no record is at revision 0
+	default:
+		if n, err = c.reqs.Update(ctx, k, b, rev); errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+			return 0, hub.ErrRecordChanged
+		}
 	}
 	if err != nil {
 		return 0, fmt.Errorf("write request record: %w", c.unreachable(err))

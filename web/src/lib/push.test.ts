@@ -162,6 +162,22 @@ describe('recheck, as the page opens', () => {
     expect(b.bodies.at(-1)).toMatchObject({ endpoint: now })
   })
 
+  it('push turned on under another token after new keys: the first token\'s stays on', async () => {
+    const b = browser(['sub-a', 'sub-b'])
+    await turnOn('tok-a', 'phone', [])
+    b.server.publicKey = b.keyOf([4, 9, 9, 9])
+    // The browser's one subscription, made under the old keys, is made
+    // again for tok-b; tok-a still has its push on under its ID.
+    await turnOn('tok-b', 'tablet', [])
+    expect(b.unsubscribed).toHaveBeenCalledOnce()
+    const now = (b.bodies.at(-1) as { endpoint: string }).endpoint
+    expect(pushID('tok-a')).toBe('sub-a')
+    b.calls.length = 0
+    await recheck('tok-a', 'phone', [])
+    expect(b.calls.at(-1)).toBe('PUT /push/subscriptions/sub-a tok-a')
+    expect(b.bodies.at(-1)).toMatchObject({ endpoint: now })
+  })
+
   it('push off under the token: nothing asked', async () => {
     const { calls } = browser([])
     expect(await recheck('tok-a', 'phone', [])).toBe('same')

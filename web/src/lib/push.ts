@@ -133,8 +133,9 @@ export async function turnOn(token: string, device: string, replies: string[]): 
   const reg = await navigator.serviceWorker.ready
   const publicKey = await serverKey(token)
   let sub = await reg.pushManager.getSubscription()
-  if (sub && !madeUnder(sub, publicKey)) {
-    await sub.unsubscribe() // another server's, or this one's old keys'
+  const old = sub && !madeUnder(sub, publicKey) ? sub : null
+  if (old) {
+    await old.unsubscribe() // another server's, or this one's old keys'
     sub = null
   }
   if (!sub) {
@@ -147,10 +148,17 @@ export async function turnOn(token: string, device: string, replies: string[]): 
       if (e instanceof DOMException && (e.name === 'NotAllowedError' || e.name === 'AbortError')) throw new PushError('refused', e.message)
       throw e
     }
-    // A new subscription: the IDs and the badge's counts kept came
-    // under an old one.
-    await forgetIDs()
-    await forgetCounts()
+    if (old) {
+      // Made again under the server's keys: the other tokens' push stays
+      // on, told to the server under their IDs (here, or as recheck does
+      // when their page opens).
+      await resubscribe(reg.pushManager, old, sub)
+    } else {
+      // A new subscription: the IDs and the badge's counts kept came
+      // under an old one.
+      await forgetIDs()
+      await forgetCounts()
+    }
   }
   await send(token, sub, device, replies)
 }
