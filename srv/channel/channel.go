@@ -198,6 +198,9 @@ type Manager struct {
 	owed  owedEdits
 	// refusals are the credentials its channels' services refuse now.
 	refusals *refusals
+	// id names this Manager in the claims on sending a question
+	// (asking.go).
+	id string
 }
 
 type queue struct {
@@ -248,7 +251,7 @@ func New(o Options) *Manager {
 	}
 	linkWebhooks(o.Routes)
 	_, scans := plain.(Scanner)
-	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain}
+	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain, id: instanceID()}
 	m.owed.wake = make(chan struct{}, 1)
 	m.refusals = newRefusals(o.Logger, o.Now)
 	if !o.AfterRestore {
@@ -338,20 +341,47 @@ func (m *Manager) Close() {
 	m.goroutines.Close()
 }
 
-// event queues the notice of ev for each channel of its token.
+// event queues the notice of ev for each channel of its token. A
+// question told again (its request taken over here) is sent by a
+// following channel of a cluster only if the instance that asked it did
+// not (askAgain); by the others not at all: a message sent again would
+// be a second one.
 func (m *Manager) event(ev hub.Event) {
-	chs := m.o.Routes[ev.Token]
-	if len(chs) == 0 || ev.Again { // a message sent again would be a second one
-		return
-	}
-	for i, c := range chs {
-		m.enqueue(ev, i, c)
+	for i, c := range m.o.Routes[ev.Token] {
+		if !ev.Again {
+			m.enqueue(ev, i, c)
+		} else if _, follows := c.(following); follows && m.shared {
+			now := m.o.Now()
+			m.owe(c, m.notice(ev, i, c), now, now)
+		}
 	}
 }
 
 // enqueue queues the notice of ev for c, the slot-th channel of its
 // token.
 func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
+	n := m.notice(ev, slot, c)
+	q := m.queues[c]
+	for {
+		select {
+		case q.q <- n:
+		default:
+			select {
+			case <-q.q:
+				if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
+					m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
+				}
+			default:
+			}
+			continue
+		}
+		break
+	}
+}
+
+// notice is the notice of ev for c, the slot-th channel of its token;
+// a question's carries a capability made for c.
+func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	room := store.Room(ev.Token)
 	n := Notice{Event: ev, slot: slot, Seq: m.o.Caps.Label("ntfy", room, ev.Request.ID)}
 	if m.o.PublicURL != "" {
@@ -369,22 +399,7 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 			n.AnswerURL = m.o.PublicURL + "/push/answer"
 		}
 	}
-	q := m.queues[c]
-	for {
-		select {
-		case q.q <- n:
-		default:
-			select {
-			case <-q.q:
-				if ok, more := m.drops.allow(c.Name(), 1, time.Minute, m.o.Now()); ok {
-					m.log.Warn("channel notice dropped: its queue is full", "channel", c.Name(), "untold", more)
-				}
-			default:
-			}
-			continue
-		}
-		break
-	}
+	return n
 }
 
 // run sends q's notices in order until Close; while the channel's
@@ -465,6 +480,17 @@ func (m *Manager) send(q *queue, n Notice) {
 				// it is owed again if it fails.
 				return
 			}
+		} else if m.asking(c, n) {
+			ok, cerr := m.claimAsking(c, n, m.id, wait)
+			if cerr != nil {
+				m.log.Warn("a question's sending not claimed; sent anyway", "channel", c.Name(), "id", n.Request.ID, "err", cerr)
+			} else if !ok {
+				m.log.Debug("a question being sent by the instance that took it over", "channel", c.Name(), "id", n.Request.ID)
+				return
+			}
+			ctx, cancel := context.WithTimeout(m.goroutines.Context(), askTimeout)
+			err = c.Send(ctx, n)
+			cancel()
 		} else {
 			err = m.sendOnce(c, n)
 		}

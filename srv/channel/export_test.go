@@ -81,3 +81,10 @@ func (m *MailServers) Unsee(t *testing.T, uid imap.UID) {
 // SetOwedScan sets how often a cluster's lease holder reads the edits
 // owed, for the tests of package channel_test.
 func SetOwedScan(o *Options, every time.Duration) { o.owedScan = every }
+
+// Owing counts the sends m is trying again (owed.go, asking.go).
+func Owing(m *Manager) int {
+	m.owed.mu.Lock()
+	defer m.owed.mu.Unlock()
+	return len(m.owed.items)
+}

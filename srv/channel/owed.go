@@ -267,6 +267,9 @@ func (m *Manager) edited(c Channel, n Notice) {
 // meanwhile; err is errMadeElsewhere when another instance is making
 // it.
 func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err error) {
+	if n.Kind == hub.Asked { // told again (askAgain), tried as one owed
+		return m.askAgain(c, n)
+	}
 	ok, done := m.claimMaking(c, n)
 	defer done()
 	if !ok {
@@ -324,6 +327,9 @@ func (m *Manager) owedKey(c Channel, n Notice) string {
 // goes through or owedFor has passed since since.
 func (m *Manager) owe(c Channel, n Notice, since, at time.Time) {
 	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())
+	if n.Kind == hub.Asked {
+		key = askingPrefix + key // not its follow-up's
+	}
 	o := &m.owed
 	o.mu.Lock()
 	if o.items == nil {
@@ -401,6 +407,12 @@ func (m *Manager) runOwed(ctx context.Context) {
 			}
 			o.mu.Unlock()
 			switch {
+			case it.n.Kind == hub.Asked:
+				if done && err != nil {
+					m.log.Warn("a question taken over not sent: given up", "channel", it.c.Name(), "id", it.n.Request.ID, "err", err)
+				} else if err != nil {
+					m.log.Debug("a question taken over not sent yet", "channel", it.c.Name(), "id", it.n.Request.ID, "retry_in", it.wait, "err", err)
+				}
 			case !todo:
 				m.log.Debug("a settled question's follow-up owed was made meanwhile", "channel", it.c.Name(), "id", it.n.Request.ID)
 			case err == nil:
@@ -562,7 +574,7 @@ func (m *Manager) dropOwed(c Channel) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, it := range o.items {
-		if it.c == c {
+		if it.c == c && it.n.Kind != hub.Asked { // a question told again is this instance's
 			delete(o.items, k)
 			o.order = slices.DeleteFunc(o.order, func(x string) bool { return x == k })
 		}

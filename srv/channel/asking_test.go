@@ -1,0 +1,90 @@
+package channel_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/natstest"
+	"github.com/agentassistant/agentassistant/srv/channel"
+)
+
+// TestAskedAgainWhileAskerSends: instance A asked a question and is
+// sending it, slowly (ntfy has not answered yet); the agent re-attaches
+// through B, which takes the request over and is told the question
+// again. B does not send it while A's claim holds, and finds it sent
+// once A's send went through: ntfy has it once.
+func TestAskedAgainWhileAskerSends(t *testing.T) {
+	var publishes atomic.Int32
+	came, release := make(chan struct{}, 1), make(chan struct{})
+	ntfy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if publishes.Add(1) == 1 {
+			came <- struct{}{}
+			<-release // the asker's send, slow
+		}
+		_, _ = w.Write([]byte(`{"id":"x"}`))
+	}))
+	t.Cleanup(ntfy.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	logs := &lines{}
+	start := func(n *node, log *slog.Logger) *channel.Manager {
+		c := &channel.Ntfy{URL: ntfy.URL, Topic: "aa-again"}
+		m := channel.New(channel.Options{Hub: n.hub, Caps: n.caps, Routes: map[string][]channel.Channel{tokA: {c}},
+			Notes: n.ch, Leader: n.ch, Logger: log})
+		t.Cleanup(m.Close)
+		return m
+	}
+	start(a, nil)
+	mb := start(b, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+
+	askOn(a.hub, "again-1")
+	select {
+	case <-came:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A never sent the question")
+	}
+	askOn(b.hub, "again-1") // the agent re-attaches through B
+	waitUntil(t, "B finds A sending it", func() bool { return logs.has("being made by another instance") })
+	close(release)
+	waitUntil(t, "B finds the question sent", func() bool { return channel.Owing(mb) == 0 })
+	if n := publishes.Load(); n != 1 {
+		t.Fatalf("ntfy was sent the question %d times, want 1", n)
+	}
+}
+
+// lines is a log, written and read at once.
+type lines struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lines) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lines) has(s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return bytes.Contains(l.b.Bytes(), []byte(s))
+}
