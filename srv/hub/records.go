@@ -328,8 +328,9 @@ func (h *Hub) attachRecord(ctx context.Context, r *room, token string, req Reque
 // claim makes this instance the holder of p's call and clears its
 // agent-gone mark.
 func (h *Hub) claim(ctx context.Context, r *room, p *pending) {
-	from := ""
+	from := "" // of the try that wrote: a compare-and-set reads again
 	err := h.changeRecord(ctx, r, p, func(rec *SharedRecord) bool {
+		from = ""
 		if rec.Holder == h.self && !rec.Gone {
 			return false
 		}
