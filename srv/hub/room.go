@@ -187,6 +187,16 @@ func (h *Hub) Validity(token string, ids []string) map[string]bool {
 	return out
 }
 
+// Waits reports whether the request id of token is pending here, shown
+// yet or not (in a cluster the asking instance shows it once its watch
+// hears its record; it waits from its save on).
+func (h *Hub) Waits(token, id string) bool {
+	r := h.room(token)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pending[id] != nil
+}
+
 // Status reports the clients logged in under token and when the room last
 // saw a login or a request event.
 func (h *Hub) Status(token string) (clients int, lastActivity time.Time) {

@@ -109,6 +109,8 @@ type job struct {
 	msg   message
 	topic string
 	ttl   time.Duration
+	// token of an ask: sent only while its question waits.
+	token string
 }
 
 // New starts following the hub's events.
@@ -168,7 +170,7 @@ func (p *Pusher) event(ev hub.Event) {
 				m.Answer = "/push/answer"
 			}
 			m.Waiting = waiting
-			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl})
+			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl, token: ev.Token})
 		}
 	default:
 		p.caps.Void(room, ev.Request.ID)
@@ -307,9 +309,16 @@ var errGone = errors.New("the subscription is gone")
 
 // send delivers j, trying again with backoff; gone reports that the push
 // service called the subscription gone (404, 410), which is then removed.
+// An ask whose question was settled meanwhile is not tried (again): its
+// device would be alerted to a question answered, and in a cluster the
+// push that closes it may have gone out already, from another instance.
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
+		if j.token != "" && !p.o.Hub.Waits(j.token, j.msg.ID) {
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+			return false
+		}
 		err := p.post(sd.sub, j)
 		switch {
 		case err == nil:
