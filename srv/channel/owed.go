@@ -122,6 +122,15 @@ func (r sentRecord) notice(token string) Notice {
 	return Notice{Event: ev, slot: r.Slot}
 }
 
+// recorded is the settled notice of rec, for the token token, named
+// as the question's notices were (Notice.Seq): ntfy replaces the
+// question's notification with it.
+func (m *Manager) recorded(rec sentRecord, token string) Notice {
+	n := rec.notice(token)
+	n.Seq = m.seq(rec.Room, rec.ID)
+	return n
+}
+
 // settle marks r with the outcome of n.
 func (r *sentRecord) settle(n Notice) {
 	r.Kind, r.At, r.Nick, r.Door = n.Kind, n.At, "", ""
@@ -528,7 +537,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			left++
 			return nil
 		}
-		nt := rec.notice(tok)
+		nt := m.recorded(rec, tok)
 		since := rec.Since
 		if rec.Kind == 0 {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
@@ -542,7 +551,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 				// a budget's eviction) before its outcome was noted:
 				// told as one server tells it after a restart.
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
-				nt, since = rec.notice(tok), now
+				nt, since = m.recorded(rec, tok), now
 			default:
 				return nil
 			}
@@ -622,7 +631,7 @@ func (m *Manager) restoreOwed() {
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
 				at = now.Add(owedWait)
 			} else {
-				nt := withOutcome(rec.notice(tok), o)
+				nt := withOutcome(m.recorded(rec, tok), o)
 				rec.settle(nt)
 				rec.Since = now
 				// Noted: the outcome is known after the next restart
@@ -633,7 +642,7 @@ func (m *Manager) restoreOwed() {
 				}
 			}
 		}
-		m.owe(c, rec.notice(tok), rec.Since, at)
+		m.owe(c, m.recorded(rec, tok), rec.Since, at)
 		n++
 	}
 	if n > 0 {
