@@ -383,7 +383,7 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 // a question's carries a capability made for c.
 func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	room := store.Room(ev.Token)
-	n := Notice{Event: ev, slot: slot, Seq: m.seq(room, ev.Request.ID)}
+	n := Notice{Event: ev, slot: slot, Seq: m.o.Caps.Label("ntfy", room, ev.Request.ID)}
 	if m.o.PublicURL != "" {
 		n.AppURL = m.o.PublicURL + "/"
 	}
@@ -401,9 +401,6 @@ func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	}
 	return n
 }
-
-// seq is Notice.Seq of the question id of room.
-func (m *Manager) seq(room, id string) string { return m.o.Caps.Label("ntfy", room, id) }
 
 // run sends q's notices in order until Close; while the channel's
 // credential is refused it holds them, and tries the oldest again now
