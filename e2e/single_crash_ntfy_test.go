@@ -20,6 +20,7 @@ type heldNtfy struct {
 	mu      sync.Mutex
 	asked   []map[string]any
 	settled []string // their titles
+	seqs    []string // and their sequence IDs
 	held    chan struct{}
 	more    chan struct{}
 }
@@ -47,6 +48,7 @@ func startHeldNtfy(t *testing.T) *heldNtfy {
 			}
 			d.mu.Lock()
 			d.settled = append(d.settled, fmt.Sprint(m["title"]))
+			d.seqs = append(d.seqs, fmt.Sprint(m["sequence_id"]))
 			d.mu.Unlock()
 		}
 		d.more <- struct{}{}
@@ -59,7 +61,8 @@ func startHeldNtfy(t *testing.T) *heldNtfy {
 // TestSingleNtfyFollowUpOwedAcrossKill9: the person answers with the
 // notification's button; the server is killed as it replaces the
 // notification to say so (the publish not taken): started again, it
-// makes the follow-up it owes, once, saying who answered.
+// makes the follow-up it owes, once, saying who answered, under the
+// question's sequence ID: it replaces the question's notification.
 func TestSingleNtfyFollowUpOwedAcrossKill9(t *testing.T) {
 	nt := startHeldNtfy(t)
 	port, data := freePort(t), t.TempDir()
@@ -107,5 +110,8 @@ func TestSingleNtfyFollowUpOwedAcrossKill9(t *testing.T) {
 	defer nt.mu.Unlock()
 	if len(nt.settled) != 1 || !strings.Contains(nt.settled[0], "Answered on ntfy") {
 		t.Errorf("notifications replaced after the restart: %q, want one saying who answered", nt.settled)
+	}
+	if seq := nt.asked[0]["sequence_id"]; len(nt.seqs) != 1 || nt.seqs[0] != seq {
+		t.Errorf("the follow-up's sequence IDs %q, the question's %q: ntfy shows both", nt.seqs, seq)
 	}
 }

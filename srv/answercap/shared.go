@@ -29,7 +29,7 @@ import (
 // and what it says is for the server alone: its room's digest is a hash
 // of the token, against which a short configured token could be guessed
 // offline, and whom it was sent to is none of a reader's business.
-// One an earlier release made, signed in the clear (payload "." HMAC),
+// One the release before made, signed in the clear (payload "." HMAC),
 // is still taken: a button sent before an upgrade answers after it.
 
 // Claims is where a cluster marks capabilities used.
@@ -80,7 +80,8 @@ type signed struct {
 	Door  string    `json:"d"`
 	Exp   int64     `json:"e"`
 	Nonce string    `json:"n"`
-	// Of: Cap.Of, base64url; none in one made by an older release.
+	// Of: Cap.Of, base64url; none in one made by a build older than
+	// the release before, which is refused (open).
 	Of string `json:"o,omitempty"`
 	// Answers: null for any text, else the digests of the only ones
 	// (Cap.Answers, answerSum): the texts themselves, written by JSON
@@ -187,12 +188,12 @@ func (g *signer) open(name string, now time.Time) (*Cap, string, error) {
 	}
 	exp := time.Unix(sd.Exp, 0)
 	tok, ok := g.token(sd.Room)
+	// One that names no question (a build older than the release
+	// before) would answer whichever its ID names now, asked since.
 	var of [sha256.Size]byte
-	if sd.Of != "" {
-		d, err := b64.DecodeString(sd.Of)
-		ok = ok && err == nil && len(d) == len(of)
-		copy(of[:], d)
-	}
+	d, err := b64.DecodeString(sd.Of)
+	ok = ok && err == nil && len(d) == len(of)
+	copy(of[:], d)
 	if now.After(exp) || !ok || sd.Nonce == "" {
 		return nil, "", ErrVoid
 	}

@@ -112,14 +112,22 @@ func recordOf(c Channel, n Notice) sentRecord {
 		ReqKind: n.Request.Kind, Agent: n.Request.AgentName, Project: n.Request.ProjectDirectory}
 }
 
-// notice is the settled notice of r, for the token token.
-func (r sentRecord) notice(token string) Notice {
+// event is the settle of r, for the token token.
+func (r sentRecord) event(token string) hub.Event {
 	ev := hub.Event{Kind: r.Kind, Token: token, At: r.At,
 		Request: hub.Request{Kind: r.ReqKind, ID: r.ID, AgentName: r.Agent, ProjectDirectory: r.Project}}
 	if r.Kind == hub.Answered {
 		ev.Reply = &hub.Reply{Nickname: r.Nick, Door: r.Door}
 	}
-	return Notice{Event: ev, slot: r.Slot}
+	return ev
+}
+
+// recorded is the settled notice of rec for c, for the token token,
+// made as one heard from the hub is (Manager.notice): it names the
+// question as its other notices did (Notice.Seq; ntfy replaces the
+// question's notification with it) and opens the app as they do.
+func (m *Manager) recorded(rec sentRecord, token string, c Channel) Notice {
+	return m.notice(rec.event(token), rec.Slot, c)
 }
 
 // settle marks r with the outcome of n.
@@ -300,9 +308,7 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool) {
 			return n, false
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
-			slot := n.slot
-			n = rec.notice(n.Token)
-			n.slot = slot
+			n = m.notice(rec.event(n.Token), n.slot, c)
 		}
 	}
 	if n.Kind == settledUnknown {
@@ -528,7 +534,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			left++
 			return nil
 		}
-		nt := rec.notice(tok)
+		nt := m.recorded(rec, tok, c)
 		since := rec.Since
 		if rec.Kind == 0 {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
@@ -542,7 +548,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 				// a budget's eviction) before its outcome was noted:
 				// told as one server tells it after a restart.
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
-				nt, since = rec.notice(tok), now
+				nt, since = m.recorded(rec, tok, c), now
 			default:
 				return nil
 			}
@@ -622,7 +628,7 @@ func (m *Manager) restoreOwed() {
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
 				at = now.Add(owedWait)
 			} else {
-				nt := withOutcome(rec.notice(tok), o)
+				nt := withOutcome(m.recorded(rec, tok, c), o)
 				rec.settle(nt)
 				rec.Since = now
 				// Noted: the outcome is known after the next restart
@@ -633,7 +639,7 @@ func (m *Manager) restoreOwed() {
 				}
 			}
 		}
-		m.owe(c, rec.notice(tok), rec.Since, at)
+		m.owe(c, m.recorded(rec, tok, c), rec.Since, at)
 		n++
 	}
 	if n > 0 {

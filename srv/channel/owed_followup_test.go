@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/pipenet"
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -279,6 +280,44 @@ func TestFollowUpHeardTwiceMadeOnce(t *testing.T) {
 		synctest.Wait()
 		if _, made := after.state(); !slices.Equal(made, []string{"Answered on Ana"}) {
 			t.Fatalf("follow-ups made: %q, want one", made)
+		}
+	})
+}
+
+// TestNtfyFollowUpAfterRestartReplacesTheQuestion: a question settled
+// while the server was down (or whose follow-up was owed when it
+// stopped) is followed up after the restart under the question's own
+// sequence ID, so the notification ntfy replaces is the question's, its
+// buttons with it, rather than a second one left beside them; and, as
+// one made before the restart, it opens the app.
+func TestNtfyFollowUpAfterRestartReplacesTheQuestion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, notes, ask, answer := owedSetup(t)
+		d := &ntfyDouble{}
+		nt := &Ntfy{URL: "http://ntfy.test", Topic: "t", Client: &http.Client{Transport: d}}
+		caps := answercap.New() // the key kept in the data directory: the same after the restart
+		const app = "https://aa.example.org"
+		m := New(Options{Hub: h, Routes: map[string][]Channel{tokA: {nt}}, Notes: notes, Caps: caps, PublicURL: app})
+		ask()
+		m.Close() // killed: the answer is not heard
+		answer()
+		synctest.Wait()
+
+		m = New(Options{Hub: h, Routes: map[string][]Channel{tokA: {nt}}, Notes: notes, Caps: caps, PublicURL: app, AfterRestore: true})
+		defer m.Close()
+		m.Restored()
+		time.Sleep(owedWait)
+		synctest.Wait()
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if len(d.made) != 2 {
+			t.Fatalf("published %d messages, want the question and its follow-up", len(d.made))
+		}
+		if q, f := d.made[0].SequenceID, d.made[1].SequenceID; q == "" || f != q {
+			t.Errorf("the follow-up's sequence ID is %q, the question's %q: ntfy keeps both notifications", f, q)
+		}
+		if c := d.made[1].Click; c != app+"/" {
+			t.Errorf("the follow-up opens %q, not the app", c)
 		}
 	})
 }
