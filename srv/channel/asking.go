@@ -64,7 +64,9 @@ func (m *Manager) claimAsking(c Channel, n Notice, who string, wait time.Duratio
 // (errMadeElsewhere: looked at again after owedWait).
 func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 	sent := func() (bool, error) {
-		if !m.o.Hub.Validity(n.Token, []string{n.Request.ID})[n.Request.ID] {
+		// Pending here, shown yet or not: the request taken over may be
+		// told again before this instance's watch has heard its record.
+		if !m.o.Hub.Waits(n.Token, n.Request.ID) {
 			return true, nil
 		}
 		_, found, err := m.o.Notes.Get(m.goroutines.Context(), m.owedKey(c, n))
