@@ -60,6 +60,9 @@ type Record struct {
 	// The choices offered with the request: an agentassistproto
 	// McpAskQuestionRequest carrying only its Questions (field 7).
 	Questions []byte `protobuf:"bytes,18,opt,name=questions" json:"questions,omitempty"`
+	// The way the answer came ("ws", "telegram", "email"…), when status is
+	// "answered": a follow-up told elsewhere, or later, names it.
+	ReplyDoor string `protobuf:"bytes,19,opt,name=reply_door,json=replyDoor" json:"reply_door,omitempty"`
 	// CRC-32C of every byte before this field, the format byte included;
 	// always the last field. Records of the second layout have none.
 	Sum           *uint32 `protobuf:"fixed32,100,opt,name=sum" json:"sum,omitempty"`
@@ -223,6 +226,13 @@ func (x *Record) GetQuestions() []byte {
 	return nil
 }
 
+func (x *Record) GetReplyDoor() string {
+	if x != nil {
+		return x.ReplyDoor
+	}
+	return ""
+}
+
 func (x *Record) GetSum() uint32 {
 	if x != nil && x.Sum != nil {
 		return *x.Sum
@@ -235,7 +245,7 @@ var File_storeproto_record_proto protoreflect.FileDescriptor
 const file_storeproto_record_proto_rawDesc = "" +
 	"\n" +
 	"\x17storeproto/record.proto\x12\n" +
-	"storeproto\"\xd5\x04\n" +
+	"storeproto\"\xf4\x04\n" +
 	"\x06Record\x12\x12\n" +
 	"\x04room\x18\x01 \x01(\tR\x04room\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
@@ -258,7 +268,9 @@ const file_storeproto_record_proto_rawDesc = "" +
 	"\x0fmcp_client_name\x18\x0f \x01(\tR\rmcpClientName\x12*\n" +
 	"\x11withdraw_on_leave\x18\x10 \x01(\bR\x0fwithdrawOnLeave\x12&\n" +
 	"\x0ftask_finish_era\x18\x11 \x01(\bR\rtaskFinishEra\x12\x1c\n" +
-	"\tquestions\x18\x12 \x01(\fR\tquestions\x12\x17\n" +
+	"\tquestions\x18\x12 \x01(\fR\tquestions\x12\x1d\n" +
+	"\n" +
+	"reply_door\x18\x13 \x01(\tR\treplyDoor\x12\x17\n" +
 	"\x03sum\x18d \x01(\aB\x05\xaa\x01\x02\b\x01R\x03sumBKZBgithub.com/agentassistant/agentassistant/gen/storeproto;storeproto\x92\x03\x04\b\x02 \x03b\beditionsp\xe8\a"
 
 var (

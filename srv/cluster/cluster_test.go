@@ -161,12 +161,18 @@ func TestAskAcrossInstances(t *testing.T) {
 			t.Fatalf("%s got %v", cl.id, q)
 		}
 	}
-	if err := c.hub.Answer(context.Background(), tok, wire.AskQuestion, "q1", reply("pc", "PostgreSQL")); err != nil {
+	byTelegram := reply("pc", "PostgreSQL")
+	byTelegram.Door = "telegram"
+	if err := c.hub.Answer(context.Background(), tok, wire.AskQuestion, "q1", byTelegram); err != nil {
 		t.Fatal(err)
 	}
 	r := wait(t, done)
 	if r.err != nil || text(r.rep) != "PostgreSQL" || r.rep.ClientID != "pc" {
 		t.Fatalf("Ask = %+v, %v", r.rep, r.err)
+	}
+	// Told elsewhere (a channel's follow-up), the answer names its way.
+	if o, ok := a.hub.Outcome(tok, "q1"); !ok || o.Reply == nil || o.Reply.Door != "telegram" {
+		t.Errorf("A knows the outcome %+v (%v), want one answered on Telegram", o.Reply, ok)
 	}
 	for _, cl := range []*client{onA, onB} {
 		n := cl.expect(t, wire.CmdAskQuestionReplyNotification)

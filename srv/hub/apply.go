@@ -225,7 +225,7 @@ func outcomeOf(rec store.Record) *settled {
 	s := &settled{at: rec.ClosedAt, bytes: rec.Bytes()}
 	switch rec.Status {
 	case store.Answered:
-		s.reply = decodeReply(rec.Reply)
+		s.reply = replyOf(rec)
 	case store.TimedOut:
 		s.err, s.reason = ErrTimeout, rec.ClosedNote
 	default:

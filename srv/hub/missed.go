@@ -324,7 +324,7 @@ func (h *Hub) applySettledLocked(r *room, token string, rec SharedRecord) {
 			// kept it: handed over, not kept again.
 			h.handOverLater(r, rec.ID)
 		} else {
-			h.keepMissedLocked(r, pendingFrom(token, rec), decodeReply(rec.Reply), rec.ClosedAt, rec.Bytes())
+			h.keepMissedLocked(r, pendingFrom(token, rec), replyOf(rec.Record), rec.ClosedAt, rec.Bytes())
 		}
 	case rec.ClosedNote == ReasonHandedOver && rec.Taken:
 		h.takenLocked(r, rec.ID)

@@ -12,7 +12,8 @@ import (
 
 // TestOutcomeAfterALongStop: a server stopped longer than its outcomes
 // are kept still tells a channel's follow-up how a request was settled,
-// from its records on disk, rather than "not known".
+// and the way its answer came, from its records on disk, rather than
+// "not known".
 func TestOutcomeAfterALongStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		dir := t.TempDir()
@@ -29,7 +30,7 @@ func TestOutcomeAfterALongStop(t *testing.T) {
 		if err := h.Cancel(context.Background(), "tok", "build/7"); err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q-3", Reply{ClientID: "pc", Nickname: "Ana"}); err != nil {
+		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q-3", Reply{ClientID: "pc", Nickname: "Ana", Door: "email"}); err != nil {
 			t.Fatal(err)
 		}
 		<-withdrawn
@@ -57,8 +58,8 @@ func TestOutcomeAfterALongStop(t *testing.T) {
 			if !ok || o.Kind != want {
 				t.Errorf("%s: outcome %v known %v, want %v", id, o.Kind, ok, want)
 			}
-			if want == Answered && (o.Reply == nil || o.Reply.Nickname != "Ana") {
-				t.Errorf("%s: reply %+v, want Ana's", id, o.Reply)
+			if want == Answered && (o.Reply == nil || o.Reply.Nickname != "Ana" || o.Reply.Door != "email") {
+				t.Errorf("%s: reply %+v, want Ana's by e-mail", id, o.Reply)
 			}
 		}
 		if _, ok := h2.Outcome("tok", "build"); ok {

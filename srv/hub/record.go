@@ -28,9 +28,16 @@ func (h *Hub) record(r *room, p *pending, status string, rep *Reply, note string
 		rec.ClosedAt = h.now()
 	}
 	if rep != nil {
-		rec.Reply = encodeReply(rep)
+		rec.Reply, rec.ReplyDoor = encodeReply(rep), rep.Door
 	}
 	return rec
+}
+
+// replyOf is the answer rec keeps, with the way it came.
+func replyOf(rec store.Record) *Reply {
+	rep := decodeReply(rec.Reply)
+	rep.Door = rec.ReplyDoor
+	return rep
 }
 
 // requestOf is the request a record keeps.
@@ -81,7 +88,7 @@ func encodeReply(rep *Reply) []byte {
 	return b
 }
 
-// keptReply is what decodeReply returns for encodeReply(rep), without
+// keptReply is what replyOf returns for the record of rep, without
 // the round trip; nil when rep is nil, or names a reserved key itself
 // (that one is decoded).
 func keptReply(rep *Reply) *Reply {
@@ -93,7 +100,7 @@ func keptReply(rep *Reply) *Reply {
 	if id || nick {
 		return nil
 	}
-	k := &Reply{IsError: rep.IsError, Contents: rep.Contents, ClientID: rep.ClientID, Nickname: rep.Nickname}
+	k := &Reply{IsError: rep.IsError, Contents: rep.Contents, ClientID: rep.ClientID, Nickname: rep.Nickname, Door: rep.Door}
 	if len(rep.Meta) > 0 {
 		k.Meta = rep.Meta
 	}

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 func TestStoredRepliesKeepWhoAnswered(t *testing.T) {
@@ -41,7 +42,7 @@ func TestKeptReplyIsTheDecodedOne(t *testing.T) {
 		{Nickname: "pc", Door: "connect"},
 		{ClientID: "c3", Meta: map[string]string{"\x00clientId": "forged", "k": "v"}, Contents: text},
 	} {
-		want := decodeReply(encodeReply(rep))
+		want := replyOf(store.Record{Reply: encodeReply(rep), ReplyDoor: rep.Door})
 		got := keptReply(rep)
 		if got == nil {
 			got = want // decoded after all

@@ -115,7 +115,7 @@ func (h *Hub) History(token string, before time.Time, limit int) ([]Past, bool, 
 	for i, rec := range recs {
 		out[i] = Past{Request: requestOf(rec), AskedAt: rec.CreatedAt, ClosedAt: rec.ClosedAt, Status: rec.Status}
 		if rec.Status == store.Answered {
-			out[i].Reply = decodeReply(rec.Reply)
+			out[i].Reply = replyOf(rec)
 		} else {
 			out[i].Reason = rec.ClosedNote
 		}

@@ -59,7 +59,7 @@ func encode(r *Record) []byte {
 		TimeoutSeconds: r.TimeoutSeconds, CreatedAt: nanos(r.CreatedAt), Deadline: nanos(r.Deadline),
 		Status: r.Status, Reply: r.Reply, ClosedAt: nanos(r.ClosedAt), ClosedNote: r.ClosedNote,
 		AgentName: r.AgentName, ReasoningModelName: r.ReasoningModelName, McpClientName: r.McpClientName,
-		WithdrawOnLeave: r.WithdrawOnLeave, TaskFinishEra: r.TaskFinishEra, Questions: r.Questions,
+		WithdrawOnLeave: r.WithdrawOnLeave, TaskFinishEra: r.TaskFinishEra, Questions: r.Questions, ReplyDoor: r.ReplyDoor,
 	}
 	b := make([]byte, 1, 1+sizer.Size(m)+len(sumTag)+4)
 	b[0] = formatWire
@@ -131,7 +131,7 @@ func fromMessage(m *storeproto.Record, r *Record) {
 		TimeoutSeconds: m.TimeoutSeconds, CreatedAt: at(m.CreatedAt), Deadline: at(m.Deadline),
 		Status: m.Status, Reply: m.Reply, ClosedAt: at(m.ClosedAt), ClosedNote: m.ClosedNote,
 		AgentName: m.AgentName, ReasoningModelName: m.ReasoningModelName, McpClientName: m.McpClientName,
-		WithdrawOnLeave: m.WithdrawOnLeave, TaskFinishEra: m.TaskFinishEra, Questions: m.Questions,
+		WithdrawOnLeave: m.WithdrawOnLeave, TaskFinishEra: m.TaskFinishEra, Questions: m.Questions, ReplyDoor: m.ReplyDoor,
 	}
 }
 

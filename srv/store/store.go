@@ -58,7 +58,9 @@ type Record struct {
 	Status           string    `json:"status"`
 	// Reply is the answer, protobuf-encoded (McpResultContent list and
 	// the rest), when Status is Answered.
-	Reply      []byte    `json:"reply,omitempty"`
+	Reply []byte `json:"reply,omitempty"`
+	// ReplyDoor is the way the answer came (hub.Reply.Door).
+	ReplyDoor  string    `json:"replyDoor,omitempty"`
 	ClosedAt   time.Time `json:"closedAt,omitzero"`
 	ClosedNote string    `json:"closedNote,omitempty"`
 	// Who asked, when the agent said: the agent, its model, its MCP client.
