@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/wstest"
 	"github.com/agentassistant/agentassistant/srv"
 )
 
@@ -117,14 +118,16 @@ func TestOptionsInTheClientsForm(t *testing.T) {
 }
 
 // TestOnlyTheOfferedOptions: a question asked at /mcp with options and
-// allow_other false takes only an option, whatever the door: a /ws
-// device's typed answer gets an Error frame (invalid_request, naming the
-// options), a Connect reply with two labels of a single choice
+// allow_other false takes only an option, whatever the door: the typed
+// answer of a /ws device that shows the options (as this project's UI
+// says at login; one that does not has it taken as written, see
+// srv/inbox TestOlderWebUITypedAnswerIsTaken) gets an Error frame
+// (invalid_request, naming the options), a Connect reply with two labels of a single choice
 // invalid_argument; the question stays pending on every device, and the
 // agent gets the option chosen next.
 func TestOnlyTheOfferedOptions(t *testing.T) {
 	_, base := newGuarded(t, srv.Options{})
-	phone := login(t, base, tokA, "phone")
+	phone := loginShowingOptions(t, base, tokA, "phone")
 	c := mcpClient(t, base, tokA, "")
 	type result struct {
 		r   *mcp.CallToolResult
@@ -221,4 +224,20 @@ func TestFormAnswerOutsideTheOptions(t *testing.T) {
 	if res.err != nil || res.r.IsError || !strings.HasPrefix(resultText(res.r), `The person chose the option "Stop".`) {
 		t.Fatalf("result = %q %v, want the phone's option", resultText(res.r), res.err)
 	}
+}
+
+// loginShowingOptions logs in as this project's UI does: saying it shows
+// a request's options.
+func loginShowingOptions(t *testing.T, url, tok, nick string) *wstest.Client {
+	t.Helper()
+	c, err := wstest.Connect(nil, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.ShowsOptions = true
+	if err := c.LogIn(tok, nick, "", 0); err != nil || !c.Login.GetSuccess() {
+		t.Fatalf("login: %v %v", err, c.Login)
+	}
+	return c
 }

@@ -2587,10 +2587,6 @@ type WebsocketMessage struct {
 	// the receiver gets the same Cmd and message, with StrParam = the
 	// sender's client_id and Nickname = its nickname.
 	SendBackspaceRequest *SendBackspaceRequest `protobuf:"bytes,25,opt,name=SendBackspaceRequest,proto3" json:"SendBackspaceRequest,omitempty"`
-	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
-	// notifications, RequestCancelled, RequestAgentStatus) in order; the GetPendingMessages
-	// response carries the room's latest.
-	Seq uint64 `protobuf:"varint,26,opt,name=Seq,proto3" json:"Seq,omitempty"`
 	// In UserLogin: the last Seq this device saw, to get what it missed.
 	ResumeFrom uint64 `protobuf:"varint,27,opt,name=ResumeFrom,proto3" json:"ResumeFrom,omitempty"`
 	// In UserLogin with ResumeFrom: the epoch of the server that numbered it.
@@ -2608,7 +2604,11 @@ type WebsocketMessage struct {
 	// does not say so (upstream's web UI and Flutter app) is given them
 	// written into the request's text as well, so the person there can
 	// answer by typing a label.
-	ShowsOptions  bool `protobuf:"varint,42,opt,name=ShowsOptions,proto3" json:"ShowsOptions,omitempty"`
+	ShowsOptions bool `protobuf:"varint,42,opt,name=ShowsOptions,proto3" json:"ShowsOptions,omitempty"`
+	// Seq numbers a room's request events (AskQuestion, TaskFinish, reply
+	// notifications, RequestCancelled, RequestAgentStatus) in order; the GetPendingMessages
+	// response carries the room's latest.
+	Seq           uint64 `protobuf:"varint,43,opt,name=Seq,proto3" json:"Seq,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2776,13 +2776,6 @@ func (x *WebsocketMessage) GetSendBackspaceRequest() *SendBackspaceRequest {
 	return nil
 }
 
-func (x *WebsocketMessage) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
 func (x *WebsocketMessage) GetResumeFrom() uint64 {
 	if x != nil {
 		return x.ResumeFrom
@@ -2837,6 +2830,13 @@ func (x *WebsocketMessage) GetShowsOptions() bool {
 		return x.ShowsOptions
 	}
 	return false
+}
+
+func (x *WebsocketMessage) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
 }
 
 // GetHistory (Cmd "GetHistory") pages through the token's settled
@@ -4434,7 +4434,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x11project_directory\x18\x03 \x01(\tR\x10projectDirectory\x12\x1d\n" +
 	"\n" +
 	"created_at\x18\x04 \x01(\x03R\tcreatedAt\x12\x17\n" +
-	"\alost_at\x18\x05 \x01(\x03R\x06lostAt\"\xb7\x11\n" +
+	"\alost_at\x18\x05 \x01(\x03R\x06lostAt\"\xbd\x11\n" +
 	"\x10WebsocketMessage\x12\x10\n" +
 	"\x03Cmd\x18\x01 \x01(\tR\x03Cmd\x12T\n" +
 	"\x12AskQuestionRequest\x18\x02 \x01(\v2$.agentassistproto.AskQuestionRequestR\x12AskQuestionRequest\x12Q\n" +
@@ -4454,8 +4454,7 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x17ChatMessageNotification\x18\x16 \x01(\v2).agentassistproto.ChatMessageNotificationR\x17ChatMessageNotification\x12Q\n" +
 	"\x11UserLoginResponse\x18\x17 \x01(\v2#.agentassistproto.UserLoginResponseR\x11UserLoginResponse\x12~\n" +
 	" UserConnectionStatusNotification\x18\x18 \x01(\v22.agentassistproto.UserConnectionStatusNotificationR UserConnectionStatusNotification\x12Z\n" +
-	"\x14SendBackspaceRequest\x18\x19 \x01(\v2&.agentassistproto.SendBackspaceRequestR\x14SendBackspaceRequest\x12\x10\n" +
-	"\x03Seq\x18\x1a \x01(\x04R\x03Seq\x12\x1e\n" +
+	"\x14SendBackspaceRequest\x18\x19 \x01(\v2&.agentassistproto.SendBackspaceRequestR\x14SendBackspaceRequest\x12\x1e\n" +
 	"\n" +
 	"ResumeFrom\x18\x1b \x01(\x04R\n" +
 	"ResumeFrom\x12\x14\n" +
@@ -4465,7 +4464,8 @@ const file_agentassistproto_agentassist_proto_rawDesc = "" +
 	"\x05Error\x18\x1f \x01(\v2#.agentassistproto.ErrorNotificationR\x05Error\x12x\n" +
 	"\x1eRequestAgentStatusNotification\x18( \x01(\v20.agentassistproto.RequestAgentStatusNotificationR\x1eRequestAgentStatusNotification\x12N\n" +
 	"\fRequestsLost\x18) \x01(\v2*.agentassistproto.RequestsLostNotificationR\fRequestsLost\x12\"\n" +
-	"\fShowsOptions\x18* \x01(\bR\fShowsOptions\"A\n" +
+	"\fShowsOptions\x18* \x01(\bR\fShowsOptions\x12\x10\n" +
+	"\x03Seq\x18+ \x01(\x04R\x03SeqJ\x04\b\x1a\x10\x1b\"A\n" +
 	"\x11GetHistoryRequest\x12\x16\n" +
 	"\x06before\x18\x01 \x01(\x03R\x06before\x12\x14\n" +
 	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xd3\x03\n" +

@@ -118,6 +118,10 @@ type Reply struct {
 	// one's outcome is let go) is not answered (ErrNotPending). A
 	// capability outlives its question. Not saved.
 	Of [sha256.Size]byte
+	// AsWritten: the device shows no options and hears no refusal
+	// (upstream's web UI and apps): its answer is taken as written, not
+	// checked against the options (wire.CheckAnswer). Not saved.
+	AsWritten bool
 }
 
 // Errors Ask, Answer and Chat return; the RPC and /ws layers map them to

@@ -162,7 +162,7 @@ func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id s
 	}
 	// Every door answers here: a device, a capability, a chat reply.
 	// What the question allows is checked once, for all of them.
-	if err := wire.CheckAnswer(p.req.Questions, rep.Contents); err != nil && !rep.IsError {
+	if err := wire.CheckAnswer(p.req.Questions, rep.Contents); err != nil && !rep.IsError && !rep.AsWritten {
 		return nil, nil, fmt.Errorf("%w: %w", ErrNotAnOption, err)
 	}
 	return r, p, nil

@@ -356,6 +356,9 @@ func (c *conn) answer(kind wire.Kind, cmd, id string, isErr bool, meta map[strin
 	// a request asked elsewhere.
 	err := c.h.o.Hub.Answer(context.Background(), c.token, kind, id, hub.Reply{
 		IsError: isErr, Meta: meta, Contents: contents, ClientID: c.id, Nickname: c.Nickname(), Door: "ws",
+		// A client that shows no options (options.go) knows no Error
+		// frame either: it marks its card answered whatever follows.
+		AsWritten: c.optionsInText,
 	})
 	if errors.Is(err, hub.ErrNotSaved) {
 		c.sendError("not_saved", err.Error(), id, cmd) // still pending: the person may try again

@@ -130,3 +130,48 @@ func TestOptionsTextOneLabelALine(t *testing.T) {
 		}
 	})
 }
+
+// TestOlderWebUITypedAnswerIsTaken: upstream's web UI shows a question
+// that takes only its options as text, and marks its card answered as
+// soon as the person sends what they typed; it knows no Error frame, so
+// a refusal would leave the person believing they answered while the
+// agent waits on. A client that does not say it shows options has its
+// typed answer taken as written, as upstream's own server takes it; one
+// that shows them is refused, and the question stays.
+func TestOlderWebUITypedAnswerIsTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		f := start(t, inbox.Options{})
+		older := f.login(t, tokA, "聪明的开发者123")
+		ours := f.connect(t)
+		ours.ShowsOptions = true
+		if err := ours.LogIn(tokA, "laptop", "", 0); err != nil || !ours.Login.GetSuccess() {
+			t.Fatalf("login: %v %v", err, ours.Login)
+		}
+		only := []*pb.Question{{Options: []*pb.Option{{Label: "left"}, {Label: "right"}}}}
+		got := make(chan *hub.Reply, 1)
+		go func() {
+			rep, _ := f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Which way?", Timeout: time.Hour, Questions: only})
+			got <- rep
+		}()
+		expect(t, older, wire.CmdAskQuestion)
+		expect(t, ours, wire.CmdAskQuestion)
+		typed := func(s string) *pb.WebsocketMessage {
+			return &pb.WebsocketMessage{Cmd: wire.CmdAskQuestionReply, AskQuestionRequest: &pb.AskQuestionRequest{ID: "q"},
+				AskQuestionResponse: &pb.AskQuestionResponse{ID: "q", Contents: []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: s}}}}}
+		}
+		send(t, ours, typed("up"))
+		if e := expect(t, ours, wire.CmdError).GetError(); e.GetCode() != "invalid_request" || e.GetRequestId() != "q" {
+			t.Fatalf("a typed answer where the options show: %v", e)
+		}
+		send(t, older, typed("maybe"))
+		synctest.Wait()
+		select {
+		case rep := <-got:
+			if rep == nil || len(rep.Contents) != 1 || rep.Contents[0].GetText().GetText() != "maybe" {
+				t.Fatalf("the agent got %v", rep)
+			}
+		default:
+			t.Fatal("the older web UI's typed answer was refused: its card says answered, the agent still waits")
+		}
+	})
+}
