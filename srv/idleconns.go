@@ -82,8 +82,9 @@ func (ic *IdleConns) ConnContext(ctx context.Context, c net.Conn) context.Contex
 	return context.WithValue(ctx, idleConnKey{}, e)
 }
 
-// ConnState is the http.Server's: a new or idle connection waits, a
-// hijacked or closed one is forgotten.
+// ConnState is the http.Server's: a new or idle connection waits, one
+// whose request has arrived does not, a hijacked or closed one is
+// forgotten.
 func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
 	switch st {
 	case http.StateNew, http.StateIdle:
@@ -97,6 +98,16 @@ func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
 		}
 		ic.mu.Unlock()
 		victim.close()
+	case http.StateActive:
+		// A request's headers are in: it is on its way to the handler
+		// (Wrap), and no longer waits meanwhile. Closed now, it would be
+		// lost to a client that cannot send it again (http.Transport
+		// retries only idempotent requests).
+		ic.mu.Lock()
+		if e := ic.conns[c]; e != nil {
+			ic.unwaitLocked(e)
+		}
+		ic.mu.Unlock()
 	case http.StateHijacked, http.StateClosed:
 		ic.mu.Lock()
 		if e := ic.conns[c]; e != nil {

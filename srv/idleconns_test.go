@@ -384,3 +384,97 @@ func TestBodiesBeforeTheTokenAreBounded(t *testing.T) {
 		t.Errorf("waiting connections: %+v", st)
 	}
 }
+
+// TestIdleConnsSpareARequestThatArrived: a client reuses its kept-alive
+// connection for a POST; the server has read the request's headers
+// (StateActive) and is about to hand it to its handler when another
+// connection from the same address comes, at the bound. The connection
+// no longer waits: its request has arrived whole, and closing it would
+// lose a request the client cannot send again (http.Transport retries
+// only idempotent ones), as "server closed idle connection" or EOF.
+// The newcomer waits, and makes room only once the request is answered
+// and its connection waits again.
+func TestIdleConnsSpareARequestThatArrived(t *testing.T) {
+	idle := srv.NewIdleConns(0, 1)
+	hs := srv.NewHTTPServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, "taken")
+	}), srv.HTTPOptions{Idle: idle})
+	// The moment between the request's headers read and its handler,
+	// held open: until the newcomer has been counted.
+	var (
+		mu      sync.Mutex
+		reused  net.Conn // the client's connection, server side
+		hold    bool
+		arrived = make(chan struct{})
+		counted = make(chan struct{})
+		once    sync.Once
+	)
+	state := hs.ConnState
+	hs.ConnState = func(c net.Conn, st http.ConnState) {
+		state(c, st)
+		mu.Lock()
+		if reused == nil {
+			reused = c
+		}
+		first, held := c == reused, hold && c == reused && st == http.StateActive
+		if held {
+			hold = false
+		}
+		mu.Unlock()
+		switch {
+		case held:
+			close(arrived)
+			<-counted
+		case !first && st == http.StateNew:
+			once.Do(func() { close(counted) })
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = hs.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = hs.Close()
+		<-served
+	})
+	base := "http://" + ln.Addr().String()
+	// One connection: the second request reuses the first's.
+	cl := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	t.Cleanup(cl.CloseIdleConnections)
+	post := func() error {
+		resp, err := cl.Post(base+"/answer", "text/plain", strings.NewReader("Yes"))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && string(b) != "taken" {
+			err = errors.New("answered " + string(b))
+		}
+		return err
+	}
+	if err := post(); err != nil {
+		t.Fatal(err)
+	}
+	// The connection waits, kept alive; the client reuses it.
+	mu.Lock()
+	hold = true
+	mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- post() }()
+	<-arrived
+	newcomer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newcomer.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the request that had arrived: %v", err)
+	}
+}

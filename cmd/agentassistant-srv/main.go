@@ -31,6 +31,7 @@ import (
 	"github.com/agentassistant/agentassistant/srv/cluster"
 	"github.com/agentassistant/agentassistant/srv/datadir"
 	"github.com/agentassistant/agentassistant/srv/ingress"
+	"github.com/agentassistant/agentassistant/srv/mcphttp"
 	"github.com/agentassistant/agentassistant/srv/push"
 	"github.com/agentassistant/agentassistant/srv/relay"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -256,6 +257,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// again after a restart rather than refused (404) until the
 		// person reconnects the MCP client by hand.
 		so.MCP.SessionKey = key
+		// And the sessions their clients ended stay ended.
+		ended, err := mcphttp.OpenFileEnded(dataDir, so.MCP.MaxSessions, nil)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = ended.Close() }()
+		so.MCP.Ended = ended
 	} else {
 		sp, err := cl.OpenPush(ctx)
 		if err != nil {

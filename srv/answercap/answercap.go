@@ -44,8 +44,10 @@ type Cap struct {
 	// the reply's nickname and client ID.
 	Who, WhoID, Door string
 	Expires          time.Time
-	// Of is the Digest of its question (hub.Request): it answers no
-	// other asked since under the question's ID. Zero: whichever.
+	// Of is the Shown digest of its question (hub.Request): it answers
+	// no other asked since under the question's ID that shows anything
+	// else. Zero: whichever. One the release before made holds the
+	// question's Digest (hub.Reply.Of says what that still answers).
 	Of [sha256.Size]byte
 	// Answers, when not nil, are the only texts it answers with: the
 	// buttons its notification shows. A notification offers what the

@@ -80,8 +80,9 @@ type signed struct {
 	Door  string    `json:"d"`
 	Exp   int64     `json:"e"`
 	Nonce string    `json:"n"`
-	// Of: Cap.Of, base64url; none in one made by a build older than
-	// the release before, which is refused (open).
+	// Of: Cap.Of, base64url; the question's Digest in one the release
+	// before made (hub.Reply.Of says what that still answers); none in
+	// one made by a build older than that, which is refused (open).
 	Of string `json:"o,omitempty"`
 	// Answers: null for any text, else the digests of the only ones
 	// (Cap.Answers, answerSum): the texts themselves, written by JSON

@@ -389,7 +389,7 @@ func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	}
 	if ev.Kind == hub.Asked {
 		expires := expiresOf(ev)
-		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Digest(),
+		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Shown(),
 			Who: shownName(c.Name()), WhoID: c.Name(), Door: c.Name(), Expires: expires}
 		if o, ok := c.(offering); ok {
 			cp.Answers = o.offers(ev.Request)

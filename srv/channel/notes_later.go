@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +32,10 @@ type laterNotes struct {
 	// shared: the notes are a cluster's, written by other instances too
 	// (mayCome).
 	shared bool
+	// lost: a note could be neither written nor kept (a disk full for
+	// long), so a message sent may be one whose question is not known
+	// here (notesLost).
+	lost atomic.Bool
 	// wake tells run that a note is kept.
 	wake chan struct{}
 
@@ -79,7 +84,11 @@ func newLaterNotes(notes Notes, now func() time.Time, log *slog.Logger) *laterNo
 // Put writes value under key, or keeps it here to be written once the
 // store answers; an error only when it can do neither.
 func (l *laterNotes) Put(ctx context.Context, key string, value []byte, until time.Time) error {
-	return l.write(ctx, key, laterNote{value: value, until: until}, true)
+	err := l.write(ctx, key, laterNote{value: value, until: until}, true)
+	if err != nil {
+		l.lost.Store(true)
+	}
+	return err
 }
 
 // Delete forgets key, now or once the store answers.

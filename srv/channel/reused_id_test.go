@@ -26,6 +26,26 @@ import (
 // outlives a restart), must not answer the new question, which the
 // person never saw. The new notification's button answers it.
 func TestOldButtonDoesNotAnswerANewQuestionOfItsID(t *testing.T) {
+	yesNo := []*pb.Option{{Label: "Yes"}, {Label: "No"}}
+	oldButtonAfterReuse(t, "Drop the **staging** database?", yesNo, "Drop the **production** database?", yesNo)
+}
+
+// TestOldButtonDoesNotAnswerANewlyDescribedQuestion: the question asked
+// again under its ID has the same text and labels, but its options say
+// otherwise what they mean, as the notification shows them: a tap made
+// reading the first must not answer the second.
+func TestOldButtonDoesNotAnswerANewlyDescribedQuestion(t *testing.T) {
+	const text = "Drop the database?"
+	oldButtonAfterReuse(t,
+		text, []*pb.Option{{Label: "Yes", Description: "the staging one"}, {Label: "No"}},
+		text, []*pb.Option{{Label: "Yes", Description: "the production one"}, {Label: "No"}})
+}
+
+// oldButtonAfterReuse asks the first question, withdraws it and lets its
+// outcome go, asks the second under the same ID, and checks that the
+// first one's Yes button does not answer it and its own does.
+func oldButtonAfterReuse(t *testing.T, firstText string, firstOpts []*pb.Option, secondText string, secondOpts []*pb.Option) {
+	t.Helper()
 	// An outcome is kept no longer than it takes to settle: the ID is
 	// free again at once.
 	h := hub.New(hub.Options{RetentionBytes: 1})
@@ -49,12 +69,12 @@ func TestOldButtonDoesNotAnswerANewQuestionOfItsID(t *testing.T) {
 		Routes: map[string][]Channel{tokA: {&Ntfy{URL: ntfy.URL, Topic: "aa-secret-topic"}}}})
 	t.Cleanup(m.Close)
 
-	ask := func(id, text string) chan error {
+	ask := func(id, text string, opts []*pb.Option) chan error {
 		out := make(chan error, 1)
 		go func() {
 			_, err := h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: text,
 				ProjectDirectory: "/home/ana/shop", Timeout: time.Hour,
-				Questions: []*pb.Question{{Options: []*pb.Option{{Label: "Yes"}, {Label: "No"}}}}})
+				Questions: []*pb.Question{{Options: opts}}})
 			out <- err
 		}()
 		return out
@@ -68,7 +88,7 @@ func TestOldButtonDoesNotAnswerANewQuestionOfItsID(t *testing.T) {
 		if err := json.Unmarshal(bodies[n-1], &msg); err != nil {
 			t.Fatal(err)
 		}
-		if msg.Message != text || len(msg.Actions) == 0 {
+		if !strings.HasPrefix(msg.Message, text) || len(msg.Actions) == 0 {
 			t.Fatalf("published %+v, want %q with its buttons", msg, text)
 		}
 		return msg.Actions[0].Body
@@ -94,18 +114,18 @@ func TestOldButtonDoesNotAnswerANewQuestionOfItsID(t *testing.T) {
 		ntfy.waitFor(t, n) // the withdrawal told
 	}
 
-	first := ask("drop-db", "Drop the **staging** database?")
-	old := published(1, "Drop the **staging** database?")
+	first := ask("drop-db", firstText, firstOpts)
+	old := published(1, firstText)
 	withdraw("drop-db", first, 2)
 	// Another question settled: the first one's outcome is let go.
-	other := ask("other", "Go on?")
+	other := ask("other", "Go on?", nil)
 	published(3, "Go on?")
 	withdraw("other", other, 4)
 
-	second := ask("drop-db", "Drop the **production** database?")
-	shown := published(5, "Drop the **production** database?")
+	second := ask("drop-db", secondText, secondOpts)
+	shown := published(5, secondText)
 	if code := post(old); code == http.StatusOK {
-		t.Fatalf("the staging question's button answered the production question (%d)", code)
+		t.Fatalf("the first question's button answered the second one (%d)", code)
 	}
 	if code := post(shown); code != http.StatusOK {
 		t.Fatalf("the production question's own button: %d, want 200", code)

@@ -416,6 +416,23 @@ func mayCome(notes Notes) bool {
 	return ok && l.shared
 }
 
+// notesLost says a note could not be written (nor kept to be written
+// later) since the process started: a message of the bot's whose
+// question is not noted may be one still waiting, sent just then.
+func notesLost(notes Notes) bool {
+	l, ok := notes.(*laterNotes)
+	return ok && l.lost.Load()
+}
+
+// unnoted is why a reply to a message whose question is not noted is
+// not taken, once notes were lost (notesLost): the message may ask one
+// still waiting.
+const unnoted = "the question of the message you replied to is not known here: it was answered, withdrawn or timed out, or it could not be noted when it was sent (the server could not write its notes then). If it still waits, answer it in the app."
+
+// unnotedTap is unnoted for a tap on a button (at most 200 characters,
+// as a tap's answer).
+const unnotedTap = "This button's question is not known here: answered, withdrawn or timed out, or not noted when sent (the server could not write its notes then). If it still waits, answer it in the app."
+
 // expiresOf is when the question of ev stops waiting: its timeout, or a
 // day.
 func expiresOf(ev hub.Event) time.Time {

@@ -414,6 +414,10 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		if own != othersThread && !held && mayCome(s.notesOf()) && s.holdAside(ctx, m, a) {
 			return // its note may be on its way: tried again meanwhile
 		}
+		if own == botsThread && notesLost(s.notesOf()) {
+			notTaken(unnoted)
+			return
+		}
 		if own == botsThread {
 			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply in a question's own thread, or answer in the app.")
 		}

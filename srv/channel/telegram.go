@@ -416,6 +416,10 @@ func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQue
 		if !noted && mayCome(t.notesOf()) && laterAside(ctx) {
 			return // its note may be on its way: tried again, unconfirmed
 		}
+		if !noted && notesLost(t.notesOf()) {
+			reply(unnotedTap)
+			return
+		}
 		reply(answercap.ErrVoid.Error())
 		return
 	}
@@ -506,6 +510,10 @@ func (t *Telegram) replied(ctx context.Context, b *bot.Bot, m *models.Message, a
 				// The instance that sent it may keep its note until
 				// NATS takes it: tried again, unconfirmed, while the
 				// updates after it go on.
+				return
+			}
+			if !ok && notesLost(t.notesOf()) {
+				notTaken(unnoted)
 				return
 			}
 			notTaken("the message you replied to asks no pending question (it was answered, withdrawn or timed out, or is none); reply to a question's own message, or answer in the app.")

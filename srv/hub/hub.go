@@ -113,10 +113,11 @@ type Reply struct {
 	// Door names the way the answer came ("ws", "connect", "ingress"),
 	// for the metrics; not saved.
 	Door string
-	// Of, unless zero, is the Digest of the request answered: one asked
-	// since under its ID (an agent may use an ID again once the first
-	// one's outcome is let go) is not answered (ErrNotPending). A
-	// capability outlives its question. Not saved.
+	// Of, unless zero, is the Shown digest of the request answered: one
+	// asked since under its ID (an agent may use an ID again once the
+	// first one's outcome is let go) is not answered (ErrNotPending),
+	// even with the same text, when what it shows differs. A capability
+	// outlives its question. Not saved.
 	Of [sha256.Size]byte
 	// AsWritten: the device shows no options and hears no refusal
 	// (upstream's web UI and apps): its answer is taken as written, not
@@ -222,9 +223,12 @@ type Options struct {
 
 // Hub is safe for concurrent use.
 type Hub struct {
-	log   *slog.Logger
-	now   func() time.Time
-	saves told.Once // the store refusing writes now, told once (unsaved)
+	log *slog.Logger
+	now func() time.Time
+	// started is when the hub was made: a request asked before it may
+	// hold the previous release's capabilities (Request.answeredBy).
+	started time.Time
+	saves   told.Once // the store refusing writes now, told once (unsaved)
 
 	mu     lockorder.Mutex[lockorder.Rooms]
 	rooms  map[string]*room
@@ -299,6 +303,7 @@ func New(o Options) *Hub {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	h.started = h.now()
 	if h.shared == nil {
 		h.local = newLocalRecords(o.Store, h.self, h.Keeps(), h.now)
 		h.local.apply = h

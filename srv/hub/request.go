@@ -157,7 +157,7 @@ func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id s
 	if !shown && h.heardLate(ctx, r, id) {
 		p, shown = r.shownPending(id)
 	}
-	if !shown || p.req.Kind != kind || rep.Of != (digest{}) && rep.Of != p.req.Digest() {
+	if !shown || p.req.Kind != kind || !p.answeredBy(rep.Of, h.started) {
 		return nil, nil, ErrNotPending
 	}
 	// Every door answers here: a device, a capability, a chat reply.
@@ -294,6 +294,29 @@ type digest = [sha256.Size]byte
 
 // Digest tells q apart from another request under its ID (wire.Digest).
 func (q *Request) Digest() digest { return wire.Digest(q.Kind, q.ProjectDirectory, q.Text) }
+
+// Shown tells what q shows apart from what another request under its ID
+// shows (wire.Shown): what a capability answers.
+func (q *Request) Shown() digest {
+	return wire.Shown(q.Kind, q.ProjectDirectory, q.Text, q.Questions)
+}
+
+// answeredBy says whether an answer for the request of digest of
+// (Reply.Of) may answer p: zero (no capability says), or what p shows.
+// The previous release's capabilities hold p's Digest instead, which
+// leaves out its options: they answer only a request asked before the
+// hub started (at started), which that release may have made them for.
+// A request asked since has capabilities of this release only: one of
+// the previous release is of an earlier question under its ID.
+func (p *pending) answeredBy(of digest, started time.Time) bool {
+	switch of {
+	case digest{}, p.req.Shown():
+		return true
+	case p.sum:
+		return p.createdAt.Before(started)
+	}
+	return false
+}
 
 // statusOf is the store's status of a request settled with err (nil:
 // answered); apply.go's settledOf reads it back.

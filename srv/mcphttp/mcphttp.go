@@ -69,7 +69,15 @@ type Options struct {
 	// cancel, the session's end (peers.go). nil: the instance ends only
 	// what it holds.
 	Peers Peers
+	// Ended, with SessionKey, keeps the IDs of the sessions clients
+	// ended for the process's next run (ended.go): one process's
+	// sessions outlive a restart, and an ended one must not. nil: kept
+	// in memory only (a cluster's instances learn them through Peers).
+	Ended Ended
 }
+
+// defaultMaxSessions is MaxSessions' default.
+const defaultMaxSessions = 64
 
 // Handler is the /mcp endpoint.
 type Handler struct {
@@ -151,12 +159,13 @@ type session struct {
 // New returns the endpoint; Close stops it.
 func New(o Options) *Handler {
 	opt.Logger(&o.Logger)
-	opt.Default(&o.MaxSessions, 64)
+	opt.Default(&o.MaxSessions, defaultMaxSessions)
 	o.Replay.defaults()
 	h := &Handler{o: o, log: o.Logger, rooms: make(map[[sha256.Size]byte]*room)}
 	if o.SessionKey != nil {
 		h.key = deriveKey(o.SessionKey, sessionIDLabel)
 		h.evKey = deriveKey(o.SessionKey, eventIDLabel)
+		h.loadEnded()
 		if o.Peers != nil {
 			h.noteKey = deriveKey(o.SessionKey, noteLabel)
 			stop, err := o.Peers.Listen(h.heard)
@@ -365,6 +374,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && s != nil && h.key != nil {
 		// Its forms, and their withdrawals, numbered for the cluster.
 		w = formWriter{ResponseWriter: w, log: func() *eventLog { return h.logOf(s) }}
+	}
+	if r.Method == http.MethodDelete && s != nil {
+		h.keepEnded(s)
 	}
 	b.http.ServeHTTP(w, r.WithContext(ctx))
 	if r.Method == http.MethodDelete && s != nil && h.endedHere(s) {

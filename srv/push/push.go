@@ -164,7 +164,7 @@ func (p *Pusher) event(ev hub.Event) {
 				// Good for its buttons' answers only: a question that takes
 				// several options is not answered with one by a post of
 				// its capability either.
-				m.Cap = p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Digest(),
+				m.Cap = p.caps.Make(ev.Token, answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Shown(),
 					Who: s.Device, WhoID: s.ID, Door: "push", Expires: ev.AskedAt.Add(ttl),
 					Answers: append([]string{}, m.Actions...)}, p.o.Now())
 				m.Answer = "/push/answer"

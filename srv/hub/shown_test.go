@@ -1,0 +1,76 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// TestCapabilityAnswersWhatItsQuestionShowed: a capability's answer
+// (Reply.Of) takes the question whose shown digest it holds, not one
+// whose options say otherwise under the same ID and text. One of the
+// previous release, which holds the digest of the kind, project and
+// text only, still answers a question pending since before the restart
+// (it was made for it), never one asked since: under that release's
+// digest an earlier question of the ID would pass for it.
+func TestCapabilityAnswersWhatItsQuestionShowed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		yes := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Yes"}}}
+		req := func(id, desc string) Request {
+			return Request{Kind: wire.AskQuestion, ID: id, Text: "Drop the database?", ProjectDirectory: "/src/shop", Timeout: time.Hour,
+				Questions: []*pb.Question{{Options: []*pb.Option{{Label: "Yes", Description: desc}, {Label: "No"}}}}}
+		}
+		shownOf := func(r Request) [32]byte { return r.Shown() }
+		digestOf := func(r Request) [32]byte { return r.Digest() }
+		dir := t.TempDir()
+		db, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: db})
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() { _, _ = h.Ask(ctx, "tok", req("before", "the staging one")) }()
+		synctest.Wait()
+		h.Close()
+		cancel()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute) // the restart
+
+		if db, err = store.Open(dir, store.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		h2 := New(Options{Store: db})
+		defer h2.Close()
+		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
+			t.Fatal(err)
+		}
+		go func() { _, _ = h2.Ask(context.Background(), "tok", req("since", "the production one")) }()
+		synctest.Wait()
+
+		for _, c := range []struct {
+			name string
+			id   string
+			of   [32]byte
+			want error
+		}{
+			{"what the other question showed", "since", shownOf(req("since", "the staging one")), ErrNotPending},
+			{"the previous release's, for a question asked since", "since", digestOf(req("since", "the production one")), ErrNotPending},
+			{"what it showed", "since", shownOf(req("since", "the production one")), nil},
+			{"the previous release's, for a question from before the restart", "before", digestOf(req("before", "the staging one")), nil},
+		} {
+			err := h2.Allows(context.Background(), "tok", wire.AskQuestion, c.id, Reply{Contents: yes, Of: c.of})
+			if !errors.Is(err, c.want) && (err != nil || c.want != nil) {
+				t.Errorf("a capability of %s: %v, want %v", c.name, err, c.want)
+			}
+		}
+	})
+}
