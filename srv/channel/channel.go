@@ -63,7 +63,8 @@ type Notice struct {
 	// Seq names the question in each of its notices, telling nothing of
 	// its token or ID to whoever reads them (answercap.Store.Label):
 	// ntfy's sequence ID, so the notice that it is settled replaces the
-	// question's.
+	// question's; the tag Telegram's and Slack's buttons carry
+	// (telegram_tag.go).
 	Seq string
 
 	// slot is the channel's place among its token's (Options.Routes),
@@ -379,11 +380,14 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 	}
 }
 
+// seqOf is the Seq of the notices of question id of room.
+func (m *Manager) seqOf(room, id string) string { return m.o.Caps.Label("ntfy", room, id) }
+
 // notice is the notice of ev for c, the slot-th channel of its token;
 // a question's carries a capability made for c.
 func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	room := store.Room(ev.Token)
-	n := Notice{Event: ev, slot: slot, Seq: m.o.Caps.Label("ntfy", room, ev.Request.ID)}
+	n := Notice{Event: ev, slot: slot, Seq: m.seqOf(room, ev.Request.ID)}
 	if m.o.PublicURL != "" {
 		n.AppURL = m.o.PublicURL + "/"
 	}

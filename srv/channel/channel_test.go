@@ -86,6 +86,7 @@ const tokA, tokB = "token-a-0123456789abcdef", "token-b-0123456789abcdef"
 
 type fixture struct {
 	hub    *hub.Hub
+	m      *Manager
 	public *httptest.Server // the server's public address: its answer endpoint
 }
 
@@ -113,7 +114,7 @@ func newFixture(t *testing.T, routes map[string][]Channel, o Options) *fixture {
 	o.Hub, o.Caps, o.Routes, o.PublicURL = h, caps, routes, public.URL
 	m := New(o)
 	t.Cleanup(m.Close)
-	return &fixture{hub: h, public: public}
+	return &fixture{hub: h, m: m, public: public}
 }
 
 func (f *fixture) ask(token, id string) chan *hub.Reply {

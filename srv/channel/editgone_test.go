@@ -91,7 +91,7 @@ func TestSlackUpdateOfADeletedMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = notes.Close() })
-		api, _, h := pipeSlack(t, notes)
+		api, _, h, m := pipeSlack(t, notes)
 		answered := make(chan *hub.Reply, 1)
 		go func() {
 			rep, _ := h.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour,
@@ -102,7 +102,7 @@ func TestSlackUpdateOfADeletedMessage(t *testing.T) {
 		synctest.Wait()
 		api.Delete(deleted)
 		const copyTS = "1699999999.000001"
-		api.Envelope(t, "interactive", slacktest.Press("U42", "D42", copyTS, "a:0:"+tagOf(store.Room(tokA), "q-1")))
+		api.Envelope(t, "interactive", slacktest.Press("U42", "D42", copyTS, "a:0:"+m.seqOf(store.Room(tokA), "q-1")))
 		if rep := answer(t, answered); rep == nil || textOf(rep) != "Deploy" {
 			t.Fatalf("the agent got %+v", rep)
 		}

@@ -183,7 +183,7 @@ func settledMsgs[K comparable](ctx context.Context, c chat[K], n Notice, room st
 			return nil, fmt.Errorf("%s: %w", c.Name(), err)
 		}
 	}
-	for _, key := range c.copyKeys(tagOf(room, n.Request.ID)) {
+	for _, key := range c.copyKeys(n.Seq) {
 		var tn tagNote
 		if ok, err := getJSON(ctx, notes, key, &tn); err != nil || !ok || tn.Gone != "" {
 			continue

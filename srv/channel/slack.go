@@ -245,7 +245,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	// A copy may have been posted before (a post whose answer never
 	// came: the server died, or the call failed after Slack posted it):
 	// this one says so, and that one answers too (slack_tag.go).
-	tag := tagOf(room, n.Request.ID)
+	tag := n.Seq
 	var before tagNote
 	again, _ := getJSON(ctx, s.notesOf(), s.tagKey(tag), &before)
 	// shown stays once the question is settled; the hint goes with the

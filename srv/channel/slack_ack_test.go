@@ -141,14 +141,14 @@ func TestSlackHeldReplyAcknowledgedOnceHandled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const dm = "D42"
 		notes := newHidingNotes()
-		api, sl, h := pipeSlack(t, notes)
+		api, sl, h, m := pipeSlack(t, notes)
 		q1 := askOn(t, h, "q-1")
 		ts1 := api.Call(t, "chat.postMessage", 1)["_ts"]
 		q2 := askOn(t, h, "q-2")
 		ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
 		synctest.Wait()
 		notes.hide(sl.noteKey(slackKey{dm, ts1}))
-		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
+		notes.hide(sl.tagKey(m.seqOf(store.Room(tokA), "q-1")))
 
 		reply := slacktest.ThreadReply("U42", dm, ts1, "Ship it.")
 		first := make(chan error, 1)
@@ -168,7 +168,7 @@ func TestSlackHeldReplyAcknowledgedOnceHandled(t *testing.T) {
 		}
 
 		notes.show(sl.noteKey(slackKey{dm, ts1}))
-		notes.show(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
+		notes.show(sl.tagKey(m.seqOf(store.Room(tokA), "q-1")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Fatalf("the held reply: the agent got %q", got)
 		}

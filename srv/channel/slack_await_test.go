@@ -17,7 +17,7 @@ import (
 
 // pipeSlack is a Slack channel of a Manager given notes (a cluster's)
 // and Slack's double on an in-memory network, for a synctest bubble.
-func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub) {
+func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub, *Manager) {
 	t.Helper()
 	const botToken, appToken = "xoxb-3-secret-bot-token", "xapp-3-A1-secret-app-token"
 	ln := pipenet.New()
@@ -36,7 +36,7 @@ func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub) {
 	if err := api.Connected(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return api, sl, h
+	return api, sl, h, m
 }
 
 // notTakenIn are the "Not taken" messages posted so far, by thread.
@@ -62,14 +62,14 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const dm = "D42"
 		notes := newHidingNotes()
-		api, sl, h := pipeSlack(t, notes)
+		api, sl, h, m := pipeSlack(t, notes)
 		q1 := askOn(t, h, "q-1")
 		ts1 := api.Call(t, "chat.postMessage", 1)["_ts"]
 		q2 := askOn(t, h, "q-2")
 		ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
 		synctest.Wait()
 		notes.hide(sl.noteKey(slackKey{dm, ts1}))
-		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1"))) // held back with it
+		notes.hide(sl.tagKey(m.seqOf(store.Room(tokA), "q-1"))) // held back with it
 
 		// Acknowledged once taken (slack_ack_test.go).
 		held := make(chan error, 1)
@@ -90,7 +90,7 @@ func TestSlackReplyWaitsForItsNote(t *testing.T) {
 		}
 
 		notes.show(sl.noteKey(slackKey{dm, ts1}))
-		notes.show(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
+		notes.show(sl.tagKey(m.seqOf(store.Room(tokA), "q-1")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Errorf("the held reply: the agent got %q", got)
 		}
@@ -112,12 +112,12 @@ func TestSlackReplyWithoutNoteToldAtLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const dm = "D42"
 		notes := newHidingNotes()
-		api, sl, h := pipeSlack(t, notes)
+		api, sl, h, m := pipeSlack(t, notes)
 		askOn(t, h, "q-1")
 		ts := api.Call(t, "chat.postMessage", 1)["_ts"]
 		synctest.Wait()
 		notes.hide(sl.noteKey(slackKey{dm, ts}))
-		notes.hide(sl.tagKey(tagOf(store.Room(tokA), "q-1")))
+		notes.hide(sl.tagKey(m.seqOf(store.Room(tokA), "q-1")))
 
 		held := make(chan error, 1)
 		go func() { held <- api.Send(t.Context(), "events_api", slacktest.ThreadReply("U42", dm, ts, "Ship it.")) }()

@@ -48,7 +48,7 @@ func awaitFailedOpens(t *testing.T, api *slacktest.API, n int) []time.Time {
 // followed by the next connection at once, not after a wait.
 func TestSlackRefreshReconnectsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api, _, _ := pipeSlack(t, nil)
+		api, _, _, _ := pipeSlack(t, nil)
 		synctest.Wait()
 		start := time.Now()
 		for n, reason := range []string{"refresh_requested", "warning", "refresh_requested"} {
@@ -73,7 +73,7 @@ func TestSlackRefreshReconnectsAtOnce(t *testing.T) {
 // of the failures before it.
 func TestSlackReconnectWaitStartsAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api, _, _ := pipeSlack(t, nil)
+		api, _, _, _ := pipeSlack(t, nil)
 		synctest.Wait()
 		api.Down(http.StatusNotFound)
 		if err := api.Disconnect("refresh_requested"); err != nil {
@@ -103,7 +103,7 @@ func TestSlackReconnectWaitStartsAgain(t *testing.T) {
 // connection is back within that long of Slack's return.
 func TestSlackReconnectWaitBounded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api, _, _ := pipeSlack(t, nil)
+		api, _, _, _ := pipeSlack(t, nil)
 		synctest.Wait()
 		api.Down(http.StatusServiceUnavailable)
 		if err := api.Disconnect("refresh_requested"); err != nil {
@@ -131,7 +131,7 @@ func TestSlackReconnectWaitBounded(t *testing.T) {
 // limits is tried again no sooner than Slack asked (Retry-After).
 func TestSlackReconnectWaitsAsAsked(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api, _, _ := pipeSlack(t, nil)
+		api, _, _, _ := pipeSlack(t, nil)
 		synctest.Wait()
 		api.Down(http.StatusTooManyRequests)
 		if err := api.Disconnect("refresh_requested"); err != nil {

@@ -160,7 +160,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		return t.settle(ctx, b, n, room)
 	}
 	key := questionKey(room, n.Request.ID)
-	tag := tagOf(room, n.Request.ID)
+	tag := n.Seq
 	recall(ctx, t, room, n.Request.ID)
 	// A chat that may hold a copy sent before (a send whose answer never
 	// came: the server died, or the call failed after Telegram made the

@@ -69,7 +69,7 @@ const pipeBotToken = "123456:ABC-secret-bot-token"
 // pipeTelegram is a Telegram channel of a Manager given notes (a
 // cluster's) and the Bot API's double on an in-memory network, for a
 // synctest bubble.
-func pipeTelegram(t *testing.T, notes Notes) (*telegramtest.API, *Telegram, *hub.Hub) {
+func pipeTelegram(t *testing.T, notes Notes) (*telegramtest.API, *Telegram, *hub.Hub, *Manager) {
 	t.Helper()
 	ln := pipenet.New()
 	api := telegramtest.NewOn(pipeBotToken, ln)
@@ -83,7 +83,7 @@ func pipeTelegram(t *testing.T, notes Notes) (*telegramtest.API, *Telegram, *hub
 	t.Cleanup(caps.Follow(h, store.Room))
 	m := New(Options{Hub: h, Caps: caps, Routes: map[string][]Channel{tokA: {tg}}, Notes: notes})
 	t.Cleanup(m.Close)
-	return api, tg, h
+	return api, tg, h, m
 }
 
 // askOn asks the question id of tokA; its answer comes on the channel
@@ -113,13 +113,13 @@ func textOf(rep *hub.Reply) string {
 func TestTelegramReplyWaitsForItsNote(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		notes := newHidingNotes()
-		api, tg, h := pipeTelegram(t, notes)
+		api, tg, h, m := pipeTelegram(t, notes)
 		replied, tapped := sentKey{42, telegramtest.FirstMessageID}, sentKey{42, telegramtest.FirstMessageID + 1}
 		notes.hide(tg.noteKey(replied))
 		notes.hide(tg.noteKey(tapped))
 		// The notes its copies' tags name are held back with them.
-		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
-		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-2")))
+		notes.hide(tg.tagKey(42, m.seqOf(store.Room(tokA), "q-1")))
+		notes.hide(tg.tagKey(42, m.seqOf(store.Room(tokA), "q-2")))
 		q1 := askOn(t, h, "q-1")
 		api.Call(t, "sendMessage", 1)
 		q2 := askOn(t, h, "q-2")
@@ -151,8 +151,8 @@ func TestTelegramReplyWaitsForItsNote(t *testing.T) {
 
 		notes.show(tg.noteKey(replied))
 		notes.show(tg.noteKey(tapped))
-		notes.show(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
-		notes.show(tg.tagKey(42, tagOf(store.Room(tokA), "q-2")))
+		notes.show(tg.tagKey(42, m.seqOf(store.Room(tokA), "q-1")))
+		notes.show(tg.tagKey(42, m.seqOf(store.Room(tokA), "q-2")))
 		if got := textOf(answer(t, q1)); got != "Ship it." {
 			t.Errorf("the held reply: the agent got %q", got)
 		}
@@ -179,10 +179,10 @@ func TestTelegramReplyWaitsForItsNote(t *testing.T) {
 func TestTelegramReplyWithoutNoteToldAtLast(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		notes := newHidingNotes()
-		api, tg, h := pipeTelegram(t, notes)
+		api, tg, h, m := pipeTelegram(t, notes)
 		k := sentKey{42, telegramtest.FirstMessageID}
 		notes.hide(tg.noteKey(k))
-		notes.hide(tg.tagKey(42, tagOf(store.Room(tokA), "q-1")))
+		notes.hide(tg.tagKey(42, m.seqOf(store.Room(tokA), "q-1")))
 		askOn(t, h, "q-1")
 		api.Call(t, "sendMessage", 1)
 		synctest.Wait()
@@ -209,7 +209,7 @@ func TestTelegramReplyWithoutNoteToldAtLast(t *testing.T) {
 // told "Not taken" at once.
 func TestTelegramReplyWithoutNoteAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		api, _, _ := pipeTelegram(t, nil)
+		api, _, _, _ := pipeTelegram(t, nil)
 		reply := telegramtest.Reply(42, 500, 77, "Ship it.")
 		reply["message"].(map[string]any)["reply_to_message"].(map[string]any)["from"] = map[string]any{
 			"id": telegramtest.BotID(pipeBotToken), "is_bot": true, "first_name": "Agent Assistant"}

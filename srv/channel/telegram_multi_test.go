@@ -35,7 +35,7 @@ func TestTelegramTicksSeveral(t *testing.T) {
 			if len(b.CallbackData) > 64 {
 				t.Errorf("button %q's data is %d bytes; Telegram takes 1 to 64", b.Text, len(b.CallbackData))
 			}
-			if !strings.HasSuffix(b.CallbackData, tagOf(store.Room(tokA), "q-1")) {
+			if !strings.HasSuffix(b.CallbackData, f.m.seqOf(store.Room(tokA), "q-1")) {
 				t.Errorf("button %q's data %q lacks the question's tag", b.Text, b.CallbackData)
 			}
 		}

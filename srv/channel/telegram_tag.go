@@ -2,8 +2,6 @@ package channel
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,16 +23,9 @@ import (
 // with the reply), finds its question by the tag, and the copy is
 // noted then, so that it is edited with the others once the question
 // is settled. The copy sent again says that an earlier one may be
-// above. The tag is no capability: it only names the question, whose
-// answer is still taken from the configured chats alone.
-
-// tagOf is the tag of question id of room: the same in every copy, also
-// across a restart. A hash, so that it says nothing of either. Slack's
-// buttons carry it too (slack_tag.go).
-func tagOf(room, id string) string {
-	h := sha256.Sum256([]byte("channel-tag\x00" + room + "\x00" + id))
-	return base64.RawURLEncoding.EncodeToString(h[:12])
-}
+// above. The tag is the notice's Seq, keyed with the server's secret.
+// It is no capability: it only names the question, whose answer is
+// still taken from the configured chats alone.
 
 // tagKey names the note of the copies of the question tagged tag in
 // chat.

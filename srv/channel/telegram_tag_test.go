@@ -17,7 +17,7 @@ import (
 func TestTelegramCopyByTagEditedOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		notes := newHidingNotes()
-		api, tg, h := pipeTelegram(t, notes)
+		api, tg, h, _ := pipeTelegram(t, notes)
 		k := sentKey{42, telegramtest.FirstMessageID}
 		notes.hide(tg.noteKey(k))
 		q := askOn(t, h, "q-1")

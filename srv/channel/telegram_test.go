@@ -32,7 +32,7 @@ func TestTelegram(t *testing.T) {
 	}
 	no := kb.InlineKeyboard[0][1]
 	// Its index, and the tag naming the question (telegram_tag.go).
-	if no.Text != "No" || no.CallbackData != "a:1:"+tagOf(store.Room(tokA), "q-1") {
+	if no.Text != "No" || no.CallbackData != "a:1:"+f.m.seqOf(store.Room(tokA), "q-1") {
 		t.Fatalf("button %+v: its data must carry no capability (anyone in the chat can read it)", no)
 	}
 
