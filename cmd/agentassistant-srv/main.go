@@ -258,7 +258,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// person reconnects the MCP client by hand.
 		so.MCP.SessionKey = key
 		// And the sessions their clients ended stay ended.
-		ended, err := mcphttp.OpenFileEnded(dataDir, so.MCP.MaxSessions, nil)
+		ended, err := mcphttp.OpenFileEnded(dataDir, so.MCP.MaxSessions, nil, log)
 		if err != nil {
 			return err
 		}

@@ -4,11 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"log/slog"
+	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Ended keeps the signed IDs of the sessions clients ended (DELETE)
@@ -52,19 +58,54 @@ type FileEnded struct {
 
 // OpenFileEnded opens (or creates) the ended IDs in dir, keeping perRoom
 // of a room (0: 64, the default MaxSessions), dropping those past
-// EndedAge; now is the clock (nil: time.Now). Close closes the file.
-func OpenFileEnded(dir string, perRoom int, now func() time.Time) (*FileEnded, error) {
+// EndedAge; now is the clock (nil: time.Now). A damaged file is set
+// aside (EndedFileName.damaged-TIME) and a new one made, as log says:
+// what it kept only keeps ended sessions from being served again, which
+// is not worth a server that will not start. Close closes the file.
+func OpenFileEnded(dir string, perRoom int, now func() time.Time, log *slog.Logger) (*FileEnded, error) {
 	if now == nil {
 		now = time.Now
 	}
 	if perRoom <= 0 {
 		perRoom = defaultMaxSessions
 	}
-	db, err := bolt.Open(filepath.Join(dir, EndedFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return nil, fmt.Errorf("open the ended /mcp sessions: %w", err)
+	path := filepath.Join(dir, EndedFileName)
+	f := &FileEnded{now: now, perRoom: perRoom}
+	err := f.open(path)
+	if err != nil && !errors.Is(err, berrors.ErrTimeout) {
+		aside := path + ".damaged-" + now().UTC().Format("20060102T150405.000000000Z")
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("%w; and it could not be set aside (%w): move it out of the way", err, rerr)
+		}
+		opt.Logger(&log)
+		log.Warn("the ended /mcp sessions' file is damaged: set aside, and a new one made; the sessions their clients ended before are served again",
+			"err", err, "file", aside)
+		err = f.open(path)
 	}
-	f := &FileEnded{db: db, now: now, perRoom: perRoom}
+	if err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// open opens the file at path into f and drops what is past EndedAge;
+// a fault or panic of bbolt's on a damaged page is an error.
+func (f *FileEnded) open(path string) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if f.db != nil {
+				_ = f.db.Close()
+				f.db = nil
+			}
+			err = fmt.Errorf("open the ended /mcp sessions: the file is damaged: %v", p)
+		}
+	}()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return fmt.Errorf("open the ended /mcp sessions: %w", err)
+	}
+	f.db = db
 	err = db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(endedBucket)
 		if err != nil {
@@ -86,9 +127,10 @@ func OpenFileEnded(dir string, perRoom int, now func() time.Time) (*FileEnded, e
 	})
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("prune the ended /mcp sessions: %w", err)
+		f.db = nil
+		return fmt.Errorf("prune the ended /mcp sessions: %w", err)
 	}
-	return f, nil
+	return nil
 }
 
 // Close closes the file.
