@@ -223,12 +223,9 @@ type Options struct {
 
 // Hub is safe for concurrent use.
 type Hub struct {
-	log *slog.Logger
-	now func() time.Time
-	// started is when the hub was made: a request asked before it may
-	// hold the previous release's capabilities (Request.answeredBy).
-	started time.Time
-	saves   told.Once // the store refusing writes now, told once (unsaved)
+	log   *slog.Logger
+	now   func() time.Time
+	saves told.Once // the store refusing writes now, told once (unsaved)
 
 	mu     lockorder.Mutex[lockorder.Rooms]
 	rooms  map[string]*room
@@ -303,7 +300,6 @@ func New(o Options) *Hub {
 	if h.now == nil {
 		h.now = time.Now
 	}
-	h.started = h.now()
 	if h.shared == nil {
 		h.local = newLocalRecords(o.Store, h.self, h.Keeps(), h.now)
 		h.local.apply = h

@@ -157,7 +157,7 @@ func (h *Hub) answerable(ctx context.Context, token string, kind wire.Kind, id s
 	if !shown && h.heardLate(ctx, r, id) {
 		p, shown = r.shownPending(id)
 	}
-	if !shown || p.req.Kind != kind || !p.answeredBy(rep.Of, h.started) {
+	if !shown || p.req.Kind != kind || !p.answeredBy(rep.Of) {
 		return nil, nil, ErrNotPending
 	}
 	// Every door answers here: a device, a capability, a chat reply.
@@ -304,18 +304,11 @@ func (q *Request) Shown() digest {
 // answeredBy says whether an answer for the request of digest of
 // (Reply.Of) may answer p: zero (no capability says), or what p shows.
 // The previous release's capabilities hold p's Digest instead, which
-// leaves out its options: they answer only a request asked before the
-// hub started (at started), which that release may have made them for.
-// A request asked since has capabilities of this release only: one of
-// the previous release is of an earlier question under its ID.
-func (p *pending) answeredBy(of digest, started time.Time) bool {
-	switch of {
-	case digest{}, p.req.Shown():
-		return true
-	case p.sum:
-		return p.createdAt.Before(started)
-	}
-	return false
+// leaves out its options; they answer as they did in that release until
+// they expire (instances of it may make them yet, in a cluster upgraded
+// one instance at a time). This release makes none.
+func (p *pending) answeredBy(of digest) bool {
+	return of == digest{} || of == p.req.Shown() || of == p.sum
 }
 
 // statusOf is the store's status of a request settled with err (nil:
