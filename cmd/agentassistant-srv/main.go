@@ -293,7 +293,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		chans.Notes, chans.Leader = chanShare, chanShare
 	}
 	if chans != nil && chanShare == nil {
-		notes, err := channel.OpenFileNotes(dataDir, nil)
+		notes, err := channel.OpenFileNotes(dataDir, nil, log)
 		if err != nil {
 			return err
 		}

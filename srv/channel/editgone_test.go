@@ -24,7 +24,7 @@ import (
 // not owed, tried again for two days.
 func TestTelegramEditOfADeletedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		notes, err := OpenFileNotes(t.TempDir(), nil)
+		notes, err := OpenFileNotes(t.TempDir(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +86,7 @@ func TestTelegramEditOfADeletedMessage(t *testing.T) {
 // the update of the deleted one is not owed, tried again for two days.
 func TestSlackUpdateOfADeletedMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		notes, err := OpenFileNotes(t.TempDir(), nil)
+		notes, err := OpenFileNotes(t.TempDir(), nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/boltfile"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -35,20 +37,21 @@ const NotesFileName = "channel-notes.db"
 var notesBucket = []byte("notes")
 
 // OpenFileNotes opens (or creates) the notes in dir, dropping those past
-// their time; now is the clock (nil: time.Now). Close closes them.
-func OpenFileNotes(dir string, now func() time.Time) (*FileNotes, error) {
+// their time; now is the clock (nil: time.Now). A damaged file is set
+// aside and a new one made, as log says (boltfile.Open). Close closes
+// them.
+func OpenFileNotes(dir string, now func() time.Time, log *slog.Logger) (*FileNotes, error) {
 	if now == nil {
 		now = time.Now
 	}
-	db, err := bolt.Open(filepath.Join(dir, NotesFileName), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	n := &FileNotes{now: now}
+	db, err := boltfile.Open(filepath.Join(dir, NotesFileName), "the channels' notes",
+		"the messages sent before are no longer edited once their questions are settled", log,
+		func(db *bolt.DB) error { n.db = db; return n.prune() })
 	if err != nil {
-		return nil, fmt.Errorf("open the channels' notes: %w", err)
-	}
-	n := &FileNotes{db: db, now: now}
-	if err := n.prune(); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
+	n.db = db
 	return n, nil
 }
 

@@ -1,8 +1,12 @@
 package channel
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -15,7 +19,7 @@ func TestFileNotesOutliveTheProcess(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { return now }
 	ctx := context.Background()
-	n, err := OpenFileNotes(dir, clock)
+	n, err := OpenFileNotes(dir, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +43,7 @@ func TestFileNotesOutliveTheProcess(t *testing.T) {
 	}
 
 	now = now.Add(2 * time.Minute)
-	n, err = OpenFileNotes(dir, clock)
+	n, err = OpenFileNotes(dir, clock, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,5 +62,63 @@ func TestFileNotesOutliveTheProcess(t *testing.T) {
 	}
 	if ok, err := n.Create(ctx, "short", []byte("again"), now.Add(time.Hour)); !ok || err != nil {
 		t.Fatalf("create over an expired note: %v %v", ok, err)
+	}
+}
+
+// TestFileNotesDamaged: a damaged channel-notes.db (junk, or a page of
+// its tree overwritten) neither stops the server from starting nor
+// crashes it: the file is set aside, for inspection, and a new one kept.
+func TestFileNotesDamaged(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, path string)
+	}{
+		{"junk", func(t *testing.T, path string) {
+			if err := os.WriteFile(path, bytes.Repeat([]byte{0xab}, 16<<10), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a page overwritten", func(t *testing.T, path string) {
+			n, err := OpenFileNotes(filepath.Dir(path), nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Put(ctx, "telegram.1.42.101", []byte(`{"i":"q1"}`), time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			_ = n.Close()
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Past the two meta pages, whose checksums stay good.
+			for i := 2 * os.Getpagesize(); i < len(b); i++ {
+				b[i] = 0xab
+			}
+			if err := os.WriteFile(path, b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, NotesFileName)
+			tc.damage(t, path)
+			n, err := OpenFileNotes(dir, nil, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatalf("a damaged file stops the start: %v", err)
+			}
+			defer n.Close()
+			if err := n.Put(ctx, "told.1", []byte("1"), time.Now().Add(time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if v, ok, err := n.Get(ctx, "told.1"); err != nil || !ok || string(v) != "1" {
+				t.Errorf("noted %q %v %v, want 1", v, ok, err)
+			}
+			if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) != 1 {
+				t.Errorf("set aside %v, want the damaged file", aside)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ func (e *editor) state() (tries int, made []string) {
 // it.
 func owedSetup(t *testing.T) (h *hub.Hub, notes *FileNotes, ask, answer func()) {
 	t.Helper()
-	notes, err := OpenFileNotes(t.TempDir(), nil)
+	notes, err := OpenFileNotes(t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

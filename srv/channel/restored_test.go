@@ -76,7 +76,7 @@ func (r *recorder) Send(_ context.Context, n Notice) error {
 // channel had is not sent again once the requests are restored; the one
 // it never had is.
 func TestRestoredSendsWhatWasNotSent(t *testing.T) {
-	notes, err := OpenFileNotes(t.TempDir(), nil)
+	notes, err := OpenFileNotes(t.TempDir(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"runtime/debug"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/boltfile"
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Ended keeps the signed IDs of the sessions clients ended (DELETE)
@@ -69,44 +65,19 @@ func OpenFileEnded(dir string, perRoom int, now func() time.Time, log *slog.Logg
 	if perRoom <= 0 {
 		perRoom = defaultMaxSessions
 	}
-	path := filepath.Join(dir, EndedFileName)
 	f := &FileEnded{now: now, perRoom: perRoom}
-	err := f.open(path)
-	if err != nil && !errors.Is(err, berrors.ErrTimeout) {
-		aside := path + ".damaged-" + now().UTC().Format("20060102T150405.000000000Z")
-		if rerr := os.Rename(path, aside); rerr != nil {
-			return nil, fmt.Errorf("%w; and it could not be set aside (%w): move it out of the way", err, rerr)
-		}
-		opt.Logger(&log)
-		log.Warn("the ended /mcp sessions' file is damaged: set aside, and a new one made; the sessions their clients ended before are served again",
-			"err", err, "file", aside)
-		err = f.open(path)
-	}
+	db, err := boltfile.Open(filepath.Join(dir, EndedFileName), "the ended /mcp sessions' file",
+		"the sessions their clients ended before are served again", log, f.prune)
 	if err != nil {
 		return nil, err
 	}
+	f.db = db
 	return f, nil
 }
 
-// open opens the file at path into f and drops what is past EndedAge;
-// a fault or panic of bbolt's on a damaged page is an error.
-func (f *FileEnded) open(path string) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			if f.db != nil {
-				_ = f.db.Close()
-				f.db = nil
-			}
-			err = fmt.Errorf("open the ended /mcp sessions: the file is damaged: %v", p)
-		}
-	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
-	if err != nil {
-		return fmt.Errorf("open the ended /mcp sessions: %w", err)
-	}
-	f.db = db
-	err = db.Update(func(tx *bolt.Tx) error {
+// prune drops the IDs past EndedAge.
+func (f *FileEnded) prune(db *bolt.DB) error {
+	return db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(endedBucket)
 		if err != nil {
 			return err
@@ -125,12 +96,6 @@ func (f *FileEnded) open(path string) (err error) {
 		}
 		return nil
 	})
-	if err != nil {
-		_ = db.Close()
-		f.db = nil
-		return fmt.Errorf("prune the ended /mcp sessions: %w", err)
-	}
-	return nil
 }
 
 // Close closes the file.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentassistant/agentassistant/internal/boltfile"
 )
 
 // JournalName is the journal file inside the data directory.
@@ -174,7 +176,7 @@ func (s *Store) openJournal(dir string, wrap func(JournalFile) JournalFile) ([]R
 		}
 	}
 	if len(bad) > 0 {
-		kept, err := setAside(path)
+		kept, err := boltfile.SetAside(path)
 		if err != nil {
 			return nil, fmt.Errorf("the request journal %s is damaged and could not be set aside (%w): move it out of the way and start again", path, err)
 		}

@@ -13,13 +13,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/boltfile"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
@@ -191,7 +191,7 @@ func Open(dir string, o Options) (*Store, error) {
 	}
 	kept := ""
 	if found.damaged() {
-		kept, err = setAside(path)
+		kept, err = boltfile.SetAside(path)
 		if err != nil {
 			return nil, fmt.Errorf("the request store %s is damaged (%s) and could not be set aside (%w): move it out of the way and start again",
 				path, found.problems[0], err)
@@ -200,7 +200,7 @@ func Open(dir string, o Options) (*Store, error) {
 	// The freelist is rebuilt on open rather than written with every
 	// commit: cheaper commits for a write-heavy store.
 	var db *bolt.DB
-	err = safely(func() (err error) {
+	err = boltfile.Safely(func() (err error) {
 		db, err = bolt.Open(path, 0o600, &bolt.Options{
 			Timeout: lockWait, NoSync: !o.Sync, NoFreelistSync: true, FreelistType: bolt.FreelistMapType,
 		})
@@ -346,7 +346,7 @@ func checkPath(path string) (*checked, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	var lock *bolt.DB
-	err = safely(func() (err error) {
+	err = boltfile.Safely(func() (err error) {
 		lock, err = bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: lockWait})
 		return err
 	})
@@ -365,35 +365,6 @@ func checkPath(path string) (*checked, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	return checkFile(f, fi.Size()), nil
-}
-
-// safely runs fn, turning a panic or a fault on a memory-mapped page into
-// an error, for what bbolt does on this goroutine.
-func safely(fn func() error) (err error) {
-	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("the database is damaged: %v", p)
-		}
-	}()
-	return fn()
-}
-
-// setAside renames the file at path to path.damaged-TIME (and a number,
-// should that be taken) and returns the new name.
-func setAside(path string) (string, error) {
-	base := path + ".damaged-" + time.Now().UTC().Format("20060102T150405Z")
-	name := base
-	for i := 2; ; i++ {
-		if _, err := os.Lstat(name); errors.Is(err, fs.ErrNotExist) { // #nosec G703 -- beside our own file
-			break
-		}
-		name = fmt.Sprintf("%s-%d", base, i)
-	}
-	if err := os.Rename(path, name); err != nil { // #nosec G703 -- as above
-		return "", fmt.Errorf("set aside: %w", err)
-	}
-	return name, nil
 }
 
 // Close commits what is queued, stops the writer and closes the database.
