@@ -76,12 +76,8 @@ func (m *Manager) oweAsking(c Channel, n Notice) {
 	}
 }
 
-// sentAlready reports whether n's question was sent by c, or is no
-// longer pending: nothing to send.
-func (m *Manager) sentAlready(c Channel, n Notice) (bool, error) {
-	if !m.o.Hub.Validity(n.Token, []string{n.Request.ID})[n.Request.ID] {
-		return true, nil
-	}
+// noted reports whether n's question was noted sent by c.
+func (m *Manager) noted(c Channel, n Notice) (bool, error) {
 	_, found, err := m.o.Notes.Get(m.goroutines.Context(), m.owedKey(c, n))
 	return found, err
 }
@@ -112,7 +108,10 @@ func (m *Manager) claimAsking(c Channel, n Notice, who string, wait time.Duratio
 // (errMadeElsewhere: looked at again after owedWait).
 func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 	sent := func() (bool, error) {
-		done, err := m.sentAlready(c, n)
+		done, err := true, error(nil)
+		if m.o.Hub.Validity(n.Token, []string{n.Request.ID})[n.Request.ID] {
+			done, err = m.noted(c, n)
+		}
 		if done {
 			m.forgetAsking(c, n)
 		}

@@ -384,10 +384,7 @@ func (m *Manager) enqueue(ev hub.Event, slot int, c Channel) {
 // a question's carries a capability made for c.
 func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 	room := store.Room(ev.Token)
-	n := Notice{Event: ev, slot: slot, Seq: m.o.Caps.Label("ntfy", room, ev.Request.ID)}
-	if m.o.PublicURL != "" {
-		n.AppURL = m.o.PublicURL + "/"
-	}
+	n := m.named(Notice{Event: ev, slot: slot})
 	if ev.Kind == hub.Asked {
 		expires := expiresOf(ev)
 		cp := answercap.Cap{Room: room, Kind: ev.Request.Kind, ID: ev.Request.ID, Of: ev.Request.Digest(),
@@ -399,6 +396,16 @@ func (m *Manager) notice(ev hub.Event, slot int, c Channel) Notice {
 		if m.o.PublicURL != "" {
 			n.AnswerURL = m.o.PublicURL + "/push/answer"
 		}
+	}
+	return n
+}
+
+// named is n with what names its question in each of its notices: Seq,
+// and the app's address.
+func (m *Manager) named(n Notice) Notice {
+	n.Seq = m.o.Caps.Label("ntfy", store.Room(n.Token), n.Request.ID)
+	if m.o.PublicURL != "" {
+		n.AppURL = m.o.PublicURL + "/"
 	}
 	return n
 }
@@ -491,9 +498,9 @@ func (m *Manager) send(q *queue, n Notice) {
 			} else if !ok {
 				m.log.Debug("a question being sent by the instance that took it over", "channel", c.Name(), "id", n.Request.ID)
 				return
-			} else if done, _ := m.sentAlready(c, n); done {
+			} else if done, _ := m.noted(c, n); done {
 				// Sent by another instance while this one held it
-				// (its credential refused), or settled meanwhile.
+				// (its credential refused).
 				m.forgetAsking(c, n)
 				return
 			}

@@ -112,14 +112,16 @@ func recordOf(c Channel, n Notice) sentRecord {
 		ReqKind: n.Request.Kind, Agent: n.Request.AgentName, Project: n.Request.ProjectDirectory}
 }
 
-// notice is the settled notice of r, for the token token.
-func (r sentRecord) notice(token string) Notice {
+// recordNotice is the settled notice of r, for the token token, named
+// as its question's notices are (named): ntfy's replaces the question's
+// notification.
+func (m *Manager) recordNotice(r sentRecord, token string) Notice {
 	ev := hub.Event{Kind: r.Kind, Token: token, At: r.At,
 		Request: hub.Request{Kind: r.ReqKind, ID: r.ID, AgentName: r.Agent, ProjectDirectory: r.Project}}
 	if r.Kind == hub.Answered {
 		ev.Reply = &hub.Reply{Nickname: r.Nick, Door: r.Door}
 	}
-	return Notice{Event: ev, slot: r.Slot}
+	return m.named(Notice{Event: ev, slot: r.Slot})
 }
 
 // settle marks r with the outcome of n.
@@ -301,7 +303,7 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool) {
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
 			slot := n.slot
-			n = rec.notice(n.Token)
+			n = m.recordNotice(rec, n.Token)
 			n.slot = slot
 		}
 	}
@@ -543,7 +545,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			n++
 			return nil
 		}
-		nt := rec.notice(tok)
+		nt := m.recordNotice(rec, tok)
 		since := rec.Since
 		if rec.Kind == 0 {
 			if m.o.Hub.Validity(tok, []string{rec.ID})[rec.ID] {
@@ -557,7 +559,7 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 				// a budget's eviction) before its outcome was noted:
 				// told as one server tells it after a restart.
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
-				nt, since = rec.notice(tok), now
+				nt, since = m.recordNotice(rec, tok), now
 			default:
 				return nil
 			}
@@ -637,7 +639,7 @@ func (m *Manager) restoreOwed() {
 				rec.Kind, rec.At, rec.Since = settledUnknown, now, now
 				at = now.Add(owedWait)
 			} else {
-				nt := withOutcome(rec.notice(tok), o)
+				nt := withOutcome(m.recordNotice(rec, tok), o)
 				rec.settle(nt)
 				rec.Since = now
 				// Noted: the outcome is known after the next restart
@@ -648,7 +650,7 @@ func (m *Manager) restoreOwed() {
 				}
 			}
 		}
-		m.owe(c, rec.notice(tok), rec.Since, at)
+		m.owe(c, m.recordNotice(rec, tok), rec.Since, at)
 		n++
 	}
 	if n > 0 {
