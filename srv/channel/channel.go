@@ -291,9 +291,10 @@ func New(o Options) *Manager {
 			ok = false // it takes no replies: its Listen returns at once
 		}
 		if !ok {
-			// One that takes no answers (ntfy) still has a lease in a
-			// cluster: its holder makes the follow-ups owed.
-			if ld, leads := c.(leading); leads && follows && m.shared {
+			// One that takes no answers (ntfy, a webhook) still has a
+			// lease in a cluster: its holder makes the follow-ups, and
+			// the first sends, owed.
+			if ld, leads := c.(leading); leads && sendsOnce(c) && m.shared {
 				m.goroutines.Go(func() { o.Leader.Lead(ctx, ld.lead(), func(ctx context.Context) { m.holdOwed(ctx, c) }) })
 			}
 			continue
@@ -344,14 +345,14 @@ func (m *Manager) Close() {
 
 // event queues the notice of ev for each channel of its token. A
 // question told again (its request taken over here) is sent by a
-// following channel of a cluster only if the instance that asked it did
-// not (askAgain); by the others not at all: a message sent again would
-// be a second one.
+// following channel or a webhook of a cluster only if the instance that
+// asked it did not (askAgain); by the others not at all: a message sent
+// again would be a second one.
 func (m *Manager) event(ev hub.Event) {
 	for i, c := range m.o.Routes[ev.Token] {
 		if !ev.Again {
 			m.enqueue(ev, i, c)
-		} else if _, follows := c.(following); follows && m.shared {
+		} else if m.shared && sendsOnce(c) {
 			now := m.o.Now()
 			m.owe(c, m.notice(ev, i, c), now, now)
 		}
@@ -485,11 +486,19 @@ func (m *Manager) send(q *queue, n Notice) {
 				return
 			}
 		} else if m.asking(c, n) {
+			if try == 1 {
+				m.oweAsking(c, n)
+			}
 			ok, cerr := m.claimAsking(c, n, m.id, wait)
 			if cerr != nil {
 				m.log.Warn("a question's sending not claimed; sent anyway", "channel", c.Name(), "id", n.Request.ID, "err", cerr)
 			} else if !ok {
 				m.log.Debug("a question being sent by the instance that took it over", "channel", c.Name(), "id", n.Request.ID)
+				return
+			} else if done, _ := m.noted(c, n); done {
+				// Sent by another instance while this one held it
+				// (its credential refused).
+				m.forgetAsking(c, n)
 				return
 			}
 			ctx, cancel := context.WithTimeout(m.goroutines.Context(), askTimeout)
@@ -651,22 +660,26 @@ func sentNoteKey(room, id string, slot int, name string) string {
 	return "sent." + room + "." + id + "." + strconv.Itoa(slot) + "." + name
 }
 
+// sentUntil is how long the note that n's question was sent is kept: a
+// while past its question's time, so that the follow-up, owed once it
+// timed out, is known (owed.go).
+func sentUntil(n Notice) time.Time {
+	if n.Request.Timeout <= 0 {
+		return n.AskedAt.Add(sentFor)
+	}
+	return expiresOf(n.Event).Add(time.Hour)
+}
+
 // noteSent notes that n, a question, was delivered: one process's
 // Resend then leaves it be. A note that cannot be written has the
 // question sent again after a restart: twice rather than never. A
 // cluster notes it for a following channel alone, among the follow-ups
 // owed (owed.go), unless the settle was noted there first.
 func (m *Manager) noteSent(c Channel, n Notice) {
-	_, follows := c.(following)
-	if n.Kind != hub.Asked || !m.local && (!m.shared || !follows) {
+	if n.Kind != hub.Asked || !m.local && (!m.shared || !sendsOnce(c)) {
 		return
 	}
-	// Kept a while past its question's time, so that the follow-up,
-	// owed once it timed out, is known (owed.go).
-	until := expiresOf(n.Event).Add(time.Hour)
-	if n.Request.Timeout <= 0 {
-		until = n.AskedAt.Add(sentFor)
-	}
+	until := sentUntil(n)
 	if m.shared {
 		b, _ := json.Marshal(recordOf(c, n))
 		ctx, cancel := context.WithTimeout(m.goroutines.Context(), noteTimeout)
@@ -674,6 +687,7 @@ func (m *Manager) noteSent(c Channel, n Notice) {
 		if _, err := m.o.Notes.Create(ctx, m.owedKey(c, n), b, until); err != nil {
 			m.log.Warn("a question sent not noted; if the instance that settles it dies at once, its follow-up is not made", "channel", c.Name(), "id", n.Request.ID, "err", err)
 		}
+		m.forgetAsking(c, n)
 		return
 	}
 	key := sentNoteKey(store.Room(n.Token), n.Request.ID, n.slot, c.Name())

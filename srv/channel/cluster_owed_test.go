@@ -140,15 +140,16 @@ func newNtfyCounter(t *testing.T) (*ntfyCounter, string) {
 }
 
 // owedNoted reports whether n's notes list a follow-up owed of the
-// question id, made (done) or not.
+// question id, made (done) or not (its first send owed is not one).
 func owedNoted(t *testing.T, n *node, id string, done bool) bool {
 	found := false
 	if err := n.ch.Scan(t.Context(), "owed.", func(v []byte) error {
 		var rec struct {
-			ID   string `json:"i"`
-			Done bool   `json:"done"`
+			ID   string        `json:"i"`
+			Kind hub.EventKind `json:"k"`
+			Done bool          `json:"done"`
 		}
-		found = found || json.Unmarshal(v, &rec) == nil && rec.ID == id && rec.Done == done
+		found = found || json.Unmarshal(v, &rec) == nil && rec.ID == id && rec.Kind != hub.Asked && rec.Done == done
 		return nil
 	}); err != nil {
 		t.Fatal(err)

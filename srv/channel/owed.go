@@ -455,10 +455,10 @@ func outcomeName(k hub.EventKind) string {
 	return k.String()
 }
 
-// recordIn is the note v of a question sent (or of its follow-up owed),
-// the token it is of and the channel it names, when v is one (not an
-// older version's bare true) of a channel that follows up and is routed
-// still.
+// recordIn is the note v of a question sent (or of its follow-up owed,
+// or its first send owed), the token it is of and the channel it names,
+// when v is one (not an older version's bare true) of a channel that
+// follows up (or, a first send, sends once) and is routed still.
 func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok bool) {
 	if json.Unmarshal(v, &rec) != nil || rec.ID == "" {
 		return rec, "", nil, false
@@ -468,7 +468,8 @@ func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok 
 			continue
 		}
 		c = chs[rec.Slot]
-		if _, ok := c.(following); ok && c.Name() == rec.Channel {
+		_, follows := c.(following)
+		if (follows || rec.Kind == hub.Asked && sendsOnce(c)) && c.Name() == rec.Channel {
 			return rec, t, c, true
 		}
 	}
@@ -520,6 +521,9 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			return nil
 		}
 		key := sentNoteKey(rec.Room, rec.ID, rec.Slot, rec.Channel)
+		if rec.Kind == hub.Asked {
+			key = askingPrefix + key // as owe keys it
+		}
 		m.owed.mu.Lock()
 		_, trying := m.owed.items[key]
 		full := len(m.owed.items) >= maxOwed
@@ -532,6 +536,17 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 			// one tried already (owe) would have the next scan put it
 			// back, and put off another, every scan.
 			left++
+			return nil
+		}
+		if rec.Kind == hub.Asked {
+			// A first send owed: sent as one told again (askAgain),
+			// once its claim lapsed, while it is pending here.
+			ev, pending := m.o.Hub.Asked(tok, rec.ID)
+			if !pending {
+				return nil
+			}
+			m.owe(c, m.notice(ev, rec.Slot, c), now, now)
+			n++
 			return nil
 		}
 		nt := m.recorded(rec, tok, c)

@@ -111,6 +111,10 @@ func Sign(secret string, ts int64, body []byte) string {
 	return "v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// lead names its lease in a cluster: its holder sends the questions
+// whose first send is owed (asking.go).
+func (w *Webhook) lead() string { return leadName("webhook", w.ID, w.URL, w.Token) }
+
 // Name is "webhook".
 func (*Webhook) Name() string { return "webhook" }
 
