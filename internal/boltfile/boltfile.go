@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"syscall"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/opt"
@@ -53,10 +54,13 @@ func SetAside(path string) (string, error) {
 // reads every page a later read would. A file damaged (bbolt refuses it,
 // or panics or faults in it, opening it or in setup) is set aside, log
 // says so and what is lost (lost), and a new one is made; a file another
-// process holds is an error. what names the file in errors.
+// process holds, or one the system will not let be read or written (the
+// disk full, no permission: an error of the system's, syscall.Errno), is
+// an error, the file kept as it is. what names the file in errors.
 func Open(path, what, lost string, log *slog.Logger, setup func(*bolt.DB) error) (*bolt.DB, error) {
 	db, err := open(path, setup)
-	if err != nil && !errors.Is(err, berrors.ErrTimeout) {
+	var refused syscall.Errno
+	if err != nil && !errors.Is(err, berrors.ErrTimeout) && !errors.As(err, &refused) {
 		aside, serr := SetAside(path)
 		if serr != nil {
 			return nil, fmt.Errorf("%s: %w; and it could not be %w: move it out of the way", what, err, serr)

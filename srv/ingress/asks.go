@@ -141,10 +141,11 @@ func (s *session) askInbox(ctx context.Context, ap *approval) {
 	s.decided(ap, d)
 }
 
-// decisionOf reads an inbox answer: a device's decision (its meta), or
-// the person's words, which approve only when they say so.
+// decisionOf reads an inbox answer: a device's decision (its meta, in
+// an answer of the Ingress door's: decide), or the person's words, which
+// approve only when they say so. An inbox client may write any meta.
 func decisionOf(rep *hub.Reply) Decision {
-	if d := rep.Meta[metaDecision]; d != "" {
+	if d := rep.Meta[metaDecision]; d != "" && rep.Door == "ingress" {
 		return Decision{Decision: d, Reason: rep.Meta[metaReason], DecidedBy: "client"}
 	}
 	var b strings.Builder
