@@ -485,6 +485,11 @@ func (m *Manager) send(q *queue, n Notice) {
 				// it is owed again if it fails.
 				return
 			}
+			if errors.Is(err, errSending) {
+				now := m.o.Now()
+				m.owe(c, n, now, now.Add(owedWait))
+				return
+			}
 		} else if m.asking(c, n) {
 			if try == 1 {
 				m.oweAsking(c, n)
@@ -684,7 +689,19 @@ func (m *Manager) noteSent(c Channel, n Notice) {
 		b, _ := json.Marshal(recordOf(c, n))
 		ctx, cancel := context.WithTimeout(m.goroutines.Context(), noteTimeout)
 		defer cancel()
-		if _, err := m.o.Notes.Create(ctx, m.owedKey(c, n), b, until); err != nil {
+		created, err := m.o.Notes.Create(ctx, m.owedKey(c, n), b, until)
+		if err == nil && !created {
+			// Settled as it went out: its follow-up, noted first,
+			// waits for this.
+			var rec sentRecord
+			if found, gerr := getJSON(ctx, m.o.Notes, m.owedKey(c, n), &rec); gerr != nil || found && rec.Unsent {
+				rec.Unsent, err = false, gerr
+				if err == nil {
+					err = putJSON(ctx, m.o.Notes, m.owedKey(c, n), rec, rec.Since.Add(owedFor))
+				}
+			}
+		}
+		if err != nil {
 			m.log.Warn("a question sent not noted; if the instance that settles it dies at once, its follow-up is not made", "channel", c.Name(), "id", n.Request.ID, "err", err)
 		}
 		m.forgetAsking(c, n)

@@ -63,6 +63,12 @@ type sentRecord struct {
 	At    time.Time     `json:"at,omitzero"`
 	Since time.Time     `json:"since,omitzero"`
 	Done  bool          `json:"done,omitempty"`
+	// Unsent: a cluster's settle noted before its question was noted
+	// sent on the channel. Its follow-up waits while a send is claimed
+	// (the question may be going out just then), and is not made once
+	// none is: a follow-up of a question never shown there would be
+	// the first the person sees of it.
+	Unsent bool `json:"u,omitempty"`
 }
 
 // settledUnknown is the outcome of a question found settled after a
@@ -234,11 +240,25 @@ func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
 	}
 	if m.shared {
 		// The note of the sending, when there is one, is another
-		// instance's: the follow-up owed is noted whole.
+		// instance's: the follow-up owed is noted whole, Unsent unless
+		// that note is there. Created if absent, so that a sending
+		// noted meanwhile finds it (noteSent), not the other way round.
+		had := rec
 		rec = recordOf(c, n)
 		rec.settle(n)
 		rec.Since = m.o.Now()
-		if err := putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor)); err != nil {
+		rec.Unsent = err == nil && (!found || had.Unsent)
+		b, _ := json.Marshal(rec)
+		created, err := m.o.Notes.Create(ctx, key, b, rec.Since.Add(owedFor))
+		if err == nil && !created {
+			found, err = getJSON(ctx, m.o.Notes, key, &had)
+			if err == nil && found && had.Done {
+				return true, true
+			}
+			rec.Unsent = err == nil && (!found || had.Unsent)
+			err = putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor))
+		}
+		if err != nil {
 			m.log.Warn("a settled question's follow-up not noted; if it fails, its message keeps its buttons", "channel", c.Name(), "id", n.Request.ID, "err", err)
 		}
 		return true, false
@@ -283,9 +303,9 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 	if !ok {
 		return n, false, errMadeElsewhere
 	}
-	n, todo := m.current(c, n)
-	if !todo {
-		return n, false, nil
+	n, todo, err := m.current(c, n)
+	if !todo || err != nil {
+		return n, false, err
 	}
 	ctx, cancel := context.WithTimeout(m.goroutines.Context(), followTimeout)
 	defer cancel()
@@ -297,15 +317,25 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 }
 
 // current is c's follow-up of n's question to make now, as its note
-// says: false when it was made meanwhile. One owed with its outcome unknown (found
+// says: false when it was made meanwhile, or its question was never
+// sent on c (Unsent, and no send claimed: noted made); errSending
+// while a send of it is claimed. One owed with its outcome unknown (found
 // after a restart, before the store's outcome was heard) takes the
 // outcome noted or kept since.
-func (m *Manager) current(c Channel, n Notice) (Notice, bool) {
+func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 	var rec sentRecord
 	found, err := getJSON(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n), &rec)
 	if err == nil && found && rec.ID != "" {
 		if rec.Done {
-			return n, false
+			return n, false, nil
+		}
+		if rec.Unsent {
+			if _, sending, err := m.o.Notes.Get(m.goroutines.Context(), askingKey(c, n)); err != nil || sending {
+				return n, false, errSending
+			}
+			m.edited(c, n)
+			m.log.Debug("a settled question's follow-up not made: the question was never sent there", "channel", c.Name(), "id", n.Request.ID)
+			return n, false, nil
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
 			n = m.notice(rec.event(n.Token), n.slot, c)
@@ -316,7 +346,7 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool) {
 			n = withOutcome(n, o)
 		}
 	}
-	return n, true
+	return n, true, nil
 }
 
 // owedKey is the note of the edit owed of n's question by c: one
@@ -403,7 +433,7 @@ func (m *Manager) runOwed(ctx context.Context) {
 				delete(o.items, dueKeys[i])
 				o.order = slices.DeleteFunc(o.order, func(k string) bool { return k == dueKeys[i] })
 			} else {
-				if !errors.Is(err, errMadeElsewhere) { // else looked at again soon
+				if !errors.Is(err, errMadeElsewhere) && !errors.Is(err, errSending) { // else looked at again soon
 					it.wait = min(2*it.wait, owedMaxWait)
 				}
 				it.next = now.Add(it.wait)
@@ -446,6 +476,10 @@ func (m *Manager) runOwed(ctx context.Context) {
 // errMadeElsewhere: another instance of the cluster is making the
 // follow-up; it is looked at again after, and found made, or not.
 var errMadeElsewhere = errors.New("being made by another instance")
+
+// errSending: a settled question's follow-up waits for its question,
+// whose send is claimed (it may be going out just then).
+var errSending = errors.New("its question is being sent")
 
 // outcomeName names an outcome in the log.
 func outcomeName(k hub.EventKind) string {

@@ -90,7 +90,11 @@ func (h *Hub) retryOutcome(r *room, p *pending, err error, reason string, serr e
 				return
 			}
 		}
-		if h.settle(r, p, nil, err, reason) == nil {
+		try := func() error { return h.settle(r, p, nil, err, reason) }
+		if reason == ReasonAbandoned {
+			try = func() error { return h.abandon(r, p) }
+		}
+		if try() == nil {
 			h.log.Info("outcome saved after all", "kind", p.req.Kind, "id", p.req.ID, "reason", reason)
 		}
 	})

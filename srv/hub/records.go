@@ -428,10 +428,20 @@ func (h *Hub) orphanLocked(r *room, p *pending) {
 		})
 	}
 	p.orphan = time.AfterFunc(h.grace, func() {
-		if alone() && h.settle(r, p, nil, ErrWithdrawn, ReasonAbandoned) == nil {
+		if alone() && h.abandon(r, p) == nil {
 			h.log.Info("orphaned request withdrawn", "kind", p.req.Kind, "id", p.req.ID, "after", h.grace)
 		}
 	})
+}
+
+// abandon withdraws p, orphaned past the grace, unless its deadline has
+// passed: then it times out, as its deadline's try (stood in for by the
+// withdrawal's tries while neither could be saved, retryOutcome) would.
+func (h *Hub) abandon(r *room, p *pending) error {
+	if p.req.Timeout > 0 && !h.now().Before(p.deadline) {
+		return h.settle(r, p, nil, ErrTimeout, "timeout")
+	}
+	return h.settle(r, p, nil, ErrWithdrawn, ReasonAbandoned)
 }
 
 // settle ends p with its outcome, tells the clients and keeps the outcome

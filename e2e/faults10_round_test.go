@@ -1,0 +1,244 @@
+//go:build unix
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/balancer"
+	"github.com/agentassistant/agentassistant/internal/faultproxy"
+	"github.com/agentassistant/agentassistant/internal/natstest"
+	"github.com/agentassistant/agentassistant/internal/wstest"
+)
+
+// TestFaults10Round runs with AA_FAULTS10=upgrade (instance 0 runs the
+// previous release, AA_PREVIOUS_SRV, and is then stopped and started
+// again as this one, the data directory kept: a rolling upgrade) or
+// AA_FAULTS10=latency (instance 2 reaches NATS through a link that
+// delays every chunk, 200 ms and then 1 s: slow writes, not failing
+// ones). Three instances behind a round-robin balancer with ntfy;
+// agents ask through agentassistant-mcp -server a,b,c and devices answer
+// through the balancer, so questions are asked and answered across the
+// instances; a second token's questions, which no one answers, time
+// out. It checks every call ends with its answer (or its deadline), no
+// question has two winners, ntfy is sent no question twice, no outcome
+// twice and none of a question it was never sent, and instance 2's
+// /health; it prints the counts.
+func TestFaults10Round(t *testing.T) {
+	mode := os.Getenv("AA_FAULTS10")
+	previous := os.Getenv("AA_PREVIOUS_SRV")
+	switch {
+	case mode == "upgrade" && previous == "":
+		t.Skip("AA_FAULTS10=upgrade needs AA_PREVIOUS_SRV, an agentassistant-srv of the previous release")
+	case mode != "upgrade" && mode != "latency":
+		t.Skip("AA_FAULTS10=upgrade or AA_FAULTS10=latency runs the round")
+	}
+	nt := startNtfy(t)
+	s := &soak{t: t, start: time.Now(), winners: map[string]map[string]bool{}, qtext: map[string]string{}, errs: map[string]int{}, health: map[int][]string{}}
+	ns := natstest.Start(t)
+	direct := ns.URL()
+	link, err := faultproxy.Start(strings.TrimPrefix(direct, "nats://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(link.Close)
+	config := fmt.Sprintf("tokens = [%q, %q]\n[channels]\npublic_url = \"https://aa.example\"\n[channels.ntfy]\nurl = %q\ntopic = \"aa-round\"\n", tokenA, tokenB, nt.URL)
+	s.srvs = make([]*server, 3)
+	start := func(i int, bin string) {
+		url := direct
+		if i == 2 {
+			url = "nats://" + link.Addr()
+		}
+		path := filepath.Join(s.datas[i], "channels.toml")
+		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s.srvs[i] = startServerBin(t, bin, nil, s.ports[i], s.datas[i], []string{"-config", path, "-nats-url", url, "-instance", fmt.Sprint("i", i)}, tokenA, tokenB)
+	}
+	this := filepath.Join(binDir, "agentassistant-srv")
+	for i := range 3 {
+		s.ports = append(s.ports, freePort(t))
+		s.datas = append(s.datas, t.TempDir())
+		bin := this
+		if mode == "upgrade" && i == 0 {
+			bin = previous
+		}
+		start(i, bin)
+	}
+	lb, err := balancer.Start([]string{s.addr(0), s.addr(1), s.addr(2)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lb.Close() })
+	s.lb = lb
+
+	dctx, dstop := context.WithCancel(context.Background())
+	ctx, stop := context.WithCancel(context.Background())
+	var wg, aw sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-nt.more:
+			case <-dctx.Done():
+				return
+			}
+		}
+	})
+	for i := range 3 {
+		wg.Go(func() { s.device(dctx, fmt.Sprint("dev", i)) })
+	}
+	for a := range 3 {
+		host, port, _ := net.SplitHostPort(s.addr(a % 3))
+		agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())
+		aw.Go(func() { pacedAgent(ctx, s, a, agent) })
+	}
+	wg.Go(func() { // the second token's device sees its questions, answers none
+		for dctx.Err() == nil {
+			d, err := wstest.Dial("http://"+s.lb.Addr(), tokenB, "silent", nil)
+			if err != nil || !d.Login.GetSuccess() {
+				time.Sleep(200 * time.Millisecond)
+				continue
+			}
+			for dctx.Err() == nil {
+				if _, err := d.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no frame within") {
+					break
+				}
+			}
+			d.Close()
+		}
+	})
+	var dmu sync.Mutex
+	var deadlines, deadlinesBad []string
+	host, port, _ := net.SplitHostPort(s.addr(2))
+	dagent := startMCP(t, &server{Host: host, Port: port}, tokenB, "-server", s.serverList())
+	for d := range 3 {
+		aw.Go(func() {
+			for n := 0; ctx.Err() == nil; n++ {
+				q := fmt.Sprintf("dl-%d-%d", d, n)
+				cctx, cancel := context.WithTimeout(context.Background(), 200*time.Second)
+				r, err := callTool(cctx, dagent, "ask_question", map[string]any{"question": q, "project_directory": "/dl", "timeout": 60})
+				cancel()
+				dmu.Lock()
+				deadlines = append(deadlines, q)
+				if err != nil || !strings.HasPrefix(resultText(r), "No one answered") {
+					deadlinesBad = append(deadlinesBad, fmt.Sprintf("%s: %v %q", q, err, resultText(r)))
+				}
+				dmu.Unlock()
+			}
+		})
+	}
+	// sick counts instance 2's /health answers that are not 200 while
+	// its link is fast or 200 ms slow (strict); at 1 s the NATS client
+	// times its connection out, and 503 is the truth.
+	var checks, sick int
+	strict := true
+	sample := func(d time.Duration) {
+		s.note("for %s", d)
+		cl := &http.Client{Timeout: 2 * time.Second}
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			checks++
+			resp, err := cl.Get("http://" + s.addr(2) + "/health")
+			if err != nil {
+				sick += b2i(strict)
+				continue
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				sick += b2i(strict)
+			}
+		}
+	}
+	sample(10 * time.Second)
+	if mode == "upgrade" {
+		sample(20 * time.Second) // mixed: the previous release and this one
+		s.srvs[0].stop(t)
+		s.note("instance 0 (previous release) stopped")
+		start(0, this)
+		s.note("instance 0 started again as this release")
+		sample(20 * time.Second)
+	} else {
+		link.SetDelay(200 * time.Millisecond)
+		s.note("instance 2's NATS link delayed 200 ms")
+		sample(20 * time.Second)
+		link.SetDelay(time.Second)
+		s.note("instance 2's NATS link delayed 1 s")
+		strict = false
+		sample(20 * time.Second)
+		link.SetDelay(0)
+		s.note("instance 2's NATS link at full speed")
+		sample(10 * time.Second)
+		strict = true
+	}
+	stop()
+	aw.Wait()
+	sample(5 * time.Second) // the outcomes' follow-ups go out
+	dstop()
+	wg.Wait()
+	s.report()
+
+	nt.mu.Lock()
+	bySeq := map[string][2]int{} // questions, outcomes
+	for _, m := range nt.msgs {
+		seq, _ := m["sequence_id"].(string)
+		c := bySeq[seq]
+		if _, has := m["actions"]; has {
+			c[0]++
+		} else {
+			c[1]++
+		}
+		bySeq[seq] = c
+	}
+	total := len(nt.msgs)
+	nt.mu.Unlock()
+	asked, settled, unasked, twice := 0, 0, 0, 0
+	for seq, c := range bySeq {
+		asked += c[0]
+		settled += c[1]
+		if c[0] > 1 {
+			t.Errorf("ntfy sequence %s: the question published %d times", seq, c[0])
+		}
+		if c[0] == 0 {
+			unasked++
+		}
+		if c[1] > 1 {
+			twice++
+		}
+	}
+	// A follow-up whose claim cannot be written (NATS out of reach) is
+	// made anyway, twice rather than never, its question's note unread.
+	drops, anyway := 0, 0
+	for _, srv := range s.srvs {
+		drops += strings.Count(srv.logw.String(), "channel notice dropped: its queue is full")
+		anyway += strings.Count(srv.logw.String(), "follow-up not claimed; made anyway")
+	}
+	dmu.Lock()
+	defer dmu.Unlock()
+	t.Logf("mode %s; deadline calls %d, %d not ended by their deadline %v; ntfy %d questions, %d outcomes, %d messages, %d outcomes without their question, %d outcomes twice (%d follow-ups made unclaimed), queue drops logged %d; instance 2 /health: %d of %d checks not 200 (1 s latency not counted)",
+		mode, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, total, unasked, twice, anyway, drops, sick, checks)
+	if len(deadlinesBad) > 0 {
+		t.Errorf("%d deadline calls ended otherwise", len(deadlinesBad))
+	}
+	// The previous release follows up a question it never sent.
+	if twice > anyway || unasked > drops+anyway && mode != "upgrade" {
+		t.Errorf("ntfy: %d outcomes twice, %d outcomes of a question never sent", twice, unasked)
+	}
+	if sick > 0 && mode == "latency" {
+		t.Errorf("instance 2, slow but reaching NATS, was unhealthy at %d of %d checks", sick, checks)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
