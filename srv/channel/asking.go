@@ -48,12 +48,10 @@ func (m *Manager) asking(c Channel, n Notice) bool {
 }
 
 // sendsOnce reports whether c's questions are sent once in a cluster,
-// their sending noted: a following channel's, whose follow-ups need the
-// note, and a webhook's.
+// their sending noted (sendingOnce).
 func sendsOnce(c Channel) bool {
-	_, follows := c.(following)
-	_, hook := c.(*Webhook)
-	return follows || hook
+	_, once := c.(sendingOnce)
+	return once
 }
 
 // askingKey is the key of the claim on c's sending of n's question;

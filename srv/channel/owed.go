@@ -35,13 +35,23 @@ import (
 // kept; the lease holder of a cluster does the same for an instance
 // killed between a settle and its mark.
 
-// A following channel follows a question up once it is settled.
-type following interface{ followsUp() }
+// A noting channel's questions are sent once in a cluster, their
+// sending noted (asking.go); followsUp reports whether it also follows
+// a question up once it is settled, which needs the note: all but a
+// webhook.
+type sendingOnce interface{ followsUp() bool }
 
-func (*Telegram) followsUp() {}
-func (*Slack) followsUp()    {}
-func (*Ntfy) followsUp()     {}
-func (*Email) followsUp()    {}
+func (*Telegram) followsUp() bool { return true }
+func (*Slack) followsUp() bool    { return true }
+func (*Ntfy) followsUp() bool     { return true }
+func (*Email) followsUp() bool    { return true }
+func (*Webhook) followsUp() bool  { return false }
+
+// follows reports whether c follows a question up once it is settled.
+func follows(c Channel) bool {
+	f, ok := c.(sendingOnce)
+	return ok && f.followsUp()
+}
 
 // sentRecord is the note that a channel was sent a question: what a
 // settled notice needs to edit its message after a restart, and, once
@@ -222,7 +232,7 @@ func (m *Manager) claimMaking(c Channel, n Notice) (ok bool, done func()) {
 // one process); made, when the follow-up of this settle was made
 // already (heard twice: by the queue and by a restart's restoreOwed).
 func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
-	if _, ok := c.(following); !ok || !m.local && !m.shared || n.Kind == hub.Asked {
+	if !follows(c) || !m.local && !m.shared || n.Kind == hub.Asked {
 		return false, false
 	}
 	key := m.owedKey(c, n)
@@ -468,8 +478,7 @@ func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok 
 			continue
 		}
 		c = chs[rec.Slot]
-		_, follows := c.(following)
-		if (follows || rec.Kind == hub.Asked && sendsOnce(c)) && c.Name() == rec.Channel {
+		if (follows(c) || rec.Kind == hub.Asked && sendsOnce(c)) && c.Name() == rec.Channel {
 			return rec, t, c, true
 		}
 	}
