@@ -109,7 +109,7 @@ func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 		done, err := true, error(nil)
 		// Pending here, shown yet or not: the request taken over may be
 		// told again before this instance's watch has heard its record.
-		if m.o.Hub.Waits(n.Token, n.Request.ID) {
+		if _, _, waits := m.o.Hub.Waiting(n.Token, n.Request.ID); waits {
 			done, err = m.noted(c, n)
 		}
 		if done {

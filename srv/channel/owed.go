@@ -550,8 +550,8 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		if rec.Kind == hub.Asked {
 			// A first send owed: sent as one told again (askAgain),
 			// once its claim lapsed, while it is pending here.
-			ev, pending := m.o.Hub.Asked(tok, rec.ID)
-			if !pending {
+			ev, shown, _ := m.o.Hub.Waiting(tok, rec.ID)
+			if !shown {
 				return nil
 			}
 			m.owe(c, m.notice(ev, rec.Slot, c), now, now)
