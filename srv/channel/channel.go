@@ -253,7 +253,7 @@ func New(o Options) *Manager {
 	linkWebhooks(o.Routes)
 	_, scans := plain.(Scanner)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain, id: instanceID()}
-	m.owed.wake = make(chan struct{}, 1)
+	m.owed.wake = owned.NewWake()
 	m.refusals = newRefusals(o.Logger, o.Now)
 	if !o.AfterRestore {
 		close(m.restored)

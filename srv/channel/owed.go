@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -171,7 +172,7 @@ type owedEdits struct {
 	mu    sync.Mutex // held alone
 	items map[string]*owedItem
 	order []string // oldest first
-	wake  chan struct{}
+	wake  owned.Wake
 	// making are the follow-ups being made (by a channel's queue or by
 	// runOwed): one at a time each, so that one made is not made again.
 	making map[string]bool
@@ -362,10 +363,7 @@ func (m *Manager) owe(c Channel, n Notice, since, at time.Time) {
 	}
 	o.items[key] = &owedItem{c: c, n: n, since: since, next: at, wait: owedWait}
 	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+	o.wake.Tell()
 }
 
 // runOwed tries the edits owed, each when its wait is over, until ctx
