@@ -63,3 +63,37 @@ func TestSafely(t *testing.T) {
 		t.Fatalf("Safely = %v, want fn's error", err)
 	}
 }
+
+// TestPrune: the bucket is made when the file has none; the entries gone
+// reports are deleted, the others kept.
+func TestPrune(t *testing.T) {
+	db, err := bolt.Open(filepath.Join(t.TempDir(), "x.db"), 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	bucket := []byte("b")
+	if err := Prune(db, bucket, func(_, _ []byte) bool { return true }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		for _, k := range []string{"keep-1", "old-1", "keep-2", "old-2"} {
+			if err := tx.Bucket(bucket).Put([]byte(k), []byte(k[:4])); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := Prune(db, bucket, func(_, v []byte) bool { return string(v) == "old-" }); err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	_ = db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, _ []byte) error { kept = append(kept, string(k)); return nil })
+	})
+	if strings.Join(kept, ",") != "keep-1,keep-2" {
+		t.Errorf("kept %v, want keep-1 and keep-2", kept)
+	}
+}
