@@ -57,10 +57,9 @@ type roster struct {
 
 func (c *Cluster) openPresence(ctx context.Context) error {
 	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: PresenceBucket,
-		Description: "agentassistant devices online, by room and instance", History: 1,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant devices online, by room and instance"})
 	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", PresenceBucket, err)
+		return err
 	}
 	c.roster = &roster{kv: kv, kick: owned.NewWake(), want: make(map[string]*present), local: make(map[string]present)}
 	return nil
