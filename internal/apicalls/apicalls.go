@@ -1,11 +1,12 @@
 // Package apicalls is what the doubles of web APIs (internal/telegramtest,
-// internal/slacktest) share: the calls they record, and the wait for the
-// n-th call of a method.
+// internal/slacktest) share: the calls they record, the wait for the
+// n-th call of a method, and the wait on a change of their state.
 package apicalls
 
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,4 +62,43 @@ func Form(t testing.TB, w Waiter, method string, n int) map[string]string {
 		t.Fatal(err)
 	}
 	return c.Form
+}
+
+// Changes is when a double's state changes, for those that wait on it
+// (Await). The zero Changes is ready to use; the double's lock guards
+// it.
+type Changes struct{ ch chan struct{} }
+
+// Next is closed at the next change. Called with the double's lock held.
+func (c *Changes) Next() <-chan struct{} {
+	if c.ch == nil {
+		c.ch = make(chan struct{})
+	}
+	return c.ch
+}
+
+// Changed wakes those waiting. Called with the double's lock held.
+func (c *Changes) Changed() {
+	if c.ch != nil {
+		close(c.ch)
+		c.ch = nil
+	}
+}
+
+// Await waits until ok, called with mu (the double's lock) held, holds,
+// or ctx ends.
+func (c *Changes) Await(ctx context.Context, mu sync.Locker, ok func() bool) error {
+	for {
+		mu.Lock()
+		done, next := ok(), c.Next()
+		mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-next:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }

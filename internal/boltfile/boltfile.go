@@ -89,3 +89,30 @@ func open(path string, setup func(*bolt.DB) error) (db *bolt.DB, err error) {
 	}
 	return db, err
 }
+
+// Prune makes bucket in db and deletes from it the entries gone reports:
+// the setup (Open) of a file whose entries expire, which reads every
+// page a later read would.
+func Prune(db *bolt.DB, bucket []byte, gone func(k, v []byte) bool) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		var old [][]byte
+		if err := b.ForEach(func(k, v []byte) error {
+			if gone(k, v) {
+				old = append(old, k)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

@@ -82,3 +82,19 @@ func (g *Group) Close() {
 	g.Stop()
 	g.Wait()
 }
+
+// A Wake tells an owner's goroutine that there is work, once however
+// often it is told before the goroutine looks: the goroutine receives
+// from it among what it waits for.
+type Wake chan struct{}
+
+// NewWake is a Wake not told yet.
+func NewWake() Wake { return make(Wake, 1) }
+
+// Tell wakes the goroutine, unless it is told already. It never blocks.
+func (w Wake) Tell() {
+	select {
+	case w <- struct{}{}:
+	default:
+	}
+}

@@ -99,3 +99,29 @@ func TestStopThenWait(t *testing.T) {
 		}
 	})
 }
+
+// TestWake: told twice before its goroutine looks, a Wake wakes it once,
+// without blocking the second teller; told after it looked, again.
+func TestWake(t *testing.T) {
+	w := NewWake()
+	w.Tell()
+	w.Tell()
+	for i, want := range []bool{true, false} {
+		select {
+		case <-w:
+			if !want {
+				t.Fatalf("look %d: woken again by a tell it had taken", i+1)
+			}
+		default:
+			if want {
+				t.Fatalf("look %d: not woken", i+1)
+			}
+		}
+	}
+	w.Tell()
+	select {
+	case <-w:
+	default:
+		t.Fatal("not woken by a tell after it looked")
+	}
+}

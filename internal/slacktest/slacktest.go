@@ -56,8 +56,8 @@ type API struct {
 	dials int             // the connections the app made
 	ts    int
 	envs  int
-	// changed is closed, and replaced, when anything above changes.
-	changed chan struct{}
+	// changed is when anything above changes.
+	changed apicalls.Changes
 	// holds are the methods whose calls wait (Hold, HoldAnswer).
 	holds map[string]*hold
 	// deleted are the timestamps of the messages the person deleted
@@ -176,7 +176,7 @@ func (h *hold) wait(r *http.Request) bool {
 // New starts a double that takes the bot token and the app-level token.
 // Close stops it, and the app's connection.
 func New(botToken, appToken string) *API {
-	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{}), refused: map[string]int{}}
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, refused: map[string]int{}}
 	api.Server = httptest.NewServer(api.mux())
 	return api
 }
@@ -184,7 +184,7 @@ func New(botToken, appToken string) *API {
 // NewOn is New serving on ln: an in-memory network's, for a test in a
 // synctest bubble (its URL then names no real address).
 func NewOn(botToken, appToken string, ln net.Listener) *API {
-	api := &API{botToken: botToken, appToken: appToken, ts: 100, changed: make(chan struct{}), refused: map[string]int{}}
+	api := &API{botToken: botToken, appToken: appToken, ts: 100, refused: map[string]int{}}
 	api.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: api.mux(), ReadHeaderTimeout: time.Minute}}
 	api.Start()
 	return api
@@ -221,12 +221,6 @@ func (api *API) Close() {
 // URL of the Web API, as the Slack channel's APIURL takes it.
 func (api *API) APIURL() string { return api.URL + "/api" }
 
-// changedLocked wakes those waiting. Called with api.mu held.
-func (api *API) changedLocked() {
-	close(api.changed)
-	api.changed = make(chan struct{})
-}
-
 // DM is the conversation a message posted to a user's ID goes to: their
 // DM with the app.
 func DM(channel string) string {
@@ -251,7 +245,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	api.mu.Lock()
 	if down := api.down; down != 0 {
 		api.calls = append(api.calls, Call{Method: method, Form: map[string]string{"_error": strconv.Itoa(down)}, At: time.Now()})
-		api.changedLocked()
+		api.changed.Changed()
 		api.mu.Unlock()
 		if down == http.StatusTooManyRequests {
 			w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
@@ -265,7 +259,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	}
 	if api.Refuse || tok != want {
 		api.refused[method]++
-		api.changedLocked()
+		api.changed.Changed()
 	}
 	api.mu.Unlock()
 	reply := func(v map[string]any) { _ = json.NewEncoder(w).Encode(v) }
@@ -299,7 +293,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		form["_error"] = errCode
 	}
 	api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
-	api.changedLocked()
+	api.changed.Changed()
 	history := api.historyLocked(DM(form["channel"]), form["latest"])
 	api.mu.Unlock()
 	if h != nil && h.after && !h.wait(r) {
@@ -378,7 +372,7 @@ func (api *API) socket(w http.ResponseWriter, r *http.Request) {
 	api.dials++
 	err = c.WriteJSON(map[string]any{"type": "hello", "num_connections": 1,
 		"debug_info": map[string]any{"host": "applink-double", "approximate_connection_time": 18060}, "connection_info": map[string]any{"app_id": "A1"}})
-	api.changedLocked()
+	api.changed.Changed()
 	api.mu.Unlock()
 	// Slack pings the app's connection every few seconds; the app drops
 	// one that is not pinged for a while.
@@ -408,7 +402,7 @@ func (api *API) socket(w http.ResponseWriter, r *http.Request) {
 		if err = c.ReadJSON(&ack); err == nil {
 			api.mu.Lock()
 			api.acks = append(api.acks, ack.EnvelopeID)
-			api.changedLocked()
+			api.changed.Changed()
 			api.mu.Unlock()
 		}
 	}
@@ -416,19 +410,7 @@ func (api *API) socket(w http.ResponseWriter, r *http.Request) {
 
 // await waits until ok, called with api.mu held, holds, or ctx ends.
 func (api *API) await(ctx context.Context, ok func() bool) error {
-	for {
-		api.mu.Lock()
-		done, changed := ok(), api.changed
-		api.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return api.changed.Await(ctx, &api.mu, ok)
 }
 
 // WaitFor waits until done, given the calls so far, holds, or ctx ends.
@@ -495,7 +477,7 @@ func (api *API) send(ctx context.Context, typ string, payload map[string]any, at
 	id := "env-" + strconv.Itoa(api.envs)
 	err := api.conn.WriteJSON(map[string]any{"envelope_id": id, "type": typ, "payload": payload,
 		"accepts_response_payload": typ == "interactive", "retry_attempt": attempt, "retry_reason": reason})
-	api.changedLocked()
+	api.changed.Changed()
 	api.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("send envelope %s: %w", id, err)

@@ -53,8 +53,8 @@ type API struct {
 	// reply to it (reply_to_message) and with a tap on it.
 	shown map[int][2]string
 	files map[string][]byte // getFile's file_path → the file
-	// changed is closed, and replaced, when a call or an update comes.
-	changed chan struct{}
+	// changed is when a call or an update comes.
+	changed apicalls.Changes
 	// holds are the methods whose calls wait (Hold).
 	holds map[string]*hold
 	// polling is closed when another getUpdates comes while one waits:
@@ -128,19 +128,7 @@ func (api *API) Handed(ctx context.Context, id int) error {
 
 // await waits until ok, called with api.mu held, holds, or ctx ends.
 func (api *API) await(ctx context.Context, ok func() bool) error {
-	for {
-		api.mu.Lock()
-		done, changed := ok(), api.changed
-		api.mu.Unlock()
-		if done {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return api.changed.Await(ctx, &api.mu, ok)
 }
 
 // Conflicts is how many getUpdates calls were ended by another, as two
@@ -170,7 +158,7 @@ const FirstMessageID = 101
 
 // New starts a double that takes the bot token token. Close stops it.
 func New(token string) *API {
-	api := &API{token: token, nextMsg: FirstMessageID - 1, changed: make(chan struct{})}
+	api := &API{token: token, nextMsg: FirstMessageID - 1}
 	api.Server = httptest.NewServer(http.HandlerFunc(api.serve))
 	return api
 }
@@ -178,7 +166,7 @@ func New(token string) *API {
 // NewOn is New serving on ln: an in-memory network's, for a test in a
 // synctest bubble (its URL then names no real address).
 func NewOn(token string, ln net.Listener) *API {
-	api := &API{token: token, nextMsg: FirstMessageID - 1, changed: make(chan struct{})}
+	api := &API{token: token, nextMsg: FirstMessageID - 1}
 	api.Server = &httptest.Server{Listener: ln, Config: &http.Server{Handler: http.HandlerFunc(api.serve), ReadHeaderTimeout: time.Minute}}
 	api.Start()
 	return api
@@ -249,12 +237,6 @@ func Start(t testing.TB, token string) *API {
 	return api
 }
 
-// changedLocked wakes those waiting. Called with api.mu held.
-func (api *API) changedLocked() {
-	close(api.changed)
-	api.changed = make(chan struct{})
-}
-
 // Delete deletes the bot's message msg, as the person can: an edit of
 // it is refused from then on ("message to edit not found").
 func (api *API) Delete(msg int) {
@@ -291,7 +273,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	want := api.token
 	if ok && tok != want {
 		api.refused++
-		api.changedLocked()
+		api.changed.Changed()
 	}
 	api.mu.Unlock()
 	if !ok || tok != want {
@@ -335,7 +317,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		if offset > api.confirmed+1 {
 			api.confirmed = min(offset-1, api.lastUpdate)
 			api.updates = slices.DeleteFunc(api.updates, func(u map[string]any) bool { return u["update_id"].(int) <= api.confirmed })
-			api.changedLocked()
+			api.changed.Changed()
 		}
 		api.mu.Unlock()
 		defer func() {
@@ -355,10 +337,10 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 					out = append(out, u)
 				}
 			}
-			changed := api.changed
+			changed := api.changed.Next()
 			if len(out) > 0 {
 				api.handed = max(api.handed, out[len(out)-1]["update_id"].(int))
-				api.changedLocked()
+				api.changed.Changed()
 			}
 			api.mu.Unlock()
 			if len(out) > 0 {
@@ -410,7 +392,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		if why != "" {
 			form["_error"] = why
 			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
-			api.changedLocked()
+			api.changed.Changed()
 			api.mu.Unlock()
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + why})
@@ -439,7 +421,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 			form["_error"] = why
 			api.mu.Lock()
 			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
-			api.changedLocked()
+			api.changed.Changed()
 			api.mu.Unlock()
 			w.WriteHeader(http.StatusBadRequest)
 			_ = json.NewEncoder(w).Encode(map[string]any{"ok": false, "error_code": 400, "description": "Bad Request: " + why})
@@ -469,7 +451,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 	if method != "getUpdates" {
 		api.mu.Lock()
 		api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
-		api.changedLocked()
+		api.changed.Changed()
 		api.mu.Unlock()
 	}
 	if h != nil && h.after && !h.wait(r) {
@@ -508,7 +490,7 @@ func (api *API) Push(us ...map[string]any) {
 		u["update_id"] = api.lastUpdate
 		api.updates = append(api.updates, u)
 	}
-	api.changedLocked()
+	api.changed.Changed()
 }
 
 // fillLocked gives m, a message of the bot's handed with an update, the
@@ -547,19 +529,7 @@ func (api *API) Said(part string) []string {
 
 // WaitFor waits until done, given the calls so far, holds, or ctx ends.
 func (api *API) WaitFor(ctx context.Context, done func([]Call) bool) error {
-	for {
-		api.mu.Lock()
-		ok, changed := done(api.calls), api.changed
-		api.mu.Unlock()
-		if ok {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
+	return api.await(ctx, func() bool { return done(api.calls) })
 }
 
 // Wait is the n-th call of method, once it came (within ctx).

@@ -48,12 +48,10 @@ func (m *Manager) asking(c Channel, n Notice) bool {
 }
 
 // sendsOnce reports whether c's questions are sent once in a cluster,
-// their sending noted: a following channel's, whose follow-ups need the
-// note, and a webhook's.
+// their sending noted (sendingOnce).
 func sendsOnce(c Channel) bool {
-	_, follows := c.(following)
-	_, hook := c.(*Webhook)
-	return follows || hook
+	_, once := c.(sendingOnce)
+	return once
 }
 
 // askingKey is the key of the claim on c's sending of n's question;
@@ -111,7 +109,7 @@ func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 		done, err := true, error(nil)
 		// Pending here, shown yet or not: the request taken over may be
 		// told again before this instance's watch has heard its record.
-		if m.o.Hub.Waits(n.Token, n.Request.ID) {
+		if _, _, waits := m.o.Hub.Waiting(n.Token, n.Request.ID); waits {
 			done, err = m.noted(c, n)
 		}
 		if done {

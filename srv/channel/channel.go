@@ -253,7 +253,7 @@ func New(o Options) *Manager {
 	linkWebhooks(o.Routes)
 	_, scans := plain.(Scanner)
 	m := &Manager{o: o, log: o.Logger, queues: map[Channel]*queue{}, local: local, shared: shared && scans, restored: make(chan struct{}), plain: plain, id: instanceID()}
-	m.owed.wake = make(chan struct{}, 1)
+	m.owed.wake = owned.NewWake()
 	m.refusals = newRefusals(o.Logger, o.Now)
 	if !o.AfterRestore {
 		close(m.restored)
@@ -285,7 +285,6 @@ func New(o Options) *Manager {
 		m.goroutines.Go(func() { m.runOwed(ctx) })
 	}
 	for c := range m.queues {
-		_, follows := c.(following)
 		l, ok := c.(Listener)
 		if e, mail := c.(*Email); mail && e.IMAPAddr == "" {
 			ok = false // it takes no replies: its Listen returns at once
@@ -302,7 +301,7 @@ func New(o Options) *Manager {
 		if ld, ok := c.(leading); ok {
 			name := ld.lead()
 			run := func(ctx context.Context) { l.Listen(ctx, a) }
-			if follows && m.shared {
+			if follows(c) && m.shared {
 				run = func(ctx context.Context) { m.leadFollowing(ctx, c, l, a) }
 			}
 			m.goroutines.Go(func() {

@@ -20,6 +20,7 @@ import (
 	"github.com/emersion/go-message/textproto"
 
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -67,14 +68,11 @@ func (e *Email) Listen(ctx context.Context, a Answers) {
 // an outage, fails the first look on every login: the backoff then
 // grows rather than starting again).
 func (e *Email) watch(ctx context.Context, a Answers) (watched bool, err error) {
-	news := make(chan struct{}, 1)
+	news := owned.NewWake()
 	opts := &imapclient.Options{TLSConfig: e.tlsConfig(e.IMAPAddr), UnilateralDataHandler: &imapclient.UnilateralDataHandler{
 		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
 			if d.NumMessages != nil {
-				select {
-				case news <- struct{}{}:
-				default:
-				}
+				news.Tell()
 			}
 		},
 	}}

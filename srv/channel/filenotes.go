@@ -66,28 +66,7 @@ func (*FileNotes) oneProcess() {}
 // so the file holds about a week's messages.
 func (n *FileNotes) prune() error {
 	now := n.now()
-	err := n.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(notesBucket)
-		if err != nil {
-			return err
-		}
-		var gone [][]byte
-		if err := b.ForEach(func(k, v []byte) error {
-			if _, ok := live(v, now); !ok {
-				gone = append(gone, k)
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		for _, k := range gone {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	if err := boltfile.Prune(n.db, notesBucket, func(_, v []byte) bool { _, ok := live(v, now); return !ok }); err != nil {
 		return fmt.Errorf("prune the channels' notes: %w", err)
 	}
 	return nil

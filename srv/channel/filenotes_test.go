@@ -1,14 +1,13 @@
 package channel
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/boltfile/boltfiletest"
 )
 
 // TestFileNotesOutliveTheProcess: what is noted is there when the notes
@@ -70,55 +69,26 @@ func TestFileNotesOutliveTheProcess(t *testing.T) {
 // crashes it: the file is set aside, for inspection, and a new one kept.
 func TestFileNotesDamaged(t *testing.T) {
 	ctx := context.Background()
-	for _, tc := range []struct {
-		name   string
-		damage func(t *testing.T, path string)
-	}{
-		{"junk", func(t *testing.T, path string) {
-			if err := os.WriteFile(path, bytes.Repeat([]byte{0xab}, 16<<10), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"a page overwritten", func(t *testing.T, path string) {
-			n, err := OpenFileNotes(filepath.Dir(path), nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := n.Put(ctx, "telegram.1.42.101", []byte(`{"i":"q1"}`), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			_ = n.Close()
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Past the two meta pages, whose checksums stay good.
-			for i := 2 * os.Getpagesize(); i < len(b); i++ {
-				b[i] = 0xab
-			}
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, NotesFileName)
-			tc.damage(t, path)
-			n, err := OpenFileNotes(dir, nil, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatalf("a damaged file stops the start: %v", err)
-			}
-			defer n.Close()
-			if err := n.Put(ctx, "told.1", []byte("1"), time.Now().Add(time.Hour)); err != nil {
-				t.Fatal(err)
-			}
-			if v, ok, err := n.Get(ctx, "told.1"); err != nil || !ok || string(v) != "1" {
-				t.Errorf("noted %q %v %v, want 1", v, ok, err)
-			}
-			if aside, _ := filepath.Glob(path + ".damaged-*"); len(aside) != 1 {
-				t.Errorf("set aside %v, want the damaged file", aside)
-			}
-		})
-	}
+	boltfiletest.Damaged(t, NotesFileName, func(t *testing.T, dir string) {
+		n, err := OpenFileNotes(dir, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Put(ctx, "telegram.1.42.101", []byte(`{"i":"q1"}`), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		_ = n.Close()
+	}, func(t *testing.T, dir string) {
+		n, err := OpenFileNotes(dir, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("a damaged file stops the start: %v", err)
+		}
+		defer n.Close()
+		if err := n.Put(ctx, "told.1", []byte("1"), time.Now().Add(time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok, err := n.Get(ctx, "told.1"); err != nil || !ok || string(v) != "1" {
+			t.Errorf("noted %q %v %v, want 1", v, ok, err)
+		}
+	})
 }

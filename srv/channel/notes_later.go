@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/owned"
 )
 
 // laterNotes keep here what could not be written to the notes just now
@@ -37,7 +39,7 @@ type laterNotes struct {
 	// here (notesLost).
 	lost atomic.Bool
 	// wake tells run that a note is kept.
-	wake chan struct{}
+	wake owned.Wake
 
 	mu    sync.Mutex // held alone, never across a write to notes
 	keys  map[string]*laterNote
@@ -78,7 +80,7 @@ func newLaterNotes(notes Notes, now func() time.Time, log *slog.Logger) *laterNo
 	if now == nil {
 		now = time.Now
 	}
-	return &laterNotes{notes: notes, now: now, log: logOf(log), wake: make(chan struct{}, 1), keys: map[string]*laterNote{}}
+	return &laterNotes{notes: notes, now: now, log: logOf(log), wake: owned.NewWake(), keys: map[string]*laterNote{}}
 }
 
 // Put writes value under key, or keeps it here to be written once the
@@ -142,7 +144,7 @@ func (l *laterNotes) write(ctx context.Context, key string, n laterNote, keep bo
 			l.keptSince++
 		}
 		l.mu.Unlock()
-		l.poke()
+		l.wake.Tell()
 		return nil
 	}
 	if len(l.keys) >= maxLaterNotes || l.bytes+len(n.value) > maxLaterBytes {
@@ -165,7 +167,7 @@ func (l *laterNotes) write(ctx context.Context, key string, n laterNote, keep bo
 	switch {
 	case p.seq != seq: // replaced meanwhile: run writes the newer
 		if p.kept {
-			l.poke()
+			l.wake.Tell()
 		}
 		return nil
 	case err == nil:
@@ -180,7 +182,7 @@ func (l *laterNotes) write(ctx context.Context, key string, n laterNote, keep bo
 	}
 	p.kept = true
 	l.keptSince++
-	l.poke()
+	l.wake.Tell()
 	return nil
 }
 
@@ -207,13 +209,6 @@ func (l *laterNotes) anyKept() bool {
 		}
 	}
 	return false
-}
-
-func (l *laterNotes) poke() {
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
 }
 
 // store makes the write n of key in the store, within noteTimeout.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -35,13 +36,23 @@ import (
 // kept; the lease holder of a cluster does the same for an instance
 // killed between a settle and its mark.
 
-// A following channel follows a question up once it is settled.
-type following interface{ followsUp() }
+// A noting channel's questions are sent once in a cluster, their
+// sending noted (asking.go); followsUp reports whether it also follows
+// a question up once it is settled, which needs the note: all but a
+// webhook.
+type sendingOnce interface{ followsUp() bool }
 
-func (*Telegram) followsUp() {}
-func (*Slack) followsUp()    {}
-func (*Ntfy) followsUp()     {}
-func (*Email) followsUp()    {}
+func (*Telegram) followsUp() bool { return true }
+func (*Slack) followsUp() bool    { return true }
+func (*Ntfy) followsUp() bool     { return true }
+func (*Email) followsUp() bool    { return true }
+func (*Webhook) followsUp() bool  { return false }
+
+// follows reports whether c follows a question up once it is settled.
+func follows(c Channel) bool {
+	f, ok := c.(sendingOnce)
+	return ok && f.followsUp()
+}
 
 // sentRecord is the note that a channel was sent a question: what a
 // settled notice needs to edit its message after a restart, and, once
@@ -167,7 +178,7 @@ type owedEdits struct {
 	mu    sync.Mutex // held alone
 	items map[string]*owedItem
 	order []string // oldest first
-	wake  chan struct{}
+	wake  owned.Wake
 	// making are the follow-ups being made (by a channel's queue or by
 	// runOwed): one at a time each, so that one made is not made again.
 	making map[string]bool
@@ -228,7 +239,7 @@ func (m *Manager) claimMaking(c Channel, n Notice) (ok bool, done func()) {
 // one process); made, when the follow-up of this settle was made
 // already (heard twice: by the queue and by a restart's restoreOwed).
 func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
-	if _, ok := c.(following); !ok || !m.local && !m.shared || n.Kind == hub.Asked {
+	if !follows(c) || !m.local && !m.shared || n.Kind == hub.Asked {
 		return false, false
 	}
 	key := m.owedKey(c, n)
@@ -382,10 +393,7 @@ func (m *Manager) owe(c Channel, n Notice, since, at time.Time) {
 	}
 	o.items[key] = &owedItem{c: c, n: n, since: since, next: at, wait: owedWait}
 	o.mu.Unlock()
-	select {
-	case o.wake <- struct{}{}:
-	default:
-	}
+	o.wake.Tell()
 }
 
 // runOwed tries the edits owed, each when its wait is over, until ctx
@@ -502,8 +510,7 @@ func (m *Manager) recordIn(v []byte) (rec sentRecord, tok string, c Channel, ok 
 			continue
 		}
 		c = chs[rec.Slot]
-		_, follows := c.(following)
-		if (follows || rec.Kind == hub.Asked && sendsOnce(c)) && c.Name() == rec.Channel {
+		if (follows(c) || rec.Kind == hub.Asked && sendsOnce(c)) && c.Name() == rec.Channel {
 			return rec, t, c, true
 		}
 	}
@@ -575,8 +582,8 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		if rec.Kind == hub.Asked {
 			// A first send owed: sent as one told again (askAgain),
 			// once its claim lapsed, while it is pending here.
-			ev, pending := m.o.Hub.Asked(tok, rec.ID)
-			if !pending {
+			ev, shown, _ := m.o.Hub.Waiting(tok, rec.ID)
+			if !shown {
 				return nil
 			}
 			m.owe(c, m.notice(ev, rec.Slot, c), now, now)

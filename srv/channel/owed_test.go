@@ -26,8 +26,8 @@ type editor struct {
 	made  []string // the settled lines of the edits made
 }
 
-func (*editor) Name() string { return "editor" }
-func (*editor) followsUp()   {}
+func (*editor) Name() string    { return "editor" }
+func (*editor) followsUp() bool { return true }
 func (e *editor) Send(_ context.Context, n Notice) error {
 	if n.Kind == hub.Asked {
 		return nil

@@ -86,7 +86,7 @@ func unnotedManager(t *testing.T, h *hub.Hub, ch Channel) {
 // that could not be noted, and still waits, was told.
 func toldTruth(t *testing.T, h *hub.Hub, told string) {
 	t.Helper()
-	if !h.Waits(tokA, "q-1") {
+	if _, _, waits := h.Waiting(tokA, "q-1"); !waits {
 		t.Fatal("the question no longer waits")
 	}
 	if strings.Contains(told, "no pending question") || strings.Contains(told, "can no longer answer") ||

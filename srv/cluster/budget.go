@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -71,7 +72,7 @@ type historyBudget struct {
 	applied uint64            // the last revision heard
 	owed    map[string]uint64 // room → the revision of the write its pass waits for
 	busy    bool              // a pass runs
-	wake    chan struct{}
+	wake    owned.Wake
 	keeps   hub.Keeps
 
 	// The goroutine's own: what was evicted and not logged yet, by room.
@@ -99,7 +100,7 @@ type recordMeta struct {
 
 func newHistoryBudget(c *Cluster, limit int64) *historyBudget {
 	b := &historyBudget{c: c, limit: limit, now: time.Now, rooms: make(map[string]*roomIndex),
-		owed: make(map[string]uint64), wake: make(chan struct{}, 1), notes: store.EvictLog{Where: "in NATS"}}
+		owed: make(map[string]uint64), wake: owned.NewWake(), notes: store.EvictLog{Where: "in NATS"}}
 	b.idle.L = &b.mu
 	return b
 }
@@ -141,7 +142,7 @@ func (b *historyBudget) heard(e jetstream.KeyValueEntry, rec *hub.SharedRecord) 
 		}
 	}
 	if len(b.owed) > 0 {
-		b.poke()
+		b.wake.Tell()
 	}
 	b.idle.Broadcast() // waitIdle waits for what is heard
 }
@@ -180,15 +181,7 @@ func (b *historyBudget) wrote(room, key string, size int, rev uint64) {
 		return
 	}
 	b.owed[room] = max(b.owed[room], rev)
-	b.poke()
-}
-
-// poke wakes run. Called with mu held.
-func (b *historyBudget) poke() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
+	b.wake.Tell()
 }
 
 // run evicts what the rooms owe, until ctx ends: at start, once the

@@ -63,16 +63,16 @@ func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Chann
 		lease = DefaultLease
 	}
 	notes, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: NotesBucket,
-		Description: "agentassistant channels: which message asks which question", History: 1, TTL: maxNoteAge,
-		MaxValueSize: maxNote + 8, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant channels: which message asks which question", TTL: maxNoteAge,
+		MaxValueSize: maxNote + 8})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", NotesBucket, err)
+		return nil, err
 	}
 	leases, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: LeasesBucket,
-		Description: "agentassistant channels: which instance takes a service's answers", History: 1, TTL: lease,
-		MaxValueSize: 256, Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant channels: which instance takes a service's answers", TTL: lease,
+		MaxValueSize: 256})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", LeasesBucket, err)
+		return nil, err
 	}
 	return &Channels{notes: notes, leases: leases, instance: c.o.Instance, lease: lease, renew: lease / 4,
 		log: c.log.With("component", "channel leases")}, nil

@@ -188,14 +188,13 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 func (c *Cluster) openBuckets(ctx context.Context) error {
 	var err error
 	if c.reqs, err = c.openKV(ctx, jetstream.KeyValueConfig{Bucket: RequestsBucket,
-		Description: "agentassistant requests, one key per request", History: 1, TTL: c.o.History,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas}); err != nil {
-		return fmt.Errorf("open bucket %s (%d replicas): %w", RequestsBucket, c.o.Replicas, err)
+		Description: "agentassistant requests, one key per request", TTL: c.o.History}); err != nil {
+		return err
 	}
 	if c.insts, err = c.openKV(ctx, jetstream.KeyValueConfig{Bucket: InstancesBucket,
-		Description: "agentassistant-srv instances alive, and their connections", History: 1, TTL: 5 * c.o.Heartbeat,
-		Storage: jetstream.MemoryStorage, Replicas: c.o.Replicas}); err != nil {
-		return fmt.Errorf("open bucket %s: %w", InstancesBucket, err)
+		Description: "agentassistant-srv instances alive, and their connections", TTL: 5 * c.o.Heartbeat,
+		Storage: jetstream.MemoryStorage}); err != nil {
+		return err
 	}
 	if err := c.openMCPNotes(ctx); err != nil {
 		return err

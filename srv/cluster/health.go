@@ -88,7 +88,7 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
 		since := c.health.okAt
 		c.mu.Unlock()
 		if err == nil && watch.behind(w.delivered.Load(), state.LastSeq, state.Msgs) {
-			w.nudge()
+			w.kick.Tell()
 		}
 		switch {
 		case lose:

@@ -64,11 +64,10 @@ func (c *Cluster) MCP() MCPPeers { return MCPPeers{c: c} }
 
 func (c *Cluster) openMCPNotes(ctx context.Context) error {
 	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: MCPNotesBucket,
-		Description: "agentassistant /mcp cancels and session ends, for the instances that missed them", History: 1,
-		TTL: mcpNoteAge, MaxBytes: mcpNotesBytes, MaxValueSize: maxMCPNote + 512,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant /mcp cancels and session ends, for the instances that missed them", TTL: mcpNoteAge,
+		MaxBytes: mcpNotesBytes, MaxValueSize: maxMCPNote + 512})
 	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", MCPNotesBucket, err)
+		return err
 	}
 	c.mcpNotes = kv
 	return nil

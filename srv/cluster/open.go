@@ -41,7 +41,9 @@ func storageShort(err error) bool {
 const storageHelp = "give the NATS server more JetStream storage (jetstream { max_file_store } in its config; by default 75% of its disk's free space when it started) or free space on its disk"
 
 // openKV creates the bucket cfg names, or updates it to cfg, and returns
-// once the bucket answers a read. An instance started while a node of
+// once the bucket answers a read. Every bucket of the cluster keeps one
+// value a key (History 1) on the replicas the options ask for; an error
+// names the bucket. An instance started while a node of
 // its NATS cluster is down or restarting, or before the cluster has
 // formed, cannot place a bucket of three replicas yet, and a bucket just
 // placed has for a moment no replica serving reads ("no responders"): it
@@ -49,6 +51,7 @@ const storageHelp = "give the NATS server more JetStream storage (jetstream { ma
 // stop. Any other refusal (a setting NATS does not take) is returned at
 // once.
 func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	cfg.History, cfg.Replicas = 1, c.o.Replicas
 	var kv jetstream.KeyValue
 	err := c.untilServed(ctx, "bucket "+cfg.Bucket, func(ctx context.Context) error {
 		var err error
@@ -67,7 +70,10 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 		}
 		err = fmt.Errorf("NATS has not the storage for bucket %s%s (%w): %s, and start again", cfg.Bucket, reserves, err, storageHelp)
 	}
-	return kv, err
+	if err != nil {
+		return nil, fmt.Errorf("open bucket %s (%d replicas): %w", cfg.Bucket, cfg.Replicas, err)
+	}
+	return kv, nil
 }
 
 // makeKV creates the bucket cfg names, or, when it exists with another

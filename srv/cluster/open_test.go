@@ -164,3 +164,14 @@ func TestStartWhileBucketNotServed(t *testing.T) {
 	go func() { _, _ = in.hub.Ask(context.Background(), tok, question("q1", "Ready?")) }()
 	d.expect(t, "AskQuestion")
 }
+
+// TestOpenNamesTheBucket: a bucket NATS refuses is named in the error,
+// with its replicas, whichever of the cluster's buckets it is.
+func TestOpenNamesTheBucket(t *testing.T) {
+	ns := natstest.Start(t)
+	in := start(t, ns.URL(), "a")
+	_, err := in.c.openKV(t.Context(), jetstream.KeyValueConfig{Bucket: "TEST BAD"})
+	if err == nil || !strings.Contains(err.Error(), "open bucket TEST BAD (") {
+		t.Fatalf("openKV = %v, want an error naming the bucket", err)
+	}
+}

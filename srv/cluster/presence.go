@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -47,7 +48,7 @@ type present struct {
 // roster is this instance's side of presence.
 type roster struct {
 	kv   jetstream.KeyValue
-	kick chan struct{} // cap 1: want changed
+	kick owned.Wake // want changed
 
 	mu    sync.Mutex
 	want  map[string]*present // key -> value to write; nil: delete
@@ -56,12 +57,11 @@ type roster struct {
 
 func (c *Cluster) openPresence(ctx context.Context) error {
 	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: PresenceBucket,
-		Description: "agentassistant devices online, by room and instance", History: 1,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant devices online, by room and instance"})
 	if err != nil {
-		return fmt.Errorf("open bucket %s: %w", PresenceBucket, err)
+		return err
 	}
-	c.roster = &roster{kv: kv, kick: make(chan struct{}, 1), want: make(map[string]*present), local: make(map[string]present)}
+	c.roster = &roster{kv: kv, kick: owned.NewWake(), want: make(map[string]*present), local: make(map[string]present)}
 	return nil
 }
 
@@ -99,7 +99,7 @@ func (c *Cluster) Joined(room string, cl hub.Client) {
 	r.local[k] = v
 	r.want[k] = &v
 	r.mu.Unlock()
-	r.poke()
+	r.kick.Tell()
 }
 
 // Left queues the delete of c's key (hub.Peers).
@@ -110,14 +110,7 @@ func (c *Cluster) Left(room string, cl hub.Client) {
 	delete(r.local, k)
 	r.want[k] = nil
 	r.mu.Unlock()
-	r.poke()
-}
-
-func (r *roster) poke() {
-	select {
-	case r.kick <- struct{}{}:
-	default:
-	}
+	r.kick.Tell()
 }
 
 // publish writes the queued presence changes, in order per key, retrying
@@ -269,7 +262,7 @@ func (c *Cluster) applyPresence(ctx context.Context, h *hub.Hub, e jetstream.Key
 				}
 			}
 			r.mu.Unlock()
-			r.poke()
+			r.kick.Tell()
 		}
 		return
 	}

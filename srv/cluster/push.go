@@ -61,16 +61,14 @@ type Push struct {
 // and follows the subscriptions.
 func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: PushBucket,
-		Description: "agentassistant Web Push: keys and subscriptions", History: 1,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant Web Push: keys and subscriptions"})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", PushBucket, err)
+		return nil, err
 	}
 	claims, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: ClaimsBucket,
-		Description: "agentassistant capabilities used", History: 1, TTL: claimsFor,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant capabilities used", TTL: claimsFor})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", ClaimsBucket, err)
+		return nil, err
 	}
 	p := &Push{kv: kv, claims: claims, rooms: c.rooms, subs: map[string][]push.Subscription{}}
 	kb, err := c.keepOnce(ctx, kv, "vapid", func() ([]byte, error) {

@@ -58,10 +58,9 @@ type RelayLink struct {
 // Relay opens the relay sessions' bucket.
 func (c *Cluster) Relay(ctx context.Context) (*RelayLink, error) {
 	kv, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: RelayHostsBucket,
-		Description: "agentassistant relay sessions: the instance each one's host is on", History: 1,
-		Storage: jetstream.FileStorage, Replicas: c.o.Replicas})
+		Description: "agentassistant relay sessions: the instance each one's host is on"})
 	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", RelayHostsBucket, err)
+		return nil, err
 	}
 	return &RelayLink{c: c, kv: kv, homes: make(map[string]relay.Home), misses: make(map[string]int)}, nil
 }

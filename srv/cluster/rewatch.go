@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/internal/owned"
 )
 
 // A watch of a bucket that comes back at once when NATS reconnects.
@@ -39,7 +41,7 @@ type rewatch struct {
 	wg     sync.WaitGroup
 	// kick asks for a new watcher: the probe found this one behind
 	// (behind); delivered is last, for the probe to compare.
-	kick      chan struct{}
+	kick      owned.Wake
 	delivered atomic.Uint64
 
 	// Its goroutine's own:
@@ -53,7 +55,7 @@ type rewatch struct {
 // cannot serve it yet (watchServed).
 func (c *Cluster) watchAll(ctx context.Context, kv jetstream.KeyValue) (*rewatch, error) {
 	ctx, stop := context.WithCancel(ctx)
-	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop, kick: make(chan struct{}, 1)}
+	rw := &rewatch{c: c, kv: kv, bucket: kv.Bucket(), out: make(chan jetstream.KeyValueEntry), stop: stop, kick: owned.NewWake()}
 	back := c.reconnected() // before the watcher is made: a reconnect from now on renews it
 	w, wstop, err := c.watchServed(ctx, ctx, "a watch of bucket "+kv.Bucket(), func(wctx context.Context) (jetstream.KeyWatcher, error) {
 		return kv.WatchAll(wctx)
@@ -206,13 +208,4 @@ func (l *lag) behind(delivered, last, msgs uint64) bool {
 		return true
 	}
 	return false
-}
-
-// nudge asks rw for a new watcher, once however often it is asked before
-// it makes one.
-func (rw *rewatch) nudge() {
-	select {
-	case rw.kick <- struct{}{}:
-	default:
-	}
 }

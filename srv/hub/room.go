@@ -187,29 +187,21 @@ func (h *Hub) Validity(token string, ids []string) map[string]bool {
 	return out
 }
 
-// Asked is the request id of token told again, while it is pending and
-// shown: a cluster's channel that finds its first send owed (its asker
-// and the instance that took it over killed before they sent it) sends
-// it from this.
-func (h *Hub) Asked(token, id string) (Event, bool) {
+// Waiting reports whether the request id of token is pending here
+// (waits), shown yet or not (in a cluster the asking instance shows it
+// once its watch hears its record; it waits from its save on), and, once
+// shown, its question told again (ev): a cluster's channel that finds
+// its first send owed (its asker and the instance that took it over
+// killed before they sent it) sends it from this.
+func (h *Hub) Waiting(token, id string) (ev Event, shown, waits bool) {
 	r := h.room(token)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	p := r.pending[id]
 	if p == nil || !p.shown {
-		return Event{}, false
+		return Event{}, false, p != nil
 	}
-	return Event{Kind: Asked, Again: true, Token: token, Request: p.req, AskedAt: p.createdAt, At: h.now()}, true
-}
-
-// Waits reports whether the request id of token is pending here, shown
-// yet or not (in a cluster the asking instance shows it once its watch
-// hears its record; it waits from its save on).
-func (h *Hub) Waits(token, id string) bool {
-	r := h.room(token)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.pending[id] != nil
+	return Event{Kind: Asked, Again: true, Token: token, Request: p.req, AskedAt: p.createdAt, At: h.now()}, true, true
 }
 
 // Status reports the clients logged in under token and when the room last

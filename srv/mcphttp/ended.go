@@ -77,25 +77,7 @@ func OpenFileEnded(dir string, perRoom int, now func() time.Time, log *slog.Logg
 
 // prune drops the IDs past EndedAge.
 func (f *FileEnded) prune(db *bolt.DB) error {
-	return db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(endedBucket)
-		if err != nil {
-			return err
-		}
-		var gone [][]byte
-		_ = b.ForEach(func(k, _ []byte) error {
-			if f.old(k) {
-				gone = append(gone, k)
-			}
-			return nil
-		})
-		for _, k := range gone {
-			if err := b.Delete(k); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return boltfile.Prune(db, endedBucket, func(k, _ []byte) bool { return f.old(k) })
 }
 
 // Close closes the file.

@@ -1,15 +1,14 @@
 package mcphttp
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/boltfile/boltfiletest"
 )
 
 // TestFileEndedBounded: the ended IDs kept on disk are a room's latest
@@ -71,56 +70,26 @@ func TestFileEndedBounded(t *testing.T) {
 // it: the file is set aside, for inspection, and a new one kept.
 func TestFileEndedDamaged(t *testing.T) {
 	room := sha256.Sum256([]byte("token"))
-	for _, tc := range []struct {
-		name   string
-		damage func(t *testing.T, path string)
-	}{
-		{"junk", func(t *testing.T, path string) {
-			if err := os.WriteFile(path, bytes.Repeat([]byte{0xab}, 16<<10), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
-		{"a page overwritten", func(t *testing.T, path string) {
-			f, err := OpenFileEnded(filepath.Dir(path), 3, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Keep(room, "s0"); err != nil {
-				t.Fatal(err)
-			}
-			f.Close()
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Past the two meta pages, whose checksums stay good.
-			for i := 2 * os.Getpagesize(); i < len(b); i++ {
-				b[i] = 0xab
-			}
-			if err := os.WriteFile(path, b, 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, EndedFileName)
-			tc.damage(t, path)
-			f, err := OpenFileEnded(dir, 3, nil, slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatalf("a damaged file stops the start: %v", err)
-			}
-			defer f.Close()
-			if err := f.Keep(room, "s1"); err != nil {
-				t.Fatal(err)
-			}
-			if all, err := f.All(); err != nil || len(all) != 1 || all[0].Session != "s1" {
-				t.Errorf("kept %v (%v), want s1 alone", all, err)
-			}
-			aside, _ := filepath.Glob(path + ".damaged-*")
-			if len(aside) != 1 {
-				t.Errorf("set aside %v, want the damaged file", aside)
-			}
-		})
-	}
+	boltfiletest.Damaged(t, EndedFileName, func(t *testing.T, dir string) {
+		f, err := OpenFileEnded(dir, 3, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Keep(room, "s0"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}, func(t *testing.T, dir string) {
+		f, err := OpenFileEnded(dir, 3, nil, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("a damaged file stops the start: %v", err)
+		}
+		defer f.Close()
+		if err := f.Keep(room, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if all, err := f.All(); err != nil || len(all) != 1 || all[0].Session != "s1" {
+			t.Errorf("kept %v (%v), want s1 alone", all, err)
+		}
+	})
 }

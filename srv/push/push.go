@@ -315,9 +315,11 @@ var errGone = errors.New("the subscription is gone")
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
-		if j.token != "" && !p.o.Hub.Waits(j.token, j.msg.ID) {
-			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
-			return false
+		if j.token != "" {
+			if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
+				p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+				return false
+			}
 		}
 		err := p.post(sd.sub, j)
 		switch {

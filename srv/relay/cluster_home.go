@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
 )
@@ -152,7 +153,7 @@ func (ch *channel) noteHome() {
 type homeWriter struct {
 	mu      sync.Mutex
 	pending map[[2]string]homeWrite
-	wake    chan struct{}
+	wake    owned.Wake
 }
 
 type homeWrite struct {
@@ -167,10 +168,7 @@ func (w *homeWriter) put(token, session string, h Home, del bool) {
 	}
 	w.pending[[2]string{token, session}] = homeWrite{h: h, delete: del}
 	w.mu.Unlock()
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
+	w.wake.Tell()
 }
 
 func (w *homeWriter) take() map[[2]string]homeWrite {

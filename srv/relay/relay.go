@@ -124,7 +124,7 @@ func New(o Options) *Relay {
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers it with INVALID_MESSAGE, as the seed asks
 	o.Conn.Logger = o.Logger
-	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), use: make(map[string]*tokenUse), homes: homeWriter{wake: make(chan struct{}, 1)}}
+	r := &Relay{o: o, log: o.Logger, channels: make(map[string]*channel), use: make(map[string]*tokenUse), homes: homeWriter{wake: owned.NewWake()}}
 	if o.Cluster != nil {
 		r.goroutines.Go(func() { r.runCluster(r.goroutines.Context()) })
 	}

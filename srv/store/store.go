@@ -25,6 +25,7 @@ import (
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/owned"
 	"github.com/agentassistant/agentassistant/internal/told"
 )
 
@@ -91,10 +92,10 @@ type Store struct {
 
 	mu      lockorder.Mutex[lockorder.Store]
 	queue   []Record
-	ack     *Ack          // the queue's
-	spare   []Record      // the last batch's array, handed back for the next queue
-	wake    chan struct{} // signalled when the writer goroutine has work: records put or handed over, a reader, a lead to fold
-	idle    *sync.Cond    // broadcast when the writer has emptied the queue, or the journal is free
+	ack     *Ack       // the queue's
+	spare   []Record   // the last batch's array, handed back for the next queue
+	wake    owned.Wake // signalled when the writer goroutine has work: records put or handed over, a reader, a lead to fold
+	idle    *sync.Cond // broadcast when the writer has emptied the queue, or the journal is free
 	writing bool
 	busy    bool // the journal is in use: by the writer, or by a caller's lead
 	handed  bool // the queue is the writer's to write (a Put, or a staged record handed over)
@@ -212,7 +213,7 @@ func Open(dir string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, wake: make(chan struct{}, 1), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost), evictions: EvictLog{Where: "on disk"}}
+	s := &Store{db: db, log: log, wake: owned.NewWake(), sync: o.Sync, onError: o.OnError, dir: dir, pendingRefs: make(map[string]*Lost), evictions: EvictLog{Where: "on disk"}}
 	inDB := make(map[string]bool)
 	roomWrong := false
 	if err := db.Update(func(tx *bolt.Tx) error {

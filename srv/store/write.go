@@ -80,10 +80,7 @@ func (s *Store) wakeLocked() {
 	if s.closed {
 		return // the writer is taking everything already
 	}
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.wake.Tell()
 }
 
 // handOver makes sure the writer goroutine writes a's records if they are
