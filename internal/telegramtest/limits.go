@@ -1,6 +1,7 @@
 package telegramtest
 
 import (
+	"encoding/json"
 	"errors"
 	"html"
 	"strings"
@@ -88,6 +89,9 @@ func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 // refused is why Telegram would refuse the text (parse_mode as given)
 // of a message, or its caption; "" when it would take it.
 func refused(method string, form map[string]string) string {
+	if why := markupRefused(form); why != "" {
+		return why
+	}
 	field, most := "text", maxText
 	if method == "sendPhoto" {
 		field, most = "caption", maxCaption
@@ -109,6 +113,50 @@ func refused(method string, form map[string]string) string {
 		return "message is too long"
 	case n > most:
 		return "message caption is too long"
+	}
+	return ""
+}
+
+// buttonKinds are the optional fields of an InlineKeyboardButton that
+// say what it does (https://core.telegram.org/bots/api#inlinekeyboardbutton):
+// "Exactly one of the optional fields must be used to specify type of
+// the button."
+var buttonKinds = []string{"url", "callback_data", "web_app", "login_url", "switch_inline_query",
+	"switch_inline_query_current_chat", "switch_inline_query_chosen_chat", "copy_text", "callback_game", "pay"}
+
+// markupRefused is why Telegram would refuse a message's inline
+// keyboard (reply_markup): a button of no kind or of several (an empty
+// copy_text beside callback_data is two), or callback_data not of 1 to
+// 64 bytes; "" when it would take it.
+func markupRefused(form map[string]string) string {
+	rm, ok := form["reply_markup"]
+	if !ok {
+		return ""
+	}
+	var kb struct {
+		InlineKeyboard [][]map[string]json.RawMessage `json:"inline_keyboard"`
+	}
+	if err := json.Unmarshal([]byte(rm), &kb); err != nil {
+		return "can't parse reply keyboard markup JSON object"
+	}
+	for _, row := range kb.InlineKeyboard {
+		for _, b := range row {
+			kinds := 0
+			for _, k := range buttonKinds {
+				if _, ok := b[k]; ok {
+					kinds++
+				}
+			}
+			if kinds != 1 {
+				return "BUTTON_TYPE_INVALID"
+			}
+			if raw, ok := b["callback_data"]; ok {
+				var data string
+				if json.Unmarshal(raw, &data) != nil || data == "" || len(data) > 64 {
+					return "BUTTON_DATA_INVALID"
+				}
+			}
+		}
 	}
 	return ""
 }

@@ -380,8 +380,9 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		id, _ := strconv.Atoi(form["message_id"])
 		chat, _ := strconv.ParseInt(form["chat_id"], 10, 64)
 		api.mu.Lock()
-		why := ""
+		why := markupRefused(form)
 		switch {
+		case why != "":
 		case !api.made[id] || api.deleted[id]:
 			why = "message to edit not found"
 		case api.shown[id][1] == form["reply_markup"]:

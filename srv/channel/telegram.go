@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
@@ -240,7 +241,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			logOf(t.Logger).Warn("telegram: a question not noted before it is sent; a copy whose ID never comes back answers nothing", "err", err)
 		}
 		m, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: models.ParseModeHTML,
-			ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
+			ReplyMarkup: keyboard(rows)})
 		sent := shown
 		if formattingRefused(err) {
 			// Refused for its formatting, it would be at every try: the
@@ -252,7 +253,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			}
 			sent = telegramPlain(n, maxTelegramMessage-max(tgLen(plainAgain+plainTickHint), tgLen(settledLine(""))+maxTitle))
 			m, err = b.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: sent + hint, ParseMode: models.ParseModeHTML,
-				ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: rows}})
+				ReplyMarkup: keyboard(rows)})
 		}
 		if re := t.refusal(err); re != nil {
 			return re
@@ -631,3 +632,26 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 
 // settledLine ends a settled question's message: its title (title).
 func settledLine(title string) string { return "\n\n— " + html.EscapeString(title) }
+
+// keyboard is an inline keyboard as the Bot API reads it, each button
+// its text and its callback_data alone. The library's button writes an
+// empty copy_text beside them, a second kind of button where the API
+// takes "exactly one" (core.telegram.org/bots/api#inlinekeyboardbutton).
+type keyboard [][]models.InlineKeyboardButton
+
+func (k keyboard) MarshalJSON() ([]byte, error) {
+	type button struct {
+		Text string `json:"text"`
+		Data string `json:"callback_data"`
+	}
+	rows := make([][]button, len(k))
+	for i, row := range k {
+		rows[i] = make([]button, len(row))
+		for j, b := range row {
+			rows[i][j] = button{b.Text, b.CallbackData}
+		}
+	}
+	return json.Marshal(struct {
+		InlineKeyboard [][]button `json:"inline_keyboard"`
+	}{rows})
+}

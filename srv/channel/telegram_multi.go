@@ -85,7 +85,7 @@ func (t *Telegram) tick(ctx context.Context, b *bot.Bot, at sentKey, kb *models.
 	on := ticks(kb, labels)
 	on[i] = !on[i]
 	_, err := b.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: at.chat, MessageID: at.msg,
-		ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: tickKeyboard(labels, on, tag)}})
+		ReplyMarkup: keyboard(tickKeyboard(labels, on, tag))})
 	switch {
 	case err == nil || notModified(err):
 	case uneditable(err):

@@ -103,7 +103,7 @@ func (t *Telegram) settle(ctx context.Context, b *bot.Bot, n Notice, room string
 			continue
 		}
 		_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: m.key.chat, MessageID: m.key.msg, ParseMode: models.ParseModeHTML,
-			Text: m.text + settledLine(title(n)), ReplyMarkup: models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{}}})
+			Text: m.text + settledLine(title(n)), ReplyMarkup: keyboard{}})
 		switch {
 		case err == nil || notModified(err):
 		case uneditable(err):
