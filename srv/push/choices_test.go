@@ -32,6 +32,30 @@ func TestActionsAreTheOptions(t *testing.T) {
 	}
 }
 
+// TestPushCountsTheOptions: a question of one choice tells the device
+// how many options it offers, so that a notification with fewer
+// buttons (three at most, fewer where a label is too long or the
+// browser shows fewer) says the rest are in the app; a question without
+// options, or of several choices (opened in the app), tells none.
+func TestPushCountsTheOptions(t *testing.T) {
+	var opts []*pb.Option
+	for _, l := range []string{"Production", strings.Repeat("x", maxAction+1), "Staging", "Canary", "Skip"} {
+		opts = append(opts, &pb.Option{Label: l})
+	}
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Where?", Questions: []*pb.Question{{Options: opts}}}}
+	if m := askMessage(ev, "room", Subscription{}); m.Options != 5 || len(m.Actions) != 3 {
+		t.Errorf("options %d, actions %q", m.Options, m.Actions)
+	}
+	ev.Request.Questions[0].Multiple = true
+	if m := askMessage(ev, "room", Subscription{}); m.Options != 0 {
+		t.Errorf("several choices: options %d", m.Options)
+	}
+	ev.Request.Questions = nil
+	if m := askMessage(ev, "room", Subscription{Replies: []string{"Yes"}}); m.Options != 0 {
+		t.Errorf("no options: options %d", m.Options)
+	}
+}
+
 // TestPushNamesWhoAsks: the MCP client's name stands in for a missing
 // agent name, as in the inbox.
 func TestPushNamesWhoAsks(t *testing.T) {
