@@ -56,6 +56,24 @@ func TestPushCountsTheOptions(t *testing.T) {
 	}
 }
 
+// TestPushKeepsTheQuestionsLastParagraph: a question too long for a
+// notification keeps its last paragraph, the question itself, after the
+// cut, as the channels' messages do: the notification's buttons never
+// answer a question it does not show.
+func TestPushKeepsTheQuestionsLastParagraph(t *testing.T) {
+	text := strings.Repeat("The migration touches the **orders** table. ", 40) + "\n\nShall I run it *now*?"
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: text}}
+	m := askMessage(ev, "room", Subscription{Replies: []string{"Yes", "No"}})
+	if len(m.Body) > maxBody || !strings.HasSuffix(m.Body, "Shall I run it now?") || !strings.Contains(m.Body, "The rest is in the app") {
+		t.Errorf("body of %d bytes: %q", len(m.Body), m.Body)
+	}
+	// Cut at its end, it says so.
+	ev.Request.Text = strings.Repeat("word ", 300)
+	if m := askMessage(ev, "room", Subscription{}); len(m.Body) > maxBody || !strings.HasSuffix(m.Body, "…") {
+		t.Errorf("body of %d bytes: %q", len(m.Body), m.Body)
+	}
+}
+
 // TestPushNamesWhoAsks: the MCP client's name stands in for a missing
 // agent name, as in the inbox.
 func TestPushNamesWhoAsks(t *testing.T) {

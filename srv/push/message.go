@@ -96,7 +96,7 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
 		Title: channel.Clip(title, maxTitle), Asker: channel.Clip(who, maxTitle), Project: channel.Clip(project, maxTitle),
-		Body: channel.Clip(channel.Plain(req.Text), maxBody), URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
+		Body: channel.Clip(channel.Plain(channel.Cut(req.Text, maxBody)), maxBody), URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
 	opts, multiple, custom := wire.OptionsOf(req.Questions)
 	if len(opts) > 0 && multiple {
 		// A person picks several: no button can, so the first opens the
