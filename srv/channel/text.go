@@ -213,10 +213,44 @@ func described(req hub.Request) (opts []shownOption, some bool) {
 const restInApp = "The rest is in the app."
 
 // clipText cuts a question's text s to at most n bytes where a reader
-// expects a break: at the last line's end, else the last space, in the
-// last quarter of what fits; else on a rune boundary. cut says whether
-// it was cut (the caller then marks it so, after its own rendering).
+// expects a break (clipHead). An agent often asks last, after its
+// reasons: a last paragraph of at most a quarter of n is kept after the
+// cut, behind the mark saying the rest is in the app, so that a
+// message's buttons never answer a question it does not show; unless it
+// is code, or the cut falls inside code. cut says whether the caller is
+// to mark the end as cut, after its own rendering.
 func clipText(s string, n int) (clipped string, cut bool) {
+	whole := strings.TrimRight(s, " \t\r\n")
+	if len(whole) <= n {
+		return clipHead(s, n) // nothing to keep: no cut, or no room at all
+	}
+	const mid = "\n\n…\n\n(" + restInApp + ")\n\n"
+	if i := strings.LastIndex(whole, "\n\n"); i > 0 {
+		last := strings.TrimSpace(whole[i:])
+		if len(last) <= n/4 && !strings.Contains(last, "```") && !strings.Contains(last, "~~~") {
+			head, _ := clipHead(whole[:i], n-len(mid)-len(last))
+			if head != "" && strings.Count(head, "```")%2 == 0 && strings.Count(head, "~~~")%2 == 0 {
+				return head + mid + last, false
+			}
+		}
+	}
+	return clipHead(s, n)
+}
+
+// Cut is md cut to at most n bytes as a channel's message cuts it
+// (clipText), its data: images named, its end marked "…" when cut there:
+// for a text made plain afterwards (a push's).
+func Cut(md string, n int) string {
+	s, cut := clipText(withoutDataImages(md), n-len("…"))
+	if cut {
+		s += "…"
+	}
+	return s
+}
+
+// clipHead cuts s to at most n bytes at the last line's end, else the
+// last space, in the last quarter of what fits; else on a rune boundary.
+func clipHead(s string, n int) (clipped string, cut bool) {
 	if len(s) <= n {
 		return s, false
 	}

@@ -32,6 +32,48 @@ func TestActionsAreTheOptions(t *testing.T) {
 	}
 }
 
+// TestPushCountsTheOptions: a question of one choice tells the device
+// how many options it offers, so that a notification with fewer
+// buttons (three at most, fewer where a label is too long or the
+// browser shows fewer) says the rest are in the app; a question without
+// options, or of several choices (opened in the app), tells none.
+func TestPushCountsTheOptions(t *testing.T) {
+	var opts []*pb.Option
+	for _, l := range []string{"Production", strings.Repeat("x", maxAction+1), "Staging", "Canary", "Skip"} {
+		opts = append(opts, &pb.Option{Label: l})
+	}
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: "Where?", Questions: []*pb.Question{{Options: opts}}}}
+	if m := askMessage(ev, "room", Subscription{}); m.Options != 5 || len(m.Actions) != 3 {
+		t.Errorf("options %d, actions %q", m.Options, m.Actions)
+	}
+	ev.Request.Questions[0].Multiple = true
+	if m := askMessage(ev, "room", Subscription{}); m.Options != 0 {
+		t.Errorf("several choices: options %d", m.Options)
+	}
+	ev.Request.Questions = nil
+	if m := askMessage(ev, "room", Subscription{Replies: []string{"Yes"}}); m.Options != 0 {
+		t.Errorf("no options: options %d", m.Options)
+	}
+}
+
+// TestPushKeepsTheQuestionsLastParagraph: a question too long for a
+// notification keeps its last paragraph, the question itself, after the
+// cut, as the channels' messages do: the notification's buttons never
+// answer a question it does not show.
+func TestPushKeepsTheQuestionsLastParagraph(t *testing.T) {
+	text := strings.Repeat("The migration touches the **orders** table. ", 40) + "\n\nShall I run it *now*?"
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "q", Text: text}}
+	m := askMessage(ev, "room", Subscription{Replies: []string{"Yes", "No"}})
+	if len(m.Body) > maxBody || !strings.HasSuffix(m.Body, "Shall I run it now?") || !strings.Contains(m.Body, "The rest is in the app") {
+		t.Errorf("body of %d bytes: %q", len(m.Body), m.Body)
+	}
+	// Cut at its end, it says so.
+	ev.Request.Text = strings.Repeat("word ", 300)
+	if m := askMessage(ev, "room", Subscription{}); len(m.Body) > maxBody || !strings.HasSuffix(m.Body, "…") {
+		t.Errorf("body of %d bytes: %q", len(m.Body), m.Body)
+	}
+}
+
 // TestPushNamesWhoAsks: the MCP client's name stands in for a missing
 // agent name, as in the inbox.
 func TestPushNamesWhoAsks(t *testing.T) {

@@ -39,6 +39,10 @@ type message struct {
 	// cannot pick: the first button opens the app on its card instead,
 	// and Actions are only the quick replies it takes besides.
 	Choose bool `json:"choose,omitempty"`
+	// Options: how many options a question of one choice offers, so
+	// that a notification showing fewer of them as buttons says the
+	// rest are in the app.
+	Options int `json:"options,omitempty"`
 	// Cap and Answer: where and with what an action answers.
 	Cap    string `json:"cap,omitempty"`
 	Answer string `json:"answer,omitempty"`
@@ -92,7 +96,7 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 	}
 	m := message{V: 1, Type: "ask", ID: req.ID, Tag: tagOf(room, req.ID), Kind: kind,
 		Title: channel.Clip(title, maxTitle), Asker: channel.Clip(who, maxTitle), Project: channel.Clip(project, maxTitle),
-		Body: channel.Clip(channel.Plain(req.Text), maxBody), URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
+		Body: channel.Clip(channel.Plain(channel.Cut(req.Text, maxBody)), maxBody), URL: "/?request=" + url.QueryEscape(req.ID), Sub: sub.ID}
 	opts, multiple, custom := wire.OptionsOf(req.Questions)
 	if len(opts) > 0 && multiple {
 		// A person picks several: no button can, so the first opens the
@@ -117,6 +121,7 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 		// The question's own options, the first that fit: an action posts
 		// its label as the answer, so a label is never cut (the others
 		// are in the app).
+		m.Options = len(opts)
 		for _, o := range opts {
 			if len(m.Actions) == maxActions {
 				break

@@ -823,7 +823,7 @@ describe('screens', () => {
     const { page } = await openApp(ctx)
     const { notificationOptions, titleOf } = await import('../src/lib/pushmessage')
     const m = { v: 1, type: 'ask' as const, id: 'r1', tag: 't1', kind: 'question' as const, title: 'shop · Claude asks',
-      body: 'Deploy v2 to production? The migration adds a column to orders.', actions: ['Ship it', 'Hold on', 'Stop and wait'], url: '/?request=r1' }
+      body: 'Deploy v2 to production? The migration adds a column to orders.', actions: ['Ship it', 'Hold on', 'Stop and wait'], options: 4, url: '/?request=r1' }
     const o = notificationOptions(m, 2)
     for (const scheme of ['light', 'dark'] as const) {
       for (const width of [1280, 390]) {
@@ -845,6 +845,8 @@ describe('screens', () => {
       await note.setContent(notificationHTML(m.title, o.body ?? '', o.actions.map((a) => a.title), scheme))
       if (SHOTS) await note.screenshot({ path: `${SHOTS}/push-notification-${scheme}.png` })
       expect(await note.locator('button').allTextContents()).toEqual(['Ship it', 'Hold on'])
+      // The options no button shows are said to be in the app.
+      expect(await note.getByText('2 more answers in the app').isVisible()).toBe(true)
       // A question of several choices: its card opens, no option is a
       // button; a phone's shade at 390, a desktop's corner at 1280.
       const multi = { ...m, body: 'Which services go out today? Web, API, Worker.', choose: true, actions: ['Not now', 'Later'] }
@@ -876,7 +878,7 @@ function notificationHTML(title: string, body: string, actions: string[], scheme
  <div style="display:flex;gap:12px;padding:14px 16px">
   <img src="data:image/png;base64,${readFileSync(join(__dirname, '../public/icons/icon-192.png')).toString('base64')}" width="36" height="36" style="border-radius:8px">
   <div><div style="font-size:12px;color:${sub}">agentassistant · 127.0.0.1</div>
-   <div style="font-weight:600">${esc(title)}</div><div style="color:${sub}">${esc(body)}</div></div>
+   <div style="font-weight:600">${esc(title)}</div><div style="color:${sub};white-space:pre-line">${esc(body)}</div></div>
  </div>
  <div style="display:flex;border-top:1px solid ${line}">${actions.map((a) => `<button style="flex:1;padding:12px;border:0;background:none;color:#1f6feb;font:600 14px system-ui">${esc(a)}</button>`).join('')}</div>
 </div></body>`

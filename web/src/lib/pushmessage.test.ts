@@ -16,6 +16,17 @@ describe('a notification\'s buttons', () => {
     expect(o.data).toMatchObject({ url: '/?request=r1', actions: ['Not now', 'Later'], sub: 's1' })
     expect(notificationOptions({ ...ask, choose: true }, 3, 'zh-CN').actions).toEqual([{ action: 'open', title: '去选择…' }])
   })
+
+  it('say the options they leave out are in the app', () => {
+    const ten = { ...ask, options: 10, actions: ['Production', 'Staging', 'Canary'] }
+    expect(notificationOptions(ten, 2).body).toBe('Which to deploy?\n\n8 more answers in the app')
+    expect(notificationOptions({ ...ten, options: 4 }, 3).body).toBe('Which to deploy?\n\n1 more answer in the app')
+    expect(notificationOptions(ten, 2, 'zh-CN').body).toBe('Which to deploy?\n\n应用里还有 8 个答案')
+    // Every option a button: the body as it came.
+    expect(notificationOptions({ ...ten, options: 3 }, 3).body).toBe('Which to deploy?')
+    // Quick replies, not options: nothing is left out.
+    expect(notificationOptions({ ...ask, actions: ['Yes', 'No', 'Later'] }, 2).body).toBe('Which to deploy?')
+  })
 })
 
 describe('a notification\'s title', () => {

@@ -24,6 +24,9 @@ export interface PushMessage {
   // The question takes several of its options: the first button opens
   // its card in the app, actions are only the replies it takes besides.
   choose?: boolean
+  // How many options a question of one choice offers: those not shown
+  // as buttons are said to be in the app.
+  options?: number
   // The subscription this push came under: a browser subscribed under
   // several tokens keeps each one's waiting apart (lib/badge.ts).
   sub?: string
@@ -50,6 +53,12 @@ export function chooseLabel(lang: string): string {
   return lang.toLowerCase().startsWith('zh') ? '去选择…' : 'Choose…'
 }
 
+// moreLabel says n answers are left to the app, in lang.
+function moreLabel(n: number, lang: string): string {
+  if (lang.toLowerCase().startsWith('zh')) return `应用里还有 ${n} 个答案`
+  return `${n} more ${n === 1 ? 'answer' : 'answers'} in the app`
+}
+
 // titleOf is the notification's title in lang: the server's (in
 // English), or made of its parts in another language the app speaks.
 export function titleOf(m: PushMessage, lang: string): string {
@@ -65,8 +74,9 @@ export function notificationOptions(m: PushMessage, max: number, lang = 'en'): N
   const open = m.choose ? [{ action: 'open', title: chooseLabel(lang) }] : []
   const answers = (m.actions ?? []).map((title, i) => ({ action: 'a' + i, title }))
   const actions = [...open, ...answers].slice(0, Math.max(0, max))
+  const more = (m.options ?? 0) - actions.length
   return {
-    body: m.body ?? '',
+    body: (m.body ?? '') + (more > 0 ? '\n\n' + moreLabel(more, lang) : ''),
     tag: m.tag,
     icon: '/icons/icon-192.png',
     badge: '/icons/icon-192.png',
