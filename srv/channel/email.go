@@ -196,7 +196,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	q := sent.q
 	if !ok { // not a retry: the question's own Message-ID
 		id = e.newID()
-		q = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Title: "[agentassistant] " + Clip(title(n), 500)}
+		q = asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Title: emailSubject(n)}
 		if multiOf(n.Request) {
 			// A reply naming several answers with them (multi.go).
 			q.Labels, _ = buttonsOf(n.Request)
@@ -232,7 +232,7 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
-	if err := e.mail(ctx, "[agentassistant] "+title(n), id, "", body); err != nil {
+	if err := e.mail(ctx, q.Title, id, "", body); err != nil {
 		return err
 	}
 	e.sent.update(key, func(s emailSent, ok bool) (emailSent, bool) {
@@ -348,6 +348,16 @@ func (e *Email) newID() string {
 }
 
 // mail sends one text/plain mail to To; inReplyTo, when set, threads it.
+// emailSubject is a question's subject: its title and its first words,
+// so that the mails of several questions tell them apart in a list.
+func emailSubject(n Notice) string {
+	s := "[agentassistant] " + Clip(title(n), 500)
+	if first := wire.OneLine(Plain(n.Request.Text)); first != "" {
+		s += ": " + Clip(first, 80)
+	}
+	return s
+}
+
 func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) error {
 	var to []*mail.Address
 	for _, s := range e.To {

@@ -353,7 +353,7 @@ func TestEmail(t *testing.T) {
 	}
 	id, _ := h.MessageID()
 	subject, _ := h.Subject()
-	if id == "" || subject != "[agentassistant] shop · Claude Code asks" || !strings.Contains(body, "Deploy **now**?") ||
+	if id == "" || subject != "[agentassistant] shop · Claude Code asks: Deploy now?" || !strings.Contains(body, "Deploy **now**?") ||
 		!strings.Contains(body, "Reply to this e-mail to answer") {
 		t.Fatalf("mail %q %q:\n%s", id, subject, body)
 	}

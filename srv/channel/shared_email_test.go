@@ -52,7 +52,7 @@ func TestEmailAcrossInstances(t *testing.T) {
 	h, body := ms.Mail(t, 2)
 	irt, _ := h.MsgIDList("In-Reply-To")
 	subject, _ := h.Subject()
-	if !slices.Equal(irt, []string{id}) || subject != "Re: [agentassistant] Claude Code asks" || !strings.Contains(body, "Answered on ana@example.org") {
+	if !slices.Equal(irt, []string{id}) || subject != "Re: [agentassistant] Claude Code asks: Deploy?" || !strings.Contains(body, "Answered on ana@example.org") {
 		t.Errorf("the follow-up, In-Reply-To %v, %q:\n%s", irt, subject, body)
 	}
 	ms.Reply(t, "late@mail.example.org", id, "Roll back!\r\n")
