@@ -50,13 +50,17 @@ func TestCutQuestionKeepsItsLastParagraph(t *testing.T) {
 	}
 }
 
-// TestCutKeepsNoLastParagraphInsideCode: a last paragraph that is code,
-// or one after a cut inside a code block, is not kept: it would read as
+// TestCutKeepsNoLastParagraphInsideCode: a last paragraph that is code
+// (fenced, or indented: kept, its first line would lose its indent and
+// the block read as a paragraph), or one after a cut inside a code
+// block, is not kept: it would read as
 // code, or break the code's formatting; the text is cut at its end.
 func TestCutKeepsNoLastParagraphInsideCode(t *testing.T) {
 	long := strings.Repeat("word ", 400)
 	for name, s := range map[string]string{
 		"last is code":    long + "\n\n```\nrm -rf build\n```",
+		"last indented":   long + "\n\n    rm -rf build\n    make",
+		"last tabbed":     long + "\n\n\trm -rf build\n\tmake",
 		"cut inside code": "```\n" + long + "\n\nstill code\n```\n\nRun it?",
 		"last too long":   long + "\n\n" + strings.Repeat("more ", 200),
 	} {

@@ -217,8 +217,8 @@ const restInApp = "The rest is in the app."
 // reasons: a last paragraph of at most a quarter of n is kept after the
 // cut, behind the mark saying the rest is in the app, so that a
 // message's buttons never answer a question it does not show; unless it
-// is code, or the cut falls inside code. cut says whether the caller is
-// to mark the end as cut, after its own rendering.
+// is code (fenced or indented), or the cut falls inside code. cut says
+// whether the caller is to mark the end as cut, after its own rendering.
 func clipText(s string, n int) (clipped string, cut bool) {
 	whole := strings.TrimRight(s, " \t\r\n")
 	if len(whole) <= n {
@@ -226,8 +226,10 @@ func clipText(s string, n int) (clipped string, cut bool) {
 	}
 	const mid = "\n\n…\n\n(" + restInApp + ")\n\n"
 	if i := strings.LastIndex(whole, "\n\n"); i > 0 {
-		last := strings.TrimSpace(whole[i:])
-		if len(last) <= n/4 && !strings.Contains(last, "```") && !strings.Contains(last, "~~~") {
+		last := strings.TrimLeft(whole[i:], "\r\n")
+		indented := strings.HasPrefix(last, "    ") || strings.HasPrefix(last, "\t") // code, or a list's: out of place after the mark
+		last = strings.TrimSpace(last)
+		if len(last) <= n/4 && !indented && !strings.Contains(last, "```") && !strings.Contains(last, "~~~") {
 			head, _ := clipHead(whole[:i], n-len(mid)-len(last))
 			if head != "" && strings.Count(head, "```")%2 == 0 && strings.Count(head, "~~~")%2 == 0 {
 				return head + mid + last, false
