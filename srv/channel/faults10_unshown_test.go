@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
@@ -83,12 +84,13 @@ func answerOn(t *testing.T, n *node, id string) {
 	}
 }
 
-// TestFaults10NoFollowUpOfAQuestionNeverSent: a question asked through
-// instance A, which sent it to no channel (killed first, say), is
-// answered at once through B: B's ntfy was never sent the question, so
-// it is sent no follow-up of it either. The next question, asked and
-// answered through B, is sent and followed up, once each, in order.
-func TestFaults10NoFollowUpOfAQuestionNeverSent(t *testing.T) {
+// TestFollowUpMadeOnceNoSendIsClaimed: a question asked through
+// instance A, whose send a sender claimed and never noted (killed as it
+// sent, or of the release before, which leaves the settle's mark as it
+// found it), is answered through B. B's follow-up waits while the claim
+// holds, and is made once it lapsed: the question may have gone out, and
+// left with its buttons it would ask on for good.
+func TestFollowUpMadeOnceNoSendIsClaimed(t *testing.T) {
 	nt, url := newNtfyLog(t, nil)
 	ns := natstest.Start(t)
 	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
@@ -96,19 +98,23 @@ func TestFaults10NoFollowUpOfAQuestionNeverSent(t *testing.T) {
 		Notes: b.ch, Leader: b.ch, PublicURL: "https://aa.example"})
 	t.Cleanup(m.Close)
 
-	unsent := askOn(a.hub, "q-unsent")
-	answerOn(t, b, "q-unsent")
-	recv(t, "the agent's answer", unsent)
-	sent := askOn(b.hub, "q-sent")
-	answerOn(t, b, "q-sent")
-	recv(t, "the agent's answer", sent)
-	// B's queue is in order: once q-sent's follow-up is in, so is what
-	// it made of q-unsent's settle.
-	for recv(t, "a publish", nt.came) != "settled "+channel.SeqOf(m, tokA, "q-sent") {
+	claim := channel.AskingKey(tokA, "q-1", 0, "ntfy")
+	if _, err := b.ch.Create(t.Context(), claim, []byte("a"), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
 	}
-	want := []string{"asked " + channel.SeqOf(m, tokA, "q-sent"), "settled " + channel.SeqOf(m, tokA, "q-sent")}
-	if got := nt.all(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("ntfy was published %q, want %q (q-unsent %s)", got, want, channel.SeqOf(m, tokA, "q-unsent"))
+	answered := askOn(a.hub, "q-1")
+	answerOn(t, b, "q-1")
+	recv(t, "the agent's answer", answered)
+	waitUntil(t, "B owes the follow-up", func() bool { return channel.Owing(m) == 1 })
+	if got := nt.all(); len(got) != 0 {
+		t.Fatalf("ntfy was published %q while the send was claimed", got)
+	}
+	if err := b.ch.Delete(t.Context(), claim); err != nil { // lapsed
+		t.Fatal(err)
+	}
+	seq := channel.SeqOf(m, tokA, "q-1")
+	if got := recv(t, "the follow-up", nt.came); got != "settled "+seq {
+		t.Fatalf("ntfy got %q, want the follow-up of %s", got, seq)
 	}
 }
 

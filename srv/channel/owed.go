@@ -76,9 +76,12 @@ type sentRecord struct {
 	Done  bool          `json:"done,omitempty"`
 	// Unsent: a cluster's settle noted before its question was noted
 	// sent on the channel. Its follow-up waits while a send is claimed
-	// (the question may be going out just then), and is not made once
-	// none is: a follow-up of a question never shown there would be
-	// the first the person sees of it.
+	// (the question may be going out just then), so that it goes after
+	// the question, and is made once none is: the question may have
+	// gone out all the same (its sender killed before its note, or of
+	// the release before, which leaves Unsent as it found it), and a
+	// question left with its buttons is worse than an outcome the
+	// person never saw asked.
 	Unsent bool `json:"u,omitempty"`
 }
 
@@ -328,9 +331,8 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 }
 
 // current is c's follow-up of n's question to make now, as its note
-// says: false when it was made meanwhile, or its question was never
-// sent on c (Unsent, and no send claimed: noted made); errSending
-// while a send of it is claimed. One owed with its outcome unknown (found
+// says: false when it was made meanwhile; errSending while a send of
+// its question, not yet noted, is claimed (Unsent). One owed with its outcome unknown (found
 // after a restart, before the store's outcome was heard) takes the
 // outcome noted or kept since.
 func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
@@ -344,9 +346,6 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 			if _, sending, err := m.o.Notes.Get(m.goroutines.Context(), askingKey(c, n)); err != nil || sending {
 				return n, false, errSending
 			}
-			m.edited(c, n)
-			m.log.Debug("a settled question's follow-up not made: the question was never sent there", "channel", c.Name(), "id", n.Request.ID)
-			return n, false, nil
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
 			n = m.notice(rec.event(n.Token), n.slot, c)
