@@ -84,6 +84,35 @@ func answerOn(t *testing.T, n *node, id string) {
 	}
 }
 
+// TestFaults10NoFollowUpOfAQuestionNeverSent: a question asked through
+// instance A, which sent it to no channel (killed first, say), is
+// answered at once through B: B's ntfy was never sent the question, so
+// it is sent no follow-up of it either. The next question, asked and
+// answered through B, is sent and followed up, once each, in order.
+func TestFaults10NoFollowUpOfAQuestionNeverSent(t *testing.T) {
+	nt, url := newNtfyLog(t, nil)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	m := channel.New(channel.Options{Hub: b.hub, Caps: b.caps, Routes: map[string][]channel.Channel{tokA: {&channel.Ntfy{URL: url, Topic: "t"}}},
+		Notes: b.ch, Leader: b.ch, PublicURL: "https://aa.example"})
+	t.Cleanup(m.Close)
+
+	unsent := askOn(a.hub, "q-unsent")
+	answerOn(t, b, "q-unsent")
+	recv(t, "the agent's answer", unsent)
+	sent := askOn(b.hub, "q-sent")
+	answerOn(t, b, "q-sent")
+	recv(t, "the agent's answer", sent)
+	// B's queue is in order: once q-sent's follow-up is in, so is what
+	// it made of q-unsent's settle.
+	for recv(t, "a publish", nt.came) != "settled "+channel.SeqOf(m, tokA, "q-sent") {
+	}
+	want := []string{"asked " + channel.SeqOf(m, tokA, "q-sent"), "settled " + channel.SeqOf(m, tokA, "q-sent")}
+	if got := nt.all(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("ntfy was published %q, want %q (q-unsent %s)", got, want, channel.SeqOf(m, tokA, "q-unsent"))
+	}
+}
+
 // TestFollowUpMadeOnceNoSendIsClaimed: a question asked through
 // instance A, whose send a sender claimed and never noted (killed as it
 // sent, or of the release before, which leaves the settle's mark as it

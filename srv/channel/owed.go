@@ -77,12 +77,15 @@ type sentRecord struct {
 	// Unsent: a cluster's settle noted before its question was noted
 	// sent on the channel. Its follow-up waits while a send is claimed
 	// (the question may be going out just then), so that it goes after
-	// the question, and is made once none is: the question may have
-	// gone out all the same (its sender killed before its note, or of
-	// the release before, which leaves Unsent as it found it), and a
-	// question left with its buttons is worse than an outcome the
-	// person never saw asked.
-	Unsent bool `json:"u,omitempty"`
+	// the question. Once none is, it is made if a send was ever seen
+	// claimed (Claimed): the question may have gone out all the same,
+	// its sender killed before its note, or of the release before,
+	// which leaves Unsent as it found it, and a question left with its
+	// buttons is worse than a stray outcome. It is not made when no
+	// instance was seen sending it: a follow-up of a question never
+	// shown there would be the first the person sees of it.
+	Unsent  bool `json:"u,omitempty"`
+	Claimed bool `json:"uc,omitempty"`
 }
 
 // settledUnknown is the outcome of a question found settled after a
@@ -262,6 +265,10 @@ func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
 		rec.settle(n)
 		rec.Since = m.o.Now()
 		rec.Unsent = err == nil && (!found || had.Unsent)
+		if rec.Unsent {
+			_, held, gerr := m.o.Notes.Get(ctx, askingKey(c, n))
+			rec.Claimed = held || gerr != nil
+		}
 		b, _ := json.Marshal(rec)
 		created, err := m.o.Notes.Create(ctx, key, b, rec.Since.Add(owedFor))
 		if err == nil && !created {
@@ -270,6 +277,7 @@ func (m *Manager) markOwed(c Channel, n Notice) (owed, made bool) {
 				return true, true
 			}
 			rec.Unsent = err == nil && (!found || had.Unsent)
+			rec.Claimed = rec.Unsent && (rec.Claimed || had.Claimed)
 			err = putJSON(ctx, m.o.Notes, key, rec, rec.Since.Add(owedFor))
 		}
 		if err != nil {
@@ -331,8 +339,9 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 }
 
 // current is c's follow-up of n's question to make now, as its note
-// says: false when it was made meanwhile; errSending while a send of
-// its question, not yet noted, is claimed (Unsent). One owed with its outcome unknown (found
+// says: false when it was made meanwhile, or its question was never
+// seen sent on c (Unsent, and no send ever seen claimed: noted made);
+// errSending while a send of it, not yet noted, is claimed. One owed with its outcome unknown (found
 // after a restart, before the store's outcome was heard) takes the
 // outcome noted or kept since.
 func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
@@ -343,8 +352,23 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 			return n, false, nil
 		}
 		if rec.Unsent {
-			if _, sending, err := m.o.Notes.Get(m.goroutines.Context(), askingKey(c, n)); err != nil || sending {
+			ctx := m.goroutines.Context()
+			_, sending, err := m.o.Notes.Get(ctx, askingKey(c, n))
+			switch {
+			case err != nil:
 				return n, false, errSending
+			case sending:
+				if !rec.Claimed {
+					rec.Claimed = true
+					if err := putJSON(ctx, m.o.Notes, m.owedKey(c, n), rec, rec.Since.Add(owedFor)); err != nil {
+						return n, false, err
+					}
+				}
+				return n, false, errSending
+			case !rec.Claimed:
+				m.edited(c, n)
+				m.log.Debug("a settled question's follow-up not made: no instance was sending the question there", "channel", c.Name(), "id", n.Request.ID)
+				return n, false, nil
 			}
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
