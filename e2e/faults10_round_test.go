@@ -211,6 +211,9 @@ func TestFaults10Round(t *testing.T) {
 	for _, srv := range s.srvs {
 		drops += strings.Count(srv.logw.String(), "channel notice dropped: its queue is full")
 		anyway += strings.Count(srv.logw.String(), "follow-up not claimed; made anyway")
+		// A question whose send was claimed and never noted may have
+		// gone out: its follow-up is made.
+		anyway += strings.Count(srv.logw.String(), "its question's send was claimed, never noted")
 	}
 	dmu.Lock()
 	defer dmu.Unlock()

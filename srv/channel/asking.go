@@ -127,8 +127,13 @@ func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 	case !ok:
 		return n, false, errMadeElsewhere
 	}
-	// Sent as the claim was taken, by its holder before it lapsed?
+	// Sent as the claim was taken, by its holder before it lapsed? Or
+	// settled: the claim goes, so that its follow-up is not taken for
+	// one of a question sent (current).
 	if done, err := sent(); done || err != nil {
+		if err == nil {
+			_ = deleteNote(m.goroutines.Context(), m.o.Notes, askingKey(c, n))
+		}
 		return n, false, err
 	}
 	ctx, cancel := context.WithTimeout(m.goroutines.Context(), askTimeout)

@@ -370,6 +370,7 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 				m.log.Debug("a settled question's follow-up not made: no instance was sending the question there", "channel", c.Name(), "id", n.Request.ID)
 				return n, false, nil
 			}
+			m.log.Info("a settled question's follow-up made: its question's send was claimed, never noted", "channel", c.Name(), "id", n.Request.ID)
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
 			n = m.notice(rec.event(n.Token), n.slot, c)
