@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/balancer"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 )
 
@@ -24,27 +23,15 @@ import (
 // differently, and none waits past its timeout.
 func TestClusterRollingRestart(t *testing.T) {
 	ns := natstest.Start(t)
-	s := &soak{t: t, start: time.Now(), winners: map[string]map[string]bool{}, qtext: map[string]string{}, errs: map[string]int{}}
-	s.srvs = make([]*server, 3)
+	s := newSoak(t)
 	start := func(i int) {
 		s.srvs[i] = startServerWith(t, s.ports[i], s.datas[i], []string{"-nats-url", ns.URL(), "-instance", fmt.Sprint("r", i)}, tokenA)
 	}
-	for i := range 3 {
-		s.ports = append(s.ports, freePort(t))
-		s.datas = append(s.datas, t.TempDir())
-		start(i)
-	}
-	lb, err := balancer.Start([]string{s.addr(0), s.addr(1), s.addr(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lb.Close() })
-	s.lb = lb
+	s.cluster(start)
 
-	dctx, dstop := context.WithCancel(context.Background())
-	var dw sync.WaitGroup
-	dw.Go(func() { s.device(dctx, "phone") })
-	defer func() { dstop(); dw.Wait() }()
+	l := s.load()
+	l.goDevice(func(ctx context.Context) { s.device(ctx, "phone") })
+	defer l.stopDevices()
 
 	host, port, _ := net.SplitHostPort(s.addr(0))
 	agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -89,7 +88,7 @@ func TestClusterSoak(t *testing.T) {
 	if os.Getenv("AA_SOAK") == "" {
 		t.Skip("AA_SOAK=1 runs the soak")
 	}
-	s := &soak{t: t, start: time.Now(), winners: map[string]map[string]bool{}, qtext: map[string]string{}, errs: map[string]int{}, health: map[int][]string{}}
+	s := newSoak(t)
 	s.nats = startNATSCluster(t, 3)
 	for _, nd := range s.nats.nodes {
 		l, err := faultproxy.Start("127.0.0.1:" + nd.port)
@@ -99,43 +98,21 @@ func TestClusterSoak(t *testing.T) {
 		t.Cleanup(l.Close)
 		s.links = append(s.links, l)
 	}
-	s.srvs = make([]*server, 3)
-	for i := range 3 {
-		s.ports = append(s.ports, freePort(t))
-		s.datas = append(s.datas, t.TempDir())
-		s.startSrv(i)
-	}
-	lb, err := balancer.Start([]string{s.addr(0), s.addr(1), s.addr(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lb.Close() })
-	s.lb = lb
+	s.cluster(s.startSrv)
 
 	// The devices and the health watch outlive the agents' last calls.
-	dctx, dstop := context.WithCancel(context.Background())
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() { s.device(dctx, fmt.Sprint("dev", i)) })
-	}
-	wg.Go(func() { s.watchHealth(dctx) })
+	l := s.load()
+	l.devices(3)
+	l.goDevice(s.watchHealth)
 	agents := 4
 	if n := os.Getenv("AA_SOAK_AGENTS"); n != "" {
 		fmt.Sscan(n, &agents)
 	}
-	var aw sync.WaitGroup
-	for a := range agents {
-		host, port, _ := net.SplitHostPort(s.addr(a % 3))
-		agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())
-		aw.Go(func() { s.agent(ctx, a, agent) })
-	}
+	l.agents(agents, 0)
 
-	s.faults(ctx)
-	stop()
-	aw.Wait()
-	dstop()
-	wg.Wait()
+	s.faults(l.ctx)
+	l.stopAgents()
+	l.stopDevices()
 	s.report()
 }
 
@@ -235,7 +212,17 @@ func (s *soak) watchHealth(ctx context.Context) {
 	}
 }
 
-func (s *soak) agent(ctx context.Context, a int, agent *client.Client) {
+// agent asks one question after another, pace apart (0: at once; a few
+// a second is a load the channels' queues keep up with, so that a notice
+// missing or twice at ntfy is a fault's), and notes the calls gone wrong
+// or slow.
+func (s *soak) agent(ctx context.Context, a int, agent *client.Client, pace time.Duration) {
+	var tick <-chan time.Time
+	if pace > 0 {
+		t := time.NewTicker(pace)
+		defer t.Stop()
+		tick = t.C
+	}
 	for n := 0; ctx.Err() == nil; n++ {
 		q := fmt.Sprintf("q-%d-%d", a, n)
 		from := time.Since(s.start)
@@ -263,6 +250,12 @@ func (s *soak) agent(ctx context.Context, a int, agent *client.Client) {
 			s.note("agent %d %s: err=%q isErr=%v got=%q took=%s; devices saw it as %v", a, q, c.err, c.isErr, c.got, c.took.Round(time.Millisecond), ids)
 		} else if c.took > 5*time.Second {
 			s.note("agent %d %s took %s", a, q, c.took.Round(time.Millisecond))
+		}
+		if tick != nil {
+			select {
+			case <-ctx.Done():
+			case <-tick:
+			}
 		}
 	}
 }

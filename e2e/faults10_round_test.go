@@ -3,21 +3,16 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/balancer"
 	"github.com/agentassistant/agentassistant/internal/faultproxy"
 	"github.com/agentassistant/agentassistant/internal/natstest"
-	"github.com/agentassistant/agentassistant/internal/wstest"
 )
 
 // TestFaults10Round runs with AA_FAULTS10=upgrade (instance 0 runs the
@@ -43,7 +38,7 @@ func TestFaults10Round(t *testing.T) {
 		t.Skip("AA_FAULTS10=upgrade or AA_FAULTS10=latency runs the round")
 	}
 	nt := startNtfy(t)
-	s := &soak{t: t, start: time.Now(), winners: map[string]map[string]bool{}, qtext: map[string]string{}, errs: map[string]int{}, health: map[int][]string{}}
+	s := newSoak(t)
 	ns := natstest.Start(t)
 	direct := ns.URL()
 	link, err := faultproxy.Start(strings.TrimPrefix(direct, "nats://"))
@@ -51,91 +46,27 @@ func TestFaults10Round(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(link.Close)
-	config := fmt.Sprintf("tokens = [%q, %q]\n[channels]\npublic_url = \"https://aa.example\"\n[channels.ntfy]\nurl = %q\ntopic = \"aa-round\"\n", tokenA, tokenB, nt.URL)
-	s.srvs = make([]*server, 3)
 	start := func(i int, bin string) {
 		url := direct
 		if i == 2 {
 			url = "nats://" + link.Addr()
 		}
-		path := filepath.Join(s.datas[i], "channels.toml")
-		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s.srvs[i] = startServerBin(t, bin, nil, s.ports[i], s.datas[i], []string{"-config", path, "-nats-url", url, "-instance", fmt.Sprint("i", i)}, tokenA, tokenB)
+		s.srvs[i] = startServerBin(t, bin, nil, s.ports[i], s.datas[i], []string{"-config", s.ntfyConfig(i, nt.URL), "-nats-url", url, "-instance", fmt.Sprint("i", i)}, tokenA, tokenB)
 	}
 	this := filepath.Join(binDir, "agentassistant-srv")
-	for i := range 3 {
-		s.ports = append(s.ports, freePort(t))
-		s.datas = append(s.datas, t.TempDir())
+	s.cluster(func(i int) {
 		bin := this
 		if mode == "upgrade" && i == 0 {
 			bin = previous
 		}
 		start(i, bin)
-	}
-	lb, err := balancer.Start([]string{s.addr(0), s.addr(1), s.addr(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lb.Close() })
-	s.lb = lb
+	})
 
-	dctx, dstop := context.WithCancel(context.Background())
-	ctx, stop := context.WithCancel(context.Background())
-	var wg, aw sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-nt.more:
-			case <-dctx.Done():
-				return
-			}
-		}
-	})
-	for i := range 3 {
-		wg.Go(func() { s.device(dctx, fmt.Sprint("dev", i)) })
-	}
-	for a := range 3 {
-		host, port, _ := net.SplitHostPort(s.addr(a % 3))
-		agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())
-		aw.Go(func() { pacedAgent(ctx, s, a, agent) })
-	}
-	wg.Go(func() { // the second token's device sees its questions, answers none
-		for dctx.Err() == nil {
-			d, err := wstest.Dial("http://"+s.lb.Addr(), tokenB, "silent", nil)
-			if err != nil || !d.Login.GetSuccess() {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for dctx.Err() == nil {
-				if _, err := d.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no frame within") {
-					break
-				}
-			}
-			d.Close()
-		}
-	})
-	var dmu sync.Mutex
-	var deadlines, deadlinesBad []string
-	host, port, _ := net.SplitHostPort(s.addr(2))
-	dagent := startMCP(t, &server{Host: host, Port: port}, tokenB, "-server", s.serverList())
-	for d := range 3 {
-		aw.Go(func() {
-			for n := 0; ctx.Err() == nil; n++ {
-				q := fmt.Sprintf("dl-%d-%d", d, n)
-				cctx, cancel := context.WithTimeout(context.Background(), 200*time.Second)
-				r, err := callTool(cctx, dagent, "ask_question", map[string]any{"question": q, "project_directory": "/dl", "timeout": 60})
-				cancel()
-				dmu.Lock()
-				deadlines = append(deadlines, q)
-				if err != nil || !strings.HasPrefix(resultText(r), "No one answered") {
-					deadlinesBad = append(deadlinesBad, fmt.Sprintf("%s: %v %q", q, err, resultText(r)))
-				}
-				dmu.Unlock()
-			}
-		})
-	}
+	l := s.load()
+	l.drainNtfy(nt)
+	l.devices(3)
+	l.agents(3, 200*time.Millisecond)
+	l.unanswered(2, 3)
 	// sick counts instance 2's /health answers that are not 200 while
 	// its link is fast or 200 ms slow (strict); at 1 s the NATS client
 	// times its connection out, and 503 is the truth.
@@ -180,11 +111,9 @@ func TestFaults10Round(t *testing.T) {
 		sample(10 * time.Second)
 		strict = true
 	}
-	stop()
-	aw.Wait()
+	l.stopAgents()
 	sample(5 * time.Second) // the outcomes' follow-ups go out
-	dstop()
-	wg.Wait()
+	l.stopDevices()
 	s.report()
 
 	nt.mu.Lock()
@@ -215,8 +144,7 @@ func TestFaults10Round(t *testing.T) {
 		// gone out: its follow-up is made.
 		anyway += strings.Count(srv.logw.String(), "its question's send was claimed, never noted")
 	}
-	dmu.Lock()
-	defer dmu.Unlock()
+	deadlines, deadlinesBad := l.deadlineCalls()
 	t.Logf("mode %s; deadline calls %d, %d not ended by their deadline %v; ntfy %d questions, %d outcomes, %d messages, %d outcomes without their question, %d outcomes twice (%d follow-ups made unclaimed), %d outcomes unnamed (previous release made %d owed) %v, %d questions without an outcome, queue drops logged %d; instance 2 /health: %d of %d checks not 200 (1 s latency not counted)",
 		mode, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, total, unasked, twice, anyway, tl.unnamed, prevMade, tl.odd, tl.unsettled, drops, sick, checks)
 	if len(deadlinesBad) > 0 {

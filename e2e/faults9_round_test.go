@@ -3,24 +3,16 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/agentassistant/agentassistant/internal/balancer"
 	"github.com/agentassistant/agentassistant/internal/faultproxy"
 	"github.com/agentassistant/agentassistant/internal/natstest"
-	"github.com/agentassistant/agentassistant/internal/wstest"
 )
 
 // TestFaults9Round runs with AA_FAULTS9=1 (one NATS node) or
@@ -42,7 +34,7 @@ func TestFaults9Round(t *testing.T) {
 		t.Skip("AA_FAULTS9=1 or AA_FAULTS9=3 runs the round")
 	}
 	nt := startNtfy(t)
-	s := &soak{t: t, start: time.Now(), winners: map[string]map[string]bool{}, qtext: map[string]string{}, errs: map[string]int{}, health: map[int][]string{}}
+	s := newSoak(t)
 	var ns *natstest.Server
 	var natsAddrs []string
 	if nodes == "3" {
@@ -64,89 +56,20 @@ func TestFaults9Round(t *testing.T) {
 		s.links = append(s.links, l)
 		direct, cut = append(direct, "nats://"+a), append(cut, "nats://"+l.Addr())
 	}
-	config := fmt.Sprintf("tokens = [%q, %q]\n[channels]\npublic_url = \"https://aa.example\"\n[channels.ntfy]\nurl = %q\ntopic = \"aa-round\"\n", tokenA, tokenB, nt.URL)
-	s.srvs = make([]*server, 3)
 	start := func(i int) {
 		url := strings.Join(direct, ",")
 		if i == 2 { // instance 2 reaches NATS through the links cut
 			url = strings.Join(cut, ",")
 		}
-		path := filepath.Join(s.datas[i], "channels.toml")
-		if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		s.srvs[i] = startServerWith(t, s.ports[i], s.datas[i], []string{"-config", path, "-nats-url", url, "-instance", fmt.Sprint("i", i)}, tokenA, tokenB)
+		s.srvs[i] = startServerWith(t, s.ports[i], s.datas[i], []string{"-config", s.ntfyConfig(i, nt.URL), "-nats-url", url, "-instance", fmt.Sprint("i", i)}, tokenA, tokenB)
 	}
-	for i := range 3 {
-		s.ports = append(s.ports, freePort(t))
-		s.datas = append(s.datas, t.TempDir())
-		start(i)
-	}
-	lb, err := balancer.Start([]string{s.addr(0), s.addr(1), s.addr(2)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { lb.Close() })
-	s.lb = lb
+	s.cluster(start)
 
-	dctx, dstop := context.WithCancel(context.Background())
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() { // the double signals each publish; nobody waits on them here
-		for {
-			select {
-			case <-nt.more:
-			case <-dctx.Done():
-				return
-			}
-		}
-	})
-	for i := range 3 {
-		wg.Go(func() { s.device(dctx, fmt.Sprint("dev", i)) })
-	}
-	var aw sync.WaitGroup
-	for a := range 3 {
-		host, port, _ := net.SplitHostPort(s.addr(a % 3))
-		agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())
-		aw.Go(func() { pacedAgent(ctx, s, a, agent) })
-	}
-	// The second token's device sees its questions and answers none;
-	// each call of its agent ends at its deadline.
-	wg.Go(func() {
-		for dctx.Err() == nil {
-			d, err := wstest.Dial("http://"+s.lb.Addr(), tokenB, "silent", nil)
-			if err != nil || !d.Login.GetSuccess() {
-				time.Sleep(200 * time.Millisecond)
-				continue
-			}
-			for dctx.Err() == nil {
-				if _, err := d.Next(time.Second); err != nil && !strings.Contains(err.Error(), "no frame within") {
-					break
-				}
-			}
-			d.Close()
-		}
-	})
-	var dmu sync.Mutex
-	var deadlines, deadlinesBad []string
-	host, port, _ := net.SplitHostPort(s.addr(1))
-	dagent := startMCP(t, &server{Host: host, Port: port}, tokenB, "-server", s.serverList())
-	for d := range 6 { // a deadline is a minute at least: six calls at a time
-		aw.Go(func() {
-			for n := 0; ctx.Err() == nil; n++ {
-				q := fmt.Sprintf("dl-%d-%d", d, n)
-				cctx, cancel := context.WithTimeout(context.Background(), 200*time.Second)
-				r, err := callTool(cctx, dagent, "ask_question", map[string]any{"question": q, "project_directory": "/dl", "timeout": 60})
-				cancel()
-				dmu.Lock()
-				deadlines = append(deadlines, q)
-				if err != nil || !strings.HasPrefix(resultText(r), "No one answered") {
-					deadlinesBad = append(deadlinesBad, fmt.Sprintf("%s: %v %q", q, err, resultText(r)))
-				}
-				dmu.Unlock()
-			}
-		})
-	}
+	l := s.load()
+	l.drainNtfy(nt)
+	l.devices(3)
+	l.agents(3, 200*time.Millisecond)
+	l.unanswered(1, 6) // a deadline is a minute at least: six calls at a time
 
 	faults := 0
 	phase := func(name string, d time.Duration) {
@@ -242,46 +165,22 @@ func TestFaults9Round(t *testing.T) {
 		health(i, 200)
 	}
 	phase("after the wipe", 20*time.Second)
-	stop()
-	aw.Wait()
+	l.stopAgents()
 	phase("drain", 10*time.Second)
-	dstop()
-	wg.Wait()
+	l.stopDevices()
 	s.report()
 
-	// ntfy: each question once, and its outcome once, by sequence ID.
+	// ntfy: each question once, and its outcome once, by sequence ID. A
+	// notice dropped from a full queue (the load here answers in
+	// milliseconds) leaves a question or its outcome unsent: counted, not
+	// a fault; one sent twice is.
 	nt.mu.Lock()
-	bySeq := map[string][]map[string]any{}
-	for _, m := range nt.msgs {
-		seq, _ := m["sequence_id"].(string)
-		bySeq[seq] = append(bySeq[seq], m)
-	}
+	tl := tallyNtfy(nt.msgs)
+	total := len(nt.msgs)
 	nt.mu.Unlock()
-	// A notice dropped from a full queue (the load here answers in
-	// milliseconds) leaves a question or its outcome unsent: counted,
-	// not a fault; one sent twice is.
-	asked, settled, unasked, unsettled, twice := 0, 0, 0, 0, 0
-	for seq, ms := range bySeq {
-		q := 0
-		for _, m := range ms {
-			if _, has := m["actions"]; has {
-				q++
-			}
-		}
-		asked += q
-		settled += len(ms) - q
-		if q == 0 {
-			unasked++
-		}
-		if len(ms) == q {
-			unsettled++
-		}
-		if q > 1 {
-			t.Errorf("ntfy sequence %s: the question published %d times: %v", seq, q, ms)
-		}
-		if len(ms)-q > 1 {
-			twice++
-		}
+	asked, settled, unasked, unsettled, twice := tl.asked, tl.settled, tl.unasked, tl.unsettled, tl.twice
+	if tl.again > 0 || tl.unnamed > 0 {
+		t.Errorf("ntfy: %d questions published more than once, %d outcomes named no question: %v", tl.again, tl.unnamed, tl.odd)
 	}
 	// A follow-up whose claim cannot be written (NATS out of reach) is
 	// made anyway, twice rather than never: that many may be twice.
@@ -293,42 +192,10 @@ func TestFaults9Round(t *testing.T) {
 	if twice > anyway {
 		t.Errorf("%d outcomes published twice, %d follow-ups made unclaimed", twice, anyway)
 	}
-	dmu.Lock()
+	deadlines, deadlinesBad := l.deadlineCalls()
 	t.Logf("NATS nodes %s; faults injected %d; deadline calls %d, %d not ended by their deadline %v; ntfy %d questions, %d outcomes, %d messages, %d outcomes without their question, %d questions without their outcome, %d outcomes twice (%d follow-ups made unclaimed), queue drops logged %d; %s",
-		nodes, faults, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, len(nt.msgs), unasked, unsettled, twice, anyway, drops, strings.Join(healthTimes, "; "))
+		nodes, faults, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, total, unasked, unsettled, twice, anyway, drops, strings.Join(healthTimes, "; "))
 	if len(deadlinesBad) > 0 {
 		t.Errorf("%d deadline calls ended otherwise", len(deadlinesBad))
-	}
-	dmu.Unlock()
-}
-
-// pacedAgent asks one question after another, as soak.agent does, a
-// few a second: a load the channels' queues keep up with, so that a
-// notice missing or twice at ntfy is a fault's.
-func pacedAgent(ctx context.Context, s *soak, a int, agent *client.Client) {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for n := 0; ctx.Err() == nil; n++ {
-		q := fmt.Sprintf("q-%d-%d", a, n)
-		from := time.Since(s.start)
-		cctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-		r, err := callTool(cctx, agent, "ask_question", map[string]any{"question": q, "project_directory": fmt.Sprint("/p", a), "timeout": 120})
-		cancel()
-		c := soakCall{agent: a, q: q, from: from, took: time.Since(s.start) - from}
-		if err != nil {
-			c.err = err.Error()
-		} else {
-			c.got, c.isErr = resultText(r), r.IsError
-		}
-		s.mu.Lock()
-		s.calls = append(s.calls, c)
-		s.mu.Unlock()
-		if c.err != "" || c.isErr || !strings.HasPrefix(c.got, "A|"+q+"|") {
-			s.note("agent %d %s: err=%q isErr=%v got=%q took=%s", a, q, c.err, c.isErr, c.got, c.took.Round(time.Millisecond))
-		}
-		select {
-		case <-ctx.Done():
-		case <-tick.C:
-		}
 	}
 }

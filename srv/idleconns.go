@@ -1,7 +1,6 @@
 package srv
 
 import (
-	"container/list"
 	"context"
 	"io"
 	"net"
@@ -36,8 +35,7 @@ type IdleConns struct {
 	max, perAddr int
 
 	mu      lockorder.Mutex[lockorder.IdleConns]
-	waiting list.List // of *idleConn, oldest first
-	byAddr  map[string]*list.List
+	waiting *auth.Slots[*idleConn] // by address
 	conns   map[net.Conn]*idleConn
 	peak    int
 	evicted uint64
@@ -46,10 +44,9 @@ type IdleConns struct {
 type idleConn struct {
 	ic       *IdleConns
 	c        net.Conn
-	key      string
 	handlers int  // requests of it in a handler (HTTP/2 runs several)
 	done     bool // hijacked, closed or evicted: never counted again
-	el, ael  *list.Element
+	slot     auth.Slot[*idleConn]
 }
 
 // Defaults of NewIdleConns.
@@ -67,7 +64,7 @@ func NewIdleConns(max, perAddr int) *IdleConns {
 	if perAddr <= 0 {
 		perAddr = DefaultMaxIdleConnsPerAddr
 	}
-	return &IdleConns{max: max, perAddr: perAddr, byAddr: make(map[string]*list.List), conns: make(map[net.Conn]*idleConn)}
+	return &IdleConns{max: max, perAddr: perAddr, waiting: auth.NewSlots[*idleConn](max, perAddr), conns: make(map[net.Conn]*idleConn)}
 }
 
 type idleConnKey struct{}
@@ -75,7 +72,8 @@ type idleConnKey struct{}
 // ConnContext is the http.Server's: it registers c, before its StateNew,
 // and gives its requests their connection's entry.
 func (ic *IdleConns) ConnContext(ctx context.Context, c net.Conn) context.Context {
-	e := &idleConn{ic: ic, c: c, key: auth.Key(c.RemoteAddr().String())}
+	e := &idleConn{ic: ic, c: c}
+	e.slot = auth.Slot[*idleConn]{Key: auth.Key(c.RemoteAddr().String()), Value: e}
 	ic.mu.Lock()
 	ic.conns[c] = e
 	ic.mu.Unlock()
@@ -93,7 +91,7 @@ func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
 		var victim *idleConn
 		// Idle after a request, it waits already, since its handler
 		// returned: it keeps its place.
-		if e != nil && !e.done && e.handlers == 0 && e.el == nil {
+		if e != nil && !e.done && e.handlers == 0 && !e.slot.In() {
 			victim = ic.waitLocked(e)
 		}
 		ic.mu.Unlock()
@@ -105,14 +103,14 @@ func (ic *IdleConns) ConnState(c net.Conn, st http.ConnState) {
 		// retries only idempotent requests).
 		ic.mu.Lock()
 		if e := ic.conns[c]; e != nil {
-			ic.unwaitLocked(e)
+			e.slot.Remove()
 		}
 		ic.mu.Unlock()
 	case http.StateHijacked, http.StateClosed:
 		ic.mu.Lock()
 		if e := ic.conns[c]; e != nil {
 			e.done = true
-			ic.unwaitLocked(e)
+			e.slot.Remove()
 			delete(ic.conns, c)
 		}
 		ic.mu.Unlock()
@@ -215,7 +213,7 @@ func (b *arriving) arrived() {
 func (e *idleConn) enter() {
 	e.ic.mu.Lock()
 	e.handlers++
-	e.ic.unwaitLocked(e)
+	e.slot.Remove()
 	e.ic.mu.Unlock()
 }
 
@@ -236,47 +234,17 @@ func (e *idleConn) leave() {
 // waitLocked counts e as waiting, the newest, and returns the
 // connection that must be closed to make room for it, if any.
 func (ic *IdleConns) waitLocked(e *idleConn) *idleConn {
-	ic.unwaitLocked(e)
-	al := ic.byAddr[e.key]
-	if al == nil {
-		al = list.New()
-		ic.byAddr[e.key] = al
-	}
-	var victim *idleConn
-	switch {
-	case al.Len() >= ic.perAddr:
-		victim = al.Front().Value.(*idleConn)
-	case ic.waiting.Len() >= ic.max:
-		victim = ic.waiting.Front().Value.(*idleConn)
-	}
-	if victim != nil {
-		ic.unwaitLocked(victim)
-		victim.done = true
-		ic.evicted++
-	}
-	if ic.byAddr[e.key] == nil { // the victim was its address's last
-		ic.byAddr[e.key] = al
-	}
-	e.el = ic.waiting.PushBack(e)
-	e.ael = al.PushBack(e)
+	e.slot.Remove()
+	victim, _ := ic.waiting.Add(&e.slot, nil) // any may be evicted: never refused
 	if n := ic.waiting.Len(); n > ic.peak {
 		ic.peak = n
 	}
-	return victim
-}
-
-// unwaitLocked uncounts e, if it waits.
-func (ic *IdleConns) unwaitLocked(e *idleConn) {
-	if e.el == nil {
-		return
+	if victim == nil {
+		return nil
 	}
-	ic.waiting.Remove(e.el)
-	al := ic.byAddr[e.key]
-	al.Remove(e.ael)
-	if al.Len() == 0 {
-		delete(ic.byAddr, e.key)
-	}
-	e.el, e.ael = nil, nil
+	victim.Value.done = true
+	ic.evicted++
+	return victim.Value
 }
 
 // close closes an evicted connection, outside the lock: without the TLS

@@ -337,10 +337,6 @@ func (s *Server) handle(pattern, guard string, h http.Handler) {
 	s.allow[path] = append(s.allow[path], method)
 }
 
-// Routes lists every registered route with its guard, so tests can check
-// that each one refuses a request without the token.
-func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
-
 // Handler is everything the server serves.
 func (s *Server) Handler() http.Handler { return s.handler }
 

@@ -5,20 +5,17 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
@@ -42,19 +39,13 @@ func main() {
 	if runAsService() {
 		return
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	if errors.Is(err, errStartAfresh) {
-		err = startAfresh() // returns only if it cannot
-	}
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(2)
+	config.Main("agentassistant-srv", func(ctx context.Context) error {
+		err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		if errors.Is(err, errStartAfresh) {
+			err = startAfresh() // returns only if it cannot
 		}
-		fmt.Fprintln(os.Stderr, "agentassistant-srv:", err)
-		os.Exit(1)
-	}
+		return err
+	})
 }
 
 const configName = "agentassistant-srv.toml"

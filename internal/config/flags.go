@@ -1,10 +1,15 @@
 package config
 
 import (
+	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
 )
 
 // Flags is a binary's command line over its config file: a setting's
@@ -97,4 +102,21 @@ func Logger(level string, w io.Writer) (*slog.Logger, error) {
 		return nil, fmt.Errorf("log level: %w", err)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// Main runs a binary's run, its context ended by an interrupt or SIGTERM,
+// and exits as a command does: 2 after -h or a bad flag (flag.ErrHelp),
+// 1 after another error, which it prints after program's name.
+func Main(program string, run func(ctx context.Context) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	if err == nil {
+		return
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(2)
+	}
+	fmt.Fprintln(os.Stderr, program+":", err)
+	os.Exit(1)
 }

@@ -1,7 +1,6 @@
 package auth
 
 import (
-	"container/list"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -30,24 +29,13 @@ import (
 // turn over, they never evict a device that presents the token in its
 // upgrade. The zero value is not usable; use NewPending.
 type Pending struct {
-	max, perAddr int
-
-	mu      lockorder.Mutex[lockorder.Pending]
-	order   list.List // of *pendingEntry, oldest first
-	byAddr  map[string]int
-	known   list.List      // of *pendingEntry with a valid upgrade token, oldest first
-	byToken map[string]int // the known ones by token
+	mu    lockorder.Mutex[lockorder.Pending]
+	order *Slots[func()] // by address Key; the slot's evict, nil: cannot be evicted
+	known *Slots[func()] // with a valid upgrade token, by token; no bound in all
 
 	// For the metrics: newcomers refused, and waiting connections
 	// evicted to make room.
 	refused, evicted atomic.Uint64
-}
-
-type pendingEntry struct {
-	key   string // the address's Key, or the token
-	known bool   // in known, keyed by token
-	evict func() // nil: cannot be evicted
-	el    *list.Element
 }
 
 // Errors of Acquire: the server as a whole, or this address, has as many
@@ -72,7 +60,7 @@ func NewPending(max, perAddr int) *Pending {
 	if perAddr <= 0 {
 		perAddr = DefaultMaxPendingPerAddr
 	}
-	return &Pending{max: max, perAddr: perAddr, byAddr: make(map[string]int), byToken: make(map[string]int)}
+	return &Pending{order: NewSlots[func()](max, perAddr), known: NewSlots[func()](0, perAddr)}
 }
 
 // AcquireUpgrade counts a WebSocket upgrade as Acquire does, or, when its
@@ -84,23 +72,7 @@ func (p *Pending) AcquireUpgrade(r *http.Request, evict func()) (release func(),
 	if p == nil || tok == "" {
 		return p.Acquire(r.RemoteAddr, evict)
 	}
-	p.mu.Lock()
-	var victim *pendingEntry
-	if p.byToken[tok] >= p.perAddr {
-		if victim = p.oldestLocked(&p.known, tok); victim == nil {
-			p.mu.Unlock()
-			return nil, ErrPendingAddr
-		}
-		p.removeLocked(victim)
-	}
-	e := &pendingEntry{key: tok, known: true, evict: evict}
-	e.el = p.known.PushBack(e)
-	p.byToken[tok]++
-	p.mu.Unlock()
-	if victim != nil {
-		victim.evict()
-	}
-	return p.releaser(e), nil
+	return p.acquire(p.known, tok, evict)
 }
 
 // Acquire counts a new connection from remote; at the cap it evicts the
@@ -113,71 +85,32 @@ func (p *Pending) Acquire(remote string, evict func()) (release func(), err erro
 	if p == nil {
 		return func() {}, nil
 	}
-	k := Key(remote)
+	return p.acquire(p.order, Key(remote), evict)
+}
+
+// acquire takes a slot of t under key; the metrics count strangers only.
+func (p *Pending) acquire(t *Slots[func()], key string, evict func()) (release func(), err error) {
+	s := &Slot[func()]{Key: key, Value: evict}
 	p.mu.Lock()
-	var victim *pendingEntry
-	switch {
-	case p.byAddr[k] >= p.perAddr:
-		if victim = p.oldestLocked(&p.order, k); victim == nil {
-			p.mu.Unlock()
-			p.refused.Add(1)
-			return nil, ErrPendingAddr
-		}
-	case p.order.Len() >= p.max:
-		if victim = p.oldestLocked(&p.order, ""); victim == nil {
-			p.mu.Unlock()
-			p.refused.Add(1)
-			return nil, ErrPendingFull
-		}
-	}
-	if victim != nil {
-		p.removeLocked(victim)
-	}
-	e := &pendingEntry{key: k, evict: evict}
-	e.el = p.order.PushBack(e)
-	p.byAddr[k]++
+	victim, err := t.Add(s, func(evict func()) bool { return evict != nil })
 	p.mu.Unlock()
-	if victim != nil {
-		p.evicted.Add(1)
-		victim.evict()
-	}
-	return p.releaser(e), nil
-}
-
-// oldestLocked is the oldest evictable entry of l with key, or of all
-// when key is "".
-func (p *Pending) oldestLocked(l *list.List, key string) *pendingEntry {
-	for el := l.Front(); el != nil; el = el.Next() {
-		if e := el.Value.(*pendingEntry); e.evict != nil && (key == "" || e.key == key) {
-			return e
+	if err != nil {
+		if t == p.order {
+			p.refused.Add(1)
 		}
+		return nil, err
 	}
-	return nil
-}
-
-// releaser uncounts e when called, any number of times.
-func (p *Pending) releaser(e *pendingEntry) func() {
+	if victim != nil {
+		if t == p.order {
+			p.evicted.Add(1)
+		}
+		victim.Value()
+	}
 	return func() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
-		p.removeLocked(e)
-	}
-}
-
-// removeLocked uncounts e, once.
-func (p *Pending) removeLocked(e *pendingEntry) {
-	if e.el == nil {
-		return
-	}
-	l, count := &p.order, p.byAddr
-	if e.known {
-		l, count = &p.known, p.byToken
-	}
-	l.Remove(e.el)
-	e.el = nil
-	if count[e.key]--; count[e.key] <= 0 {
-		delete(count, e.key)
-	}
+		s.Remove()
+	}, nil
 }
 
 // Len is the number of connections waiting to log in without a valid

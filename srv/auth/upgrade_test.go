@@ -48,8 +48,8 @@ func TestPendingKnownLane(t *testing.T) {
 	}
 	release()
 	release()
-	if p.byToken["tok-A"] != 1 {
-		t.Errorf("%d of the token waiting after a release, want 1", p.byToken["tok-A"])
+	if p.known.Len() != 1 {
+		t.Errorf("%d of the token waiting after a release, want 1", p.known.Len())
 	}
 }
 

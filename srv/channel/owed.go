@@ -373,7 +373,7 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 			m.log.Info("a settled question's follow-up made: its question's send was claimed, never noted", "channel", c.Name(), "id", n.Request.ID)
 		}
 		if n.Kind == settledUnknown && rec.Kind != 0 && rec.Kind != settledUnknown {
-			n = m.notice(rec.event(n.Token), n.slot, c)
+			n = m.recorded(rec, n.Token, c)
 		}
 	}
 	if n.Kind == settledUnknown {

@@ -410,24 +410,3 @@ func (b *historyBudget) spared(settled []*recordMeta, now time.Time) map[*record
 	spare(outcomes, b.keeps.MaxSettled, b.keeps.RetentionBytes)
 	return out
 }
-
-// waitIdle waits until the index has heard revision rev and no pass is
-// running or owed: what the writes up to rev took past the budget is
-// evicted.
-func (b *historyBudget) waitIdle(ctx context.Context, rev uint64) error {
-	stop := context.AfterFunc(ctx, func() {
-		b.mu.Lock()
-		b.idle.Broadcast()
-		b.mu.Unlock()
-	})
-	defer stop()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for b.applied < rev || b.busy || len(b.owed) > 0 {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		b.idle.Wait()
-	}
-	return nil
-}
