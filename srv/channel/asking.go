@@ -132,7 +132,7 @@ func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 	// one of a question sent (current).
 	if done, err := sent(); done || err != nil {
 		if err == nil {
-			_ = deleteNote(m.goroutines.Context(), m.o.Notes, askingKey(c, n))
+			m.releaseAsking(c, n)
 		}
 		return n, false, err
 	}
@@ -151,6 +151,16 @@ func (m *Manager) askAgain(c Channel, n Notice) (Notice, bool, error) {
 func (m *Manager) forgetAsking(c Channel, n Notice) {
 	if err := deleteNote(m.goroutines.Context(), m.o.Notes, owedPrefix+askingKey(c, n)); err != nil {
 		m.log.Debug("a question's first send noted owed still; its note lapses", "channel", c.Name(), "id", n.Request.ID, "err", err)
+	}
+}
+
+// releaseAsking lets go of this instance's claim on c's sending of n's
+// question, found sent or settled: a follow-up of its settle that saw
+// it held would take it for a send that may have gone out (current),
+// and, once it lapsed, make an outcome of a question never shown.
+func (m *Manager) releaseAsking(c Channel, n Notice) {
+	if err := deleteNote(m.goroutines.Context(), m.o.Notes, askingKey(c, n)); err != nil {
+		m.log.Debug("a question's send claimed still; the claim lapses", "channel", c.Name(), "id", n.Request.ID, "err", err)
 	}
 }
 

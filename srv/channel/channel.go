@@ -501,8 +501,10 @@ func (m *Manager) send(q *queue, n Notice) {
 				return
 			} else if done, _ := m.noted(c, n); done {
 				// Sent by another instance while this one held it
-				// (its credential refused).
+				// (its credential refused), or settled there first,
+				// its follow-up noted owed: not sent, its claim goes.
 				m.forgetAsking(c, n)
+				m.releaseAsking(c, n)
 				return
 			}
 			ctx, cancel := context.WithTimeout(m.goroutines.Context(), askTimeout)

@@ -341,9 +341,10 @@ func (m *Manager) makeFollowUp(c Channel, n Notice) (sent Notice, made bool, err
 // current is c's follow-up of n's question to make now, as its note
 // says: false when it was made meanwhile, or its question was never
 // seen sent on c (Unsent, and no send ever seen claimed: noted made);
-// errSending while a send of it, not yet noted, is claimed. One owed with its outcome unknown (found
-// after a restart, before the store's outcome was heard) takes the
-// outcome noted or kept since.
+// errSending while a send of it, not yet noted, is claimed, or that
+// claim cannot be read or noted seen. One owed with its outcome unknown
+// (found after a restart, before the store's outcome was heard) takes
+// the outcome noted or kept since.
 func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 	var rec sentRecord
 	found, err := getJSON(m.goroutines.Context(), m.o.Notes, m.owedKey(c, n), &rec)
@@ -359,9 +360,11 @@ func (m *Manager) current(c Channel, n Notice) (Notice, bool, error) {
 				return n, false, errSending
 			case sending:
 				if !rec.Claimed {
+					// Not noted now (the notes refusing writes), it is
+					// noted at the next look, the claim held still.
 					rec.Claimed = true
 					if err := putJSON(ctx, m.o.Notes, m.owedKey(c, n), rec, rec.Since.Add(owedFor)); err != nil {
-						return n, false, err
+						m.log.Debug("a settled question's follow-up waits; that its question's send was claimed is not noted yet", "channel", c.Name(), "id", n.Request.ID, "err", err)
 					}
 				}
 				return n, false, errSending

@@ -103,6 +103,8 @@ type sender struct {
 	room string
 	sub  Subscription
 	q    chan job
+	// closing counts the closes queued by question ID (Pusher.mu).
+	closing map[string]int
 }
 
 type job struct {
@@ -239,7 +241,7 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 	defer p.mu.Unlock()
 	sd := p.senders[senderKey(s)]
 	if sd == nil {
-		sd = &sender{room: room, sub: s, q: make(chan job, queueLen)}
+		sd = &sender{room: room, sub: s, q: make(chan job, queueLen), closing: map[string]int{}}
 		if !p.goroutines.Go(func() { p.run(sd) }) {
 			return // closed
 		}
@@ -248,14 +250,27 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 	for {
 		select {
 		case sd.q <- j:
+			sd.closes(j, 1)
 			return
 		default:
 		}
 		select {
-		case <-sd.q: // the oldest goes
+		case old := <-sd.q: // the oldest goes
+			sd.closes(old, -1)
 			p.log.Warn("push dropped: its device's queue is full", "subscription", s.ID)
 		default:
 		}
+	}
+}
+
+// closes counts j in or out of sd's closes queued, if it is one.
+// Pusher.mu is held.
+func (sd *sender) closes(j job, by int) {
+	if j.msg.Type != "settled" {
+		return
+	}
+	if sd.closing[j.msg.ID] += by; sd.closing[j.msg.ID] <= 0 {
+		delete(sd.closing, j.msg.ID)
 	}
 }
 
@@ -276,6 +291,9 @@ func (p *Pusher) run(sd *sender) {
 		case <-done:
 			return
 		case j := <-sd.q:
+			p.mu.Lock()
+			sd.closes(j, -1)
+			p.mu.Unlock()
 			if gone := p.send(sd, j); gone {
 				p.forget(sd, true)
 				return
@@ -324,6 +342,9 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 		err := p.post(sd.sub, j)
 		switch {
 		case err == nil:
+			if j.token != "" {
+				p.closeIfSettled(sd, j)
+			}
 			return false
 		case errors.Is(err, errGone):
 			p.removeGone(sd)
@@ -339,6 +360,32 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 		}
 		wait *= 2
 	}
+}
+
+// closeIfSettled follows the ask j, just pushed, with its close when
+// its question was settled meanwhile and no close of it is queued here:
+// settled on another instance of a cluster, whose close may have
+// reached the push service before this ask, the notification would
+// show the question again, for good.
+func (p *Pusher) closeIfSettled(sd *sender, j job) {
+	if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); waits {
+		return
+	}
+	o, settled := p.o.Hub.Outcome(j.token, j.msg.ID)
+	p.mu.Lock()
+	queued := sd.closing[j.msg.ID] > 0
+	p.mu.Unlock()
+	ev := hub.Event{Kind: o.Kind, Token: j.token, Request: hub.Request{ID: j.msg.ID}, Reply: o.Reply, Reason: o.Reason, At: o.At}
+	if !settled || queued || answeredBy(ev, sd.sub) {
+		return
+	}
+	m := settledMessage(ev, sd.room)
+	m.Sub, m.Waiting = sd.sub.ID, p.waiting(ev)
+	if err := p.post(sd.sub, job{msg: m, topic: m.Tag, ttl: time.Hour}); err != nil {
+		p.log.Warn("push of a question settled as it was pushed not closed", "subscription", sd.sub.ID, "err", err)
+		return
+	}
+	p.log.Info("push closed at once: its question was settled as it was pushed", "subscription", sd.sub.ID)
 }
 
 // removeGone removes sd's subscription, which its push service called
