@@ -206,7 +206,7 @@ func TestFaults12Round(t *testing.T) {
 	for a := range 3 {
 		host, port, _ := net.SplitHostPort(s.addr(a % 3))
 		agent := startMCP(t, &server{Host: host, Port: port}, tokenA, "-server", s.serverList())
-		aw.Go(func() { pacedAgent(ctx, s, a, agent) })
+		aw.Go(func() { s.agent(ctx, a, agent, 200*time.Millisecond) })
 	}
 	var bmu sync.Mutex
 	bIDs := map[string]bool{}
