@@ -19,6 +19,8 @@ import (
 const (
 	maxText    = 4096
 	maxCaption = 1024
+	// maxNotice bounds the text of a tap's notice (answerCallbackQuery).
+	maxNotice = 200
 )
 
 // htmlTags are the tags parse_mode HTML takes.

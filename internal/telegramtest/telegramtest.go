@@ -402,6 +402,20 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		text := api.shown[id][0]
 		api.mu.Unlock()
 		result = map[string]any{"message_id": id, "date": 1700000000, "chat": map[string]any{"id": chat, "type": "private"}, "text": text}
+	case "answerCallbackQuery":
+		// "Text of the notification. If not specified, nothing will be
+		// shown to the user, 0-200 characters"
+		// (https://core.telegram.org/bots/api#answercallbackquery).
+		if utf16Len(form["text"]) > maxNotice {
+			form["_error"] = "MESSAGE_TOO_LONG"
+			api.mu.Lock()
+			api.calls = append(api.calls, Call{Method: method, Form: form, At: time.Now()})
+			api.changed.Changed()
+			api.mu.Unlock()
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"ok":false,"error_code":400,"description":"Bad Request: MESSAGE_TOO_LONG"}`))
+			return
+		}
 	case "sendMessage", "editMessageText", "sendPhoto":
 		why := refused(method, form)
 		api.mu.Lock()

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -155,6 +156,11 @@ func (r *mdRenderer) inline(n ast.Node) {
 			if c.AutoLinkType == ast.AutoLinkEmail {
 				u = "mailto:" + u
 			}
+			if _, ok := linkable(u); !ok {
+				// Not linked: its text, which it has no node of.
+				r.esc(string(c.Label(r.src)))
+				continue
+			}
 			r.d.link(r, u, c, string(c.Label(r.src)))
 		case *ast.Image:
 			r.d.image(r, c)
@@ -164,6 +170,13 @@ func (r *mdRenderer) inline(n ast.Node) {
 			r.inline(c)
 		}
 	}
+}
+
+// linkable is dest as an address a message links: http(s) or mailto;
+// a link to any other is shown as its text.
+func linkable(dest string) (*url.URL, bool) {
+	u, err := url.Parse(dest)
+	return u, err == nil && (u.Scheme == "http" || u.Scheme == "https" || u.Scheme == "mailto")
 }
 
 // childText is the text of n's Text children (an image's alt text, a code

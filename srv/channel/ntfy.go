@@ -108,8 +108,11 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		const cutMark = "\n…\n\n_(" + restInApp + ")_"
 		question, cut, markdown := ntfyText(n.Request.Text, cutMark, listed, min(3000, ntfyMaxMessage-len(listed)-len(cutMark)))
 		m.Message, m.Priority, m.Markdown = question, 4, markdown
-		if cut {
+		switch {
+		case cut && markdown:
 			m.Message += cutMark
+		case cut: // plain lines, shown as they are: no italics
+			m.Message += "\n…\n\n(" + restInApp + ")"
 		}
 		m.Message += listed
 		m.Tags = []string{"question"}

@@ -89,8 +89,8 @@ func (mrkdwn) image(r *mdRenderer, img *ast.Image) {
 // link writes an http(s) or mailto link as <url|text>; any other kind is
 // its text.
 func (mrkdwn) link(r *mdRenderer, dest string, n ast.Node, label string) {
-	u, err := url.Parse(dest)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+	u, ok := linkable(dest)
+	if !ok {
 		r.inline(n)
 		return
 	}

@@ -353,10 +353,16 @@ func (t *Telegram) Listen(ctx context.Context, a Answers) {
 // allowed: the chat is one the config names.
 func (t *Telegram) allowed(chat int64) bool { return slices.Contains(t.Chats, chat) }
 
+// maxNotice bounds the notice a tap is answered with: Telegram takes
+// 0-200 characters (core.telegram.org/bots/api#answercallbackquery).
+const maxNotice = 200
+
 // tapped answers with a keyboard button's capability.
 func (t *Telegram) tapped(ctx context.Context, b *bot.Bot, q *models.CallbackQuery, a Answers) {
 	reply := func(text string) {
-		_, _ = b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: text})
+		// A notice holds 200 characters (Clip counts bytes, never fewer): the
+		// labels Send answers with may be longer together.
+		_, _ = b.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: q.ID, Text: Clip(text, maxNotice)})
 	}
 	// The message tapped: Telegram hands one older than 48 hours as
 	// "inaccessible", its chat and ID all there is.

@@ -150,8 +150,8 @@ func (*tgHTML) quote(inner string) string { return "<blockquote>" + inner + "</b
 
 // link writes an http(s) or mailto link; any other kind is its text.
 func (*tgHTML) link(r *mdRenderer, dest string, n ast.Node, _ string) {
-	u, err := url.Parse(dest)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+	u, ok := linkable(dest)
+	if !ok {
 		r.inline(n)
 		return
 	}
