@@ -521,3 +521,22 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// TestEmailReplyHint: the mail's hint on how to answer stands after a
+// blank line, with no stray line of a lone "-" (which reads as a
+// leftover, not a rule) before it, with options and without.
+func TestEmailReplyHint(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	e := newEmail(sink, box, io.Discard)
+	f := newFixture(t, map[string][]Channel{tokA: {e}}, Options{})
+	f.ask(tokA, "q-1")
+	f.askChoices(tokA, "q-2")
+	for n := 1; n <= 2; n++ {
+		_, _, body := sink.wait(t, n)
+		lines := strings.Split(body, "\r\n")
+		i := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "Reply to this e-mail") })
+		if i < 1 || lines[i-1] != "" || slices.Contains(lines, "-") {
+			t.Errorf("mail %d:\n%s", n, body)
+		}
+	}
+}

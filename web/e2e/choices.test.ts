@@ -133,4 +133,23 @@ describe('options in the inbox', () => {
     // Sent: nothing of them is kept on the device.
     await expect.poll(kept).toBe(false)
   })
+  it('sets a right-to-left question and its options right to left, a left-to-right line beside them left to right', async () => {
+    const page = await openInbox(390, 844, 'light')
+    const call = ask({
+      question: 'هل ننشر الإصدار الثاني الآن؟\n\nDeploy v2 now?',
+      options: [{ label: 'انشر الآن', description: 'ترحيل قاعدة البيانات أولا' }, { label: 'Wait' }],
+    })
+    const item = page.locator('[data-status=waiting]', { hasText: 'Deploy v2 now' })
+    await item.waitFor()
+    const dir = (l: ReturnType<Page['locator']>) => l.evaluate((e) => getComputedStyle(e).direction)
+    const paras = item.locator('[data-testid=question] p')
+    await expect(dir(paras.nth(0))).resolves.toBe('rtl')
+    await expect(dir(paras.nth(1))).resolves.toBe('ltr')
+    const arabic = item.locator('[data-testid=option]', { hasText: 'انشر الآن' })
+    await expect(dir(arabic.getByText('انشر الآن', { exact: true }))).resolves.toBe('rtl')
+    await expect(dir(arabic.getByText('ترحيل قاعدة البيانات أولا', { exact: true }))).resolves.toBe('rtl')
+    await expect(dir(item.locator('[data-testid=option]', { hasText: 'Wait' }).getByText('Wait', { exact: true }))).resolves.toBe('ltr')
+    await arabic.click()
+    expect((await call).structuredContent?.chosen).toEqual(['انشر الآن'])
+  })
 })

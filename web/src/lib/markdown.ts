@@ -57,6 +57,9 @@ export function renderMarkdown(src: string): string {
     out.className = 'aa-img-out'
     img.replaceWith(out)
   }
+  // Each block takes its direction from its own first letter: a line in
+  // Arabic or Hebrew reads right to left, the English beside it does not.
+  for (const b of Array.from(doc.querySelectorAll('p, li, h1, h2, h3, h4, h5, h6, blockquote, td, th'))) b.setAttribute('dir', 'auto')
   const box = document.createElement('div')
   box.append(doc)
   return box.innerHTML
