@@ -44,8 +44,9 @@ type IdleConns struct {
 type idleConn struct {
 	ic       *IdleConns
 	c        net.Conn
-	handlers int  // requests of it in a handler (HTTP/2 runs several)
-	done     bool // hijacked, closed or evicted: never counted again
+	handlers int    // requests of it in a handler (HTTP/2 runs several)
+	done     bool   // hijacked, closed or evicted: never counted again
+	stop     func() // while in waitingWhile: ends its wait (HTTP/2's streams end with their connection anyway)
 	slot     auth.Slot[*idleConn]
 }
 
@@ -138,16 +139,29 @@ func (ic *IdleConns) Wrap(h http.Handler) http.Handler {
 // waitingWhile runs f with the request of ctx counted as out of its
 // handler: what f waits for is nobody's (a failed login held back by the
 // Limiter), so its connection is bounded and may be closed to make room
-// as any other waiting one, which ends ctx.
-func waitingWhile(ctx context.Context, f func()) {
+// as any other waiting one. done, given to f, is closed then, or when ctx
+// ends: a request whose body is unread never sees its context end when
+// its connection closes (net/http reads nothing more until the body is
+// read), so f would wait on for a connection long gone.
+func waitingWhile(ctx context.Context, f func(done <-chan struct{})) {
 	e, _ := ctx.Value(idleConnKey{}).(*idleConn)
 	if e == nil {
-		f()
+		f(ctx.Done())
 		return
 	}
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	e.ic.mu.Lock()
+	e.stop = stop
+	if e.done {
+		// Closed already (evicted between its headers and its handler):
+		// nothing is waiting for the answer.
+		stop()
+	}
+	e.ic.mu.Unlock()
 	e.leave()
 	defer e.enter()
-	f()
+	f(ctx.Done())
 }
 
 // public serves h, whose answers are anyone's (the UI's files), with its
@@ -159,7 +173,7 @@ func waitingWhile(ctx context.Context, f func()) {
 // can accept nothing.
 func public(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		waitingWhile(r.Context(), func() { h.ServeHTTP(w, r) })
+		waitingWhile(r.Context(), func(<-chan struct{}) { h.ServeHTTP(w, r) })
 	})
 }
 
@@ -213,6 +227,7 @@ func (b *arriving) arrived() {
 func (e *idleConn) enter() {
 	e.ic.mu.Lock()
 	e.handlers++
+	e.stop = nil
 	e.slot.Remove()
 	e.ic.mu.Unlock()
 }
@@ -243,6 +258,9 @@ func (ic *IdleConns) waitLocked(e *idleConn) *idleConn {
 		return nil
 	}
 	victim.Value.done = true
+	if victim.Value.stop != nil {
+		victim.Value.stop()
+	}
 	ic.evicted++
 	return victim.Value
 }

@@ -343,6 +343,58 @@ func TestHeldFailuresAreBounded(t *testing.T) {
 	}
 }
 
+// TestHeldFailuresWithABodyAreLetGo: as TestHeldFailuresAreBounded,
+// with a request that has a body the refusal leaves unread (an MCP POST
+// with a wrong token). net/http notices no closed connection while a
+// body is unread, so the hold must end when its connection is closed to
+// make room: held on, each of 20,000 such requests fired from one
+// address and closed cost a goroutine and its buffers for the whole hold
+// (16,000 goroutines and 250 MB at once), though their connections were
+// long gone.
+func TestHeldFailuresWithABodyAreLetGo(t *testing.T) {
+	const perAddr, n = 8, 32
+	lim := auth.NewLimiter(1, time.Minute)
+	held, released := make(chan struct{}, n), make(chan struct{}, n)
+	lim.Hold = func(_ time.Duration, done <-chan struct{}) {
+		held <- struct{}{}
+		select {
+		case <-done: // as long as the connection lasts
+			released <- struct{}{}
+		case <-t.Context().Done():
+			// The test is over: those still held, their connections
+			// closed by the client but their bodies unread, end as a
+			// hold's timer would end them.
+		}
+	}
+	_, base := newServed(t, srv.NewIdleConns(1000, perAddr), lim)
+	addr := strings.TrimPrefix(base, "http://")
+	if _, err := http.Get(base + "/health?token=wrong-token-000"); err != nil { // the budget
+		t.Fatal(err)
+	}
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong-token-000\r\n"+
+			"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
+			t.Fatal(err)
+		}
+		<-held
+	}
+	for i := range n - perAddr {
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second): // only against a hang
+			t.Fatalf("%d of %d held failures let go, want %d", i, n, n-perAddr)
+		}
+	}
+	if st := ownerHealth(t, base); st.Peak > perAddr {
+		t.Errorf("waiting connections: %+v", st)
+	}
+}
+
 // TestBodiesBeforeTheTokenAreBounded: a request whose body must be read
 // before anyone is known (a notification's capability is in it, a
 // webhook's signature is over it) waits for nobody while the body comes:

@@ -447,7 +447,7 @@ func (s *Server) upgradeToken(h http.Handler) http.Handler {
 // failedLogin counts r's failed login, and past the Limiter's budget
 // waits, on a connection that counts as idle meanwhile.
 func (s *Server) failedLogin(r *http.Request) {
-	waitingWhile(r.Context(), func() { s.limiter.Fail(r.Context().Done(), r.RemoteAddr) })
+	waitingWhile(r.Context(), func(done <-chan struct{}) { s.limiter.Fail(done, r.RemoteAddr) })
 }
 
 // checkOrigin refuses a browser request from another site (403), as the

@@ -18,9 +18,9 @@ import (
 // 169.254.169.254). Push services (FCM, Mozilla's autopush, Apple's,
 // Windows') are public https, so unless Options.AllowPrivateEndpoints a
 // subscription must name a public address when it is made, and a push
-// connects only to a public address: checked on the address dialled, after
-// the name is resolved, so a name that resolves elsewhere later (DNS
-// rebinding) gets nowhere either.
+// connects only to a public address, none of this machine's: checked on
+// the address dialled, after the name is resolved, so a name that
+// resolves elsewhere later (DNS rebinding) gets nowhere either.
 
 // errPrivate: an endpoint's address is not a public one.
 var errPrivate = errors.New("not a public address: push services are public (allow_private_endpoints allows others)")
@@ -53,7 +53,7 @@ func publicAddr(a netip.Addr) bool {
 // connects.
 func endpointHost(host string) string {
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && !publicAddr(a) ||
+	if a, err := netip.ParseAddr(strings.Trim(h, "[]")); err == nil && (!publicAddr(a) || ownAddr(a)) ||
 		h == "localhost" || strings.HasSuffix(h, ".localhost") {
 		return "endpoint must be a push service at a public address, not " + host +
 			" (this machine, a private network, link-local or CGNAT): push services are public"
@@ -87,10 +87,29 @@ func dialPublic(_, address string, _ syscall.RawConn) error {
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", address, errPrivate)
 	}
-	if !publicAddr(ap.Addr()) {
+	if !publicAddr(ap.Addr()) || ownAddr(ap.Addr()) {
 		return fmt.Errorf("dial %s: %w", address, errPrivate)
 	}
 	return nil
+}
+
+// ownAddr reports whether a is an address of this machine's interfaces:
+// public or not, it reaches this machine's services (a server's public
+// IPv4, its global IPv6), past a firewall that filters only what comes
+// from outside. Asked at each dial, as addresses change; pushes keep
+// their connections, so dials are few.
+func ownAddr(a netip.Addr) bool {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		return false // the other checks still hold
+	}
+	a = a.Unmap().WithZone("")
+	for _, ia := range as {
+		if p, err := netip.ParsePrefix(ia.String()); err == nil && p.Addr().Unmap().WithZone("") == a {
+			return true
+		}
+	}
+	return false
 }
 
 // pushTransport is the transport of the pushes: its connections kept for

@@ -3,7 +3,9 @@ package push
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -309,4 +311,30 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// TestDeliveryReachesNoAddressOfThisMachine: an address of this
+// machine's own interfaces reaches its services however public it is (a
+// server's public IPv4, this machine's global IPv6): a push connects to
+// none of them. Only what is on loopback was refused: a subscription
+// naming this machine's public address had the server POST to its own
+// services there.
+func TestDeliveryReachesNoAddressOfThisMachine(t *testing.T) {
+	as, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range as {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := netip.AddrPortFrom(p.Addr(), 443).String()
+		if err := dialPublic("tcp", addr, nil); !errors.Is(err, errPrivate) {
+			t.Errorf("a push may connect to %s, an address of this machine: %v", addr, err)
+		}
+		if why := endpointHost(p.Addr().String()); why == "" {
+			t.Errorf("a subscription may name %s, an address of this machine", p.Addr())
+		}
+	}
 }
