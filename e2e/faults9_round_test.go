@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +16,10 @@ import (
 	"github.com/agentassistant/agentassistant/internal/faultproxy"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 )
+
+// lostEdits finds how many edits owed a channel logs lost with NATS's
+// storage (its notes bucket wiped).
+var lostEdits = regexp.MustCompile(`edits owed lost with the cluster's storage.* lost_edits=(\d+)`)
 
 // TestFaults9Round runs with AA_FAULTS9=1 (one NATS node) or
 // AA_FAULTS9=3 (a NATS cluster of three): three instances behind a
@@ -184,17 +190,28 @@ func TestFaults9Round(t *testing.T) {
 	}
 	// A follow-up whose claim cannot be written (NATS out of reach) is
 	// made anyway, twice rather than never: that many may be twice.
-	drops, anyway := 0, 0
+	// A question without its outcome keeps its buttons: each is a
+	// notice dropped from a full queue or an edit owed that NATS lost
+	// with its storage, both logged; any other is a follow-up lost.
+	drops, anyway, lost := 0, 0, 0
 	for _, srv := range s.srvs {
-		drops += strings.Count(srv.logw.String(), "channel notice dropped: its queue is full")
-		anyway += strings.Count(srv.logw.String(), "follow-up not claimed; made anyway")
+		logs := srv.logw.String()
+		drops += strings.Count(logs, "channel notice dropped: its queue is full")
+		anyway += strings.Count(logs, "follow-up not claimed; made anyway")
+		for _, m := range lostEdits.FindAllStringSubmatch(logs, -1) {
+			n, _ := strconv.Atoi(m[1])
+			lost += n
+		}
 	}
 	if twice > anyway {
 		t.Errorf("%d outcomes published twice, %d follow-ups made unclaimed", twice, anyway)
 	}
+	if unsettled > drops+lost {
+		t.Errorf("%d questions without their outcome, %d notices dropped and %d edits owed lost logged", unsettled, drops, lost)
+	}
 	deadlines, deadlinesBad := l.deadlineCalls()
-	t.Logf("NATS nodes %s; faults injected %d; deadline calls %d, %d not ended by their deadline %v; ntfy %d questions, %d outcomes, %d messages, %d outcomes without their question, %d questions without their outcome, %d outcomes twice (%d follow-ups made unclaimed), queue drops logged %d; %s",
-		nodes, faults, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, total, unasked, unsettled, twice, anyway, drops, strings.Join(healthTimes, "; "))
+	t.Logf("NATS nodes %s; faults injected %d; deadline calls %d, %d not ended by their deadline %v; ntfy %d questions, %d outcomes, %d messages, %d outcomes without their question, %d questions without their outcome, %d outcomes twice (%d follow-ups made unclaimed), queue drops logged %d, edits owed lost with NATS's storage %d; %s",
+		nodes, faults, len(deadlines), len(deadlinesBad), deadlinesBad, asked, settled, total, unasked, unsettled, twice, anyway, drops, lost, strings.Join(healthTimes, "; "))
 	if len(deadlinesBad) > 0 {
 		t.Errorf("%d deadline calls ended otherwise", len(deadlinesBad))
 	}
