@@ -353,7 +353,7 @@ func (e *Email) newID() string {
 func emailSubject(n Notice) string {
 	s := "[agentassistant] " + Clip(title(n), 500)
 	if first := wire.OneLine(Plain(n.Request.Text)); first != "" {
-		s += ": " + Clip(first, 80)
+		s += ": " + Isolated(Clip(first, 80))
 	}
 	return s
 }

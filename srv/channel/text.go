@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/yuin/goldmark/ast"
+	"golang.org/x/text/unicode/bidi"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -33,7 +34,7 @@ func Asker(req hub.Request) string {
 // title is a notice's first line: the project and who asks.
 func title(n Notice) string {
 	req := n.Request
-	who := Asker(req)
+	who := Isolated(Asker(req))
 	var t string
 	switch n.Kind {
 	case hub.Asked:
@@ -44,7 +45,7 @@ func title(n Notice) string {
 	case hub.Answered:
 		t = "Answered"
 		if nick := wire.OneLine(nickname(n.Reply)); nick != "" {
-			t = "Answered on " + nick
+			t = "Answered on " + Isolated(nick)
 		}
 	case hub.TimedOut:
 		t = "Timed out"
@@ -54,7 +55,7 @@ func title(n Notice) string {
 		t = "Withdrawn"
 	}
 	if p := Project(req.ProjectDirectory); p != "" {
-		t = p + " · " + t
+		t = Isolated(p) + " · " + t
 	}
 	return Clip(t, maxTitle)
 }
@@ -97,6 +98,20 @@ func redact(err error, secrets ...string) error {
 		return err
 	}
 	return errors.New(s)
+}
+
+// Isolated is s set apart (FSI…PDI) from the words around it when it
+// holds a right-to-left letter: an Arabic name in an English line reads
+// as written, and the line is not set right to left by its first letter.
+// Anything else is left as it is.
+func Isolated(s string) string {
+	if !strings.ContainsFunc(s, func(r rune) bool {
+		p, _ := bidi.LookupRune(r)
+		return p.Class() == bidi.R || p.Class() == bidi.AL
+	}) {
+		return s
+	}
+	return "\u2068" + s + "\u2069"
 }
 
 // Project is the last element of a project directory: what a person

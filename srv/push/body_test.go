@@ -27,3 +27,18 @@ func TestBodyIsWhatAPersonReads(t *testing.T) {
 		}
 	}
 }
+
+// TestTitleSetsRightToLeftNamesApart: an Arabic project or agent name in
+// the title is set apart (FSI…PDI), so that the English line reads left
+// to right around it; the parts the device words its own title with
+// stay as given.
+func TestTitleSetsRightToLeftNamesApart(t *testing.T) {
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "r", Text: "?", AgentName: "وكيل", ProjectDirectory: "/home/me/متجر"}}
+	m := askMessage(ev, "room", Subscription{})
+	if want := "\u2068متجر\u2069 · \u2068وكيل\u2069 asks"; m.Title != want {
+		t.Errorf("title %q, want %q", m.Title, want)
+	}
+	if m.Asker != "وكيل" || m.Project != "متجر" {
+		t.Errorf("asker %q, project %q", m.Asker, m.Project)
+	}
+}

@@ -87,9 +87,9 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 		kind, verb = "report", "reports"
 	}
 	who, project := channel.Asker(req), channel.Project(req.ProjectDirectory)
-	title := who + " " + verb
+	title := channel.Isolated(who) + " " + verb
 	if project != "" {
-		title = project + " · " + title
+		title = channel.Isolated(project) + " · " + title
 	}
 	if who == channel.Asker(hub.Request{}) {
 		who = "" // the server's words for none: the device has its own

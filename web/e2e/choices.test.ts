@@ -149,6 +149,22 @@ describe('options in the inbox', () => {
     await expect(dir(arabic.getByText('انشر الآن', { exact: true }))).resolves.toBe('rtl')
     await expect(dir(arabic.getByText('ترحيل قاعدة البيانات أولا', { exact: true }))).resolves.toBe('rtl')
     await expect(dir(item.locator('[data-testid=option]', { hasText: 'Wait' }).getByText('Wait', { exact: true }))).resolves.toBe('ltr')
+    // Each line sits at its own start inside the button: the Arabic ones
+    // at its right, the English one at its left.
+    const inset = (l: ReturnType<Page['locator']>) => l.evaluate((e) => {
+      const r = document.createRange()
+      r.selectNodeContents(e)
+      const t = r.getBoundingClientRect()
+      const b = e.closest('[data-testid=option]')!.getBoundingClientRect()
+      return { start: Math.round(t.left - b.left), end: Math.round(b.right - t.right) }
+    })
+    for (const line of ['انشر الآن', 'ترحيل قاعدة البيانات أولا']) {
+      const { start, end } = await inset(arabic.getByText(line, { exact: true }))
+      expect(end).toBeLessThan(start)
+      expect(end).toBeLessThanOrEqual(16)
+    }
+    const wait = await inset(item.locator('[data-testid=option]', { hasText: 'Wait' }).getByText('Wait', { exact: true }))
+    expect(wait.start).toBeLessThanOrEqual(16)
     await arabic.click()
     expect((await call).structuredContent?.chosen).toEqual(['انشر الآن'])
   })

@@ -41,4 +41,10 @@ describe('a notification\'s title', () => {
     expect(titleOf({ ...ask, title: 'shop · Claude asks', kind: undefined }, 'zh-CN')).toBe('shop · Claude asks')
     expect(titleOf({ ...ask, title: undefined, kind: undefined }, 'zh-CN')).toBe('agentassistant')
   })
+
+  it('sets an Arabic or Hebrew project or agent name apart in the Chinese title, as the server does in English', () => {
+    const named = { ...ask, title: '\u2068متجر\u2069 · Claude asks', asker: 'وكيل', project: 'متجر' }
+    expect(titleOf(named, 'zh-CN')).toBe('\u2068متجر\u2069 · \u2068وكيل\u2069 提问')
+    expect(titleOf({ ...named, project: '商店', asker: 'Claude' }, 'zh-CN')).toBe('商店 · Claude 提问')
+  })
 })

@@ -59,12 +59,18 @@ function moreLabel(n: number, lang: string): string {
   return `${n} more ${n === 1 ? 'answer' : 'answers'} in the app`
 }
 
+// isolated is s set apart (FSI…PDI) from the words around it when it
+// holds a right-to-left letter, as the server sets it in its titles.
+function isolated(s: string): string {
+  return /[\p{Script=Arabic}\p{Script=Hebrew}\p{Script=Syriac}\p{Script=Thaana}\p{Script=Nko}]/u.test(s) ? `\u2068${s}\u2069` : s
+}
+
 // titleOf is the notification's title in lang: the server's (in
 // English), or made of its parts in another language the app speaks.
 export function titleOf(m: PushMessage, lang: string): string {
   if (!lang.toLowerCase().startsWith('zh') || !m.kind) return m.title || 'agentassistant'
-  const t = (m.asker || '你的 Agent') + (m.kind === 'report' ? ' 完成了任务' : ' 提问')
-  return m.project ? `${m.project} · ${t}` : t
+  const t = (m.asker ? isolated(m.asker) : '你的 Agent') + (m.kind === 'report' ? ' 完成了任务' : ' 提问')
+  return m.project ? `${isolated(m.project)} · ${t}` : t
 }
 
 // The buttons are named a0, a1... after the answers they post, and
