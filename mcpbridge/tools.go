@@ -240,6 +240,14 @@ func (b *bridge) waitFor(ctx context.Context, req mcp.CallToolRequest, kind wire
 		if ctx.Err() != nil {
 			return mcp.NewToolResultError(b.cancelled(ctx, kind, id, time.Since(start))), nil
 		}
+		if cctx.Err() != nil {
+			// The guard, past the request's deadline: whatever the
+			// server ended the call with (a request made again with a
+			// fresh timeout once NATS lost its storage outlasts it), its
+			// time is up; the server times the request out itself.
+			b.log.Info("call ended without an answer: past its deadline", "kind", kind, "id", id, "err", err)
+			return mcp.NewToolResultError(b.explain(kind, timeout, connect.NewError(connect.CodeDeadlineExceeded, err))), nil
+		}
 		if !b.retryable(err) {
 			b.log.Info("call ended without an answer", "kind", kind, "err", err)
 			return mcp.NewToolResultError(b.explain(kind, timeout, err)), nil
