@@ -2,9 +2,11 @@ package mcpbridge
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,6 +47,45 @@ func TestGuardEndsACallAsItsTimeout(t *testing.T) {
 		}
 		if be.asks != 1 {
 			t.Errorf("asked %d times, want 1", be.asks)
+		}
+	})
+}
+
+// lostThenKept is a Backend whose first ask finds the server gone after
+// 30 s (Unavailable: an instance that lost NATS), and whose next is made
+// again; it records each ask's timeout.
+type lostThenKept struct {
+	inProcess
+	timeouts []int32
+}
+
+func (p *lostThenKept) AskQuestion(ctx context.Context, q *pb.AskQuestionRequest) (*pb.AskQuestionResponse, string, error) {
+	p.timeouts = append(p.timeouts, q.GetRequest().GetTimeout())
+	if len(p.timeouts) == 1 {
+		time.Sleep(30 * time.Second)
+		return nil, "", connect.NewError(connect.CodeUnavailable, errors.New("this instance lost its link to NATS"))
+	}
+	<-ctx.Done()
+	return nil, "", connect.NewError(connect.CodeDeadlineExceeded, ctx.Err())
+}
+
+// TestAskedAgainWithWhatIsLeft: a call asked again (its server lost,
+// the request maybe with it, as when NATS loses its storage) asks with
+// the time left of its timeout, so a request made again keeps the
+// deadline the agent was given rather than starting a fresh one.
+func TestAskedAgainWithWhatIsLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		be := &lostThenKept{}
+		o := Options{Backend: be, ServerURL: "http://127.0.0.1:22080"}
+		o.defaults()
+		b := newBridge(o)
+		req := mcp.CallToolRequest{}
+		req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
+		if _, err := b.ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if len(be.timeouts) < 2 || be.timeouts[0] != 60 || be.timeouts[1] > 30 || be.timeouts[1] < 28 {
+			t.Errorf("timeouts asked %v, want 60 then what was left, about 29", be.timeouts)
 		}
 	})
 }

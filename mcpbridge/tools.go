@@ -103,25 +103,41 @@ func (b *bridge) ask(kind wire.Kind, tool, arg string) server.ToolHandlerFunc {
 		}
 		id, asked := requestOf(ctx)
 		agent, model, client := who[1], who[2], mcpClientName(ctx)
+		// Each try asks with the time left: a request the server no
+		// longer has (NATS lost its storage) is made again with the
+		// deadline the agent was given, not a fresh one.
+		due := time.Now().Add(timeout)
 		var call func(context.Context) (*pb.AskQuestionResponse, string, error)
 		if kind == wire.AskQuestion {
 			q := &pb.AskQuestionRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpAskQuestionRequest{
-				ProjectDirectory: dir, Question: text, Timeout: wire.Seconds(timeout),
+				ProjectDirectory: dir, Question: text,
 				AgentName: agent, ReasoningModelName: model, McpClientName: client, Questions: qs,
 			}}
-			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) { return b.be.AskQuestion(ctx, q) }
+			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
+				q.Request.Timeout = secondsLeft(due)
+				return b.be.AskQuestion(ctx, q)
+			}
 		} else {
 			r := &pb.WorkReportRequest{ID: id, UserToken: b.o.Token, Request: &pb.McpWorkReportRequest{
-				ProjectDirectory: dir, Summary: text, Timeout: wire.Seconds(timeout),
+				ProjectDirectory: dir, Summary: text,
 				AgentName: agent, ReasoningModelName: model, McpClientName: client, Questions: qs,
 			}}
-			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) { return b.be.TaskReport(ctx, r) }
+			call = func(ctx context.Context) (*pb.AskQuestionResponse, string, error) {
+				r.Request.Timeout = secondsLeft(due)
+				return b.be.TaskReport(ctx, r)
+			}
 		}
 		if asked != nil {
 			asked(kind, wire.Digest(kind, dir, text), timeout)
 		}
 		return b.waitAndOffer(ctx, req, kind, id, text, qs, timeout, call)
 	}
+}
+
+// secondsLeft is the time until due in whole seconds, rounded up, and at
+// least one: a request's Timeout of 0 would be the server's default.
+func secondsLeft(due time.Time) int32 {
+	return wire.Seconds(max(time.Until(due)+time.Second-1, time.Second))
 }
 
 // waitAndOffer waits for the request (wait) while it is also offered as a
