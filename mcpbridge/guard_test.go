@@ -33,15 +33,7 @@ func (p *outlasting) AskQuestion(ctx context.Context, _ *pb.AskQuestionRequest) 
 func TestGuardEndsACallAsItsTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		be := &outlasting{}
-		o := Options{Backend: be, ServerURL: "http://127.0.0.1:22080"}
-		o.defaults()
-		b := newBridge(o)
-		req := mcp.CallToolRequest{}
-		req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
-		res, err := b.ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := askShipIt(t, be)
 		if got, wants := text(res), "No one answered the question within 60 seconds"; !res.IsError || !strings.Contains(got, wants) {
 			t.Errorf("result %q, want an error saying %q", got, wants)
 		}
@@ -76,16 +68,24 @@ func (p *lostThenKept) AskQuestion(ctx context.Context, q *pb.AskQuestionRequest
 func TestAskedAgainWithWhatIsLeft(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		be := &lostThenKept{}
-		o := Options{Backend: be, ServerURL: "http://127.0.0.1:22080"}
-		o.defaults()
-		b := newBridge(o)
-		req := mcp.CallToolRequest{}
-		req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
-		if _, err := b.ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req); err != nil {
-			t.Fatal(err)
-		}
+		askShipIt(t, be)
 		if len(be.timeouts) < 2 || be.timeouts[0] != 60 || be.timeouts[1] > 30 || be.timeouts[1] < 28 {
 			t.Errorf("timeouts asked %v, want 60 then what was left, about 29", be.timeouts)
 		}
 	})
+}
+
+// askShipIt asks "Ship it?" with a 60-second timeout through a bridge on
+// be, and returns what the agent is told.
+func askShipIt(t *testing.T, be Backend) *mcp.CallToolResult {
+	t.Helper()
+	o := Options{Backend: be, ServerURL: "http://127.0.0.1:22080"}
+	o.defaults()
+	req := mcp.CallToolRequest{}
+	req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
+	res, err := newBridge(o).ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
