@@ -29,13 +29,13 @@ export default defineConfig({
       includeAssets: ['favicon.svg'],
       manifest: {
         id: '/',
-        name: 'agentassistant',
+        name: 'Agent Assistant', // as the title bar says; the install prompt shows it
         short_name: 'Agent Inbox',
         description: "Your agents' questions and reports, answered from any device",
         start_url: '/', // no token: the app keeps it on the device
         scope: '/',
         display: 'standalone',
-        theme_color: '#1f6feb',
+        theme_color: '#1976d2', // the top bar's (Quasar's primary): the status bar above it
         background_color: '#ffffff',
         icons: [
           { src: '/icons/icon-192.png', sizes: '192x192', type: 'image/png', purpose: 'any' },

@@ -90,6 +90,37 @@ describe('a phone on a flaky network', () => {
     }
   })
 
+  // Offline, the devices in the top bar are only who was online when the
+  // connection went: the bar says so, and says "Online" again once back.
+  it('offline, the top bar names the other devices as last seen online, not online', async () => {
+    const proxy = await startProxy(Number(srv.port))
+    try {
+      await open('cellar-pc', { width: 1280, height: 800 })
+      const page = await open('cellar-phone', { origin: `http://127.0.0.1:${proxy.port}` })
+      const bar = page.locator('[data-testid=users]')
+      const peer = bar.locator('[data-client-id]', { hasText: 'cellar-pc' })
+      await peer.waitFor()
+      const label = () => bar.locator('.text-caption').allTextContents()
+      expect(await label()).toEqual(['Online:'])
+      expect(await peer.getAttribute('data-stale')).toBeNull()
+
+      proxy.setDown(true)
+      await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+      expect(await bar.innerText()).not.toMatch(/^Online/)
+      expect(await label()).toEqual(['Last seen online:'])
+      expect(await peer.getAttribute('data-stale')).toBe('true')
+      // Still in reach: its chat opens, with what was said.
+      expect(await peer.isEnabled()).toBe(true)
+
+      proxy.setDown(false)
+      await page.locator('[data-testid=conn][data-state=online]').waitFor()
+      await bar.locator('[data-client-id]:not([data-stale])', { hasText: 'cellar-pc' }).waitFor()
+      expect(await label()).toEqual(['Online:'])
+    } finally {
+      await proxy.close()
+    }
+  })
+
   it('in a lift: an answer sent into a connection that died silently goes when the connection is back', async () => {
     const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, locale: 'en-US', isMobile: true, hasTouch: true })
     ctxs.push(ctx)

@@ -173,7 +173,15 @@ describe('installable app', () => {
     const m = (await cdp.send('Page.getAppManifest')) as { url: string; errors: unknown[]; data?: string }
     expect(m.errors).toEqual([])
     const manifest = JSON.parse(m.data ?? '{}')
-    expect(manifest).toMatchObject({ name: 'agentassistant', start_url: '/', scope: '/', display: 'standalone' })
+    expect(manifest).toMatchObject({ start_url: '/', scope: '/', display: 'standalone' })
+    // A phone's install prompt names the app as its title bar does, and
+    // its status bar is the top bar's colour: no seam between them.
+    const look = await page.evaluate(() => ({ title: document.title, meta: document.querySelector('meta[name=theme-color]')?.getAttribute('content'),
+      header: getComputedStyle(document.querySelector('.q-header')!).backgroundColor }))
+    const rgb = (hex: string) => `rgb(${[1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16)).join(', ')})`
+    expect(manifest.name).toBe(look.title)
+    expect(rgb(manifest.theme_color)).toBe(look.header)
+    expect(rgb(look.meta ?? '')).toBe(look.header)
     expect(manifest.start_url).not.toContain('token')
     expect(manifest.icons.map((i: { sizes: string; purpose: string }) => i.sizes + ' ' + i.purpose))
       .toEqual(['192x192 any', '512x512 any', '512x512 maskable'])

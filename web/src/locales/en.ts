@@ -116,6 +116,7 @@ export default {
   },
   people: {
     online: 'Online',
+    lastSeen: 'Last seen online',
     you: 'You',
     chatWith: 'Chat with',
     chatPlaceholder: 'Message…',

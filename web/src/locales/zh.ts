@@ -115,6 +115,7 @@ export default {
   },
   people: {
     online: '在线',
+    lastSeen: '最后在线',
     you: '我',
     chatWith: '聊天：',
     chatPlaceholder: '消息…',
