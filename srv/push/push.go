@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +106,11 @@ type sender struct {
 	q    chan job
 	// closing counts the closes queued by question ID (Pusher.mu).
 	closing map[string]int
+	// early are the questions whose close closeIfSettled queued, newest
+	// last (Pusher.mu): settled here, their event comes a moment later,
+	// and queues no second close. Settled on another instance of a
+	// cluster, it never comes here: past queueLen the oldest go.
+	early []string
 }
 
 type job struct {
@@ -247,6 +253,15 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 		}
 		p.senders[senderKey(s)] = sd
 	}
+	if j.msg.Type == "settled" && sd.unearly(j.msg.ID) {
+		return // its close is queued or sent already
+	}
+	p.put(sd, j)
+}
+
+// put queues j for sd, the oldest dropped while its queue is full.
+// Pusher.mu is held.
+func (p *Pusher) put(sd *sender, j job) {
 	for {
 		select {
 		case sd.q <- j:
@@ -257,10 +272,18 @@ func (p *Pusher) queue(room string, s Subscription, j job) {
 		select {
 		case old := <-sd.q: // the oldest goes
 			sd.closes(old, -1)
-			p.log.Warn("push dropped: its device's queue is full", "subscription", s.ID)
+			p.log.Warn("push dropped: its device's queue is full", "subscription", sd.sub.ID)
 		default:
 		}
 	}
+}
+
+// unearly forgets id's early close, reporting whether there was one.
+// Pusher.mu is held.
+func (sd *sender) unearly(id string) bool {
+	n := len(sd.early)
+	sd.early = slices.DeleteFunc(sd.early, func(e string) bool { return e == id })
+	return len(sd.early) < n
 }
 
 // closes counts j in or out of sd's closes queued, if it is one.
@@ -362,30 +385,34 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	}
 }
 
-// closeIfSettled follows the ask j, just pushed, with its close when
-// its question was settled meanwhile and no close of it is queued here:
-// settled on another instance of a cluster, whose close may have
-// reached the push service before this ask, the notification would
-// show the question again, for good.
+// closeIfSettled follows the ask j, just pushed, with its close (queued
+// next, tried as any push) when its question was settled meanwhile and
+// no close of it is queued here: settled on another instance of a
+// cluster, whose close may have reached the push service before this
+// ask, the notification would show the question again, for good.
 func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); waits {
 		return
 	}
 	o, settled := p.o.Hub.Outcome(j.token, j.msg.ID)
-	p.mu.Lock()
-	queued := sd.closing[j.msg.ID] > 0
-	p.mu.Unlock()
 	ev := hub.Event{Kind: o.Kind, Token: j.token, Request: hub.Request{ID: j.msg.ID}, Reply: o.Reply, Reason: o.Reason, At: o.At}
-	if !settled || queued || answeredBy(ev, sd.sub) {
+	if !settled || answeredBy(ev, sd.sub) {
 		return
 	}
 	m := settledMessage(ev, sd.room)
 	m.Sub, m.Waiting = sd.sub.ID, p.waiting(ev)
-	if err := p.post(sd.sub, job{msg: m, topic: m.Tag, ttl: time.Hour}); err != nil {
-		p.log.Warn("push of a question settled as it was pushed not closed", "subscription", sd.sub.ID, "err", err)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if sd.closing[j.msg.ID] > 0 {
 		return
 	}
-	p.log.Info("push closed at once: its question was settled as it was pushed", "subscription", sd.sub.ID)
+	// Settled here, its event may be on its way still: it finds this
+	// close queued (early), and queues none.
+	if sd.early = append(sd.early, j.msg.ID); len(sd.early) > queueLen {
+		sd.early = sd.early[1:]
+	}
+	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour})
+	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
 }
 
 // removeGone removes sd's subscription, which its push service called

@@ -71,3 +71,53 @@ func TestClosedOnceWhenSettledHereDuringItsPush(t *testing.T) {
 		t.Fatalf("the device got %q, want %q", seen, want)
 	}
 }
+
+// TestClosedOnceWhenSettledHereAsItsPushReturns: a question answered on
+// this instance as its push returns is settled in the hub a moment
+// before its event reaches the Pusher (the room's clients are told
+// first). The close the Pusher sends for it then, its push through, is
+// the only one: the event's close is not pushed after it (a push that
+// closes nothing counts against the browser's budget of silent pushes).
+func TestClosedOnceWhenSettledHereAsItsPushReturns(t *testing.T) {
+	f := newFixture(t, Options{})
+	phone := newDevice(t, "/phone")
+	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome")
+	// The settle's event reaches the Pusher once the device had a
+	// second push.
+	settled, second, heard := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	f.p.unsub()
+	t.Cleanup(f.hub.Subscribe(func(ev hub.Event) {
+		if ev.Kind != hub.Asked {
+			close(settled)
+			<-second
+			defer close(heard)
+		}
+		f.p.event(ev)
+	}))
+	f.s.status = func(path string, n int) int {
+		switch n {
+		case 1:
+			go func() {
+				if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
+					t.Error(err)
+				}
+			}()
+			<-settled
+		case 2:
+			close(second)
+		}
+		return 201
+	}
+	<-f.ask(tokA, "q-1", "Deploy?")
+	<-heard
+	f.ask(tokA, "q-2", "Ship?") // pushed after anything else of q-1
+	got := f.s.waitFor(t, "/phone", 3)
+	var seen []string
+	for _, r := range got {
+		m := phone.open(t, f.s, r).msg
+		seen = append(seen, m.Type+" "+m.ID)
+	}
+	if want := []string{"ask q-1", "settled q-1", "ask q-2"}; !slices.Equal(seen, want) {
+		t.Fatalf("the device got %q, want %q", seen, want)
+	}
+}
