@@ -136,19 +136,8 @@ func TestMissedAnswerHandedOverOnce(t *testing.T) {
 // and so does its hand-over; an agent re-attaching by ID gets it too.
 func TestMissedAnswerAcrossRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		open := func() (*store.Store, *Hub) {
-			db, err := store.Open(dir, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := New(Options{Store: db})
-			if _, _, err := h.Restore([]string{"tok"}); err != nil {
-				t.Fatal(err)
-			}
-			return db, h
-		}
-		db, h := open()
+		h, restart := restartable(t)
+		restored(t, h)
 		for _, id := range []string{"gone1", "gone2", "waited"} {
 			cancel, reply := askIn(h, id, "/p")
 			synctest.Wait()
@@ -165,11 +154,8 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 			cancel()
 		}
 		h.Close()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
+		h, _ = restart()
+		restored(t, h)
 		// Another request reusing gone2's ID gets nothing; gone2's agent
 		// re-attaching by ID gets its answer, which is then no longer offered
 		// to other calls.
@@ -185,13 +171,8 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 			t.Fatalf("after a restart: %+v", ms)
 		}
 		h.Close()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
-		defer db.Close()
-		defer h.Close()
+		h, _ = restart()
+		restored(t, h)
 		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
 			t.Fatalf("handed over again after a restart: %+v", ms)
 		}
@@ -344,26 +325,8 @@ func TestOnlyItsOwnKindOfCallerWithdrawsARequest(t *testing.T) {
 // handed over, across a restart too; the other settled requests go.
 func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		open := func() (*store.Store, *Hub) {
-			db, err := store.Open(dir, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := New(Options{Store: db})
-			if _, _, err := h.Restore([]string{"tok"}); err != nil {
-				t.Fatal(err)
-			}
-			return db, h
-		}
-		db, h := open()
-		closed := false
-		defer func() {
-			if !closed {
-				h.Close()
-				_ = db.Close()
-			}
-		}()
+		h, restart := restartable(t)
+		restored(t, h)
 		for _, id := range []string{"gone", "waited"} {
 			cancel, reply := askIn(h, id, "/p")
 			synctest.Wait()
@@ -383,14 +346,8 @@ func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 			t.Fatalf("ClearHistory = %d, %v; want 1 (the answer the agent had)", n, err)
 		}
 		h.Close()
-		closed = true
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
-		defer db.Close()
-		defer h.Close()
+		h, _ = restart()
+		restored(t, h)
 		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 1 || ms[0].ID != "gone" {
 			t.Fatalf("after the clear and a restart: %+v", ms)
 		}
