@@ -25,6 +25,19 @@ func askIn(h *Hub, id, project string) (cancel context.CancelFunc, reply chan *R
 	return cancel, reply
 }
 
+// answeredAway asks id from the project /p, has the agent's call go
+// away, and answers rep: kept for the project's next call.
+func answeredAway(t *testing.T, h *Hub, id string, rep Reply) {
+	t.Helper()
+	cancel, _ := askIn(h, id, "/p")
+	synctest.Wait()
+	cancel()
+	synctest.Wait()
+	if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // agentStatus lists the agent-status notes c got of id, as gone flags.
 func agentStatus(c *fakeClient, id string) []bool {
 	c.mu.Lock()
@@ -213,13 +226,7 @@ func TestMissedBounded(t *testing.T) {
 func TestTakenAnswerNotHandedTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{OrphanGrace: time.Hour})
-		cancel, _ := askIn(h, "q1", "/p")
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
-			t.Fatal(err)
-		}
+		answeredAway(t, h, "q1", textReply("yes, delete it"))
 		if ms := h.TakeMissed("tok", "/p", nil, 8); len(ms) != 1 {
 			t.Fatalf("took %v", ms)
 		}
@@ -363,13 +370,7 @@ func TestKeptAnswerReattachedPastRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{OrphanGrace: time.Hour, Retention: 10 * time.Minute, MissedRetention: 24 * time.Hour})
 		defer h.Close()
-		cancel, _ := askIn(h, "q1", "/p")
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
-			t.Fatal(err)
-		}
+		answeredAway(t, h, "q1", textReply("yes, delete it"))
 		time.Sleep(11 * time.Minute)
 		// Another outcome makes the room forget those past Retention.
 		cancel2, _ := askIn(h, "q2", "/other")
