@@ -76,8 +76,11 @@ func connected(t *testing.T, s *server.MCPServer, init mcp.InitializeRequest, op
 	return c
 }
 
-// Connected is connected, for the package's external tests.
-var Connected = connected
+// For the package's external tests.
+var (
+	Connected = connected
+	Text      = text
+)
 
 func call(t *testing.T, c *client.Client, name string, args map[string]any, progress any) *mcp.CallToolResult {
 	t.Helper()
