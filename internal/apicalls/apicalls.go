@@ -109,9 +109,10 @@ func (c *Changes) Await(ctx context.Context, mu sync.Locker, ok func() bool) err
 // lets them go on: before a call is done, or once it is done and before
 // it is answered. The zero Holds is ready to use; the double's lock
 // guards it.
-type Holds struct{ m map[string]*hold }
+type Holds struct{ m map[string]*Hold }
 
-type hold struct {
+// Hold is the wait of a held method's calls; a nil Hold never waits.
+type Hold struct {
 	arrived, release chan struct{}
 	once             sync.Once
 	when             func(form map[string]string) bool // nil: every call
@@ -125,35 +126,31 @@ type hold struct {
 func (hs *Holds) Set(method string, after bool, when func(form map[string]string) bool) (arrived <-chan struct{}, release func()) {
 	a, r := make(chan struct{}), make(chan struct{})
 	if hs.m == nil {
-		hs.m = map[string]*hold{}
+		hs.m = map[string]*Hold{}
 	}
-	hs.m[method] = &hold{arrived: a, release: r, when: when, after: after}
+	hs.m[method] = &Hold{arrived: a, release: r, when: when, after: after}
 	var once sync.Once
 	return a, func() { once.Do(func() { close(r) }) }
 }
 
-// Of is the wait of a call of method with form. Called with the
-// double's lock held.
-func (hs *Holds) Of(method string, form map[string]string) Held {
-	h := hs.m[method]
-	if h != nil && h.when != nil && !h.when(form) {
-		h = nil
+// Of is the hold of a call of method with form, nil when none. Called
+// with the double's lock held.
+func (hs *Holds) Of(method string, form map[string]string) *Hold {
+	if h := hs.m[method]; h != nil && (h.when == nil || h.when(form)) {
+		return h
 	}
-	return Held{h}
+	return nil
 }
-
-// Held is a call's wait; the zero Held never waits.
-type Held struct{ h *hold }
 
 // Before waits, for a call held before it is done, until it is let go
 // on or r ends (false).
-func (h Held) Before(r *http.Request) bool { return h.h == nil || h.h.after || h.h.wait(r) }
+func (h *Hold) Before(r *http.Request) bool { return h == nil || h.after || h.wait(r) }
 
 // After waits, for a call held once done, until it is let go on or r
 // ends (false).
-func (h Held) After(r *http.Request) bool { return h.h == nil || !h.h.after || h.h.wait(r) }
+func (h *Hold) After(r *http.Request) bool { return h == nil || !h.after || h.wait(r) }
 
-func (h *hold) wait(r *http.Request) bool {
+func (h *Hold) wait(r *http.Request) bool {
 	h.once.Do(func() { close(h.arrived) })
 	select {
 	case <-h.release:

@@ -80,7 +80,7 @@ func TestHolds(t *testing.T) {
 		releaseBefore()
 		releaseAfter()
 		releaseAfter()
-		if !<-went || !<-went {
+		if a, b := <-went, <-went; !a || !b {
 			t.Error("a released call was not let go on")
 		}
 		ctx, cancel := context.WithCancel(t.Context())
