@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -99,6 +100,15 @@ func clusterStoreFullRound(t *testing.T, perInstance int) (asked, refused, answe
 	if err := <-ans; err != nil {
 		t.Fatal(err)
 	}
+	// An agent through agentassistant-mcp, which knows the three and
+	// leaves one whose /health says 503: its call waits through it all.
+	list := make([]string, len(srvs))
+	for i, s := range srvs {
+		list[i] = net.JoinHostPort(s.Host, s.Port)
+	}
+	mlog := &lockedWriter{b: new(strings.Builder)}
+	waiting := askAsync(startMCPLogged(t, srvs[0], tokenA, mlog, "-server", strings.Join(list, ",")), "Waiting through it?")
+	bridged := nextFrame(pc, 10*time.Second, "AskQuestion").GetAskQuestionRequest().GetID()
 	kept := make(chan error, 1)
 	go func() { _, err := connectAsk(ctx, srvs[2], "kept", "Pending through it?"); kept <- err }()
 	if m := nextFrame(pc, 10*time.Second, "AskQuestion"); m.GetAskQuestionRequest().GetID() != "kept" {
@@ -125,6 +135,11 @@ func clusterStoreFullRound(t *testing.T, perInstance int) (asked, refused, answe
 		if !healthWithin(s, http.StatusServiceUnavailable, 5*time.Second) {
 			t.Fatalf("instance %d refused asks for want of storage, and /health did not say 503 within 5 s", i)
 		}
+	}
+	// The agent's bridge finds its instance unhealthy and re-attaches
+	// through the next, which is as full: the call goes on waiting.
+	if !mlog.waitFor("re-attaching through the next", 20*time.Second) {
+		t.Fatalf("the agent's bridge never left an instance whose /health said 503:\n%s", mlog.String())
 	}
 	if err := pc.Send(wstest.TextReply("kept", "Not now")); err != nil {
 		t.Fatal(err)
@@ -154,6 +169,15 @@ func clusterStoreFullRound(t *testing.T, perInstance int) (asked, refused, answe
 	case <-time.After(10 * time.Second):
 		t.Fatal("the answer given again once there was space was not taken")
 	}
+	select {
+	case r := <-waiting:
+		t.Fatalf("the agent's call waiting through it ended: %+v %v: %s", r.r, r.err, resultText(r.r))
+	default:
+	}
+	if err := pc.Send(wstest.TextReply(bridged, "Made it")); err != nil {
+		t.Fatal(err)
+	}
+	wantAnswer(t, waiting, "Made it")
 	for i, s := range srvs {
 		id := fmt.Sprintf("after-%d", i)
 		go func() { _, err := connectAsk(ctx, s, id, "Room now?"); ans <- err }()
