@@ -49,7 +49,7 @@ func TestMissedAnswersHandedOver(t *testing.T) {
 		CreatedAt: now.Add(-12 * time.Minute).UnixMilli(), AnsweredAt: now.Add(-9 * time.Minute).UnixMilli(), AnsweredBy: "phone",
 		Response: &pb.AskQuestionResponse{ID: "old-1", Contents: []*pb.McpResultContent{
 			{Type: 1, Text: &pb.TextContent{Text: "Port 8080."}},
-			{Type: 2, Image: &pb.ImageContent{Data: "AAAA", MimeType: "image/png"}},
+			{Type: 2, Image: &pb.ImageContent{Data: pixelPNG, MimeType: "image/png"}},
 		}},
 	}}}}
 	release := make(chan struct{})
@@ -90,7 +90,7 @@ func TestMissedAnswersHandedOver(t *testing.T) {
 			t.Errorf("%q lacks %q", got, want)
 		}
 	}
-	if r.IsError || !slices.ContainsFunc(r.Content, func(c mcp.Content) bool { im, ok := c.(mcp.ImageContent); return ok && im.Data == "AAAA" }) {
+	if r.IsError || !slices.ContainsFunc(r.Content, func(c mcp.Content) bool { im, ok := c.(mcp.ImageContent); return ok && im.Data == pixelPNG }) {
 		t.Errorf("result = %+v", r)
 	}
 	f.mu.Lock()

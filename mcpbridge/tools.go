@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -509,8 +510,11 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
 			if im := c.GetImage(); im.GetData() != "" {
-				res.Content = append(res.Content, mcp.NewImageContent(im.GetData(), cmp.Or(im.GetMimeType(), "image/png")))
-				images++
+				shown, ok := imageOf(im)
+				res.Content = append(res.Content, shown)
+				if ok {
+					images++
+				}
 			}
 		case c.GetAudio() != nil || c.GetType() == 3:
 			if a := c.GetAudio(); a.GetData() != "" {
@@ -533,6 +537,24 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 		res.StructuredContent = answer{Answered: true, Chosen: append([]string{}, chosen...), Text: strings.Join(free, "\n\n"), Images: images}
 	}
 	return res
+}
+
+// readImages are the image types an agent's model reads: those every
+// vision API takes. One of another type, or declared as another than
+// its data's, is refused by the model, and fails the agent's every turn
+// that still holds it.
+var readImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// imageOf is an answer's image as the agent is handed it: typed as its
+// data is, when that is one of readImages (ok); else a line saying it
+// was left out, and what it came as.
+func imageOf(im *pb.ImageContent) (c mcp.Content, ok bool) {
+	data, err := base64.StdEncoding.DecodeString(im.GetData())
+	if mime := http.DetectContentType(data); err == nil && slices.Contains(readImages, mime) {
+		return mcp.NewImageContent(im.GetData(), mime), true
+	}
+	return mcp.NewTextContent(fmt.Sprintf("The person attached an image that is left out: it came as %q, and is no PNG, JPEG, GIF or WebP image.",
+		wire.Clip(cmp.Or(im.GetMimeType(), "no type"), 64))), false
 }
 
 func embedded(e *pb.EmbeddedResource) mcp.Content {

@@ -526,7 +526,7 @@ func (s *Server) natsState() func() bool {
 
 // health answers a balancer's check (seed 003: `curl -f /health`): 200
 // healthy, or 503 unhealthy while this instance can save nothing (its
-// cluster's NATS is away). Without a token that is all it says: no
+// cluster's NATS is away, its store refuses writes). Without a token that is all it says: no
 // counts, no version, nothing about the server to someone who may not
 // have it. A wrong token is refused and counted as anywhere else; with
 // the token come seed 003's connections and uptime_seconds and the
@@ -543,6 +543,11 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 			// balancer should send no one.
 			status, code, reason = "unhealthy", http.StatusServiceUnavailable, "nats: "+st.Problem
 		}
+	}
+	if reason == "" && s.hub.Refusing() {
+		// A full disk, or NATS out of storage: nothing is saved here
+		// until a write passes (the hub's probe tries every second).
+		status, code, reason = "unhealthy", http.StatusServiceUnavailable, "the store refuses writes (is the disk full, or NATS out of storage?)"
 	}
 	tok, err := auth.RequestToken(r)
 	if err == nil && tok != "" && !s.tokens.Valid(tok) {

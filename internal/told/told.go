@@ -46,3 +46,6 @@ func (o *Once) End() (ok bool, n int, since time.Time) {
 	o.failing.Store(false)
 	return true, o.n, o.since
 }
+
+// Failing reports whether a failure told by Fail has not ended yet.
+func (o *Once) Failing() bool { return o.failing.Load() }

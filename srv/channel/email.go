@@ -5,16 +5,19 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-message/mail"
@@ -397,7 +400,7 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 	h.SetDate(e.clock())
 	h.SetAddressList("From", []*mail.Address{from})
 	h.SetAddressList("To", m.to)
-	h.SetSubject(m.subject)
+	h.Set("Subject", subjectField(m.subject))
 	h.SetMessageID(m.id)
 	if len(m.inReplyTo) > 0 {
 		h.SetMsgIDList("In-Reply-To", m.inReplyTo)
@@ -423,6 +426,27 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 		return fmt.Errorf("email: send: %w", e.redact(err))
 	}
 	return nil
+}
+
+// subjectField is s as a Subject's field, shown as written: a reader
+// decodes an encoded-word ("=?utf-8?b?…?=", RFC 2047) where it finds one,
+// and one written by an agent may hold what its text never shows (a
+// line break, a bidirectional control). A subject holding one is
+// encoded whole, in words of at most 75 characters.
+func subjectField(s string) string {
+	if !strings.Contains(s, "=?") {
+		return mime.QEncoding.Encode("utf-8", s)
+	}
+	var words []string
+	for s != "" {
+		n := min(len(s), 45) // 60 characters of base64
+		for n > 1 && n < len(s) && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		words = append(words, "=?utf-8?b?"+base64.StdEncoding.EncodeToString([]byte(s[:n]))+"?=")
+		s = s[n:]
+	}
+	return strings.Join(words, " ")
 }
 
 // submit hands msg to the SMTP server, within ctx.

@@ -78,7 +78,7 @@ var htmlBreaks = map[string]bool{"br": true, "/p": true, "/div": true, "/li": tr
 // break. It is no HTML parser, and needs none: its output is plain text
 // shown as such.
 func htmlText(s string) string {
-	lower := strings.ToLower(s)
+	lower := asciiLower(s)
 	for _, q := range htmlQuote {
 		if i := strings.Index(lower, q); i >= 0 {
 			if j := strings.LastIndexByte(lower[:i], '<'); j >= 0 {
@@ -126,6 +126,20 @@ func htmlText(s string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// asciiLower is s with its ASCII letters in lower case, byte for byte:
+// what is found in it is found at the same place in s (strings.ToLower
+// changes the length of some letters, İ or K, and of bytes not UTF-8).
+// The tags and marks looked for are ASCII.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // unknownCoding: the error of a mail (or part) whose charset or transfer

@@ -93,10 +93,11 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		// options are listed, and the question has what they leave.
 		// A question taking several of its options has none as a
 		// button (a tap answers with one): they are listed, and chosen
-		// in the app, which a "view" action opens on the question.
+		// in the app, which a "view" action opens on the question. So
+		// are they on a server with no public address (no buttons).
 		multi := multiOf(n.Request)
 		var listed string
-		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions || multi {
+		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions || multi || len(opts) > 0 && n.AnswerURL == "" {
 			listed = "\n"
 			for _, o := range opts {
 				listed += "\n- " + o.line()

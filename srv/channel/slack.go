@@ -182,6 +182,10 @@ const maxSlackQuestion = 2000
 // fewer).
 const maxSlackSection = 3000
 
+// maxSlackButton is what a button's or a checkbox's text holds, in
+// characters (Block Kit's bound; counted here in bytes, never fewer).
+const maxSlackButton = 75
+
 // Parts of a question's message, as escaped mrkdwn: its title, its
 // options' lines together, each kept within these bytes.
 const (
@@ -254,7 +258,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	// too (the hint then gives way to a line saying so).
 	head := slackEscClip(title(n), maxSlackTitle) + "\n\n"
 	var listed string
-	if opts, some := described(n.Request); some {
+	// Listed when they say more than the buttons: descriptions, or a
+	// label cut on its button (two cut alike would read the same).
+	if opts, some := described(n.Request); some || slices.ContainsFunc(opts, func(o shownOption) bool { return len(o.label) > maxSlackButton }) {
 		listed = "\n"
 		for _, o := range opts {
 			listed += "\n• " + slackEscClip(o.line(), maxSlackOptions/len(opts)-len("\n• "))
@@ -278,8 +284,8 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	shown += listed
 	text := shown + hint
 	// The question's own options when it offers some, else the quick
-	// replies; a button's text is at most 75 characters (Block Kit's
-	// bound), its value only its index.
+	// replies; a button's text is at most maxSlackButton, its value
+	// only its index.
 	labels, _ := buttonsOf(n.Request)
 	var buttons []slack.BlockElement
 	if multi {
@@ -289,7 +295,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		if multi {
 			break
 		}
-		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i)+":"+tag, slackText(Clip(label, 75))))
+		buttons = append(buttons, slack.NewButtonBlockElement("answer-"+strconv.Itoa(i), "a:"+strconv.Itoa(i)+":"+tag, slackText(Clip(label, maxSlackButton))))
 	}
 	q := asked{Room: room, Kind: n.Request.Kind, ID: n.Request.ID, Cap: n.Cap, Labels: labels, Multi: multi}
 	until := expiresOf(n.Event)

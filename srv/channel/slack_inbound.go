@@ -427,7 +427,8 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	if !mine {
 		return
 	}
-	contents := typedContents(q.Labels, q.Multi, false, m.Text)
+	text := slackTyped(m.Text)
+	contents := typedContents(q.Labels, q.Multi, false, text)
 	if q.Gone != "" {
 		if a.tookAlready(q, "slack:"+m.User, contents) {
 			return // this very reply, taken before (delivered again to another instance)
@@ -435,7 +436,7 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
-	if strings.TrimSpace(m.Text) == "" {
+	if strings.TrimSpace(text) == "" {
 		notTaken("an answer is text.")
 		return
 	}

@@ -23,7 +23,7 @@ import (
 func slackTickElements(labels []string, tag string) []slack.BlockElement {
 	opts := make([]*slack.OptionBlockObject, len(labels))
 	for i, l := range labels {
-		opts[i] = slack.NewOptionBlockObject("t:"+strconv.Itoa(i)+":"+tag, slackText(Clip(l, 75)), nil)
+		opts[i] = slack.NewOptionBlockObject("t:"+strconv.Itoa(i)+":"+tag, slackText(Clip(l, maxSlackButton)), nil)
 	}
 	return []slack.BlockElement{
 		slack.NewCheckboxGroupsBlockElement("ticks", opts...),

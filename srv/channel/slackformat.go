@@ -1,7 +1,9 @@
 package channel
 
 import (
+	"cmp"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/yuin/goldmark/ast"
@@ -115,4 +117,32 @@ func (mrkdwn) link(r *mdRenderer, dest string, n ast.Node, label string) {
 // no "|" (which would end it).
 func slackURL(u *url.URL) string {
 	return strings.ReplaceAll(slackEscape.Replace(u.String()), "|", "%7C")
+}
+
+// slackRef is a mention, a channel or an address in a message's text as
+// Slack hands it: <@U1>, <#C1|ops>, <!here>, <https://…|text>.
+var slackRef = regexp.MustCompile(`<([^<>|]*)(?:\|([^<>]*))?>`)
+
+// slackUnescape undoes slackEscape.
+var slackUnescape = strings.NewReplacer("&lt;", "<", "&gt;", ">", "&amp;", "&")
+
+// slackTyped is a message's text as the person typed it: Slack hands the
+// &, < and > typed escaped, and a mention or an address as a reference
+// (docs.slack.dev/messaging/formatting-message-text), read here as the
+// name shown (@U1, #ops, @here) or the address after its text.
+func slackTyped(text string) string {
+	text = slackRef.ReplaceAllStringFunc(text, func(ref string) string {
+		m := slackRef.FindStringSubmatch(ref)
+		to, label := m[1], m[2]
+		switch {
+		case strings.HasPrefix(to, "@"), strings.HasPrefix(to, "#"):
+			return to[:1] + cmp.Or(label, to[1:])
+		case strings.HasPrefix(to, "!"):
+			return cmp.Or(label, "@"+to[1:])
+		case label == "" || label == to || "mailto:"+label == to:
+			return to
+		}
+		return label + " (" + to + ")"
+	})
+	return slackUnescape.Replace(text)
 }

@@ -359,6 +359,12 @@ func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, c
 func (c *Cluster) unreachable(err error) error {
 	var api *jetstream.APIError
 	switch {
+	case errors.As(err, &api) && (api.ErrorCode == jsNoResources || api.ErrorCode == jsStorageShort):
+		// NATS's file storage is used up (max_file_store): not away,
+		// and no other instance saves more; refused to the caller at
+		// once (ResourceExhausted). NATS takes writes again once space
+		// is freed, no restart.
+		return fmt.Errorf("NATS is out of storage (%w): %s", err, storageHelp)
 	case c.nc.IsConnected() && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)):
 		// Connected, and not answered: a NATS cluster without its
 		// quorum, or a NATS server whose disk filled (its file store

@@ -214,3 +214,18 @@ func (c *Cluster) storageLost(h *hub.Hub, err error) {
 // Lost is closed when NATS has lost the cluster's storage: the instance
 // must start afresh (storageLost).
 func (c *Cluster) Lost() <-chan struct{} { return c.lost }
+
+// Probe tries whether NATS takes writes again (hub.Prober): a value put
+// into the presence bucket, in NATS's file storage as the requests', under
+// a key no device has (applyPresence passes it by), and deleted.
+func (c *Cluster) Probe(ctx context.Context) error {
+	k := "probe." + b64(c.o.Instance)
+	_, err := c.roster.kv.Put(ctx, k, []byte("probe"))
+	if err == nil {
+		err = c.roster.kv.Delete(ctx, k)
+	}
+	if err != nil {
+		return c.unreachable(err)
+	}
+	return nil
+}

@@ -31,6 +31,10 @@ const jsNoPeers = 10005
 // what is asked, a bucket's reservation (its MaxBytes) or a write.
 const jsStorageShort = 10047
 
+// jsNoResources is JetStream's "insufficient resources": a write
+// refused because its file storage is used up to max_file_store.
+const jsNoResources = 10023
+
 // storageShort says err is JetStream refusing for want of storage.
 func storageShort(err error) bool {
 	var api *jetstream.APIError
@@ -85,6 +89,14 @@ func (c *Cluster) openKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 // the same configuration at once all succeed.
 func (c *Cluster) makeKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
 	kv, err := c.js.CreateKeyValue(ctx, cfg)
+	if storageShort(err) {
+		// NATS checks a create's reservation before it finds the
+		// bucket made already (by another instance): one that exists
+		// is updated, which reserves nothing more.
+		if _, lerr := c.js.KeyValue(ctx, cfg.Bucket); lerr == nil {
+			err = jetstream.ErrBucketExists
+		}
+	}
 	if errors.Is(err, jetstream.ErrBucketExists) {
 		kv, err = c.js.UpdateKeyValue(ctx, cfg)
 	}

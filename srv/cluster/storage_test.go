@@ -25,3 +25,18 @@ func TestOpenOnNATSShortOfStorage(t *testing.T) {
 		}
 	}
 }
+
+// TestSecondInstanceOnNATSWithRoomForOne: NATS's storage holds the
+// buckets' reservations once, not twice. The second instance opens the
+// buckets the first made, rather than being refused as if it reserved
+// them again.
+func TestSecondInstanceOnNATSWithRoomForOne(t *testing.T) {
+	ns := natstest.StartStore(t, 100<<20)
+	for _, name := range []string{"a", "b"} {
+		c, err := Open(context.Background(), Options{URL: ns.URL(), Tokens: []string{tok}, Instance: name})
+		if err != nil {
+			t.Fatalf("instance %s: %v", name, err)
+		}
+		defer c.Close()
+	}
+}

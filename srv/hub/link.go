@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -128,9 +129,57 @@ func (h *Hub) PendingIDs() []string {
 func (h *Hub) unsaved(msg string, args ...any) {
 	if h.saves.Fail() {
 		h.log.Error(msg+"; the store refuses writes: what cannot be saved is refused until it takes them again (told then)", args...)
+		h.goProbe()
 		return
 	}
 	h.log.Debug(msg, args...)
+}
+
+// Refusing reports whether the store refuses writes now: from the first
+// refusal until a write passes, a request's or the probe's. /health says
+// unhealthy meanwhile.
+func (h *Hub) Refusing() bool { return h.saves.Failing() }
+
+// Prober is a store that can try a small write of its own, as the
+// records it refused would need (a file grown as far as the database, a
+// value put into NATS's file storage), and take it back.
+type Prober interface {
+	Probe(ctx context.Context) error
+}
+
+// probeEvery spaces the probe's writes while the store refuses them.
+const probeEvery = time.Second
+
+// goProbe tries the store's probe every probeEvery, on a goroutine the
+// hub owns (own), until one passes (saved: the refusals end, told once)
+// or a write passes first, or the hub closes. Without it, a store that
+// takes writes again would be said to refuse them until someone wrote:
+// a balancer sends no one to an instance whose /health says so.
+func (h *Hub) goProbe() {
+	p, ok := h.shared.(Prober)
+	if !ok || !h.own("probe", "") {
+		return
+	}
+	go func() {
+		defer h.writes.Done()
+		t := time.NewTicker(probeEvery)
+		defer t.Stop()
+		for h.saves.Failing() {
+			select {
+			case <-h.quit:
+				return
+			case <-t.C:
+			}
+			ctx, cancel := h.sharedCtx(context.Background())
+			err := p.Probe(ctx)
+			cancel()
+			if err == nil {
+				h.saved()
+				return
+			}
+			h.log.Debug("the store's probe write failed", "err", err)
+		}
+	}()
 }
 
 // saved: a write passed, which ends a run of refusals told by unsaved.

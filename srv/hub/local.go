@@ -430,3 +430,12 @@ func (l *localRecords) ClearHistory(_ context.Context, room string, keep func(Sh
 	}
 	return l.db.Clear(room, k)
 }
+
+// Probe tries the store's own write (store.Probe); memory only, nothing
+// to refuse.
+func (l *localRecords) Probe(ctx context.Context) error {
+	if l.db == nil {
+		return nil
+	}
+	return l.db.Probe(ctx)
+}

@@ -256,7 +256,9 @@ func (h *Hub) create(ctx context.Context, r *room, token string, req Request, su
 			r.noteRefusedLocked(req.ID) // it may land after all
 		}
 		r.mu.Unlock()
-		h.unsaved("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
+		if !errors.Is(err, ErrRecordExists) { // a record of its ID stands: no write refused
+			h.unsaved("request refused: it cannot be saved", "kind", req.Kind, "id", req.ID, "err", err)
+		}
 		return nil, false, nil, &notSaved{what: "request", err: err}
 	}
 	r.takeRefusedLocked(req.ID) // asked again, and saved: not refused now

@@ -1,0 +1,70 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// fullShared refuses every write while full, as NATS out of storage
+// does, its probe too.
+type fullShared struct {
+	slowShared
+	full atomic.Bool
+}
+
+var errNoRoom = errors.New("insufficient resources")
+
+func (s *fullShared) Create(ctx context.Context, rec SharedRecord) (uint64, error) {
+	if s.full.Load() {
+		return 0, errNoRoom
+	}
+	return s.slowShared.Create(ctx, rec)
+}
+
+func (s *fullShared) Probe(context.Context) error {
+	if s.full.Load() {
+		return errNoRoom
+	}
+	return nil
+}
+
+// TestRefusingEndsWhenTheStoreTakesWritesAgain: a request the store
+// refuses makes the hub say it refuses writes (/health: 503); once the
+// store takes writes again the hub says so within a probe's period,
+// with no write of anyone's to find it out.
+func TestRefusingEndsWhenTheStoreTakesWritesAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		land := make(chan struct{})
+		close(land)
+		sh := &fullShared{slowShared: slowShared{land: land, recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
+		sh.full.Store(true)
+		h := New(Options{Shared: sh, Instance: "a"})
+		defer h.Close()
+		if h.Refusing() {
+			t.Fatal("refusing before any write")
+		}
+		if _, err := h.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "q", Text: "Room?", Timeout: time.Hour}); !errors.Is(err, ErrNotSaved) {
+			t.Fatalf("asked on a full store: %v", err)
+		}
+		if !h.Refusing() {
+			t.Fatal("a request refused, and the hub does not say the store refuses writes")
+		}
+		time.Sleep(5 * probeEvery)
+		synctest.Wait()
+		if !h.Refusing() {
+			t.Fatal("the store still refuses writes, and the hub says it does not")
+		}
+		sh.full.Store(false)
+		time.Sleep(probeEvery)
+		synctest.Wait()
+		if h.Refusing() {
+			t.Fatal("the store takes writes again, and the hub still says it refuses them")
+		}
+	})
+}
