@@ -28,21 +28,7 @@ func TestHostileQuestionOnChats(t *testing.T) {
 		slBot   = "xoxb-e2e-hostile-bot-token"
 		slApp   = "xapp-1-A1-e2e-hostile-app-token"
 	)
-	tg := telegramtest.Start(t, tgToken)
-	sl := slacktest.Start(t, slBot, slApp)
-	s := startServerConfig(t, fmt.Sprintf(`
-[channels.telegram]
-bot_token = %q
-chats = [42]
-api_url = %q
-
-[channels.slack]
-bot_token = %q
-app_token = %q
-channel = "U42"
-users = ["U42"]
-api_url = %q
-`, tgToken, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
+	tg, sl, s := chatsServer(t, tgToken, slBot, slApp)
 	agent := officialMCP(t, s, tokenA)
 
 	injections := "<!channel> <!here> <@U123> <!subteam^S1|@ops> <http://evil.example|innocent> " +

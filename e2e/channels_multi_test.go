@@ -31,21 +31,7 @@ func TestSeveralAnsweredOnTelegramAndSlack(t *testing.T) {
 		slApp   = "xapp-1-A1-e2e-secret-app-token"
 		chat    = 42
 	)
-	tg := telegramtest.Start(t, tgToken)
-	sl := slacktest.Start(t, slBot, slApp)
-	s := startServerConfig(t, fmt.Sprintf(`
-[channels.telegram]
-bot_token = %q
-chats = [%d]
-api_url = %q
-
-[channels.slack]
-bot_token = %q
-app_token = %q
-channel = "U42"
-users = ["U42"]
-api_url = %q
-`, tgToken, chat, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
+	tg, sl, s := chatsServer(t, tgToken, slBot, slApp)
 	inbox := appInbox(t, s, tokenA)
 	agent := officialMCP(t, s, tokenA)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -80,6 +80,28 @@ func officialMCP(t *testing.T, s *server, token string) *sdk.ClientSession {
 	return session
 }
 
+// chatsServer starts Telegram's double (the bot tgToken, the chat 42),
+// Slack's (the bot slBot and app slApp, the user U42), and a server of
+// tokenA sending its questions to both.
+func chatsServer(t *testing.T, tgToken, slBot, slApp string) (*telegramtest.API, *slacktest.API, *server) {
+	t.Helper()
+	tg := telegramtest.Start(t, tgToken)
+	sl := slacktest.Start(t, slBot, slApp)
+	return tg, sl, startServerConfig(t, fmt.Sprintf(`
+[channels.telegram]
+bot_token = %q
+chats = [42]
+api_url = %q
+
+[channels.slack]
+bot_token = %q
+app_token = %q
+channel = "U42"
+users = ["U42"]
+api_url = %q
+`, tgToken, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
+}
+
 // next is c's next frame of cmd, skipping others.
 func next(t *testing.T, c *wstest.Client, cmd string) *pb.WebsocketMessage {
 	t.Helper()
@@ -109,21 +131,7 @@ func TestOptionsAnsweredOnTelegram(t *testing.T) {
 		slApp   = "xapp-1-A1-e2e-secret-app-token"
 		chat    = 42
 	)
-	tg := telegramtest.Start(t, tgToken)
-	sl := slacktest.Start(t, slBot, slApp)
-	s := startServerConfig(t, fmt.Sprintf(`
-[channels.telegram]
-bot_token = %q
-chats = [%d]
-api_url = %q
-
-[channels.slack]
-bot_token = %q
-app_token = %q
-channel = "U42"
-users = ["U42"]
-api_url = %q
-`, tgToken, chat, tg.URL, slBot, slApp, sl.APIURL()), tokenA)
+	tg, sl, s := chatsServer(t, tgToken, slBot, slApp)
 	inbox := appInbox(t, s, tokenA)
 	agent := officialMCP(t, s, tokenA)
 

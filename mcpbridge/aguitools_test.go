@@ -4,20 +4,15 @@ import (
 	"bufio"
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/mcpbridge"
-	"github.com/agentassistant/agentassistant/srv"
-	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
 // TestNewToolBeforeUserMessage: an AG-UI run declares a tool and brings
@@ -113,45 +108,8 @@ func TestUnlistedToolsAreNamed(t *testing.T) {
 // never refreshes.
 func bridgeOverServer(t *testing.T, session string) (*client.Client, string) {
 	t.Helper()
-	toks, err := auth.NewTokens(relayToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := srv.New(srv.Options{Tokens: toks})
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-	})
-	header := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(auth.TokenHeader, relayToken)
-			return next(ctx, req)
-		}
-	})
-	b := mcpbridge.New(mcpbridge.Options{
-		Client:       agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
-		UI:           agentassistprotoconnect.NewSrvUIRelayClient(http.DefaultClient, ts.URL, connect.WithInterceptors(header)),
-		Token:        relayToken,
-		ServerURL:    ts.URL,
-		RelaySession: session,
-		HostPoll:     time.Hour,
-	})
-	c, err := client.NewInProcessClient(b.MCPServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(context.Background(), init); err != nil {
-		t.Fatal(err)
-	}
-
-	return c, ts.URL
+	o := overServer(t, mcpbridge.Options{RelaySession: session, HostPoll: time.Hour})
+	return mcpbridge.Connected(t, mcpbridge.New(o).MCPServer, mcp.InitializeRequest{}), o.ServerURL
 }
 
 // TestWaitUserTimeoutMistyped: wait_user_message's timeout of "2m" is

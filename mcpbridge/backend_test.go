@@ -8,10 +8,8 @@ import (
 	"testing/synctest"
 
 	"connectrpc.com/connect"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // inProcess is a Backend in the server's process whose every question
@@ -51,15 +49,7 @@ func TestInProcessErrorsAreTheServers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				be := &inProcess{err: tc.err}
-				o := Options{Backend: be, ServerURL: "http://127.0.0.1:22080"}
-				o.defaults()
-				b := newBridge(o)
-				req := mcp.CallToolRequest{}
-				req.Params.Arguments = map[string]any{"question": "Ship it?", "timeout": 60}
-				res, err := b.ask(wire.AskQuestion, "ask_question", "question")(context.Background(), req)
-				if err != nil {
-					t.Fatal(err)
-				}
+				res := askShipIt(t, be)
 				if got := text(res); !res.IsError || !strings.Contains(got, tc.wants) {
 					t.Errorf("result %q, want an error saying %q", got, tc.wants)
 				}

@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 
@@ -52,22 +53,34 @@ func newClient(t *testing.T, f *fakeSrv, o Options) *client.Client {
 		o.Client = f
 	}
 	o.Token, o.ServerURL = "tok-123456789", "http://127.0.0.1:22080"
-	c, err := client.NewInProcessClient(New(o).MCPServer)
+	return connected(t, New(o).MCPServer, mcp.InitializeRequest{})
+}
+
+// connected connects an MCP client made with opts to s in process, closed
+// when the test ends, and initializes it with init, in the latest
+// protocol version.
+func connected(t *testing.T, s *server.MCPServer, init mcp.InitializeRequest, opts ...client.ClientOption) *client.Client {
+	t.Helper()
+	c, err := client.NewInProcessClientWithOptions(s, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
+	if err := c.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	init := mcp.InitializeRequest{}
 	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(ctx, init); err != nil {
+	if _, err := c.Initialize(context.Background(), init); err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
+
+// For the package's external tests.
+var (
+	Connected = connected
+	Text      = text
+)
 
 func call(t *testing.T, c *client.Client, name string, args map[string]any, progress any) *mcp.CallToolResult {
 	t.Helper()

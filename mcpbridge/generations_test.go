@@ -9,7 +9,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
@@ -77,24 +76,12 @@ func TestBothServerGenerations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &generationSrv{}
 			url := g.serve(t, tc.missing)
-			c, err := client.NewInProcessClient(New(Options{
+			init := mcp.InitializeRequest{}
+			init.Params.ClientInfo = mcp.Implementation{Name: "claude-code", Version: "2.1"}
+			c := connected(t, New(Options{
 				Client: agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, url),
 				Token:  "tok-123456789", ServerURL: url,
-			}).MCPServer)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			ctx := context.Background()
-			if err := c.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			init := mcp.InitializeRequest{}
-			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-			init.Params.ClientInfo = mcp.Implementation{Name: "claude-code", Version: "2.1"}
-			if _, err := c.Initialize(ctx, init); err != nil {
-				t.Fatal(err)
-			}
+			}).MCPServer, init)
 			for range 2 { // the second call goes straight to the procedure that is there
 				r := call(t, c, "task_finish", map[string]any{"summary": "Done.", "agent_name": "Claude Code", "reasoning_model_name": "claude-opus-4"}, nil)
 				if r.IsError || text(r) != "report seen" {

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
@@ -27,30 +26,8 @@ const relayToken = "relay-token-0123456789"
 // page's tools are listed while it is there, removed (with list_changed)
 // once it has been gone past the grace, and listed again when it returns.
 func TestHostToolsFollowTheHost(t *testing.T) {
-	toks, err := auth.NewTokens(relayToken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := srv.New(srv.Options{Tokens: toks})
-	ts := httptest.NewServer(s.Handler())
-	t.Cleanup(func() {
-		ts.Close()
-		s.Close()
-	})
-	header := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set(auth.TokenHeader, relayToken)
-			return next(ctx, req)
-		}
-	})
-	b := mcpbridge.New(mcpbridge.Options{
-		Client:    agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL),
-		UI:        agentassistprotoconnect.NewSrvUIRelayClient(http.DefaultClient, ts.URL, connect.WithInterceptors(header)),
-		Token:     relayToken,
-		ServerURL: ts.URL,
-		HostGrace: 300 * time.Millisecond,
-		HostPoll:  20 * time.Millisecond,
-	})
+	o := overServer(t, mcpbridge.Options{HostGrace: 300 * time.Millisecond, HostPoll: 20 * time.Millisecond})
+	b := mcpbridge.New(o)
 	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan error, 1)
 	go func() { ran <- b.Run(ctx) }()
@@ -61,25 +38,13 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 		}
 	})
 
-	c, err := client.NewInProcessClient(b.MCPServer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	c := mcpbridge.Connected(t, b.MCPServer, mcp.InitializeRequest{})
 	var changed atomic.Int32
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == "notifications/tools/list_changed" {
 			changed.Add(1)
 		}
 	})
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	if _, err := c.Initialize(context.Background(), init); err != nil {
-		t.Fatal(err)
-	}
 	listed := func() bool {
 		t.Helper()
 		r, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
@@ -107,7 +72,7 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 		t.Fatal("a host tool is listed before any host joined")
 	}
 
-	h, err := testhost.Dial(ts.URL, relayToken, testhost.Options{})
+	h, err := testhost.Dial(o.ServerURL, relayToken, testhost.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,10 +86,36 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 		t.Errorf("calling a host tool after the host left: %v", r)
 	}
 
-	h, err = testhost.Dial(ts.URL, relayToken, testhost.Options{})
+	h, err = testhost.Dial(o.ServerURL, relayToken, testhost.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Close)
 	waitChange("the host came back", n, true)
+}
+
+// overServer serves the whole server until the test ends, and sets o's
+// agent and relay clients, token and URL for a bridge over it.
+func overServer(t *testing.T, o mcpbridge.Options) mcpbridge.Options {
+	t.Helper()
+	toks, err := auth.NewTokens(relayToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := srv.New(srv.Options{Tokens: toks})
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		s.Close()
+	})
+	header := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set(auth.TokenHeader, relayToken)
+			return next(ctx, req)
+		}
+	})
+	o.Client = agentassistprotoconnect.NewSrvAgentAssistClient(http.DefaultClient, ts.URL)
+	o.UI = agentassistprotoconnect.NewSrvUIRelayClient(http.DefaultClient, ts.URL, connect.WithInterceptors(header))
+	o.Token, o.ServerURL = relayToken, ts.URL
+	return o
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentassistant/agentassistant/mcpbridge"
 )
 
 // callTool calls a tool whose call should end at once; a call that
@@ -24,16 +26,6 @@ func callTool(t *testing.T, c *client.Client, name string, args map[string]any) 
 		t.Fatalf("%s: %v", name, err)
 	}
 	return r
-}
-
-func resultText(r *mcp.CallToolResult) string {
-	var s []string
-	for _, c := range r.Content {
-		if tc, ok := mcp.AsTextContent(c); ok {
-			s = append(s, tc.Text)
-		}
-	}
-	return strings.Join(s, "\n")
 }
 
 // An agent that writes "choices" for "options" asked a question with no
@@ -66,8 +58,8 @@ func TestUnknownArgumentsAreRefusedByName(t *testing.T) {
 	} {
 		r := callTool(t, c, tc.tool, tc.args)
 		for _, w := range tc.want {
-			if !r.IsError || !strings.Contains(resultText(r), w) {
-				t.Errorf("%s %v: error %v %q, want it to say %s", tc.tool, tc.args, r.IsError, resultText(r), w)
+			if !r.IsError || !strings.Contains(mcpbridge.Text(r), w) {
+				t.Errorf("%s %v: error %v %q, want it to say %s", tc.tool, tc.args, r.IsError, mcpbridge.Text(r), w)
 			}
 		}
 	}
@@ -118,8 +110,8 @@ func TestPublishedArgumentsAreTaken(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tool, err)
 		}
-		if strings.Contains(resultText(r), "unknown argument") {
-			t.Errorf("%s refused its own published arguments: %s", tool, resultText(r))
+		if strings.Contains(mcpbridge.Text(r), "unknown argument") {
+			t.Errorf("%s refused its own published arguments: %s", tool, mcpbridge.Text(r))
 		}
 	}
 	// The asking tools with every argument they publish, given a value:
@@ -129,8 +121,8 @@ func TestPublishedArgumentsAreTaken(t *testing.T) {
 			text: " ", "project_directory": "/p", "timeout": 60, "agent_name": "a",
 			"reasoning_model_name": "m", "options": []any{}, "multi_select": false, "allow_other": true,
 		})
-		if !r.IsError || strings.Contains(resultText(r), "unknown argument") || !strings.Contains(resultText(r), "non-empty") {
-			t.Errorf("%s: %q", tool, resultText(r))
+		if !r.IsError || strings.Contains(mcpbridge.Text(r), "unknown argument") || !strings.Contains(mcpbridge.Text(r), "non-empty") {
+			t.Errorf("%s: %q", tool, mcpbridge.Text(r))
 		}
 	}
 }

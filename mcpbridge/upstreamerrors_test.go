@@ -118,24 +118,13 @@ func TestUpstreamOutcomeWithFormIsNoAnswer(t *testing.T) {
 				Reply:  agentassistprotoconnect.NewSrvAgentAssistReplyClient(http.DefaultClient, ts.URL),
 				Token:  "tok-123456789", ServerURL: ts.URL,
 			})
-			c, err := client.NewInProcessClientWithOptions(b.MCPServer, client.WithElicitationHandler(formFunc(func(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+			init := mcp.InitializeRequest{}
+			init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
+			c := connected(t, b.MCPServer, init, client.WithElicitationHandler(formFunc(func(ctx context.Context, _ mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
 				close(shown) // the form is on screen; the person never fills it in
 				<-ctx.Done()
 				return nil, ctx.Err()
 			})))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { c.Close() })
-			if err := c.Start(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			init := mcp.InitializeRequest{}
-			init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-			init.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
-			if _, err := c.Initialize(context.Background(), init); err != nil {
-				t.Fatal(err)
-			}
 			r := call(t, c, "ask_question", map[string]any{"question": "Ship it?"}, nil)
 			if got := text(r); !r.IsError || strings.Contains(got, "answered on") {
 				t.Errorf("upstream's %s with a form shown reads as %q (error %v)", code, got, r.IsError)

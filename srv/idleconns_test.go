@@ -34,7 +34,14 @@ func newServed(t *testing.T, idle *srv.IdleConns, lim *auth.Limiter) (*srv.Serve
 		lim = auth.NewLimiter(1_000_000, time.Minute)
 	}
 	s := srv.New(srv.Options{Tokens: toks, Idle: idle, Limiter: lim})
-	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()})
+	t.Cleanup(func() { _ = s.Close() })
+	return s, serveHTTP(t, srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle()}))
+}
+
+// serveHTTP serves hs on a real port until the test ends; it returns
+// the base URL.
+func serveHTTP(t *testing.T, hs *http.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -45,25 +52,17 @@ func newServed(t *testing.T, idle *srv.IdleConns, lim *auth.Limiter) (*srv.Serve
 		_ = hs.Serve(ln)
 	}()
 	t.Cleanup(func() {
-		s.Close()
 		_ = hs.Close()
 		<-served
 	})
-	return s, "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String()
 }
 
 // idleConn makes one public request on a new connection and keeps the
 // connection open, idle between keep-alive requests.
 func idleConn(t *testing.T, addr string) net.Conn {
 	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, "GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
+	c := sent(t, addr, "GET /favicon.ico HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -80,12 +79,19 @@ func idleConn(t *testing.T, addr string) net.Conn {
 // and nothing more (slowloris).
 func slowConn(t *testing.T, addr string) net.Conn {
 	t.Helper()
+	return sent(t, addr, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n")
+}
+
+// sent opens a connection to addr, closed when the test ends, and sends
+// text on it.
+func sent(t *testing.T, addr, text string) net.Conn {
+	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n"); err != nil {
+	if _, err := io.WriteString(c, text); err != nil {
 		t.Fatal(err)
 	}
 	return c
@@ -307,40 +313,7 @@ func TestIdleConnsEvictTheOldest(t *testing.T) {
 // failures cannot pile up connections without bound: the oldest held ones
 // are closed, and the owner's request gets through at once.
 func TestHeldFailuresAreBounded(t *testing.T) {
-	const perAddr, n = 8, 32
-	lim := auth.NewLimiter(1, time.Minute)
-	held, released := make(chan struct{}, n), make(chan struct{}, n)
-	lim.Hold = func(_ time.Duration, done <-chan struct{}) {
-		held <- struct{}{}
-		<-done // as long as the connection lasts
-		released <- struct{}{}
-	}
-	_, base := newServed(t, srv.NewIdleConns(1000, perAddr), lim)
-	addr := strings.TrimPrefix(base, "http://")
-	if _, err := http.Get(base + "/health?token=wrong-token-000"); err != nil { // the budget
-		t.Fatal(err)
-	}
-	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := io.WriteString(c, "GET /health?token=wrong-token-000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
-		<-held
-	}
-	for i := range n - perAddr {
-		select {
-		case <-released:
-		case <-time.After(10 * time.Second): // only against a hang
-			t.Fatalf("%d of %d held failures let go, want %d", i, n, n-perAddr)
-		}
-	}
-	if st := ownerHealth(t, base); st.Peak > perAddr {
-		t.Errorf("waiting connections: %+v", st)
-	}
+	heldFailuresBounded(t, "GET /health?token=wrong-token-000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 }
 
 // TestHeldFailuresWithABodyAreLetGo: as TestHeldFailuresAreBounded,
@@ -352,6 +325,16 @@ func TestHeldFailuresAreBounded(t *testing.T) {
 // (16,000 goroutines and 250 MB at once), though their connections were
 // long gone.
 func TestHeldFailuresWithABodyAreLetGo(t *testing.T) {
+	heldFailuresBounded(t, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong-token-000\r\n"+
+		"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+}
+
+// heldFailuresBounded sends, from one address and past the failure
+// budget, n of request, whose token is wrong: each is held back while
+// its connection lasts. All but perAddr of them must be let go, and the
+// owner's request find no more than perAddr connections waiting.
+func heldFailuresBounded(t *testing.T, request string) {
+	t.Helper()
 	const perAddr, n = 8, 32
 	lim := auth.NewLimiter(1, time.Minute)
 	held, released := make(chan struct{}, n), make(chan struct{}, n)
@@ -372,15 +355,7 @@ func TestHeldFailuresWithABodyAreLetGo(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range n {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer wrong-token-000\r\n"+
-			"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"); err != nil {
-			t.Fatal(err)
-		}
+		sent(t, addr, request)
 		<-held
 	}
 	for i := range n - perAddr {
@@ -409,15 +384,8 @@ func TestBodiesBeforeTheTokenAreBounded(t *testing.T) {
 	addr := strings.TrimPrefix(base, "http://")
 	flood := make([]net.Conn, n)
 	for i := range flood {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := io.WriteString(c, "POST /push/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
-			"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n"); err != nil {
-			t.Fatal(err)
-		}
+		c := sent(t, addr, "POST /push/answer HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"+
+			"Content-Length: 1000\r\nExpect: 100-continue\r\n\r\n")
 		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 		if err != nil || resp.StatusCode != http.StatusContinue {
 			t.Fatalf("connection %d: %v %v, want 100 Continue", i, resp, err)
@@ -482,20 +450,7 @@ func TestIdleConnsSpareARequestThatArrived(t *testing.T) {
 			once.Do(func() { close(counted) })
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = hs.Close()
-		<-served
-	})
-	base := "http://" + ln.Addr().String()
+	base := serveHTTP(t, hs)
 	// One connection: the second request reuses the first's.
 	cl := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
 	t.Cleanup(cl.CloseIdleConnections)
@@ -521,7 +476,7 @@ func TestIdleConnsSpareARequestThatArrived(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- post() }()
 	<-arrived
-	newcomer, err := net.Dial("tcp", ln.Addr().String())
+	newcomer, err := net.Dial("tcp", strings.TrimPrefix(base, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,13 @@
 // Package apicalls is what the doubles of web APIs (internal/telegramtest,
 // internal/slacktest) share: the calls they record, the wait for the
-// n-th call of a method, and the wait on a change of their state.
+// n-th call of a method, the wait on a change of their state, and the
+// calls they hold until the test lets them go on.
 package apicalls
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -100,5 +102,60 @@ func (c *Changes) Await(ctx context.Context, mu sync.Locker, ok func() bool) err
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+}
+
+// Holds are the methods whose calls a double makes wait until the test
+// lets them go on: before a call is done, or once it is done and before
+// it is answered. The zero Holds is ready to use; the double's lock
+// guards it.
+type Holds struct{ m map[string]*Hold }
+
+// Hold is the wait of a held method's calls; a nil Hold never waits.
+type Hold struct {
+	arrived, release chan struct{}
+	once             sync.Once
+	when             func(form map[string]string) bool // nil: every call
+	after            bool                              // once done, before the answer
+}
+
+// Set makes the calls of method whose form when accepts (nil: every
+// one) wait, before they are done or, with after, once done and before
+// they are answered, until release is called (once); arrived is closed
+// when the first comes. Called with the double's lock held.
+func (hs *Holds) Set(method string, after bool, when func(form map[string]string) bool) (arrived <-chan struct{}, release func()) {
+	a, r := make(chan struct{}), make(chan struct{})
+	if hs.m == nil {
+		hs.m = map[string]*Hold{}
+	}
+	hs.m[method] = &Hold{arrived: a, release: r, when: when, after: after}
+	var once sync.Once
+	return a, func() { once.Do(func() { close(r) }) }
+}
+
+// Of is the hold of a call of method with form, nil when none. Called
+// with the double's lock held.
+func (hs *Holds) Of(method string, form map[string]string) *Hold {
+	if h := hs.m[method]; h != nil && (h.when == nil || h.when(form)) {
+		return h
+	}
+	return nil
+}
+
+// Before waits, for a call held before it is done, until it is let go
+// on or r ends (false).
+func (h *Hold) Before(r *http.Request) bool { return h == nil || h.after || h.wait(r) }
+
+// After waits, for a call held once done, until it is let go on or r
+// ends (false).
+func (h *Hold) After(r *http.Request) bool { return h == nil || !h.after || h.wait(r) }
+
+func (h *Hold) wait(r *http.Request) bool {
+	h.once.Do(func() { close(h.arrived) })
+	select {
+	case <-h.release:
+		return true
+	case <-r.Context().Done():
+		return false
 	}
 }

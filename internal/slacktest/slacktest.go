@@ -59,7 +59,7 @@ type API struct {
 	// changed is when anything above changes.
 	changed apicalls.Changes
 	// holds are the methods whose calls wait (Hold, HoldAnswer).
-	holds map[string]*hold
+	holds apicalls.Holds
 	// deleted are the timestamps of the messages the person deleted
 	// (Delete).
 	deleted map[string]bool
@@ -128,13 +128,6 @@ func (api *API) Delete(ts string) {
 	api.deleted[ts] = true
 }
 
-type hold struct {
-	arrived, release chan struct{}
-	once             sync.Once
-	// after: the call waits once done (recorded), before its answer.
-	after bool
-}
-
 // Hold makes the calls of method wait, before they are done, until
 // release is called (once); arrived is closed when the first comes: as
 // a call on its way when its caller dies.
@@ -151,26 +144,9 @@ func (api *API) HoldAnswer(method string) (arrived <-chan struct{}, release func
 }
 
 func (api *API) holdOf(method string, after bool) (<-chan struct{}, func()) {
-	a, r := make(chan struct{}), make(chan struct{})
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if api.holds == nil {
-		api.holds = map[string]*hold{}
-	}
-	api.holds[method] = &hold{arrived: a, release: r, after: after}
-	var once sync.Once
-	return a, func() { once.Do(func() { close(r) }) }
-}
-
-// wait holds a call of h until it is released or the call ends (false).
-func (h *hold) wait(r *http.Request) bool {
-	h.once.Do(func() { close(h.arrived) })
-	select {
-	case <-h.release:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
+	return api.holds.Set(method, after, nil)
 }
 
 // New starts a double that takes the bot token and the app-level token.
@@ -272,9 +248,9 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api.mu.Lock()
-	h := api.holds[method]
+	h := api.holds.Of(method, form)
 	api.mu.Unlock()
-	if h != nil && !h.after && !h.wait(r) {
+	if !h.Before(r) {
 		return
 	}
 	api.mu.Lock()
@@ -296,7 +272,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	api.changed.Changed()
 	history := api.historyLocked(DM(form["channel"]), form["latest"])
 	api.mu.Unlock()
-	if h != nil && h.after && !h.wait(r) {
+	if !h.After(r) {
 		return
 	}
 	channel := DM(form["channel"])

@@ -56,7 +56,7 @@ type API struct {
 	// changed is when a call or an update comes.
 	changed apicalls.Changes
 	// holds are the methods whose calls wait (Hold).
-	holds map[string]*hold
+	holds apicalls.Holds
 	// polling is closed when another getUpdates comes while one waits:
 	// Telegram ends the earlier with 409 Conflict ("terminated by other
 	// getUpdates request; make sure that only one bot instance is
@@ -184,15 +184,9 @@ func (api *API) Hold(method string) (arrived <-chan struct{}, release func()) {
 // getUpdates that would confirm an update, say, as a reply handled and
 // its confirmation not yet come when the bot's poller dies.
 func (api *API) HoldWhen(method string, when func(form map[string]string) bool) (arrived <-chan struct{}, release func()) {
-	a, r := make(chan struct{}), make(chan struct{})
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if api.holds == nil {
-		api.holds = map[string]*hold{}
-	}
-	api.holds[method] = &hold{arrived: a, release: r, when: when}
-	var once sync.Once
-	return a, func() { once.Do(func() { close(r) }) }
+	return api.holds.Set(method, false, when)
 }
 
 // HoldAnswer makes the calls of method wait after they are done (a
@@ -200,34 +194,9 @@ func (api *API) HoldWhen(method string, when func(form map[string]string) bool) 
 // release: as Telegram that sent the message and whose answer never
 // reached the bot (it died meanwhile, or the connection broke).
 func (api *API) HoldAnswer(method string) (arrived <-chan struct{}, release func()) {
-	a, r := make(chan struct{}), make(chan struct{})
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if api.holds == nil {
-		api.holds = map[string]*hold{}
-	}
-	api.holds[method] = &hold{arrived: a, release: r, after: true}
-	var once sync.Once
-	return a, func() { once.Do(func() { close(r) }) }
-}
-
-type hold struct {
-	arrived, release chan struct{}
-	once             sync.Once
-	when             func(form map[string]string) bool // nil: every call
-	// after: the call waits once done, before its answer (HoldAnswer).
-	after bool
-}
-
-// wait holds a call until h is released or the call ends (false).
-func (h *hold) wait(r *http.Request) bool {
-	h.once.Do(func() { close(h.arrived) })
-	select {
-	case <-h.release:
-		return true
-	case <-r.Context().Done():
-		return false
-	}
+	return api.holds.Set(method, true, nil)
 }
 
 // Start is New, closed when t ends.
@@ -295,9 +264,9 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	api.mu.Lock()
-	h := api.holds[method]
+	h := api.holds.Of(method, form)
 	api.mu.Unlock()
-	if h != nil && !h.after && (h.when == nil || h.when(form)) && !h.wait(r) {
+	if !h.Before(r) {
 		return
 	}
 	var result any = true
@@ -469,7 +438,7 @@ func (api *API) serve(w http.ResponseWriter, r *http.Request) {
 		api.changed.Changed()
 		api.mu.Unlock()
 	}
-	if h != nil && h.after && !h.wait(r) {
+	if !h.After(r) {
 		return
 	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"ok": true, "result": result})

@@ -2,15 +2,12 @@ package channel
 
 import (
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/pipenet"
 	"github.com/agentassistant/agentassistant/internal/slacktest"
-	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
 )
@@ -20,25 +17,10 @@ import (
 // a full disk).
 func pipeSlackStore(t *testing.T) (*slacktest.API, *Slack, *hub.Hub, *memShared) {
 	t.Helper()
-	const botToken, appToken = "xoxb-5-secret-bot-token", "xapp-5-A1-secret-app-token"
-	ln := pipenet.New()
-	api := slacktest.NewOn(botToken, appToken, ln)
-	t.Cleanup(api.Close)
-	tr := &http.Transport{DialContext: ln.Dial}
-	t.Cleanup(tr.CloseIdleConnections)
-	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(),
-		transport: tr, dial: ln.Dial}
 	shared := newMemShared(t, tokA)
 	h := hub.New(hub.Options{Shared: shared})
 	shared.hub.Store(h)
-	t.Cleanup(h.Close)
-	caps := answercap.New()
-	t.Cleanup(caps.Follow(h, store.Room))
-	m := New(Options{Hub: h, Caps: caps, Routes: map[string][]Channel{tokA: {sl}}})
-	t.Cleanup(m.Close)
-	if err := api.Connected(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	api, sl, _ := pipeSlackOn(t, h, nil)
 	return api, sl, h, shared
 }
 

@@ -1,7 +1,6 @@
 package channel
 
 import (
-	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -19,6 +18,14 @@ import (
 // and Slack's double on an in-memory network, for a synctest bubble.
 func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub, *Manager) {
 	t.Helper()
+	h := hub.New(hub.Options{})
+	api, sl, m := pipeSlackOn(t, h, notes)
+	return api, sl, h, m
+}
+
+// pipeSlackOn is pipeSlack over h, which closes when the test ends.
+func pipeSlackOn(t *testing.T, h *hub.Hub, notes Notes) (*slacktest.API, *Slack, *Manager) {
+	t.Helper()
 	const botToken, appToken = "xoxb-3-secret-bot-token", "xapp-3-A1-secret-app-token"
 	ln := pipenet.New()
 	api := slacktest.NewOn(botToken, appToken, ln)
@@ -27,7 +34,6 @@ func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub, *Ma
 	t.Cleanup(tr.CloseIdleConnections)
 	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(),
 		transport: tr, dial: ln.Dial}
-	h := hub.New(hub.Options{})
 	t.Cleanup(h.Close)
 	caps := answercap.New()
 	t.Cleanup(caps.Follow(h, store.Room))
@@ -36,20 +42,17 @@ func pipeSlack(t *testing.T, notes Notes) (*slacktest.API, *Slack, *hub.Hub, *Ma
 	if err := api.Connected(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	return api, sl, h, m
+	return api, sl, m
 }
 
 // notTakenIn are the "Not taken" messages posted so far, by thread.
 func notTakenIn(api *slacktest.API) map[string][]string {
 	out := map[string][]string{}
-	_ = api.WaitFor(context.Background(), func(cs []slacktest.Call) bool {
-		for _, c := range cs {
-			if c.Method == "chat.postMessage" && strings.Contains(c.Form["text"], "Not taken") {
-				out[c.Form["thread_ts"]] = append(out[c.Form["thread_ts"]], c.Form["text"])
-			}
+	for _, c := range callsOn(api, "chat.postMessage") {
+		if strings.Contains(c["text"], "Not taken") {
+			out[c["thread_ts"]] = append(out[c["thread_ts"]], c["text"])
 		}
-		return true
-	})
+	}
 	return out
 }
 

@@ -11,7 +11,6 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestChoicesReachClientsAndSurviveRestart: the options offered with a
@@ -20,12 +19,7 @@ import (
 func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		qs := []*pb.Question{{Question: "go on?", Options: []*pb.Option{{Label: "Continue", Description: "keep going"}, {Label: "Stop"}}, Multiple: true, Custom: true}}
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		dev := newFake("pc")
 		h.Join("tok", dev, nil, Resume{})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -53,17 +47,7 @@ func TestChoicesReachClientsAndSurviveRestart(t *testing.T) {
 		cancel()
 		<-done
 		<-done
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
+		h2, _ := restart()
 		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 2 {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}

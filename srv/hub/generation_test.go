@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // namesOf maps the pending list's task reports to whether the older
@@ -28,12 +27,7 @@ func namesOf(h *Hub, token string) map[string]bool {
 // survives a restart with the request.
 func TestPendingReportKeepsItsGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		for _, r := range []Request{
 			{Kind: wire.TaskFinish, ID: "old", Text: "Done.", Timeout: time.Hour, TaskFinishEra: true},
@@ -50,16 +44,7 @@ func TestPendingReportKeepsItsGeneration(t *testing.T) {
 		h.Close() // the server stops; both stay pending in the store
 		cancel()
 		synctest.Wait()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
+		h2, _ := restart()
 		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 2 {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}

@@ -30,9 +30,7 @@ func TestHistoryBudgetKeepsWhatAgentsWaitFor(t *testing.T) {
 			// their first only within a few bytes: the older ones are
 			// history only, the budget's to evict.
 			h := New(Options{Store: db, RetentionBytes: 1})
-			if _, _, err := h.Restore([]string{"tok"}); err != nil {
-				t.Fatal(err)
-			}
+			restored(t, h)
 			return db, h
 		}
 		db, h := open()

@@ -203,13 +203,7 @@ func TestDroppedMissedAnswerAsExpired(t *testing.T) {
 		defer h.Close()
 		sum := wire.Digest(wire.AskQuestion, "/p", "q expired?")
 		gone := func(id string, rep Reply) {
-			cancel, _ := askIn(h, id, "/p")
-			synctest.Wait()
-			cancel()
-			synctest.Wait()
-			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, rep); err != nil {
-				t.Fatal(err)
-			}
+			answeredAway(t, h, id, rep)
 		}
 		gone("expired", textReply("yes"))
 		time.Sleep(25 * time.Hour)
@@ -314,13 +308,7 @@ func TestKeptAnswersMemory(t *testing.T) {
 		defer h.Close()
 		for i := range answers {
 			id := fmt.Sprint("a", i)
-			cancel, _ := askIn(h, id, "/p")
-			synctest.Wait()
-			cancel()
-			synctest.Wait()
-			if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, imageReply(i, size)); err != nil {
-				t.Fatal(err)
-			}
+			answeredAway(t, h, id, imageReply(i, size))
 		}
 		// Past the replay window (its own 32 MiB bound, for devices that
 		// come back), within Retention and MissedRetention.
@@ -373,13 +361,7 @@ func TestKeptAnswerWithoutItsRecordForgotten(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{OrphanGrace: time.Hour})
 		defer h.Close()
-		cancel, _ := askIn(h, "q", "/p")
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q", textReply("yes")); err != nil {
-			t.Fatal(err)
-		}
+		answeredAway(t, h, "q", textReply("yes"))
 		r := h.room("tok")
 		h.local.mu.Lock()
 		delete(h.local.recs, localKey{r.digest, "q"})

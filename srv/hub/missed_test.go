@@ -25,6 +25,19 @@ func askIn(h *Hub, id, project string) (cancel context.CancelFunc, reply chan *R
 	return cancel, reply
 }
 
+// answeredAway asks id from the project /p, has the agent's call go
+// away, and answers rep: kept for the project's next call.
+func answeredAway(t *testing.T, h *Hub, id string, rep Reply) {
+	t.Helper()
+	cancel, _ := askIn(h, id, "/p")
+	synctest.Wait()
+	cancel()
+	synctest.Wait()
+	if err := h.Answer(context.Background(), "tok", wire.AskQuestion, id, rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // agentStatus lists the agent-status notes c got of id, as gone flags.
 func agentStatus(c *fakeClient, id string) []bool {
 	c.mu.Lock()
@@ -136,19 +149,8 @@ func TestMissedAnswerHandedOverOnce(t *testing.T) {
 // and so does its hand-over; an agent re-attaching by ID gets it too.
 func TestMissedAnswerAcrossRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		open := func() (*store.Store, *Hub) {
-			db, err := store.Open(dir, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := New(Options{Store: db})
-			if _, _, err := h.Restore([]string{"tok"}); err != nil {
-				t.Fatal(err)
-			}
-			return db, h
-		}
-		db, h := open()
+		h, restart := restartable(t)
+		restored(t, h)
 		for _, id := range []string{"gone1", "gone2", "waited"} {
 			cancel, reply := askIn(h, id, "/p")
 			synctest.Wait()
@@ -165,11 +167,8 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 			cancel()
 		}
 		h.Close()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
+		h, _ = restart()
+		restored(t, h)
 		// Another request reusing gone2's ID gets nothing; gone2's agent
 		// re-attaching by ID gets its answer, which is then no longer offered
 		// to other calls.
@@ -185,13 +184,8 @@ func TestMissedAnswerAcrossRestart(t *testing.T) {
 			t.Fatalf("after a restart: %+v", ms)
 		}
 		h.Close()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
-		defer db.Close()
-		defer h.Close()
+		h, _ = restart()
+		restored(t, h)
 		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 0 {
 			t.Fatalf("handed over again after a restart: %+v", ms)
 		}
@@ -232,13 +226,7 @@ func TestMissedBounded(t *testing.T) {
 func TestTakenAnswerNotHandedTwice(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{OrphanGrace: time.Hour})
-		cancel, _ := askIn(h, "q1", "/p")
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
-			t.Fatal(err)
-		}
+		answeredAway(t, h, "q1", textReply("yes, delete it"))
 		if ms := h.TakeMissed("tok", "/p", nil, 8); len(ms) != 1 {
 			t.Fatalf("took %v", ms)
 		}
@@ -344,26 +332,8 @@ func TestOnlyItsOwnKindOfCallerWithdrawsARequest(t *testing.T) {
 // handed over, across a restart too; the other settled requests go.
 func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		open := func() (*store.Store, *Hub) {
-			db, err := store.Open(dir, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := New(Options{Store: db})
-			if _, _, err := h.Restore([]string{"tok"}); err != nil {
-				t.Fatal(err)
-			}
-			return db, h
-		}
-		db, h := open()
-		closed := false
-		defer func() {
-			if !closed {
-				h.Close()
-				_ = db.Close()
-			}
-		}()
+		h, restart := restartable(t)
+		restored(t, h)
 		for _, id := range []string{"gone", "waited"} {
 			cancel, reply := askIn(h, id, "/p")
 			synctest.Wait()
@@ -383,14 +353,8 @@ func TestClearKeepsAnswerForAbsentAgent(t *testing.T) {
 			t.Fatalf("ClearHistory = %d, %v; want 1 (the answer the agent had)", n, err)
 		}
 		h.Close()
-		closed = true
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, h = open()
-		defer db.Close()
-		defer h.Close()
+		h, _ = restart()
+		restored(t, h)
 		if ms := h.TakeMissed("tok", "/p", nil, 0); len(ms) != 1 || ms[0].ID != "gone" {
 			t.Fatalf("after the clear and a restart: %+v", ms)
 		}
@@ -406,13 +370,7 @@ func TestKeptAnswerReattachedPastRetention(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := New(Options{OrphanGrace: time.Hour, Retention: 10 * time.Minute, MissedRetention: 24 * time.Hour})
 		defer h.Close()
-		cancel, _ := askIn(h, "q1", "/p")
-		synctest.Wait()
-		cancel()
-		synctest.Wait()
-		if err := h.Answer(context.Background(), "tok", wire.AskQuestion, "q1", textReply("yes, delete it")); err != nil {
-			t.Fatal(err)
-		}
+		answeredAway(t, h, "q1", textReply("yes, delete it"))
 		time.Sleep(11 * time.Minute)
 		// Another outcome makes the room forget those past Retention.
 		cancel2, _ := askIn(h, "q2", "/other")

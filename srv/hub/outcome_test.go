@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestOutcomeAfterALongStop: a server stopped longer than its outcomes
@@ -16,12 +15,7 @@ import (
 // "not known".
 func TestOutcomeAfterALongStop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		_, withdrawn := ask(h, "tok", "build/7", time.Minute, ctx)
 		_, timedOut := ask(h, "tok", "q-2", time.Second, context.Background())
@@ -38,21 +32,9 @@ func TestOutcomeAfterALongStop(t *testing.T) {
 		<-answered
 		cancel()
 		h.Close()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
 		time.Sleep(24 * time.Hour) // down for a day: past every outcome's keeping
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
-		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
+		h2, _ := restart()
+		restored(t, h2)
 		for id, want := range map[string]EventKind{"build/7": Withdrawn, "q-2": TimedOut, "q-3": Answered} {
 			o, ok := h2.Outcome("tok", id)
 			if !ok || o.Kind != want {

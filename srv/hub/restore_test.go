@@ -12,17 +12,49 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
+// restartable is a hub over a store in a fresh directory. restart, once
+// the test has closed that hub, closes the store and opens it again with
+// a new hub over it, as a server restarting does: its requests are not
+// restored yet. Every hub and store it opens closes when the test ends.
+func restartable(t *testing.T) (h *Hub, restart func() (*Hub, *store.Store)) {
+	t.Helper()
+	dir := t.TempDir()
+	var db *store.Store
+	open := func() (*Hub, *store.Store) {
+		t.Helper()
+		d, err := store.Open(dir, store.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := New(Options{Store: d})
+		t.Cleanup(func() { h.Close(); _ = d.Close() })
+		db = d
+		return h, d
+	}
+	h, _ = open()
+	return h, func() (*Hub, *store.Store) {
+		t.Helper()
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return open()
+	}
+}
+
+// restored restores h's requests of the token "tok".
+func restored(t *testing.T, h *Hub) {
+	t.Helper()
+	if _, _, err := h.Restore([]string{"tok"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRestoreAcrossRestart runs in a synctest bubble, the store's writer
 // with it: synctest.Wait is "the requests are saved and shown", and "the
 // agent has re-attached", without sleeping.
 func TestRestoreAcrossRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		_, ec := ask(h, "tok", "survivor", time.Minute, ctx)
 		_, ec2 := ask(h, "tok", "answered", time.Minute, context.Background())
@@ -35,17 +67,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 		h.Close() // the server stops; "survivor" stays pending in the store
 		cancel()
 		<-ec
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
+		h2, _ := restart()
 		p, s, err := h2.Restore([]string{"tok", "unrelated-token"})
 		if err != nil || p != 1 || s != 1 {
 			t.Fatalf("restored %d pending, %d settled: %v", p, s, err)
@@ -74,12 +96,7 @@ func TestRestoreAcrossRestart(t *testing.T) {
 // reusing its ID is refused, not attached to it or handed its answer.
 func TestReattachAfterRestartMustMatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		asked := func(h *Hub, id, dir, text string, ctx context.Context) chan error {
 			ec := make(chan error, 1)
 			go func() {
@@ -99,20 +116,8 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 		h.Close()
 		cancel()
 		<-ec
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
-		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
+		h2, _ := restart()
+		restored(t, h2)
 		for _, c := range []struct{ id, dir, text string }{
 			{"waiting", "/p", "Drop the table?"},
 			{"waiting", "/other", "Merge it?"},
@@ -144,12 +149,7 @@ func TestReattachAfterRestartMustMatch(t *testing.T) {
 // with a request through the store, a restart and the history.
 func TestAgentNamesKept(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		req := Request{Kind: wire.TaskFinish, ID: "named", Text: "Done.", Timeout: time.Minute,
 			AgentName: "Claude Code", ReasoningModelName: "claude-opus-4", McpClientName: "claude-code"}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -159,20 +159,8 @@ func TestAgentNamesKept(t *testing.T) {
 		h.Close()
 		cancel()
 		<-ec
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
-		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
+		h2, _ := restart()
+		restored(t, h2)
 		named := func(what string, r Request) {
 			t.Helper()
 			if r.AgentName != req.AgentName || r.ReasoningModelName != req.ReasoningModelName || r.McpClientName != req.McpClientName {
@@ -204,12 +192,7 @@ func TestAgentNamesKept(t *testing.T) {
 // caller does re-attach stays pending.
 func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		ec := make(chan error, 1)
 		go func() {
@@ -222,17 +205,7 @@ func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 		cancel()
 		<-ec
 		<-ec2
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
-
-		db, err = store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
+		h2, db := restart()
 		if p, _, err := h2.Restore([]string{"tok"}); err != nil || p != 1 {
 			t.Fatalf("restored %d pending: %v", p, err)
 		}
@@ -241,7 +214,7 @@ func TestRestoreWithdrawsWhatNoCallerComesBackFor(t *testing.T) {
 		if ps := pendingOf(h2, "tok"); len(ps) != 1 || ps[0].Request.ID != "ours" {
 			t.Fatalf("pending after restart = %v, want only ours", ps)
 		}
-		_, err = h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "older", Text: "q?", Timeout: time.Hour, WithdrawOnLeave: true})
+		_, err := h2.Ask(context.Background(), "tok", Request{Kind: wire.AskQuestion, ID: "older", Text: "q?", Timeout: time.Hour, WithdrawOnLeave: true})
 		if !errors.Is(err, ErrWithdrawn) {
 			t.Fatalf("the older caller's request after the restart: %v, want it withdrawn", err)
 		}
@@ -266,9 +239,7 @@ func TestHistoryPrunedWhileRunning(t *testing.T) {
 		defer db.Close()
 		h := New(Options{Store: db, HistoryRetention: 48 * time.Hour})
 		defer h.Close()
-		if _, _, err := h.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
+		restored(t, h)
 		answered := func(id string) {
 			t.Helper()
 			_, ec := ask(h, "tok", id, time.Minute, context.Background())

@@ -27,12 +27,8 @@ func TestSharedReattachAfterTakenElsewhere(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBus()
-				nodes := instances(t, b, Options{OrphanNotice: time.Second, OrphanGrace: time.Hour})
+				nodes, req, cancel := askedThroughA(t, b, Options{OrphanNotice: time.Second, OrphanGrace: time.Hour})
 				a, bn, c := nodes[0], nodes[1], nodes[2]
-				req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
-				ctx, cancel := context.WithCancel(context.Background())
-				go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
-				synctest.Wait()
 				b.deliver(a, bn, c)
 				cancel() // the agent's call goes
 				synctest.Wait()

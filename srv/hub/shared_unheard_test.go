@@ -89,6 +89,38 @@ func noneGivesIt(t *testing.T, nodes []*node) {
 	}
 }
 
+// askedThroughA starts instances a, b and c on shared with o's other
+// settings, and the agent's call through a of req, the question q of
+// the project /p; cancel ends the call. No instance has heard of it.
+func askedThroughA(t *testing.T, shared Shared, o Options) (nodes []*node, req Request, cancel context.CancelFunc) {
+	nodes = instances(t, shared, o)
+	req = Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, _ = nodes[0].h.Ask(ctx, "tok", req) }()
+	synctest.Wait()
+	return nodes, req, cancel
+}
+
+// notGivenAgain: A, with no caller for the answer its agent had through
+// B, hears it, and C hears whatever A wrote before B does; then every
+// instance hears all. The project's next call must not be handed the
+// answer, through C at first nor through any instance after.
+func (b *bus) notGivenAgain(t *testing.T, nodes []*node) {
+	t.Helper()
+	a, bn, c := nodes[0], nodes[1], nodes[2]
+	b.deliver(a)
+	synctest.Wait()
+	b.deliver(c)
+	if got := c.h.TakeMissed("tok", "/p", nil, 0); len(got) != 0 {
+		t.Fatalf("the project's next call through C was handed the answer its agent had: %+v", got)
+	}
+	for range 2 {
+		b.deliver(a, bn, c)
+		synctest.Wait()
+	}
+	noneGivesIt(t, nodes)
+}
+
 // deliver applies to n the changes it has not heard, in order.
 func (b *bus) deliver(nodes ...*node) {
 	for _, n := range nodes {
@@ -119,12 +151,8 @@ func TestSharedAnswerJustAfterTheCallLeft(t *testing.T) {
 	for _, reattach := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			b := newBus()
-			nodes := instances(t, b, Options{OrphanNotice: time.Hour, OrphanGrace: time.Hour})
+			nodes, req, cancel := askedThroughA(t, b, Options{OrphanNotice: time.Hour, OrphanGrace: time.Hour})
 			a, bn, c := nodes[0], nodes[1], nodes[2]
-			req := Request{Kind: wire.AskQuestion, ID: "q", ProjectDirectory: "/p", Text: "Which colour?", Timeout: time.Hour}
-			ctx, cancel := context.WithCancel(context.Background())
-			go func() { _, _ = a.h.Ask(ctx, "tok", req) }()
-			synctest.Wait()
 			b.deliver(a, bn, c)
 			cancel() // the agent's call goes
 			synctest.Wait()

@@ -9,7 +9,6 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // TestCapabilityAnswersWhatItsQuestionShowed: a capability's answer
@@ -29,31 +28,15 @@ func TestCapabilityAnswersWhatItsQuestionShowed(t *testing.T) {
 		}
 		shownOf := func(r Request) [32]byte { return r.Shown() }
 		digestOf := func(r Request) [32]byte { return r.Digest() }
-		dir := t.TempDir()
-		db, err := store.Open(dir, store.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		h := New(Options{Store: db})
+		h, restart := restartable(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() { _, _ = h.Ask(ctx, "tok", req("before", "the staging one")) }()
 		synctest.Wait()
 		h.Close()
 		cancel()
-		if err := db.Close(); err != nil {
-			t.Fatal(err)
-		}
 		time.Sleep(time.Minute) // the restart
-
-		if db, err = store.Open(dir, store.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		h2 := New(Options{Store: db})
-		defer h2.Close()
-		if _, _, err := h2.Restore([]string{"tok"}); err != nil {
-			t.Fatal(err)
-		}
+		h2, _ := restart()
+		restored(t, h2)
 		go func() { _, _ = h2.Ask(context.Background(), "tok", req("since", "the production one")) }()
 		synctest.Wait()
 
