@@ -40,9 +40,14 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 
 	c := mcpbridge.Connected(t, b.MCPServer, mcp.InitializeRequest{})
 	var changed atomic.Int32
+	wake := make(chan struct{}, 1) // a list_changed came: look at changed
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method == "notifications/tools/list_changed" {
 			changed.Add(1)
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
 		}
 	})
 	listed := func() bool {
@@ -56,12 +61,13 @@ func TestHostToolsFollowTheHost(t *testing.T) {
 	// waitChange waits for a list_changed after n, then checks the list.
 	waitChange := func(what string, n int32, want bool) int32 {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.After(10 * time.Second)
 		for changed.Load() <= n {
-			if time.Now().After(deadline) {
+			select {
+			case <-wake:
+			case <-deadline:
 				t.Fatalf("%s: no tools/list_changed", what)
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 		if got := listed(); got != want {
 			t.Fatalf("%s: host tool listed = %v, want %v", what, got, want)
