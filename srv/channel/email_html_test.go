@@ -32,3 +32,21 @@ func TestHTMLReplyOfAnyLetters(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLReplyQuoteAndComments: an HTML-only reply from Outlook, whose
+// quote begins at a div of id divRplyFwdMsg (or appendonsend), answers
+// with what was written above it, not the mail it quotes; a comment is
+// no text, whatever it holds (a ">" inside once leaked the rest of it);
+// an attribute's value holding ">" is no text either.
+func TestHTMLReplyQuoteAndComments(t *testing.T) {
+	for _, tc := range []struct{ html, want string }{
+		{`<html><body><div dir="ltr">Roll back.</div><hr style="display:inline-block;width:98%"><div id="divRplyFwdMsg" dir="ltr"><b>From:</b> agentassistant<br><b>Subject:</b> Deploy?</div><div>Deploy to prod?</div></body></html>`, "Roll back."},
+		{`<div>Ship it.</div><div id="appendonsend"></div><div>Deploy to prod?</div>`, "Ship it."},
+		{`<p>Yes<!-- if gte mso 9 > <xml>hidden</xml> --> please</p>`, "Yes please"},
+		{`<p title="a > b">Go</p>`, "Go"},
+	} {
+		if got := replyText([]byte("Content-Type: text/html; charset=utf-8\r\n\r\n" + tc.html)); got != tc.want {
+			t.Errorf("%.50q read as %q, want %q", tc.html, got, tc.want)
+		}
+	}
+}

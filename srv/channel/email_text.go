@@ -2,13 +2,12 @@ package channel
 
 import (
 	"bytes"
-	"html"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/emersion/go-message"
 	_ "github.com/emersion/go-message/charset" // replies in any charset
+	"golang.org/x/net/html"
 )
 
 // replyText is the answer a mail holds: its first text/plain part's
@@ -63,83 +62,82 @@ func firstText(e *message.Entity, depth int) (text, markup string, ok bool) {
 	return string(b), "", true
 }
 
-// htmlQuote marks where a mail program's HTML reply quotes the mail it
-// answers (Gmail, Apple Mail and Thunderbird, Outlook).
-var htmlQuote = []string{`<blockquote`, `class="gmail_quote`, `id="divRplyFwdMsg"`, `id="appendonsend"`, `class="moz-cite-prefix"`}
-
 // htmlDropped are the elements whose content is no text.
-var htmlDropped = []string{"head", "style", "script", "title"}
+var htmlDropped = map[string]bool{"head": true, "style": true, "script": true, "title": true}
 
-// htmlBreaks are the tags that end a line.
+// htmlBreaks are the tags that end a line ("/p": an end tag).
 var htmlBreaks = map[string]bool{"br": true, "/p": true, "/div": true, "/li": true, "/tr": true, "/h1": true, "/h2": true, "/h3": true, "p": true, "div": true, "hr": true}
 
+// htmlQuotes reports whether a start tag begins the quote of the mail a
+// reply answers: a blockquote, or the element each mail program puts
+// before it (Gmail's gmail_quote, Thunderbird's moz-cite-prefix,
+// Outlook's divRplyFwdMsg or appendonsend).
+func htmlQuotes(tag string, z *html.Tokenizer, hasAttr bool) bool {
+	if tag == "blockquote" {
+		return true
+	}
+	for hasAttr {
+		var k, v []byte
+		k, v, hasAttr = z.TagAttr()
+		switch string(k) { // the tokenizer gives names in lower case
+		case "class":
+			for _, c := range strings.Fields(string(v)) {
+				if c == "gmail_quote" || c == "moz-cite-prefix" {
+					return true
+				}
+			}
+		case "id":
+			if id := string(v); strings.EqualFold(id, "divRplyFwdMsg") || strings.EqualFold(id, "appendonsend") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // htmlText is what a person wrote in an HTML-only reply, above the quote:
-// the tags dropped, the entities read, a line for each paragraph, div or
-// break. It is no HTML parser, and needs none: its output is plain text
-// shown as such.
+// its text as golang.org/x/net/html's tokenizer reads it (entities read;
+// comments, tags and what head, style, script and title hold dropped),
+// a line for each paragraph, div or break.
 func htmlText(s string) string {
-	lower := asciiLower(s)
-	for _, q := range htmlQuote {
-		if i := strings.Index(lower, q); i >= 0 {
-			if j := strings.LastIndexByte(lower[:i], '<'); j >= 0 {
-				i = j
-			}
-			s, lower = s[:i], lower[:i]
-		}
-	}
+	z := html.NewTokenizer(strings.NewReader(s))
 	var b strings.Builder
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '<')
-		if i < 0 {
-			b.WriteString(s)
-			break
-		}
-		b.WriteString(s[:i])
-		s, lower = s[i:], lower[i:]
-		end := strings.IndexByte(s, '>')
-		if end < 0 {
-			break
-		}
-		name := strings.FieldsFunc(lower[1:end], func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
-		tag := ""
-		if len(name) > 0 {
-			tag = strings.TrimSuffix(name[0], "/")
-		}
-		s, lower = s[end+1:], lower[end+1:]
-		if slices.Contains(htmlDropped, tag) {
-			k := strings.Index(lower, "</"+tag)
-			if k < 0 { // unclosed: the rest is its content (and each byte is looked at once)
-				break
+	dropped := 0 // depth in elements whose content is no text
+read:
+	for {
+		tt := z.Next()
+		switch tt {
+		case html.ErrorToken: // the end, or text cut short
+			break read
+		case html.TextToken:
+			if dropped == 0 {
+				b.Write(z.Text())
 			}
-			s, lower = s[k:], lower[k:]
-			continue
-		}
-		if htmlBreaks[tag] {
-			b.WriteByte('\n')
+		case html.StartTagToken, html.SelfClosingTagToken, html.EndTagToken:
+			name, hasAttr := z.TagName()
+			tag := string(name)
+			if tt == html.EndTagToken {
+				if htmlDropped[tag] && dropped > 0 {
+					dropped--
+				}
+				tag = "/" + tag
+			} else if htmlQuotes(tag, z, hasAttr) {
+				break read
+			} else if htmlDropped[tag] && tt == html.StartTagToken {
+				dropped++
+			}
+			if htmlBreaks[tag] {
+				b.WriteByte('\n')
+			}
 		}
 	}
-	lines := strings.Split(html.UnescapeString(b.String()), "\n")
 	var out []string
-	for _, l := range lines {
+	for l := range strings.SplitSeq(b.String(), "\n") {
 		if l = strings.Join(strings.Fields(l), " "); l != "" {
 			out = append(out, l)
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// asciiLower is s with its ASCII letters in lower case, byte for byte:
-// what is found in it is found at the same place in s (strings.ToLower
-// changes the length of some letters, İ or K, and of bytes not UTF-8).
-// The tags and marks looked for are ASCII.
-func asciiLower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // unknownCoding: the error of a mail (or part) whose charset or transfer
