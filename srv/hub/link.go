@@ -136,8 +136,9 @@ func (h *Hub) unsaved(msg string, args ...any) {
 }
 
 // Refusing reports whether the store refuses writes now: from the first
-// refusal until a write passes, a request's or the probe's. /health says
-// unhealthy meanwhile.
+// refusal until a write passes, the probe's where the store has one (a
+// small write may fit where the next one does not: a file's free pages).
+// /health says unhealthy meanwhile.
 func (h *Hub) Refusing() bool { return h.saves.Failing() }
 
 // Prober is a store that can try a small write of its own, as the
@@ -151,8 +152,8 @@ type Prober interface {
 const probeEvery = time.Second
 
 // goProbe tries the store's probe every probeEvery, on a goroutine the
-// hub owns (own), until one passes (saved: the refusals end, told once)
-// or a write passes first, or the hub closes. Without it, a store that
+// hub owns (own), until one passes (the refusals end, told once) or the
+// hub closes. Without it, a store that
 // takes writes again would be said to refuse them until someone wrote:
 // a balancer sends no one to an instance whose /health says so.
 func (h *Hub) goProbe() {
@@ -174,7 +175,7 @@ func (h *Hub) goProbe() {
 			err := p.Probe(ctx)
 			cancel()
 			if err == nil {
-				h.saved()
+				h.savesAgain()
 				return
 			}
 			h.log.Debug("the store's probe write failed", "err", err)
@@ -182,8 +183,17 @@ func (h *Hub) goProbe() {
 	}()
 }
 
-// saved: a write passed, which ends a run of refusals told by unsaved.
+// saved: a write passed, which ends a run of refusals told by unsaved,
+// unless the store has a probe: then the probe's write ends it, one
+// that needs the room a record may.
 func (h *Hub) saved() {
+	if _, probes := h.shared.(Prober); !probes {
+		h.savesAgain()
+	}
+}
+
+// savesAgain ends a run of refusals told by unsaved, and tells so.
+func (h *Hub) savesAgain() {
 	if ok, n, since := h.saves.End(); ok {
 		h.log.Info("the store saves again", "refused", n, "for", time.Since(since).Round(time.Second))
 	}

@@ -16,6 +16,8 @@ import (
 type fullShared struct {
 	slowShared
 	full atomic.Bool
+	// tight: writes pass, the probe's (room to grow) does not.
+	tight atomic.Bool
 }
 
 var errNoRoom = errors.New("insufficient resources")
@@ -28,7 +30,7 @@ func (s *fullShared) Create(ctx context.Context, rec SharedRecord) (uint64, erro
 }
 
 func (s *fullShared) Probe(context.Context) error {
-	if s.full.Load() {
+	if s.full.Load() || s.tight.Load() {
 		return errNoRoom
 	}
 	return nil
@@ -65,6 +67,43 @@ func TestRefusingEndsWhenTheStoreTakesWritesAgain(t *testing.T) {
 		synctest.Wait()
 		if h.Refusing() {
 			t.Fatal("the store takes writes again, and the hub still says it refuses them")
+		}
+	})
+}
+
+// TestRefusingEndsWithTheProbeAlone: past a refusal, a small write that
+// still fits (a file's free pages) does not make the hub say the store
+// takes writes: the next that needs room would be refused. The probe,
+// which needs that room, ends it.
+func TestRefusingEndsWithTheProbeAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		land := make(chan struct{})
+		close(land)
+		sh := &fullShared{slowShared: slowShared{land: land, recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
+		sh.full.Store(true)
+		h := New(Options{Shared: sh, Instance: "a"})
+		defer h.Close()
+		ask := func(id string) error {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			_, err := h.Ask(ctx, "tok", Request{Kind: wire.AskQuestion, ID: id, Text: "Room?", Timeout: time.Hour})
+			return err
+		}
+		if err := ask("q-1"); !errors.Is(err, ErrNotSaved) {
+			t.Fatalf("asked on a full store: %v", err)
+		}
+		sh.full.Store(false)
+		sh.tight.Store(true)
+		go ask("q-2") //nolint:errcheck // saved, then withdrawn by its cancel at the end
+		synctest.Wait()
+		if !h.Refusing() {
+			t.Fatal("a small write passed, and the hub says the store takes writes while its probe cannot grow it")
+		}
+		sh.tight.Store(false)
+		time.Sleep(probeEvery)
+		synctest.Wait()
+		if h.Refusing() {
+			t.Fatal("the probe passes, and the hub still says the store refuses writes")
 		}
 	})
 }
