@@ -25,7 +25,7 @@ afterAll(async () => {
   await srv?.stop()
 })
 
-type Open = { width?: number; height?: number; scheme?: 'light' | 'dark'; origin?: string }
+type Open = { width?: number; height?: number; scheme?: 'light' | 'dark'; origin?: string; server?: Server }
 
 async function open(nickname: string, o: Open = {}): Promise<Page> {
   const width = o.width ?? 390
@@ -34,7 +34,8 @@ async function open(nickname: string, o: Open = {}): Promise<Page> {
   ctxs.push(ctx)
   await ctx.addInitScript((n) => localStorage.setItem('aa.nickname', n), nickname)
   const page = await ctx.newPage()
-  await page.goto(`${o.origin ?? srv.url}/?token=${srv.token}`)
+  const server = o.server ?? srv
+  await page.goto(`${o.origin ?? server.url}/?token=${server.token}`)
   await page.locator('[data-testid=conn][data-state=online]').waitFor()
   return page
 }
@@ -118,6 +119,33 @@ describe('a phone on a flaky network', () => {
       expect(await label()).toEqual(['Online:'])
     } finally {
       await proxy.close()
+    }
+  })
+
+  // On a phone "Online:" leaves room for this device and one other;
+  // offline, "Last seen online:" in words would push that one out of
+  // sight. There the words are an icon's (read out, and its tooltip):
+  // the device is no further right than it was online.
+  it('offline on a phone, the device last seen stays where it was in view', async () => {
+    const own = await startServer() // only these two devices under its token
+    const proxy = await startProxy(Number(own.port))
+    try {
+      await open('Windows · Edge', { width: 1280, height: 800, server: own })
+      const page = await open('Pixel 8 · Chrome', { origin: `http://127.0.0.1:${proxy.port}`, server: own })
+      const bar = page.locator('[data-testid=users]')
+      const peer = bar.locator('[data-client-id]', { hasText: 'Windows · Edge' })
+      await peer.waitFor()
+      const right = async () => { const b = (await peer.boundingBox())!; return b.x + b.width }
+      const online = await right()
+      expect(online).toBeLessThanOrEqual(390)
+      proxy.setDown(true)
+      await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+      await bar.locator('[data-stale]', { hasText: 'Windows · Edge' }).waitFor()
+      expect(await right()).toBeLessThanOrEqual(online)
+      expect(await bar.locator('[data-testid=last-seen]').textContent()).toContain('Last seen online:')
+    } finally {
+      await proxy.close()
+      await own.stop()
     }
   })
 
