@@ -172,9 +172,9 @@ func TestREADMENamesTheRealSettings(t *testing.T) {
 		docs[filepath.Base(p)] = string(b)
 	}
 	// Names that look like settings and are something else: NATS's own
-	// setting, the cluster's JetStream buckets, an Ingress error code,
+	// setting (max_payload, max_file_store), the cluster's JetStream buckets, an Ingress error code,
 	// the figures of /metrics, a field of seed 003's /health.
-	notOurs := []string{"max_payload", "orchestrator_error", "agentassistant_instances", "agentassistant_presence", "agentassistant_relay_hosts", "agentassistant_requests", "agentassistant_push", "agentassistant_claims", "agentassistant_channel_notes", "agentassistant_channel_leases", "agentassistant_mcp_notes",
+	notOurs := []string{"max_payload", "max_file_store", "orchestrator_error", "agentassistant_instances", "agentassistant_presence", "agentassistant_relay_hosts", "agentassistant_requests", "agentassistant_push", "agentassistant_claims", "agentassistant_channel_notes", "agentassistant_channel_leases", "agentassistant_mcp_notes",
 		"agentassistant_requests_total", "agentassistant_answer_seconds", "agentassistant_store_write_seconds", "agentassistant_connections",
 		"agentassistant_preauth_refused_total", "agentassistant_preauth_evicted_total", "agentassistant_nats_ok", "uptime_seconds"}
 	settingLike := regexp.MustCompile(`^(max_|agui_|ingress_|orchestrator_|nats_|agentassistant_|allowed_|tls_|db_|study_|history_|missed_|orphan_|login_|ping_|pong_|write_|body_|booking_|relay_session|unauthenticated_|inbox_|mcp_|idle_|replay_|frontend_)|(_seconds|_hours|_days|_bytes|_fsync|_per_token|_per_address|_timeout|_grace|_wait|_interval|_window)$`)
