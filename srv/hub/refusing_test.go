@@ -36,17 +36,22 @@ func (s *fullShared) Probe(context.Context) error {
 	return nil
 }
 
+// fullHub is a hub over a fullShared that is full.
+func fullHub() (*fullShared, *Hub) {
+	land := make(chan struct{})
+	close(land)
+	sh := &fullShared{slowShared: slowShared{land: land, recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
+	sh.full.Store(true)
+	return sh, New(Options{Shared: sh, Instance: "a"})
+}
+
 // TestRefusingEndsWhenTheStoreTakesWritesAgain: a request the store
 // refuses makes the hub say it refuses writes (/health: 503); once the
 // store takes writes again the hub says so within a probe's period,
 // with no write of anyone's to find it out.
 func TestRefusingEndsWhenTheStoreTakesWritesAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		land := make(chan struct{})
-		close(land)
-		sh := &fullShared{slowShared: slowShared{land: land, recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
-		sh.full.Store(true)
-		h := New(Options{Shared: sh, Instance: "a"})
+		sh, h := fullHub()
 		defer h.Close()
 		if h.Refusing() {
 			t.Fatal("refusing before any write")
@@ -77,11 +82,7 @@ func TestRefusingEndsWhenTheStoreTakesWritesAgain(t *testing.T) {
 // which needs that room, ends it.
 func TestRefusingEndsWithTheProbeAlone(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		land := make(chan struct{})
-		close(land)
-		sh := &fullShared{slowShared: slowShared{land: land, recs: map[string]SharedRecord{}, revs: map[string]uint64{}}}
-		sh.full.Store(true)
-		h := New(Options{Shared: sh, Instance: "a"})
+		sh, h := fullHub()
 		defer h.Close()
 		ask := func(id string) error {
 			ctx, cancel := context.WithCancel(context.Background())
