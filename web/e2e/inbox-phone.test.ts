@@ -115,9 +115,13 @@ describe('the inbox as a phone app', () => {
     await agentLeaves('left', 'Rotate the API keys tonight?', pages)
     for (const [i, [w, , scheme]] of SIZES.entries()) {
       const page = pages[i]!
+      // The chat is typed in and closed once it has opened, and closed
+      // once the line is shown as sent.
       await other.locator('[data-testid=users]').getByText(`desk-${w}-${scheme}`).click()
+      await other.locator('.q-dialog .q-transition--slide-up-enter-active').waitFor({ state: 'detached' })
       await other.locator('input[data-testid=chat-input]').fill('Shall I dictate the commit message?')
       await other.keyboard.press('Enter')
+      await other.locator('[data-testid=chat-lines]').getByText('dictate').waitFor()
       await other.locator('[data-testid=chat-close]').click()
       await other.locator('[data-testid=chat]').waitFor({ state: 'detached' })
       await expect.poll(() => page.locator('[data-testid=users] [data-testid=unread]').textContent()).toBe('1')
