@@ -583,10 +583,12 @@ func fileOf(m *models.Message) string {
 	return ""
 }
 
-// maxPhotoBytes bounds a photo read as an answer; photoTimeout, the time
+// maxPhotoBytes bounds a photo read as an answer: what a model's API
+// reads (5 MB of base64), as the web app fits what it attaches; a larger
+// one would be refused at the agent's next turn. photoTimeout is the time
 // to read it.
 const (
-	maxPhotoBytes = 5 << 20
+	maxPhotoBytes = 3_750_000
 	photoTimeout  = 30 * time.Second
 )
 
@@ -600,7 +602,7 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 		}
 	}
 	if best < 0 {
-		return nil, errors.New("it is larger than 5 MiB")
+		return nil, errors.New("it is larger than 3.75 MB")
 	}
 	// Updates are handled one at a time: a slow download holds up none
 	// for long.
@@ -627,7 +629,7 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 		return nil, err
 	}
 	if len(data) > maxPhotoBytes {
-		return nil, errors.New("it is larger than 5 MiB")
+		return nil, errors.New("it is larger than 3.75 MB")
 	}
 	mime := http.DetectContentType(data)
 	if !strings.HasPrefix(mime, "image/") {

@@ -75,3 +75,37 @@ func TestTelegramPhotos(t *testing.T) {
 		t.Errorf("getFile took %v, want the largest size", gf)
 	}
 }
+
+// TestTelegramPhotoFitsAModel: of a photo's sizes, the one taken is the
+// largest a model's API reads (5 MB of base64, 3.75 MB of data), not one
+// the agent's model would refuse at its next turn.
+func TestTelegramPhotoFitsAModel(t *testing.T) {
+	const botToken = "123456:ABC-secret-bot-token"
+	api := telegramtest.Start(t, botToken)
+	pic := testPNG(t)
+	api.AddFile("ph-fits", pic)
+	api.AddFile("ph-big", pic)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: api.URL}
+	f := newFixture(t, map[string][]Channel{tokA: {tg}}, Options{})
+	answered := make(chan *hub.Reply, 1)
+	go func() {
+		rep, _ := f.hub.Ask(t.Context(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Which one?", Timeout: time.Hour})
+		answered <- rep
+	}()
+	sent := api.Call(t, "sendMessage", 1)
+	msgID, _ := strconv.Atoi(sent["sent_message_id"])
+	eventually(t, "noted what the message asks", func() bool { return tg.tracks(sentKey{42, msgID}) })
+	api.Push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000,
+		"photo": []any{
+			map[string]any{"file_id": "ph-fits", "file_unique_id": "m", "width": 1280, "height": 960, "file_size": 900_000},
+			map[string]any{"file_id": "ph-big", "file_unique_id": "w", "width": 2560, "height": 1920, "file_size": 4_500_000},
+		},
+		"chat": map[string]any{"id": 42, "type": "private"}, "from": map[string]any{"id": 42, "is_bot": false, "first_name": "Ana"},
+		"reply_to_message": map[string]any{"message_id": msgID, "date": 1700000000, "chat": map[string]any{"id": 42, "type": "private"}}}})
+	if rep := answer(t, answered); rep == nil || len(rep.Contents) != 1 || rep.Contents[0].GetImage() == nil {
+		t.Fatalf("the agent got %+v", rep)
+	}
+	if gf := api.Call(t, "getFile", 1); gf["file_id"] != "ph-fits" {
+		t.Errorf("getFile took %v, want the largest size within 3.75 MB", gf)
+	}
+}
