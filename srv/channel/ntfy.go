@@ -97,7 +97,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		// are they on a server with no public address (no buttons).
 		multi := multiOf(n.Request)
 		var listed string
-		if opts, some := described(n.Request); some || len(opts) > ntfyMaxActions || multi || len(opts) > 0 && n.AnswerURL == "" {
+		if opts, some := described(n.Request); some || cutOnButton(opts, maxShownNtfyButton) || len(opts) > ntfyMaxActions || multi || len(opts) > 0 && n.AnswerURL == "" {
 			listed = "\n"
 			for _, o := range opts {
 				listed += "\n- " + o.line()

@@ -260,7 +260,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	var listed string
 	// Listed when they say more than the buttons: descriptions, or a
 	// label cut on its button (two cut alike would read the same).
-	if opts, some := described(n.Request); some || slices.ContainsFunc(opts, func(o shownOption) bool { return len(o.label) > maxSlackButton }) {
+	if opts, some := described(n.Request); some || cutOnButton(opts, maxSlackButton) {
 		listed = "\n"
 		for _, o := range opts {
 			listed += "\n• " + slackEscClip(o.line(), maxSlackOptions/len(opts)-len("\n• "))

@@ -181,7 +181,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	// leaves of the message.
 	head := "<b>" + html.EscapeString(title(n)) + "</b>\n\n"
 	var listed string
-	if opts, some := described(n.Request); some {
+	if opts, some := described(n.Request); some || cutOnButton(opts, maxShownButton) {
 		listed = "\n"
 		for _, o := range opts {
 			listed += "\n• <b>" + html.EscapeString(o.label) + "</b>"

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -223,6 +224,21 @@ func described(req hub.Request) (opts []shownOption, some bool) {
 	}
 	return opts, some
 }
+
+// cutOnButton says some option's label is longer than shows (counted
+// in bytes, never more than its characters) on its button: a phone cuts
+// it there, and two cut alike would read the same, so the options are
+// listed whole too. A Telegram button, one to a row, shows about
+// maxShownButton characters on a phone; an ntfy one, three to a row,
+// about maxShownNtfyButton.
+func cutOnButton(opts []shownOption, shows int) bool {
+	return slices.ContainsFunc(opts, func(o shownOption) bool { return len(o.label) > shows })
+}
+
+const (
+	maxShownButton     = 32
+	maxShownNtfyButton = 20
+)
 
 // restInApp ends a question cut to fit a message.
 const restInApp = "The rest is in the app."
