@@ -92,6 +92,7 @@ export async function startMCP(s: Server, o: { session?: string } = {}): Promise
     stderr: 'ignore',
   })
   const client = new Client({ name: 'e2e', version: '1.0.0' })
+  client.onclose = () => rmSync(home, { recursive: true, force: true })
   await client.connect(transport)
   return client
 }

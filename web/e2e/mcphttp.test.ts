@@ -3,7 +3,7 @@
 // client against the real binaries and a real inbox page.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { request as httpRequest } from 'node:http'
-import { mkdtempSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
@@ -71,6 +71,7 @@ async function overStdio(): Promise<Client> {
     stderr: 'ignore',
   })
   const c = new Client({ name: 'e2e-stdio', version: '1.0.0' }, { capabilities: { elicitation: { form: {} } } })
+  c.onclose = () => rmSync(home, { recursive: true, force: true })
   await c.connect(transport)
   clients.push(c)
   return c
