@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { launch, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, opened, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 let srv: Server
 let mcp: Client
@@ -424,6 +424,7 @@ describe('more names and states', () => {
     await field.waitFor()
     expect(await field.getAttribute('maxlength')).toBe('64')
     expect(await field.getAttribute('placeholder')).toMatch(/Linux/)
+    await opened(page)
     await page.keyboard.press('Escape')
     for (const hint of ['Filter: in one?', 'Filter: in two?']) {
       await page.locator(`[data-request-id="${await idOf(page, hint)}"] [data-testid=answer]`).click()

@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type Page } from 'playwright-core'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 
@@ -103,6 +103,13 @@ export async function launch(): Promise<Browser> {
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   })
+}
+
+// opened waits until the dialogs and menus open on page have finished
+// their entering transition: a key pressed or a click made while one
+// enters may be taken by nothing.
+export async function opened(page: Page): Promise<void> {
+  await page.locator('.q-dialog [class*="-enter-active"], .q-menu[class*="-enter-active"]').first().waitFor({ state: 'detached' })
 }
 
 export type ToolResult = { isError?: boolean; content: { type: string; text?: string; data?: string; mimeType?: string }[] }

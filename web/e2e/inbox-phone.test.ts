@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { launch, SHOTS, startMCP, startServer, type Server } from './harness'
+import { launch, opened, SHOTS, startMCP, startServer, type Server } from './harness'
 
 let srv: Server
 let mcp: Client
@@ -118,7 +118,7 @@ describe('the inbox as a phone app', () => {
       // The chat is typed in and closed once it has opened, and closed
       // once the line is shown as sent.
       await other.locator('[data-testid=users]').getByText(`desk-${w}-${scheme}`).click()
-      await other.locator('.q-dialog .q-transition--slide-up-enter-active').waitFor({ state: 'detached' })
+      await opened(other)
       await other.locator('input[data-testid=chat-input]').fill('Shall I dictate the commit message?')
       await other.keyboard.press('Enter')
       await other.locator('[data-testid=chat-lines]').getByText('dictate').waitFor()

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
-import { launch, startServer, type Server } from './harness'
+import { launch, opened, startServer, type Server } from './harness'
 
 // One language for the whole page: our words and Quasar's own (dialog
 // buttons), switched together and remembered on the device.
@@ -31,6 +31,7 @@ async function dialogButtons(page: Page): Promise<string[]> {
   const buttons = page.locator('.q-dialog .q-card__actions .q-btn')
   await buttons.first().waitFor()
   const labels = await buttons.evaluateAll((bs) => bs.map((b) => b.textContent?.trim() ?? ''))
+  await opened(page)
   await page.keyboard.press('Escape')
   await page.locator('.q-dialog').waitFor({ state: 'detached' })
   return labels
