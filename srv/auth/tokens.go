@@ -70,6 +70,10 @@ func Check(tok string) error {
 		return fmt.Errorf("token too long: at most %d characters", MaxLen)
 	case strings.ContainsAny(tok, " \t\r\n"):
 		return errors.New("token must not contain white space")
+	case strings.IndexFunc(tok, func(r rune) bool { return r < '!' || r > '~' }) >= 0:
+		// A header carries no control character, and a browser sends
+		// a header's other characters as Latin-1, not UTF-8.
+		return errors.New("token must be printable ASCII: letters, digits and punctuation")
 	}
 	return nil
 }

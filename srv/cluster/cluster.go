@@ -303,7 +303,11 @@ func (c *Cluster) Create(ctx context.Context, rec hub.SharedRecord) (uint64, err
 
 // Get reads a request record.
 func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, uint64, error) {
-	e, err := c.reqs.Get(ctx, key(room, id))
+	k, ok := keyed(room, id)
+	if !ok {
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w: an ID of %d bytes", hub.ErrRecordMissing, len(id))
+	}
+	e, err := c.reqs.Get(ctx, k)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w: %w", hub.ErrRecordMissing, err)
 	}
@@ -326,11 +330,14 @@ func (c *Cluster) Update(ctx context.Context, rec hub.SharedRecord, rev uint64) 
 // revision. An update at revision 0 makes nothing, as the local records'
 // (no record is at 0; a deleted one is not made again).
 func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, create bool) (uint64, error) {
+	k, ok := keyed(rec.Room, rec.ID)
+	if !ok {
+		return 0, fmt.Errorf("write request record: an ID of %d bytes has no key", len(rec.ID))
+	}
 	b, err := encode(rec)
 	if err != nil {
 		return 0, err
 	}
-	k := key(rec.Room, rec.ID)
 	var n uint64
 	switch {
 	case create:

@@ -16,6 +16,19 @@ func key(room, id string) string {
 	return "r." + room + "." + b64(id)
 }
 
+// maxKey bounds a request's key: NATS closes for good a connection that
+// sends a subject past its control line (4 KB), and a key is in the
+// subject of every read and write. The doors' IDs are far shorter; an
+// answer or a cancel may name any.
+const maxKey = 1024
+
+// keyed is the key of a request id may have: none for an ID empty or too
+// long for NATS.
+func keyed(room, id string) (string, bool) {
+	k := key(room, id)
+	return k, id != "" && len(k) <= maxKey
+}
+
 // b64 is s as a key's or a subject's token (base64url): any name, ID or
 // session is valid there. unb64 reads it back.
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

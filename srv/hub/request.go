@@ -228,12 +228,14 @@ const (
 type lateLooks struct {
 	tokens float64
 	at     time.Time
-	misses map[string]time.Time // by ID: until when it is not looked for
+	// By the ID's digest (an ID is what the client sent, up to a
+	// frame's size): until when it is not looked for.
+	misses map[digest]time.Time
 }
 
 // take reports whether id may be looked for now, and counts the look.
 func (l *lateLooks) take(id string, now time.Time) bool {
-	if until, ok := l.misses[id]; ok && now.Before(until) {
+	if until, ok := l.misses[sha256.Sum256([]byte(id))]; ok && now.Before(until) {
 		return false
 	}
 	if l.at.IsZero() {
@@ -253,14 +255,14 @@ func (l *lateLooks) take(id string, now time.Time) bool {
 // bounded by the budget: at most lateBurst+lateRate×catchUp IDs.
 func (l *lateLooks) missed(id string, now time.Time) {
 	if l.misses == nil {
-		l.misses = make(map[string]time.Time)
+		l.misses = make(map[digest]time.Time)
 	}
 	for k, until := range l.misses {
 		if !now.Before(until) {
 			delete(l.misses, k)
 		}
 	}
-	l.misses[id] = now.Add(catchUp)
+	l.misses[sha256.Sum256([]byte(id))] = now.Add(catchUp)
 }
 
 // Cancel withdraws a pending request of token at the agent's wish. In
