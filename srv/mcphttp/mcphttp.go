@@ -525,7 +525,7 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 		Result  *mcp.CallToolResult `json:"result"`
 	}{"2.0", c.Call, res})
 	if err != nil {
-		out, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.Call, "error": map[string]any{"code": -32603, "message": "encode the result: " + err.Error()}})
+		out = rpcError(c.Call, internalError, "encode the result: "+err.Error())
 	}
 	st.record(out, true)
 }
