@@ -216,9 +216,6 @@ func (u *uiTools) invoke(ctx context.Context, name string, params map[string]any
 	if strings.TrimSpace(reason) == "" {
 		return mcp.NewToolResultError("Every UI action needs a \"reason\": say why you take it."), nil
 	}
-	if params == nil {
-		params = map[string]any{}
-	}
 	r, err := u.b.be.CallUITool(ctx, u.b.o.RelaySession, name, params, reason)
 	if err != nil {
 		return mcp.NewToolResultError(u.transportError(ctx, err)), nil
