@@ -180,10 +180,7 @@ func describeHostTool(e json.RawMessage) (name, desc string, schema json.RawMess
 		}
 	}
 	schema, _ = json.Marshal(map[string]any{"type": "object", "properties": props, "required": req})
-	desc = strings.TrimSpace(t.Description)
-	if desc == "" {
-		desc = "A tool of the web UI."
-	}
+	desc = cmp.Or(strings.TrimSpace(t.Description), "A tool of the web UI.")
 	desc += " (Web UI tool: acts as the participant's click would. Refused with the allowed tools if the current stage does not offer it.)"
 	return t.Name, desc, schema
 }
