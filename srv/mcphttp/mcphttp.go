@@ -13,6 +13,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -221,10 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: /mcp takes GET, POST and DELETE", http.StatusMethodNotAllowed)
 		return
 	}
-	name := r.URL.Query().Get("session")
-	if name == "" {
-		name = DefaultRelaySession
-	}
+	name := cmp.Or(r.URL.Query().Get("session"), DefaultRelaySession)
 	if !relay.ValidSession(name) {
 		http.Error(w, "session: "+wire.NameRule, http.StatusBadRequest)
 		return
