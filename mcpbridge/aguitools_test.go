@@ -126,3 +126,19 @@ func TestWaitUserTimeoutMistyped(t *testing.T) {
 		t.Errorf("wait_user_message with timeout \"2m\": %v %q", r.IsError, txt)
 	}
 }
+
+// TestCallUIToolWithoutParams: call_ui_tool without params sends the
+// host's tool an empty object, not null, which the server refuses as
+// no parameters; the call goes on to the relay session (here: no UI).
+func TestCallUIToolWithoutParams(t *testing.T) {
+	c, _ := bridgeOverServer(t, "np")
+	call := mcp.CallToolRequest{}
+	call.Params.Name, call.Params.Arguments = "call_ui_tool", map[string]any{"tool_name": "next", "reason": "asked"}
+	r, err := c.CallTool(context.Background(), call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txt := r.Content[0].(mcp.TextContent).Text; !strings.Contains(txt, "error NO_ACTIVE_SPEC") {
+		t.Fatalf("call_ui_tool without params: %s", txt)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // Options configure the bridge.
@@ -85,26 +86,15 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	if o.Stopped == "" {
-		o.Stopped = "agentassistant-mcp stopped"
-	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.ProgressInterval, 10*time.Second)
-	def(&o.Reconnect, time.Second)
-	def(&o.FirstContact, 5*time.Second)
-	def(&o.HostGrace, 2*time.Minute)
-	def(&o.HostPoll, 5*time.Second)
-	def(&o.ProbeEvery, 2*time.Second)
+	opt.Logger(&o.Logger)
+	opt.Default(&o.Version, "dev")
+	opt.Default(&o.Stopped, "agentassistant-mcp stopped")
+	opt.Default(&o.ProgressInterval, 10*time.Second)
+	opt.Default(&o.Reconnect, time.Second)
+	opt.Default(&o.FirstContact, 5*time.Second)
+	opt.Default(&o.HostGrace, 2*time.Minute)
+	opt.Default(&o.HostPoll, 5*time.Second)
+	opt.Default(&o.ProbeEvery, 2*time.Second)
 }
 
 // Server is the MCP server with its tools. Run keeps the web UI's tools in

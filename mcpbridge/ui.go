@@ -180,10 +180,7 @@ func describeHostTool(e json.RawMessage) (name, desc string, schema json.RawMess
 		}
 	}
 	schema, _ = json.Marshal(map[string]any{"type": "object", "properties": props, "required": req})
-	desc = strings.TrimSpace(t.Description)
-	if desc == "" {
-		desc = "A tool of the web UI."
-	}
+	desc = cmp.Or(strings.TrimSpace(t.Description), "A tool of the web UI.")
 	desc += " (Web UI tool: acts as the participant's click would. Refused with the allowed tools if the current stage does not offer it.)"
 	return t.Name, desc, schema
 }
@@ -215,9 +212,6 @@ func (u *uiTools) callGeneric(ctx context.Context, req mcp.CallToolRequest) (*mc
 func (u *uiTools) invoke(ctx context.Context, name string, params map[string]any, reason string) (*mcp.CallToolResult, error) {
 	if strings.TrimSpace(reason) == "" {
 		return mcp.NewToolResultError("Every UI action needs a \"reason\": say why you take it."), nil
-	}
-	if params == nil {
-		params = map[string]any{}
 	}
 	r, err := u.b.be.CallUITool(ctx, u.b.o.RelaySession, name, params, reason)
 	if err != nil {

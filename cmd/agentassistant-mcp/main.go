@@ -143,7 +143,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// next agentassistant-mcp of the project rather than withdrawing them.
 	sess, endSession := context.WithCancel(ctx)
 	defer endSession()
-	byHand := isTerminal(stdin)
+	byHand := config.Terminal(stdin)
 	stdin = &endReader{r: stdin, end: endSession}
 	// The token goes in a header on every call, also where the message
 	// carries it: the server reads a message whose token is only inside
@@ -272,14 +272,4 @@ func checkServer(ctx context.Context, c *http.Client, base url.URL, token, token
 				"hint", "give -server https://"+base.Host+" (or agentassistant_servers = [\"https://"+base.Host+"\"]), with a name its certificate holds")
 		}
 	}
-}
-
-// isTerminal reports whether r is a terminal (a character device).
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

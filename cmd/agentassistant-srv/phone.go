@@ -6,11 +6,12 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/skip2/go-qrcode"
+
+	"github.com/agentassistant/agentassistant/internal/config"
 )
 
 // A phone on the same network opens the server at one of this machine's
@@ -71,16 +72,6 @@ func phoneURL(u url.URL, host string, addrs []netip.Addr) string {
 	return u.String()
 }
 
-// isTerminal: w is a terminal, where the QR code's colours show.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
-}
-
 // writeQR writes text as a QR code for a terminal: two modules a
 // character (upper and lower half block), dark on light with the quiet
 // zone around it, in explicit colours so that it reads the same on a
@@ -125,7 +116,7 @@ func printPhone(w io.Writer, u url.URL, host string, qr bool) {
 		return
 	}
 	_, _ = fmt.Fprintf(w, "On a phone on this network, open (or scan):\n\n  %s\n\n", p)
-	if qr || isTerminal(w) {
+	if qr || config.Terminal(w) { // where the QR code's colours show
 		_ = writeQR(w, p)
 		_, _ = fmt.Fprintln(w)
 	}

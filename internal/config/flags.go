@@ -120,3 +120,14 @@ func Main(program string, run func(ctx context.Context) error) {
 	fmt.Fprintln(os.Stderr, program+":", err)
 	os.Exit(1)
 }
+
+// Terminal reports whether f, a binary's stdin or stdout, is a terminal
+// (a character device).
+func Terminal(f any) bool {
+	file, ok := f.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := file.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

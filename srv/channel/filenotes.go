@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/boltfile"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -41,9 +42,7 @@ var notesBucket = []byte("notes")
 // aside and a new one made, as log says (boltfile.Open). Close closes
 // them.
 func OpenFileNotes(dir string, now func() time.Time, log *slog.Logger) (*FileNotes, error) {
-	if now == nil {
-		now = time.Now
-	}
+	opt.Clock(&now)
 	n := &FileNotes{now: now}
 	db, err := boltfile.Open(filepath.Join(dir, NotesFileName), "the channels' notes",
 		"the messages sent before are no longer edited once their questions are settled", log,

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/owned"
 )
 
@@ -77,9 +78,7 @@ const (
 var errNoteBusy = errors.New("an earlier note of the same key is still being written")
 
 func newLaterNotes(notes Notes, now func() time.Time, log *slog.Logger) *laterNotes {
-	if now == nil {
-		now = time.Now
-	}
+	opt.Clock(&now)
 	return &laterNotes{notes: notes, now: now, log: logOf(log), wake: owned.NewWake(), keys: map[string]*laterNote{}}
 }
 

@@ -193,10 +193,7 @@ func (c *Ntfy) refusal(err error) *RefusedError {
 // do sends req and says what the service answered when it is no 2xx;
 // a redirect is such an answer, not followed (noRedirects).
 func do(client *http.Client, req *http.Request, name string) error {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	c := *client
+	c := *cmp.Or(client, http.DefaultClient)
 	c.CheckRedirect = noRedirects
 	resp, err := c.Do(req)
 	if err != nil {

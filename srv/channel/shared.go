@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/answercap"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -146,9 +147,7 @@ const maxMemoryNotes = 4 * maxTracked
 
 // NewMemoryNotes returns empty notes; now is the clock (nil: time.Now).
 func NewMemoryNotes(now func() time.Time) *MemoryNotes {
-	if now == nil {
-		now = time.Now
-	}
+	opt.Clock(&now)
 	return &MemoryNotes{now: now, m: map[string]memoryNote{}}
 }
 

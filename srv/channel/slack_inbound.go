@@ -17,6 +17,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -227,9 +228,7 @@ func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.Interaction
 		channel = cb.Channel.ID
 	}
 	within := s.ackWithin
-	if within <= 0 {
-		within = defaultAckWithin
-	}
+	opt.Default(&within, defaultAckWithin)
 	var mu sync.Mutex // held alone
 	done := false
 	// Its goroutine is waited for by saved: mu is held while it tells.

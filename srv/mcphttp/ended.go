@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/boltfile"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -59,9 +60,7 @@ type FileEnded struct {
 // what it kept only keeps ended sessions from being served again, which
 // is not worth a server that will not start. Close closes the file.
 func OpenFileEnded(dir string, perRoom int, now func() time.Time, log *slog.Logger) (*FileEnded, error) {
-	if now == nil {
-		now = time.Now
-	}
+	opt.Clock(&now)
 	if perRoom <= 0 {
 		perRoom = defaultMaxSessions
 	}

@@ -13,10 +13,11 @@ import (
 	"github.com/agentassistant/agentassistant/internal/strictjson"
 )
 
-// JSON-RPC 2.0's codes for a body that is no request.
+// JSON-RPC 2.0's codes for a body that is no request, and the server's fault.
 const (
 	parseError     = -32700
 	invalidRequest = -32600
+	internalError  = -32603
 )
 
 // checkBody reads a POST's body (already bounded by the server) and
@@ -47,16 +48,17 @@ func checkBody(w http.ResponseWriter, r *http.Request) (method string, id json.R
 	return method, id, b, true
 }
 
-// refuse answers with a JSON-RPC error: its code, the id (null when nil)
-// and why.
+// refuse answers with rpcError, with the HTTP status status.
 func refuse(w http.ResponseWriter, status, code int, id json.RawMessage, why string) {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
+	_, _ = w.Write(rpcError(id, code, why))
+}
+
+// rpcError is a JSON-RPC error: its code, the id (null when nil) and why.
+func rpcError(id json.RawMessage, code int, why string) []byte {
 	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": why}})
-	_, _ = w.Write(out)
+	return out
 }
 
 // problem says what makes b no JSON-RPC 2.0 message: its code, the id to

@@ -13,6 +13,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -221,10 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "method not allowed: /mcp takes GET, POST and DELETE", http.StatusMethodNotAllowed)
 		return
 	}
-	name := r.URL.Query().Get("session")
-	if name == "" {
-		name = DefaultRelaySession
-	}
+	name := cmp.Or(r.URL.Query().Get("session"), DefaultRelaySession)
 	if !relay.ValidSession(name) {
 		http.Error(w, "session: "+wire.NameRule, http.StatusBadRequest)
 		return
@@ -525,7 +523,7 @@ func (h *Handler) serveResumed(ctx context.Context, w http.ResponseWriter, r *ht
 		Result  *mcp.CallToolResult `json:"result"`
 	}{"2.0", c.Call, res})
 	if err != nil {
-		out, _ = json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.Call, "error": map[string]any{"code": -32603, "message": "encode the result: " + err.Error()}})
+		out = rpcError(c.Call, internalError, "encode the result: "+err.Error())
 	}
 	st.record(out, true)
 }

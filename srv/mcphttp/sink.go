@@ -264,9 +264,7 @@ func (t *tap) finish() {
 	switch {
 	case t.sseLocked() || (t.status == 0 && len(body) == 0):
 	case t.status >= http.StatusMultipleChoices || !json.Valid(body):
-		msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": t.id, "error": map[string]any{
-			"code": -32603, "message": fmt.Sprintf("HTTP %d: %s", t.status, body)}})
-		t.st.record(msg, true)
+		t.st.record(rpcError(t.id, internalError, fmt.Sprintf("HTTP %d: %s", t.status, body)), true)
 	default:
 		var compact bytes.Buffer
 		if json.Compact(&compact, body) == nil {

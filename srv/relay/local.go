@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,10 +23,7 @@ type Local struct {
 // Local returns the in-process agent of (token, session). It holds the
 // relay session until Close: call Close when done.
 func (r *Relay) Local(token, session string) *Local {
-	if session == "" {
-		session = DefaultSession
-	}
-	return &Local{ch: r.acquire(token, session)}
+	return &Local{ch: r.acquire(token, cmp.Or(session, DefaultSession))}
 }
 
 // Close lets go of the relay session; l is not to be used afterwards.

@@ -28,6 +28,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -268,9 +269,7 @@ func (r *Relay) join(c *wsconn.Conn, env Envelope, remote string) (*wsPeer, *cha
 		fail(wire.InvalidMessage, `relay.join payload.role must be "host" or "agent"`)
 		return nil, nil, true
 	}
-	if jp.SessionID == "" {
-		jp.SessionID = DefaultSession
-	}
+	jp.SessionID = cmp.Or(jp.SessionID, DefaultSession)
 	if !wire.ValidName(jp.SessionID) {
 		fail(wire.InvalidMessage, "relay.join payload.sessionId: "+wire.NameRule)
 		return nil, nil, true
