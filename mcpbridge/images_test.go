@@ -66,3 +66,46 @@ func TestAnswerImagesTheAgentCanRead(t *testing.T) {
 		t.Errorf("structured content %s, want 1 image", b)
 	}
 }
+
+// TestAnswerFilesTypedAsTheirBytes: a file in an answer (an embedded
+// resource, as the existing agentassistant's Flutter app sends every
+// image it attaches) declared as an image a model reads is typed as its
+// bytes are: a client that hands such a file to its model as an image
+// (Claude Code does, for PNG, JPEG, GIF and WebP) would otherwise send a
+// PNG as image/jpeg, or a phone's HEIC photo named .jpg as a JPEG, which
+// the model's API refuses, failing every turn that holds it. A file of
+// another declared type keeps it.
+func TestAnswerFilesTypedAsTheirBytes(t *testing.T) {
+	var pngData bytes.Buffer
+	if err := png.Encode(&pngData, image.NewGray(image.Rect(0, 0, 2, 2))); err != nil {
+		t.Fatal(err)
+	}
+	heic := append([]byte{0, 0, 0, 0x18}, []byte("ftypheic\x00\x00\x00\x00mif1heic")...)
+	file := func(name, mime string, data []byte) *pb.McpResultContent {
+		return &pb.McpResultContent{Type: 4, EmbeddedResource: &pb.EmbeddedResource{Type: "embedded_resource", Uri: "file://" + name, MimeType: mime, Data: data}}
+	}
+	f := &fakeSrv{ask: func(context.Context, *pb.AskQuestionRequest) (*pb.AskQuestionResponse, error) {
+		return &pb.AskQuestionResponse{Contents: []*pb.McpResultContent{
+			file("screen.jpg", "image/jpeg", pngData.Bytes()),
+			file("IMG_0001.jpg", "image/jpeg", heic),
+			file("IMG_0002.heic", "image/heic", heic),
+			file("report.pdf", "application/pdf", []byte("%PDF-1.7\n")),
+		}}, nil
+	}}
+	r := call(t, newClient(t, f, Options{}), "ask_question", map[string]any{"question": "Which layout?"}, nil)
+	want := map[string]string{"file://screen.jpg": "image/png", "file://IMG_0001.jpg": "application/octet-stream",
+		"file://IMG_0002.heic": "image/heic", "file://report.pdf": "application/pdf"}
+	got := map[string]string{}
+	for _, c := range r.Content {
+		if e, ok := c.(mcp.EmbeddedResource); ok {
+			if b, ok := e.Resource.(mcp.BlobResourceContents); ok {
+				got[b.URI] = b.MIMEType
+			}
+		}
+	}
+	for uri, mime := range want {
+		if got[uri] != mime {
+			t.Errorf("%s handed as %q, want %q", uri, got[uri], mime)
+		}
+	}
+}

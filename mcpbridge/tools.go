@@ -550,17 +550,33 @@ var readImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 // was left out, and what it came as.
 func imageOf(im *pb.ImageContent) (c mcp.Content, ok bool) {
 	data, err := base64.StdEncoding.DecodeString(im.GetData())
-	if mime := http.DetectContentType(data); err == nil && slices.Contains(readImages, mime) {
+	if mime := readAs(data); err == nil && mime != "" {
 		return mcp.NewImageContent(im.GetData(), mime), true
 	}
 	return mcp.NewTextContent(fmt.Sprintf("The person attached an image that is left out: it came as %q, and is no PNG, JPEG, GIF or WebP image.",
 		wire.Clip(cmp.Or(im.GetMimeType(), "no type"), 64))), false
 }
 
+// readAs is the one of readImages data is, or "" when it is none.
+func readAs(data []byte) string {
+	if mime := http.DetectContentType(data); slices.Contains(readImages, mime) {
+		return mime
+	}
+	return ""
+}
+
+// embedded is a file of an answer as the agent is handed it. One
+// declared as an image a model reads (the existing agentassistant's
+// Flutter app sends its images so) is typed as its bytes are: a client
+// that hands the model such a file as an image, as Claude Code does,
+// would otherwise hand it one the model's API refuses.
 func embedded(e *pb.EmbeddedResource) mcp.Content {
 	mime := cmp.Or(e.GetMimeType(), "application/octet-stream")
 	if strings.HasPrefix(mime, "text/") || mime == "application/json" {
 		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: e.GetUri(), MIMEType: mime, Text: string(e.GetData())})
+	}
+	if slices.Contains(readImages, mime) {
+		mime = cmp.Or(readAs(e.GetData()), "application/octet-stream")
 	}
 	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64.StdEncoding.EncodeToString(e.GetData())})
 }

@@ -97,11 +97,11 @@ export async function startMCP(s: Server, o: { session?: string } = {}): Promise
   return client
 }
 
-export async function launch(): Promise<Browser> {
+export async function launch(extra: string[] = []): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
+      '--disable-component-update', '--disable-sync', ...extra],
   })
 }
 
