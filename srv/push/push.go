@@ -388,11 +388,20 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			return false
 		}
 	}
+	// An ask tried and given up may have reached the device all the
+	// same (its answer lost): in a cluster, its close may be left to
+	// this instance (Closes), which then pushes it.
+	givenUp := func(tried bool) {
+		if tried && j.token != "" && p.o.Closes != nil {
+			p.closeIfSettled(sd, j)
+		}
+	}
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
 		if j.token != "" {
 			if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
 				p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+				givenUp(try > 1)
 				return false
 			}
 		}
@@ -408,6 +417,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			return true
 		case try >= p.o.Tries || !retryable(err):
 			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
+			givenUp(true)
 			return false
 		}
 		select {
