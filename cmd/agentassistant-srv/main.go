@@ -268,7 +268,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// them made (mcphttp derives its own key from it).
 		so.MCP.SessionKey = sp.CapKey
 		pushOpts = &tu.Push
-		pushOpts.Keys, pushOpts.Subscriptions = sp.Keys, sp.Subscriptions()
+		pushOpts.Keys, pushOpts.Subscriptions, pushOpts.Closes = sp.Keys, sp.Subscriptions(), sp
 		// A reply to a Telegram, Slack or e-mail question may reach any
 		// instance: which message asks what is shared, and one instance
 		// at a time takes each service's replies.

@@ -312,7 +312,7 @@ func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, u
 		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w: %w", hub.ErrRecordMissing, err)
 	}
 	if err != nil {
-		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err))
+		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err, RequestsBucket))
 	}
 	rec, err := decode(e.Value())
 	if err != nil {
@@ -352,7 +352,7 @@ func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, c
 		}
 	}
 	if err != nil {
-		return 0, fmt.Errorf("write request record: %w", c.unreachable(err))
+		return 0, fmt.Errorf("write request record: %w", c.unreachable(err, RequestsBucket))
 	}
 	c.budget.wrote(rec.Room, k, len(k)+len(b), n)
 	return n, nil
@@ -361,11 +361,17 @@ func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, c
 // unreachable wraps err, from a call to NATS, in hub.ErrUnreachable when
 // it says NATS is away for now: the connection is down or reconnecting
 // (no write waits for a reconnect: ReconnectBufSize), or JetStream did not
-// answer or is not back yet after a restart. Anything else (a record
-// larger than max_payload, say) is returned as it is.
-func (c *Cluster) unreachable(err error) error {
+// answer or is not back yet after a restart. Refused for want of storage
+// (NATS's, or bucket's own limit), it says what to raise. Anything else
+// (a record larger than max_payload, say) is returned as it is.
+func (c *Cluster) unreachable(err error, bucket string) error {
 	var api *jetstream.APIError
 	switch {
+	case bucketFull(err):
+		// Its bucket is at the limit an operator gave it (JetStream
+		// answers 503, yet it is not away): refused at once, as NATS
+		// out of storage is.
+		return fmt.Errorf("NATS is out of storage: bucket %s is at its own limit (%w): %s", bucket, err, raiseHelp(bucket))
 	case errors.As(err, &api) && (api.ErrorCode == jsNoResources || api.ErrorCode == jsStorageShort):
 		// NATS's file storage is used up (max_file_store): not away,
 		// and no other instance saves more; refused to the caller at

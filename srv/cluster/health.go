@@ -217,7 +217,9 @@ func (c *Cluster) Lost() <-chan struct{} { return c.lost }
 
 // Probe tries whether NATS takes writes again (hub.Prober): a value put
 // into the presence bucket, in NATS's file storage as the requests', under
-// a key no device has (applyPresence passes it by), and deleted.
+// a key no device has (applyPresence passes it by), and deleted; and
+// whether the requests bucket, when given a limit of its own, has room
+// for a record (probeRoom).
 func (c *Cluster) Probe(ctx context.Context) error {
 	k := "probe." + b64(c.o.Instance)
 	_, err := c.roster.kv.Put(ctx, k, []byte("probe"))
@@ -225,7 +227,21 @@ func (c *Cluster) Probe(ctx context.Context) error {
 		err = c.roster.kv.Delete(ctx, k)
 	}
 	if err != nil {
-		return c.unreachable(err)
+		return c.unreachable(err, PresenceBucket)
+	}
+	st, err := c.reqs.Status(ctx)
+	if err != nil {
+		return c.unreachable(err, RequestsBucket)
+	}
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok {
+		if limit := bs.StreamInfo().Config.MaxBytes; limit > 0 && st.Bytes()+probeRoom > uint64(limit) {
+			return fmt.Errorf("NATS is out of storage: bucket %s is at its own limit (%d of %d bytes): %s", RequestsBucket, st.Bytes(), limit, raiseHelp(RequestsBucket))
+		}
 	}
 	return nil
 }
+
+// probeRoom is the room a bucket with a limit of its own needs for the
+// probe to pass: a record's, as a small write may fit where the next
+// record does not.
+const probeRoom = 4 << 10

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -34,6 +35,23 @@ const jsStorageShort = 10047
 // jsNoResources is JetStream's "insufficient resources": a write
 // refused because its file storage is used up to max_file_store.
 const jsNoResources = 10023
+
+// jsStoreFailed is JetStream's "store failed": a write refused by the
+// stream, as when its bucket is at its own limit ("maximum bytes
+// exceeded": the MaxBytes an operator gave it).
+const jsStoreFailed = 10077
+
+// bucketFull says err is a write refused because its bucket is at its
+// own limit of bytes or values.
+func bucketFull(err error) bool {
+	var api *jetstream.APIError
+	return errors.As(err, &api) && api.ErrorCode == jsStoreFailed && strings.Contains(api.Description, "maximum")
+}
+
+// raiseHelp is what gives bucket, at its own limit, room again.
+func raiseHelp(bucket string) string {
+	return "raise its limit (nats stream edit KV_" + bucket + " --max-bytes=…, or -1 for none) or free room in it"
+}
 
 // storageShort says err is JetStream refusing for want of storage.
 func storageShort(err error) bool {
@@ -162,5 +180,5 @@ func (c *Cluster) watchServed(ctx, life context.Context, what string, watch func
 // reach for now, or too few of its nodes are up to place the bucket.
 func (c *Cluster) placeLater(err error) bool {
 	var api *jetstream.APIError
-	return errors.Is(c.unreachable(err), hub.ErrUnreachable) || errors.As(err, &api) && api.ErrorCode == jsNoPeers
+	return errors.Is(c.unreachable(err, ""), hub.ErrUnreachable) || errors.As(err, &api) && api.ErrorCode == jsNoPeers
 }

@@ -286,3 +286,85 @@ func (p *Push) Token(room string) (string, bool) {
 	t, ok := p.rooms[room]
 	return t, ok
 }
+
+// The closes of questions pushed (push.Closes): a key per question and
+// device in the claims bucket (it forgets them after claimsFor), whose
+// value is where its notification stands.
+const (
+	closePushing = "pushing" // its question's push is in flight
+	closePushed  = "pushed"  // its question's push went through
+	closeOwed    = "owed"    // settled during the push: its pusher closes
+	closeClosed  = "closed"  // its close is pushed
+)
+
+// staleClose is the age past which a push in flight is taken for one
+// whose instance died: longer than a push's tries take.
+const staleClose = 2 * time.Minute
+
+func closeKey(room, id, sub string) string { return keyOf("c.", room+"\x00"+id+"\x00"+sub) }
+
+// closeStep moves a question's close on from what is stored, by
+// compare-and-set: next is given the state stored ("" for none) and its
+// age, and says what to store ("" for nothing) and what to report.
+func (p *Push) closeStep(room, id, sub string, next func(state string, age time.Duration) (string, bool)) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key := closeKey(room, id, sub)
+	var out bool
+	_, err := changeKey(ctx, p.claims, key, 16, func(old []byte, rev uint64) ([]byte, bool, error) {
+		var age time.Duration
+		if rev != 0 {
+			if e, err := p.claims.Get(ctx, key); err == nil && e.Revision() == rev {
+				age = time.Since(e.Created())
+			}
+		}
+		var to string
+		to, out = next(string(old), age)
+		return []byte(to), to != "", nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("a push's close: %w", err)
+	}
+	return out, nil
+}
+
+// Pushing marks the question's push in flight, unless its close is
+// pushed or owed already.
+func (p *Push) Pushing(room, id, sub string) (bool, error) {
+	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+		if s == closeOwed || s == closeClosed {
+			return "", false
+		}
+		return closePushing, true
+	})
+}
+
+// Pushed marks the question's push through; true when it was settled
+// meanwhile, its close then this instance's. Closed meanwhile by an
+// instance that took this push for a dead one's, it is closed again.
+func (p *Push) Pushed(room, id, sub string) (bool, error) {
+	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+		switch s {
+		case closePushing:
+			return closePushed, false
+		case closeOwed, closeClosed:
+			return closeClosed, true
+		}
+		return "", false
+	})
+}
+
+// Closing is true when the close of a settle is this instance's: false
+// while the question's push is in flight (its instance closes it then),
+// or when it is closed or owed already.
+func (p *Push) Closing(room, id, sub string) (bool, error) {
+	return p.closeStep(room, id, sub, func(s string, age time.Duration) (string, bool) {
+		switch {
+		case s == closePushing && age < staleClose:
+			return closeOwed, false
+		case s == closeOwed || s == closeClosed:
+			return "", false
+		}
+		return closeClosed, true
+	})
+}

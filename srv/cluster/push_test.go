@@ -38,7 +38,7 @@ func openPush(t *testing.T, in *instance) *push.Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &push.Options{Keys: p.Keys, Subscriptions: p.Subscriptions(), Caps: caps}
+	return &push.Options{Keys: p.Keys, Subscriptions: p.Subscriptions(), Caps: caps, Closes: p}
 }
 
 // TestPushIsShared: in cluster mode the instances push with the same

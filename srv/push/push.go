@@ -63,8 +63,28 @@ type Options struct {
 	// push service in tests); push services are https.
 	AllowHTTP             bool
 	AllowPrivateEndpoints bool
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// Closes tells the instances of a cluster which one pushes a
+	// question's close to a device (srv/cluster); nil: one instance.
+	Closes Closes
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// Closes decide, among the instances of a cluster, which one pushes the
+// close of question id to subscription sub: the instance whose push of
+// the question is in flight when it is settled elsewhere, once that push
+// is through, else the one where it was settled. An error leaves the
+// instance to decide alone (a close twice rather than none).
+type Closes interface {
+	// Pushing is told before a push of the question: false when its
+	// close was pushed or is owed already (it is not pushed then).
+	Pushing(room, id, sub string) (bool, error)
+	// Pushed is told once the push went through: true when its close is
+	// this instance's to push (it was settled meanwhile).
+	Pushed(room, id, sub string) (bool, error)
+	// Closing is told before the close of a settle's event is pushed:
+	// false when the instance pushing the question pushes it.
+	Closing(room, id, sub string) (bool, error)
 }
 
 // maxPerService bounds the pushes in flight to one push service (one
@@ -119,6 +139,8 @@ type job struct {
 	ttl   time.Duration
 	// token of an ask: sent only while its question waits.
 	token string
+	// owed: a close that Closes gave this instance to push.
+	owed bool
 }
 
 // New starts following the hub's events.
@@ -354,11 +376,32 @@ var errGone = errors.New("the subscription is gone")
 // device would be alerted to a question answered, and in a cluster the
 // push that closes it may have gone out already, from another instance.
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
+	if c := p.o.Closes; c != nil && !j.owed {
+		decide := c.Closing
+		if j.token != "" {
+			decide = c.Pushing
+		}
+		if ok, err := decide(sd.room, j.msg.ID, sd.sub.ID); err != nil {
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+		} else if !ok {
+			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "type", j.msg.Type)
+			return false
+		}
+	}
+	// An ask tried and given up may have reached the device all the
+	// same (its answer lost): in a cluster, its close may be left to
+	// this instance (Closes), which then pushes it.
+	givenUp := func(tried bool) {
+		if tried && j.token != "" && p.o.Closes != nil {
+			p.closeIfSettled(sd, j)
+		}
+	}
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
 		if j.token != "" {
 			if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
 				p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+				givenUp(try > 1)
 				return false
 			}
 		}
@@ -374,6 +417,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			return true
 		case try >= p.o.Tries || !retryable(err):
 			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
+			givenUp(true)
 			return false
 		}
 		select {
@@ -390,8 +434,17 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 // no close of it is queued here: settled on another instance of a
 // cluster, whose close may have reached the push service before this
 // ask, the notification would show the question again, for good.
+//
+// In a cluster, Closes says whether the close is this instance's: then
+// it is pushed whatever this instance has heard yet, and no other is.
 func (p *Pusher) closeIfSettled(sd *sender, j job) {
-	if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); waits {
+	owed, err := false, error(nil)
+	if p.o.Closes != nil {
+		if owed, err = p.o.Closes.Pushed(sd.room, j.msg.ID, sd.sub.ID); err == nil && !owed {
+			return
+		}
+	}
+	if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); waits && !owed {
 		return
 	}
 	o, settled := p.o.Hub.Outcome(j.token, j.msg.ID)
@@ -403,7 +456,7 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	m.Sub, m.Waiting = sd.sub.ID, p.waiting(ev)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if sd.closing[j.msg.ID] > 0 {
+	if sd.closing[j.msg.ID] > 0 && !owed {
 		return
 	}
 	// Settled here, its event may be on its way still: it finds this
@@ -411,7 +464,7 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	if sd.early = append(sd.early, j.msg.ID); len(sd.early) > queueLen {
 		sd.early = sd.early[1:]
 	}
-	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour})
+	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour, owed: owed})
 	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
 }
 
