@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { launch, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, photo, PNG, SHOTS, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 let srv: Server
 let mcp: Client
@@ -56,28 +56,6 @@ function bmp(w: number, h: number): Buffer {
   return b
 }
 
-// photo draws a w×h picture with some grain in the page, as a PNG.
-async function photo(page: Page, w: number, h: number): Promise<Buffer> {
-  const data = await page.evaluate(async ([w, h]) => {
-    const c = new OffscreenCanvas(w, h)
-    const g = c.getContext('2d')!
-    const grad = g.createLinearGradient(0, 0, w, h)
-    grad.addColorStop(0, '#1976d2')
-    grad.addColorStop(1, '#f5a623')
-    g.fillStyle = grad
-    g.fillRect(0, 0, w, h)
-    for (let i = 0; i < 20000; i++) {
-      g.fillStyle = `hsl(${i % 360} 70% 50%)`
-      g.fillRect((i * 7919) % w, (i * 104729) % h, 3, 3)
-    }
-    const b = await c.convertToBlob({ type: 'image/png' })
-    const bytes = new Uint8Array(await b.arrayBuffer())
-    let s = ''
-    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-    return btoa(s)
-  }, [w, h])
-  return Buffer.from(data, 'base64')
-}
 
 // size is an image's width and height, as the page reads it.
 async function size(page: Page, data: string, mime: string): Promise<[number, number]> {

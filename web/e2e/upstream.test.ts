@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
-import { launch, startMCP, startServer, text, type Server, type ToolResult } from './harness'
+import { launch, photo, startMCP, startServer, text, type Server, type ToolResult } from './harness'
 
 const MAIN = process.env.AA_UPSTREAM
 const OPTIONS = process.env.AA_UPSTREAM_OPTIONS
@@ -73,28 +73,6 @@ function call(c: Client, name: string, args: Record<string, unknown>) {
 
 const who = { project_directory: '/home/me/shop', agent_name: 'Claude Code', reasoning_model_name: 'claude-opus-4' }
 
-// photo draws a w×h picture with some grain in the page, as a PNG.
-async function photo(page: Page, w: number, h: number): Promise<Buffer> {
-  const data = await page.evaluate(async ([w, h]) => {
-    const c = new OffscreenCanvas(w, h)
-    const g = c.getContext('2d')!
-    const grad = g.createLinearGradient(0, 0, w, h)
-    grad.addColorStop(0, '#1976d2')
-    grad.addColorStop(1, '#f5a623')
-    g.fillStyle = grad
-    g.fillRect(0, 0, w, h)
-    for (let i = 0; i < 20000; i++) {
-      g.fillStyle = `hsl(${i % 360} 70% 50%)`
-      g.fillRect((i * 7919) % w, (i * 104729) % h, 3, 3)
-    }
-    const b = await c.convertToBlob({ type: 'image/png' })
-    const bytes = new Uint8Array(await b.arrayBuffer())
-    let s = ''
-    for (let i = 0; i < bytes.length; i += 0x8000) s += String.fromCharCode(...bytes.subarray(i, i + 0x8000))
-    return btoa(s)
-  }, [w, h])
-  return Buffer.from(data, 'base64')
-}
 
 async function reply(page: Page, question: string, words: string) {
   await page.locator('[data-status=waiting]', { hasText: question }).locator('[data-testid=answer]').click()
