@@ -30,7 +30,7 @@ export default defineConfig({
       manifest: {
         id: '/',
         name: 'Agent Assistant', // as the title bar says; the install prompt shows it
-        short_name: 'Agent Inbox',
+        short_name: 'Agent Assistant', // the home screen's label, as the app names itself
         description: "Your agents' questions and reports, answered from any device",
         start_url: '/', // no token: the app keeps it on the device
         scope: '/',

@@ -182,6 +182,31 @@ describe('installable app', () => {
     expect(manifest.name).toBe(look.title)
     expect(rgb(manifest.theme_color)).toBe(look.header)
     expect(rgb(look.meta ?? '')).toBe(look.header)
+    // The home screen's label is the app's name too (short_name is what
+    // a launcher shows), and the icon, the maskable icon's edge and the
+    // reply box's drop outline are the top bar's blue: one colour.
+    expect(manifest.short_name).toBe(manifest.name)
+    const colours = await page.evaluate(async () => {
+      const svg = await (await fetch('/favicon.svg')).text()
+      const fills = [...svg.matchAll(/fill="(#[0-9a-fA-F]{6})"/g)].map((m) => m[1].toLowerCase()).filter((c) => c !== '#ffffff' && c !== '#fff')
+      const img = new Image()
+      img.src = '/icons/maskable-512.png'
+      await img.decode()
+      const c = document.createElement('canvas')
+      c.width = c.height = 512
+      const g = c.getContext('2d')!
+      g.drawImage(img, 0, 0)
+      const [r, gr, b] = g.getImageData(2, 2, 1, 1).data
+      const drop = document.createElement('div')
+      drop.className = 'aa-drop'
+      document.body.append(drop)
+      const outline = getComputedStyle(drop).outlineColor
+      drop.remove()
+      return { fills: [...new Set(fills)], maskable: `rgb(${r}, ${gr}, ${b})`, outline }
+    })
+    expect(colours.fills.map(rgb)).toEqual([look.header])
+    expect(colours.maskable).toBe(look.header)
+    expect(colours.outline).toBe(look.header)
     expect(manifest.start_url).not.toContain('token')
     expect(manifest.icons.map((i: { sizes: string; purpose: string }) => i.sizes + ' ' + i.purpose))
       .toEqual(['192x192 any', '512x512 any', '512x512 maskable'])

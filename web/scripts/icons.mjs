@@ -14,7 +14,7 @@ const page = await browser.newPage()
 async function draw(size, name, maskable) {
   await page.setViewportSize({ width: size, height: size })
   const pad = maskable ? size * 0.14 : 0
-  await page.setContent(`<body style="margin:0;background:${maskable ? '#1f6feb' : 'transparent'}">
+  await page.setContent(`<body style="margin:0;background:${maskable ? '#1976d2' : 'transparent'}">
     <img src="${src}" style="display:block;width:${size - 2 * pad}px;height:${size - 2 * pad}px;margin:${pad}px"></body>`)
   await page.locator('img').evaluate((img) => img.decode())
   await page.screenshot({ path: out(name), omitBackground: !maskable })
