@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"cmp"
 	"errors"
 	"net/url"
 	"regexp"
@@ -23,13 +24,13 @@ import (
 // as written, not a line turned around by a bidirectional control, nor
 // two.
 func Asker(req hub.Request) string {
-	if who := wire.OneLine(req.AgentName); who != "" {
-		return who
-	}
-	if who := wire.OneLine(req.McpClientName); who != "" {
-		return who
-	}
-	return "Your agent"
+	return cmp.Or(agentOf(req), "Your agent")
+}
+
+// agentOf is the name req's agent goes by, "" when neither it nor its
+// MCP client gave one.
+func agentOf(req hub.Request) string {
+	return cmp.Or(wire.OneLine(req.AgentName), wire.OneLine(req.McpClientName))
 }
 
 // title is a notice's first line: the project and who asks.

@@ -167,7 +167,7 @@ func kindWord(k wire.Kind) string {
 // Send posts n, signed.
 func (w *Webhook) Send(ctx context.Context, n Notice) error {
 	e := webhookEvent{Type: n.Kind.String(), ID: n.Request.ID, Kind: kindWord(n.Request.Kind),
-		Project: n.Request.ProjectDirectory, Agent: n.Request.AgentName, At: n.At.UTC(), Reason: n.Reason}
+		Project: n.Request.ProjectDirectory, Agent: agentOf(n.Request), At: n.At.UTC(), Reason: n.Reason}
 	switch n.Kind {
 	case hub.Asked:
 		e.Text = n.Request.Text

@@ -1,6 +1,7 @@
 package channel
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -8,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // TestWebhookAnswersSeveral: the asked event of a question that takes
@@ -67,5 +71,35 @@ func TestWebhookAnswersSeveral(t *testing.T) {
 	}
 	if err := json.Unmarshal(bodies[1], &done); err != nil || strings.Join(done.Replies, "|") != "Web|Desktop" {
 		t.Errorf("answered event %s: want every text in replies", bodies[1])
+	}
+}
+
+// TestWebhookNamesTheAskerAsTheOtherChannels: an event's agent is the
+// agent's name as one line, else its MCP client's, as the other
+// channels and the inbox name who asks.
+func TestWebhookNamesTheAskerAsTheOtherChannels(t *testing.T) {
+	recv := newReceiver(t)
+	w := &Webhook{ID: "n8n", URL: recv.URL, Secret: "s3cret", Token: tokA}
+	for i, c := range []struct {
+		req  hub.Request
+		want string
+	}{
+		{hub.Request{AgentName: "Claude Code", McpClientName: "claude-code"}, "Claude Code"},
+		{hub.Request{McpClientName: "Cursor"}, "Cursor"},
+		{hub.Request{AgentName: "Shop\n\u202ebot "}, "Shopbot"},
+		{hub.Request{}, ""},
+	} {
+		c.req.Kind, c.req.ID, c.req.Text = wire.AskQuestion, "q", "Deploy?"
+		if err := w.Send(context.Background(), Notice{Event: hub.Event{Kind: hub.Asked, Request: c.req}}); err != nil {
+			t.Fatal(err)
+		}
+		_, bodies := recv.waitFor(t, i+1)
+		var e webhookEvent
+		if err := json.Unmarshal(bodies[i], &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Agent != c.want {
+			t.Errorf("%+v: agent %q, want %q", c.req, e.Agent, c.want)
+		}
 	}
 }
