@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/failover"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
@@ -271,5 +273,12 @@ func checkServer(ctx context.Context, c *http.Client, base url.URL, token, token
 			logger.Warn("agentassistant-srv serves HTTPS there (its -tls-cert): questions fail until agentassistant-mcp reaches it so", "server", base.String(),
 				"hint", "give -server https://"+base.Host+" (or agentassistant_servers = [\"https://"+base.Host+"\"]), with a name its certificate holds")
 		}
+	case http.StatusServiceUnavailable:
+		// It runs, but can save nothing just now; its reason comes with
+		// the token.
+		var h struct{ Reason string }
+		_ = json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&h)
+		logger.Warn("agentassistant-srv cannot save questions just now: they fail until it can", "server", base.String(),
+			"reason", wire.OneLine(h.Reason), "hint", "see agentassistant-srv's log, and its /health")
 	}
 }

@@ -91,6 +91,29 @@ func TestWrongTokenSaidAtStart(t *testing.T) {
 	}
 }
 
+// TestUnhealthyServerSaidAtStart: a server that runs but can save
+// nothing just now (its cluster's NATS away, its disk full: /health 503)
+// is named at start with its own reason, not left for the first question
+// to find.
+func TestUnhealthyServerSaidAtStart(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"status":"unhealthy","reason":"nats: no responders\nforged line"}`)
+	}))
+	defer srv.Close()
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	out := runUntil(t, "cannot save questions", "-host", host, "-port", port, "-token", testToken)
+	for _, want := range []string{"nats: no responders", srv.URL} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stderr says nothing of %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\nforged line") {
+		t.Errorf("the server's reason starts a line of its own:\n%s", out)
+	}
+}
+
 // TestNoTokenSaysWhereItLooked: with no token given and no server's
 // token file in the user config directory (a server started with -data
 // elsewhere, or as another user), the warning names the file it looked
