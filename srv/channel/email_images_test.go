@@ -113,7 +113,7 @@ func TestEmailReplyCarriesItsImages(t *testing.T) {
 		t.Fatalf("the agent got the images %v, want the screenshot (image/png) and the photo (image/heic)", types)
 	}
 	last := rep.Contents[len(rep.Contents)-1].GetText().GetText()
-	if !strings.Contains(last, "1 file that is no image") {
+	if !strings.Contains(last, "1 file not taken as an image") {
 		t.Errorf("the agent was not told of the PDF left out: %q", last)
 	}
 }

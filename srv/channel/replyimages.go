@@ -82,7 +82,7 @@ func (r *replyImages) note() string {
 		parts = append(parts, fmt.Sprintf("%s over the limit of %d images and %d MiB", count(r.over, "image"), maxReplyImages, maxReplyImageBytes>>20))
 	}
 	if r.files > 0 {
-		parts = append(parts, count(r.files, "file")+" that is no image (PNG, JPEG, GIF, WebP or HEIC)")
+		parts = append(parts, count(r.files, "file")+" not taken as an image (PNG, JPEG, GIF, WebP or HEIC)")
 	}
 	if parts == nil {
 		return ""
