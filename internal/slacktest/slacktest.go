@@ -21,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -68,6 +69,10 @@ type API struct {
 	// down is the HTTP status every method answers while Slack is out
 	// of service (Down), 0 while it is not.
 	down int
+	// files are the files people shared (AddFile), by their path.
+	files map[string][]byte
+	// fetched counts the downloads of files with the bot token.
+	fetched int
 }
 
 // Down has every method answered with the HTTP status status and no
@@ -170,7 +175,58 @@ func (api *API) mux() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/{method}", api.method)
 	mux.HandleFunc("GET /link/", api.socket)
+	mux.HandleFunc("GET /files-pri/{file}/{name}", api.file)
 	return mux
+}
+
+// AddFile keeps data as a file a person shared, id its ID (F…), and
+// returns it as a message's files[] holds it (api.slack.com/types/file):
+// its url_private, served on the double's host, needs the bot token.
+func (api *API) AddFile(id, name, mimetype string, data []byte) map[string]any {
+	path := "/files-pri/T1-" + id + "/" + name
+	api.mu.Lock()
+	if api.files == nil {
+		api.files = map[string][]byte{}
+	}
+	api.files[path] = data
+	api.mu.Unlock()
+	return map[string]any{"id": id, "name": name, "title": name, "mimetype": mimetype, "filetype": strings.TrimPrefix(mimetype, "image/"),
+		"size": len(data), "mode": "hosted", "url_private": api.URL + path, "url_private_download": api.URL + path + "?download=1"}
+}
+
+// Fetched is how many files were downloaded with the bot token.
+func (api *API) Fetched() int {
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	return api.fetched
+}
+
+// file serves a shared file to a request bearing the bot token
+// (Authorization: Bearer); as Slack, it sends any other to sign in.
+func (api *API) file(w http.ResponseWriter, r *http.Request) {
+	api.mu.Lock()
+	data, ok := api.files[r.URL.Path]
+	authorized := r.Header.Get("Authorization") == "Bearer "+api.botToken
+	if ok && authorized {
+		api.fetched++
+	}
+	api.mu.Unlock()
+	switch {
+	case !authorized:
+		http.Redirect(w, r, "/?redir="+url.QueryEscape(r.URL.Path), http.StatusFound)
+	case !ok:
+		http.NotFound(w, r)
+	default:
+		_, _ = w.Write(data)
+	}
+}
+
+// FileReply is ThreadReply with files (AddFile's): a file_share message.
+func FileReply(user, channel, ts, text string, files ...map[string]any) map[string]any {
+	env := ThreadReply(user, channel, ts, text)
+	ev := env["event"].(map[string]any)
+	ev["subtype"], ev["files"], ev["upload"] = "file_share", files, false
+	return env
 }
 
 // BotUser is the bot's user ID (auth.test's user_id): a thread reply's

@@ -301,9 +301,9 @@ func FuzzHTMLText(f *testing.F) {
 	})
 }
 
-// TestEmailLargeReplyAnswers: a reply with a large attachment (a photo
-// from a phone) answers with its text, read alone: the attachment is
-// not fetched.
+// TestEmailLargeReplyAnswers: a reply with a large attachment that says
+// it is no image (a document) answers with its text, read alone: the
+// attachment is not fetched.
 func TestEmailLargeReplyAnswers(t *testing.T) {
 	sink, box := newSMTPSink(t), newIMAPBox(t)
 	proxy := newCountingProxy(t, box.addr)
@@ -314,13 +314,13 @@ func TestEmailLargeReplyAnswers(t *testing.T) {
 	answered := f.ask(tokA, "q-1")
 	_, h, _ := sink.wait(t, 1)
 	id, _ := h.MessageID()
-	photo := strings.Repeat(strings.Repeat("QUJD", 19)+"\r\n", 40_000) // 3 MiB of base64
+	doc := strings.Repeat(strings.Repeat("QUJD", 19)+"\r\n", 40_000) // 3 MiB of base64
 	box.deliverRaw(t, replyHeader(id, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="b1"`),
 		"--b1\r\nContent-Type: multipart/alternative; boundary=\"b2\"\r\n\r\n"+
 			"--b2\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\nShip it, =FCber-quick.\r\n\r\nOn Fri, aa wrote:\r\n> Deploy?\r\n"+
 			"--b2\r\nContent-Type: text/html\r\n\r\n<p>Ship it</p>\r\n--b2--\r\n"+
-			"--b1\r\nContent-Type: image/jpeg\r\nContent-Disposition: attachment; filename=photo.jpg\r\nContent-Transfer-Encoding: base64\r\n\r\n"+photo+"--b1--\r\n")
-	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it, über-quick." {
+			"--b1\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename=report.pdf\r\nContent-Transfer-Encoding: base64\r\n\r\n"+doc+"--b1--\r\n")
+	if rep := waitAnswer(t, answered, logs); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it, über-quick." || len(rep.Contents) != 2 {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	eventually(t, "the reply marked read", func() bool { return box.seen(t)[1] })

@@ -3,6 +3,7 @@ package channel
 import (
 	"bytes"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/emersion/go-message"
@@ -14,52 +15,131 @@ import (
 // lines above the quote, or its HTML's when it has no plain text (some
 // mail programs send only HTML).
 func replyText(raw []byte) string {
+	text, _ := readMail(raw)
+	return text
+}
+
+// readMail is the answer a mail holds: its text (replyText) and the
+// images attached to it (mailParts.images).
+func readMail(raw []byte) (string, *replyImages) {
+	var m mailParts
 	ent, err := message.Read(bytes.NewReader(raw))
-	if err != nil && !unknownCoding(err) {
-		return ""
+	if err == nil || unknownCoding(err) {
+		m.walk(ent, 0)
 	}
-	text, markup, _ := firstText(ent, 0)
-	if text == "" && markup != "" {
-		text = htmlText(markup)
-	}
-	return Clip(stripQuote(text), maxAnswer)
+	return m.answer(), m.images()
 }
 
 // maxDepth bounds the nesting of a mail's multiparts looked into.
 const maxDepth = 8
 
-// firstText is the body of e's first inline text/plain part (ok), or
-// else of its first text/html part, looking into its multiparts
-// (go-message's mail.Reader gives up on a part whose transfer encoding
-// it does not know: this reads it as it is).
-func firstText(e *message.Entity, depth int) (text, markup string, ok bool) {
+// mailParts are what a mail's parts hold: its first inline text/plain
+// part (plain), or else its first text/html one (markup), and its files.
+type mailParts struct {
+	plain, markup string
+	text          bool // plain was found
+	files         []mailFile
+}
+
+// mailFile is a file a mail holds: its Content-ID and (the start of) its
+// bytes.
+type mailFile struct {
+	cid  string
+	data []byte
+}
+
+// walk reads e's parts, looking into its multiparts (go-message's
+// mail.Reader gives up on a part whose transfer encoding it does not
+// know: this reads it as it is). A part holding a mail (message/rfc822:
+// the original, forwarded or quoted) is no file of the person's.
+func (m *mailParts) walk(e *message.Entity, depth int) {
 	if mr := e.MultipartReader(); mr != nil {
-		if depth >= maxDepth {
-			return "", "", false
-		}
-		for {
+		for depth < maxDepth {
 			p, err := mr.NextPart()
 			if err != nil && !unknownCoding(err) {
-				return "", markup, false
+				return
 			}
-			t, h, ok := firstText(p, depth+1)
-			if ok {
-				return t, "", true
-			}
-			if markup == "" {
-				markup = h
-			}
+			m.walk(p, depth+1)
 		}
+		return
 	}
 	t, _, _ := e.Header.ContentType()
-	if disp, _, _ := e.Header.ContentDisposition(); disp == "attachment" || t != "text/plain" && t != "text/html" {
-		return "", "", false
+	disp, _, _ := e.Header.ContentDisposition()
+	switch {
+	case strings.HasPrefix(t, "message/"):
+	case disp != "attachment" && t == "text/plain":
+		if !m.text {
+			m.plain, m.text = readPart(e.Body, maxReplySize), true
+		}
+	case disp != "attachment" && t == "text/html":
+		if m.markup == "" {
+			m.markup = readPart(e.Body, maxReplySize)
+		}
+	case disp == "attachment" || !strings.HasPrefix(t, "text/"):
+		if len(m.files) < maxMailFiles {
+			b, _ := io.ReadAll(io.LimitReader(e.Body, maxReplyImageBytes+1))
+			m.files = append(m.files, mailFile{cid: contentID(e.Header.Get("Content-ID")), data: b})
+		}
 	}
-	b, _ := io.ReadAll(io.LimitReader(e.Body, maxReplySize))
-	if t == "text/html" {
-		return "", string(b), false
+}
+
+// maxMailFiles bounds the files of a mail looked at.
+const maxMailFiles = 4 * maxReplyImages
+
+func readPart(r io.Reader, n int64) string {
+	b, _ := io.ReadAll(io.LimitReader(r, n))
+	return string(b)
+}
+
+// contentID is a Content-ID header's ID, without its angle brackets.
+func contentID(h string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(h), "<"), ">")
+}
+
+// answer is the text the person wrote, above the quote.
+func (m *mailParts) answer() string {
+	text := m.plain
+	if !m.text && m.markup != "" {
+		text = htmlText(m.markup)
 	}
-	return string(b), "", true
+	return Clip(stripQuote(text), maxAnswer)
+}
+
+// images are the mail's files that are images, within the bounds: a
+// part its HTML shows (a cid: link, such as a signature's logo, or an
+// image of the quoted mail) is none the person attached.
+func (m *mailParts) images() *replyImages {
+	shown := cidLinks(m.markup)
+	var r replyImages
+	for _, f := range m.files {
+		if f.cid == "" || !shown[strings.ToLower(f.cid)] {
+			r.add(f.data)
+		}
+	}
+	return &r
+}
+
+// cidLinks are the Content-IDs the HTML markup links to (cid:…, RFC
+// 2392), in lower case.
+func cidLinks(markup string) map[string]bool {
+	links := map[string]bool{}
+	lower := strings.ToLower(markup)
+	for {
+		i := strings.Index(lower, "cid:")
+		if i < 0 {
+			return links
+		}
+		lower = lower[i+4:]
+		end := strings.IndexAny(lower, "\"' >)\t\r\n")
+		if end < 0 {
+			end = len(lower)
+		}
+		id, err := url.PathUnescape(html.UnescapeString(lower[:end]))
+		if err != nil {
+			id = lower[:end]
+		}
+		links[id] = true
+	}
 }
 
 // htmlDropped are the elements whose content is no text.

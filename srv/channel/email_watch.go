@@ -391,22 +391,26 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 		read = e.readTextPart
 	}
 	uid := r.uid
-	text, err := read(c, uid)
+	text, imgs, err := read(c, uid)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errUnread, err)
 	}
 	from := r.addr()
 	why, hint := r.gone, ""
 	// A reply naming several options of a question taking several
-	// answers with them, one text each (multi.go).
-	contents := typedContents(r.q.Labels, r.q.Multi, true, text)
+	// answers with them, one text each (multi.go); its images after.
+	typed := typedContents(r.q.Labels, r.q.Multi, true, text)
+	if text == "" {
+		typed = nil
+	}
+	contents := imgs.with(typed)
 	switch {
-	case why != "" && text != "" && a.tookAlready(r.q, "email:"+from, contents):
+	case why != "" && len(contents) > 0 && (a.tookAlready(r.q, "email:"+from, contents) || len(typed) > 0 && a.tookAlready(r.q, "email:"+from, typed)):
 		// This very reply, taken before (read again after the watch
 		// moved, its reader gone before it marked it read): it answered.
 		why = ""
 	case why != "":
-	case text == "":
+	case text == "" && len(imgs.got) == 0:
 		why = "it has no text of its own above the quoted mail"
 	default:
 		// Answered first, marked read after: an answer the server cannot
@@ -416,7 +420,16 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 			why = "the question is not one this server asks any more"
 			break
 		}
-		switch err := a.ReplyWith(ctx, token, r.q.Kind, r.q.ID, contents, from, from, "email"); {
+		err := a.ReplyWith(ctx, token, r.q.Kind, r.q.ID, contents, from, from, "email")
+		if errors.Is(err, hub.ErrNotAnOption) && len(typed) > 0 && len(contents) > len(typed) {
+			// A question that takes only its options takes no image:
+			// the option named answers, without them.
+			if err = a.ReplyWith(ctx, token, r.q.Kind, r.q.ID, typed, from, from, "email"); err == nil {
+				e.log().Info("email: a reply's files left out: its question takes only its options", "from", from, "id", r.q.ID)
+			}
+			contents = typed
+		}
+		switch {
 		case err == nil:
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)
@@ -430,7 +443,7 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 			// watch moved, or before it was marked read): it answered.
 		case errors.Is(err, hub.ErrNotPending): // settled meanwhile
 			why = e.goneOf(ctx, r.qid)
-		case err != nil: // for good: tried again, it would stop the watch
+		default: // for good: tried again, it would stop the watch
 			why = err.Error()
 		}
 	}
@@ -445,78 +458,117 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 }
 
 // readWhole is the answer in the reply uid, fetched whole (it is at most
-// maxReplySize).
-func (e *Email) readWhole(c *imapclient.Client, uid imap.UID) (string, error) {
+// maxReplySize): its text and images.
+func (e *Email) readWhole(c *imapclient.Client, uid imap.UID) (string, *replyImages, error) {
 	whole := &imap.FetchItemBodySection{Peek: true}
 	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
 	if err != nil {
-		return "", fmt.Errorf("fetch a reply: %w", err)
+		return "", nil, fmt.Errorf("fetch a reply: %w", err)
 	}
 	if len(msgs) != 1 {
-		return "", nil // gone meanwhile
+		return "", &replyImages{}, nil // gone meanwhile
 	}
-	return replyText(msgs[0].FindBodySection(whole)), nil
+	text, imgs := readMail(msgs[0].FindBodySection(whole))
+	return text, imgs, nil
 }
 
 // readTextPart is the answer in the reply uid, too large to fetch whole
 // (a photo attached): its structure is read, then its first inline
-// text/plain part alone (or else text/html), its MIME header and at most
-// maxReplySize of its body.
-func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, error) {
+// text/plain part (or else text/html; the HTML too when a file may be
+// one it shows), each its MIME header and at most maxReplySize of its
+// body, and the files that say they are images (or say nothing:
+// application/octet-stream), as many as the bounds take by their size.
+func (e *Email) readTextPart(c *imapclient.Client, uid imap.UID) (string, *replyImages, error) {
 	msgs, err := c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true}}).Collect()
 	if err != nil {
-		return "", fmt.Errorf("fetch a reply's structure: %w", err)
+		return "", nil, fmt.Errorf("fetch a reply's structure: %w", err)
 	}
+	imgs := &replyImages{}
 	if len(msgs) != 1 || msgs[0].BodyStructure == nil {
-		return "", nil
+		return "", imgs, nil
 	}
 	var plain, markup []int
+	var files [][]int
+	cids := false
+	guess := 0 // the bytes of the files fetched, decoded
 	msgs[0].BodyStructure.Walk(func(path []int, part imap.BodyStructure) bool {
 		if len(path) > maxDepth {
 			return false
 		}
 		single, ok := part.(*imap.BodyStructureSinglePart)
 		if !ok {
-			return true
+			return !strings.HasPrefix(part.MediaType(), "message/")
 		}
-		if d := single.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
-			return false
-		}
-		switch single.MediaType() {
-		case "text/plain":
+		attached := single.Disposition() != nil && strings.EqualFold(single.Disposition().Value, "attachment")
+		switch t := single.MediaType(); {
+		case strings.HasPrefix(t, "message/"):
+		case !attached && t == "text/plain":
 			if plain == nil {
 				plain = slices.Clone(path)
 			}
-		case "text/html":
+		case !attached && t == "text/html":
 			if markup == nil {
 				markup = slices.Clone(path)
 			}
+		case strings.HasPrefix(t, "image/") || t == "application/octet-stream":
+			if size := int(single.Size) / 4 * 3; imgs.fits(guess + size) {
+				files, guess = append(files, slices.Clone(path)), guess+size
+				cids = cids || single.ID != ""
+			}
+		case attached || !strings.HasPrefix(t, "text/"):
+			imgs.files++
 		}
 		return false
 	})
-	path := plain
-	if path == nil {
-		path = markup
+	if len(files) > maxReplyImages {
+		imgs.over += len(files) - maxReplyImages
+		files = files[:maxReplyImages]
 	}
-	if path == nil {
-		return "", nil
+	var parts [][]int
+	if plain != nil {
+		parts = append(parts, plain)
 	}
-	mime := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierMIME, Part: path, Peek: true}
-	if _, single := msgs[0].BodyStructure.(*imap.BodyStructureSinglePart); single {
-		// Not multipart: its part 1 is its body, described by the mail's
-		// own header.
-		mime = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true, Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+	if markup != nil && (plain == nil || cids) {
+		parts = append(parts, markup)
 	}
-	body := &imap.FetchItemBodySection{Part: path, Peek: true, Partial: &imap.SectionPartial{Size: maxReplySize}}
-	msgs, err = c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{mime, body}}).Collect()
+	parts = append(parts, files...)
+	_, single := msgs[0].BodyStructure.(*imap.BodyStructureSinglePart)
+	var sections []*imap.FetchItemBodySection
+	for i, path := range parts {
+		mime := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierMIME, Part: path, Peek: true}
+		if single {
+			// Not multipart: its part 1 is its body, described by the mail's
+			// own header.
+			mime = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true, Partial: &imap.SectionPartial{Size: maxHeaderRead}}
+		}
+		limit := int64(maxReplySize)
+		if i >= len(parts)-len(files) {
+			limit = maxReplyImageBytes/3*4 + maxReplyImageBytes/38 + 64 // base64, its lines of 76
+		}
+		sections = append(sections, mime, &imap.FetchItemBodySection{Part: path, Peek: true, Partial: &imap.SectionPartial{Size: limit}})
+	}
+	if len(sections) == 0 {
+		return "", imgs, nil
+	}
+	msgs, err = c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true, BodySection: sections}).Collect()
 	if err != nil {
-		return "", fmt.Errorf("fetch a reply's text: %w", err)
+		return "", nil, fmt.Errorf("fetch a reply's text: %w", err)
 	}
 	if len(msgs) != 1 {
-		return "", nil
+		return "", imgs, nil
 	}
-	head := bytes.TrimRight(msgs[0].FindBodySection(mime), "\r\n")
-	return replyText(slices.Concat(head, []byte("\r\n\r\n"), msgs[0].FindBodySection(body))), nil
+	var m mailParts
+	for i := 0; i < len(sections); i += 2 {
+		head := bytes.TrimRight(msgs[0].FindBodySection(sections[i]), "\r\n")
+		ent, err := message.Read(bytes.NewReader(slices.Concat(head, []byte("\r\n\r\n"), msgs[0].FindBodySection(sections[i+1]))))
+		if err == nil || unknownCoding(err) {
+			m.walk(ent, maxDepth)
+		}
+	}
+	read := m.images()
+	read.over += imgs.over
+	read.files += imgs.files
+	return m.answer(), read, nil
 }
 
 // errNotSaved: a reply's answer could not be saved now; it is tried

@@ -4,9 +4,13 @@ package channel
 // thread replies that answer (slack.go sends and edits the messages).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -365,8 +369,8 @@ func slackUneditable(err error) bool {
 }
 
 // replyKinds are the subtypes of a message a person writes in a thread:
-// a plain one, one also sent to the channel, one with a file (whose text
-// answers; the file is not carried).
+// a plain one, one also sent to the channel, one with files (whose
+// images answer with its text).
 var replyKinds = []string{"", "thread_broadcast", "file_share"}
 
 // replied answers the question whose thread a message is in, with its
@@ -427,22 +431,100 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		return
 	}
 	text := slackTyped(m.Text)
-	contents := typedContents(q.Labels, q.Multi, false, text)
+	typed := typedContents(q.Labels, q.Multi, false, text)
+	if strings.TrimSpace(text) == "" {
+		typed = nil
+	}
 	if q.Gone != "" {
-		if a.tookAlready(q, "slack:"+m.User, contents) {
+		if len(typed) > 0 && a.tookAlready(q, "slack:"+m.User, typed) {
 			return // this very reply, taken before (delivered again to another instance)
 		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
-	if strings.TrimSpace(text) == "" {
-		notTaken("an answer is text.")
+	imgs := s.images(ctx, m)
+	if len(typed) == 0 && len(imgs.got) == 0 {
+		notTaken("an answer is text or an image.")
 		return
 	}
+	contents := imgs.with(typed)
 	err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
+	if errors.Is(err, hub.ErrNotAnOption) && len(typed) > 0 && len(contents) > len(typed) {
+		// A question that takes only its options takes no image: the
+		// option named answers, without them.
+		contents = typed
+		err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
+		if err == nil {
+			logOf(s.Logger).Info("slack: a reply's files left out: its question takes only its options", "id", q.ID)
+		}
+	}
 	if err != nil && !a.tookAlready(q, "slack:"+m.User, contents) {
 		notTaken(err.Error())
 	}
+}
+
+// images are the images shared with a reply (its files[] that say they
+// are images, or say nothing, and whose bytes are one), within the
+// bounds, each downloaded with the bot token from the Web API's own host
+// (or its files. host: Slack's files.slack.com), within photoTimeout in
+// all.
+func (s *Slack) images(ctx context.Context, m *slackevents.MessageEvent) *replyImages {
+	var r replyImages
+	if m.Message == nil || len(m.Message.Files) == 0 {
+		return &r
+	}
+	ctx, cancel := context.WithTimeout(ctx, photoTimeout)
+	defer cancel()
+	for _, f := range m.Message.Files {
+		if t := f.Mimetype; t != "" && t != "application/octet-stream" && !strings.HasPrefix(t, "image/") {
+			r.files++
+			continue
+		}
+		if !r.fits(f.Size) {
+			continue
+		}
+		data, err := s.download(ctx, f.URLPrivate, r.room())
+		if err != nil {
+			s.warn("slack: a reply's file cannot be read", "id", f.ID, "err", s.redact(err))
+			r.files++
+			continue
+		}
+		r.add(data)
+	}
+	return &r
+}
+
+// download reads the file at address, at most n bytes, with the bot
+// token: only from the Web API's host or its files. host, by https
+// unless the API is reached by http (a test's), following no redirect.
+func (s *Slack) download(ctx context.Context, address string, n int) ([]byte, error) {
+	api, err := url.Parse(cmp.Or(s.APIURL, slack.APIURL))
+	if err != nil {
+		return nil, err
+	}
+	u, err := url.Parse(address)
+	if err != nil || u.Scheme != api.Scheme || u.User != nil || u.Host != api.Host && u.Host != "files."+api.Host {
+		return nil, errors.New("its address is not on the Slack API's host")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.BotToken)
+	client := &http.Client{Transport: s.transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.Do(req) // #nosec G107 -- only the Slack API's own host
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("Slack answered %d", resp.StatusCode)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, int64(n)+1))
+	if err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // learnBotUser asks Slack for the bot's own user ID, once known kept;

@@ -1,0 +1,70 @@
+package channel
+
+import (
+	"bytes"
+	"image/color"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/agentassistant/agentassistant/internal/slacktest"
+)
+
+// TestSlackReplyCarriesItsImages: a thread reply with files reaches the
+// agent with its images after its text, each downloaded with the bot
+// token and typed by its bytes; a PDF is left out with a word to the
+// agent, and a file whose url_private names another host is not fetched
+// (the bot token goes nowhere but Slack). A question that takes only its
+// options answers with the option named, its image left out.
+func TestSlackReplyCarriesItsImages(t *testing.T) {
+	const botToken, appToken = "xoxb-15-secret-bot-token", "xapp-15-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+		_, _ = w.Write(pngOf(t, color.White))
+	}))
+	t.Cleanup(other.Close)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	free := f.askText(tokA, "q-1", "What breaks?", nil)
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	shot := pngOf(t, color.RGBA{G: 200, A: 255})
+	astray := api.AddFile("F4", "x.png", "image/png", shot)
+	astray["url_private"] = other.URL + "/files-pri/T1-F4/x.png"
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", dm, ts, "See these",
+		api.AddFile("F1", "shot.png", "image/png", shot),
+		api.AddFile("F2", "IMG_2.HEIC", "image/jpeg", heic),
+		api.AddFile("F3", "report.pdf", "application/pdf", []byte("%PDF-1.4\n")),
+		astray))
+	rep := answer(t, free)
+	if rep == nil || rep.Contents[0].GetText().GetText() != "See these" {
+		t.Fatalf("the agent got %v", rep)
+	}
+	types, data := imagesOf(t, rep.Contents)
+	if strings.Join(types, " ") != "image/png image/heic" || !bytes.Equal(data[0], shot) || !bytes.Equal(data[1], heic) {
+		t.Errorf("the agent got the images %v, want the screenshot (image/png) and the photo (image/heic)", types)
+	}
+	if last := rep.Contents[len(rep.Contents)-1].GetText().GetText(); !strings.Contains(last, "2 files not taken as an image") {
+		t.Errorf("the agent was not told of the files left out: %q", last)
+	}
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("a file on another host was requested %d times", n)
+	}
+	if n := api.Fetched(); n != 2 {
+		t.Errorf("%d files downloaded with the bot token, want the two images", n)
+	}
+
+	chosen := f.askChoices(tokA, "q-2")
+	ts2 := api.Call(t, "chat.postMessage", 2)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts2}); return ok })
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", dm, ts2, "Ship it", api.AddFile("F5", "s.png", "image/png", shot)))
+	if rep := answer(t, chosen); rep == nil || len(rep.Contents) != 1 || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Errorf("the agent got %v, want the option alone", rep)
+	}
+}
