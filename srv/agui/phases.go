@@ -48,8 +48,13 @@ func (t *thread) plan(in *RunAgentInput) ([]result, *Message, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []result
+	seen := make(map[string]bool, len(tail))
 	for _, m := range tail {
 		id := m.callID()
+		if seen[id] { // the agent would get one, and the frontend not know which
+			return nil, nil, fmt.Errorf("this run answers tool call %q twice: give one result for each call", wire.Clip(id, 64))
+		}
+		seen[id] = true
 		name, delivered := t.done[id]
 		if !delivered {
 			var waiting bool

@@ -304,9 +304,9 @@ func (ch *channel) fromHome(instance string, env Envelope) {
 		ch.remoteSession = p.SessionID
 		broadcast = true
 	case wire.TypeSnapshotState, wire.TypeToolResult:
-		_ = ch.absorbState(env.Payload, false) // past the budget, Local.State still has the home's
+		_, _ = ch.absorbState(env.Payload, false) // past the budget, Local.State still has the home's
 	case wire.TypeStateUpdated:
-		_ = ch.absorbState(env.Payload, true)
+		_, _ = ch.absorbState(env.Payload, true)
 		broadcast = true
 	case wire.TypeUserMessage:
 		broadcast = true // the home keeps it in its mailbox for in-process agents

@@ -17,6 +17,9 @@ const (
 	DefaultMaxSessionsPerToken = 64
 	// DefaultCallTimeout is what an agent's request waits for the host.
 	DefaultCallTimeout = 20 * time.Second
+	// maxTools is how many of its host's tools a relay session lists for
+	// its agents (State.Tools), as many as an AG-UI run may declare.
+	maxTools = 256
 )
 
 // tokenUse is what one token holds in the relay. It lives in Relay.use

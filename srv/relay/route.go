@@ -256,17 +256,24 @@ func (ch *channel) fromHost(p Peer, env Envelope) *Error {
 		broadcast = true
 	case wire.TypeSnapshotState, wire.TypeToolResult:
 		// The answer goes to its agent even when its state is not kept.
-		if refused = ch.absorbState(env.Payload, false); refused != nil {
+		var unlisted *Error
+		if unlisted, refused = ch.absorbState(env.Payload, false); refused != nil {
 			ch.fail(p, env.ID, refused)
+		} else if unlisted != nil {
+			ch.fail(p, env.ID, unlisted)
 		}
 		if env.Type == wire.TypeSnapshotState && ch.log != nil {
 			env.Payload = setFields(env.Payload, map[string]any{"sessionId": ch.log.ID()})
 		}
 	case wire.TypeStateUpdated:
 		// Not kept, not sent: the agents' state and the relay's stay one.
-		if e := ch.absorbState(env.Payload, true); e != nil {
+		unlisted, e := ch.absorbState(env.Payload, true)
+		if e != nil {
 			ch.fail(p, env.ID, e)
 			return e
+		}
+		if unlisted != nil { // kept and sent on all the same
+			ch.fail(p, env.ID, unlisted)
 		}
 		broadcast = true
 	case wire.TypeUserMessage:
