@@ -390,6 +390,14 @@ var errGone = errors.New("the subscription is gone")
 // device would be alerted to a question answered, and in a cluster the
 // push that closes it may have gone out already, from another instance.
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
+	if j.token != "" && p.o.Closes != nil {
+		// Settled already, it is not marked in flight: a close left to
+		// this instance would be taken over (takeOverLater) for nothing.
+		if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
+			return false
+		}
+	}
 	if c := p.o.Closes; c != nil && !j.owed {
 		decide := c.Closing
 		if j.token != "" {
