@@ -341,13 +341,26 @@ func (p *Push) Pushing(room, id, sub string) (bool, error) {
 
 // Pushed marks the question's push through; true when it was settled
 // meanwhile, its close then this instance's. Closed meanwhile by an
-// instance that took this push for a dead one's, it is closed again.
+// instance that took this push for a dead one's (TakeOver, Closing), it
+// is not closed again: this instance was only slow (stopped), and its
+// push reached the push service before it stopped, or is cut.
 func (p *Push) Pushed(room, id, sub string) (bool, error) {
 	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
 		switch s {
 		case closePushing:
 			return closePushed, false
-		case closeOwed, closeClosed:
+		case closeOwed:
+			return closeClosed, true
+		}
+		return "", false
+	})
+}
+
+// TakeOver makes the close owed to the instance pushing the question
+// this instance's (true), unless that one pushed it meanwhile.
+func (p *Push) TakeOver(room, id, sub string) (bool, error) {
+	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+		if s == closeOwed {
 			return closeClosed, true
 		}
 		return "", false

@@ -66,8 +66,13 @@ type Options struct {
 	// Closes tells the instances of a cluster which one pushes a
 	// question's close to a device (srv/cluster); nil: one instance.
 	Closes Closes
-	Logger *slog.Logger
-	Now    func() time.Time
+	// TakeOver is how long a close left to the instance pushing its
+	// question waits for it before this one takes it over (Closes): that
+	// instance died or stopped mid-push. Default: longer than a push and
+	// its backoff take.
+	TakeOver time.Duration
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Closes decide, among the instances of a cluster, which one pushes the
@@ -85,6 +90,10 @@ type Closes interface {
 	// Closing is told before the close of a settle's event is pushed:
 	// false when the instance pushing the question pushes it.
 	Closing(room, id, sub string) (bool, error)
+	// TakeOver is told Options.TakeOver after Closing said false: true
+	// when the close is owed still (its pusher died or stopped mid-push),
+	// and now this instance's; the pusher's Pushed then says false.
+	TakeOver(room, id, sub string) (bool, error)
 }
 
 // maxPerService bounds the pushes in flight to one push service (one
@@ -96,6 +105,9 @@ const maxPerService = 4
 // queueLen bounds what waits for one subscription; past it the oldest
 // push is dropped (a notification the next one replaces anyway).
 const queueLen = 32
+
+// pushTimeout bounds one push.
+const pushTimeout = 15 * time.Second
 
 // idleFor: a sender with nothing to send for this long ends.
 const idleFor = 30 * time.Second
@@ -153,6 +165,8 @@ func New(o Options) *Pusher {
 	}
 	opt.Default(&o.Tries, 4)
 	opt.Default(&o.Backoff, time.Second)
+	// A push's own bound and its longest backoff, twice over.
+	opt.Default(&o.TakeOver, 2*(pushTimeout+o.Backoff<<max(o.Tries-2, 0)))
 	opt.Logger(&o.Logger)
 	opt.Clock(&o.Now)
 	if o.Caps == nil {
@@ -376,6 +390,14 @@ var errGone = errors.New("the subscription is gone")
 // device would be alerted to a question answered, and in a cluster the
 // push that closes it may have gone out already, from another instance.
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
+	if j.token != "" && p.o.Closes != nil {
+		// Settled already, it is not marked in flight: a close left to
+		// this instance would be taken over (takeOverLater) for nothing.
+		if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
+			return false
+		}
+	}
 	if c := p.o.Closes; c != nil && !j.owed {
 		decide := c.Closing
 		if j.token != "" {
@@ -385,6 +407,9 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
 		} else if !ok {
 			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "type", j.msg.Type)
+			if j.token == "" {
+				p.takeOverLater(sd, j)
+			}
 			return false
 		}
 	}
@@ -468,6 +493,33 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
 }
 
+// takeOverLater pushes the close j, left to the instance pushing its
+// question, if that instance has not pushed it after Options.TakeOver:
+// killed or stopped mid-push, it may never. Of the two, one pushes it
+// (Closes.TakeOver and Closes.Pushed compare-and-set the same claim).
+func (p *Pusher) takeOverLater(sd *sender, j job) {
+	p.goroutines.Go(func() {
+		t := time.NewTimer(p.o.TakeOver)
+		defer t.Stop()
+		select {
+		case <-p.goroutines.Done():
+			return
+		case <-t.C:
+		}
+		ok, err := p.o.Closes.TakeOver(sd.room, j.msg.ID, sd.sub.ID)
+		switch {
+		case err != nil: // decided alone: a close twice rather than none
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+		case !ok:
+			return
+		default:
+			p.log.Info("push close taken over: the instance pushing its question did not close it", "subscription", sd.sub.ID)
+		}
+		j.owed = true
+		p.queue(sd.room, sd.sub, j)
+	})
+}
+
 // removeGone removes sd's subscription, which its push service called
 // gone, unless it was renewed meanwhile: then its ID lives on at
 // another endpoint. Whether it was is judged in the removal itself, on
@@ -549,7 +601,7 @@ func (p *Pusher) post(s Subscription, j job) error {
 	}
 	defer func() { <-sl }()
 	// Close ends a push in flight.
-	ctx, cancel := context.WithTimeout(p.goroutines.Context(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(p.goroutines.Context(), pushTimeout)
 	defer cancel()
 	resp, err := webpush.SendNotificationWithContext(ctx, j.msg.encode(),
 		&webpush.Subscription{Endpoint: s.Endpoint, Keys: webpush.Keys{P256dh: s.P256dh, Auth: s.Auth}},

@@ -1,0 +1,107 @@
+package push
+
+import (
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
+	"github.com/agentassistant/agentassistant/srv/store"
+)
+
+// leftClose is a cluster's Closes where every close is left to another
+// instance pushing its question, which pushes it (pushed) or not.
+type leftClose struct {
+	mu     sync.Mutex
+	pushed bool // the pusher pushed the close
+	taken  int  // the closes taken over
+}
+
+func (*leftClose) Pushing(_, _, _ string) (bool, error) { return true, nil }
+func (*leftClose) Pushed(_, _, _ string) (bool, error)  { return false, nil }
+func (*leftClose) Closing(_, _, _ string) (bool, error) { return false, nil }
+func (c *leftClose) TakeOver(_, _, _ string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pushed {
+		return false, nil
+	}
+	c.taken++
+	return true, nil
+}
+
+// roundTrip is a push service on no network: it takes every push (201).
+type roundTrip func(*http.Request)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) {
+	f(r)
+	return &http.Response{StatusCode: http.StatusCreated, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+}
+
+// TestCloseTakenOverAfterItsDelay: a close left to the instance pushing
+// its question is pushed from here once TakeOver has passed and that
+// instance has not pushed it; not before, and not when it has.
+func TestCloseTakenOverAfterItsDelay(t *testing.T) {
+	for _, pushed := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			dir := t.TempDir()
+			keys, err := LoadOrCreateKeys(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			subs, err := OpenFileSubscriptions(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := newDevice(t, "/phone")
+			if err := subs.Put(store.Room(tokA), Subscription{ID: "s1", Endpoint: "https://push.example/phone",
+				P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(d.auth)}); err != nil {
+				t.Fatal(err)
+			}
+			var (
+				mu     sync.Mutex
+				closes int
+			)
+			svc := roundTrip(func(r *http.Request) {
+				if r.Header.Get("TTL") == "3600" {
+					mu.Lock()
+					closes++
+					mu.Unlock()
+				}
+			})
+			h := hub.New(hub.Options{})
+			defer h.Close()
+			cl := &leftClose{pushed: pushed}
+			p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, Client: &http.Client{Transport: svc},
+				Closes: cl, TakeOver: time.Minute})
+			defer p.Close()
+			go func() {
+				_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: 2 * time.Hour}) // its TTL is no close's
+			}()
+			synctest.Wait()
+			if err := h.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
+				t.Fatal(err)
+			}
+			count := func() int { synctest.Wait(); mu.Lock(); defer mu.Unlock(); return closes }
+			time.Sleep(time.Minute - time.Second)
+			if n := count(); n != 0 {
+				t.Fatalf("%d closes pushed before the pusher's time was up", n)
+			}
+			time.Sleep(time.Second)
+			want := 1
+			if pushed {
+				want = 0
+			}
+			if n := count(); n != want || cl.taken != want {
+				t.Fatalf("pusher pushed it: %v; %d closes pushed, %d taken over, want %d", pushed, n, cl.taken, want)
+			}
+		})
+	}
+}
