@@ -1,0 +1,88 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	"image/color"
+	"image/jpeg"
+	"image/png"
+	"sync"
+
+	"golang.org/x/image/draw"
+
+	// The decoders of readImages: GIF, JPEG and PNG are the standard
+	// library's, WebP is golang.org/x/image's.
+	_ "image/gif"
+
+	_ "golang.org/x/image/webp"
+)
+
+// An answer's image made fit for the agent's model, as the web app makes
+// what a person attaches (web/src/inbox/fitimage.ts): at most fitEdge
+// pixels on its long side and fitBytes long (a model's API refuses an
+// image of 5 MB or more of base64). Any client's image passes here, the
+// existing agentassistant's Flutter app sends a phone's photo as it is
+// (4,000 pixels, 6 MB), so one too large is drawn again, smaller: a
+// photo (JPEG, WebP) as a JPEG, any other as a PNG while that fits (a
+// JPEG then, its see-through parts white). One already fit is kept byte
+// for byte.
+const (
+	fitEdge  = 1568
+	fitBytes = 3_750_000
+	// maxPixels bounds what is decoded at all, read from the header
+	// first: a few bytes can declare an image of gigabytes.
+	maxPixels = 50_000_000
+)
+
+// fitting lets one image be decoded at a time: the memory an answer's
+// images take is that of the largest, however many arrive together.
+var fitting sync.Mutex
+
+// errNotRead is an image none of readImages decodes.
+var errNotRead = errors.New("it could not be read as a PNG, JPEG, GIF or WebP image")
+
+// fit is data, an image of type mime (one of readImages, "" when none),
+// fit for a model: nil when data is as it is, else data drawn again and
+// its type; or an error that says why it cannot be.
+func fit(data []byte, mime string) ([]byte, string, error) {
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if mime == "" || err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
+		return nil, "", errNotRead
+	}
+	if int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return nil, "", fmt.Errorf("it is %d×%d pixels, more than the %d megapixels read", cfg.Width, cfg.Height, maxPixels/1_000_000)
+	}
+	if max(cfg.Width, cfg.Height) <= fitEdge && len(data) <= fitBytes {
+		return nil, mime, nil
+	}
+	fitting.Lock()
+	defer fitting.Unlock()
+	src, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return nil, "", errNotRead
+	}
+	sb := src.Bounds()
+	scale := min(1, float64(fitEdge)/float64(max(sb.Dx(), sb.Dy())))
+	w, h := max(1, int(float64(sb.Dx())*scale+0.5)), max(1, int(float64(sb.Dy())*scale+0.5))
+	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
+	draw.CatmullRom.Scale(dst, dst.Bounds(), src, sb, draw.Src, nil)
+	var out bytes.Buffer
+	if (mime != "image/jpeg" && mime != "image/webp") || !dst.Opaque() {
+		if err := png.Encode(&out, dst); err == nil && out.Len() <= fitBytes {
+			return out.Bytes(), "image/png", nil
+		}
+	}
+	// A JPEG has no see-through parts: they go white, as on a page.
+	flat := image.NewRGBA(dst.Bounds())
+	draw.Draw(flat, flat.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
+	draw.Draw(flat, flat.Bounds(), dst, image.Point{}, draw.Over)
+	for _, q := range []int{85, 70, 50} {
+		out.Reset()
+		if err := jpeg.Encode(&out, flat, &jpeg.Options{Quality: q}); err == nil && out.Len() <= fitBytes {
+			return out.Bytes(), "image/jpeg", nil
+		}
+	}
+	return nil, "", fmt.Errorf("it is larger than %.2f MB even as a JPEG drawn %d pixels wide", float64(fitBytes)/1e6, w)
+}
