@@ -40,13 +40,23 @@ func fileAnswer(name, mime string, data []byte) *pb.McpResultContent {
 // noise is a w×h image of seeded random colours, the hardest to
 // compress: alpha 0 where see is true, else opaque.
 func noise(w, h int, see func(x, y int) bool) *image.NRGBA {
-	r := rand.New(rand.NewPCG(uint64(w), uint64(h)))
 	m := image.NewNRGBA(image.Rect(0, 0, w, h))
-	for i := 0; i < len(m.Pix); i += 4 {
-		binary.LittleEndian.PutUint32(m.Pix[i:], r.Uint32()|0xff000000)
+	_, _ = rand.NewChaCha8([32]byte{byte(w), byte(h)}).Read(m.Pix)
+	for i := 3; i < len(m.Pix); i += 4 {
+		m.Pix[i] = 0xff
 		if see != nil && see((i/4)%w, (i/4)/w) {
-			m.Pix[i+3] = 0
+			m.Pix[i] = 0
 		}
+	}
+	return m
+}
+
+// photo is a w×h photo of noise, as a camera stores it.
+func photo(w, h int) *image.YCbCr {
+	m := image.NewYCbCr(image.Rect(0, 0, w, h), image.YCbCrSubsampleRatio420)
+	r := rand.NewChaCha8([32]byte{byte(w), byte(h)})
+	for _, p := range [][]byte{m.Y, m.Cb, m.Cr} {
+		_, _ = r.Read(p)
 	}
 	return m
 }
@@ -113,38 +123,58 @@ func fitFor(t *testing.T, mime string, data []byte, wantMime string, w, h int) i
 }
 
 // TestAnswerPhotoFitForModel: a phone's photo as the existing
-// agentassistant's Flutter app sends it, 4000×3000 and over 3.75 MB (5
-// MB of base64, which a model's API refuses, failing the agent's every
-// turn that holds it), reaches the agent as a JPEG at most 1568 pixels
-// on its long side and 3.75 MB long: as an image and as a file alike.
+// agentassistant's Flutter app sends it, as a file, 4000×3000 and over
+// 3.75 MB (5 MB of base64, which a model's API refuses, failing the
+// agent's every turn that holds it), reaches the agent as a JPEG at most
+// 1568 pixels on its long side and 3.75 MB long; and upright: taken
+// upright, it is stored as the sensor read it, on its side, with an
+// EXIF orientation saying to turn it (6, a quarter turn clockwise),
+// which a browser follows and drawing it again drops.
 func TestAnswerPhotoFitForModel(t *testing.T) {
-	photo := encoded(t, func(b *bytes.Buffer) error {
-		return jpeg.Encode(b, noise(4000, 3000, nil), &jpeg.Options{Quality: 90})
-	})
-	if len(photo) <= fitBytes {
-		t.Fatalf("the photo is %d bytes, want more than %d", len(photo), fitBytes)
+	stored := photo(4000, 3000)
+	for y := range 3000 { // what is seen at the top: white
+		for x := range 1000 {
+			stored.Y[stored.YOffset(x, y)], stored.Cb[stored.COffset(x, y)], stored.Cr[stored.COffset(x, y)] = 0xff, 0x80, 0x80
+		}
 	}
-	got := images(t, answered(t, imageAnswer("image/jpeg", photo), fileAnswer("IMG_0001.jpg", "image/jpeg", photo)))
-	if len(got) != 2 {
-		t.Fatalf("the agent got %d images, want 2", len(got))
+	data := oriented(encoded(t, func(b *bytes.Buffer) error { return jpeg.Encode(b, stored, &jpeg.Options{Quality: 90}) }), 6)
+	if len(data) <= fitBytes {
+		t.Fatalf("the photo is %d bytes, want more than %d", len(data), fitBytes)
 	}
-	for _, g := range got {
-		fitFor(t, g.mime, g.data, "image/jpeg", 1568, 1176)
+	got := images(t, answered(t, fileAnswer("IMG_0001.jpg", "image/jpeg", data)))
+	if len(got) != 1 {
+		t.Fatalf("the agent got %d images, want 1", len(got))
+	}
+	m := fitFor(t, got[0].mime, got[0].data, "image/jpeg", 1176, 1568)
+	if r, _, _, _ := m.At(588, 100).RGBA(); r>>8 < 0xf0 {
+		t.Errorf("the photo's top is %x, want white: it is not upright", r>>8)
 	}
 }
 
+// oriented is a JPEG with an EXIF orientation o, as a camera writes it.
+func oriented(jpg []byte, o uint16) []byte {
+	tiff := []byte("MM\x00\x2a\x00\x00\x00\x08\x00\x01\x01\x12\x00\x03\x00\x00\x00\x01")
+	tiff = binary.BigEndian.AppendUint16(tiff, o)
+	tiff = append(tiff, 0, 0, 0, 0, 0, 0)
+	app1 := binary.BigEndian.AppendUint16([]byte{0xff, 0xd8, 0xff, 0xe1}, uint16(2+6+len(tiff)))
+	app1 = append(append(app1, "Exif\x00\x00"...), tiff...)
+	return append(app1, jpg[2:]...)
+}
+
 // TestAnswerScreenshotFitAsPNG: a screenshot of a large screen, a PNG
-// 5120 pixels wide, reaches the agent as a PNG 1568 pixels wide, its
+// 2560 pixels wide, reaches the agent as a PNG 1568 pixels wide, its
 // lines kept sharp rather than a JPEG's blur.
 func TestAnswerScreenshotFitAsPNG(t *testing.T) {
-	shot := image.NewNRGBA(image.Rect(0, 0, 5120, 2880))
-	for y := range 2880 {
-		for x := range 5120 {
-			c := color.NRGBA{0xf5, 0xf5, 0xf5, 0xff}
+	shot := image.NewNRGBA(image.Rect(0, 0, 2560, 1440))
+	dark, light := []byte{0x20, 0x40, 0x80, 0xff}, []byte{0xf5, 0xf5, 0xf5, 0xff}
+	for y := range 1440 {
+		row := shot.Pix[y*shot.Stride : (y+1)*shot.Stride]
+		for x := range 2560 {
+			c := light
 			if y < 120 || x < 600 || (y/40%2 == 0 && x%7 < 4) {
-				c = color.NRGBA{0x20, 0x40, 0x80, 0xff}
+				c = dark
 			}
-			shot.SetNRGBA(x, y, c)
+			copy(row[4*x:], c)
 		}
 	}
 	data := encoded(t, func(b *bytes.Buffer) error { return png.Encode(b, shot) })
@@ -155,17 +185,17 @@ func TestAnswerScreenshotFitAsPNG(t *testing.T) {
 	fitFor(t, got[0].mime, got[0].data, "image/png", 1568, 882)
 }
 
-// TestAnswerSeeThroughFitAsJPEG: a PNG with see-through parts that,
-// drawn smaller, is still too long as a PNG goes as a JPEG, its
+// TestAnswerSeeThroughFitAsJPEG: a PNG with see-through parts that is
+// too long as a PNG (small enough, 5.7 MB long) goes as a JPEG, its
 // see-through parts white, as on a page (not black).
 func TestAnswerSeeThroughFitAsJPEG(t *testing.T) {
-	src := noise(2400, 2400, func(x, y int) bool { return x < 1200 && y < 1200 })
+	src := noise(1200, 1200, func(x, y int) bool { return x < 600 && y < 600 })
 	data := encoded(t, func(b *bytes.Buffer) error { return png.Encode(b, src) })
 	got := images(t, answered(t, imageAnswer("image/png", data)))
 	if len(got) != 1 {
 		t.Fatalf("the agent got %d images, want 1", len(got))
 	}
-	m := fitFor(t, got[0].mime, got[0].data, "image/jpeg", 1568, 1568)
+	m := fitFor(t, got[0].mime, got[0].data, "image/jpeg", 1200, 1200)
 	if r, g, b, _ := m.At(300, 300).RGBA(); r>>8 < 0xf0 || g>>8 < 0xf0 || b>>8 < 0xf0 {
 		t.Errorf("a see-through part is %x %x %x, want white", r>>8, g>>8, b>>8)
 	}
@@ -226,6 +256,7 @@ func FuzzFit(f *testing.F) {
 	for _, whole := range [][]byte{
 		encoded(f, func(b *bytes.Buffer) error { return png.Encode(b, small) }),
 		encoded(f, func(b *bytes.Buffer) error { return jpeg.Encode(b, small, nil) }),
+		oriented(encoded(f, func(b *bytes.Buffer) error { return jpeg.Encode(b, noise(1600, 8, nil), nil) }), 8),
 		encoded(f, func(b *bytes.Buffer) error { return gif.Encode(b, pal, nil) }),
 		bombPNG(1600, 1600),
 	} {
