@@ -24,7 +24,7 @@ import (
 // An answer's image made fit for the agent's model, as the web app makes
 // what a person attaches (web/src/inbox/fitimage.ts): at most fitEdge
 // pixels on its long side and fitBytes long (a model's API refuses an
-// image of 5 MB or more of base64). Any client's image passes here, the
+// image of 5 MB or more of base64). Any client's image passes here: the
 // existing agentassistant's Flutter app sends a phone's photo as it is
 // (4,000 pixels, 6 MB), so one too large is drawn again, smaller: a
 // photo (JPEG, WebP) as a JPEG, any other as a PNG while that fits (a
@@ -89,7 +89,7 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 			return out.Bytes(), "image/jpeg", nil
 		}
 	}
-	return nil, "", fmt.Errorf("it is larger than %.2f MB even as a JPEG drawn %d pixels wide", float64(fitBytes)/1e6, w)
+	return nil, "", fmt.Errorf("it is larger than %.2f MB even as a JPEG %d pixels on its long side", float64(fitBytes)/1e6, max(w, h))
 }
 
 // upright is m turned as its EXIF orientation o (1 to 8) says it is
