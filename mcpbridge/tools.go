@@ -546,15 +546,27 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 var readImages = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
 
 // imageOf is an answer's image as the agent is handed it: typed as its
-// data is, when that is one of readImages (ok); else a line saying it
-// was left out, and what it came as.
+// data is, when that is one of readImages, and fit for its model (ok);
+// else a line saying it was left out, and why.
 func imageOf(im *pb.ImageContent) (c mcp.Content, ok bool) {
 	data, err := base64.StdEncoding.DecodeString(im.GetData())
-	if mime := readAs(data); err == nil && mime != "" {
+	mime := readAs(data)
+	if err != nil || mime == "" {
+		return leftOut(fmt.Sprintf("it came as %q, and is no PNG, JPEG, GIF or WebP image", wire.Clip(cmp.Or(im.GetMimeType(), "no type"), 64))), false
+	}
+	fitted, mime, err := fit(data, mime)
+	if err != nil {
+		return leftOut(err.Error()), false
+	}
+	if fitted == nil {
 		return mcp.NewImageContent(im.GetData(), mime), true
 	}
-	return mcp.NewTextContent(fmt.Sprintf("The person attached an image that is left out: it came as %q, and is no PNG, JPEG, GIF or WebP image.",
-		wire.Clip(cmp.Or(im.GetMimeType(), "no type"), 64))), false
+	return mcp.NewImageContent(base64.StdEncoding.EncodeToString(fitted), mime), true
+}
+
+// leftOut tells the agent of an image it is not handed, and why.
+func leftOut(why string) mcp.Content {
+	return mcp.NewTextContent("The person attached an image that is left out: " + why + ".")
 }
 
 // readAs is the one of readImages data is, or "" when it is none.
@@ -575,10 +587,17 @@ func embedded(e *pb.EmbeddedResource) mcp.Content {
 	if strings.HasPrefix(mime, "text/") || mime == "application/json" {
 		return mcp.NewEmbeddedResource(mcp.TextResourceContents{URI: e.GetUri(), MIMEType: mime, Text: string(e.GetData())})
 	}
+	data := e.GetData()
 	if slices.Contains(readImages, mime) {
-		mime = cmp.Or(readAs(e.GetData()), "application/octet-stream")
+		fitted, as, err := fit(data, readAs(data))
+		if err != nil {
+			as = "application/octet-stream"
+		} else if fitted != nil {
+			data = fitted
+		}
+		mime = as
 	}
-	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64.StdEncoding.EncodeToString(e.GetData())})
+	return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: e.GetUri(), MIMEType: mime, Blob: base64.StdEncoding.EncodeToString(data)})
 }
 
 // badArgs is the tool result for arguments the tool refuses: a tool
