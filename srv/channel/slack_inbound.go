@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -505,6 +506,11 @@ func (s *Slack) download(ctx context.Context, address string, n int) ([]byte, er
 	u, err := url.Parse(address)
 	if err != nil || u.Scheme != api.Scheme || u.User != nil || u.Host != api.Host && u.Host != "files."+api.Host {
 		return nil, errors.New("its address is not on the Slack API's host")
+	}
+	// A file's, not a Web API method's (which a GET calls too): under
+	// /files-pri/, climbing nowhere, asking nothing.
+	if !strings.HasPrefix(u.Path, "/files-pri/") || path.Clean(u.Path) != u.Path || u.RawQuery != "" {
+		return nil, errors.New("its address is no file's")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
