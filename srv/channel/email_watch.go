@@ -431,6 +431,9 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 		}
 		switch {
 		case err == nil:
+		case errors.Is(err, hub.ErrTooLarge): // now and later alike
+			e.log().Warn("email: a reply's answer is too large to save", "from", from, "id", r.q.ID, "err", err)
+			why = tooLarge
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)
 		case errors.Is(err, hub.ErrNotAnOption):

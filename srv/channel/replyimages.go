@@ -18,6 +18,10 @@ const (
 	maxReplyImageBytes = 8 << 20
 )
 
+// tooLarge is why a reply whose images make an answer larger than the
+// store takes (a cluster's NATS max_payload) is not taken.
+const tooLarge = "its images make the answer too large for this server to save; reply with smaller images or none, or answer in the app."
+
 // heifBrands are the ISO BMFF brands of a HEIC/HEIF image (a phone's
 // photo), which http.DetectContentType does not know.
 var heifBrands = []string{"heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1"}

@@ -190,3 +190,27 @@ func TestSlackLeadLostMidPress(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 }
+
+// TestSlackPhotoTooLargeForCluster: a thread reply whose photo makes an
+// answer larger than NATS's max_payload (1 MiB by default) is told at
+// once why it is not taken, not after trying again for nothing; the
+// question stays for a reply without it.
+func TestSlackPhotoTooLargeForCluster(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a := startNode(t, ns.URL(), "a")
+	sl, _ := slackNode(t, a, api)
+
+	answered := askOn(a.hub, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	waitUntil(t, "A reads what the message asks", slackNoted(t, a, sl, ts))
+	photo := append([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), make([]byte, 900<<10)...)
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", slackDM, ts, "Here is the bug.", api.AddFile("F1", "IMG_1.jpg", "image/jpeg", photo)))
+	if told := api.Call(t, "chat.postMessage", 2); told["thread_ts"] != ts || !strings.Contains(told["text"], "Not taken: its images make the answer too large") {
+		t.Errorf("the person was told %v", told)
+	}
+	api.Envelope(t, "events_api", slacktest.ThreadReply("U42", slackDM, ts, "Ship it."))
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}

@@ -459,7 +459,11 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 			logOf(s.Logger).Info("slack: a reply's files left out: its question takes only its options", "id", q.ID)
 		}
 	}
-	if err != nil && !a.tookAlready(q, "slack:"+m.User, contents) {
+	switch {
+	case errors.Is(err, hub.ErrTooLarge):
+		logOf(s.Logger).Warn("slack: a reply's answer is too large to save", "id", q.ID, "err", err)
+		notTaken(tooLarge)
+	case err != nil && !a.tookAlready(q, "slack:"+m.User, contents):
 		notTaken(err.Error())
 	}
 }
