@@ -436,19 +436,21 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	if strings.TrimSpace(text) == "" {
 		typed = nil
 	}
+	imgs := s.images(ctx, m)
+	contents := imgs.with(typed)
 	if q.Gone != "" {
-		if len(typed) > 0 && a.tookAlready(q, "slack:"+m.User, typed) {
-			return // this very reply, taken before (delivered again to another instance)
+		// This very reply, taken before (delivered again to another
+		// instance), its images with it or left out.
+		if len(contents) > 0 && a.tookAlready(q, "slack:"+m.User, contents) || len(typed) > 0 && a.tookAlready(q, "slack:"+m.User, typed) {
+			return
 		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
-	imgs := s.images(ctx, m)
 	if len(typed) == 0 && len(imgs.got) == 0 {
 		notTaken("an answer is text or an image.")
 		return
 	}
-	contents := imgs.with(typed)
 	err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
 	if errors.Is(err, hub.ErrNotAnOption) && len(typed) > 0 && len(contents) > len(typed) {
 		// A question that takes only its options takes no image: the
