@@ -215,3 +215,22 @@ func TestEmailReplyManyImagesCounted(t *testing.T) {
 		t.Errorf("the agent was told %q, want 36 images and 1 file left out", last)
 	}
 }
+
+// TestEmailReplyOfNoImageTold: a reply with no text of its own whose
+// files are none an answer takes (a PDF, and an "image/png" whose bytes
+// are HTML) is told why, the files named among the reasons.
+func TestEmailReplyOfNoImageTold(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	f := newFixture(t, map[string][]Channel{tokA: {newEmail(sink, box, logs)}}, Options{})
+	f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+	box.deliverRaw(t, replyHeader(id, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="m"`), multipart("m",
+		filePart([]byte("%PDF-1.4\n"), "Content-Type: application/pdf", "Content-Disposition: attachment"),
+		filePart([]byte("<html><script>alert(1)</script></html>"), "Content-Type: image/png", "Content-Disposition: attachment; filename=x.png")))
+	_, _, body := sink.wait(t, 2)
+	if !strings.Contains(body, "no text of its own") || !strings.Contains(body, "2 files not taken as an image") {
+		t.Errorf("the person was told:\n%s", body)
+	}
+}

@@ -81,6 +81,14 @@ func (r *replyImages) room() int { return max(0, maxReplyImageBytes-r.bytes) }
 // note tells the agent what the reply held that its answer does not;
 // "" when nothing was left out.
 func (r *replyImages) note() string {
+	if l := r.left(); l != "" {
+		return "[Left out of this reply: " + l + ".]"
+	}
+	return ""
+}
+
+// left is what was left out, "" when nothing was.
+func (r *replyImages) left() string {
 	var parts []string
 	if r.over > 0 {
 		parts = append(parts, fmt.Sprintf("%s over the limit of %d images and %d MiB", count(r.over, "image"), maxReplyImages, maxReplyImageBytes>>20))
@@ -88,10 +96,7 @@ func (r *replyImages) note() string {
 	if r.files > 0 {
 		parts = append(parts, count(r.files, "file")+" not taken as an image (PNG, JPEG, GIF, WebP or HEIC)")
 	}
-	if parts == nil {
-		return ""
-	}
-	return "[Left out of this reply: " + strings.Join(parts, "; ") + ".]"
+	return strings.Join(parts, "; ")
 }
 
 func count(n int, what string) string {

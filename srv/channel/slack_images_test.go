@@ -105,3 +105,20 @@ func TestSlackReplyFileOnlyFromFiles(t *testing.T) {
 		return true
 	})
 }
+
+// TestSlackReplyOfNoImageTold: a thread reply with no text whose file
+// is none an answer takes (an "image/png" whose bytes are HTML) is told
+// why, the file named.
+func TestSlackReplyOfNoImageTold(t *testing.T) {
+	const botToken, appToken = "xoxb-16-secret-bot-token", "xapp-16-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	f.askText(tokA, "q-1", "What breaks?", nil)
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{"D42", ts}); return ok })
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", "D42", ts, "", api.AddFile("F1", "x.png", "image/png", []byte("<html><script>alert(1)</script></html>"))))
+	if told := api.Call(t, "chat.postMessage", 2); !strings.Contains(told["text"], "Not taken: an answer is text or an image (1 file not taken as an image") {
+		t.Errorf("the person was told %v", told)
+	}
+}

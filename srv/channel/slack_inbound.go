@@ -448,7 +448,11 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 		return
 	}
 	if len(typed) == 0 && len(imgs.got) == 0 {
-		notTaken("an answer is text or an image.")
+		why := "an answer is text or an image"
+		if l := imgs.left(); l != "" {
+			why += " (" + l + ")"
+		}
+		notTaken(why + ".")
 		return
 	}
 	err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
