@@ -173,7 +173,7 @@ func NewOn(botToken, appToken string, ln net.Listener) *API {
 
 func (api *API) mux() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /api/{method}", api.method)
+	mux.HandleFunc("/api/{method}", api.method) // as Slack: a GET with its query too
 	mux.HandleFunc("GET /link/", api.socket)
 	mux.HandleFunc("GET /files-pri/{file}/{name}", api.file)
 	return mux
@@ -266,7 +266,7 @@ func (api *API) method(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_ = r.ParseForm()
 	form := map[string]string{}
-	for k, v := range r.PostForm {
+	for k, v := range r.Form {
 		form[k] = v[0]
 	}
 	tok := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")

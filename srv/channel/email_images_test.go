@@ -189,3 +189,48 @@ func TestEmailOptionsOnlyReplyWithPhoto(t *testing.T) {
 	}
 	logs.waitFor(t, "its question takes only its options")
 }
+
+// TestEmailReplyManyImagesCounted: a reply of a few hundred KiB holding
+// forty tiny images and a PDF past them answers with its text and the
+// first four; the agent is told of every file left out, not of those
+// the server looked at alone.
+func TestEmailReplyManyImagesCounted(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	f := newFixture(t, map[string][]Channel{tokA: {newEmail(sink, box, logs)}}, Options{})
+	answered := f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+	parts := []string{"Content-Type: text/plain\r\n\r\nAll of them.\r\n"}
+	for i := range 40 {
+		parts = append(parts, filePart(jpegOf(16, byte(i)), "Content-Type: image/jpeg", "Content-Disposition: attachment"))
+	}
+	parts = append(parts, filePart([]byte("%PDF-1.4\n"), "Content-Type: application/pdf", "Content-Disposition: attachment"))
+	box.deliverRaw(t, replyHeader(id, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="m"`), multipart("m", parts...))
+	rep := waitAnswer(t, answered, logs)
+	if types, _ := imagesOf(t, rep.Contents); len(types) != maxReplyImages {
+		t.Errorf("the agent got %d images of forty, want %d", len(types), maxReplyImages)
+	}
+	if last := rep.Contents[len(rep.Contents)-1].GetText().GetText(); !strings.Contains(last, "36 images over the limit") || !strings.Contains(last, "1 file not taken") {
+		t.Errorf("the agent was told %q, want 36 images and 1 file left out", last)
+	}
+}
+
+// TestEmailReplyOfNoImageTold: a reply with no text of its own whose
+// files are none an answer takes (a PDF, and an "image/png" whose bytes
+// are HTML) is told why, the files named among the reasons.
+func TestEmailReplyOfNoImageTold(t *testing.T) {
+	sink, box := newSMTPSink(t), newIMAPBox(t)
+	logs := &syncBuffer{wake: make(chan struct{}, 1)}
+	f := newFixture(t, map[string][]Channel{tokA: {newEmail(sink, box, logs)}}, Options{})
+	f.ask(tokA, "q-1")
+	_, h, _ := sink.wait(t, 1)
+	id, _ := h.MessageID()
+	box.deliverRaw(t, replyHeader(id, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="m"`), multipart("m",
+		filePart([]byte("%PDF-1.4\n"), "Content-Type: application/pdf", "Content-Disposition: attachment"),
+		filePart([]byte("<html><script>alert(1)</script></html>"), "Content-Type: image/png", "Content-Disposition: attachment; filename=x.png")))
+	_, _, body := sink.wait(t, 2)
+	if !strings.Contains(body, "no text of its own") || !strings.Contains(body, "2 files not taken as an image") {
+		t.Errorf("the person was told:\n%s", body)
+	}
+}

@@ -42,10 +42,11 @@ type mailParts struct {
 }
 
 // mailFile is a file a mail holds: its Content-ID and (the start of) its
-// bytes.
+// bytes, or, past maxMailFiles, whether it says it is an image (unread).
 type mailFile struct {
-	cid  string
-	data []byte
+	cid          string
+	data         []byte
+	unread, says bool
 }
 
 // walk reads e's parts, looking into its multiparts (go-message's
@@ -76,14 +77,17 @@ func (m *mailParts) walk(e *message.Entity, depth int) {
 			m.markup = readPart(e.Body, maxReplySize)
 		}
 	case disp == "attachment" || !strings.HasPrefix(t, "text/"):
-		if len(m.files) < maxMailFiles {
-			b, _ := io.ReadAll(io.LimitReader(e.Body, maxReplyImageBytes+1))
-			m.files = append(m.files, mailFile{cid: contentID(e.Header.Get("Content-ID")), data: b})
+		f := mailFile{cid: contentID(e.Header.Get("Content-ID")), unread: len(m.files) >= maxMailFiles,
+			says: strings.HasPrefix(t, "image/") || t == "application/octet-stream"}
+		if !f.unread {
+			f.data, _ = io.ReadAll(io.LimitReader(e.Body, maxReplyImageBytes+1))
 		}
+		m.files = append(m.files, f)
 	}
 }
 
-// maxMailFiles bounds the files of a mail looked at.
+// maxMailFiles bounds the files of a mail read; those past it are
+// counted left out, as images when they say they are.
 const maxMailFiles = 4 * maxReplyImages
 
 func readPart(r io.Reader, n int64) string {
@@ -112,7 +116,13 @@ func (m *mailParts) images() *replyImages {
 	shown := cidLinks(m.markup)
 	var r replyImages
 	for _, f := range m.files {
-		if f.cid == "" || !shown[strings.ToLower(f.cid)] {
+		switch {
+		case f.cid != "" && shown[strings.ToLower(f.cid)]:
+		case f.unread && f.says:
+			r.over++
+		case f.unread:
+			r.files++
+		default:
 			r.add(f.data)
 		}
 	}

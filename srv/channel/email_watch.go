@@ -412,6 +412,9 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 	case why != "":
 	case text == "" && len(imgs.got) == 0:
 		why = "it has no text of its own above the quoted mail"
+		if l := imgs.left(); l != "" {
+			why += ", and no image an answer takes (" + l + ")"
+		}
 	default:
 		// Answered first, marked read after: an answer the server cannot
 		// save now stays unread, and is read again once the watch is back.
@@ -431,6 +434,9 @@ func (e *Email) answer(ctx context.Context, c *imapclient.Client, large bool, r 
 		}
 		switch {
 		case err == nil:
+		case errors.Is(err, hub.ErrTooLarge): // now and later alike
+			e.log().Warn("email: a reply's answer is too large to save", "from", from, "id", r.q.ID, "err", e.redact(err))
+			why = tooLarge
 		case errors.Is(err, hub.ErrNotSaved) || errors.Is(err, hub.ErrUnreachable):
 			return fmt.Errorf("%w: %w", errNotSaved, err)
 		case errors.Is(err, hub.ErrNotAnOption):

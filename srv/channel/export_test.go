@@ -88,3 +88,11 @@ func Owing(m *Manager) int {
 	defer m.owed.mu.Unlock()
 	return len(m.owed.items)
 }
+
+// ReplyWithPhoto puts in the INBOX a reply from ana@example.org to the
+// mail inReplyTo: text, and a JPEG of n bytes attached.
+func (m *MailServers) ReplyWithPhoto(t *testing.T, inReplyTo, text string, n int) {
+	t.Helper()
+	m.box.deliverRaw(t, replyHeader(inReplyTo, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="m"`), multipart("m",
+		"Content-Type: text/plain\r\n\r\n"+text+"\r\n", filePart(jpegOf(n, 7), "Content-Type: image/jpeg", "Content-Disposition: attachment; filename=IMG_1.jpg")))
+}

@@ -18,6 +18,10 @@ const (
 	maxReplyImageBytes = 8 << 20
 )
 
+// tooLarge is why a reply whose images make an answer larger than the
+// store takes (a cluster's NATS max_payload) is not taken.
+const tooLarge = "its images make the answer too large for this server to save; reply with smaller images or none, or answer in the app."
+
 // heifBrands are the ISO BMFF brands of a HEIC/HEIF image (a phone's
 // photo), which http.DetectContentType does not know.
 var heifBrands = []string{"heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1"}
@@ -77,6 +81,14 @@ func (r *replyImages) room() int { return max(0, maxReplyImageBytes-r.bytes) }
 // note tells the agent what the reply held that its answer does not;
 // "" when nothing was left out.
 func (r *replyImages) note() string {
+	if l := r.left(); l != "" {
+		return "[Left out of this reply: " + l + ".]"
+	}
+	return ""
+}
+
+// left is what was left out, "" when nothing was.
+func (r *replyImages) left() string {
 	var parts []string
 	if r.over > 0 {
 		parts = append(parts, fmt.Sprintf("%s over the limit of %d images and %d MiB", count(r.over, "image"), maxReplyImages, maxReplyImageBytes>>20))
@@ -84,10 +96,7 @@ func (r *replyImages) note() string {
 	if r.files > 0 {
 		parts = append(parts, count(r.files, "file")+" not taken as an image (PNG, JPEG, GIF, WebP or HEIC)")
 	}
-	if parts == nil {
-		return ""
-	}
-	return "[Left out of this reply: " + strings.Join(parts, "; ") + ".]"
+	return strings.Join(parts, "; ")
 }
 
 func count(n int, what string) string {

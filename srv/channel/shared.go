@@ -400,7 +400,7 @@ var errNoteMissing = errors.New("the message it answers has no note yet")
 
 // passing: err may pass if tried again.
 func passing(err error) bool {
-	return errors.Is(err, errNoteUnread) || errors.Is(err, errNoteMissing) || answercap.Unsaved(err)
+	return errors.Is(err, errNoteUnread) || errors.Is(err, errNoteMissing) || answercap.Unsaved(err) && !errors.Is(err, hub.ErrTooLarge)
 }
 
 // mayCome reports whether a note missing from notes may still come: the

@@ -161,3 +161,30 @@ func TestEmailNotTakenToldOnce(t *testing.T) {
 		t.Errorf("%d mails: the late reply was told twice:\n%s", n, body)
 	}
 }
+
+// TestEmailPhotoTooLargeForCluster: a reply whose photo makes an answer
+// larger than NATS's max_payload (1 MiB by default) cannot be saved,
+// now or later: it is not tried again and again (the mailbox's later
+// replies wait on none), the person is told why by mail, and the
+// question stays for a reply without it.
+func TestEmailPhotoTooLargeForCluster(t *testing.T) {
+	ms := channel.NewMailServers(t)
+	ns := natstest.Start(t)
+	a := startNode(t, ns.URL(), "a")
+	logs := &lockedLog{}
+	emailNode(t, a, ms, logs)
+
+	answered := askOn(a.hub, "q-1")
+	h, _ := ms.Mail(t, 1)
+	id, _ := h.MessageID()
+	ms.ReplyWithPhoto(t, id, "Here is the bug.", 900<<10)
+	_, body := ms.Mail(t, 2)
+	if !strings.Contains(body, "Not taken") || !strings.Contains(body, "too large") {
+		t.Errorf("the person was told:\n%s", body)
+	}
+	waitUntil(t, "the reply marked read", func() bool { return ms.Seen(t)[1] })
+	ms.Reply(t, "again@mail.example.org", id, "Ship it.\r\n")
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}

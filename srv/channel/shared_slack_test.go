@@ -2,6 +2,7 @@ package channel_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -188,5 +189,83 @@ func TestSlackLeadLostMidPress(t *testing.T) {
 	close(gate.open)
 	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Yes" {
 		t.Fatalf("the agent got %+v", rep)
+	}
+}
+
+// TestSlackPhotoTooLargeForCluster: a thread reply whose photo makes an
+// answer larger than NATS's max_payload (1 MiB by default) is told at
+// once why it is not taken, not after trying again for nothing; the
+// question stays for a reply without it.
+func TestSlackPhotoTooLargeForCluster(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a := startNode(t, ns.URL(), "a")
+	sl, _ := slackNode(t, a, api)
+
+	answered := askOn(a.hub, "q-1")
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	waitUntil(t, "A reads what the message asks", slackNoted(t, a, sl, ts))
+	photo := append([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), make([]byte, 900<<10)...)
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", slackDM, ts, "Here is the bug.", api.AddFile("F1", "IMG_1.jpg", "image/jpeg", photo)))
+	if told := api.Call(t, "chat.postMessage", 2); told["thread_ts"] != ts || !strings.Contains(told["text"], "Not taken: its images make the answer too large") {
+		t.Errorf("the person was told %v", told)
+	}
+	api.Envelope(t, "events_api", slacktest.ThreadReply("U42", slackDM, ts, "Ship it."))
+	if rep := recv(t, "the agent's answer", answered); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it." {
+		t.Fatalf("the agent got %+v", rep)
+	}
+}
+
+// TestSlackFileReplyRedeliveredToAnother: thread replies with a photo,
+// one with text and one without, taken by instance B, which then lets
+// go of the Socket Mode connection, are delivered again by Slack to
+// instance A: A tells the person nothing about the answers they gave,
+// which were taken, images and all.
+func TestSlackFileReplyRedeliveredToAnother(t *testing.T) {
+	api := slacktest.Start(t, slackBot, slackApp)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	_, mb := slackNode(t, b, api)
+	if err := api.Connected(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	sl, _ := slackNode(t, a, api)
+	photo := append([]byte("\xff\xd8\xff\xe0\x00\x10JFIF\x00"), make([]byte, 1000)...)
+
+	var replies []map[string]any
+	for i, text := range []string{"Here is the bug.", ""} {
+		answered := askOn(a.hub, fmt.Sprint("q-", i))
+		ts := api.Call(t, "chat.postMessage", i+1)["_ts"]
+		waitUntil(t, "B reads what the message asks", slackNoted(t, b, sl, ts))
+		reply := slacktest.FileReply("U42", slackDM, ts, text, api.AddFile(fmt.Sprint("F", i), "IMG.jpg", "image/jpeg", photo))
+		api.Envelope(t, "events_api", reply)
+		rep := recv(t, "the agent's answer", answered)
+		if rep == nil || len(rep.Contents) == 0 || rep.Contents[len(rep.Contents)-1].GetImage() == nil {
+			t.Fatalf("the agent got %+v, want the photo last", rep)
+		}
+		api.Call(t, "chat.update", i+1)
+		replies = append(replies, reply)
+	}
+
+	mb.Close() // B shuts down: A takes the connection over
+	if err := api.Dialled(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range replies {
+		api.Redelivered(t, "events_api", r)
+	}
+	// Envelopes are handled in order: once a stranger is told off, the
+	// redeliveries before have been handled.
+	ts := callsOf(t, api, "chat.postMessage")[1]["_ts"]
+	api.Envelope(t, "interactive", slacktest.Press("U99", slackDM, ts, "a:0"))
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := api.WaitFor(ctx, func(cs []slacktest.Call) bool {
+		return slices.ContainsFunc(cs, func(c slacktest.Call) bool { return c.Method == "chat.postEphemeral" && c.Form["user"] == "U99" })
+	}); err != nil {
+		t.Fatal("the stranger was told nothing")
+	}
+	if got := callsOf(t, api, "chat.postMessage"); len(got) != 2 {
+		t.Errorf("posted %v, want the 2 questions only: a reply taken was told it was not", got[2:])
 	}
 }

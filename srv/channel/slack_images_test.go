@@ -68,3 +68,57 @@ func TestSlackReplyCarriesItsImages(t *testing.T) {
 		t.Errorf("the agent got %v, want the option alone", rep)
 	}
 }
+
+// TestSlackReplyFileOnlyFromFiles: a file whose url_private names the
+// API's own host at another path (a Web API method, which Slack serves
+// to a GET too, or a path climbing out of /files-pri/) is not fetched
+// with the bot token: the bot posts nothing on the sender's say-so, and
+// the agent is told of the files left out.
+func TestSlackReplyFileOnlyFromFiles(t *testing.T) {
+	const botToken, appToken = "xoxb-16-secret-bot-token", "xapp-16-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	free := f.askText(tokA, "q-1", "What breaks?", nil)
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	method := api.AddFile("F1", "a.png", "image/png", pngOf(t, color.White))
+	method["url_private"] = api.URL + "/api/chat.postMessage?channel=" + dm + "&text=pwned-by-method"
+	climb := api.AddFile("F2", "b.png", "image/png", pngOf(t, color.White))
+	climb["url_private"] = api.URL + "/files-pri/../api/chat.postMessage?channel=" + dm + "&text=pwned-by-climb"
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", dm, ts, "See these", method, climb))
+	rep := answer(t, free)
+	if rep == nil || rep.Contents[0].GetText().GetText() != "See these" {
+		t.Fatalf("the agent got %v", rep)
+	}
+	if last := rep.Contents[len(rep.Contents)-1].GetText().GetText(); !strings.Contains(last, "2 files not taken as an image") {
+		t.Errorf("the agent was not told of the files left out: %q", last)
+	}
+	_ = api.WaitFor(t.Context(), func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if strings.HasPrefix(c.Form["text"], "pwned") {
+				t.Errorf("a file's address called %s with the bot token: %v", c.Method, c.Form)
+			}
+		}
+		return true
+	})
+}
+
+// TestSlackReplyOfNoImageTold: a thread reply with no text whose file
+// is none an answer takes (an "image/png" whose bytes are HTML) is told
+// why, the file named.
+func TestSlackReplyOfNoImageTold(t *testing.T) {
+	const botToken, appToken = "xoxb-16-secret-bot-token", "xapp-16-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	f.askText(tokA, "q-1", "What breaks?", nil)
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{"D42", ts}); return ok })
+	api.Envelope(t, "events_api", slacktest.FileReply("U42", "D42", ts, "", api.AddFile("F1", "x.png", "image/png", []byte("<html><script>alert(1)</script></html>"))))
+	if told := api.Call(t, "chat.postMessage", 2); !strings.Contains(told["text"], "Not taken: an answer is text or an image (1 file not taken as an image") {
+		t.Errorf("the person was told %v", told)
+	}
+}

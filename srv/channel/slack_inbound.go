@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -435,19 +436,25 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 	if strings.TrimSpace(text) == "" {
 		typed = nil
 	}
+	imgs := s.images(ctx, m)
+	contents := imgs.with(typed)
 	if q.Gone != "" {
-		if len(typed) > 0 && a.tookAlready(q, "slack:"+m.User, typed) {
-			return // this very reply, taken before (delivered again to another instance)
+		// This very reply, taken before (delivered again to another
+		// instance), its images with it or left out.
+		if len(contents) > 0 && a.tookAlready(q, "slack:"+m.User, contents) || len(typed) > 0 && a.tookAlready(q, "slack:"+m.User, typed) {
+			return
 		}
 		notTaken("the question is no longer pending (answered, withdrawn or timed out).")
 		return
 	}
-	imgs := s.images(ctx, m)
 	if len(typed) == 0 && len(imgs.got) == 0 {
-		notTaken("an answer is text or an image.")
+		why := "an answer is text or an image"
+		if l := imgs.left(); l != "" {
+			why += " (" + l + ")"
+		}
+		notTaken(why + ".")
 		return
 	}
-	contents := imgs.with(typed)
 	err = patiently(ctx, func() error { return a.ReplyWith(ctx, token, q.Kind, q.ID, contents, "Slack", m.User, "slack") })
 	if errors.Is(err, hub.ErrNotAnOption) && len(typed) > 0 && len(contents) > len(typed) {
 		// A question that takes only its options takes no image: the
@@ -458,7 +465,11 @@ func (s *Slack) reply(ctx context.Context, m *slackevents.MessageEvent, a Answer
 			logOf(s.Logger).Info("slack: a reply's files left out: its question takes only its options", "id", q.ID)
 		}
 	}
-	if err != nil && !a.tookAlready(q, "slack:"+m.User, contents) {
+	switch {
+	case errors.Is(err, hub.ErrTooLarge):
+		logOf(s.Logger).Warn("slack: a reply's answer is too large to save", "id", q.ID, "err", err)
+		notTaken(tooLarge)
+	case err != nil && !a.tookAlready(q, "slack:"+m.User, contents):
 		notTaken(err.Error())
 	}
 }
@@ -505,6 +516,11 @@ func (s *Slack) download(ctx context.Context, address string, n int) ([]byte, er
 	u, err := url.Parse(address)
 	if err != nil || u.Scheme != api.Scheme || u.User != nil || u.Host != api.Host && u.Host != "files."+api.Host {
 		return nil, errors.New("its address is not on the Slack API's host")
+	}
+	// A file's, not a Web API method's (which a GET calls too): under
+	// /files-pri/, climbing nowhere, asking nothing.
+	if !strings.HasPrefix(u.Path, "/files-pri/") || path.Clean(u.Path) != u.Path || u.RawQuery != "" {
+		return nil, errors.New("its address is no file's")
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

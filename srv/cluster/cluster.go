@@ -363,7 +363,8 @@ func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, c
 // (no write waits for a reconnect: ReconnectBufSize), or JetStream did not
 // answer or is not back yet after a restart. Refused for want of storage
 // (NATS's, or bucket's own limit), it says what to raise. Anything else
-// (a record larger than max_payload, say) is returned as it is.
+// A record larger than max_payload is hub.ErrTooLarge; anything else is
+// returned as it is.
 func (c *Cluster) unreachable(err error, bucket string) error {
 	var api *jetstream.APIError
 	switch {
@@ -378,6 +379,8 @@ func (c *Cluster) unreachable(err error, bucket string) error {
 		// once (ResourceExhausted). NATS takes writes again once space
 		// is freed, no restart.
 		return fmt.Errorf("NATS is out of storage (%w): %s", err, storageHelp)
+	case errors.Is(err, nats.ErrMaxPayload):
+		return fmt.Errorf("%w (raise max_payload in the NATS config): %w", hub.ErrTooLarge, err)
 	case c.nc.IsConnected() && (errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoStreamResponse)):
 		// Connected, and not answered: a NATS cluster without its
 		// quorum, or a NATS server whose disk filled (its file store

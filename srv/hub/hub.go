@@ -152,6 +152,9 @@ var (
 	// now; a Shared store wraps its errors in it when so. What could not
 	// be saved then may be saved once it is back: the caller tries again.
 	ErrUnreachable = errors.New("the cluster's NATS is unreachable")
+	// ErrTooLarge: an answer larger than the store takes (a cluster's
+	// NATS max_payload), now or later; within ErrNotSaved.
+	ErrTooLarge = errors.New("the answer is larger than the store takes")
 	// ErrUnknown: Reattach found no request of that ID, pending or kept.
 	ErrUnknown = errors.New("no such request: it was never asked, or its outcome is no longer kept")
 )
