@@ -129,6 +129,13 @@ func New(o Options) *Handler {
 	opt.Default(&o.ReplayTotalBytes, 64<<20)
 	opt.Default(&o.MaxHelloFrame, 64<<10)
 	opt.Default(&o.MaxFrame, 2<<20)
+	// A device that comes back is sent what it missed at once, up to the
+	// whole replay window: its queue holds that and as much again live
+	// (the frames are the window's own), or a resume that fills the
+	// socket would count it as too slow and drop it, every time.
+	o.Conn.Defaults()
+	o.Conn.SendQueue = max(o.Conn.SendQueue, 2*replayEvents)
+	o.Conn.SendQueueBytes = max(o.Conn.SendQueueBytes, int(2*o.ReplayBytes))
 	o.Conn.Text = true
 	o.Conn.OwnUTF8 = true // Parse answers bad text with invalid_message
 	o.Conn.Logger = o.Logger

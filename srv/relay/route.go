@@ -216,6 +216,15 @@ func (ch *channel) taken(id string) bool {
 	return busy || retired
 }
 
+// answers is the host's answer to each request it is sent, besides an
+// error (agent.message has none but that).
+var answers = map[string]string{
+	wire.TypeToolCall:     wire.TypeToolResult,
+	wire.TypeSnapshotGet:  wire.TypeSnapshotState,
+	wire.TypeSessionStart: wire.TypeSessionStarted,
+	wire.TypeSessionEnd:   wire.TypeSessionEnded,
+}
+
 // fromHost handles a host's message. It returns what the host was told
 // went wrong (External.Send hands it to an in-process host), nil when all
 // was taken.
@@ -240,6 +249,15 @@ func (ch *channel) fromHost(p Peer, env Envelope) *Error {
 		// without a replyTo, pushed to every agent as if it were news).
 		e := errorf(wire.InvalidMessage, "%s replyTo %q names no request sent to this host that waits for its answer "+
 			"(answered already, or never sent): reply with the id of the request", env.Type, wire.Clip(env.ReplyTo, 64))
+		ch.fail(p, env.ID, e)
+		return e
+	}
+	if c := ch.inflight[env.ReplyTo]; c != nil && env.Type != wire.TypeError && env.Type != answers[c.typ] {
+		// Not this request's answer: the agent would take it for one (a
+		// tool call "ok" that the host never said), so it goes nowhere
+		// and the request still waits.
+		e := errorf(wire.InvalidMessage, "%s does not answer the %s %q: answer it with %s", env.Type, c.typ,
+			wire.Clip(env.ReplyTo, 64), strings.TrimPrefix(answers[c.typ]+" or error", " or "))
 		ch.fail(p, env.ID, e)
 		return e
 	}

@@ -217,7 +217,11 @@ func (u *uiRelay) callTool(ctx context.Context, token, session string, call tool
 		if code == "" {
 			code = wire.ToolExecutionFailed
 		}
-		out.Error = &pb.RelayError{Code: code, Message: res.Message}
+		msg := res.Message
+		if msg == "" { // the agent is told what it knows, not nothing
+			msg = "the host reported that " + call.ToolName + " failed, without saying why"
+		}
+		out.Error = &pb.RelayError{Code: code, Message: msg}
 	}
 	st := l.State()
 	if len(res.UISpec) == 0 || string(res.UISpec) == "null" {
