@@ -3,11 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapserver"
+	"github.com/emersion/go-imap/v2/imapserver/imapmemserver"
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
@@ -65,4 +75,130 @@ func TestDocChannelAPIURLs(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestDocChannelSnippets: each channel's table in docs/channels.md,
+// copied as it is, its `…` filled in and its service's address swapped
+// for a double's, is one -check-channels sends through, the login it
+// asks for (SMTP's and IMAP's user and password) accepted, and no
+// secret of it in the output.
+func TestDocChannelSnippets(t *testing.T) {
+	b, err := os.ReadFile("../../docs/channels.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const filled = "doc-filled-in-0123456789" // each … as a reader fills it in
+	tables := map[string]string{}
+	for _, block := range regexp.MustCompile("(?s)```toml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+		if m := regexp.MustCompile(`^\[(channels(?:\.[a-z]+)?)\]`).FindStringSubmatch(block[1]); m != nil {
+			tables[m[1]] = strings.ReplaceAll(block[1], "…", filled)
+		}
+	}
+	for _, name := range []string{"channels", "channels.ntfy", "channels.telegram", "channels.slack", "channels.email", "channels.webhook"} {
+		if tables[name] == "" {
+			t.Fatalf("docs/channels.md shows no [%s] table", name)
+		}
+	}
+	setting := func(table, key string) string {
+		m := regexp.MustCompile(`(?m)^` + key + `\s*=\s*"([^"]*)"`).FindStringSubmatch(tables[table])
+		if m == nil {
+			t.Fatalf("[%s] shows no %s", table, key)
+		}
+		return m[1]
+	}
+	swap := func(table, key, value string) {
+		re := regexp.MustCompile(`(?m)^(` + key + `\s*=\s*)"[^"]*"`)
+		if !re.MatchString(tables[table]) {
+			t.Fatalf("[%s] shows no %s", table, key)
+		}
+		tables[table] = re.ReplaceAllString(tables[table], `${1}"`+value+`"`)
+	}
+
+	var ntfyGot, hookGot atomic.Int32
+	ntfy := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { ntfyGot.Add(1) }))
+	defer ntfy.Close()
+	hook := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hookGot.Add(1) }))
+	defer hook.Close()
+	swap("channels.ntfy", "url", ntfy.URL)
+	swap("channels.webhook", "url", hook.URL)
+	tg := telegramtest.Start(t, setting("channels.telegram", "bot_token"))
+	tables["channels.telegram"] += "api_url = \"" + tg.URL + "\"\n"
+	sl := slacktest.Start(t, setting("channels.slack", "bot_token"), setting("channels.slack", "app_token"))
+	tables["channels.slack"] += "api_url = \"" + sl.URL + "/api/\"\n"
+
+	mails := &mailSink{}
+	smtpUser, smtpPass := setting("channels.email", "smtp_user"), setting("channels.email", "smtp_password")
+	smtpSrv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) {
+		return &loginSession{mailSession{mails}, smtpUser, smtpPass}, nil
+	}))
+	smtpSrv.Domain, smtpSrv.AllowInsecureAuth = "localhost", true
+	smtpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = smtpSrv.Serve(smtpLn) }() // ended by its Close
+	defer smtpSrv.Close()
+	mem := imapmemserver.New()
+	user := imapmemserver.NewUser(setting("channels.email", "imap_user"), setting("channels.email", "imap_password"))
+	if err := user.Create(setting("channels.email", "mailbox"), nil); err != nil {
+		t.Fatal(err)
+	}
+	mem.AddUser(user)
+	imapSrv := imapserver.New(&imapserver.Options{
+		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return mem.NewSession(), nil, nil
+		},
+		Caps:         imap.CapSet{imap.CapIMAP4rev1: {}},
+		InsecureAuth: true,
+	})
+	imapLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = imapSrv.Serve(imapLn) }() // ended by its Close
+	defer imapSrv.Close()
+	swap("channels.email", "smtp_addr", smtpLn.Addr().String())
+	swap("channels.email", "imap_addr", imapLn.Addr().String())
+	swap("channels.email", "tls", "none") // the doubles speak no TLS
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	var conf strings.Builder
+	for _, name := range []string{"channels", "channels.ntfy", "channels.telegram", "channels.slack", "channels.email", "channels.webhook"} {
+		conf.WriteString(tables[name] + "\n")
+	}
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatalf("-check-channels with docs/channels.md's tables: %v\n%s%s\n%s", err, out.String(), errOut.String(), conf.String())
+	}
+	for _, want := range []string{"ntfy: sent", "telegram: sent", "slack: sent", "email: sent", "webhook: sent"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String()+errOut.String(), filled) {
+		t.Errorf("the output shows a secret:\n%s%s", out.String(), errOut.String())
+	}
+	if ntfyGot.Load() != 1 || hookGot.Load() != 1 || len(mails.rcpts) != 1 {
+		t.Errorf("ntfy had %d posts, the webhook %d, the mail %v", ntfyGot.Load(), hookGot.Load(), mails.rcpts)
+	}
+}
+
+// loginSession is a mailSession that asks for the one login (AUTH PLAIN).
+type loginSession struct {
+	mailSession
+	user, pass string
+}
+
+func (s *loginSession) AuthMechanisms() []string { return []string{sasl.Plain} }
+func (s *loginSession) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, user, pass string) error {
+		if user != s.user || pass != s.pass {
+			return &smtp.SMTPError{Code: 535, EnhancedCode: smtp.EnhancedCode{5, 7, 8}, Message: "Authentication credentials invalid"}
+		}
+		return nil
+	}), nil
 }
