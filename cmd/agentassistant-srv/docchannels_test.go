@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -201,4 +202,38 @@ func (s *loginSession) Auth(string) (sasl.Server, error) {
 		}
 		return nil
 	}), nil
+}
+
+// TestCheckChannelsTelegramChatNotFound: a chat ID mistyped, or of a
+// person who never wrote to the bot, is answered by Telegram 400 "Bad
+// Request: chat not found" (403 once they blocked it): -check-channels
+// names the chat and the setting, and how to find the right ID.
+func TestCheckChannelsTelegramChatNotFound(t *testing.T) {
+	const token = "123456:doc-chat-token"
+	for code, said := range map[int]string{400: "Bad Request: chat not found", 403: "Forbidden: bot was blocked by the user"} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			_, _ = fmt.Fprintf(w, `{"ok":false,"error_code":%d,"description":%q}`, code, said)
+		}))
+		defer api.Close()
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "srv.toml")
+		conf := "[channels.telegram]\nbot_token = \"" + token + "\"\nchats = [987654321]\napi_url = \"" + api.URL + "\"\n"
+		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+			t.Fatalf("-check-channels passed a chat Telegram does not know:\n%s", out.String())
+		}
+		for _, want := range []string{"987654321", said, "[channels.telegram] chats", "getUpdates"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%d: the output does not say %q:\n%s", code, want, out.String())
+			}
+		}
+		if strings.Contains(out.String()+errOut.String(), token) {
+			t.Errorf("the output shows the bot token")
+		}
+	}
 }

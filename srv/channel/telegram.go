@@ -115,6 +115,17 @@ func (t *Telegram) refusal(err error) *RefusedError {
 	return telegramRefused(code, words)
 }
 
+// chatHint is how to fix [channels.telegram] chats when err is
+// Telegram's word that a chat is not the bot's to write to: one it
+// does not know (400 "chat not found": mistyped, or a person who never
+// wrote to the bot) or that shut it out (403: blocked, or left).
+func chatHint(err error) string {
+	if !errors.Is(err, bot.ErrorForbidden) && !(errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "chat not found")) {
+		return ""
+	}
+	return " (check [channels.telegram] chats: a bot writes only to a chat that wrote to it first; send the bot a message, then read https://api.telegram.org/bot<token>/getUpdates for its message.chat.id)"
+}
+
 // telegramRefused is the bot token's refusal, Telegram having answered
 // code with words.
 func telegramRefused(code int, words string) *RefusedError {
@@ -259,7 +270,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			return re
 		}
 		if err != nil {
-			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
+			return fmt.Errorf("telegram: send the question to chat %d: %w%s", chat, t.redact(err), chatHint(err))
 		}
 		track(ctx, t, chatMsg[sentKey]{key: sentKey{chat, m.ID}, text: sent}, q, until)
 		// Its images follow as photos replying to it; one that fails is
