@@ -237,3 +237,29 @@ func TestCheckChannelsTelegramChatNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckChannelsHidesAnEscapedBotToken: a bot token pasted with what
+// a URL escapes (a space, the `…` of the page's example) is part of the
+// address an unreachable Telegram's error shows, escaped: the output
+// does not show it, as it does not show the token as written.
+func TestCheckChannelsHidesAnEscapedBotToken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing answers there
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	conf := "[channels.telegram]\nbot_token = \"123456:secret pasted…\"\nchats = [42]\napi_url = \"" + closed + "\"\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+		t.Fatalf("-check-channels reached a closed port:\n%s", out.String())
+	}
+	if text := out.String() + errOut.String(); strings.Contains(text, "secret") {
+		t.Errorf("the output shows the bot token:\n%s", text)
+	}
+}

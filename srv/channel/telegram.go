@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,8 +89,11 @@ func (t *Telegram) noteKey(k sentKey) string {
 	return "telegram." + strconv.FormatInt(t.botID(), 10) + "." + strconv.FormatInt(k.chat, 10) + "." + strconv.Itoa(k.msg)
 }
 
-// redact keeps the bot token out of an error (the library's URLs hold it).
-func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
+// redact keeps the bot token out of an error (the library's URLs hold
+// it, escaped).
+func (t *Telegram) redact(err error) error {
+	return redact(err, t.BotToken, url.PathEscape(t.BotToken))
+}
 
 // telegramBotToken is the setting of the bot's token: its name, not
 // a token.
