@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -261,5 +263,46 @@ func TestCheckChannelsHidesAnEscapedBotToken(t *testing.T) {
 	}
 	if text := out.String() + errOut.String(); strings.Contains(text, "secret") {
 		t.Errorf("the output shows the bot token:\n%s", text)
+	}
+}
+
+// TestCheckChannelsSlackChannelNotTheBots: a channel the bot was not
+// invited to is answered "not_in_channel" by Slack's chat.postMessage,
+// a channel ID mistyped (or a private channel's, the bot not in it)
+// "channel_not_found": -check-channels names the channel and the
+// setting, and what to do.
+func TestCheckChannelsSlackChannelNotTheBots(t *testing.T) {
+	const bot, app = "xoxb-doc-not-in", "xapp-doc-not-in"
+	sl := slacktest.Start(t, bot, app)
+	target, err := url.Parse(sl.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, said := range []string{"not_in_channel", "channel_not_found"} {
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !strings.HasSuffix(r.URL.Path, "/chat.postMessage") {
+				proxy.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = fmt.Fprintf(w, `{"ok":false,"error":%q}`, said)
+		}))
+		defer api.Close()
+		dir := t.TempDir()
+		cfg := filepath.Join(dir, "srv.toml")
+		conf := "[channels.slack]\nbot_token = \"" + bot + "\"\napp_token = \"" + app + "\"\nchannel = \"C0DOCNOTIN\"\nusers = [\"U42\"]\napi_url = \"" + api.URL + "/api/\"\n"
+		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, errOut bytes.Buffer
+		if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+			t.Fatalf("-check-channels passed a channel Slack refused:\n%s", out.String())
+		}
+		for _, want := range []string{"C0DOCNOTIN", said, "[channels.slack] channel", "/invite"} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s: the output does not say %q:\n%s", said, want, out.String())
+			}
+		}
 	}
 }
