@@ -160,6 +160,15 @@ func TestDocChannelSnippets(t *testing.T) {
 	}
 	go func() { _ = imapSrv.Serve(imapLn) }() // ended by its Close
 	defer imapSrv.Close()
+	// One tls setting serves both servers: the ports shown must be
+	// the ones that speak it (a mail provider's 587 speaks STARTTLS,
+	// and implicit TLS on it fails at the first byte).
+	ports := map[string][2]string{"tls": {"465", "993"}, "starttls": {"587", "143"}}[setting("channels.email", "tls")]
+	for i, key := range []string{"smtp_addr", "imap_addr"} {
+		if _, port, _ := strings.Cut(setting("channels.email", key), ":"); port != ports[i] {
+			t.Errorf("[channels.email] %s's port %s, with tls = %q, takes %s", key, port, setting("channels.email", "tls"), ports[i])
+		}
+	}
 	swap("channels.email", "smtp_addr", smtpLn.Addr().String())
 	swap("channels.email", "imap_addr", imapLn.Addr().String())
 	swap("channels.email", "tls", "none") // the doubles speak no TLS
