@@ -315,3 +315,46 @@ func TestCheckChannelsSlackChannelNotTheBots(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckChannelsEmailTLSMismatch: tls = "tls" given a server that
+// speaks in the clear first (a provider's 587, which takes STARTTLS)
+// fails at its first byte; -check-channels says to set "starttls" or
+// use the implicit TLS port, not only what crypto/tls said.
+func TestCheckChannelsEmailTLSMismatch(t *testing.T) {
+	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return mailSession{&mailSink{}}, nil }))
+	srv.Domain = "localhost"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }() // ended by its Close
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	imapSrv := imapserver.New(&imapserver.Options{
+		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return imapmemserver.New().NewSession(), nil, nil
+		},
+		Caps: imap.CapSet{imap.CapIMAP4rev1: {}}, InsecureAuth: true,
+	})
+	imapLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = imapSrv.Serve(imapLn) }() // ended by its Close
+	defer imapSrv.Close()
+	conf := "[channels.email]\nsmtp_addr = \"" + ln.Addr().String() + "\"\nfrom = \"aa@example.org\"\nto = [\"ana@example.org\"]\ntls = \"tls\"\n" +
+		"imap_addr = \"" + imapLn.Addr().String() + "\"\nimap_user = \"aa@example.org\"\nimap_password = \"p\"\n"
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+		t.Fatalf("-check-channels passed TLS to a server in the clear:\n%s", out.String())
+	}
+	for _, want := range []string{`tls = "starttls"`, "465", "143"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the output does not say %q:\n%s", want, out.String())
+		}
+	}
+}
