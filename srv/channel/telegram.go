@@ -124,7 +124,8 @@ func (t *Telegram) refusal(err error) *RefusedError {
 // does not know (400 "chat not found": mistyped, or a person who never
 // wrote to the bot) or that shut it out (403: blocked, or left).
 func chatHint(err error) string {
-	if !errors.Is(err, bot.ErrorForbidden) && !(errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "chat not found")) {
+	notFound := errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "chat not found")
+	if !notFound && !errors.Is(err, bot.ErrorForbidden) {
 		return ""
 	}
 	return " (check [channels.telegram] chats: a bot writes only to a chat that wrote to it first; send the bot a message, then read https://api.telegram.org/bot<token>/getUpdates for its message.chat.id)"
