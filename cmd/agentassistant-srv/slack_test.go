@@ -77,7 +77,7 @@ func TestCheckChannelsSlack(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "1 channel(s) failed") {
 		t.Fatalf("run: %v", err)
 	}
-	if !strings.Contains(out.String(), "slack: FAILED: slack: post the question: channel_not_found") {
+	if !strings.Contains(out.String(), "slack: FAILED: slack: post the question to C123: channel_not_found") {
 		t.Errorf("output:\n%s", out.String())
 	}
 	// The post, then the app token's own check (a Socket Mode connection).

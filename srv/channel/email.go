@@ -423,9 +423,20 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 		if re := refusedOf(err); re != nil {
 			return re
 		}
-		return fmt.Errorf("email: send: %w", e.redact(err))
+		return fmt.Errorf("email: send: %w%s", e.redact(err), tlsHint(err, "587", "465"))
 	}
 	return nil
+}
+
+// tlsHint is how to fix [channels.email] tls when err is a TLS
+// handshake answered in the clear: tls = "tls" at a port that speaks
+// STARTTLS (clear), whose server's implicit TLS port is implicit.
+func tlsHint(err error, clear, implicit string) string {
+	var rh tls.RecordHeaderError
+	if !errors.As(err, &rh) {
+		return ""
+	}
+	return ` (the server speaks in the clear first: check [channels.email] tls, tls = "starttls" at its port ` + clear + `, or "tls" at ` + implicit + `)`
 }
 
 // subjectField is s as a Subject's field, shown as written: a reader

@@ -257,7 +257,7 @@ func (e *Email) CheckLogin(ctx context.Context) error {
 		if re := e.imapRefusal(err); re != nil {
 			return re
 		}
-		return fmt.Errorf("email: log in to IMAP: %w", e.redact(err))
+		return fmt.Errorf("email: log in to IMAP: %w%s", e.redact(err), tlsHint(err, "143", "993"))
 	}
 	_ = c.Logout().Wait()
 	return nil

@@ -120,6 +120,16 @@ const (
 // take with: trying it again will not change them.
 var slackRefusedCodes = []string{"invalid_auth", "not_authed", "token_revoked", "token_expired", "account_inactive"}
 
+// channelHint is how to fix [channels.slack] channel when err is
+// Slack's word that the channel is not the bot's to post in.
+func channelHint(err error) string {
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) || se.Err != "not_in_channel" && se.Err != "channel_not_found" {
+		return ""
+	}
+	return " (check [channels.slack] channel: a channel's ID (C…) is at the foot of its details, and the bot must be in it: /invite @the-app there; a user's ID (U…) needs the app's Messages tab on)"
+}
+
 // refusal is err as the refusal of the token of setting, nil when it is
 // none.
 func (s *Slack) refusal(err error, setting string) *RefusedError {
@@ -310,7 +320,7 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		return re
 	}
 	if err != nil {
-		return fmt.Errorf("slack: post the question: %w", s.redact(err))
+		return fmt.Errorf("slack: post the question to %s: %w%s", s.Channel, s.redact(err), channelHint(err))
 	}
 	track(ctx, s, chatMsg[slackKey]{key: slackKey{channel, ts}, text: shown}, q, until)
 	return nil

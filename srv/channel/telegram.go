@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,8 +89,11 @@ func (t *Telegram) noteKey(k sentKey) string {
 	return "telegram." + strconv.FormatInt(t.botID(), 10) + "." + strconv.FormatInt(k.chat, 10) + "." + strconv.Itoa(k.msg)
 }
 
-// redact keeps the bot token out of an error (the library's URLs hold it).
-func (t *Telegram) redact(err error) error { return redact(err, t.BotToken) }
+// redact keeps the bot token out of an error (the library's URLs hold
+// it, escaped).
+func (t *Telegram) redact(err error) error {
+	return redact(err, t.BotToken, url.PathEscape(t.BotToken))
+}
 
 // telegramBotToken is the setting of the bot's token: its name, not
 // a token.
@@ -113,6 +117,18 @@ func (t *Telegram) refusal(err error) *RefusedError {
 		words = d
 	}
 	return telegramRefused(code, words)
+}
+
+// chatHint is how to fix [channels.telegram] chats when err is
+// Telegram's word that a chat is not the bot's to write to: one it
+// does not know (400 "chat not found": mistyped, or a person who never
+// wrote to the bot) or that shut it out (403: blocked, or left).
+func chatHint(err error) string {
+	notFound := errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "chat not found")
+	if !notFound && !errors.Is(err, bot.ErrorForbidden) {
+		return ""
+	}
+	return " (check [channels.telegram] chats: a bot writes only to a chat that wrote to it first; send the bot a message, then read https://api.telegram.org/bot<token>/getUpdates for its message.chat.id)"
 }
 
 // telegramRefused is the bot token's refusal, Telegram having answered
@@ -259,7 +275,7 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 			return re
 		}
 		if err != nil {
-			return fmt.Errorf("telegram: send the question: %w", t.redact(err))
+			return fmt.Errorf("telegram: send the question to chat %d: %w%s", chat, t.redact(err), chatHint(err))
 		}
 		track(ctx, t, chatMsg[sentKey]{key: sentKey{chat, m.ID}, text: sent}, q, until)
 		// Its images follow as photos replying to it; one that fails is
