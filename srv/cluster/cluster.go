@@ -362,9 +362,9 @@ func (c *Cluster) write(ctx context.Context, rec hub.SharedRecord, rev uint64, c
 // it says NATS is away for now: the connection is down or reconnecting
 // (no write waits for a reconnect: ReconnectBufSize), or JetStream did not
 // answer or is not back yet after a restart. Refused for want of storage
-// (NATS's, or bucket's own limit), it says what to raise. Anything else
-// A record larger than max_payload is hub.ErrTooLarge; anything else is
-// returned as it is.
+// (NATS's, or bucket's own limit), it says what to raise. A record
+// larger than max_payload is hub.ErrTooLarge. Anything else is returned
+// as it is.
 func (c *Cluster) unreachable(err error, bucket string) error {
 	var api *jetstream.APIError
 	switch {
