@@ -390,13 +390,12 @@ var errGone = errors.New("the subscription is gone")
 // device would be alerted to a question answered, and in a cluster the
 // push that closes it may have gone out already, from another instance.
 func (p *Pusher) send(sd *sender, j job) (gone bool) {
-	if j.token != "" && p.o.Closes != nil {
-		// Settled already, it is not marked in flight: a close left to
-		// this instance would be taken over (takeOverLater) for nothing.
-		if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
-			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
-			return false
-		}
+	// An ask settled already is not sent, nor, in a cluster, marked in
+	// flight: a close left to this instance would be taken over
+	// (takeOverLater) for nothing.
+	if j.token != "" && !p.waits(j) {
+		p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
+		return false
 	}
 	if c := p.o.Closes; c != nil && !j.owed {
 		decide := c.Closing
@@ -423,12 +422,10 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	}
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
-		if j.token != "" {
-			if _, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID); !waits {
-				p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
-				givenUp(try > 1)
-				return false
-			}
+		if j.token != "" && try > 1 && !p.waits(j) {
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+			givenUp(true)
+			return false
 		}
 		err := p.post(sd.sub, j)
 		switch {
@@ -491,6 +488,12 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	}
 	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour, owed: owed})
 	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
+}
+
+// waits reports whether the question of the ask j waits still.
+func (p *Pusher) waits(j job) bool {
+	_, _, waits := p.o.Hub.Waiting(j.token, j.msg.ID)
+	return waits
 }
 
 // takeOverLater pushes the close j, left to the instance pushing its
