@@ -92,6 +92,9 @@ func (c *channelsConfig) secret() bool {
 // or a database.
 func (c *channelsConfig) check() error {
 	var errs []error
+	if _, err := publicURL(c.PublicURL); err != nil {
+		errs = append(errs, fmt.Errorf("channels.public_url = %q: %w", c.PublicURL, err))
+	}
 	if n := c.Ntfy; n != nil && n.Topic == "" {
 		errs = append(errs, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)"))
 	}
