@@ -95,6 +95,21 @@ func (c *channelsConfig) check() error {
 	if _, err := publicURL(c.PublicURL); err != nil {
 		errs = append(errs, fmt.Errorf("channels.public_url = %q: %w", c.PublicURL, err))
 	}
+	if n := c.Ntfy; n != nil {
+		errs = append(errs, serviceURL("ntfy", "url", n.URL))
+	}
+	if w := c.Webhook; w != nil {
+		errs = append(errs, serviceURL("webhook", "url", w.URL))
+	}
+	if tg := c.Telegram; tg != nil {
+		errs = append(errs, serviceURL("telegram", "api_url", tg.APIURL))
+	}
+	if sl := c.Slack; sl != nil {
+		errs = append(errs, serviceURL("slack", "api_url", sl.APIURL))
+	}
+	if m := c.Email; m != nil {
+		errs = append(errs, mailAddr("smtp_addr", m.SMTPAddr), mailAddr("imap_addr", m.IMAPAddr))
+	}
 	if n := c.Ntfy; n != nil && n.Topic == "" {
 		errs = append(errs, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)"))
 	}
