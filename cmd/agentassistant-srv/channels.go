@@ -244,7 +244,7 @@ func checkChannels(cfg *fileConfig, cfgPath string, stdout io.Writer) error {
 	}
 	n := channel.Notice{Event: hub.Event{Kind: hub.Asked, At: time.Now(), AskedAt: time.Now(),
 		Request: hub.Request{Kind: wire.AskQuestion, ID: "check-" + wire.NewID()[:8], AgentName: "agentassistant-srv -check-channels",
-			Text: "A test from agentassistant: this channel reaches you."}}}
+			Text: "A test from agentassistant: this channel reaches you. It asks nothing: a reply to it answers nothing."}}, Test: true}
 	failed := 0
 	seen := map[channel.Channel]bool{}
 	for _, chs := range o.Routes {

@@ -231,7 +231,9 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		}
 		body += "\r\n\r\n"
 	}
-	body += "Reply to this e-mail to answer: what you write above the quoted text is your answer.\r\n"
+	if !n.Test {
+		body += "Reply to this e-mail to answer: what you write above the quoted text is your answer.\r\n"
+	}
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
