@@ -18,7 +18,7 @@ func TestTLSHintThroughAnyWrapping(t *testing.T) {
 	rh := tls.RecordHeaderError{Msg: "first record does not look like a TLS handshake"}
 	for _, err := range []error{
 		fmt.Errorf("dial: %w", rh),
-		fmt.Errorf("in response: cannot read tag: %v", rh),
+		fmt.Errorf("in response: cannot read tag: %v", rh), //nolint:errorlint // unwrapped, as go-imap writes it
 		errors.New("in response: cannot read tag: tls: first record does not look like a TLS handshake"),
 	} {
 		if h := tlsHint(err, "143", "993"); !strings.Contains(h, `tls = "starttls" at its port 143`) {
