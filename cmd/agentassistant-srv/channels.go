@@ -92,6 +92,24 @@ func (c *channelsConfig) secret() bool {
 // or a database.
 func (c *channelsConfig) check() error {
 	var errs []error
+	if _, err := publicURL(c.PublicURL); err != nil {
+		errs = append(errs, fmt.Errorf("channels.public_url = %q: %w", c.PublicURL, err))
+	}
+	if n := c.Ntfy; n != nil {
+		errs = append(errs, serviceURL("ntfy", "url", n.URL))
+	}
+	if w := c.Webhook; w != nil {
+		errs = append(errs, serviceURL("webhook", "url", w.URL))
+	}
+	if tg := c.Telegram; tg != nil {
+		errs = append(errs, serviceURL("telegram", "api_url", tg.APIURL))
+	}
+	if sl := c.Slack; sl != nil {
+		errs = append(errs, serviceURL("slack", "api_url", sl.APIURL))
+	}
+	if m := c.Email; m != nil {
+		errs = append(errs, mailAddr("smtp_addr", m.SMTPAddr), mailAddr("imap_addr", m.IMAPAddr))
+	}
 	if n := c.Ntfy; n != nil && n.Topic == "" {
 		errs = append(errs, fmt.Errorf("channels.ntfy: topic is not set (pick one as secret as a password on a public server)"))
 	}
@@ -226,7 +244,7 @@ func checkChannels(cfg *fileConfig, cfgPath string, stdout io.Writer) error {
 	}
 	n := channel.Notice{Event: hub.Event{Kind: hub.Asked, At: time.Now(), AskedAt: time.Now(),
 		Request: hub.Request{Kind: wire.AskQuestion, ID: "check-" + wire.NewID()[:8], AgentName: "agentassistant-srv -check-channels",
-			Text: "A test from agentassistant: this channel reaches you."}}}
+			Text: "A test from agentassistant: this channel reaches you. It asks nothing: a reply to it answers nothing."}}, Test: true}
 	failed := 0
 	seen := map[channel.Channel]bool{}
 	for _, chs := range o.Routes {

@@ -89,7 +89,9 @@ func (mailSession) Reset()        {}
 func (mailSession) Logout() error { return nil }
 
 // TestCheckChannelsEmail: -check-channels mails its test message to the
-// configured recipients through the SMTP server.
+// configured recipients through the SMTP server. The mail asks nothing:
+// no server process waits for a reply to it, so it does not invite one
+// ("Reply to this e-mail to answer") and says a reply answers nothing.
 func TestCheckChannelsEmail(t *testing.T) {
 	sink := &mailSink{}
 	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return mailSession{sink}, nil }))
@@ -117,6 +119,9 @@ func TestCheckChannelsEmail(t *testing.T) {
 	defer sink.mu.Unlock()
 	if len(sink.rcpts) != 1 || sink.rcpts[0] != "ana@example.org" || !strings.Contains(string(sink.data), "A test from agentassistant") {
 		t.Errorf("mailed to %v:\n%s", sink.rcpts, sink.data)
+	}
+	if body := string(sink.data); strings.Contains(body, "Reply to this e-mail to answer") || !strings.Contains(body, "answers nothing") {
+		t.Errorf("the test mail invites a reply nothing takes:\n%s", body)
 	}
 }
 

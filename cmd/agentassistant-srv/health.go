@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,18 @@ func runHealth(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("health: -port %d: it must be 1 to 65535, the port the server listens on", *port)
 		}
 		*url = "http://" + net.JoinHostPort(localHost(*host), strconv.Itoa(*port)) + "/health"
+	}
+	if given["url"] {
+		// The server's address alone (as copied from the browser) means
+		// its /health: its page answers 200 however unhealthy it is.
+		u, err := neturl.Parse(*url)
+		if err != nil {
+			return fmt.Errorf("health: -url %q: %w", *url, err)
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/health"
+			*url = u.String()
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

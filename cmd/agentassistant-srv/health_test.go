@@ -90,3 +90,38 @@ func TestHealthTakesTheServersPortAndHost(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthOfTheServersAddress: -url given as the server's address
+// alone (https://inbox.example.org, as a person copies it from the
+// browser) asks its /health, not its page: the page answers 200 while
+// the server is unhealthy, and a health check that read it would pass.
+func TestHealthOfTheServersAddress(t *testing.T) {
+	var mu sync.Mutex
+	var asked []string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked = append(asked, r.URL.Path)
+		mu.Unlock()
+		if r.URL.Path != "/health" {
+			_, _ = io.WriteString(w, "<!doctype html><title>Agent Assistant</title>")
+			return
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"status":"unhealthy"}`)
+	}))
+	defer ts.Close()
+	for _, u := range []string{ts.URL, ts.URL + "/"} {
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		err := run(context.Background(), []string{"health", "-url", u}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "unhealthy") {
+			t.Errorf("health -url %s: %v, want the unhealthy /health's 503", u, err)
+		}
+		mu.Lock()
+		if len(asked) != 1 || asked[0] != "/health" {
+			t.Errorf("health -url %s asked %v, want /health", u, asked)
+		}
+		mu.Unlock()
+	}
+}

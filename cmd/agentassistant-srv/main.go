@@ -146,6 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case !loopback:
 		guard.Hosts = append(guard.Hosts, cfg.Host)
 	}
+	trustPublicURL(guard, cfg.Channels.PublicURL)
 
 	if addr := os.Getenv("AGENTASSISTANT_PPROF"); addr != "" {
 		stop, err := servePprof(addr, guard, log)

@@ -88,8 +88,15 @@ func Parse(list string, defaultPort int) (addrs []string, scheme string, err err
 		} else if _, _, err := net.SplitHostPort(a); err != nil {
 			a = net.JoinHostPort(a, strconv.Itoa(defaultPort))
 		}
-		if _, _, err := net.SplitHostPort(a); err != nil {
+		host, port, err := net.SplitHostPort(a)
+		if err != nil {
 			return nil, "", fmt.Errorf("server address %q: %w", a, err)
+		}
+		if host == "" {
+			return nil, "", fmt.Errorf("server address %q: it names no host (write HOST:PORT)", a)
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return nil, "", fmt.Errorf("server address %q: the port must be a number from 1 to 65535", a)
 		}
 		if scheme != "" && s != scheme {
 			return nil, "", fmt.Errorf("server addresses %q: one is %s, another %s: the instances are reached alike (write each as https://HOST:PORT when they serve HTTPS)", list, scheme, s)

@@ -142,3 +142,22 @@ func TestMovesOnAfterUnavailable(t *testing.T) {
 		t.Fatalf("after a's 503: %q, %v", got, err)
 	}
 }
+
+// TestParsePorts: a server's port is a number from 1 to 65535 and it
+// has a host; one mistyped ("srv1:2208O", a port of 0, no host) is
+// refused where it is written, saying so, not tried call after call.
+func TestParsePorts(t *testing.T) {
+	for list, want := range map[string]string{
+		"srv1:abc": "port", "srv1:2208O": "port", "srv1:0": "port", "srv1:65536": "port",
+		"srv1:22080,srv2:-1": "port", "[::1]:x": "port", ":22080": "host", "http://:22080": "host",
+	} {
+		if addrs, _, err := Parse(list, 22080); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, %v; want an error about its %s", list, addrs, err, want)
+		}
+	}
+	for _, list := range []string{"srv1:1", "srv1:65535", "[::1]:22080", "http://srv1:8080"} {
+		if _, _, err := Parse(list, 22080); err != nil {
+			t.Errorf("Parse(%q): %v", list, err)
+		}
+	}
+}

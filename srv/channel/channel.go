@@ -66,6 +66,9 @@ type Notice struct {
 	// question's; the tag Telegram's and Slack's buttons carry
 	// (telegram_tag.go).
 	Seq string
+	// Test marks -check-channels' message: no server waits for an answer
+	// to it, so it invites none.
+	Test bool
 
 	// slot is the channel's place among its token's (Options.Routes),
 	// which names it in the note that it was sent the question.

@@ -231,7 +231,9 @@ func (e *Email) Send(ctx context.Context, n Notice) error {
 		}
 		body += "\r\n\r\n"
 	}
-	body += "Reply to this e-mail to answer: what you write above the quoted text is your answer.\r\n"
+	if !n.Test {
+		body += "Reply to this e-mail to answer: what you write above the quoted text is your answer.\r\n"
+	}
 	if n.AppURL != "" {
 		body += "Or answer in the app: " + n.AppURL + "\r\n"
 	}
@@ -430,10 +432,12 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 
 // tlsHint is how to fix [channels.email] tls when err is a TLS
 // handshake answered in the clear: tls = "tls" at a port that speaks
-// STARTTLS (clear), whose server's implicit TLS port is implicit.
+// STARTTLS (clear), whose server's implicit TLS port is implicit. The
+// IMAP client writes a handshake that failed inside its first read into
+// its own error, unwrapped: its words are looked for too.
 func tlsHint(err error, clear, implicit string) string {
 	var rh tls.RecordHeaderError
-	if !errors.As(err, &rh) {
+	if !errors.As(err, &rh) && !strings.Contains(err.Error(), "first record does not look like a TLS handshake") {
 		return ""
 	}
 	return ` (the server speaks in the clear first: check [channels.email] tls, tls = "starttls" at its port ` + clear + `, or "tls" at ` + implicit + `)`

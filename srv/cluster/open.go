@@ -59,6 +59,10 @@ func storageShort(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode == jsStorageShort
 }
 
+// jetStreamHelp is what gives a NATS server JetStream, which nats-server
+// runs only when told to.
+const jetStreamHelp = "is the NATS server running with JetStream (nats-server -js, or jetstream {} in its config; docs/cluster.md)?"
+
 // storageHelp is what gives NATS the storage it lacks.
 const storageHelp = "give the NATS server more JetStream storage (jetstream { max_file_store } in its config; by default 75% of its disk's free space when it started) or free space on its disk"
 
@@ -124,18 +128,29 @@ func (c *Cluster) makeKV(ctx context.Context, cfg jetstream.KeyValueConfig) (jet
 // untilServed runs try, of what, until it passes or fails for a reason
 // other than NATS being out of reach or short of nodes for now, for up to
 // openWait (or ctx); each try is bounded by openTry.
-func (c *Cluster) untilServed(ctx context.Context, what string, try func(context.Context) error) error {
+func (c *Cluster) untilServed(ctx context.Context, what string, try func(context.Context) error) (err error) {
+	defer func() {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+			err = fmt.Errorf("%w: %s", err, jetStreamHelp)
+		}
+	}()
 	deadline := time.Now().Add(openWait)
 	wait := openRetry
 	for {
 		tctx, cancel := context.WithTimeout(ctx, openTry)
-		err := try(tctx)
+		err = try(tctx)
 		cancel()
 		if err == nil || !c.placeLater(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			return err
 		}
-		c.log.Warn("NATS cannot serve this yet (a node down or starting?); trying again",
-			"what", what, "err", err, "retry_in", wait)
+		attrs := []any{"what", what, "err", err, "retry_in", wait}
+		// A NATS server answers "jetstream not enabled" for a moment
+		// while it starts, and always when started without JetStream:
+		// the log says what to check, and so does the error (above).
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) {
+			attrs = append(attrs, "check", jetStreamHelp)
+		}
+		c.log.Warn("NATS cannot serve this yet (a node down or starting?); trying again", attrs...)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
