@@ -61,8 +61,12 @@ type RefusedError struct {
 	Channel, Setting, Said, Hint string
 }
 
-func (e *RefusedError) Error() string {
-	s := e.Channel + ": credential refused: check " + e.Setting + " (" + e.Said + ")"
+func (e *RefusedError) Error() string { return e.Channel + ": credential refused: " + e.Fix() }
+
+// Fix says what to fix, and why: "check SETTING (what the service
+// said); HINT".
+func (e *RefusedError) Fix() string {
+	s := "check " + e.Setting + " (" + e.Said + ")"
 	if e.Hint != "" {
 		s += "; " + e.Hint
 	}
