@@ -261,6 +261,12 @@ func (e *Email) CheckLogin(ctx context.Context) error {
 		if re := e.imapRefusal(err); re != nil {
 			return re
 		}
+		if gerr := c.WaitGreeting(); gerr != nil {
+			// The connection failed before the server greeted (TLS
+			// answered in the clear): why, not the closed connection
+			// LOGIN met after.
+			err = gerr
+		}
 		return fmt.Errorf("email: log in to IMAP: %w%s", e.redact(err), tlsHint(err, "143", "993"))
 	}
 	_ = c.Logout().Wait()
