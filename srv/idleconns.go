@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
@@ -59,12 +60,8 @@ const (
 // NewIdleConns bounds waiting connections to max, perAddr of them from
 // one address (defaults 1024 and 256).
 func NewIdleConns(max, perAddr int) *IdleConns {
-	if max <= 0 {
-		max = DefaultMaxIdleConns
-	}
-	if perAddr <= 0 {
-		perAddr = DefaultMaxIdleConnsPerAddr
-	}
+	opt.Default(&max, DefaultMaxIdleConns)
+	opt.Default(&perAddr, DefaultMaxIdleConnsPerAddr)
 	return &IdleConns{max: max, perAddr: perAddr, waiting: auth.NewSlots[*idleConn](max, perAddr), conns: make(map[net.Conn]*idleConn)}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/agui"
 	"github.com/agentassistant/agentassistant/srv/answercap"
@@ -160,24 +161,18 @@ const MaxBody = 17 << 20
 
 // New builds the server.
 func New(o Options) *Server {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&o.Logger)
 	if o.Limiter == nil {
 		o.Limiter = auth.NewLimiter(0, 0)
 	}
 	if o.Pending == nil {
 		o.Pending = auth.NewPending(0, 0)
 	}
-	if o.MaxUnauthMessage <= 0 {
-		o.MaxUnauthMessage = 64 << 10
-	}
+	opt.Default(&o.MaxUnauthMessage, 64<<10)
 	if o.Idle == nil {
 		o.Idle = NewIdleConns(0, 0)
 	}
-	if o.BodyTimeout <= 0 {
-		o.BodyTimeout = 30 * time.Second
-	}
+	opt.Default(&o.BodyTimeout, 30*time.Second)
 	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster, idle: o.Idle}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
@@ -186,25 +181,19 @@ func New(o Options) *Server {
 	io := o.Inbox
 	io.Hub, io.Tokens, io.Guard, io.Limiter, io.Logger = s.hub, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "ws")
 	io.Pending = o.Pending
-	if io.MaxLoginFrame <= 0 {
-		io.MaxLoginFrame = int64(o.MaxUnauthMessage)
-	}
+	opt.Default(&io.MaxLoginFrame, int64(o.MaxUnauthMessage))
 	s.inbox = inbox.New(io)
 
 	rlo := o.Relay
 	rlo.Tokens, rlo.Guard, rlo.Limiter, rlo.Logger, rlo.Logs = o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "relay"), o.StudyLogs
 	rlo.Pending = o.Pending
-	if rlo.MaxJoinFrame <= 0 {
-		rlo.MaxJoinFrame = int64(o.MaxUnauthMessage)
-	}
+	opt.Default(&rlo.MaxJoinFrame, int64(o.MaxUnauthMessage))
 	s.relay = relay.New(rlo)
 
 	ro := o.RPC
 	ro.Hub, ro.Relay, ro.Tokens, ro.Guard, ro.Limiter, ro.Logger = s.hub, s.relay, o.Tokens, o.Guard, o.Limiter, o.Logger.With("component", "rpc")
 	ro.Pending = o.Pending
-	if ro.MaxUnauthMessage <= 0 {
-		ro.MaxUnauthMessage = o.MaxUnauthMessage
-	}
+	opt.Default(&ro.MaxUnauthMessage, o.MaxUnauthMessage)
 	services := rpc.New(ro)
 	for _, path := range services.Mount(s.mux) {
 		s.routes = append(s.routes, Route{Pattern: path, Guard: GuardConnect})
@@ -240,9 +229,7 @@ func New(o Options) *Server {
 	igo := o.Ingress
 	igo.Tokens, igo.Guard, igo.Limiter, igo.Pending, igo.Hub = o.Tokens, o.Guard, o.Limiter, o.Pending, s.hub
 	igo.Logger = o.Logger.With("component", "ingress")
-	if igo.MaxHelloFrame <= 0 {
-		igo.MaxHelloFrame = int64(o.MaxUnauthMessage)
-	}
+	opt.Default(&igo.MaxHelloFrame, int64(o.MaxUnauthMessage))
 	if igo.Orchestrator == nil {
 		s.builtin = ingress.NewBuiltin(ingress.BuiltinOptions{Relay: s.relay, Logger: igo.Logger, AgentWait: igo.AgentWait})
 		igo.Orchestrator = s.builtin
@@ -612,12 +599,8 @@ type HTTPOptions struct {
 // No ReadTimeout or WriteTimeout: agent calls wait for a person for many
 // minutes and WebSockets live for hours; their own deadlines apply.
 func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
-	if o.ReadHeaderTimeout <= 0 {
-		o.ReadHeaderTimeout = 10 * time.Second
-	}
-	if o.IdleTimeout <= 0 {
-		o.IdleTimeout = 120 * time.Second
-	}
+	opt.Default(&o.ReadHeaderTimeout, 10*time.Second)
+	opt.Default(&o.IdleTimeout, 120*time.Second)
 	if o.Idle == nil {
 		o.Idle = NewIdleConns(0, 0)
 	}

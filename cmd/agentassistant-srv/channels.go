@@ -205,11 +205,7 @@ func checkWords(err error) string {
 	for _, e := range unjoin(err) {
 		var re *channel.RefusedError
 		if errors.As(e, &re) {
-			w := "REFUSED: check " + re.Setting + " (" + re.Said + ")"
-			if re.Hint != "" {
-				w += "; " + re.Hint
-			}
-			words = append(words, w)
+			words = append(words, "REFUSED: "+re.Fix())
 			continue
 		}
 		words = append(words, "FAILED: "+e.Error())

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/srv/datadir"
 )
 
@@ -64,9 +65,7 @@ type MemoryClaims struct {
 
 // NewMemoryClaims returns no claims; now is the clock (nil: time.Now).
 func NewMemoryClaims(now func() time.Time) *MemoryClaims {
-	if now == nil {
-		now = time.Now
-	}
+	opt.Clock(&now)
 	return &MemoryClaims{now: now, m: map[string]time.Time{}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // Limiter slows down guessing: it counts failed logins per address (see
@@ -42,12 +43,8 @@ const maxLimiterEntries = 10000
 // NewLimiter allows max failures per window per address without delay
 // (defaults 20 and one minute).
 func NewLimiter(max int, window time.Duration) *Limiter {
-	if max <= 0 {
-		max = 20
-	}
-	if window <= 0 {
-		window = time.Minute
-	}
+	opt.Default(&max, 20)
+	opt.Default(&window, time.Minute)
 	return &Limiter{max: max, window: window, now: time.Now, entries: make(map[string]*limitEntry)}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // Pending caps the connections that have not shown the token yet, in all
@@ -54,12 +55,8 @@ const (
 // NewPending takes up to max connections waiting to log in, perAddr of
 // them from one address (defaults 256 and 64).
 func NewPending(max, perAddr int) *Pending {
-	if max <= 0 {
-		max = DefaultMaxPending
-	}
-	if perAddr <= 0 {
-		perAddr = DefaultMaxPendingPerAddr
-	}
+	opt.Default(&max, DefaultMaxPending)
+	opt.Default(&perAddr, DefaultMaxPendingPerAddr)
 	return &Pending{order: NewSlots[func()](max, perAddr), known: NewSlots[func()](0, perAddr)}
 }
 

@@ -433,15 +433,19 @@ func (e *Email) send(ctx context.Context, m outMail) error {
 // tlsHint is how to fix [channels.email] tls when err is a TLS
 // handshake answered in the clear: tls = "tls" at a port that speaks
 // STARTTLS (clear), whose server's implicit TLS port is implicit. The
-// IMAP client writes a handshake that failed inside its first read into
-// its own error, unwrapped: its words are looked for too.
+// TLS error is known by its words too: go-imap's client formats a failed
+// read of a response with %v, dropping it from the chain.
 func tlsHint(err error, clear, implicit string) string {
 	var rh tls.RecordHeaderError
-	if !errors.As(err, &rh) && !strings.Contains(err.Error(), "first record does not look like a TLS handshake") {
+	if !errors.As(err, &rh) && !strings.Contains(err.Error(), tlsInTheClear) {
 		return ""
 	}
 	return ` (the server speaks in the clear first: check [channels.email] tls, tls = "starttls" at its port ` + clear + `, or "tls" at ` + implicit + `)`
 }
+
+// tlsInTheClear is what crypto/tls says of a TLS handshake answered in
+// the clear.
+const tlsInTheClear = "tls: first record does not look like a TLS handshake"
 
 // subjectField is s as a Subject's field, shown as written: a reader
 // decodes an encoded-word ("=?utf-8?b?…?=", RFC 2047) where it finds one,

@@ -20,6 +20,12 @@ import (
 
 // deliverRaw puts the mail header + "\r\n" + body in the INBOX, a
 // Message-ID of its own added.
+// replyText is the text readMail finds in raw.
+func replyText(raw []byte) string {
+	text, _ := readMail(raw)
+	return text
+}
+
 func (b *imapBox) deliverRaw(t *testing.T, header, body string) {
 	t.Helper()
 	msg := "Message-ID: <" + wireID() + "@mail.example.org>\r\n" + header + "\r\n" + body

@@ -11,16 +11,10 @@ import (
 	"golang.org/x/net/html"
 )
 
-// replyText is the answer a mail holds: its first text/plain part's
-// lines above the quote, or its HTML's when it has no plain text (some
-// mail programs send only HTML).
-func replyText(raw []byte) string {
-	text, _ := readMail(raw)
-	return text
-}
-
-// readMail is the answer a mail holds: its text (replyText) and the
-// images attached to it (mailParts.images).
+// readMail is the answer a mail holds: its text (its first text/plain
+// part's lines above the quote, or its HTML's when it has no plain
+// text: some mail programs send only HTML) and the images attached to
+// it (mailParts.images).
 func readMail(raw []byte) (string, *replyImages) {
 	var m mailParts
 	ent, err := message.Read(bytes.NewReader(raw))

@@ -61,8 +61,12 @@ type RefusedError struct {
 	Channel, Setting, Said, Hint string
 }
 
-func (e *RefusedError) Error() string {
-	s := e.Channel + ": credential refused: check " + e.Setting + " (" + e.Said + ")"
+func (e *RefusedError) Error() string { return e.Channel + ": credential refused: " + e.Fix() }
+
+// Fix says what to fix, and why: "check SETTING (what the service
+// said); HINT".
+func (e *RefusedError) Fix() string {
+	s := "check " + e.Setting + " (" + e.Said + ")"
 	if e.Hint != "" {
 		s += "; " + e.Hint
 	}
@@ -256,6 +260,12 @@ func (e *Email) CheckLogin(ctx context.Context) error {
 	if err := c.Login(e.IMAPUser, e.IMAPPassword).Wait(); err != nil {
 		if re := e.imapRefusal(err); re != nil {
 			return re
+		}
+		if gerr := c.WaitGreeting(); gerr != nil {
+			// The connection failed before the server greeted (TLS
+			// answered in the clear): why, not the closed connection
+			// LOGIN met after.
+			err = gerr
 		}
 		return fmt.Errorf("email: log in to IMAP: %w%s", e.redact(err), tlsHint(err, "143", "993"))
 	}

@@ -29,3 +29,19 @@ func TestTLSHintThroughAnyWrapping(t *testing.T) {
 		t.Errorf("a refused connection hinted %q", h)
 	}
 }
+
+// TestCheckLoginTLSHint: with tls = "tls" at a mailbox that speaks in
+// the clear, the client's greeting read fails on the TLS error and the
+// client closes the connection; LOGIN then fails with "use of closed
+// network connection" or "in response: cannot read tag", by timing.
+// Each check says which ports to use.
+func TestCheckLoginTLSHint(t *testing.T) {
+	box := newIMAPBox(t)
+	e := &Email{IMAPAddr: box.addr, IMAPUser: aaAddr, IMAPPassword: imapPass, TLS: "tls"}
+	for range 200 {
+		err := e.CheckLogin(t.Context())
+		if err == nil || !strings.Contains(err.Error(), `"starttls" at its port 143`) {
+			t.Fatalf("CheckLogin = %v, want the TLS hint", err)
+		}
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // The channels that take answers (Telegram, Slack, e-mail) in cluster
@@ -59,9 +61,7 @@ type Channels struct {
 // OpenChannels opens the channels' buckets; lease is how long a lease
 // outlives its holder (0: DefaultLease), renewed every quarter of it.
 func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Channels, error) {
-	if lease <= 0 {
-		lease = DefaultLease
-	}
+	opt.Default(&lease, DefaultLease)
 	notes, err := c.openKV(ctx, jetstream.KeyValueConfig{Bucket: NotesBucket,
 		Description: "agentassistant channels: which message asks which question", TTL: maxNoteAge,
 		MaxValueSize: maxNote + 8})

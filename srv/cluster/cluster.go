@@ -28,6 +28,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -121,21 +122,11 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 			o.Replicas = 3
 		}
 	}
-	if o.History <= 0 {
-		o.History = 30 * 24 * time.Hour
-	}
-	if o.Heartbeat <= 0 {
-		o.Heartbeat = 2 * time.Second
-	}
-	if o.HistoryScan <= 0 {
-		o.HistoryScan = historyDefaultScan
-	}
-	if o.historyBytes <= 0 {
-		o.historyBytes = store.HistoryPageBytes
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Default(&o.History, 30*24*time.Hour)
+	opt.Default(&o.Heartbeat, 2*time.Second)
+	opt.Default(&o.HistoryScan, historyDefaultScan)
+	opt.Default(&o.historyBytes, store.HistoryPageBytes)
+	opt.Logger(&o.Logger)
 	c := &Cluster{o: o, log: o.Logger, run: wire.NewID(), rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{}), lost: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t

@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // FileName is the file, in the data directory, that holds its format:
@@ -59,9 +61,7 @@ func (e *NewerError) Error() string {
 // directory in a newer format is refused with a *NewerError and left as
 // it was. It returns the format found: 0 for a new directory.
 func Prepare(dir, version string, log *slog.Logger) (int, error) {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger(&log)
 	found, writer, err := read(dir)
 	if err != nil {
 		return 0, err

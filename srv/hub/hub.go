@@ -52,6 +52,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/told"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -283,25 +284,31 @@ func (h *Hub) wokeHook() {
 
 // New returns an empty hub.
 func New(o Options) *Hub {
+	opt.Default(&o.PresenceDelay, 50*time.Millisecond)
+	opt.Default(&o.OrphanGrace, 2*time.Minute)
+	opt.Default(&o.Retention, 10*time.Minute)
+	opt.Default(&o.OrphanNotice, 5*time.Second)
+	opt.Default(&o.MissedRetention, 24*time.Hour)
+	opt.Default(&o.HistoryRetention, 30*24*time.Hour)
+	opt.Default(&o.MissedBytes, defaultMissedBytes)
+	opt.Default(&o.RetentionBytes, defaultRetentionBytes)
+	opt.Default(&o.MaxPending, defaultMaxPending)
+	opt.Default(&o.MaxPendingBytes, defaultMaxPendingBytes)
+	opt.Logger(&o.Logger)
+	opt.Clock(&o.Now)
 	h := &Hub{log: o.Logger, now: o.Now, rooms: make(map[string]*room), tokens: make(map[string]string), quit: make(chan struct{}),
-		delay:     positiveOr(o.PresenceDelay, 50*time.Millisecond),
-		grace:     positiveOr(o.OrphanGrace, 2*time.Minute),
-		retention: positiveOr(o.Retention, 10*time.Minute),
-		notice:    positiveOr(o.OrphanNotice, 5*time.Second),
-		missedFor: positiveOr(o.MissedRetention, 24*time.Hour),
-		history:   positiveOr(o.HistoryRetention, 30*24*time.Hour),
-		shared:    o.Shared,
-		self:      cmp.Or(o.Instance, wire.NewID()),
-	}
-	h.missedBytes = positiveOr(o.MissedBytes, defaultMissedBytes)
-	h.retentionBytes = positiveOr(o.RetentionBytes, defaultRetentionBytes)
-	h.maxPending = int(positiveOr(int64(o.MaxPending), defaultMaxPending))
-	h.maxPendingBytes = positiveOr(o.MaxPendingBytes, defaultMaxPendingBytes)
-	if h.log == nil {
-		h.log = slog.New(slog.DiscardHandler)
-	}
-	if h.now == nil {
-		h.now = time.Now
+		delay:           o.PresenceDelay,
+		grace:           o.OrphanGrace,
+		retention:       o.Retention,
+		notice:          o.OrphanNotice,
+		missedFor:       o.MissedRetention,
+		history:         o.HistoryRetention,
+		missedBytes:     o.MissedBytes,
+		retentionBytes:  o.RetentionBytes,
+		maxPending:      o.MaxPending,
+		maxPendingBytes: o.MaxPendingBytes,
+		shared:          o.Shared,
+		self:            cmp.Or(o.Instance, wire.NewID()),
 	}
 	if h.shared == nil {
 		h.local = newLocalRecords(o.Store, h.self, h.Keeps(), h.now)
@@ -311,14 +318,6 @@ func New(o Options) *Hub {
 	h.peers, _ = h.shared.(Peers)
 	h.seqs, h.epoch = newSequence(h.local != nil), h.shared.Epoch()
 	return h
-}
-
-// positiveOr is d when positive, else def: an option's default.
-func positiveOr[T time.Duration | int64](d, def T) T {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func (h *Hub) room(token string) *room {

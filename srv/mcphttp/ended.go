@@ -61,9 +61,7 @@ type FileEnded struct {
 // is not worth a server that will not start. Close closes the file.
 func OpenFileEnded(dir string, perRoom int, now func() time.Time, log *slog.Logger) (*FileEnded, error) {
 	opt.Clock(&now)
-	if perRoom <= 0 {
-		perRoom = defaultMaxSessions
-	}
+	opt.Default(&perRoom, defaultMaxSessions)
 	f := &FileEnded{now: now, perRoom: perRoom}
 	db, err := boltfile.Open(filepath.Join(dir, EndedFileName), "the ended /mcp sessions' file",
 		"the sessions their clients ended before are served again", log, f.prune)

@@ -15,6 +15,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -59,21 +60,11 @@ type Services struct {
 
 // New returns the services of o.
 func New(o Options) *Services {
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.DefaultTimeout <= 0 {
-		o.DefaultTimeout = 600 * time.Second
-	}
-	if o.MaxTimeout <= 0 {
-		o.MaxTimeout = 24 * time.Hour
-	}
-	if o.MaxMessage <= 0 {
-		o.MaxMessage = 16 << 20
-	}
-	if o.MaxUnauthMessage <= 0 {
-		o.MaxUnauthMessage = 64 << 10
-	}
+	opt.Logger(&o.Logger)
+	opt.Default(&o.DefaultTimeout, 600*time.Second)
+	opt.Default(&o.MaxTimeout, 24*time.Hour)
+	opt.Default(&o.MaxMessage, 16<<20)
+	opt.Default(&o.MaxUnauthMessage, 64<<10)
 	v := &Services{s: &service{o: o}}
 	if o.Relay != nil {
 		v.ui = &uiRelay{o.Relay}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
+	"github.com/agentassistant/agentassistant/internal/opt"
 )
 
 // RelDir is where the logs live, relative to the server's data directory.
@@ -87,12 +88,8 @@ func Open(dataDir string, o Options) (*Dir, error) {
 	if err := os.MkdirAll(filepath.Join(dataDir, RelDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create study log directory: %w", err)
 	}
-	if o.MaxFilesPerOwner <= 0 {
-		o.MaxFilesPerOwner = DefaultMaxFilesPerOwner
-	}
-	if o.MaxBytesPerOwner <= 0 {
-		o.MaxBytesPerOwner = DefaultMaxBytesPerOwner
-	}
+	opt.Default(&o.MaxFilesPerOwner, DefaultMaxFilesPerOwner)
+	opt.Default(&o.MaxBytesPerOwner, DefaultMaxBytesPerOwner)
 	return &Dir{root: dataDir, o: o, use: make(map[string]*usage)}, nil
 }
 
