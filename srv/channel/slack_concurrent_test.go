@@ -79,7 +79,8 @@ func TestSlackOneQuestionInOrder(t *testing.T) {
 	acked := make(chan error, 2)
 	go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
 	within(t, "download of the reply's file", arrived)
-	go func() { acked <- api.Send(t.Context(), "interactive", slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value)) }()
+	press := slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value)
+	go func() { acked <- api.Send(t.Context(), "interactive", press) }()
 	if err := api.Sent(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
