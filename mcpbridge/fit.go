@@ -79,7 +79,7 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 	scale := min(1, float64(fitEdge)/float64(max(sb.Dx(), sb.Dy())))
 	w, h := max(1, int(float64(sb.Dx())*scale+0.5)), max(1, int(float64(sb.Dy())*scale+0.5))
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-	draw.BiLinear.Scale(dst, dst.Bounds(), src, sb, draw.Src, nil)
+	shrink(dst, src)
 	if mime == "image/jpeg" {
 		dst = upright(dst, orientation(data))
 	}

@@ -278,9 +278,10 @@ func FuzzFit(f *testing.F) {
 	})
 }
 
-// deepPNG is a w×h PNG of 16-bit RGBA (8 bytes a pixel decoded), all
-// black, written row by row: small on disk, w*h*8 bytes once decoded.
-func deepPNG(t testing.TB, w, h int) []byte {
+// deepPNG is a w×h PNG of RGBA, all black, of depth bits a channel (8
+// or 16), written row by row: small on disk, w*h*depth/2 bytes once
+// decoded.
+func deepPNG(t testing.TB, w, h, depth int) []byte {
 	t.Helper()
 	chunk := func(b []byte, typ string, data []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
@@ -290,10 +291,10 @@ func deepPNG(t testing.TB, w, h int) []byte {
 	}
 	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
 	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, 16, 6, 0, 0, 0)
+	ihdr = append(ihdr, byte(depth), 6, 0, 0, 0)
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
-	row := make([]byte, 1+w*8)
+	row := make([]byte, 1+w*depth/2)
 	for range h {
 		if _, err := zw.Write(row); err != nil {
 			t.Fatal(err)
@@ -313,7 +314,7 @@ func deepPNG(t testing.TB, w, h int) []byte {
 // take, not by their count alone: this one is refused, in words that say
 // why, with next to nothing allocated.
 func TestFitDeepImageBounded(t *testing.T) {
-	data := deepPNG(t, 7000, 7000)
+	data := deepPNG(t, 7000, 7000, 16)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
@@ -374,5 +375,47 @@ func TestFitProgressiveJPEGBounded(t *testing.T) {
 	}
 	if allocated > maxDecodeBytes/4 {
 		t.Errorf("fitting allocated %d bytes", allocated)
+	}
+}
+
+// TestFitScalingBounded: drawing a 7000×7000 image (8-bit RGBA, 196 MB
+// decoded, under every bound) 1568 pixels wide takes little besides the
+// decoded image and the one drawn: a two-pass scaler would hold a float
+// for each channel of each drawn column of every source row, 32 bytes ×
+// 1568 × 7000, 351 MB.
+func TestFitScalingBounded(t *testing.T) {
+	data := deepPNG(t, 7000, 7000, 8)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	out, mime, err := fit(data, "image/png")
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	besides := int64(after.TotalAlloc-before.TotalAlloc) - 7000*7000*4
+	t.Logf("fitting allocated %.1f MB besides the decoded image", float64(besides)/1e6)
+	if m, _, err := image.Decode(bytes.NewReader(out)); err != nil || mime != "image/png" || m.Bounds().Dx() != fitEdge {
+		t.Errorf("handed %s, %v", mime, err)
+	}
+	if besides > 64<<20 {
+		t.Errorf("fitting allocated %d bytes besides the decoded image", besides)
+	}
+}
+
+// TestShrinkAverages: a pixel drawn smaller is the average of the area
+// it covers, parts of pixels by their share, and a see-through pixel
+// lends it no colour.
+func TestShrinkAverages(t *testing.T) {
+	src := image.NewNRGBA(image.Rect(10, 20, 13, 21)) // 3×1: red, blue, see-through green
+	copy(src.Pix, []byte{255, 0, 0, 255, 0, 0, 255, 255, 0, 255, 0, 0})
+	dst := image.NewNRGBA(image.Rect(0, 0, 2, 1))
+	shrink(dst, src)
+	// Each covers a pixel and a half. The left is red and half of
+	// blue; the right, half of blue and the see-through green: blue, at
+	// a third of its opacity.
+	want := []byte{170, 0, 85, 255, 0, 0, 255, 85}
+	if !bytes.Equal(dst.Pix, want) {
+		t.Errorf("drawn %v, want %v", dst.Pix, want)
 	}
 }
