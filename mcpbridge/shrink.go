@@ -27,9 +27,9 @@ func shrink(dst *image.NRGBA, src image.Image) {
 		return
 	}
 	row := image.NewRGBA(image.Rect(0, 0, sw, 1))
-	across := make([]uint64, 4*dw) // one src row, summed into dst's columns
-	acc := make([]uint64, 4*dw)    // the dst row being summed
-	area := uint64(sw) * uint64(sh)
+	across := make([]int64, 4*dw) // one src row, summed into dst's columns
+	acc := make([]int64, 4*dw)    // the dst row being summed
+	area := int64(sw) * int64(sh)
 	flush := func(y int) {
 		out := dst.Pix[y*dst.Stride:]
 		for x := range dw {
@@ -39,13 +39,13 @@ func shrink(dst *image.NRGBA, src image.Image) {
 				continue
 			}
 			for c := range 3 {
-				out[4*x+c] = byte(min(255, (acc[4*x+c]*255+a/2)/a))
+				out[4*x+c] = byte(min(255, (acc[4*x+c]*255+a/2)/a)) //nolint:gosec // G115: at most 255
 			}
-			out[4*x+3] = byte((a + area/2) / area)
+			out[4*x+3] = byte(min(255, (a+area/2)/area)) //nolint:gosec // G115: at most 255
 		}
 		clear(acc)
 	}
-	add := func(w uint64) {
+	add := func(w int64) {
 		for i, v := range across {
 			acc[i] += w * v
 		}
@@ -55,29 +55,32 @@ func shrink(dst *image.NRGBA, src image.Image) {
 		clear(across)
 		for x := range sw {
 			p := row.Pix[4*x : 4*x+4]
-			s := x * dw
-			X, edge := s/sw, (s/sw+1)*sw
-			w0, w1 := uint64(dw), uint64(0)
-			if s+dw > edge {
-				w0, w1 = uint64(edge-s), uint64(s+dw-edge)
-			}
+			X, w0, w1 := split(x, sw, dw)
 			for c := range 4 {
-				across[4*X+c] += w0 * uint64(p[c])
+				across[4*X+c] += w0 * int64(p[c])
 				if w1 > 0 {
-					across[4*(X+1)+c] += w1 * uint64(p[c])
+					across[4*(X+1)+c] += w1 * int64(p[c])
 				}
 			}
 		}
-		s := y * dh
-		Y, edge := s/sh, (s/sh+1)*sh
-		if s+dh < edge {
-			add(uint64(dh))
-			continue
-		}
-		add(uint64(edge - s))
-		flush(Y)
-		if rest := s + dh - edge; rest > 0 {
-			add(uint64(rest))
+		Y, w0, w1 := split(y, sh, dh)
+		add(w0)
+		if w1 > 0 || (int64(y)+1)*int64(dh)%int64(sh) == 0 {
+			flush(Y)
+			add(w1)
 		}
 	}
+}
+
+// split is where pixel i of n falls among m (m <= n): in pixel j, w0
+// units of its m, and w1 more in pixel j+1 (0 when it ends in j). Int64
+// throughout: i*m passes 2^31 for a wide image.
+func split(i, n, m int) (j int, w0, w1 int64) {
+	s, n64, m64 := int64(i)*int64(m), int64(n), int64(m)
+	j64 := s / n64
+	edge := (j64 + 1) * n64
+	if s+m64 <= edge {
+		return int(j64), m64, 0
+	}
+	return int(j64), edge - s, s + m64 - edge
 }
