@@ -315,12 +315,9 @@ func deepPNG(t testing.TB, w, h, depth int) []byte {
 // why, with next to nothing allocated.
 func TestFitDeepImageBounded(t *testing.T) {
 	data := deepPNG(t, 7000, 7000, 16)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	out, _, err := fit(data, "image/png")
-	runtime.ReadMemStats(&after)
-	allocated := after.TotalAlloc - before.TotalAlloc
+	var out []byte
+	var err error
+	allocated := allocatedBy(func() { out, _, err = fit(data, "image/png") })
 	t.Logf("fitting allocated %.1f MB", float64(allocated)/1e6)
 	if err == nil {
 		t.Fatalf("a 49-megapixel 16-bit PNG was fit (%d bytes)", len(out))
@@ -363,12 +360,8 @@ func TestFitProgressiveJPEGBounded(t *testing.T) {
 	if m, err := jpeg.Decode(bytes.NewReader(progressiveJPEG(64, 48))); err != nil || m.Bounds().Dx() != 64 {
 		t.Fatalf("the small one does not decode: %v", err)
 	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	_, _, err := fit(data, "image/jpeg")
-	runtime.ReadMemStats(&after)
-	allocated := after.TotalAlloc - before.TotalAlloc
+	var err error
+	allocated := allocatedBy(func() { _, _, err = fit(data, "image/jpeg") })
 	t.Logf("fitting allocated %.1f MB", float64(allocated)/1e6)
 	if err == nil || !strings.Contains(err.Error(), "6000×6000 pixels of 15 bytes each") {
 		t.Errorf("the agent is told %v", err)
@@ -385,15 +378,14 @@ func TestFitProgressiveJPEGBounded(t *testing.T) {
 // 1568 × 7000, 351 MB.
 func TestFitScalingBounded(t *testing.T) {
 	data := deepPNG(t, 7000, 7000, 8)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	out, mime, err := fit(data, "image/png")
-	runtime.ReadMemStats(&after)
+	var out []byte
+	var mime string
+	var err error
+	allocated := allocatedBy(func() { out, mime, err = fit(data, "image/png") })
 	if err != nil {
 		t.Fatal(err)
 	}
-	besides := int64(after.TotalAlloc-before.TotalAlloc) - 7000*7000*4
+	besides := int64(allocated) - 7000*7000*4
 	t.Logf("fitting allocated %.1f MB besides the decoded image", float64(besides)/1e6)
 	if m, _, err := image.Decode(bytes.NewReader(out)); err != nil || mime != "image/png" || m.Bounds().Dx() != fitEdge {
 		t.Errorf("handed %s, %v", mime, err)
@@ -418,4 +410,14 @@ func TestShrinkAverages(t *testing.T) {
 	if !bytes.Equal(dst.Pix, want) {
 		t.Errorf("drawn %v, want %v", dst.Pix, want)
 	}
+}
+
+// allocatedBy is what f allocates, freed or not.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }
