@@ -36,6 +36,12 @@ const (
 	// maxPixels bounds what is decoded at all, read from the header
 	// first: a few bytes can declare an image of gigabytes.
 	maxPixels = 50_000_000
+	// maxDecodeBytes bounds the memory one decoded image takes, also read
+	// from the header: its pixels times the bytes each takes in its
+	// colour model (a PNG of 16-bit colour takes 8, a JPEG photo 1.5).
+	// It lets the pixel cap through in 8-bit RGBA, a phone's largest
+	// photo many times over.
+	maxDecodeBytes = maxPixels * 4
 )
 
 // fitting lets one image be decoded at a time: the memory an answer's
@@ -49,7 +55,7 @@ var errNotRead = errors.New("it could not be read as a PNG, JPEG, GIF or WebP im
 // fit for a model: nil when data is as it is, else data drawn again and
 // its type; or an error that says why it cannot be.
 func fit(data []byte, mime string) ([]byte, string, error) {
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))
 	if mime == "" || err != nil || cfg.Width <= 0 || cfg.Height <= 0 {
 		return nil, "", errNotRead
 	}
@@ -58,6 +64,10 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 	}
 	if max(cfg.Width, cfg.Height) <= fitEdge && len(data) <= fitBytes {
 		return nil, mime, nil
+	}
+	if per := bytesPerPixel(cfg.ColorModel, format, data); float64(cfg.Width)*float64(cfg.Height)*per > maxDecodeBytes {
+		return nil, "", fmt.Errorf("it is %d×%d pixels of %.3g bytes each once decoded, %d MB, more than the %d MB read",
+			cfg.Width, cfg.Height, per, int64(float64(cfg.Width)*float64(cfg.Height)*per/1e6), maxDecodeBytes/1_000_000)
 	}
 	fitting.Lock()
 	defer fitting.Unlock()
@@ -69,7 +79,7 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 	scale := min(1, float64(fitEdge)/float64(max(sb.Dx(), sb.Dy())))
 	w, h := max(1, int(float64(sb.Dx())*scale+0.5)), max(1, int(float64(sb.Dy())*scale+0.5))
 	dst := image.NewNRGBA(image.Rect(0, 0, w, h))
-	draw.BiLinear.Scale(dst, dst.Bounds(), src, sb, draw.Src, nil)
+	shrink(dst, src)
 	if mime == "image/jpeg" {
 		dst = upright(dst, orientation(data))
 	}
@@ -90,6 +100,71 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 		}
 	}
 	return nil, "", fmt.Errorf("it is larger than %.2f MB even as a JPEG %d pixels on its long side", float64(fitBytes)/1e6, max(w, h))
+}
+
+// bytesPerPixel is what decoding an image of colour model m (format as
+// image.DecodeConfig names it, data its bytes) takes a pixel at most: its
+// pixels in that model and, for a JPEG, what the decoder holds besides.
+func bytesPerPixel(m color.Model, format string, data []byte) float64 {
+	if format == "jpeg" {
+		return jpegBytesPerPixel(data)
+	}
+	if _, ok := m.(color.Palette); ok {
+		return 1
+	}
+	switch m {
+	case color.GrayModel, color.AlphaModel:
+		return 1
+	case color.Gray16Model, color.Alpha16Model:
+		return 2
+	case color.YCbCrModel: // lossy WebP: chroma at a quarter
+		return 1.5
+	case color.NYCbCrAModel:
+		return 2.5
+	case color.RGBAModel, color.NRGBAModel, color.CMYKModel:
+		return 4
+	}
+	return 8 // RGBA64, NRGBA64, or one not known: the most any takes
+}
+
+// jpegBytesPerPixel is what Go's JPEG decoder takes a pixel for data: a
+// plane per component at its sampling (1.5 bytes for a 4:2:0 photo), a
+// CMYK copy for four components, and, for a progressive JPEG, 64 int32
+// coefficients per 8×8 block of every component until its last scan.
+// Without a frame header it is the most these add to.
+func jpegBytesPerPixel(data []byte) float64 {
+	for p := 2; p+4 <= len(data) && data[p] == 0xff; {
+		marker, n := data[p+1], int(binary.BigEndian.Uint16(data[p+2:]))
+		if marker == 0xda || n < 2 || p+2+n > len(data) {
+			break
+		}
+		if seg := data[p+4 : p+2+n]; (marker == 0xc0 || marker == 0xc1 || marker == 0xc2) && len(seg) >= 6 {
+			nc := int(seg[5])
+			if nc < 1 || len(seg) < 6+3*nc {
+				break
+			}
+			var hmax, vmax int
+			for i := range nc {
+				hv := seg[6+3*i+1]
+				hmax, vmax = max(hmax, int(hv>>4), 1), max(vmax, int(hv&15), 1)
+			}
+			planes := 0.0
+			for i := range nc {
+				hv := seg[6+3*i+1]
+				planes += float64(max(int(hv>>4), 1)*max(int(hv&15), 1)) / float64(hmax*vmax)
+			}
+			per := planes
+			if nc == 4 {
+				per += 4
+			}
+			if marker == 0xc2 {
+				per += 4 * planes
+			}
+			return per
+		}
+		p += 2 + n
+	}
+	return 4 + 4 + 4*4 // four full planes, a CMYK copy, their coefficients
 }
 
 // upright is m turned as its EXIF orientation o (1 to 8) says it is

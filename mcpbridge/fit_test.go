@@ -2,6 +2,7 @@ package mcpbridge
 
 import (
 	"bytes"
+	"compress/zlib"
 	"context"
 	"encoding/base64"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 	"image/jpeg"
 	"image/png"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -274,4 +276,148 @@ func FuzzFit(f *testing.F) {
 			t.Errorf("handed %s (%d bytes) that is %s, %v", mime, len(out), format, err)
 		}
 	})
+}
+
+// deepPNG is a w×h PNG of RGBA, all black, of depth bits a channel (8
+// or 16), written row by row: small on disk, w*h*depth/2 bytes once
+// decoded.
+func deepPNG(t testing.TB, w, h, depth int) []byte {
+	t.Helper()
+	chunk := func(b []byte, typ string, data []byte) []byte {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
+		body := append([]byte(typ), data...)
+		b = append(b, body...)
+		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(body))
+	}
+	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
+	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
+	ihdr = append(ihdr, byte(depth), 6, 0, 0, 0)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
+	row := make([]byte, 1+w*depth/2)
+	for range h {
+		if _, err := zw.Write(row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := chunk([]byte("\x89PNG\r\n\x1a\n"), "IHDR", ihdr)
+	b = chunk(b, "IDAT", z.Bytes())
+	return chunk(b, "IEND", nil)
+}
+
+// TestFitDeepImageBounded: a 49-megapixel PNG of 16-bit colour is under
+// the pixel cap but takes 8 bytes a pixel, 392 MB, once decoded. What
+// fitting may allocate is bounded by what the header says the pixels
+// take, not by their count alone: this one is refused, in words that say
+// why, with next to nothing allocated.
+func TestFitDeepImageBounded(t *testing.T) {
+	data := deepPNG(t, 7000, 7000, 16)
+	var out []byte
+	var err error
+	allocated := allocatedBy(func() { out, _, err = fit(data, "image/png") })
+	t.Logf("fitting allocated %.1f MB", float64(allocated)/1e6)
+	if err == nil {
+		t.Fatalf("a 49-megapixel 16-bit PNG was fit (%d bytes)", len(out))
+	}
+	if !strings.Contains(err.Error(), "7000×7000 pixels of 8 bytes each") {
+		t.Errorf("the agent is told %q", err)
+	}
+	if allocated > maxDecodeBytes/4 {
+		t.Errorf("fitting allocated %d bytes", allocated)
+	}
+}
+
+// progressiveJPEG is a w×h grey progressive JPEG of three components at
+// full resolution (4:4:4), in one DC scan: each 8×8 block of each
+// component is the one-bit code of "no change". Go's decoder holds 64
+// int32 coefficients for every block until the image is done.
+func progressiveJPEG(w, h int) []byte {
+	seg := func(b []byte, marker byte, body ...byte) []byte {
+		b = append(b, 0xff, marker)
+		b = binary.BigEndian.AppendUint16(b, uint16(2+len(body)))
+		return append(b, body...)
+	}
+	b := []byte{0xff, 0xd8}
+	b = seg(b, 0xdb, append([]byte{0}, bytes.Repeat([]byte{1}, 64)...)...)
+	sof := binary.BigEndian.AppendUint16([]byte{8}, uint16(h))
+	sof = binary.BigEndian.AppendUint16(sof, uint16(w))
+	b = seg(b, 0xc2, append(sof, 3, 1, 0x11, 0, 2, 0x11, 0, 3, 0x11, 0)...)
+	b = seg(b, 0xc4, append([]byte{0x00, 1}, make([]byte, 15+1)...)...)
+	b = seg(b, 0xda, 3, 1, 0, 2, 0, 3, 0, 0, 0, 0)
+	blocks := ((w + 7) / 8) * ((h + 7) / 8) * 3
+	b = append(b, make([]byte, (blocks+7)/8)...)
+	return append(b, 0xff, 0xd9)
+}
+
+// TestFitProgressiveJPEGBounded: a progressive JPEG of 36 megapixels,
+// under the pixel cap, takes Go's decoder 3 bytes a pixel for its planes
+// and 12 more for its coefficients: 540 MB. It is refused unread.
+func TestFitProgressiveJPEGBounded(t *testing.T) {
+	data := progressiveJPEG(6000, 6000)
+	if m, err := jpeg.Decode(bytes.NewReader(progressiveJPEG(64, 48))); err != nil || m.Bounds().Dx() != 64 {
+		t.Fatalf("the small one does not decode: %v", err)
+	}
+	var err error
+	allocated := allocatedBy(func() { _, _, err = fit(data, "image/jpeg") })
+	t.Logf("fitting allocated %.1f MB", float64(allocated)/1e6)
+	if err == nil || !strings.Contains(err.Error(), "6000×6000 pixels of 15 bytes each") {
+		t.Errorf("the agent is told %v", err)
+	}
+	if allocated > maxDecodeBytes/4 {
+		t.Errorf("fitting allocated %d bytes", allocated)
+	}
+}
+
+// TestFitScalingBounded: drawing a 7000×7000 image (8-bit RGBA, 196 MB
+// decoded, under every bound) 1568 pixels wide takes little besides the
+// decoded image and the one drawn: a two-pass scaler would hold a float
+// for each channel of each drawn column of every source row, 32 bytes ×
+// 1568 × 7000, 351 MB.
+func TestFitScalingBounded(t *testing.T) {
+	data := deepPNG(t, 7000, 7000, 8)
+	var out []byte
+	var mime string
+	var err error
+	allocated := allocatedBy(func() { out, mime, err = fit(data, "image/png") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	besides := int64(allocated) - 7000*7000*4
+	t.Logf("fitting allocated %.1f MB besides the decoded image", float64(besides)/1e6)
+	if m, _, err := image.Decode(bytes.NewReader(out)); err != nil || mime != "image/png" || m.Bounds().Dx() != fitEdge {
+		t.Errorf("handed %s, %v", mime, err)
+	}
+	if besides > 64<<20 {
+		t.Errorf("fitting allocated %d bytes besides the decoded image", besides)
+	}
+}
+
+// TestShrinkAverages: a pixel drawn smaller is the average of the area
+// it covers, parts of pixels by their share, and a see-through pixel
+// lends it no colour.
+func TestShrinkAverages(t *testing.T) {
+	src := image.NewNRGBA(image.Rect(10, 20, 13, 21)) // 3×1: red, blue, see-through green
+	copy(src.Pix, []byte{255, 0, 0, 255, 0, 0, 255, 255, 0, 255, 0, 0})
+	dst := image.NewNRGBA(image.Rect(0, 0, 2, 1))
+	shrink(dst, src)
+	// Each covers a pixel and a half. The left is red and half of
+	// blue; the right, half of blue and the see-through green: blue, at
+	// a third of its opacity.
+	want := []byte{170, 0, 85, 255, 0, 0, 255, 85}
+	if !bytes.Equal(dst.Pix, want) {
+		t.Errorf("drawn %v, want %v", dst.Pix, want)
+	}
+}
+
+// allocatedBy is what f allocates, freed or not.
+func allocatedBy(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

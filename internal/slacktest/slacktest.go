@@ -148,6 +148,15 @@ func (api *API) HoldAnswer(method string) (arrived <-chan struct{}, release func
 	return api.holdOf(method, true)
 }
 
+// HoldFiles makes the downloads of shared files (AddFile's) wait until
+// release: as Slack's file host, slow to answer.
+func (api *API) HoldFiles() (arrived <-chan struct{}, release func()) {
+	return api.holdOf(filesHold, false)
+}
+
+// filesHold names the downloads' hold among the methods'.
+const filesHold = "files-pri"
+
 func (api *API) holdOf(method string, after bool) (<-chan struct{}, func()) {
 	api.mu.Lock()
 	defer api.mu.Unlock()
@@ -204,6 +213,12 @@ func (api *API) Fetched() int {
 // file serves a shared file to a request bearing the bot token
 // (Authorization: Bearer); as Slack, it sends any other to sign in.
 func (api *API) file(w http.ResponseWriter, r *http.Request) {
+	api.mu.Lock()
+	h := api.holds.Of(filesHold, nil)
+	api.mu.Unlock()
+	if !h.Before(r) {
+		return
+	}
 	api.mu.Lock()
 	data, ok := api.files[r.URL.Path]
 	authorized := r.Header.Get("Authorization") == "Bearer "+api.botToken

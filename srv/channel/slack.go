@@ -68,7 +68,9 @@ type Slack struct {
 
 	// handled are the events and presses taken lately, oldest first in
 	// handledOrder: Socket Mode delivers one again when its
-	// acknowledgement was late. Touched only by Listen's event goroutine.
+	// acknowledgement was late. Guarded by handledMu, held alone: the
+	// events of Listen are handled side by side (slackQueue).
+	handledMu    sync.Mutex
 	handled      map[string]*slackAck
 	handledOrder []string
 }

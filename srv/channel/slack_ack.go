@@ -17,7 +17,7 @@ type slackAck struct {
 	done chan struct{}
 	// handedOver: no longer acknowledged when event returns, but by
 	// whoever it was handed to (a held reply, a wait for the first
-	// delivery). Touched only by Listen's event goroutine.
+	// delivery). Touched only by the goroutine handling its event.
 	handedOver bool
 }
 

@@ -43,15 +43,20 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	link := &slackLink{}
 	var wg sync.WaitGroup
 	// The library hands every envelope to sm.Events and waits for it to
-	// be taken: this drains them for as long as Listen runs.
+	// be taken: this drains them for as long as Listen runs, each handed
+	// to the queue (slackQueue), and waits for those handled.
 	wg.Go(func() {
+		q := newSlackQueue()
+		defer q.wait()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case ev := <-sm.Events:
 				link.saw(ev)
-				s.event(ctx, sm, ev, a)
+				if !q.run(ctx, slackOrderKey(ev), func() { s.event(ctx, sm, ev, a) }) && ctx.Err() == nil {
+					s.warn("slack: too many events of one message waiting; one is left for Slack to send again")
+				}
 			}
 		}
 	})
@@ -263,6 +268,8 @@ func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.Interaction
 // acknowledged once the first one is (afterFirst): not while that one's
 // answer is unsaved.
 func (s *Slack) again(ctx context.Context, id string, env *slackAck) bool {
+	s.handledMu.Lock()
+	defer s.handledMu.Unlock()
 	if first, ok := s.handled[id]; ok {
 		logOf(s.Logger).Debug("slack: an event delivered again is ignored")
 		s.afterFirst(ctx, env, first)

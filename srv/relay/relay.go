@@ -199,6 +199,10 @@ func (rc *relayConn) message(_ bool, data []byte) bool {
 	r, c, ch := rc.r, rc.c, rc.ch
 	env, perr := Parse(data)
 	if perr != nil {
+		if ch != nil && rc.p.host {
+			ch.unreadable(rc.p, data, env.ID, perr)
+			return true
+		}
 		send(c, Envelope{Type: wire.TypeError, ReplyTo: env.ID, Payload: mustJSON(perr)})
 		if ch != nil {
 			ch.mu.Lock()

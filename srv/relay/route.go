@@ -2,9 +2,11 @@ package relay
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/studylog"
@@ -339,6 +341,51 @@ func (ch *channel) fromHost(p Peer, env Envelope) *Error {
 	}
 	ch.route(env, broadcast)
 	return refused
+}
+
+// unreadable handles a frame from the host p that Parse refused (why):
+// the host is told. A frame that is JSON (a key given twice, a field
+// missing) is one the host can send again, put right, and the call it
+// names waits for that. One that is not (not UTF-8, not JSON) comes from
+// a host whose encoder is broken: the call in flight it names in
+// replyTo, as far as that can be read, fails now, rather than waiting
+// out its deadline as if the host had said nothing.
+func (ch *channel) unreadable(p Peer, data []byte, id string, why *Error) {
+	ch.mu.Lock()
+	defer ch.mu.Unlock()
+	ch.fail(p, id, why)
+	if p != ch.host || (utf8.Valid(data) && json.Valid(data)) {
+		return
+	}
+	replyTo := readReplyTo(data)
+	c := ch.inflight[replyTo]
+	if c == nil {
+		return
+	}
+	ch.untrack(replyTo)
+	if c.from != nil {
+		ch.fail(c.from, c.origID, errorf(wire.ToolExecutionFailed, "the host's answer to this %s could not be read (%s); "+
+			"the action may or may not have happened", c.typ, why.Message))
+	}
+}
+
+// replyToField finds a replyTo in a frame that is not JSON.
+var replyToField = regexp.MustCompile(`"replyTo"\s*:\s*"([^"\\]{1,256})"`)
+
+// readReplyTo is the replyTo of a frame Parse refused, "" when none can
+// be read: JSON's, where the frame is JSON (its strings not UTF-8 are
+// read as U+FFFD), else the first that looks like one.
+func readReplyTo(data []byte) string {
+	var v struct {
+		ReplyTo string `json:"replyTo"`
+	}
+	if json.Unmarshal(data, &v) == nil {
+		return v.ReplyTo
+	}
+	if m := replyToField.FindSubmatch(data); m != nil {
+		return string(m[1])
+	}
+	return ""
 }
 
 // route sends a host message to the agent whose request it answers, and

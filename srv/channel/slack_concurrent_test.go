@@ -1,0 +1,97 @@
+package channel
+
+import (
+	"image/color"
+	"testing"
+
+	"github.com/agentassistant/agentassistant/internal/slacktest"
+)
+
+// TestSlackSlowDownloadHoldsNoOtherEvent: a thread reply whose image
+// Slack's file host is slow to serve (up to the download's 30 s) does not
+// hold up a press on another question meanwhile: that answer is saved
+// while the download still waits, and the reply's answer, image and all,
+// once the file comes.
+func TestSlackSlowDownloadHoldsNoOtherEvent(t *testing.T) {
+	const botToken, appToken = "xoxb-17-secret-bot-token", "xapp-17-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	free := f.askText(tokA, "q-1", "What breaks?", nil)
+	ts := api.Call(t, "chat.postMessage", 1)["_ts"]
+	chosen := f.askChoices(tokA, "q-2")
+	sent := api.Call(t, "chat.postMessage", 2)
+	ts2 := sent["_ts"]
+	for _, k := range []slackKey{{dm, ts}, {dm, ts2}} {
+		eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), k); return ok })
+	}
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	arrived, release := api.HoldFiles()
+	defer release()
+	shot := pngOf(t, color.RGBA{B: 200, A: 255})
+	reply := slacktest.FileReply("U42", dm, ts, "See this", api.AddFile("F1", "shot.png", "image/png", shot))
+	acked := make(chan error, 1)
+	go func() { acked <- api.Send(t.Context(), "events_api", reply) }() // acknowledged once answered
+	within(t, "download of the reply's file", arrived)
+	api.Envelope(t, "interactive", slacktest.Press("U42", dm, ts2, blocks[1].Elements[3].Value))
+	if rep := answer(t, chosen); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Fatalf("the press answered %+v", rep)
+	}
+	release()
+	if err := within(t, "the reply's acknowledgement", acked); err != nil {
+		t.Error(err)
+	}
+	rep := answer(t, free)
+	if types, _ := imagesOf(t, rep.Contents); rep.Contents[0].GetText().GetText() != "See this" || len(types) != 1 {
+		t.Errorf("the reply answered %+v", rep)
+	}
+}
+
+// TestSlackOneQuestionInOrder: the events of one question are taken in
+// the order Slack sent them, a slow one too: a thread reply whose image
+// is slow to download, then a press on the same message; the reply came
+// first, so the reply answers, and the press finds it answered.
+func TestSlackOneQuestionInOrder(t *testing.T) {
+	const botToken, appToken = "xoxb-18-secret-bot-token", "xapp-18-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	chosen := f.askChoices(tokA, "q-1")
+	sent := api.Call(t, "chat.postMessage", 1)
+	ts := sent["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	arrived, release := api.HoldFiles()
+	defer release()
+	reply := slacktest.FileReply("U42", dm, ts, "Ship it", api.AddFile("F1", "shot.png", "image/png", pngOf(t, color.White)))
+	acked := make(chan error, 2)
+	go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
+	within(t, "download of the reply's file", arrived)
+	press := slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value)
+	go func() { acked <- api.Send(t.Context(), "interactive", press) }()
+	if err := api.Sent(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	release()
+	rep := answer(t, chosen)
+	if rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Errorf("the question was answered %+v, want the reply that came first", rep)
+	}
+	for range 2 {
+		if err := within(t, "an acknowledgement", acked); err != nil {
+			t.Error(err)
+		}
+	}
+}
