@@ -308,7 +308,7 @@ func (p *Pusher) put(sd *sender, j job) {
 		select {
 		case old := <-sd.q: // the oldest goes
 			sd.closes(old, -1)
-			p.log.Warn("push dropped: its device's queue is full", "subscription", sd.sub.ID)
+			p.log.Warn("push dropped: its device's queue is full", "subscription", sd.sub.ID, "question", old.msg.ID)
 		default:
 		}
 	}
@@ -394,7 +394,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	// flight: a close left to this instance would be taken over
 	// (takeOverLater) for nothing.
 	if j.token != "" && !p.waits(j) {
-		p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
+		p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", 0)
 		return false
 	}
 	if c := p.o.Closes; c != nil && !j.owed {
@@ -403,9 +403,9 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			decide = c.Pushing
 		}
 		if ok, err := decide(sd.room, j.msg.ID, sd.sub.ID); err != nil {
-			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 		} else if !ok {
-			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "type", j.msg.Type)
+			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "question", j.msg.ID, "type", j.msg.Type)
 			if j.token == "" {
 				p.takeOverLater(sd, j)
 			}
@@ -423,13 +423,14 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
 		if j.token != "" && try > 1 && !p.waits(j) {
-			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try-1)
 			givenUp(true)
 			return false
 		}
 		err := p.post(sd.sub, j)
 		switch {
 		case err == nil:
+			p.log.Debug("push sent", "subscription", sd.sub.ID, "question", j.msg.ID, "type", j.msg.Type, "tries", try)
 			if j.token != "" {
 				p.closeIfSettled(sd, j)
 			}
@@ -438,7 +439,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			p.removeGone(sd)
 			return true
 		case try >= p.o.Tries || !retryable(err):
-			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
+			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try, "err", err)
 			givenUp(true)
 			return false
 		}
@@ -487,7 +488,7 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 		sd.early = sd.early[1:]
 	}
 	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour, owed: owed})
-	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
+	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID, "question", j.msg.ID)
 }
 
 // waits reports whether the question of the ask j waits still.
@@ -512,11 +513,11 @@ func (p *Pusher) takeOverLater(sd *sender, j job) {
 		ok, err := p.o.Closes.TakeOver(sd.room, j.msg.ID, sd.sub.ID)
 		switch {
 		case err != nil: // decided alone: a close twice rather than none
-			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 		case !ok:
 			return
 		default:
-			p.log.Info("push close taken over: the instance pushing its question did not close it", "subscription", sd.sub.ID)
+			p.log.Info("push close taken over: the instance pushing its question did not close it", "subscription", sd.sub.ID, "question", j.msg.ID)
 		}
 		j.owed = true
 		p.queue(sd.room, sd.sub, j)
