@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+)
+
+// hung is a push service's connection that never answers: a push in
+// flight stays so until its instance ends it. inFlight is told of each.
+type hung chan struct{}
+
+func (h hung) RoundTrip(r *http.Request) (*http.Response, error) {
+	h <- struct{}{}
+	<-r.Context().Done()
+	return nil, r.Context().Err()
+}
+
+// TestCloseLeftByADeadInstanceIsPushed: a question pushed from A is
+// answered on B, whose close of it is decided and in flight when B dies
+// (kill -9: its Pusher ends, its push never answered). The close is on
+// NATS, B's: A takes it over once it has stood for TakeOver, and the
+// device gets it, once.
+func TestCloseLeftByADeadInstanceIsPushed(t *testing.T) {
+	p := newPushPair(t, nil)
+	inFlight := make(hung, 10)
+	p.ob.Client = &http.Client{Transport: inFlight}
+	p.oa.TakeOver = 200 * time.Millisecond
+	pusher(t, p.a, p.oa)
+	pb := pusher(t, p.b, p.ob)
+	p.subscribe()
+
+	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
+	p.seen("", func(asks, _ int) bool { return asks > 0 }) // its ask
+	p.pushedFrom(p.oa, "q-1")
+	if err := p.b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, q1)
+	select {
+	case <-inFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B pushed no close")
+	}
+	pb.Close() // B dies with its close in flight
+	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
+	ask(context.Background(), p.a, question("q-2", "Ship?"))
+	var closes int
+	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
+	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
+		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
+	}
+}
+
+// TestCloseOfAQuestionSettledOnADeadInstanceIsPushed: a question pushed
+// from A is answered on B, which dies before its Pusher hears of it (its
+// close is decided nowhere). A, whose push of it is on record, finds it
+// settled for TakeOver, and closes it on the device, once.
+func TestCloseOfAQuestionSettledOnADeadInstanceIsPushed(t *testing.T) {
+	p := newPushPair(t, nil)
+	p.oa.TakeOver = 200 * time.Millisecond
+	pusher(t, p.a, p.oa)
+	pusher(t, p.b, p.ob).Close() // B's Pusher is gone before the answer
+	p.subscribe()
+
+	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
+	p.seen("", func(asks, _ int) bool { return asks > 0 }) // its ask
+	p.pushedFrom(p.oa, "q-1")
+	if err := p.b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, q1)
+	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
+	ask(context.Background(), p.a, question("q-2", "Ship?"))
+	var closes int
+	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
+	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
+		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
+	}
+}
