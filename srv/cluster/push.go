@@ -461,7 +461,7 @@ func (p *Push) Left(age time.Duration) ([]push.Left, error) {
 	var left []push.Left
 	err := readPresent(ctx, p.claims, "c.>", "the pushes' closes", func(e jetstream.KeyValueEntry) error {
 		r := readClose(e.Value())
-		if r.State == closeClosed || r.Room == "" || time.Since(e.Created()) < leftFor(r.State, age) {
+		if r.State == closeClosed || r.Room == "" || time.Since(e.Created()) < age {
 			return nil
 		}
 		if tok, ok := p.rooms[r.Room]; ok {
@@ -476,20 +476,9 @@ func (p *Push) Left(age time.Duration) ([]push.Left, error) {
 // changed for age still and is not closed.
 func (p *Push) Adopt(l push.Left, age time.Duration) (bool, error) {
 	return p.closeStep(l.Room, l.ID, l.Sub, func(s string, a time.Duration) (string, bool) {
-		if s == closeClosed || s == "" || a < leftFor(s, age) {
+		if s == closeClosed || s == "" || a < age {
 			return "", false
 		}
 		return closeClosing, true
 	})
-}
-
-// leftFor is how long a close in state s stands unchanged before it is
-// taken for left: age, or staleClose for a push in flight, which may
-// still reach the device after a close sent now, and be shown for good
-// (Closing leaves the close to its pusher, owed, until then).
-func leftFor(s string, age time.Duration) time.Duration {
-	if s == closePushing {
-		return max(age, staleClose)
-	}
-	return age
 }

@@ -81,3 +81,41 @@ func TestCloseOfAQuestionSettledOnADeadInstanceIsPushed(t *testing.T) {
 		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
 	}
 }
+
+// TestCloseOfAQuestionSettledOnItsDeadPusherIsPushed: A dies (kill -9)
+// as it pushes a question, which it took the answer of just before: no
+// instance decides its close, and its record says the push is in
+// flight. B finds it settled for TakeOver, the push taken for a dead
+// instance's, and closes it on the device, once.
+func TestCloseOfAQuestionSettledOnItsDeadPusherIsPushed(t *testing.T) {
+	inFlight := make(chan struct{}, 1)
+	p := newPushPair(t, func(r *http.Request, m pushOpened) {
+		if m.Type == "ask" && m.ID == "q-1" {
+			inFlight <- struct{}{}
+			<-r.Context().Done() // its instance dies first
+		}
+	})
+	p.ob.TakeOver = 200 * time.Millisecond
+	pa := pusher(t, p.a, p.oa)
+	pusher(t, p.b, p.ob)
+	p.subscribe()
+
+	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
+	select {
+	case <-inFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A pushed no ask")
+	}
+	pa.Close() // A's Pusher dies with its push in flight
+	if err := p.a.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, q1)
+	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
+	ask(context.Background(), p.b, question("q-2", "Ship?"))
+	var closes int
+	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
+	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
+		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
+	}
+}

@@ -85,7 +85,7 @@ type Options struct {
 // instance to decide alone (a close twice rather than none).
 type Closes interface {
 	// Pushing is told before a push of the question: false when its
-	// close was pushed or is owed already (it is not pushed then).
+	// close was pushed, decided or owed already (it is not pushed then).
 	Pushing(room, id, sub string) (bool, error)
 	// Pushed is told once the push went through: true when its close is
 	// this instance's to push (it was settled meanwhile).
