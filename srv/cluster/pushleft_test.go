@@ -33,26 +33,14 @@ func TestCloseLeftByADeadInstanceIsPushed(t *testing.T) {
 	pb := pusher(t, p.b, p.ob)
 	p.subscribe()
 
-	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
-	p.seen("", func(asks, _ int) bool { return asks > 0 }) // its ask
-	p.pushedFrom(p.oa, "q-1")
-	if err := p.b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
-		t.Fatal(err)
-	}
-	wait(t, q1)
+	p.pushedThenAnsweredOnB()
 	select {
 	case <-inFlight:
 	case <-time.After(10 * time.Second):
 		t.Fatal("B pushed no close")
 	}
 	pb.Close() // B dies with its close in flight
-	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
-	ask(context.Background(), p.a, question("q-2", "Ship?"))
-	var closes int
-	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
-	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
-		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
-	}
+	p.closedOnce(p.a)
 }
 
 // TestCloseOfAQuestionSettledOnADeadInstanceIsPushed: a question pushed
@@ -66,20 +54,8 @@ func TestCloseOfAQuestionSettledOnADeadInstanceIsPushed(t *testing.T) {
 	pusher(t, p.b, p.ob).Close() // B's Pusher is gone before the answer
 	p.subscribe()
 
-	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
-	p.seen("", func(asks, _ int) bool { return asks > 0 }) // its ask
-	p.pushedFrom(p.oa, "q-1")
-	if err := p.b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
-		t.Fatal(err)
-	}
-	wait(t, q1)
-	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
-	ask(context.Background(), p.a, question("q-2", "Ship?"))
-	var closes int
-	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
-	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
-		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
-	}
+	p.pushedThenAnsweredOnB()
+	p.closedOnce(p.a)
 }
 
 // TestCloseOfAQuestionSettledOnItsDeadPusherIsPushed: A dies (kill -9)
@@ -111,11 +87,18 @@ func TestCloseOfAQuestionSettledOnItsDeadPusherIsPushed(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, q1)
-	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
-	ask(context.Background(), p.b, question("q-2", "Ship?"))
-	var closes int
-	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
-	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
-		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
+	p.closedOnce(p.b)
+}
+
+// pushedThenAnsweredOnB asks q-1 on A, waits until its push is through,
+// then answers it on B.
+func (p *pushPair) pushedThenAnsweredOnB() {
+	p.t.Helper()
+	q1 := ask(context.Background(), p.a, question("q-1", "Deploy?"))
+	p.seen("", func(asks, _ int) bool { return asks > 0 }) // its ask
+	p.pushedFrom(p.oa, "q-1")
+	if err := p.b.hub.Answer(context.Background(), tok, wire.AskQuestion, "q-1", reply("pc", "yes")); err != nil {
+		p.t.Fatal(err)
 	}
+	wait(p.t, q1)
 }

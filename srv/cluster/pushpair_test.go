@@ -124,3 +124,17 @@ func (p *pushPair) pushedFrom(o *push.Options, id string) {
 		return err == nil && readClose(e.Value()).State == closePushed
 	})
 }
+
+// closedOnce waits until the device got a close of q-1, then asks q-2
+// through in (after every close of q-1 queued there), and fails unless
+// the device got its ask of q-1, then one close of it.
+func (p *pushPair) closedOnce(in *instance) {
+	p.t.Helper()
+	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
+	ask(context.Background(), in, question("q-2", "Ship?"))
+	var closes int
+	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 1 })
+	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
+		p.t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
+	}
+}

@@ -58,14 +58,7 @@ func TestCloseTakenOverAfterItsDelay(t *testing.T) {
 	for _, pushed := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			dir := t.TempDir()
-			keys, err := LoadOrCreateKeys(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			subs, err := OpenFileSubscriptions(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			keys, subs := keysAndSubs(t, dir)
 			d := newDevice(t, "/phone")
 			if err := subs.Put(store.Room(tokA), Subscription{ID: "s1", Endpoint: "https://push.example/phone",
 				P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(d.auth)}); err != nil {
@@ -119,14 +112,7 @@ func TestCloseTakenOverAfterItsDelay(t *testing.T) {
 // tried again as before.
 func TestCloseSentWholeIsNotTriedAgain(t *testing.T) {
 	dir := t.TempDir()
-	keys, err := LoadOrCreateKeys(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subs, err := OpenFileSubscriptions(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	keys, subs := keysAndSubs(t, dir)
 	var (
 		mu            sync.Mutex
 		asks, closes  int
