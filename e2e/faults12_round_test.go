@@ -48,6 +48,7 @@ type pushLog struct {
 type pushSeen struct {
 	path, topic string
 	asks        bool
+	at          time.Time // when it came
 }
 
 func startPushLog(t *testing.T) *pushLog {
@@ -58,7 +59,7 @@ func startPushLog(t *testing.T) *pushLog {
 		// Kept as it came: a service may deliver what it was sent
 		// whole, answered or not.
 		l.mu.Lock()
-		l.got = append(l.got, pushSeen{path: r.URL.Path, topic: r.Header.Get("Topic"), asks: r.Header.Get("TTL") != "3600"})
+		l.got = append(l.got, pushSeen{path: r.URL.Path, topic: r.Header.Get("Topic"), asks: r.Header.Get("TTL") != "3600", at: time.Now()})
 		l.mu.Unlock()
 		select {
 		case <-time.After(time.Duration(10+rand.IntN(40)) * time.Millisecond):

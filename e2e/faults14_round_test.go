@@ -106,8 +106,10 @@ func TestFaults14Round(t *testing.T) {
 
 	s.mu.Lock()
 	tags := map[string]bool{}
+	ids := map[string]string{} // tag -> question, for the log
 	for id := range s.qtext {
 		tags[pushTag(tokenA, id)] = true
+		ids[pushTag(tokenA, id)] = id
 	}
 	var once, twice, lost int
 	agentGot := map[string]string{}
@@ -143,18 +145,30 @@ func TestFaults14Round(t *testing.T) {
 		}
 	}
 	pl.mu.Unlock()
+	// pushesOf is the device's pushes of topic, in order.
+	pushesOf := func(topic string) string {
+		pl.mu.Lock()
+		defer pl.mu.Unlock()
+		var b strings.Builder
+		for _, p := range pl.got {
+			if p.path == "/devA" && p.topic == topic {
+				fmt.Fprintf(&b, " %s:%v", p.at.Sub(s.start).Round(time.Millisecond), map[bool]string{true: "ask", false: "close"}[p.asks])
+			}
+		}
+		return b.String()
+	}
 	showing := 0
 	for topic, shown := range lastAsks {
 		if shown {
 			showing++
-			t.Logf("push: %s left showing", topic)
+			t.Logf("push: %s (question %s) left showing; pushed%s", topic, ids[topic], pushesOf(topic))
 		}
 	}
 	closedTwice := 0
 	for topic, n := range closes {
 		if n > 1 {
 			closedTwice++
-			t.Logf("push: %s closed %d times", topic, n)
+			t.Logf("push: %s (question %s) closed %d times; pushed%s", topic, ids[topic], n, pushesOf(topic))
 		}
 	}
 	// Decided alone: NATS could not tell which instance closes.
@@ -163,6 +177,13 @@ func TestFaults14Round(t *testing.T) {
 		alone += strings.Count(srv.logw.String(), "the cluster's closes unreadable")
 	}
 	t.Logf("push: %d closes decided without NATS", alone)
+	if showing > 0 || closedTwice > 0 {
+		for _, srv := range all {
+			if srv.killed { // a live one's log is shown as it stops
+				t.Logf("log of an instance killed:\n%s", srv.logw.String())
+			}
+		}
+	}
 	pending := pendingIDs(t, s.srvs[0])
 	fmt.Printf("FAULTS14: asked %d, answered once %d, answered twice %d, lost %d, pending after all deadlines %d, pushes closed twice %d (of %d closed), left showing %d (of %d pushed)\n",
 		asked, once-twice, twice, lost, len(pending), closedTwice, len(closes), showing, len(lastAsks))

@@ -7,23 +7,15 @@ import (
 	"crypto/cipher"
 	"crypto/ecdh"
 	"crypto/hkdf"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
-	"github.com/agentassistant/agentassistant/srv/push"
-	"github.com/agentassistant/agentassistant/srv/store"
 )
 
 // pushOpened is what a device reads of a push.
@@ -91,26 +83,10 @@ func TestClosedOnceWhenSettledElsewhereDuringAPushCut(t *testing.T) {
 // it, its push cut when cut; the device gets one close of it, after the
 // ask.
 func closedOnceRound(t *testing.T, cut bool) {
-	ns := natstest.Start(t)
-	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
-	oa, ob := openPush(t, a), openPush(t, b)
-
-	key, err := ecdh.P256().GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	auth := make([]byte, 16)
-	_, _ = rand.Read(auth)
-	var (
-		mu   sync.Mutex
-		got  []pushOpened
-		wake = make(chan struct{}, 100)
-	)
+	var a, b *instance
 	// B's settle has reached B's Pusher (a subscriber after it).
 	settledOnB := make(chan struct{})
-	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		m := openPushBody(t, key, auth, body)
+	p := newPushPair(t, func(r *http.Request, m pushOpened) {
 		if m.Type == "ask" && m.ID == "q-1" {
 			// Answered on B as A pushes it, and heard on A before its
 			// push returns.
@@ -123,16 +99,11 @@ func closedOnceRound(t *testing.T, cut bool) {
 				<-r.Context().Done() // A gave up waiting for the answer
 			}
 		}
-		mu.Lock()
-		got = append(got, m)
-		mu.Unlock()
-		w.WriteHeader(http.StatusCreated)
-		wake <- struct{}{}
-	}))
-	t.Cleanup(svc.Close)
-	oa.Client, ob.Client, oa.AllowHTTP, ob.AllowHTTP = svc.Client(), svc.Client(), true, true
+	})
+	a, b = p.a, p.b
+	oa, ob := p.oa, p.ob
 	if cut {
-		oa.Client = &http.Client{Transport: svc.Client().Transport, Timeout: 500 * time.Millisecond}
+		oa.Client = &http.Client{Transport: p.svc.Client().Transport, Timeout: 500 * time.Millisecond}
 		oa.Backoff = time.Millisecond
 	}
 	pusher(t, a, oa)
@@ -142,48 +113,16 @@ func closedOnceRound(t *testing.T, cut bool) {
 			close(settledOnB)
 		}
 	}))
-	sub := push.Subscription{ID: "s1", Endpoint: svc.URL + "/phone", Device: "Pixel 8 · Chrome",
-		P256dh: base64.RawURLEncoding.EncodeToString(key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(auth)}
-	if err := oa.Subscriptions.Put(store.Room(tok), sub); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "B sees the subscription", func() bool { l, _ := ob.Subscriptions.List(store.Room(tok)); return len(l) == 1 })
+	p.subscribe()
 
 	wait(t, ask(context.Background(), a, question("q-1", "Deploy?")))
-	// seen waits until the device got pushes that until says are all.
-	seen := func(until func(asks, closes int) bool) []pushOpened {
-		t.Helper()
-		deadline := time.After(15 * time.Second)
-		for {
-			mu.Lock()
-			asks, closes := 0, 0
-			for _, m := range got {
-				switch {
-				case m.Type == "ask" && m.ID != "q-1":
-					asks++
-				case m.Type == "settled" && m.ID == "q-1":
-					closes++
-				}
-			}
-			seen := append([]pushOpened(nil), got...)
-			mu.Unlock()
-			if until(asks, closes) {
-				return seen
-			}
-			select {
-			case <-wake:
-			case <-deadline:
-				t.Fatalf("the device got %v: no close of q-1 after its ask", seen)
-			}
-		}
-	}
-	seen(func(_, closes int) bool { return closes > 0 })
+	p.seen("q-1", func(_, closes int) bool { return closes > 0 })
 	// Asked once every close of q-1 is queued, on either instance: once
 	// both are pushed, every close of q-1 is in.
 	ask(context.Background(), a, question("q-2", "Ship?"))
 	ask(context.Background(), b, question("q-3", "Merge?"))
 	var closes int
-	all := seen(func(asks, n int) bool { closes = n; return asks == 2 })
+	all := p.seen("q-1", func(asks, n int) bool { closes = n; return asks == 2 })
 	if closes != 1 || all[0] != (pushOpened{"ask", "q-1"}) || all[1] != (pushOpened{"settled", "q-1"}) {
 		t.Fatalf("the device got %v: %d closes of q-1, want one, after its ask", all, closes)
 	}

@@ -22,11 +22,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	webpush "github.com/SherClockHolmes/webpush-go"
@@ -82,7 +85,7 @@ type Options struct {
 // instance to decide alone (a close twice rather than none).
 type Closes interface {
 	// Pushing is told before a push of the question: false when its
-	// close was pushed or is owed already (it is not pushed then).
+	// close was pushed, decided or owed already (it is not pushed then).
 	Pushing(room, id, sub string) (bool, error)
 	// Pushed is told once the push went through: true when its close is
 	// this instance's to push (it was settled meanwhile).
@@ -94,6 +97,28 @@ type Closes interface {
 	// when the close is owed still (its pusher died or stopped mid-push),
 	// and now this instance's; the pusher's Pushed then says false.
 	TakeOver(room, id, sub string) (bool, error)
+	// Closed is told once a close this instance was given (Closing,
+	// Pushed, TakeOver, Adopt) is pushed or given up. Until then the
+	// close is the instance's, on record: another instance takes over
+	// one it left (Left).
+	Closed(room, id, sub string) error
+	// Left lists the closes whose record has not changed for age and
+	// are not pushed: decided or owed on an instance that died or
+	// stopped before pushing them, or a push of their question (settled
+	// since, perhaps on an instance that died before deciding its
+	// close).
+	Left(age time.Duration) ([]Left, error)
+	// Adopt makes l this instance's (true) if its record has not changed
+	// for age still and its close is not pushed.
+	Adopt(l Left, age time.Duration) (bool, error)
+}
+
+// Left is a close another instance may have left undone (Closes.Left).
+type Left struct {
+	Token, Room, ID, Sub string
+	// Owed: its close was decided or owed; else only its question's
+	// push is on record.
+	Owed bool
 }
 
 // maxPerService bounds the pushes in flight to one push service (one
@@ -174,6 +199,9 @@ func New(o Options) *Pusher {
 	}
 	p := &Pusher{o: o, log: o.Logger, caps: o.Caps, senders: map[string]*sender{}, slots: map[string]*slot{}}
 	p.unsub = o.Hub.Subscribe(p.event)
+	if o.Closes != nil {
+		p.goroutines.Go(p.sweep)
+	}
 	return p
 }
 
@@ -308,7 +336,7 @@ func (p *Pusher) put(sd *sender, j job) {
 		select {
 		case old := <-sd.q: // the oldest goes
 			sd.closes(old, -1)
-			p.log.Warn("push dropped: its device's queue is full", "subscription", sd.sub.ID)
+			p.log.Warn("push dropped: its device's queue is full", "subscription", sd.sub.ID, "question", old.msg.ID)
 		default:
 		}
 	}
@@ -394,7 +422,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	// flight: a close left to this instance would be taken over
 	// (takeOverLater) for nothing.
 	if j.token != "" && !p.waits(j) {
-		p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", 0)
+		p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", 0)
 		return false
 	}
 	if c := p.o.Closes; c != nil && !j.owed {
@@ -403,9 +431,9 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			decide = c.Pushing
 		}
 		if ok, err := decide(sd.room, j.msg.ID, sd.sub.ID); err != nil {
-			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 		} else if !ok {
-			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "type", j.msg.Type)
+			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "question", j.msg.ID, "type", j.msg.Type)
 			if j.token == "" {
 				p.takeOverLater(sd, j)
 			}
@@ -423,23 +451,35 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 	wait := p.o.Backoff
 	for try := 1; ; try++ {
 		if j.token != "" && try > 1 && !p.waits(j) {
-			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "tries", try-1)
+			p.log.Info("push not sent: its question was settled meanwhile", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try-1)
 			givenUp(true)
 			return false
 		}
-		err := p.post(sd.sub, j)
+		var marked atomic.Bool
+		err := p.post(sd.sub, j, func() {
+			if j.token == "" && p.o.Closes != nil {
+				p.closed(sd, j)
+				marked.Store(true)
+			}
+		})
 		switch {
 		case err == nil:
+			p.log.Debug("push sent", "subscription", sd.sub.ID, "question", j.msg.ID, "type", j.msg.Type, "tries", try)
 			if j.token != "" {
 				p.closeIfSettled(sd, j)
 			}
+			if !marked.Load() { // a transport that tells no trace
+				p.closed(sd, j)
+			}
 			return false
 		case errors.Is(err, errGone):
+			p.closed(sd, j)
 			p.removeGone(sd)
 			return true
 		case try >= p.o.Tries || !retryable(err):
-			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "tries", try, "err", err)
+			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try, "err", err)
 			givenUp(true)
+			p.closed(sd, j)
 			return false
 		}
 		select {
@@ -487,7 +527,75 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 		sd.early = sd.early[1:]
 	}
 	p.put(sd, job{msg: m, topic: m.Tag, ttl: time.Hour, owed: owed})
-	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID)
+	p.log.Info("push closed next: its question was settled as it was pushed", "subscription", sd.sub.ID, "question", j.msg.ID)
+}
+
+// closed tells the cluster that the close j, this instance's, is pushed
+// or given up: until then its record names this instance, and another
+// takes it over if this one dies (sweep). Not told, another instance
+// pushes it again: a close twice rather than none.
+func (p *Pusher) closed(sd *sender, j job) {
+	if p.o.Closes == nil || j.token != "" {
+		return
+	}
+	if err := p.o.Closes.Closed(sd.room, j.msg.ID, sd.sub.ID); err != nil {
+		p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
+	}
+}
+
+// sweep takes over, every half of Options.TakeOver, the closes that
+// other instances left (Closes.Left): decided or owed there and not
+// pushed, or not decided at all, their question settled on an instance
+// that died before it pushed its close. A close is then on NATS before
+// it is relied upon, and pushed while any instance lives.
+func (p *Pusher) sweep() {
+	t := time.NewTicker(p.o.TakeOver / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.goroutines.Done():
+			return
+		case <-t.C:
+		}
+		left, err := p.o.Closes.Left(p.o.TakeOver)
+		if err != nil {
+			p.log.Warn("push: the closes left unreadable", "err", err)
+			continue
+		}
+		for _, l := range left {
+			p.adopt(l)
+		}
+	}
+}
+
+// adopt pushes the close l, left by another instance, once its question
+// is settled: at once when its close was decided or owed, else once the
+// instance where it was settled has had TakeOver to push it.
+func (p *Pusher) adopt(l Left) {
+	if _, _, waits := p.o.Hub.Waiting(l.Token, l.ID); waits {
+		return
+	}
+	o, settled := p.o.Hub.Outcome(l.Token, l.ID)
+	if !settled || !l.Owed && p.o.Now().Sub(o.At) < p.o.TakeOver {
+		return
+	}
+	if ok, err := p.o.Closes.Adopt(l, p.o.TakeOver); err != nil || !ok {
+		return
+	}
+	ev := hub.Event{Kind: o.Kind, Token: l.Token, Request: hub.Request{ID: l.ID}, Reply: o.Reply, Reason: o.Reason, At: o.At}
+	subs, _ := p.o.Subscriptions.List(l.Room)
+	i := slices.IndexFunc(subs, func(s Subscription) bool { return s.ID == l.Sub })
+	if i < 0 || answeredBy(ev, subs[i]) {
+		// Gone, or its notification closed at its own tap: nothing to push.
+		if err := p.o.Closes.Closed(l.Room, l.ID, l.Sub); err != nil {
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", l.Sub, "question", l.ID, "err", err)
+		}
+		return
+	}
+	m := settledMessage(ev, l.Room)
+	m.Sub, m.Waiting = l.Sub, p.waiting(ev)
+	p.log.Info("push close taken over: the instance it was left to did not push it", "subscription", l.Sub, "question", l.ID)
+	p.queue(l.Room, subs[i], job{msg: m, topic: m.Tag, ttl: time.Hour, owed: true})
 }
 
 // waits reports whether the question of the ask j waits still.
@@ -512,11 +620,11 @@ func (p *Pusher) takeOverLater(sd *sender, j job) {
 		ok, err := p.o.Closes.TakeOver(sd.room, j.msg.ID, sd.sub.ID)
 		switch {
 		case err != nil: // decided alone: a close twice rather than none
-			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "err", err)
+			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 		case !ok:
 			return
 		default:
-			p.log.Info("push close taken over: the instance pushing its question did not close it", "subscription", sd.sub.ID)
+			p.log.Info("push close taken over: the instance pushing its question did not close it", "subscription", sd.sub.ID, "question", j.msg.ID)
 		}
 		j.owed = true
 		p.queue(sd.room, sd.sub, j)
@@ -553,6 +661,9 @@ func (e *pushError) Error() string {
 
 // retryable: the push service may take it later (it was busy, or away).
 func retryable(err error) bool {
+	if errors.As(err, new(*sentWhole)) {
+		return false
+	}
 	var pe *pushError
 	if errors.As(err, &pe) {
 		return pe.status == http.StatusTooManyRequests || pe.status >= 500
@@ -594,7 +705,13 @@ func (p *Pusher) slot(endpoint string) (c chan struct{}, release func()) {
 }
 
 // post sends one push.
-func (p *Pusher) post(s Subscription, j job) error {
+//
+// sent, if not nil, is called once the request is written whole, before
+// its answer: a close the push service has whole is taken as pushed
+// (sentWhole), and is marked so in the cluster at once (closed), so that
+// an instance killed as it waits for the answer leaves none to push
+// again.
+func (p *Pusher) post(s Subscription, j job, sent func()) error {
 	sl, release := p.slot(s.Endpoint)
 	defer release()
 	select {
@@ -606,13 +723,43 @@ func (p *Pusher) post(s Subscription, j job) error {
 	// Close ends a push in flight.
 	ctx, cancel := context.WithTimeout(p.goroutines.Context(), pushTimeout)
 	defer cancel()
+	var (
+		whole  atomic.Bool // the request went out whole
+		once   sync.Once
+		marked = make(chan struct{}) // sent has returned
+	)
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+		if w.Err != nil {
+			return
+		}
+		whole.Store(true)
+		if sent != nil {
+			// Told apart from the transport's writer, which may be a
+			// connection's shared by other pushes; post waits for it.
+			once.Do(func() { go func() { defer close(marked); sent() }() })
+		}
+	}})
+	defer func() {
+		if whole.Load() && sent != nil {
+			<-marked
+		}
+	}()
 	resp, err := webpush.SendNotificationWithContext(ctx, j.msg.encode(),
 		&webpush.Subscription{Endpoint: s.Endpoint, Keys: webpush.Keys{P256dh: s.P256dh, Auth: s.Auth}},
 		&webpush.Options{HTTPClient: p.o.Client, Subscriber: p.o.Subject, Topic: j.topic,
 			TTL: int(j.ttl / time.Second), Urgency: webpush.UrgencyHigh,
 			VAPIDPublicKey: p.o.Keys.Public, VAPIDPrivateKey: p.o.Keys.Private})
 	if err != nil {
-		return fmt.Errorf("push: %w", withoutPath(err, s.Endpoint))
+		err = fmt.Errorf("push: %w", withoutPath(err, s.Endpoint))
+		if j.token == "" && whole.Load() && timedOut(err) {
+			// A close the push service took whole and did not answer in
+			// time (or this process was stopped, SIGSTOP, as it waited):
+			// most likely delivered. Pushed again, it would close nothing
+			// on the device, and Chrome counts a push that leaves no
+			// notification changed against its budget of silent ones.
+			return &sentWhole{err}
+		}
+		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -652,3 +799,18 @@ type redacted struct {
 
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
+
+// sentWhole is a close's push sent whole and not answered in time: not
+// tried again (post).
+type sentWhole struct{ err error }
+
+func (e *sentWhole) Error() string {
+	return e.err.Error() + " (sent whole: not tried again)"
+}
+func (e *sentWhole) Unwrap() error { return e.err }
+
+// timedOut says err is a push's wait for its answer run out.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}

@@ -183,9 +183,9 @@ type fixture struct {
 	dir  string
 }
 
-func newFixture(t *testing.T, o Options) *fixture {
+// keysAndSubs are the VAPID keys and subscriptions kept in dir.
+func keysAndSubs(t *testing.T, dir string) (Keys, *FileSubscriptions) {
 	t.Helper()
-	dir := t.TempDir()
 	keys, err := LoadOrCreateKeys(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -194,6 +194,13 @@ func newFixture(t *testing.T, o Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return keys, subs
+}
+
+func newFixture(t *testing.T, o Options) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	keys, subs := keysAndSubs(t, dir)
 	h := hub.New(hub.Options{})
 	t.Cleanup(h.Close)
 	s := newService(t)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +28,11 @@ type leftClose struct {
 func (*leftClose) Pushing(_, _, _ string) (bool, error) { return true, nil }
 func (*leftClose) Pushed(_, _, _ string) (bool, error)  { return false, nil }
 func (*leftClose) Closing(_, _, _ string) (bool, error) { return false, nil }
+func (*leftClose) Closed(_, _, _ string) error          { return nil }
+func (*leftClose) Left(time.Duration) ([]Left, error)   { return nil, nil }
+func (*leftClose) Adopt(Left, time.Duration) (bool, error) {
+	return false, nil
+}
 func (c *leftClose) TakeOver(_, _, _ string) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -52,14 +58,7 @@ func TestCloseTakenOverAfterItsDelay(t *testing.T) {
 	for _, pushed := range []bool{false, true} {
 		synctest.Test(t, func(t *testing.T) {
 			dir := t.TempDir()
-			keys, err := LoadOrCreateKeys(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			subs, err := OpenFileSubscriptions(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
+			keys, subs := keysAndSubs(t, dir)
 			d := newDevice(t, "/phone")
 			if err := subs.Put(store.Room(tokA), Subscription{ID: "s1", Endpoint: "https://push.example/phone",
 				P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(d.auth)}); err != nil {
@@ -103,5 +102,86 @@ func TestCloseTakenOverAfterItsDelay(t *testing.T) {
 				t.Fatalf("pusher pushed it: %v; %d closes pushed, %d taken over, want %d", pushed, n, cl.taken, want)
 			}
 		})
+	}
+}
+
+// TestCloseSentWholeIsNotTriedAgain: a close the push service took whole
+// and did not answer in time (or whose instance was stopped as it
+// waited: SIGSTOP) is taken as pushed, not sent again: a second would
+// close nothing on the device and count as a silent push. An ask is
+// tried again as before.
+func TestCloseSentWholeIsNotTriedAgain(t *testing.T) {
+	dir := t.TempDir()
+	keys, subs := keysAndSubs(t, dir)
+	var (
+		mu            sync.Mutex
+		asks, closes  int
+		askTries      int
+		got           = make(chan struct{}, 100)
+		closeArrived  = make(chan struct{}, 100)
+		firstAskHangs = true
+	)
+	svc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		isClose := r.Header.Get("TTL") == "3600"
+		hang := isClose
+		if isClose {
+			closes++
+		} else {
+			askTries++
+			if hang = firstAskHangs; !hang {
+				asks++
+			}
+			firstAskHangs = false
+		}
+		mu.Unlock()
+		if isClose {
+			closeArrived <- struct{}{}
+		}
+		got <- struct{}{}
+		if hang { // taken whole, never answered
+			<-r.Context().Done()
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer svc.Close()
+	d := newDevice(t, "/phone")
+	if err := subs.Put(store.Room(tokA), Subscription{ID: "s1", Endpoint: svc.URL + "/phone",
+		P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(d.auth)}); err != nil {
+		t.Fatal(err)
+	}
+	h := hub.New(hub.Options{})
+	defer h.Close()
+	p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, AllowHTTP: true, AllowPrivateEndpoints: true,
+		Client: &http.Client{Timeout: 200 * time.Millisecond}, Tries: 4, Backoff: time.Millisecond})
+	defer p.Close()
+	count := func() (int, int, int) { mu.Lock(); defer mu.Unlock(); return asks, askTries, closes }
+	askQ := func(id string) {
+		go func() {
+			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: id, Text: "Deploy?", Timeout: 2 * time.Hour})
+		}()
+	}
+	askQ("q-1")
+	for { // its first try hangs, its second goes through
+		<-got
+		if n, _, _ := count(); n == 1 {
+			break
+		}
+	}
+	if err := h.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
+		t.Fatal(err)
+	}
+	<-closeArrived
+	askQ("q-2") // pushed after every try of the close
+	for {
+		<-got
+		if n, _, _ := count(); n == 2 {
+			break
+		}
+	}
+	if _, tries, c := count(); c != 1 || tries != 3 {
+		t.Fatalf("%d closes pushed, want 1; %d tries of 2 asks, want 3", c, tries)
 	}
 }
