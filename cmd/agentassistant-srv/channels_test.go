@@ -240,7 +240,8 @@ func TestCheckChannelsPublicURLNote(t *testing.T) {
 
 // TestCheckChannelsTestInvitesNoAnswer: -check-channels' message on
 // Telegram and Slack asks nothing, so it offers nothing to answer with:
-// no buttons, and no line asking to tap one or to reply.
+// no buttons, no line asking to tap one or to reply, and its title does
+// not say it asks.
 func TestCheckChannelsTestInvitesNoAnswer(t *testing.T) {
 	const tgToken, slBot, slApp = "123456:ABC-check", "xoxb-check", "xapp-1-A1-check"
 	tg := telegramtest.Start(t, tgToken)
@@ -261,7 +262,7 @@ func TestCheckChannelsTestInvitesNoAnswer(t *testing.T) {
 	if kb, err := telegramtest.KeyboardOf(sent); err == nil && len(kb.InlineKeyboard) > 0 {
 		t.Errorf("Telegram's test message has buttons: %s", sent["reply_markup"])
 	}
-	if strings.Contains(sent["text"], "Tap an answer") || strings.Contains(sent["text"], "reply to this message") {
+	if strings.Contains(sent["text"], " asks</b>") || strings.Contains(sent["text"], "Tap an answer") || strings.Contains(sent["text"], "reply to this message") {
 		t.Errorf("Telegram's test message invites an answer: %q", sent["text"])
 	}
 	posted := sl.Call(t, "chat.postMessage", 1)
@@ -272,7 +273,7 @@ func TestCheckChannelsTestInvitesNoAnswer(t *testing.T) {
 	if got := slacktest.Buttons(blocks); len(got) > 0 || len(blocks) != 1 {
 		t.Errorf("Slack's test message has buttons %q (blocks %s)", got, posted["blocks"])
 	}
-	if strings.Contains(blocks[0].Text.Text, "Press an answer") || strings.Contains(blocks[0].Text.Text, "reply in this message's thread") {
+	if strings.HasSuffix(posted["text"], " asks") || strings.Contains(blocks[0].Text.Text, " asks\n") || strings.Contains(blocks[0].Text.Text, "Press an answer") || strings.Contains(blocks[0].Text.Text, "reply in this message's thread") {
 		t.Errorf("Slack's test message invites an answer: %q", blocks[0].Text.Text)
 	}
 	// Run again, it sends the same: no word of a copy sent before.

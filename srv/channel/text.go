@@ -41,7 +41,10 @@ func title(n Notice) string {
 	switch n.Kind {
 	case hub.Asked:
 		t = who + " asks"
-		if req.Kind != wire.AskQuestion {
+		switch {
+		case n.Test: // -check-channels' message, which asks nothing
+			t = who + " sends a test"
+		case req.Kind != wire.AskQuestion:
 			t = who + " reports"
 		}
 	case hub.Answered:
