@@ -288,3 +288,32 @@ func TestCheckChannelsTestInvitesNoAnswer(t *testing.T) {
 		t.Errorf("Slack's second test message is %s, the first %s", again["blocks"], posted["blocks"])
 	}
 }
+
+// TestCheckChannelsUnreachable: a Telegram or Slack API this machine
+// cannot reach (no network, a mistyped api_url) is said to be out of
+// reach, with what to check, not only as the Go error's chain.
+func TestCheckChannelsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: the connection is refused
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	conf := fmt.Sprintf("[channels.telegram]\nbot_token = \"123456:ABC-x\"\nchats = [42]\napi_url = %q\n"+
+		"[channels.slack]\nbot_token = \"xoxb-x\"\napp_token = \"xapp-1-x\"\nchannel = \"U42\"\nusers = [\"U42\"]\napi_url = %q\n",
+		closed, closed+"/api/")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+		t.Fatalf("run: no error\n%s", out.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.HasPrefix(line, " ") && !strings.Contains(line, "cannot reach "+ln.Addr().String()) {
+			t.Errorf("the line %q does not say %s cannot be reached", line, ln.Addr())
+		}
+	}
+}
