@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/mail"
 	"os"
@@ -208,9 +209,27 @@ func checkWords(err error) string {
 			words = append(words, "REFUSED: "+re.Fix())
 			continue
 		}
+		if where := unreachable(e); where != "" {
+			words = append(words, "FAILED: cannot reach "+where+": check this machine's network (a proxy, a firewall, DNS) and the channel's api_url, if set ("+e.Error()+")")
+			continue
+		}
 		words = append(words, "FAILED: "+e.Error())
 	}
 	return strings.Join(words, "\n  ")
+}
+
+// unreachable is the host err failed to reach (its name not found, or
+// no connection made to it), "" when err is another failure.
+func unreachable(err error) string {
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return dns.Name
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" && op.Addr != nil {
+		return op.Addr.String()
+	}
+	return ""
 }
 
 // unjoin is the errors err joins (errors.Join), or err.

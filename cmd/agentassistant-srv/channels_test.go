@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/emersion/go-smtp"
 
+	"github.com/agentassistant/agentassistant/internal/slacktest"
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/srv/channel"
 )
@@ -233,5 +235,101 @@ func TestCheckChannelsPublicURLNote(t *testing.T) {
 	}
 	if text := check(telegram + "[channels.ntfy]\nurl = \"" + ntfy.URL + "\"\ntopic = \"t\"\n"); !strings.Contains(text, "public_url is not set: ntfy") {
 		t.Errorf("with ntfy:\n%s", text)
+	}
+}
+
+// TestCheckChannelsTestInvitesNoAnswer: -check-channels' message on
+// Telegram and Slack asks nothing, so it offers nothing to answer with:
+// no buttons, no line asking to tap one or to reply, and its title does
+// not say it asks.
+func TestCheckChannelsTestInvitesNoAnswer(t *testing.T) {
+	const tgToken, slBot, slApp = "123456:ABC-check", "xoxb-check", "xapp-1-A1-check"
+	tg := telegramtest.Start(t, tgToken)
+	sl := slacktest.Start(t, slBot, slApp)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	conf := fmt.Sprintf("[channels.telegram]\nbot_token = %q\nchats = [42]\napi_url = %q\n"+
+		"[channels.slack]\nbot_token = %q\napp_token = %q\nchannel = \"U42\"\nusers = [\"U42\"]\napi_url = %q\n",
+		tgToken, tg.URL, slBot, slApp, sl.APIURL())
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	sent := tg.Call(t, "sendMessage", 1)
+	if kb, err := telegramtest.KeyboardOf(sent); err == nil && len(kb.InlineKeyboard) > 0 {
+		t.Errorf("Telegram's test message has buttons: %s", sent["reply_markup"])
+	}
+	if strings.Contains(sent["text"], " asks</b>") || strings.Contains(sent["text"], "Tap an answer") || strings.Contains(sent["text"], "reply to this message") {
+		t.Errorf("Telegram's test message invites an answer: %q", sent["text"])
+	}
+	posted := sl.Call(t, "chat.postMessage", 1)
+	blocks, err := slacktest.BlocksOf(posted)
+	if err != nil || len(blocks) == 0 {
+		t.Fatalf("Slack's test message: %v (%v)", posted, err)
+	}
+	if got := slacktest.Buttons(blocks); len(got) > 0 || len(blocks) != 1 {
+		t.Errorf("Slack's test message has buttons %q (blocks %s)", got, posted["blocks"])
+	}
+	if strings.HasSuffix(posted["text"], " asks") || strings.Contains(blocks[0].Text.Text, " asks\n") || strings.Contains(blocks[0].Text.Text, "Press an answer") || strings.Contains(blocks[0].Text.Text, "reply in this message's thread") {
+		t.Errorf("Slack's test message invites an answer: %q", blocks[0].Text.Text)
+	}
+	// Run again, it sends the same: no word of a copy sent before.
+	out.Reset()
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err != nil {
+		t.Fatalf("run again: %v\n%s", err, out.String())
+	}
+	if again := tg.Call(t, "sendMessage", 2); again["text"] != sent["text"] {
+		t.Errorf("Telegram's second test message reads %q, the first %q", again["text"], sent["text"])
+	}
+	if again := sl.Call(t, "chat.postMessage", 2); again["blocks"] != posted["blocks"] {
+		t.Errorf("Slack's second test message is %s, the first %s", again["blocks"], posted["blocks"])
+	}
+}
+
+// TestCheckChannelsUnreachable: a Telegram or Slack API this machine
+// cannot reach (no network, a mistyped api_url) is said to be out of
+// reach, with what to check, not only as the Go error's chain.
+func TestCheckChannelsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing listens there now: the connection is refused
+	checkUnreachable(t, closed, ln.Addr().String())
+	// A name no resolver finds (RFC 6761's .invalid).
+	checkUnreachable(t, "http://aa-check.invalid", "aa-check.invalid")
+}
+
+// checkUnreachable runs -check-channels with Telegram's and Slack's API
+// at apiURL, which cannot be reached, and wants each failure to say it
+// cannot reach host.
+func checkUnreachable(t *testing.T, apiURL, host string) {
+	t.Helper()
+	closed := apiURL
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "srv.toml")
+	conf := fmt.Sprintf("[channels.telegram]\nbot_token = \"123456:ABC…\"\nchats = [42]\napi_url = %q\n"+
+		"[channels.slack]\nbot_token = \"xoxb-x\"\napp_token = \"xapp-1-x\"\nchannel = \"U42\"\nusers = [\"U42\"]\napi_url = %q\n",
+		closed, closed+"/api/")
+	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	if err := run(context.Background(), []string{"-config", cfg, "-data", dir, "-check-channels"}, &out, &errOut); err == nil {
+		t.Fatalf("run: no error\n%s", out.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if !strings.Contains(line, "cannot reach "+host+":") {
+			t.Errorf("the line %q does not say %s cannot be reached", line, host)
+		}
+	}
+	for _, secret := range []string{"123456:ABC", "ABC%E2%80%A6", "xoxb-x", "xapp-1-x"} {
+		if strings.Contains(out.String()+errOut.String(), secret) {
+			t.Errorf("the output shows a token: %s", out.String())
+		}
 	}
 }

@@ -316,8 +316,13 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if err := putJSON(ctx, s.notesOf(), s.tagKey(tag), tagNote{asked: q, Shown: shown, Until: until}, until); err != nil {
 		s.warn("slack: a question not noted before it is posted; a copy whose timestamp never comes back answers nothing", "err", err)
 	}
-	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true),
-		slack.MsgOptionBlocks(slack.NewSectionBlock(slackMarkup(text), nil, nil), slack.NewActionBlock("answers", buttons...)))
+	blocks := []slack.Block{slack.NewSectionBlock(slackMarkup(text), nil, nil), slack.NewActionBlock("answers", buttons...)}
+	if n.Test {
+		// -check-channels' message asks nothing: no buttons, no line
+		// asking for an answer.
+		blocks = []slack.Block{slack.NewSectionBlock(slackMarkup(shown), nil, nil)}
+	}
+	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true), slack.MsgOptionBlocks(blocks...))
 	if re := s.refusal(err, slackBotToken); re != nil {
 		return re
 	}

@@ -240,11 +240,17 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 		}
 		rows[len(rows)-1] = append(rows[len(rows)-1], b)
 	}
+	invite := italic(hint)
+	if n.Test {
+		// -check-channels' message asks nothing: nothing to tap, no
+		// line asking for an answer.
+		rows, hint, invite, hints = nil, "", "", ""
+	}
 	for _, chat := range t.Chats {
 		if t.already(key, chat) { // a retry after a later chat failed
 			continue
 		}
-		text := shown + italic(hint)
+		text := shown + invite
 		if again[chat] {
 			text = shown + hints
 		}

@@ -3,6 +3,7 @@ package channel
 import (
 	"cmp"
 	"errors"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -41,7 +42,10 @@ func title(n Notice) string {
 	switch n.Kind {
 	case hub.Asked:
 		t = who + " asks"
-		if req.Kind != wire.AskQuestion {
+		switch {
+		case n.Test: // -check-channels' message, which asks nothing
+			t = who + " sends a test"
+		case req.Kind != wire.AskQuestion:
 			t = who + " reports"
 		}
 	case hub.Answered:
@@ -99,8 +103,28 @@ func redact(err error, secrets ...string) error {
 	if s == err.Error() {
 		return err
 	}
+	// A network error, which names a host and no secret, stays in the
+	// chain: what cannot be reached is told by name.
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return redacted{s, dns}
+	}
+	var op *net.OpError
+	if errors.As(err, &op) {
+		return redacted{s, op}
+	}
 	return errors.New(s)
 }
+
+// redacted is an error's words with its secrets taken out, wrapping only
+// the network error it holds.
+type redacted struct {
+	msg string
+	net error
+}
+
+func (r redacted) Error() string { return r.msg }
+func (r redacted) Unwrap() error { return r.net }
 
 // Isolated is s set apart (FSI…PDI) from the words around it when it
 // holds a right-to-left letter: an Arabic name in an English line reads
