@@ -12,6 +12,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -283,6 +284,22 @@ func FuzzFit(f *testing.F) {
 // decoded.
 func deepPNG(t testing.TB, w, h, depth int) []byte {
 	t.Helper()
+	row := make([]byte, 1+w*depth/2)
+	return pngOf(t, w, h, depth, 0, func(zw io.Writer) error {
+		for range h {
+			if _, err := zw.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pngOf is a w×h PNG of RGBA at depth bits a channel, interlaced as
+// interlace says (0 none, 1 Adam7), whose rows rows writes before they
+// are compressed.
+func pngOf(t testing.TB, w, h, depth int, interlace byte, rows func(io.Writer) error) []byte {
+	t.Helper()
 	chunk := func(b []byte, typ string, data []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
 		body := append([]byte(typ), data...)
@@ -291,14 +308,11 @@ func deepPNG(t testing.TB, w, h, depth int) []byte {
 	}
 	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
 	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, byte(depth), 6, 0, 0, 0)
+	ihdr = append(ihdr, byte(depth), 6, 0, 0, interlace)
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
-	row := make([]byte, 1+w*depth/2)
-	for range h {
-		if _, err := zw.Write(row); err != nil {
-			t.Fatal(err)
-		}
+	if err := rows(zw); err != nil {
+		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -426,35 +440,21 @@ func allocatedBy(f func()) uint64 {
 // seven passes, each a smaller image of zero rows.
 func interlacedPNG(t testing.TB, w, h int) []byte {
 	t.Helper()
-	chunk := func(b []byte, typ string, data []byte) []byte {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
-		body := append([]byte(typ), data...)
-		b = append(b, body...)
-		return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(body))
-	}
-	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
-	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, 8, 6, 0, 0, 1)
-	var z bytes.Buffer
-	zw := zlib.NewWriter(&z)
-	for _, p := range [7][4]int{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}} {
-		pw, ph := (w-p[0]+p[2]-1)/p[2], (h-p[1]+p[3]-1)/p[3]
-		if pw <= 0 || ph <= 0 {
-			continue
-		}
-		row := make([]byte, 1+4*pw)
-		for range ph {
-			if _, err := zw.Write(row); err != nil {
-				t.Fatal(err)
+	return pngOf(t, w, h, 8, 1, func(zw io.Writer) error {
+		for _, p := range [7][4]int{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}} {
+			pw, ph := (w-p[0]+p[2]-1)/p[2], (h-p[1]+p[3]-1)/p[3]
+			if pw <= 0 || ph <= 0 {
+				continue
+			}
+			row := make([]byte, 1+4*pw)
+			for range ph {
+				if _, err := zw.Write(row); err != nil {
+					return err
+				}
 			}
 		}
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b := chunk([]byte("\x89PNG\r\n\x1a\n"), "IHDR", ihdr)
-	b = chunk(b, "IDAT", z.Bytes())
-	return chunk(b, "IEND", nil)
+		return nil
+	})
 }
 
 // TestFitInterlacedPNGBounded: an interlaced PNG is decoded a pass at a
