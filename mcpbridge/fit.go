@@ -104,11 +104,29 @@ func fit(data []byte, mime string) ([]byte, string, error) {
 
 // bytesPerPixel is what decoding an image of colour model m (format as
 // image.DecodeConfig names it, data its bytes) takes a pixel at most: its
-// pixels in that model and, for a JPEG, what the decoder holds besides.
+// pixels in that model and, for a JPEG or an interlaced PNG, what the
+// decoder holds besides.
 func bytesPerPixel(m color.Model, format string, data []byte) float64 {
 	if format == "jpeg" {
 		return jpegBytesPerPixel(data)
 	}
+	if format == "png" && pngInterlaced(data) {
+		// Go's decoder draws each of Adam7's seven passes as an image of
+		// its own and merges it into the whole: the passes add up to
+		// the whole once more.
+		return 2 * modelBytesPerPixel(m)
+	}
+	return modelBytesPerPixel(m)
+}
+
+// pngInterlaced says the PNG data's header (IHDR, the first chunk) names
+// Adam7 interlacing.
+func pngInterlaced(data []byte) bool {
+	return len(data) > 28 && string(data[12:16]) == "IHDR" && data[28] == 1
+}
+
+// modelBytesPerPixel is what a pixel of colour model m takes.
+func modelBytesPerPixel(m color.Model) float64 {
 	if _, ok := m.(color.Palette); ok {
 		return 1
 	}

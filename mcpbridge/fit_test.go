@@ -12,6 +12,7 @@ import (
 	"image/gif"
 	"image/jpeg"
 	"image/png"
+	"io"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -283,6 +284,22 @@ func FuzzFit(f *testing.F) {
 // decoded.
 func deepPNG(t testing.TB, w, h, depth int) []byte {
 	t.Helper()
+	row := make([]byte, 1+w*depth/2)
+	return pngOf(t, w, h, depth, 0, func(zw io.Writer) error {
+		for range h {
+			if _, err := zw.Write(row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// pngOf is a w×h PNG of RGBA at depth bits a channel, interlaced as
+// interlace says (0 none, 1 Adam7), whose rows rows writes before they
+// are compressed.
+func pngOf(t testing.TB, w, h, depth int, interlace byte, rows func(io.Writer) error) []byte {
+	t.Helper()
 	chunk := func(b []byte, typ string, data []byte) []byte {
 		b = binary.BigEndian.AppendUint32(b, uint32(len(data)))
 		body := append([]byte(typ), data...)
@@ -291,14 +308,11 @@ func deepPNG(t testing.TB, w, h, depth int) []byte {
 	}
 	ihdr := binary.BigEndian.AppendUint32(nil, uint32(w))
 	ihdr = binary.BigEndian.AppendUint32(ihdr, uint32(h))
-	ihdr = append(ihdr, byte(depth), 6, 0, 0, 0)
+	ihdr = append(ihdr, byte(depth), 6, 0, 0, interlace)
 	var z bytes.Buffer
 	zw := zlib.NewWriter(&z)
-	row := make([]byte, 1+w*depth/2)
-	for range h {
-		if _, err := zw.Write(row); err != nil {
-			t.Fatal(err)
-		}
+	if err := rows(zw); err != nil {
+		t.Fatal(err)
 	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
@@ -420,4 +434,47 @@ func allocatedBy(f func()) uint64 {
 	f()
 	runtime.ReadMemStats(&after)
 	return after.TotalAlloc - before.TotalAlloc
+}
+
+// interlacedPNG is a w×h PNG of 8-bit RGBA, Adam7-interlaced: its
+// seven passes, each a smaller image of zero rows.
+func interlacedPNG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	return pngOf(t, w, h, 8, 1, func(zw io.Writer) error {
+		for _, p := range [7][4]int{{0, 0, 8, 8}, {4, 0, 8, 8}, {0, 4, 4, 8}, {2, 0, 4, 4}, {0, 2, 2, 4}, {1, 0, 2, 2}, {0, 1, 1, 2}} {
+			pw, ph := (w-p[0]+p[2]-1)/p[2], (h-p[1]+p[3]-1)/p[3]
+			if pw <= 0 || ph <= 0 {
+				continue
+			}
+			row := make([]byte, 1+4*pw)
+			for range ph {
+				if _, err := zw.Write(row); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// TestFitInterlacedPNGBounded: an interlaced PNG is decoded a pass at a
+// time, each pass an image of its own merged into the whole, so that a
+// 7000×7000 one of 8-bit RGBA, 196 MB as the header's pixels count,
+// takes twice that. What fitting allocates stays within maxDecodeBytes
+// and a little for the image drawn: this one is refused unread, in words
+// that say why.
+func TestFitInterlacedPNGBounded(t *testing.T) {
+	if m, err := png.Decode(bytes.NewReader(interlacedPNG(t, 13, 11))); err != nil || m.Bounds().Dx() != 13 {
+		t.Fatalf("the small one does not decode: %v", err)
+	}
+	data := interlacedPNG(t, 7000, 7000)
+	var err error
+	allocated := allocatedBy(func() { _, _, err = fit(data, "image/png") })
+	t.Logf("fitting allocated %.1f MB", float64(allocated)/1e6)
+	if allocated > maxDecodeBytes+64<<20 {
+		t.Errorf("fitting allocated %d bytes, past the %d bound", allocated, maxDecodeBytes)
+	}
+	if err == nil || !strings.Contains(err.Error(), "7000×7000 pixels of 8 bytes each") {
+		t.Errorf("the agent is told %v", err)
+	}
 }

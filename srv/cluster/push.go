@@ -304,7 +304,8 @@ const (
 // closeRecord is the value of a close's key: its state, the instance
 // that wrote it, and what it is of, so that another instance can take
 // over a close its instance left (Left, Adopt). A value of an older
-// version is its state alone.
+// version is its state alone, and so is a close pushed (closeClosed),
+// which every version reads.
 type closeRecord struct {
 	State string `json:"s"`
 	By    string `json:"by,omitempty"`
@@ -354,8 +355,15 @@ func (p *Push) closeStep(room, id, sub string, next func(state string, age time.
 			}
 			var to string
 			to, out = next(readClose(old).State, age)
-			if to == "" {
+			switch to {
+			case "":
 				return nil, false, nil
+			case closeClosed:
+				// Its state alone, as builds before the records carried
+				// JSON read it: one not yet upgraded then neither pushes
+				// the question after its close nor the close again. No
+				// other instance needs more of a close pushed (Left).
+				return []byte(closeClosed), true, nil
 			}
 			b, err := json.Marshal(closeRecord{State: to, By: p.by, Room: room, ID: id, Sub: sub})
 			return b, true, err
