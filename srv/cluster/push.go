@@ -338,8 +338,8 @@ func closeKey(room, id, sub string) string { return keyOf("c.", room+"\x00"+id+"
 // age, and says what to store ("" for nothing) and what to report. A
 // NATS that does not answer (restarting) is tried again, for up to
 // closeTries.
-func (p *Push) closeStep(room, id, sub string, next func(state string, age time.Duration) (string, bool)) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), closeTries)
+func (p *Push) closeStep(ctx context.Context, room, id, sub string, next func(state string, age time.Duration) (string, bool)) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, closeTries)
 	defer cancel()
 	key := closeKey(room, id, sub)
 	var out bool
@@ -393,8 +393,8 @@ func deadlineOf(ctx context.Context) time.Time {
 
 // Pushing marks the question's push in flight, unless its close is
 // pushed, decided or owed already.
-func (p *Push) Pushing(room, id, sub string) (bool, error) {
-	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+func (p *Push) Pushing(ctx context.Context, room, id, sub string) (bool, error) {
+	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
 		if s == closeOwed || s == closeClosing || s == closeClosed {
 			return "", false
 		}
@@ -408,8 +408,8 @@ func (p *Push) Pushing(room, id, sub string) (bool, error) {
 // dead one's (TakeOver, Closing), it is not closed again: this instance
 // was only slow (stopped), and its push reached the push service before
 // it stopped, or is cut.
-func (p *Push) Pushed(room, id, sub string) (bool, error) {
-	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+func (p *Push) Pushed(ctx context.Context, room, id, sub string) (bool, error) {
+	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
 		switch s {
 		case closePushing:
 			return closePushed, false
@@ -422,8 +422,8 @@ func (p *Push) Pushed(room, id, sub string) (bool, error) {
 
 // TakeOver makes the close owed to the instance pushing the question
 // this instance's (true), unless that one pushed it meanwhile.
-func (p *Push) TakeOver(room, id, sub string) (bool, error) {
-	return p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+func (p *Push) TakeOver(ctx context.Context, room, id, sub string) (bool, error) {
+	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
 		if s == closeOwed {
 			return closeClosing, true
 		}
@@ -435,8 +435,8 @@ func (p *Push) TakeOver(room, id, sub string) (bool, error) {
 // closing by it until Closed): false while the question's push is in
 // flight (its instance closes it then), or when it is closed, decided
 // or owed already.
-func (p *Push) Closing(room, id, sub string) (bool, error) {
-	return p.closeStep(room, id, sub, func(s string, age time.Duration) (string, bool) {
+func (p *Push) Closing(ctx context.Context, room, id, sub string) (bool, error) {
+	return p.closeStep(ctx, room, id, sub, func(s string, age time.Duration) (string, bool) {
 		switch {
 		case s == closePushing && age < staleClose:
 			return closeOwed, false
@@ -448,8 +448,8 @@ func (p *Push) Closing(room, id, sub string) (bool, error) {
 }
 
 // Closed marks the question's close pushed (or given up).
-func (p *Push) Closed(room, id, sub string) error {
-	_, err := p.closeStep(room, id, sub, func(s string, _ time.Duration) (string, bool) {
+func (p *Push) Closed(ctx context.Context, room, id, sub string) error {
+	_, err := p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
 		if s == closeClosed {
 			return "", false
 		}
@@ -463,8 +463,8 @@ func (p *Push) Closed(room, id, sub string) error {
 // them), or a push of their question (which may since have been settled
 // on an instance that died before deciding its close). Read from one
 // watch of the bucket's latest values.
-func (p *Push) Left(age time.Duration) ([]push.Left, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), openTry)
+func (p *Push) Left(ctx context.Context, age time.Duration) ([]push.Left, error) {
+	ctx, cancel := context.WithTimeout(ctx, openTry)
 	defer cancel()
 	var left []push.Left
 	err := readPresent(ctx, p.claims, "c.>", "the pushes' closes", func(e jetstream.KeyValueEntry) error {
@@ -482,8 +482,8 @@ func (p *Push) Left(age time.Duration) ([]push.Left, error) {
 
 // Adopt makes the close l this instance's (true) if its record has not
 // changed for age still and is not closed.
-func (p *Push) Adopt(l push.Left, age time.Duration) (bool, error) {
-	return p.closeStep(l.Room, l.ID, l.Sub, func(s string, a time.Duration) (string, bool) {
+func (p *Push) Adopt(ctx context.Context, l push.Left, age time.Duration) (bool, error) {
+	return p.closeStep(ctx, l.Room, l.ID, l.Sub, func(s string, a time.Duration) (string, bool) {
 		if s == closeClosed || s == "" || a < age {
 			return "", false
 		}

@@ -22,10 +22,10 @@ func TestClosedRecordIsReadByAnEarlierBuild(t *testing.T) {
 	}
 	t.Cleanup(p.Close)
 	room := store.Room(tok)
-	if ok, err := p.Closing(room, "q1", "s1"); !ok || err != nil {
+	if ok, err := p.Closing(t.Context(), room, "q1", "s1"); !ok || err != nil {
 		t.Fatalf("Closing: %v, %v", ok, err)
 	}
-	if err := p.Closed(room, "q1", "s1"); err != nil {
+	if err := p.Closed(t.Context(), room, "q1", "s1"); err != nil {
 		t.Fatal(err)
 	}
 	e, err := p.claims.Get(context.Background(), closeKey(room, "q1", "s1"))
@@ -35,10 +35,10 @@ func TestClosedRecordIsReadByAnEarlierBuild(t *testing.T) {
 	if got := string(e.Value()); got != closeClosed {
 		t.Errorf("a close pushed is stored as %q, which an earlier build does not read as %q", got, closeClosed)
 	}
-	if ok, err := p.Pushing(room, "q1", "s1"); ok || err != nil {
+	if ok, err := p.Pushing(t.Context(), room, "q1", "s1"); ok || err != nil {
 		t.Errorf("Pushing after the close: %v, %v; want false", ok, err)
 	}
-	left, err := p.Left(0)
+	left, err := p.Left(t.Context(), 0)
 	if err != nil || len(left) != 0 {
 		t.Errorf("Left lists a close pushed: %v, %v", left, err)
 	}

@@ -82,35 +82,37 @@ type Options struct {
 // close of question id to subscription sub: the instance whose push of
 // the question is in flight when it is settled elsewhere, once that push
 // is through, else the one where it was settled. An error leaves the
-// instance to decide alone (a close twice rather than none).
+// instance to decide alone (a close twice rather than none). Each step
+// ends with ctx, the Pusher's: while NATS cannot be reached a step is
+// retried for a while, and Close ends it rather than waiting it out.
 type Closes interface {
 	// Pushing is told before a push of the question: false when its
 	// close was pushed, decided or owed already (it is not pushed then).
-	Pushing(room, id, sub string) (bool, error)
+	Pushing(ctx context.Context, room, id, sub string) (bool, error)
 	// Pushed is told once the push went through: true when its close is
 	// this instance's to push (it was settled meanwhile).
-	Pushed(room, id, sub string) (bool, error)
+	Pushed(ctx context.Context, room, id, sub string) (bool, error)
 	// Closing is told before the close of a settle's event is pushed:
 	// false when the instance pushing the question pushes it.
-	Closing(room, id, sub string) (bool, error)
+	Closing(ctx context.Context, room, id, sub string) (bool, error)
 	// TakeOver is told Options.TakeOver after Closing said false: true
 	// when the close is owed still (its pusher died or stopped mid-push),
 	// and now this instance's; the pusher's Pushed then says false.
-	TakeOver(room, id, sub string) (bool, error)
+	TakeOver(ctx context.Context, room, id, sub string) (bool, error)
 	// Closed is told once a close this instance was given (Closing,
 	// Pushed, TakeOver, Adopt) is pushed or given up. Until then the
 	// close is the instance's, on record: another instance takes over
 	// one it left (Left).
-	Closed(room, id, sub string) error
+	Closed(ctx context.Context, room, id, sub string) error
 	// Left lists the closes whose record has not changed for age and
 	// are not pushed: decided or owed on an instance that died or
 	// stopped before pushing them, or a push of their question (settled
 	// since, perhaps on an instance that died before deciding its
 	// close).
-	Left(age time.Duration) ([]Left, error)
+	Left(ctx context.Context, age time.Duration) ([]Left, error)
 	// Adopt makes l this instance's (true) if its record has not changed
 	// for age still and its close is not pushed.
-	Adopt(l Left, age time.Duration) (bool, error)
+	Adopt(ctx context.Context, l Left, age time.Duration) (bool, error)
 }
 
 // Left is a close another instance may have left undone (Closes.Left).
@@ -430,7 +432,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 		if j.token != "" {
 			decide = c.Pushing
 		}
-		if ok, err := decide(sd.room, j.msg.ID, sd.sub.ID); err != nil {
+		if ok, err := decide(p.goroutines.Context(), sd.room, j.msg.ID, sd.sub.ID); err != nil {
 			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 		} else if !ok {
 			p.log.Info("push not sent: another instance closes its notification", "subscription", sd.sub.ID, "question", j.msg.ID, "type", j.msg.Type)
@@ -476,6 +478,10 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 			p.closed(sd, j)
 			p.removeGone(sd)
 			return true
+		case errors.As(err, new(*sentWhole)):
+			p.log.Info("push close sent, its answer not heard: taken as pushed", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try, "err", err)
+			p.closed(sd, j)
+			return false
 		case try >= p.o.Tries || !retryable(err):
 			p.log.Warn("push not delivered", "subscription", sd.sub.ID, "question", j.msg.ID, "tries", try, "err", err)
 			givenUp(true)
@@ -502,7 +508,7 @@ func (p *Pusher) send(sd *sender, j job) (gone bool) {
 func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	owed, err := false, error(nil)
 	if p.o.Closes != nil {
-		if owed, err = p.o.Closes.Pushed(sd.room, j.msg.ID, sd.sub.ID); err == nil && !owed {
+		if owed, err = p.o.Closes.Pushed(p.goroutines.Context(), sd.room, j.msg.ID, sd.sub.ID); err == nil && !owed {
 			return
 		}
 	}
@@ -538,7 +544,7 @@ func (p *Pusher) closed(sd *sender, j job) {
 	if p.o.Closes == nil || j.token != "" {
 		return
 	}
-	if err := p.o.Closes.Closed(sd.room, j.msg.ID, sd.sub.ID); err != nil {
+	if err := p.o.Closes.Closed(p.goroutines.Context(), sd.room, j.msg.ID, sd.sub.ID); err != nil {
 		p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)
 	}
 }
@@ -557,7 +563,7 @@ func (p *Pusher) sweep() {
 			return
 		case <-t.C:
 		}
-		left, err := p.o.Closes.Left(p.o.TakeOver)
+		left, err := p.o.Closes.Left(p.goroutines.Context(), p.o.TakeOver)
 		if err != nil {
 			p.log.Warn("push: the closes left unreadable", "err", err)
 			continue
@@ -579,15 +585,20 @@ func (p *Pusher) adopt(l Left) {
 	if !settled || !l.Owed && p.o.Now().Sub(o.At) < p.o.TakeOver {
 		return
 	}
-	if ok, err := p.o.Closes.Adopt(l, p.o.TakeOver); err != nil || !ok {
+	subs, err := p.o.Subscriptions.List(l.Room)
+	if err != nil {
+		// Left on record: the next sweep tries it again.
+		p.log.Warn("push: the subscriptions unreadable", "question", l.ID, "err", err)
+		return
+	}
+	if ok, err := p.o.Closes.Adopt(p.goroutines.Context(), l, p.o.TakeOver); err != nil || !ok {
 		return
 	}
 	ev := hub.Event{Kind: o.Kind, Token: l.Token, Request: hub.Request{ID: l.ID}, Reply: o.Reply, Reason: o.Reason, At: o.At}
-	subs, _ := p.o.Subscriptions.List(l.Room)
 	i := slices.IndexFunc(subs, func(s Subscription) bool { return s.ID == l.Sub })
 	if i < 0 || answeredBy(ev, subs[i]) {
 		// Gone, or its notification closed at its own tap: nothing to push.
-		if err := p.o.Closes.Closed(l.Room, l.ID, l.Sub); err != nil {
+		if err := p.o.Closes.Closed(p.goroutines.Context(), l.Room, l.ID, l.Sub); err != nil {
 			p.log.Warn("push: the cluster's closes unreadable", "subscription", l.Sub, "question", l.ID, "err", err)
 		}
 		return
@@ -617,7 +628,7 @@ func (p *Pusher) takeOverLater(sd *sender, j job) {
 			return
 		case <-t.C:
 		}
-		ok, err := p.o.Closes.TakeOver(sd.room, j.msg.ID, sd.sub.ID)
+		ok, err := p.o.Closes.TakeOver(p.goroutines.Context(), sd.room, j.msg.ID, sd.sub.ID)
 		switch {
 		case err != nil: // decided alone: a close twice rather than none
 			p.log.Warn("push: the cluster's closes unreadable", "subscription", sd.sub.ID, "question", j.msg.ID, "err", err)

@@ -25,15 +25,15 @@ type leftClose struct {
 	taken  int  // the closes taken over
 }
 
-func (*leftClose) Pushing(_, _, _ string) (bool, error) { return true, nil }
-func (*leftClose) Pushed(_, _, _ string) (bool, error)  { return false, nil }
-func (*leftClose) Closing(_, _, _ string) (bool, error) { return false, nil }
-func (*leftClose) Closed(_, _, _ string) error          { return nil }
-func (*leftClose) Left(time.Duration) ([]Left, error)   { return nil, nil }
-func (*leftClose) Adopt(Left, time.Duration) (bool, error) {
+func (*leftClose) Pushing(context.Context, string, string, string) (bool, error) { return true, nil }
+func (*leftClose) Pushed(context.Context, string, string, string) (bool, error)  { return false, nil }
+func (*leftClose) Closing(context.Context, string, string, string) (bool, error) { return false, nil }
+func (*leftClose) Closed(context.Context, string, string, string) error          { return nil }
+func (*leftClose) Left(context.Context, time.Duration) ([]Left, error)           { return nil, nil }
+func (*leftClose) Adopt(context.Context, Left, time.Duration) (bool, error) {
 	return false, nil
 }
-func (c *leftClose) TakeOver(_, _, _ string) (bool, error) {
+func (c *leftClose) TakeOver(context.Context, string, string, string) (bool, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.pushed {
@@ -184,4 +184,48 @@ func TestCloseSentWholeIsNotTriedAgain(t *testing.T) {
 	if _, tries, c := count(); c != 1 || tries != 3 {
 		t.Fatalf("%d closes pushed, want 1; %d tries of 2 asks, want 3", c, tries)
 	}
+}
+
+// stuckClose is a cluster's Closes whose NATS cannot be reached: every
+// step waits, as the cluster's retries do, until its context ends.
+type stuckClose struct {
+	leftClose
+	asked chan struct{} // a step began
+}
+
+func (c *stuckClose) Closing(ctx context.Context, _, _, _ string) (bool, error) {
+	c.asked <- struct{}{}
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestCloseOnUnreachableNATSHoldsNoShutdown: a close being decided while
+// NATS cannot be reached (its steps retry for up to 20 s each) is given
+// up when the server stops: Pusher.Close ends the step and returns; the
+// close, on record as decided or owed, is another instance's sweep's.
+func TestCloseOnUnreachableNATSHoldsNoShutdown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		keys, subs := keysAndSubs(t, t.TempDir())
+		d := newDevice(t, "/phone")
+		if err := subs.Put(store.Room(tokA), Subscription{ID: "s1", Endpoint: "https://push.example/phone",
+			P256dh: base64.RawURLEncoding.EncodeToString(d.key.PublicKey().Bytes()), Auth: base64.RawURLEncoding.EncodeToString(d.auth)}); err != nil {
+			t.Fatal(err)
+		}
+		svc := roundTrip(func(*http.Request) {})
+		h := hub.New(hub.Options{})
+		defer h.Close()
+		cl := &stuckClose{asked: make(chan struct{}, 1)}
+		p := New(Options{Hub: h, Subscriptions: subs, Keys: keys, Client: &http.Client{Transport: svc}, Closes: cl})
+		go func() {
+			_, _ = h.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Deploy?", Timeout: time.Hour})
+		}()
+		synctest.Wait()
+		if err := h.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{ClientID: "pc", Nickname: "PC"}); err != nil {
+			t.Fatal(err)
+		}
+		<-cl.asked
+		// Were the step deaf to Close, this would wait for ever: the
+		// bubble's goroutines all blocked, synctest fails the test.
+		p.Close()
+	})
 }
