@@ -48,9 +48,10 @@ type Push struct {
 	CapKey []byte
 
 	kv, claims  jetstream.KeyValue
-	rooms       map[string]string // room digest -> token
-	by          string            // this instance's name, in the closes it decides
-	unreachable func(error) bool  // NATS did not answer
+	insts       jetstream.KeyValue // the instances' heartbeats: whose closes are held
+	rooms       map[string]string  // room digest -> token
+	by, run     string             // this instance's name and run, in the closes it decides
+	unreachable func(error) bool   // NATS did not answer
 
 	mu   sync.Mutex                     // held alone
 	subs map[string][]push.Subscription // by room, as last heard
@@ -73,7 +74,7 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 		return nil, err
 	}
 	p := &Push{kv: kv, claims: claims, rooms: c.rooms, subs: map[string][]push.Subscription{},
-		by: c.o.Instance, unreachable: c.placeLater}
+		insts: c.insts, by: c.o.Instance, run: c.run, unreachable: c.placeLater}
 	kb, err := c.keepOnce(ctx, kv, "vapid", func() ([]byte, error) {
 		priv, pub, err := webpush.GenerateVAPIDKeys()
 		if err != nil {
@@ -288,205 +289,4 @@ func (p *Push) Release(ctx context.Context, nonce string) error {
 func (p *Push) Token(room string) (string, bool) {
 	t, ok := p.rooms[room]
 	return t, ok
-}
-
-// The closes of questions pushed (push.Closes): a key per question and
-// device in the claims bucket (it forgets them after claimsFor), whose
-// value is where its notification stands (closeRecord).
-const (
-	closePushing = "pushing" // its question's push is in flight
-	closePushed  = "pushed"  // its question's push went through
-	closeOwed    = "owed"    // settled during the push: its pusher closes
-	closeClosing = "closing" // its close is decided, by the instance named, and not pushed yet
-	closeClosed  = "closed"  // its close is pushed (or given up)
-)
-
-// closeRecord is the value of a close's key: its state, the instance
-// that wrote it, and what it is of, so that another instance can take
-// over a close its instance left (Left, Adopt). A value of an older
-// version is its state alone, and so is a close pushed (closeClosed),
-// which every version reads.
-type closeRecord struct {
-	State string `json:"s"`
-	By    string `json:"by,omitempty"`
-	Room  string `json:"r,omitempty"`
-	ID    string `json:"q,omitempty"`
-	Sub   string `json:"d,omitempty"`
-}
-
-func readClose(v []byte) closeRecord {
-	var r closeRecord
-	if len(v) > 0 && v[0] == '{' && json.Unmarshal(v, &r) == nil {
-		return r
-	}
-	return closeRecord{State: string(v)}
-}
-
-// staleClose is the age past which a push in flight is taken for one
-// whose instance died: longer than a push's tries take.
-const staleClose = 2 * time.Minute
-
-// closeTries bounds how long a close's step waits for NATS (a restart,
-// a leader elected) before the instance decides alone: a close pushed
-// twice rather than none, only when NATS cannot be reached at all.
-const closeTries = 20 * time.Second
-
-func closeKey(room, id, sub string) string { return keyOf("c.", room+"\x00"+id+"\x00"+sub) }
-
-// closeStep moves a question's close on from what is stored, by
-// compare-and-set: next is given the state stored ("" for none) and its
-// age, and says what to store ("" for nothing) and what to report. A
-// NATS that does not answer (restarting) is tried again, for up to
-// closeTries.
-func (p *Push) closeStep(ctx context.Context, room, id, sub string, next func(state string, age time.Duration) (string, bool)) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, closeTries)
-	defer cancel()
-	key := closeKey(room, id, sub)
-	var out bool
-	wait := openRetry
-	for {
-		tctx, tcancel := context.WithTimeout(ctx, openTry)
-		_, err := changeKey(tctx, p.claims, key, 16, func(old []byte, rev uint64) ([]byte, bool, error) {
-			var age time.Duration
-			if rev != 0 {
-				if e, err := p.claims.Get(tctx, key); err == nil && e.Revision() == rev {
-					age = time.Since(e.Created())
-				}
-			}
-			var to string
-			to, out = next(readClose(old).State, age)
-			switch to {
-			case "":
-				return nil, false, nil
-			case closeClosed:
-				// Its state alone, as builds before the records carried
-				// JSON read it: one not yet upgraded then neither pushes
-				// the question after its close nor the close again. No
-				// other instance needs more of a close pushed (Left).
-				return []byte(closeClosed), true, nil
-			}
-			b, err := json.Marshal(closeRecord{State: to, By: p.by, Room: room, ID: id, Sub: sub})
-			return b, true, err
-		})
-		tcancel()
-		if err == nil {
-			return out, nil
-		}
-		if ctx.Err() != nil || !p.unreachable(err) || time.Now().Add(wait).After(deadlineOf(ctx)) {
-			return false, fmt.Errorf("a push's close: %w", err)
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return false, fmt.Errorf("a push's close: %w", err)
-		case <-t.C:
-		}
-		wait = min(2*wait, openMaxRetry)
-	}
-}
-
-func deadlineOf(ctx context.Context) time.Time {
-	d, _ := ctx.Deadline()
-	return d
-}
-
-// Pushing marks the question's push in flight, unless its close is
-// pushed, decided or owed already.
-func (p *Push) Pushing(ctx context.Context, room, id, sub string) (bool, error) {
-	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
-		if s == closeOwed || s == closeClosing || s == closeClosed {
-			return "", false
-		}
-		return closePushing, true
-	})
-}
-
-// Pushed marks the question's push through; true when it was settled
-// meanwhile, its close then this instance's (marked closing by it until
-// Closed). Closed meanwhile by an instance that took this push for a
-// dead one's (TakeOver, Closing), it is not closed again: this instance
-// was only slow (stopped), and its push reached the push service before
-// it stopped, or is cut.
-func (p *Push) Pushed(ctx context.Context, room, id, sub string) (bool, error) {
-	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
-		switch s {
-		case closePushing:
-			return closePushed, false
-		case closeOwed:
-			return closeClosing, true
-		}
-		return "", false
-	})
-}
-
-// TakeOver makes the close owed to the instance pushing the question
-// this instance's (true), unless that one pushed it meanwhile.
-func (p *Push) TakeOver(ctx context.Context, room, id, sub string) (bool, error) {
-	return p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
-		if s == closeOwed {
-			return closeClosing, true
-		}
-		return "", false
-	})
-}
-
-// Closing is true when the close of a settle is this instance's (marked
-// closing by it until Closed): false while the question's push is in
-// flight (its instance closes it then), or when it is closed, decided
-// or owed already.
-func (p *Push) Closing(ctx context.Context, room, id, sub string) (bool, error) {
-	return p.closeStep(ctx, room, id, sub, func(s string, age time.Duration) (string, bool) {
-		switch {
-		case s == closePushing && age < staleClose:
-			return closeOwed, false
-		case s == closeOwed || s == closeClosing || s == closeClosed:
-			return "", false
-		}
-		return closeClosing, true
-	})
-}
-
-// Closed marks the question's close pushed (or given up).
-func (p *Push) Closed(ctx context.Context, room, id, sub string) error {
-	_, err := p.closeStep(ctx, room, id, sub, func(s string, _ time.Duration) (string, bool) {
-		if s == closeClosed {
-			return "", false
-		}
-		return closeClosed, true
-	})
-	return err
-}
-
-// Left lists the closes not pushed whose record has not changed for
-// age: decided or owed (their instance died or stopped before pushing
-// them), or a push of their question (which may since have been settled
-// on an instance that died before deciding its close). Read from one
-// watch of the bucket's latest values.
-func (p *Push) Left(ctx context.Context, age time.Duration) ([]push.Left, error) {
-	ctx, cancel := context.WithTimeout(ctx, openTry)
-	defer cancel()
-	var left []push.Left
-	err := readPresent(ctx, p.claims, "c.>", "the pushes' closes", func(e jetstream.KeyValueEntry) error {
-		r := readClose(e.Value())
-		if r.State == closeClosed || r.Room == "" || time.Since(e.Created()) < age {
-			return nil
-		}
-		if tok, ok := p.rooms[r.Room]; ok {
-			left = append(left, push.Left{Token: tok, Room: r.Room, ID: r.ID, Sub: r.Sub, Owed: r.State == closeOwed || r.State == closeClosing})
-		}
-		return nil
-	})
-	return left, err
-}
-
-// Adopt makes the close l this instance's (true) if its record has not
-// changed for age still and is not closed.
-func (p *Push) Adopt(ctx context.Context, l push.Left, age time.Duration) (bool, error) {
-	return p.closeStep(ctx, l.Room, l.ID, l.Sub, func(s string, a time.Duration) (string, bool) {
-		if s == closeClosed || s == "" || a < age {
-			return "", false
-		}
-		return closeClosing, true
-	})
 }

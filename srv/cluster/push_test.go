@@ -29,11 +29,7 @@ import (
 
 func openPush(t *testing.T, in *instance) *push.Options {
 	t.Helper()
-	p, err := in.c.OpenPush(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
+	p := openPushOf(t, in)
 	caps, err := answercap.NewShared(p.CapKey, p, p.Token)
 	if err != nil {
 		t.Fatal(err)

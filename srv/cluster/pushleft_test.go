@@ -21,9 +21,9 @@ func (h hung) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // TestCloseLeftByADeadInstanceIsPushed: a question pushed from A is
 // answered on B, whose close of it is decided and in flight when B dies
-// (kill -9: its Pusher ends, its push never answered). The close is on
-// NATS, B's: A takes it over once it has stood for TakeOver, and the
-// device gets it, once.
+// (kill -9: its Pusher and heartbeat end, its push never answered). The close is on
+// NATS, B's: A takes it over once it has stood for TakeOver with B's
+// heartbeat gone, and the device gets it, once.
 func TestCloseLeftByADeadInstanceIsPushed(t *testing.T) {
 	p := newPushPair(t, nil)
 	inFlight := make(hung, 10)
@@ -40,6 +40,7 @@ func TestCloseLeftByADeadInstanceIsPushed(t *testing.T) {
 		t.Fatal("B pushed no close")
 	}
 	pb.Close() // B dies with its close in flight
+	p.b.c.Close()
 	p.closedOnce(p.a)
 }
 
@@ -87,6 +88,7 @@ func TestCloseOfAQuestionSettledOnItsDeadPusherIsPushed(t *testing.T) {
 		t.Fatal(err)
 	}
 	wait(t, q1)
+	p.a.c.Close() // and its heartbeat ends
 	p.closedOnce(p.b)
 }
 

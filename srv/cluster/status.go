@@ -12,6 +12,9 @@ import (
 type beat struct {
 	Connections int       `json:"connections"`
 	At          time.Time `json:"at"`
+	// Run names this run of the instance (Cluster.run): the closes of
+	// pushes it holds name it (pushclose.go).
+	Run string `json:"run,omitempty"`
 }
 
 // beat says every Heartbeat that this instance is alive and how many
@@ -39,7 +42,7 @@ func (c *Cluster) beatOnce(ctx context.Context) {
 	if local != nil {
 		n = local()
 	}
-	b, _ := json.Marshal(beat{Connections: n, At: time.Now()})
+	b, _ := json.Marshal(beat{Connections: n, At: time.Now(), Run: c.run})
 	if _, err := c.insts.Put(ctx, c.o.Instance, b); err != nil {
 		c.log.Debug("heartbeat not written", "err", err)
 		return
