@@ -41,9 +41,9 @@ type Closes interface {
 	Closed(ctx context.Context, room, id, sub string) error
 	// Left lists the closes whose record has not changed for age and
 	// are not pushed: decided or owed on an instance that died or
-	// stopped before pushing them, or a push of their question (settled
-	// since, perhaps on an instance that died before deciding its
-	// close).
+	// stopped before pushing them (one that lives pushes its own), or a
+	// push of their question (settled since, perhaps on an instance
+	// that died before deciding its close).
 	Left(ctx context.Context, age time.Duration) ([]Left, error)
 	// Adopt makes l this instance's (true) if its record has not changed
 	// for age still and its close is not pushed.
