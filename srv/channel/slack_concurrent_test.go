@@ -3,6 +3,7 @@ package channel
 import (
 	"image/color"
 	"testing"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
 )
@@ -93,5 +94,48 @@ func TestSlackOneQuestionInOrder(t *testing.T) {
 		if err := within(t, "an acknowledgement", acked); err != nil {
 			t.Error(err)
 		}
+	}
+}
+
+// TestSlackPressBehindASlowReplyIsAcknowledged: a press on a message
+// whose thread reply is being handled (its image slow to download)
+// waits its turn, and its envelope is acknowledged within ackWithin all
+// the same, as any press's: past 3 s Slack shows the person an error.
+// The reply, first, answers; the press finds the question answered.
+func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
+	const botToken, appToken = "xoxb-19-secret-bot-token", "xapp-19-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(), ackWithin: 50 * time.Millisecond}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	chosen := f.askChoices(tokA, "q-1")
+	sent := api.Call(t, "chat.postMessage", 1)
+	ts := sent["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	arrived, release := api.HoldFiles()
+	defer release()
+	reply := slacktest.FileReply("U42", dm, ts, "Ship it", api.AddFile("F1", "shot.png", "image/png", pngOf(t, color.White)))
+	replyAcked := make(chan error, 1)
+	go func() { replyAcked <- api.Send(t.Context(), "events_api", reply) }()
+	within(t, "download of the reply's file", arrived)
+	pressAcked := make(chan error, 1)
+	go func() {
+		pressAcked <- api.Send(t.Context(), "interactive", slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value))
+	}()
+	if err := within(t, "the press's acknowledgement while the reply downloads", pressAcked); err != nil {
+		t.Error(err)
+	}
+	release()
+	if rep := answer(t, chosen); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Errorf("the question was answered %+v, want the reply that came first", rep)
+	}
+	if err := within(t, "the reply's acknowledgement", replyAcked); err != nil {
+		t.Error(err)
 	}
 }

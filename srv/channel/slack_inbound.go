@@ -54,8 +54,12 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 				return
 			case ev := <-sm.Events:
 				link.saw(ev)
-				if !q.run(ctx, slackOrderKey(ev), func() { s.event(ctx, sm, ev, a) }) && ctx.Err() == nil {
-					s.warn("slack: too many events of one message waiting; one is left for Slack to send again")
+				handle, drop := s.receive(ctx, sm, ev, a)
+				if handle != nil && !q.run(ctx, slackOrderKey(ev), handle) {
+					drop()
+					if ctx.Err() == nil {
+						s.warn("slack: too many events of one message waiting; one is left for Slack to send again")
+					}
 				}
 			}
 		}
@@ -161,43 +165,89 @@ const (
 	slackMaxWait   = 5 * time.Minute
 )
 
-// event handles one Socket Mode event, then acknowledges its envelope.
-// A thread reply's is acknowledged once its answer is saved, or the
-// person told why not, however long that takes (within handleFor): Slack
-// sends it again meanwhile (nearly at once, then after a minute and
-// after five), and a server killed before saving it has it sent again,
-// to its restart or another instance. A press's is acknowledged after
-// ackWithin all the same (Slack shows the person an error past 3 s),
-// and the person told that their answer is not saved yet
-// (slackUnsavedNote). What is acknowledged is handled to its end, even
-// when the lead is lost meanwhile. One that comes when the lead is lost
-// already is left to the instance Slack sends it to next.
+// receive takes a Socket Mode event as it comes, before it waits its
+// turn behind the events of its message (slackQueue): a press's
+// acknowledgement after ackWithin starts now (press). handle is its
+// handling, nil when there is none; drop is called instead when it is
+// not handled, and leaves it unacknowledged for Slack to send again.
+func (s *Slack) receive(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) (handle, drop func()) {
+	if cb, ok := ev.Data.(slack.InteractionCallback); ok && ev.Type == socketmode.EventTypeInteractive && cb.Type == slack.InteractionTypeBlockActions {
+		return s.press(ctx, sm, ev, cb, a)
+	}
+	return func() { s.event(ctx, sm, ev, a) }, func() {}
+}
+
+// envelope is ev's acknowledgement, nil when it has no envelope.
+func envelope(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) *slackAck {
+	if ev.Request == nil || ev.Request.EnvelopeID == "" {
+		return nil
+	}
+	lead, id := ctx, ev.Request.EnvelopeID
+	return newSlackAck(func() { _ = sm.AckCtx(lead, id, nil) })
+}
+
+// press receives the press cb (receive). One delivered again is
+// acknowledged once its first delivery is, and not handled. Else its
+// envelope is acknowledged once its answer is saved, or after ackWithin
+// from now all the same, while it may still wait its turn (Slack shows
+// the person an error past 3 s), the person told that their answer is
+// not saved yet (slackUnsavedNote). One whose turn comes when the lead
+// is lost, not acknowledged yet, is left to the instance Slack sends it
+// to next; one acknowledged is handled to its end.
+func (s *Slack) press(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, cb slack.InteractionCallback, a Answers) (handle, drop func()) {
+	if ctx.Err() != nil {
+		return nil, nil
+	}
+	env := envelope(ctx, sm, ev)
+	id := "press\x00" + cb.User.ID + "\x00" + cb.Container.ChannelID + "\x00" + cb.Container.MessageTs + "\x00" + cb.ActionTs
+	for _, act := range cb.ActionCallback.BlockActions {
+		id += "\x00" + act.ActionTs
+	}
+	if s.again(ctx, id, env) {
+		env.finish()
+		return nil, nil
+	}
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(context.WithValue(ctx, slackAckKey{}, env)), handleFor)
+	saved := s.ackLate(hctx, env, cb)
+	drop = func() {
+		saved()
+		cancel()
+		s.forget(id, env)
+	}
+	handle = func() {
+		if ctx.Err() != nil {
+			saved() // its acknowledgement after ackWithin is sent, or never
+			if env == nil || !env.acked() {
+				drop()
+				return
+			}
+		}
+		defer cancel()
+		defer env.finish()
+		defer saved()
+		s.pressed(hctx, cb, a, saved)
+	}
+	return handle, drop
+}
+
+// event handles one Socket Mode event other than a press (press), then
+// acknowledges its envelope. A thread reply's is acknowledged once its
+// answer is saved, or the person told why not, however long that takes
+// (within handleFor): Slack sends it again meanwhile (nearly at once,
+// then after a minute and after five), and a server killed before
+// saving it has it sent again, to its restart or another instance. What
+// is acknowledged is handled to its end, even when the lead is lost
+// meanwhile. One that comes when the lead is lost already is left to
+// the instance Slack sends it to next.
 func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.Event, a Answers) {
 	if ctx.Err() != nil {
 		return
 	}
-	var env *slackAck
-	if ev.Request != nil && ev.Request.EnvelopeID != "" {
-		lead, id := ctx, ev.Request.EnvelopeID
-		env = newSlackAck(func() { _ = sm.AckCtx(lead, id, nil) })
-		defer env.finish()
-	}
+	env := envelope(ctx, sm, ev)
+	defer env.finish()
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(context.WithValue(ctx, slackAckKey{}, env)), handleFor)
 	defer cancel()
 	switch ev.Type {
-	case socketmode.EventTypeInteractive:
-		if cb, ok := ev.Data.(slack.InteractionCallback); ok && cb.Type == slack.InteractionTypeBlockActions {
-			id := "press\x00" + cb.User.ID + "\x00" + cb.Container.ChannelID + "\x00" + cb.Container.MessageTs + "\x00" + cb.ActionTs
-			for _, act := range cb.ActionCallback.BlockActions {
-				id += "\x00" + act.ActionTs
-			}
-			if s.again(ctx, id, env) {
-				return
-			}
-			saved := s.ackLate(hctx, env, cb)
-			defer saved()
-			s.pressed(hctx, cb, a, saved)
-		}
 	case socketmode.EventTypeEventsAPI:
 		e, ok := ev.Data.(slackevents.EventsAPIEvent)
 		if !ok || e.Type != slackevents.CallbackEvent {
@@ -285,6 +335,17 @@ func (s *Slack) again(ctx context.Context, id string, env *slackAck) bool {
 	s.handled[id] = env
 	s.handledOrder = append(s.handledOrder, id)
 	return false
+}
+
+// forget undoes again's note of the event id delivered as env, which is
+// not handled: delivered again, it is handled then.
+func (s *Slack) forget(id string, env *slackAck) {
+	s.handledMu.Lock()
+	defer s.handledMu.Unlock()
+	if first, ok := s.handled[id]; ok && first == env {
+		delete(s.handled, id)
+		s.handledOrder = slices.DeleteFunc(s.handledOrder, func(h string) bool { return h == id })
+	}
 }
 
 // allowed: the user is one the config names.
