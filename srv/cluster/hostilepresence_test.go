@@ -6,9 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/srv/hub"
 	"github.com/agentassistant/agentassistant/srv/store"
@@ -23,20 +20,8 @@ func TestHostilePresence(t *testing.T) {
 	b := start(t, ns.URL(), "b")
 	onB := newClient("b0b0")
 	b.hub.Join(tok, onB, nil, hub.Resume{})
-	nc, err := nats.Connect(ns.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := foreignKV(t, ns.URL(), PresenceBucket)
 	ctx := context.Background()
-	kv, err := js.KeyValue(ctx, PresenceBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	v, err := json.Marshal(present{Nickname: strings.Repeat("evil\n", 100<<10)})
 	if err != nil {
 		t.Fatal(err)

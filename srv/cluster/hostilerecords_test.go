@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,9 +17,8 @@ import (
 	"github.com/agentassistant/agentassistant/srv/store"
 )
 
-// foreignKV is the requests bucket as a NATS client of no instance
-// reaches it.
-func foreignKV(t *testing.T, url string) jetstream.KeyValue {
+// foreignKV is the bucket as a NATS client of no instance reaches it.
+func foreignKV(t *testing.T, url, bucket string) jetstream.KeyValue {
 	t.Helper()
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -29,11 +29,39 @@ func foreignKV(t *testing.T, url string) jetstream.KeyValue {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(context.Background(), RequestsBucket)
+	kv, err := js.KeyValue(context.Background(), bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return kv
+}
+
+// twoAndForeign starts two instances, a and b, with a device on b, and
+// returns them with the requests bucket as a NATS client of no instance
+// reaches it.
+func twoAndForeign(t *testing.T) (a, b *instance, onB *client, kv jetstream.KeyValue) {
+	t.Helper()
+	ns := natstest.Start(t)
+	a, b = start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
+	onB = newClient("pb")
+	b.hub.Join(tok, onB, nil, hub.Resume{})
+	return a, b, onB, foreignKV(t, ns.URL(), RequestsBucket)
+}
+
+// askAndAnswer asks a question through a, answers it on b as its device
+// onB, and returns the requests onB was shown before it.
+func askAndAnswer(t *testing.T, a, b *instance, onB *client) []string {
+	t.Helper()
+	ctx := context.Background()
+	done := ask(ctx, a, question("real", "Still there?"))
+	shown := shownBefore(t, onB, "real")
+	if err := b.hub.Answer(ctx, tok, wire.AskQuestion, "real", reply("pb", "yes")); err != nil {
+		t.Fatal(err)
+	}
+	if r := wait(t, done); r.err != nil || text(r.rep) != "yes" {
+		t.Fatalf("Ask = %+v, %v", r.rep, r.err)
+	}
+	return shown
 }
 
 // shownBefore returns the requests c is shown before the request id.
@@ -58,13 +86,8 @@ func shownBefore(t *testing.T, c *client, id string) []string {
 // requests bucket, unreadable or with values no door would make, take no
 // instance down and keep no question from being asked and answered.
 func TestHostileRecords(t *testing.T) {
-	ns := natstest.Start(t)
-	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
-	onB := newClient("pb")
-	b.hub.Join(tok, onB, nil, hub.Resume{})
-	kv := foreignKV(t, ns.URL())
-	ctx := context.Background()
-	room := store.Room(tok)
+	a, b, onB, kv := twoAndForeign(t)
+	ctx, room := context.Background(), store.Room(tok)
 	put := func(id, value string) {
 		t.Helper()
 		if _, err := kv.Put(ctx, key(room, id), []byte(value)); err != nil {
@@ -82,13 +105,12 @@ func TestHostileRecords(t *testing.T) {
 	put("weird", rec(`"id":"weird","kind":1,"text":"unknown status","status":"exploded"`))
 	put("big", rec(`"id":"big","kind":1,"text":"`+strings.Repeat("x", 200<<10)+`","status":"pending","timeoutSeconds":60`))
 
-	done := ask(ctx, a, question("real", "Still there?"))
-	t.Logf("shown before the real question: %q", shownBefore(t, onB, "real"))
-	if err := b.hub.Answer(ctx, tok, wire.AskQuestion, "real", reply("pb", "yes")); err != nil {
-		t.Fatal(err)
-	}
-	if r := wait(t, done); r.err != nil || text(r.rep) != "yes" {
-		t.Fatalf("Ask = %+v, %v", r.rep, r.err)
+	shown := askAndAnswer(t, a, b, onB)
+	t.Logf("shown before a question asked after them: %q", shown)
+	for _, s := range shown {
+		if id := s[strings.IndexByte(s, ' ')+1:]; slices.Contains([]string{"junk", "empty", "array", "badreply", "weird"}, id) {
+			t.Errorf("B shows %q, not a pending request", s)
+		}
 	}
 }
 
@@ -97,13 +119,8 @@ func TestHostileRecords(t *testing.T) {
 // one key and settled under another, it could never be answered nor end,
 // and would stay on every screen. No instance shows it.
 func TestRecordNotOfItsKey(t *testing.T) {
-	ns := natstest.Start(t)
-	a, b := start(t, ns.URL(), "a"), start(t, ns.URL(), "b")
-	onB := newClient("pb")
-	b.hub.Join(tok, onB, nil, hub.Resume{})
-	kv := foreignKV(t, ns.URL())
-	ctx := context.Background()
-	room := store.Room(tok)
+	a, b, onB, kv := twoAndForeign(t)
+	ctx, room := context.Background(), store.Room(tok)
 	for k, v := range map[string]string{
 		key(room, "elsewhere"):    `{"room":"` + room + `","id":"other-id","kind":1,"text":"key and value disagree","status":"pending","timeoutSeconds":60}`,
 		key(room, "noid"):         `{"room":"` + room + `","id":"","kind":1,"text":"no id","status":"pending","timeoutSeconds":60}`,
@@ -113,15 +130,8 @@ func TestRecordNotOfItsKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	done := ask(ctx, a, question("real", "Still there?"))
-	if shown := shownBefore(t, onB, "real"); len(shown) > 0 {
+	if shown := askAndAnswer(t, a, b, onB); len(shown) > 0 {
 		t.Errorf("B shows %q, records not of their keys", shown)
-	}
-	if err := b.hub.Answer(ctx, tok, wire.AskQuestion, "real", reply("pb", "yes")); err != nil {
-		t.Fatal(err)
-	}
-	if r := wait(t, done); r.err != nil || text(r.rep) != "yes" {
-		t.Fatalf("Ask = %+v, %v", r.rep, r.err)
 	}
 	for _, in := range []*instance{a, b} {
 		if ids := in.hub.PendingIDs(); len(ids) != 0 {
