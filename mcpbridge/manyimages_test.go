@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/wire"
 )
 
 // TestAnswerImagesBounded: an answer of a thousand images (a /ws frame
@@ -48,5 +49,29 @@ func TestAnswerImagesBounded(t *testing.T) {
 	}
 	if said := text(r); !strings.Contains(said, "left out") || len(r.Content) > maxAnswerImages+2 {
 		t.Errorf("the agent got %d contents, told %.200q", len(r.Content), said)
+	}
+}
+
+// TestHandedOverImagesBounded: answers given while no agent waited,
+// handed over together, hand over maxAnswerImages images in all, not
+// that many each.
+func TestHandedOverImagesBounded(t *testing.T) {
+	var as []*pb.MissedAnswer
+	for range 10 {
+		var contents []*pb.McpResultContent
+		for range maxAnswerImages {
+			contents = append(contents, &pb.McpResultContent{Type: 2, Image: &pb.ImageContent{Type: "image", Data: pixelPNG, MimeType: "image/png"}})
+		}
+		as = append(as, &pb.MissedAnswer{Text: "Screenshots?", Response: &pb.AskQuestionResponse{Contents: contents}})
+	}
+	r := missedResult(wire.AskQuestion, "ask_question", as, time.Now())
+	images := 0
+	for _, c := range r.Content {
+		if _, ok := c.(mcp.ImageContent); ok {
+			images++
+		}
+	}
+	if images > maxAnswerImages {
+		t.Errorf("the agent was handed %d images, more than %d", images, maxAnswerImages)
 	}
 }
