@@ -48,6 +48,7 @@ func missedResult(kind wire.Kind, tool string, as []*pb.MissedAnswer, now time.T
 	// Nothing was asked: the structured content (the tools' outputSchema)
 	// says so.
 	res := &mcp.CallToolResult{StructuredContent: answer{Chosen: []string{}}}
+	images := maxAnswerImages // the answers' images, in all
 	for _, a := range as {
 		akind := wire.AskQuestion
 		if a.GetMessageType() == wire.TaskFinish.String() {
@@ -61,7 +62,7 @@ func missedResult(kind wire.Kind, tool string, as []*pb.MissedAnswer, now time.T
 			"While no agent was waiting for it, the person answered an earlier %s from this project (asked %s ago, answered %s ago%s). The %s was:\n\n%s\n\nTheir answer:",
 			kindWord(akind), ago(now.Sub(time.UnixMilli(a.GetCreatedAt()))), ago(now.Sub(time.UnixMilli(a.GetAnsweredAt()))), by,
 			kindWord(akind), quote(a.GetText()))))
-		res.Content = append(res.Content, toResult(akind, a.GetResponse(), nil).Content...)
+		res.Content = append(res.Content, toResultWithin(akind, a.GetResponse(), nil, &images).Content...)
 	}
 	if kind == wire.TaskFinish {
 		res.Content = append(res.Content, mcp.NewTextContent(

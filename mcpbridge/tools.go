@@ -483,6 +483,14 @@ func rootCause(err error) string {
 // an option's label is a choice, told first in words, and the structured
 // content says which were chosen and what was typed besides.
 func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp.CallToolResult {
+	left := maxAnswerImages
+	return toResultWithin(kind, r, qs, &left)
+}
+
+// toResultWithin is toResult handing over at most *left images, and
+// takes those it hands over from *left: answers handed over together
+// share maxAnswerImages.
+func toResultWithin(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question, left *int) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{IsError: r.GetIsError()}
 	opts, _, _ := wire.OptionsOf(qs)
 	var texts []string
@@ -501,7 +509,9 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 	for _, t := range free {
 		typed[t] = true
 	}
-	images := 0
+	// images counts those handed over; over, those past the bound, which
+	// are not read at all.
+	images, over := 0, 0
 	for _, c := range r.GetContents() {
 		switch {
 		case c.GetText() != nil || c.GetType() == 1:
@@ -510,6 +520,11 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
 			if im := c.GetImage(); im.GetData() != "" {
+				if *left <= 0 {
+					over++
+					continue
+				}
+				*left--
 				shown, ok := imageOf(im)
 				res.Content = append(res.Content, shown)
 				if ok {
@@ -522,9 +537,20 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 			}
 		case c.GetEmbeddedResource() != nil || c.GetType() == 4:
 			if e := c.GetEmbeddedResource(); e != nil {
+				if slices.Contains(readImages, e.GetMimeType()) {
+					if *left <= 0 {
+						over++
+						continue
+					}
+					*left--
+				}
 				res.Content = append(res.Content, embedded(e))
 			}
 		}
+	}
+	if over > 0 {
+		res.Content = append(res.Content, mcp.NewTextContent(fmt.Sprintf(
+			"The person attached %d more images, left out: at most %d are handed over at once. Ask for the ones you need if these do not show it.", over, maxAnswerImages)))
 	}
 	if len(res.Content) == 0 {
 		msg := "The person answered with an empty reply."
@@ -538,6 +564,14 @@ func toResult(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question) *mcp
 	}
 	return res
 }
+
+// maxAnswerImages bounds the images of one answer handed to the agent
+// (those it attached as files declared as images included): a model's
+// API refuses a request of more than a hundred images, some clients of
+// more than twenty, and the agent's every turn that still holds them
+// fails. Those past it are not decoded either: an answer of a few
+// hundred large pictures, small once compressed, took minutes to fit.
+const maxAnswerImages = 20
 
 // readImages are the image types an agent's model reads: those every
 // vision API takes. One of another type, or declared as another than

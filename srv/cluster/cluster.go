@@ -241,7 +241,7 @@ func (c *Cluster) apply(h *hub.Hub, e jetstream.KeyValueEntry) {
 		c.forget(h, e)
 		return
 	}
-	rec, err := decode(e.Value())
+	rec, err := decodeAt(e.Key(), e.Value())
 	if err != nil {
 		c.budget.heard(e, nil)
 		c.log.Error("unreadable request record", "key", e.Key(), "err", err)
@@ -305,7 +305,7 @@ func (c *Cluster) Get(ctx context.Context, room, id string) (hub.SharedRecord, u
 	if err != nil {
 		return hub.SharedRecord{}, 0, fmt.Errorf("read request record: %w", c.unreachable(err, RequestsBucket))
 	}
-	rec, err := decode(e.Value())
+	rec, err := decodeAt(e.Key(), e.Value())
 	if err != nil {
 		return hub.SharedRecord{}, 0, err
 	}

@@ -91,7 +91,7 @@ func (c *Cluster) History(ctx context.Context, room string, before time.Time, li
 		if i == len(page) && len(page) > c.pageLen(page, limit) {
 			return nil // older than the whole page and the one after it
 		}
-		rec, err := decode(e.Value())
+		rec, err := decodeAt(e.Key(), e.Value())
 		if err != nil {
 			c.log.Error("unreadable request record", "key", e.Key(), "err", err)
 			return nil
@@ -144,7 +144,7 @@ func (c *Cluster) ClearHistory(ctx context.Context, room string, keep func(hub.S
 		value, rev := e.Value(), e.Revision()
 		for {
 			// An unreadable record is deleted, as in one process.
-			if rec, err := decode(value); err == nil && (rec.Status == store.Pending || keep != nil && keep(rec)) {
+			if rec, err := decodeAt(e.Key(), value); err == nil && (rec.Status == store.Pending || keep != nil && keep(rec)) {
 				return nil
 			}
 			err := c.reqs.Delete(ctx, e.Key(), jetstream.LastRevision(rev))

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentassistant/agentassistant/internal/owned"
+	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
@@ -38,6 +39,11 @@ import (
 
 // PresenceBucket names the presence bucket in JetStream.
 const PresenceBucket = "agentassistant_presence"
+
+// maxNickname bounds the bytes of a device's nickname read from the
+// presence bucket (then marked cut): the doors keep one to 64
+// characters.
+const maxNickname = 256
 
 // present is a device's value in the presence bucket.
 type present struct {
@@ -280,6 +286,9 @@ func (c *Cluster) applyPresence(ctx context.Context, h *hub.Hub, e jetstream.Key
 		c.log.Warn("unreadable presence entry", "key", e.Key(), "err", err)
 		return
 	}
+	// Every device of the room is sent it, with each change of
+	// presence: one short line, whoever wrote the entry.
+	v.Nickname = wire.Clip(wire.OneLine(v.Nickname), maxNickname)
 	d := &remoteDevice{token: token, instance: inst, id: id,
 		user: hub.RemoteUser{ID: id, Nickname: v.Nickname, ConnectedAt: v.ConnectedAt, Instance: inst}}
 	devices[e.Key()] = d

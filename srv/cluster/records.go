@@ -70,3 +70,18 @@ func decode(b []byte) (hub.SharedRecord, error) {
 	}
 	return rec, nil
 }
+
+// decodeAt is the record b read at key k. Its value must name the request
+// of its key: one written under a key and naming another (another ID,
+// none, another room) was written by no instance, and, settled under the
+// key its value names, could never be answered nor end.
+func decodeAt(k string, b []byte) (hub.SharedRecord, error) {
+	rec, err := decode(b)
+	if err != nil {
+		return rec, err
+	}
+	if at, ok := keyed(rec.Room, rec.ID); !ok || at != k {
+		return hub.SharedRecord{}, fmt.Errorf("decode request record: its value names another request than its key (an ID of %d bytes)", len(rec.ID))
+	}
+	return rec, nil
+}
