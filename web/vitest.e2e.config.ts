@@ -9,5 +9,9 @@ export default defineConfig({
     testTimeout: 90_000,
     hookTimeout: 60_000,
     fileParallelism: false,
+    // expect.poll waits on what the page shows; its default bound (1 s)
+    // is a timing: a 3000×2000 photo's thumbnail took longer on a loaded
+    // 2-CPU machine. Passing polls end as soon as they hold.
+    expect: { poll: { timeout: 15_000 } },
   },
 })

@@ -43,9 +43,22 @@ func TestAskedAgainWhileAskerSends(t *testing.T) {
 			close(release)
 		}
 	})
+	// What B's channels log is read below; the rest (A's channels, both
+	// hubs and cluster links but for their heartbeats' debug lines) is
+	// told only when the test fails: a failure under load is read from
+	// the instances' own words.
+	logs, rest := &lines{}, &lines{}
+	logTo := func(l *lines, name string, level slog.Level) *slog.Logger {
+		return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: level})).With("instance", name)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("B's channels logged:\n%s\nthe rest:\n%s", logs.String(), rest.String())
+		}
+	})
 	ns := natstest.Start(t)
-	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
-	logs := &lines{}
+	a, b := startNodeLogged(t, ns.URL(), "a", logTo(rest, "a", slog.LevelInfo)),
+		startNodeLogged(t, ns.URL(), "b", logTo(rest, "b", slog.LevelInfo))
 	start := func(n *node, log *slog.Logger) *channel.Manager {
 		c := &channel.Ntfy{URL: ntfy.URL, Topic: "aa-again"}
 		m := channel.New(channel.Options{Hub: n.hub, Caps: n.caps, Routes: map[string][]channel.Channel{tokA: {c}},
@@ -53,8 +66,8 @@ func TestAskedAgainWhileAskerSends(t *testing.T) {
 		t.Cleanup(m.Close)
 		return m
 	}
-	start(a, nil)
-	mb := start(b, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	start(a, logTo(rest, "a", slog.LevelDebug))
+	mb := start(b, logTo(logs, "b", slog.LevelDebug))
 
 	askOn(a.hub, "again-1")
 	select {
@@ -81,6 +94,12 @@ func (l *lines) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+func (l *lines) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func (l *lines) has(s string) bool {

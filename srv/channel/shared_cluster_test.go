@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,12 +39,19 @@ type node struct {
 // serving tokA.
 func startNode(t *testing.T, url, name string) *node {
 	t.Helper()
+	return startNodeLogged(t, url, name, nil)
+}
+
+// startNodeLogged is startNode with its cluster and hub logging to log
+// (nil: nowhere).
+func startNodeLogged(t *testing.T, url, name string, log *slog.Logger) *node {
+	t.Helper()
 	ctx := t.Context()
-	c, err := cluster.Open(ctx, cluster.Options{URL: url, Tokens: []string{tokA}, Instance: name, Heartbeat: 50 * time.Millisecond})
+	c, err := cluster.Open(ctx, cluster.Options{URL: url, Tokens: []string{tokA}, Instance: name, Heartbeat: 50 * time.Millisecond, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := hub.New(hub.Options{Shared: c, Instance: name, OrphanNotice: time.Hour})
+	h := hub.New(hub.Options{Shared: c, Instance: name, OrphanNotice: time.Hour, Logger: log})
 	if err := c.Start(h, func() int { return 0 }); err != nil {
 		t.Fatal(err)
 	}
