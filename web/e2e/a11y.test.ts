@@ -436,6 +436,28 @@ describe('more names and states', () => {
 })
 
 describe('320 px wide (a phone, or 400% zoom)', () => {
+  it('the title bar\'s words are at least 12 px: a new device\'s "Name this device" too', async () => {
+    // A device not named yet (no nickname kept) offers its naming.
+    const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, locale: 'en-US' })
+    ctxs.push(ctx)
+    const page = await ctx.newPage()
+    await page.goto(`${srv.url}/?token=${srv.token}`)
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    await page.locator('[data-testid=name-device]').waitFor()
+    const small = await page.locator('.q-header').evaluate((h) => {
+      const out: string[] = []
+      const walker = document.createTreeWalker(h, NodeFilter.SHOW_TEXT)
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const el = n.parentElement!
+        if (!n.textContent!.trim() || el.closest('.aa-sr-only') || !el.getBoundingClientRect().width) continue
+        const size = parseFloat(getComputedStyle(el).fontSize)
+        if (size < 12) out.push(`${size}px "${n.textContent!.trim()}"`)
+      }
+      return out
+    })
+    expect(small).toEqual([])
+  })
+
   it('the inbox\'s title bar: the title whole beside the status and the buttons, and nothing scrolls sideways', async () => {
     const page = await open({ width: 320 })
     const title = page.locator('.aa-title')

@@ -146,6 +146,40 @@ describe('the inbox as a phone app', () => {
     expect(cut).toBe(false)
   })
 
+  it('a wide Markdown table scrolls inside its card at 390 px, its words whole, and what follows keeps its distance', async () => {
+    const page = await open(390, 844, 'light', 'table-check', false)
+    const id = 'wide-table'
+    const asked = post('SrvAgentAssist/AskQuestion', { ID: id, UserToken: srv.token, Request: {
+      Question: 'Which columns to keep?\n\n| Column | Type | Nullable | Default | Index | Comment |\n|---|---|---|---|---|---|\n' +
+        '| customer_identifier | varchar(255) | no | none | orders_customer_identifier_idx | who placed the order |\n\n> Dropping one is irreversible.',
+      ProjectDirectory: '/home/me/shop', AgentName: 'Claude Code', Timeout: 600 } }).catch(() => undefined)
+    const card = page.locator(`[data-request-id=${id}][data-status=waiting]`)
+    await card.waitFor()
+    const look = await card.evaluate((c) => {
+      const md = c.querySelector('.aa-md')!
+      const table = md.querySelector('table')!
+      const quote = md.querySelector('blockquote')!
+      const r = c.getBoundingClientRect()
+      // A heading of one word is read whole, not broken into syllables.
+      const broken = Array.from(md.querySelectorAll('th')).filter((th) => {
+        const range = document.createRange()
+        range.selectNodeContents(th)
+        return new Set(Array.from(range.getClientRects()).filter((b) => b.width > 0).map((b) => Math.round(b.top))).size > 1
+      }).map((th) => th.textContent)
+      return { broken, cardOverflows: c.scrollWidth > c.clientWidth + 1, tableRight: table.getBoundingClientRect().right, cardRight: r.right,
+        tableScrolls: table.scrollWidth > table.clientWidth, gap: quote.getBoundingClientRect().top - table.getBoundingClientRect().bottom }
+    })
+    expect(look.broken).toEqual([])
+    expect(look.cardOverflows).toBe(false)
+    expect(look.tableRight).toBeLessThanOrEqual(look.cardRight)
+    expect(look.tableScrolls).toBe(true)
+    expect(look.gap).toBeGreaterThanOrEqual(6)
+    await post('SrvAgentAssistReply/AskQuestionReply', { UserToken: srv.token, Nickname: 'table-check',
+      Response: { ID: id, contents: [{ type: 1, text: { type: 'text', text: 'all' } }] } })
+    await asked
+    await page.context().close()
+  })
+
   it('every card header is one line at 390 px', async () => {
     const page = await open(390, 844, 'light', 'header-check')
     await page.locator('[data-request-id=answered][data-status=answeredElsewhere]').waitFor()

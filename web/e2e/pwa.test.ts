@@ -224,6 +224,51 @@ describe('installable app', () => {
     await ctx.close()
   })
 
+  it('a notification\'s badge is one colour on a clear ground: the status bar draws only its alpha', async () => {
+    // Android draws a notification's badge in the status bar from its
+    // alpha alone: the app's icon (an opaque blue square) shows there as
+    // a plain white square. The badge is a shape cut from nothing.
+    const { notificationOptions } = await import('../src/lib/pushmessage')
+    const { badge } = notificationOptions({ v: 1, type: 'ask', id: 'q', tag: 'q', url: '/' }, 2)
+    const ctx = await profile()
+    const { page } = await openApp(ctx)
+    const px = await page.evaluate(async (src) => {
+      const img = new Image()
+      img.src = src
+      await img.decode()
+      const c = document.createElement('canvas')
+      c.width = img.naturalWidth
+      c.height = img.naturalHeight
+      const g = c.getContext('2d')!
+      g.drawImage(img, 0, 0)
+      const d = g.getImageData(0, 0, c.width, c.height).data
+      const colours = new Set<string>()
+      let clear = 0
+      let solid = 0
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i + 3] === 0) clear++
+        // (an edge's faint pixels round off their colour)
+        else if (d[i + 3] >= 128) colours.add(d.slice(i, i + 3).join(','))
+        if (d[i + 3] === 255) solid++
+      }
+      // Down the middle: clear, the shape, a hole (a dot cut out), the
+      // shape again, so it says "a message" and is not a blob.
+      let runs = ''
+      for (let y = 0; y < c.height; y++) {
+        const s = d[(y * c.width + Math.floor(c.width / 2)) * 4 + 3] >= 128 ? 'x' : '.'
+        if (!runs.endsWith(s)) runs += s
+      }
+      return { w: c.width, h: c.height, colours: [...colours], clear, solid, runs }
+    }, badge!)
+    expect(px.w).toBeGreaterThanOrEqual(72)
+    expect(px.h).toBe(px.w)
+    expect(px.colours).toEqual(['255,255,255'])
+    expect(px.clear).toBeGreaterThan(px.w * px.h / 3)
+    expect(px.solid).toBeGreaterThan(px.w * px.h / 5)
+    expect(px.runs).toMatch(/^\.?x\.x/)
+    await ctx.close()
+  })
+
   it('opens from its precached shell when the server is unreachable, and says it is offline', async () => {
     const ctx = await profile()
     const { page } = await openApp(ctx)

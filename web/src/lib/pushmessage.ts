@@ -85,7 +85,9 @@ export function notificationOptions(m: PushMessage, max: number, lang = 'en'): N
     body: (m.body ?? '') + (more > 0 ? '\n\n' + moreLabel(more, lang) : ''),
     tag: m.tag,
     icon: '/icons/icon-192.png',
-    badge: '/icons/icon-192.png',
+    // The status bar draws a badge from its alpha alone: the app's icon
+    // (an opaque square) would be a blank square there.
+    badge: '/icons/badge-96.png',
     data: { id: m.id, cap: m.cap, answer: m.answer, url: m.url, actions: m.actions ?? [], sub: m.sub },
     actions,
     requireInteraction: m.kind === 'question',
