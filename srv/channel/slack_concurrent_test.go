@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
 // TestSlackSlowDownloadHoldsNoOtherEvent: a thread reply whose image
@@ -59,29 +60,9 @@ func TestSlackSlowDownloadHoldsNoOtherEvent(t *testing.T) {
 // is slow to download, then a press on the same message; the reply came
 // first, so the reply answers, and the press finds it answered.
 func TestSlackOneQuestionInOrder(t *testing.T) {
-	const botToken, appToken = "xoxb-18-secret-bot-token", "xapp-18-A1-secret-app-token"
-	api := slacktest.Start(t, botToken, appToken)
-	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL()}
-	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
-	const dm = "D42"
-
-	chosen := f.askChoices(tokA, "q-1")
-	sent := api.Call(t, "chat.postMessage", 1)
-	ts := sent["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
-	blocks, err := slacktest.BlocksOf(sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	arrived, release := api.HoldFiles()
-	defer release()
-	reply := slacktest.FileReply("U42", dm, ts, "Ship it", api.AddFile("F1", "shot.png", "image/png", pngOf(t, color.White)))
-	acked := make(chan error, 2)
-	go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
-	within(t, "download of the reply's file", arrived)
-	press := slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value)
-	go func() { acked <- api.Send(t.Context(), "interactive", press) }()
+	api, chosen, press, replyAcked, release := slowReplyThenPress(t, "18", 0)
+	pressAcked := make(chan error, 1)
+	go func() { pressAcked <- api.Send(t.Context(), "interactive", press) }()
 	if err := api.Sent(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
@@ -90,11 +71,41 @@ func TestSlackOneQuestionInOrder(t *testing.T) {
 	if rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
 		t.Errorf("the question was answered %+v, want the reply that came first", rep)
 	}
-	for range 2 {
+	for _, acked := range []chan error{replyAcked, pressAcked} {
 		if err := within(t, "an acknowledgement", acked); err != nil {
 			t.Error(err)
 		}
 	}
+}
+
+// slowReplyThenPress asks a question with choices through Slack (its
+// ackWithin as given, 0 for its default) and sends a thread reply "Ship
+// it" to its message, whose image Slack's file host holds: the reply's
+// acknowledgement comes to replyAcked, release lets the download go.
+// press is a press of one of its options, not sent.
+func slowReplyThenPress(t *testing.T, n string, ackWithin time.Duration) (api *slacktest.API, chosen chan *hub.Reply, press map[string]any, replyAcked chan error, release func()) {
+	t.Helper()
+	botToken, appToken := "xoxb-"+n+"-secret-bot-token", "xapp-"+n+"-A1-secret-app-token"
+	api = slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(), ackWithin: ackWithin}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	chosen = f.askChoices(tokA, "q-1")
+	sent := api.Call(t, "chat.postMessage", 1)
+	ts := sent["_ts"]
+	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived, release := api.HoldFiles()
+	t.Cleanup(release)
+	reply := slacktest.FileReply("U42", dm, ts, "Ship it", api.AddFile("F1", "shot.png", "image/png", pngOf(t, color.White)))
+	replyAcked = make(chan error, 1)
+	go func() { replyAcked <- api.Send(t.Context(), "events_api", reply) }()
+	within(t, "download of the reply's file", arrived)
+	return api, chosen, slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value), replyAcked, release
 }
 
 // TestSlackPressBehindASlowReplyIsAcknowledged: a press on a message
@@ -103,31 +114,9 @@ func TestSlackOneQuestionInOrder(t *testing.T) {
 // the same, as any press's: past 3 s Slack shows the person an error.
 // The reply, first, answers; the press finds the question answered.
 func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
-	const botToken, appToken = "xoxb-19-secret-bot-token", "xapp-19-A1-secret-app-token"
-	api := slacktest.Start(t, botToken, appToken)
-	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(), ackWithin: 50 * time.Millisecond}
-	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
-	const dm = "D42"
-
-	chosen := f.askChoices(tokA, "q-1")
-	sent := api.Call(t, "chat.postMessage", 1)
-	ts := sent["_ts"]
-	eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
-	blocks, err := slacktest.BlocksOf(sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	arrived, release := api.HoldFiles()
-	defer release()
-	reply := slacktest.FileReply("U42", dm, ts, "Ship it", api.AddFile("F1", "shot.png", "image/png", pngOf(t, color.White)))
-	replyAcked := make(chan error, 1)
-	go func() { replyAcked <- api.Send(t.Context(), "events_api", reply) }()
-	within(t, "download of the reply's file", arrived)
+	api, chosen, press, replyAcked, release := slowReplyThenPress(t, "19", 50*time.Millisecond)
 	pressAcked := make(chan error, 1)
-	go func() {
-		pressAcked <- api.Send(t.Context(), "interactive", slacktest.Press("U42", dm, ts, blocks[1].Elements[1].Value))
-	}()
+	go func() { pressAcked <- api.Send(t.Context(), "interactive", press) }()
 	if err := within(t, "the press's acknowledgement while the reply downloads", pressAcked); err != nil {
 		t.Error(err)
 	}
