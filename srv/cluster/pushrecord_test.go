@@ -80,6 +80,10 @@ func TestCloseHeldByALiveInstanceIsNotTakenOver(t *testing.T) {
 	}
 
 	b.c.Close() // B ends: its heartbeat goes
+	eventually(t, "B's heartbeat gone", func() bool {
+		_, err := pa.insts.Get(t.Context(), "b")
+		return err != nil
+	})
 	if left, err := pa.Left(t.Context(), 0); len(left) != 2 || err != nil {
 		t.Errorf("Left: %v, %v; want B's close and the earlier run's", left, err)
 	}
