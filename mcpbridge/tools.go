@@ -512,6 +512,15 @@ func toResultWithin(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question
 	// images counts those handed over; over, those past the bound, which
 	// are not read at all.
 	images, over := 0, 0
+	// room takes one image from *left, or counts it over.
+	room := func() bool {
+		if *left <= 0 {
+			over++
+			return false
+		}
+		*left--
+		return true
+	}
 	for _, c := range r.GetContents() {
 		switch {
 		case c.GetText() != nil || c.GetType() == 1:
@@ -519,12 +528,7 @@ func toResultWithin(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question
 				res.Content = append(res.Content, mcp.NewTextContent(t))
 			}
 		case c.GetImage() != nil || c.GetType() == 2:
-			if im := c.GetImage(); im.GetData() != "" {
-				if *left <= 0 {
-					over++
-					continue
-				}
-				*left--
+			if im := c.GetImage(); im.GetData() != "" && room() {
 				shown, ok := imageOf(im)
 				res.Content = append(res.Content, shown)
 				if ok {
@@ -536,14 +540,7 @@ func toResultWithin(kind wire.Kind, r *pb.AskQuestionResponse, qs []*pb.Question
 				res.Content = append(res.Content, mcp.NewAudioContent(a.GetData(), cmp.Or(a.GetMimeType(), "audio/wav")))
 			}
 		case c.GetEmbeddedResource() != nil || c.GetType() == 4:
-			if e := c.GetEmbeddedResource(); e != nil {
-				if slices.Contains(readImages, e.GetMimeType()) {
-					if *left <= 0 {
-						over++
-						continue
-					}
-					*left--
-				}
+			if e := c.GetEmbeddedResource(); e != nil && (!slices.Contains(readImages, e.GetMimeType()) || room()) {
 				res.Content = append(res.Content, embedded(e))
 			}
 		}

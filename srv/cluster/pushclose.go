@@ -240,10 +240,11 @@ func (p *Push) Left(ctx context.Context, age time.Duration) ([]push.Left, error)
 	if err != nil {
 		return nil, err
 	}
+	held := heldIn(runs)
 	var out []push.Left
 	err = readPresent(ctx, p.claims, "c.>", "the pushes' closes", func(e jetstream.KeyValueEntry) error {
 		r := readClose(e.Value())
-		if !left(r, time.Since(e.Created()), age, heldIn(runs)) {
+		if !left(r, time.Since(e.Created()), age, held) {
 			return nil
 		}
 		if tok, ok := p.rooms[r.Room]; ok {
@@ -276,5 +277,8 @@ func (p *Push) holds(ctx context.Context, r closeRecord) bool {
 		return !errors.Is(err, jetstream.ErrKeyNotFound)
 	}
 	var b beat
-	return json.Unmarshal(e.Value(), &b) == nil && r.Run != "" && b.Run == r.Run
+	if json.Unmarshal(e.Value(), &b) != nil {
+		return false
+	}
+	return heldIn(map[string]string{r.By: b.Run})(r)
 }
