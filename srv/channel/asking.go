@@ -28,7 +28,8 @@ import (
 // The first send is also noted owed, among the follow-ups owed, before
 // it is first claimed (oweAsking), until it was sent (noteSent forgets
 // it): the instance holding the channel's lease finds it there
-// (scanOwed) and sends it as one told again, once the claim lapsed, when
+// (scanOwed) and sends it as one told again (not before askingGrace
+// from its note: its asker claims it then), once the claim lapsed, when
 // the instance that took the request over was killed too, or the agent
 // never came back through another.
 
@@ -40,6 +41,12 @@ const (
 	askingFor  = makingFor
 	askTimeout = followTimeout
 )
+
+// askingGrace is the time the lease holder leaves a first send noted
+// owed to its asker (scanOwed), which claims it a moment after noting
+// it: taken at once, a question every instance is well would be sent
+// by another than its asker (once all the same, by the claim).
+const askingGrace = owedWait
 
 // asking reports whether n is a question c sends in a cluster under a
 // claim (sendsOnce).
@@ -65,7 +72,7 @@ func askingKey(c Channel, n Notice) string {
 // before, by its asker or by the instance told it again.
 func (m *Manager) oweAsking(c Channel, n Notice) {
 	rec := recordOf(c, n)
-	rec.Kind = hub.Asked
+	rec.Kind, rec.Since = hub.Asked, m.o.Now()
 	b, _ := json.Marshal(rec)
 	ctx, cancel := context.WithTimeout(m.goroutines.Context(), noteTimeout)
 	defer cancel()

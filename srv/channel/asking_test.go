@@ -107,3 +107,43 @@ func (l *lines) has(s string) bool {
 	defer l.mu.Unlock()
 	return bytes.Contains(l.b.Bytes(), []byte(s))
 }
+
+// TestScanLeavesAFreshFirstSendToItsAsker: the channel's lease holder
+// reads the cluster's notes as the instance that asked a question has
+// just noted its first send owed, and not yet claimed it: it leaves
+// the send to its asker for AskingGrace, and sends it once that has
+// passed (here no asker sends it).
+func TestScanLeavesAFreshFirstSendToItsAsker(t *testing.T) {
+	var publishes atomic.Int32
+	ntfy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		publishes.Add(1)
+		_, _ = w.Write([]byte(`{"id":"x"}`))
+	}))
+	t.Cleanup(ntfy.Close)
+	ns := natstest.Start(t)
+	a, b := startNode(t, ns.URL(), "a"), startNode(t, ns.URL(), "b")
+	o := channel.Options{Hub: b.hub, Caps: b.caps, Routes: map[string][]channel.Channel{tokA: {&channel.Ntfy{URL: ntfy.URL, Topic: "aa-fresh"}}},
+		Notes: b.ch, Leader: b.ch}
+	channel.SetOwedScan(&o, 20*time.Millisecond)
+	mb := channel.New(o)
+	t.Cleanup(mb.Close)
+
+	askOn(a.hub, "fresh-1") // A has no channels: it never sends it
+	waitUntil(t, "B has the question", func() bool { _, shown, _ := b.hub.Waiting(tokA, "fresh-1"); return shown })
+	noted := time.Now()
+	channel.NoteFirstSendOwed(mb, tokA, "fresh-1")
+	waitUntil(t, "B's scan finds the send owed", func() bool { return channel.Owing(mb) == 1 || publishes.Load() > 0 })
+	if n := publishes.Load(); n > 0 {
+		t.Fatalf("B sent a question its asker had just noted owed %d time(s)", n)
+	}
+	// Its asker claims it after a round trip to NATS, which a busy
+	// cluster can take a second or more over.
+	if channel.AskingGrace < time.Second {
+		t.Fatalf("an asker has %v to claim the send it noted, want a second or more", channel.AskingGrace)
+	}
+	// The note keeps its time on the wall clock only: so is it compared.
+	if at := channel.OwedAt(mb); len(at) != 1 || at[0].Round(0).Before(noted.Round(0).Add(channel.AskingGrace)) {
+		t.Fatalf("B tries the send owed at %v, want at %v or later", at, noted.Add(channel.AskingGrace))
+	}
+	waitUntil(t, "B sends it, its asker's time over", func() bool { return publishes.Load() == 1 })
+}

@@ -96,3 +96,26 @@ func (m *MailServers) ReplyWithPhoto(t *testing.T, inReplyTo, text string, n int
 	m.box.deliverRaw(t, replyHeader(inReplyTo, "MIME-Version: 1.0", `Content-Type: multipart/mixed; boundary="m"`), multipart("m",
 		"Content-Type: text/plain\r\n\r\n"+text+"\r\n", filePart(jpegOf(n, 7), "Content-Type: image/jpeg", "Content-Disposition: attachment; filename=IMG_1.jpg")))
 }
+
+// NoteFirstSendOwed notes, as the asker of question id does before it
+// claims its send, that m's first channel of token owes its first send
+// (oweAsking).
+func NoteFirstSendOwed(m *Manager, token, id string) {
+	ev, _, _ := m.o.Hub.Waiting(token, id)
+	c := m.o.Routes[token][0]
+	m.oweAsking(c, m.notice(ev, 0, c))
+}
+
+// OwedAt lists when each send m is trying again is next tried.
+func OwedAt(m *Manager) []time.Time {
+	m.owed.mu.Lock()
+	defer m.owed.mu.Unlock()
+	var at []time.Time
+	for _, it := range m.owed.items {
+		at = append(at, it.next)
+	}
+	return at
+}
+
+// AskingGrace is the time an asker has to claim the send it noted owed.
+const AskingGrace = askingGrace

@@ -608,12 +608,16 @@ func (m *Manager) scanOwed(ctx context.Context, s Scanner, c Channel) {
 		}
 		if rec.Kind == hub.Asked {
 			// A first send owed: sent as one told again (askAgain),
-			// once its claim lapsed, while it is pending here.
+			// once its claim lapsed, while it is pending here; one
+			// just noted is its asker's to claim first (askingGrace;
+			// a clock ahead of this one's waits no longer).
 			ev, shown, _ := m.o.Hub.Waiting(tok, rec.ID)
 			if !shown {
 				return nil
 			}
-			m.owe(c, m.notice(ev, rec.Slot, c), now, now)
+			t := m.o.Now() // now is the scan's start, maybe before the note
+			at := t.Add(min(max(rec.Since.Sub(t)+askingGrace, 0), askingGrace))
+			m.owe(c, m.notice(ev, rec.Slot, c), now, at)
 			n++
 			return nil
 		}
