@@ -7,20 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/srv/auth"
 )
 
 // TestComposeConfig: the compose cluster's config file names only
 // settings the server has, under their current names.
 func TestComposeConfig(t *testing.T) {
-	b, err := os.ReadFile("../../deploy/compose/agentassistant-srv.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, fs, err := loadConfig(t, string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, fs := composeConfig(t)
 	if cfg.Cluster.NATSURL == "" || cfg.Cluster.Replicas != 3 {
 		t.Errorf("config = %+v", cfg)
 	}
@@ -48,14 +42,7 @@ func TestComposeHealthCheckAnswered(t *testing.T) {
 		t.Fatalf("the Caddyfile has no reverse_proxy with a /health check:\n%s", caddyfile)
 	}
 	hostHeader := regexp.MustCompile(`(?s)health_headers\s*\{[^}]*\bHost\s+(\S+)`).FindSubmatch(caddyfile)
-	b, err := os.ReadFile("../../deploy/compose/agentassistant-srv.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, _, err := loadConfig(t, string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := composeConfig(t)
 	guard := &auth.Guard{Hosts: cfg.Server.AllowedHosts, Origins: cfg.Server.AllowedOrigins}
 	upstreams := strings.Fields(string(proxy[1]))
 	if len(upstreams) != 3 {
@@ -70,4 +57,19 @@ func TestComposeHealthCheckAnswered(t *testing.T) {
 			t.Errorf("Caddy's health check of %s asks with Host %q, which the compose instances refuse (403 forbidden host)", up, host)
 		}
 	}
+}
+
+// composeConfig is deploy/compose's agentassistant-srv.toml, read as the
+// instances read it.
+func composeConfig(t *testing.T) (fileConfig, *config.Flags) {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/compose/agentassistant-srv.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, fs, err := loadConfig(t, string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, fs
 }
