@@ -280,9 +280,15 @@ func TestDocumentedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(b), "`agentassistant-srv.toml`:")
+	_, rest, ok := strings.Cut(string(b), srvBlockIntro)
+	if !ok {
+		t.Fatal("docs/configuration.md has no agentassistant-srv.toml block")
+	}
 	_, rest, _ = strings.Cut(rest, "```toml\n")
 	block, _, _ := strings.Cut(rest, "```")
+	if !strings.Contains(block, "[server]") {
+		t.Fatalf("the block read is not the agentassistant-srv.toml:\n%s", block)
+	}
 	cfg, fs, err := loadConfig(t, block)
 	if err != nil {
 		t.Fatal(err)

@@ -69,8 +69,8 @@ func TestImpossibleSettings(t *testing.T) {
 		{"[limits]\nunauthenticated_message_bytes = 100000000\n", nil, []string{"limits.unauthenticated_message_bytes = 100000000", "16777216"}},
 		{"[requests]\nhistory = \"-72h\"\n", nil, []string{`requests.history = "-72h"`, "more than 0s"}},
 		{"history_days = -3\n", nil, []string{`requests.history (written as history_days) = "-72h"`}},
-		{"history_days = 200000\n", nil, []string{"history_days = 200000", "292 years"}}, // past what a time.Duration holds
-		{"[requests]\nhistory = \"2000000000h\"\n", nil, []string{"requests.history", "no duration"}},
+		{"history_days = 200000\n", nil, []string{"history_days = 200000", "292 years"}},                             // past what a time.Duration holds
+		{"[requests]\nhistory = \"2000000000h\"\n", nil, []string{"requests.history", "2562047h (about 292 years)"}}, // likewise, not "no duration"
 		{"[agui]\nmax_body_bytes = 0\n", nil, []string{"agui.max_body_bytes = 0"}},
 		{"[server]\nprocs = -4\n", nil, []string{"server.procs = -4", "0 (the Go runtime's choice)"}},
 		{"[cluster]\nreplicas = 7\n", nil, []string{"cluster.replicas = 7", "only with nats_url", "from 1 to 5"}},

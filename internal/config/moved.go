@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -125,10 +126,44 @@ type Duration time.Duration
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
-		return fmt.Errorf("%q is no duration: write it as a string with its unit, e.g. \"30s\", \"2m\" or \"72h\"", b)
+		return durationError(string(b))
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// durationPart is one number and its unit in a duration as written.
+var durationPart = regexp.MustCompile(`([0-9]*\.?[0-9]+)([^0-9.]*)`)
+
+// durationForm is a duration written as numbers with units, known or not.
+var durationForm = regexp.MustCompile(`^[-+]?([0-9]*\.?[0-9]+[^0-9.]+)+$`)
+
+// durationError says what is wrong with s, which time.ParseDuration
+// refused: a unit it does not read ("30d": there is no day), a length
+// past the longest it holds, or something else (a bare number).
+func durationError(s string) error {
+	if durationForm.MatchString(s) {
+		for _, m := range durationPart.FindAllStringSubmatch(s, -1) {
+			switch m[2] {
+			case "h", "m", "s", "ms", "us", "µs", "μs", "ns":
+				continue
+			case "d":
+				return fmt.Errorf("%q has a unit Go does not read (h, m, s, ms, us, ns): there is no d; write \"%sh\" for %s days", s, dayHours(m[1]), m[1])
+			}
+			return fmt.Errorf("%q has a unit Go does not read (h, m, s, ms, us, ns): write it in hours, minutes or seconds, e.g. \"72h\"", s)
+		}
+		return fmt.Errorf("%q is longer than the longest duration, %s (about 292 years)", s, Duration(math.MaxInt64/int64(time.Hour)*int64(time.Hour)))
+	}
+	return fmt.Errorf("%q is no duration: write it as a string with its unit, e.g. \"30s\", \"2m\" or \"72h\"", s)
+}
+
+// dayHours is n days in hours, as written ("30" gives "720").
+func dayHours(n string) string {
+	f, err := strconv.ParseFloat(n, 64)
+	if err != nil {
+		return n + "*24"
+	}
+	return strconv.FormatFloat(f*24, 'f', -1, 64)
 }
 
 // MarshalText writes d as String does.

@@ -180,3 +180,28 @@ func TestMovedKeyOfWrongTypeSaysHowToWriteIt(t *testing.T) {
 		}
 	}
 }
+
+// TestDurationRefusalSaysWhy: a duration that does not read is refused
+// saying what is wrong with it as written: a bare number has no unit, a
+// day is no unit ("there is no d", as docs/configuration.md says), and
+// one past the longest Go holds (about 292 years, the most the page
+// allows) is too long, not "no duration" to be written with its unit.
+func TestDurationRefusalSaysWhy(t *testing.T) {
+	for in, want := range map[string]string{
+		"30":       `"30" is no duration: write it as a string with its unit`,
+		"30d":      `"30d" has a unit Go does not read (h, m, s, ms, us, ns): there is no d; write "720h" for 30 days`,
+		"2w":       `"2w" has a unit Go does not read (h, m, s, ms, us, ns)`,
+		"2562048h": `"2562048h" is longer than the longest duration, 2562047h (about 292 years)`,
+		"half":     `"half" is no duration: write it as a string with its unit`,
+	} {
+		var d Duration
+		err := d.UnmarshalText([]byte(in))
+		if err == nil || !strings.HasPrefix(err.Error(), want) {
+			t.Errorf("%q: %v, want it to start %q", in, err, want)
+		}
+	}
+	var d Duration
+	if err := d.UnmarshalText([]byte("2562047h")); err != nil || time.Duration(d) != 2562047*time.Hour {
+		t.Errorf("2562047h: %v, %v", d, err)
+	}
+}

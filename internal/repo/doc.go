@@ -4,5 +4,6 @@
 // against their files; the hub's files are checked to build no /ws
 // frame; and the documentation's shell commands to run as written on a
 // fresh machine and keep the secrets they make; README's quick start
-// names every package CI installs for the tests.
+// names every package CI installs for the tests; a test the pages name
+// as a proof is one of the repository, in the package named beside it.
 package repo
