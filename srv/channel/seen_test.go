@@ -59,14 +59,14 @@ func TestSettledMessageOffersNoAnswer(t *testing.T) {
 	}
 	answer(t, answered)
 	edit := tgAPI.Call(t, "editMessageText", 1)["text"]
-	if strings.Contains(edit, "Tap an answer") || !strings.HasSuffix(edit, "— shop · Answered on Pixel 8 · Chrome") {
+	if strings.Contains(edit, "Tap an answer") || !strings.HasSuffix(edit, "— shop · Answered on Pixel 8 · Chrome: Yes") {
 		t.Errorf("Telegram's settled message:\n%s", edit)
 	}
 	blocks, err := slacktest.BlocksOf(slAPI.Call(t, "chat.update", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(blocks) != 1 || strings.Contains(blocks[0].Text.Text, "Press an answer") || !strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Pixel 8 · Chrome") {
+	if len(blocks) != 1 || strings.Contains(blocks[0].Text.Text, "Press an answer") || !strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Pixel 8 · Chrome: Yes") {
 		t.Errorf("Slack's settled message: %+v", blocks)
 	}
 }
