@@ -301,6 +301,15 @@ const (
 // restInApp ends a question cut to fit a message.
 const restInApp = "The rest is in the app."
 
+// appLink opens the app on n's question, "" without public_url (the
+// app's address as the person's phone reaches it is then unknown).
+func appLink(n Notice) string {
+	if n.AppURL == "" {
+		return ""
+	}
+	return n.AppURL + "?request=" + url.QueryEscape(n.Request.ID)
+}
+
 // clipText cuts a question's text s to at most n bytes where a reader
 // expects a break (clipHead). An agent often asks last, after its
 // reasons: a last paragraph of at most a quarter of n is kept after the
