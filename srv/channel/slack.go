@@ -326,7 +326,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		// asking for an answer.
 		blocks = []slack.Block{slack.NewSectionBlock(slackMarkup(shown), nil, nil)}
 	}
-	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true), slack.MsgOptionBlocks(blocks...))
+	// A phone's notification of a message with blocks shows its text
+	// alone: the question's first words are there too.
+	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(headline(n), true), slack.MsgOptionBlocks(blocks...))
 	if re := s.refusal(err, slackBotToken); re != nil {
 		return re
 	}

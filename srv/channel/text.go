@@ -99,6 +99,16 @@ func answeredWith(n Notice) []string {
 	return chosen
 }
 
+// headline is a question in one line: its title and its first words,
+// where one line tells it (a mail's subject, a Slack notification).
+func headline(n Notice) string {
+	s := Clip(title(n), 500)
+	if first := wire.OneLine(Plain(n.Request.Text)); first != "" {
+		s += ": " + Isolated(Clip(first, 80))
+	}
+	return s
+}
+
 // maxTitle bounds a title, in bytes.
 const maxTitle = 200
 
