@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
-	"github.com/agentassistant/agentassistant/internal/telegramtest"
 )
 
 // TestCutQuestionLinksToTheApp: a question too long for its Telegram or
@@ -13,12 +12,7 @@ import (
 // that line opens the app on the question; a bare "the rest is in the
 // app" left a person on a phone not knowing where that is.
 func TestCutQuestionLinksToTheApp(t *testing.T) {
-	const botToken = "123456:ABC-secret-bot-token"
-	const slackBot, slackApp = "xoxb-7-secret-bot-token", "xapp-7-A1-secret-app-token"
-	tgAPI := telegramtest.Start(t, botToken)
-	slAPI := slacktest.Start(t, slackBot, slackApp)
-	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
-	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	tgAPI, slAPI, tg, sl := twoChats(t)
 	f := newFixture(t, map[string][]Channel{tokA: {tg, sl}}, Options{})
 	f.askText(tokA, "q 1", strings.Repeat("The copy mirrors every write. ", 300), nil)
 	app := f.public.URL + "/?request=q+1"

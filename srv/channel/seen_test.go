@@ -31,6 +31,18 @@ func (f *fixture) askText(token, id, text string, qs []*pb.Question) chan *hub.R
 	return out
 }
 
+// twoChats are a Telegram channel to chat 42 and a Slack channel to
+// U42's DM, and the doubles of their APIs.
+func twoChats(t *testing.T) (*telegramtest.API, *slacktest.API, *Telegram, *Slack) {
+	const botToken = "123456:ABC-secret-bot-token"
+	const slackBot, slackApp = "xoxb-9-secret-bot-token", "xapp-9-A1-secret-app-token"
+	tgAPI := telegramtest.Start(t, botToken)
+	slAPI := slacktest.Start(t, slackBot, slackApp)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
+	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	return tgAPI, slAPI, tg, sl
+}
+
 // rollouts are options a person needs their descriptions to choose
 // between; the last label is as long as a label may be.
 var rollouts = []*pb.Question{{Options: []*pb.Option{
@@ -44,12 +56,7 @@ var rollouts = []*pb.Question{{Options: []*pb.Option{
 // Telegram message and its Slack message say so, without their buttons
 // and without still asking to tap or press one.
 func TestSettledMessageOffersNoAnswer(t *testing.T) {
-	const botToken = "123456:ABC-secret-bot-token"
-	const slackBot, slackApp = "xoxb-9-secret-bot-token", "xapp-9-A1-secret-app-token"
-	tgAPI := telegramtest.Start(t, botToken)
-	slAPI := slacktest.Start(t, slackBot, slackApp)
-	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
-	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	tgAPI, slAPI, tg, sl := twoChats(t)
 	f := newFixture(t, map[string][]Channel{tokA: {tg, sl}}, Options{})
 	answered := f.ask(tokA, "q-1")
 	tgAPI.Call(t, "sendMessage", 1)

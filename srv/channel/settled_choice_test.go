@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
-	"github.com/agentassistant/agentassistant/internal/slacktest"
-	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
@@ -21,12 +19,7 @@ import (
 // own words is never repeated there (an ntfy topic or a chat may be
 // read by others).
 func TestSettledMessageNamesTheChoice(t *testing.T) {
-	const botToken = "123456:ABC-secret-bot-token"
-	const slackBot, slackApp = "xoxb-7-secret-bot-token", "xapp-7-A1-secret-app-token"
-	tgAPI := telegramtest.Start(t, botToken)
-	slAPI := slacktest.Start(t, slackBot, slackApp)
-	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
-	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	tgAPI, slAPI, tg, sl := twoChats(t)
 	ntfy := newReceiver(t)
 	sink, box := newSMTPSink(t), newIMAPBox(t)
 	e := newEmail(sink, box, &syncBuffer{wake: make(chan struct{}, 1)})
