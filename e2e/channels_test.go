@@ -241,11 +241,11 @@ func TestOptionsAnsweredOnTelegram(t *testing.T) {
 
 	upd := sl.Call(t, "chat.update", 1)
 	if blocks, err = slacktest.BlocksOf(upd); err != nil || upd["ts"] != posted["_ts"] || upd["channel"] != slacktest.DM("U42") ||
-		len(blocks) != 1 || !strings.HasSuffix(blocks[0].Text.Text, "Answered on Telegram") {
+		len(blocks) != 1 || !strings.HasSuffix(blocks[0].Text.Text, "Answered on Telegram: SQLite") {
 		t.Errorf("the Slack message was updated %v (%v)", upd, err)
 	}
 	edit := tg.Call(t, "editMessageText", 1)
-	if edit["message_id"] != fmt.Sprint(msg) || !strings.HasSuffix(edit["text"], "Answered on Telegram") ||
+	if edit["message_id"] != fmt.Sprint(msg) || !strings.HasSuffix(edit["text"], "Answered on Telegram: SQLite") ||
 		!strings.Contains(edit["reply_markup"], `"inline_keyboard":[]`) {
 		t.Errorf("the Telegram message was edited %v", edit)
 	}

@@ -210,7 +210,7 @@ func TestNtfy(t *testing.T) {
 	got, bodies = ntfy.waitFor(t, 2)
 	var settled ntfyMessage
 	_ = json.Unmarshal(bodies[1], &settled)
-	if settled.Priority != 2 || settled.Title != "shop · Answered on ntfy" || len(settled.Actions) != 0 {
+	if settled.Priority != 2 || settled.Title != "shop · Answered on ntfy: No" || len(settled.Actions) != 0 {
 		t.Errorf("settled: %+v", settled)
 	}
 	// The same sequence ID: ntfy replaces the question's notification.

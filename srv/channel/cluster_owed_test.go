@@ -182,7 +182,7 @@ func TestClusterFollowUpOfAKilledInstance(t *testing.T) {
 			t.Fatal(err)
 		}
 		recv(t, "the agent's answer", answered)
-		if got := recv(t, "the notification replaced", ntfy.titles); got != "Answered on "+who {
+		if got := recv(t, "the notification replaced", ntfy.titles); got != "Answered on "+who+": Yes" {
 			t.Errorf("the notification replaced says %q", got)
 		}
 		waitUntil(t, "the follow-up noted made", func() bool { return owedNoted(t, a, id, true) })

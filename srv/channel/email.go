@@ -353,14 +353,10 @@ func (e *Email) newID() string {
 }
 
 // mail sends one text/plain mail to To; inReplyTo, when set, threads it.
-// emailSubject is a question's subject: its title and its first words,
-// so that the mails of several questions tell them apart in a list.
+// emailSubject is a question's subject: its headline, so that the
+// mails of several questions tell them apart in a list.
 func emailSubject(n Notice) string {
-	s := "[agentassistant] " + Clip(title(n), 500)
-	if first := wire.OneLine(Plain(n.Request.Text)); first != "" {
-		s += ": " + Isolated(Clip(first, 80))
-	}
-	return s
+	return "[agentassistant] " + headline(n)
 }
 
 func (e *Email) mail(ctx context.Context, subject, id, inReplyTo, body string) error {

@@ -119,7 +119,7 @@ func (c *Ntfy) Send(ctx context.Context, n Notice) error {
 		m.Tags = []string{"question"}
 		switch {
 		case multi && n.AppURL != "":
-			m.Click = n.AppURL + "?request=" + url.QueryEscape(n.Request.ID)
+			m.Click = appLink(n)
 			m.Actions = []ntfyAction{{Action: "view", Label: "Choose…", URL: m.Click, Clear: true}}
 		case multi:
 		case n.AnswerURL != "":

@@ -92,7 +92,7 @@ func TestNtfyFollowUpOwed(t *testing.T) {
 		time.Sleep(owedMaxWait)
 		synctest.Wait()
 		made, tries := d.settled()
-		if !slices.Equal(made, []string{"Answered on Ana"}) {
+		if !slices.Equal(made, []string{"Answered on Ana: Yes"}) {
 			t.Fatalf("notifications replaced once ntfy is back: %q", made)
 		}
 		time.Sleep(time.Hour)

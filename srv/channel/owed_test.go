@@ -110,7 +110,7 @@ func TestEditOwedTriedUntilTheServiceIsBack(t *testing.T) {
 		time.Sleep(owedMaxWait)
 		synctest.Wait()
 		tries, made = ed.state()
-		if !slices.Equal(made, []string{"Answered on Ana"}) {
+		if !slices.Equal(made, []string{"Answered on Ana: Yes"}) {
 			t.Fatalf("edits made once the service is back: %q", made)
 		}
 		time.Sleep(time.Hour)

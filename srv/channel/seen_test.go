@@ -31,6 +31,18 @@ func (f *fixture) askText(token, id, text string, qs []*pb.Question) chan *hub.R
 	return out
 }
 
+// twoChats are a Telegram channel to chat 42 and a Slack channel to
+// U42's DM, and the doubles of their APIs.
+func twoChats(t *testing.T) (*telegramtest.API, *slacktest.API, *Telegram, *Slack) {
+	const botToken = "123456:ABC-secret-bot-token"
+	const slackBot, slackApp = "xoxb-9-secret-bot-token", "xapp-9-A1-secret-app-token"
+	tgAPI := telegramtest.Start(t, botToken)
+	slAPI := slacktest.Start(t, slackBot, slackApp)
+	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
+	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	return tgAPI, slAPI, tg, sl
+}
+
 // rollouts are options a person needs their descriptions to choose
 // between; the last label is as long as a label may be.
 var rollouts = []*pb.Question{{Options: []*pb.Option{
@@ -44,12 +56,7 @@ var rollouts = []*pb.Question{{Options: []*pb.Option{
 // Telegram message and its Slack message say so, without their buttons
 // and without still asking to tap or press one.
 func TestSettledMessageOffersNoAnswer(t *testing.T) {
-	const botToken = "123456:ABC-secret-bot-token"
-	const slackBot, slackApp = "xoxb-9-secret-bot-token", "xapp-9-A1-secret-app-token"
-	tgAPI := telegramtest.Start(t, botToken)
-	slAPI := slacktest.Start(t, slackBot, slackApp)
-	tg := &Telegram{BotToken: botToken, Chats: []int64{42}, ServerURL: tgAPI.URL}
-	sl := &Slack{BotToken: slackBot, AppToken: slackApp, Channel: "U42", Users: []string{"U42"}, APIURL: slAPI.APIURL()}
+	tgAPI, slAPI, tg, sl := twoChats(t)
 	f := newFixture(t, map[string][]Channel{tokA: {tg, sl}}, Options{})
 	answered := f.ask(tokA, "q-1")
 	tgAPI.Call(t, "sendMessage", 1)
@@ -59,14 +66,14 @@ func TestSettledMessageOffersNoAnswer(t *testing.T) {
 	}
 	answer(t, answered)
 	edit := tgAPI.Call(t, "editMessageText", 1)["text"]
-	if strings.Contains(edit, "Tap an answer") || !strings.HasSuffix(edit, "— shop · Answered on Pixel 8 · Chrome") {
+	if strings.Contains(edit, "Tap an answer") || !strings.HasSuffix(edit, "— shop · Answered on Pixel 8 · Chrome: Yes") {
 		t.Errorf("Telegram's settled message:\n%s", edit)
 	}
 	blocks, err := slacktest.BlocksOf(slAPI.Call(t, "chat.update", 1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(blocks) != 1 || strings.Contains(blocks[0].Text.Text, "Press an answer") || !strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Pixel 8 · Chrome") {
+	if len(blocks) != 1 || strings.Contains(blocks[0].Text.Text, "Press an answer") || !strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Pixel 8 · Chrome: Yes") {
 		t.Errorf("Slack's settled message: %+v", blocks)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -286,7 +287,10 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 	if again {
 		hint = slackAgainLine + hint
 	}
-	const cutMark = "\n…\n\n(" + restInApp + ")"
+	cutMark := "\n…\n\n(" + restInApp + ")"
+	if u, err := url.Parse(appLink(n)); err == nil && u.String() != "" {
+		cutMark = "\n…\n\n(<" + slackURL(u) + "|" + restInApp + ">)"
+	}
 	fits := maxSlackSection - len(head+listed+cutMark) - max(len(hint), len(slackSettledLine(""))+maxSlackTitle)
 	question, cut := slackQuestion(n.Request.Text, fits)
 	shown := head + question
@@ -322,7 +326,9 @@ func (s *Slack) Send(ctx context.Context, n Notice) error {
 		// asking for an answer.
 		blocks = []slack.Block{slack.NewSectionBlock(slackMarkup(shown), nil, nil)}
 	}
-	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(title(n), true), slack.MsgOptionBlocks(blocks...))
+	// A phone's notification of a message with blocks shows its text
+	// alone: the question's first words are there too.
+	channel, ts, err := api.PostMessageContext(ctx, s.Channel, slack.MsgOptionText(headline(n), true), slack.MsgOptionBlocks(blocks...))
 	if re := s.refusal(err, slackBotToken); re != nil {
 		return re
 	}

@@ -66,7 +66,7 @@ func TestSlack(t *testing.T) {
 	}
 	upd := api.Call(t, "chat.update", 1)
 	if blocks, err = slacktest.BlocksOf(upd); err != nil || upd["channel"] != dm || upd["ts"] != ts || len(blocks) != 1 ||
-		!strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Slack") {
+		!strings.HasSuffix(blocks[0].Text.Text, "— shop · Answered on Slack: No") {
 		t.Errorf("update %v: %v", upd, err)
 	}
 

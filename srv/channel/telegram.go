@@ -212,7 +212,10 @@ func (t *Telegram) Send(ctx context.Context, n Notice) error {
 	if multi {
 		hint = plainTickHint
 	}
-	const cutMark = "\n…\n\n<i>" + restInApp + "</i>"
+	cutMark := "\n…\n\n<i>" + restInApp + "</i>"
+	if link := appLink(n); link != "" {
+		cutMark = "\n…\n\n<i><a href=\"" + html.EscapeString(link) + "\">" + restInApp + "</a></i>"
+	}
 	hints := italic(hint)
 	if len(again) > 0 {
 		hints = italic(plainAgain) + hints

@@ -50,7 +50,7 @@ func TestTelegram(t *testing.T) {
 		t.Fatalf("the agent got %+v", rep)
 	}
 	edit := api.Call(t, "editMessageText", 1)
-	if edit["message_id"] != "101" || !strings.HasSuffix(edit["text"], "— shop · Answered on Telegram") || !strings.Contains(edit["reply_markup"], `"inline_keyboard":[]`) {
+	if edit["message_id"] != "101" || !strings.HasSuffix(edit["text"], "— shop · Answered on Telegram: No") || !strings.Contains(edit["reply_markup"], `"inline_keyboard":[]`) {
 		t.Errorf("edit %v", edit)
 	}
 	api.Push(telegramtest.Callback(42, 101, kb.InlineKeyboard[0][0].CallbackData))

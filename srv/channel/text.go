@@ -53,6 +53,9 @@ func title(n Notice) string {
 		if nick := wire.OneLine(nickname(n.Reply)); nick != "" {
 			t = "Answered on " + Isolated(nick)
 		}
+		if chosen := answeredWith(n); len(chosen) > 0 {
+			t += ": " + Isolated(strings.Join(chosen, ", "))
+		}
 	case hub.TimedOut:
 		t = "Timed out"
 	case settledUnknown:
@@ -64,6 +67,46 @@ func title(n Notice) string {
 		t = Isolated(p) + " · " + t
 	}
 	return Clip(t, maxTitle)
+}
+
+// answeredWith is what n's answer chose among what its question's
+// messages offered, its options or the quick replies, so that a
+// message settled says which; nil when the answer holds anything else
+// (the person's own words, an image), which is never repeated there: a
+// chat or an ntfy topic may be read by others than the person.
+func answeredWith(n Notice) []string {
+	if n.Reply == nil || len(n.Reply.Contents) == 0 {
+		return nil
+	}
+	texts := make([]string, 0, len(n.Reply.Contents))
+	for _, c := range n.Reply.Contents {
+		if c.GetText() == nil {
+			return nil
+		}
+		texts = append(texts, c.GetText().GetText())
+	}
+	opts, _, _ := wire.OptionsOf(n.Request.Questions)
+	if len(opts) == 0 {
+		if len(texts) == 1 && slices.Contains(quickReplies, texts[0]) {
+			return texts
+		}
+		return nil
+	}
+	chosen, free := wire.Chosen(opts, texts)
+	if len(free) > 0 {
+		return nil
+	}
+	return chosen
+}
+
+// headline is a question in one line: its title and its first words,
+// where one line tells it (a mail's subject, a Slack notification).
+func headline(n Notice) string {
+	s := Clip(title(n), 500)
+	if first := wire.OneLine(Plain(n.Request.Text)); first != "" {
+		s += ": " + Isolated(Clip(first, 80))
+	}
+	return s
 }
 
 // maxTitle bounds a title, in bytes.
@@ -267,6 +310,15 @@ const (
 
 // restInApp ends a question cut to fit a message.
 const restInApp = "The rest is in the app."
+
+// appLink opens the app on n's question, "" without public_url (the
+// app's address as the person's phone reaches it is then unknown).
+func appLink(n Notice) string {
+	if n.AppURL == "" {
+		return ""
+	}
+	return n.AppURL + "?request=" + url.QueryEscape(n.Request.ID)
+}
 
 // clipText cuts a question's text s to at most n bytes where a reader
 // expects a break (clipHead). An agent often asks last, after its

@@ -182,6 +182,29 @@ describe('a phone on a flaky network', () => {
     await expect(card.getAttribute('data-status')).resolves.toBe('answeredHere')
   })
 
+  // The network gone (aeroplane mode, Wi-Fi off): the browser says it is
+  // offline, but a socket whose network vanished may stay open for
+  // minutes. The page says it is offline as the browser does, and an
+  // answer sent then waits on its card until the network is back.
+  it('the network gone: the page says it is offline as the browser does, and an answer waits for the network', async () => {
+    const page = await open('plane-phone')
+    const call = ask({ question: 'Plane: tag the release?' })
+    const card = page.locator('[data-request-id]', { hasText: 'Plane: tag' })
+    await card.and(page.locator('[data-status=waiting]')).waitFor()
+    await card.locator('[data-testid=answer]').click()
+    await page.locator('textarea[data-testid=reply-input]').fill('Tag it v2.1.0.')
+    await page.context().setOffline(true)
+    await page.locator('[data-testid=conn][data-state=offline]').waitFor()
+    await page.locator('[data-testid=send]').click()
+    await card.locator('[data-testid=sending]').waitFor()
+    await expect(card.locator('[data-testid=status]').textContent()).resolves.toContain('Not sent yet')
+    await page.context().setOffline(false)
+    await page.locator('[data-testid=conn][data-state=online]').waitFor()
+    expect(text(await call)).toBe('Tag it v2.1.0.')
+    await card.locator('[data-testid=sending]').waitFor({ state: 'detached' })
+    await expect(card.getAttribute('data-status')).resolves.toBe('answeredHere')
+  })
+
   it('a draft with an image survives a reload of the tab, and then goes whole', async () => {
     const page = await open('reload-phone')
     const call = ask({ question: 'Reload: does the chart look right?' })

@@ -4,8 +4,9 @@ import { InboxClient, type ConnState, type Init } from './client'
 import { wsURL } from '../lib/token'
 
 // useConnection keeps this page's /ws connection for the life of the
-// component that calls it: started on mount, stopped on unmount, retried
-// at once when the browser says it is online again.
+// component that calls it: started on mount, stopped on unmount, given
+// up when the browser says it is offline, retried at once when it says
+// it is online again.
 export function useConnection(token: string | null, nickname: () => string, on: {
   message: (m: WebsocketMessage) => void
   login: (resumed: boolean) => void
@@ -33,6 +34,7 @@ export function useConnection(token: string | null, nickname: () => string, on: 
   }
 
   const online = () => client?.reconnectNow()
+  const offline = () => client?.dropNow()
 
   onMounted(() => {
     if (!token) {
@@ -46,12 +48,14 @@ export function useConnection(token: string | null, nickname: () => string, on: 
     })
     client.start()
     window.addEventListener('online', online)
+    window.addEventListener('offline', offline)
   })
 
   onUnmounted(() => {
     clearTimeout(usersTimer)
     client?.stop()
     window.removeEventListener('online', online)
+    window.removeEventListener('offline', offline)
   })
 
   return { state, send, rename, refreshUsersSoon, clientId: () => client?.clientId ?? '' }

@@ -31,6 +31,19 @@ export abstract class Reconnecting {
     }
   }
 
+  // dropNow gives the socket up at once, as after any drop, e.g. when
+  // the browser goes offline: a socket whose network vanished may stay
+  // open for minutes, sending into nothing, while the page says it is
+  // online. (A server on this very machine is reached again at once.)
+  dropNow() {
+    const ws = this.ws
+    if (ws === null || this.stopped) return
+    this.ws = null
+    ws.onmessage = null // what it may still bring is no longer this page's
+    ws.close()
+    this.lost(new CloseEvent('close', { code: 1006 }))
+  }
+
   protected abstract connecting(): void
   protected abstract opened(ws: WebSocket): void
   protected abstract received(data: unknown): void
@@ -47,8 +60,14 @@ export abstract class Reconnecting {
     ws.onclose = (ev) => {
       if (this.ws !== ws) return
       this.ws = null
-      if (this.stopped || !this.dropped(ev)) return
-      this.timer = setTimeout(() => this.open(), this.backoff.next())
+      this.lost(ev)
     }
+  }
+
+  // lost tells the subclass the socket is gone, and tries a new one
+  // after the backoff unless stopped or told the drop is final.
+  private lost(ev: CloseEvent) {
+    if (this.stopped || !this.dropped(ev)) return
+    this.timer = setTimeout(() => this.open(), this.backoff.next())
   }
 }
