@@ -193,8 +193,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	watch, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.Run(watch) }) // the web UI's tools follow its host
+	// mcp-go serves tools/call on a pool of five workers by default: a
+	// sixth question asked while five wait for the person would not reach
+	// the server until one of them is answered. The library's largest pool
+	// and queue: a hundred questions shown at once, far more than a person
+	// answers, and the read of stdin (pings, cancels) not held up by calls
+	// waiting their turn until ten thousand more are queued.
+	errLog := log.New(stderr, "mcp: ", log.LstdFlags)
 	stdio := server.NewStdioServer(s.MCPServer)
-	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
+	for _, o := range []server.StdioOption{
+		server.WithErrorLogger(errLog),
+		server.WithWorkerPoolSize(stdioCalls),
+		server.WithQueueSize(stdioQueue),
+	} {
+		o(stdio)
+	}
 	err = stdio.Listen(sess, stdin, stdout)
 	stopWatch()
 	wg.Wait()
@@ -203,6 +216,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return nil
 }
+
+// stdioCalls is how many tool calls agentassistant-mcp serves at once,
+// stdioQueue how many more wait for one of them to end: mcp-go's largest.
+const (
+	stdioCalls = 100
+	stdioQueue = 10000
+)
 
 // endReader calls end when its reader fails or ends, before it says so.
 type endReader struct {
