@@ -146,7 +146,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	sess, endSession := context.WithCancel(ctx)
 	defer endSession()
 	byHand := config.Terminal(stdin)
-	stdin = &endReader{r: stdin, end: endSession}
+	stdin = &endReader{r: &lineBound{r: stdin, max: maxLine, too: func() {
+		logger.Warn("dropped a message from the MCP client longer than the bound; it was answered with a parse error", "bound_bytes", maxLine)
+	}}, end: endSession}
 	// The token goes in a header on every call, also where the message
 	// carries it: the server reads a message whose token is only inside
 	// it up to a small bound, and a question may be long.
