@@ -107,3 +107,32 @@ func packed(v []byte, k protoreflect.Kind) int {
 	}
 	return n
 }
+
+// CheckJSON is Check for the JSON form of a message (protojson): it
+// counts the objects, the arrays and the commas outside strings, which
+// are at least the elements less one per object and array, and returns
+// a *TooManyError past max. An empty object in an array is three bytes
+// of JSON and a struct once decoded.
+func CheckJSON(b []byte, max int) error {
+	n, in, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case escaped:
+			escaped = false
+		case in:
+			switch c {
+			case '\\':
+				escaped = true
+			case '"':
+				in = false
+			}
+		case c == '"':
+			in = true
+		case c == '{' || c == '[' || c == ',':
+			if n++; n > max {
+				return &TooManyError{Max: max}
+			}
+		}
+	}
+	return nil
+}

@@ -56,3 +56,28 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJSON: objects, arrays and commas count; those inside strings,
+// escaped quotes included, do not.
+func TestCheckJSON(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		max  int
+		fits bool
+	}{
+		{`{}`, 1, true},
+		{`{"a":[{},{},{}]}`, 7, true},
+		{`{"a":[{},{},{}]}`, 6, false},
+		{`["","",""]`, 3, true},
+		{`["","",""]`, 2, false},
+		{`{"a":"{[,,,]}"}`, 1, true},
+		{`{"a":"\"{[,,,]}"}`, 1, true},
+		{`{"a":"\\","b":[]}`, 3, true},
+		{`{"a":"\\","b":[]}`, 2, false},
+	} {
+		err := protocount.CheckJSON([]byte(tc.in), tc.max)
+		if tc.fits != (err == nil) {
+			t.Errorf("%s with %d: %v", tc.in, tc.max, err)
+		}
+	}
+}

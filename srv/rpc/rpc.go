@@ -81,6 +81,9 @@ func (v *Services) Mount(mux *http.ServeMux) []string {
 		// Gzip costs more than it saves on small messages (most are a few
 		// hundred bytes, over loopback); replies with images still shrink.
 		connect.WithCompressMinBytes(CompressMinBytes),
+		connect.WithCodec(countedProto{}),
+		connect.WithCodec(countedJSON{"json"}),
+		connect.WithCodec(countedJSON{"json; charset=utf-8"}),
 	}
 	// See preauth.go: calls with a valid header token, and all the others.
 	full := connect.WithHandlerOptions(append(slices.Clip(common),
