@@ -6,9 +6,10 @@
 // another value: {"uiSpec":{"backendData":1},"uiSpec":{}} reads as a
 // uiSpec without backendData, and its bytes, forwarded as written, still
 // carry it. Such a text has no one meaning, so it is refused, as are a
-// number no float64 holds (1e999999 reads as Inf, or not at all) and a
-// number literal of megabytes. Keys are compared as decoded: "a" and
-// "\u0061" are one key.
+// number no float64 holds (1e999999 reads as Inf, or not at all), a
+// number literal of megabytes, and a text of more objects and arrays
+// than any message holds (MaxContainers). Keys are compared as decoded:
+// "a" and "\u0061" are one key.
 //
 // The check runs on untrusted input, before or at authentication: it
 // reads with encoding/json's tokenizer (Decoder.Token; encoding/json/v2's
@@ -38,6 +39,13 @@ const (
 	// MaxNumberLen bounds a number literal, in bytes: a float64 needs at
 	// most 24 to be written exactly enough to read back.
 	MaxNumberLen = 128
+	// MaxContainers bounds the objects and arrays of a text. Each is a
+	// struct, a map or a slice once decoded: an empty object is three
+	// bytes of an array's text and a struct of some hundred bytes in a
+	// slice that doubles as it grows, so a body of 4 MiB made of them
+	// decodes into some 800 MiB. The bound lets a door refuse it from its
+	// text; it is far more than any message of the doors' clients holds.
+	MaxContainers = 100_000
 )
 
 // Kind says what is wrong with a text.
@@ -48,6 +56,7 @@ const (
 	Depth                     // nested deeper than MaxDepth
 	Duplicate                 // an object gives a key twice
 	Number                    // a number no float64 holds, or longer than MaxNumberLen
+	Size                      // more than MaxContainers objects and arrays
 )
 
 // Error is what Check found, where.
@@ -67,8 +76,9 @@ func (e *Error) Error() string {
 }
 
 // Check reports whether b is exactly one JSON value (whitespace around it
-// aside) whose objects give each key once, whose numbers a float64 holds
-// and whose nesting is at most MaxDepth; the error is an *Error.
+// aside) whose objects give each key once, whose numbers a float64 holds,
+// whose nesting is at most MaxDepth and whose objects and arrays are at
+// most MaxContainers; the error is an *Error.
 func Check(b []byte) error {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b))}
 	c.d.UseNumber()
@@ -126,8 +136,8 @@ type Member struct {
 // them without decoding b again. A key given twice or a number no
 // float64 holds does not end the pass: the error is the first such one,
 // and the members are all there (a caller may still read, say, the id
-// of a request it refuses). A text that is no JSON, or nested deeper
-// than MaxDepth, ends it: the members are those read until then.
+// of a request it refuses). A text that is no JSON, nested deeper than
+// MaxDepth, or of more than MaxContainers objects and arrays, ends it: the members are those read until then.
 func Members(b []byte) ([]Member, error) {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b)), text: b, collect: true}
 	c.d.UseNumber()
@@ -180,6 +190,8 @@ func (l *level) seen(k string) bool {
 type checker struct {
 	d     *json.Decoder
 	stack []level
+	// containers counts the objects and arrays opened so far.
+	containers int
 
 	// With collect (Members), the top-level object's members are kept
 	// from text, and a Duplicate or Number problem is kept in first
@@ -249,6 +261,9 @@ func (c *checker) run() error {
 			case '{', '[':
 				if len(c.stack) >= MaxDepth {
 					return c.fail(Depth, fmt.Sprintf("nested deeper than %d levels", MaxDepth))
+				}
+				if c.containers++; c.containers > MaxContainers {
+					return c.fail(Size, fmt.Sprintf("more than %d objects and arrays", MaxContainers))
 				}
 				c.stack = append(c.stack, level{object: t == '{', wantKey: t == '{'})
 				continue

@@ -17,6 +17,7 @@ func TestCheckAccepts(t *testing.T) {
 		`[1.7976931348623157e308,-1.7976931348623157e308,5e-324,1e-999999,0.1000000000000000055511151231257827021181583404541015625]`,
 		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10}`,
 		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		`[{}` + strings.Repeat(`,{}`, MaxContainers-2) + `]`, // the array and its objects: MaxContainers
 	} {
 		if err := Check([]byte(s)); err != nil {
 			t.Errorf("Check(%.80s) = %v, want nil", s, err)
@@ -44,6 +45,8 @@ func TestCheckRefuses(t *testing.T) {
 		{`{"n":` + strings.Repeat("9", MaxNumberLen+1) + `}`, Number, "$.n"},
 		{`{"n":0.` + strings.Repeat("0", MaxNumberLen) + `}`, Number, "$.n"},
 		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), Depth, ("$" + strings.Repeat("[0]", MaxDepth))[:512] + "…"}, // a path is cut
+		{`[{}` + strings.Repeat(`,{}`, MaxContainers-1) + `]`, Size, "$[99999]"},
+		{`{"a":[[` + strings.Repeat(`],[`, MaxContainers) + `]]}`, Size, "$.a[99998]"},
 		{``, Syntax, "$"},
 		{`   `, Syntax, "$"},
 		{`{"a":1`, Syntax, "$"},
