@@ -29,6 +29,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/failover"
+	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -152,7 +153,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	// The token goes in a header on every call, also where the message
 	// carries it: the server reads a message whose token is only inside
 	// it up to a small bound, and a question may be long.
-	withToken := connect.WithInterceptors(tokenHeader(cfg.Token))
+	withToken := connect.WithClientOptions(connect.WithInterceptors(tokenHeader(cfg.Token)),
+		// A reply is read up to maxReply once inflated: a server, or
+		// what stands between, could send a gzip body of kilobytes that
+		// inflates to gigabytes.
+		connect.WithReadMaxBytes(maxReply),
+		// And its elements counted before it is decoded: an empty item is
+		// two bytes on the wire and a struct of some eighty decoded.
+		connect.WithCodec(protocount.Proto{}))
 	s := mcpbridge.New(mcpbridge.Options{
 		Client:           agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String(), withToken),
 		Control:          agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String(), withToken),
@@ -218,6 +226,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return nil
 }
+
+// maxReply bounds a reply of the server, inflated: an answer comes in a
+// frame of 16 MiB at most (a channel's, with its images, in less), which a
+// reply carries with room to spare.
+const maxReply = 32 << 20
 
 // stdioCalls is how many tool calls agentassistant-mcp serves at once,
 // stdioQueue how many more wait for one of them to end: mcp-go's largest.

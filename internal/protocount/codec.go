@@ -1,27 +1,28 @@
-package rpc
+package protocount
 
 import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/agentassistant/agentassistant/internal/protocount"
 )
 
-// The codecs of the Connect services, binary and JSON: those connect-go
+// Codecs for connect-go (connect.WithCodec), binary and JSON: those it
 // has by default, but a message's elements are counted from its bytes
-// before it is decoded, and one of more than protocount.Max refused
-// (invalid_argument): decoded, a message of 5 MB made of millions of
-// empty items would be hundreds of MiB of structs.
+// before it is decoded, and one of more than Max refused: decoded, a
+// message of 5 MB made of millions of empty items would be hundreds of
+// MiB of structs. A server's handler ends such a call with
+// invalid_argument; a client's call ends with an error.
 type (
-	countedProto struct{}
-	countedJSON  struct{ name string }
+	// Proto is the binary codec, "proto".
+	Proto struct{}
+	// JSON is protojson's, named As: "json", "json; charset=utf-8".
+	JSON struct{ As string }
 )
 
-func (countedProto) Name() string { return "proto" }
+func (Proto) Name() string { return "proto" }
 
-func (countedProto) Marshal(m any) ([]byte, error) {
+func (Proto) Marshal(m any) ([]byte, error) {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", m)
@@ -29,12 +30,12 @@ func (countedProto) Marshal(m any) ([]byte, error) {
 	return proto.Marshal(pm)
 }
 
-func (countedProto) Unmarshal(b []byte, m any) error {
+func (Proto) Unmarshal(b []byte, m any) error {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return fmt.Errorf("unmarshal into %T: not a protobuf message", m)
 	}
-	if err := protocount.Check(b, pm.ProtoReflect().Descriptor(), protocount.Max); err != nil {
+	if err := Check(b, pm.ProtoReflect().Descriptor(), Max); err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(b, pm); err != nil {
@@ -43,9 +44,9 @@ func (countedProto) Unmarshal(b []byte, m any) error {
 	return nil
 }
 
-func (c countedJSON) Name() string { return c.name }
+func (c JSON) Name() string { return c.As }
 
-func (countedJSON) Marshal(m any) ([]byte, error) {
+func (JSON) Marshal(m any) ([]byte, error) {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", m)
@@ -53,7 +54,7 @@ func (countedJSON) Marshal(m any) ([]byte, error) {
 	return protojson.Marshal(pm)
 }
 
-func (countedJSON) Unmarshal(b []byte, m any) error {
+func (JSON) Unmarshal(b []byte, m any) error {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return fmt.Errorf("unmarshal into %T: not a protobuf message", m)
@@ -61,7 +62,7 @@ func (countedJSON) Unmarshal(b []byte, m any) error {
 	if len(b) == 0 {
 		return fmt.Errorf("unmarshal into %T: an empty message is no JSON object", m)
 	}
-	if err := protocount.CheckJSON(b, protocount.Max); err != nil {
+	if err := CheckJSON(b, Max); err != nil {
 		return err
 	}
 	// Unknown fields are dropped, as connect-go's own codec does: a client
