@@ -19,7 +19,7 @@ import (
 
 // TestHostileServerReplyIsBounded: a server (or what stands between) that
 // answers a question with a gzip body of kilobytes that inflates to a
-// reply of 256 MiB, or to one of ten million empty items (20 MB, which
+// reply of 128 MiB, or to one of ten million empty items (20 MB, which
 // decoded would be some 800 MiB of structs), does not make
 // agentassistant-mcp hold it, nor pass it to the MCP client: the call
 // ends with an error the agent can read.
@@ -28,9 +28,9 @@ func TestHostileServerReplyIsBounded(t *testing.T) {
 		name string
 		body func(w io.Writer)
 	}{
-		{"inflates to 256 MiB", func(w io.Writer) {
+		{"inflates to 128 MiB", func(w io.Writer) {
 			// AskQuestionResponse{contents: [{type: 1, text: {text: "aaa…"}}]}
-			const text = 256 << 20
+			const text = 128 << 20
 			textContent := protowire.AppendTag(nil, 2, protowire.BytesType)
 			textContent = protowire.AppendVarint(textContent, text)
 			content := protowire.AppendTag(nil, 1, protowire.VarintType)
@@ -61,6 +61,11 @@ func hostileReply(t *testing.T, body func(w io.Writer)) {
 	t.Setenv("XDG_CONFIG_HOME", home)
 	t.Chdir(home)
 
+	// Made before the measure: what the server costs is not the client's.
+	var zipped bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&zipped, gzip.BestSpeed)
+	body(zw)
+	_ = zw.Close()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/proto")
@@ -68,9 +73,7 @@ func hostileReply(t *testing.T, body func(w io.Writer)) {
 			return // an empty message: no missed answers, a healthy server
 		}
 		w.Header().Set("Content-Encoding", "gzip")
-		zw := gzip.NewWriter(w)
-		body(zw)
-		_ = zw.Close()
+		_, _ = w.Write(zipped.Bytes())
 	}))
 	defer srv.Close()
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
@@ -121,8 +124,10 @@ func hostileReply(t *testing.T, body func(w io.Writer)) {
 		t.Errorf("the call did not end with an error: %.300s", reply)
 	}
 	// connect-go inflates into a buffer that doubles up to the bound, then
-	// counts what is left without keeping it: a few times maxReply.
-	if allocated > 5*maxReply>>20 {
+	// counts what is left without keeping it: a few times maxReply, twice
+	// that under the race detector, whose pools keep nothing. Unbounded,
+	// a reply that inflated to 256 MiB cost 5.6 GiB.
+	if allocated > 10*maxReply>>20 {
 		t.Errorf("%d MiB allocated for the reply", allocated)
 	}
 }
