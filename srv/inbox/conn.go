@@ -122,7 +122,10 @@ func (c *conn) message(text bool, data []byte) bool {
 		c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
 		return true
 	}
-	if err := proto.Unmarshal(data, &m); err != nil {
+	// What is checked is what is forwarded: fields this server does not
+	// know go no further than here (an answer's contents go on to every
+	// device and the agent).
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, &m); err != nil {
 		c.h.log.Debug("malformed frame", "client", c.id, "err", err)
 		c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
 		return true
