@@ -38,7 +38,10 @@ func (Proto) Unmarshal(b []byte, m any) error {
 	if err := Check(b, pm.ProtoReflect().Descriptor(), Max); err != nil {
 		return err
 	}
-	if err := proto.Unmarshal(b, pm); err != nil {
+	// Fields this side does not know are dropped, as the JSON codec
+	// does: what is checked is what is forwarded (an answer's contents go
+	// on to every device and the agent).
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, pm); err != nil {
 		return fmt.Errorf("unmarshal into %T: %w", m, err)
 	}
 	return nil
