@@ -29,6 +29,7 @@ import (
 	"github.com/agentassistant/agentassistant/internal/buildinfo"
 	"github.com/agentassistant/agentassistant/internal/config"
 	"github.com/agentassistant/agentassistant/internal/failover"
+	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/mcpbridge"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -146,11 +147,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	sess, endSession := context.WithCancel(ctx)
 	defer endSession()
 	byHand := config.Terminal(stdin)
-	stdin = &endReader{r: stdin, end: endSession}
+	stdin = &endReader{r: &lineBound{r: stdin, max: maxLine, too: func() {
+		logger.Warn("dropped a message from the MCP client longer than the bound; it was answered with a parse error", "bound_bytes", maxLine)
+	}}, end: endSession}
 	// The token goes in a header on every call, also where the message
 	// carries it: the server reads a message whose token is only inside
 	// it up to a small bound, and a question may be long.
-	withToken := connect.WithInterceptors(tokenHeader(cfg.Token))
+	withToken := connect.WithClientOptions(connect.WithInterceptors(tokenHeader(cfg.Token)),
+		// A reply is read up to maxReply once inflated: a server, or
+		// what stands between, could send a gzip body of kilobytes that
+		// inflates to gigabytes.
+		connect.WithReadMaxBytes(maxReply),
+		// And its elements counted before it is decoded: an empty item is
+		// two bytes on the wire and a struct of some eighty decoded.
+		connect.WithCodec(protocount.Proto{}))
 	s := mcpbridge.New(mcpbridge.Options{
 		Client:           agentassistprotoconnect.NewSrvAgentAssistClient(httpClient, base.String(), withToken),
 		Control:          agentassistprotoconnect.NewSrvAgentAssistControlClient(uiHTTP, base.String(), withToken),
@@ -193,8 +203,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	watch, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = s.Run(watch) }) // the web UI's tools follow its host
+	// mcp-go serves tools/call on a pool of five workers by default: a
+	// sixth question asked while five wait for the person would not reach
+	// the server until one of them is answered. The library's largest pool
+	// and queue: a hundred questions shown at once, far more than a person
+	// answers, and the read of stdin (pings, cancels) not held up by calls
+	// waiting their turn until ten thousand more are queued.
+	errLog := log.New(stderr, "mcp: ", log.LstdFlags)
 	stdio := server.NewStdioServer(s.MCPServer)
-	stdio.SetErrorLogger(log.New(stderr, "mcp: ", log.LstdFlags))
+	for _, o := range []server.StdioOption{
+		server.WithErrorLogger(errLog),
+		server.WithWorkerPoolSize(stdioCalls),
+		server.WithQueueSize(stdioQueue),
+	} {
+		o(stdio)
+	}
 	err = stdio.Listen(sess, stdin, stdout)
 	stopWatch()
 	wg.Wait()
@@ -203,6 +226,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	return nil
 }
+
+// maxReply bounds a reply of the server, inflated: an answer comes in a
+// frame of 16 MiB at most (a channel's, with its images, in less), which a
+// reply carries with room to spare.
+const maxReply = 32 << 20
+
+// stdioCalls is how many tool calls agentassistant-mcp serves at once,
+// stdioQueue how many more wait for one of them to end: mcp-go's largest.
+const (
+	stdioCalls = 100
+	stdioQueue = 10000
+)
 
 // endReader calls end when its reader fails or ends, before it says so.
 type endReader struct {

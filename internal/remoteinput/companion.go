@@ -26,6 +26,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/typing"
 	"github.com/agentassistant/agentassistant/internal/wire"
 )
@@ -229,6 +230,12 @@ func (c *Companion) session(ctx context.Context, url string) (loggedIn bool, err
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(readWait))
 		var m pb.WebsocketMessage
+		// A frame of millions of empty items costs some forty times its
+		// bytes decoded: counted first, and let go unread.
+		if err := protocount.Check(data, m.ProtoReflect().Descriptor(), protocount.Max); err != nil {
+			c.log.Warn("a frame from the server not read", "bytes", len(data), "err", err)
+			continue
+		}
 		if err := proto.Unmarshal(data, &m); err != nil {
 			c.log.Debug("undecodable frame from the server", "err", err)
 			continue

@@ -6,17 +6,19 @@
 // another value: {"uiSpec":{"backendData":1},"uiSpec":{}} reads as a
 // uiSpec without backendData, and its bytes, forwarded as written, still
 // carry it. Such a text has no one meaning, so it is refused, as are a
-// number no float64 holds (1e999999 reads as Inf, or not at all) and a
-// number literal of megabytes. Keys are compared as decoded: "a" and
-// "\u0061" are one key.
+// number no float64 holds (1e999999 reads as Inf, or not at all), a
+// number literal of megabytes, and a text of more values than any
+// message holds (MaxValues). Keys are compared as decoded:
+// "a" and "\u0061" are one key.
 //
 // The check runs on untrusted input, before or at authentication: it
 // reads with encoding/json's tokenizer (Decoder.Token; encoding/json/v2's
 // jsontext still needs GOEXPERIMENT=jsonv2), its time and memory grow
 // linearly with the size of the text, which the caller bounds (a frame,
-// a body), and nesting is bounded by MaxDepth. A text costs about what
-// decoding it once into an any costs (BenchmarkCheck: a 4 MiB array of
-// one-digit numbers is the worst per byte).
+// a body), and with its values, bounded by MaxValues; nesting is bounded
+// by MaxDepth. A text costs about what decoding it once into an any
+// costs (BenchmarkCheck: an array of one-digit numbers is the worst per
+// byte).
 package strictjson
 
 import (
@@ -38,6 +40,17 @@ const (
 	// MaxNumberLen bounds a number literal, in bytes: a float64 needs at
 	// most 24 to be written exactly enough to read back.
 	MaxNumberLen = 128
+	// MaxValues bounds the values of a text: its objects, arrays,
+	// strings, numbers and literals, at every depth (a key is not one).
+	// Each costs far more read and decoded than its text: a zero in an
+	// array is two bytes, and some hundred bytes once the tokenizer has
+	// read it and a decoder made it an element of an []any; an empty
+	// object is three bytes and a struct of some hundred in a slice that
+	// doubles as it grows. A body of 16 MiB of zeros costs 960 MiB to
+	// read token by token. The bound lets a door refuse it for a small
+	// part of that; it is far more than any message of the doors'
+	// clients holds.
+	MaxValues = 200_000
 )
 
 // Kind says what is wrong with a text.
@@ -48,6 +61,7 @@ const (
 	Depth                     // nested deeper than MaxDepth
 	Duplicate                 // an object gives a key twice
 	Number                    // a number no float64 holds, or longer than MaxNumberLen
+	Size                      // more than MaxValues values
 )
 
 // Error is what Check found, where.
@@ -67,8 +81,9 @@ func (e *Error) Error() string {
 }
 
 // Check reports whether b is exactly one JSON value (whitespace around it
-// aside) whose objects give each key once, whose numbers a float64 holds
-// and whose nesting is at most MaxDepth; the error is an *Error.
+// aside) whose objects give each key once, whose numbers a float64 holds,
+// whose nesting is at most MaxDepth and whose values are at most
+// MaxValues; the error is an *Error.
 func Check(b []byte) error {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b))}
 	c.d.UseNumber()
@@ -126,8 +141,8 @@ type Member struct {
 // them without decoding b again. A key given twice or a number no
 // float64 holds does not end the pass: the error is the first such one,
 // and the members are all there (a caller may still read, say, the id
-// of a request it refuses). A text that is no JSON, or nested deeper
-// than MaxDepth, ends it: the members are those read until then.
+// of a request it refuses). A text that is no JSON, nested deeper than
+// MaxDepth, or of more than MaxValues values, ends it: the members are those read until then.
 func Members(b []byte) ([]Member, error) {
 	c := checker{d: json.NewDecoder(bytes.NewReader(b)), text: b, collect: true}
 	c.d.UseNumber()
@@ -180,6 +195,8 @@ func (l *level) seen(k string) bool {
 type checker struct {
 	d     *json.Decoder
 	stack []level
+	// values counts the values read so far.
+	values int
 
 	// With collect (Members), the top-level object's members are kept
 	// from text, and a Duplicate or Number problem is kept in first
@@ -250,6 +267,9 @@ func (c *checker) run() error {
 				if len(c.stack) >= MaxDepth {
 					return c.fail(Depth, fmt.Sprintf("nested deeper than %d levels", MaxDepth))
 				}
+				if err := c.count(); err != nil {
+					return err
+				}
 				c.stack = append(c.stack, level{object: t == '{', wantKey: t == '{'})
 				continue
 			case ']':
@@ -263,8 +283,19 @@ func (c *checker) run() error {
 				}
 			}
 		}
+		if err := c.count(); err != nil {
+			return err
+		}
 		done = c.value()
 	}
+}
+
+// count counts a value read, and ends the pass past MaxValues.
+func (c *checker) count() error {
+	if c.values++; c.values > MaxValues {
+		return c.fail(Size, fmt.Sprintf("more than %d values", MaxValues))
+	}
+	return nil
 }
 
 func (c *checker) top() *level {

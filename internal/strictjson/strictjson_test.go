@@ -17,6 +17,8 @@ func TestCheckAccepts(t *testing.T) {
 		`[1.7976931348623157e308,-1.7976931348623157e308,5e-324,1e-999999,0.1000000000000000055511151231257827021181583404541015625]`,
 		`{"k0":0,"k1":1,"k2":2,"k3":3,"k4":4,"k5":5,"k6":6,"k7":7,"k8":8,"k9":9,"k10":10}`,
 		strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth),
+		`[{}` + strings.Repeat(`,{}`, MaxValues-2) + `]`,     // the array and its objects: MaxValues
+		`{"k":[0` + strings.Repeat(`,0`, MaxValues-3) + `]}`, // the object, the array and its numbers: a key is no value
 	} {
 		if err := Check([]byte(s)); err != nil {
 			t.Errorf("Check(%.80s) = %v, want nil", s, err)
@@ -44,6 +46,10 @@ func TestCheckRefuses(t *testing.T) {
 		{`{"n":` + strings.Repeat("9", MaxNumberLen+1) + `}`, Number, "$.n"},
 		{`{"n":0.` + strings.Repeat("0", MaxNumberLen) + `}`, Number, "$.n"},
 		{strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), Depth, ("$" + strings.Repeat("[0]", MaxDepth))[:512] + "…"}, // a path is cut
+		{`[{}` + strings.Repeat(`,{}`, MaxValues-1) + `]`, Size, "$[199999]"},
+		{`{"a":[[` + strings.Repeat(`],[`, MaxValues) + `]]}`, Size, "$.a[199998]"},
+		{`{"a":[0` + strings.Repeat(`,0`, MaxValues) + `]}`, Size, "$.a[199998]"},
+		{`{"a":["",null,true` + strings.Repeat(`,""`, MaxValues) + `]}`, Size, "$.a[199998]"},
 		{``, Syntax, "$"},
 		{`   `, Syntax, "$"},
 		{`{"a":1`, Syntax, "$"},
@@ -85,14 +91,12 @@ func FuzzCheck(f *testing.F) {
 	})
 }
 
-// BenchmarkCheck measures the worst texts per byte: a frame of the
-// relay's largest size (4 MiB) of one-digit numbers, and of one-key
-// members.
+// BenchmarkCheck measures the worst texts per byte: MaxValues one-digit
+// numbers, and as many one-key members, the most a text may hold.
 func BenchmarkCheck(b *testing.B) {
-	const size = 4 << 20
 	var keys strings.Builder
 	keys.WriteString("{")
-	for i := 0; keys.Len() < size; i++ {
+	for i := range MaxValues - 1 { // the object and its members' values
 		if i > 0 {
 			keys.WriteString(",")
 		}
@@ -100,7 +104,7 @@ func BenchmarkCheck(b *testing.B) {
 	}
 	keys.WriteString("}")
 	for name, text := range map[string]string{
-		"numbers": "[" + strings.Repeat("0,", size/2-1) + "0]",
+		"numbers": "[" + strings.Repeat("0,", MaxValues-2) + "0]",
 		"keys":    keys.String(),
 	} {
 		b.Run(name, func(b *testing.B) {

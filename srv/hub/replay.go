@@ -3,6 +3,8 @@ package hub
 import (
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/agentassistant/agentassistant/internal/ring"
 )
 
@@ -35,7 +37,10 @@ type event struct {
 }
 
 // eventBytes is what e holds for replay: its texts and answers (the
-// door's encoding of each note, made once, about as much again).
+// door's encoding of each note, made once, about as much again). An
+// answer counts whole, as encoded: its meta, and fields a client sent
+// that this server does not know, which its contents carry on, weigh as
+// its images do.
 func eventBytes(e event) int64 {
 	var n int
 	for _, note := range e.notes {
@@ -43,9 +48,11 @@ func eventBytes(e event) int64 {
 		if note.Reply == nil {
 			continue
 		}
+		for k, v := range note.Reply.Meta {
+			n += len(k) + len(v)
+		}
 		for _, c := range note.Reply.Contents {
-			n += len(c.GetText().GetText()) + len(c.GetImage().GetData()) + len(c.GetAudio().GetData()) +
-				len(c.GetEmbeddedResource().GetData())
+			n += proto.Size(c)
 		}
 	}
 	return int64(n)

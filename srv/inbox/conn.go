@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -116,7 +117,15 @@ func (c *conn) message(text bool, data []byte) bool {
 		return true
 	}
 	var m pb.WebsocketMessage
-	if err := proto.Unmarshal(data, &m); err != nil {
+	if err := protocount.Check(data, m.ProtoReflect().Descriptor(), protocount.Max); err != nil {
+		c.h.log.Warn("frame refused before decoding", "client", c.id, "bytes", len(data), "err", err)
+		c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
+		return true
+	}
+	// What is checked is what is forwarded: fields this server does not
+	// know go no further than here (an answer's contents go on to every
+	// device and the agent).
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, &m); err != nil {
 		c.h.log.Debug("malformed frame", "client", c.id, "err", err)
 		c.sendError("malformed_frame", "cannot decode WebsocketMessage: "+err.Error(), "", "")
 		return true

@@ -16,6 +16,7 @@ import (
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/gen/agentassistproto/agentassistprotoconnect"
 	"github.com/agentassistant/agentassistant/internal/opt"
+	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -81,6 +82,10 @@ func (v *Services) Mount(mux *http.ServeMux) []string {
 		// Gzip costs more than it saves on small messages (most are a few
 		// hundred bytes, over loopback); replies with images still shrink.
 		connect.WithCompressMinBytes(CompressMinBytes),
+		// A message's elements counted before it is decoded.
+		connect.WithCodec(protocount.Proto{}),
+		connect.WithCodec(protocount.JSON{As: "json"}),
+		connect.WithCodec(protocount.JSON{As: "json; charset=utf-8"}),
 	}
 	// See preauth.go: calls with a valid header token, and all the others.
 	full := connect.WithHandlerOptions(append(slices.Clip(common),
