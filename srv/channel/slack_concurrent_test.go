@@ -1,7 +1,9 @@
 package channel
 
 import (
+	"fmt"
 	"image/color"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,4 +129,91 @@ func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
 	if err := within(t, "the reply's acknowledgement", replyAcked); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestSlackPressReadWhileAllWorkersWait: with every worker busy (a
+// thread reply to each of slackWorkers+1 questions, their images slow
+// to download: one waits for a worker), a press on another question is
+// read and acknowledged all the same, within ackWithin: Slack shows the
+// person an error past 3 s. Once the downloads come, every reply
+// answers its question and the press its own, once.
+func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
+	const botToken, appToken = "xoxb-20-secret-bot-token", "xapp-20-A1-secret-app-token"
+	api := slacktest.Start(t, botToken, appToken)
+	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(),
+		ackWithin: 50 * time.Millisecond}
+	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
+	const dm = "D42"
+
+	const replies = slackWorkers + 1
+	var free []chan *hub.Reply
+	var threads []string
+	for i := range replies {
+		free = append(free, f.askText(tokA, fmt.Sprint("q-", i), "What breaks?", nil))
+		threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
+	}
+	chosen := f.askChoices(tokA, "q-press")
+	sent := api.Call(t, "chat.postMessage", replies+1)
+	for _, ts := range append(threads, sent["_ts"]) {
+		eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
+	}
+	blocks, err := slacktest.BlocksOf(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	arrived, release := api.HoldFiles()
+	defer release()
+	acked := make(chan error, replies)
+	for i, ts := range threads {
+		shot := pngOf(t, color.RGBA{G: uint8(i), A: 255})
+		reply := slacktest.FileReply("U42", dm, ts, fmt.Sprint("See ", i), api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", shot))
+		go func() { acked <- api.Send(t.Context(), "events_api", reply) }() // acknowledged once answered
+	}
+	within(t, "download of a reply's file", arrived)
+	if err := api.Sent(t.Context(), replies); err != nil {
+		t.Fatal(err)
+	}
+	pressed := make(chan error, 1)
+	go func() {
+		pressed <- api.Send(t.Context(), "interactive", slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[3].Value))
+	}()
+	if err := within(t, "the press's acknowledgement while every worker waits", pressed); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case rep := <-chosen:
+		t.Fatalf("the press answered %+v before a worker was free", rep)
+	default:
+	}
+
+	release()
+	if rep := answer(t, chosen); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
+		t.Fatalf("the press answered %+v", rep)
+	}
+	for i := range replies {
+		if err := within(t, "a reply's acknowledgement", acked); err != nil {
+			t.Error(err)
+		}
+		if rep := answer(t, free[i]); rep == nil || rep.Contents[0].GetText().GetText() != fmt.Sprint("See ", i) {
+			t.Errorf("reply %d answered %+v", i, rep)
+		}
+	}
+	// Handled once: its question is updated as answered, and the
+	// presser is told nothing but that the answer was not saved yet.
+	if err := api.WaitFor(t.Context(), func(calls []slacktest.Call) bool {
+		return slices.ContainsFunc(calls, func(c slacktest.Call) bool {
+			return c.Method == "chat.update" && c.Form["ts"] == sent["_ts"]
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_ = api.WaitFor(t.Context(), func(calls []slacktest.Call) bool {
+		for _, c := range calls {
+			if c.Method == "chat.postEphemeral" && c.Form["text"] != slackUnsavedNote {
+				t.Errorf("the presser was told %q", c.Form["text"])
+			}
+		}
+		return true
+	})
 }
