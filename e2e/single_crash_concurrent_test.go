@@ -34,12 +34,7 @@ func TestSingleTelegramSlowPhotoAndTapAcrossKill9(t *testing.T) {
 		t.Fatal("the questions' messages were never noted")
 	}
 
-	var pic bytes.Buffer
-	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
-	img.Set(1, 2, color.RGBA{G: 200, A: 255})
-	if err := png.Encode(&pic, img); err != nil {
-		t.Fatal(err)
-	}
+	pic := photoPNG(t, color.RGBA{G: 200, A: 255})
 	tg.AddFile("ph-1", pic.Bytes())
 	downloading, release := tg.Hold("getFile")
 	defer release()
@@ -91,4 +86,16 @@ func TestSingleTelegramSlowPhotoAndTapAcrossKill9(t *testing.T) {
 	for _, said := range tg.Said("Not taken") {
 		t.Errorf("the person was told %q", said)
 	}
+}
+
+// photoPNG is a 4×4 PNG, one pixel of it c: a photo a person sends.
+func photoPNG(t *testing.T, c color.Color) *bytes.Buffer {
+	t.Helper()
+	var pic bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	img.Set(1, 2, c)
+	if err := png.Encode(&pic, img); err != nil {
+		t.Fatal(err)
+	}
+	return &pic
 }
