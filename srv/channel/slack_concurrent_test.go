@@ -1,10 +1,12 @@
 package channel
 
 import (
+	"context"
 	"fmt"
 	"image/color"
 	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
@@ -134,86 +136,78 @@ func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
 // TestSlackPressReadWhileAllWorkersWait: with every worker busy (a
 // thread reply to each of slackWorkers+1 questions, their images slow
 // to download: one waits for a worker), a press on another question is
-// read and acknowledged all the same, within ackWithin: Slack shows the
-// person an error past 3 s. Once the downloads come, every reply
-// answers its question and the press its own, once.
+// read and acknowledged all the same within Slack's 3 s (past them
+// Slack shows the person an error and sends the press again), its
+// presser told it is not saved yet. Once the downloads come, every
+// reply answers its question and the press its own, once.
 func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
-	const botToken, appToken = "xoxb-20-secret-bot-token", "xapp-20-A1-secret-app-token"
-	api := slacktest.Start(t, botToken, appToken)
-	sl := &Slack{BotToken: botToken, AppToken: appToken, Channel: "U42", Users: []string{"U42"}, APIURL: api.APIURL(),
-		ackWithin: 50 * time.Millisecond}
-	f := newFixture(t, map[string][]Channel{tokA: {sl}}, Options{})
-	const dm = "D42"
-
-	const replies = slackWorkers + 1
-	var free []chan *hub.Reply
-	var threads []string
-	for i := range replies {
-		free = append(free, f.askText(tokA, fmt.Sprint("q-", i), "What breaks?", nil))
-		threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
-	}
-	chosen := f.askChoices(tokA, "q-press")
-	sent := api.Call(t, "chat.postMessage", replies+1)
-	for _, ts := range append(threads, sent["_ts"]) {
-		eventually(t, "noted what the message asks", func() bool { _, ok, _ := sl.question(t.Context(), slackKey{dm, ts}); return ok })
-	}
-	blocks, err := slacktest.BlocksOf(sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	arrived, release := api.HoldFiles()
-	defer release()
-	acked := make(chan error, replies)
-	for i, ts := range threads {
-		shot := pngOf(t, color.RGBA{G: uint8(i), A: 255})
-		reply := slacktest.FileReply("U42", dm, ts, fmt.Sprint("See ", i), api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", shot))
-		go func() { acked <- api.Send(t.Context(), "events_api", reply) }() // acknowledged once answered
-	}
-	within(t, "download of a reply's file", arrived)
-	if err := api.Sent(t.Context(), replies); err != nil {
-		t.Fatal(err)
-	}
-	pressed := make(chan error, 1)
-	go func() {
-		pressed <- api.Send(t.Context(), "interactive", slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[3].Value))
-	}()
-	if err := within(t, "the press's acknowledgement while every worker waits", pressed); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case rep := <-chosen:
-		t.Fatalf("the press answered %+v before a worker was free", rep)
-	default:
-	}
-
-	release()
-	if rep := answer(t, chosen); rep == nil || rep.Contents[0].GetText().GetText() != "Ship it" {
-		t.Fatalf("the press answered %+v", rep)
-	}
-	for i := range replies {
-		if err := within(t, "a reply's acknowledgement", acked); err != nil {
-			t.Error(err)
+	synctest.Test(t, func(t *testing.T) {
+		const dm = "D42"
+		api, _, h, _ := pipeSlack(t, nil)
+		const replies = slackWorkers + 1
+		var free []chan *hub.Reply
+		var threads []string
+		for i := range replies {
+			free = append(free, askOn(t, h, fmt.Sprint("q-", i)))
+			threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
 		}
-		if rep := answer(t, free[i]); rep == nil || rep.Contents[0].GetText().GetText() != fmt.Sprint("See ", i) {
-			t.Errorf("reply %d answered %+v", i, rep)
+		chosen := askOn(t, h, "q-press")
+		sent := api.Call(t, "chat.postMessage", replies+1)
+		blocks, err := slacktest.BlocksOf(sent)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// Handled once: its question is updated as answered, and the
-	// presser is told nothing but that the answer was not saved yet.
-	if err := api.WaitFor(t.Context(), func(calls []slacktest.Call) bool {
-		return slices.ContainsFunc(calls, func(c slacktest.Call) bool {
-			return c.Method == "chat.update" && c.Form["ts"] == sent["_ts"]
-		})
-	}); err != nil {
-		t.Fatal(err)
-	}
-	_ = api.WaitFor(t.Context(), func(calls []slacktest.Call) bool {
-		for _, c := range calls {
-			if c.Method == "chat.postEphemeral" && c.Form["text"] != slackUnsavedNote {
-				t.Errorf("the presser was told %q", c.Form["text"])
+		synctest.Wait()
+
+		_, release := api.HoldFiles()
+		defer release()
+		acked := make(chan error, replies)
+		for i, ts := range threads {
+			shot := pngOf(t, color.RGBA{G: uint8(i), A: 255})
+			reply := slacktest.FileReply("U42", dm, ts, fmt.Sprint("See ", i), api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", shot))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }() // acknowledged once answered
+		}
+		synctest.Wait() // every worker waits on a download, one reply on a worker
+		if got := api.Fetched(); got != 0 {
+			t.Fatalf("%d files downloaded while held", got)
+		}
+		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Send(within3s, "interactive", slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[0].Value)); err != nil {
+			t.Fatalf("the press while every worker waits: %v", err)
+		}
+		synctest.Wait()
+		select {
+		case rep := <-chosen:
+			t.Fatalf("the press answered %+v before a worker was free", rep)
+		default:
+		}
+
+		release()
+		if got := textOf(answer(t, chosen)); got != "Yes" {
+			t.Fatalf("the press answered %q", got)
+		}
+		for i := range replies {
+			if err := <-acked; err != nil {
+				t.Error(err)
+			}
+			if got := textOf(answer(t, free[i])); got != fmt.Sprint("See ", i) {
+				t.Errorf("reply %d answered %q", i, got)
 			}
 		}
-		return true
+		synctest.Wait()
+		// Handled once: its question's message updated as answered, its
+		// presser told only that the answer was not saved yet.
+		if !slices.ContainsFunc(callsOn(api, "chat.update"), func(c map[string]string) bool { return c["ts"] == sent["_ts"] }) {
+			t.Error("the pressed question's message was not updated")
+		}
+		for _, c := range callsOn(api, "chat.postEphemeral") {
+			if c["text"] != slackUnsavedNote {
+				t.Errorf("the presser was told %q", c["text"])
+			}
+		}
+		if told := notTakenIn(api); len(told) != 0 {
+			t.Errorf("the person was told %q", told)
+		}
 	})
 }
