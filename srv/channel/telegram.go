@@ -638,7 +638,7 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req) // #nosec G107 -- the Bot API's own file link
+	resp, err := (&http.Client{Transport: t.transport}).Do(req) // #nosec G107 -- the Bot API's own file link
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package channel
 import (
 	"strconv"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/agentassistant/agentassistant/internal/telegramtest"
 	"github.com/agentassistant/agentassistant/srv/answercap"
@@ -129,4 +131,60 @@ func TestTelegramOneMessageInOrder(t *testing.T) {
 	if err := api.ConfirmedBy(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestTelegramTapAnsweredWithinASecondOfAPhoto: in fake time, a tap
+// pushed while a photo reply to another question downloads is answered
+// within asideMaxRetry: the poll, which getUpdates answers at once while
+// an update is unconfirmed, reads again at least that often, and no more
+// often than that (and once a handling ends) while the photo waits.
+func TestTelegramTapAnsweredWithinASecondOfAPhoto(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		api, tg, h, _ := pipeTelegram(t, nil)
+		free := askOn(t, h, "q-1")
+		photoTo, _ := strconv.Atoi(api.Call(t, "sendMessage", 1)["sent_message_id"])
+		chosen := askOn(t, h, "q-2")
+		tapAt, _ := strconv.Atoi(api.Call(t, "sendMessage", 2)["sent_message_id"])
+		synctest.Wait()
+		if !tg.tracks(sentKey{42, photoTo}) || !tg.tracks(sentKey{42, tapAt}) {
+			t.Fatal("the messages were not noted")
+		}
+		pic := testPNG(t)
+		api.AddFile("ph-1", pic)
+		_, release := api.Hold("getFile")
+		defer release()
+		api.Push(photoReply(42, 500, photoTo, "This one.", "ph-1", len(pic)))
+		synctest.Wait() // its download waits
+
+		start, polls := time.Now(), api.Polls()
+		api.Push(telegramtest.Callback(42, tapAt, "a:0"))
+		if got := textOf(answer(t, chosen)); got != "Yes" {
+			t.Fatalf("the tap answered %q", got)
+		}
+		took := time.Since(start)
+		t.Logf("the tap answered %v after it came", took)
+		if took > asideMaxRetry {
+			t.Errorf("the tap was answered after %v, more than %v, the photo still downloading", took, asideMaxRetry)
+		}
+		if got := api.Call(t, "answerCallbackQuery", 1)["text"]; got != "Answered: Yes" {
+			t.Errorf("the tap was answered %q", got)
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		n := api.Polls() - polls
+		t.Logf("%d polls in the %v since the tap came", n, time.Since(start))
+		if n > int(time.Since(start)/asideMaxRetry)+2 { // one a second, and one as the tap's handling ended
+			t.Errorf("%d polls while the photo downloads", n)
+		}
+		if n := api.Confirmed(); n != 0 {
+			t.Errorf("update %d confirmed while the photo before it downloads", n)
+		}
+		release()
+		if rep := answer(t, free); rep == nil || len(rep.Contents) != 2 || textOf(rep) != "This one." {
+			t.Fatalf("the photo answered %+v", rep)
+		}
+		if err := api.ConfirmedBy(t.Context(), 2); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
