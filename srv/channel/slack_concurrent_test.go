@@ -211,3 +211,71 @@ func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 		}
 	})
 }
+
+// TestSlackPressPastTheQueueSentAgain: with every worker busy and
+// maxSlackWaiting events waiting behind them, a press is not taken: it
+// is left unacknowledged (never acknowledged and dropped), so Slack
+// sends it again; sent again once the queue has room, it is taken,
+// acknowledged and answers, once.
+func TestSlackPressPastTheQueueSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const dm = "D42"
+		api, _, h, _ := pipeSlack(t, nil)
+		var threads []string
+		for i := range slackWorkers {
+			askOn(t, h, fmt.Sprint("q-", i))
+			threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
+		}
+		chosen := askOn(t, h, "q-press")
+		sent := api.Call(t, "chat.postMessage", slackWorkers+1)
+		blocks, err := slacktest.BlocksOf(sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+
+		_, release := api.HoldFiles()
+		defer release()
+		acked := make(chan error, slackWorkers+maxSlackWaiting)
+		for i, ts := range threads {
+			reply := slacktest.FileReply("U42", dm, ts, "See", api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", pngOf(t, color.White)))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
+		}
+		synctest.Wait() // every worker waits on a download
+		for i := range maxSlackWaiting {
+			reply := slacktest.ThreadReply("U42", dm, threads[i%slackWorkers], fmt.Sprint("And ", i))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
+		}
+		synctest.Wait()
+		press := slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[0].Value)
+		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Send(within3s, "interactive", press); err == nil {
+			t.Fatal("a press past the queue's bound was acknowledged")
+		}
+		select {
+		case rep := <-chosen:
+			t.Fatalf("a press past the queue's bound answered %+v", rep)
+		default:
+		}
+
+		release()
+		for range slackWorkers + maxSlackWaiting {
+			if err := <-acked; err != nil {
+				t.Error(err)
+			}
+		}
+		again, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Retry(again, "interactive", press); err != nil {
+			t.Fatalf("the press sent again: %v", err)
+		}
+		if got := textOf(answer(t, chosen)); got != "Yes" {
+			t.Fatalf("the press sent again answered %q", got)
+		}
+		synctest.Wait()
+		for _, c := range callsOn(api, "chat.postEphemeral") {
+			t.Errorf("the presser was told %q", c["text"])
+		}
+	})
+}
