@@ -143,21 +143,8 @@ func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
 func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const dm = "D42"
-		api, _, h, _ := pipeSlack(t, nil)
 		const replies = slackWorkers + 1
-		var free []chan *hub.Reply
-		var threads []string
-		for i := range replies {
-			free = append(free, askOn(t, h, fmt.Sprint("q-", i)))
-			threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
-		}
-		chosen := askOn(t, h, "q-press")
-		sent := api.Call(t, "chat.postMessage", replies+1)
-		blocks, err := slacktest.BlocksOf(sent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		api, free, threads, chosen, ts, press := questionsThenOne(t, replies)
 
 		_, release := api.HoldFiles()
 		defer release()
@@ -173,7 +160,7 @@ func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 		}
 		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
-		if err := api.Send(within3s, "interactive", slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[0].Value)); err != nil {
+		if err := api.Send(within3s, "interactive", press); err != nil {
 			t.Fatalf("the press while every worker waits: %v", err)
 		}
 		synctest.Wait()
@@ -198,7 +185,7 @@ func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 		synctest.Wait()
 		// Handled once: its question's message updated as answered, its
 		// presser told only that the answer was not saved yet.
-		if !slices.ContainsFunc(callsOn(api, "chat.update"), func(c map[string]string) bool { return c["ts"] == sent["_ts"] }) {
+		if !slices.ContainsFunc(callsOn(api, "chat.update"), func(c map[string]string) bool { return c["ts"] == ts }) {
 			t.Error("the pressed question's message was not updated")
 		}
 		for _, c := range callsOn(api, "chat.postEphemeral") {
@@ -220,19 +207,7 @@ func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 func TestSlackPressPastTheQueueSentAgain(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const dm = "D42"
-		api, _, h, _ := pipeSlack(t, nil)
-		var threads []string
-		for i := range slackWorkers {
-			askOn(t, h, fmt.Sprint("q-", i))
-			threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
-		}
-		chosen := askOn(t, h, "q-press")
-		sent := api.Call(t, "chat.postMessage", slackWorkers+1)
-		blocks, err := slacktest.BlocksOf(sent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait()
+		api, _, threads, chosen, _, press := questionsThenOne(t, slackWorkers)
 
 		_, release := api.HoldFiles()
 		defer release()
@@ -247,7 +222,6 @@ func TestSlackPressPastTheQueueSentAgain(t *testing.T) {
 			go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
 		}
 		synctest.Wait()
-		press := slacktest.Press("U42", dm, sent["_ts"], blocks[1].Elements[0].Value)
 		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
 		defer cancel()
 		if err := api.Send(within3s, "interactive", press); err == nil {
@@ -278,4 +252,26 @@ func TestSlackPressPastTheQueueSentAgain(t *testing.T) {
 			t.Errorf("the presser was told %q", c["text"])
 		}
 	})
+}
+
+// questionsThenOne asks n questions through Slack, in a synctest
+// bubble, and then one more: free are the answers of the n, threads
+// their messages' timestamps; chosen is the last's answer, ts its
+// message's timestamp, press a press of its first button (Yes), not
+// sent.
+func questionsThenOne(t *testing.T, n int) (api *slacktest.API, free []chan *hub.Reply, threads []string, chosen chan *hub.Reply, ts string, press map[string]any) {
+	t.Helper()
+	api, _, h, _ := pipeSlack(t, nil)
+	for i := range n {
+		free = append(free, askOn(t, h, fmt.Sprint("q-", i)))
+		threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
+	}
+	chosen = askOn(t, h, "q-press")
+	form := api.Call(t, "chat.postMessage", n+1)
+	blocks, err := slacktest.BlocksOf(form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return api, free, threads, chosen, form["_ts"], slacktest.Press("U42", "D42", form["_ts"], blocks[1].Elements[0].Value)
 }
