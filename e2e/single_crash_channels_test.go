@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -334,12 +332,7 @@ func TestSingleAnswerWithPhotoKeptAcrossKill9(t *testing.T) {
 	waitNotedHere(t, s)
 
 	proxy.SetDown(true)
-	var pic bytes.Buffer
-	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
-	img.Set(1, 2, color.RGBA{R: 200, A: 255})
-	if err := png.Encode(&pic, img); err != nil {
-		t.Fatal(err)
-	}
+	pic := photoPNG(t, color.RGBA{R: 200, A: 255})
 	tg.AddFile("ph-1", pic.Bytes())
 	tg.Push(map[string]any{"message": map[string]any{"message_id": 500, "date": 1700000000, "caption": "This one.",
 		"photo":            []any{map[string]any{"file_id": "ph-1", "file_unique_id": "b", "width": 4, "height": 4, "file_size": pic.Len()}},

@@ -1,8 +1,12 @@
 package channel
 
 import (
+	"context"
+	"fmt"
 	"image/color"
+	"slices"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/slacktest"
@@ -127,4 +131,147 @@ func TestSlackPressBehindASlowReplyIsAcknowledged(t *testing.T) {
 	if err := within(t, "the reply's acknowledgement", replyAcked); err != nil {
 		t.Error(err)
 	}
+}
+
+// TestSlackPressReadWhileAllWorkersWait: with every worker busy (a
+// thread reply to each of slackWorkers+1 questions, their images slow
+// to download: one waits for a worker), a press on another question is
+// read and acknowledged all the same within Slack's 3 s (past them
+// Slack shows the person an error and sends the press again), its
+// presser told it is not saved yet. Once the downloads come, every
+// reply answers its question and the press its own, once.
+func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const dm = "D42"
+		const replies = slackWorkers + 1
+		api, free, threads, chosen, ts, press := questionsThenOne(t, replies)
+
+		_, release := api.HoldFiles()
+		defer release()
+		acked := make(chan error, replies)
+		for i, ts := range threads {
+			shot := pngOf(t, color.RGBA{G: uint8(i), A: 255})
+			reply := slacktest.FileReply("U42", dm, ts, fmt.Sprint("See ", i), api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", shot))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }() // acknowledged once answered
+		}
+		synctest.Wait() // every worker waits on a download, one reply on a worker
+		if got := api.Fetched(); got != 0 {
+			t.Fatalf("%d files downloaded while held", got)
+		}
+		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Send(within3s, "interactive", press); err != nil {
+			t.Fatalf("the press while every worker waits: %v", err)
+		}
+		synctest.Wait()
+		select {
+		case rep := <-chosen:
+			t.Fatalf("the press answered %+v before a worker was free", rep)
+		default:
+		}
+
+		release()
+		if got := textOf(answer(t, chosen)); got != "Yes" {
+			t.Fatalf("the press answered %q", got)
+		}
+		for i := range replies {
+			if err := <-acked; err != nil {
+				t.Error(err)
+			}
+			if got := textOf(answer(t, free[i])); got != fmt.Sprint("See ", i) {
+				t.Errorf("reply %d answered %q", i, got)
+			}
+		}
+		synctest.Wait()
+		// Handled once: its question's message updated as answered, its
+		// presser told only that the answer was not saved yet.
+		if !slices.ContainsFunc(callsOn(api, "chat.update"), func(c map[string]string) bool { return c["ts"] == ts }) {
+			t.Error("the pressed question's message was not updated")
+		}
+		for _, c := range callsOn(api, "chat.postEphemeral") {
+			if c["text"] != slackUnsavedNote {
+				t.Errorf("the presser was told %q", c["text"])
+			}
+		}
+		if told := notTakenIn(api); len(told) != 0 {
+			t.Errorf("the person was told %q", told)
+		}
+	})
+}
+
+// TestSlackPressPastTheQueueSentAgain: with every worker busy and
+// maxSlackWaiting events waiting behind them, a press is not taken: it
+// is left unacknowledged (never acknowledged and dropped), so Slack
+// sends it again; sent again once the queue has room, it is taken,
+// acknowledged and answers, once.
+func TestSlackPressPastTheQueueSentAgain(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const dm = "D42"
+		api, _, threads, chosen, _, press := questionsThenOne(t, slackWorkers)
+
+		_, release := api.HoldFiles()
+		defer release()
+		acked := make(chan error, slackWorkers+maxSlackWaiting)
+		for i, ts := range threads {
+			reply := slacktest.FileReply("U42", dm, ts, "See", api.AddFile(fmt.Sprint("F", i), "shot.png", "image/png", pngOf(t, color.White)))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
+		}
+		synctest.Wait() // every worker waits on a download
+		for i := range maxSlackWaiting {
+			reply := slacktest.ThreadReply("U42", dm, threads[i%slackWorkers], fmt.Sprint("And ", i))
+			go func() { acked <- api.Send(t.Context(), "events_api", reply) }()
+		}
+		synctest.Wait()
+		within3s, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Send(within3s, "interactive", press); err == nil {
+			t.Fatal("a press past the queue's bound was acknowledged")
+		}
+		select {
+		case rep := <-chosen:
+			t.Fatalf("a press past the queue's bound answered %+v", rep)
+		default:
+		}
+
+		release()
+		for range slackWorkers + maxSlackWaiting {
+			if err := <-acked; err != nil {
+				t.Error(err)
+			}
+		}
+		again, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+		defer cancel()
+		if err := api.Retry(again, "interactive", press); err != nil {
+			t.Fatalf("the press sent again: %v", err)
+		}
+		if got := textOf(answer(t, chosen)); got != "Yes" {
+			t.Fatalf("the press sent again answered %q", got)
+		}
+		synctest.Wait()
+		for _, c := range callsOn(api, "chat.postEphemeral") {
+			t.Errorf("the presser was told %q", c["text"])
+		}
+	})
+}
+
+// questionsThenOne asks n questions through Slack, in a synctest
+// bubble, and then one more: free are the answers of the n, threads
+// their messages' timestamps; chosen is the last's answer, ts its
+// message's timestamp, press a press of its first button (Yes), not
+// sent.
+func questionsThenOne(t *testing.T, n int) (api *slacktest.API, free []chan *hub.Reply, threads []string, chosen chan *hub.Reply, ts string, press map[string]any) {
+	t.Helper()
+	api, _, h, _ := pipeSlack(t, nil)
+	for i := range n {
+		free = append(free, askOn(t, h, fmt.Sprint("q-", i)))
+		threads = append(threads, api.Call(t, "chat.postMessage", i+1)["_ts"])
+	}
+	chosen = askOn(t, h, "q-press")
+	form := api.Call(t, "chat.postMessage", n+1)
+	blocks, err := slacktest.BlocksOf(form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return api, free, threads, chosen, form["_ts"], slacktest.Press("U42", "D42", form["_ts"], blocks[1].Elements[0].Value)
 }

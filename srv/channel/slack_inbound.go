@@ -42,9 +42,11 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 	defer holds.wg.Wait()
 	link := &slackLink{}
 	var wg sync.WaitGroup
-	// The library hands every envelope to sm.Events and waits for it to
-	// be taken: this drains them for as long as Listen runs, each handed
-	// to the queue (slackQueue), and waits for those handled.
+	// The library hands every envelope to sm.Events and, its buffer
+	// full, waits for it to be taken: this drains them for as long as
+	// Listen runs, each handed to the queue (slackQueue), which never
+	// waits for a worker, so a press is read and acknowledged in time
+	// however busy they are; it then waits for those handled.
 	wg.Go(func() {
 		q := newSlackQueue()
 		defer q.wait()
@@ -55,11 +57,9 @@ func (s *Slack) Listen(ctx context.Context, a Answers) {
 			case ev := <-sm.Events:
 				link.saw(ev)
 				handle, drop := s.receive(ctx, sm, ev, a)
-				if handle != nil && !q.run(ctx, slackOrderKey(ev), handle) {
+				if handle != nil && !q.run(slackOrderKey(ev), handle) {
 					drop()
-					if ctx.Err() == nil {
-						s.warn("slack: too many events of one message waiting; one is left for Slack to send again")
-					}
+					s.warn("slack: too many events waiting to be handled; one is left for Slack to send again")
 				}
 			}
 		}
@@ -166,7 +166,7 @@ const (
 )
 
 // receive takes a Socket Mode event as it comes, before it waits its
-// turn behind the events of its message (slackQueue): a press's
+// turn behind the events of its message or for a worker (slackQueue): a press's
 // acknowledgement after ackWithin starts now (press). handle is its
 // handling, nil when there is none; drop is called instead when it is
 // not handled, and leaves it unacknowledged for Slack to send again.

@@ -629,8 +629,8 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 	if best < 0 {
 		return nil, errors.New("it is larger than 3.75 MB")
 	}
-	// Updates are handled one at a time: a slow download holds up none
-	// for long.
+	// A slow download holds up the updates of its message alone
+	// (telegram_poll.go), and those for photoTimeout at most.
 	ctx, cancel := context.WithTimeout(ctx, photoTimeout)
 	defer cancel()
 	f, err := b.GetFile(ctx, &bot.GetFileParams{FileID: sizes[best].FileID})
@@ -641,7 +641,7 @@ func (t *Telegram) photo(ctx context.Context, b *bot.Bot, sizes []models.PhotoSi
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req) // #nosec G107 -- the Bot API's own file link
+	resp, err := (&http.Client{Transport: t.transport}).Do(req) // #nosec G107 -- the Bot API's own file link
 	if err != nil {
 		return nil, err
 	}

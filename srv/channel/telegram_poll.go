@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -22,10 +23,12 @@ import (
 // its lead (its lease not renewed in time) then held replies that
 // Telegram had forgotten and no other instance would read: lost, or
 // handled only when it led again. Here an update is confirmed only once
-// it has been handled; one taken is handled to its end even when the
-// lead is lost meanwhile, and those after it are left to Telegram for
-// the next poller (which may read the one handled again, unconfirmed:
-// the handlers tell a reply or a tap taken before, see tookAlready).
+// it and every one before it have been handled (the offset confirms
+// all before it); several are handled at once, those of one message in
+// order (poll); one taken is handled to its end even when the lead is
+// lost meanwhile, and those not taken are left to Telegram for the
+// next poller (which may read one handled again, unconfirmed: the
+// handlers tell a reply or a tap taken before, see tookAlready).
 // An update whose question cannot be looked up (the notes out of reach:
 // the link to NATS cut) is not confirmed either: it is handled again,
 // here while this instance leads, or by the next, those after it
@@ -105,16 +108,130 @@ type heldUpdate struct {
 	aside       bool
 }
 
-// poll hands the bot's updates to b's handlers, one at a time, until ctx
-// ends.
+// telegramWorkers bounds the updates handled at once: one may wait on
+// Telegram's file host (a photo reply, up to photoTimeout) or on the
+// records, and a tap on another message is answered meanwhile.
+const telegramWorkers = 8
+
+// updateKey names what an update is about, whose updates are handled
+// one after another, in the order Telegram hands them: the message
+// tapped, or replied to, in its chat. A reply and a tap on one message
+// are taken as they were sent; those of different messages side by
+// side. Another update (one no handler takes) is its own.
+func updateKey(u *models.Update) string {
+	switch {
+	case u.CallbackQuery != nil:
+		switch m := u.CallbackQuery.Message; {
+		case m.Message != nil:
+			return fmt.Sprint("message ", m.Message.Chat.ID, " ", m.Message.ID)
+		case m.InaccessibleMessage != nil:
+			return fmt.Sprint("message ", m.InaccessibleMessage.Chat.ID, " ", m.InaccessibleMessage.MessageID)
+		}
+	case u.Message != nil && u.Message.ReplyToMessage != nil:
+		return fmt.Sprint("message ", u.Message.Chat.ID, " ", u.Message.ReplyToMessage.ID)
+	}
+	return fmt.Sprint("update ", u.ID)
+}
+
+// updateWorkers run the updates of one poll, at most telegramWorkers at
+// once, each handled to its end (within handleFor) also when the lead
+// is lost meanwhile; the poll waits for them (wg) before it returns.
+type updateWorkers struct {
+	wg sync.WaitGroup
+	// wake is signalled when an update's handling ends.
+	wake chan struct{}
+	mu   sync.Mutex // held alone
+	// running are the updates being handled, each with its try; ended
+	// those whose handling ended, not yet taken by the poll (ended).
+	running map[int64]*updateTry
+	ended   []int64
+}
+
+func newUpdateWorkers() *updateWorkers {
+	return &updateWorkers{wake: make(chan struct{}, 1), running: map[int64]*updateTry{}}
+}
+
+// start handles u, its try tr, in a goroutine of w's.
+func (w *updateWorkers) start(ctx context.Context, b *bot.Bot, u *models.Update, tr *updateTry) {
+	w.mu.Lock()
+	w.running[u.ID] = tr
+	w.mu.Unlock()
+	w.wg.Go(func() {
+		hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
+		b.ProcessUpdate(context.WithValue(hctx, updateTryKey{}, tr), u)
+		cancel()
+		w.mu.Lock()
+		w.ended = append(w.ended, u.ID)
+		w.mu.Unlock()
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
+	})
+}
+
+// busy reports whether the update id is being handled, and how many are.
+func (w *updateWorkers) busy(id int64) (bool, int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.running[id]
+	return ok, len(w.running)
+}
+
+// take hands each update whose handling ended, with its try, to f, and
+// forgets it.
+func (w *updateWorkers) take(f func(id int64, tr *updateTry)) {
+	w.mu.Lock()
+	ended := w.ended
+	w.ended = nil
+	trs := make([]*updateTry, len(ended))
+	for i, id := range ended {
+		trs[i] = w.running[id]
+		delete(w.running, id)
+	}
+	w.mu.Unlock()
+	for i, id := range ended {
+		f(id, trs[i])
+	}
+}
+
+// poll hands the bot's updates to b's handlers until ctx ends: those
+// of different messages side by side (updateWorkers), those of one
+// message one after another (updateKey). An update is confirmed only
+// once it and every update before it are handled, so a server killed
+// meanwhile is handed again all it had not handled; those it had
+// handled after it are told from new ones (tookAlready, tellOnce).
+// While an update is being handled, getUpdates hands it again at once:
+// the poll then reads again once one's handling ends, or after
+// asideMaxRetry, so a new update waits at most that long.
 func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 	client := &http.Client{Timeout: pollWait + pollSlack, Transport: t.transport}
 	var offset int64 // 0: from the oldest Telegram has not forgotten
 	// held: the updates to be handled again; done: those handled after
-	// the oldest held, which getUpdates hands again until it is
-	// confirmed. Both are among the maxUpdates from offset.
+	// the oldest not handled, which getUpdates hands again until it is
+	// confirmed. Both are among the maxUpdates from offset, as are the
+	// updates being handled (workers).
 	held := map[int64]*heldUpdate{}
 	done := map[int64]bool{}
+	workers := newUpdateWorkers()
+	defer workers.wg.Wait()
+	ended := func(id int64, tr *updateTry) {
+		if !tr.again {
+			delete(held, id)
+			done[id] = true
+			return
+		}
+		h := held[id]
+		if h == nil {
+			h = &heldUpdate{since: time.Now()}
+			held[id] = h
+		}
+		h.wait, h.aside = min(max(2*h.wait, pollRetry), pollMaxRetry), tr.aside
+		if tr.aside {
+			h.wait = min(h.wait, asideMaxRetry)
+		}
+		h.next = time.Now().Add(h.wait)
+	}
 	delay := time.Duration(0)
 	// refused is the wait while the bot token is refused, 0 while it is
 	// not.
@@ -122,10 +239,14 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 	unreachable := false // told that getUpdates fails, until it does not
 	for ctx.Err() == nil {
 		if delay > 0 {
+			wait := time.NewTimer(delay)
 			select {
 			case <-ctx.Done():
+				wait.Stop()
 				return
-			case <-time.After(delay):
+			case <-wait.C:
+			case <-workers.wake:
+				wait.Stop()
 			}
 		}
 		ups, err := t.getUpdates(ctx, client, offset)
@@ -162,41 +283,33 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			refused = 0
 		}
 		ups = ups[:min(len(ups), maxUpdates)]
+		workers.take(ended)
+		// waiting: the messages with an update before this one not
+		// handled yet, which the updates after it of that message wait
+		// for.
+		waiting := map[string]bool{}
 		for _, u := range ups {
 			if ctx.Err() != nil {
 				return // the lead is lost: the rest is the next poller's
 			}
-			h := held[u.ID]
 			if done[u.ID] {
 				continue
 			}
-			if h != nil && time.Now().Before(h.next) {
-				if !h.aside {
-					break // those after it wait with it
-				}
-				continue
-			}
-			tr := &updateTry{last: h != nil && time.Since(h.since) >= retryFor}
-			hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handleFor)
-			b.ProcessUpdate(context.WithValue(hctx, updateTryKey{}, tr), u)
-			cancel()
-			if !tr.again {
-				delete(held, u.ID)
-				done[u.ID] = true
-				continue
-			}
-			if h == nil {
-				h = &heldUpdate{since: time.Now()}
-				held[u.ID] = h
-			}
-			h.wait, h.aside = min(max(2*h.wait, pollRetry), pollMaxRetry), tr.aside
-			if tr.aside {
-				h.wait = min(h.wait, asideMaxRetry)
-			}
-			h.next = time.Now().Add(h.wait)
-			if !tr.aside || len(held) >= maxUpdates {
+			key := updateKey(u)
+			h := held[u.ID]
+			running, n := workers.busy(u.ID)
+			if h != nil && !running && time.Now().Before(h.next) && !h.aside {
 				break // those after it wait with it
 			}
+			if running || waiting[key] || h != nil && time.Now().Before(h.next) {
+				waiting[key] = true
+				continue
+			}
+			if n >= telegramWorkers {
+				break // the next poll, once one is free
+			}
+			waiting[key] = true
+			workers.start(ctx, b, u, &updateTry{last: h != nil && time.Since(h.since) >= retryFor})
 		}
 		// Confirmed at the next poll: those handled, up to the first
 		// that is not.
@@ -217,12 +330,13 @@ func (t *Telegram) poll(ctx context.Context, b *bot.Bot) {
 			}
 		}
 		delay = 0
-		if len(held) > 0 {
-			// getUpdates hands the held ones at once: ask again when the
-			// first is due.
-			next := time.Time{}
+		if _, n := workers.busy(0); n > 0 || len(held) > 0 {
+			// getUpdates hands the unconfirmed ones at once: ask again
+			// when one's handling ends, when the first held is due, or
+			// after asideMaxRetry for the new ones.
+			next := time.Now().Add(asideMaxRetry)
 			for _, h := range held {
-				if next.IsZero() || h.next.Before(next) {
+				if h.next.Before(next) {
 					next = h.next
 				}
 			}
