@@ -125,3 +125,34 @@ func TestDocumentedInspectorCallsTakeTheirArguments(t *testing.T) {
 		t.Fatal("the documentation shows no tool call with the MCP Inspector")
 	}
 }
+
+// TestDocumentedInspectorCallsSayTheInspectorGivesUp: a tools/call made
+// with the MCP Inspector's CLI waits for a person, but the Inspector
+// ends its own request after a minute (its request timeout, which the
+// call's progress does not reset): a page that shows such a call says
+// so, or a reader who answers later takes the Inspector's "Request timed
+// out" for this server's fault.
+func TestDocumentedInspectorCallsSayTheInspectorGivesUp(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, "../../README.md")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "--method tools/call") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(b), "Request timed out after 1m00s") {
+			t.Errorf("%s shows a tools/call with the Inspector but not that the Inspector gives up after a minute", filepath.Base(f))
+		}
+	}
+	if n == 0 {
+		t.Fatal("the documentation shows no tool call with the MCP Inspector")
+	}
+}
