@@ -22,12 +22,16 @@ type (
 
 func (Proto) Name() string { return "proto" }
 
-func (Proto) Marshal(m any) ([]byte, error) {
+func (c Proto) Marshal(m any) ([]byte, error) { return c.MarshalAppend(nil, m) }
+
+// MarshalAppend appends m's encoding to dst: connect-go then writes a
+// message into a buffer of its pool, as with its own codec.
+func (Proto) MarshalAppend(dst []byte, m any) ([]byte, error) {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", m)
 	}
-	return proto.Marshal(pm)
+	return proto.MarshalOptions{}.MarshalAppend(dst, pm)
 }
 
 func (Proto) Unmarshal(b []byte, m any) error {
@@ -49,12 +53,15 @@ func (Proto) Unmarshal(b []byte, m any) error {
 
 func (c JSON) Name() string { return c.As }
 
-func (JSON) Marshal(m any) ([]byte, error) {
+func (c JSON) Marshal(m any) ([]byte, error) { return c.MarshalAppend(nil, m) }
+
+// MarshalAppend appends m's JSON to dst, as Proto's does.
+func (JSON) MarshalAppend(dst []byte, m any) ([]byte, error) {
 	pm, ok := m.(proto.Message)
 	if !ok {
 		return nil, fmt.Errorf("marshal %T: not a protobuf message", m)
 	}
-	return protojson.Marshal(pm)
+	return protojson.MarshalOptions{}.MarshalAppend(dst, pm)
 }
 
 func (JSON) Unmarshal(b []byte, m any) error {
