@@ -81,6 +81,13 @@ func ackOf(ctx context.Context) *slackAck {
 const slackUnsavedNote = "Your answer is not saved yet: the server cannot store it just now and keeps trying for half a minute. " +
 	"If this question still shows as waiting after that, press again."
 
+// slackBusyNote is told instead while the press still waits for a
+// worker, every one busy with other messages (a reply's image
+// downloading, say): nothing is wrong with the store, and the answer is
+// saved once its turn comes.
+const slackBusyNote = "Your answer is not saved yet: the server is busy with other messages and saves it as soon as it can. " +
+	"If this question still shows as waiting in a minute, press again."
+
 // afterFirst acknowledges env, an envelope Slack sent again, once the
 // first delivery of its event (first) is acknowledged: not before that
 // one's answer is saved. A goroutine of Listen's (holds) waits for it;

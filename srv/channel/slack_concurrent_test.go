@@ -184,12 +184,13 @@ func TestSlackPressReadWhileAllWorkersWait(t *testing.T) {
 		}
 		synctest.Wait()
 		// Handled once: its question's message updated as answered, its
-		// presser told only that the answer was not saved yet.
+		// presser told only that the answer waits its turn: nothing is
+		// wrong with the store, so they are not told it cannot store it.
 		if !slices.ContainsFunc(callsOn(api, "chat.update"), func(c map[string]string) bool { return c["ts"] == ts }) {
 			t.Error("the pressed question's message was not updated")
 		}
 		for _, c := range callsOn(api, "chat.postEphemeral") {
-			if c["text"] != slackUnsavedNote {
+			if c["text"] != slackBusyNote {
 				t.Errorf("the presser was told %q", c["text"])
 			}
 		}

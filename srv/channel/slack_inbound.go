@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -208,13 +209,15 @@ func (s *Slack) press(ctx context.Context, sm *socketmode.Client, ev socketmode.
 		return nil, nil
 	}
 	hctx, cancel := context.WithTimeout(context.WithoutCancel(context.WithValue(ctx, slackAckKey{}, env)), handleFor)
-	saved := s.ackLate(hctx, env, cb)
+	var begun atomic.Bool // its handling has begun: it no longer waits for a worker
+	saved := s.ackLate(hctx, env, cb, &begun)
 	drop = func() {
 		saved()
 		cancel()
 		s.forget(id, env)
 	}
 	handle = func() {
+		begun.Store(true)
 		if ctx.Err() != nil {
 			saved() // its acknowledgement after ackWithin is sent, or never
 			if env == nil || !env.acked() {
@@ -272,9 +275,10 @@ func (s *Slack) event(ctx context.Context, sm *socketmode.Client, ev socketmode.
 // ackLate acknowledges the press cb's envelope env after ackWithin if
 // it is not by then, and tells the presser their answer is not saved
 // yet, unless the press answers nothing (a box ticked, a person not
-// ours) or saved was called. saved stops that; it returns once a note
-// on its way is told.
-func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.InteractionCallback) (saved func()) {
+// ours) or saved was called: why not, as begun says (slackBusyNote
+// while it waits for a worker, slackUnsavedNote once it is being
+// saved). saved stops that; it returns once a note on its way is told.
+func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.InteractionCallback, begun *atomic.Bool) (saved func()) {
 	if env == nil {
 		return func() {}
 	}
@@ -301,7 +305,11 @@ func (s *Slack) ackLate(ctx context.Context, env *slackAck, cb slack.Interaction
 		done = true
 		env.ack()
 		if answers {
-			s.tell(ctx, channel, cb.User.ID, slackUnsavedNote)
+			note := slackBusyNote
+			if begun.Load() {
+				note = slackUnsavedNote
+			}
+			s.tell(ctx, channel, cb.User.ID, note)
 		}
 	})
 	return func() {
