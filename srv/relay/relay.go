@@ -172,6 +172,8 @@ func (r *Relay) Sessions() int {
 // States counts the open /agent/ws connections by lifecycle state.
 func (r *Relay) States() map[string]int { return r.conns.States() }
 
+// ServeHTTP takes an /agent/ws connection through the gate (srv/gate)
+// and hands it to the relay's wsconn.Set, which reads its envelopes.
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	door := gate.Door{Guard: r.o.Guard, Pending: r.o.Pending, Conns: &r.conns, Conn: r.o.Conn, Log: r.log}
 	c := door.Accept(w, req, min(r.o.MaxJoinFrame, r.o.MaxFrame), time.Now().Add(r.o.JoinTimeout))
