@@ -85,11 +85,40 @@ func TestArchitectureMap(t *testing.T) {
 	}
 	for _, dir := range []string{"srv/hub", "srv/relay"} {
 		files, _ := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+		pkgDoc := packageDoc(t, files)
 		for _, f := range files {
 			name := filepath.Base(f)
-			if !strings.HasSuffix(name, "_test.go") && !strings.Contains(para, "`"+name+"`") {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			if !strings.Contains(para, "`"+name+"`") {
 				t.Errorf("docs/architecture.md does not say what %s/%s holds", dir, name)
+			}
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(pkgDoc) {
+				t.Errorf("the package comment of %s does not say what %s holds", dir, name)
 			}
 		}
 	}
+}
+
+// packageDoc is the package comment found among files.
+func packageDoc(t *testing.T, files []string) string {
+	t.Helper()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		if i := strings.Index(s, "// Package "); i >= 0 {
+			if j := strings.Index(s[i:], "\npackage "); j >= 0 {
+				return s[i : i+j]
+			}
+		}
+	}
+	t.Fatalf("no package comment among %v", files)
+	return ""
 }
