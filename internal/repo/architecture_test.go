@@ -84,13 +84,9 @@ func TestArchitectureMap(t *testing.T) {
 		para = para[:strings.Index(para, "\n\n")]
 	}
 	for _, dir := range []string{"srv/hub", "srv/relay"} {
-		files, _ := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+		files := sources(t, dir)
 		pkgDoc := packageDoc(t, files)
-		for _, f := range files {
-			name := filepath.Base(f)
-			if strings.HasSuffix(name, "_test.go") {
-				continue
-			}
+		for name := range files {
 			if !strings.Contains(para, "`"+name+"`") {
 				t.Errorf("docs/architecture.md does not say what %s/%s holds", dir, name)
 			}
@@ -101,9 +97,15 @@ func TestArchitectureMap(t *testing.T) {
 	}
 }
 
-// packageDoc is the package comment found among files.
-func packageDoc(t *testing.T, files []string) string {
+// sources are the Go files of dir (relative to the repository's root)
+// but its tests, by name.
+func sources(t *testing.T, dir string) map[string]string {
 	t.Helper()
+	files, err := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	src := map[string]string{}
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -112,13 +114,21 @@ func packageDoc(t *testing.T, files []string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := string(b)
+		src[filepath.Base(f)] = string(b)
+	}
+	return src
+}
+
+// packageDoc is the package comment found among files (sources).
+func packageDoc(t *testing.T, files map[string]string) string {
+	t.Helper()
+	for _, s := range files {
 		if i := strings.Index(s, "// Package "); i >= 0 {
 			if j := strings.Index(s[i:], "\npackage "); j >= 0 {
 				return s[i : i+j]
 			}
 		}
 	}
-	t.Fatalf("no package comment among %v", files)
+	t.Fatalf("no package comment among %d files", len(files))
 	return ""
 }
