@@ -12,7 +12,8 @@ import (
 
 // TestArchitectureMap keeps docs/architecture.md true: its package table
 // names every package of the module (but gen/, the bench and the
-// end-to-end tests) with exactly what it imports of the module, and its
+// end-to-end tests), and no other, with exactly what it imports of the
+// module, and its
 // paragraph on the hub and the relay names each of their files.
 func TestArchitectureMap(t *testing.T) {
 	const module = "github.com/agentassistant/agentassistant/"
@@ -49,17 +50,17 @@ func TestArchitectureMap(t *testing.T) {
 		return out
 	}
 	listed := map[string]bool{}
-	for line := range strings.Lines(string(doc)) {
+	for line := range strings.Lines(section(t, "Packages")) {
 		cells := strings.Split(strings.TrimSpace(line), " | ")
 		if len(cells) != 3 || !strings.HasPrefix(cells[0], "| `") {
 			continue
 		}
 		pkgs := names(cells[0])
-		if _, ok := imports[pkgs[0]]; !ok {
-			continue // another table
-		}
 		var want []string
 		for _, p := range pkgs {
+			if _, ok := imports[p]; !ok {
+				t.Errorf("docs/architecture.md's package table has a row for %s, which is no package of the module", p)
+			}
 			listed[p] = true
 			want = append(want, imports[p]...)
 		}
@@ -83,12 +84,51 @@ func TestArchitectureMap(t *testing.T) {
 		para = para[:strings.Index(para, "\n\n")]
 	}
 	for _, dir := range []string{"srv/hub", "srv/relay"} {
-		files, _ := filepath.Glob(filepath.Join("../..", dir, "*.go"))
-		for _, f := range files {
-			name := filepath.Base(f)
-			if !strings.HasSuffix(name, "_test.go") && !strings.Contains(para, "`"+name+"`") {
+		files := sources(t, dir)
+		pkgDoc := packageDoc(t, files)
+		for name := range files {
+			if !strings.Contains(para, "`"+name+"`") {
 				t.Errorf("docs/architecture.md does not say what %s/%s holds", dir, name)
+			}
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(name) + `\b`).MatchString(pkgDoc) {
+				t.Errorf("the package comment of %s does not say what %s holds", dir, name)
 			}
 		}
 	}
+}
+
+// sources are the Go files of dir (relative to the repository's root)
+// but its tests, by name.
+func sources(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("../..", dir, "*.go"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files in %s: %v", dir, err)
+	}
+	src := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src[filepath.Base(f)] = string(b)
+	}
+	return src
+}
+
+// packageDoc is the package comment found among files (sources).
+func packageDoc(t *testing.T, files map[string]string) string {
+	t.Helper()
+	for _, s := range files {
+		if i := strings.Index(s, "// Package "); i >= 0 {
+			if j := strings.Index(s[i:], "\npackage "); j >= 0 {
+				return s[i : i+j]
+			}
+		}
+	}
+	t.Fatalf("no package comment among %d files", len(files))
+	return ""
 }

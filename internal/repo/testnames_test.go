@@ -9,15 +9,15 @@ import (
 	"testing"
 )
 
-// pages are the documentation a reader has: the README, SECURITY.md and
-// docs/.
+// pages are the documentation a reader has: the README, SECURITY.md,
+// CONTRIBUTING.md and docs/.
 func pages(t *testing.T) []string {
 	t.Helper()
 	docs, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"../../README.md", "../../SECURITY.md"}, docs...)
+	return append([]string{"../../README.md", "../../SECURITY.md", "../../CONTRIBUTING.md"}, docs...)
 }
 
 // testFuncs maps each test function of the repository to the directories

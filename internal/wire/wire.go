@@ -20,7 +20,10 @@ import (
 type Kind int
 
 const (
+	// AskQuestion is a question, answered by the person (ask_question).
 	AskQuestion Kind = iota + 1
+	// TaskFinish is a task report, answered with feedback or the next
+	// instruction (task_finish, work_report).
 	TaskFinish
 )
 

@@ -37,6 +37,7 @@ const (
 
 var eventKindNames = [...]string{Asked: "asked", Answered: "answered", Withdrawn: "withdrawn", TimedOut: "timed_out"}
 
+// String is the kind's name as the metrics label it.
 func (k EventKind) String() string {
 	if int(k) < len(eventKindNames) && eventKindNames[k] != "" {
 		return eventKindNames[k]

@@ -13,8 +13,11 @@
 // a room's request events in order, the settled note waiting its turn;
 // missed.go answers kept for absent agents, handed over once, and the
 // agent-gone notice; settled.go outcomes kept for re-attaching callers;
-// keptbytes.go the bytes a room keeps of both; pendingcap.go the
-// requests a room may have waiting;
+// keptbytes.go the bytes a room keeps of both; keeps.go those bounds, for
+// a cluster's history budget to spare what a room still needs;
+// outcome.go a settled request's outcome read back, for a channel's
+// follow-up after a restart; pendingcap.go the requests a room may have
+// waiting;
 // replay.go the numbered events and their ring; presence.go presence
 // batching; chat.go chat and remote input; peers.go the other instances'
 // devices; broadcast.go the fan-out; note.go the notes a room's clients
@@ -26,13 +29,16 @@
 // Goroutines. The hub has no loop of its own. A request's waiting belongs
 // to the caller of Ask (the RPC handler), a client's sending to its
 // connection. Timers run their functions on goroutines of their own: a
-// request's deadline and orphan grace (request.go), its agent-gone notice
-// (missed.go), a room's presence flush (presence.go); each takes the
-// room's lock, finds whether it still applies, and does nothing otherwise.
-// broadcast splits a crowd among goroutines and waits for them. The
-// writes the hub makes on hearing a change run on goroutines it owns
-// (goWrite); Close waits for them, and for every outcome and agent-gone
-// mark being written (own).
+// request's deadline (request.go), its orphan grace and agent-gone
+// notice (records.go), an outcome that could not be saved tried again
+// (link.go), a room's presence flush (presence.go) and its sweep of what
+// it keeps past its time (settled.go); each takes the room's lock, finds
+// whether it still applies, and does nothing otherwise. broadcast splits
+// a crowd among goroutines and waits for them. The writes the hub makes
+// on hearing a change run on goroutines it owns (goWrite), and so do the
+// history's pruning (restore.go) and the store's probe while writes are
+// refused (link.go); Close waits for them, and for every outcome and
+// agent-gone mark being written (own).
 //
 // Locks: Hub.mu only finds a room; room.mu guards everything in it. Under
 // room.mu the hub queues notes (Client.Send), which do not wait for the

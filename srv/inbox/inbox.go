@@ -88,6 +88,8 @@ func New(o Options) *Handler {
 	return h
 }
 
+// ServeHTTP takes a /ws connection through the gate (srv/gate) and
+// hands it to the handler's wsconn.Set, which reads its frames.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	door := gate.Door{Guard: h.o.Guard, Pending: h.o.Pending, Conns: &h.conns, Conn: h.wsOpts, Log: h.log}
 	wc := door.Accept(w, r, min(h.o.MaxLoginFrame, h.o.MaxFrame), time.Now().Add(h.o.LoginTimeout))

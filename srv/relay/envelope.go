@@ -26,6 +26,8 @@ type Error struct {
 	Message string `json:"message"`
 }
 
+// Error gives the code and the message, as the error frame carries
+// them.
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Refusal is why the relay refused what err answers, in the relay's

@@ -17,11 +17,17 @@
 // host's state and tools; mailbox.go user messages; study.go the study
 // session; local.go the in-process agent of the MCP bridge; external.go a
 // host behind another protocol (an AG-UI thread, srv/agui); limits.go
-// what one token may hold.
+// what one token may hold; in cluster mode, cluster.go relay sessions
+// across instances and cluster_home.go a session's home instance, and
+// what follows when it goes.
 //
 // Goroutines: one reader per connection, owned by the relay's set of
 // connections (Close waits for them); the host-grace timer (members.go)
-// runs on its own goroutine and takes the locks as everyone else does.
+// and a call's deadline (route.go) run on goroutines of their own and
+// take the locks as everyone else does; the cluster goroutine
+// (runCluster, cluster_home.go) and an external host's replies sent later
+// (external.go, on the owned.Group its owner gave Adapter.Join) are
+// waited for at the relay's and that owner's Close.
 // Locks: Relay.mu before channel.mu (sessions.go); the order of all the
 // server's locks is internal/lockorder's, explained in
 // docs/architecture.md.
@@ -172,6 +178,8 @@ func (r *Relay) Sessions() int {
 // States counts the open /agent/ws connections by lifecycle state.
 func (r *Relay) States() map[string]int { return r.conns.States() }
 
+// ServeHTTP takes an /agent/ws connection through the gate (srv/gate)
+// and hands it to the relay's wsconn.Set, which reads its envelopes.
 func (r *Relay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	door := gate.Door{Guard: r.o.Guard, Pending: r.o.Pending, Conns: &r.conns, Conn: r.o.Conn, Log: r.log}
 	c := door.Accept(w, req, min(r.o.MaxJoinFrame, r.o.MaxFrame), time.Now().Add(r.o.JoinTimeout))

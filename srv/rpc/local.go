@@ -61,21 +61,27 @@ func (l *Local) Reattach(ctx context.Context, kind wire.Kind, id string, sum [32
 	return askResponse(id, rep), qs, rep.Nickname, nil
 }
 
+// TakeMissedAnswers hands over, once, the answers given while no call
+// of this token waited for them.
 func (l *Local) TakeMissedAnswers(_ context.Context, req *pb.TakeMissedAnswersRequest) (*pb.TakeMissedAnswersResponse, error) {
 	return controlService{l.s}.takeMissed(l.c.token, req)
 }
 
+// CancelRequest withdraws a pending request from every screen.
 func (l *Local) CancelRequest(ctx context.Context, req *pb.CancelRequestRequest) error {
 	_, err := controlService{l.s}.cancel(ctx, l.c.token, req)
 	return err
 }
 
+// AskQuestionReply answers a question as a device of this token would;
+// the first answer wins.
 func (l *Local) AskQuestionReply(ctx context.Context, req *pb.AskQuestionReplyRequest) error {
 	resp := req.GetResponse()
 	_, err := replyService{l.s}.answer(ctx, l.c, wire.AskQuestion, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 	return err
 }
 
+// TaskFinishReply answers a task report as a device of this token would.
 func (l *Local) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequest) error {
 	resp := req.GetResponse()
 	_, err := replyService{l.s}.answer(ctx, l.c, wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
@@ -92,6 +98,8 @@ func viaRelay[Req, Resp any](ctx context.Context, l *Local, call func(*uiRelay, 
 	return call(l.ui, ctx, l.c.token, req)
 }
 
+// GetUIState reads the state and tools the relay session's host
+// published.
 func (l *Local) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
 	return viaRelay(ctx, l, (*uiRelay).getUIState, req)
 }
@@ -108,18 +116,24 @@ func (l *Local) CallUITool(ctx context.Context, session, tool string, params map
 	}, toolCall{Params: params, Reason: reason, ToolName: tool})
 }
 
+// PostAgentMessage shows the agent's message in the relay session's
+// host.
 func (l *Local) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
 	return viaRelay(ctx, l, (*uiRelay).postAgentMessage, req)
 }
 
+// WaitUserMessage takes the next message the person sent in the host,
+// waiting a while for one.
 func (l *Local) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
 	return viaRelay(ctx, l, (*uiRelay).waitUserMessage, req)
 }
 
+// StartSession starts a study session in the relay session.
 func (l *Local) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
 	return viaRelay(ctx, l, (*uiRelay).startSession, req)
 }
 
+// EndSession ends the relay session's study session.
 func (l *Local) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
 	return viaRelay(ctx, l, (*uiRelay).endSession, req)
 }

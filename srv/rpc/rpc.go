@@ -234,6 +234,11 @@ func clip(s string) string {
 	return strings.ToValidUTF8(s[:maxNameLen], "")
 }
 
+// ask is every question and task report of the services: it checks req
+// (its options, its text, its ID), gives it its ID and timeout when the
+// caller gave none, and waits in the hub for the outcome, a hub error
+// mapped to its Connect code (askError). The ID returned is the
+// request's, made here when the caller gave none.
 func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec int32) (*hub.Reply, string, error) {
 	kind, id := req.Kind, req.ID
 	if strings.TrimSpace(req.Text) == "" && len(req.Questions) > 0 {
@@ -323,6 +328,9 @@ func (r replyService) TaskFinishReply(ctx context.Context, req *pb.TaskFinishRep
 	return r.answer(ctx, connectCaller(ctx), wire.TaskFinish, resp.GetID(), req.GetNickname(), resp.GetIsError(), resp.GetMeta(), resp.GetContents())
 }
 
+// answer puts in the answer of nick (a name of one line; "rpc" when
+// none) to the request id of kind, from a caller that is not on /ws;
+// the first answer wins.
 func (r replyService) answer(ctx context.Context, c caller, kind wire.Kind, id, nick string, isErr bool, meta map[string]string, contents []*pb.McpResultContent) (*pb.MsgEmpty, error) {
 	if id == "" {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("Response.ID is empty"))
