@@ -9,6 +9,7 @@ import (
 	"net/http/pprof"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -39,9 +40,13 @@ func servePprof(addr string, guard *auth.Guard, log *slog.Logger) (stop func(), 
 		return nil, err
 	}
 	hs := &http.Server{Handler: guard.Wrap(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
+	var served sync.WaitGroup // stop waits for the goroutine serving ln
+	served.Go(func() { _ = hs.Serve(ln) })
 	log.Warn("serving profiles", "addr", ln.Addr().String())
-	return func() { _ = hs.Close() }, nil
+	return func() {
+		_ = hs.Close()
+		served.Wait()
+	}, nil
 }
 
 // memoryClasses writes runtime/metrics' /memory/classes/ figures.

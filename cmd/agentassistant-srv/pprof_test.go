@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"log/slog"
 	"net/http/httptest"
+	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -30,5 +33,20 @@ func TestMemoryClassesAreReported(t *testing.T) {
 func TestProfilesOnlyOnLoopback(t *testing.T) {
 	if _, err := servePprof("0.0.0.0:0", &auth.Guard{}, nil); err == nil {
 		t.Fatal("profiles were served on every interface")
+	}
+}
+
+// TestProfilesStopWaitsForTheirServer: the profiles' listener is served
+// by a goroutine of servePprof's, which stop waits for: none is left
+// serving once it returns.
+func TestProfilesStopWaitsForTheirServer(t *testing.T) {
+	stop, err := servePprof("127.0.0.1:0", &auth.Guard{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	buf := make([]byte, 1<<20)
+	if stacks := string(buf[:runtime.Stack(buf, true)]); strings.Contains(stacks, "servePprof") {
+		t.Fatalf("a goroutine of servePprof outlived stop:\n%s", stacks)
 	}
 }

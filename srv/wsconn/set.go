@@ -18,10 +18,16 @@ type Set struct {
 	pinger   sync.WaitGroup
 	pinging  bool
 	stopPing chan struct{}
-	peak     int  // most connections since the set was last empty
-	trimAt   int  // trim when the count falls to this (or to zero)
-	trimming bool // a trim is scheduled
+	peak     int         // most connections since the set was last empty
+	trimAt   int         // trim when the count falls to this (or to zero)
+	trimming bool        // a trim is scheduled or running
+	trim     *time.Timer // the scheduled trim, stopped by Close
+	trims    sync.WaitGroup
 }
+
+// freeOSMemory gives the heap's free pages back to the OS (a variable
+// for the tests).
+var freeOSMemory = debug.FreeOSMemory
 
 // trimPeak is the crowd size after whose departure memory is returned to
 // the OS at once, rather than as the runtime's scavenger gets to it.
@@ -68,8 +74,11 @@ func (s *Set) Remove(c *Conn) {
 		if n == 0 {
 			s.peak = 0
 		}
-		time.AfterFunc(time.Second, func() {
-			debug.FreeOSMemory()
+		// Its goroutine is the set's: Close stops it, or waits for it.
+		s.trims.Add(1)
+		s.trim = time.AfterFunc(time.Second, func() {
+			defer s.trims.Done()
+			freeOSMemory()
 			s.mu.Lock()
 			s.trimming = false
 			s.mu.Unlock()
@@ -137,9 +146,13 @@ func (s *Set) Close() {
 	if first && s.pinging {
 		close(s.stopPing)
 	}
+	if s.trim != nil && s.trim.Stop() {
+		s.trims.Done() // stopped before it ran
+	}
 	s.mu.Unlock()
 	s.wg.Wait()
 	s.pinger.Wait()
+	s.trims.Wait()
 	s.mu.Lock()
 	p := s.poll
 	s.poll = nil
