@@ -70,8 +70,12 @@ func title(n Notice) string {
 }
 
 // answeredWith is what n's answer chose among what its question's
-// messages offered, its options or the quick replies (Chosen).
+// messages offered, its options or the quick replies (Chosen), or, made
+// from its note after a restart, what the note says it chose.
 func answeredWith(n Notice) []string {
+	if n.chose != nil {
+		return n.chose
+	}
 	return Chosen(n.Request, n.Reply, quickReplies)
 }
 
