@@ -6,9 +6,7 @@
 // notifications, the few words that say how.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Browser, Page } from 'playwright-core'
-import { launch, opened, startServer, type Server } from './harness'
-
-const SHOTS = process.env.AA_SHOTS_UI // this change's screenshots, when set
+import { SHOTS, launch, opened, startServer, type Server } from './harness'
 
 let srv: Server
 let browser: Browser
