@@ -73,6 +73,10 @@ type Notice struct {
 	// slot is the channel's place among its token's (Options.Routes),
 	// which names it in the note that it was sent the question.
 	slot int
+	// chose, of a settled notice made from its note after a restart
+	// (Manager.recorded), is what the answer chose as noted: the note
+	// keeps neither the answer nor the question's options.
+	chose []string
 }
 
 // A Listener is a channel that also takes answers (a chat's buttons and

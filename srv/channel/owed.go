@@ -68,12 +68,17 @@ type sentRecord struct {
 	// Kind is the outcome; Nick who answered, through Door; At when;
 	// Since when the follow-up was first owed (the give-up counts from
 	// it); Done: it was made (or given up), and is not made again.
-	Kind  hub.EventKind `json:"k,omitempty"`
-	Nick  string        `json:"n,omitempty"`
-	Door  string        `json:"d,omitempty"`
-	At    time.Time     `json:"at,omitzero"`
-	Since time.Time     `json:"since,omitzero"`
-	Done  bool          `json:"done,omitempty"`
+	Kind hub.EventKind `json:"k,omitempty"`
+	Nick string        `json:"n,omitempty"`
+	Door string        `json:"d,omitempty"`
+	// Chose is what the answer chose among what the question offered
+	// (answeredWith), for a follow-up that names it: the note keeps
+	// neither the question's options nor the answer. Absent from a note
+	// of an older version: its follow-up names none, as then.
+	Chose []string  `json:"ch,omitempty"`
+	At    time.Time `json:"at,omitzero"`
+	Since time.Time `json:"since,omitzero"`
+	Done  bool      `json:"done,omitempty"`
 	// Unsent: a cluster's settle noted before its question was noted
 	// sent on the channel. Its follow-up waits while a send is claimed
 	// (the question may be going out just then), so that it goes after
@@ -150,14 +155,21 @@ func (r sentRecord) event(token string) hub.Event {
 // question as its other notices did (Notice.Seq; ntfy replaces the
 // question's notification with it) and opens the app as they do.
 func (m *Manager) recorded(rec sentRecord, token string, c Channel) Notice {
-	return m.notice(rec.event(token), rec.Slot, c)
+	n := m.notice(rec.event(token), rec.Slot, c)
+	if rec.Kind == hub.Answered {
+		n.chose = rec.Chose
+	}
+	return n
 }
 
 // settle marks r with the outcome of n.
 func (r *sentRecord) settle(n Notice) {
-	r.Kind, r.At, r.Nick, r.Door = n.Kind, n.At, "", ""
+	r.Kind, r.At, r.Nick, r.Door, r.Chose = n.Kind, n.At, "", "", nil
 	if n.Reply != nil {
 		r.Nick, r.Door = nickname(n.Reply), n.Reply.Door
+	}
+	if n.Kind == hub.Answered {
+		r.Chose = answeredWith(n)
 	}
 }
 

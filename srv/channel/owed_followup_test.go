@@ -278,7 +278,7 @@ func TestFollowUpHeardTwiceMadeOnce(t *testing.T) {
 			Request: hub.Request{Kind: wire.AskQuestion, ID: "q-1"}, Reply: &hub.Reply{Nickname: "Ana"}}, 0, after)
 		time.Sleep(time.Hour)
 		synctest.Wait()
-		if _, made := after.state(); !slices.Equal(made, []string{"Answered on Ana"}) {
+		if _, made := after.state(); !slices.Equal(made, []string{"Answered on Ana: Yes"}) {
 			t.Fatalf("follow-ups made: %q, want one", made)
 		}
 	})

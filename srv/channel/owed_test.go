@@ -178,7 +178,7 @@ func TestEditOwedAfterRestart(t *testing.T) {
 				m = New(Options{Hub: h, Routes: map[string][]Channel{tokA: {after}}, Notes: notes, AfterRestore: true})
 				m.Restored()
 				synctest.Wait()
-				if _, made := after.state(); !slices.Equal(made, []string{"Answered on Ana"}) {
+				if _, made := after.state(); !slices.Equal(made, []string{"Answered on Ana: Yes"}) {
 					t.Fatalf("edits made after the restart: %q", made)
 				}
 				m.Close()

@@ -70,24 +70,35 @@ func title(n Notice) string {
 }
 
 // answeredWith is what n's answer chose among what its question's
-// messages offered, its options or the quick replies, so that a
-// message settled says which; nil when the answer holds anything else
-// (the person's own words, an image), which is never repeated there: a
-// chat or an ntfy topic may be read by others than the person.
+// messages offered, its options or the quick replies (Chosen), or, made
+// from its note after a restart, what the note says it chose.
 func answeredWith(n Notice) []string {
-	if n.Reply == nil || len(n.Reply.Contents) == 0 {
+	if n.chose != nil {
+		return n.chose
+	}
+	return Chosen(n.Request, n.Reply, quickReplies)
+}
+
+// Chosen is what r chose among what req offered, its options, or, for
+// a question of none, one of replies (the quick replies its message
+// showed as buttons), so that a message settled says which; nil when
+// the answer holds anything else (the person's own words, an image),
+// which is never repeated there: a chat or an ntfy topic may be read by
+// others than the person, a lock screen by whoever holds the phone.
+func Chosen(req hub.Request, r *hub.Reply, replies []string) []string {
+	if r == nil || len(r.Contents) == 0 {
 		return nil
 	}
-	texts := make([]string, 0, len(n.Reply.Contents))
-	for _, c := range n.Reply.Contents {
+	texts := make([]string, 0, len(r.Contents))
+	for _, c := range r.Contents {
 		if c.GetText() == nil {
 			return nil
 		}
 		texts = append(texts, c.GetText().GetText())
 	}
-	opts, _, _ := wire.OptionsOf(n.Request.Questions)
+	opts, _, _ := wire.OptionsOf(req.Questions)
 	if len(opts) == 0 {
-		if len(texts) == 1 && slices.Contains(quickReplies, texts[0]) {
+		if len(texts) == 1 && slices.Contains(replies, texts[0]) {
 			return texts
 		}
 		return nil

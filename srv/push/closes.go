@@ -81,8 +81,8 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 	if !settled || answeredBy(ev, sd.sub) {
 		return
 	}
-	m := settledMessage(ev, sd.room)
-	m.Sub, m.Waiting = sd.sub.ID, p.waiting(ev)
+	m := settledMessage(ev, sd.room, sd.sub)
+	m.Waiting = p.waiting(ev)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if sd.closing[j.msg.ID] > 0 && !owed {
@@ -164,8 +164,8 @@ func (p *Pusher) adopt(l Left) {
 		}
 		return
 	}
-	m := settledMessage(ev, l.Room)
-	m.Sub, m.Waiting = l.Sub, p.waiting(ev)
+	m := settledMessage(ev, l.Room, subs[i])
+	m.Waiting = p.waiting(ev)
 	p.log.Info("push close taken over: the instance it was left to did not push it", "subscription", l.Sub, "question", l.ID)
 	p.queue(l.Room, subs[i], job{msg: m, topic: m.Tag, ttl: time.Hour, owed: true})
 }

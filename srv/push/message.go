@@ -143,14 +143,23 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 	return m
 }
 
-// settledMessage is the push that closes a question's notification.
-func settledMessage(ev hub.Event, room string) message {
-	m := message{V: 1, Type: "settled", ID: ev.Request.ID, Tag: tagOf(room, ev.Request.ID), URL: "/?request=" + url.QueryEscape(ev.Request.ID)}
+// settledMessage is the push that closes a question's notification on
+// sub's device. An answer that chose among what the question offered
+// (its options, or the quick replies sub's notification showed as
+// buttons) is named in its Outcome, as the channels name it; the
+// person's own words never are: a notification shows on a lock screen
+// (channel.Chosen). Settled as it was pushed (closes.go), ev holds the
+// question's ID alone, and an option chosen goes unnamed.
+func settledMessage(ev hub.Event, room string, sub Subscription) message {
+	m := message{V: 1, Type: "settled", ID: ev.Request.ID, Tag: tagOf(room, ev.Request.ID), URL: "/?request=" + url.QueryEscape(ev.Request.ID), Sub: sub.ID}
 	switch ev.Kind {
 	case hub.Answered:
 		m.Outcome = "Answered"
 		if ev.Reply != nil && ev.Reply.Nickname != "" {
 			m.Outcome = "Answered on " + channel.Clip(ev.Reply.Nickname, 60)
+		}
+		if chosen := channel.Chosen(ev.Request, ev.Reply, sub.Replies); len(chosen) > 0 {
+			m.Outcome = channel.Clip(m.Outcome+": "+channel.Isolated(strings.Join(chosen, ", ")), maxTitle)
 		}
 	case hub.TimedOut:
 		m.Outcome = "Timed out"

@@ -203,8 +203,6 @@ func (p *Pusher) event(ev hub.Event) {
 		}
 	default:
 		p.caps.Void(room, ev.Request.ID)
-		m := settledMessage(ev, room)
-		m.Waiting = waiting
 		for _, s := range subs {
 			if answeredBy(ev, s) {
 				// Its notification closed at the tap, and its service
@@ -215,8 +213,8 @@ func (p *Pusher) event(ev hub.Event) {
 				// the background" (docs/push.md).
 				continue
 			}
-			m := m
-			m.Sub = s.ID
+			m := settledMessage(ev, room, s)
+			m.Waiting = waiting
 			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: time.Hour})
 		}
 	}

@@ -428,7 +428,8 @@ describe('Web Push', () => {
     await page.getByTestId('quick').filter({ hasText: 'Hold on' }).click()
     expect(text(await third)).toBe('Hold on')
     const settled = await pushService.next()
-    expect(JSON.parse(settled.plaintext)).toMatchObject({ type: 'settled', tag: m3.tag, outcome: 'Answered on Pixel 8' })
+    // It names the quick reply chosen, one of the device's buttons.
+    expect(JSON.parse(settled.plaintext)).toMatchObject({ type: 'settled', tag: m3.tag, outcome: 'Answered on Pixel 8: Hold on' })
     await deliver(settled.plaintext)
     await expect.poll(shown).toEqual([])
 

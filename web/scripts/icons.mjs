@@ -1,6 +1,9 @@
 // Draws the app's PNG icons from public/favicon.svg with Chromium
 // (playwright-core, already a dev dependency): 192 and 512 px "any", and
 // a 512 px maskable one whose drawing keeps inside the 80 % safe zone,
+// the 180 px apple-touch-icon drawn the same way (an iPhone's Home
+// Screen shows a transparent icon's clear parts black, and rounds the
+// corners itself),
 // and a notification's 96 px badge: the bubble alone, white on nothing,
 // its dots cut out (a status bar draws a badge from its alpha only).
 // Run: node scripts/icons.mjs (CHROMIUM names the browser).
@@ -35,5 +38,6 @@ async function badge(size, name) {
 await draw(192, 'icon-192.png', false)
 await draw(512, 'icon-512.png', false)
 await draw(512, 'maskable-512.png', true)
+await draw(180, 'apple-touch-icon.png', true)
 await badge(96, 'badge-96.png')
 await browser.close()

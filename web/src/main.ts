@@ -6,6 +6,10 @@ import './app.css'
 import App from './App.vue'
 import { i18n, quasarLang } from './lib/i18n'
 import { registerSW } from './lib/sw'
+import { watchInstall } from './lib/install'
+
+// Before the app mounts: the browser may offer to install it at once.
+watchInstall()
 
 createApp(App)
   .use(i18n)

@@ -152,6 +152,12 @@ export default {
     replyTooLong: 'At most 40 bytes',
     resetReplies: 'Back to the defaults',
   },
+  // Installing the app (the settings, next to the notifications).
+  install: {
+    button: 'Install the app',
+    why: 'Installed, it opens in its own window and from the home screen, its icon counting the questions waiting.',
+    ios: 'On iPhone and iPad, notifications come only to the app on the Home Screen: tap Share, then “Add to Home Screen”, and open it from there.',
+  },
   push: {
     toggle: 'Notify this device when the page is closed',
     insecure: 'Notifications need the app opened over https (or at localhost on this machine); this page is plain http. How to serve it over https: docs/push.md, “A secure origin”.',

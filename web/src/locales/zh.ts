@@ -150,6 +150,12 @@ export default {
     replyTooLong: '最多 40 字节',
     resetReplies: '恢复默认',
   },
+  // Installing the app (the settings, next to the notifications).
+  install: {
+    button: '安装应用',
+    why: '安装后，它在自己的窗口中打开，也可从主屏幕打开，图标上显示等待回答的问题数。',
+    ios: '在 iPhone 和 iPad 上，只有添加到主屏幕的应用才能收到通知：点“分享”，再点“添加到主屏幕”，然后从主屏幕打开它。',
+  },
   push: {
     toggle: '页面关闭时也通知此设备',
     insecure: '通知需要通过 https（或在本机的 localhost）打开应用；此页面是普通 http。如何通过 https 提供：见 docs/push.md 的“A secure origin”一节。',
