@@ -284,6 +284,13 @@ func New(o Options) *Server {
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
+			// On a copy of the request: net/http looks at the body of
+			// its own to tell whether the request was read to its end,
+			// and closes the connection after the answer when it was
+			// not. Replaced in place, it saw a MaxBytesReader, took a
+			// body cut off at the deadline for one read whole, and read
+			// the rest of it as the next request.
+			r = r.WithContext(r.Context())
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
 		s.route(w, r)
