@@ -1,0 +1,47 @@
+package answercap
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// cutBody gives a little of a body, then fails as a body cut off at the
+// server's body deadline does.
+type cutBody struct{ r io.Reader }
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	if n, _ := b.r.Read(p); n > 0 {
+		return n, nil
+	}
+	return 0, os.ErrDeadlineExceeded
+}
+
+// TestAnswerBodyFailuresSayWhich: a body too large is 413; one that did
+// not arrive in time is 408 (RFC 9110 15.5.9), not "too large": a
+// client on a slow link is told to send it again, not to send less.
+// Neither spends anything.
+func TestAnswerBodyFailuresSayWhich(t *testing.T) {
+	s := New()
+	h := s.Answer(nil, time.Now, slog.New(slog.DiscardHandler), func(*http.Request) {})
+	for _, c := range []struct {
+		name string
+		body io.Reader
+		code int
+		says string
+	}{
+		{"too large", strings.NewReader(`{"cap":"` + strings.Repeat("x", maxAnswer+1024) + `"}`), http.StatusRequestEntityTooLarge, "too large"},
+		{"cut off", &cutBody{strings.NewReader(`{"cap":"`)}, http.StatusRequestTimeout, "did not arrive"},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", c.body))
+		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.says) {
+			t.Errorf("%s: %d %s, want %d saying %q", c.name, rec.Code, rec.Body, c.code, c.says)
+		}
+	}
+}
