@@ -3,8 +3,6 @@ package srv_test
 import (
 	"bytes"
 	"crypto/tls"
-	"log/slog"
-	"net"
 	"testing"
 	"time"
 
@@ -31,24 +29,7 @@ func TestHTTP2StreamsPerConnectionAreFew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := srv.New(srv.Options{Tokens: toks})
-	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle(), ErrorLog: slog.New(slog.DiscardHandler)})
-	certFile, keyFile, pool := selfSigned(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = hs.ServeTLS(ln, certFile, keyFile)
-	}()
-	t.Cleanup(func() {
-		s.Close()
-		_ = hs.Close()
-		<-served
-	})
-	addr := ln.Addr().String()
+	addr, pool := serveTLS(t, srv.New(srv.Options{Tokens: toks}))
 	c, err := tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)

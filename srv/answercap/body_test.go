@@ -8,19 +8,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 )
-
-// cutBody gives a little of a body, then fails as a body cut off at the
-// server's body deadline does.
-type cutBody struct{ r io.Reader }
-
-func (b *cutBody) Read(p []byte) (int, error) {
-	if n, _ := b.r.Read(p); n > 0 {
-		return n, nil
-	}
-	return 0, os.ErrDeadlineExceeded
-}
 
 // TestAnswerBodyFailuresSayWhich: a body too large is 413; one that did
 // not arrive in time is 408 (RFC 9110 15.5.9), not "too large": a
@@ -36,7 +26,7 @@ func TestAnswerBodyFailuresSayWhich(t *testing.T) {
 		says string
 	}{
 		{"too large", strings.NewReader(`{"cap":"` + strings.Repeat("x", maxAnswer+1024) + `"}`), http.StatusRequestEntityTooLarge, "too large"},
-		{"cut off", &cutBody{strings.NewReader(`{"cap":"`)}, http.StatusRequestTimeout, "did not arrive"},
+		{"cut off", io.MultiReader(strings.NewReader(`{"cap":"`), iotest.ErrReader(os.ErrDeadlineExceeded)), http.StatusRequestTimeout, "did not arrive"},
 	} {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("POST", "/push/answer", c.body))

@@ -7,20 +7,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/agentassistant/agentassistant/srv/hub"
 )
-
-// cutBody gives a little of a body, then fails as a body cut off at the
-// server's body deadline does.
-type cutBody struct{ r io.Reader }
-
-func (b *cutBody) Read(p []byte) (int, error) {
-	if n, _ := b.r.Read(p); n > 0 {
-		return n, nil
-	}
-	return 0, os.ErrDeadlineExceeded
-}
 
 // TestWebhookAnswerBodyFailuresSayWhich: a signed answer too large is
 // 413; one that did not arrive in time is 408 (RFC 9110 15.5.9), not
@@ -37,7 +27,7 @@ func TestWebhookAnswerBodyFailuresSayWhich(t *testing.T) {
 		says string
 	}{
 		{"too large", strings.NewReader(`{"id":"` + strings.Repeat("x", maxSignedAnswer) + `"}`), http.StatusRequestEntityTooLarge, "too large"},
-		{"cut off", &cutBody{strings.NewReader(`{"id":"`)}, http.StatusRequestTimeout, "did not arrive"},
+		{"cut off", io.MultiReader(strings.NewReader(`{"id":"`), iotest.ErrReader(os.ErrDeadlineExceeded)), http.StatusRequestTimeout, "did not arrive"},
 	} {
 		rec := httptest.NewRecorder()
 		hook.Answers(h).ServeHTTP(rec, httptest.NewRequest("POST", "/channels/webhook/n8n/answer", c.body))

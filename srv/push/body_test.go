@@ -7,18 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
-
-// cutBody gives a little of a body, then fails as a body cut off at the
-// server's body deadline does.
-type cutBody struct{ r io.Reader }
-
-func (b *cutBody) Read(p []byte) (int, error) {
-	if n, _ := b.r.Read(p); n > 0 {
-		return n, nil
-	}
-	return 0, os.ErrDeadlineExceeded
-}
 
 // TestSubscriptionBodyFailuresSayWhich: a body too large is 413; one
 // that did not arrive in time is 408 (RFC 9110 15.5.9), not "too
@@ -33,7 +23,7 @@ func TestSubscriptionBodyFailuresSayWhich(t *testing.T) {
 		says string
 	}{
 		{"too large", strings.NewReader(`{"endpoint":"` + strings.Repeat("x", maxRequest) + `"}`), http.StatusRequestEntityTooLarge, "too large"},
-		{"cut off", &cutBody{strings.NewReader(`{"endpoint":"`)}, http.StatusRequestTimeout, "did not arrive"},
+		{"cut off", io.MultiReader(strings.NewReader(`{"endpoint":"`), iotest.ErrReader(os.ErrDeadlineExceeded)), http.StatusRequestTimeout, "did not arrive"},
 	} {
 		rec := httptest.NewRecorder()
 		f.p.Subscribe(tokA).ServeHTTP(rec, httptest.NewRequest("POST", "/push/subscriptions", c.body))
