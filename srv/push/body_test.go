@@ -1,34 +1,44 @@
 package push
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"os"
 	"strings"
 	"testing"
-	"testing/iotest"
+
+	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/hub"
 )
 
-// TestSubscriptionBodyFailuresSayWhich: a body too large is 413; one
-// that did not arrive in time is 408 (RFC 9110 15.5.9), not "too
-// large": the page on a slow link is told to send it again, not to
-// send less.
-func TestSubscriptionBodyFailuresSayWhich(t *testing.T) {
-	f := newFixture(t, Options{})
-	for _, c := range []struct {
-		name string
-		body io.Reader
-		code int
-		says string
-	}{
-		{"too large", strings.NewReader(`{"endpoint":"` + strings.Repeat("x", maxRequest) + `"}`), http.StatusRequestEntityTooLarge, "too large"},
-		{"cut off", io.MultiReader(strings.NewReader(`{"endpoint":"`), iotest.ErrReader(os.ErrDeadlineExceeded)), http.StatusRequestTimeout, "did not arrive"},
+// TestBodyIsWhatAPersonReads: a notification's body is the question's
+// text as the app shows it, in words: no link's address, no image's
+// data, no list or quote marks, and a "#" that is no heading's mark
+// kept; a lock screen shows two lines of it.
+func TestBodyIsWhatAPersonReads(t *testing.T) {
+	png := "data:image/png;base64," + strings.Repeat("iVBORw0KGgo", 40)
+	for _, c := range []struct{ text, want string }{
+		{"## Deploy\n\nShip **v2** to [staging](https://example.org/deploy?x=1) now?", "Deploy Ship v2 to staging now?"},
+		{"![the failing plot](" + png + ")\n\nWhy does it dip?", "[image: the failing plot] Why does it dip?"},
+		{"Pick one:\n\n- `make test`\n- make bench\n\n> quoted", "Pick one: make test make bench quoted"},
+		{"Fix issue #42 in C#?", "Fix issue #42 in C#?"},
+		{"部署到生产环境吗？ هل ننشر الآن؟ 🚀", "部署到生产环境吗？ هل ننشر الآن؟ 🚀"},
 	} {
-		rec := httptest.NewRecorder()
-		f.p.Subscribe(tokA).ServeHTTP(rec, httptest.NewRequest("POST", "/push/subscriptions", c.body))
-		if rec.Code != c.code || !strings.Contains(rec.Body.String(), c.says) {
-			t.Errorf("%s: %d %s, want %d saying %q", c.name, rec.Code, rec.Body, c.code, c.says)
+		ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "r", Text: c.text}}
+		if got := askMessage(ev, "room", Subscription{}).Body; got != c.want {
+			t.Errorf("body of %.40q = %q, want %q", c.text, got, c.want)
 		}
+	}
+}
+
+// TestTitleSetsRightToLeftNamesApart: an Arabic project or agent name in
+// the title is set apart (FSI…PDI), so that the English line reads left
+// to right around it; the parts the device words its own title with
+// stay as given.
+func TestTitleSetsRightToLeftNamesApart(t *testing.T) {
+	ev := hub.Event{Kind: hub.Asked, Request: hub.Request{Kind: wire.AskQuestion, ID: "r", Text: "?", AgentName: "وكيل", ProjectDirectory: "/home/me/متجر"}}
+	m := askMessage(ev, "room", Subscription{})
+	if want := "\u2068متجر\u2069 · \u2068وكيل\u2069 asks"; m.Title != want {
+		t.Errorf("title %q, want %q", m.Title, want)
+	}
+	if m.Asker != "وكيل" || m.Project != "متجر" {
+		t.Errorf("asker %q, project %q", m.Asker, m.Project)
 	}
 }
