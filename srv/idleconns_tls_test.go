@@ -54,17 +54,11 @@ func selfSigned(t *testing.T) (certFile, keyFile string, pool *x509.CertPool) {
 	return certFile, keyFile, pool
 }
 
-// TestIdleTLSFloodCannotLockTheOwnerOut: with TLS (and so HTTP/2), as
-// tls_cert serves: connections that never finish their handshake and
-// HTTP/2 connections idle after one public request are bounded like the
-// others, and the owner's request gets through.
-func TestIdleTLSFloodCannotLockTheOwnerOut(t *testing.T) {
-	const perAddr = 16
-	toks, err := auth.NewTokens(tokA, tokB)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := srv.New(srv.Options{Tokens: toks, Idle: srv.NewIdleConns(1000, perAddr), Limiter: auth.NewLimiter(1_000_000, time.Minute)})
+// serveTLS serves s over TLS (and so HTTP/2) as tls_cert does, on a
+// port of its own until the test ends, and returns its address and a
+// pool that trusts its certificate.
+func serveTLS(t *testing.T, s *srv.Server) (addr string, pool *x509.CertPool) {
+	t.Helper()
 	hs := srv.NewHTTPServer(s.Handler(), srv.HTTPOptions{Idle: s.Idle(), ErrorLog: slog.New(slog.DiscardHandler)})
 	certFile, keyFile, pool := selfSigned(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -81,7 +75,20 @@ func TestIdleTLSFloodCannotLockTheOwnerOut(t *testing.T) {
 		_ = hs.Close()
 		<-served
 	})
-	addr := ln.Addr().String()
+	return ln.Addr().String(), pool
+}
+
+// TestIdleTLSFloodCannotLockTheOwnerOut: with TLS (and so HTTP/2), as
+// tls_cert serves: connections that never finish their handshake and
+// HTTP/2 connections idle after one public request are bounded like the
+// others, and the owner's request gets through.
+func TestIdleTLSFloodCannotLockTheOwnerOut(t *testing.T) {
+	const perAddr = 16
+	toks, err := auth.NewTokens(tokA, tokB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, pool := serveTLS(t, srv.New(srv.Options{Tokens: toks, Idle: srv.NewIdleConns(1000, perAddr), Limiter: auth.NewLimiter(1_000_000, time.Minute)}))
 	client := func() *http.Client {
 		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, ForceAttemptHTTP2: true}
 		t.Cleanup(tr.CloseIdleConnections)

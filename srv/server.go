@@ -284,6 +284,13 @@ func New(o Options) *Server {
 	s.handle("/", GuardPublic, webui.Handler())
 	s.handler = o.Guard.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
+			// On a copy of the request: net/http looks at the body of
+			// its own to tell whether the request was read to its end,
+			// and closes the connection after the answer when it was
+			// not. Replaced in place, it saw a MaxBytesReader, took a
+			// body cut off at the deadline for one read whole, and read
+			// the rest of it as the next request.
+			r = r.WithContext(r.Context())
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
 		s.route(w, r)
@@ -584,6 +591,16 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, code, out)
 }
 
+// MaxHTTP2Streams is how many requests one HTTP/2 connection (TLS) may
+// have in the server at once; net/http would take 250. The bound on
+// waiting connections (IdleConns) counts connections, and one waiting
+// for nobody may hold this many streams that wait too (a body that never
+// comes, a UI file never read), each a goroutine and its buffers: 16
+// makes 256 such connections from one address some 4,000 handlers
+// rather than 64,000. A client that needs more opens another connection
+// (Go's does by itself; a browser queues them).
+const MaxHTTP2Streams = 16
+
 // HTTPOptions are the timeouts of the http.Server; zero values take the
 // defaults.
 type HTTPOptions struct {
@@ -611,6 +628,7 @@ func NewHTTPServer(h http.Handler, o HTTPOptions) *http.Server {
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    64 << 10,
+		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: MaxHTTP2Streams},
 	}
 	if o.ErrorLog != nil {
 		hs.ErrorLog = slog.NewLogLogger(o.ErrorLog.Handler(), slog.LevelDebug)

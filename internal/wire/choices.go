@@ -7,6 +7,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"golang.org/x/text/unicode/norm"
+
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 )
 
@@ -72,18 +74,44 @@ func CheckOptions(opts []*pb.Option) error {
 	return nil
 }
 
-// shownLabel is a label as a button shows it: without its invisible
-// characters (format characters: zero-width spaces and joiners, word
-// joiners, soft hyphens, byte order marks), its spaces of any kind
-// single and none around it. Two labels shown the same cannot be told
-// apart on a button, nor typed back one rather than the other.
+// shownLabel is a label as a button shows it: in one canonical form
+// (NFC: a letter and its accent as one character or two are drawn
+// alike), without what is drawn as nothing (the default-ignorable
+// characters: format characters such as zero-width spaces and joiners,
+// soft hyphens and byte order marks; variation selectors; the combining
+// grapheme joiner; the Hangul fillers), with the braille blank for the
+// space it is drawn as, its spaces of any kind single and none around
+// it, and the Cyrillic and Greek letters drawn as Latin ones written as
+// those (lookalike). Two labels shown the same cannot be told apart on a
+// button, nor typed back one rather than the other.
 func shownLabel(l string) string {
 	return strings.Join(strings.Fields(strings.Map(func(r rune) rune {
-		if unicode.Is(unicode.Cf, r) {
+		switch {
+		case unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point):
 			return -1
+		case r == '\u2800':
+			return ' '
+		}
+		if l, ok := lookalike[r]; ok {
+			return l
 		}
 		return r
-	}, l)), " ")
+	}, norm.NFC.String(l))), " ")
+}
+
+// lookalike is the Cyrillic and Greek letters that common fonts draw as
+// a Latin letter, and that letter: a short list of what Unicode's
+// confusables (UTS #39) names, for the scripts most often mixed with
+// Latin to make a word read as another.
+var lookalike = map[rune]rune{
+	// Cyrillic
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P',
+	'С': 'C', 'Т': 'T', 'Х': 'X', 'У': 'Y', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S', 'Ԛ': 'Q', 'Ԝ': 'W',
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i',
+	'ј': 'j', 'ѕ': 's', 'ԁ': 'd', 'һ': 'h', 'ԛ': 'q', 'ԝ': 'w', 'ӏ': 'l',
+	// Greek
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M',
+	'Ν': 'N', 'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X', 'ο': 'o', 'ν': 'v', 'ρ': 'p',
 }
 
 // OptionsOf is the options of the first set of choices in qs, and whether

@@ -129,6 +129,55 @@ func TestCheckOptionsLabelsLookApart(t *testing.T) {
 	}
 }
 
+// TestCheckOptionsLabelsLookApartInAnyForm: Unicode has more ways to
+// write one look than spaces and format characters. A letter and its
+// accent may come as one character or two (canonically equivalent,
+// drawn alike); variation selectors, the combining grapheme joiner and
+// the Hangul fillers are default-ignorable, drawn as nothing; the
+// braille blank is drawn as a space; Cyrillic and Greek have letters
+// drawn as Latin ones. A hostile agent offering "Deny" and "Deny" with a
+// variation selector, or "Approve" with a Cyrillic A, gets two buttons
+// that read the same and learns which one was tapped: refused, naming
+// the option, as is a label of fillers alone. Labels in those scripts
+// that read differently are fine.
+func TestCheckOptionsLabelsLookApartInAnyForm(t *testing.T) {
+	for _, c := range []struct {
+		labels []string
+		want   string
+	}{
+		{[]string{"Caf\u00e9", "Cafe\u0301"}, "option 2"},
+		{[]string{"Deny", "Deny\ufe0f"}, "option 2"},
+		{[]string{"Deny", "Deny\U000E0100"}, "option 2"},
+		{[]string{"Deny", "De\u034fny"}, "option 2"},
+		{[]string{"Approve", "Deny", "\u0410pprove"}, "option 3"},
+		{[]string{"Deny", "D\u0435ny"}, "option 2"},
+		{[]string{"Keep", "\u039a\u0435\u0435\u0440"}, "option 2"},
+		{[]string{"\u3164"}, "option 1"},
+		{[]string{"Yes", "\u115f\u1160"}, "option 2"},
+		{[]string{"\uffa0"}, "option 1"},
+		{[]string{"No", "\u2800"}, "option 2"},
+		{[]string{"Ship it", "Ship\u2800it"}, "option 2"},
+	} {
+		var opts []*pb.Option
+		for _, l := range c.labels {
+			opts = append(opts, &pb.Option{Label: l})
+		}
+		if err := wire.CheckOptions(opts); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("labels %+q: %v, want an error naming %s", c.labels, err, c.want)
+		}
+	}
+	for _, ls := range [][]string{{"\u0414\u0430", "\u041d\u0435\u0442"}, {"\u039d\u03b1\u03b9", "\u038c\u03c7\u03b9"},
+		{"Caf\u00e9", "Cafe"}, {"x\u00b2", "x2"}, {"\u0421\u0442\u043e\u043f", "Stop"}, {"Tie\u0302\u0301n", "Tien"}} {
+		var opts []*pb.Option
+		for _, l := range ls {
+			opts = append(opts, &pb.Option{Label: l})
+		}
+		if err := wire.CheckOptions(opts); err != nil {
+			t.Errorf("labels %+q refused: %v", ls, err)
+		}
+	}
+}
+
 // TestChosenAppReply: the existing agentassistant's Flutter app of the
 // generation that shows a request's Questions answers them as text of
 // its own, "Q: <header>" then "A: <labels, comma-separated>", with a

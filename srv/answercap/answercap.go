@@ -312,8 +312,14 @@ func (s *Store) Answer(h *hub.Hub, now func() time.Time, log *slog.Logger, faile
 			Text string `json:"text"`
 		}
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAnswer+512))
-		if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
+			return
+		case err != nil:
+			// Cut off at the body deadline, or broken off: send it again.
+			writeError(w, http.StatusRequestTimeout, "the body did not arrive whole in time; send it again")
 			return
 		}
 		// One meaning only: {"text":"Yes","Text":"No"} is refused, not

@@ -226,8 +226,13 @@ func (w *Webhook) Answers(h *hub.Hub) http.Handler {
 			http.Error(rw, msg, code)
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(rw, r.Body, maxSignedAnswer))
-		if err != nil {
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			refuse(http.StatusRequestEntityTooLarge, "the body is too large", "the body is larger than 8 KiB")
+			return
+		case err != nil:
+			refuse(http.StatusRequestTimeout, "the body did not arrive whole in time; send it again", "the body did not arrive in time")
 			return
 		}
 		sig := r.Header.Get(SignatureHeader)

@@ -191,8 +191,14 @@ func (p *Pusher) Unsubscribe(token string) http.Handler {
 // of v's fields only; false when it answered the error.
 func readJSON(w http.ResponseWriter, r *http.Request, limit int64, v any) bool {
 	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, "the body is too large")
+		return false
+	case err != nil:
+		// Cut off at the body deadline, or broken off: send it again.
+		writeError(w, http.StatusRequestTimeout, "the body did not arrive whole in time; send it again")
 		return false
 	}
 	// One meaning only: a key given twice, in any case, is refused

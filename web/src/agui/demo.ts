@@ -4,6 +4,7 @@
 // streams in; when a run ends with tool calls left for the frontend
 // (phase one), the page runs them and sends only their results in the
 // next run (phase two), until a run ends with nothing left to do.
+import './jitless' // first: before @ag-ui's schemas are built
 import { HttpAgent, type AgentSubscriber } from '@ag-ui/client'
 import type { Message, Tool } from '@ag-ui/core'
 
