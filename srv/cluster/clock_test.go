@@ -20,19 +20,28 @@ func skewed(d time.Duration) func() time.Time {
 	return func() time.Time { return time.Now().Add(d) }
 }
 
-// startClocked starts an instance whose machine's clock is off by d; its
-// hub takes the time from the cluster, as agentassistant-srv's does.
-func startClocked(t *testing.T, url, name string, d time.Duration) *instance {
+// openClocked opens the cluster of an instance whose machine's clock is
+// off by d, with no hub: what its pushes and channels read and write.
+func openClocked(t *testing.T, url, name string, d time.Duration) *Cluster {
 	t.Helper()
 	c, err := Open(context.Background(), Options{URL: url, Tokens: []string{tok}, Instance: name, Heartbeat: 50 * time.Millisecond, Clock: skewed(d)})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// startClocked starts an instance whose machine's clock is off by d; its
+// hub takes the time from the cluster, as agentassistant-srv's does.
+func startClocked(t *testing.T, url, name string, d time.Duration) *instance {
+	t.Helper()
+	c := openClocked(t, url, name, d)
 	h := hub.New(hub.Options{OrphanNotice: time.Hour, Shared: c, Instance: name, Now: c.Now})
 	if err := c.Start(h, func() int { n, _ := h.Status(tok); return n }); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close(); c.Close() })
+	t.Cleanup(h.Close) // before the cluster's
 	select {
 	case <-c.Ready():
 	case <-time.After(10 * time.Second):
@@ -90,8 +99,8 @@ func TestClockBehindTimesOutOnTime(t *testing.T) {
 // ten minutes ahead: a one-tap answer is used once.
 func TestClockAheadTakesNoFreshClaim(t *testing.T) {
 	ns := natstest.Start(t)
-	a, b := startClocked(t, ns.URL(), "a", 0), startClocked(t, ns.URL(), "b", 10*time.Minute)
-	pa, pb := openPushOf(t, a), openPushOf(t, b)
+	a, b := openClocked(t, ns.URL(), "a", 0), openClocked(t, ns.URL(), "b", 10*time.Minute)
+	pa, pb := openPushOf(t, &instance{c: a}), openPushOf(t, &instance{c: b})
 	if ok, err := pa.Claim(context.Background(), "nonce-1", time.Time{}); !ok || err != nil {
 		t.Fatalf("first claim: %v, %v", ok, err)
 	}
@@ -106,11 +115,11 @@ func TestClockAheadTakesNoFreshClaim(t *testing.T) {
 // instance ten minutes behind.
 func TestClockAheadKeepsNotes(t *testing.T) {
 	ns := natstest.Start(t)
-	a := startClocked(t, ns.URL(), "a", 0)
-	ahead := startClocked(t, ns.URL(), "ahead", 10*time.Minute)
-	behind := startClocked(t, ns.URL(), "behind", -10*time.Minute)
-	open := func(in *instance) *Channels {
-		ch, err := in.c.OpenChannels(context.Background(), 0)
+	a := openClocked(t, ns.URL(), "a", 0)
+	ahead := openClocked(t, ns.URL(), "ahead", 10*time.Minute)
+	behind := openClocked(t, ns.URL(), "behind", -10*time.Minute)
+	open := func(c *Cluster) *Channels {
+		ch, err := c.OpenChannels(context.Background(), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,10 +127,10 @@ func TestClockAheadKeepsNotes(t *testing.T) {
 	}
 	ca, cAhead, cBehind := open(a), open(ahead), open(behind)
 	ctx := context.Background()
-	if err := ca.Put(ctx, "live", []byte("q1"), a.c.Now().Add(time.Minute)); err != nil {
+	if err := ca.Put(ctx, "live", []byte("q1"), a.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := ca.Put(ctx, "past", []byte("q2"), a.c.Now().Add(-time.Minute)); err != nil {
+	if err := ca.Put(ctx, "past", []byte("q2"), a.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok, err := cAhead.Get(ctx, "live"); err != nil || !ok || string(v) != "q1" {
@@ -130,7 +139,7 @@ func TestClockAheadKeepsNotes(t *testing.T) {
 	if v, ok, err := cBehind.Get(ctx, "past"); err != nil || ok {
 		t.Errorf("the note past its time, read ten minutes behind: %q, %v, %v; want none", v, ok, err)
 	}
-	if made, err := cAhead.Create(ctx, "live", []byte("other"), ahead.c.Now().Add(time.Minute)); err != nil || made {
+	if made, err := cAhead.Create(ctx, "live", []byte("other"), ahead.Now().Add(time.Minute)); err != nil || made {
 		t.Errorf("a note made over the live one, ten minutes ahead: %v, %v; want refused", made, err)
 	}
 }
