@@ -233,7 +233,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 		follow(ctx, w, func() { h.Following(start); close(c.ready) }, func(e jetstream.KeyValueEntry) { c.apply(h, e) })
 	})
 	c.wg.Go(func() { c.beat(ctx) })
-	c.wg.Go(func() { c.probe(ctx, h, w) })
+	c.wg.Go(func() { c.probe(ctx, h, w, c.roundTrip) })
 	if c.budget.on() {
 		c.wg.Go(func() { c.budget.run(ctx, h.Keeps()) })
 	}
