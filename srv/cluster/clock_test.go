@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/natstest"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/hub"
@@ -141,5 +143,133 @@ func TestClockAheadKeepsNotes(t *testing.T) {
 	}
 	if made, err := cAhead.Create(ctx, "live", []byte("other"), ahead.Now().Add(time.Minute)); err != nil || made {
 		t.Errorf("a note made over the live one, ten minutes ahead: %v, %v; want refused", made, err)
+	}
+}
+
+// TestClockSkewRound: three instances, one on time, one ten minutes
+// ahead, one seven behind; agents ask on each at once (a minute to
+// answer) and every question is answered through another instance. None
+// times out (lost), no device is told two outcomes of one question
+// (twice), and none is left showing a question (left).
+func TestClockSkewRound(t *testing.T) {
+	const perInstance = 30
+	ns := natstest.Start(t)
+	ins := []*instance{
+		startClocked(t, ns.URL(), "on-time", 0),
+		startClocked(t, ns.URL(), "ahead", 10*time.Minute),
+		startClocked(t, ns.URL(), "behind", -7*time.Minute),
+	}
+	clients := make([]*client, len(ins))
+	for i, in := range ins {
+		clients[i] = newClient(fmt.Sprint("p", i))
+		in.hub.Join(tok, clients[i], nil, hub.Resume{})
+	}
+	type asked struct {
+		id   string
+		by   int // the instance answering
+		done chan result
+	}
+	var all []asked
+	for i, in := range ins {
+		for j := range perInstance {
+			id := fmt.Sprintf("q-%d-%d", i, j)
+			all = append(all, asked{id: id, by: (i + 1 + j%2) % len(ins), done: ask(context.Background(), in, question(id, "Skewed?"))})
+		}
+	}
+	// Each answered once every device shows it: answered through the
+	// next instance or the one after.
+	shown := make([]map[string]int, len(ins))
+	settled := make([]map[string]int, len(ins))
+	for i := range ins {
+		shown[i], settled[i] = map[string]int{}, map[string]int{}
+	}
+	read := func(i int, m *pb.WebsocketMessage) {
+		switch m.Cmd {
+		case wire.CmdAskQuestion:
+			shown[i][m.GetAskQuestionRequest().GetID()]++
+		case wire.CmdAskQuestionReplyNotification:
+			settled[i][m.GetAskQuestionResponse().GetID()]++
+		case wire.CmdRequestCancelled:
+			settled[i][m.GetRequestCancelledNotification().GetRequestId()]++
+		}
+	}
+	until := func(what string, done func() bool) {
+		t.Helper()
+		deadline := time.After(30 * time.Second)
+		for !done() {
+			select {
+			case m := <-clients[0].frames:
+				read(0, m)
+			case m := <-clients[1].frames:
+				read(1, m)
+			case m := <-clients[2].frames:
+				read(2, m)
+			case <-deadline:
+				t.Fatalf("%s: never", what)
+			}
+		}
+	}
+	until("every question shown on every device", func() bool {
+		for i := range ins {
+			if len(shown[i]) < len(all) {
+				return false
+			}
+		}
+		return true
+	})
+	for _, q := range all {
+		if err := ins[q.by].hub.Answer(context.Background(), tok, wire.AskQuestion, q.id, reply(clients[q.by].id, "yes "+q.id)); err != nil {
+			t.Errorf("answer %s on %s: %v", q.id, ins[q.by].c.Instance(), err)
+		}
+	}
+	lost := 0
+	for _, q := range all {
+		if r := wait(t, q.done); r.err != nil || text(r.rep) != "yes "+q.id {
+			lost++
+			t.Errorf("%s: Ask = %v, %v", q.id, r.rep, r.err)
+		}
+	}
+	// The devices not answering are told; a last question, asked and
+	// answered after all, marks the end of what they are told.
+	mark := ask(context.Background(), ins[0], question("mark", "End?"))
+	until("the mark shown", func() bool { return shown[0]["mark"]+shown[1]["mark"]+shown[2]["mark"] == 3 })
+	if err := ins[1].hub.Answer(context.Background(), tok, wire.AskQuestion, "mark", reply("p1", "end")); err != nil {
+		t.Fatal(err)
+	}
+	wait(t, mark)
+	until("every outcome told", func() bool {
+		for i := range ins {
+			if i != 1 && settled[i]["mark"] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	twice, left := 0, 0
+	for i := range ins {
+		for _, q := range all {
+			want := 1
+			if q.by == i {
+				want = 0 // the device answering is not told its own answer
+			}
+			switch n := settled[i][q.id]; {
+			case n > want:
+				twice++
+			case n < want:
+				left++
+				t.Errorf("device %d: %s told %d times, want %d", i, q.id, n, want)
+			}
+			if shown[i][q.id] != 1 {
+				t.Errorf("device %d shown %s %d times", i, q.id, shown[i][q.id])
+			}
+		}
+		if ids := ins[i].hub.PendingIDs(); len(ids) != 0 {
+			left += len(ids)
+			t.Errorf("%s still pending: %v", ins[i].c.Instance(), ids)
+		}
+	}
+	t.Logf("%d questions on 3 instances (clocks 0, +10 min, -7 min): lost %d, twice %d, left showing %d", len(all), lost, twice, left)
+	if lost+twice+left != 0 {
+		t.Fatalf("lost %d, twice %d, left %d", lost, twice, left)
 	}
 }
