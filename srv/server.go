@@ -176,6 +176,9 @@ func New(o Options) *Server {
 	s := &Server{tokens: o.Tokens, limiter: o.Limiter, guard: o.Guard, started: time.Now(), mux: http.NewServeMux(), bodyBy: o.BodyTimeout, cluster: o.Cluster, idle: o.Idle}
 	ho := o.Hub
 	ho.Logger = o.Logger.With("component", "hub")
+	// The questions' deadlines are on the hub's clock (in a cluster,
+	// NATS's): so are their buttons' ends, checked on it too.
+	opt.Clock(&ho.Now)
 	s.hub = hub.New(ho)
 
 	io := o.Inbox
@@ -271,7 +274,7 @@ func New(o Options) *Server {
 	}
 	// A notification's or a channel's button answers one question with a
 	// capability (srv/answercap), never the token.
-	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, time.Now, o.Logger.With("component", "answer"), s.failedLogin)))
+	s.handle("POST /push/answer", GuardCapability, s.checkOrigin(s.caps.Answer(s.hub, ho.Now, o.Logger.With("component", "answer"), s.failedLogin)))
 	metricsOpts := metrics.Options{Hub: s.hub, Connections: s.doorCounts(), PreAuth: o.Pending.Turned, NATS: s.natsState()}
 	if s.channels != nil {
 		metricsOpts.ChannelsRefused = s.channels.Refused

@@ -188,7 +188,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer func() { _ = rl.Close() }()
 		relayCluster = rl
-		so.Hub.Shared, so.Hub.Instance = cl, cl.Instance()
+		// Times the instances share (deadlines, notes' ends, claims'
+		// ages) are on NATS's clock, whatever this machine's says.
+		so.Hub.Shared, so.Hub.Instance, so.Hub.Now = cl, cl.Instance(), cl.Now
 		log.Info("cluster mode", "instance", cl.Instance())
 	} else {
 		sto := tu.Store
@@ -269,7 +271,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// them made (mcphttp derives its own key from it).
 		so.MCP.SessionKey = sp.CapKey
 		pushOpts = &tu.Push
-		pushOpts.Keys, pushOpts.Subscriptions, pushOpts.Closes = sp.Keys, sp.Subscriptions(), sp
+		pushOpts.Keys, pushOpts.Subscriptions, pushOpts.Closes, pushOpts.Now = sp.Keys, sp.Subscriptions(), sp, cl.Now
 		// A reply to a Telegram, Slack or e-mail question may reach any
 		// instance: which message asks what is shared, and one instance
 		// at a time takes each service's replies.
@@ -282,7 +284,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if chans != nil && chanShare != nil {
-		chans.Notes, chans.Leader = chanShare, chanShare
+		chans.Notes, chans.Leader, chans.Now = chanShare, chanShare, cl.Now
 	}
 	if chans != nil && chanShare == nil {
 		notes, err := channel.OpenFileNotes(dataDir, nil, log)

@@ -99,7 +99,7 @@ type recordMeta struct {
 }
 
 func newHistoryBudget(c *Cluster, limit int64) *historyBudget {
-	b := &historyBudget{c: c, limit: limit, now: time.Now, rooms: make(map[string]*roomIndex),
+	b := &historyBudget{c: c, limit: limit, now: c.Now, rooms: make(map[string]*roomIndex),
 		owed: make(map[string]uint64), wake: owned.NewWake(), notes: store.EvictLog{Where: "in NATS"}}
 	b.idle.L = &b.mu
 	return b

@@ -56,6 +56,7 @@ type Channels struct {
 	instance      string
 	lease, renew  time.Duration
 	log           *slog.Logger
+	now           func() time.Time // the cluster's clock (Cluster.Now)
 }
 
 // OpenChannels opens the channels' buckets; lease is how long a lease
@@ -75,7 +76,7 @@ func (c *Cluster) OpenChannels(ctx context.Context, lease time.Duration) (*Chann
 		return nil, err
 	}
 	return &Channels{notes: notes, leases: leases, instance: c.o.Instance, lease: lease, renew: lease / 4,
-		log: c.log.With("component", "channel leases")}, nil
+		log: c.log.With("component", "channel leases"), now: c.Now}, nil
 }
 
 // keyOf is a bucket's key for a key that may hold any character and be
@@ -110,20 +111,21 @@ func (ch *Channels) Scan(ctx context.Context, prefix string, fn func(v []byte) e
 		return fmt.Errorf("scan notes: prefix %q not listed", prefix)
 	}
 	return readPresent(ctx, ch.notes, "o.>", "the notes", func(e jetstream.KeyValueEntry) error {
-		if v, live := liveNote(e.Value()); live {
+		if v, live := liveNote(e.Value(), ch.now()); live {
 			return fn(v)
 		}
 		return nil
 	})
 }
 
-// liveNote is the value of a bucket's note, unless it is past its time.
-func liveNote(v []byte) ([]byte, bool) {
+// liveNote is the value of a bucket's note, unless it is past its time
+// at now.
+func liveNote(v []byte, now time.Time) ([]byte, bool) {
 	if len(v) < 8 {
 		return nil, false
 	}
 	until := binary.BigEndian.Uint64(v)
-	if until > math.MaxInt64 || !time.Now().Before(time.Unix(0, int64(until))) {
+	if until > math.MaxInt64 || !now.Before(time.Unix(0, int64(until))) {
 		return nil, false
 	}
 	return v[8:], true
@@ -155,7 +157,7 @@ func (ch *Channels) Get(ctx context.Context, key string) ([]byte, bool, error) {
 	case err != nil:
 		return nil, false, fmt.Errorf("get note: %w", err)
 	}
-	v, ok := liveNote(e.Value())
+	v, ok := liveNote(e.Value(), ch.now())
 	return v, ok, nil
 }
 
@@ -168,7 +170,7 @@ func (ch *Channels) Create(ctx context.Context, key string, value []byte, until 
 		return false, errNoteTooLarge
 	}
 	made, err := createOrTake(ctx, ch.notes, noteKey(key), noteValue(value, until), func(e jetstream.KeyValueEntry) bool {
-		_, live := liveNote(e.Value())
+		_, live := liveNote(e.Value(), ch.now())
 		return !live
 	})
 	if err != nil {

@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -66,6 +67,9 @@ type Options struct {
 	// zero is no bound but History.
 	HistoryBytes int64
 	Logger       *slog.Logger // nil: discard
+	// Clock is this machine's wall clock (nil: time.Now); Now corrects
+	// it to NATS's (clock.go).
+	Clock func() time.Time
 
 	// historyBytes bounds a history page by its records' bytes (default
 	// store.HistoryPageBytes, as one server's page; history.go).
@@ -109,6 +113,9 @@ type Cluster struct {
 	total  int // connections cluster-wide, at the last heartbeat
 	alive  int // instances heard from
 	beatAt time.Time
+
+	// skew is NATS's clock less this machine's, in nanoseconds (clock.go).
+	skew atomic.Int64
 }
 
 // Open connects to NATS and makes sure the buckets exist.
@@ -127,6 +134,7 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	opt.Default(&o.HistoryScan, historyDefaultScan)
 	opt.Default(&o.historyBytes, store.HistoryPageBytes)
 	opt.Logger(&o.Logger)
+	opt.Clock(&o.Clock)
 	c := &Cluster{o: o, log: o.Logger, run: wire.NewID(), rooms: make(map[string]string, len(o.Tokens)), ready: make(chan struct{}), back: make(chan struct{}), lost: make(chan struct{})}
 	for _, t := range o.Tokens {
 		c.rooms[store.Room(t)] = t
@@ -171,6 +179,10 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 	if err := c.readEpoch(ctx); err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
+	}
+	if err := c.readClock(ctx); err != nil {
+		// The heartbeats take it again, every Heartbeat.
+		c.log.Warn("cannot read NATS's clock yet", "err", err)
 	}
 	return c, nil
 }
@@ -221,7 +233,7 @@ func (c *Cluster) Start(h *hub.Hub, connections func() int) error {
 		follow(ctx, w, func() { h.Following(start); close(c.ready) }, func(e jetstream.KeyValueEntry) { c.apply(h, e) })
 	})
 	c.wg.Go(func() { c.beat(ctx) })
-	c.wg.Go(func() { c.probe(ctx, h, w) })
+	c.wg.Go(func() { c.probe(ctx, h, w, c.roundTrip) })
 	if c.budget.on() {
 		c.wg.Go(func() { c.budget.run(ctx, h.Keeps()) })
 	}

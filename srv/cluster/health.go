@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,7 +27,8 @@ const (
 	// pingEvery and maxPingsOut: nats.go's own check of the link.
 	pingEvery   = time.Second
 	maxPingsOut = 3
-	// probeEvery spaces the round trips; probeTimeout bounds one.
+	// probeEvery spaces the round trips; probeTimeout bounds a round
+	// trip made elsewhere to see whether NATS answers.
 	probeEvery   = time.Second
 	probeTimeout = 2 * time.Second
 	// unhealthyAfter without a round trip, the instance is unhealthy:
@@ -41,61 +43,102 @@ type health struct {
 	problem string    // the last round trip's error
 }
 
-// probe makes a round trip to the requests bucket every probeEvery. The
-// first one that finds the store unreachable for unhealthyAfter says so
-// in the log and tells h (hub.LinkLost: the calls waiting here end as
+// tripped is the outcome of the n-th round trip of probe.
+type tripped struct {
+	n     uint64
+	state jetstream.StreamState
+	at    time.Time
+	err   error
+}
+
+// maxProbes bounds the round trips of probe under way at once.
+const maxProbes = int(unhealthyAfter/probeEvery) + 1
+
+// probe starts a round trip (trip: roundTrip) to the requests bucket
+// every probeEvery, each given until unhealthyAfter to answer, without
+// waiting for the ones before: a NATS that answers every request after
+// 2 or 3 s (loaded, far away) saves every write within the hub's time
+// for it and is no reason to end the calls held here, and one request
+// that gets no answer (dropped by a NATS too busy) does not hold up the
+// next. Once none has succeeded for unhealthyAfter, it says so in the
+// log and tells h (hub.LinkLost: the calls waiting here end as
 // unavailable, so agents go to another instance); the first one back
-// says that too.
-func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch) {
+// says that too. It waits for the round trips it started.
+func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch, trip func(context.Context) (jetstream.StreamState, time.Time, error)) {
 	c.mu.Lock()
 	c.health.okAt = time.Now() // Open has just made a round trip
 	c.mu.Unlock()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	out := make(chan tripped, maxProbes) // never full: one place a round trip
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
-	var watch lag // of w (rewatch.go)
+	var watch lag         // of w (rewatch.go)
+	var sent, took uint64 // round trips started; the last whose state was taken
+	under := 0            // round trips under way
 	for {
+		var r tripped
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			if under < maxProbes {
+				under++
+				sent++
+				n := sent
+				wg.Go(func() {
+					pctx, cancel := context.WithTimeout(ctx, unhealthyAfter)
+					state, at, err := trip(pctx)
+					cancel()
+					out <- tripped{n: n, state: state, at: at, err: err}
+				})
+			}
+		case r = <-out:
+			under--
 		}
-		pctx, cancel := context.WithTimeout(ctx, probeTimeout)
-		state, at, err := c.roundTrip(pctx)
-		cancel()
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, jetstream.ErrStreamNotFound) || errors.Is(err, jetstream.ErrBucketNotFound) || errors.Is(err, errRemade) {
-			c.storageLost(h, err)
+		if errors.Is(r.err, jetstream.ErrStreamNotFound) || errors.Is(r.err, jetstream.ErrBucketNotFound) || errors.Is(r.err, errRemade) {
+			c.storageLost(h, r.err)
 			return
 		}
+		answered := r.n != 0 && r.err == nil
 		now := time.Now()
 		c.mu.Lock()
-		if err == nil {
+		switch {
+		case answered:
 			// when the stream last had a quorum, not when it answered
-			if at.After(c.health.okAt) {
-				c.health.okAt = at
+			if r.at.After(c.health.okAt) {
+				c.health.okAt = r.at
 			}
 			c.health.problem = ""
-		} else {
-			c.health.problem = err.Error()
+		case r.n != 0:
+			c.health.problem = r.err.Error()
 		}
-		lose := err != nil && !c.health.lost && now.Sub(c.health.okAt) >= unhealthyAfter
-		back := err == nil && c.health.lost
+		// Not before the answers already in are read: one may be new.
+		lose := !c.health.lost && now.Sub(c.health.okAt) >= unhealthyAfter && len(out) == 0
+		back := answered && c.health.lost && now.Sub(c.health.okAt) < unhealthyAfter
 		if back {
 			c.health.lost = false
 		}
-		since := c.health.okAt
+		since, problem := c.health.okAt, c.health.problem
 		c.mu.Unlock()
-		if err == nil && watch.behind(w.delivered.Load(), state.LastSeq, state.Msgs) {
-			w.kick.Tell()
+		if answered && r.n > took {
+			took = r.n
+			if watch.behind(w.delivered.Load(), r.state.LastSeq, r.state.Msgs) {
+				w.kick.Tell()
+			}
 		}
 		switch {
 		case lose:
+			if problem == "" {
+				problem = "no answer"
+			}
 			c.log.Error("NATS does not answer: this instance can save nothing; /health says unhealthy, and the agents' calls held here end so they go to another instance",
-				"since", since.Format(time.RFC3339), "err", err)
+				"since", since.Format(time.RFC3339), "err", problem)
 			// The calls held here end (as unavailable, to be asked again
-			// elsewhere) before /health says so: a bridge that watches
+			// elsewhere) as /health says so: a bridge that watches
 			// /health and cuts its call on a 503 finds it ended already.
 			h.LinkLost()
 			c.mu.Lock()

@@ -52,6 +52,7 @@ type Push struct {
 	rooms       map[string]string  // room digest -> token
 	by, run     string             // this instance's name and run, in the closes it decides
 	unreachable func(error) bool   // NATS did not answer
+	now         func() time.Time   // the cluster's clock (Cluster.Now)
 
 	mu   sync.Mutex                     // held alone
 	subs map[string][]push.Subscription // by room, as last heard
@@ -74,7 +75,7 @@ func (c *Cluster) OpenPush(ctx context.Context) (*Push, error) {
 		return nil, err
 	}
 	p := &Push{kv: kv, claims: claims, rooms: c.rooms, subs: map[string][]push.Subscription{},
-		insts: c.insts, by: c.o.Instance, run: c.run, unreachable: c.placeLater}
+		insts: c.insts, by: c.o.Instance, run: c.run, unreachable: c.placeLater, now: c.Now}
 	kb, err := c.keepOnce(ctx, kv, "vapid", func() ([]byte, error) {
 		priv, pub, err := webpush.GenerateVAPIDKeys()
 		if err != nil {
@@ -273,7 +274,7 @@ func (p *Push) Claim(ctx context.Context, nonce string, _ time.Time) (bool, erro
 	// Released meanwhile, the next tap claims it; of two taking a stale
 	// claim over, one does.
 	return createOrTake(ctx, p.claims, "u."+nonce, []byte{1}, func(e jetstream.KeyValueEntry) bool {
-		return time.Since(e.Created()) >= staleClaim
+		return p.now().Sub(e.Created()) >= staleClaim
 	})
 }
 

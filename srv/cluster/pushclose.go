@@ -83,7 +83,7 @@ func (p *Push) closeStep(ctx context.Context, room, id, sub string, next func(r 
 			var age time.Duration
 			if rev != 0 {
 				if e, err := p.claims.Get(tctx, key); err == nil && e.Revision() == rev {
-					age = time.Since(e.Created())
+					age = p.now().Sub(e.Created())
 				}
 			}
 			var to string
@@ -244,7 +244,7 @@ func (p *Push) Left(ctx context.Context, age time.Duration) ([]push.Left, error)
 	var out []push.Left
 	err = readPresent(ctx, p.claims, "c.>", "the pushes' closes", func(e jetstream.KeyValueEntry) error {
 		r := readClose(e.Value())
-		if !left(r, time.Since(e.Created()), age, held) {
+		if !left(r, p.now().Sub(e.Created()), age, held) {
 			return nil
 		}
 		if tok, ok := p.rooms[r.Room]; ok {

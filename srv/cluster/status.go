@@ -42,13 +42,19 @@ func (c *Cluster) beatOnce(ctx context.Context) {
 	if local != nil {
 		n = local()
 	}
-	b, _ := json.Marshal(beat{Connections: n, At: time.Now(), Run: c.run})
-	if _, err := c.insts.Put(ctx, c.o.Instance, b); err != nil {
+	b := c.beatValue(n)
+	sent := c.o.Clock()
+	rev, err := c.insts.Put(ctx, c.o.Instance, b)
+	acked := c.o.Clock()
+	if err != nil {
 		c.log.Debug("heartbeat not written", "err", err)
 		return
 	}
 	total, alive := 0, 0
 	if readPresent(ctx, c.insts, jetstream.AllKeys, "the instances", func(e jetstream.KeyValueEntry) error {
+		if e.Key() == c.o.Instance && e.Revision() == rev {
+			c.heard(sent, acked, e.Created()) // clock.go
+		}
 		var hb beat
 		if json.Unmarshal(e.Value(), &hb) == nil {
 			total += hb.Connections
@@ -61,6 +67,12 @@ func (c *Cluster) beatOnce(ctx context.Context) {
 	c.mu.Lock()
 	c.total, c.alive, c.beatAt = total, alive, time.Now()
 	c.mu.Unlock()
+}
+
+// beatValue is this instance's heartbeat with n connections.
+func (c *Cluster) beatValue(n int) []byte {
+	b, _ := json.Marshal(beat{Connections: n, At: c.Now(), Run: c.run})
+	return b
 }
 
 // Status is what /health says of the cluster.
