@@ -50,6 +50,9 @@ type laterNotes struct {
 	keptSince int
 }
 
+// Now is the time the notes judge their ends by (clockOf).
+func (l *laterNotes) Now() time.Time { return l.now() }
+
 // laterNote is the newest write of a key that is in flight or waits.
 type laterNote struct {
 	value []byte

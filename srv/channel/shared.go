@@ -151,6 +151,19 @@ func NewMemoryNotes(now func() time.Time) *MemoryNotes {
 	return &MemoryNotes{now: now, m: map[string]memoryNote{}}
 }
 
+// Now is the time the notes judge their ends by (clockOf).
+func (n *MemoryNotes) Now() time.Time { return n.now() }
+
+// clockOf is the clock notes judge a note's end by, which a note's end
+// is written on: in a cluster NATS's (the Manager's Options.Now), which
+// may differ from this machine's by more than a claim lasts.
+func clockOf(n Notes) func() time.Time {
+	if c, ok := n.(interface{ Now() time.Time }); ok {
+		return c.Now
+	}
+	return time.Now
+}
+
 // Put keeps value under key until until.
 func (n *MemoryNotes) Put(_ context.Context, key string, value []byte, until time.Time) error {
 	if len(value) > MaxNote {
@@ -302,12 +315,13 @@ const toldFor = goneFor
 // twice is better than never.
 func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) (tell bool, finish func(sent bool)) {
 	key = "told." + key
+	now := clockOf(notes)
 	finish = func(sent bool) {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), noteTimeout)
 		defer cancel()
 		var err error
 		if sent {
-			err = notes.Put(ctx, key, toldNote, time.Now().Add(toldFor))
+			err = notes.Put(ctx, key, toldNote, now().Add(toldFor))
 		} else {
 			err = notes.Delete(ctx, key)
 		}
@@ -324,7 +338,7 @@ func tellOnce(ctx context.Context, notes Notes, log *slog.Logger, key string) (t
 	anew := false
 	for {
 		nctx, cancel := context.WithTimeout(ctx, noteTimeout)
-		created, err := notes.Create(nctx, key, claimNote, time.Now().Add(tellClaim))
+		created, err := notes.Create(nctx, key, claimNote, now().Add(tellClaim))
 		var v []byte
 		found := false
 		if err == nil && !created {

@@ -117,3 +117,28 @@ func TestTellOnceWaitsForItsOwnUnwrittenRelease(t *testing.T) {
 		}
 	})
 }
+
+// TestTellOnceOnTheNotesClock: a claim's end is written on the clock its
+// notes judge ends by (in a cluster, NATS's), not on this machine's. On
+// notes whose clock is a minute ahead, a claim made a moment ago still
+// holds: the reply handled again meanwhile waits for it and is told
+// once.
+func TestTellOnceOnTheNotesClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		notes := NewMemoryNotes(func() time.Time { return time.Now().Add(time.Minute) })
+		tell, finish := tellOnce(t.Context(), notes, slog.Default(), "r-1")
+		if !tell {
+			t.Fatal("the first does not tell")
+		}
+		got := make(chan bool, 1)
+		go func() {
+			tell, _ := tellOnce(context.Background(), notes, slog.Default(), "r-1")
+			got <- tell
+		}()
+		synctest.Wait() // the second waits on the first's claim, or told already
+		finish(true)
+		if <-got {
+			t.Error("a claim made a moment ago was taken as lapsed: told twice")
+		}
+	})
+}
