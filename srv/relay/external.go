@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -61,9 +62,7 @@ func (*External) inRuns() bool       { return true }
 // when a newer WebSocket host joins). d first receives relay.joined. Call
 // Leave when done.
 func (r *Relay) JoinHost(token, session, kind string, d Deliverer) *External {
-	if session == "" {
-		session = DefaultSession
-	}
+	session = cmp.Or(session, DefaultSession)
 	ch := r.acquire(token, session)
 	defer r.release(ch) // the host holds it from now on
 	e := &External{member: member{ident: wire.NewID()[:12]}, ch: ch, d: d, kind: kind}

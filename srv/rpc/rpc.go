@@ -251,9 +251,7 @@ func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec
 		id = wire.NewID()
 	}
 	timeout := time.Duration(timeoutSec) * time.Second
-	if timeout <= 0 {
-		timeout = s.o.DefaultTimeout
-	}
+	opt.Default(&timeout, s.o.DefaultTimeout)
 	timeout = min(timeout, s.o.MaxTimeout)
 	req.ID, req.Timeout = id, timeout
 	req.AgentName, req.ReasoningModelName, req.McpClientName = clip(req.AgentName), clip(req.ReasoningModelName), clip(req.McpClientName)

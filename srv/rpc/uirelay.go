@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -126,10 +128,7 @@ func request(ctx context.Context, l *relay.Local, typ string, payload any, timeo
 func relayError(p json.RawMessage) *pb.RelayError {
 	var e relay.Error
 	_ = json.Unmarshal(p, &e)
-	if e.Code == "" {
-		e.Code = wire.ToolExecutionFailed
-	}
-	return &pb.RelayError{Code: e.Code, Message: e.Message}
+	return &pb.RelayError{Code: cmp.Or(e.Code, wire.ToolExecutionFailed), Message: e.Message}
 }
 
 func startSession(ctx context.Context, l *relay.Local, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
@@ -147,10 +146,7 @@ func startSession(ctx context.Context, l *relay.Local, req *pb.StartSessionReque
 }
 
 func endSession(ctx context.Context, l *relay.Local, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	reason := req.GetReason()
-	if reason == "" {
-		reason = "ended-by-agent"
-	}
+	reason := cmp.Or(req.GetReason(), "ended-by-agent")
 	env, rerr := request(ctx, l, wire.TypeSessionEnd, map[string]string{"reason": reason}, hostCallTimeout)
 	if rerr != nil {
 		return &pb.SessionResponse{Error: rerr}, nil
@@ -207,14 +203,9 @@ func callTool(ctx context.Context, l *relay.Local, t toolRequest) (*pb.CallUIToo
 	_ = json.Unmarshal(env.Payload, &res)
 	out := &pb.CallUIToolResponse{ResultJson: string(env.Payload)}
 	if res.OK != nil && !*res.OK {
-		code := res.Code
-		if code == "" {
-			code = wire.ToolExecutionFailed
-		}
-		msg := res.Message
-		if msg == "" { // the agent is told what it knows, not nothing
-			msg = "the host reported that " + call.ToolName + " failed, without saying why"
-		}
+		code := cmp.Or(res.Code, wire.ToolExecutionFailed)
+		// The agent is told what it knows, not nothing.
+		msg := cmp.Or(res.Message, "the host reported that "+call.ToolName+" failed, without saying why")
 		out.Error = &pb.RelayError{Code: code, Message: msg}
 	}
 	st := l.State()
@@ -237,9 +228,7 @@ func postAgentMessage(ctx context.Context, l *relay.Local, req *pb.AgentMessageR
 
 func waitUserMessage(ctx context.Context, l *relay.Local, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
 	d := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-	if d <= 0 {
-		d = defaultUserWait
-	}
+	opt.Default(&d, defaultUserWait)
 	d = min(d, maxUserWait)
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
