@@ -83,11 +83,7 @@ func (r *Relay) JoinHost(token, session, kind string, d Deliverer) *External {
 // state was not kept. An in-process host tells its person; nil when all
 // was taken.
 func (e *External) Send(env Envelope) error {
-	env.V = wire.Version
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
-	if err := e.ch.fromHost(e, env); err != nil {
+	if err := e.ch.fromHost(e, env.whole()); err != nil {
 		return err
 	}
 	return nil
@@ -183,13 +179,10 @@ func (e *External) Fail(id, msg string) bool {
 // Record returns. Nothing is written without an active study session, or
 // once the host was replaced or left.
 func (e *External) Record(direction string, env Envelope) {
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
 	if e.ch.host == e {
-		e.ch.record(direction, env)
+		e.ch.record(direction, env.whole())
 	}
 }
 
