@@ -62,12 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	backend := fs.String("backend", "auto", "how to type: "+strings.Join(typing.Backends(), ", "))
 	maxChars := fs.Int("max-chars", remoteinput.DefaultMaxChars, "longest chat message typed, in characters")
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *showVersion {
-		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-input"))
+	if done, err := fs.ParseVersion(args, stdout, buildinfo.String("agentassistant-input")); done || err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {

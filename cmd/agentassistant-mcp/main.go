@@ -66,12 +66,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	web := fs.Bool("web", false, "open the server's web UI in the browser")
 	fs.StringSetting(&cfg.Session, "session", "relay session of the web UI to drive (default \"default\")")
 	fs.StringSetting(&cfg.LogLevel, "log-level", "debug, info, warn or error (logs go to stderr)")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *showVersion {
-		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-mcp"))
+	if done, err := fs.ParseVersion(args, stdout, buildinfo.String("agentassistant-mcp")); done || err != nil {
 		return err
 	}
 	path, err := fs.Load(&cfg)

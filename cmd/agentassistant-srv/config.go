@@ -301,9 +301,9 @@ var moves = []config.Move{
 
 // newFlags is the server's command line over cfg, which it sets to the
 // defaults.
-func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion *bool) {
+func newFlags(cfg *fileConfig, stderr io.Writer) *config.Flags {
 	*cfg = defaults()
-	fs = config.NewFlags("agentassistant-srv", configName, false, stderr)
+	fs := config.NewFlags("agentassistant-srv", configName, false, stderr)
 	fs.Rename(moves...)
 	fs.StringSetting(&cfg.Host, "host", "address to listen on; anything but loopback needs a configured token")
 	fs.IntSetting(&cfg.Port, "port", "port to listen on (0 picks a free one)")
@@ -317,8 +317,7 @@ func newFlags(cfg *fileConfig, stderr io.Writer) (fs *config.Flags, showVersion 
 	fs.StringSetting(&cfg.Ingress.OrchestratorURL, "orchestrator-url", "an external Ingress orchestrator's base URL (it serves /internal/invoke, ...: docs/ingress.md); empty: the token's MCP agent runs Ingress clients' runs")
 	fs.IntSetting(&cfg.Limits.IdleConns, "max-idle-connections", "HTTP connections reading headers or idle between requests, in all; past it the oldest is closed")
 	fs.IntSetting(&cfg.Limits.IdleConnsPerAddr, "max-idle-connections-per-address", "of those, from one address")
-	showVersion = fs.Bool("version", false, "print the version and exit")
-	return fs, showVersion
+	return fs
 }
 
 // tuning is what the settings make of the libraries' options; run adds

@@ -24,7 +24,7 @@ func loadConfig(t *testing.T, body string, args ...string) (fileConfig, *config.
 		t.Fatal(err)
 	}
 	var cfg fileConfig
-	fs, _ := newFlags(&cfg, io.Discard)
+	fs := newFlags(&cfg, io.Discard)
 	if err := fs.Parse(append([]string{"-config", file}, args...)); err != nil {
 		t.Fatal(err)
 	}

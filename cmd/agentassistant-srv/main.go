@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return unknownCommand(args[0])
 	}
 	var cfg fileConfig
-	fs, showVersion := newFlags(&cfg, stderr)
+	fs := newFlags(&cfg, stderr)
 	checkChans := fs.Bool("check-channels", false, "send a test message through every channel of the config, say what failed, and exit")
 	qr := fs.Bool("qr", false, "print the phone's URL as a QR code even when the output is no terminal")
 	fs.Usage = func() {
@@ -83,11 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			strings.Replace(serviceUsage, "usage: ", "       ", 1)+"\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *showVersion {
-		_, err := fmt.Fprintln(stdout, buildinfo.String("agentassistant-srv"))
+	if done, err := fs.ParseVersion(args, stdout, buildinfo.String("agentassistant-srv")); done || err != nil {
 		return err
 	}
 	cfgPath, err := fs.Load(&cfg)
@@ -423,7 +419,7 @@ func unknownCommand(w string) error {
 // isFlag tells whether w is the name of one of the server's flags.
 func isFlag(w string) bool {
 	var cfg fileConfig
-	fs, _ := newFlags(&cfg, io.Discard)
+	fs := newFlags(&cfg, io.Discard)
 	return fs.Lookup(w) != nil
 }
 

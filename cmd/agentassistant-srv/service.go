@@ -59,7 +59,7 @@ func runService(args []string, stdout, stderr io.Writer) error {
 		// The flags are checked now, with the config file they name or
 		// find, rather than at the next login.
 		var cfg fileConfig
-		fs, _ := newFlags(&cfg, stderr)
+		fs := newFlags(&cfg, stderr)
 		if err := fs.Parse(flags); err != nil {
 			return err
 		}

@@ -21,6 +21,7 @@ type Flags struct {
 	*flag.FlagSet
 	file    string  // the config file's name, e.g. agentassistant-srv.toml
 	path    *string // -config
+	version *bool   // -version
 	partial bool
 	apply   map[string]func() // by flag name: copies the flag's value into the config
 	keys    map[string]bool   // the keys the config file defined, moved ones by their new name
@@ -30,14 +31,25 @@ type Flags struct {
 }
 
 // NewFlags returns the flags of program, whose config file is named file;
-// usage and errors go to w. It declares -config. With partial, the file
+// usage and errors go to w. It declares -config and -version. With partial, the file
 // may hold keys the binary does not read (it shares another's file).
 func NewFlags(program, file string, partial bool, w io.Writer) *Flags {
 	fs := flag.NewFlagSet(program, flag.ContinueOnError)
 	fs.SetOutput(w)
 	f := &Flags{FlagSet: fs, file: file, partial: partial, apply: make(map[string]func()), from: make(map[string]string)}
 	f.path = fs.String("config", "", "config file (default: ./"+file+", then "+file+" in the user config directory)")
+	f.version = fs.Bool("version", false, "print the version and exit")
 	return f
+}
+
+// ParseVersion parses args; given -version, it writes the version line
+// to w instead and reports done.
+func (f *Flags) ParseVersion(args []string, w io.Writer, line string) (done bool, err error) {
+	if err := f.Parse(args); err != nil || !*f.version {
+		return false, err
+	}
+	_, err = fmt.Fprintln(w, line)
+	return true, err
 }
 
 // StringSetting declares a flag that sets *p; its default is *p now.

@@ -17,7 +17,6 @@ func TestFlagWrittenAsAWord(t *testing.T) {
 	} {
 		f := NewFlags("tool", "tool.toml", false, io.Discard)
 		f.IntSetting(&cfg.Port, "port", "port")
-		f.Bool("version", false, "print the version")
 		if err := f.Parse(strings.Fields(args)); err != nil {
 			t.Fatal(err)
 		}

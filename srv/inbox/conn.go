@@ -1,6 +1,7 @@
 package inbox
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/protocount"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/auth"
@@ -228,10 +230,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 	}
 	switch m.Cmd {
 	case wire.CmdAskQuestionReply:
-		id := m.GetAskQuestionRequest().GetID()
-		if id == "" {
-			id = m.GetAskQuestionResponse().GetID()
-		}
+		id := cmp.Or(m.GetAskQuestionRequest().GetID(), m.GetAskQuestionResponse().GetID())
 		r := m.GetAskQuestionResponse()
 		c.answer(wire.AskQuestion, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
 	case wire.CmdTaskFinishReply, wire.CmdWorkReportReply:
@@ -239,10 +238,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 		if m.Cmd == wire.CmdTaskFinishReply {
 			c.reportName = wire.CmdTaskFinish
 		}
-		id := m.GetTaskFinishRequest().GetID()
-		if id == "" {
-			id = m.GetTaskFinishResponse().GetID()
-		}
+		id := cmp.Or(m.GetTaskFinishRequest().GetID(), m.GetTaskFinishResponse().GetID())
 		r := m.GetTaskFinishResponse()
 		c.answer(wire.TaskFinish, m.Cmd, id, r.GetIsError(), r.GetMeta(), r.GetContents())
 	case wire.CmdCheckMessageValidity:
@@ -294,9 +290,7 @@ func (c *conn) dispatch(m *pb.WebsocketMessage) {
 			before = time.UnixMilli(req.GetBefore())
 		}
 		limit := int(req.GetLimit())
-		if limit <= 0 {
-			limit = 30
-		}
+		opt.Default(&limit, 30)
 		past, more, err := hb.History(c.token, before, min(limit, 200))
 		if err != nil {
 			c.h.log.Error("history", "err", err)

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -228,10 +229,7 @@ func (h *bhost) publish() error {
 		if len(params) == 0 || string(params) == "null" {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		desc := t.Description
-		if desc == "" {
-			desc = "A tool of the Ingress client."
-		}
+		desc := cmp.Or(t.Description, "A tool of the Ingress client.")
 		if t.RequiresApproval {
 			desc += " (The person approves each call first; say why in reason.)"
 		}

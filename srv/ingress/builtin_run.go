@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -166,9 +167,7 @@ func (b *Builtin) endRun(h *bhost, r *brun) {
 func (b *Builtin) endRunOnce(h *bhost, r *brun) {
 	h.mu.Lock()
 	h.run = nil
-	if h.last == "" {
-		h.last = fmt.Sprintf("the Ingress run %s ended", r.id)
-	}
+	h.last = cmp.Or(h.last, fmt.Sprintf("the Ingress run %s ended", r.id))
 	var open []string // the agent's calls (relay ids)
 	for _, id := range r.calls {
 		open = append(open, id)
@@ -284,10 +283,7 @@ func (b *Builtin) SubmitToolResult(_ context.Context, id string, res ToolResult)
 	}
 	h.mu.Unlock()
 	if !res.OK {
-		msg := res.Error
-		if msg == "" {
-			msg = "the client's tool failed"
-		}
+		msg := cmp.Or(res.Error, "the client's tool failed")
 		_ = h.Ext.Send(toolError(c.relayID, wire.ToolExecutionFailed, msg)) // carries no state
 		return nil
 	}
@@ -327,10 +323,7 @@ func (b *Builtin) Decide(_ context.Context, apID string, d Decision) error {
 		b.sendToolRequest(h, r, call.relayID, call.tcID, call.tool, call.params)
 		return nil
 	}
-	reason := d.Reason
-	if reason == "" {
-		reason = "no reason given"
-	}
+	reason := cmp.Or(d.Reason, "no reason given")
 	_ = h.Ext.Send(toolError(call.relayID, wire.ToolExecutionFailed, fmt.Sprintf("rejected: the person did not approve this call (%s, decided in the %s)", reason, d.DecidedBy))) // carries no state
 	return nil
 }

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"encoding/json"
 	"time"
 
@@ -37,9 +38,7 @@ func encode(ev Event) ([]byte, bool) {
 
 // reply sends an event to this connection alone.
 func (cn *conn) reply(ev Event) {
-	if ev.Ts == 0 {
-		ev.Ts = time.Now().UnixMilli()
-	}
+	ev.Ts = cmp.Or(ev.Ts, time.Now().UnixMilli())
 	if b, ok := encode(ev); ok {
 		cn.c.Send(b)
 	}
@@ -159,10 +158,7 @@ func (cn *conn) ended() {
 // to attach (session.attach), which it must then do.
 func (h *Handler) join(m Message, meta ClientMeta) (*session, bool, *Error) {
 	token := m.APIKey
-	relaySession := meta.Session
-	if relaySession == "" {
-		relaySession = "default"
-	}
+	relaySession := cmp.Or(meta.Session, "default")
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var s *session

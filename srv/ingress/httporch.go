@@ -3,6 +3,7 @@ package ingress
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -229,9 +230,7 @@ func (c *HTTPOrchestrator) Invoke(ctx context.Context, req InvokeRequest, starte
 			c.log.Warn("orchestrator event is not JSON; skipped", "err", err)
 			continue
 		}
-		if ev.Type == "" {
-			ev.Type = se.Type
-		}
+		ev.Type = cmp.Or(ev.Type, se.Type)
 		if err := CheckEvent(ev); err != nil {
 			c.log.Warn("orchestrator event refused", "type", ev.Type, "err", err)
 			continue

@@ -1,6 +1,7 @@
 package ingress
 
 import (
+	"cmp"
 	"time"
 
 	"github.com/agentassistant/agentassistant/internal/lockorder"
@@ -145,9 +146,7 @@ func (s *session) touch() {
 // step, so every device gets the events in their order.
 func (s *session) broadcastLocked(ev Event) {
 	now := time.Now()
-	if ev.Ts == 0 {
-		ev.Ts = now.UnixMilli()
-	}
+	ev.Ts = cmp.Or(ev.Ts, now.UnixMilli())
 	s.seq++
 	ev.Seq = s.seq
 	b, ok := encode(ev)

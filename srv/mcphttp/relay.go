@@ -2,6 +2,7 @@ package mcphttp
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -640,15 +641,11 @@ type captured struct {
 func (c *captured) Header() http.Header { return c.h }
 
 func (c *captured) WriteHeader(code int) {
-	if c.status == 0 {
-		c.status = code
-	}
+	c.status = cmp.Or(c.status, code)
 }
 
 func (c *captured) Write(p []byte) (int, error) {
-	if c.status == 0 {
-		c.status = http.StatusOK
-	}
+	c.status = cmp.Or(c.status, http.StatusOK)
 	return c.body.Write(p)
 }
 

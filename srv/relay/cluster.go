@@ -329,8 +329,6 @@ func (ch *channel) forwardRecord(direction string, env Envelope) {
 	if !ch.away() {
 		return
 	}
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
+	env = env.whole()
 	_ = ch.r.o.Cluster.Send(ch.home(), ch.token, ch.name, Frame{Kind: FrameRecord, From: ch.r.o.Cluster.Instance(), Env: &env, Dir: direction})
 }

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -109,10 +110,7 @@ func (r *Relay) claim(ch *channel, p Peer) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	prev, err := r.o.Cluster.Claim(ctx, ch.token, ch.name, func(prev Home) Home {
-		s := cur
-		if s == "" {
-			s = prev.Session
-		}
+		s := cmp.Or(cur, prev.Session)
 		return Home{Instance: me, Host: p.id(), Online: true, Session: s}
 	})
 	if err != nil {

@@ -114,14 +114,20 @@ func Parse(data []byte) (Envelope, *Error) {
 	return env, nil
 }
 
-// encode renders env for the wire. Payloads here are always valid JSON
-// (parsed or built by us), so encoding cannot fail.
-func encode(env Envelope) []byte {
+// whole is env as it leaves the relay: the protocol's version, and {}
+// for a payload left out.
+func (env Envelope) whole() Envelope {
 	env.V = wire.Version
 	if len(env.Payload) == 0 {
 		env.Payload = json.RawMessage("{}")
 	}
-	b, err := json.Marshal(env)
+	return env
+}
+
+// encode renders env for the wire. Payloads here are always valid JSON
+// (parsed or built by us), so encoding cannot fail.
+func encode(env Envelope) []byte {
+	b, err := json.Marshal(env.whole())
 	if err != nil {
 		panic(fmt.Sprintf("encode %s envelope: %v", env.Type, err))
 	}

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -61,9 +62,7 @@ func (*External) inRuns() bool       { return true }
 // when a newer WebSocket host joins). d first receives relay.joined. Call
 // Leave when done.
 func (r *Relay) JoinHost(token, session, kind string, d Deliverer) *External {
-	if session == "" {
-		session = DefaultSession
-	}
+	session = cmp.Or(session, DefaultSession)
 	ch := r.acquire(token, session)
 	defer r.release(ch) // the host holds it from now on
 	e := &External{member: member{ident: wire.NewID()[:12]}, ch: ch, d: d, kind: kind}
@@ -84,11 +83,7 @@ func (r *Relay) JoinHost(token, session, kind string, d Deliverer) *External {
 // state was not kept. An in-process host tells its person; nil when all
 // was taken.
 func (e *External) Send(env Envelope) error {
-	env.V = wire.Version
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
-	if err := e.ch.fromHost(e, env); err != nil {
+	if err := e.ch.fromHost(e, env.whole()); err != nil {
 		return err
 	}
 	return nil
@@ -184,13 +179,10 @@ func (e *External) Fail(id, msg string) bool {
 // Record returns. Nothing is written without an active study session, or
 // once the host was replaced or left.
 func (e *External) Record(direction string, env Envelope) {
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
 	e.ch.mu.Lock()
 	defer e.ch.mu.Unlock()
 	if e.ch.host == e {
-		e.ch.record(direction, env)
+		e.ch.record(direction, env.whole())
 	}
 }
 

@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"encoding/json"
-
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/wsconn"
 )
@@ -126,10 +124,7 @@ func (ch *channel) remotePeer(instance, frame string) *remotePeer {
 }
 
 func (p *remotePeer) deliver(env Envelope, _ *encoded) bool {
-	env.V = wire.Version
-	if len(env.Payload) == 0 {
-		env.Payload = json.RawMessage("{}")
-	}
+	env = env.whole()
 	r := p.ch.r
 	if err := r.o.Cluster.Send(p.inst, p.ch.token, p.ch.name, Frame{Kind: p.frame, From: r.o.Cluster.Instance(), Env: &env}); err != nil {
 		r.log.Warn("relay frame not sent to another instance", "instance", p.inst, "type", env.Type, "err", err)

@@ -8,6 +8,7 @@ import (
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
 	"github.com/agentassistant/agentassistant/internal/wire"
+	"github.com/agentassistant/agentassistant/srv/relay"
 )
 
 // Local is the services called in process by one caller of the server
@@ -17,16 +18,15 @@ import (
 // those of mcpbridge.Backend; errors are the Connect errors a network
 // caller would get.
 type Local struct {
-	s  *service
-	ui *uiRelay // nil: no relay
-	c  caller
+	s *service
+	c caller
 }
 
 // Local returns the services for calls through door with token, which
 // the caller checked. Such a caller takes the answers given while it was
 // away, as agentassistant-mcp does.
 func (v *Services) Local(door, token string) *Local {
-	return &Local{s: v.s, ui: v.ui, c: caller{token: token, door: door, takesMissed: true}}
+	return &Local{s: v.s, c: caller{token: token, door: door, takesMissed: true}}
 }
 
 // AskQuestion asks the person and waits; by is who answered.
@@ -90,18 +90,18 @@ func (l *Local) TaskFinishReply(ctx context.Context, req *pb.TaskFinishReplyRequ
 
 // viaRelay makes a UI call through the relay, which a server without
 // relay sessions answers with CodeUnimplemented.
-func viaRelay[Req, Resp any](ctx context.Context, l *Local, call func(*uiRelay, context.Context, string, Req) (Resp, error), req Req) (Resp, error) {
-	if l.ui == nil {
+func viaRelay[Req relayed, Resp any](ctx context.Context, l *Local, call func(context.Context, *relay.Local, Req) (Resp, error), req Req) (Resp, error) {
+	if l.s.o.Relay == nil {
 		var none Resp
 		return none, connect.NewError(connect.CodeUnimplemented, errors.New("this server has no relay sessions"))
 	}
-	return call(l.ui, ctx, l.c.token, req)
+	return onLocal(ctx, l.s.o.Relay, l.c.token, call, req)
 }
 
 // GetUIState reads the state and tools the relay session's host
 // published.
 func (l *Local) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	return viaRelay(ctx, l, (*uiRelay).getUIState, req)
+	return viaRelay(ctx, l, getUIState, req)
 }
 
 // CallUITool calls the host's tool with params, the members of the JSON
@@ -111,29 +111,27 @@ func (l *Local) CallUITool(ctx context.Context, session, tool string, params map
 	if params == nil {
 		params = map[string]any{}
 	}
-	return viaRelay(ctx, l, func(ui *uiRelay, ctx context.Context, token string, call toolCall) (*pb.CallUIToolResponse, error) {
-		return ui.callTool(ctx, token, session, call)
-	}, toolCall{Params: params, Reason: reason, ToolName: tool})
+	return viaRelay(ctx, l, callTool, toolRequest{session, toolCall{Params: params, Reason: reason, ToolName: tool}})
 }
 
 // PostAgentMessage shows the agent's message in the relay session's
 // host.
 func (l *Local) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	return viaRelay(ctx, l, (*uiRelay).postAgentMessage, req)
+	return viaRelay(ctx, l, postAgentMessage, req)
 }
 
 // WaitUserMessage takes the next message the person sent in the host,
 // waiting a while for one.
 func (l *Local) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	return viaRelay(ctx, l, (*uiRelay).waitUserMessage, req)
+	return viaRelay(ctx, l, waitUserMessage, req)
 }
 
 // StartSession starts a study session in the relay session.
 func (l *Local) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	return viaRelay(ctx, l, (*uiRelay).startSession, req)
+	return viaRelay(ctx, l, startSession, req)
 }
 
 // EndSession ends the relay session's study session.
 func (l *Local) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	return viaRelay(ctx, l, (*uiRelay).endSession, req)
+	return viaRelay(ctx, l, endSession, req)
 }

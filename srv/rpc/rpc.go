@@ -54,10 +54,7 @@ type Options struct {
 // Services are the Connect services' handlers: mounted on a mux for the
 // network (Mount), and called in process by the server's own /mcp
 // endpoint (Local).
-type Services struct {
-	s  *service
-	ui *uiRelay // nil without Options.Relay
-}
+type Services struct{ s *service }
 
 // New returns the services of o.
 func New(o Options) *Services {
@@ -66,11 +63,7 @@ func New(o Options) *Services {
 	opt.Default(&o.MaxTimeout, 24*time.Hour)
 	opt.Default(&o.MaxMessage, 16<<20)
 	opt.Default(&o.MaxUnauthMessage, 64<<10)
-	v := &Services{s: &service{o: o}}
-	if o.Relay != nil {
-		v.ui = &uiRelay{o.Relay}
-	}
-	return v
+	return &Services{s: &service{o: o}}
 }
 
 // Mount registers the Connect services on mux and returns their paths.
@@ -109,9 +102,9 @@ func (v *Services) Mount(mux *http.ServeMux) []string {
 			return agentassistprotoconnect.NewSrvAgentAssistControlHandler(controlService{s}, o...)
 		},
 	}
-	if v.ui != nil {
+	if o.Relay != nil {
 		handlers = append(handlers, func(o ...connect.HandlerOption) (string, http.Handler) {
-			return agentassistprotoconnect.NewSrvUIRelayHandler(uiHandler{v.ui}, o...)
+			return agentassistprotoconnect.NewSrvUIRelayHandler(uiHandler{v.s.o.Relay}, o...)
 		})
 	}
 	var paths []string
@@ -263,9 +256,7 @@ func (s *service) ask(ctx context.Context, c caller, req hub.Request, timeoutSec
 		id = wire.NewID()
 	}
 	timeout := time.Duration(timeoutSec) * time.Second
-	if timeout <= 0 {
-		timeout = s.o.DefaultTimeout
-	}
+	opt.Default(&timeout, s.o.DefaultTimeout)
 	timeout = min(timeout, s.o.MaxTimeout)
 	req.ID, req.Timeout = id, timeout
 	req.AgentName, req.ReasoningModelName, req.McpClientName = clip(req.AgentName), clip(req.ReasoningModelName), clip(req.McpClientName)

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	pb "github.com/agentassistant/agentassistant/gen/agentassistproto"
+	"github.com/agentassistant/agentassistant/internal/opt"
 	"github.com/agentassistant/agentassistant/internal/strictjson"
 	"github.com/agentassistant/agentassistant/internal/wire"
 	"github.com/agentassistant/agentassistant/srv/relay"
@@ -26,16 +28,21 @@ const (
 	hostTimeoutError = "the host did not answer within %s; the action may or may not have happened"
 )
 
-// uiRelay is SrvUIRelay for a token already checked: the Connect
-// handler's (uiHandler) and the in-process calls' (Local).
-type uiRelay struct{ r *relay.Relay }
-
-func (u *uiRelay) local(token, session string) (*relay.Local, error) {
-	if !relay.ValidSession(session) {
-		return nil, badSession()
+// onLocal makes call, one of SrvUIRelay's for a token already checked,
+// as the in-process agent of token in the relay session req names: for
+// the Connect handler (uiHandler) and the in-process calls (Local) alike.
+func onLocal[Req relayed, Resp any](ctx context.Context, r *relay.Relay, token string, call func(context.Context, *relay.Local, Req) (Resp, error), req Req) (Resp, error) {
+	if !relay.ValidSession(req.GetRelaySession()) {
+		var none Resp
+		return none, badSession()
 	}
-	return u.r.Local(token, session), nil // the caller closes it
+	l := r.Local(token, req.GetRelaySession())
+	defer l.Close()
+	return call(ctx, l, req)
 }
+
+// relayed is a UI call's request, which names its relay session.
+type relayed interface{ GetRelaySession() string }
 
 // badSession refuses a relay session name no session can have.
 func badSession() error {
@@ -44,18 +51,18 @@ func badSession() error {
 
 // uiHandler serves SrvUIRelay over Connect, for the token its
 // interceptor checked.
-type uiHandler struct{ u *uiRelay }
+type uiHandler struct{ r *relay.Relay }
 
 func (h uiHandler) StartSession(ctx context.Context, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	return h.u.startSession(ctx, tokenOf(ctx), req)
+	return onLocal(ctx, h.r, tokenOf(ctx), startSession, req)
 }
 
 func (h uiHandler) EndSession(ctx context.Context, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	return h.u.endSession(ctx, tokenOf(ctx), req)
+	return onLocal(ctx, h.r, tokenOf(ctx), endSession, req)
 }
 
 func (h uiHandler) GetUIState(ctx context.Context, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	return h.u.getUIState(ctx, tokenOf(ctx), req)
+	return onLocal(ctx, h.r, tokenOf(ctx), getUIState, req)
 }
 
 // paramsProblem says what keeps params from being forwarded, "" when
@@ -85,15 +92,15 @@ func (h uiHandler) CallUITool(ctx context.Context, req *pb.CallUIToolRequest) (*
 	if bad := paramsProblem(params); bad != "" {
 		return &pb.CallUIToolResponse{Error: &pb.RelayError{Code: wire.InvalidParams, Message: bad}}, nil
 	}
-	return h.u.callTool(ctx, tokenOf(ctx), req.GetRelaySession(), toolCall{Params: params, Reason: req.GetReason(), ToolName: req.GetToolName()})
+	return onLocal(ctx, h.r, tokenOf(ctx), callTool, toolRequest{req.GetRelaySession(), toolCall{Params: params, Reason: req.GetReason(), ToolName: req.GetToolName()}})
 }
 
 func (h uiHandler) PostAgentMessage(ctx context.Context, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	return h.u.postAgentMessage(ctx, tokenOf(ctx), req)
+	return onLocal(ctx, h.r, tokenOf(ctx), postAgentMessage, req)
 }
 
 func (h uiHandler) WaitUserMessage(ctx context.Context, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	return h.u.waitUserMessage(ctx, tokenOf(ctx), req)
+	return onLocal(ctx, h.r, tokenOf(ctx), waitUserMessage, req)
 }
 
 // request makes one call to the host and splits the answer into the reply
@@ -121,18 +128,10 @@ func request(ctx context.Context, l *relay.Local, typ string, payload any, timeo
 func relayError(p json.RawMessage) *pb.RelayError {
 	var e relay.Error
 	_ = json.Unmarshal(p, &e)
-	if e.Code == "" {
-		e.Code = wire.ToolExecutionFailed
-	}
-	return &pb.RelayError{Code: e.Code, Message: e.Message}
+	return &pb.RelayError{Code: cmp.Or(e.Code, wire.ToolExecutionFailed), Message: e.Message}
 }
 
-func (u *uiRelay) startSession(ctx context.Context, token string, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
-	l, err := u.local(token, req.GetRelaySession())
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
+func startSession(ctx context.Context, l *relay.Local, req *pb.StartSessionRequest) (*pb.SessionResponse, error) {
 	env, rerr := request(ctx, l, wire.TypeSessionStart, map[string]string{
 		"studyId": req.GetStudyId(), "participantId": req.GetParticipantId(),
 	}, hostCallTimeout)
@@ -146,16 +145,8 @@ func (u *uiRelay) startSession(ctx context.Context, token string, req *pb.StartS
 	return &pb.SessionResponse{StudySessionId: p.SessionID}, nil
 }
 
-func (u *uiRelay) endSession(ctx context.Context, token string, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
-	l, err := u.local(token, req.GetRelaySession())
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	reason := req.GetReason()
-	if reason == "" {
-		reason = "ended-by-agent"
-	}
+func endSession(ctx context.Context, l *relay.Local, req *pb.EndSessionRequest) (*pb.SessionResponse, error) {
+	reason := cmp.Or(req.GetReason(), "ended-by-agent")
 	env, rerr := request(ctx, l, wire.TypeSessionEnd, map[string]string{"reason": reason}, hostCallTimeout)
 	if rerr != nil {
 		return &pb.SessionResponse{Error: rerr}, nil
@@ -168,12 +159,7 @@ func (u *uiRelay) endSession(ctx context.Context, token string, req *pb.EndSessi
 	return &pb.SessionResponse{StudySessionId: p.SessionID, LogFile: p.LogFile}, nil
 }
 
-func (u *uiRelay) getUIState(ctx context.Context, token string, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
-	l, err := u.local(token, req.GetRelaySession())
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
+func getUIState(ctx context.Context, l *relay.Local, req *pb.GetUIStateRequest) (*pb.GetUIStateResponse, error) {
 	if req.GetRefresh() {
 		if _, rerr := request(ctx, l, wire.TypeSnapshotGet, struct{}{}, hostCallTimeout); rerr != nil {
 			return &pb.GetUIStateResponse{Error: rerr, State: uiState(l.State())}, nil
@@ -193,13 +179,17 @@ type toolCall struct {
 	ToolName string `json:"toolName"`
 }
 
+// toolRequest is a tool call in a relay session.
+type toolRequest struct {
+	session string
+	call    toolCall
+}
+
+func (t toolRequest) GetRelaySession() string { return t.session }
+
 // callTool calls a host's tool, encoding the call once.
-func (u *uiRelay) callTool(ctx context.Context, token, session string, call toolCall) (*pb.CallUIToolResponse, error) {
-	l, err := u.local(token, session)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
+func callTool(ctx context.Context, l *relay.Local, t toolRequest) (*pb.CallUIToolResponse, error) {
+	call := t.call
 	env, rerr := request(ctx, l, wire.TypeToolCall, call, hostCallTimeout)
 	if rerr != nil {
 		return &pb.CallUIToolResponse{Error: rerr, State: uiState(l.State())}, nil
@@ -213,14 +203,9 @@ func (u *uiRelay) callTool(ctx context.Context, token, session string, call tool
 	_ = json.Unmarshal(env.Payload, &res)
 	out := &pb.CallUIToolResponse{ResultJson: string(env.Payload)}
 	if res.OK != nil && !*res.OK {
-		code := res.Code
-		if code == "" {
-			code = wire.ToolExecutionFailed
-		}
-		msg := res.Message
-		if msg == "" { // the agent is told what it knows, not nothing
-			msg = "the host reported that " + call.ToolName + " failed, without saying why"
-		}
+		code := cmp.Or(res.Code, wire.ToolExecutionFailed)
+		// The agent is told what it knows, not nothing.
+		msg := cmp.Or(res.Message, "the host reported that "+call.ToolName+" failed, without saying why")
 		out.Error = &pb.RelayError{Code: code, Message: msg}
 	}
 	st := l.State()
@@ -233,12 +218,7 @@ func (u *uiRelay) callTool(ctx context.Context, token, session string, call tool
 	return out, nil
 }
 
-func (u *uiRelay) postAgentMessage(ctx context.Context, token string, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
-	l, err := u.local(token, req.GetRelaySession())
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
+func postAgentMessage(ctx context.Context, l *relay.Local, req *pb.AgentMessageRequest) (*pb.AgentMessageResponse, error) {
 	b, _ := json.Marshal(map[string]string{"text": req.GetText()})
 	if env, failed := l.Post(ctx, wire.TypeAgentMessage, b, agentMsgGrace); failed {
 		return &pb.AgentMessageResponse{Error: relayError(env.Payload)}, nil
@@ -246,16 +226,9 @@ func (u *uiRelay) postAgentMessage(ctx context.Context, token string, req *pb.Ag
 	return &pb.AgentMessageResponse{}, nil
 }
 
-func (u *uiRelay) waitUserMessage(ctx context.Context, token string, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
-	l, err := u.local(token, req.GetRelaySession())
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
+func waitUserMessage(ctx context.Context, l *relay.Local, req *pb.WaitUserMessageRequest) (*pb.WaitUserMessageResponse, error) {
 	d := time.Duration(req.GetTimeoutMs()) * time.Millisecond
-	if d <= 0 {
-		d = defaultUserWait
-	}
+	opt.Default(&d, defaultUserWait)
 	d = min(d, maxUserWait)
 	cctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
