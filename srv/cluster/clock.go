@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // The cluster's clock. Instances write wall times the others read: a
@@ -53,21 +55,34 @@ func (c *Cluster) heard(sent, acked, stored time.Time) {
 }
 
 // readClock writes this instance's heartbeat (with no connections yet)
-// and reads it back, to take NATS's clock before anything is read.
+// and reads it back, to take NATS's clock before anything is read: a
+// deadline armed on a clock minutes off would fire at once, for the
+// whole cluster. It is read back through a watch, as the heartbeats
+// are (a direct get may be answered by a replica behind its leader),
+// and tried again while NATS cannot serve it (untilServed); an instance
+// that cannot take it does not start, as one that cannot read its
+// buckets does not.
 func (c *Cluster) readClock(ctx context.Context) error {
-	b := c.beatValue(0)
-	sent := c.o.Clock()
-	rev, err := c.insts.Put(ctx, c.o.Instance, b)
-	acked := c.o.Clock()
-	if err != nil {
-		return fmt.Errorf("write heartbeat: %w", err)
-	}
-	e, err := c.insts.Get(ctx, c.o.Instance)
-	if err != nil {
-		return fmt.Errorf("read heartbeat: %w", err)
-	}
-	if e.Revision() == rev {
-		c.heard(sent, acked, e.Created())
-	}
-	return nil
+	return c.untilServed(ctx, "NATS's clock", func(ctx context.Context) error {
+		sent := c.o.Clock()
+		rev, err := c.insts.Put(ctx, c.o.Instance, c.beatValue(0))
+		acked := c.o.Clock()
+		if err != nil {
+			return fmt.Errorf("write heartbeat: %w", err)
+		}
+		var stored time.Time
+		if err := readPresent(ctx, c.insts, c.o.Instance, "the instance's heartbeat", func(e jetstream.KeyValueEntry) error {
+			if e.Revision() == rev {
+				stored = e.Created()
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if stored.IsZero() {
+			return fmt.Errorf("heartbeat %d of instance %q written over at once (another instance of that name?)", rev, c.o.Instance)
+		}
+		c.heard(sent, acked, stored)
+		return nil
+	})
 }

@@ -181,8 +181,8 @@ func Open(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, fmt.Errorf("read bucket %s: %w", RequestsBucket, err)
 	}
 	if err := c.readClock(ctx); err != nil {
-		// The heartbeats take it again, every Heartbeat.
-		c.log.Warn("cannot read NATS's clock yet", "err", err)
+		nc.Close()
+		return nil, fmt.Errorf("read NATS's clock: %w", err)
 	}
 	return c, nil
 }

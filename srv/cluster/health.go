@@ -76,23 +76,28 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch, trip func(c
 	var watch lag         // of w (rewatch.go)
 	var sent, took uint64 // round trips started; the last whose state was taken
 	under := 0            // round trips under way
+	start := func() {
+		if under == maxProbes {
+			return
+		}
+		under++
+		sent++
+		n := sent
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, unhealthyAfter)
+			state, at, err := trip(pctx)
+			cancel()
+			out <- tripped{n: n, state: state, at: at, err: err}
+		})
+	}
+	start() // the first at once: its answer is due within unhealthyAfter of Open's
 	for {
 		var r tripped
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if under < maxProbes {
-				under++
-				sent++
-				n := sent
-				wg.Go(func() {
-					pctx, cancel := context.WithTimeout(ctx, unhealthyAfter)
-					state, at, err := trip(pctx)
-					cancel()
-					out <- tripped{n: n, state: state, at: at, err: err}
-				})
-			}
+			start()
 		case r = <-out:
 			under--
 		}
@@ -116,8 +121,12 @@ func (c *Cluster) probe(ctx context.Context, h *hub.Hub, w *rewatch, trip func(c
 		case r.n != 0:
 			c.health.problem = r.err.Error()
 		}
-		// Not before the answers already in are read: one may be new.
-		lose := !c.health.lost && now.Sub(c.health.okAt) >= unhealthyAfter && len(out) == 0
+		// Lost on a round trip that failed (given until unhealthyAfter),
+		// never on a tick alone: a process that did not run for seconds
+		// (paused, starved of CPU) finds its round trips answered when
+		// it runs again. Not before the answers already in are read: one
+		// may be new.
+		lose := r.n != 0 && r.err != nil && !c.health.lost && now.Sub(c.health.okAt) >= unhealthyAfter && len(out) == 0
 		back := answered && c.health.lost && now.Sub(c.health.okAt) < unhealthyAfter
 		if back {
 			c.health.lost = false

@@ -33,7 +33,10 @@ func (c *Cluster) beat(ctx context.Context) {
 }
 
 func (c *Cluster) beatOnce(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, c.o.Heartbeat)
+	// Two beats' time: a NATS that answers after 2 or 3 s (loaded, far
+	// away) still has each heartbeat written within the 5 beats it
+	// lives, though the count that follows may be cut short.
+	ctx, cancel := context.WithTimeout(ctx, 2*c.o.Heartbeat)
 	defer cancel()
 	c.mu.Lock()
 	local := c.local

@@ -95,6 +95,18 @@ func (h *Hub) Ask(ctx context.Context, token string, req Request) (*Reply, error
 func (h *Hub) arm(r *room, p *pending) {
 	if p.req.Timeout > 0 {
 		p.expiry = time.AfterFunc(p.deadline.Sub(h.now()), func() {
+			// The deadline is on the hub's clock, which may have moved
+			// back since the timer was armed (in a cluster, NATS's clock
+			// as reckoned anew at a heartbeat): not due yet, it waits
+			// the rest.
+			if p.deadline.After(h.now()) {
+				r.mu.Lock()
+				if !p.overLocked() {
+					h.arm(r, p)
+				}
+				r.mu.Unlock()
+				return
+			}
 			if h.settle(r, p, nil, ErrTimeout, "timeout") == nil {
 				h.log.Info("request timed out", "kind", p.req.Kind, "id", p.req.ID)
 			}
@@ -241,7 +253,8 @@ func (l *lateLooks) take(id string, now time.Time) bool {
 	if l.at.IsZero() {
 		l.tokens = lateBurst
 	} else {
-		l.tokens = min(lateBurst, l.tokens+now.Sub(l.at).Seconds()*lateRate)
+		// Never less for a clock moved back (the hub's, corrected).
+		l.tokens = min(lateBurst, l.tokens+max(0, now.Sub(l.at).Seconds())*lateRate)
 	}
 	l.at = now
 	if l.tokens < 1 {
