@@ -77,7 +77,7 @@ func (p *Pusher) closeIfSettled(sd *sender, j job) {
 		return
 	}
 	o, settled := p.o.Hub.Outcome(j.token, j.msg.ID)
-	ev := hub.Event{Kind: o.Kind, Token: j.token, Request: hub.Request{ID: j.msg.ID}, Reply: o.Reply, Reason: o.Reason, At: o.At}
+	ev := hub.Event{Kind: o.Kind, Token: j.token, Request: j.req, Reply: o.Reply, Reason: o.Reason, At: o.At}
 	if !settled || answeredBy(ev, sd.sub) {
 		return
 	}

@@ -148,8 +148,9 @@ func askMessage(ev hub.Event, room string, sub Subscription) message {
 // (its options, or the quick replies sub's notification showed as
 // buttons) is named in its Outcome, as the channels name it; the
 // person's own words never are: a notification shows on a lock screen
-// (channel.Chosen). Settled as it was pushed (closes.go), ev holds the
-// question's ID alone, and an option chosen goes unnamed.
+// (channel.Chosen). A close taken over from another instance's
+// record (closes.go) holds the question's ID alone, and an option
+// chosen goes unnamed there.
 func settledMessage(ev hub.Event, room string, sub Subscription) message {
 	m := message{V: 1, Type: "settled", ID: ev.Request.ID, Tag: tagOf(room, ev.Request.ID), URL: "/?request=" + url.QueryEscape(ev.Request.ID), Sub: sub.ID}
 	switch ev.Kind {

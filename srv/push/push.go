@@ -133,6 +133,9 @@ type job struct {
 	ttl   time.Duration
 	// token of an ask: sent only while its question waits.
 	token string
+	// req is an ask's question, for the close that follows it when it
+	// is settled as it is pushed (closeIfSettled) to name the choice.
+	req hub.Request
 	// owed: a close that Closes gave this instance to push.
 	owed bool
 }
@@ -199,7 +202,7 @@ func (p *Pusher) event(ev hub.Event) {
 				m.Answer = "/push/answer"
 			}
 			m.Waiting = waiting
-			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl, token: ev.Token})
+			p.queue(room, s, job{msg: m, topic: m.Tag, ttl: ttl, token: ev.Token, req: ev.Request})
 		}
 	default:
 		p.caps.Void(room, ev.Request.ID)

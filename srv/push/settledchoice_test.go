@@ -58,3 +58,32 @@ func TestSettledPushNamesTheChoice(t *testing.T) {
 		}
 	}
 }
+
+// TestSettledDuringItsPushNamesTheChoice: a question answered while its
+// push is on its way (on another instance of a cluster, or here a moment
+// before the Pusher hears it) is closed by a push that names the choice
+// too, as the one that follows its settled event does.
+func TestSettledDuringItsPushNamesTheChoice(t *testing.T) {
+	f := newFixture(t, Options{})
+	phone := newDevice(t, "/phone")
+	phone.subscribe(t, f.p, f.s, tokA, "Pixel 8 · Chrome")
+	canary := []*pb.Question{{Options: []*pb.Option{{Label: "Blue-green"}, {Label: "Canary"}}}}
+	f.s.status = func(path string, n int) int {
+		if n == 1 {
+			f.p.unsub() // answered elsewhere: its event is not heard here
+			contents := []*pb.McpResultContent{{Type: 1, Text: &pb.TextContent{Type: "text", Text: "Canary"}}}
+			if err := f.hub.Answer(context.Background(), tokA, wire.AskQuestion, "q-1", hub.Reply{Contents: contents, ClientID: "pc", Nickname: "PC"}); err != nil {
+				t.Error(err)
+			}
+		}
+		return 201
+	}
+	go func() {
+		_, _ = f.hub.Ask(context.Background(), tokA, hub.Request{Kind: wire.AskQuestion, ID: "q-1", Text: "Which one?",
+			Questions: canary, AgentName: "Claude Code", Timeout: time.Hour})
+	}()
+	got := f.s.waitFor(t, "/phone", 2)
+	if m := phone.open(t, f.s, got[1]).msg; m.Type != "settled" || m.Outcome != "Answered on PC: Canary" {
+		t.Fatalf("the close pushed after the question's push: %s, outcome %q; want it to name the choice", m.Type, m.Outcome)
+	}
+}
