@@ -103,8 +103,14 @@ func (s *Server) send(w http.ResponseWriter, r *http.Request) {
 		Event     json.RawMessage `json:"event"`
 	}
 	body, err := io.ReadAll(r.Body) // bounded by the server (MaxBody)
-	if err != nil {
-		writeError(w, http.StatusBadRequest, wire.IngressInvalidMessage, "cannot read the body: "+err.Error())
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, wire.IngressInvalidMessage, fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
+		return
+	case err != nil:
+		// Cut off at the body deadline, or broken off.
+		writeError(w, http.StatusRequestTimeout, wire.IngressInvalidMessage, "the body did not arrive whole in time; send it again")
 		return
 	}
 	// The event goes on as written: it must be the one read here.

@@ -296,6 +296,12 @@ func New(o Options) *Server {
 			r = r.WithContext(r.Context())
 			r.Body = http.MaxBytesReader(w, bodyDeadline(w, r.Body, s.bodyBy), MaxBody)
 		}
+		// On every answer, not only the web UI's pages: an error that
+		// quotes what was sent is never taken for a page, and nothing
+		// followed from here says where it came from.
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
 		s.route(w, r)
 	}))
 	return s

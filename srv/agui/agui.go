@@ -157,7 +157,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("RunAgentInput larger than %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
 			return
 		}
-		http.Error(w, "read RunAgentInput: "+err.Error(), http.StatusBadRequest)
+		// Cut off at the body deadline, or broken off.
+		http.Error(w, "the RunAgentInput did not arrive whole in time; send it again", http.StatusRequestTimeout)
 		return
 	}
 	in, err := parseInput(body)

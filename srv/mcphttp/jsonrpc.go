@@ -36,7 +36,9 @@ func checkBody(w http.ResponseWriter, r *http.Request) (method string, id json.R
 		refuse(w, http.StatusRequestEntityTooLarge, invalidRequest, nil, fmt.Sprintf("the body is over %d bytes", tooBig.Limit))
 		return "", nil, nil, false
 	case err != nil:
-		http.Error(w, "cannot read the request body: "+err.Error(), http.StatusBadRequest)
+		// Cut off at the body deadline, or broken off: the socket's own
+		// error names only the server's address.
+		refuse(w, http.StatusRequestTimeout, invalidRequest, nil, "the body did not arrive whole in time; send it again")
 		return "", nil, nil, false
 	}
 	r.Body = io.NopCloser(bytes.NewReader(b))
